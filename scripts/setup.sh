@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what building and testing anycuda needs on Debian 12, skipping
+# whatever is already present. Safe to run repeatedly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_pkgs=()
+for p in llvm-19-dev libpolly-19-dev libzstd-dev zlib1g-dev lld-19 build-essential pkg-config python3; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$p")
+done
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+    echo "setup: installing ${need_pkgs[*]}"
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_pkgs[@]}"
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "setup: cargo is missing; install Rust (https://rustup.rs) first" >&2
+    exit 1
+fi
+
+# The CUDA toolkit is only used to build test programs (never at run time).
+scripts/toolkit.sh
