@@ -1,0 +1,316 @@
+//! Closed vocabularies of PTX: opcodes, types, and every modifier word.
+//!
+//! Each vocabulary is an enum generated together with its spelling, so the
+//! lexer's words map to typed values through one table and the printer maps
+//! them back through the same one.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// A small, fast string hasher (FNV-1a); keyword lookups are on the parser's
+/// hot path and the keys are short ASCII words.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for &b in bytes {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+pub(crate) type FnvBuild = std::hash::BuildHasherDefault<Fnv>;
+pub(crate) type FnvMap<K, V> = HashMap<K, V, FnvBuild>;
+
+macro_rules! vocabulary {
+    ($(#[$m:meta])* $name:ident { $($variant:ident = $text:literal),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name { $($variant),* }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+
+            /// The spelling in PTX source (without a leading dot).
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),* }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+vocabulary! {
+    /// Instruction opcodes: the first word of an instruction. Words that
+    /// follow it (`.sync`, `.async`, `.bulk`...) are modifiers.
+    Opcode {
+        Abs = "abs", Activemask = "activemask", Add = "add", Addc = "addc",
+        Alloca = "alloca", And = "and", Applypriority = "applypriority",
+        Atom = "atom", Bar = "bar", Barrier = "barrier", Bfe = "bfe", Bfi = "bfi",
+        Bfind = "bfind", Bmsk = "bmsk", Bra = "bra", Brev = "brev", Brkpt = "brkpt",
+        Brx = "brx", Call = "call", Clusterlaunchcontrol = "clusterlaunchcontrol",
+        Clz = "clz", Cnot = "cnot", Copysign = "copysign", Cos = "cos", Cp = "cp",
+        Createpolicy = "createpolicy", Cvt = "cvt", Cvta = "cvta", Discard = "discard",
+        Div = "div", Dp2a = "dp2a", Dp4a = "dp4a", Elect = "elect", Ex2 = "ex2",
+        Exit = "exit", Fence = "fence", Fma = "fma", Fns = "fns", Getctarank = "getctarank",
+        Griddepcontrol = "griddepcontrol", Isspacep = "isspacep", Istypep = "istypep",
+        Ld = "ld", Ldmatrix = "ldmatrix", Ldu = "ldu", Lg2 = "lg2", Lop3 = "lop3",
+        Mad = "mad", Mad24 = "mad24", Madc = "madc", Mapa = "mapa", Match = "match",
+        Max = "max", Mbarrier = "mbarrier", Membar = "membar", Min = "min", Mma = "mma",
+        Mov = "mov", Movmatrix = "movmatrix", Mul = "mul", Mul24 = "mul24",
+        Multimem = "multimem", Nanosleep = "nanosleep", Neg = "neg", Not = "not",
+        Or = "or", Pmevent = "pmevent", Popc = "popc", Prefetch = "prefetch",
+        Prefetchu = "prefetchu", Prmt = "prmt", Rcp = "rcp", Red = "red", Redux = "redux",
+        Rem = "rem", Ret = "ret", Rsqrt = "rsqrt", Sad = "sad", Selp = "selp", Set = "set",
+        Setmaxnreg = "setmaxnreg", Setp = "setp", Shf = "shf", Shfl = "shfl", Shl = "shl",
+        Shr = "shr", Sin = "sin", Slct = "slct", Sqrt = "sqrt", St = "st",
+        Stackrestore = "stackrestore", Stacksave = "stacksave", Stmatrix = "stmatrix",
+        Sub = "sub", Subc = "subc", Suld = "suld", Suq = "suq", Sured = "sured",
+        Sust = "sust", Szext = "szext", Tanh = "tanh", Tcgen05 = "tcgen05",
+        Tensormap = "tensormap", Testp = "testp", Tex = "tex", Tld4 = "tld4", Trap = "trap",
+        Txq = "txq", Vabsdiff = "vabsdiff", Vabsdiff2 = "vabsdiff2", Vabsdiff4 = "vabsdiff4",
+        Vadd = "vadd", Vadd2 = "vadd2", Vadd4 = "vadd4", Vavrg2 = "vavrg2", Vavrg4 = "vavrg4",
+        Vmad = "vmad", Vmax = "vmax", Vmax2 = "vmax2", Vmax4 = "vmax4", Vmin = "vmin",
+        Vmin2 = "vmin2", Vmin4 = "vmin4", Vote = "vote", Vset = "vset", Vset2 = "vset2",
+        Vset4 = "vset4", Vshl = "vshl", Vshr = "vshr", Vsub = "vsub", Vsub2 = "vsub2",
+        Vsub4 = "vsub4", Wgmma = "wgmma", Wmma = "wmma", Xor = "xor",
+    }
+}
+
+vocabulary! {
+    /// Fundamental and special types.
+    Type {
+        Pred = "pred", B8 = "b8", B16 = "b16", B32 = "b32", B64 = "b64", B128 = "b128",
+        U8 = "u8", U16 = "u16", U32 = "u32", U64 = "u64",
+        S8 = "s8", S16 = "s16", S32 = "s32", S64 = "s64",
+        F16 = "f16", F16x2 = "f16x2", Bf16 = "bf16", Bf16x2 = "bf16x2", Tf32 = "tf32",
+        F32 = "f32", F32x2 = "f32x2", F64 = "f64",
+        E4m3 = "e4m3", E5m2 = "e5m2", E4m3x2 = "e4m3x2", E5m2x2 = "e5m2x2",
+        E4m3x4 = "e4m3x4", E5m2x4 = "e5m2x4",
+        E2m1 = "e2m1", E2m1x2 = "e2m1x2", E2m1x4 = "e2m1x4", E3m2 = "e3m2", E3m2x2 = "e3m2x2",
+        E2m3 = "e2m3", E2m3x2 = "e2m3x2", Ue8m0 = "ue8m0", Ue8m0x2 = "ue8m0x2",
+        Ue4m3 = "ue4m3", B1 = "b1", U4 = "u4", S4 = "s4", U2 = "u2", S2 = "s2",
+        S16x2 = "s16x2", U16x2 = "u16x2",
+        Texref = "texref", Samplerref = "samplerref", Surfref = "surfref",
+    }
+}
+
+impl Type {
+    /// Size in bytes of a value of this type (predicates count 1).
+    pub fn size(self) -> u32 {
+        use Type::*;
+        match self {
+            Pred | B8 | U8 | S8 | E4m3 | E5m2 | E2m1 | E3m2 | E2m3 | Ue8m0 | Ue4m3 | B1 | U4
+            | S4 | U2 | S2 => 1,
+            B16 | U16 | S16 | F16 | Bf16 | E4m3x2 | E5m2x2 | E2m1x2 | E3m2x2 | E2m3x2
+            | Ue8m0x2 | E2m1x4 => 2,
+            B32 | U32 | S32 | F32 | F16x2 | Bf16x2 | Tf32 | E4m3x4 | E5m2x4 | S16x2 | U16x2 => 4,
+            B64 | U64 | S64 | F64 | F32x2 | Texref | Samplerref | Surfref => 8,
+            B128 => 16,
+        }
+    }
+
+    pub fn bits(self) -> u32 {
+        self.size() * 8
+    }
+
+    pub fn is_signed(self) -> bool {
+        matches!(self, Type::S8 | Type::S16 | Type::S32 | Type::S64)
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, Type::F16 | Type::Bf16 | Type::F32 | Type::F64 | Type::Tf32)
+    }
+
+    pub fn is_integer(self) -> bool {
+        use Type::*;
+        matches!(self, B8 | B16 | B32 | B64 | B128 | U8 | U16 | U32 | U64 | S8 | S16 | S32 | S64)
+    }
+}
+
+vocabulary! {
+    /// Rounding modifiers, for floats (`.rn`) and for float-to-integer
+    /// rounding in `cvt` (`.rni`).
+    Rounding {
+        Rn = "rn", Rz = "rz", Rm = "rm", Rp = "rp", Rna = "rna", Rs = "rs",
+        Rni = "rni", Rzi = "rzi", Rmi = "rmi", Rpi = "rpi",
+    }
+}
+
+vocabulary! {
+    /// State spaces, including the `::` sub-spaces.
+    StateSpace {
+        Reg = "reg", Sreg = "sreg", Const = "const", Global = "global", Local = "local",
+        Param = "param", ParamEntry = "param::entry", ParamFunc = "param::func",
+        Shared = "shared", SharedCta = "shared::cta", SharedCluster = "shared::cluster",
+        Tex = "tex",
+    }
+}
+
+vocabulary! {
+    Scope { Cta = "cta", Cluster = "cluster", Gpu = "gpu", Sys = "sys" }
+}
+
+vocabulary! {
+    /// Memory-ordering semantics.
+    Semantics {
+        Weak = "weak", Relaxed = "relaxed", Acquire = "acquire", Release = "release",
+        AcqRel = "acq_rel", Sc = "sc", Volatile = "volatile", Mmio = "mmio",
+    }
+}
+
+vocabulary! {
+    CacheOp { Ca = "ca", Cg = "cg", Cs = "cs", Lu = "lu", Cv = "cv", Wb = "wb", Wt = "wt" }
+}
+
+vocabulary! {
+    CmpOp {
+        Eq = "eq", Ne = "ne", Lt = "lt", Le = "le", Gt = "gt", Ge = "ge",
+        Lo = "lo", Ls = "ls", Hi = "hi", Hs = "hs",
+        Equ = "equ", Neu = "neu", Ltu = "ltu", Leu = "leu", Gtu = "gtu", Geu = "geu",
+        Num = "num", Nan = "nan",
+    }
+}
+
+vocabulary! {
+    /// Every other modifier word. Words that also name an opcode or a
+    /// comparison (`.and`, `.min`, `.lo`, `.hi`) are parsed by context.
+    Flag {
+        // arithmetic
+        Ftz = "ftz", Sat = "sat", Approx = "approx", Full = "full", Wide = "wide", Cc = "cc",
+        Relu = "relu", NaN = "NaN", Xorsign = "xorsign", AbsMod = "abs", Oob = "oob",
+        Satfinite = "satfinite", Shiftamt = "shiftamt", Clamp = "clamp", Wrap = "wrap",
+        L = "l", R = "r", Uni = "uni", Noftz = "noftz", Scale = "scale",
+        // integer halves (`mul.lo` / `mul.hi`) are flags; `.hi`/`.lo` as comparisons
+        // are resolved in setp/set context.
+        LoHalf = "lo", HiHalf = "hi",
+        // boolean and reduction operations (setp combine, atom/red/redux/bar.red/vote)
+        And = "and", Or = "or", Xor = "xor", Popc = "popc", AddOp = "add", Inc = "inc",
+        Dec = "dec", Exch = "exch", Cas = "cas", MinOp = "min", MaxOp = "max",
+        SubOp = "sub",
+        // prmt modes
+        F4e = "f4e", B4e = "b4e", Rc8 = "rc8", Ecl = "ecl", Ecr = "ecr", Rc16 = "rc16",
+        // shfl / vote / match / activemask
+        Up = "up", Down = "down", Bfly = "bfly", Idx = "idx", All = "all", Any = "any",
+        Ballot = "ballot", Sync = "sync", Aligned = "aligned",
+        // barriers
+        Arrive = "arrive", Red = "red", Wait = "wait", Warp = "warp",
+        // cvta, isspacep, conversions
+        To = "to", Unified = "unified", Nc = "nc", Generic = "generic", Pack = "pack",
+        // texture / surface
+        D1 = "1d", D2 = "2d", D3 = "3d", A1d = "a1d", A2d = "a2d", Cube = "cube",
+        Acube = "acube", D2ms = "2dms", A2dms = "a2dms", Base = "base", Level = "level",
+        Grad = "grad", Trap = "trap", Zero = "zero", Bfmt = "b", Pfmt = "p",
+        WidthQ = "width", HeightQ = "height", DepthQ = "depth",
+        ChannelDataType = "channel_data_type", ChannelOrder = "channel_order",
+        NormalizedCoords = "normalized_coords", FilterMode = "filter_mode",
+        AddrMode0 = "addr_mode_0", AddrMode1 = "addr_mode_1", AddrMode2 = "addr_mode_2",
+        ArraySize = "array_size", NumMipmapLevels = "num_mipmap_levels",
+        NumSamples = "num_samples", ForceUnnormalizedCoords = "force_unnormalized_coords",
+        // memory hints
+        L1EvictNormal = "L1::evict_normal", L1EvictUnchanged = "L1::evict_unchanged",
+        L1EvictFirst = "L1::evict_first", L1EvictLast = "L1::evict_last",
+        L1NoAllocate = "L1::no_allocate", L2EvictNormal = "L2::evict_normal",
+        L2EvictFirst = "L2::evict_first", L2EvictLast = "L2::evict_last",
+        L2EvictUnchanged = "L2::evict_unchanged",
+        L2CacheHint = "L2::cache_hint", L2B64 = "L2::64B", L2B128 = "L2::128B",
+        L2B256 = "L2::256B", L1 = "L1", L2 = "L2", Fractional = "fractional",
+        LevelEvictPriority = "level::eviction_priority", LevelPrefetchSize = "level::prefetch_size",
+        LevelCacheHint = "level::cache_hint",
+        // async copies, bulk copies, tensors, mbarrier
+        Async = "async", Bulk = "bulk", Tensor = "tensor", CommitGroup = "commit_group",
+        WaitGroup = "wait_group", WaitGroupRead = "wait_group.read", WaitAll = "wait_all",
+        Read = "read", MbarrierCompleteTxBytes = "mbarrier::complete_tx::bytes",
+        BulkGroup = "bulk_group", CompleteTx = "complete_tx", ExpectTx = "expect_tx",
+        Bytes = "bytes", TryWait = "try_wait", TestWait = "test_wait", Init = "init",
+        Inval = "inval", ArriveDrop = "arrive_drop", PendingCount = "pending_count",
+        Parity = "parity", NoComplete = "noComplete", MulticastCluster = "multicast::cluster",
+        Tile = "tile", Im2col = "im2col", Im2colNoOffs = "im2col_no_offs", Gather4 = "gather4",
+        Scatter4 = "scatter4", TileGather4 = "tile::gather4", TileScatter4 = "tile::scatter4",
+        D4 = "4d", D5 = "5d", Prefetch = "prefetch",
+        CpMask = "cp_mask", Ignore = "ignore",
+        // fences and proxies
+        Proxy = "proxy", Alias = "alias", Tensormap = "tensormap", ProxyKind = "proxykind",
+        Cp = "cp", Fenceproxy = "fenceproxy", CpFenceproxy = "cp_fenceproxy", Replace = "replace",
+        SyncRestrict = "sync_restrict", MbarrierInit = "mbarrier_init",
+        ToProxyKind = "to_proxykind",
+        // warp matrix
+        Load = "load", Store = "store", MmaOp = "mma", Sp = "sp",
+        SpOrderedMetadata = "sp::ordered_metadata", Row = "row", Col = "col", A = "a",
+        Bmat = "bmat", C = "c", D = "d", Trans = "trans", X1 = "x1", X2 = "x2", X4 = "x4",
+        X8 = "x8", X16 = "x16", X32 = "x32", X64 = "x64", X128 = "x128", Num = "num",
+        Fence = "fence", Kind = "kind", BlockScale = "block_scale",
+        // tcgen05 and cluster launch control (recognised so that they are reported as
+        // unsupported by name rather than as syntax errors)
+        Alloc = "alloc", Dealloc = "dealloc", RelinquishAllocPermit = "relinquish_alloc_permit",
+        Shift = "shift", Commit = "commit", Ws = "ws", CtaGroup1 = "cta_group::1",
+        CtaGroup2 = "cta_group::2", TryCancel = "try_cancel", QueryCancel = "query_cancel",
+        IsCanceled = "is_canceled", GetFirstCtaid = "get_first_ctaid",
+        BeforeThreadSync = "before_thread_sync", AfterThreadSync = "after_thread_sync",
+        // misc
+        LaunchDependents = "launch_dependents",
+        Readonly = "readonly", Noreturn = "noreturn", Multicast = "multicast",
+        Partial = "partial", LdReduce = "ld_reduce",
+        Uniform = "uniform", NonUniform = "non_uniform",
+        Ceil = "ceil", Floor = "floor",
+        // testp
+        Finite = "finite", Infinite = "infinite", Number = "number", Notanumber = "notanumber",
+        Normal = "normal", Subnormal = "subnormal",
+            }
+}
+
+/// Sorted-by-use lookup tables built once per process.
+pub(crate) struct Tables {
+    pub opcodes: FnvMap<&'static str, Opcode>,
+    pub types: FnvMap<&'static str, Type>,
+    pub roundings: FnvMap<&'static str, Rounding>,
+    pub spaces: FnvMap<&'static str, StateSpace>,
+    pub scopes: FnvMap<&'static str, Scope>,
+    pub semantics: FnvMap<&'static str, Semantics>,
+    pub cache_ops: FnvMap<&'static str, CacheOp>,
+    pub cmp_ops: FnvMap<&'static str, CmpOp>,
+    pub flags: FnvMap<&'static str, Flag>,
+}
+
+fn table<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> FnvMap<&'static str, T> {
+    all.iter().map(|&v| (name(v), v)).collect()
+}
+
+pub(crate) fn tables() -> &'static Tables {
+    static TABLES: OnceLock<Tables> = OnceLock::new();
+    TABLES.get_or_init(|| Tables {
+        opcodes: table(Opcode::ALL, Opcode::as_str),
+        types: table(Type::ALL, Type::as_str),
+        roundings: table(Rounding::ALL, Rounding::as_str),
+        spaces: table(StateSpace::ALL, StateSpace::as_str),
+        scopes: table(Scope::ALL, Scope::as_str),
+        semantics: table(Semantics::ALL, Semantics::as_str),
+        cache_ops: table(CacheOp::ALL, CacheOp::as_str),
+        cmp_ops: table(CmpOp::ALL, CmpOp::as_str),
+        flags: table(Flag::ALL, Flag::as_str),
+    })
+}
+
+impl Opcode {
+    pub fn from_word(word: &str) -> Option<Opcode> {
+        tables().opcodes.get(word).copied()
+    }
+}
+
+impl Type {
+    pub fn from_word(word: &str) -> Option<Type> {
+        tables().types.get(word).copied()
+    }
+}

@@ -1,0 +1,136 @@
+//! Every diagnostic path: the message, the position and the text found.
+
+fn errors(body: &str) -> Vec<ptx::Diagnostic> {
+    let src = format!(".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 p)\n{{\n{body}\n}}\n");
+    match ptx::parse(&src) {
+        Ok(_) => panic!("expected errors for:\n{body}"),
+        Err(d) => d.0,
+    }
+}
+
+fn one(body: &str) -> ptx::Diagnostic {
+    let mut e = errors(body);
+    assert_eq!(e.len(), 1, "expected one error, got {e:?}");
+    e.remove(0)
+}
+
+const REGS: &str = ".reg .b32 %r<4>; .reg .pred %p<2>;";
+
+#[test]
+fn bad_token() {
+    let d = one(&format!("{REGS}\nadd.s32 %r1, %r2, #;"));
+    assert_eq!((d.line, d.column), (7, 19));
+    assert_eq!(d.found, "#");
+    assert_eq!(d.message, "invalid token");
+    assert_eq!(d.expected.as_deref(), Some("an operand"));
+}
+
+#[test]
+fn unknown_opcode() {
+    let d = one(&format!("{REGS}\n  frobnicate.u32 %r1, %r2;"));
+    assert_eq!((d.line, d.column), (7, 3));
+    assert_eq!(d.message, "unknown instruction `frobnicate`");
+    assert_eq!(d.found, "frobnicate");
+}
+
+#[test]
+fn bad_modifier() {
+    let d = one(&format!("{REGS}\nadd.wobbly.s32 %r1, %r2, %r3;"));
+    assert_eq!((d.line, d.column), (7, 4));
+    assert_eq!(d.message, "unknown modifier `.wobbly` for `add`");
+    assert_eq!(d.found, ".wobbly");
+}
+
+#[test]
+fn rounding_on_integer_add() {
+    let d = one(&format!("{REGS}\nadd.rn.s32 %r1, %r2, %r3;"));
+    assert_eq!(d.message, "rounding modifier `.rn` is not valid for integer `add`");
+    assert_eq!((d.line, d.column), (7, 1));
+}
+
+#[test]
+fn missing_type() {
+    let d = one(&format!("{REGS}\nadd %r1, %r2, %r3;"));
+    assert_eq!(d.message, "`add` needs a type modifier such as `.u32`");
+}
+
+#[test]
+fn wrong_operand_count() {
+    let d = one(&format!("{REGS}\nadd.s32 %r1, %r2;"));
+    assert_eq!(d.message, "wrong operand count: `add` takes 3 operands, found 2");
+    assert_eq!((d.line, d.column), (7, 1));
+    assert!(d.found.starts_with("add.s32 %r1, %r2;"), "{}", d.found);
+}
+
+#[test]
+fn undeclared_register_and_out_of_range_member() {
+    let e = errors(&format!("{REGS}\nmov.u32 %r1, %q9;\nmov.u32 %r4, 1;"));
+    assert_eq!(e.len(), 2);
+    assert_eq!(e[0].message, "undeclared identifier `%q9`");
+    assert_eq!((e[0].line, e[0].column), (7, 14));
+    assert_eq!(e[1].message, "undeclared identifier `%r4`");
+    assert_eq!((e[1].line, e[1].column), (8, 9));
+}
+
+#[test]
+fn undefined_label() {
+    let d = one(&format!("{REGS}\n@%p1 bra $L_nowhere;"));
+    assert_eq!(d.message, "undefined label `$L_nowhere`");
+    assert_eq!((d.line, d.column), (7, 10));
+}
+
+#[test]
+fn unterminated_block() {
+    let src = ".version 8.0\n.target sm_80\n.address_size 64\n.entry k()\n{\n.reg .b32 %r<2>;\n{\nmov.u32 %r1, 0;\n";
+    let d = ptx::parse(src).expect_err("unterminated");
+    let msgs: Vec<_> = d.0.iter().map(|d| (d.line, d.message.as_str())).collect();
+    assert!(msgs.contains(&(7, "unterminated block")), "{msgs:?}");
+    assert!(msgs.contains(&(4, "unterminated body of `k`")) || msgs.iter().any(|(_, m)| m.contains("unterminated")), "{msgs:?}");
+    assert!(d.0.iter().any(|d| d.message == "unexpected end of input"), "{msgs:?}");
+}
+
+#[test]
+fn unterminated_comment_and_string() {
+    let d = ptx::parse(".version 8.0\n/* never closed").expect_err("open comment");
+    assert_eq!(d.0[0].message, "invalid token");
+    assert_eq!((d.0[0].line, d.0[0].column), (2, 1));
+    let d = ptx::parse(".version 8.0\n.pragma \"open;\n").expect_err("open string");
+    assert_eq!((d.0[0].line, d.0[0].column), (2, 9));
+}
+
+#[test]
+fn every_error_of_a_module_is_reported() {
+    let e = errors(&format!("{REGS}\nfoo.u32 %r1;\nadd.s32 %r1, %r2;\nmov.u32 %r1, %zz;\nmov.u32 %r1, 3;\nbar.zzz;"));
+    let lines: Vec<u32> = e.iter().map(|d| d.line).collect();
+    assert_eq!(lines, vec![7, 8, 9, 11], "{e:?}");
+}
+
+#[test]
+fn errors_in_several_functions() {
+    let src = ".version 8.0\n.target sm_80\n.address_size 64\n\
+               .entry a() { .reg .b32 %r; add.s32 %r, %r; }\n\
+               .entry b() { .reg .b32 %r; sub.s32 %r, %r, %nope; }\n\
+               .global .u32 g = ;\n";
+    let d = ptx::parse(src).expect_err("errors");
+    let lines: Vec<u32> = d.0.iter().map(|d| d.line).collect();
+    assert_eq!(lines, vec![4, 5, 6], "{d}");
+}
+
+#[test]
+fn display_names_position_found_and_expected() {
+    let d = one(&format!("{REGS}\nadd.wobbly.s32 %r1, %r2, %r3;"));
+    assert_eq!(
+        d.to_string(),
+        "7:4: unknown modifier `.wobbly` for `add` (found `.wobbly`, expected a PTX modifier)"
+    );
+}
+
+#[test]
+fn duplicate_label_and_function() {
+    let d = one(&format!("{REGS}\n$L1:\n$L1:\nret;"));
+    assert_eq!(d.message, "label `$L1` is defined twice");
+    let src = ".version 8.0\n.target sm_80\n.entry k() { ret; }\n.entry k() { ret; }\n";
+    let d = ptx::parse(src).expect_err("twice");
+    assert_eq!(d.0[0].message, "function `k` is defined twice");
+    assert_eq!(d.0[0].line, 4);
+}
