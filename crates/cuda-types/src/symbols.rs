@@ -22,11 +22,11 @@
 //! the `cuGetProcAddress` version from which the symbol applies (the
 //! `PFN_<name>_v<version>` typedefs of cudaTypedefs.h), the exported symbol,
 //! its number of parameters (`?` for the few functions that cudart asks
-//! for but no public header declares), and, where the symbol has a
-//! per-thread default
-//! stream variant (`_ptds` for synchronous calls, `_ptsz` for calls taking
-//! a stream), the version from which that variant exists and its symbol.
-//! A per-thread variant takes the same parameters as its symbol.
+//! for but no public header declares, so callbacks match it as `$n:tt`),
+//! and, where the symbol has a per-thread default stream variant (`_ptds`
+//! for synchronous calls, `_ptsz` for calls taking a stream), the version
+//! from which that variant exists and its symbol. A per-thread variant
+//! takes the same parameters as its symbol.
 
 use crate::enums::CUdriverProcAddressQueryResult;
 
