@@ -1,0 +1,168 @@
+//! The contract between kernels compiled for the host CPU and the CPU
+//! backend that runs them.
+//!
+//! A compiled module is a relocatable object. For each PTX kernel it defines
+//! two functions (see [`KernelSymbols`]):
+//!
+//! * `thread(params, ctx, tid_x, tid_y, tid_z)` runs one thread to
+//!   completion (or until it suspends inside a runtime call, see below);
+//! * `block(params, ctx)` runs every thread of the block, one after the
+//!   other, and exists only for kernels whose threads never wait for each
+//!   other (`KernelInfo::needs_scheduler` is false).
+//!
+//! `params` points to the kernel's parameter buffer laid out as
+//! [`KernelInfo::params`] says; `ctx` points to the block's [`BlockCtx`],
+//! shared by all threads of the block.
+//!
+//! Compiled code calls the runtime functions listed in [`RUNTIME_SYMBOLS`];
+//! the backend defines them when it loads the object. Every runtime call
+//! that involves other threads (barriers, warp collectives) may suspend the
+//! calling thread; the backend runs such kernels with one coroutine per
+//! thread. `thread` is the linear thread index in the block
+//! (`x + y*ntid.x + z*ntid.x*ntid.y`); `site` identifies the instruction
+//! (unique per module, increasing in program order) so that lanes arriving
+//! at the same instruction can be grouped.
+
+use std::ffi::c_void;
+
+/// Per-block state read by compiled code. Field offsets are part of the ABI.
+#[repr(C)]
+#[derive(Debug)]
+pub struct BlockCtx {
+    pub ntid: [u32; 3],
+    /// `ntid.x * ntid.y * ntid.z`
+    pub nthreads: u32,
+    pub ctaid: [u32; 3],
+    pub smid: u32,
+    pub nctaid: [u32; 3],
+    pub nsmid: u32,
+    /// Base of the block's shared memory window: static variables first,
+    /// then the dynamic part. Shared-space addresses are offsets from here.
+    pub shared: *mut u8,
+    /// Size of the whole window (static + dynamic).
+    pub shared_bytes: u32,
+    /// Offset of the dynamic part (`extern .shared` arrays) in the window.
+    pub dynamic_shared_offset: u32,
+    pub dynamic_shared_bytes: u32,
+    pub _pad: u32,
+    pub gridid: u64,
+    /// `%envreg0`..`%envreg31`; cooperative launches put the grid-sync
+    /// workspace address in envreg1 (low) / envreg2 (high).
+    pub envreg: [u32; 32],
+    /// Owned by the backend; compiled code only passes `ctx` back.
+    pub runtime: *mut c_void,
+}
+
+/// Byte offsets of [`BlockCtx`] fields, for code generation.
+pub mod offsets {
+    use super::BlockCtx;
+    use std::mem::offset_of;
+    pub const NTID: usize = offset_of!(BlockCtx, ntid);
+    pub const NTHREADS: usize = offset_of!(BlockCtx, nthreads);
+    pub const CTAID: usize = offset_of!(BlockCtx, ctaid);
+    pub const SMID: usize = offset_of!(BlockCtx, smid);
+    pub const NCTAID: usize = offset_of!(BlockCtx, nctaid);
+    pub const NSMID: usize = offset_of!(BlockCtx, nsmid);
+    pub const SHARED: usize = offset_of!(BlockCtx, shared);
+    pub const SHARED_BYTES: usize = offset_of!(BlockCtx, shared_bytes);
+    pub const DYNAMIC_SHARED_OFFSET: usize = offset_of!(BlockCtx, dynamic_shared_offset);
+    pub const DYNAMIC_SHARED_BYTES: usize = offset_of!(BlockCtx, dynamic_shared_bytes);
+    pub const GRIDID: usize = offset_of!(BlockCtx, gridid);
+    pub const ENVREG: usize = offset_of!(BlockCtx, envreg);
+}
+
+/// `shfl.sync` modes (argument `mode` of `__anycuda_shfl`).
+pub mod shfl {
+    pub const UP: u32 = 0;
+    pub const DOWN: u32 = 1;
+    pub const BFLY: u32 = 2;
+    pub const IDX: u32 = 3;
+}
+
+/// `vote.sync` modes.
+pub mod vote {
+    pub const ALL: u32 = 0;
+    pub const ANY: u32 = 1;
+    pub const UNI: u32 = 2;
+    pub const BALLOT: u32 = 3;
+}
+
+/// `match.sync` modes.
+pub mod matching {
+    pub const ANY: u32 = 0;
+    pub const ALL: u32 = 1;
+}
+
+/// `redux.sync` operations.
+pub mod redux {
+    pub const ADD: u32 = 0;
+    pub const MIN_U32: u32 = 1;
+    pub const MAX_U32: u32 = 2;
+    pub const MIN_S32: u32 = 3;
+    pub const MAX_S32: u32 = 4;
+    pub const AND: u32 = 5;
+    pub const OR: u32 = 6;
+    pub const XOR: u32 = 7;
+}
+
+/// `bar.red` operations.
+pub mod bar_red {
+    pub const POPC: u32 = 0;
+    pub const AND: u32 = 1;
+    pub const OR: u32 = 2;
+}
+
+/// The runtime functions compiled code may call, with their C signatures.
+/// `ctx` is `*mut BlockCtx`; `thread` the linear thread index; `site` the
+/// instruction's id. Functions marked "never returns" end the calling thread.
+pub const RUNTIME_SYMBOLS: &[(&str, &str)] = &[
+    // Block barriers. `count` 0 means every thread of the block.
+    ("__anycuda_barrier", "void (ctx, u32 thread, u32 id, u32 count, u32 site)"),
+    ("__anycuda_barrier_arrive", "void (ctx, u32 thread, u32 id, u32 count, u32 site)"),
+    ("__anycuda_barrier_red", "u32 (ctx, u32 thread, u32 id, u32 count, u32 op, u32 pred, u32 site)"),
+    // Warp collectives.
+    ("__anycuda_warp_sync", "void (ctx, u32 thread, u32 mask, u32 site)"),
+    // Returns the value in the low 32 bits and the predicate in bit 32.
+    ("__anycuda_shfl", "u64 (ctx, u32 thread, u32 mode, u32 value, u32 b, u32 c, u32 mask, u32 site)"),
+    ("__anycuda_vote", "u32 (ctx, u32 thread, u32 mode, u32 pred, u32 mask, u32 site)"),
+    // Returns the lane mask in the low 32 bits and, for `all`, the predicate in bit 32.
+    ("__anycuda_match", "u64 (ctx, u32 thread, u32 mode, u64 value, u32 mask, u32 site)"),
+    ("__anycuda_redux", "u32 (ctx, u32 thread, u32 op, u32 value, u32 mask, u32 site)"),
+    ("__anycuda_activemask", "u32 (ctx, u32 thread, u32 site)"),
+    // Thread termination (never return).
+    ("__anycuda_exit", "void (ctx, u32 thread)"),
+    ("__anycuda_trap", "void (ctx, u32 thread)"),
+    ("__anycuda_assertfail", "void (ctx, u32 thread, ptr message, ptr file, u32 line, ptr function, u64 char_size)"),
+    // Lets other threads run (inserted in loops that may spin on memory).
+    ("__anycuda_yield", "void (ctx, u32 thread)"),
+    // printf: `args` is the packed argument buffer of CUDA's vprintf.
+    ("__anycuda_vprintf", "i32 (ctx, u32 thread, ptr format, ptr args)"),
+    ("__anycuda_malloc", "ptr (ctx, u64 size)"),
+    ("__anycuda_free", "void (ctx, ptr)"),
+    ("__anycuda_clock64", "u64 (ctx)"),
+    ("__anycuda_globaltimer", "u64 (ctx)"),
+    ("__anycuda_nanosleep", "void (ctx, u32 ns)"),
+    // Whether a generic address points into the calling thread's local memory.
+    ("__anycuda_is_local", "u32 (ctx, u32 thread, u64 address)"),
+];
+
+/// Symbol names of a kernel's functions in the object.
+pub struct KernelSymbols;
+
+impl KernelSymbols {
+    pub fn thread(kernel: &str) -> String {
+        format!("__anycuda_thread.{kernel}")
+    }
+    pub fn block(kernel: &str) -> String {
+        format!("__anycuda_block.{kernel}")
+    }
+    /// The object symbol of a module-scope variable.
+    pub fn global(name: &str) -> String {
+        format!("__anycuda_global.{name}")
+    }
+}
+
+/// Signature of a kernel's `thread` function.
+pub type ThreadFn = unsafe extern "C" fn(params: *const u8, ctx: *mut BlockCtx, x: u32, y: u32, z: u32);
+/// Signature of a kernel's `block` function.
+pub type BlockFn = unsafe extern "C" fn(params: *const u8, ctx: *mut BlockCtx);
