@@ -4,9 +4,19 @@
 //! a relocatable object and a description of every kernel out. What the
 //! host-CPU object expects from its runtime is specified in [`cpu_abi`].
 
+mod arith;
+mod convert;
 pub mod cpu_abi;
+mod ir;
+pub mod layout;
+mod lower;
+mod memory;
+pub mod softfloat;
+mod sync;
 
 use thiserror::Error;
+
+pub use layout::describe;
 
 /// Where a kernel parameter lives in the parameter buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,4 +80,100 @@ pub enum CompileError {
     Invalid { function: String, what: String, line: u32, column: u32 },
     #[error("LLVM: {0}")]
     Llvm(String),
+}
+
+/// A compiled module: a relocatable object for the target and what it holds.
+#[derive(Clone, Debug)]
+pub struct CompiledModule {
+    pub object: Vec<u8>,
+    pub info: ModuleInfo,
+}
+
+/// Lowers a module to LLVM IR text (before optimisation), for inspection
+/// and golden tests. `src` is the module's source text, for error positions.
+pub fn emit_ir(module: &ptx::ast::Module, src: &str) -> Result<String, CompileError> {
+    let mut cx = lower::ModuleCx::new(module, src);
+    cx.lower_module()
+}
+
+/// Compiles a parsed module for `target`. `src` is the module's source text
+/// (for error positions).
+pub fn compile(module: &ptx::ast::Module, src: &str, target: &Target) -> Result<CompiledModule, CompileError> {
+    let mut cx = lower::ModuleCx::new(module, src);
+    let ir = cx.lower_module()?;
+    let info = layout::describe_with(module, &cx.a);
+    let object = match target {
+        Target::HostCpu => codegen::host_object(&ir)?,
+    };
+    Ok(CompiledModule { object, info })
+}
+
+/// Identifies the code a [`compile`] call produces for `target` on this
+/// machine: part of any cache key for compiled code.
+pub fn target_fingerprint(target: &Target) -> String {
+    match target {
+        Target::HostCpu => codegen::host_fingerprint(),
+    }
+}
+
+mod codegen {
+    use crate::CompileError;
+    use inkwell::context::Context;
+    use inkwell::memory_buffer::MemoryBuffer;
+    use inkwell::passes::PassBuilderOptions;
+    use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
+    use inkwell::OptimizationLevel;
+    use std::sync::OnceLock;
+
+    fn init() -> Result<(), CompileError> {
+        static INIT: OnceLock<Result<(), String>> = OnceLock::new();
+        INIT.get_or_init(|| Target::initialize_native(&InitializationConfig::default()))
+            .clone()
+            .map_err(CompileError::Llvm)
+    }
+
+    fn host_machine() -> Result<TargetMachine, CompileError> {
+        init()?;
+        let triple = TargetMachine::get_default_triple();
+        let target = Target::from_triple(&triple).map_err(|e| CompileError::Llvm(e.to_string()))?;
+        let cpu = TargetMachine::get_host_cpu_name();
+        let features = TargetMachine::get_host_cpu_features();
+        target
+            .create_target_machine(
+                &triple,
+                &cpu.to_string_lossy(),
+                &features.to_string_lossy(),
+                OptimizationLevel::Default,
+                RelocMode::PIC,
+                CodeModel::Default,
+            )
+            .ok_or_else(|| CompileError::Llvm(format!("no target machine for {}", triple.as_str().to_string_lossy())))
+    }
+
+    pub fn host_fingerprint() -> String {
+        let triple = TargetMachine::get_default_triple();
+        format!(
+            "{}|{}|{}",
+            triple.as_str().to_string_lossy(),
+            TargetMachine::get_host_cpu_name().to_string_lossy(),
+            TargetMachine::get_host_cpu_features().to_string_lossy()
+        )
+    }
+
+    pub fn host_object(ir: &str) -> Result<Vec<u8>, CompileError> {
+        let tm = host_machine()?;
+        let context = Context::create();
+        let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "ptx");
+        let module = context.create_module_from_ir(buf).map_err(|e| CompileError::Llvm(e.to_string()))?;
+        module.set_triple(&tm.get_triple());
+        module.set_data_layout(&tm.get_target_data().get_data_layout());
+        module.verify().map_err(|e| CompileError::Llvm(e.to_string()))?;
+        module
+            .run_passes("default<O2>", &tm, PassBuilderOptions::create())
+            .map_err(|e| CompileError::Llvm(e.to_string()))?;
+        let obj = tm
+            .write_to_memory_buffer(&module, FileType::Object)
+            .map_err(|e| CompileError::Llvm(e.to_string()))?;
+        Ok(obj.as_slice().to_vec())
+    }
 }

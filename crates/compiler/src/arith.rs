@@ -1,0 +1,1297 @@
+//! Integer, bit and floating-point arithmetic.
+
+use crate::ir::{Ty, V};
+use crate::lower::{op_ty, FnLower, Res};
+use crate::softfloat::{self, Format, Mode};
+use ptx::ast::*;
+
+/// Floating-point behaviour modifiers of one instruction.
+#[derive(Clone, Copy, Debug)]
+pub struct FMods {
+    pub ftz: bool,
+    pub sat: bool,
+    pub relu: bool,
+    pub round: Option<Rounding>,
+}
+
+impl<'c, 'm> FnLower<'c, 'm> {
+    pub fn fmods(&self, inst: &Instruction) -> FMods {
+        FMods {
+            ftz: inst.has(self.b, Flag::Ftz),
+            sat: inst.has(self.b, Flag::Sat),
+            relu: inst.has(self.b, Flag::Relu),
+            round: inst.rounding(self.b),
+        }
+    }
+
+    pub fn intrinsic(&mut self, name: &str, ret: Ty, args: &[Ty]) -> String {
+        let params: Vec<&str> = args.iter().map(|t| t.name()).collect();
+        self.cx.declare(name, &format!("declare {ret} @{name}({})", params.join(", ")));
+        format!("@{name}")
+    }
+
+    pub fn call1(&mut self, name: &str, a: &V) -> V {
+        let f = self.intrinsic(name, a.ty, &[a.ty]);
+        self.out.def(a.ty, format_args!("call {} {f}({a})", a.ty))
+    }
+
+    pub fn call2(&mut self, name: &str, a: &V, b: &V) -> V {
+        let f = self.intrinsic(name, a.ty, &[a.ty, b.ty]);
+        self.out.def(a.ty, format_args!("call {} {f}({a}, {b})", a.ty))
+    }
+
+    pub fn call3(&mut self, name: &str, a: &V, b: &V, c: &V) -> V {
+        let f = self.intrinsic(name, a.ty, &[a.ty, b.ty, c.ty]);
+        self.out.def(a.ty, format_args!("call {} {f}({a}, {b}, {c})", a.ty))
+    }
+
+    pub fn select(&mut self, c: &V, a: &V, b: &V) -> V {
+        self.out.def(a.ty, format_args!("select {c}, {a}, {b}"))
+    }
+
+    pub fn icmp(&mut self, pred: &str, a: &V, b: &V) -> V {
+        self.out.def(Ty::I1, format_args!("icmp {pred} {a}, {}", b.s))
+    }
+
+    pub fn fcmp(&mut self, pred: &str, a: &V, b: &V) -> V {
+        self.out.def(Ty::I1, format_args!("fcmp {pred} {a}, {}", b.s))
+    }
+
+    pub fn bin(&mut self, op: &str, a: &V, b: &V) -> V {
+        self.out.def(a.ty, format_args!("{op} {a}, {}", b.s))
+    }
+
+    pub fn bitcast(&mut self, v: &V, to: Ty) -> V {
+        if v.ty == to {
+            return v.clone();
+        }
+        self.out.def(to, format_args!("bitcast {v} to {to}"))
+    }
+
+    pub fn zext(&mut self, v: &V, to: Ty) -> V {
+        if v.ty == to {
+            return v.clone();
+        }
+        self.out.def(to, format_args!("zext {v} to {to}"))
+    }
+
+    pub fn sext(&mut self, v: &V, to: Ty) -> V {
+        if v.ty == to {
+            return v.clone();
+        }
+        self.out.def(to, format_args!("sext {v} to {to}"))
+    }
+
+    pub fn trunc(&mut self, v: &V, to: Ty) -> V {
+        if v.ty == to {
+            return v.clone();
+        }
+        self.out.def(to, format_args!("trunc {v} to {to}"))
+    }
+
+    fn ext(&mut self, v: &V, to: Ty, signed: bool) -> V {
+        if signed {
+            self.sext(v, to)
+        } else {
+            self.zext(v, to)
+        }
+    }
+
+    // ---- dispatch -------------------------------------------------------------
+
+    pub fn arith(&mut self, inst: &Instruction) -> Res<()> {
+        let Some(t) = inst.ty(self.b) else {
+            return self.invalid(format!("`{}` needs a type", inst.op));
+        };
+        match t {
+            Type::F32 | Type::F64 => self.float_op(inst, t),
+            Type::F16 | Type::Bf16 | Type::F16x2 | Type::Bf16x2 => self.half_op(inst, t),
+            _ => self.int_op(inst, t),
+        }
+    }
+
+    // ---- integers ------------------------------------------------------------------
+
+    fn int_op(&mut self, inst: &Instruction, t: Type) -> Res<()> {
+        use Opcode::*;
+        let b = self.b;
+        let args = b.args(inst);
+        let ty = op_ty(t);
+        let signed = t.is_signed();
+        if matches!(t, Type::S16x2 | Type::U16x2) {
+            return self.int_x2(inst, t);
+        }
+        match inst.op {
+            Add | Sub => {
+                let x = self.get(&args[1], ty)?;
+                let y = self.get(&args[2], ty)?;
+                let cc = inst.has(b, Flag::Cc);
+                let r = if ty == Ty::I1 {
+                    self.bin("xor", &x, &y)
+                } else if inst.has(b, Flag::Sat) {
+                    let f = if inst.op == Add { "llvm.sadd.sat.i32" } else { "llvm.ssub.sat.i32" };
+                    self.call2(f, &x, &y)
+                } else if cc {
+                    let f = if inst.op == Add {
+                        format!("llvm.uadd.with.overflow.{ty}")
+                    } else {
+                        format!("llvm.usub.with.overflow.{ty}")
+                    };
+                    self.cx.declare(&f, &format!("declare {{{ty}, i1}} @{f}({ty}, {ty})"));
+                    let s = self.out.def(ty, format_args!("call {{{ty}, i1}} @{f}({x}, {y})"));
+                    let v = self.out.def(ty, format_args!("extractvalue {{{ty}, i1}} {}, 0", s.s));
+                    let c = self.out.def(Ty::I1, format_args!("extractvalue {{{ty}, i1}} {}, 1", s.s));
+                    self.set_carry(&c);
+                    v
+                } else {
+                    self.bin(if inst.op == Add { "add" } else { "sub" }, &x, &y)
+                };
+                self.set(&args[0], r)
+            }
+            Addc | Subc => {
+                let x = self.get(&args[1], ty)?;
+                let y = self.get(&args[2], ty)?;
+                let cin = self.get_carry();
+                let cz = self.zext(&cin, ty);
+                let (r, cout) = if inst.op == Addc {
+                    let f = format!("llvm.uadd.with.overflow.{ty}");
+                    self.cx.declare(&f, &format!("declare {{{ty}, i1}} @{f}({ty}, {ty})"));
+                    let s1 = self.out.def(ty, format_args!("call {{{ty}, i1}} @{f}({x}, {y})"));
+                    let v1 = self.out.def(ty, format_args!("extractvalue {{{ty}, i1}} {}, 0", s1.s));
+                    let c1 = self.out.def(Ty::I1, format_args!("extractvalue {{{ty}, i1}} {}, 1", s1.s));
+                    let s2 = self.out.def(ty, format_args!("call {{{ty}, i1}} @{f}({v1}, {cz})"));
+                    let v2 = self.out.def(ty, format_args!("extractvalue {{{ty}, i1}} {}, 0", s2.s));
+                    let c2 = self.out.def(Ty::I1, format_args!("extractvalue {{{ty}, i1}} {}, 1", s2.s));
+                    (v2, self.bin("or", &c1, &c2))
+                } else {
+                    let f = format!("llvm.usub.with.overflow.{ty}");
+                    self.cx.declare(&f, &format!("declare {{{ty}, i1}} @{f}({ty}, {ty})"));
+                    let s1 = self.out.def(ty, format_args!("call {{{ty}, i1}} @{f}({x}, {y})"));
+                    let v1 = self.out.def(ty, format_args!("extractvalue {{{ty}, i1}} {}, 0", s1.s));
+                    let c1 = self.out.def(Ty::I1, format_args!("extractvalue {{{ty}, i1}} {}, 1", s1.s));
+                    let s2 = self.out.def(ty, format_args!("call {{{ty}, i1}} @{f}({v1}, {cz})"));
+                    let v2 = self.out.def(ty, format_args!("extractvalue {{{ty}, i1}} {}, 0", s2.s));
+                    let c2 = self.out.def(Ty::I1, format_args!("extractvalue {{{ty}, i1}} {}, 1", s2.s));
+                    (v2, self.bin("or", &c1, &c2))
+                };
+                if inst.has(b, Flag::Cc) {
+                    self.set_carry(&cout);
+                }
+                self.set(&args[0], r)
+            }
+            Mul | Mad | Madc => {
+                let x = self.get(&args[1], ty)?;
+                let y = self.get(&args[2], ty)?;
+                let hi = inst.has(b, Flag::HiHalf);
+                let wide = inst.has(b, Flag::Wide);
+                let prod = if wide || hi {
+                    let w = Ty::int(ty.bits() * 2);
+                    let xw = self.ext(&x, w, signed);
+                    let yw = self.ext(&y, w, signed);
+                    let p = self.bin("mul", &xw, &yw);
+                    if wide {
+                        p
+                    } else {
+                        let sh = self.bin(if signed { "ashr" } else { "lshr" }, &p, &V::int(w, ty.bits() as i128));
+                        self.trunc(&sh, ty)
+                    }
+                } else {
+                    self.bin("mul", &x, &y)
+                };
+                if inst.op == Mul {
+                    return self.set(&args[0], prod);
+                }
+                let c = self.get(&args[3], prod.ty)?;
+                if inst.has(b, Flag::Sat) {
+                    // mad.hi.sat.s32: saturate the 32-bit sum.
+                    let r = self.call2("llvm.sadd.sat.i32", &prod, &c);
+                    return self.set(&args[0], r);
+                }
+                let pty = prod.ty;
+                if inst.op == Madc || inst.has(b, Flag::Cc) {
+                    let f = format!("llvm.uadd.with.overflow.{pty}");
+                    self.cx.declare(&f, &format!("declare {{{pty}, i1}} @{f}({pty}, {pty})"));
+                    let s1 = self.out.def(pty, format_args!("call {{{pty}, i1}} @{f}({prod}, {c})"));
+                    let mut v = self.out.def(pty, format_args!("extractvalue {{{pty}, i1}} {}, 0", s1.s));
+                    let mut carry = self.out.def(Ty::I1, format_args!("extractvalue {{{pty}, i1}} {}, 1", s1.s));
+                    if inst.op == Madc {
+                        let cin = self.get_carry();
+                        let cz = self.zext(&cin, pty);
+                        let s2 = self.out.def(pty, format_args!("call {{{pty}, i1}} @{f}({v}, {cz})"));
+                        v = self.out.def(pty, format_args!("extractvalue {{{pty}, i1}} {}, 0", s2.s));
+                        let c2 = self.out.def(Ty::I1, format_args!("extractvalue {{{pty}, i1}} {}, 1", s2.s));
+                        carry = self.bin("or", &carry, &c2);
+                    }
+                    if inst.has(b, Flag::Cc) {
+                        self.set_carry(&carry);
+                    }
+                    return self.set(&args[0], v);
+                }
+                let r = self.bin("add", &prod, &c);
+                self.set(&args[0], r)
+            }
+            Mul24 | Mad24 => {
+                let x = self.get(&args[1], Ty::I32)?;
+                let y = self.get(&args[2], Ty::I32)?;
+                // Operands are the low 24 bits, sign-extended for .s32.
+                let (x24, y24) = if signed {
+                    let a = self.bin("shl", &x, &V::int(Ty::I32, 8));
+                    let a = self.bin("ashr", &a, &V::int(Ty::I32, 8));
+                    let c = self.bin("shl", &y, &V::int(Ty::I32, 8));
+                    let c = self.bin("ashr", &c, &V::int(Ty::I32, 8));
+                    (a, c)
+                } else {
+                    (self.bin("and", &x, &V::int(Ty::I32, 0xFF_FFFF)), self.bin("and", &y, &V::int(Ty::I32, 0xFF_FFFF)))
+                };
+                let xw = self.ext(&x24, Ty::I64, signed);
+                let yw = self.ext(&y24, Ty::I64, signed);
+                let p = self.bin("mul", &xw, &yw);
+                let r = if inst.has(b, Flag::HiHalf) {
+                    let s = self.bin("lshr", &p, &V::int(Ty::I64, 16));
+                    self.trunc(&s, Ty::I32)
+                } else {
+                    self.trunc(&p, Ty::I32)
+                };
+                let r = if inst.op == Mad24 {
+                    let c = self.get(&args[3], Ty::I32)?;
+                    if inst.has(b, Flag::Sat) {
+                        self.call2("llvm.sadd.sat.i32", &r, &c)
+                    } else {
+                        self.bin("add", &r, &c)
+                    }
+                } else {
+                    r
+                };
+                self.set(&args[0], r)
+            }
+            Sad => {
+                let x = self.get(&args[1], ty)?;
+                let y = self.get(&args[2], ty)?;
+                let c = self.get(&args[3], ty)?;
+                let lt = self.icmp(if signed { "slt" } else { "ult" }, &x, &y);
+                let d1 = self.bin("sub", &x, &y);
+                let d2 = self.bin("sub", &y, &x);
+                let d = self.select(&lt, &d2, &d1);
+                let r = self.bin("add", &d, &c);
+                self.set(&args[0], r)
+            }
+            Div | Rem => {
+                let x = self.get(&args[1], ty)?;
+                let y = self.get(&args[2], ty)?;
+                // Division by zero and INT_MIN / -1 must not trap; the values
+                // below are what NVIDIA hardware returns for division by zero.
+                let zero = V::int(ty, 0);
+                let isz = self.icmp("eq", &y, &zero);
+                let one = V::int(ty, 1);
+                let mut safe_y = self.select(&isz, &one, &y);
+                let mut overflow = None;
+                if signed {
+                    let m1 = self.icmp("eq", &y, &V::int(ty, -1));
+                    safe_y = self.select(&m1, &one, &safe_y);
+                    overflow = Some(m1);
+                }
+                let q = if inst.op == Div {
+                    let q = self.bin(if signed { "sdiv" } else { "udiv" }, &x, &safe_y);
+                    let q = match &overflow {
+                        Some(m1) => {
+                            let n = self.bin("sub", &zero, &x);
+                            self.select(m1, &n, &q)
+                        }
+                        None => q,
+                    };
+                    let by_zero = if signed {
+                        // -1 for a non-negative dividend, 1 for a negative one.
+                        let neg = self.icmp("slt", &x, &zero);
+                        self.select(&neg, &one, &V::int(ty, -1))
+                    } else {
+                        V::int(ty, -1)
+                    };
+                    self.select(&isz, &by_zero, &q)
+                } else {
+                    let r = self.bin(if signed { "srem" } else { "urem" }, &x, &safe_y);
+                    let r = match &overflow {
+                        Some(m1) => self.select(m1, &zero, &r),
+                        None => r,
+                    };
+                    self.select(&isz, &x, &r)
+                };
+                self.set(&args[0], q)
+            }
+            Abs => {
+                let x = self.get(&args[1], ty)?;
+                let f = format!("llvm.abs.{ty}");
+                let fname = self.intrinsic(&f, ty, &[ty, Ty::I1]);
+                let r = self.out.def(ty, format_args!("call {ty} {fname}({x}, i1 false)"));
+                self.set(&args[0], r)
+            }
+            Neg => {
+                let x = self.get(&args[1], ty)?;
+                let r = self.bin("sub", &V::int(ty, 0), &x);
+                self.set(&args[0], r)
+            }
+            Min | Max => {
+                let x = self.get(&args[1], ty)?;
+                let y = self.get(&args[2], ty)?;
+                let f = match (inst.op, signed) {
+                    (Min, true) => "smin",
+                    (Min, false) => "umin",
+                    (_, true) => "smax",
+                    (_, false) => "umax",
+                };
+                let mut r = self.call2(&format!("llvm.{f}.{ty}"), &x, &y);
+                if args.len() == 4 {
+                    let z = self.get(&args[3], ty)?;
+                    r = self.call2(&format!("llvm.{f}.{ty}"), &r, &z);
+                }
+                if inst.has(b, Flag::Relu) {
+                    r = self.call2(&format!("llvm.smax.{ty}"), &r, &V::int(ty, 0));
+                }
+                self.set(&args[0], r)
+            }
+            Popc | Clz => {
+                let x = self.get(&args[1], ty)?;
+                let r = if inst.op == Popc {
+                    self.call1(&format!("llvm.ctpop.{ty}"), &x)
+                } else {
+                    let fname = self.intrinsic(&format!("llvm.ctlz.{ty}"), ty, &[ty, Ty::I1]);
+                    self.out.def(ty, format_args!("call {ty} {fname}({x}, i1 false)"))
+                };
+                let r = self.trunc(&r, Ty::I32);
+                let r = self.zext(&r, Ty::I32);
+                self.set(&args[0], r)
+            }
+            Bfind => {
+                let x = self.get(&args[1], ty)?;
+                let bits = ty.bits() as i128;
+                // Signed: find the most significant bit that differs from the sign.
+                let v = if signed {
+                    let s = self.bin("ashr", &x, &V::int(ty, bits - 1));
+                    self.bin("xor", &x, &s)
+                } else {
+                    x
+                };
+                let fname = self.intrinsic(&format!("llvm.ctlz.{ty}"), ty, &[ty, Ty::I1]);
+                let lz = self.out.def(ty, format_args!("call {ty} {fname}({v}, i1 false)"));
+                let lz = self.trunc(&lz, Ty::I32);
+                let lz = self.zext(&lz, Ty::I32);
+                let none = self.icmp("eq", &v, &V::int(ty, 0));
+                let r = if inst.has(b, Flag::Shiftamt) {
+                    lz
+                } else {
+                    self.bin("sub", &V::int(Ty::I32, bits - 1), &lz)
+                };
+                let r = self.select(&none, &V::int(Ty::I32, -1), &r);
+                self.set(&args[0], r)
+            }
+            Brev => {
+                let x = self.get(&args[1], ty)?;
+                let r = self.call1(&format!("llvm.bitreverse.{ty}"), &x);
+                self.set(&args[0], r)
+            }
+            Bfe => {
+                let x = self.get(&args[1], ty)?;
+                let pos = self.get(&args[2], Ty::I32)?;
+                let len = self.get(&args[3], Ty::I32)?;
+                let r = self.bfe(&x, &pos, &len, signed);
+                self.set(&args[0], r)
+            }
+            Bfi => {
+                let f = self.get(&args[1], ty)?;
+                let base = self.get(&args[2], ty)?;
+                let pos = self.get(&args[3], Ty::I32)?;
+                let len = self.get(&args[4], Ty::I32)?;
+                let r = self.bfi(&f, &base, &pos, &len);
+                self.set(&args[0], r)
+            }
+            Fns => {
+                let mask = self.get(&args[1], Ty::I32)?;
+                let base = self.get(&args[2], Ty::I32)?;
+                let off = self.get(&args[3], Ty::I32)?;
+                let r = self.fns(&mask, &base, &off);
+                self.set(&args[0], r)
+            }
+            Szext => {
+                let x = self.get(&args[1], Ty::I32)?;
+                let pos = self.get(&args[2], Ty::I32)?;
+                let n = if inst.has(b, Flag::Clamp) {
+                    self.call2("llvm.umin.i32", &pos, &V::int(Ty::I32, 32))
+                } else {
+                    self.bin("and", &pos, &V::int(Ty::I32, 31))
+                };
+                // Keep the low n bits, extended from bit n-1; n == 0 gives 0.
+                let is0 = self.icmp("eq", &n, &V::int(Ty::I32, 0));
+                let is32 = self.icmp("uge", &n, &V::int(Ty::I32, 32));
+                let sh = self.bin("sub", &V::int(Ty::I32, 32), &n);
+                let sh = self.call2("llvm.umin.i32", &sh, &V::int(Ty::I32, 31));
+                let l = self.bin("shl", &x, &sh);
+                let r = self.bin(if signed { "ashr" } else { "lshr" }, &l, &sh);
+                let r = self.select(&is32, &x, &r);
+                let r = self.select(&is0, &V::int(Ty::I32, 0), &r);
+                self.set(&args[0], r)
+            }
+            Bmsk => {
+                let a = self.get(&args[1], Ty::I32)?;
+                let bb = self.get(&args[2], Ty::I32)?;
+                let (a, bb) = if inst.has(b, Flag::Clamp) {
+                    (self.call2("llvm.umin.i32", &a, &V::int(Ty::I32, 32)), self.call2("llvm.umin.i32", &bb, &V::int(Ty::I32, 32)))
+                } else {
+                    (self.bin("and", &a, &V::int(Ty::I32, 31)), self.bin("and", &bb, &V::int(Ty::I32, 31)))
+                };
+                // Mask of bb bits starting at a, cut at bit 32.
+                let a64 = self.zext(&a, Ty::I64);
+                let b64 = self.zext(&bb, Ty::I64);
+                let ones = self.bin("shl", &V::int(Ty::I64, 1), &b64);
+                let ones = self.bin("sub", &ones, &V::int(Ty::I64, 1));
+                let m = self.bin("shl", &ones, &a64);
+                let r = self.trunc(&m, Ty::I32);
+                self.set(&args[0], r)
+            }
+            Dp4a | Dp2a => self.dot(inst),
+            And | Or | Xor => {
+                let x = self.get(&args[1], ty)?;
+                let y = self.get(&args[2], ty)?;
+                let op = match inst.op {
+                    And => "and",
+                    Or => "or",
+                    _ => "xor",
+                };
+                let r = self.bin(op, &x, &y);
+                self.set(&args[0], r)
+            }
+            Not => {
+                let x = self.get(&args[1], ty)?;
+                let r = self.bin("xor", &x, &V::int(ty, -1));
+                self.set(&args[0], r)
+            }
+            Cnot => {
+                let x = self.get(&args[1], ty)?;
+                let z = self.icmp("eq", &x, &V::int(ty, 0));
+                let r = self.zext(&z, ty);
+                self.set(&args[0], r)
+            }
+            Lop3 => {
+                let x = self.get(&args[1], Ty::I32)?;
+                let y = self.get(&args[2], Ty::I32)?;
+                let z = self.get(&args[3], Ty::I32)?;
+                let lut = self.get(&args[4], Ty::I32)?;
+                let r = self.lop3(&x, &y, &z, &lut);
+                self.set(&args[0], r)
+            }
+            Shf => {
+                let lo = self.get(&args[1], Ty::I32)?;
+                let hi = self.get(&args[2], Ty::I32)?;
+                let n = self.get(&args[3], Ty::I32)?;
+                let left = inst.has(b, Flag::L);
+                let r = if inst.has(b, Flag::Clamp) {
+                    let n = self.call2("llvm.umin.i32", &n, &V::int(Ty::I32, 32));
+                    let cat_hi = self.zext(&hi, Ty::I64);
+                    let cat_hi = self.bin("shl", &cat_hi, &V::int(Ty::I64, 32));
+                    let cat_lo = self.zext(&lo, Ty::I64);
+                    let cat = self.bin("or", &cat_hi, &cat_lo);
+                    let n64 = self.zext(&n, Ty::I64);
+                    if left {
+                        let s = self.bin("shl", &cat, &n64);
+                        let s = self.bin("lshr", &s, &V::int(Ty::I64, 32));
+                        self.trunc(&s, Ty::I32)
+                    } else {
+                        let s = self.bin("lshr", &cat, &n64);
+                        self.trunc(&s, Ty::I32)
+                    }
+                } else if left {
+                    self.call3("llvm.fshl.i32", &hi, &lo, &n)
+                } else {
+                    self.call3("llvm.fshr.i32", &hi, &lo, &n)
+                };
+                self.set(&args[0], r)
+            }
+            Shl | Shr => {
+                let x = self.get(&args[1], ty)?;
+                let n = self.get(&args[2], Ty::I32)?;
+                let bits = ty.bits() as i128;
+                // Shift amounts past the width give 0 (or the sign for shr.s).
+                let nn = self.call2("llvm.umin.i32", &n, &V::int(Ty::I32, bits - 1));
+                let nt = if ty.bits() > 32 { self.zext(&nn, ty) } else { self.trunc(&nn, ty) };
+                let big = self.icmp("uge", &n, &V::int(Ty::I32, bits));
+                let r = if inst.op == Shl {
+                    let s = self.bin("shl", &x, &nt);
+                    self.select(&big, &V::int(ty, 0), &s)
+                } else if signed {
+                    self.bin("ashr", &x, &nt)
+                } else {
+                    let s = self.bin("lshr", &x, &nt);
+                    self.select(&big, &V::int(ty, 0), &s)
+                };
+                self.set(&args[0], r)
+            }
+            Prmt => self.prmt(inst),
+            _ => self.unsupported(format!("`{}`", self.describe(inst))),
+        }
+    }
+
+    /// `add.s16x2` and friends: the same operation on both 16-bit halves.
+    fn int_x2(&mut self, inst: &Instruction, t: Type) -> Res<()> {
+        let args = self.b.args(inst);
+        let signed = t == Type::S16x2;
+        let x = self.get(&args[1], Ty::I32)?;
+        let y = self.get(&args[2], Ty::I32)?;
+        let mut halves = Vec::new();
+        for k in 0..2 {
+            let xs = self.bin("lshr", &x, &V::int(Ty::I32, 16 * k));
+            let xh = self.trunc(&xs, Ty::I16);
+            let ys = self.bin("lshr", &y, &V::int(Ty::I32, 16 * k));
+            let yh = self.trunc(&ys, Ty::I16);
+            let r = match inst.op {
+                Opcode::Add => self.bin("add", &xh, &yh),
+                Opcode::Sub => self.bin("sub", &xh, &yh),
+                Opcode::Min | Opcode::Max => {
+                    let f = match (inst.op, signed) {
+                        (Opcode::Min, true) => "smin",
+                        (Opcode::Min, false) => "umin",
+                        (_, true) => "smax",
+                        _ => "umax",
+                    };
+                    let mut r = self.call2(&format!("llvm.{f}.i16"), &xh, &yh);
+                    if inst.has(self.b, Flag::Relu) {
+                        r = self.call2("llvm.smax.i16", &r, &V::int(Ty::I16, 0));
+                    }
+                    r
+                }
+                _ => return self.unsupported(format!("`{}`", self.describe(inst))),
+            };
+            let z = self.zext(&r, Ty::I32);
+            halves.push(self.bin("shl", &z, &V::int(Ty::I32, 16 * k)));
+        }
+        let r = self.bin("or", &halves[0], &halves[1]);
+        self.set(&args[0], r)
+    }
+
+    /// PTX `bfe`: bits `pos..pos+len` of x (fewer past the top), the rest
+    /// filled with 0 or, for signed types, with bit min(pos+len-1, msb).
+    fn bfe(&mut self, x: &V, pos: &V, len: &V, signed: bool) -> V {
+        let ty = x.ty;
+        let bits = ty.bits() as i128;
+        let p = self.bin("and", pos, &V::int(Ty::I32, 0xff));
+        let l = self.bin("and", len, &V::int(Ty::I32, 0xff));
+        let pos_big = self.icmp("uge", &p, &V::int(Ty::I32, bits));
+        // k = number of field bits that come from x.
+        let room = self.bin("sub", &V::int(Ty::I32, bits), &p);
+        let k = self.call2("llvm.umin.i32", &l, &room);
+        let k = self.select(&pos_big, &V::int(Ty::I32, 0), &k);
+        let kw = if bits > 32 { self.zext(&k, ty) } else { self.trunc(&k, ty) };
+        let kc = self.call2(&format!("llvm.umin.{ty}"), &kw, &V::int(ty, bits - 1));
+        let one = self.bin("shl", &V::int(ty, 1), &kc);
+        let mask = self.bin("sub", &one, &V::int(ty, 1));
+        let full = self.icmp("uge", &k, &V::int(Ty::I32, bits));
+        let mask = self.select(&full, &V::int(ty, -1), &mask);
+        let pw = if bits > 32 { self.zext(&p, ty) } else { self.trunc(&p, ty) };
+        let pc = self.call2(&format!("llvm.umin.{ty}"), &pw, &V::int(ty, bits - 1));
+        let shifted = self.bin("lshr", x, &pc);
+        let field = self.bin("and", &shifted, &mask);
+        let field = self.select(&pos_big, &V::int(ty, 0), &field);
+        let lz = self.icmp("eq", &l, &V::int(Ty::I32, 0));
+        if !signed {
+            return self.select(&lz, &V::int(ty, 0), &field);
+        }
+        let pl = self.bin("add", &p, &l);
+        let top = self.bin("sub", &pl, &V::int(Ty::I32, 1));
+        let top = self.call2("llvm.umin.i32", &top, &V::int(Ty::I32, bits - 1));
+        let topw = if bits > 32 { self.zext(&top, ty) } else { self.trunc(&top, ty) };
+        let sb = self.bin("lshr", x, &topw);
+        let sb = self.bin("and", &sb, &V::int(ty, 1));
+        let neg = self.icmp("ne", &sb, &V::int(ty, 0));
+        let inv = self.bin("xor", &mask, &V::int(ty, -1));
+        let ext = self.bin("or", &field, &inv);
+        let r = self.select(&neg, &ext, &field);
+        self.select(&lz, &V::int(ty, 0), &r)
+    }
+
+    fn bfi(&mut self, f: &V, base: &V, pos: &V, len: &V) -> V {
+        let ty = f.ty;
+        let bits = ty.bits() as i128;
+        let p = self.bin("and", pos, &V::int(Ty::I32, 0xff));
+        let l = self.bin("and", len, &V::int(Ty::I32, 0xff));
+        let pw = if bits > 32 { self.zext(&p, ty) } else { self.trunc(&p, ty) };
+        let lw = if bits > 32 { self.zext(&l, ty) } else { self.trunc(&l, ty) };
+        let lc = self.call2(&format!("llvm.umin.{ty}"), &lw, &V::int(ty, bits - 1));
+        let one = self.bin("shl", &V::int(ty, 1), &lc);
+        let m = self.bin("sub", &one, &V::int(ty, 1));
+        let len_big = self.icmp("uge", &l, &V::int(Ty::I32, bits));
+        let m = self.select(&len_big, &V::int(ty, -1), &m);
+        let pc = self.call2(&format!("llvm.umin.{ty}"), &pw, &V::int(ty, bits - 1));
+        let ms = self.bin("shl", &m, &pc);
+        let fs = self.bin("shl", f, &pc);
+        let fs = self.bin("and", &fs, &ms);
+        let inv = self.bin("xor", &ms, &V::int(ty, -1));
+        let kept = self.bin("and", base, &inv);
+        let r = self.bin("or", &kept, &fs);
+        let pos_big = self.icmp("uge", &p, &V::int(Ty::I32, bits));
+        let lz = self.icmp("eq", &l, &V::int(Ty::I32, 0));
+        let none = self.bin("or", &pos_big, &lz);
+        self.select(&none, base, &r)
+    }
+
+    /// `fns`: the position of the n-th set bit of `mask` from `base`
+    /// (forwards for offset > 0, backwards for offset < 0), or 0xffffffff.
+    fn fns(&mut self, mask: &V, base: &V, off: &V) -> V {
+        let name = "__anycuda_fns";
+        self.cx.helper(name, || {
+            "define internal i32 @__anycuda_fns(i32 %mask, i32 %base, i32 %off) #0 {
+entry:
+  %b = and i32 %base, 31
+  %fwd = icmp sgt i32 %off, 0
+  %isz = icmp eq i32 %off, 0
+  br i1 %isz, label %zero, label %loop
+zero:
+  %bit = lshr i32 %mask, %b
+  %set = and i32 %bit, 1
+  %has = icmp ne i32 %set, 0
+  %zr = select i1 %has, i32 %b, i32 -1
+  ret i32 %zr
+loop:
+  %pos = phi i32 [%b, %entry], [%next, %cont]
+  %left = phi i32 [%off, %entry], [%left2, %cont]
+  %inr = icmp ult i32 %pos, 32
+  br i1 %inr, label %body, label %fail
+body:
+  %bb = lshr i32 %mask, %pos
+  %s = and i32 %bb, 1
+  %hit = icmp ne i32 %s, 0
+  %dec = select i1 %fwd, i32 -1, i32 1
+  %left1 = add i32 %left, %dec
+  %left2 = select i1 %hit, i32 %left1, i32 %left
+  %done = icmp eq i32 %left2, 0
+  %done2 = and i1 %done, %hit
+  br i1 %done2, label %found, label %cont
+cont:
+  %step = select i1 %fwd, i32 1, i32 -1
+  %next = add i32 %pos, %step
+  br label %loop
+found:
+  ret i32 %pos
+fail:
+  ret i32 -1
+}
+"
+            .to_string()
+        });
+        self.out.def(Ty::I32, format_args!("call i32 @{name}({mask}, {base}, {off})"))
+    }
+
+    fn dot(&mut self, inst: &Instruction) -> Res<()> {
+        let args = self.b.args(inst);
+        let types: Vec<Type> = inst.types(self.b).collect();
+        let (at, bt) = (types.first().copied().unwrap_or(Type::U32), types.get(1).copied().unwrap_or(Type::U32));
+        let a = self.get(&args[1], Ty::I32)?;
+        let bv = self.get(&args[2], Ty::I32)?;
+        let c = self.get(&args[3], Ty::I32)?;
+        let mut acc = c;
+        if inst.op == Opcode::Dp4a {
+            for k in 0..4 {
+                let x = self.byte_of(&a, k, 8, at.is_signed());
+                let y = self.byte_of(&bv, k, 8, bt.is_signed());
+                let p = self.bin("mul", &x, &y);
+                acc = self.bin("add", &acc, &p);
+            }
+        } else {
+            // dp2a: a's two 16-bit halves with two bytes of b (low or high pair).
+            let hi = inst.has(self.b, Flag::HiHalf);
+            for k in 0..2 {
+                let x = self.byte_of(&a, k, 16, at.is_signed());
+                let y = self.byte_of(&bv, k + if hi { 2 } else { 0 }, 8, bt.is_signed());
+                let p = self.bin("mul", &x, &y);
+                acc = self.bin("add", &acc, &p);
+            }
+        }
+        self.set(&args[0], acc)
+    }
+
+    /// Field `k` of `width` bits of a 32-bit value, extended to 32 bits.
+    fn byte_of(&mut self, v: &V, k: i128, width: u32, signed: bool) -> V {
+        let s = self.bin("lshr", v, &V::int(Ty::I32, k * width as i128));
+        let t = self.trunc(&s, Ty::int(width));
+        self.ext(&t, Ty::I32, signed)
+    }
+
+    fn lop3(&mut self, a: &V, b: &V, c: &V, lut: &V) -> V {
+        // result = OR over the 8 minterms whose LUT bit is set.
+        let na = self.bin("xor", a, &V::int(Ty::I32, -1));
+        let nb = self.bin("xor", b, &V::int(Ty::I32, -1));
+        let nc = self.bin("xor", c, &V::int(Ty::I32, -1));
+        let mut acc = V::int(Ty::I32, 0);
+        for i in 0..8 {
+            // LUT index i = (a<<2)|(b<<1)|c as in the PTX definition
+            // (a = 0xF0, b = 0xCC, c = 0xAA).
+            let x = if i & 4 != 0 { a.clone() } else { na.clone() };
+            let y = if i & 2 != 0 { b.clone() } else { nb.clone() };
+            let z = if i & 1 != 0 { c.clone() } else { nc.clone() };
+            let t = self.bin("and", &x, &y);
+            let t = self.bin("and", &t, &z);
+            let bit = self.bin("lshr", lut, &V::int(Ty::I32, i));
+            let bit = self.bin("and", &bit, &V::int(Ty::I32, 1));
+            let m = self.bin("sub", &V::int(Ty::I32, 0), &bit);
+            let t = self.bin("and", &t, &m);
+            acc = self.bin("or", &acc, &t);
+        }
+        acc
+    }
+
+    fn prmt(&mut self, inst: &Instruction) -> Res<()> {
+        let args = self.b.args(inst);
+        let a = self.get(&args[1], Ty::I32)?;
+        let bv = self.get(&args[2], Ty::I32)?;
+        let c = self.get(&args[3], Ty::I32)?;
+        let a64 = self.zext(&a, Ty::I64);
+        let b64 = self.zext(&bv, Ty::I64);
+        let bh = self.bin("shl", &b64, &V::int(Ty::I64, 32));
+        let cat = self.bin("or", &bh, &a64);
+        let mode = inst.flags(self.b).find(|f| matches!(f, Flag::F4e | Flag::B4e | Flag::Rc8 | Flag::Ecl | Flag::Ecr | Flag::Rc16));
+        let mut r = V::int(Ty::I32, 0);
+        for k in 0..4i128 {
+            let byte = if let Some(m) = mode {
+                // Mode selectors use the low 2 bits of c.
+                let s = self.bin("and", &c, &V::int(Ty::I32, 3));
+                let idx = match m {
+                    Flag::F4e => {
+                        let t = self.bin("add", &s, &V::int(Ty::I32, k));
+                        self.bin("and", &t, &V::int(Ty::I32, 7))
+                    }
+                    Flag::B4e => {
+                        let t = self.bin("sub", &s, &V::int(Ty::I32, k));
+                        self.bin("and", &t, &V::int(Ty::I32, 7))
+                    }
+                    Flag::Rc8 => s.clone(),
+                    Flag::Ecl => {
+                        // Bytes at or above s replicate s; below keep their own.
+                        let own = V::int(Ty::I32, k);
+                        let gt = self.icmp("ugt", &own, &s);
+                        self.select(&gt, &s, &own)
+                    }
+                    Flag::Ecr => {
+                        let own = V::int(Ty::I32, k);
+                        let lt = self.icmp("ult", &own, &s);
+                        self.select(&lt, &s, &own)
+                    }
+                    _ => {
+                        // rc16: replicate the 16-bit half selected by c[0].
+                        let h = self.bin("and", &c, &V::int(Ty::I32, 1));
+                        let h2 = self.bin("shl", &h, &V::int(Ty::I32, 1));
+                        self.bin("or", &h2, &V::int(Ty::I32, k & 1))
+                    }
+                };
+                let sh = self.bin("mul", &idx, &V::int(Ty::I32, 8));
+                let sh = self.zext(&sh, Ty::I64);
+                let v = self.bin("lshr", &cat, &sh);
+                let v = self.trunc(&v, Ty::I32);
+                self.bin("and", &v, &V::int(Ty::I32, 0xff))
+            } else {
+                let sel = self.bin("lshr", &c, &V::int(Ty::I32, 4 * k));
+                let idx = self.bin("and", &sel, &V::int(Ty::I32, 7));
+                let sign = self.bin("and", &sel, &V::int(Ty::I32, 8));
+                let sh = self.bin("mul", &idx, &V::int(Ty::I32, 8));
+                let sh = self.zext(&sh, Ty::I64);
+                let v = self.bin("lshr", &cat, &sh);
+                let v = self.trunc(&v, Ty::I32);
+                let v = self.bin("and", &v, &V::int(Ty::I32, 0xff));
+                // Sign replication: the byte's msb copied to all 8 bits.
+                let msb = self.bin("lshr", &v, &V::int(Ty::I32, 7));
+                let rep = self.bin("mul", &msb, &V::int(Ty::I32, 0xff));
+                let has_sign = self.icmp("ne", &sign, &V::int(Ty::I32, 0));
+                self.select(&has_sign, &rep, &v)
+            };
+            let placed = self.bin("shl", &byte, &V::int(Ty::I32, 8 * k));
+            r = self.bin("or", &r, &placed);
+        }
+        self.set(&args[0], r)
+    }
+
+    pub fn get_carry(&mut self) -> V {
+        let p = self.carry_slot();
+        self.out.def(Ty::I1, format_args!("load i1, ptr {p}"))
+    }
+
+    fn set_carry(&mut self, c: &V) {
+        let p = self.carry_slot();
+        self.out.op(format_args!("store {c}, ptr {p}"));
+    }
+
+    fn carry_slot(&mut self) -> String {
+        if let Some(c) = &self.carry {
+            return c.clone();
+        }
+        let a = self.out.alloca("i1", 1);
+        // The carry flag starts clear.
+        self.out.allocas.push_str(&format!("  store i1 false, ptr {a}\n"));
+        self.carry = Some(a.clone());
+        a
+    }
+
+    // ---- f32 / f64 -------------------------------------------------------------------
+
+    /// The largest subnormal boundary (smallest normal) of a type, as bits.
+    fn min_normal(ty: Ty) -> u64 {
+        match ty {
+            Ty::Half => 0x0400,
+            Ty::Bfloat => 0x0080,
+            Ty::Float => 0x0080_0000,
+            _ => 0x0010_0000_0000_0000,
+        }
+    }
+
+    /// Flushes a subnormal to a zero of the same sign.
+    pub fn flush(&mut self, v: &V) -> V {
+        let ty = v.ty;
+        let it = ty.as_int();
+        let bits = self.bitcast(v, it);
+        let sign_mask = 1i128 << (ty.bits() - 1);
+        let mag = self.bin("and", &bits, &V::int(it, sign_mask - 1));
+        let sub = self.icmp("ult", &mag, &V::int(it, Self::min_normal(ty) as i128));
+        let sign = self.bin("and", &bits, &V::int(it, sign_mask));
+        let r = self.select(&sub, &sign, &bits);
+        self.bitcast(&r, ty)
+    }
+
+    /// NVIDIA returns one canonical NaN for f32 and 16-bit float results.
+    pub fn canonical_nan(&mut self, v: &V) -> V {
+        let nan = match v.ty {
+            Ty::Float => 0x7fff_ffffu64,
+            Ty::Half | Ty::Bfloat => 0x7fff,
+            _ => return v.clone(),
+        };
+        let isnan = self.fcmp("uno", v, v);
+        let n = V::float_bits(v.ty, nan);
+        self.select(&isnan, &n, v)
+    }
+
+    fn saturate(&mut self, v: &V) -> V {
+        // Clamp to [0, 1]; NaN gives 0.
+        let zero = V::float_bits(v.ty, 0);
+        let one = match v.ty {
+            Ty::Float => V::f32(0x3f80_0000),
+            Ty::Double => V::f64(0x3ff0_0000_0000_0000),
+            Ty::Half => V::half(0x3c00),
+            _ => V::bfloat(0x3f80),
+        };
+        let gt0 = self.fcmp("ogt", v, &zero);
+        let lo = self.select(&gt0, v, &zero);
+        let lt1 = self.fcmp("olt", &lo, &one);
+        self.select(&lt1, &lo, &one)
+    }
+
+    /// A directed-rounding operation: a small strictfp helper that sets the
+    /// rounding mode around one constrained operation.
+    fn rounded(&mut self, op: &str, args: &[&V], mode: Rounding) -> V {
+        let ty = args[0].ty;
+        let rm = match mode {
+            Rounding::Rz => 0,
+            Rounding::Rp => 2,
+            Rounding::Rm => 3,
+            _ => 1,
+        };
+        let name = format!("__anycuda_{op}_{}_{}", ty.suffix(), mode);
+        let n = args.len();
+        let params: Vec<String> = (0..n).map(|i| format!("{ty} %a{i}")).collect();
+        let pass: Vec<String> = (0..n).map(|i| format!("{ty} %a{i}")).collect();
+        let intr = format!("llvm.experimental.constrained.{op}.{}", ty.suffix());
+        let tys: Vec<&str> = (0..n).map(|_| ty.name()).collect();
+        self.cx.declare(&intr, &format!("declare {ty} @{intr}({}, metadata, metadata)", tys.join(", ")));
+        self.cx.declare("llvm.set.rounding", "declare void @llvm.set.rounding(i32)");
+        let text = format!(
+            "define internal {ty} @{name}({}) #1 {{\n  call void @llvm.set.rounding(i32 {rm}) #1\n  %r = call {ty} @{intr}({}, metadata !\"round.dynamic\", metadata !\"fpexcept.ignore\") #1\n  call void @llvm.set.rounding(i32 1) #1\n  ret {ty} %r\n}}\n",
+            params.join(", "),
+            pass.join(", ")
+        );
+        self.cx.helper(&name, || text);
+        let call_args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        self.out.def(ty, format_args!("call {ty} @{name}({})", call_args.join(", ")))
+    }
+
+    fn directed(r: Option<Rounding>) -> Option<Rounding> {
+        match r {
+            Some(m @ (Rounding::Rz | Rounding::Rm | Rounding::Rp)) => Some(m),
+            _ => None,
+        }
+    }
+
+    fn float_op(&mut self, inst: &Instruction, t: Type) -> Res<()> {
+        use Opcode::*;
+        let b = self.b;
+        let args = b.args(inst);
+        let ty = op_ty(t);
+        let fm = self.fmods(inst);
+        let ftz = fm.ftz;
+        let src = |s: &mut Self, i: usize| -> Res<V> {
+            let v = s.get(&args[i], ty)?;
+            Ok(if ftz { s.flush(&v) } else { v })
+        };
+        let finish = |s: &mut Self, v: V| -> V {
+            let v = if fm.sat { s.saturate(&v) } else { v };
+            let v = if ftz { s.flush(&v) } else { v };
+            s.canonical_nan(&v)
+        };
+        let dir = Self::directed(fm.round);
+        match inst.op {
+            Add | Sub | Mul => {
+                let x = src(self, 1)?;
+                let y = src(self, 2)?;
+                let op = match inst.op {
+                    Add => "fadd",
+                    Sub => "fsub",
+                    _ => "fmul",
+                };
+                let r = match dir {
+                    Some(m) => self.rounded(op, &[&x, &y], m),
+                    None => self.bin(op, &x, &y),
+                };
+                let r = finish(self, r);
+                self.set(&args[0], r)
+            }
+            Fma | Mad => {
+                let x = src(self, 1)?;
+                let y = src(self, 2)?;
+                let z = src(self, 3)?;
+                let r = match dir {
+                    Some(m) => self.rounded("fma", &[&x, &y, &z], m),
+                    None => self.call3(&format!("llvm.fma.{}", ty.suffix()), &x, &y, &z),
+                };
+                let r = finish(self, r);
+                self.set(&args[0], r)
+            }
+            Div => {
+                let x = src(self, 1)?;
+                let y = src(self, 2)?;
+                let r = match dir {
+                    Some(m) => self.rounded("fdiv", &[&x, &y], m),
+                    None => self.bin("fdiv", &x, &y),
+                };
+                let r = finish(self, r);
+                self.set(&args[0], r)
+            }
+            Rcp => {
+                let x = src(self, 1)?;
+                let one = if ty == Ty::Float { V::f32(0x3f80_0000) } else { V::f64(0x3ff0_0000_0000_0000) };
+                let r = match dir {
+                    Some(m) => self.rounded("fdiv", &[&one, &x], m),
+                    None => self.bin("fdiv", &one, &x),
+                };
+                let r = finish(self, r);
+                self.set(&args[0], r)
+            }
+            Sqrt => {
+                let x = src(self, 1)?;
+                let r = match dir {
+                    Some(m) => self.rounded("sqrt", &[&x], m),
+                    None => self.call1(&format!("llvm.sqrt.{}", ty.suffix()), &x),
+                };
+                let r = finish(self, r);
+                self.set(&args[0], r)
+            }
+            Rsqrt => {
+                let x = src(self, 1)?;
+                let s = self.call1(&format!("llvm.sqrt.{}", ty.suffix()), &x);
+                let one = if ty == Ty::Float { V::f32(0x3f80_0000) } else { V::f64(0x3ff0_0000_0000_0000) };
+                let r = self.bin("fdiv", &one, &s);
+                let r = finish(self, r);
+                self.set(&args[0], r)
+            }
+            Sin | Cos | Lg2 | Ex2 => {
+                let x = src(self, 1)?;
+                let f = match inst.op {
+                    Sin => "llvm.sin",
+                    Cos => "llvm.cos",
+                    Lg2 => "llvm.log2",
+                    _ => "llvm.exp2",
+                };
+                let r = self.call1(&format!("{f}.{}", ty.suffix()), &x);
+                let r = finish(self, r);
+                self.set(&args[0], r)
+            }
+            Tanh => {
+                let x = src(self, 1)?;
+                let r = self.libm1(if ty == Ty::Float { "tanhf" } else { "tanh" }, &x);
+                let r = finish(self, r);
+                self.set(&args[0], r)
+            }
+            Abs | Neg => {
+                let x = src(self, 1)?;
+                let r = if inst.op == Abs {
+                    self.call1(&format!("llvm.fabs.{}", ty.suffix()), &x)
+                } else {
+                    self.out.def(ty, format_args!("fneg {x}"))
+                };
+                let r = if ftz { self.flush(&r) } else { r };
+                let r = if ftz { self.canonical_nan(&r) } else { r };
+                self.set(&args[0], r)
+            }
+            Min | Max => {
+                let x = src(self, 1)?;
+                let y = src(self, 2)?;
+                let mut r = self.fminmax(&x, &y, inst.op == Min, inst.has(b, Flag::NaN));
+                if args.len() == 4 {
+                    let z = src(self, 3)?;
+                    r = self.fminmax(&r, &z, inst.op == Min, inst.has(b, Flag::NaN));
+                }
+                if inst.has(b, Flag::Xorsign) {
+                    // |result| with the sign of a xor b.
+                    let it = ty.as_int();
+                    let xa = self.bitcast(&x, it);
+                    let ya = self.bitcast(&y, it);
+                    let sx = self.bin("xor", &xa, &ya);
+                    let sm = V::int(it, 1i128 << (ty.bits() - 1));
+                    let s = self.bin("and", &sx, &sm);
+                    let rb = self.bitcast(&r, it);
+                    let mag = self.bin("and", &rb, &V::int(it, (1i128 << (ty.bits() - 1)) - 1));
+                    let v = self.bin("or", &mag, &s);
+                    r = self.bitcast(&v, ty);
+                }
+                let r = if fm.relu { self.relu(&r) } else { r };
+                let r = if ftz { self.flush(&r) } else { r };
+                let r = self.canonical_nan(&r);
+                self.set(&args[0], r)
+            }
+            Copysign => {
+                let x = self.get(&args[1], ty)?;
+                let y = self.get(&args[2], ty)?;
+                let r = self.call2(&format!("llvm.copysign.{}", ty.suffix()), &y, &x);
+                self.set(&args[0], r)
+            }
+            Testp => {
+                let x = self.get(&args[1], ty)?;
+                let r = self.testp(inst, &x)?;
+                self.set(&args[0], r)
+            }
+            _ => self.unsupported(format!("`{}`", self.describe(inst))),
+        }
+    }
+
+    fn libm1(&mut self, name: &str, x: &V) -> V {
+        let ty = x.ty;
+        self.cx.declare(name, &format!("declare {ty} @{name}({ty})"));
+        self.out.def(ty, format_args!("call {ty} @{name}({x})"))
+    }
+
+    fn relu(&mut self, v: &V) -> V {
+        // Negative results become +0; NaN stays NaN.
+        let zero = V::float_bits(v.ty, 0);
+        let lt = self.fcmp("olt", v, &zero);
+        self.select(&lt, &zero, v)
+    }
+
+    /// PTX min/max: a NaN operand yields the other one (both NaN: NaN),
+    /// unless `nan` (`.NaN`) propagates it; -0 is below +0.
+    fn fminmax(&mut self, x: &V, y: &V, min: bool, nan: bool) -> V {
+        let ty = x.ty;
+        let it = ty.as_int();
+        let lt = self.fcmp(if min { "olt" } else { "ogt" }, x, y);
+        let pick = self.select(&lt, x, y);
+        // Equal values (including +0 / -0): combine the sign bits.
+        let eq = self.fcmp("oeq", x, y);
+        let xb = self.bitcast(x, it);
+        let yb = self.bitcast(y, it);
+        let comb = self.bin(if min { "or" } else { "and" }, &xb, &yb);
+        let comb = self.bitcast(&comb, ty);
+        let r = self.select(&eq, &comb, &pick);
+        let xn = self.fcmp("uno", x, x);
+        let yn = self.fcmp("uno", y, y);
+        let canon = V::float_bits(ty, match ty {
+            Ty::Float => 0x7fff_ffff,
+            Ty::Double => 0x7fff_ffff_ffff_ffff,
+            _ => 0x7fff,
+        });
+        if nan {
+            let any = self.bin("or", &xn, &yn);
+            self.select(&any, &canon, &r)
+        } else {
+            let r = self.select(&yn, x, &r);
+            let r = self.select(&xn, y, &r);
+            let both = self.bin("and", &xn, &yn);
+            self.select(&both, &canon, &r)
+        }
+    }
+
+    fn testp(&mut self, inst: &Instruction, x: &V) -> Res<V> {
+        let ty = x.ty;
+        let abs = self.call1(&format!("llvm.fabs.{}", ty.suffix()), x);
+        let inf = V::float_bits(ty, match ty {
+            Ty::Float => 0x7f80_0000,
+            Ty::Double => 0x7ff0_0000_0000_0000,
+            Ty::Half => 0x7c00,
+            _ => 0x7f80,
+        });
+        let min_normal = V::float_bits(ty, Self::min_normal(ty));
+        let zero = V::float_bits(ty, 0);
+        let flag = inst.flags(self.b).find(|f| {
+            matches!(f, Flag::Finite | Flag::Infinite | Flag::Number | Flag::Notanumber | Flag::Normal | Flag::Subnormal)
+        });
+        Ok(match flag {
+            Some(Flag::Finite) => self.fcmp("olt", &abs, &inf),
+            Some(Flag::Infinite) => self.fcmp("oeq", &abs, &inf),
+            Some(Flag::Number) => self.fcmp("ord", x, x),
+            Some(Flag::Notanumber) => self.fcmp("uno", x, x),
+            Some(Flag::Normal) => {
+                let a = self.fcmp("oge", &abs, &min_normal);
+                let c = self.fcmp("olt", &abs, &inf);
+                self.bin("and", &a, &c)
+            }
+            Some(Flag::Subnormal) => {
+                let a = self.fcmp("olt", &abs, &min_normal);
+                let c = self.fcmp("one", &abs, &zero);
+                self.bin("and", &a, &c)
+            }
+            _ => return self.invalid("testp needs one of .finite .infinite .number .notanumber .normal .subnormal"),
+        })
+    }
+
+    // ---- f16 / bf16 (scalar and x2) -------------------------------------------------------
+
+    pub fn round_helper(&mut self, fmt: Format, mode: Mode, satfinite: bool) -> String {
+        let (name, text) = softfloat::ir_helper(fmt, mode, satfinite);
+        self.cx.declare("llvm.smin.i64", "declare i64 @llvm.smin.i64(i64, i64)");
+        self.cx.declare("llvm.smax.i64", "declare i64 @llvm.smax.i64(i64, i64)");
+        self.cx.helper(&name, || text);
+        name
+    }
+
+    /// Rounds an exact (or rounded-to-odd) double to a 16-bit float type.
+    pub fn round_to(&mut self, d: &V, ty: Ty, mode: Mode) -> V {
+        let fmt = if ty == Ty::Half { softfloat::HALF } else { softfloat::BF16 };
+        let name = self.round_helper(fmt, mode, false);
+        let bits = self.out.def(Ty::I16, format_args!("call i16 @{name}({d})"));
+        self.bitcast(&bits, ty)
+    }
+
+    pub fn mode_of(r: Option<Rounding>) -> Mode {
+        match r {
+            Some(Rounding::Rz) => Mode::Rz,
+            Some(Rounding::Rm) => Mode::Rm,
+            Some(Rounding::Rp) => Mode::Rp,
+            Some(Rounding::Rna) => Mode::Rna,
+            _ => Mode::Rn,
+        }
+    }
+
+    fn half_op(&mut self, inst: &Instruction, t: Type) -> Res<()> {
+        let args = self.b.args(inst);
+        let packed = matches!(t, Type::F16x2 | Type::Bf16x2);
+        let ety = if matches!(t, Type::F16 | Type::F16x2) { Ty::Half } else { Ty::Bfloat };
+        if inst.op == Opcode::Testp || inst.op == Opcode::Copysign {
+            return self.unsupported(format!("`{}`", self.describe(inst)));
+        }
+        let n_src = args.len() - 1;
+        let mut srcs = Vec::new();
+        for i in 1..=n_src {
+            let v = self.get(&args[i], if packed { Ty::I32 } else { ety })?;
+            srcs.push(v);
+        }
+        if !packed {
+            let r = self.half_scalar(inst, &srcs, ety)?;
+            return self.set(&args[0], r);
+        }
+        let mut parts = Vec::new();
+        for k in 0..2 {
+            let mut hs = Vec::new();
+            for s in &srcs {
+                let sh = self.bin("lshr", s, &V::int(Ty::I32, 16 * k));
+                let h = self.trunc(&sh, Ty::I16);
+                hs.push(self.bitcast(&h, ety));
+            }
+            let r = self.half_scalar(inst, &hs, ety)?;
+            let ri = self.bitcast(&r, Ty::I16);
+            let z = self.zext(&ri, Ty::I32);
+            parts.push(self.bin("shl", &z, &V::int(Ty::I32, 16 * k)));
+        }
+        let r = self.bin("or", &parts[0], &parts[1]);
+        self.set(&args[0], r)
+    }
+
+    fn half_scalar(&mut self, inst: &Instruction, s: &[V], ety: Ty) -> Res<V> {
+        use Opcode::*;
+        let fm = self.fmods(inst);
+        let mode = Self::mode_of(fm.round);
+        let src: Vec<V> = s.iter().map(|v| if fm.ftz { self.flush(v) } else { v.clone() }).collect();
+        let wide = |s: &mut Self, v: &V| s.out.def(Ty::Double, format_args!("fpext {v} to double"));
+        let r = match inst.op {
+            Add | Sub | Mul => {
+                // Exact in double, then one rounding.
+                let x = wide(self, &src[0]);
+                let y = wide(self, &src[1]);
+                let op = match inst.op {
+                    Add => "fadd",
+                    Sub => "fsub",
+                    _ => "fmul",
+                };
+                let d = self.bin(op, &x, &y);
+                self.round_to(&d, ety, mode)
+            }
+            Fma | Mad => {
+                let x = wide(self, &src[0]);
+                let y = wide(self, &src[1]);
+                let z = wide(self, &src[2]);
+                let d = self.fma_round_to_odd(&x, &y, &z);
+                self.round_to(&d, ety, mode)
+            }
+            Neg => self.out.def(ety, format_args!("fneg {}", src[0])),
+            Abs => self.call1(&format!("llvm.fabs.{}", ety.suffix()), &src[0]),
+            Min | Max => {
+                let x = wide(self, &src[0]);
+                let y = wide(self, &src[1]);
+                let r = self.fminmax(&x, &y, inst.op == Min, inst.has(self.b, Flag::NaN));
+                let r = self.round_to(&r, ety, Mode::Rn);
+                let r = if inst.has(self.b, Flag::Xorsign) {
+                    let xb = self.bitcast(&src[0], Ty::I16);
+                    let yb = self.bitcast(&src[1], Ty::I16);
+                    let sx = self.bin("xor", &xb, &yb);
+                    let sgn = self.bin("and", &sx, &V::int(Ty::I16, 0x8000));
+                    let rb = self.bitcast(&r, Ty::I16);
+                    let mag = self.bin("and", &rb, &V::int(Ty::I16, 0x7fff));
+                    let v = self.bin("or", &mag, &sgn);
+                    self.bitcast(&v, ety)
+                } else {
+                    r
+                };
+                return Ok(if fm.relu { self.relu(&r) } else { r });
+            }
+            Ex2 | Tanh | Sin | Cos | Lg2 | Rcp | Sqrt | Rsqrt => {
+                let x = self.out.def(Ty::Float, format_args!("fpext {} to float", src[0]));
+                let f = match inst.op {
+                    Ex2 => self.call1("llvm.exp2.f32", &x),
+                    Sin => self.call1("llvm.sin.f32", &x),
+                    Cos => self.call1("llvm.cos.f32", &x),
+                    Lg2 => self.call1("llvm.log2.f32", &x),
+                    Sqrt => self.call1("llvm.sqrt.f32", &x),
+                    Rcp => self.bin("fdiv", &V::f32(0x3f80_0000), &x),
+                    Rsqrt => {
+                        let q = self.call1("llvm.sqrt.f32", &x);
+                        self.bin("fdiv", &V::f32(0x3f80_0000), &q)
+                    }
+                    _ => self.libm1("tanhf", &x),
+                };
+                let d = self.out.def(Ty::Double, format_args!("fpext {f} to double"));
+                self.round_to(&d, ety, Mode::Rn)
+            }
+            _ => return self.unsupported(format!("`{}`", self.describe(inst))),
+        };
+        let r = if fm.sat { self.saturate(&r) } else { r };
+        let r = if fm.relu { self.relu(&r) } else { r };
+        let r = if fm.ftz { self.flush(&r) } else { r };
+        Ok(self.canonical_nan(&r))
+    }
+
+    /// fma in double rounded to odd, so that a second rounding to a narrower
+    /// format is exact: the neighbours below and above the exact value are
+    /// computed with directed rounding, and the odd one is kept when they differ.
+    pub fn fma_round_to_odd(&mut self, x: &V, y: &V, z: &V) -> V {
+        let lo = self.rounded("fma", &[x, y, z], Rounding::Rm);
+        let hi = self.rounded("fma", &[x, y, z], Rounding::Rp);
+        let lb = self.bitcast(&lo, Ty::I64);
+        let odd = self.bin("and", &lb, &V::int(Ty::I64, 1));
+        let is_odd = self.icmp("ne", &odd, &V::int(Ty::I64, 0));
+        let same = self.fcmp("oeq", &lo, &hi);
+        let nan = self.fcmp("uno", &lo, &lo);
+        let odd_pick = self.select(&is_odd, &lo, &hi);
+        // Exact results (and NaN) come from the round-to-nearest fma, which
+        // also gives an exact zero its correct sign.
+        let rn = self.call3("llvm.fma.f64", x, y, z);
+        let exact = self.bin("or", &same, &nan);
+        self.select(&exact, &rn, &odd_pick)
+    }
+}

@@ -1,0 +1,410 @@
+//! What can be known about a module without generating code: parameter
+//! layouts, the shared-memory layout, the call graph, and which kernels need
+//! cooperative thread scheduling.
+
+use crate::{GlobalInfo, KernelInfo, ModuleInfo, ParamInfo};
+use ptx::ast::*;
+use std::collections::{HashMap, HashSet};
+
+/// Item index of a function in `Module::items`.
+pub type ItemId = u32;
+
+pub fn align_up(v: u64, a: u64) -> u64 {
+    let a = a.max(1);
+    v.div_ceil(a) * a
+}
+
+/// Offsets and sizes of a function's parameters in a packed buffer, each
+/// aligned to its declared (or natural) alignment.
+pub fn param_layout(f: &Function, ids: &[VarId]) -> (Vec<ParamInfo>, u32) {
+    let mut offset = 0u64;
+    let mut out = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let d = f.var(id);
+        let align = d.alignment().max(1);
+        let size = d.size().unwrap_or(0);
+        offset = align_up(offset, align);
+        out.push(ParamInfo { offset: offset as u32, size: size as u32, align: align as u32 });
+        offset += size;
+    }
+    (out, offset as u32)
+}
+
+fn is_shared(space: StateSpace) -> bool {
+    matches!(space, StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster)
+}
+
+/// A `.shared` variable whose size is given by the launch.
+pub fn is_dynamic_shared(d: &VarDecl) -> bool {
+    is_shared(d.space) && (d.linkage == Some(Linkage::Extern) || d.elements().is_none())
+}
+
+/// Facts about each function body.
+#[derive(Default, Debug)]
+pub struct FunctionFacts {
+    pub callees: HashSet<ItemId>,
+    pub indirect_calls: bool,
+    pub address_taken: HashSet<ItemId>,
+    pub module_shared: HashSet<SymbolId>,
+    /// Contains a barrier or warp collective, `exit` in a called function,
+    /// or a loop that may spin on memory.
+    pub waits: bool,
+    /// Statement indices of branches closing a loop that may spin.
+    pub yield_points: HashSet<usize>,
+}
+
+pub struct Analysis {
+    pub facts: HashMap<ItemId, FunctionFacts>,
+    pub address_taken: HashSet<ItemId>,
+    /// Offsets of module-level shared variables shared by several functions.
+    pub common_shared: HashMap<SymbolId, u32>,
+    pub common_bytes: u32,
+    /// Offsets of `.shared` variables declared inside functions.
+    pub local_shared: HashMap<(ItemId, VarId), u32>,
+    /// Per kernel: offsets of module-level shared variables only it uses.
+    pub kernel_shared: HashMap<(ItemId, SymbolId), u32>,
+    pub kernel_static_bytes: HashMap<ItemId, u32>,
+    pub dynamic_align: u32,
+}
+
+fn function_item(m: &Module, sym: SymbolId) -> Option<ItemId> {
+    let s = m.symbols.get(sym as usize)?;
+    (s.kind == SymbolKind::Function).then_some(s.item)
+}
+
+fn body_facts(m: &Module, item: ItemId, f: &Function, b: &Body) -> FunctionFacts {
+    let mut facts = FunctionFacts::default();
+    let is_kernel = f.kind == FunctionKind::Entry;
+    let mut label_at: HashMap<LabelId, usize> = HashMap::new();
+    for (i, s) in b.statements.iter().enumerate() {
+        if let Statement::Label(l) = s {
+            label_at.insert(*l, i);
+        }
+    }
+    let note_operand = |facts: &mut FunctionFacts, op: &Operand, in_call_target: bool| {
+        let sym = match *op {
+            Operand::Global(s) | Operand::AddrGlobal(s, _) => s,
+            _ => return,
+        };
+        match m.symbols.get(sym as usize).map(|s| s.kind) {
+            Some(SymbolKind::Function) if !in_call_target => {
+                if let Some(it) = function_item(m, sym) {
+                    facts.address_taken.insert(it);
+                }
+            }
+            Some(SymbolKind::Variable) => {
+                if let Some(v) = m.variable(sym) {
+                    if is_shared(v.decl.space) && !is_dynamic_shared(&v.decl) {
+                        facts.module_shared.insert(sym);
+                    }
+                }
+            }
+            _ => {}
+        }
+    };
+    for (i, s) in b.statements.iter().enumerate() {
+        match s {
+            Statement::CallTargets { targets, .. } => {
+                for op in b.list(*targets) {
+                    note_operand(&mut facts, op, false);
+                }
+            }
+            Statement::Instruction(inst) => {
+                let args = b.args(inst);
+                match inst.op {
+                    Opcode::Call => {
+                        let callee_pos = args.iter().position(|a| !matches!(a, Operand::Paren(_)));
+                        for (k, a) in args.iter().enumerate() {
+                            match a {
+                                Operand::Paren(l) => {
+                                    for op in b.list(*l) {
+                                        note_operand(&mut facts, op, false);
+                                    }
+                                }
+                                Operand::Global(sym) if Some(k) == callee_pos => {
+                                    if let Some(it) = function_item(m, *sym) {
+                                        facts.callees.insert(it);
+                                    }
+                                }
+                                Operand::Reg(_) if Some(k) == callee_pos => facts.indirect_calls = true,
+                                _ => {}
+                            }
+                        }
+                    }
+                    Opcode::Bar | Opcode::Barrier => {
+                        // `barrier.cluster` waits across blocks of a cluster, which are
+                        // not co-scheduled on the CPU; it is rejected when lowered.
+                        facts.waits = true;
+                    }
+                    Opcode::Shfl | Opcode::Vote | Opcode::Match | Opcode::Redux | Opcode::Activemask
+                    | Opcode::Elect => facts.waits = true,
+                    Opcode::Exit if !is_kernel => facts.waits = true,
+                    Opcode::Bra => {
+                        if let Some(Operand::Label(l)) = args.first() {
+                            if let Some(&start) = label_at.get(l) {
+                                if start <= i && loop_may_spin(b, &b.statements[start..=i]) {
+                                    facts.waits = true;
+                                    facts.yield_points.insert(i);
+                                }
+                            }
+                        }
+                    }
+                    _ => {
+                        for a in args {
+                            note_operand(&mut facts, a, false);
+                            if let Operand::Vector(l) | Operand::Bracket(l) = a {
+                                for op in b.list(*l) {
+                                    note_operand(&mut facts, op, false);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let _ = item;
+    facts
+}
+
+/// A loop that reads memory another thread may be writing (volatile or
+/// acquire loads, atomics) may wait for that thread.
+fn loop_may_spin(b: &Body, stmts: &[Statement]) -> bool {
+    stmts.iter().any(|s| match s {
+        Statement::Instruction(i) => match i.op {
+            Opcode::Ld => matches!(
+                i.semantics(b),
+                Some(Semantics::Volatile | Semantics::Acquire | Semantics::Relaxed | Semantics::Mmio)
+            ),
+            Opcode::Atom => true,
+            Opcode::Mbarrier | Opcode::Nanosleep => true,
+            _ => false,
+        },
+        _ => false,
+    })
+}
+
+impl Analysis {
+    pub fn new(m: &Module) -> Analysis {
+        let mut facts = HashMap::new();
+        let mut address_taken = HashSet::new();
+        for (idx, item) in m.items.iter().enumerate() {
+            match item {
+                Item::Function(f) => {
+                    if let Some(b) = &f.body {
+                        let ff = body_facts(m, idx as ItemId, f, b);
+                        address_taken.extend(ff.address_taken.iter().copied());
+                        facts.insert(idx as ItemId, ff);
+                    }
+                }
+                Item::Variable(v) => collect_init_functions(m, v.decl.init.as_ref(), &mut address_taken),
+                _ => {}
+            }
+        }
+        let mut a = Analysis {
+            facts,
+            address_taken,
+            common_shared: HashMap::new(),
+            common_bytes: 0,
+            local_shared: HashMap::new(),
+            kernel_shared: HashMap::new(),
+            kernel_static_bytes: HashMap::new(),
+            dynamic_align: 16,
+        };
+        a.layout_shared(m);
+        a
+    }
+
+    /// Functions reachable from `root` (including itself).
+    pub fn reachable(&self, root: ItemId) -> Vec<ItemId> {
+        let mut seen = HashSet::new();
+        let mut stack = vec![root];
+        let mut order = Vec::new();
+        while let Some(f) = stack.pop() {
+            if !seen.insert(f) {
+                continue;
+            }
+            order.push(f);
+            if let Some(ff) = self.facts.get(&f) {
+                stack.extend(ff.callees.iter().copied());
+                if ff.indirect_calls {
+                    stack.extend(self.address_taken.iter().copied());
+                }
+            }
+        }
+        order.sort_unstable();
+        order
+    }
+
+    pub fn needs_scheduler(&self, kernel: ItemId) -> bool {
+        self.reachable(kernel).iter().any(|f| self.facts.get(f).is_some_and(|ff| ff.waits))
+    }
+
+    fn layout_shared(&mut self, m: &Module) {
+        let mut align_max = 16u64;
+        // Module-level variables used by non-kernel functions go to a common
+        // region at the start of every window, so a function compiled once
+        // finds them at the same offset whichever kernel calls it.
+        let mut common_syms: HashSet<SymbolId> = HashSet::new();
+        for (idx, item) in m.items.iter().enumerate() {
+            if let Item::Function(f) = item {
+                if f.kind == FunctionKind::Func {
+                    if let Some(ff) = self.facts.get(&(idx as ItemId)) {
+                        common_syms.extend(ff.module_shared.iter().copied());
+                    }
+                }
+            }
+        }
+        let mut offset = 0u64;
+        for v in m.variables() {
+            if is_dynamic_shared(&v.decl) {
+                align_max = align_max.max(v.decl.alignment());
+                continue;
+            }
+            if common_syms.contains(&v.symbol) {
+                offset = align_up(offset, v.decl.alignment());
+                self.common_shared.insert(v.symbol, offset as u32);
+                offset += v.decl.size().unwrap_or(0);
+            }
+        }
+        for (idx, item) in m.items.iter().enumerate() {
+            if let Item::Function(f) = item {
+                if f.kind == FunctionKind::Func {
+                    for (vid, d) in f.vars.iter().enumerate() {
+                        if is_shared(d.space) && !is_dynamic_shared(d) {
+                            offset = align_up(offset, d.alignment());
+                            self.local_shared.insert((idx as ItemId, vid as VarId), offset as u32);
+                            offset += d.size().unwrap_or(0);
+                        } else if is_dynamic_shared(d) {
+                            align_max = align_max.max(d.alignment());
+                        }
+                    }
+                }
+            }
+        }
+        self.common_bytes = offset as u32;
+        for (idx, item) in m.items.iter().enumerate() {
+            let Item::Function(f) = item else { continue };
+            if f.kind != FunctionKind::Entry || f.body.is_none() {
+                continue;
+            }
+            let kid = idx as ItemId;
+            let uses_common = self.reachable(kid).iter().any(|&g| {
+                g != kid
+                    && (self.facts.get(&g).is_some_and(|ff| !ff.module_shared.is_empty())
+                        || self.local_shared.keys().any(|(it, _)| *it == g))
+            }) || self.facts.get(&kid).is_some_and(|ff| ff.module_shared.iter().any(|s| common_syms.contains(s)));
+            let mut off = if uses_common { self.common_bytes as u64 } else { 0 };
+            if let Some(ff) = self.facts.get(&kid) {
+                let mut own: Vec<SymbolId> =
+                    ff.module_shared.iter().copied().filter(|s| !common_syms.contains(s)).collect();
+                own.sort_unstable();
+                for s in own {
+                    if let Some(v) = m.variable(s) {
+                        off = align_up(off, v.decl.alignment());
+                        self.kernel_shared.insert((kid, s), off as u32);
+                        off += v.decl.size().unwrap_or(0);
+                    }
+                }
+            }
+            for (vid, d) in f.vars.iter().enumerate() {
+                if is_shared(d.space) && !is_dynamic_shared(d) {
+                    off = align_up(off, d.alignment());
+                    self.local_shared.insert((kid, vid as VarId), off as u32);
+                    off += d.size().unwrap_or(0);
+                } else if is_dynamic_shared(d) {
+                    align_max = align_max.max(d.alignment());
+                }
+            }
+            self.kernel_static_bytes.insert(kid, off as u32);
+        }
+        self.dynamic_align = align_max.min(1 << 16) as u32;
+    }
+
+    pub fn dynamic_shared_offset(&self, kernel: ItemId) -> u32 {
+        let s = self.kernel_static_bytes.get(&kernel).copied().unwrap_or(0) as u64;
+        align_up(s, self.dynamic_align as u64) as u32
+    }
+}
+
+fn collect_init_functions(m: &Module, init: Option<&Initializer>, out: &mut HashSet<ItemId>) {
+    match init {
+        Some(Initializer::Symbol { symbol, .. }) => {
+            if let Some(it) = function_item(m, *symbol) {
+                out.insert(it);
+            }
+        }
+        Some(Initializer::List(items)) => {
+            for i in items {
+                collect_init_functions(m, Some(i), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn dims3(v: &[u32]) -> [u32; 3] {
+    [v.first().copied().unwrap_or(1), v.get(1).copied().unwrap_or(1), v.get(2).copied().unwrap_or(1)]
+}
+
+/// The size of a function's own `.local` variables (its frame).
+pub fn local_bytes(f: &Function) -> u32 {
+    let mut off = 0u64;
+    for d in &f.vars {
+        if d.space == StateSpace::Local {
+            off = align_up(off, d.alignment()) + d.size().unwrap_or(0);
+        }
+    }
+    off.min(u32::MAX as u64) as u32
+}
+
+/// Everything the driver needs to know about a module's kernels and
+/// globals, computed from the syntax tree alone (no code generation).
+pub fn describe(m: &Module) -> ModuleInfo {
+    let a = Analysis::new(m);
+    describe_with(m, &a)
+}
+
+pub fn describe_with(m: &Module, a: &Analysis) -> ModuleInfo {
+    let mut kernels = Vec::new();
+    for (idx, item) in m.items.iter().enumerate() {
+        let Item::Function(f) = item else { continue };
+        if f.kind != FunctionKind::Entry || f.body.is_none() {
+            continue;
+        }
+        let kid = idx as ItemId;
+        let (params, param_bytes) = param_layout(f, &f.params);
+        let mut reqntid = None;
+        let mut maxntid = None;
+        for d in &f.directives {
+            match d {
+                PerfDirective::Reqntid(v) => reqntid = Some(dims3(v)),
+                PerfDirective::Maxntid(v) => maxntid = Some(dims3(v)),
+                _ => {}
+            }
+        }
+        kernels.push(KernelInfo {
+            name: f.name.to_string(),
+            params,
+            param_bytes,
+            static_shared_bytes: a.kernel_static_bytes.get(&kid).copied().unwrap_or(0),
+            dynamic_shared_offset: a.dynamic_shared_offset(kid),
+            needs_scheduler: a.needs_scheduler(kid),
+            reqntid,
+            maxntid,
+            local_bytes: local_bytes(f),
+        });
+    }
+    let globals = m
+        .variables()
+        .filter(|v| matches!(v.decl.space, StateSpace::Global | StateSpace::Const))
+        .filter(|v| v.decl.linkage != Some(Linkage::Extern))
+        .map(|v| GlobalInfo {
+            name: v.decl.name.to_string(),
+            size: v.decl.size().unwrap_or(0),
+            constant: v.decl.space == StateSpace::Const,
+        })
+        .collect();
+    ModuleInfo { kernels, globals }
+}

@@ -1,0 +1,1244 @@
+//! PTX functions to LLVM IR text: the module frame, operands, control flow
+//! and calls. Instruction families live in the sibling modules.
+
+use crate::cpu_abi::{offsets, KernelSymbols};
+use crate::ir::{self, global_name, Ty, V};
+use crate::layout::{self, is_dynamic_shared, Analysis, ItemId};
+use crate::CompileError;
+use ptx::ast::*;
+use ptx::LineIndex;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+
+pub type Res<T> = Result<T, CompileError>;
+
+/// Module-wide lowering state.
+pub struct ModuleCx<'m> {
+    pub m: &'m Module<'m>,
+    pub lines: LineIndex<'m>,
+    pub a: Analysis,
+    /// Helper function definitions, by name (emitted once).
+    pub helpers: BTreeMap<String, String>,
+    /// External declarations (intrinsics, runtime), by name.
+    pub decls: BTreeMap<String, String>,
+    /// Instruction ids for warp collectives and barriers, in program order.
+    pub next_site: u32,
+}
+
+impl<'m> ModuleCx<'m> {
+    pub fn declare(&mut self, name: &str, decl: &str) {
+        self.decls.entry(name.to_string()).or_insert_with(|| decl.to_string());
+    }
+
+    /// Adds a helper function (its full `define` text) if not yet present.
+    pub fn helper(&mut self, name: &str, make: impl FnOnce() -> String) {
+        if !self.helpers.contains_key(name) {
+            let text = make();
+            self.helpers.insert(name.to_string(), text);
+        }
+    }
+}
+
+/// Where a function's variable lives.
+#[derive(Clone, Debug)]
+pub enum VarLoc {
+    /// Memory at this pointer value (locals, parameters).
+    Ptr(String),
+    /// Offset in the block's shared window.
+    Shared(u32),
+    /// The dynamic part of the shared window.
+    DynShared,
+}
+
+pub struct FnLower<'c, 'm> {
+    pub cx: &'c mut ModuleCx<'m>,
+    pub item: ItemId,
+    pub f: &'m Function<'m>,
+    pub b: &'m Body<'m>,
+    pub kernel: bool,
+    pub out: ir::Body,
+    pub regs: Vec<String>,
+    pub reg_tys: Vec<Ty>,
+    pub vars: HashMap<VarId, VarLoc>,
+    pub labels: Vec<String>,
+    pub carry: Option<String>,
+    pub stmt: usize,
+    pub exit_label: String,
+}
+
+pub fn reg_ty(t: Type) -> Ty {
+    if t == Type::Pred {
+        Ty::I1
+    } else {
+        Ty::int(t.bits())
+    }
+}
+
+/// The LLVM type an instruction type operates on.
+pub fn op_ty(t: Type) -> Ty {
+    match t {
+        Type::F16 => Ty::Half,
+        Type::Bf16 => Ty::Bfloat,
+        Type::F32 | Type::Tf32 => Ty::Float,
+        Type::F64 => Ty::Double,
+        other => reg_ty(other),
+    }
+}
+
+fn func_symbol(name: &str) -> String {
+    format!("__anycuda_func.{name}")
+}
+
+/// The IR parameter list every non-kernel function takes before its own.
+const FUNC_PREFIX: &str = "ptr %ctx, i32 %tid.x, i32 %tid.y, i32 %tid.z";
+
+impl<'m> ModuleCx<'m> {
+    pub fn new(m: &'m Module<'m>, src: &'m str) -> ModuleCx<'m> {
+        ModuleCx {
+            m,
+            lines: LineIndex::new(src),
+            a: Analysis::new(m),
+            helpers: BTreeMap::new(),
+            decls: BTreeMap::new(),
+            next_site: 0,
+        }
+    }
+
+    fn error_at(&self, f: &Function, span: Span, what: String, unsupported: bool) -> CompileError {
+        let (line, column) = self.lines.line_col(span.start);
+        let function = f.name.to_string();
+        if unsupported {
+            CompileError::Unsupported { function, what, line, column }
+        } else {
+            CompileError::Invalid { function, what, line, column }
+        }
+    }
+
+    /// The whole module as IR text.
+    pub fn lower_module(&mut self) -> Res<String> {
+        let mut globals = String::new();
+        for v in self.m.variables() {
+            self.emit_variable(v, &mut globals)?;
+        }
+        let mut funcs = String::new();
+        for (idx, item) in self.m.items.iter().enumerate() {
+            let Item::Function(f) = item else { continue };
+            // Only the item a symbol resolves to is defined (prototypes are not).
+            let Some(body) = &f.body else { continue };
+            let mut fl = FnLower::new(self, idx as ItemId, f, body);
+            let text = fl.lower()?;
+            funcs.push_str(&text);
+            if f.kind == FunctionKind::Entry {
+                funcs.push_str(&block_function(f.name));
+            }
+        }
+        let mut out = String::new();
+        out.push_str(&globals);
+        out.push('\n');
+        for d in self.decls.values() {
+            out.push_str(d);
+            out.push('\n');
+        }
+        out.push('\n');
+        out.push_str(&funcs);
+        for h in self.helpers.values() {
+            out.push_str(h);
+            out.push('\n');
+        }
+        out.push_str("\nattributes #0 = { nounwind }\nattributes #1 = { nounwind strictfp }\nattributes #2 = { alwaysinline nounwind }\n");
+        Ok(out)
+    }
+
+    fn emit_variable(&mut self, v: &Variable, out: &mut String) -> Res<()> {
+        let d = &v.decl;
+        if !matches!(d.space, StateSpace::Global | StateSpace::Const) {
+            // Shared variables live in each block's window.
+            return Ok(());
+        }
+        let name = global_name(&KernelSymbols::global(d.name));
+        if d.linkage == Some(Linkage::Extern) {
+            let _ = writeln!(out, "{name} = external global i8");
+            return Ok(());
+        }
+        let size = match d.size() {
+            Some(s) => s,
+            None => {
+                // `[]` with an initializer: the initializer gives the length.
+                let n = d.init.as_ref().map_or(0, count_initializers);
+                n as u64 * d.element_size()
+            }
+        };
+        let mut bytes = vec![0u8; size as usize];
+        let mut relocs: Vec<(u64, SymbolId, i64)> = Vec::new();
+        if let Some(init) = &d.init {
+            let mut pos = 0u64;
+            self.flatten_init(d, init, &mut bytes, &mut relocs, &mut pos)?;
+        }
+        let align = d.alignment();
+        let kind = if d.space == StateSpace::Const { "constant" } else { "global" };
+        let _ = write!(out, "{name} = {kind} ");
+        if relocs.is_empty() {
+            let _ = writeln!(out, "[{} x i8] {}, align {align}", bytes.len(), ir::c_bytes(&bytes));
+        } else {
+            // A packed struct of byte runs and pointers.
+            let mut fields = Vec::new();
+            let mut types = Vec::new();
+            let mut at = 0u64;
+            relocs.sort_by_key(|r| r.0);
+            for (off, sym, add) in &relocs {
+                if *off > at {
+                    let run = &bytes[at as usize..*off as usize];
+                    types.push(format!("[{} x i8]", run.len()));
+                    fields.push(format!("[{} x i8] {}", run.len(), ir::c_bytes(run)));
+                }
+                let target = self.symbol_address_const(*sym)?;
+                types.push("ptr".into());
+                if *add == 0 {
+                    fields.push(format!("ptr {target}"));
+                } else {
+                    fields.push(format!("ptr getelementptr (i8, ptr {target}, i64 {add})"));
+                }
+                at = off + 8;
+            }
+            if at < bytes.len() as u64 {
+                let run = &bytes[at as usize..];
+                types.push(format!("[{} x i8]", run.len()));
+                fields.push(format!("[{} x i8] {}", run.len(), ir::c_bytes(run)));
+            }
+            let _ = writeln!(out, "<{{ {} }}> <{{ {} }}>, align {align}", types.join(", "), fields.join(", "));
+        }
+        Ok(())
+    }
+
+    /// The constant address of a module symbol, for initializers.
+    fn symbol_address_const(&self, sym: SymbolId) -> Res<String> {
+        let s = self.m.symbol(sym);
+        match s.kind {
+            SymbolKind::Function => Ok(global_name(&func_symbol(s.name))),
+            SymbolKind::Variable => Ok(global_name(&KernelSymbols::global(s.name))),
+        }
+    }
+
+    fn flatten_init(
+        &self,
+        d: &VarDecl,
+        init: &Initializer,
+        bytes: &mut [u8],
+        relocs: &mut Vec<(u64, SymbolId, i64)>,
+        pos: &mut u64,
+    ) -> Res<()> {
+        let esize = d.ty.size() as u64;
+        match init {
+            Initializer::List(items) => {
+                for i in items {
+                    self.flatten_init(d, i, bytes, relocs, pos)?;
+                }
+            }
+            Initializer::Symbol { symbol, offset, .. } => {
+                if esize != 8 {
+                    return Err(CompileError::Unsupported {
+                        function: d.name.to_string(),
+                        what: "an address stored in an element smaller than 64 bits".into(),
+                        line: 0,
+                        column: 0,
+                    });
+                }
+                if *pos + 8 <= bytes.len() as u64 {
+                    relocs.push((*pos, *symbol, *offset));
+                }
+                *pos += 8;
+            }
+            scalar => {
+                let bits: u64 = match (scalar, d.ty) {
+                    (Initializer::Int(v), t) if t.is_float() => float_from_f64(t, *v as f64),
+                    (Initializer::Int(v), _) => *v as u64,
+                    (Initializer::F32(b), t) if t == Type::F64 => (f32::from_bits(*b) as f64).to_bits(),
+                    (Initializer::F32(b), _) => *b as u64,
+                    (Initializer::F64(b), t) if t.is_float() => float_from_f64(t, f64::from_bits(*b)),
+                    (Initializer::F64(b), _) => *b,
+                    _ => 0,
+                };
+                let start = *pos as usize;
+                for k in 0..esize as usize {
+                    if let Some(slot) = bytes.get_mut(start + k) {
+                        *slot = (bits >> (8 * k)) as u8;
+                    }
+                }
+                *pos += esize;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn count_initializers(i: &Initializer) -> usize {
+    match i {
+        Initializer::List(items) => items.iter().map(count_initializers).sum(),
+        _ => 1,
+    }
+}
+
+/// A float constant of a PTX type from an f64 value (round to nearest).
+pub fn float_from_f64(t: Type, v: f64) -> u64 {
+    match t {
+        Type::F32 => (v as f32).to_bits() as u64,
+        Type::F16 => crate::softfloat::f64_to_small(v.to_bits(), crate::softfloat::HALF, crate::softfloat::Mode::Rn) as u64,
+        Type::Bf16 => crate::softfloat::f64_to_small(v.to_bits(), crate::softfloat::BF16, crate::softfloat::Mode::Rn) as u64,
+        _ => v.to_bits(),
+    }
+}
+
+/// The fast-path function running every thread of a block in order.
+fn block_function(kernel: &str) -> String {
+    let thread = global_name(&KernelSymbols::thread(kernel));
+    let block = global_name(&KernelSymbols::block(kernel));
+    format!(
+        "define void {block}(ptr %params, ptr %ctx) #0 {{
+entry:
+  %nx = load i32, ptr %ctx, align 4
+  %pny = getelementptr i8, ptr %ctx, i64 4
+  %ny = load i32, ptr %pny, align 4
+  %pnz = getelementptr i8, ptr %ctx, i64 8
+  %nz = load i32, ptr %pnz, align 4
+  %ez = icmp eq i32 %nz, 0
+  br i1 %ez, label %done, label %zloop
+zloop:
+  %z = phi i32 [0, %entry], [%z1, %zlatch]
+  br label %yloop
+yloop:
+  %y = phi i32 [0, %zloop], [%y1, %ylatch]
+  br label %xloop
+xloop:
+  %x = phi i32 [0, %yloop], [%x1, %xloop]
+  call void {thread}(ptr %params, ptr %ctx, i32 %x, i32 %y, i32 %z)
+  %x1 = add nuw i32 %x, 1
+  %xc = icmp ult i32 %x1, %nx
+  br i1 %xc, label %xloop, label %ylatch
+ylatch:
+  %y1 = add nuw i32 %y, 1
+  %yc = icmp ult i32 %y1, %ny
+  br i1 %yc, label %yloop, label %zlatch
+zlatch:
+  %z1 = add nuw i32 %z, 1
+  %zc = icmp ult i32 %z1, %nz
+  br i1 %zc, label %zloop, label %done
+done:
+  ret void
+}}
+"
+    )
+}
+
+impl<'c, 'm> FnLower<'c, 'm> {
+    pub fn new(cx: &'c mut ModuleCx<'m>, item: ItemId, f: &'m Function<'m>, b: &'m Body<'m>) -> Self {
+        FnLower {
+            cx,
+            item,
+            f,
+            b,
+            kernel: f.kind == FunctionKind::Entry,
+            out: ir::Body::default(),
+            regs: Vec::new(),
+            reg_tys: Vec::new(),
+            vars: HashMap::new(),
+            labels: Vec::new(),
+            carry: None,
+            stmt: 0,
+            exit_label: String::new(),
+        }
+    }
+
+    // ---- errors ---------------------------------------------------------
+
+    pub fn span(&self) -> Span {
+        self.b.span(self.stmt)
+    }
+
+    pub fn unsupported<T>(&self, what: impl Into<String>) -> Res<T> {
+        Err(self.cx.error_at(self.f, self.span(), what.into(), true))
+    }
+
+    pub fn invalid<T>(&self, what: impl Into<String>) -> Res<T> {
+        Err(self.cx.error_at(self.f, self.span(), what.into(), false))
+    }
+
+    /// The instruction as written, for error messages.
+    pub fn describe(&self, inst: &Instruction) -> String {
+        let mut s = inst.op.as_str().to_string();
+        for m in self.b.mods(inst) {
+            let mut t = String::new();
+            let _ = ptx_modifier(&mut t, m);
+            s.push_str(&t);
+        }
+        s
+    }
+
+    // ---- frame ------------------------------------------------------------
+
+    fn signature(&self) -> String {
+        if self.kernel {
+            format!(
+                "define void {}(ptr %params, ptr %ctx, i32 %tid.x, i32 %tid.y, i32 %tid.z) #2",
+                global_name(&KernelSymbols::thread(self.f.name))
+            )
+        } else {
+            let mut s = format!("define internal void {}({FUNC_PREFIX}", global_name(&func_symbol(self.f.name)));
+            for (i, _) in self.f.returns.iter().enumerate() {
+                let _ = write!(s, ", ptr %ret{i}");
+            }
+            for (i, _) in self.f.params.iter().enumerate() {
+                let _ = write!(s, ", ptr %arg{i}");
+            }
+            s.push_str(") #0");
+            s
+        }
+    }
+
+    pub fn lower(&mut self) -> Res<String> {
+        self.exit_label = self.out.fresh_label("exit");
+        // Registers: one alloca each (promoted to SSA by LLVM).
+        for r in 0..self.b.regs.len() {
+            let decl = self.f.var(self.b.regs[r].var);
+            if decl.vector != 0 {
+                self.stmt = 0;
+                return self.unsupported(format!("vector register `{}`", decl.name));
+            }
+            let ty = reg_ty(decl.ty);
+            let a = self.out.alloca(ty.name(), (ty.bits().max(8) / 8) as u64);
+            self.regs.push(a);
+            self.reg_tys.push(ty);
+        }
+        self.place_variables()?;
+        for i in 0..self.b.labels.len() {
+            let l = self.out.fresh_label("L");
+            let _ = i;
+            self.labels.push(l);
+        }
+        // Entry values shared by the body.
+        let lin = self.linear_tid_expr();
+        self.out.text.push_str(&lin);
+        for (i, s) in self.b.statements.iter().enumerate() {
+            self.stmt = i;
+            self.statement(s)?;
+        }
+        if !self.out.terminated {
+            self.out.terminate(format_args!("br label %{}", self.exit_label));
+        }
+        let exit = self.exit_label.clone();
+        self.out.label(&exit);
+        self.out.terminate(format_args!("ret void"));
+        let mut text = self.signature();
+        text.push_str(" {\nentry:\n");
+        text.push_str(&self.out.allocas);
+        text.push_str(&self.out.text);
+        text.push_str("}\n\n");
+        Ok(text)
+    }
+
+    /// `%lin` = x + y*ntid.x + z*ntid.x*ntid.y, and `%params` for functions.
+    fn linear_tid_expr(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "  %ntid.x = load i32, ptr %ctx, align 4");
+        let _ = writeln!(s, "  %ntid.y.p = getelementptr i8, ptr %ctx, i64 4");
+        let _ = writeln!(s, "  %ntid.y = load i32, ptr %ntid.y.p, align 4");
+        let _ = writeln!(s, "  %lin.y = mul i32 %tid.y, %ntid.x");
+        let _ = writeln!(s, "  %lin.xy = add i32 %tid.x, %lin.y");
+        let _ = writeln!(s, "  %plane = mul i32 %ntid.x, %ntid.y");
+        let _ = writeln!(s, "  %lin.z = mul i32 %tid.z, %plane");
+        let _ = writeln!(s, "  %lin = add i32 %lin.xy, %lin.z");
+        s
+    }
+
+    fn place_variables(&mut self) -> Res<()> {
+        for (vid, d) in self.f.vars.iter().enumerate() {
+            let vid = vid as VarId;
+            if d.space == StateSpace::Reg {
+                continue;
+            }
+            let loc = if let Some(i) = self.f.params.iter().position(|&p| p == vid) {
+                if self.kernel {
+                    let (layout, _) = layout::param_layout(self.f, &self.f.params);
+                    let name = self.out.fresh("param");
+                    let _ = writeln!(
+                        self.out.allocas,
+                        "  {name} = getelementptr i8, ptr %params, i64 {}",
+                        layout[i].offset
+                    );
+                    VarLoc::Ptr(name)
+                } else {
+                    VarLoc::Ptr(format!("%arg{i}"))
+                }
+            } else if let Some(i) = self.f.returns.iter().position(|&p| p == vid) {
+                VarLoc::Ptr(format!("%ret{i}"))
+            } else if matches!(d.space, StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster) {
+                if is_dynamic_shared(d) {
+                    VarLoc::DynShared
+                } else {
+                    match self.cx.a.local_shared.get(&(self.item, vid)) {
+                        Some(&o) => VarLoc::Shared(o),
+                        None => return self.invalid(format!("shared variable `{}` has no size", d.name)),
+                    }
+                }
+            } else if matches!(d.space, StateSpace::Local | StateSpace::Param) {
+                let size = match d.size() {
+                    Some(s) => s.max(1),
+                    None => return self.invalid(format!("variable `{}` has no size", d.name)),
+                };
+                let a = self.out.alloca(&format!("[{size} x i8]"), d.alignment().max(8));
+                VarLoc::Ptr(a)
+            } else {
+                self.stmt = 0;
+                return self.unsupported(format!("a `.{}` variable inside a function (`{}`)", d.space, d.name));
+            };
+            self.vars.insert(vid, loc);
+        }
+        Ok(())
+    }
+
+    // ---- statements ---------------------------------------------------------
+
+    fn ensure_block(&mut self) {
+        if self.out.terminated {
+            let l = self.out.fresh_label("dead");
+            self.out.label(&l);
+        }
+    }
+
+    fn statement(&mut self, s: &Statement) -> Res<()> {
+        match s {
+            Statement::Label(l) => {
+                let name = self.labels[*l as usize].clone();
+                if !self.out.terminated {
+                    self.out.terminate(format_args!("br label %{name}"));
+                }
+                self.out.label(&name);
+            }
+            Statement::Instruction(inst) => {
+                self.ensure_block();
+                self.instruction(inst)?;
+            }
+            // Declarations were placed up front; the rest carries no code.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn instruction(&mut self, inst: &Instruction) -> Res<()> {
+        let Some(g) = inst.guard else {
+            return self.dispatch(inst);
+        };
+        let p = self.load_reg(g.reg);
+        if inst.op == Opcode::Bra {
+            // A predicated branch is a conditional branch.
+            let target = self.branch_target(inst)?;
+            let fall = self.out.fresh_label("fall");
+            let (t, f) = if g.negate { (&fall, &target) } else { (&target, &fall) };
+            self.maybe_yield(inst)?;
+            self.out.terminate(format_args!("br {p}, label %{t}, label %{f}"));
+            self.out.label(&fall);
+            return Ok(());
+        }
+        let then = self.out.fresh_label("then");
+        let join = self.out.fresh_label("join");
+        let (t, f) = if g.negate { (&join, &then) } else { (&then, &join) };
+        self.out.terminate(format_args!("br {p}, label %{t}, label %{f}"));
+        self.out.label(&then);
+        self.dispatch(inst)?;
+        if !self.out.terminated {
+            self.out.terminate(format_args!("br label %{join}"));
+        }
+        self.out.label(&join);
+        Ok(())
+    }
+
+    fn dispatch(&mut self, inst: &Instruction) -> Res<()> {
+        use Opcode::*;
+        match inst.op {
+            Bra => {
+                let target = self.branch_target(inst)?;
+                self.maybe_yield(inst)?;
+                self.out.terminate(format_args!("br label %{target}"));
+                Ok(())
+            }
+            Brx => self.brx(inst),
+            Call => self.call(inst),
+            Ret => {
+                self.out.terminate(format_args!("br label %{}", self.exit_label.clone()));
+                Ok(())
+            }
+            Exit => {
+                if self.kernel {
+                    self.out.terminate(format_args!("br label %{}", self.exit_label.clone()));
+                } else {
+                    self.runtime_noreturn("__anycuda_exit", "void @__anycuda_exit(ptr, i32)", "ptr %ctx, i32 %lin");
+                }
+                Ok(())
+            }
+            Trap | Brkpt => {
+                self.runtime_noreturn("__anycuda_trap", "void @__anycuda_trap(ptr, i32)", "ptr %ctx, i32 %lin");
+                Ok(())
+            }
+            Mov => self.mov(inst),
+            Ld | Ldu => self.ld(inst),
+            St => self.st(inst),
+            Cvta => self.cvta(inst),
+            Isspacep => self.isspacep(inst),
+            Prefetch | Prefetchu | Applypriority | Discard | Pmevent | Griddepcontrol => Ok(()),
+            Membar | Fence => {
+                if inst.op == Fence && (inst.has(self.b, Flag::Proxy) || inst.has(self.b, Flag::MbarrierInit)) {
+                    // Proxy fences order memory views the CPU does not have.
+                    return Ok(());
+                }
+                self.out.op(format_args!("fence seq_cst"));
+                Ok(())
+            }
+            Createpolicy => {
+                let args = self.b.args(inst);
+                self.set(&args[0], V::int(Ty::I64, 0))
+            }
+            Nanosleep => {
+                let args = self.b.args(inst);
+                let ns = self.get(&args[0], Ty::I32)?;
+                self.cx.declare("__anycuda_nanosleep", "declare void @__anycuda_nanosleep(ptr, i32)");
+                self.out.op(format_args!("call void @__anycuda_nanosleep(ptr %ctx, {ns})"));
+                Ok(())
+            }
+            Atom | Red => self.atom(inst),
+            Cvt => self.cvt(inst),
+            Setp | Set => self.setp(inst),
+            Selp => self.selp(inst),
+            Slct => self.slct(inst),
+            Bar | Barrier => self.barrier(inst),
+            Shfl => self.shfl(inst),
+            Vote => self.vote(inst),
+            Match => self.match_sync(inst),
+            Redux => self.redux(inst),
+            Activemask => self.activemask(inst),
+            Elect => self.elect(inst),
+            Alloca => self.alloca_inst(inst),
+            Stacksave | Stackrestore => self.unsupported(format!("`{}`", self.describe(inst))),
+            Add | Sub | Mul | Mad | Fma | Div | Rem | Abs | Neg | Min | Max | Addc | Subc | Madc | Mul24
+            | Mad24 | Sad | Popc | Clz | Bfind | Brev | Bfe | Bfi | Fns | Szext | Bmsk | Dp4a | Dp2a
+            | And | Or | Xor | Not | Cnot | Lop3 | Shf | Shl | Shr | Prmt | Copysign | Rcp | Sqrt
+            | Rsqrt | Sin | Cos | Lg2 | Ex2 | Tanh | Testp => self.arith(inst),
+            _ => self.unsupported(format!("instruction `{}`", self.describe(inst))),
+        }
+    }
+
+    // ---- registers and operands ---------------------------------------------------
+
+    pub fn load_reg(&mut self, r: RegId) -> V {
+        let ty = self.reg_tys[r as usize];
+        let p = self.regs[r as usize].clone();
+        self.out.def(ty, format_args!("load {ty}, ptr {p}"))
+    }
+
+    pub fn store_reg(&mut self, r: RegId, v: V) {
+        let p = self.regs[r as usize].clone();
+        self.out.op(format_args!("store {v}, ptr {p}"));
+    }
+
+    /// Converts `v` to `to`: same-width bitcasts, integer truncation or
+    /// extension (sign extension when `signed`).
+    pub fn convert(&mut self, v: V, to: Ty, signed: bool) -> V {
+        if v.ty == to {
+            return v;
+        }
+        let mut v = v;
+        if v.ty == Ty::Ptr {
+            v = self.out.def(Ty::I64, format_args!("ptrtoint {v} to i64"));
+            if to == Ty::I64 {
+                return v;
+            }
+        }
+        if v.ty.is_float() {
+            let it = v.ty.as_int();
+            v = self.out.def(it, format_args!("bitcast {v} to {it}"));
+        }
+        let target_int = to.as_int();
+        if v.ty != target_int {
+            if to == Ty::Ptr {
+                // handled below
+            }
+            let op = if v.ty.bits() > target_int.bits() {
+                "trunc"
+            } else if signed {
+                "sext"
+            } else {
+                "zext"
+            };
+            if v.ty == Ty::I1 && target_int != Ty::I1 {
+                v = self.out.def(target_int, format_args!("zext {v} to {target_int}"));
+            } else if target_int == Ty::I1 {
+                v = self.out.def(Ty::I1, format_args!("trunc {v} to i1"));
+            } else {
+                v = self.out.def(target_int, format_args!("{op} {v} to {target_int}"));
+            }
+        }
+        if to.is_float() {
+            v = self.out.def(to, format_args!("bitcast {v} to {to}"));
+        } else if to == Ty::Ptr {
+            v = self.out.def(Ty::Ptr, format_args!("inttoptr {v} to ptr"));
+        }
+        v
+    }
+
+    /// Reads an operand as a value of type `ty`.
+    pub fn get(&mut self, op: &Operand, ty: Ty) -> Res<V> {
+        self.get_ext(op, ty, false)
+    }
+
+    /// Reads an operand; a narrower register is sign-extended when `signed`.
+    pub fn get_ext(&mut self, op: &Operand, ty: Ty, signed: bool) -> Res<V> {
+        match *op {
+            Operand::Reg(r) => {
+                let v = self.load_reg(r);
+                Ok(self.convert(v, ty, signed))
+            }
+            Operand::NotReg(r) => {
+                let v = self.load_reg(r);
+                let v = self.convert(v, Ty::I1, false);
+                let n = self.out.def(Ty::I1, format_args!("xor {v}, true"));
+                Ok(self.convert(n, ty, false))
+            }
+            Operand::Imm(i) => Ok(self.imm(i, ty)),
+            Operand::F32(bits) => Ok(match ty {
+                Ty::Float => V::f32(bits),
+                Ty::Double => V::f64((f32::from_bits(bits) as f64).to_bits()),
+                Ty::Half => V::half(crate::softfloat::f64_to_small(
+                    (f32::from_bits(bits) as f64).to_bits(),
+                    crate::softfloat::HALF,
+                    crate::softfloat::Mode::Rn,
+                ) as u16),
+                Ty::Bfloat => V::bfloat(crate::softfloat::f64_to_small(
+                    (f32::from_bits(bits) as f64).to_bits(),
+                    crate::softfloat::BF16,
+                    crate::softfloat::Mode::Rn,
+                ) as u16),
+                t => V::int(t, bits as i128),
+            }),
+            Operand::F64(bits) => Ok(match ty {
+                Ty::Double => V::f64(bits),
+                Ty::Float => V::f32((f64::from_bits(bits) as f32).to_bits()),
+                Ty::Half => V::half(crate::softfloat::f64_to_small(bits, crate::softfloat::HALF, crate::softfloat::Mode::Rn) as u16),
+                Ty::Bfloat => V::bfloat(crate::softfloat::f64_to_small(bits, crate::softfloat::BF16, crate::softfloat::Mode::Rn) as u16),
+                t => V::int(t, bits as i128),
+            }),
+            Operand::Special(s, c) => {
+                let v = self.special(s, c)?;
+                Ok(self.convert(v, ty, false))
+            }
+            Operand::Var(v) => {
+                let a = self.var_address_value(v)?;
+                Ok(self.convert(a, ty, false))
+            }
+            Operand::Global(s) => {
+                let a = self.symbol_address_value(s)?;
+                Ok(self.convert(a, ty, false))
+            }
+            Operand::Vector(l) => {
+                // `{a, b}` as one wide value: elements packed low to high.
+                let elems = self.b.list(l);
+                let n = elems.len() as u32;
+                if n == 0 || ty.bits() % n != 0 {
+                    return self.invalid("vector operand does not match the instruction type");
+                }
+                let ebits = ty.bits() / n;
+                let wide = Ty::int(ty.bits());
+                let mut acc = V::int(wide, 0);
+                for (k, e) in elems.iter().enumerate() {
+                    let v = self.get(e, Ty::int(ebits))?;
+                    let z = self.out.def(wide, format_args!("zext {v} to {wide}"));
+                    let sh = self.out.def(wide, format_args!("shl {z}, {}", ebits as usize * k));
+                    acc = self.out.def(wide, format_args!("or {acc}, {}", sh.s));
+                }
+                Ok(self.convert(acc, ty, false))
+            }
+            _ => self.invalid("unexpected operand form"),
+        }
+    }
+
+    pub fn imm(&mut self, i: i64, ty: Ty) -> V {
+        match ty {
+            Ty::Float => V::f32((i as f32).to_bits()),
+            Ty::Double => V::f64((i as f64).to_bits()),
+            Ty::Half => V::half(crate::softfloat::f64_to_small((i as f64).to_bits(), crate::softfloat::HALF, crate::softfloat::Mode::Rn) as u16),
+            Ty::Bfloat => V::bfloat(crate::softfloat::f64_to_small((i as f64).to_bits(), crate::softfloat::BF16, crate::softfloat::Mode::Rn) as u16),
+            Ty::Ptr => V::new(Ty::Ptr, if i == 0 { "null".to_string() } else { format!("inttoptr (i64 {i} to ptr)") }),
+            t => V::int(t, i as i128),
+        }
+    }
+
+    /// Writes `v` to a destination operand, converting to the register's type.
+    pub fn set(&mut self, op: &Operand, v: V) -> Res<()> {
+        self.set_ext(op, v, false)
+    }
+
+    pub fn set_ext(&mut self, op: &Operand, v: V, signed: bool) -> Res<()> {
+        match *op {
+            Operand::Reg(r) => {
+                let ty = self.reg_tys[r as usize];
+                let v = self.convert(v, ty, signed);
+                self.store_reg(r, v);
+                Ok(())
+            }
+            Operand::Sink => Ok(()),
+            Operand::Vector(l) => {
+                // `{a, b}` as the halves of one wide value.
+                let elems: Vec<Operand> = self.b.list(l).to_vec();
+                let n = elems.len() as u32;
+                let wide = v.ty.as_int();
+                if n == 0 || wide.bits() % n != 0 {
+                    return self.invalid("vector operand does not match the instruction type");
+                }
+                let ebits = wide.bits() / n;
+                let w = self.convert(v, wide, false);
+                for (k, e) in elems.iter().enumerate() {
+                    let sh = self.out.def(wide, format_args!("lshr {w}, {}", ebits as usize * k));
+                    let part = self.out.def(Ty::int(ebits), format_args!("trunc {sh} to i{ebits}"));
+                    self.set(e, part)?;
+                }
+                Ok(())
+            }
+            _ => self.invalid("destination must be a register"),
+        }
+    }
+
+    pub fn ctx_field(&mut self, offset: usize, ty: Ty) -> V {
+        let p = self.out.def(Ty::Ptr, format_args!("getelementptr i8, ptr %ctx, i64 {offset}"));
+        self.out.def(ty, format_args!("load {ty}, {p}, align 4"))
+    }
+
+    fn special(&mut self, s: SpecialReg, c: u8) -> Res<V> {
+        use SpecialReg::*;
+        let c = c as usize;
+        Ok(match s {
+            Tid => V::new(Ty::I32, ["%tid.x", "%tid.y", "%tid.z"][c]),
+            Ntid => match c {
+                0 => V::new(Ty::I32, "%ntid.x"),
+                1 => V::new(Ty::I32, "%ntid.y"),
+                _ => self.ctx_field(offsets::NTID + 8, Ty::I32),
+            },
+            Ctaid => self.ctx_field(offsets::CTAID + 4 * c, Ty::I32),
+            Nctaid => self.ctx_field(offsets::NCTAID + 4 * c, Ty::I32),
+            Laneid => self.out.def(Ty::I32, format_args!("and i32 %lin, 31")),
+            Warpid => self.out.def(Ty::I32, format_args!("lshr i32 %lin, 5")),
+            Nwarpid => {
+                let n = self.ctx_field(offsets::NTHREADS, Ty::I32);
+                let a = self.out.def(Ty::I32, format_args!("add {n}, 31"));
+                self.out.def(Ty::I32, format_args!("lshr {a}, 5"))
+            }
+            LanemaskEq | LanemaskLe | LanemaskLt | LanemaskGe | LanemaskGt => {
+                let lane = self.out.def(Ty::I32, format_args!("and i32 %lin, 31"));
+                let bit = self.out.def(Ty::I32, format_args!("shl i32 1, {}", lane.s));
+                match s {
+                    LanemaskEq => bit,
+                    LanemaskLt => self.out.def(Ty::I32, format_args!("sub {bit}, 1")),
+                    LanemaskLe => {
+                        let lt = self.out.def(Ty::I32, format_args!("sub {bit}, 1"));
+                        self.out.def(Ty::I32, format_args!("or {lt}, {}", bit.s))
+                    }
+                    LanemaskGe => self.out.def(Ty::I32, format_args!("sub i32 0, {}", bit.s)),
+                    _ => {
+                        let ge = self.out.def(Ty::I32, format_args!("sub i32 0, {}", bit.s));
+                        self.out.def(Ty::I32, format_args!("xor {ge}, {}", bit.s))
+                    }
+                }
+            }
+            Smid => self.ctx_field(offsets::SMID, Ty::I32),
+            Nsmid => self.ctx_field(offsets::NSMID, Ty::I32),
+            Gridid => self.ctx_field(offsets::GRIDID, Ty::I64),
+            Envreg(n) => self.ctx_field(offsets::ENVREG + 4 * n as usize, Ty::I32),
+            DynamicSmemSize => self.ctx_field(offsets::DYNAMIC_SHARED_BYTES, Ty::I32),
+            TotalSmemSize | AggrSmemSize => self.ctx_field(offsets::SHARED_BYTES, Ty::I32),
+            Clock | ClockHi | Clock64 => {
+                self.cx.declare("__anycuda_clock64", "declare i64 @__anycuda_clock64(ptr)");
+                let t = self.out.def(Ty::I64, format_args!("call i64 @__anycuda_clock64(ptr %ctx)"));
+                match s {
+                    Clock => self.out.def(Ty::I32, format_args!("trunc {t} to i32")),
+                    ClockHi => {
+                        let h = self.out.def(Ty::I64, format_args!("lshr {t}, 32"));
+                        self.out.def(Ty::I32, format_args!("trunc {h} to i32"))
+                    }
+                    _ => t,
+                }
+            }
+            Globaltimer | GlobaltimerLo | GlobaltimerHi => {
+                self.cx.declare("__anycuda_globaltimer", "declare i64 @__anycuda_globaltimer(ptr)");
+                let t = self.out.def(Ty::I64, format_args!("call i64 @__anycuda_globaltimer(ptr %ctx)"));
+                match s {
+                    GlobaltimerLo => self.out.def(Ty::I32, format_args!("trunc {t} to i32")),
+                    GlobaltimerHi => {
+                        let h = self.out.def(Ty::I64, format_args!("lshr {t}, 32"));
+                        self.out.def(Ty::I32, format_args!("trunc {h} to i32"))
+                    }
+                    _ => t,
+                }
+            }
+            // A single block is a cluster of one on the CPU.
+            IsExplicitCluster => V::int(Ty::I32, 0),
+            ClusterCtarank => V::int(Ty::I32, 0),
+            ClusterNctarank => V::int(Ty::I32, 1),
+            ClusterCtaid => V::int(Ty::I32, 0),
+            ClusterNctaid => V::int(Ty::I32, 1),
+            Clusterid => self.ctx_field(offsets::CTAID + 4 * c, Ty::I32),
+            Nclusterid => self.ctx_field(offsets::NCTAID + 4 * c, Ty::I32),
+            Pm(_) | Pm64(_) => V::int(Ty::I64, 0),
+            CurrentGraphExec => V::int(Ty::I64, 0),
+            ReservedSmemOffsetBegin | ReservedSmemOffsetEnd | ReservedSmemOffsetCap | ReservedSmemOffset0
+            | ReservedSmemOffset1 => V::int(Ty::I32, 0),
+        })
+    }
+
+    // ---- addresses -------------------------------------------------------------
+
+    /// The address of a function variable as a value in its own space
+    /// (a real address for local/param, an offset for shared).
+    pub fn var_address_value(&mut self, v: VarId) -> Res<V> {
+        match self.vars.get(&v).cloned() {
+            Some(VarLoc::Ptr(p)) => Ok(V::new(Ty::Ptr, p)),
+            Some(VarLoc::Shared(o)) => Ok(V::int(Ty::I64, o as i128)),
+            Some(VarLoc::DynShared) => {
+                let o = self.ctx_field(offsets::DYNAMIC_SHARED_OFFSET, Ty::I32);
+                Ok(self.out.def(Ty::I64, format_args!("zext {o} to i64")))
+            }
+            None => self.invalid(format!("`{}` is not addressable", self.f.var(v).name)),
+        }
+    }
+
+    /// The address of a module symbol in its own space: a real address for
+    /// globals and functions, a window offset for shared variables.
+    pub fn symbol_address_value(&mut self, s: SymbolId) -> Res<V> {
+        let sym = *self.cx.m.symbol(s);
+        match sym.kind {
+            SymbolKind::Function => {
+                let f = self.cx.m.function(s);
+                if f.is_some_and(|f| f.body.is_none()) {
+                    return self.unsupported(format!("the address of external function `{}`", sym.name));
+                }
+                Ok(V::new(Ty::Ptr, global_name(&func_symbol(sym.name))))
+            }
+            SymbolKind::Variable => {
+                let Some(v) = self.cx.m.variable(s) else {
+                    return self.invalid(format!("`{}` is not a variable", sym.name));
+                };
+                match v.decl.space {
+                    StateSpace::Global | StateSpace::Const => Ok(V::new(Ty::Ptr, global_name(&KernelSymbols::global(sym.name)))),
+                    StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster => {
+                        if is_dynamic_shared(&v.decl) {
+                            let o = self.ctx_field(offsets::DYNAMIC_SHARED_OFFSET, Ty::I32);
+                            return Ok(self.out.def(Ty::I64, format_args!("zext {o} to i64")));
+                        }
+                        let off = self
+                            .cx
+                            .a
+                            .kernel_shared
+                            .get(&(self.item, s))
+                            .or_else(|| self.cx.a.common_shared.get(&s))
+                            .copied();
+                        match off {
+                            Some(o) => Ok(V::int(Ty::I64, o as i128)),
+                            None => self.invalid(format!("shared variable `{}` has no layout", sym.name)),
+                        }
+                    }
+                    other => self.unsupported(format!("a module variable in `.{other}`")),
+                }
+            }
+        }
+    }
+
+    /// The shared window's base pointer.
+    pub fn shared_base(&mut self) -> V {
+        let p = self.out.def(Ty::Ptr, format_args!("getelementptr i8, ptr %ctx, i64 {}", offsets::SHARED));
+        self.out.def(Ty::Ptr, format_args!("load ptr, {p}, align 8"))
+    }
+
+    /// A pointer for an address operand accessed in `space` (None = generic).
+    pub fn address(&mut self, op: &Operand, space: Option<StateSpace>) -> Res<V> {
+        let Some((base, off)) = op.address() else {
+            return self.invalid("expected an address `[...]`");
+        };
+        let shared = matches!(space, Some(StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster));
+        let value: V = match base {
+            AddrBase::Reg(r) => {
+                let v = self.load_reg(r);
+                let v = if v.ty == Ty::I64 || v.ty == Ty::I32 { v } else { self.convert(v, Ty::I64, false) };
+                if shared {
+                    let v64 = self.convert(v, Ty::I64, false);
+                    let o = self.out.def(Ty::I64, format_args!("add {v64}, {off}"));
+                    let base = self.shared_base();
+                    return Ok(self.out.def(Ty::Ptr, format_args!("getelementptr i8, {base}, {o}")));
+                }
+                let v64 = self.convert(v, Ty::I64, false);
+                let a = self.out.def(Ty::I64, format_args!("add {v64}, {off}"));
+                return Ok(self.out.def(Ty::Ptr, format_args!("inttoptr {a} to ptr")));
+            }
+            AddrBase::Var(v) => self.var_address_value(v)?,
+            AddrBase::Global(s) => self.symbol_address_value(s)?,
+            AddrBase::None => {
+                if shared {
+                    let base = self.shared_base();
+                    return Ok(self.out.def(Ty::Ptr, format_args!("getelementptr i8, {base}, i64 {off}")));
+                }
+                return Ok(self.out.def(Ty::Ptr, format_args!("inttoptr i64 {off} to ptr")));
+            }
+        };
+        if value.ty == Ty::Ptr {
+            if off == 0 {
+                return Ok(value);
+            }
+            return Ok(self.out.def(Ty::Ptr, format_args!("getelementptr i8, {value}, i64 {off}")));
+        }
+        // A shared-window offset.
+        let o = self.out.def(Ty::I64, format_args!("add {value}, {off}"));
+        if shared || space.is_none() || matches!(space, Some(StateSpace::Shared)) {
+            let base = self.shared_base();
+            return Ok(self.out.def(Ty::Ptr, format_args!("getelementptr i8, {base}, {o}")));
+        }
+        Ok(self.out.def(Ty::Ptr, format_args!("inttoptr {o} to ptr")))
+    }
+
+    // ---- control flow -------------------------------------------------------------
+
+    fn branch_target(&mut self, inst: &Instruction) -> Res<String> {
+        match self.b.args(inst).first() {
+            Some(Operand::Label(l)) => Ok(self.labels[*l as usize].clone()),
+            _ => self.unsupported("an indirect branch through a register"),
+        }
+    }
+
+    /// Lets other threads of the block run at the back edge of a loop that
+    /// may be waiting for them.
+    fn maybe_yield(&mut self, _inst: &Instruction) -> Res<()> {
+        let spins = self.cx.a.facts.get(&self.item).is_some_and(|f| f.yield_points.contains(&self.stmt));
+        if spins {
+            self.cx.declare("__anycuda_yield", "declare void @__anycuda_yield(ptr, i32)");
+            self.out.op(format_args!("call void @__anycuda_yield(ptr %ctx, i32 %lin)"));
+        }
+        Ok(())
+    }
+
+    fn runtime_noreturn(&mut self, name: &str, decl: &str, args: &str) {
+        self.cx.declare(name, &format!("declare {decl} noreturn"));
+        let ret_ty = decl.split_whitespace().next().unwrap_or("void");
+        self.out.op(format_args!("call {ret_ty} @{name}({args})"));
+        self.out.terminate(format_args!("unreachable"));
+    }
+
+    fn brx(&mut self, inst: &Instruction) -> Res<()> {
+        let args = self.b.args(inst);
+        let idx = self.get(&args[0], Ty::I32)?;
+        let Operand::Label(table) = args[1] else {
+            return self.invalid("brx.idx needs a `.branchtargets` label");
+        };
+        let targets = self.b.statements.iter().find_map(|s| match s {
+            Statement::BranchTargets { label, targets } if *label == table => Some(*targets),
+            _ => None,
+        });
+        let Some(targets) = targets else {
+            return self.invalid("brx.idx label is not a `.branchtargets` list");
+        };
+        let bad = self.out.fresh_label("brxbad");
+        let mut cases = String::new();
+        for (k, t) in self.b.list(targets).iter().enumerate() {
+            if let Operand::Label(l) = t {
+                let _ = write!(cases, " i32 {k}, label %{}", self.labels[*l as usize]);
+            }
+        }
+        self.out.terminate(format_args!("switch {idx}, label %{bad} [{cases} ]"));
+        self.out.label(&bad);
+        self.runtime_noreturn("__anycuda_trap", "void @__anycuda_trap(ptr, i32)", "ptr %ctx, i32 %lin");
+        Ok(())
+    }
+
+    fn alloca_inst(&mut self, inst: &Instruction) -> Res<()> {
+        let args = self.b.args(inst);
+        let size = self.get(&args[1], Ty::I64)?;
+        let p = self.out.def(Ty::Ptr, format_args!("alloca i8, {size}, align 16"));
+        self.set(&args[0], p)
+    }
+
+    fn call(&mut self, inst: &Instruction) -> Res<()> {
+        let args = self.b.args(inst);
+        let mut lists = Vec::new();
+        let mut callee = None;
+        for a in args {
+            match a {
+                Operand::Paren(l) => lists.push((*l, callee.is_some())),
+                other if callee.is_none() => callee = Some(*other),
+                _ => {}
+            }
+        }
+        let Some(callee) = callee else {
+            return self.invalid("call without a target");
+        };
+        let rets: Vec<Operand> = lists.iter().find(|(_, after)| !after).map(|(l, _)| self.b.list(*l).to_vec()).unwrap_or_default();
+        let params: Vec<Operand> = lists.iter().find(|(_, after)| *after).map(|(l, _)| self.b.list(*l).to_vec()).unwrap_or_default();
+
+        // Builtins provided by the runtime.
+        if let Operand::Global(s) = callee {
+            let sym = *self.cx.m.symbol(s);
+            let defined = self.cx.m.function(s).is_some_and(|f| f.body.is_some());
+            if !defined {
+                return self.builtin_call(sym.name, &rets, &params);
+            }
+        }
+        let target_fn: Option<&Function> = match callee {
+            Operand::Global(s) => self.cx.m.function(s),
+            _ => None,
+        };
+        let mut call_args = String::from("ptr %ctx, i32 %tid.x, i32 %tid.y, i32 %tid.z");
+        let mut writebacks = Vec::new();
+        for (k, r) in rets.iter().enumerate() {
+            let decl_size = target_fn.and_then(|f| f.returns.get(k).map(|&v| f.var(v)));
+            let p = self.param_pointer(r, decl_size, &mut writebacks)?;
+            let _ = write!(call_args, ", ptr {p}");
+        }
+        for (k, a) in params.iter().enumerate() {
+            let decl = target_fn.and_then(|f| f.params.get(k).map(|&v| f.var(v)));
+            let p = self.param_pointer(a, decl, &mut Vec::new())?;
+            let _ = write!(call_args, ", ptr {p}");
+        }
+        match callee {
+            Operand::Global(s) => {
+                let name = global_name(&func_symbol(self.cx.m.symbol(s).name));
+                if let Some(f) = target_fn {
+                    if f.returns.len() != rets.len() || f.params.len() != params.len() {
+                        return self.invalid(format!(
+                            "call of `{}` with {} results and {} arguments; it has {} and {}",
+                            f.name,
+                            rets.len(),
+                            params.len(),
+                            f.returns.len(),
+                            f.params.len()
+                        ));
+                    }
+                }
+                self.out.op(format_args!("call void {name}({call_args})"));
+            }
+            Operand::Reg(_) => {
+                let fp = self.get(&callee, Ty::Ptr)?;
+                self.out.op(format_args!("call void {}({call_args})", fp.s));
+            }
+            _ => return self.invalid("call target must be a function or a register"),
+        }
+        for (op, ptr, ty) in writebacks {
+            let v = self.out.def(ty, format_args!("load {ty}, ptr {ptr}"));
+            self.set(&op, v)?;
+        }
+        Ok(())
+    }
+
+    /// A pointer to pass for a call argument or result: a `.param`
+    /// variable's storage, or a temporary holding a register or immediate.
+    fn param_pointer(&mut self, op: &Operand, decl: Option<&VarDecl>, writeback: &mut Vec<(Operand, String, Ty)>) -> Res<String> {
+        match *op {
+            Operand::Var(v) => match self.vars.get(&v).cloned() {
+                Some(VarLoc::Ptr(p)) => Ok(p),
+                _ => self.invalid("call arguments must be `.param` variables, registers or constants"),
+            },
+            _ => {
+                let ty = match (decl, op) {
+                    (Some(d), _) => reg_ty(d.ty),
+                    (None, Operand::Reg(r)) => self.reg_tys[*r as usize],
+                    _ => Ty::I64,
+                };
+                let a = self.out.alloca(ty.name(), 8);
+                if matches!(op, Operand::Reg(_) | Operand::Imm(_) | Operand::F32(_) | Operand::F64(_)) {
+                    let v = self.get(op, ty)?;
+                    self.out.op(format_args!("store {v}, ptr {a}"));
+                }
+                if matches!(op, Operand::Reg(_)) {
+                    writeback.push((*op, a.clone(), ty));
+                }
+                Ok(a)
+            }
+        }
+    }
+
+    /// Reads a call's `.param` argument `k` as `ty`.
+    fn param_arg(&mut self, params: &[Operand], k: usize, ty: Ty) -> Res<V> {
+        let Some(op) = params.get(k) else {
+            return self.invalid("missing call argument");
+        };
+        match *op {
+            Operand::Var(v) => match self.vars.get(&v).cloned() {
+                Some(VarLoc::Ptr(p)) => Ok(self.out.def(ty, format_args!("load {ty}, ptr {p}, align 1"))),
+                _ => self.invalid("call arguments must be `.param` variables"),
+            },
+            other => self.get(&other, ty),
+        }
+    }
+
+    fn param_result(&mut self, rets: &[Operand], v: V) -> Res<()> {
+        let Some(op) = rets.first() else { return Ok(()) };
+        match *op {
+            Operand::Var(var) => match self.vars.get(&var).cloned() {
+                Some(VarLoc::Ptr(p)) => {
+                    self.out.op(format_args!("store {v}, ptr {p}, align 1"));
+                    Ok(())
+                }
+                _ => self.invalid("call results must be `.param` variables"),
+            },
+            other => self.set(&other, v),
+        }
+    }
+
+    fn builtin_call(&mut self, name: &str, rets: &[Operand], params: &[Operand]) -> Res<()> {
+        match name {
+            "vprintf" => {
+                let fmt = self.param_arg(params, 0, Ty::Ptr)?;
+                let buf = self.param_arg(params, 1, Ty::Ptr)?;
+                self.cx.declare("__anycuda_vprintf", "declare i32 @__anycuda_vprintf(ptr, i32, ptr, ptr)");
+                let r = self.out.def(Ty::I32, format_args!("call i32 @__anycuda_vprintf(ptr %ctx, i32 %lin, {fmt}, {buf})"));
+                self.param_result(rets, r)
+            }
+            "malloc" => {
+                let size = self.param_arg(params, 0, Ty::I64)?;
+                self.cx.declare("__anycuda_malloc", "declare ptr @__anycuda_malloc(ptr, i64)");
+                let r = self.out.def(Ty::Ptr, format_args!("call ptr @__anycuda_malloc(ptr %ctx, {size})"));
+                let r = self.convert(r, Ty::I64, false);
+                self.param_result(rets, r)
+            }
+            "free" => {
+                let p = self.param_arg(params, 0, Ty::Ptr)?;
+                self.cx.declare("__anycuda_free", "declare void @__anycuda_free(ptr, ptr)");
+                self.out.op(format_args!("call void @__anycuda_free(ptr %ctx, {p})"));
+                Ok(())
+            }
+            "__assertfail" => {
+                let msg = self.param_arg(params, 0, Ty::Ptr)?;
+                let file = self.param_arg(params, 1, Ty::Ptr)?;
+                let line = self.param_arg(params, 2, Ty::I32)?;
+                let func = self.param_arg(params, 3, Ty::Ptr)?;
+                let cs = self.param_arg(params, 4, Ty::I64)?;
+                self.cx.declare(
+                    "__anycuda_assertfail",
+                    "declare void @__anycuda_assertfail(ptr, i32, ptr, ptr, i32, ptr, i64) noreturn",
+                );
+                self.out.op(format_args!(
+                    "call void @__anycuda_assertfail(ptr %ctx, i32 %lin, {msg}, {file}, {line}, {func}, {cs})"
+                ));
+                self.out.terminate(format_args!("unreachable"));
+                Ok(())
+            }
+            other => self.unsupported(format!("call to external function `{other}` (no definition in the module)")),
+        }
+    }
+}
+
+/// Writes a modifier the way PTX spells it.
+fn ptx_modifier(o: &mut String, m: &Modifier) -> std::fmt::Result {
+    match m {
+        Modifier::Type(t) => write!(o, ".{t}"),
+        Modifier::Round(r) => write!(o, ".{r}"),
+        Modifier::Space(s) => write!(o, ".{s}"),
+        Modifier::Scope(s) => write!(o, ".{s}"),
+        Modifier::Sem(s) => write!(o, ".{s}"),
+        Modifier::Cache(c) => write!(o, ".{c}"),
+        Modifier::Cmp(c) => write!(o, ".{c}"),
+        Modifier::Vec(n) => write!(o, ".v{n}"),
+        Modifier::Flag(f) => write!(o, ".{f}"),
+        Modifier::Shape(s) => write!(o, ".m{}n{}k{}", s.m, s.n, s.k),
+    }
+}

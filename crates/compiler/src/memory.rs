@@ -1,0 +1,305 @@
+//! Data movement: `mov`, `ld`, `st`, `cvta`, `isspacep`, `atom`, `red`.
+
+use crate::cpu_abi::offsets;
+use crate::ir::{Ty, V};
+use crate::lower::{op_ty, FnLower, Res};
+use ptx::ast::*;
+
+fn is_shared(s: Option<StateSpace>) -> bool {
+    matches!(s, Some(StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster))
+}
+
+/// The LLVM memory ordering of a load/store/atomic, or None for a plain access.
+fn ordering(sem: Option<Semantics>, atomic: bool) -> Option<&'static str> {
+    match sem {
+        Some(Semantics::Acquire) => Some("acquire"),
+        Some(Semantics::Release) => Some("release"),
+        Some(Semantics::AcqRel) => Some("acq_rel"),
+        Some(Semantics::Sc) => Some("seq_cst"),
+        Some(Semantics::Relaxed) | Some(Semantics::Mmio) => Some("monotonic"),
+        _ if atomic => Some("monotonic"),
+        _ => None,
+    }
+}
+
+impl<'c, 'm> FnLower<'c, 'm> {
+    pub fn mov(&mut self, inst: &Instruction) -> Res<()> {
+        let args = self.b.args(inst);
+        let Some(t) = inst.ty(self.b) else { return self.invalid("mov needs a type") };
+        let ty = if t.is_float() { Ty::int(t.bits()) } else { op_ty(t) };
+        let v = self.get(&args[1], ty)?;
+        self.set(&args[0], v)
+    }
+
+    /// Element type of a memory access: an integer of the type's size
+    /// (floats are moved as bits).
+    fn mem_ty(t: Type) -> Ty {
+        if t == Type::Pred {
+            Ty::I8
+        } else {
+            Ty::int(t.bits())
+        }
+    }
+
+    pub fn ld(&mut self, inst: &Instruction) -> Res<()> {
+        let b = self.b;
+        let args = b.args(inst);
+        let Some(t) = inst.ty(b) else { return self.invalid("ld needs a type") };
+        let space = inst.space(b);
+        let ety = Self::mem_ty(t);
+        let size = (ety.bits() / 8) as i64;
+        let addr = self.address(&args[1], space)?;
+        let volatile = inst.semantics(b) == Some(Semantics::Volatile);
+        let order = ordering(inst.semantics(b), false);
+        let dests: Vec<Operand> = match args[0] {
+            Operand::Vector(l) => b.list(l).to_vec(),
+            other => vec![other],
+        };
+        for (k, d) in dests.iter().enumerate() {
+            let p = if k == 0 {
+                addr.clone()
+            } else {
+                self.out.def(Ty::Ptr, format_args!("getelementptr i8, {addr}, i64 {}", size * k as i64))
+            };
+            let v = match order {
+                Some(o) if ety.bits() <= 64 => {
+                    self.out.def(ety, format_args!("load atomic {ety}, {p} {o}, align {size}"))
+                }
+                _ => {
+                    let vol = if volatile { "volatile " } else { "" };
+                    self.out.def(ety, format_args!("load {vol}{ety}, {p}, align {}", size.min(8)))
+                }
+            };
+            if matches!(d, Operand::Sink) {
+                continue;
+            }
+            self.set_ext(d, v, t.is_signed())?;
+        }
+        Ok(())
+    }
+
+    pub fn st(&mut self, inst: &Instruction) -> Res<()> {
+        let b = self.b;
+        let args = b.args(inst);
+        let Some(t) = inst.ty(b) else { return self.invalid("st needs a type") };
+        let space = inst.space(b);
+        let ety = Self::mem_ty(t);
+        let size = (ety.bits() / 8) as i64;
+        let addr = self.address(&args[0], space)?;
+        let volatile = inst.semantics(b) == Some(Semantics::Volatile);
+        let order = ordering(inst.semantics(b), false);
+        let srcs: Vec<Operand> = match args[1] {
+            Operand::Vector(l) => b.list(l).to_vec(),
+            other => vec![other],
+        };
+        for (k, s) in srcs.iter().enumerate() {
+            if matches!(s, Operand::Sink) {
+                continue;
+            }
+            let v = self.get(s, ety)?;
+            let p = if k == 0 {
+                addr.clone()
+            } else {
+                self.out.def(Ty::Ptr, format_args!("getelementptr i8, {addr}, i64 {}", size * k as i64))
+            };
+            match order {
+                Some(o) if ety.bits() <= 64 => self.out.op(format_args!("store atomic {v}, {p} {o}, align {size}")),
+                _ => {
+                    let vol = if volatile { "volatile " } else { "" };
+                    self.out.op(format_args!("store {vol}{v}, {p}, align {}", size.min(8)))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn cvta(&mut self, inst: &Instruction) -> Res<()> {
+        let b = self.b;
+        let args = b.args(inst);
+        let Some(t) = inst.ty(b) else { return self.invalid("cvta needs a type") };
+        let ty = Ty::int(t.bits());
+        let to = inst.has(b, Flag::To);
+        let space = inst.space(b);
+        let x = self.get(&args[1], Ty::I64)?;
+        let r = if is_shared(space) {
+            let base = self.shared_base();
+            let base = self.out.def(Ty::I64, format_args!("ptrtoint {base} to i64"));
+            if to {
+                self.bin("sub", &x, &base)
+            } else {
+                self.bin("add", &x, &base)
+            }
+        } else {
+            // Global, local, const and param addresses are host addresses.
+            x
+        };
+        let r = self.convert(r, ty, false);
+        self.set(&args[0], r)
+    }
+
+    pub fn isspacep(&mut self, inst: &Instruction) -> Res<()> {
+        let b = self.b;
+        let args = b.args(inst);
+        let space = inst.space(b);
+        let a = self.get(&args[1], Ty::I64)?;
+        let in_shared = {
+            let base = self.shared_base();
+            let base = self.out.def(Ty::I64, format_args!("ptrtoint {base} to i64"));
+            let size = self.ctx_field(offsets::SHARED_BYTES, Ty::I32);
+            let size = self.zext(&size, Ty::I64);
+            let off = self.bin("sub", &a, &base);
+            self.icmp("ult", &off, &size)
+        };
+        self.cx.declare("__anycuda_is_local", "declare i32 @__anycuda_is_local(ptr, i32, i64)");
+        let loc = self.out.def(Ty::I32, format_args!("call i32 @__anycuda_is_local(ptr %ctx, i32 %lin, {a})"));
+        let in_local = self.icmp("ne", &loc, &V::int(Ty::I32, 0));
+        let r = match space {
+            Some(StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster) => in_shared,
+            Some(StateSpace::Local) => in_local,
+            Some(StateSpace::Global) | Some(StateSpace::Const) => {
+                let either = self.bin("or", &in_shared, &in_local);
+                self.bin("xor", &either, &V::int(Ty::I1, 1))
+            }
+            Some(StateSpace::Param | StateSpace::ParamEntry) => V::int(Ty::I1, 0),
+            _ => return self.unsupported(format!("`{}`", self.describe(inst))),
+        };
+        self.set(&args[0], r)
+    }
+
+    pub fn atom(&mut self, inst: &Instruction) -> Res<()> {
+        let b = self.b;
+        let args = b.args(inst);
+        let Some(t) = inst.ty(b) else { return self.invalid("atom needs a type") };
+        if inst.vector(b).is_some() {
+            return self.unsupported(format!("vector atomics `{}`", self.describe(inst)));
+        }
+        let is_red = inst.op == Opcode::Red;
+        let (addr_op, srcs) = if is_red { (&args[0], &args[1..]) } else { (&args[1], &args[2..]) };
+        let space = inst.space(b);
+        let addr = self.address(addr_op, space)?;
+        let order = ordering(inst.semantics(b), true).unwrap_or("monotonic");
+        let op = inst.flags(b).find(|f| {
+            matches!(f, Flag::AddOp | Flag::Exch | Flag::Cas | Flag::MinOp | Flag::MaxOp | Flag::Inc | Flag::Dec | Flag::And | Flag::Or | Flag::Xor)
+        });
+        let Some(op) = op else { return self.invalid("atom needs an operation") };
+        if matches!(t, Type::F16x2 | Type::Bf16x2) {
+            return self.atom_x2(inst, t, &addr, srcs, op);
+        }
+        let fty = op_ty(t);
+        let ity = Ty::int(t.bits());
+        let size = t.size();
+        let old: V = match op {
+            Flag::Cas => {
+                let cmp = self.get(&srcs[0], ity)?;
+                let new = self.get(&srcs[1], ity)?;
+                let fail = if order == "release" || order == "acq_rel" { "monotonic" } else { order };
+                let fail = if fail == "release" { "monotonic" } else { fail };
+                let r = self.out.def(ity, format_args!("cmpxchg {addr}, {cmp}, {new} {order} {fail}, align {size}"));
+                self.out.def(ity, format_args!("extractvalue {{{ity}, i1}} {}, 0", r.s))
+            }
+            _ => {
+                let float = t.is_float();
+                let (rmw, vty) = match op {
+                    Flag::AddOp if float => ("fadd", fty),
+                    Flag::AddOp => ("add", ity),
+                    Flag::Exch => ("xchg", ity),
+                    Flag::And => ("and", ity),
+                    Flag::Or => ("or", ity),
+                    Flag::Xor => ("xor", ity),
+                    Flag::Inc => ("uinc_wrap", ity),
+                    Flag::Dec => ("udec_wrap", ity),
+                    Flag::MinOp if float => return self.atom_float_minmax(inst, t, &addr, srcs, true),
+                    Flag::MaxOp if float => return self.atom_float_minmax(inst, t, &addr, srcs, false),
+                    Flag::MinOp if t.is_signed() => ("min", ity),
+                    Flag::MaxOp if t.is_signed() => ("max", ity),
+                    Flag::MinOp => ("umin", ity),
+                    _ => ("umax", ity),
+                };
+                let v = self.get(&srcs[0], vty)?;
+                self.out.def(vty, format_args!("atomicrmw {rmw} {addr}, {v} {order}, align {size}"))
+            }
+        };
+        if !is_red {
+            self.set(&args[0], old)?;
+        }
+        Ok(())
+    }
+
+    /// An atomic read-modify-write as a compare-and-swap loop on the bits.
+    fn cas_loop(&mut self, addr: &V, ity: Ty, size: u32, f: &mut dyn FnMut(&mut Self, &V) -> Res<V>) -> Res<V> {
+        let start = self.out.def(ity, format_args!("load atomic {ity}, {addr} monotonic, align {size}"));
+        let pre = self.out.fresh_label("caspre");
+        let head = self.out.fresh_label("cas");
+        let done = self.out.fresh_label("casdone");
+        self.out.terminate(format_args!("br label %{pre}"));
+        self.out.label(&pre);
+        self.out.terminate(format_args!("br label %{head}"));
+        self.out.label(&head);
+        let cur_name = self.out.fresh("cur");
+        let next_name = self.out.fresh("seen");
+        let latch = self.out.fresh_label("caslatch");
+        self.out.op(format_args!("{cur_name} = phi {ity} [{}, %{pre}], [{next_name}, %{latch}]", start.s));
+        let cur = V::new(ity, cur_name);
+        let new = f(self, &cur)?;
+        let r = self.out.def(ity, format_args!("cmpxchg {addr}, {cur}, {new} monotonic monotonic, align {size}"));
+        self.out.terminate(format_args!("br label %{latch}"));
+        self.out.label(&latch);
+        self.out.op(format_args!("{next_name} = extractvalue {{{ity}, i1}} {}, 0", r.s));
+        let ok = self.out.def(Ty::I1, format_args!("extractvalue {{{ity}, i1}} {}, 1", r.s));
+        self.out.terminate(format_args!("br {ok}, label %{done}, label %{head}"));
+        self.out.label(&done);
+        Ok(cur)
+    }
+
+    fn atom_x2(&mut self, inst: &Instruction, t: Type, addr: &V, srcs: &[Operand], op: Flag) -> Res<()> {
+        let ety = if t == Type::F16x2 { Ty::Half } else { Ty::Bfloat };
+        let v = self.get(&srcs[0], Ty::I32)?;
+        let is_red = inst.op == Opcode::Red;
+        let old = self.cas_loop(addr, Ty::I32, 4, &mut |s, cur| {
+            let mut parts = Vec::new();
+            for k in 0..2 {
+                let a = s.bin("lshr", cur, &V::int(Ty::I32, 16 * k));
+                let a = s.trunc(&a, Ty::I16);
+                let a = s.bitcast(&a, ety);
+                let bb = s.bin("lshr", &v, &V::int(Ty::I32, 16 * k));
+                let bb = s.trunc(&bb, Ty::I16);
+                let bb = s.bitcast(&bb, ety);
+                let r = match op {
+                    Flag::AddOp => {
+                        let x = s.out.def(Ty::Double, format_args!("fpext {a} to double"));
+                        let y = s.out.def(Ty::Double, format_args!("fpext {bb} to double"));
+                        let d = s.bin("fadd", &x, &y);
+                        s.round_to(&d, ety, crate::softfloat::Mode::Rn)
+                    }
+                    _ => return s.unsupported("this packed atomic operation"),
+                };
+                let ri = s.bitcast(&r, Ty::I16);
+                let z = s.zext(&ri, Ty::I32);
+                parts.push(s.bin("shl", &z, &V::int(Ty::I32, 16 * k)));
+            }
+            Ok(s.bin("or", &parts[0], &parts[1]))
+        })?;
+        if !is_red {
+            let args = self.b.args(inst);
+            self.set(&args[0], old)?;
+        }
+        Ok(())
+    }
+
+    fn atom_float_minmax(&mut self, inst: &Instruction, t: Type, addr: &V, srcs: &[Operand], min: bool) -> Res<()> {
+        let fty = op_ty(t);
+        let ity = Ty::int(t.bits());
+        let v = self.get(&srcs[0], fty)?;
+        let old = self.cas_loop(addr, ity, t.size(), &mut |s, cur| {
+            let c = s.bitcast(cur, fty);
+            let lt = s.fcmp(if min { "olt" } else { "ogt" }, &v, &c);
+            let r = s.select(&lt, &v, &c);
+            Ok(s.bitcast(&r, ity))
+        })?;
+        if inst.op == Opcode::Atom {
+            let args = self.b.args(inst);
+            self.set(&args[0], old)?;
+        }
+        Ok(())
+    }
+}
