@@ -1,0 +1,89 @@
+//! The fast path: the compiled `block` function runs whole blocks, one
+//! after the other, inside a single coroutine per runner and launch. The
+//! coroutine exists only so that a fault, trap or assertion can abandon the
+//! block without unwinding through JIT frames.
+
+use std::sync::Arc;
+
+use compiler::cpu_abi::BlockCtx;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+
+use super::fault::{self, FpState, RunEnd};
+use super::job::Job;
+use super::local::Local;
+use super::runtime::BlockRt;
+use super::LaunchError;
+
+pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
+    let Some(block_fn) = job.block_fn else {
+        job.fail(LaunchError::Internal("fast path without a block function".into()));
+        return;
+    };
+    let shared_len = job.shared_bytes as usize;
+    let Some(shared) = local.shared_window(shared_len) else {
+        job.fail(LaunchError::OutOfResources(format!("{shared_len} bytes of shared memory")));
+        return;
+    };
+    let stack = match local.take_fast_stack(job.shared.config.block_stack_size) {
+        Ok(stack) => stack,
+        Err(error) => {
+            job.fail(LaunchError::OutOfResources(format!("block stack: {error}")));
+            return;
+        }
+    };
+    let limit = stack.lowest();
+    let rt = BlockRt::new(job, false);
+    rt.fast_stack.set((stack.usable_low(), stack.top()));
+    let mut ctx = job.block_ctx(smid, shared, (&rt as *const BlockRt).cast_mut().cast());
+    let ctx_ptr: *mut BlockCtx = &mut ctx;
+    let rt_ptr: *const BlockRt = &rt;
+    let job_ptr: *const Job = Arc::as_ptr(job);
+    let mut coroutine: Coroutine<(), (), RunEnd, _> =
+        Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| -> RunEnd {
+            // SAFETY: `rt`, `ctx` and the job outlive the coroutine, which
+            // finishes or is reset before `run` returns; only this thread
+            // touches `rt` and `ctx` meanwhile. The shared window holds
+            // `shared_len` bytes; the block function has the BlockFn
+            // contract.
+            unsafe {
+                let rt = &*rt_ptr;
+                let job = &*job_ptr;
+                rt.fast_yielder.set(yielder);
+                while let Some(index) = job.claim() {
+                    let block = job.block_index(index);
+                    rt.block.set(block);
+                    rt.in_block.set(true);
+                    (*ctx_ptr).ctaid = block;
+                    std::ptr::write_bytes(shared, 0, shared_len);
+                    block_fn(job.params(), ctx_ptr);
+                    rt.in_block.set(false);
+                    job.finish_blocks(1);
+                }
+            }
+            Ok(())
+        });
+    let fp = FpState::save();
+    fault::arm(coroutine.trap_handler(), limit);
+    let result = coroutine.resume(());
+    fault::disarm();
+    let error = match result {
+        CoroutineResult::Return(Ok(())) => None,
+        CoroutineResult::Return(Err(fault)) => Some(fault.into_error(rt.block.get())),
+        CoroutineResult::Yield(()) => {
+            // A runtime call ended the block (trap, assertion, misuse).
+            // SAFETY: the coroutine is suspended inside a runtime function
+            // that owns nothing; the JIT frames below it need no cleanup.
+            unsafe { coroutine.force_reset() };
+            Some(rt.error.take().unwrap_or_else(|| LaunchError::Internal("block ended without a reason".into())))
+        }
+    };
+    if let Some(error) = error {
+        fp.restore();
+        tracing::debug!(block = ?rt.block.get(), "block failed: {error}");
+        job.fail(error);
+        if rt.in_block.get() {
+            job.finish_blocks(1);
+        }
+    }
+    local.put_fast_stack(coroutine.into_stack());
+}

@@ -1,0 +1,150 @@
+//! Per-runner resources, kept between launches: coroutine stacks, the
+//! shared-memory window and the scheduler's bookkeeping.
+
+use std::cell::RefCell;
+
+use corosensei::stack::{Stack, StackPointer};
+
+use super::fault::{page_size, GUARD_BYTES};
+use super::job::AlignedBuf;
+use super::sched::SchedState;
+
+/// Stacks kept for reuse per runner beyond one block's worth.
+const MAX_POOLED_STACKS: usize = 1024;
+
+/// A coroutine stack: `size` usable bytes above a 64 KiB inaccessible guard
+/// region, reserved as virtual memory (pages are committed when touched).
+/// The large guard catches frames that skip past a single guard page.
+pub(crate) struct GuardedStack {
+    mapping: usize,
+    len: usize,
+}
+
+impl GuardedStack {
+    pub(crate) fn new(size: usize) -> std::io::Result<GuardedStack> {
+        let page = page_size();
+        let size = size.max(16 << 10).div_ceil(page) * page;
+        let len = size + GUARD_BYTES.div_ceil(page) * page;
+        // SAFETY: a fresh private anonymous mapping; only its upper `size`
+        // bytes are made accessible.
+        unsafe {
+            let mapping = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            );
+            if mapping == libc::MAP_FAILED {
+                return Err(std::io::Error::last_os_error());
+            }
+            let stack = GuardedStack { mapping: mapping as usize, len };
+            if libc::mprotect(
+                mapping.cast::<u8>().add(len - size).cast(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(stack)
+        }
+    }
+
+    /// Usable bytes.
+    pub(crate) fn size(&self) -> usize {
+        self.len - GUARD_BYTES.div_ceil(page_size()) * page_size()
+    }
+
+    /// Lowest address of the mapping (the guard's bottom).
+    pub(crate) fn lowest(&self) -> usize {
+        self.mapping
+    }
+
+    /// Lowest usable address.
+    pub(crate) fn usable_low(&self) -> usize {
+        self.mapping + self.len - self.size()
+    }
+
+    pub(crate) fn top(&self) -> usize {
+        self.mapping + self.len
+    }
+}
+
+impl Drop for GuardedStack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping is ours and no coroutine runs on it any more
+        // (stacks are only dropped once their coroutine finished or was
+        // reset).
+        unsafe { libc::munmap(self.mapping as *mut libc::c_void, self.len) };
+    }
+}
+
+// SAFETY: `base` is page aligned (so 16-byte aligned), `limit` includes the
+// guard region below the usable memory, which is at least 16 KiB.
+unsafe impl Stack for GuardedStack {
+    fn base(&self) -> StackPointer {
+        StackPointer::new(self.top()).unwrap_or(StackPointer::MIN)
+    }
+
+    fn limit(&self) -> StackPointer {
+        StackPointer::new(self.mapping).unwrap_or(StackPointer::MIN)
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Local {
+    fast_stack: Option<GuardedStack>,
+    thread_stacks: Vec<GuardedStack>,
+    shared: Option<AlignedBuf>,
+    pub sched: Option<Box<SchedState>>,
+}
+
+impl Local {
+    /// The shared-memory window, at least `bytes` long, zeroed.
+    pub(crate) fn shared_window(&mut self, bytes: usize) -> Option<*mut u8> {
+        if self.shared.as_ref().is_none_or(|buf| buf.len() < bytes) {
+            self.shared = None;
+            self.shared = Some(AlignedBuf::zeroed(bytes.max(4096), 256)?);
+        }
+        self.shared.as_ref().map(|buf| buf.ptr())
+    }
+
+    pub(crate) fn take_fast_stack(&mut self, size: usize) -> std::io::Result<GuardedStack> {
+        match self.fast_stack.take() {
+            Some(stack) if stack.size() >= size => Ok(stack),
+            _ => GuardedStack::new(size),
+        }
+    }
+
+    pub(crate) fn put_fast_stack(&mut self, stack: GuardedStack) {
+        self.fast_stack = Some(stack);
+    }
+
+    pub(crate) fn take_thread_stack(&mut self, size: usize) -> std::io::Result<GuardedStack> {
+        while let Some(stack) = self.thread_stacks.pop() {
+            if stack.size() == size.max(16 << 10).div_ceil(page_size()) * page_size() {
+                return Ok(stack);
+            }
+            // The configured size changed: drop stacks of the old size.
+        }
+        GuardedStack::new(size)
+    }
+
+    pub(crate) fn put_thread_stack(&mut self, stack: GuardedStack) {
+        if self.thread_stacks.len() < MAX_POOLED_STACKS {
+            self.thread_stacks.push(stack);
+        }
+    }
+}
+
+thread_local! {
+    static LOCAL: RefCell<Local> = RefCell::new(Local::default());
+}
+
+/// Runs `f` with this thread's resources; `None` if they are in use
+/// further up the stack (a launch from inside kernel code).
+pub(crate) fn with_local<R>(f: impl FnOnce(&mut Local) -> R) -> Option<R> {
+    LOCAL.try_with(|local| local.try_borrow_mut().ok().map(|mut local| f(&mut local))).ok().flatten()
+}

@@ -1,0 +1,621 @@
+//! The runtime functions compiled kernels call (`cpu_abi::RUNTIME_SYMBOLS`).
+//!
+//! `ctx.runtime` points to the runner's [`BlockRt`]. On the scheduled path
+//! a call that involves other threads records what the thread waits for in
+//! its [`Slot`] and suspends the thread's coroutine; the block scheduler
+//! resolves the wait, stores the result in the slot and resumes it. Calls
+//! that end a thread or the launch suspend and are never resumed (the
+//! coroutine is abandoned without unwinding), so these functions hold
+//! nothing that needs dropping across a suspension.
+
+use std::cell::Cell;
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use compiler::cpu_abi::BlockCtx;
+use corosensei::Yielder;
+
+use super::job::Job;
+use super::warp::{self, LaneOp, WarpKind};
+use super::LaunchError;
+
+/// Where device output goes.
+pub trait OutputSink: Send + Sync {
+    /// One `printf` call's output (written as a unit).
+    fn stdout(&self, bytes: &[u8]);
+    /// An assertion message.
+    fn stderr(&self, bytes: &[u8]);
+    /// End of a launch that printed.
+    fn flush(&self) {}
+}
+
+/// The host program's C `stdout`/`stderr`, so that device output
+/// interleaves with the program's own `printf` output as with CUDA.
+pub(crate) struct CStdio;
+
+extern "C" {
+    static mut stdout: *mut libc::FILE;
+    static mut stderr: *mut libc::FILE;
+}
+
+impl OutputSink for CStdio {
+    fn stdout(&self, bytes: &[u8]) {
+        // SAFETY: glibc's `stdout` is a valid stream for the life of the
+        // process; fwrite locks it, so each call's output stays whole.
+        unsafe { libc::fwrite(bytes.as_ptr().cast(), 1, bytes.len(), std::ptr::addr_of!(stdout).read()) };
+    }
+
+    fn stderr(&self, bytes: &[u8]) {
+        // SAFETY: as above.
+        unsafe { libc::fwrite(bytes.as_ptr().cast(), 1, bytes.len(), std::ptr::addr_of!(stderr).read()) };
+    }
+
+    fn flush(&self) {
+        // SAFETY: as above.
+        unsafe { libc::fflush(std::ptr::addr_of!(stdout).read()) };
+    }
+}
+
+/// What a suspended thread waits for (scheduled path).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wait {
+    None,
+    Yield,
+    /// `wait` is false for `bar.arrive`.
+    Barrier { id: u32, count: u32, site: u32, red: Option<(u32, bool)>, wait: bool },
+    Warp { kind: WarpKind, site: u32, op: LaneOp },
+    Exit,
+    /// The launch fails with the error stored in `BlockRt::error`.
+    Fail,
+}
+
+/// One CUDA thread's mailbox (scheduled path).
+pub(crate) struct Slot {
+    pub yielder: Cell<*const Yielder<(), ()>>,
+    pub wait: Cell<Wait>,
+    pub result: Cell<u64>,
+    /// Usable stack range `[low, high)`, for `is_local`.
+    pub stack: Cell<(usize, usize)>,
+    pub yields: Cell<u32>,
+}
+
+impl Default for Slot {
+    fn default() -> Self {
+        Slot {
+            yielder: Cell::new(std::ptr::null()),
+            wait: Cell::new(Wait::None),
+            result: Cell::new(0),
+            stack: Cell::new((0, 0)),
+            yields: Cell::new(0),
+        }
+    }
+}
+
+/// The runner's state for the block it is running; `BlockCtx::runtime`.
+pub(crate) struct BlockRt {
+    pub job: *const Job,
+    pub scheduled: bool,
+    pub ntid: [u32; 3],
+    pub nthreads: u32,
+    pub block: Cell<[u32; 3]>,
+    /// A block is between claim and finish (fast path).
+    pub in_block: Cell<bool>,
+    /// The thread being resumed (scheduled path).
+    pub current: Cell<u32>,
+    pub slots: Cell<*const Slot>,
+    pub fast_yielder: Cell<*const Yielder<(), ()>>,
+    pub fast_stack: Cell<(usize, usize)>,
+    pub fast_yields: Cell<u32>,
+    pub error: Cell<Option<LaunchError>>,
+}
+
+impl BlockRt {
+    pub(crate) fn new(job: &Job, scheduled: bool) -> BlockRt {
+        BlockRt {
+            job,
+            scheduled,
+            ntid: job.block,
+            nthreads: job.nthreads,
+            block: Cell::new([0; 3]),
+            in_block: Cell::new(false),
+            current: Cell::new(0),
+            slots: Cell::new(std::ptr::null()),
+            fast_yielder: Cell::new(std::ptr::null()),
+            fast_stack: Cell::new((0, 0)),
+            fast_yields: Cell::new(0),
+            error: Cell::new(None),
+        }
+    }
+
+    fn job(&self) -> &Job {
+        // SAFETY: the job outlives every block run for it.
+        unsafe { &*self.job }
+    }
+
+    fn slot(&self) -> &Slot {
+        // SAFETY: on the scheduled path `slots` has `nthreads` entries and
+        // `current` is the index of the running thread, set before resuming
+        // it.
+        unsafe { &*self.slots.get().add(self.current.get() as usize) }
+    }
+
+    pub(crate) fn thread_coords(&self, linear: u32) -> [u32; 3] {
+        let [x, y, _] = self.ntid;
+        [linear % x, (linear / x) % y, linear / (x * y)]
+    }
+
+    /// The linear index of the calling thread: the scheduler's record on
+    /// the scheduled path (it cannot be wrong), the argument otherwise.
+    fn thread_index(&self, thread: u32) -> u32 {
+        if self.scheduled {
+            self.current.get()
+        } else {
+            thread
+        }
+    }
+
+    /// Suspends the calling thread with `wait`; returns the slot's result
+    /// once resumed.
+    fn park(&self, wait: Wait) -> u64 {
+        let slot = self.slot();
+        slot.wait.set(wait);
+        // SAFETY: the yielder was stored by the thread's coroutine when it
+        // started and lives as long as the coroutine, which is running this
+        // code.
+        unsafe { (*slot.yielder.get()).suspend(()) };
+        slot.result.get()
+    }
+
+    /// Ends the calling thread (scheduled path) or block (fast path) for
+    /// good. With `error`, the launch fails.
+    fn end(&self, error: Option<LaunchError>) -> ! {
+        let failing = error.is_some();
+        if failing {
+            self.error.set(error);
+        }
+        loop {
+            if self.scheduled {
+                let slot = self.slot();
+                slot.wait.set(if failing { Wait::Fail } else { Wait::Exit });
+                // SAFETY: as in `park`.
+                unsafe { (*slot.yielder.get()).suspend(()) };
+            } else {
+                if !failing {
+                    self.error.set(Some(LaunchError::Internal(
+                        "`exit` called by a kernel compiled without the thread scheduler".into(),
+                    )));
+                }
+                // SAFETY: the fast-path yielder belongs to the coroutine
+                // running this block.
+                unsafe { (*self.fast_yielder.get()).suspend(()) };
+            }
+        }
+    }
+
+    /// Fast path: an operation that needs other threads. A block of one
+    /// thread can do it alone; anything else means the compiler marked the
+    /// kernel wrongly.
+    fn fast_path_collective(&self, what: &str) {
+        if self.nthreads != 1 {
+            self.end(Some(LaunchError::Internal(format!(
+                "`{what}` called by a kernel compiled without the thread scheduler"
+            ))));
+        }
+    }
+
+    fn warp_op(&self, kind: WarpKind, site: u32, op: LaneOp, what: &str) -> u64 {
+        if self.scheduled {
+            return self.park(Wait::Warp { kind, site, op });
+        }
+        self.fast_path_collective(what);
+        let mut ops = [LaneOp::default(); 32];
+        ops[0] = op;
+        warp::compute(kind, 1, &ops)[0]
+    }
+}
+
+/// The runner's state behind `ctx`, if `ctx` came from this executor.
+///
+/// # Safety
+/// `ctx` must be null or the context passed to compiled code.
+unsafe fn runtime<'a>(ctx: *mut BlockCtx) -> Option<&'a BlockRt> {
+    if ctx.is_null() {
+        return None;
+    }
+    // SAFETY: per the contract `ctx` is a live BlockCtx whose `runtime`
+    // field we set to a BlockRt that outlives the block.
+    unsafe { (*ctx).runtime.cast::<BlockRt>().as_ref() }
+}
+
+fn barrier_common(ctx: *mut BlockCtx, id: u32, count: u32, red: Option<(u32, bool)>, wait: bool, site: u32) -> u32 {
+    // SAFETY: called from compiled code with its ctx.
+    let Some(rt) = (unsafe { runtime(ctx) }) else { return 0 };
+    if id >= 16 {
+        rt.end(Some(LaunchError::Internal(format!("barrier id {id} out of range"))));
+    }
+    if !rt.scheduled {
+        rt.fast_path_collective("bar.sync");
+        // popc, and, or over one thread are all its own predicate.
+        return red.map_or(0, |(_, pred)| u32::from(pred));
+    }
+    rt.park(Wait::Barrier { id, count, site, red, wait }) as u32
+}
+
+/// `bar.sync`/`barrier.sync id, count`.
+///
+/// # Safety
+/// Only for compiled kernel code running under this executor.
+pub unsafe extern "C" fn __anycuda_barrier(ctx: *mut BlockCtx, _thread: u32, id: u32, count: u32, site: u32) {
+    barrier_common(ctx, id, count, None, true, site);
+}
+
+/// `bar.arrive id, count`.
+///
+/// # Safety
+/// As for [`__anycuda_barrier`].
+pub unsafe extern "C" fn __anycuda_barrier_arrive(ctx: *mut BlockCtx, _thread: u32, id: u32, count: u32, site: u32) {
+    barrier_common(ctx, id, count, None, false, site);
+}
+
+/// `bar.red.op id, count, pred`.
+///
+/// # Safety
+/// As for [`__anycuda_barrier`].
+pub unsafe extern "C" fn __anycuda_barrier_red(
+    ctx: *mut BlockCtx,
+    _thread: u32,
+    id: u32,
+    count: u32,
+    op: u32,
+    pred: u32,
+    site: u32,
+) -> u32 {
+    barrier_common(ctx, id, count, Some((op, pred != 0)), true, site)
+}
+
+/// `bar.warp.sync mask`.
+///
+/// # Safety
+/// As for [`__anycuda_barrier`].
+pub unsafe extern "C" fn __anycuda_warp_sync(ctx: *mut BlockCtx, _thread: u32, mask: u32, site: u32) {
+    // SAFETY: called from compiled code with its ctx.
+    if let Some(rt) = unsafe { runtime(ctx) } {
+        rt.warp_op(WarpKind::Sync, site, LaneOp { mask, ..LaneOp::default() }, "bar.warp.sync");
+    }
+}
+
+/// `shfl.sync.mode`: the value in the low 32 bits, the predicate in bit 32.
+///
+/// # Safety
+/// As for [`__anycuda_barrier`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __anycuda_shfl(
+    ctx: *mut BlockCtx,
+    _thread: u32,
+    mode: u32,
+    value: u32,
+    b: u32,
+    c: u32,
+    mask: u32,
+    site: u32,
+) -> u64 {
+    // SAFETY: called from compiled code with its ctx.
+    let Some(rt) = (unsafe { runtime(ctx) }) else { return u64::from(value) };
+    rt.warp_op(WarpKind::Shfl, site, LaneOp { mode, value: u64::from(value), b, c, mask }, "shfl.sync")
+}
+
+/// `vote.sync.mode`.
+///
+/// # Safety
+/// As for [`__anycuda_barrier`].
+pub unsafe extern "C" fn __anycuda_vote(ctx: *mut BlockCtx, _thread: u32, mode: u32, pred: u32, mask: u32, site: u32) -> u32 {
+    // SAFETY: called from compiled code with its ctx.
+    let Some(rt) = (unsafe { runtime(ctx) }) else { return 0 };
+    let op = LaneOp { mode, value: u64::from(pred != 0), mask, ..LaneOp::default() };
+    rt.warp_op(WarpKind::Vote, site, op, "vote.sync") as u32
+}
+
+/// `match.sync.mode`: the lane mask in the low 32 bits, for `all` the
+/// predicate in bit 32.
+///
+/// # Safety
+/// As for [`__anycuda_barrier`].
+pub unsafe extern "C" fn __anycuda_match(ctx: *mut BlockCtx, _thread: u32, mode: u32, value: u64, mask: u32, site: u32) -> u64 {
+    // SAFETY: called from compiled code with its ctx.
+    let Some(rt) = (unsafe { runtime(ctx) }) else { return 0 };
+    rt.warp_op(WarpKind::Match, site, LaneOp { mode, value, mask, ..LaneOp::default() }, "match.sync")
+}
+
+/// `redux.sync.op`.
+///
+/// # Safety
+/// As for [`__anycuda_barrier`].
+pub unsafe extern "C" fn __anycuda_redux(ctx: *mut BlockCtx, _thread: u32, op: u32, value: u32, mask: u32, site: u32) -> u32 {
+    // SAFETY: called from compiled code with its ctx.
+    let Some(rt) = (unsafe { runtime(ctx) }) else { return value };
+    let lane_op = LaneOp { mode: op, value: u64::from(value), mask, ..LaneOp::default() };
+    rt.warp_op(WarpKind::Redux, site, lane_op, "redux.sync") as u32
+}
+
+/// `activemask`.
+///
+/// # Safety
+/// As for [`__anycuda_barrier`].
+pub unsafe extern "C" fn __anycuda_activemask(ctx: *mut BlockCtx, _thread: u32, site: u32) -> u32 {
+    // SAFETY: called from compiled code with its ctx.
+    let Some(rt) = (unsafe { runtime(ctx) }) else { return 1 };
+    rt.warp_op(WarpKind::ActiveMask, site, LaneOp::default(), "activemask") as u32
+}
+
+/// `exit` (never returns).
+///
+/// # Safety
+/// As for [`__anycuda_barrier`].
+pub unsafe extern "C" fn __anycuda_exit(ctx: *mut BlockCtx, _thread: u32) {
+    // SAFETY: called from compiled code with its ctx.
+    if let Some(rt) = unsafe { runtime(ctx) } {
+        rt.end(None);
+    }
+}
+
+/// `trap` (never returns): the launch fails.
+///
+/// # Safety
+/// As for [`__anycuda_barrier`].
+pub unsafe extern "C" fn __anycuda_trap(ctx: *mut BlockCtx, thread: u32) {
+    // SAFETY: called from compiled code with its ctx.
+    if let Some(rt) = unsafe { runtime(ctx) } {
+        let thread = rt.thread_coords(rt.thread_index(thread));
+        rt.end(Some(LaunchError::Trap { block: rt.block.get(), thread }));
+    }
+}
+
+/// Reads a C string from kernel memory (a bad pointer faults, which ends
+/// the launch like any kernel fault). Null reads as `(null)`.
+///
+/// # Safety
+/// `ptr` is read as a NUL-terminated string.
+unsafe fn c_text(ptr: *const c_char) -> String {
+    if ptr.is_null() {
+        return "(null)".into();
+    }
+    // SAFETY: per the contract.
+    unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
+}
+
+/// `__assertfail` (never returns): prints CUDA's message and fails the
+/// launch.
+///
+/// # Safety
+/// As for [`__anycuda_barrier`]; the strings are read from kernel memory.
+pub unsafe extern "C" fn __anycuda_assertfail(
+    ctx: *mut BlockCtx,
+    thread: u32,
+    message: *const c_char,
+    file: *const c_char,
+    line: u32,
+    function: *const c_char,
+    _char_size: u64,
+) {
+    // SAFETY: called from compiled code with its ctx.
+    let Some(rt) = (unsafe { runtime(ctx) }) else { return };
+    // Everything owned is dropped or moved into the error before the
+    // thread ends (its stack is abandoned, not unwound).
+    let error = {
+        // SAFETY: the strings come from the kernel.
+        let (message, file, function) = unsafe { (c_text(message), c_text(file), c_text(function)) };
+        let block = rt.block.get();
+        let thread = rt.thread_coords(rt.thread_index(thread));
+        let text = format!(
+            "{file}:{line}: {function}: block: [{},{},{}], thread: [{},{},{}] Assertion `{message}` failed.\n",
+            block[0], block[1], block[2], thread[0], thread[1], thread[2]
+        );
+        rt.job().shared.output.stderr(text.as_bytes());
+        LaunchError::Assert { block, thread, message }
+    };
+    rt.end(Some(error));
+}
+
+/// How many `yield` calls a thread makes before it actually switches: the
+/// compiler may put them in every loop that might spin, and a spinning
+/// thread loses nothing by running a few more iterations.
+const YIELD_EVERY: u32 = 8;
+
+/// Lets other threads run (spin loops).
+///
+/// # Safety
+/// As for [`__anycuda_barrier`].
+pub unsafe extern "C" fn __anycuda_yield(ctx: *mut BlockCtx, _thread: u32) {
+    // SAFETY: called from compiled code with its ctx.
+    let Some(rt) = (unsafe { runtime(ctx) }) else { return };
+    if rt.scheduled {
+        let slot = rt.slot();
+        let count = slot.yields.get().wrapping_add(1);
+        slot.yields.set(count);
+        if count % YIELD_EVERY == 0 {
+            rt.park(Wait::Yield);
+        }
+    } else {
+        fast_path_yield(rt);
+    }
+}
+
+fn fast_path_yield(rt: &BlockRt) {
+    let count = rt.fast_yields.get().wrapping_add(1);
+    rt.fast_yields.set(count);
+    if count % 256 == 0 {
+        let job = rt.job();
+        job.yields.fetch_add(1, Ordering::Relaxed);
+        if job.failed() {
+            rt.end(Some(LaunchError::Internal("launch cancelled".into())));
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// Device `printf`: CUDA's `vprintf(format, args)`.
+///
+/// Returns the number of arguments consumed, which is what CUDA's device
+/// printf returns (not the character count of C's printf); -1 for a null
+/// format.
+///
+/// # Safety
+/// As for [`__anycuda_barrier`]; `format` and `args` are read from kernel
+/// memory.
+pub unsafe extern "C" fn __anycuda_vprintf(ctx: *mut BlockCtx, _thread: u32, format: *const c_char, args: *const u8) -> i32 {
+    if format.is_null() {
+        return -1;
+    }
+    // SAFETY: the kernel passes a NUL-terminated format and its packed
+    // argument buffer.
+    let (text, consumed) = unsafe {
+        let format = CStr::from_ptr(format).to_bytes();
+        crate::printf::format_packed(format, args, None)
+    };
+    // SAFETY: called from compiled code with its ctx.
+    match unsafe { runtime(ctx) } {
+        Some(rt) => {
+            let job = rt.job();
+            job.shared.output.stdout(&text);
+            job.printed.store(true, Ordering::Relaxed);
+        }
+        None => CStdio.stdout(&text),
+    }
+    consumed
+}
+
+/// Device `malloc`.
+///
+/// # Safety
+/// As for [`__anycuda_barrier`].
+pub unsafe extern "C" fn __anycuda_malloc(ctx: *mut BlockCtx, size: u64) -> *mut c_void {
+    // SAFETY: called from compiled code with its ctx.
+    match unsafe { runtime(ctx) } {
+        Some(rt) => rt.job().shared.heap.alloc(size).cast(),
+        None => std::ptr::null_mut(),
+    }
+}
+
+/// Device `free`.
+///
+/// # Safety
+/// As for [`__anycuda_barrier`].
+pub unsafe extern "C" fn __anycuda_free(ctx: *mut BlockCtx, block: *mut c_void) {
+    // SAFETY: called from compiled code with its ctx.
+    if let Some(rt) = unsafe { runtime(ctx) } {
+        rt.job().shared.heap.free(block.cast());
+    }
+}
+
+fn epoch() -> &'static (Instant, u64) {
+    static EPOCH: OnceLock<(Instant, u64)> = OnceLock::new();
+    EPOCH.get_or_init(|| {
+        let unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        (Instant::now(), unix)
+    })
+}
+
+/// `%clock64`: the time-stamp counter where there is one (monotonic and
+/// constant-rate on current x86 processors), nanoseconds otherwise.
+///
+/// # Safety
+/// Any arguments.
+pub unsafe extern "C" fn __anycuda_clock64(_ctx: *mut BlockCtx) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc is available on every x86_64 processor.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        epoch().0.elapsed().as_nanos() as u64
+    }
+}
+
+/// `%globaltimer`: nanoseconds since the Unix epoch, never going backwards.
+///
+/// # Safety
+/// Any arguments.
+pub unsafe extern "C" fn __anycuda_globaltimer(_ctx: *mut BlockCtx) -> u64 {
+    let (start, unix) = *epoch();
+    unix.wrapping_add(start.elapsed().as_nanos() as u64)
+}
+
+/// `nanosleep.u32 t`: on the scheduled path other threads of the block run
+/// meanwhile (sleeps usually sit in spin-wait loops).
+///
+/// # Safety
+/// As for [`__anycuda_barrier`].
+pub unsafe extern "C" fn __anycuda_nanosleep(ctx: *mut BlockCtx, ns: u32) {
+    // SAFETY: called from compiled code with its ctx.
+    let rt = unsafe { runtime(ctx) };
+    if let Some(rt) = rt.filter(|rt| rt.scheduled) {
+        rt.park(Wait::Yield);
+        return;
+    }
+    if let Some(rt) = rt {
+        fast_path_yield(rt);
+    }
+    // PTX allows sleeping anywhere in [0, 2t]; t is at most 1 ms.
+    let ns = ns.min(1_000_000);
+    if ns >= 20_000 {
+        std::thread::sleep(Duration::from_nanos(u64::from(ns)));
+    } else {
+        std::hint::spin_loop();
+    }
+}
+
+/// Whether `address` is in the calling thread's local memory (its stack).
+///
+/// # Safety
+/// As for [`__anycuda_barrier`].
+pub unsafe extern "C" fn __anycuda_is_local(ctx: *mut BlockCtx, _thread: u32, address: u64) -> u32 {
+    // SAFETY: called from compiled code with its ctx.
+    let Some(rt) = (unsafe { runtime(ctx) }) else { return 0 };
+    let (low, high) = if rt.scheduled { rt.slot().stack.get() } else { rt.fast_stack.get() };
+    u32::from(address >= low as u64 && address < high as u64)
+}
+
+/// Addresses of the runtime functions, by `cpu_abi` name.
+pub(crate) fn symbols() -> [(&'static str, usize); 20] {
+    [
+        ("__anycuda_barrier", __anycuda_barrier as *const () as usize),
+        ("__anycuda_barrier_arrive", __anycuda_barrier_arrive as *const () as usize),
+        ("__anycuda_barrier_red", __anycuda_barrier_red as *const () as usize),
+        ("__anycuda_warp_sync", __anycuda_warp_sync as *const () as usize),
+        ("__anycuda_shfl", __anycuda_shfl as *const () as usize),
+        ("__anycuda_vote", __anycuda_vote as *const () as usize),
+        ("__anycuda_match", __anycuda_match as *const () as usize),
+        ("__anycuda_redux", __anycuda_redux as *const () as usize),
+        ("__anycuda_activemask", __anycuda_activemask as *const () as usize),
+        ("__anycuda_exit", __anycuda_exit as *const () as usize),
+        ("__anycuda_trap", __anycuda_trap as *const () as usize),
+        ("__anycuda_assertfail", __anycuda_assertfail as *const () as usize),
+        ("__anycuda_yield", __anycuda_yield as *const () as usize),
+        ("__anycuda_vprintf", __anycuda_vprintf as *const () as usize),
+        ("__anycuda_malloc", __anycuda_malloc as *const () as usize),
+        ("__anycuda_free", __anycuda_free as *const () as usize),
+        ("__anycuda_clock64", __anycuda_clock64 as *const () as usize),
+        ("__anycuda_globaltimer", __anycuda_globaltimer as *const () as usize),
+        ("__anycuda_nanosleep", __anycuda_nanosleep as *const () as usize),
+        ("__anycuda_is_local", __anycuda_is_local as *const () as usize),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_abi_symbol_is_defined() {
+        let ours: Vec<&str> = super::symbols().iter().map(|(name, _)| *name).collect();
+        let abi: Vec<&str> = compiler::cpu_abi::RUNTIME_SYMBOLS.iter().map(|(name, _)| *name).collect();
+        for name in &abi {
+            assert!(ours.contains(name), "{name} is not implemented");
+        }
+        assert_eq!(ours.len(), abi.len(), "runtime symbols not in the ABI: {ours:?}");
+    }
+}

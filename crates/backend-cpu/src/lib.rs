@@ -1,0 +1,20 @@
+//! The CPU backend of anycuda: loads kernels compiled for the host into the
+//! process ([`loader`]) and runs launches on all cores ([`exec`]).
+//!
+//! The contract with the compiler is `compiler::cpu_abi`: every kernel has a
+//! `thread` function (one CUDA thread, which may suspend inside runtime
+//! calls) and, when its threads never wait for each other, a `block`
+//! function that runs a whole block. Runtime calls made by compiled code
+//! land in [`exec::runtime`].
+
+pub mod exec;
+pub mod heap;
+pub mod loader;
+pub mod printf;
+
+pub use compiler::cpu_abi::{BlockCtx, BlockFn, ThreadFn};
+pub use compiler::KernelInfo;
+pub use exec::{
+    launch, Executor, ExecutorConfig, LaunchError, LaunchOptions, LoadedKernel, OutputSink,
+};
+pub use loader::{load, LoadError, LoadedModule};
