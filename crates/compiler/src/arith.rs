@@ -570,8 +570,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
     fn bfe(&mut self, x: &V, pos: &V, len: &V, signed: bool) -> V {
         let ty = x.ty;
         let bits = ty.bits() as i128;
-        let p = self.bin("and", pos, &V::int(Ty::I32, 0xff));
-        let l = self.bin("and", len, &V::int(Ty::I32, 0xff));
+        // 32-bit forms read the low 8 bits of pos and len; NVIDIA hardware
+        // reads the whole 32-bit operands for the 64-bit forms.
+        let (p, l) = if bits == 32 {
+            (self.bin("and", pos, &V::int(Ty::I32, 0xff)), self.bin("and", len, &V::int(Ty::I32, 0xff)))
+        } else {
+            (pos.clone(), len.clone())
+        };
         let pos_big = self.icmp("uge", &p, &V::int(Ty::I32, bits));
         // k = number of field bits that come from x.
         let room = self.bin("sub", &V::int(Ty::I32, bits), &p);
@@ -592,10 +597,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
         if !signed {
             return self.select(&lz, &V::int(ty, 0), &field);
         }
-        let pl = self.bin("add", &p, &l);
-        let top = self.bin("sub", &pl, &V::int(Ty::I32, 1));
-        let top = self.call2("llvm.umin.i32", &top, &V::int(Ty::I32, bits - 1));
-        let topw = if bits > 32 { self.zext(&top, ty) } else { self.trunc(&top, ty) };
+        // min(pos + len - 1, msb), without 32-bit overflow.
+        let p64 = self.zext(&p, Ty::I64);
+        let l64 = self.zext(&l, Ty::I64);
+        let pl = self.bin("add", &p64, &l64);
+        let top = self.bin("sub", &pl, &V::int(Ty::I64, 1));
+        let top = self.call2("llvm.umin.i64", &top, &V::int(Ty::I64, bits - 1));
+        let topw = if bits > 32 { top } else { self.trunc(&top, ty) };
         let sb = self.bin("lshr", x, &topw);
         let sb = self.bin("and", &sb, &V::int(ty, 1));
         let neg = self.icmp("ne", &sb, &V::int(ty, 0));
@@ -608,8 +616,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
     fn bfi(&mut self, f: &V, base: &V, pos: &V, len: &V) -> V {
         let ty = f.ty;
         let bits = ty.bits() as i128;
-        let p = self.bin("and", pos, &V::int(Ty::I32, 0xff));
-        let l = self.bin("and", len, &V::int(Ty::I32, 0xff));
+        let (p, l) = if bits == 32 {
+            (self.bin("and", pos, &V::int(Ty::I32, 0xff)), self.bin("and", len, &V::int(Ty::I32, 0xff)))
+        } else {
+            (pos.clone(), len.clone())
+        };
         let pw = if bits > 32 { self.zext(&p, ty) } else { self.trunc(&p, ty) };
         let lw = if bits > 32 { self.zext(&l, ty) } else { self.trunc(&l, ty) };
         let lc = self.call2(&format!("llvm.umin.{ty}"), &lw, &V::int(ty, bits - 1));
@@ -761,15 +772,16 @@ fail:
                     }
                     Flag::Rc8 => s.clone(),
                     Flag::Ecl => {
-                        // Bytes at or above s replicate s; below keep their own.
-                        let own = V::int(Ty::I32, k);
-                        let gt = self.icmp("ugt", &own, &s);
-                        self.select(&gt, &s, &own)
-                    }
-                    Flag::Ecr => {
+                        // Edge clamp left: bytes below s replicate s.
                         let own = V::int(Ty::I32, k);
                         let lt = self.icmp("ult", &own, &s);
                         self.select(&lt, &s, &own)
+                    }
+                    Flag::Ecr => {
+                        // Edge clamp right: bytes above s replicate s.
+                        let own = V::int(Ty::I32, k);
+                        let gt = self.icmp("ugt", &own, &s);
+                        self.select(&gt, &s, &own)
                     }
                     _ => {
                         // rc16: replicate the 16-bit half selected by c[0].
@@ -956,6 +968,21 @@ fail:
                 let r = finish(self, r);
                 self.set(&args[0], r)
             }
+            Div if inst.has(b, Flag::Approx) && ty == Ty::Float => {
+                // Within the documented error everywhere except where the
+                // hardware's a * (1/b) underflows: for |b| >= 2^126 it gives
+                // a * 0 (0, or NaN for an infinite or NaN a).
+                let x = src(self, 1)?;
+                let y = src(self, 2)?;
+                let q = self.bin("fdiv", &x, &y);
+                let ay = self.call1("llvm.fabs.f32", &y);
+                let big = self.fcmp("oge", &ay, &V::f32(0x7e80_0000));
+                let sy = self.call2("llvm.copysign.f32", &V::f32(0), &y);
+                let z = self.bin("fmul", &x, &sy);
+                let r = self.select(&big, &z, &q);
+                let r = finish(self, r);
+                self.set(&args[0], r)
+            }
             Div => {
                 let x = src(self, 1)?;
                 let y = src(self, 2)?;
@@ -968,6 +995,14 @@ fail:
             }
             Rcp => {
                 let x = src(self, 1)?;
+                let x = if ty == Ty::Double && inst.has(b, Flag::Approx) {
+                    // The hardware approximation ignores the low 32 bits.
+                    let bits = self.bitcast(&x, Ty::I64);
+                    let hi = self.bin("and", &bits, &V::int(Ty::I64, -0x1_0000_0000));
+                    self.bitcast(&hi, Ty::Double)
+                } else {
+                    x
+                };
                 let one = if ty == Ty::Float { V::f32(0x3f80_0000) } else { V::f64(0x3ff0_0000_0000_0000) };
                 let r = match dir {
                     Some(m) => self.rounded("fdiv", &[&one, &x], m),
@@ -1019,7 +1054,16 @@ fail:
                     self.out.def(ty, format_args!("fneg {x}"))
                 };
                 let r = if ftz { self.flush(&r) } else { r };
-                let r = if ftz { self.canonical_nan(&r) } else { r };
+                let r = if ty == Ty::Double {
+                    // NaN operands come back quieted with their sign unchanged.
+                    let isnan = self.fcmp("uno", &x, &x);
+                    let xb = self.bitcast(&x, Ty::I64);
+                    let q = self.bin("or", &xb, &V::int(Ty::I64, 1 << 51));
+                    let q = self.bitcast(&q, Ty::Double);
+                    self.select(&isnan, &q, &r)
+                } else {
+                    self.canonical_nan(&r)
+                };
                 self.set(&args[0], r)
             }
             Min | Max => {
@@ -1072,8 +1116,8 @@ fail:
     fn relu(&mut self, v: &V) -> V {
         // Negative results become +0; NaN stays NaN.
         let zero = V::float_bits(v.ty, 0);
-        let lt = self.fcmp("olt", v, &zero);
-        self.select(&lt, &zero, v)
+        let le = self.fcmp("ole", v, &zero);
+        self.select(&le, &zero, v)
     }
 
     /// PTX min/max: a NaN operand yields the other one (both NaN: NaN),
@@ -1128,7 +1172,10 @@ fail:
             Some(Flag::Number) => self.fcmp("ord", x, x),
             Some(Flag::Notanumber) => self.fcmp("uno", x, x),
             Some(Flag::Normal) => {
+                // Zero counts as normal on NVIDIA hardware.
                 let a = self.fcmp("oge", &abs, &min_normal);
+                let z = self.fcmp("oeq", &abs, &zero);
+                let a = self.bin("or", &a, &z);
                 let c = self.fcmp("olt", &abs, &inf);
                 self.bin("and", &a, &c)
             }
@@ -1229,8 +1276,15 @@ fail:
                 let d = self.fma_round_to_odd(&x, &y, &z);
                 self.round_to(&d, ety, mode)
             }
-            Neg => self.out.def(ety, format_args!("fneg {}", src[0])),
-            Abs => self.call1(&format!("llvm.fabs.{}", ety.suffix()), &src[0]),
+            Neg | Abs => {
+                let xb = self.bitcast(&src[0], Ty::I16);
+                let r = if inst.op == Neg {
+                    self.bin("xor", &xb, &V::int(Ty::I16, 0x8000))
+                } else {
+                    self.bin("and", &xb, &V::int(Ty::I16, 0x7fff))
+                };
+                self.bitcast(&r, ety)
+            }
             Min | Max => {
                 let x = wide(self, &src[0]);
                 let y = wide(self, &src[1]);

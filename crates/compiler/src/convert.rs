@@ -91,8 +91,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     fn relu_double(&mut self, d: &V) -> V {
-        let lt = self.fcmp("olt", d, &V::f64(0));
-        self.select(&lt, &V::f64(0), d)
+        // Negative values and -0 become +0; NaN stays NaN.
+        let le = self.fcmp("ole", d, &V::f64(0));
+        self.select(&le, &V::f64(0), d)
     }
 
     fn cvt_int_int(&mut self, args: &[Operand], dt: Type, st: Type, sat: bool) -> Res<()> {
@@ -182,7 +183,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let Some(fmt) = small_format(dt) else {
                 return self.unsupported(format!("conversion to .{dt}"));
             };
-                let d = if sty == Ty::Double { x } else { self.out.def(Ty::Double, format_args!("fpext {x} to double")) };
+                let d = if sty == Ty::Double { x.clone() } else { self.out.def(Ty::Double, format_args!("fpext {x} to double")) };
                 let d = if relu { self.relu_double(&d) } else { d };
                 let d = if sat { self.cvt_saturate(&d) } else { d };
                 let mode = Self::mode_of(rnd);
@@ -194,6 +195,15 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     _ => (Ty::I16, Ty::Bfloat),
                 };
                 let bits = self.out.def(it, format_args!("call {it} @{name}({d})"));
+                let bits = if dt == Type::Tf32 {
+                    // A NaN keeps its sign and upper mantissa bits (low 13 cleared).
+                    let xb = self.bitcast(&x, Ty::I32);
+                    let kept = self.bin("and", &xb, &V::int(Ty::I32, 0xffff_e000u32 as i128));
+                    let isnan = self.fcmp("uno", &x, &x);
+                    self.select(&isnan, &kept, &bits)
+                } else {
+                    bits
+                };
                 let r = self.bitcast(&bits, ft);
                 if ftz && dt == Type::F32 {
                     self.flush(&r)
@@ -332,6 +342,15 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let intr = format!("llvm.{op}.sat.{dty}.{}", r.ty.suffix());
         self.cx.declare(&intr, &format!("declare {dty} @{intr}({})", r.ty));
         let v = self.out.def(dty, format_args!("call {dty} @{intr}({r})"));
+        // NaN: the saturating conversion gives 0, which is what NVIDIA returns
+        // from f32/f16/bf16 to integers of up to 32 bits; from f64, and to
+        // 64-bit integers, it returns the sign bit alone.
+        let v = if st == Type::F64 || dt.bits() == 64 {
+            let isnan = self.fcmp("uno", &r, &r);
+            self.select(&isnan, &V::int(dty, 1i128 << (dt.bits() - 1)), &v)
+        } else {
+            v
+        };
         self.set_ext(&args[0], v, dt.is_signed())
     }
 

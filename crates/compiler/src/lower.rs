@@ -42,8 +42,11 @@ impl<'m> ModuleCx<'m> {
 /// Where a function's variable lives.
 #[derive(Clone, Debug)]
 pub enum VarLoc {
-    /// Memory at this pointer value (locals, parameters).
+    /// Memory at this pointer value (parameters).
     Ptr(String),
+    /// A `.local` variable: memory at this pointer value, whose local-space
+    /// address is its offset from the thread's local window (`%lbase`).
+    Local(String),
     /// Offset in the block's shared window.
     Shared(u32),
     /// The dynamic part of the shared window.
@@ -90,7 +93,10 @@ fn func_symbol(name: &str) -> String {
 }
 
 /// The IR parameter list every non-kernel function takes before its own.
-const FUNC_PREFIX: &str = "ptr %ctx, i32 %tid.x, i32 %tid.y, i32 %tid.z";
+/// `%lbase` is the thread's local window: local-space addresses are offsets
+/// from it (they may be held in 32-bit registers), generic ones are host
+/// addresses.
+const FUNC_PREFIX: &str = "ptr %ctx, i32 %tid.x, i32 %tid.y, i32 %tid.z, i64 %lbase";
 
 impl<'m> ModuleCx<'m> {
     pub fn new(m: &'m Module<'m>, src: &'m str) -> ModuleCx<'m> {
@@ -417,6 +423,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
         // Entry values shared by the body.
         let lin = self.linear_tid_expr();
         self.out.text.push_str(&lin);
+        if self.kernel {
+            // The local window starts 2 GiB below this frame, so every
+            // address on the thread's stack is a 32-bit offset from it.
+            self.out.allocas.push_str("  %lanchor = alloca i8, align 1\n");
+            self.out.text.push_str("  %lanchor.i = ptrtoint ptr %lanchor to i64\n  %lbase = sub i64 %lanchor.i, 2147483648\n");
+        }
         for (i, s) in self.b.statements.iter().enumerate() {
             self.stmt = i;
             self.statement(s)?;
@@ -485,7 +497,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     None => return self.invalid(format!("variable `{}` has no size", d.name)),
                 };
                 let a = self.out.alloca(&format!("[{size} x i8]"), d.alignment().max(8));
-                VarLoc::Ptr(a)
+                if d.space == StateSpace::Local {
+                    VarLoc::Local(a)
+                } else {
+                    VarLoc::Ptr(a)
+                }
             } else {
                 self.stmt = 0;
                 return self.unsupported(format!("a `.{}` variable inside a function (`{}`)", d.space, d.name));
@@ -897,6 +913,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
     pub fn var_address_value(&mut self, v: VarId) -> Res<V> {
         match self.vars.get(&v).cloned() {
             Some(VarLoc::Ptr(p)) => Ok(V::new(Ty::Ptr, p)),
+            Some(VarLoc::Local(p)) => {
+                let a = self.out.def(Ty::I64, format_args!("ptrtoint ptr {p} to i64"));
+                Ok(self.out.def(Ty::I64, format_args!("sub {a}, %lbase")))
+            }
             Some(VarLoc::Shared(o)) => Ok(V::int(Ty::I64, o as i128)),
             Some(VarLoc::DynShared) => {
                 let o = self.ctx_field(offsets::DYNAMIC_SHARED_OFFSET, Ty::I32);
@@ -959,7 +979,28 @@ impl<'c, 'm> FnLower<'c, 'm> {
             return self.invalid("expected an address `[...]`");
         };
         let shared = matches!(space, Some(StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster));
+        let local = space == Some(StateSpace::Local);
+        if let AddrBase::Var(v) = base {
+            if let Some(VarLoc::Local(p)) = self.vars.get(&v).cloned() {
+                return Ok(if off == 0 {
+                    V::new(Ty::Ptr, p)
+                } else {
+                    self.out.def(Ty::Ptr, format_args!("getelementptr i8, ptr {p}, i64 {off}"))
+                });
+            }
+        }
         let value: V = match base {
+            AddrBase::Reg(r) if local => {
+                let v = self.load_reg(r);
+                let v64 = self.convert(v, Ty::I64, false);
+                let o = self.out.def(Ty::I64, format_args!("add {v64}, {off}"));
+                let a = self.out.def(Ty::I64, format_args!("add {o}, %lbase"));
+                return Ok(self.out.def(Ty::Ptr, format_args!("inttoptr {a} to ptr")));
+            }
+            AddrBase::None if local => {
+                let a = self.out.def(Ty::I64, format_args!("add i64 %lbase, {off}"));
+                return Ok(self.out.def(Ty::Ptr, format_args!("inttoptr {a} to ptr")));
+            }
             AddrBase::Reg(r) => {
                 let v = self.load_reg(r);
                 let v = if v.ty == Ty::I64 || v.ty == Ty::I32 { v } else { self.convert(v, Ty::I64, false) };
@@ -1087,7 +1128,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Operand::Global(s) => self.cx.m.function(s),
             _ => None,
         };
-        let mut call_args = String::from("ptr %ctx, i32 %tid.x, i32 %tid.y, i32 %tid.z");
+        let mut call_args = String::from("ptr %ctx, i32 %tid.x, i32 %tid.y, i32 %tid.z, i64 %lbase");
         let mut writebacks = Vec::new();
         for (k, r) in rets.iter().enumerate() {
             let decl_size = target_fn.and_then(|f| f.returns.get(k).map(|&v| f.var(v)));
@@ -1134,7 +1175,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     fn param_pointer(&mut self, op: &Operand, decl: Option<&VarDecl>, writeback: &mut Vec<(Operand, String, Ty)>) -> Res<String> {
         match *op {
             Operand::Var(v) => match self.vars.get(&v).cloned() {
-                Some(VarLoc::Ptr(p)) => Ok(p),
+                Some(VarLoc::Ptr(p)) | Some(VarLoc::Local(p)) => Ok(p),
                 _ => self.invalid("call arguments must be `.param` variables, registers or constants"),
             },
             _ => {
@@ -1242,3 +1283,4 @@ fn ptx_modifier(o: &mut String, m: &Modifier) -> std::fmt::Result {
         Modifier::Shape(s) => write!(o, ".m{}n{}k{}", s.m, s.n, s.k),
     }
 }
+

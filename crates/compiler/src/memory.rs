@@ -129,8 +129,14 @@ impl<'c, 'm> FnLower<'c, 'm> {
             } else {
                 self.bin("add", &x, &base)
             }
+        } else if space == Some(StateSpace::Local) {
+            if to {
+                self.out.def(Ty::I64, format_args!("sub {x}, %lbase"))
+            } else {
+                self.out.def(Ty::I64, format_args!("add {x}, %lbase"))
+            }
         } else {
-            // Global, local, const and param addresses are host addresses.
+            // Global, const and param addresses are host addresses.
             x
         };
         let r = self.convert(r, ty, false);
