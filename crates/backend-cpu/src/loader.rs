@@ -100,7 +100,8 @@ pub fn load(object: &[u8]) -> Result<LoadedModule, LoadError> {
     let jit = global_jit()?;
     let mut jit = lock(jit);
     let dylib = jit.take_dylib()?;
-    match jit.add_and_resolve(dylib, object, &names) {
+    lock(&SESSION_ERRORS).clear();
+    match jit.add_and_resolve(dylib, object, &names).map_err(with_session_errors) {
         Ok(symbols) => Ok(LoadedModule { dylib, symbols }),
         Err(error) => {
             // SAFETY: as in `Drop`; a failed link may leave partial state,
@@ -178,10 +179,28 @@ unsafe fn take_error(error: LLVMErrorRef) -> Result<(), String> {
     }
 }
 
+/// Errors ORC reports out of band (the cause of a failed materialisation,
+/// such as the names of missing symbols), collected while a load holds the
+/// JIT lock so that it can quote them.
+static SESSION_ERRORS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
 extern "C" fn report_session_error(_ctx: *mut c_void, error: LLVMErrorRef) {
     // SAFETY: ORC hands over ownership of the error.
     if let Err(message) = unsafe { take_error(error) } {
-        tracing::error!("LLVM JIT: {message}");
+        tracing::debug!("LLVM JIT: {message}");
+        let mut errors = lock(&SESSION_ERRORS);
+        if errors.len() < 16 {
+            errors.push(message);
+        }
+    }
+}
+
+/// Adds the out-of-band causes to a link error.
+fn with_session_errors(error: LoadError) -> LoadError {
+    let causes = std::mem::take(&mut *lock(&SESSION_ERRORS));
+    match error {
+        LoadError::Link(message) if !causes.is_empty() => LoadError::Link(format!("{}: {message}", causes.join("; "))),
+        other => other,
     }
 }
 
