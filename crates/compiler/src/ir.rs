@@ -132,9 +132,6 @@ impl V {
             _ => V::f64(bits),
         }
     }
-    pub fn null() -> V {
-        V::new(Ty::Ptr, "null")
-    }
 }
 
 impl fmt::Display for V {

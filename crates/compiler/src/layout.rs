@@ -373,28 +373,7 @@ pub fn describe_with(m: &Module, a: &Analysis) -> ModuleInfo {
         if f.kind != FunctionKind::Entry || f.body.is_none() {
             continue;
         }
-        let kid = idx as ItemId;
-        let (params, param_bytes) = param_layout(f, &f.params);
-        let mut reqntid = None;
-        let mut maxntid = None;
-        for d in &f.directives {
-            match d {
-                PerfDirective::Reqntid(v) => reqntid = Some(dims3(v)),
-                PerfDirective::Maxntid(v) => maxntid = Some(dims3(v)),
-                _ => {}
-            }
-        }
-        kernels.push(KernelInfo {
-            name: f.name.to_string(),
-            params,
-            param_bytes,
-            static_shared_bytes: a.kernel_static_bytes.get(&kid).copied().unwrap_or(0),
-            dynamic_shared_offset: a.dynamic_shared_offset(kid),
-            needs_scheduler: a.needs_scheduler(kid),
-            reqntid,
-            maxntid,
-            local_bytes: local_bytes(f),
-        });
+        kernels.push(describe_kernel(m, a, idx as ItemId, f));
     }
     let globals = m
         .variables()
@@ -407,4 +386,31 @@ pub fn describe_with(m: &Module, a: &Analysis) -> ModuleInfo {
         })
         .collect();
     ModuleInfo { kernels, globals }
+}
+
+/// The description of one kernel (`kid` is its item index).
+pub fn describe_kernel(_m: &Module, a: &Analysis, kid: ItemId, f: &Function) -> KernelInfo {
+    {
+        let (params, param_bytes) = param_layout(f, &f.params);
+        let mut reqntid = None;
+        let mut maxntid = None;
+        for d in &f.directives {
+            match d {
+                PerfDirective::Reqntid(v) => reqntid = Some(dims3(v)),
+                PerfDirective::Maxntid(v) => maxntid = Some(dims3(v)),
+                _ => {}
+            }
+        }
+        KernelInfo {
+            name: f.name.to_string(),
+            params,
+            param_bytes,
+            static_shared_bytes: a.kernel_static_bytes.get(&kid).copied().unwrap_or(0),
+            dynamic_shared_offset: a.dynamic_shared_offset(kid),
+            needs_scheduler: a.needs_scheduler(kid),
+            reqntid,
+            maxntid,
+            local_bytes: local_bytes(f),
+        }
+    }
 }

@@ -13,6 +13,7 @@ mod lower;
 mod memory;
 pub mod softfloat;
 mod sync;
+mod targets;
 
 use thiserror::Error;
 
@@ -92,14 +93,14 @@ pub struct CompiledModule {
 /// Lowers a module to LLVM IR text (before optimisation), for inspection
 /// and golden tests. `src` is the module's source text, for error positions.
 pub fn emit_ir(module: &ptx::ast::Module, src: &str) -> Result<String, CompileError> {
-    let mut cx = lower::ModuleCx::new(module, src);
+    let mut cx = lower::ModuleCx::new(module, src, &Target::HostCpu);
     cx.lower_module()
 }
 
 /// Compiles a parsed module for `target`. `src` is the module's source text
 /// (for error positions).
 pub fn compile(module: &ptx::ast::Module, src: &str, target: &Target) -> Result<CompiledModule, CompileError> {
-    let mut cx = lower::ModuleCx::new(module, src);
+    let mut cx = lower::ModuleCx::new(module, src, target);
     let ir = cx.lower_module()?;
     let info = layout::describe_with(module, &cx.a);
     let object = match target {

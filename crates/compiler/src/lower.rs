@@ -14,6 +14,7 @@ pub type Res<T> = Result<T, CompileError>;
 
 /// Module-wide lowering state.
 pub struct ModuleCx<'m> {
+    pub target: crate::Target,
     pub m: &'m Module<'m>,
     pub lines: LineIndex<'m>,
     pub a: Analysis,
@@ -99,8 +100,9 @@ fn func_symbol(name: &str) -> String {
 const FUNC_PREFIX: &str = "ptr %ctx, i32 %tid.x, i32 %tid.y, i32 %tid.z, i64 %lbase";
 
 impl<'m> ModuleCx<'m> {
-    pub fn new(m: &'m Module<'m>, src: &'m str) -> ModuleCx<'m> {
+    pub fn new(m: &'m Module<'m>, src: &'m str, target: &crate::Target) -> ModuleCx<'m> {
         ModuleCx {
+            target: target.clone(),
             m,
             lines: LineIndex::new(src),
             a: Analysis::new(m),
@@ -135,7 +137,8 @@ impl<'m> ModuleCx<'m> {
             let text = fl.lower()?;
             funcs.push_str(&text);
             if f.kind == FunctionKind::Entry {
-                funcs.push_str(&block_function(f.name));
+                let kernel = layout::describe_kernel(self.m, &self.a, idx as ItemId, f);
+                funcs.push_str(&crate::targets::kernel_entries(&self.target, &kernel)?);
             }
         }
         let mut out = String::new();
@@ -151,6 +154,7 @@ impl<'m> ModuleCx<'m> {
             out.push_str(h);
             out.push('\n');
         }
+        out.push_str(&crate::targets::runtime_library(&self.target, &self.decls)?);
         out.push_str("\nattributes #0 = { nounwind }\nattributes #1 = { nounwind strictfp }\nattributes #2 = { alwaysinline nounwind }\n");
         Ok(out)
     }
@@ -295,7 +299,7 @@ pub fn float_from_f64(t: Type, v: f64) -> u64 {
 }
 
 /// The fast-path function running every thread of a block in order.
-fn block_function(kernel: &str) -> String {
+pub fn block_function(kernel: &str) -> String {
     let thread = global_name(&KernelSymbols::thread(kernel));
     let block = global_name(&KernelSymbols::block(kernel));
     format!(
