@@ -344,6 +344,12 @@ fn exp_parts(value: f64, precision: usize) -> (String, i32) {
     }
 }
 
+/// The decimal exponent of `value` itself, before any rounding.
+fn exp_parts_shortest(value: f64) -> i32 {
+    let text = format!("{value:e}");
+    text.split_once('e').and_then(|(_, exponent)| exponent.parse().ok()).unwrap_or(0)
+}
+
 fn exponent_suffix(out: &mut Vec<u8>, exponent: i32) {
     out.push(b'e');
     out.push(if exponent < 0 { b'-' } else { b'+' });
@@ -380,6 +386,15 @@ fn general(value: f64, precision: usize, alt: bool) -> Vec<u8> {
     // The exponent the value would have in %e style with p significant
     // digits, after rounding.
     let x = if value == 0.0 { 0 } else { exp_parts(value, p - 1).1 };
+    if alt && x == p as i32 && value != 0.0 && exp_parts_shortest(value) == x - 1 {
+        // glibc quirk: when rounding carries a value that was in %f range
+        // into %e range, it keeps the %f style's fraction length (none).
+        let (mantissa, exponent) = exp_parts(value, 0);
+        let mut text = mantissa.into_bytes();
+        text.push(b'.');
+        exponent_suffix(&mut text, exponent);
+        return text;
+    }
     if x < p as i32 && x >= -4 {
         let mut text = fixed(value, (p as i32 - 1 - x) as usize, alt);
         if !alt {
