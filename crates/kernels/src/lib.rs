@@ -1,0 +1,92 @@
+//! Compiles PTX and runs its kernels on the CPU backend, for tests and
+//! benchmarks that work below the driver API.
+
+use backend_cpu::{Executor, LaunchError, LaunchOptions, LoadedKernel, LoadedModule};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The repository's `ptx/` folder.
+pub fn ptx_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ptx")
+}
+
+/// A compiled and loaded module with its kernels by name.
+pub struct Program {
+    _module: LoadedModule,
+    kernels: HashMap<String, LoadedKernel>,
+}
+
+impl Program {
+    pub fn from_source(src: &str) -> Result<Program, String> {
+        let module = ptx::parse(src).map_err(|d| d.to_string())?;
+        let compiled = compiler::compile(&module, src, &compiler::Target::HostCpu).map_err(|e| e.to_string())?;
+        let loaded = backend_cpu::load(&compiled.object).map_err(|e| e.to_string())?;
+        let mut kernels = HashMap::new();
+        for info in compiled.info.kernels {
+            let name = info.name.clone();
+            // SAFETY: the object and its description come from the same compile.
+            let k = unsafe { LoadedKernel::from_module(&loaded, info) }
+                .ok_or_else(|| format!("{name}: symbols missing from the object"))?;
+            kernels.insert(name, k);
+        }
+        Ok(Program { _module: loaded, kernels })
+    }
+
+    pub fn from_file(name: &str) -> Result<Program, String> {
+        let path = ptx_dir().join(name);
+        let src = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Program::from_source(&src)
+    }
+
+    pub fn kernel(&self, name: &str) -> Result<&LoadedKernel, String> {
+        self.kernels.get(name).ok_or_else(|| format!("no kernel `{name}`"))
+    }
+}
+
+/// A kernel argument.
+pub enum Arg<'a> {
+    /// A buffer whose address is passed (the kernel may write it).
+    Buf(&'a mut [u8]),
+    U32(u32),
+    U64(u64),
+    F32(f32),
+}
+
+/// Packs arguments as the kernel's parameter layout says.
+pub fn pack(kernel: &LoadedKernel, args: &mut [Arg]) -> Result<Vec<u8>, String> {
+    let info = &kernel.info;
+    if info.params.len() != args.len() {
+        return Err(format!("`{}` takes {} parameters, {} given", info.name, info.params.len(), args.len()));
+    }
+    let mut buf = vec![0u8; info.param_bytes as usize];
+    for (p, a) in info.params.iter().zip(args.iter_mut()) {
+        let bytes: Vec<u8> = match a {
+            Arg::Buf(b) => (b.as_mut_ptr() as u64).to_le_bytes().to_vec(),
+            Arg::U32(v) => v.to_le_bytes().to_vec(),
+            Arg::U64(v) => v.to_le_bytes().to_vec(),
+            Arg::F32(v) => v.to_le_bytes().to_vec(),
+        };
+        let n = bytes.len().min(p.size as usize);
+        buf[p.offset as usize..p.offset as usize + n].copy_from_slice(&bytes[..n]);
+    }
+    Ok(buf)
+}
+
+/// Runs one launch on `exec`.
+pub fn launch(
+    exec: &Executor,
+    kernel: &LoadedKernel,
+    grid: [u32; 3],
+    block: [u32; 3],
+    dynamic_shared: u32,
+    args: &mut [Arg],
+) -> Result<Result<(), LaunchError>, String> {
+    let params = pack(kernel, args)?;
+    // SAFETY: every pointer argument is a live buffer borrowed for the call.
+    Ok(unsafe { exec.launch(kernel, grid, block, dynamic_shared, &params, &LaunchOptions::default()) })
+}
+
+pub fn as_bytes<T: Copy>(v: &mut [T]) -> &mut [u8] {
+    // SAFETY: plain-old-data element types only (u32, u64, f32) in this crate.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}

@@ -1,0 +1,233 @@
+//! The project's own PTX programs (`ptx/`): what the oracle does not cover.
+
+use backend_cpu::{Executor, ExecutorConfig, LaunchError, OutputSink};
+use kernels::{as_bytes, launch, Arg, Program};
+use std::sync::{Arc, Mutex};
+
+fn exec() -> &'static Executor {
+    Executor::global()
+}
+
+#[test]
+fn barrier_inside_a_loop() {
+    let p = Program::from_file("barriers.ptx").expect("compiles");
+    let k = p.kernel("barrier_in_loop").expect("kernel");
+    let (blocks, threads) = (3u32, 256u32);
+    let mut out = vec![0u32; (blocks * threads) as usize];
+    launch(exec(), k, [blocks, 1, 1], [threads, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))])
+        .expect("params")
+        .expect("launch");
+    for (i, v) in out.iter().enumerate() {
+        let tid = i as u32 % threads;
+        let right = (tid + 1) % threads;
+        let want: u32 = (0..16).map(|r| r * 1000 + right).sum();
+        assert_eq!(*v, want, "thread {i}");
+    }
+}
+
+#[test]
+fn barrier_after_threads_exited() {
+    let p = Program::from_file("barriers.ptx").expect("compiles");
+    let k = p.kernel("barrier_after_exit").expect("kernel");
+    let mut out = vec![u32::MAX; 128];
+    launch(exec(), k, [1, 1, 1], [128, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))])
+        .expect("params")
+        .expect("launch completes although 28 threads never reach the barrier");
+    for i in 0..100u32 {
+        assert_eq!(out[i as usize], ((i + 1) % 100) * 7);
+    }
+    assert!(out[100..].iter().all(|&v| v == u32::MAX), "exited threads wrote nothing");
+}
+
+#[test]
+fn named_barriers_with_thread_counts() {
+    let p = Program::from_file("barriers.ptx").expect("compiles");
+    let k = p.kernel("named_barriers").expect("kernel");
+    let mut out = vec![0u32; 128];
+    launch(exec(), k, [2, 1, 1], [128, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))])
+        .expect("params")
+        .expect("launch");
+    for i in 0..128u32 {
+        assert_eq!(out[i as usize], (i ^ 32) + 5000);
+    }
+}
+
+#[test]
+fn three_dimensional_launch_with_1024_thread_blocks() {
+    let p = Program::from_file("blocks.ptx").expect("compiles");
+    let k = p.kernel("ids_3d").expect("kernel");
+    let (grid, block) = ([2u32, 3, 2], [16u32, 8, 8]);
+    let n = (grid.iter().product::<u32>() * block.iter().product::<u32>()) as usize;
+    let mut out = vec![0u64; n];
+    launch(exec(), k, grid, block, 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch");
+    let mut i = 0;
+    for bz in 0..grid[2] as u64 {
+        for by in 0..grid[1] as u64 {
+            for bx in 0..grid[0] as u64 {
+                for tz in 0..block[2] as u64 {
+                    for ty in 0..block[1] as u64 {
+                        for tx in 0..block[0] as u64 {
+                            let want = bz << 40 | by << 32 | bx << 24 | tz << 16 | ty << 8 | tx;
+                            assert_eq!(out[i], want, "element {i}");
+                            i += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn blocks_waiting_on_a_later_block_finish() {
+    let p = Program::from_file("blocks.ptx").expect("compiles");
+    let k = p.kernel("spin_on_last_block").expect("kernel");
+    // Far more blocks than workers: block 0 spins until the last one runs.
+    let blocks = 256u32;
+    let mut flag = vec![0u32; 1];
+    let mut out = vec![0u32; blocks as usize];
+    launch(exec(), k, [blocks, 1, 1], [32, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut flag)), Arg::Buf(as_bytes(&mut out))])
+        .expect("params")
+        .expect("launch");
+    assert_eq!(out[0], 42, "block 0 saw the flag");
+    assert_eq!(out[blocks as usize - 1], 42);
+}
+
+#[test]
+fn dynamic_shared_memory_is_per_block() {
+    let p = Program::from_file("blocks.ptx").expect("compiles");
+    let k = p.kernel("dynamic_shared_reverse").expect("kernel");
+    let (blocks, threads) = (4u32, 256u32);
+    let mut input: Vec<u32> = (0..blocks * threads).map(|i| i * 3 + 1).collect();
+    let mut out = vec![0u32; input.len()];
+    let mut sizes = vec![0u32; blocks as usize];
+    launch(
+        exec(),
+        k,
+        [blocks, 1, 1],
+        [threads, 1, 1],
+        threads * 4,
+        &mut [Arg::Buf(as_bytes(&mut input)), Arg::Buf(as_bytes(&mut out)), Arg::Buf(as_bytes(&mut sizes))],
+    )
+    .expect("params")
+    .expect("launch");
+    for b in 0..blocks {
+        for t in 0..threads {
+            let i = (b * threads + t) as usize;
+            let j = (b * threads + threads - 1 - t) as usize;
+            assert_eq!(out[i], input[j]);
+        }
+        assert_eq!(sizes[b as usize], threads * 4, "%dynamic_smem_size");
+    }
+}
+
+#[test]
+fn deep_recursion() {
+    let p = Program::from_file("calls.ptx").expect("compiles");
+    let k = p.kernel("deep_recursion").expect("kernel");
+    let mut depth: Vec<u32> = (0..64).map(|i| i * 31).collect();
+    let mut out = vec![0u64; 64];
+    launch(exec(), k, [1, 1, 1], [64, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut depth)), Arg::Buf(as_bytes(&mut out))])
+        .expect("params")
+        .expect("launch");
+    for (d, v) in depth.iter().zip(&out) {
+        let d = *d as u64;
+        assert_eq!(*v, d * (d + 1) / 2, "sum_to({d})");
+    }
+}
+
+#[test]
+fn local_arrays_through_generic_pointers_and_indirect_calls() {
+    let p = Program::from_file("calls.ptx").expect("compiles");
+    let k = p.kernel("local_and_indirect").expect("kernel");
+    let mut key: Vec<u32> = (0..128).map(|i| i * 37 + 11).collect();
+    let mut out = vec![0u32; 128];
+    launch(exec(), k, [1, 1, 1], [128, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut key)), Arg::Buf(as_bytes(&mut out))])
+        .expect("params")
+        .expect("launch");
+    for i in 0..128u32 {
+        let v = i * 100 + (key[i as usize] % 64);
+        let want = if i % 2 == 0 { v * 2 } else { v.wrapping_mul(v) };
+        assert_eq!(out[i as usize], want, "thread {i}");
+    }
+}
+
+#[derive(Default)]
+struct Capture {
+    out: Mutex<Vec<u8>>,
+    err: Mutex<Vec<u8>>,
+}
+
+impl OutputSink for Capture {
+    fn stdout(&self, bytes: &[u8]) {
+        self.out.lock().map(|mut o| o.extend_from_slice(bytes)).unwrap_or(());
+    }
+    fn stderr(&self, bytes: &[u8]) {
+        self.err.lock().map(|mut o| o.extend_from_slice(bytes)).unwrap_or(());
+    }
+}
+
+fn capturing() -> (Executor, Arc<Capture>) {
+    let cap = Arc::new(Capture::default());
+    let exec = Executor::new(ExecutorConfig { output: Some(cap.clone()), ..ExecutorConfig::default() });
+    (exec, cap)
+}
+
+#[test]
+fn printf_output() {
+    let p = Program::from_file("errors.ptx").expect("compiles");
+    let (exec, cap) = capturing();
+    launch(&exec, p.kernel("print_lines").expect("kernel"), [1, 1, 1], [32, 1, 1], 0, &mut [])
+        .expect("params")
+        .expect("launch");
+    let text = String::from_utf8(cap.out.lock().expect("lock").clone()).expect("utf8");
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_unstable();
+    assert_eq!(
+        lines,
+        vec!["thread 0: 0.00 ok! abc0", "thread 1: 1.50 ok! abc1", "thread 2: 3.00 ok! abc2", "thread 3: 4.50 ok! abc3"]
+    );
+}
+
+#[test]
+fn trap_fails_the_launch() {
+    let p = Program::from_file("errors.ptx").expect("compiles");
+    let r = launch(exec(), p.kernel("trap_in_one_thread").expect("kernel"), [3, 1, 1], [64, 1, 1], 0, &mut []).expect("params");
+    match r {
+        Err(LaunchError::Trap { block, thread }) => {
+            assert_eq!(block, [1, 0, 0]);
+            assert_eq!(thread, [5, 0, 0]);
+        }
+        other => panic!("expected a trap, got {other:?}"),
+    }
+}
+
+#[test]
+fn assert_fails_the_launch_with_its_message() {
+    let p = Program::from_file("errors.ptx").expect("compiles");
+    let (exec, cap) = capturing();
+    let r = launch(&exec, p.kernel("failing_assert").expect("kernel"), [1, 1, 1], [32, 1, 1], 0, &mut []).expect("params");
+    match r {
+        Err(LaunchError::Assert { thread, message, .. }) => {
+            assert_eq!(thread, [3, 0, 0]);
+            assert!(message.contains("x > 0"), "{message}");
+        }
+        other => panic!("expected an assertion failure, got {other:?}"),
+    }
+    let err = String::from_utf8(cap.err.lock().expect("lock").clone()).expect("utf8");
+    assert!(err.contains("k.cu:17: check: block: [0,0,0], thread: [3,0,0] Assertion `x > 0` failed."), "{err}");
+}
+
+#[test]
+fn a_bad_address_fails_the_launch_and_the_process_lives_on() {
+    let p = Program::from_file("errors.ptx").expect("compiles");
+    let r = launch(exec(), p.kernel("null_store").expect("kernel"), [1, 1, 1], [32, 1, 1], 0, &mut []).expect("params");
+    assert!(matches!(r, Err(LaunchError::IllegalAddress { .. })), "{r:?}");
+    // The executor still runs kernels afterwards.
+    let p2 = Program::from_file("barriers.ptx").expect("compiles");
+    let mut out = vec![0u32; 128];
+    launch(exec(), p2.kernel("named_barriers").expect("kernel"), [1, 1, 1], [128, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))])
+        .expect("params")
+        .expect("launch after a fault");
+    assert_eq!(out[0], 32 + 5000);
+}
