@@ -1,0 +1,340 @@
+//! The interface between the driver core and the machines that run CUDA
+//! code (the host CPU, AMD GPUs through HIP).
+//!
+//! A backend is thin: it owns memory, loads PTX into something it can run,
+//! and runs one kernel grid to completion when asked. Everything CUDA
+//! defines on top — contexts, streams and their ordering, events, handle
+//! validation, argument checking, error codes — lives in the driver, once,
+//! so every backend behaves alike.
+//!
+//! Addresses are plain integers: device addresses are [`DevicePtr`]s in the
+//! unified virtual address space the driver reports (on the CPU backend they
+//! are host addresses); host addresses are [`HostAddr`]s. The driver never
+//! dereferences a device address itself; it goes through
+//! [`Backend::copy_htod`] and friends.
+
+use std::sync::Arc;
+
+use crate::props::DeviceProps;
+
+/// A device address.
+pub type DevicePtr = u64;
+/// A host address (kept as an integer so that descriptors stay `Send`).
+pub type HostAddr = usize;
+
+/// Failures of backend memory operations.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    #[error("out of memory ({0} bytes requested)")]
+    OutOfMemory(usize),
+    #[error("address {addr:#x}+{len} is not backend memory")]
+    InvalidAddress { addr: u64, len: usize },
+    #[error("not supported by this backend: {0}")]
+    NotSupported(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// The value and element size of a memset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemsetValue {
+    U8(u8),
+    U16(u16),
+    U32(u32),
+}
+
+impl MemsetValue {
+    pub fn element_size(self) -> usize {
+        match self {
+            MemsetValue::U8(_) => 1,
+            MemsetValue::U16(_) => 2,
+            MemsetValue::U32(_) => 4,
+        }
+    }
+
+    /// `count` elements of this value, as bytes (for host-side memsets).
+    pub fn fill(self, dst: &mut [u8]) {
+        match self {
+            MemsetValue::U8(v) => dst.fill(v),
+            MemsetValue::U16(v) => {
+                for c in dst.chunks_exact_mut(2) {
+                    c.copy_from_slice(&v.to_ne_bytes());
+                }
+            }
+            MemsetValue::U32(v) => {
+                for c in dst.chunks_exact_mut(4) {
+                    c.copy_from_slice(&v.to_ne_bytes());
+                }
+            }
+        }
+    }
+}
+
+/// Page-locked host memory and the device address it is mapped at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostAllocation {
+    pub host: HostAddr,
+    /// Where kernels see it (equal to `host` on backends with a shared
+    /// address space, such as the CPU).
+    pub device: DevicePtr,
+}
+
+/// Options of a module load, from the JIT options of `cuModuleLoadDataEx`,
+/// `cuLinkCreate` and `cuLibraryLoadData`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModuleOptions {
+    /// The compute capability (major * 10 + minor) the code is for.
+    pub target: u32,
+    pub max_registers: Option<u32>,
+    pub threads_per_block: Option<u32>,
+    pub optimization_level: Option<u32>,
+    pub generate_debug_info: bool,
+    pub generate_line_info: bool,
+    pub verbose: bool,
+    /// `CU_JIT_FTZ`, `CU_JIT_PREC_DIV`, `CU_JIT_PREC_SQRT`, `CU_JIT_FMA`
+    /// when given.
+    pub ftz: Option<bool>,
+    pub prec_div: Option<bool>,
+    pub prec_sqrt: Option<bool>,
+    pub fma: Option<bool>,
+    /// Where the PTX came from, for messages ("fatbin entry 2 (compute_86)").
+    pub source: String,
+}
+
+/// What kind of failure a module load is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModuleErrorKind {
+    /// The PTX is malformed or uses something the backend cannot compile
+    /// (CUDA_ERROR_INVALID_PTX).
+    InvalidPtx,
+    /// The PTX ISA version is newer than the backend knows
+    /// (CUDA_ERROR_UNSUPPORTED_PTX_VERSION).
+    UnsupportedPtxVersion,
+    /// Resource exhaustion while compiling (CUDA_ERROR_OUT_OF_MEMORY).
+    OutOfMemory,
+    /// Anything else (CUDA_ERROR_UNKNOWN).
+    Other,
+}
+
+/// A failed module load. `log` goes to the caller's JIT error log buffer,
+/// so it should name the construct, position and reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{log}")]
+pub struct ModuleError {
+    pub kind: ModuleErrorKind,
+    pub log: String,
+}
+
+impl ModuleError {
+    pub fn invalid_ptx(log: impl Into<String>) -> ModuleError {
+        ModuleError {
+            kind: ModuleErrorKind::InvalidPtx,
+            log: log.into(),
+        }
+    }
+}
+
+/// Where one kernel parameter lives in the parameter buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParamDesc {
+    pub offset: u32,
+    pub size: u32,
+    pub align: u32,
+}
+
+/// What the driver needs to know about a kernel of a loaded module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelDesc {
+    /// The PTX entry name (mangled for C++).
+    pub name: String,
+    pub params: Vec<ParamDesc>,
+    /// Size of the whole parameter buffer.
+    pub param_bytes: u32,
+    pub static_shared_bytes: u32,
+    pub const_bytes: u32,
+    pub local_bytes: u32,
+    /// Registers per thread reported to occupancy queries.
+    pub num_regs: u32,
+    /// `.reqntid`: the block must have exactly these dimensions.
+    pub reqntid: Option<[u32; 3]>,
+    /// `.maxntid`: the block may have at most this many threads.
+    pub maxntid: Option<[u32; 3]>,
+    /// `.minnctapersm`, if given.
+    pub min_blocks_per_sm: Option<u32>,
+    /// The PTX ISA version, major * 10 + minor (`.version 8.6` -> 86).
+    pub ptx_version: u32,
+    /// The architecture the code was compiled for, major * 10 + minor.
+    pub binary_version: u32,
+}
+
+impl KernelDesc {
+    /// A kernel with no parameters and no special requirements.
+    pub fn simple(name: &str) -> KernelDesc {
+        KernelDesc {
+            name: name.to_string(),
+            params: Vec::new(),
+            param_bytes: 0,
+            static_shared_bytes: 0,
+            const_bytes: 0,
+            local_bytes: 0,
+            num_regs: 32,
+            reqntid: None,
+            maxntid: None,
+            min_blocks_per_sm: None,
+            ptx_version: 0,
+            binary_version: 0,
+        }
+    }
+
+    /// The most threads a block of this kernel may have, given the device's
+    /// limit: `.maxntid`/`.reqntid` when present.
+    pub fn max_threads_per_block(&self, device_limit: u32) -> u32 {
+        let product = |d: [u32; 3]| d.iter().map(|&x| x.max(1)).product::<u32>();
+        let mut m = device_limit;
+        if let Some(d) = self.maxntid {
+            m = m.min(product(d));
+        }
+        if let Some(d) = self.reqntid {
+            m = m.min(product(d));
+        }
+        m
+    }
+}
+
+/// A module-scope variable (`.global`, `.const`) of a loaded module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobalDesc {
+    pub name: String,
+    pub address: DevicePtr,
+    pub size: usize,
+    pub constant: bool,
+    /// `.attribute(.managed)`: `cuLibraryGetManaged` finds it.
+    pub managed: bool,
+}
+
+/// One grid to run.
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchParams<'a> {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub dynamic_shared_bytes: u32,
+    /// The parameter buffer, laid out as [`KernelDesc::params`] says.
+    pub params: &'a [u8],
+    /// All blocks must be resident at once (grid-wide synchronisation).
+    pub cooperative: bool,
+}
+
+/// Why a kernel did not complete. Every fault is sticky: the context it ran
+/// in is unusable afterwards, as on NVIDIA hardware.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LaunchFault {
+    #[error("illegal address {address:#x}: {detail}")]
+    IllegalAddress { address: u64, detail: String },
+    #[error("illegal instruction: {0}")]
+    IllegalInstruction(String),
+    #[error("misaligned address {address:#x}: {detail}")]
+    MisalignedAddress { address: u64, detail: String },
+    #[error("trap: {0}")]
+    Trap(String),
+    #[error("device-side assert: {0}")]
+    Assert(String),
+    /// Threads wait for each other in a way that can never complete.
+    #[error("deadlock: {0}")]
+    Deadlock(String),
+    #[error("out of resources: {0}")]
+    OutOfResources(String),
+    #[error("hardware stack error: {0}")]
+    StackOverflow(String),
+    #[error("launch timed out: {0}")]
+    Timeout(String),
+    #[error("launch failed: {0}")]
+    Failed(String),
+}
+
+/// A machine that runs CUDA code.
+///
+/// Object-safe and shared between threads: the driver calls it from API
+/// threads and from stream worker threads concurrently. Device indices
+/// are `0..device_count()`; the driver checks them before calling.
+pub trait Backend: Send + Sync {
+    /// A short name for logs ("cpu", "hip", "mock").
+    fn name(&self) -> &str;
+
+    fn device_count(&self) -> usize;
+
+    /// The device's description; called once per device at `cuInit`.
+    fn device_props(&self, device: usize) -> DeviceProps;
+
+    /// `(free, total)` bytes of device memory.
+    fn mem_info(&self, device: usize) -> (u64, u64);
+
+    /// Device memory, aligned to at least 256 bytes. `size > 0`.
+    fn alloc(&self, device: usize, size: usize) -> Result<DevicePtr, BackendError>;
+
+    /// Frees what [`Backend::alloc`] returned.
+    fn free(&self, device: usize, ptr: DevicePtr) -> Result<(), BackendError>;
+
+    /// Page-locked host memory, mapped into the device's address space.
+    fn alloc_host(&self, size: usize, flags: u32) -> Result<HostAllocation, BackendError>;
+
+    fn free_host(&self, host: HostAddr) -> Result<(), BackendError>;
+
+    /// Makes existing host memory device-accessible; returns its device
+    /// address.
+    fn register_host(
+        &self,
+        host: HostAddr,
+        size: usize,
+        flags: u32,
+    ) -> Result<DevicePtr, BackendError>;
+
+    fn unregister_host(&self, host: HostAddr) -> Result<(), BackendError>;
+
+    /// Managed memory: accessible from the host and the device at the same
+    /// address.
+    fn alloc_managed(&self, device: usize, size: usize) -> Result<DevicePtr, BackendError>;
+
+    fn free_managed(&self, ptr: DevicePtr) -> Result<(), BackendError>;
+
+    /// Host to device. The driver has checked that the range lies in one
+    /// allocation.
+    fn copy_htod(&self, dst: DevicePtr, src: &[u8]) -> Result<(), BackendError>;
+
+    /// Device to host.
+    fn copy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<(), BackendError>;
+
+    /// Device to device; the ranges may overlap.
+    fn copy_dtod(&self, dst: DevicePtr, src: DevicePtr, len: usize) -> Result<(), BackendError>;
+
+    /// `count` elements of `value` at `dst`.
+    fn memset(&self, dst: DevicePtr, value: MemsetValue, count: usize) -> Result<(), BackendError>;
+
+    /// Compiles (or prepares) PTX for `device`. Called once per module and
+    /// device; may be slow.
+    fn load_module(
+        &self,
+        device: usize,
+        ptx: &str,
+        options: &ModuleOptions,
+    ) -> Result<Arc<dyn BackendModule>, ModuleError>;
+}
+
+/// A module loaded by a backend. Dropping it releases its code and globals.
+pub trait BackendModule: Send + Sync {
+    /// The module's kernels (`.entry`), in PTX order.
+    fn kernels(&self) -> &[KernelDesc];
+
+    /// The module's variables.
+    fn globals(&self) -> &[GlobalDesc];
+
+    /// Messages of a successful load, for the JIT info log.
+    fn info_log(&self) -> String {
+        String::new()
+    }
+
+    /// Runs the whole grid of kernel `kernel` (an index into
+    /// [`BackendModule::kernels`]) and returns when every block has
+    /// finished. The driver has validated the configuration against the
+    /// device's limits and the kernel's requirements.
+    fn launch(&self, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault>;
+}

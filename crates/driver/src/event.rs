@@ -1,0 +1,207 @@
+//! Events: markers recorded into streams.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
+
+use cuda_types::CUevent_flags;
+
+use crate::error::{Error, Result};
+use crate::handle::lock;
+use crate::stream::DepWait;
+use crate::Driver;
+
+pub struct Event {
+    pub(crate) handle: u64,
+    pub(crate) ctx_handle: u64,
+    pub(crate) flags: u32,
+    st: Mutex<EventState>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct EventState {
+    /// Records made (each `cuEventRecord` is one generation).
+    recorded: u64,
+    /// The newest generation whose stream position has been reached.
+    completed: u64,
+    /// When the newest completed generation completed.
+    time: Option<Instant>,
+}
+
+impl Event {
+    pub fn flags(&self) -> u32 {
+        self.flags
+    }
+
+    fn timing_disabled(&self) -> bool {
+        self.flags & CUevent_flags::CU_EVENT_DISABLE_TIMING.0 != 0
+    }
+
+    pub(crate) fn complete(&self, generation: u64) {
+        let mut s = lock(&self.st);
+        if generation > s.completed {
+            s.completed = generation;
+            s.time = Some(Instant::now());
+        }
+        drop(s);
+        self.cv.notify_all();
+    }
+
+    pub(crate) fn wait_generation(&self, generation: u64) {
+        let mut s = lock(&self.st);
+        while s.completed < generation {
+            s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// The latest record's generation (0: never recorded).
+    pub(crate) fn recorded_generation(&self) -> u64 {
+        lock(&self.st).recorded
+    }
+}
+
+impl Driver {
+    pub fn event_create(&self, flags: u32) -> Result<u64> {
+        self.check_init()?;
+        let all = CUevent_flags::CU_EVENT_BLOCKING_SYNC.0
+            | CUevent_flags::CU_EVENT_DISABLE_TIMING.0
+            | CUevent_flags::CU_EVENT_INTERPROCESS.0;
+        if flags & !all != 0 {
+            return Err(Error::invalid(format!("unknown event flags {flags:#x}")));
+        }
+        if flags & CUevent_flags::CU_EVENT_INTERPROCESS.0 != 0
+            && flags & CUevent_flags::CU_EVENT_DISABLE_TIMING.0 == 0
+        {
+            return Err(Error::invalid(
+                "CU_EVENT_INTERPROCESS requires CU_EVENT_DISABLE_TIMING",
+            ));
+        }
+        let ctx = self.current_ctx()?;
+        let ev = self.events.insert_with(|h| Event {
+            handle: h,
+            ctx_handle: ctx.handle,
+            flags,
+            st: Mutex::new(EventState::default()),
+            cv: Condvar::new(),
+        });
+        Ok(ev.handle)
+    }
+
+    pub(crate) fn event(&self, h: u64) -> Result<Arc<Event>> {
+        self.events
+            .get(h)
+            .ok_or_else(|| Error::handle(format!("{h:#x} is not a live event")))
+    }
+
+    pub fn event_destroy(&self, h: u64) -> Result<()> {
+        self.check_init()?;
+        // Pending records still complete; they hold the event alive.
+        self.events
+            .remove(h)
+            .map(|_| ())
+            .ok_or_else(|| Error::handle(format!("{h:#x} is not a live event")))
+    }
+
+    /// `cuEventRecord(event, stream)`; `ptds` says what the NULL stream
+    /// means.
+    pub fn event_record(&self, h: u64, stream: u64, ptds: bool, flags: u32) -> Result<()> {
+        self.check_init()?;
+        if flags & !1 != 0 {
+            return Err(Error::invalid(format!("unknown event record flags {flags:#x}")));
+        }
+        let ev = self.event(h)?;
+        let (ctx, s) = self.resolve_stream(stream, ptds)?;
+        if ctx.handle != ev.ctx_handle {
+            return Err(Error::handle(
+                "the event and the stream belong to different contexts",
+            ));
+        }
+        let generation = {
+            let mut st = lock(&ev.st);
+            st.recorded += 1;
+            st.recorded
+        };
+        let e2 = ev.clone();
+        self.submit(&ctx, &s, Vec::new(), Box::new(move |_| {
+            e2.complete(generation);
+            Ok(())
+        }))?;
+        Ok(())
+    }
+
+    pub fn event_query(&self, h: u64) -> Result<()> {
+        self.check_init()?;
+        let ev = self.event(h)?;
+        let s = lock(&ev.st);
+        if s.completed >= s.recorded {
+            Ok(())
+        } else {
+            Err(Error::NotReady)
+        }
+    }
+
+    pub fn event_synchronize(&self, h: u64) -> Result<()> {
+        self.check_init()?;
+        let ev = self.event(h)?;
+        let g = ev.recorded_generation();
+        ev.wait_generation(g);
+        match self.contexts.get(ev.ctx_handle).and_then(|c| c.sticky_error()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Milliseconds from `start` to `end`.
+    pub fn event_elapsed_time(&self, start: u64, end: u64) -> Result<f32> {
+        self.check_init()?;
+        let a = self.event(start)?;
+        let b = self.event(end)?;
+        if a.timing_disabled() || b.timing_disabled() {
+            return Err(Error::handle("an event was created with CU_EVENT_DISABLE_TIMING"));
+        }
+        let (sa, sb) = (lock(&a.st).clone_state(), lock(&b.st).clone_state());
+        if sa.0 == 0 || sb.0 == 0 {
+            return Err(Error::handle("an event has not been recorded"));
+        }
+        let (Some(ta), Some(tb)) = (sa.2, sb.2) else {
+            return Err(Error::NotReady);
+        };
+        if sa.1 < sa.0 || sb.1 < sb.0 {
+            return Err(Error::NotReady);
+        }
+        let ms = if tb >= ta {
+            tb.duration_since(ta).as_secs_f64() * 1e3
+        } else {
+            -(ta.duration_since(tb).as_secs_f64() * 1e3)
+        };
+        Ok(ms as f32)
+    }
+
+    /// `cuStreamWaitEvent`: later work on `stream` waits for the event's
+    /// latest record.
+    pub fn stream_wait_event(&self, stream: u64, h: u64, ptds: bool, flags: u32) -> Result<()> {
+        self.check_init()?;
+        if flags & !1 != 0 {
+            return Err(Error::invalid(format!("unknown wait flags {flags:#x}")));
+        }
+        let ev = self.event(h)?;
+        let (ctx, s) = self.resolve_stream(stream, ptds)?;
+        let generation = ev.recorded_generation();
+        if generation == 0 {
+            return Ok(());
+        }
+        self.submit(
+            &ctx,
+            &s,
+            vec![DepWait::Event(ev, generation)],
+            Box::new(|_| Ok(())),
+        )?;
+        Ok(())
+    }
+}
+
+impl EventState {
+    fn clone_state(&self) -> (u64, u64, Option<Instant>) {
+        (self.recorded, self.completed, self.time)
+    }
+}

@@ -1,0 +1,243 @@
+//! Streams: ordered queues of work that run asynchronously to the host.
+//!
+//! Each stream with pending work has a worker thread that runs its
+//! operations in order; the thread exits after a short idle period and is
+//! started again by the next submission, so idle streams cost nothing.
+//! Ordering between streams (the legacy default stream's implicit
+//! synchronisation, `cuStreamWaitEvent`) is expressed as dependencies: an
+//! operation first waits until other streams have completed the work that
+//! was submitted to them before it. Dependencies only ever point at work
+//! submitted earlier, so they cannot form cycles.
+
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::Duration;
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::handle::lock;
+
+/// Work on a stream. It receives the context's sticky error, if any: work
+/// that touches the device is skipped then, host callbacks still run (with
+/// the error as their status) and events still complete, so that waiting
+/// on them never hangs.
+pub(crate) type Work = Box<dyn FnOnce(Option<&Error>) -> Result<()> + Send>;
+
+/// How a stream synchronises with the legacy default stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamKind {
+    /// The context's legacy NULL stream.
+    Legacy,
+    /// A thread's per-thread default stream (blocking with respect to the
+    /// legacy stream).
+    PerThread,
+    /// Created with `cuStreamCreate`; `blocking` unless created with
+    /// `CU_STREAM_NON_BLOCKING`.
+    User { blocking: bool },
+}
+
+/// Something to wait for before running an operation: `stream` having
+/// completed `seq` operations.
+pub(crate) struct Dep {
+    pub stream: Arc<Stream>,
+    pub seq: u64,
+}
+
+pub(crate) enum DepWait {
+    Stream(Dep),
+    /// An event's record generation (cuStreamWaitEvent).
+    Event(Arc<crate::event::Event>, u64),
+}
+
+impl DepWait {
+    fn wait(&self) {
+        match self {
+            DepWait::Stream(d) => d.stream.wait_for(d.seq),
+            DepWait::Event(e, gen) => e.wait_generation(*gen),
+        }
+    }
+}
+
+struct Queue {
+    ops: VecDeque<(Vec<DepWait>, Work)>,
+    submitted: u64,
+    completed: u64,
+    worker: bool,
+    /// A non-sticky failure of asynchronous work, reported (once) by the
+    /// next synchronisation.
+    error: Option<Error>,
+}
+
+pub struct Stream {
+    pub(crate) handle: u64,
+    pub(crate) ctx: Weak<Context>,
+    pub(crate) ctx_handle: u64,
+    pub(crate) kind: StreamKind,
+    pub(crate) flags: u32,
+    pub(crate) priority: i32,
+    q: Mutex<Queue>,
+    cv: Condvar,
+}
+
+/// How long a worker thread waits for more work before exiting.
+const IDLE_EXIT: Duration = Duration::from_millis(250);
+
+impl Stream {
+    pub(crate) fn new(
+        handle: u64,
+        ctx: &Arc<Context>,
+        kind: StreamKind,
+        flags: u32,
+        priority: i32,
+    ) -> Stream {
+        Stream {
+            handle,
+            ctx: Arc::downgrade(ctx),
+            ctx_handle: ctx.handle,
+            kind,
+            flags,
+            priority,
+            q: Mutex::new(Queue {
+                ops: VecDeque::new(),
+                submitted: 0,
+                completed: 0,
+                worker: false,
+                error: None,
+            }),
+            cv: Condvar::new(),
+        }
+    }
+
+    pub fn handle(&self) -> u64 {
+        self.handle
+    }
+
+    pub fn kind(&self) -> StreamKind {
+        self.kind
+    }
+
+    pub fn flags(&self) -> u32 {
+        self.flags
+    }
+
+    pub fn priority(&self) -> i32 {
+        self.priority
+    }
+
+    /// Whether work on this stream waits for the legacy stream (and the
+    /// legacy stream for it).
+    pub(crate) fn is_blocking(&self) -> bool {
+        matches!(
+            self.kind,
+            StreamKind::PerThread | StreamKind::User { blocking: true }
+        )
+    }
+
+    /// The number of operations submitted so far, if some are unfinished.
+    pub(crate) fn pending_tail(&self) -> Option<u64> {
+        let q = lock(&self.q);
+        (q.completed < q.submitted).then_some(q.submitted)
+    }
+
+    /// Appends work; returns its sequence number (wait for it with
+    /// [`Stream::wait_for`]).
+    pub(crate) fn push(self: &Arc<Self>, deps: Vec<DepWait>, work: Work) -> Result<u64> {
+        let mut q = lock(&self.q);
+        q.ops.push_back((deps, work));
+        q.submitted += 1;
+        let seq = q.submitted;
+        if !q.worker {
+            let me = self.clone();
+            let spawned = std::thread::Builder::new()
+                .name("anycuda-stream".into())
+                .spawn(move || me.run());
+            match spawned {
+                Ok(_) => q.worker = true,
+                Err(e) => {
+                    q.ops.pop_back();
+                    q.submitted -= 1;
+                    return Err(Error::OutOfMemory(format!("cannot start a stream thread: {e}")));
+                }
+            }
+        }
+        drop(q);
+        self.cv.notify_all();
+        Ok(seq)
+    }
+
+    fn run(self: Arc<Self>) {
+        loop {
+            let mut q = lock(&self.q);
+            let (deps, work) = loop {
+                if let Some(op) = q.ops.pop_front() {
+                    break op;
+                }
+                let (g, timeout) = self
+                    .cv
+                    .wait_timeout(q, IDLE_EXIT)
+                    .unwrap_or_else(|e| e.into_inner());
+                q = g;
+                if timeout.timed_out() && q.ops.is_empty() {
+                    q.worker = false;
+                    return;
+                }
+            };
+            drop(q);
+            for d in &deps {
+                d.wait();
+            }
+            let ctx = self.ctx.upgrade();
+            let sticky = ctx.as_ref().and_then(|c| c.sticky_error());
+            let result = catch_unwind(AssertUnwindSafe(|| work(sticky.as_ref())))
+                .unwrap_or_else(|_| Err(Error::Unknown("panic in stream work".into())));
+            let mut q = lock(&self.q);
+            if let Err(e) = result {
+                if e.is_sticky() {
+                    if let Some(c) = &ctx {
+                        c.set_sticky(e);
+                    }
+                } else if q.error.is_none() {
+                    q.error = Some(e);
+                }
+            }
+            q.completed += 1;
+            drop(q);
+            self.cv.notify_all();
+        }
+    }
+
+    /// Blocks until `seq` operations have completed.
+    pub(crate) fn wait_for(&self, seq: u64) {
+        let mut q = lock(&self.q);
+        while q.completed < seq {
+            q = self.cv.wait(q).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Waits for everything submitted so far; returns (and clears) the
+    /// first asynchronous error.
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        let seq = lock(&self.q).submitted;
+        self.wait_for(seq);
+        match lock(&self.q).error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether all submitted work has completed.
+    pub(crate) fn is_idle(&self) -> bool {
+        let q = lock(&self.q);
+        q.completed == q.submitted
+    }
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream")
+            .field("handle", &format_args!("{:#x}", self.handle))
+            .field("kind", &self.kind)
+            .finish()
+    }
+}

@@ -1,0 +1,342 @@
+//! The stream API on top of [`crate::stream`]: creation, the default
+//! streams, submission with the legacy stream's implicit synchronisation,
+//! queries, callbacks.
+
+use std::sync::{Arc, Mutex};
+
+use cuda_types::{CU_STREAM_LEGACY, CU_STREAM_PER_THREAD};
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::handle::lock;
+use crate::stream::{Dep, DepWait, Stream, StreamKind, Work};
+use crate::Driver;
+
+/// A host function run in stream order; receives the stream's status.
+pub type HostCallback = Box<dyn FnOnce(Result<()>) + Send>;
+
+impl Driver {
+    /// Resolves a stream argument: 0 is the default stream (per-thread when
+    /// `ptds`, i.e. for the `_ptsz`/`_ptds` entry points, else legacy),
+    /// `CU_STREAM_LEGACY` and `CU_STREAM_PER_THREAD` are what they say, and
+    /// anything else must be a live stream. Returns the stream's context,
+    /// checked for sticky errors.
+    pub(crate) fn resolve_stream(&self, h: u64, ptds: bool) -> Result<(Arc<Context>, Arc<Stream>)> {
+        self.check_init()?;
+        let (ctx, s) = self.resolve_stream_alive(h, ptds)?;
+        if let Some(e) = ctx.sticky_error() {
+            return Err(e);
+        }
+        Ok((ctx, s))
+    }
+
+    fn resolve_stream_alive(&self, h: u64, ptds: bool) -> Result<(Arc<Context>, Arc<Stream>)> {
+        let legacy = CU_STREAM_LEGACY.addr() as u64;
+        let per_thread = CU_STREAM_PER_THREAD.addr() as u64;
+        if h == 0 || h == legacy || h == per_thread {
+            let ctx = self.current_ctx_alive()?;
+            let use_pt = h == per_thread || (h == 0 && ptds);
+            let s = if use_pt {
+                self.per_thread_stream(&ctx)?
+            } else {
+                ctx.legacy_stream()?
+            };
+            return Ok((ctx, s));
+        }
+        let s = self
+            .streams
+            .get(h)
+            .ok_or_else(|| Error::handle(format!("{h:#x} is not a live stream")))?;
+        let ctx = s
+            .ctx
+            .upgrade()
+            .filter(|c| c.is_active() && self.contexts.get(c.handle).is_some())
+            .ok_or(Error::ContextIsDestroyed)?;
+        Ok((ctx, s))
+    }
+
+    /// Queues `work` on `stream`, after `deps` and after whatever the
+    /// legacy-stream rules require.
+    pub(crate) fn submit(
+        &self,
+        ctx: &Context,
+        stream: &Arc<Stream>,
+        mut deps: Vec<DepWait>,
+        work: Work,
+    ) -> Result<u64> {
+        let _g = lock(&ctx.submit_lock);
+        match stream.kind() {
+            StreamKind::Legacy => {
+                for s in ctx.streams() {
+                    if s.is_blocking() {
+                        if let Some(seq) = s.pending_tail() {
+                            deps.push(DepWait::Stream(Dep { stream: s, seq }));
+                        }
+                    }
+                }
+            }
+            _ if stream.is_blocking() => {
+                let legacy = ctx.legacy_stream()?;
+                if let Some(seq) = legacy.pending_tail() {
+                    deps.push(DepWait::Stream(Dep {
+                        stream: legacy,
+                        seq,
+                    }));
+                }
+            }
+            _ => {}
+        }
+        stream.push(deps, work)
+    }
+
+    /// Runs `work` in stream order and waits for it; returns its result.
+    pub(crate) fn run_sync(
+        &self,
+        ctx: &Context,
+        stream: &Arc<Stream>,
+        work: Box<dyn FnOnce() -> Result<()> + Send>,
+    ) -> Result<()> {
+        let slot: Arc<Mutex<Option<Result<()>>>> = Arc::new(Mutex::new(None));
+        let out = slot.clone();
+        let seq = self.submit(
+            ctx,
+            stream,
+            Vec::new(),
+            Box::new(move |sticky| {
+                let r = match sticky {
+                    Some(e) => Err(e.clone()),
+                    None => work(),
+                };
+                let ret = match &r {
+                    Err(e) if e.is_sticky() => Err(e.clone()),
+                    _ => Ok(()),
+                };
+                *lock(&out) = Some(r);
+                ret
+            }),
+        )?;
+        stream.wait_for(seq);
+        let r = lock(&slot).take();
+        r.unwrap_or_else(|| Err(Error::Unknown("synchronous work did not run".into())))
+    }
+
+    /// Queues device work that is skipped once the context is poisoned.
+    pub(crate) fn run_async(
+        &self,
+        ctx: &Context,
+        stream: &Arc<Stream>,
+        work: Box<dyn FnOnce() -> Result<()> + Send>,
+    ) -> Result<()> {
+        self.submit(
+            ctx,
+            stream,
+            Vec::new(),
+            Box::new(move |sticky| match sticky {
+                Some(_) => Ok(()),
+                None => work(),
+            }),
+        )?;
+        Ok(())
+    }
+
+    /// `cuStreamCreateWithPriority` (`cuStreamCreate`: priority 0).
+    pub fn stream_create(&self, flags: u32, priority: i32) -> Result<u64> {
+        if flags & !1 != 0 {
+            return Err(Error::invalid(format!("unknown stream flags {flags:#x}")));
+        }
+        let ctx = self.current_ctx()?;
+        let (least, greatest) = self.device_props(ctx.device as i32)?.stream_priority_range;
+        let priority = priority.clamp(greatest, least);
+        let s = self.streams.insert_with(|h| {
+            Stream::new(
+                h,
+                &ctx,
+                StreamKind::User {
+                    blocking: flags & 1 == 0,
+                },
+                flags,
+                priority,
+            )
+        });
+        lock(&ctx.st).streams.push(Arc::downgrade(&s));
+        Ok(s.handle())
+    }
+
+    /// `cuStreamDestroy`: returns at once; queued work still completes.
+    pub fn stream_destroy(&self, h: u64) -> Result<()> {
+        self.check_init()?;
+        self.streams
+            .remove(h)
+            .map(|_| ())
+            .ok_or_else(|| Error::handle(format!("{h:#x} is not a live stream")))
+    }
+
+    pub fn stream_query(&self, h: u64, ptds: bool) -> Result<()> {
+        let (_, s) = self.resolve_stream(h, ptds)?;
+        if s.is_idle() {
+            Ok(())
+        } else {
+            Err(Error::NotReady)
+        }
+    }
+
+    pub fn stream_synchronize(&self, h: u64, ptds: bool) -> Result<()> {
+        let (ctx, s) = self.resolve_stream(h, ptds)?;
+        let r = s.synchronize();
+        if let Some(e) = ctx.sticky_error() {
+            return Err(e);
+        }
+        r
+    }
+
+    pub fn stream_get_priority(&self, h: u64, ptds: bool) -> Result<i32> {
+        Ok(self.resolve_stream_alive_checked(h, ptds)?.1.priority())
+    }
+
+    pub fn stream_get_flags(&self, h: u64, ptds: bool) -> Result<u32> {
+        Ok(self.resolve_stream_alive_checked(h, ptds)?.1.flags())
+    }
+
+    pub fn stream_get_ctx(&self, h: u64, ptds: bool) -> Result<u64> {
+        Ok(self.resolve_stream_alive_checked(h, ptds)?.0.handle)
+    }
+
+    pub fn stream_get_device(&self, h: u64, ptds: bool) -> Result<i32> {
+        Ok(self.resolve_stream_alive_checked(h, ptds)?.0.device as i32)
+    }
+
+    pub fn stream_get_id(&self, h: u64, ptds: bool) -> Result<u64> {
+        Ok(self.resolve_stream_alive_checked(h, ptds)?.1.handle())
+    }
+
+    fn resolve_stream_alive_checked(&self, h: u64, ptds: bool) -> Result<(Arc<Context>, Arc<Stream>)> {
+        self.check_init()?;
+        self.resolve_stream_alive(h, ptds)
+    }
+
+    /// `cuStreamAddCallback` (flags must be 0): the callback runs on a
+    /// driver thread after preceding work, with the stream's status.
+    pub fn stream_add_callback(&self, h: u64, ptds: bool, flags: u32, cb: HostCallback) -> Result<()> {
+        if flags != 0 {
+            return Err(Error::invalid("cuStreamAddCallback flags must be 0"));
+        }
+        let (ctx, s) = self.resolve_stream(h, ptds)?;
+        self.submit(
+            &ctx,
+            &s,
+            Vec::new(),
+            Box::new(move |sticky| {
+                cb(match sticky {
+                    Some(e) => Err(e.clone()),
+                    None => Ok(()),
+                });
+                Ok(())
+            }),
+        )?;
+        Ok(())
+    }
+
+    /// `cuLaunchHostFunc`: runs `f` in stream order (not after a fault).
+    pub fn launch_host_func(&self, h: u64, ptds: bool, f: Box<dyn FnOnce() + Send>) -> Result<()> {
+        let (ctx, s) = self.resolve_stream(h, ptds)?;
+        self.run_async(
+            &ctx,
+            &s,
+            Box::new(move || {
+                f();
+                Ok(())
+            }),
+        )
+    }
+
+    /// Stream capture is not implemented: no stream is ever capturing.
+    pub fn stream_is_capturing(&self, h: u64, ptds: bool) -> Result<bool> {
+        self.resolve_stream_alive_checked(h, ptds)?;
+        Ok(false)
+    }
+
+    /// `cuStreamAttachMemAsync`: memory is always accessible; only checks.
+    pub fn stream_attach_mem(&self, h: u64, ptds: bool, ptr: u64, len: usize, flags: u32) -> Result<()> {
+        if !(flags == 1 || flags == 2 || flags == 4) {
+            return Err(Error::invalid(format!("unknown attach flags {flags:#x}")));
+        }
+        self.resolve_stream(h, ptds)?;
+        let info = self.pointer_info(ptr);
+        match info {
+            Some(i) if i.is_managed => {
+                if len != 0 && len as u64 != i.range_size {
+                    return Err(Error::invalid("length must be 0 or the allocation's size"));
+                }
+                Ok(())
+            }
+            _ => Err(Error::invalid("not managed memory")),
+        }
+    }
+
+    /// `cuStreamWriteValue32/64`: writes `value` to device memory in
+    /// stream order.
+    pub fn stream_write_value(&self, h: u64, ptds: bool, addr: u64, value: u64, wide: bool) -> Result<()> {
+        let n = if wide { 8 } else { 4 };
+        let (ctx, s) = self.resolve_stream(h, ptds)?;
+        let dst = self.resolve_device(addr, n)?;
+        let backend = self.backend.clone();
+        self.run_async(
+            &ctx,
+            &s,
+            Box::new(move || {
+                let bytes = value.to_le_bytes();
+                crate::memory::copy_from_host(&*backend, dst, &bytes[..n])
+            }),
+        )
+    }
+
+    /// `cuStreamWaitValue32/64`: later work waits until the condition on
+    /// the value at `addr` holds.
+    pub fn stream_wait_value(
+        &self,
+        h: u64,
+        ptds: bool,
+        addr: u64,
+        value: u64,
+        flags: u32,
+        wide: bool,
+    ) -> Result<()> {
+        let n = if wide { 8 } else { 4 };
+        let cond = flags & 0x3;
+        if flags & !(0x3 | 0x4000_0000) != 0 {
+            return Err(Error::invalid(format!("unknown wait flags {flags:#x}")));
+        }
+        let (ctx, s) = self.resolve_stream(h, ptds)?;
+        let src = self.resolve_device(addr, n)?;
+        let backend = self.backend.clone();
+        self.run_async(
+            &ctx,
+            &s,
+            Box::new(move || loop {
+                let mut buf = [0u8; 8];
+                crate::memory::copy_to_host(&*backend, &mut buf[..n], src)?;
+                let v = u64::from_le_bytes(buf);
+                let ok = if wide {
+                    match cond {
+                        0 => (v.wrapping_sub(value) as i64) >= 0,
+                        1 => v == value,
+                        2 => v & value != 0,
+                        _ => !(v | value) != 0,
+                    }
+                } else {
+                    let (v, w) = (v as u32, value as u32);
+                    match cond {
+                        0 => (v.wrapping_sub(w) as i32) >= 0,
+                        1 => v == w,
+                        2 => v & w != 0,
+                        _ => !(v | w) != 0,
+                    }
+                };
+                if ok {
+                    return Ok(());
+                }
+                std::thread::yield_now();
+            }),
+        )
+    }
+}

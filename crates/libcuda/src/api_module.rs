@@ -1,0 +1,674 @@
+//! Modules, libraries, linking, functions and kernels.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_uint, c_void, CString};
+use std::sync::Mutex;
+
+use cuda_types::*;
+use driver::{Error, JitLog, ModuleOptions, ModuleSource};
+
+use crate::util::{api, cstr, drv, set_opt, Out};
+
+/// Where a load's JIT logs go: the caller's buffers and the option slots
+/// that receive the sizes and the wall time.
+#[derive(Debug, Clone, Copy, Default)]
+struct LogTarget {
+    values: usize,
+    info: Option<(usize, usize, usize)>,
+    error: Option<(usize, usize, usize)>,
+    wall_time: Option<usize>,
+}
+
+#[derive(Default)]
+struct Jit {
+    options: ModuleOptions,
+    target: LogTarget,
+}
+
+/// Reads JIT options (`cuModuleLoadDataEx`, `cuLinkCreate`,
+/// `cuLibraryLoadData`). Each value is the option's value itself, cast to
+/// a pointer, except the log buffers.
+unsafe fn parse_jit(n: c_uint, options: *const CUjit_option, values: *mut *mut c_void) -> Result<Jit, Error> {
+    let mut j = Jit::default();
+    if n == 0 {
+        return Ok(j);
+    }
+    if options.is_null() || values.is_null() {
+        return Err(Error::InvalidValue("JIT options or values are NULL".into()));
+    }
+    j.target.values = values as usize;
+    let (mut info_buf, mut info_size, mut err_buf, mut err_size) = (None, None, None, None);
+    for i in 0..n as usize {
+        let opt = options.add(i).read_unaligned();
+        let v = values.add(i).read_unaligned() as usize;
+        match opt {
+            CUjit_option::CU_JIT_MAX_REGISTERS => j.options.max_registers = Some(v as u32),
+            CUjit_option::CU_JIT_THREADS_PER_BLOCK => j.options.threads_per_block = Some(v as u32),
+            CUjit_option::CU_JIT_WALL_TIME => j.target.wall_time = Some(i),
+            CUjit_option::CU_JIT_INFO_LOG_BUFFER => info_buf = Some(v),
+            CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES => info_size = Some((v, i)),
+            CUjit_option::CU_JIT_ERROR_LOG_BUFFER => err_buf = Some(v),
+            CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES => err_size = Some((v, i)),
+            CUjit_option::CU_JIT_OPTIMIZATION_LEVEL => {
+                if v > 4 {
+                    return Err(Error::InvalidValue(format!("optimization level {v}")));
+                }
+                j.options.optimization_level = Some(v as u32);
+            }
+            CUjit_option::CU_JIT_GENERATE_DEBUG_INFO => j.options.generate_debug_info = v != 0,
+            CUjit_option::CU_JIT_GENERATE_LINE_INFO => j.options.generate_line_info = v != 0,
+            CUjit_option::CU_JIT_LOG_VERBOSE => j.options.verbose = v != 0,
+            CUjit_option::CU_JIT_FTZ => j.options.ftz = Some(v != 0),
+            CUjit_option::CU_JIT_PREC_DIV => j.options.prec_div = Some(v != 0),
+            CUjit_option::CU_JIT_PREC_SQRT => j.options.prec_sqrt = Some(v != 0),
+            CUjit_option::CU_JIT_FMA => j.options.fma = Some(v != 0),
+            o if o.0 < CUjit_option::CU_JIT_NUM_OPTIONS.0 => {}
+            o => return Err(Error::InvalidValue(format!("unknown JIT option {}", o.0))),
+        }
+    }
+    if let (Some(b), Some((s, i))) = (info_buf, info_size) {
+        j.target.info = Some((b, s, i));
+    }
+    if let (Some(b), Some((s, i))) = (err_buf, err_size) {
+        j.target.error = Some((b, s, i));
+    }
+    Ok(j)
+}
+
+/// Fills the caller's log buffers and output options.
+unsafe fn write_logs(t: &LogTarget, log: &JitLog) {
+    let values = t.values as *mut *mut c_void;
+    if values.is_null() {
+        return;
+    }
+    let put = |slot: Option<(usize, usize, usize)>, text: &str| {
+        if let Some((buf, size, idx)) = slot {
+            let mut written = 0;
+            if buf != 0 && size > 0 {
+                let n = text.len().min(size - 1);
+                std::ptr::copy_nonoverlapping(text.as_ptr(), buf as *mut u8, n);
+                *(buf as *mut u8).add(n) = 0;
+                written = n + 1;
+            }
+            values.add(idx).write_unaligned(written as *mut c_void);
+        }
+    };
+    put(t.info, &log.info);
+    put(t.error, &log.error);
+    if let Some(i) = t.wall_time {
+        values.add(i).cast::<f32>().write_unaligned(log.wall_ms);
+    }
+}
+
+fn image_error(e: fatbin::Error) -> Error {
+    match e {
+        fatbin::Error::NullPointer { what } => Error::InvalidValue(format!("{what} is NULL")),
+        fatbin::Error::Empty => Error::InvalidImage("empty image".into()),
+        e => Error::InvalidImage(e.to_string()),
+    }
+}
+
+/// Loads through `f` with the image behind `image`, writing the JIT logs
+/// whatever the outcome.
+unsafe fn with_image(
+    image: *const c_void,
+    jit: Jit,
+    f: impl FnOnce(ModuleSource<'_>, ModuleOptions, &mut JitLog) -> Result<u64, Error>,
+) -> Result<u64, Error> {
+    let mut log = JitLog::default();
+    let r = match fatbin::Image::from_ptr(image) {
+        Ok(img) => f(ModuleSource::Image(&img), jit.options, &mut log),
+        Err(e) => {
+            let e = image_error(e);
+            log.error = format!("anycuda: {e}");
+            Err(e)
+        }
+    };
+    write_logs(&jit.target, &log);
+    r
+}
+
+fn read_file(path: &str) -> Result<Vec<u8>, Error> {
+    std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::FileNotFound(path.to_string()),
+        _ => Error::FileNotFound(format!("{path}: {e}")),
+    })
+}
+
+unsafe fn with_file(
+    path: &str,
+    jit: Jit,
+    f: impl FnOnce(ModuleSource<'_>, ModuleOptions, &mut JitLog) -> Result<u64, Error>,
+) -> Result<u64, Error> {
+    let bytes = read_file(path)?;
+    let mut log = JitLog::default();
+    let r = match fatbin::Image::parse(&bytes) {
+        Ok(img) => f(ModuleSource::Image(&img), jit.options, &mut log),
+        Err(e) => {
+            let e = image_error(e);
+            log.error = format!("anycuda: {path}: {e}");
+            Err(e)
+        }
+    };
+    write_logs(&jit.target, &log);
+    r
+}
+
+fn module(h: u64) -> CUmodule {
+    CUmodule::from_addr(h as usize)
+}
+
+fn m(h: CUmodule) -> u64 {
+    h.addr() as u64
+}
+
+api! {
+    fn cuModuleLoadData(module_: *mut CUmodule, image: *const c_void) {
+        let out = Out::new(module_, "module")?;
+        let d = drv()?;
+        let h = with_image(image, Jit::default(), |s, o, l| d.module_load(s, o, l))?;
+        out.set(module(h));
+        Ok(())
+    }
+}
+
+api! {
+    fn cuModuleLoadFatBinary(module_: *mut CUmodule, fatCubin: *const c_void) {
+        let out = Out::new(module_, "module")?;
+        let d = drv()?;
+        let h = with_image(fatCubin, Jit::default(), |s, o, l| d.module_load(s, o, l))?;
+        out.set(module(h));
+        Ok(())
+    }
+}
+
+api! {
+    fn cuModuleLoadDataEx(module_: *mut CUmodule, image: *const c_void, numOptions: c_uint, options: *mut CUjit_option, optionValues: *mut *mut c_void) {
+        let out = Out::new(module_, "module")?;
+        let jit = parse_jit(numOptions, options, optionValues)?;
+        let d = drv()?;
+        let h = with_image(image, jit, |s, o, l| d.module_load(s, o, l))?;
+        out.set(module(h));
+        Ok(())
+    }
+}
+
+api! {
+    fn cuModuleLoad(module_: *mut CUmodule, fname: *const c_char) {
+        let out = Out::new(module_, "module")?;
+        let path = cstr(fname, "fname")?;
+        let d = drv()?;
+        d.current_ctx()?;
+        let h = with_file(path, Jit::default(), |s, o, l| d.module_load(s, o, l))?;
+        out.set(module(h));
+        Ok(())
+    }
+}
+
+api! {
+    fn cuModuleUnload(hmod: CUmodule) {
+        drv()?.module_unload(m(hmod))
+    }
+}
+
+api! {
+    fn cuModuleGetLoadingMode(mode: *mut CUmoduleLoadingMode) {
+        let out = Out::new(mode, "mode")?;
+        let lazy = drv()?.module_loading_lazy()?;
+        out.set(if lazy { CUmoduleLoadingMode::CU_MODULE_LAZY_LOADING } else { CUmoduleLoadingMode::CU_MODULE_EAGER_LOADING });
+        Ok(())
+    }
+}
+
+api! {
+    fn cuModuleGetFunction(hfunc: *mut CUfunction, hmod: CUmodule, name: *const c_char) {
+        let out = Out::new(hfunc, "hfunc")?;
+        let name = cstr(name, "name")?;
+        out.set(CUfunction::from_addr(drv()?.module_get_function(m(hmod), name)? as usize));
+        Ok(())
+    }
+}
+
+api! {
+    fn cuModuleGetGlobal_v2(dptr: *mut CUdeviceptr, bytes: *mut usize, hmod: CUmodule, name: *const c_char) {
+        let name = cstr(name, "name")?;
+        let (p, n) = drv()?.module_get_global(m(hmod), name)?;
+        set_opt(dptr, p);
+        set_opt(bytes, n);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuModuleGetFunctionCount(count: *mut c_uint, mod_: CUmodule) {
+        let out = Out::new(count, "count")?;
+        out.set(drv()?.module_function_count(m(mod_))?);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuModuleEnumerateFunctions(functions: *mut CUfunction, numFunctions: c_uint, mod_: CUmodule) {
+        if functions.is_null() {
+            return Err(Error::InvalidValue("functions is NULL".into()));
+        }
+        let all = drv()?.module_functions(m(mod_))?;
+        for (i, f) in all.iter().take(numFunctions as usize).enumerate() {
+            functions.add(i).write_unaligned(CUfunction::from_addr(*f as usize));
+        }
+        Ok(())
+    }
+}
+
+// ---- libraries ----
+
+unsafe fn check_library_options(n: c_uint, options: *const CUlibraryOption, values: *mut *mut c_void) -> Result<(), Error> {
+    if n == 0 {
+        return Ok(());
+    }
+    if options.is_null() || values.is_null() {
+        return Err(Error::InvalidValue("library options or values are NULL".into()));
+    }
+    for i in 0..n as usize {
+        let o = options.add(i).read_unaligned();
+        // Both known options are accepted: the image is always copied, so
+        // CU_LIBRARY_BINARY_IS_PRESERVED changes nothing, and the host
+        // function table only serves cuLibraryGetUnifiedFunction.
+        if o.0 >= CUlibraryOption::CU_LIBRARY_NUM_OPTIONS.0 {
+            return Err(Error::InvalidValue(format!("unknown library option {}", o.0)));
+        }
+    }
+    Ok(())
+}
+
+fn library(h: u64) -> CUlibrary {
+    CUlibrary::from_addr(h as usize)
+}
+
+fn l(h: CUlibrary) -> u64 {
+    h.addr() as u64
+}
+
+fn k(h: CUkernel) -> u64 {
+    h.addr() as u64
+}
+
+api! {
+    fn cuLibraryLoadData(library_: *mut CUlibrary, code: *const c_void, jitOptions: *mut CUjit_option, jitOptionsValues: *mut *mut c_void, numJitOptions: c_uint, libraryOptions: *mut CUlibraryOption, libraryOptionValues: *mut *mut c_void, numLibraryOptions: c_uint) {
+        let out = Out::new(library_, "library")?;
+        let jit = parse_jit(numJitOptions, jitOptions, jitOptionsValues)?;
+        check_library_options(numLibraryOptions, libraryOptions, libraryOptionValues)?;
+        let d = drv()?;
+        let h = with_image(code, jit, |s, o, lg| d.library_load(s, o, lg))?;
+        out.set(library(h));
+        Ok(())
+    }
+}
+
+api! {
+    fn cuLibraryLoadFromFile(library_: *mut CUlibrary, fileName: *const c_char, jitOptions: *mut CUjit_option, jitOptionsValues: *mut *mut c_void, numJitOptions: c_uint, libraryOptions: *mut CUlibraryOption, libraryOptionValues: *mut *mut c_void, numLibraryOptions: c_uint) {
+        let out = Out::new(library_, "library")?;
+        let path = cstr(fileName, "fileName")?;
+        let jit = parse_jit(numJitOptions, jitOptions, jitOptionsValues)?;
+        check_library_options(numLibraryOptions, libraryOptions, libraryOptionValues)?;
+        let d = drv()?;
+        let h = with_file(path, jit, |s, o, lg| d.library_load(s, o, lg))?;
+        out.set(library(h));
+        Ok(())
+    }
+}
+
+api! {
+    fn cuLibraryUnload(library_: CUlibrary) {
+        drv()?.library_unload(l(library_))
+    }
+}
+
+api! {
+    fn cuLibraryGetKernel(pKernel: *mut CUkernel, library_: CUlibrary, name: *const c_char) {
+        let out = Out::new(pKernel, "pKernel")?;
+        let name = cstr(name, "name")?;
+        out.set(CUkernel::from_addr(drv()?.library_get_kernel(l(library_), name)? as usize));
+        Ok(())
+    }
+}
+
+api! {
+    fn cuLibraryGetKernelCount(count: *mut c_uint, lib: CUlibrary) {
+        let out = Out::new(count, "count")?;
+        out.set(drv()?.library_kernel_count(l(lib))?);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuLibraryEnumerateKernels(kernels: *mut CUkernel, numKernels: c_uint, lib: CUlibrary) {
+        if kernels.is_null() {
+            return Err(Error::InvalidValue("kernels is NULL".into()));
+        }
+        let all = drv()?.library_kernels(l(lib))?;
+        for (i, kh) in all.iter().take(numKernels as usize).enumerate() {
+            kernels.add(i).write_unaligned(CUkernel::from_addr(*kh as usize));
+        }
+        Ok(())
+    }
+}
+
+api! {
+    fn cuLibraryGetModule(pMod: *mut CUmodule, library_: CUlibrary) {
+        let out = Out::new(pMod, "pMod")?;
+        out.set(module(drv()?.library_get_module(l(library_))?));
+        Ok(())
+    }
+}
+
+api! {
+    fn cuLibraryGetGlobal(dptr: *mut CUdeviceptr, bytes: *mut usize, library_: CUlibrary, name: *const c_char) {
+        let name = cstr(name, "name")?;
+        let (p, n) = drv()?.library_get_global(l(library_), name, false)?;
+        set_opt(dptr, p);
+        set_opt(bytes, n);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuLibraryGetManaged(dptr: *mut CUdeviceptr, bytes: *mut usize, library_: CUlibrary, name: *const c_char) {
+        let name = cstr(name, "name")?;
+        let (p, n) = drv()?.library_get_global(l(library_), name, true)?;
+        set_opt(dptr, p);
+        set_opt(bytes, n);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuLibraryGetUnifiedFunction(fptr: *mut *mut c_void, library_: CUlibrary, symbol: *const c_char) {
+        let out = Out::new(fptr, "fptr")?;
+        let name = cstr(symbol, "symbol")?;
+        drv()?.library_kernel_count(l(library_))?;
+        out.set(std::ptr::null_mut());
+        Err(Error::NotFound(format!("no unified function {name:?}")))
+    }
+}
+
+api! {
+    fn cuKernelGetFunction(pFunc: *mut CUfunction, kernel: CUkernel) {
+        let out = Out::new(pFunc, "pFunc")?;
+        out.set(CUfunction::from_addr(drv()?.kernel_get_function(k(kernel))? as usize));
+        Ok(())
+    }
+}
+
+api! {
+    fn cuKernelGetLibrary(pLib: *mut CUlibrary, kernel: CUkernel) {
+        let out = Out::new(pLib, "pLib")?;
+        out.set(library(drv()?.kernel_get_library(k(kernel))?));
+        Ok(())
+    }
+}
+
+/// Names handed to C stay valid for the life of the process.
+fn interned_name(h: u64, name: String) -> *const c_char {
+    static NAMES: Mutex<Option<HashMap<u64, CString>>> = Mutex::new(None);
+    let mut g = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let map = g.get_or_insert_with(HashMap::new);
+    map.entry(h)
+        .or_insert_with(|| CString::new(name).unwrap_or_default())
+        .as_ptr()
+}
+
+api! {
+    fn cuKernelGetName(name: *mut *const c_char, hfunc: CUkernel) {
+        let out = Out::new(name, "name")?;
+        let n = drv()?.func_get_name(k(hfunc))?;
+        out.set(interned_name(k(hfunc), n));
+        Ok(())
+    }
+}
+
+api! {
+    fn cuFuncGetName(name: *mut *const c_char, hfunc: CUfunction) {
+        let out = Out::new(name, "name")?;
+        let h = hfunc.addr() as u64;
+        let n = drv()?.func_get_name(h)?;
+        out.set(interned_name(h, n));
+        Ok(())
+    }
+}
+
+unsafe fn param_info(f: u64, index: usize, offset: *mut usize, size: *mut usize) -> Result<(), Error> {
+    let out = Out::new(offset, "paramOffset")?;
+    let (o, s) = drv()?.func_param_info(f, index)?;
+    out.set(o);
+    set_opt(size, s);
+    Ok(())
+}
+
+api! {
+    fn cuKernelGetParamInfo(kernel: CUkernel, paramIndex: usize, paramOffset: *mut usize, paramSize: *mut usize) {
+        param_info(k(kernel), paramIndex, paramOffset, paramSize)
+    }
+}
+
+api! {
+    fn cuFuncGetParamInfo(func: CUfunction, paramIndex: usize, paramOffset: *mut usize, paramSize: *mut usize) {
+        param_info(func.addr() as u64, paramIndex, paramOffset, paramSize)
+    }
+}
+
+api! {
+    fn cuKernelGetParamCount(kernel: CUkernel, paramCount: *mut usize) {
+        let out = Out::new(paramCount, "paramCount")?;
+        out.set(drv()?.func_desc(k(kernel))?.params.len());
+        Ok(())
+    }
+}
+
+api! {
+    fn cuFuncGetParamCount(func: CUfunction, paramCount: *mut usize) {
+        let out = Out::new(paramCount, "paramCount")?;
+        out.set(drv()?.func_desc(func.addr() as u64)?.params.len());
+        Ok(())
+    }
+}
+
+api! {
+    fn cuFuncGetModule(hmod: *mut CUmodule, hfunc: CUfunction) {
+        let out = Out::new(hmod, "hmod")?;
+        out.set(module(drv()?.func_get_module(hfunc.addr() as u64)?));
+        Ok(())
+    }
+}
+
+api! {
+    fn cuFuncIsLoaded(state: *mut CUfunctionLoadingState, function: CUfunction) {
+        let out = Out::new(state, "state")?;
+        drv()?.func_desc(function.addr() as u64)?;
+        out.set(CUfunctionLoadingState::CU_FUNCTION_LOADING_STATE_LOADED);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuFuncLoad(function: CUfunction) {
+        drv()?.func_desc(function.addr() as u64).map(|_| ())
+    }
+}
+
+api! {
+    fn cuFuncGetAttribute(pi: *mut c_int, attrib: CUfunction_attribute, hfunc: CUfunction) {
+        let out = Out::new(pi, "pi")?;
+        out.set(drv()?.func_get_attribute(hfunc.addr() as u64, attrib)?);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuFuncSetAttribute(hfunc: CUfunction, attrib: CUfunction_attribute, value: c_int) {
+        drv()?.func_set_attribute(hfunc.addr() as u64, attrib, value)
+    }
+}
+
+api! {
+    fn cuFuncSetCacheConfig(hfunc: CUfunction, config: CUfunc_cache) {
+        drv()?.func_set_cache_config(hfunc.addr() as u64, config.0)
+    }
+}
+
+api! {
+    fn cuFuncSetSharedMemConfig(hfunc: CUfunction, config: CUsharedconfig) {
+        drv()?.func_set_shared_mem_config(hfunc.addr() as u64, config.0)
+    }
+}
+
+api! {
+    fn cuKernelGetAttribute(pi: *mut c_int, attrib: CUfunction_attribute, kernel: CUkernel, dev: CUdevice) {
+        let out = Out::new(pi, "pi")?;
+        let d = drv()?;
+        d.device_props(dev)?;
+        out.set(d.func_get_attribute(k(kernel), attrib)?);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuKernelSetAttribute(attrib: CUfunction_attribute, val: c_int, kernel: CUkernel, dev: CUdevice) {
+        let d = drv()?;
+        d.device_props(dev)?;
+        d.func_set_attribute(k(kernel), attrib, val)
+    }
+}
+
+api! {
+    fn cuKernelSetCacheConfig(kernel: CUkernel, config: CUfunc_cache, dev: CUdevice) {
+        let d = drv()?;
+        d.device_props(dev)?;
+        d.func_set_cache_config(k(kernel), config.0)
+    }
+}
+
+// ---- linking ----
+
+static LINK_LOGS: Mutex<Option<HashMap<u64, LogTarget>>> = Mutex::new(None);
+
+fn link_target(h: u64) -> LogTarget {
+    let g = LINK_LOGS.lock().unwrap_or_else(|e| e.into_inner());
+    g.as_ref().and_then(|m| m.get(&h).copied()).unwrap_or_default()
+}
+
+unsafe fn link_create(numOptions: c_uint, options: *mut CUjit_option, optionValues: *mut *mut c_void, stateOut: *mut CUlinkState) -> Result<(), Error> {
+    let out = Out::new(stateOut, "stateOut")?;
+    let jit = parse_jit(numOptions, options, optionValues)?;
+    let h = drv()?.link_create(jit.options)?;
+    LINK_LOGS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .insert(h, jit.target);
+    out.set(CUlinkState::from_addr(h as usize));
+    Ok(())
+}
+
+unsafe fn link_add(state: CUlinkState, typ: CUjitInputType, bytes: &[u8], name: &str) -> Result<(), Error> {
+    let d = drv()?;
+    let h = state.addr() as u64;
+    let mut log = JitLog::default();
+    let r = match typ {
+        CUjitInputType::CU_JIT_INPUT_PTX | CUjitInputType::CU_JIT_INPUT_FATBINARY | CUjitInputType::CU_JIT_INPUT_CUBIN => {
+            match fatbin::Image::parse(bytes) {
+                Ok(img) => d.link_add(h, ModuleSource::Image(&img), name, &mut log),
+                Err(e) => Err(image_error(e)),
+            }
+        }
+        t if t.0 < CUjitInputType::CU_JIT_NUM_INPUT_TYPES.0 => {
+            Err(Error::NotSupported(format!("linking input type {} ({name})", t.0)))
+        }
+        t => Err(Error::InvalidValue(format!("unknown input type {}", t.0))),
+    };
+    if let Err(e) = &r {
+        if log.error.is_empty() {
+            log.error = format!("anycuda: {name}: {e}");
+        }
+    }
+    write_logs(&link_target(h), &log);
+    r
+}
+
+api! {
+    fn cuLinkCreate_v2(numOptions: c_uint, options: *mut CUjit_option, optionValues: *mut *mut c_void, stateOut: *mut CUlinkState) {
+        link_create(numOptions, options, optionValues, stateOut)
+    }
+}
+
+api! {
+    fn cuLinkCreate(numOptions: c_uint, options: *mut CUjit_option, optionValues: *mut *mut c_void, stateOut: *mut CUlinkState) {
+        link_create(numOptions, options, optionValues, stateOut)
+    }
+}
+
+unsafe fn link_add_data(state: CUlinkState, typ: CUjitInputType, data: *mut c_void, size: usize, name: *const c_char, numOptions: c_uint, options: *mut CUjit_option, optionValues: *mut *mut c_void) -> Result<(), Error> {
+    if data.is_null() || size == 0 {
+        return Err(Error::InvalidValue("no data".into()));
+    }
+    parse_jit(numOptions, options, optionValues)?;
+    let name = if name.is_null() { "input" } else { cstr(name, "name")? };
+    let bytes = std::slice::from_raw_parts(data as *const u8, size);
+    link_add(state, typ, bytes, name)
+}
+
+api! {
+    fn cuLinkAddData_v2(state: CUlinkState, typ: CUjitInputType, data: *mut c_void, size: usize, name: *const c_char, numOptions: c_uint, options: *mut CUjit_option, optionValues: *mut *mut c_void) {
+        link_add_data(state, typ, data, size, name, numOptions, options, optionValues)
+    }
+}
+
+api! {
+    fn cuLinkAddData(state: CUlinkState, typ: CUjitInputType, data: *mut c_void, size: usize, name: *const c_char, numOptions: c_uint, options: *mut CUjit_option, optionValues: *mut *mut c_void) {
+        link_add_data(state, typ, data, size, name, numOptions, options, optionValues)
+    }
+}
+
+unsafe fn link_add_file(state: CUlinkState, typ: CUjitInputType, path: *const c_char, numOptions: c_uint, options: *mut CUjit_option, optionValues: *mut *mut c_void) -> Result<(), Error> {
+    let p = cstr(path, "path")?;
+    parse_jit(numOptions, options, optionValues)?;
+    let bytes = read_file(p)?;
+    link_add(state, typ, &bytes, p)
+}
+
+api! {
+    fn cuLinkAddFile_v2(state: CUlinkState, typ: CUjitInputType, path: *const c_char, numOptions: c_uint, options: *mut CUjit_option, optionValues: *mut *mut c_void) {
+        link_add_file(state, typ, path, numOptions, options, optionValues)
+    }
+}
+
+api! {
+    fn cuLinkAddFile(state: CUlinkState, typ: CUjitInputType, path: *const c_char, numOptions: c_uint, options: *mut CUjit_option, optionValues: *mut *mut c_void) {
+        link_add_file(state, typ, path, numOptions, options, optionValues)
+    }
+}
+
+api! {
+    fn cuLinkComplete(state: CUlinkState, cubinOut: *mut *mut c_void, sizeOut: *mut usize) {
+        let out = Out::new(cubinOut, "cubinOut")?;
+        let h = state.addr() as u64;
+        let mut log = JitLog::default();
+        let r = drv()?.link_complete(h, &mut log);
+        write_logs(&link_target(h), &log);
+        let (p, n) = r?;
+        out.set(p as *mut c_void);
+        set_opt(sizeOut, n);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuLinkDestroy(state: CUlinkState) {
+        let h = state.addr() as u64;
+        drv()?.link_destroy(h)?;
+        if let Some(m) = LINK_LOGS.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            m.remove(&h);
+        }
+        Ok(())
+    }
+}
