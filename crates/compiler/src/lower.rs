@@ -547,6 +547,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let Some(g) = inst.guard else {
             return self.dispatch(inst);
         };
+        if self.reg_tys[g.reg as usize] != Ty::I1 {
+            return self.invalid("a guard must be a predicate register");
+        }
         let p = self.load_reg(g.reg);
         if inst.op == Opcode::Bra {
             // A predicated branch is a conditional branch.

@@ -1094,7 +1094,9 @@ impl<'a> Parser<'a> {
             let negate = self.eat(T::Bang);
             let g = self.expect(T::Ident, "a predicate register")?;
             match self.resolve(fs, self.text(g)) {
-                Some(Resolved::Reg(reg)) => Some(Guard { reg, negate }),
+                Some(Resolved::Reg(reg)) if fs.vars[fs.body.regs[reg as usize].var as usize].ty == Type::Pred => {
+                    Some(Guard { reg, negate })
+                }
                 _ => {
                     self.error(Self::span(g), format!("`{}` is not a declared predicate register", self.text(g)), None);
                     return Err(());

@@ -134,3 +134,10 @@ fn duplicate_label_and_function() {
     assert_eq!(d.0[0].message, "function `k` is defined twice");
     assert_eq!(d.0[0].line, 4);
 }
+
+#[test]
+fn guard_must_be_a_predicate() {
+    let d = one(&format!("{REGS}\n@%r1 bra $L;\n$L:\nret;"));
+    assert_eq!(d.message, "`%r1` is not a declared predicate register");
+    assert_eq!((d.line, d.column), (7, 2));
+}

@@ -1,0 +1,62 @@
+//! Unsupported and invalid PTX is an error naming the instruction and its
+//! position, never a crash and never silently dropped code.
+
+use compiler::{compile, CompileError, Target};
+
+fn compile_src(body: &str) -> Result<compiler::CompiledModule, CompileError> {
+    let src = format!(
+        ".version 8.0\n.target sm_80\n.address_size 64\n.global .texref tex;\n\
+         .extern .func (.param .b32 r) mystery(.param .b32 a);\n\
+         .visible .entry k(.param .u64 p)\n{{\n.reg .b32 %r<8>;\n.reg .f32 %f<8>;\n.reg .b64 %rd<4>;\n.reg .pred %q<2>;\n{body}\nret;\n}}\n"
+    );
+    let module = ptx::parse(&src).unwrap_or_else(|d| panic!("test PTX must parse: {d}\n{src}"));
+    compile(&module, &src, &Target::HostCpu)
+}
+
+fn unsupported(body: &str) -> (String, u32, u32) {
+    match compile_src(body) {
+        Err(CompileError::Unsupported { what, line, column, function }) => {
+            assert_eq!(function, "k");
+            (what, line, column)
+        }
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+}
+
+#[test]
+fn texture_instruction_is_named_with_its_position() {
+    let (what, line, column) = unsupported("mov.u32 %r1, 0;\n  tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [tex, {%f5, %f6}];");
+    assert!(what.contains("tex.2d.v4.f32.f32"), "{what}");
+    assert_eq!((line, column), (13, 3));
+}
+
+#[test]
+fn tensor_core_instruction_is_named() {
+    let (what, line, _) = unsupported("wmma.load.a.sync.aligned.row.m16n16k16.f16 {%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r0}, [%rd1];");
+    assert!(what.contains("wmma.load.a.sync.aligned.row.m16n16k16.f16"), "{what}");
+    assert_eq!(line, 12);
+}
+
+#[test]
+fn call_to_a_function_without_definition_is_named() {
+    let (what, line, _) = unsupported("{\n.param .b32 a0;\nst.param.b32 [a0], 1;\n.param .b32 r0;\ncall.uni (r0), mystery, (a0);\n}");
+    assert!(what.contains("`mystery`"), "{what}");
+    assert_eq!(line, 16);
+}
+
+#[test]
+fn error_message_names_function_line_and_column() {
+    let e = compile_src("tld4.r.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [tex, {%f5, %f6}];").expect_err("unsupported");
+    assert_eq!(e.to_string(), "12:1: unsupported: instruction `tld4.r.2d.v4.f32.f32` (in `k`)");
+}
+
+#[test]
+fn a_module_with_an_unsupported_instruction_is_rejected_whole() {
+    // One bad kernel among good ones still fails the module: nothing is dropped.
+    let src = ".version 8.0\n.target sm_80\n.address_size 64\n\
+               .visible .entry good() { ret; }\n\
+               .visible .entry bad() { .reg .b32 %r<2>; suld.b.2d.b32.trap {%r1}, [%r0, {%r0, %r0}]; ret; }\n";
+    let module = ptx::parse(src).expect("parses");
+    let e = compile(&module, src, &Target::HostCpu).expect_err("rejected");
+    assert!(matches!(e, CompileError::Unsupported { ref function, .. } if function == "bad"), "{e}");
+}
