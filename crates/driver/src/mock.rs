@@ -567,6 +567,12 @@ pub fn scan_ptx(ptx: &str) -> Result<PtxScan, String> {
                 if prev != Some(".extern") {
                     let managed = toks[i + 1..].iter().take(6).any(|t| t.contains(".managed"));
                     let mut j = i + 1;
+                    if toks.get(j).map(String::as_str) == Some(".attribute") {
+                        while j < toks.len() && toks[j] != ")" {
+                            j += 1;
+                        }
+                        j += 1;
+                    }
                     if let Some((name, size, _)) = declaration(&toks, &mut j) {
                         scan.globals.push(GlobalDesc {
                             name,
