@@ -4,4 +4,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 source scripts/env.sh
-cargo test --workspace --all-targets
+
+# The CUDA programs of tests/cuda: the PTX corpus of the parser tests and
+# the executables the driver tests run (incremental).
+scripts/build-cuda-tests.sh
+
+# Every crate of the workspace (benchmarks are built, not run).
+cargo test --workspace
+cargo check --workspace --benches --quiet
+
+# Crates that build on their own until they join the workspace.
+for c in driver libcuda; do
+    if [ -f "crates/$c/Cargo.toml" ] && grep -q '^\[workspace\]' "crates/$c/Cargo.toml"; then
+        cargo test --manifest-path "crates/$c/Cargo.toml"
+    fi
+done
