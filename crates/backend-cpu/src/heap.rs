@@ -76,12 +76,13 @@ impl DeviceHeap {
     /// Frees a block from [`alloc`](Self::alloc); other pointers (including
     /// null and double frees) are ignored.
     pub fn free(&self, block: *mut u8) {
+        let address = block as usize;
         let mut state = self.lock();
-        if let Some(size) = state.blocks.remove(&(block as usize)) {
+        if let Some(size) = state.blocks.remove(&address) {
             state.used -= size;
-            // SAFETY: the block came from `alloc` with this layout and was
-            // still live (it was in the table).
-            unsafe { std::alloc::dealloc(block, Layout::from_size_align_unchecked(size, ALIGN)) };
+            // SAFETY: the table only holds live blocks from `alloc`, with
+            // their sizes; this one was just removed from it.
+            unsafe { std::alloc::dealloc(address as *mut u8, Layout::from_size_align_unchecked(size, ALIGN)) };
         }
     }
 }

@@ -101,7 +101,7 @@ unsafe extern "C" fn bar_red_kernel(p: *const u8, c: *mut BlockCtx, x: u32, y: u
     unsafe {
         let out = arg(p, 0) as *mut u32;
         let t = linear(ctx(c), x, y, z);
-        let popc = __anycuda_barrier_red(c, t, 0, 0, bar_red::POPC, (t % 3 == 0) as u32, 1);
+        let popc = __anycuda_barrier_red(c, t, 0, 0, bar_red::POPC, t.is_multiple_of(3) as u32, 1);
         let all = __anycuda_barrier_red(c, t, 1, 0, bar_red::AND, (t < 1000) as u32, 2);
         let all_false = __anycuda_barrier_red(c, t, 0, 0, bar_red::AND, (t != 17) as u32, 3);
         let any = __anycuda_barrier_red(c, t, 2, 0, bar_red::OR, (t == 99) as u32, 4);
@@ -434,6 +434,7 @@ fn null_pointer_writes_fail_the_launch_and_the_executor_lives_on() {
 }
 
 #[inline(never)]
+#[allow(unconditional_recursion)]
 fn recurse(depth: u64, buffer: &mut [u8; 512]) -> u64 {
     let mut local = [0u8; 512];
     local[(depth % 512) as usize] = buffer[(depth * 7 % 512) as usize].wrapping_add(1);

@@ -171,7 +171,7 @@ fn shfl_in_divergent_halves() {
 
 fn pred_of(t: u32, case: u32) -> bool {
     match case {
-        0 => t % 3 == 0,
+        0 => t.is_multiple_of(3),
         1 => true,
         2 => false,
         3 => t < 20,

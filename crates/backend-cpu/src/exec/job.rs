@@ -106,6 +106,12 @@ impl Job {
             )));
         };
         let nblocks = grid.iter().map(|&d| u64::from(d)).product::<u64>();
+        let co_resident = shared.config.max_workers.max(shared.nsmid as usize) as u64 + 1;
+        if options.cooperative && nblocks > co_resident {
+            return Err(LaunchError::InvalidConfiguration(format!(
+                "cooperative launch of {nblocks} blocks; at most {co_resident} can run at once"
+            )));
+        }
         if (params.len() as u64) < u64::from(info.param_bytes) {
             return Err(LaunchError::InvalidConfiguration(format!(
                 "kernel {} takes {} bytes of parameters, {} given",

@@ -18,13 +18,25 @@ const MAX_POOLED_STACKS: usize = 1024;
 pub(crate) struct GuardedStack {
     mapping: usize,
     len: usize,
+    /// Bytes left unused at the top. Stacks are mapped at multiples of
+    /// their (large, power-of-two-ish) size, so without an offset the hot
+    /// top of every stack falls into the same cache sets and thousands of
+    /// thread switches thrash them.
+    color: usize,
 }
+
+/// Distinct top offsets for 1024 consecutive stacks: one page plus one
+/// cache line apart, modulo 64 KiB.
+const COLOR_STEP: usize = 4096 + 64;
+const COLOR_SPAN: usize = 64 << 10;
 
 impl GuardedStack {
     pub(crate) fn new(size: usize) -> std::io::Result<GuardedStack> {
         let page = page_size();
-        let size = size.max(16 << 10).div_ceil(page) * page;
+        let size = size.max(16 << 10).div_ceil(page) * page + COLOR_SPAN;
         let len = size + GUARD_BYTES.div_ceil(page) * page;
+        static NEXT_COLOR: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let color = NEXT_COLOR.fetch_add(1, std::sync::atomic::Ordering::Relaxed).wrapping_mul(COLOR_STEP) % COLOR_SPAN;
         // SAFETY: a fresh private anonymous mapping; only its upper `size`
         // bytes are made accessible.
         unsafe {
@@ -39,7 +51,7 @@ impl GuardedStack {
             if mapping == libc::MAP_FAILED {
                 return Err(std::io::Error::last_os_error());
             }
-            let stack = GuardedStack { mapping: mapping as usize, len };
+            let stack = GuardedStack { mapping: mapping as usize, len, color };
             if libc::mprotect(
                 mapping.cast::<u8>().add(len - size).cast(),
                 size,
@@ -52,9 +64,9 @@ impl GuardedStack {
         }
     }
 
-    /// Usable bytes.
+    /// Usable bytes (at least what was asked for).
     pub(crate) fn size(&self) -> usize {
-        self.len - GUARD_BYTES.div_ceil(page_size()) * page_size()
+        self.len - GUARD_BYTES.div_ceil(page_size()) * page_size() - COLOR_SPAN
     }
 
     /// Lowest address of the mapping (the guard's bottom).
@@ -64,11 +76,12 @@ impl GuardedStack {
 
     /// Lowest usable address.
     pub(crate) fn usable_low(&self) -> usize {
-        self.mapping + self.len - self.size()
+        self.mapping + GUARD_BYTES.div_ceil(page_size()) * page_size()
     }
 
+    /// Where the stack starts (grows down from).
     pub(crate) fn top(&self) -> usize {
-        self.mapping + self.len
+        self.mapping + self.len - self.color
     }
 }
 
@@ -85,6 +98,7 @@ impl Drop for GuardedStack {
 // guard region below the usable memory, which is at least 16 KiB.
 unsafe impl Stack for GuardedStack {
     fn base(&self) -> StackPointer {
+        // The color is a multiple of 64, so the base stays 16-byte aligned.
         StackPointer::new(self.top()).unwrap_or(StackPointer::MIN)
     }
 

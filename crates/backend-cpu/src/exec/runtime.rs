@@ -434,7 +434,7 @@ pub unsafe extern "C" fn __anycuda_yield(ctx: *mut BlockCtx, _thread: u32) {
         let slot = rt.slot();
         let count = slot.yields.get().wrapping_add(1);
         slot.yields.set(count);
-        if count % YIELD_EVERY == 0 {
+        if count.is_multiple_of(YIELD_EVERY) {
             rt.park(Wait::Yield);
         }
     } else {
@@ -445,7 +445,7 @@ pub unsafe extern "C" fn __anycuda_yield(ctx: *mut BlockCtx, _thread: u32) {
 fn fast_path_yield(rt: &BlockRt) {
     let count = rt.fast_yields.get().wrapping_add(1);
     rt.fast_yields.set(count);
-    if count % 256 == 0 {
+    if count.is_multiple_of(256) {
         let job = rt.job();
         job.yields.fetch_add(1, Ordering::Relaxed);
         if job.failed() {

@@ -55,7 +55,7 @@ struct Barrier {
 #[derive(Default)]
 pub(crate) struct SchedState {
     slots: Vec<Slot>,
-    coroutines: Vec<ThreadCoroutine>,
+    coroutines: Vec<Option<ThreadCoroutine>>,
     /// Lowest address of each thread's stack mapping, for fault handling.
     limits: Vec<usize>,
     state: Vec<State>,
@@ -64,6 +64,8 @@ pub(crate) struct SchedState {
     warp_live: Vec<u32>,
     warp_parked: Vec<u32>,
     barriers: [Barrier; 16],
+    /// Barriers with arrivals in their current phase.
+    active_barriers: u16,
     live: u32,
     /// Consecutive yields with no other event in between.
     streak: usize,
@@ -115,15 +117,13 @@ impl SchedState {
     }
 
     fn run_block(&mut self, env: &Env, local: &mut Local, ctx: &mut BlockCtx) -> Result<(), LaunchError> {
-        let created = self.create_threads(env, local, ctx);
-        let result = created.and_then(|()| self.schedule(env));
+        self.reset(env.job.nthreads as usize);
+        let result = self.schedule(env, local, ctx);
         self.release_threads(local);
         result
     }
 
-    fn create_threads(&mut self, env: &Env, local: &mut Local, ctx: &mut BlockCtx) -> Result<(), LaunchError> {
-        let job = env.job;
-        let n = job.nthreads as usize;
+    fn reset(&mut self, n: usize) {
         self.state.clear();
         self.state.resize(n, State::Ready);
         self.arrived_only.clear();
@@ -147,41 +147,52 @@ impl SchedState {
             barrier.waiters.clear();
             barrier.arrivals.clear();
         }
+        self.active_barriers = 0;
         self.live = n as u32;
         self.streak = 0;
         self.spin_rounds = 0;
+        self.coroutines.clear();
+        self.coroutines.resize_with(n, || None);
+        self.limits.clear();
+        self.limits.resize(n, 0);
+    }
+
+    /// Creates thread `t`'s coroutine when it first runs, so that threads
+    /// that finish without suspending hand their (cache-hot) stack straight
+    /// to the next thread.
+    fn start_thread(&mut self, env: &Env, local: &mut Local, ctx: &mut BlockCtx, t: u32) -> Result<(), LaunchError> {
+        let job = env.job;
         let stack_size = job.shared.thread_stack_size.load(Ordering::Relaxed);
+        let stack = local.take_thread_stack(stack_size).map_err(|error| {
+            LaunchError::OutOfResources(format!("stack for thread {t} of a block of {}: {error}", job.nthreads))
+        })?;
+        let slot = env.rt_slot(t);
+        slot.wait.set(Wait::None);
+        slot.result.set(0);
+        slot.yields.set(0);
+        slot.stack.set((stack.usable_low(), stack.top()));
+        self.limits[t as usize] = stack.lowest();
+        let slot_ptr: *const Slot = slot;
         let ctx_ptr: *mut BlockCtx = ctx;
         let params = job.params();
         let thread_fn = job.thread_fn;
-        for t in 0..n {
-            let stack = local.take_thread_stack(stack_size).map_err(|error| {
-                LaunchError::OutOfResources(format!("stack for thread {t} of a block of {n}: {error}"))
-            })?;
-            let slot = &self.slots[t];
-            slot.wait.set(Wait::None);
-            slot.result.set(0);
-            slot.yields.set(0);
-            slot.stack.set((stack.usable_low(), stack.top()));
-            self.limits.push(stack.lowest());
-            let slot_ptr: *const Slot = slot;
-            let [x, y, z] = env.rt.thread_coords(t as u32);
-            self.coroutines.push(Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| -> RunEnd {
-                // SAFETY: the slot, context and parameters outlive the
-                // coroutine (it is finished or reset before `run_block`
-                // returns); the kernel function has the ThreadFn contract.
-                unsafe {
-                    (*slot_ptr).yielder.set(yielder);
-                    thread_fn(params, ctx_ptr, x, y, z);
-                }
-                Ok(())
-            }));
-        }
+        let [x, y, z] = env.rt.thread_coords(t);
+        self.coroutines[t as usize] = Some(Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| -> RunEnd {
+            // SAFETY: the slot, context and parameters outlive the
+            // coroutine (it is finished or reset before `run_block`
+            // returns); the kernel function has the ThreadFn contract.
+            unsafe {
+                (*slot_ptr).yielder.set(yielder);
+                thread_fn(params, ctx_ptr, x, y, z);
+            }
+            Ok(())
+        }));
         Ok(())
     }
 
-    fn release_threads(&mut self, local: &mut Local) {
-        for mut coroutine in self.coroutines.drain(..) {
+    /// Returns a finished (or abandoned) thread's stack to the pool.
+    fn retire_thread(&mut self, local: &mut Local, t: u32) {
+        if let Some(mut coroutine) = self.coroutines[t as usize].take() {
             if !coroutine.done() {
                 // SAFETY: the thread is abandoned mid-way (exit, failure or
                 // never started); its stack holds only JIT frames and
@@ -191,13 +202,23 @@ impl SchedState {
             }
             local.put_thread_stack(coroutine.into_stack());
         }
-        self.limits.clear();
     }
 
-    fn schedule(&mut self, env: &Env) -> Result<(), LaunchError> {
+    fn release_threads(&mut self, local: &mut Local) {
+        for t in 0..self.coroutines.len() {
+            self.retire_thread(local, t as u32);
+        }
+    }
+
+    fn schedule(&mut self, env: &Env, local: &mut Local, ctx: &mut BlockCtx) -> Result<(), LaunchError> {
         loop {
             while let Some(t) = self.run.pop_front() {
-                self.step(env, t)?;
+                if self.coroutines[t as usize].is_none() {
+                    self.start_thread(env, local, ctx, t)?;
+                }
+                if self.step(env, t)? {
+                    self.retire_thread(local, t);
+                }
             }
             if self.live == 0 {
                 return Ok(());
@@ -208,10 +229,13 @@ impl SchedState {
         }
     }
 
-    fn step(&mut self, env: &Env, t: u32) -> Result<(), LaunchError> {
+    /// Resumes thread `t` until it suspends; returns whether it is gone.
+    fn step(&mut self, env: &Env, t: u32) -> Result<bool, LaunchError> {
         let index = t as usize;
         env.rt.current.set(t);
-        let coroutine = &mut self.coroutines[index];
+        let Some(coroutine) = self.coroutines[index].as_mut() else {
+            return Err(LaunchError::Internal(format!("thread {t} has no coroutine")));
+        };
         fault::arm(coroutine.trap_handler(), self.limits[index]);
         let result = coroutine.resume(());
         fault::disarm();
@@ -219,7 +243,7 @@ impl SchedState {
             CoroutineResult::Return(Ok(())) => {
                 self.streak = 0;
                 self.exit(env, t);
-                Ok(())
+                Ok(true)
             }
             CoroutineResult::Return(Err(fault)) => {
                 env.fp.restore();
@@ -228,21 +252,21 @@ impl SchedState {
                 Err(fault.into_error(env.block))
             }
             CoroutineResult::Yield(()) => match env.rt_slot(t).wait.get() {
-                Wait::Yield => self.on_yield(env, t),
+                Wait::Yield => self.on_yield(env, t).map(|()| false),
                 Wait::Barrier { id, count, red, wait, .. } => {
                     self.progress();
                     self.arrive(env, t, id as usize, count, red, wait);
-                    Ok(())
+                    Ok(false)
                 }
                 Wait::Warp { .. } => {
                     self.progress();
                     self.park_warp(env, t);
-                    Ok(())
+                    Ok(false)
                 }
                 Wait::Exit => {
                     self.progress();
                     self.exit(env, t);
-                    Ok(())
+                    Ok(true)
                 }
                 Wait::Fail => {
                     env.fp.restore();
@@ -296,11 +320,14 @@ impl SchedState {
             if barrier.count == 0 {
                 barrier.arrived -= 1;
                 barrier.arrivals.retain(|&other| other != t);
+                if barrier.arrived == 0 {
+                    self.active_barriers &= !(1 << id);
+                }
             }
         }
-        for id in 0..self.barriers.len() {
-            if self.barriers[id].count == 0 {
-                self.check_barrier(env, id);
+        for id in lanes(u32::from(self.active_barriers)) {
+            if self.barriers[id as usize].count == 0 {
+                self.check_barrier(env, id as usize);
             }
         }
     }
@@ -315,6 +342,7 @@ impl SchedState {
             barrier.op = None;
         }
         barrier.arrived += 1;
+        self.active_barriers |= 1 << id;
         if let Some((op, pred)) = red {
             barrier.op = Some(op);
             barrier.popc += u32::from(pred);
@@ -358,6 +386,7 @@ impl SchedState {
         barrier.waiters.clear();
         barrier.arrivals.clear();
         barrier.arrived = 0;
+        self.active_barriers &= !(1 << id);
     }
 
     fn park_warp(&mut self, env: &Env, t: u32) {
