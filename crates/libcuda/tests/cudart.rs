@@ -65,14 +65,20 @@ fn build(source: &str, cudart: Cudart, extra: &[&str]) -> PathBuf {
     exe
 }
 
-/// A directory holding `libcuda.so.1` -> the built library.
+/// A directory holding `libcuda.so.1` -> the built library, made once per
+/// test process (the tests run concurrently and must not replace the link
+/// under each other's feet).
 fn driver_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("libcuda-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let link = dir.join("libcuda.so.1");
-    let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(common::lib_path(), &link).expect("symlink");
-    dir
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("libcuda-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let link = dir.join("libcuda.so.1");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(common::lib_path(), &link).expect("symlink");
+        dir
+    })
+    .clone()
 }
 
 fn run(exe: &Path, cudart: Cudart, args: &[&str]) -> String {
