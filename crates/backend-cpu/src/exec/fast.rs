@@ -8,7 +8,7 @@ use std::sync::Arc;
 use compiler::cpu_abi::BlockCtx;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-use super::fault::{self, FpState, RunEnd};
+use super::fault::{self, FpState, RunEnd, TrapSlot};
 use super::job::Job;
 use super::local::Local;
 use super::runtime::BlockRt;
@@ -63,9 +63,12 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
             Ok(())
         });
     let fp = FpState::save();
-    fault::arm(coroutine.trap_handler(), limit);
+    let trap = TrapSlot::default();
+    let registration = fault::register(&trap);
+    trap.arm(coroutine.trap_handler(), limit);
     let result = coroutine.resume(());
-    fault::disarm();
+    trap.disarm();
+    drop(registration);
     let error = match result {
         CoroutineResult::Return(Ok(())) => None,
         CoroutineResult::Return(Err(fault)) => Some(fault.into_error(rt.block.get())),

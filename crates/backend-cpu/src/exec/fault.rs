@@ -14,7 +14,7 @@
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::{c_int, c_void};
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{compiler_fence, AtomicUsize, Ordering};
 use std::sync::Once;
 
 use corosensei::trap::CoroutineTrapHandler;
@@ -58,20 +58,51 @@ struct Armed {
     limit: usize,
 }
 
+/// A runner's record of the coroutine it is running kernel code in. The
+/// runner registers it with [`register`] once per launch and then arms it
+/// around each resume with plain stores (no thread-local access per
+/// switch, which is a function call when this library is loaded with
+/// `dlopen`).
+#[derive(Default)]
+pub(crate) struct TrapSlot {
+    armed: Cell<Option<Armed>>,
+}
+
+impl TrapSlot {
+    /// The coroutine of `handler` is about to run kernel code.
+    #[inline]
+    pub(crate) fn arm(&self, handler: CoroutineTrapHandler<RunEnd>, stack_limit: usize) {
+        self.armed.set(Some(Armed { handler, limit: stack_limit }));
+        compiler_fence(Ordering::SeqCst);
+    }
+
+    #[inline]
+    pub(crate) fn disarm(&self) {
+        compiler_fence(Ordering::SeqCst);
+        self.armed.set(None);
+    }
+}
+
 thread_local! {
-    static ARMED: Cell<Option<Armed>> = const { Cell::new(None) };
+    static REGISTERED: Cell<*const TrapSlot> = const { Cell::new(std::ptr::null()) };
     static ALTSTACK: RefCell<Option<AltStack>> = const { RefCell::new(None) };
 }
 
-/// Marks this thread as running the coroutine of `handler` until `disarm`.
-#[inline]
-pub(crate) fn arm(handler: CoroutineTrapHandler<RunEnd>, stack_limit: usize) {
-    ARMED.with(|armed| armed.set(Some(Armed { handler, limit: stack_limit })));
+/// Makes `slot` this thread's trap slot until the guard is dropped.
+pub(crate) fn register(slot: &TrapSlot) -> Registration<'_> {
+    let previous = REGISTERED.with(|registered| registered.replace(slot));
+    Registration { _slot: slot, previous }
 }
 
-#[inline]
-pub(crate) fn disarm() {
-    ARMED.with(|armed| armed.set(None));
+pub(crate) struct Registration<'a> {
+    _slot: &'a TrapSlot,
+    previous: *const TrapSlot,
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        REGISTERED.with(|registered| registered.set(self.previous));
+    }
 }
 
 const SIGNALS: [c_int; 4] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGFPE, libc::SIGILL];
@@ -128,7 +159,7 @@ pub(crate) fn install() {
 /// handler never allocates).
 pub(crate) fn prepare_thread() {
     install();
-    ARMED.with(|armed| armed.set(None));
+    REGISTERED.with(|registered| registered.get());
     ALTSTACK.with(|alt| {
         let Ok(mut alt) = alt.try_borrow_mut() else { return };
         if alt.is_some() {
@@ -280,7 +311,10 @@ unsafe fn redirect(_context: *mut c_void, _armed: Armed, _fault: Fault) -> bool 
 extern "C" fn on_fault(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
     // Only async-signal-safe work here: thread-local reads (allocated by
     // `prepare_thread`), arithmetic, and register rewriting.
-    let armed = ARMED.try_with(|armed| armed.get()).ok().flatten();
+    let slot = REGISTERED.try_with(|registered| registered.get()).unwrap_or(std::ptr::null());
+    // SAFETY: a registered slot outlives its registration; the handler runs
+    // on the thread that owns it, interrupting it between plain stores.
+    let armed = unsafe { slot.as_ref() }.and_then(|slot| slot.armed.take());
     if let Some(armed) = armed {
         // SAFETY: the kernel passes a valid siginfo and ucontext.
         unsafe {
@@ -291,10 +325,9 @@ extern "C" fn on_fault(signal: c_int, info: *mut libc::siginfo_t, context: *mut 
             let overflow = matches!(signal, libc::SIGSEGV | libc::SIGBUS)
                 && ((address >= armed.limit.saturating_sub(GUARD_BYTES) && address < guard_top)
                     || (sp < guard_top && sp >= armed.limit.saturating_sub(GUARD_BYTES)));
+            // The coroutine ends now (`take` above disarmed the slot), so
+            // later faults on this thread are not attributed to it.
             let fault = Fault { signal, code, address, pc, stack_overflow: overflow };
-            // The coroutine ends now; later faults on this thread must not
-            // be attributed to it.
-            ARMED.with(|armed| armed.set(None));
             if redirect(context, armed, fault) {
                 return;
             }

@@ -20,7 +20,7 @@ use std::time::Duration;
 use compiler::cpu_abi::{bar_red, BlockCtx};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-use super::fault::{self, FpState, RunEnd};
+use super::fault::{self, FpState, RunEnd, TrapSlot};
 use super::job::Job;
 use super::local::{GuardedStack, Local};
 use super::runtime::{BlockRt, Slot, Wait};
@@ -78,6 +78,7 @@ struct Env<'a> {
     rt: &'a BlockRt,
     block: [u32; 3],
     fp: FpState,
+    trap: &'a TrapSlot,
 }
 
 /// Claims and runs blocks of `job` until none are left.
@@ -92,13 +93,15 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
     rt.slots.set(state.slots.as_ptr());
     let mut ctx = job.block_ctx(smid, shared, (&rt as *const BlockRt).cast_mut().cast());
     let fp = FpState::save();
+    let trap = TrapSlot::default();
+    let _registration = fault::register(&trap);
     while let Some(index) = job.claim() {
         let block = job.block_index(index);
         rt.block.set(block);
         ctx.ctaid = block;
         // SAFETY: the window holds at least `shared_bytes` bytes.
         unsafe { std::ptr::write_bytes(shared, 0, job.shared_bytes as usize) };
-        let env = Env { job, rt: &rt, block, fp };
+        let env = Env { job, rt: &rt, block, fp, trap: &trap };
         let result = state.run_block(&env, local, &mut ctx);
         if let Err(error) = result {
             tracing::debug!(block = ?block, "block failed: {error}");
@@ -236,9 +239,9 @@ impl SchedState {
         let Some(coroutine) = self.coroutines[index].as_mut() else {
             return Err(LaunchError::Internal(format!("thread {t} has no coroutine")));
         };
-        fault::arm(coroutine.trap_handler(), self.limits[index]);
+        env.trap.arm(coroutine.trap_handler(), self.limits[index]);
         let result = coroutine.resume(());
-        fault::disarm();
+        env.trap.disarm();
         match result {
             CoroutineResult::Return(Ok(())) => {
                 self.streak = 0;
