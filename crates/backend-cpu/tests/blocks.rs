@@ -284,6 +284,33 @@ fn fast_path_blocks_spinning_on_a_flag() {
     assert_eq!(out[0], 12);
 }
 
+unsafe extern "C" fn silent_spin_block(p: *const u8, c: *mut BlockCtx) {
+    unsafe {
+        let flag = arg(p, 0) as *mut u32;
+        let out = arg(p, 1) as *mut u32;
+        let cx = ctx(c);
+        if block_linear(cx) == cx.nctaid[0] - 1 {
+            atomic(flag).store(1, Ordering::Release);
+        } else {
+            // No yield calls: the executor only sees that no block finishes.
+            while atomic(flag).load(Ordering::Acquire) == 0 {
+                std::hint::spin_loop();
+            }
+        }
+        atomic(out).fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn blocks_spinning_without_yields_still_finish() {
+    let (exec, _) = executor();
+    let mut flag = vec![0u32];
+    let mut out = vec![0u32];
+    let p = params(&[addr(&mut flag), addr(&mut out)]);
+    unsafe { exec.launch(&fast(flag_kernel, silent_spin_block), [8, 1, 1], [1, 1, 1], 0, &p, &opts()) }.unwrap();
+    assert_eq!(out[0], 8);
+}
+
 /// Grid-wide barrier through the cooperative workspace: a counter and a
 /// generation word, like cooperative groups' grid.sync().
 unsafe fn grid_sync(c: *mut BlockCtx, t: u32) {
