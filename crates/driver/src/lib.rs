@@ -26,6 +26,9 @@
 //! - `CUDA_MODULE_LOADING`: `LAZY` (default) or `EAGER`, as with NVIDIA's
 //!   driver (what `cuModuleGetLoadingMode` reports).
 
+// Entry points mirror the C API's argument lists.
+#![allow(clippy::too_many_arguments)]
+
 pub mod backend;
 mod context;
 mod error;
@@ -260,7 +263,7 @@ impl Driver {
             .iter()
             .position(|p| p.pci_domain == domain && p.pci_bus == bus && p.pci_device == dev)
             .map(|i| i as i32)
-            .ok_or_else(|| Error::InvalidDevice(-1))
+            .ok_or(Error::InvalidDevice(-1))
     }
 
     /// `cuMemGetInfo` for the current context's device.

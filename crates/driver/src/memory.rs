@@ -874,7 +874,7 @@ impl Driver {
     /// # Safety
     /// Host sides must be valid for the rows they describe.
     pub unsafe fn memcpy_2d(&self, c: &Memcpy2D, stream: u64, ptds: bool, asynchronous: bool) -> Result<()> {
-        if c.src_pitch < c.width + c.src_x && c.height > 1 || c.dst_pitch < c.width + c.dst_x && c.height > 1 {
+        if c.height > 1 && (c.src_pitch < c.width + c.src_x || c.dst_pitch < c.width + c.dst_x) {
             return Err(Error::invalid("pitch smaller than the row"));
         }
         self.memcpy_3d(&Memcpy3D::from(*c), stream, ptds, asynchronous)

@@ -50,6 +50,9 @@ pub enum ModuleSource<'a> {
     Ptx(&'a str),
 }
 
+/// A library kernel's handle and the settings its functions share.
+type KernelAttrs = (u64, Arc<Mutex<FuncAttrs>>);
+
 /// Per-function settings (`cuFuncSetAttribute`, `cuFuncSetCacheConfig`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FuncAttrs {
@@ -263,7 +266,7 @@ impl Driver {
         device: usize,
         code: Arc<dyn BackendModule>,
         library: Option<u64>,
-        kernel_attrs: Option<&[(u64, Arc<Mutex<FuncAttrs>>)]>,
+        kernel_attrs: Option<&[KernelAttrs]>,
         own_globals: bool,
     ) -> u64 {
         let mh = crate::handle::new_handle(HandleKind::Module);
@@ -535,7 +538,7 @@ impl Driver {
             return Ok(*m);
         }
         let code = self.library_code(l, device)?;
-        let attrs: Vec<(u64, Arc<Mutex<FuncAttrs>>)> = l
+        let attrs: Vec<KernelAttrs> = l
             .kernels
             .iter()
             .filter_map(|k| self.kernels.get(*k).map(|k| (k.handle, k.attrs.clone())))
