@@ -183,6 +183,11 @@ pub enum Initializer {
     /// A symbol's address plus a byte offset, or `generic(sym)+off`.
     Symbol { symbol: SymbolId, offset: i64, generic: bool },
     List(Vec<Initializer>),
+    /// `name = value` in the initializer of a `.samplerref` or `.texref`
+    /// (`{ filter_mode = linear, addr_mode_0 = clamp_to_edge }`).
+    Field { name: Flag, value: Box<Initializer> },
+    /// A word value of a field (`linear`, `clamp_to_edge`).
+    Word(Flag),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -562,6 +567,64 @@ pub enum Operand {
     Bracket(ListRange),
     /// `_`
     Sink,
+    /// `sym+off` as a value (`mov.u64 %rd1, arr+8;`): a module symbol's address plus a
+    /// byte offset. A bare `sym` is [`Operand::Global`].
+    GlobalOffset(SymbolId, i64),
+    /// `var+off` as a value, for a function variable (`.local`, `.shared`, `.param`).
+    VarOffset(VarId, i64),
+    /// `{a, b, c, d}|%p`: a vector destination with a predicate (`tex`, `tld4`).
+    VectorPred(ListRange, RegId),
+    /// A video-instruction source or destination: a register with an
+    /// optional byte/halfword selector (`%r1.b0`, `%r2.h10`, `%r3.b3210`)
+    /// and, for `vmad`, a negation (`-%r1`).
+    Video { reg: RegId, neg: bool, sel: Selector },
+}
+
+/// Which unit a video selector picks: bytes (`.b`) or halfwords (`.h`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SelUnit {
+    Byte,
+    Half,
+}
+
+/// `.b0`, `.h1`, `.h10`, `.b3210`: the lane digits as written, left to
+/// right (at most four; `len == 0` means no selector).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Selector {
+    pub unit: SelUnit,
+    pub len: u8,
+    pub lanes: [u8; 4],
+}
+
+impl Selector {
+    pub const NONE: Selector = Selector { unit: SelUnit::Byte, len: 0, lanes: [0; 4] };
+
+    /// Reads the word after the dot (`b0`, `h10`, `b3210`).
+    pub fn from_word(word: &str) -> Option<Selector> {
+        let b = word.as_bytes();
+        let (unit, max) = match b.first()? {
+            b'b' => (SelUnit::Byte, b'7'),
+            b'h' => (SelUnit::Half, b'3'),
+            _ => return None,
+        };
+        let digits = &b[1..];
+        if digits.is_empty() || digits.len() > 4 || !digits.iter().all(|d| (b'0'..=max).contains(d)) {
+            return None;
+        }
+        let mut lanes = [0u8; 4];
+        for (l, d) in lanes.iter_mut().zip(digits) {
+            *l = d - b'0';
+        }
+        Some(Selector { unit, len: digits.len() as u8, lanes })
+    }
+
+    pub fn is_none(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn lanes(&self) -> &[u8] {
+        &self.lanes[..self.len as usize]
+    }
 }
 
 /// Where an address operand points and the byte offset added.

@@ -100,9 +100,12 @@ vocabulary! {
         E4m3 = "e4m3", E5m2 = "e5m2", E4m3x2 = "e4m3x2", E5m2x2 = "e5m2x2",
         E4m3x4 = "e4m3x4", E5m2x4 = "e5m2x4",
         E2m1 = "e2m1", E2m1x2 = "e2m1x2", E2m1x4 = "e2m1x4", E3m2 = "e3m2", E3m2x2 = "e3m2x2",
-        E2m3 = "e2m3", E2m3x2 = "e2m3x2", Ue8m0 = "ue8m0", Ue8m0x2 = "ue8m0x2",
+        E2m3 = "e2m3", E2m3x2 = "e2m3x2", E2m3x4 = "e2m3x4", E3m2x4 = "e3m2x4",
+        Ue8m0 = "ue8m0", Ue8m0x2 = "ue8m0x2",
         Ue4m3 = "ue4m3", B1 = "b1", U4 = "u4", S4 = "s4", U2 = "u2", S2 = "s2",
-        S16x2 = "s16x2", U16x2 = "u16x2",
+        S16x2 = "s16x2", U16x2 = "u16x2", B1024 = "b1024",
+        // Packed matrix element formats of `ldmatrix` and `tcgen05.cp`.
+        B8x16 = "b8x16", B6x16P32 = "b6x16_p32", B4x16P64 = "b4x16_p64",
         Texref = "texref", Samplerref = "samplerref", Surfref = "surfref",
     }
 }
@@ -116,9 +119,11 @@ impl Type {
             | S4 | U2 | S2 => 1,
             B16 | U16 | S16 | F16 | Bf16 | E4m3x2 | E5m2x2 | E2m1x2 | E3m2x2 | E2m3x2
             | Ue8m0x2 | E2m1x4 => 2,
-            B32 | U32 | S32 | F32 | F16x2 | Bf16x2 | Tf32 | E4m3x4 | E5m2x4 | S16x2 | U16x2 => 4,
+            B32 | U32 | S32 | F32 | F16x2 | Bf16x2 | Tf32 | E4m3x4 | E5m2x4 | E2m3x4 | E3m2x4
+            | S16x2 | U16x2 => 4,
             B64 | U64 | S64 | F64 | F32x2 | Texref | Samplerref | Surfref => 8,
-            B128 => 16,
+            B128 | B8x16 | B6x16P32 | B4x16P64 => 16,
+            B1024 => 128,
         }
     }
 
@@ -187,6 +192,8 @@ vocabulary! {
 vocabulary! {
     /// Every other modifier word. Words that also name an opcode or a
     /// comparison (`.and`, `.min`, `.lo`, `.hi`) are parsed by context.
+    /// The list follows the syntax sections of the PTX ISA 9.x instruction
+    /// set, family by family.
     Flag {
         // arithmetic
         Ftz = "ftz", Sat = "sat", Approx = "approx", Full = "full", Wide = "wide", Cc = "cc",
@@ -212,13 +219,17 @@ vocabulary! {
         // texture / surface
         D1 = "1d", D2 = "2d", D3 = "3d", A1d = "a1d", A2d = "a2d", Cube = "cube",
         Acube = "acube", D2ms = "2dms", A2dms = "a2dms", Base = "base", Level = "level",
-        Grad = "grad", Trap = "trap", Zero = "zero", Bfmt = "b", Pfmt = "p",
+        Grad = "grad", Trap = "trap", Zero = "zero", Bfmt = "b", Pfmt = "p", G = "g",
         WidthQ = "width", HeightQ = "height", DepthQ = "depth",
         ChannelDataType = "channel_data_type", ChannelOrder = "channel_order",
         NormalizedCoords = "normalized_coords", FilterMode = "filter_mode",
         AddrMode0 = "addr_mode_0", AddrMode1 = "addr_mode_1", AddrMode2 = "addr_mode_2",
         ArraySize = "array_size", NumMipmapLevels = "num_mipmap_levels",
         NumSamples = "num_samples", ForceUnnormalizedCoords = "force_unnormalized_coords",
+        MemoryLayout = "memory_layout",
+        // sampler and texture initializer values (`filter_mode = linear`)
+        Nearest = "nearest", Linear = "linear", Mirror = "mirror", ClampOgl = "clamp_ogl",
+        ClampToEdge = "clamp_to_edge", ClampToBorder = "clamp_to_border",
         // memory hints
         L1EvictNormal = "L1::evict_normal", L1EvictUnchanged = "L1::evict_unchanged",
         L1EvictFirst = "L1::evict_first", L1EvictLast = "L1::evict_last",
@@ -226,18 +237,22 @@ vocabulary! {
         L2EvictFirst = "L2::evict_first", L2EvictLast = "L2::evict_last",
         L2EvictUnchanged = "L2::evict_unchanged",
         L2CacheHint = "L2::cache_hint", L2B64 = "L2::64B", L2B128 = "L2::128B",
-        L2B256 = "L2::256B", L1 = "L1", L2 = "L2", Fractional = "fractional",
+        L2B256 = "L2::256B", L1 = "L1", L2 = "L2", Fractional = "fractional", Range = "range",
+        CvtOp = "cvt",
         LevelEvictPriority = "level::eviction_priority", LevelPrefetchSize = "level::prefetch_size",
         LevelCacheHint = "level::cache_hint",
         // async copies, bulk copies, tensors, mbarrier
-        Async = "async", Bulk = "bulk", Tensor = "tensor", CommitGroup = "commit_group",
-        WaitGroup = "wait_group", WaitGroupRead = "wait_group.read", WaitAll = "wait_all",
+        Async = "async", Bulk = "bulk", Tensor = "tensor", Reduce = "reduce",
+        CommitGroup = "commit_group", WaitGroup = "wait_group", WaitAll = "wait_all",
         Read = "read", MbarrierCompleteTxBytes = "mbarrier::complete_tx::bytes",
+        MbarrierArriveOne = "mbarrier::arrive::one", Mbarrier = "mbarrier", Noinc = "noinc",
         BulkGroup = "bulk_group", CompleteTx = "complete_tx", ExpectTx = "expect_tx",
         Bytes = "bytes", TryWait = "try_wait", TestWait = "test_wait", Init = "init",
         Inval = "inval", ArriveDrop = "arrive_drop", PendingCount = "pending_count",
         Parity = "parity", NoComplete = "noComplete", MulticastCluster = "multicast::cluster",
-        Tile = "tile", Im2col = "im2col", Im2colNoOffs = "im2col_no_offs", Gather4 = "gather4",
+        MulticastClusterAll = "multicast::cluster::all",
+        Tile = "tile", Im2col = "im2col", Im2colW = "im2col::w", Im2colW128 = "im2col::w::128",
+        Im2colNoOffs = "im2col_no_offs", Gather4 = "gather4",
         Scatter4 = "scatter4", TileGather4 = "tile::gather4", TileScatter4 = "tile::scatter4",
         D4 = "4d", D5 = "5d", Prefetch = "prefetch",
         CpMask = "cp_mask", Ignore = "ignore",
@@ -245,22 +260,64 @@ vocabulary! {
         Proxy = "proxy", Alias = "alias", Tensormap = "tensormap", ProxyKind = "proxykind",
         Cp = "cp", Fenceproxy = "fenceproxy", CpFenceproxy = "cp_fenceproxy", Replace = "replace",
         SyncRestrict = "sync_restrict", MbarrierInit = "mbarrier_init",
-        ToProxyKind = "to_proxykind",
+        ToProxyKind = "to_proxykind", Gl = "gl", AsyncGeneric = "async::generic",
+        TensormapGeneric = "tensormap::generic",
+        SyncRestrictSharedCluster = "sync_restrict::shared::cluster",
+        SyncRestrictSharedCta = "sync_restrict::shared::cta",
+        // tensormap.replace fields
+        GlobalAddress = "global_address", Rank = "rank", BoxDim = "box_dim",
+        GlobalDim = "global_dim", GlobalStride = "global_stride",
+        ElementStride = "element_stride", Elemtype = "elemtype",
+        InterleaveLayout = "interleave_layout", SwizzleMode = "swizzle_mode",
+        SwizzleAtomicity = "swizzle_atomicity", FillMode = "fill_mode",
         // warp matrix
-        Load = "load", Store = "store", MmaOp = "mma", Sp = "sp",
+        Load = "load", Store = "store", MmaOp = "mma", MmaAsync = "mma_async", Sp = "sp",
         SpOrderedMetadata = "sp::ordered_metadata", Row = "row", Col = "col", A = "a",
-        Bmat = "bmat", C = "c", D = "d", Trans = "trans", X1 = "x1", X2 = "x2", X4 = "x4",
+        C = "c", D = "d", Trans = "trans", X1 = "x1", X2 = "x2", X4 = "x4",
         X8 = "x8", X16 = "x16", X32 = "x32", X64 = "x64", X128 = "x128", Num = "num",
         Fence = "fence", Kind = "kind", BlockScale = "block_scale",
-        // tcgen05 and cluster launch control (recognised so that they are reported as
-        // unsupported by name rather than as syntax errors)
+        KindF16 = "kind::f16", KindTf32 = "kind::tf32", KindF8f6f4 = "kind::f8f6f4",
+        KindI8 = "kind::i8", KindMxf8f6f4 = "kind::mxf8f6f4", KindMxf4 = "kind::mxf4",
+        KindMxf4nvf4 = "kind::mxf4nvf4",
+        ScaleVec1X = "scale_vec::1X", ScaleVec2X = "scale_vec::2X", ScaleVec4X = "scale_vec::4X",
+        Block16 = "block16", Block32 = "block32",
+        // tcgen05 and cluster launch control
         Alloc = "alloc", Dealloc = "dealloc", RelinquishAllocPermit = "relinquish_alloc_permit",
         Shift = "shift", Commit = "commit", Ws = "ws", CtaGroup1 = "cta_group::1",
         CtaGroup2 = "cta_group::2", TryCancel = "try_cancel", QueryCancel = "query_cancel",
         IsCanceled = "is_canceled", GetFirstCtaid = "get_first_ctaid",
+        GetFirstCtaidX = "get_first_ctaid::x", GetFirstCtaidY = "get_first_ctaid::y",
+        GetFirstCtaidZ = "get_first_ctaid::z",
         BeforeThreadSync = "before_thread_sync", AfterThreadSync = "after_thread_sync",
+        FenceBeforeThreadSync = "fence::before_thread_sync",
+        FenceAfterThreadSync = "fence::after_thread_sync",
+        LdOp = "ld", StOp = "st", WaitLd = "wait::ld", WaitSt = "wait::st", Ashift = "ashift",
+        Pack16b = "pack::16b", Unpack16b = "unpack::16b",
+        Shape16x64b = "16x64b", Shape16x128b = "16x128b", Shape16x256b = "16x256b",
+        Shape32x32b = "32x32b", Shape16x32bx2 = "16x32bx2", Shape128x256b = "128x256b",
+        Shape4x256b = "4x256b", Shape128x128b = "128x128b", Shape64x128b = "64x128b",
+        Shape32x128b = "32x128b",
+        Warpx2_02_13 = "warpx2::02_13", Warpx2_01_23 = "warpx2::01_23", Warpx4 = "warpx4",
+        CollectorAFill = "collector::a::fill", CollectorAUse = "collector::a::use",
+        CollectorALastuse = "collector::a::lastuse", CollectorADiscard = "collector::a::discard",
+        CollectorB0Fill = "collector::b0::fill", CollectorB0Use = "collector::b0::use",
+        CollectorB0Lastuse = "collector::b0::lastuse",
+        CollectorB0Discard = "collector::b0::discard",
+        CollectorB1Fill = "collector::b1::fill", CollectorB1Use = "collector::b1::use",
+        CollectorB1Lastuse = "collector::b1::lastuse",
+        CollectorB1Discard = "collector::b1::discard",
+        CollectorB2Fill = "collector::b2::fill", CollectorB2Use = "collector::b2::use",
+        CollectorB2Lastuse = "collector::b2::lastuse",
+        CollectorB2Discard = "collector::b2::discard",
+        CollectorB3Fill = "collector::b3::fill", CollectorB3Use = "collector::b3::use",
+        CollectorB3Lastuse = "collector::b3::lastuse",
+        CollectorB3Discard = "collector::b3::discard",
+        // multimem
+        AccF32 = "acc::f32", AccF16 = "acc::f16",
+        // video instructions
+        Shr7 = "shr7", Shr15 = "shr15", Po = "po",
         // misc
-        LaunchDependents = "launch_dependents",
+        LaunchDependents = "launch_dependents", Mask = "mask",
         Readonly = "readonly", Noreturn = "noreturn", Multicast = "multicast",
         Partial = "partial", LdReduce = "ld_reduce",
         Uniform = "uniform", NonUniform = "non_uniform",
@@ -268,7 +325,7 @@ vocabulary! {
         // testp
         Finite = "finite", Infinite = "infinite", Number = "number", Notanumber = "notanumber",
         Normal = "normal", Subnormal = "subnormal",
-            }
+    }
 }
 
 /// Sorted-by-use lookup tables built once per process.

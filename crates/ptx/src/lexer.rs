@@ -317,6 +317,47 @@ impl<'a> Lexer<'a> {
     }
 }
 
+/// The offset of the `}` that closes a block whose contents start at
+/// `start` (just after its `{`), skipping braces inside comments and
+/// strings; `None` when the block is not closed.
+pub fn block_end(src: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 1usize;
+    let mut i = start;
+    while i < src.len() {
+        match src[i] {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            b'/' if src.get(i + 1) == Some(&b'/') => {
+                i += memchr(b'\n', &src[i..]).unwrap_or(src.len() - i);
+                continue;
+            }
+            b'/' if src.get(i + 1) == Some(&b'*') => {
+                let rest = src.get(i + 2..)?;
+                i += 2 + rest.windows(2).position(|w| w == b"*/")? + 2;
+                continue;
+            }
+            b'"' => {
+                i += 1;
+                while i < src.len() && src[i] != b'"' && src[i] != b'\n' {
+                    i += if src[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+fn memchr(b: u8, s: &[u8]) -> Option<usize> {
+    s.iter().position(|&c| c == b)
+}
+
 /// Value of an integer token (`0x`, `0b`, octal, decimal, `U` suffix).
 /// Values above `i64::MAX` wrap to their two's-complement bit pattern.
 pub fn int_value(text: &str) -> Option<i64> {

@@ -1,7 +1,9 @@
 //! Recursive-descent parser from tokens to the typed AST.
 //!
-//! Names are resolved while parsing (PTX requires declaration before use,
-//! except for labels, which are checked at the end of each function). On an
+//! Names are resolved while parsing (PTX requires declaration before use).
+//! Labels are scoped by block and may be used before their definition, so a
+//! label use waits until the block that defines its name closes; unresolved
+//! uses at the end of a function are errors. On an
 //! error the parser records a diagnostic, skips to the end of the statement
 //! and goes on, so one run reports every error of a module.
 
@@ -52,6 +54,9 @@ enum NameCtx {
 
 const NO_INDEX: u32 = u32::MAX;
 
+/// The predefined constant for the warp size.
+const WARP_SZ: &str = "WARP_SZ";
+
 /// Per-function parsing state: the scoped name tables.
 struct FnState<'a> {
     vars: Vec<VarDecl<'a>>,
@@ -61,9 +66,26 @@ struct FnState<'a> {
     marks: Vec<usize>,
     reg_cache: FnvMap<&'a str, RegId>,
     reg_ids: FnvMap<(VarId, u32), RegId>,
-    labels: FnvMap<&'a str, LabelId>,
-    label_defined: Vec<bool>,
-    label_first_use: Vec<Span>,
+    /// Visible label definitions: name -> (label, block that defines it).
+    label_defs: FnvMap<&'a str, (LabelId, u32)>,
+    label_undo: Vec<(&'a str, Option<(LabelId, u32)>)>,
+    /// The open blocks, innermost last.
+    blocks: Vec<BlockMark>,
+    next_block: u32,
+    /// Label uses not yet bound to a definition, in source order: (name,
+    /// use id, span). Operands carry the use id until the function ends.
+    pending: Vec<(&'a str, u32, Span)>,
+    /// For each use id, the label it resolved to.
+    use_target: Vec<LabelId>,
+}
+
+/// Where a block's entries start in the scope logs.
+#[derive(Clone, Copy)]
+struct BlockMark {
+    id: u32,
+    var_undo: usize,
+    label_undo: usize,
+    pending: usize,
 }
 
 impl<'a> FnState<'a> {
@@ -76,9 +98,12 @@ impl<'a> FnState<'a> {
             marks: Vec::new(),
             reg_cache: FnvMap::default(),
             reg_ids: FnvMap::default(),
-            labels: FnvMap::default(),
-            label_defined: Vec::new(),
-            label_first_use: Vec::new(),
+            label_defs: FnvMap::default(),
+            label_undo: Vec::new(),
+            blocks: Vec::new(),
+            next_block: 0,
+            pending: Vec::new(),
+            use_target: Vec::new(),
         }
     }
 
@@ -93,9 +118,41 @@ impl<'a> FnState<'a> {
 
     fn open_scope(&mut self) {
         self.marks.push(self.undo.len());
+        self.blocks.push(BlockMark {
+            id: self.next_block,
+            var_undo: self.undo.len(),
+            label_undo: self.label_undo.len(),
+            pending: self.pending.len(),
+        });
+        self.next_block += 1;
     }
 
     fn close_scope(&mut self) {
+        if let Some(block) = self.blocks.pop() {
+            // Uses of labels this block defines bind to them; the others wait
+            // for an enclosing block.
+            let mut keep = block.pending;
+            for i in block.pending..self.pending.len() {
+                let (name, use_id, span) = self.pending[i];
+                match self.label_defs.get(name) {
+                    Some(&(label, b)) if b == block.id => self.use_target[use_id as usize] = label,
+                    _ => {
+                        self.pending[keep] = (name, use_id, span);
+                        keep += 1;
+                    }
+                }
+            }
+            self.pending.truncate(keep);
+            while self.label_undo.len() > block.label_undo {
+                if let Some((name, old)) = self.label_undo.pop() {
+                    match old {
+                        Some(v) => self.label_defs.insert(name, v),
+                        None => self.label_defs.remove(name),
+                    };
+                }
+            }
+            debug_assert_eq!(block.var_undo, *self.marks.last().unwrap_or(&0));
+        }
         let mark = self.marks.pop().unwrap_or(0);
         if self.undo.len() > mark {
             // Names declared in the scope may have shadowed outer ones.
@@ -119,16 +176,43 @@ impl<'a> FnState<'a> {
         })
     }
 
-    fn label(&mut self, name: &'a str, span: Span) -> LabelId {
-        if let Some(&id) = self.labels.get(name) {
-            return id;
+    /// A use of a label: a provisional id that `resolve_labels` replaces.
+    fn label_use(&mut self, name: &'a str, span: Span) -> LabelId {
+        let id = self.use_target.len() as u32;
+        self.use_target.push(LabelId::MAX);
+        self.pending.push((name, id, span));
+        id
+    }
+
+    /// Defines a label in the innermost block; `None` if the block already has it.
+    fn label_def(&mut self, name: &'a str) -> Option<LabelId> {
+        let block = self.blocks.last().map_or(0, |b| b.id);
+        if matches!(self.label_defs.get(name), Some(&(_, b)) if b == block) {
+            return None;
         }
         let id = self.body.labels.len() as LabelId;
         self.body.labels.push(name);
-        self.labels.insert(name, id);
-        self.label_defined.push(false);
-        self.label_first_use.push(span);
-        id
+        let old = self.label_defs.insert(name, (id, block));
+        self.label_undo.push((name, old));
+        Some(id)
+    }
+
+    /// After the function body: replaces provisional use ids in the operand
+    /// arena by labels and returns the uses that found no definition.
+    fn resolve_labels(&mut self) -> Vec<(&'a str, Span)> {
+        for op in &mut self.body.operands {
+            if let Operand::Label(u) = op {
+                *u = self.use_target.get(*u as usize).copied().unwrap_or(LabelId::MAX);
+            }
+        }
+        let mut seen: FnvMap<&str, ()> = FnvMap::default();
+        let mut undefined = Vec::new();
+        for &(name, _, span) in &self.pending {
+            if seen.insert(name, ()).is_none() {
+                undefined.push((name, span));
+            }
+        }
+        undefined
     }
 
     fn push_statement(&mut self, s: Statement, span: Span) {
@@ -396,23 +480,7 @@ impl<'a> Parser<'a> {
                 let open = self.expect(T::LBrace, "`{`")?;
                 // Debug sections are data, kept verbatim.
                 let start = open.end as usize;
-                let rest = &self.src[start..];
-                let mut depth = 1usize;
-                let mut end = None;
-                for (i, c) in rest.char_indices() {
-                    match c {
-                        '{' => depth += 1,
-                        '}' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                end = Some(start + i);
-                                break;
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                let Some(end) = end else {
+                let Some(end) = crate::lexer::block_end(self.src.as_bytes(), start) else {
                     self.error(Self::span(open), "unterminated `.section`", Some("`}`"));
                     self.seek(self.src.len());
                     return Err(());
@@ -684,7 +752,10 @@ impl<'a> Parser<'a> {
             self.expect(T::RBrace, "`}` or `,`")?;
             return Ok(Initializer::List(items));
         }
-        if self.at(T::Ident) {
+        if self.at(T::Ident) && self.peek2().kind == T::Eq {
+            return self.field_initializer();
+        }
+        if self.at(T::Ident) && self.text(self.tok) != WARP_SZ {
             let t = self.tok;
             let generic = self.text(t) == "generic" && self.peek2().kind == T::LParen;
             let sym_tok = if generic {
@@ -704,6 +775,40 @@ impl<'a> Parser<'a> {
             return Ok(f);
         }
         Ok(Initializer::Int(self.const_expr()?))
+    }
+
+    /// `name = value` in a sampler or texture initializer.
+    fn field_initializer(&mut self) -> PResult<Initializer> {
+        let t = self.bump();
+        let name = match tables().flags.get(self.text(t)) {
+            Some(&f) if is_field_name(f) => f,
+            _ => {
+                self.error(
+                    Self::span(t),
+                    format!("unknown sampler or texture field `{}`", self.text(t)),
+                    Some("`filter_mode`, `addr_mode_0`..`addr_mode_2`, `normalized_coords` or another field"),
+                );
+                return Err(());
+            }
+        };
+        self.expect(T::Eq, "`=`")?;
+        let value = if self.at(T::Ident) && self.text(self.tok) != WARP_SZ {
+            let v = self.bump();
+            match tables().flags.get(self.text(v)) {
+                Some(&w) if is_field_value(w) => Initializer::Word(w),
+                _ => {
+                    self.error(
+                        Self::span(v),
+                        format!("unknown field value `{}`", self.text(v)),
+                        Some("`nearest`, `linear`, `wrap`, `mirror`, `clamp_ogl`, `clamp_to_edge` or `clamp_to_border`"),
+                    );
+                    return Err(());
+                }
+            }
+        } else {
+            Initializer::Int(self.const_expr()?)
+        };
+        Ok(Initializer::Field { name, value: Box::new(value) })
     }
 
     /// A float literal, with an optional leading minus.
@@ -783,7 +888,9 @@ impl<'a> Parser<'a> {
                 self.error(Self::span(open), format!("unterminated body of `{name}`"), Some("`}`"));
                 return Err(());
             }
-            self.check_labels(&mut fs);
+            for (label, span) in fs.resolve_labels() {
+                self.error(span, format!("undefined label `{label}`"), None);
+            }
             Some(std::mem::take(&mut fs.body))
         } else {
             None
@@ -899,15 +1006,6 @@ impl<'a> Parser<'a> {
         Ok(out)
     }
 
-    fn check_labels(&mut self, fs: &mut FnState<'a>) {
-        for i in 0..fs.label_defined.len() {
-            if !fs.label_defined[i] {
-                let name = fs.body.labels[i];
-                self.error(fs.label_first_use[i], format!("undefined label `{name}`"), None);
-            }
-        }
-    }
-
     // ---- statements ----------------------------------------------------------
 
     /// Statements up to (not including) the `}` that closes the block.
@@ -945,12 +1043,10 @@ impl<'a> Parser<'a> {
                 self.bump();
                 self.bump();
                 let name = self.text(t);
-                let id = fs.label(name, Self::span(t));
-                if fs.label_defined[id as usize] {
+                let Some(id) = fs.label_def(name) else {
                     self.error(Self::span(t), format!("label `{name}` is defined twice"), None);
                     return Err(());
-                }
-                fs.label_defined[id as usize] = true;
+                };
                 if self.at_dot(".branchtargets") || self.at_dot(".calltargets") {
                     let kw = self.bump();
                     let calls = self.text(kw) == ".calltargets";
@@ -960,7 +1056,7 @@ impl<'a> Parser<'a> {
                         let op = if calls {
                             Operand::Global(self.lookup_symbol(n)?)
                         } else {
-                            Operand::Label(fs.label(self.text(n), Self::span(n)))
+                            Operand::Label(fs.label_use(self.text(n), Self::span(n)))
                         };
                         ops.push(op);
                         if !self.eat(T::Comma) {
@@ -1121,7 +1217,7 @@ impl<'a> Parser<'a> {
         }
         let mut args = std::mem::take(&mut self.scratch);
         args.clear();
-        let r = self.operands(fs, op, &mut args);
+        let r = self.operands(fs, op, &mut args, &mut mods);
         let result = r.map(|end| {
             // The statement is complete here, so a failed check needs no recovery.
             if self.check_instruction(op, op_tok, &mods, &args, Self::span(start).to(Self::span(end))).is_err() {
@@ -1194,7 +1290,13 @@ impl<'a> Parser<'a> {
     }
 
     /// Operands up to and including the `;`; returns the `;` token.
-    fn operands(&mut self, fs: &mut FnState<'a>, op: Opcode, args: &mut Vec<Operand>) -> PResult<Token> {
+    fn operands(
+        &mut self,
+        fs: &mut FnState<'a>,
+        op: Opcode,
+        args: &mut Vec<Operand>,
+        mods: &mut Vec<Modifier>,
+    ) -> PResult<Token> {
         if self.at(T::Semi) {
             return Ok(self.bump());
         }
@@ -1222,6 +1324,11 @@ impl<'a> Parser<'a> {
                 self.operand(fs, ctx)?
             };
             args.push(o);
+            // `ld.global.u32 d, [a].unified`: kept as the last modifier.
+            if op == Opcode::Ld && o.address().is_some() && self.at_dot(".unified") {
+                self.bump();
+                mods.push(Modifier::Flag(Flag::Unified));
+            }
             if !self.eat(T::Comma) {
                 break;
             }
@@ -1254,13 +1361,16 @@ impl<'a> Parser<'a> {
         let t = self.tok;
         match t.kind {
             T::Ident => {
-                self.bump();
                 let name = self.text(t);
+                if name == WARP_SZ && ctx == NameCtx::Value && self.resolve(fs, name).is_none() {
+                    return Ok(Operand::Imm(self.const_expr()?));
+                }
+                self.bump();
                 if name == "_" {
                     return Ok(Operand::Sink);
                 }
                 if ctx == NameCtx::Label {
-                    return Ok(Operand::Label(fs.label(name, Self::span(t))));
+                    return Ok(Operand::Label(fs.label_use(name, Self::span(t))));
                 }
                 match self.resolve(fs, name) {
                     Some(Resolved::Reg(r)) => {
@@ -1276,9 +1386,14 @@ impl<'a> Parser<'a> {
                             };
                         }
                         if self.at(T::Dot) {
-                            if let Some(c) = component(&self.text(self.tok)[1..]) {
+                            let word = &self.text(self.tok)[1..];
+                            if let Some(c) = component(word) {
                                 self.bump();
                                 return Ok(Operand::RegComponent(r, c));
+                            }
+                            if let Some(sel) = Selector::from_word(word) {
+                                self.bump();
+                                return Ok(Operand::Video { reg: r, neg: false, sel });
                             }
                         }
                         Ok(Operand::Reg(r))
@@ -1301,8 +1416,14 @@ impl<'a> Parser<'a> {
                             Ok(Operand::Special(s, 0))
                         }
                     }
-                    Some(Resolved::Var(v)) => Ok(Operand::Var(v)),
-                    Some(Resolved::Global(g)) => Ok(Operand::Global(g)),
+                    Some(Resolved::Var(v)) => match self.value_offset()? {
+                        0 => Ok(Operand::Var(v)),
+                        off => Ok(Operand::VarOffset(v, off)),
+                    },
+                    Some(Resolved::Global(g)) => match self.value_offset()? {
+                        0 => Ok(Operand::Global(g)),
+                        off => Ok(Operand::GlobalOffset(g, off)),
+                    },
                     None => {
                         self.error(Self::span(t), format!("undeclared identifier `{name}`"), None);
                         Err(())
@@ -1327,6 +1448,27 @@ impl<'a> Parser<'a> {
                 let f = self.bump();
                 self.float_operand(f, true)
             }
+            T::Minus if self.peek2().kind == T::Ident && {
+                let next = self.peek2();
+                self.text(next) != WARP_SZ
+            } =>
+            {
+                // `-%r1`: a negated source of `vmad`.
+                self.bump();
+                let r = self.bump();
+                let Some(Resolved::Reg(reg)) = self.resolve(fs, self.text(r)) else {
+                    self.error(Self::span(r), "only a register can be negated", Some("a register"));
+                    return Err(());
+                };
+                let mut sel = Selector::NONE;
+                if self.at(T::Dot) {
+                    if let Some(s) = Selector::from_word(&self.text(self.tok)[1..]) {
+                        self.bump();
+                        sel = s;
+                    }
+                }
+                Ok(Operand::Video { reg, neg: true, sel })
+            }
             T::Bang if self.peek2().kind == T::Ident => {
                 self.bump();
                 let r = self.bump();
@@ -1341,7 +1483,18 @@ impl<'a> Parser<'a> {
             T::Minus | T::Tilde | T::Bang | T::LParen | T::Plus => Ok(Operand::Imm(self.const_expr()?)),
             T::LBrace => {
                 self.bump();
-                Ok(Operand::Vector(self.list(fs, T::RBrace, Self::span(t))?))
+                let list = self.list(fs, T::RBrace, Self::span(t))?;
+                if self.eat(T::Pipe) {
+                    let p = self.expect(T::Ident, "a predicate register")?;
+                    return match self.resolve(fs, self.text(p)) {
+                        Some(Resolved::Reg(p)) => Ok(Operand::VectorPred(list, p)),
+                        _ => {
+                            self.error(Self::span(p), format!("`{}` is not a declared register", self.text(p)), None);
+                            Err(())
+                        }
+                    };
+                }
+                Ok(Operand::Vector(list))
             }
             T::LBracket => {
                 self.bump();
@@ -1349,6 +1502,20 @@ impl<'a> Parser<'a> {
             }
             _ => self.unexpected("an operand"),
         }
+    }
+
+    /// `+ const` or `- const` after a symbol used as a value (`arr+8`), or 0.
+    fn value_offset(&mut self) -> PResult<i64> {
+        if !(self.at(T::Plus) || self.at(T::Minus)) {
+            return Ok(0);
+        }
+        let neg = self.bump().kind == T::Minus;
+        if self.at(T::Ident) && self.text(self.tok) != WARP_SZ {
+            self.error(Self::span(self.tok), "a symbol's offset is a constant", Some("a constant offset"));
+            return Err(());
+        }
+        let v = self.const_expr()?;
+        Ok(if neg { v.wrapping_neg() } else { v })
     }
 
     fn int_token_value(&mut self, t: Token) -> PResult<i64> {
@@ -1558,6 +1725,10 @@ impl<'a> Parser<'a> {
                 let t = self.bump();
                 self.int_token_value(t)
             }
+            T::Ident if self.text(self.tok) == WARP_SZ => {
+                self.bump();
+                Ok(32)
+            }
             _ => self.unexpected("a constant"),
         }
     }
@@ -1616,6 +1787,22 @@ fn component(word: &str) -> Option<u8> {
 
 fn unquote(s: &str) -> &str {
     s.strip_prefix('"').and_then(|s| s.strip_suffix('"')).unwrap_or(s)
+}
+
+/// Fields of `.samplerref` and `.texref` initializers.
+fn is_field_name(f: Flag) -> bool {
+    use Flag::*;
+    matches!(
+        f,
+        FilterMode | AddrMode0 | AddrMode1 | AddrMode2 | NormalizedCoords | ForceUnnormalizedCoords
+            | WidthQ | HeightQ | DepthQ | ChannelDataType | ChannelOrder | ArraySize | NumMipmapLevels
+            | NumSamples
+    )
+}
+
+fn is_field_value(f: Flag) -> bool {
+    use Flag::*;
+    matches!(f, Nearest | Linear | Wrap | Mirror | ClampOgl | ClampToEdge | ClampToBorder | Clamp)
 }
 
 fn is_variable_space(word: &str) -> bool {

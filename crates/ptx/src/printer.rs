@@ -113,6 +113,11 @@ fn write_init(o: &mut String, m: &Module, f: Option<&Function>, i: &Initializer)
             o.push('}');
             Ok(())
         }
+        Initializer::Field { name, value } => {
+            write!(o, "{name} = ")?;
+            write_init(o, m, f, value)
+        }
+        Initializer::Word(w) => write!(o, "{w}"),
     }
 }
 
@@ -284,13 +289,30 @@ fn write_instruction(o: &mut String, m: &Module, f: &Function, b: &Body, i: &Ins
         write!(o, "@{}{} ", if g.negate { "!" } else { "" }, reg_name(f, b, g.reg))?;
     }
     o.push_str(i.op.as_str());
-    for md in b.mods(i) {
+    let mut mods = b.mods(i);
+    let args = b.args(i);
+    // `ld ... d, [a].unified` writes `.unified` after the address; the parser
+    // keeps it as the last modifier.
+    let unified_after = i.op == Opcode::Ld
+        && args.len() >= 2
+        && mods.last() == Some(&Modifier::Flag(Flag::Unified));
+    if unified_after {
+        mods = &mods[..mods.len() - 1];
+    }
+    for md in mods {
         write_modifier(o, md)?;
     }
-    let args = b.args(i);
     if !args.is_empty() {
         o.push(' ');
-        write_list(o, m, f, b, args)?;
+        for (k, op) in args.iter().enumerate() {
+            if k > 0 {
+                o.push_str(", ");
+            }
+            write_operand(o, m, f, b, op)?;
+            if unified_after && k == 1 {
+                o.push_str(".unified");
+            }
+        }
     }
     o.push(';');
     Ok(())
@@ -377,6 +399,31 @@ fn write_operand(o: &mut String, m: &Module, f: &Function, b: &Body, op: &Operan
             o.push(']');
         }
         Operand::Sink => o.push('_'),
+        Operand::GlobalOffset(s, off) => {
+            o.push_str(m.symbol(s).name);
+            write_offset(o, off)?;
+        }
+        Operand::VarOffset(v, off) => {
+            o.push_str(f.var(v).name);
+            write_offset(o, off)?;
+        }
+        Operand::VectorPred(l, p) => {
+            o.push('{');
+            write_list(o, m, f, b, b.list(l))?;
+            write!(o, "}}|{}", reg_name(f, b, p))?;
+        }
+        Operand::Video { reg, neg, sel } => {
+            if neg {
+                o.push('-');
+            }
+            o.push_str(&reg_name(f, b, reg));
+            if !sel.is_none() {
+                o.push_str(if sel.unit == SelUnit::Byte { ".b" } else { ".h" });
+                for &l in sel.lanes() {
+                    o.push((b'0' + l) as char);
+                }
+            }
+        }
     }
     Ok(())
 }

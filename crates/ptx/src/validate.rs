@@ -83,12 +83,14 @@ pub fn operand_count(op: Opcode) -> (usize, usize) {
         Prefetch | Prefetchu => (1, 2),
         Abs | Neg | Not | Cnot | Popc | Clz | Brev | Bfind | Cvta | Isspacep | Istypep | Rcp
         | Sqrt | Rsqrt | Sin | Cos | Lg2 | Ex2 | Tanh | Testp | Ldu | Mov | Ldmatrix
-        | Stmatrix | Movmatrix | Getctarank | Discard | Applypriority | Suq | Txq => (2, 2),
+        | Stmatrix | Movmatrix | Getctarank | Discard | Applypriority | Suq => (2, 2),
+        Txq => (2, 3),
         Copysign | Add | Sub | Mul | Div | Rem | And | Or | Xor | Shl | Shr | Mul24 | Addc
         | Subc | Bmsk | Szext | Mapa => (3, 3),
         Min | Max => (3, 4),
         Mad | Mad24 | Madc | Fma | Sad | Selp | Slct | Bfe | Prmt | Dp4a | Dp2a | Fns | Shf => (4, 4),
-        Bfi | Lop3 => (5, 5),
+        Bfi => (5, 5),
+        Lop3 => (5, 6),
         Alloca => (2, 3),
         Elect => (1, 2),
         Setp | Set => (3, 5),
@@ -108,9 +110,9 @@ pub fn operand_count(op: Opcode) -> (usize, usize) {
         Createpolicy => (2, 4),
         Mbarrier => (1, 5),
         Cp => (0, 9),
-        Mma | Wmma | Wgmma | Tcgen05 => (1, 9),
+        Mma | Wmma | Wgmma | Tcgen05 => (0, 12),
         Multimem => (2, 3),
-        Tex | Tld4 => (2, 5),
+        Tex | Tld4 => (2, 6),
         Suld | Sust | Sured => (2, 3),
         Tensormap => (2, 4),
         Clusterlaunchcontrol => (1, 3),
