@@ -460,6 +460,38 @@ fn null_pointer_writes_fail_the_launch_and_the_executor_lives_on() {
     }
 }
 
+unsafe extern "C" fn fault_while_others_wait_kernel(p: *const u8, c: *mut BlockCtx, x: u32, y: u32, z: u32) {
+    unsafe {
+        let flag = arg(p, 0) as *mut u32;
+        let t = linear(ctx(c), x, y, z);
+        if block_linear(ctx(c)) == 5 && t == 0 {
+            std::ptr::write_volatile(0x18 as *mut u32, 1);
+        }
+        // Everyone else waits for a flag that the faulting block would
+        // have set.
+        while atomic(flag).load(Ordering::Acquire) == 0 {
+            __anycuda_yield(c, t);
+        }
+    }
+}
+
+unsafe extern "C" fn fault_while_others_wait_block(p: *const u8, c: *mut BlockCtx) {
+    unsafe { fault_while_others_wait_kernel(p, c, 0, 0, 0) }
+}
+
+#[test]
+fn a_fault_cancels_blocks_that_wait_for_the_faulting_one() {
+    let (exec, _) = executor();
+    let mut flag = vec![0u32];
+    let p = params(&[addr(&mut flag)]);
+    let kernels = [scheduled(fault_while_others_wait_kernel), fast(fault_while_others_wait_kernel, fault_while_others_wait_block)];
+    for kernel in kernels {
+        let block = if kernel.block.is_some() { 1 } else { 32 };
+        let error = unsafe { exec.launch(&kernel, [12, 1, 1], [block, 1, 1], 0, &p, &opts()) }.unwrap_err();
+        assert_eq!(error, LaunchError::IllegalAddress { address: 0x18 });
+    }
+}
+
 #[inline(never)]
 #[allow(unconditional_recursion)]
 fn recurse(depth: u64, buffer: &mut [u8; 512]) -> u64 {
