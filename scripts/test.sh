@@ -12,10 +12,3 @@ scripts/build-cuda-tests.sh
 # Every crate of the workspace (benchmarks are built, not run).
 cargo test --workspace
 cargo check --workspace --benches --quiet
-
-# Crates that build on their own until they join the workspace.
-for c in driver libcuda; do
-    if [ -f "crates/$c/Cargo.toml" ] && grep -q '^\[workspace\]' "crates/$c/Cargo.toml"; then
-        cargo test --manifest-path "crates/$c/Cargo.toml"
-    fi
-done
