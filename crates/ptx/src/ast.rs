@@ -572,6 +572,8 @@ pub enum Operand {
     GlobalOffset(SymbolId, i64),
     /// `var+off` as a value, for a function variable (`.local`, `.shared`, `.param`).
     VarOffset(VarId, i64),
+    /// `_|%p`: a discarded value with a predicate destination (`elect.sync _|%p, -1;`).
+    SinkPred(RegId),
     /// `{a, b, c, d}|%p`: a vector destination with a predicate (`tex`, `tld4`).
     VectorPred(ListRange, RegId),
     /// A video-instruction source or destination: a register with an

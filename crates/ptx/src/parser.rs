@@ -110,6 +110,13 @@ impl<'a> FnState<'a> {
     fn declare(&mut self, decl: VarDecl<'a>) -> VarId {
         let id = self.vars.len() as VarId;
         let name = decl.name;
+        // A new declaration may shadow names the cache resolved before: its
+        // own name, or with `%r<N>` every `%rK`.
+        if decl.count.is_some() {
+            self.reg_cache.clear();
+        } else {
+            self.reg_cache.remove(name);
+        }
         self.vars.push(decl);
         let old = self.scope.insert(name, id);
         self.undo.push((name, old));
@@ -1271,7 +1278,7 @@ impl<'a> Parser<'a> {
             return Err(());
         }
         let has_type = mods.iter().any(|m| matches!(m, Modifier::Type(_)));
-        if !has_type && validate::requires_type(op) {
+        if !has_type && validate::requires_type(op, mods) {
             self.error(Self::span(op_tok), format!("`{op}` needs a type modifier such as `.u32`"), Some("a type modifier"));
             return Err(());
         }
@@ -1367,6 +1374,9 @@ impl<'a> Parser<'a> {
                 }
                 self.bump();
                 if name == "_" {
+                    if self.eat(T::Pipe) {
+                        return Ok(Operand::SinkPred(self.pipe_register(fs)?));
+                    }
                     return Ok(Operand::Sink);
                 }
                 if ctx == NameCtx::Label {
@@ -1374,16 +1384,8 @@ impl<'a> Parser<'a> {
                 }
                 match self.resolve(fs, name) {
                     Some(Resolved::Reg(r)) => {
-                        if self.at(T::Pipe) {
-                            self.bump();
-                            let q = self.expect(T::Ident, "a predicate register")?;
-                            return match self.resolve(fs, self.text(q)) {
-                                Some(Resolved::Reg(q)) => Ok(Operand::PredPair(r, q)),
-                                _ => {
-                                    self.error(Self::span(q), format!("`{}` is not a declared register", self.text(q)), None);
-                                    Err(())
-                                }
-                            };
+                        if self.eat(T::Pipe) {
+                            return Ok(Operand::PredPair(r, self.pipe_register(fs)?));
                         }
                         if self.at(T::Dot) {
                             let word = &self.text(self.tok)[1..];
@@ -1485,14 +1487,7 @@ impl<'a> Parser<'a> {
                 self.bump();
                 let list = self.list(fs, T::RBrace, Self::span(t))?;
                 if self.eat(T::Pipe) {
-                    let p = self.expect(T::Ident, "a predicate register")?;
-                    return match self.resolve(fs, self.text(p)) {
-                        Some(Resolved::Reg(p)) => Ok(Operand::VectorPred(list, p)),
-                        _ => {
-                            self.error(Self::span(p), format!("`{}` is not a declared register", self.text(p)), None);
-                            Err(())
-                        }
-                    };
+                    return Ok(Operand::VectorPred(list, self.pipe_register(fs)?));
                 }
                 Ok(Operand::Vector(list))
             }
@@ -1501,6 +1496,18 @@ impl<'a> Parser<'a> {
                 self.bracket(fs, t)
             }
             _ => self.unexpected("an operand"),
+        }
+    }
+
+    /// The register after `|` in `d|p`.
+    fn pipe_register(&mut self, fs: &mut FnState<'a>) -> PResult<RegId> {
+        let p = self.expect(T::Ident, "a predicate register")?;
+        match self.resolve(fs, self.text(p)) {
+            Some(Resolved::Reg(p)) => Ok(p),
+            _ => {
+                self.error(Self::span(p), format!("`{}` is not a declared register", self.text(p)), None);
+                Err(())
+            }
         }
     }
 

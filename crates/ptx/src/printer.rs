@@ -407,6 +407,7 @@ fn write_operand(o: &mut String, m: &Module, f: &Function, b: &Body, op: &Operan
             o.push_str(f.var(v).name);
             write_offset(o, off)?;
         }
+        Operand::SinkPred(p) => write!(o, "_|{}", reg_name(f, b, p))?,
         Operand::VectorPred(l, p) => {
             o.push('{');
             write_list(o, m, f, b, b.list(l))?;

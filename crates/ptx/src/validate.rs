@@ -122,9 +122,13 @@ pub fn operand_count(op: Opcode) -> (usize, usize) {
     }
 }
 
-/// Opcodes that cannot be read without a type modifier.
-pub fn requires_type(op: Opcode) -> bool {
+/// Opcodes that cannot be read without a type modifier (given the other
+/// modifiers: `st.bulk` stores a fill value and has none).
+pub fn requires_type(op: Opcode, mods: &[Modifier]) -> bool {
     use Opcode::*;
+    if op == St && mods.contains(&Modifier::Flag(crate::keywords::Flag::Bulk)) {
+        return false;
+    }
     matches!(
         op,
         Abs | Add | Sub | Mul | Mad | Div | Rem | Neg | Min | Max | And | Or | Xor | Not | Cnot
