@@ -40,21 +40,28 @@
 # executables, e.g. --default-stream per-thread), "//@ link-flags: ..." to
 # its executables only.
 set -euo pipefail
+CALLER_PWD=$PWD
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 source scripts/env.sh
 
-OUT="${1:-target/cuda-tests}"
+# A relative OUTDIR is taken from the caller's working directory; the default
+# from the repository root.
+if [ $# -ge 1 ]; then
+    case "$1" in /*) OUT="$1" ;; *) OUT="$CALLER_PWD/$1" ;; esac
+else
+    OUT="$ROOT/target/cuda-tests"
+fi
 JOBS="${CUDA_TESTS_JOBS:-2}"
 SRC_DIR=tests/cuda
 
 die() { echo "build-cuda-tests: error: $*" >&2; exit 1; }
 
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
+OUT=$(realpath -m "$OUT")
 case "$OUT/" in
-    "$ROOT/tests/"*) die "the output folder must not be inside tests/ ($OUT)" ;;
+    "$(realpath -m "$ROOT/tests")/"*) die "the output folder must not be inside tests/ ($OUT)" ;;
 esac
+mkdir -p "$OUT"
 
 scripts/toolkit.sh
 TK="$ANYCUDA_TOOLKIT"
