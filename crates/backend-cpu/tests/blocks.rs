@@ -700,3 +700,83 @@ fn many_launches_from_several_threads() {
     let per_thread: u64 = (0..50u64).map(|i| (1 + i % 7) * 32).sum();
     assert_eq!(counter.load(Ordering::Relaxed), 4 * per_thread);
 }
+
+unsafe extern "C" fn timer_kernel(p: *const u8, c: *mut BlockCtx, x: u32, y: u32, z: u32) {
+    unsafe {
+        let out = arg(p, 0) as *mut u64;
+        let t = linear(ctx(c), x, y, z);
+        if t != 0 {
+            return;
+        }
+        let c0 = __anycuda_clock64(c);
+        let g0 = __anycuda_globaltimer(c);
+        __anycuda_nanosleep(c, 200_000);
+        let c1 = __anycuda_clock64(c);
+        let g1 = __anycuda_globaltimer(c);
+        *out = c1.wrapping_sub(c0);
+        *out.add(1) = g1.wrapping_sub(g0);
+        *out.add(2) = g1;
+    }
+}
+
+#[test]
+fn clocks_advance_and_nanosleep_sleeps() {
+    let (exec, _) = executor();
+    let mut out = vec![0u64; 3];
+    let p = params(&[addr(&mut out)]);
+    unsafe { exec.launch(&fast(timer_kernel, count_block_timer), [1, 1, 1], [2, 1, 1], 0, &p, &opts()) }.unwrap();
+    assert!(out[0] > 0 && out[0] < 1 << 40, "clock64 delta {}", out[0]);
+    assert!(out[1] >= 100_000, "globaltimer delta {} ns", out[1]);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    assert!(out[2].abs_diff(now) < 5_000_000_000);
+}
+
+unsafe extern "C" fn count_block_timer(p: *const u8, c: *mut BlockCtx) {
+    unsafe {
+        for t in 0..ctx(c).nthreads {
+            timer_kernel(p, c, t, 0, 0);
+        }
+    }
+}
+
+unsafe extern "C" fn arrive_then_exit_kernel(p: *const u8, c: *mut BlockCtx, x: u32, y: u32, z: u32) {
+    unsafe {
+        let out = arg(p, 0) as *mut u32;
+        let t = linear(ctx(c), x, y, z);
+        if t < 32 {
+            // Arrives at the block-wide barrier 2 and leaves: counted once,
+            // as exited.
+            __anycuda_barrier_arrive(c, t, 2, 0, 1);
+            return;
+        }
+        let shared = ctx(c).shared.cast::<u32>();
+        for round in 1..=3u32 {
+            if t >= 64 {
+                // Come late, so that a barrier released too early shows.
+                for _ in 0..16 {
+                    __anycuda_yield(c, t);
+                }
+            }
+            shared.add(t as usize).write_volatile(round);
+            __anycuda_barrier(c, t, 2, 0, 2);
+            // Released only once all 64 waiting threads reached this round.
+            if (32..96).any(|i| shared.add(i).read_volatile() < round) {
+                atomic(out.add(1)).fetch_add(1, Ordering::Relaxed);
+            }
+            atomic(out).fetch_add(1, Ordering::Relaxed);
+            __anycuda_barrier(c, t, 2, 0, 3);
+        }
+    }
+}
+
+#[test]
+fn arrivals_of_threads_that_exit_count_once() {
+    let (exec, _) = executor();
+    let mut out = vec![0u32; 2];
+    let p = params(&[addr(&mut out)]);
+    let mut kernel = scheduled(arrive_then_exit_kernel);
+    kernel.info.static_shared_bytes = 96 * 4;
+    kernel.info.dynamic_shared_offset = 96 * 4;
+    unsafe { exec.launch(&kernel, [2, 1, 1], [96, 1, 1], 0, &p, &opts()) }.unwrap();
+    assert_eq!(out, [2 * 64 * 3, 0]);
+}
