@@ -188,6 +188,9 @@ pub enum Initializer {
     Field { name: Flag, value: Box<Initializer> },
     /// A word value of a field (`linear`, `clamp_to_edge`).
     Word(Flag),
+    /// `0xFF00(generic(sym)+4)`: the bits of an address under a mask, one
+    /// byte of a pointer in a byte array (LLVM writes packed aggregates so).
+    Mask { mask: u64, value: Box<Initializer> },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -778,6 +778,14 @@ impl<'a> Parser<'a> {
             let offset = self.symbol_offset()?;
             return Ok(Initializer::Symbol { symbol, offset, generic });
         }
+        if self.at(T::Int) && self.peek2().kind == T::LParen {
+            let t = self.bump();
+            let mask = self.int_token_value(t)? as u64;
+            self.bump();
+            let value = self.initializer()?;
+            self.expect(T::RParen, "`)`")?;
+            return Ok(Initializer::Mask { mask, value: Box::new(value) });
+        }
         if let Some(f) = self.float_literal()? {
             return Ok(f);
         }

@@ -118,6 +118,12 @@ fn write_init(o: &mut String, m: &Module, f: Option<&Function>, i: &Initializer)
             write_init(o, m, f, value)
         }
         Initializer::Word(w) => write!(o, "{w}"),
+        Initializer::Mask { mask, value } => {
+            write!(o, "0x{mask:X}(")?;
+            write_init(o, m, f, value)?;
+            o.push(')');
+            Ok(())
+        }
     }
 }
 
