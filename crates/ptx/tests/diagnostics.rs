@@ -141,3 +141,78 @@ fn guard_must_be_a_predicate() {
     assert_eq!(d.message, "`%r1` is not a declared predicate register");
     assert_eq!((d.line, d.column), (7, 2));
 }
+
+fn module_errors(src: &str) -> Vec<ptx::Diagnostic> {
+    match ptx::parse(src) {
+        Ok(_) => panic!("expected errors for:\n{src}"),
+        Err(d) => d.0,
+    }
+}
+
+#[test]
+fn unknown_sampler_field_and_value() {
+    let e = module_errors(".version 8.0\n.target sm_80\n.global .samplerref s = { filter_mode = blurry };\n");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].message, "unknown field value `blurry`");
+    assert_eq!((e[0].line, e[0].column, e[0].found.as_str()), (3, 41, "blurry"));
+    let e = module_errors(".version 8.0\n.target sm_80\n.global .samplerref s = { colour = linear };\n");
+    assert_eq!(e[0].message, "unknown sampler or texture field `colour`");
+    assert_eq!((e[0].line, e[0].column), (3, 27));
+}
+
+#[test]
+fn negated_operand_must_be_a_register() {
+    let src = ".version 8.0\n.target sm_80\n.global .u32 g;\n.entry k() { .reg .b32 %r<4>;\nvmad.s32.s32.s32 %r1, -g, %r2, %r3;\n}\n";
+    let e = module_errors(src);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].message, "only a register can be negated");
+    assert_eq!((e[0].line, e[0].column, e[0].found.as_str()), (5, 24, "g"));
+}
+
+#[test]
+fn symbol_offset_must_be_constant() {
+    let src = ".version 8.0\n.target sm_80\n.global .u32 g[4];\n.entry k() { .reg .b64 %rd<4>;\nmov.u64 %rd1, g+%rd2;\n}\n";
+    let e = module_errors(src);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].message, "a symbol's offset is a constant");
+    assert_eq!((e[0].line, e[0].column, e[0].found.as_str()), (5, 17, "%rd2"));
+}
+
+#[test]
+fn predicate_after_pipe_must_be_declared() {
+    let d = one(&format!("{REGS}\nsetp.eq.s32 %p1|%q, %r1, %r2;"));
+    assert_eq!(d.message, "`%q` is not a declared register");
+    assert_eq!((d.line, d.column), (7, 17));
+    let d = one(&format!("{REGS}\nelect.sync _|%nope, -1;"));
+    assert_eq!(d.message, "`%nope` is not a declared register");
+}
+
+#[test]
+fn labels_in_sibling_blocks_are_distinct_but_not_in_one_block() {
+    // The same name in two blocks is two labels; twice in one block is an error.
+    let src = ".version 8.0\n.target sm_80\n.entry k() {\n{ L: bra L; }\n{ L: bra L; }\n{ L:\nL: ret; }\n}\n";
+    let e = module_errors(src);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].message, "label `L` is defined twice");
+    assert_eq!((e[0].line, e[0].column), (7, 1));
+    // A use in a block does not see a label defined only in a sibling block.
+    let src = ".version 8.0\n.target sm_80\n.entry k() {\n{ L: ret; }\n{ bra L; }\n}\n";
+    let e = module_errors(src);
+    assert_eq!(e[0].message, "undefined label `L`");
+    assert_eq!((e[0].line, e[0].column), (5, 7));
+}
+
+#[test]
+fn unterminated_section() {
+    let e = module_errors(".version 8.0\n.target sm_80\n.section .debug_info {\n.b8 1 // }\n");
+    assert_eq!(e[0].message, "unterminated `.section`");
+    assert_eq!((e[0].line, e[0].column, e[0].found.as_str()), (3, 22, "{"));
+}
+
+#[test]
+fn bad_mask_initializer() {
+    let e = module_errors(".version 8.0\n.target sm_80\n.global .u32 g;\n.global .u8 b[2] = {0xFF(generic(g), 0};\n");
+    assert_eq!(e[0].message, "unexpected token");
+    assert_eq!(e[0].expected.as_deref(), Some("`)`"));
+    assert_eq!((e[0].line, e[0].column, e[0].found.as_str()), (4, 36, ","));
+}
