@@ -424,6 +424,10 @@ impl SchedState {
         }
         let mut group = 1u32 << lane;
         let mut need = (op.mask & live) | group;
+        if need & !self.warp_parked[warp] != 0 {
+            // Some lane it needs has not reached a collective yet.
+            return None;
+        }
         loop {
             let missing = need & !group;
             if missing == 0 {
@@ -440,7 +444,9 @@ impl SchedState {
     fn resolve(&mut self, env: &Env, warp: usize, kind: WarpKind, group: u32) {
         let mut ops = [LaneOp::default(); 32];
         for lane in lanes(group) {
-            if let Some((_, _, op)) = self.lane_wait(env, warp, lane) {
+            // Straight from the slot: every lane of the group is parked at
+            // a collective.
+            if let Wait::Warp { op, .. } = env.rt_slot(warp as u32 * 32 + lane).wait.get() {
                 ops[lane as usize] = op;
             }
         }
