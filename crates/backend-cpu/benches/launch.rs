@@ -93,6 +93,8 @@ fn main() {
         }
         let small = time_launch(&exec, k, 1, 32, 2000);
         println!("empty launch, {name} path, 1 block x 32 threads: {:.2} us", small.as_secs_f64() * 1e6);
+        let few = time_launch(&exec, k, 8, 32, 500);
+        println!("empty launch, {name} path, 8 blocks x 32 threads: {:.2} us", few.as_secs_f64() * 1e6);
         let large = time_launch(&exec, k, 1000, 256, 20);
         println!(
             "empty launch, {name} path, 1000 blocks x 256 threads: {:.1} us ({:.1} ns per thread)",
