@@ -69,6 +69,10 @@ pub struct ModuleInfo {
 pub enum Target {
     /// The machine the compiler runs on.
     HostCpu,
+    /// An AMD GPU (`amdgcn-amd-amdhsa`), by HIP architecture name
+    /// (`gfx1100`, `gfx90a`, or a target-id such as `gfx90a:xnack-`); the
+    /// object is a linked code object for `hipModuleLoadData`.
+    Amdgpu { arch: String },
 }
 
 /// Why a module cannot be compiled. Each error names the offending PTX
@@ -100,13 +104,25 @@ pub fn emit_ir(module: &ptx::ast::Module, src: &str) -> Result<String, CompileEr
 /// Compiles a parsed module for `target`. `src` is the module's source text
 /// (for error positions).
 pub fn compile(module: &ptx::ast::Module, src: &str, target: &Target) -> Result<CompiledModule, CompileError> {
+    targets::check_module(target, module, src)?;
     let mut cx = lower::ModuleCx::new(module, src, target);
     let ir = cx.lower_module()?;
+    let ir = targets::finish_ir(target, ir, &cx.decls, &cx.helpers);
     let info = layout::describe_with(module, &cx.a);
     let object = match target {
         Target::HostCpu => codegen::host_object(&ir)?,
+        Target::Amdgpu { arch } => targets::amdgpu::object(&ir, &targets::amdgpu::Arch::parse(arch)?)?,
     };
     Ok(CompiledModule { object, info })
+}
+
+/// The LLVM IR text [`compile`] hands to the code generator of `target`
+/// (before optimisation), for inspection and golden tests.
+pub fn emit_target_ir(module: &ptx::ast::Module, src: &str, target: &Target) -> Result<String, CompileError> {
+    targets::check_module(target, module, src)?;
+    let mut cx = lower::ModuleCx::new(module, src, target);
+    let ir = cx.lower_module()?;
+    Ok(targets::finish_ir(target, ir, &cx.decls, &cx.helpers))
 }
 
 /// Identifies the code a [`compile`] call produces for `target` on this
@@ -114,6 +130,11 @@ pub fn compile(module: &ptx::ast::Module, src: &str, target: &Target) -> Result<
 pub fn target_fingerprint(target: &Target) -> String {
     match target {
         Target::HostCpu => codegen::host_fingerprint(),
+        Target::Amdgpu { arch } => match targets::amdgpu::Arch::parse(arch) {
+            Ok(a) => targets::amdgpu::fingerprint(&a),
+            // Nothing compiles for an unknown processor; the name alone keys it.
+            Err(_) => format!("amdgcn-amd-amdhsa|{arch}|invalid"),
+        },
     }
 }
 

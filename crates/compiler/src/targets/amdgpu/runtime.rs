@@ -1,0 +1,708 @@
+//! The runtime functions of [`crate::cpu_abi::RUNTIME_SYMBOLS`] as LLVM IR
+//! for AMD GPUs, with the semantics of the CPU backend
+//! (`backend-cpu/src/exec/warp.rs`) where the hardware allows.
+//!
+//! Lanes of a wavefront run in lock step, so a warp collective involves the
+//! lanes of the warp that are active at the instruction (the `exec` mask):
+//! lanes of the member mask that took another branch do not wait for each
+//! other as they do on NVIDIA GPUs since Volta and on the CPU backend.
+//! Every function is `alwaysinline` and `convergent` so that LLVM neither
+//! moves the cross-lane operations across control flow nor keeps calls.
+
+use super::{Arch, Family, DYNAMIC_LDS};
+use crate::cpu_abi::{bar_red, matching, redux, shfl, vote};
+use crate::CompileError;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Functions the AMDGPU runtime library defines in the module, among those
+/// the lowering may declare (runtime functions and libm calls).
+pub fn defines(name: &str) -> bool {
+    DEFINED.contains(&name)
+}
+
+const DEFINED: &[&str] = &[
+    "__anycuda_barrier",
+    "__anycuda_barrier_arrive",
+    "__anycuda_barrier_red",
+    "__anycuda_warp_sync",
+    "__anycuda_shfl",
+    "__anycuda_vote",
+    "__anycuda_match",
+    "__anycuda_redux",
+    "__anycuda_activemask",
+    "__anycuda_exit",
+    "__anycuda_trap",
+    "__anycuda_assertfail",
+    "__anycuda_yield",
+    "__anycuda_clock64",
+    "__anycuda_globaltimer",
+    "__anycuda_nanosleep",
+    "__anycuda_is_local",
+    "tanhf",
+    "tanh",
+];
+
+/// Runtime functions with no AMDGPU implementation yet.
+const MISSING: &[&str] = &["__anycuda_vprintf", "__anycuda_malloc", "__anycuda_free"];
+
+/// Attributes of every runtime function.
+const ATTRS: &str = "alwaysinline nounwind convergent";
+
+/// Intrinsics the library and the kernel entries call, with their declarations.
+const INTRINSICS: &[(&str, &str)] = &[
+    ("llvm.amdgcn.workitem.id.x", "declare i32 @llvm.amdgcn.workitem.id.x()"),
+    ("llvm.amdgcn.workitem.id.y", "declare i32 @llvm.amdgcn.workitem.id.y()"),
+    ("llvm.amdgcn.workitem.id.z", "declare i32 @llvm.amdgcn.workitem.id.z()"),
+    ("llvm.amdgcn.workgroup.id.x", "declare i32 @llvm.amdgcn.workgroup.id.x()"),
+    ("llvm.amdgcn.workgroup.id.y", "declare i32 @llvm.amdgcn.workgroup.id.y()"),
+    ("llvm.amdgcn.workgroup.id.z", "declare i32 @llvm.amdgcn.workgroup.id.z()"),
+    ("llvm.amdgcn.dispatch.ptr", "declare ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()"),
+    ("llvm.amdgcn.dispatch.id", "declare i64 @llvm.amdgcn.dispatch.id()"),
+    ("llvm.amdgcn.mbcnt.lo", "declare i32 @llvm.amdgcn.mbcnt.lo(i32, i32)"),
+    ("llvm.amdgcn.mbcnt.hi", "declare i32 @llvm.amdgcn.mbcnt.hi(i32, i32)"),
+    ("llvm.amdgcn.ballot.i32", "declare i32 @llvm.amdgcn.ballot.i32(i1)"),
+    ("llvm.amdgcn.ballot.i64", "declare i64 @llvm.amdgcn.ballot.i64(i1)"),
+    ("llvm.amdgcn.ds.bpermute", "declare i32 @llvm.amdgcn.ds.bpermute(i32, i32)"),
+    ("llvm.amdgcn.s.barrier", "declare void @llvm.amdgcn.s.barrier()"),
+    ("llvm.amdgcn.wave.barrier", "declare void @llvm.amdgcn.wave.barrier()"),
+    ("llvm.amdgcn.endpgm", "declare void @llvm.amdgcn.endpgm()"),
+    ("llvm.amdgcn.s.sleep", "declare void @llvm.amdgcn.s.sleep(i32)"),
+    ("llvm.amdgcn.s.memtime", "declare i64 @llvm.amdgcn.s.memtime()"),
+    ("llvm.amdgcn.s.memrealtime", "declare i64 @llvm.amdgcn.s.memrealtime()"),
+    ("llvm.amdgcn.s.sendmsg.rtn.i64", "declare i64 @llvm.amdgcn.s.sendmsg.rtn.i64(i32)"),
+    ("llvm.amdgcn.is.private", "declare i1 @llvm.amdgcn.is.private(ptr)"),
+    ("llvm.readcyclecounter", "declare i64 @llvm.readcyclecounter()"),
+    ("llvm.trap", "declare void @llvm.trap()"),
+    ("llvm.memset.p0.i64", "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)"),
+    ("llvm.usub.sat.i32", "declare i32 @llvm.usub.sat.i32(i32, i32)"),
+    ("llvm.ctpop.i32", "declare i32 @llvm.ctpop.i32(i32)"),
+    ("llvm.ctpop.i64", "declare i64 @llvm.ctpop.i64(i64)"),
+    ("llvm.cttz.i32", "declare i32 @llvm.cttz.i32(i32, i1)"),
+    ("llvm.cttz.i64", "declare i64 @llvm.cttz.i64(i64, i1)"),
+    ("llvm.umin.i32", "declare i32 @llvm.umin.i32(i32, i32)"),
+    ("llvm.umax.i32", "declare i32 @llvm.umax.i32(i32, i32)"),
+    ("llvm.smin.i32", "declare i32 @llvm.smin.i32(i32, i32)"),
+    ("llvm.smax.i32", "declare i32 @llvm.smax.i32(i32, i32)"),
+    ("llvm.fabs.f16", "declare half @llvm.fabs.f16(half)"),
+    ("llvm.fabs.f32", "declare float @llvm.fabs.f32(float)"),
+    ("llvm.fabs.f64", "declare double @llvm.fabs.f64(double)"),
+    ("llvm.sqrt.f32", "declare float @llvm.sqrt.f32(float)"),
+    ("llvm.sqrt.f64", "declare double @llvm.sqrt.f64(double)"),
+    ("llvm.rint.f64", "declare double @llvm.rint.f64(double)"),
+    ("llvm.fma.f64", "declare double @llvm.fma.f64(double, double, double)"),
+    ("llvm.ldexp.f64.i32", "declare double @llvm.ldexp.f64.i32(double, i32)"),
+    ("llvm.copysign.f64", "declare double @llvm.copysign.f64(double, double)"),
+];
+
+/// The runtime library for a module whose lowering declared `decls`.
+pub fn runtime_library(arch: &Arch, decls: &BTreeMap<String, String>) -> Result<String, CompileError> {
+    if let Some(name) = MISSING.iter().find(|n| decls.contains_key(**n)) {
+        // `compile` names the PTX call site first; this is the fallback for
+        // callers of the lowering alone.
+        return Err(CompileError::Unsupported {
+            function: String::new(),
+            what: format!("`{}` is not supported on AMDGPU yet", name.trim_start_matches("__anycuda_")),
+            line: 0,
+            column: 0,
+        });
+    }
+    let mut s = String::from("\n; AMDGPU runtime library\n");
+    for (name, decl) in INTRINSICS {
+        if !decls.contains_key(*name) {
+            s.push_str(decl);
+            s.push('\n');
+        }
+    }
+    let _ = writeln!(s, "{DYNAMIC_LDS} = external addrspace(3) global [0 x i8], align 16");
+    s.push_str(&lane_helpers(arch));
+    let uses_bar_red = decls.contains_key("__anycuda_barrier_red");
+    s.push_str(&prologue(uses_bar_red));
+    for name in DEFINED {
+        if !decls.contains_key(*name) {
+            continue;
+        }
+        let text = match *name {
+            "__anycuda_barrier" => barrier("__anycuda_barrier"),
+            // No AMD barrier lets a wavefront signal without waiting (before
+            // gfx12): arriving is a full barrier, which is right when each
+            // wavefront either arrives or waits once per phase, the usual
+            // producer/consumer use.
+            "__anycuda_barrier_arrive" => barrier("__anycuda_barrier_arrive"),
+            "__anycuda_barrier_red" => barrier_red(arch),
+            "__anycuda_warp_sync" => warp_sync(),
+            "__anycuda_shfl" => shfl(),
+            "__anycuda_vote" => vote(),
+            "__anycuda_match" => match_sync(),
+            "__anycuda_redux" => redux(),
+            "__anycuda_activemask" => activemask(),
+            "__anycuda_exit" => exit(),
+            "__anycuda_trap" => trap("__anycuda_trap", "ptr %ctx, i32 %thread"),
+            "__anycuda_assertfail" => trap(
+                "__anycuda_assertfail",
+                "ptr %ctx, i32 %thread, ptr %message, ptr %file, i32 %line, ptr %function, i64 %char_size",
+            ),
+            "__anycuda_yield" => yield_(),
+            "__anycuda_clock64" => clock64(arch),
+            "__anycuda_globaltimer" => globaltimer(arch),
+            "__anycuda_nanosleep" => nanosleep(),
+            "__anycuda_is_local" => is_local(),
+            "tanhf" => tanhf(),
+            "tanh" => tanh(),
+            _ => continue,
+        };
+        s.push_str(&text);
+    }
+    if decls.contains_key("tanhf") || decls.contains_key("tanh") {
+        s.push_str(&tanh_f64());
+    }
+    Ok(s)
+}
+
+/// Lane helpers: the lane in the wavefront, the first lane of the caller's
+/// warp in the wavefront, a ballot over the caller's warp and a read of
+/// another lane of the warp.
+fn lane_helpers(arch: &Arch) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "define internal i32 @__anycuda_amd.lane() {ATTRS} {{");
+    s.push_str("  %lo = call i32 @llvm.amdgcn.mbcnt.lo(i32 -1, i32 0)\n");
+    if arch.wave64 {
+        s.push_str("  %l = call i32 @llvm.amdgcn.mbcnt.hi(i32 -1, i32 %lo)\n  ret i32 %l\n}\n");
+    } else {
+        s.push_str("  ret i32 %lo\n}\n");
+    }
+    let _ = writeln!(s, "define internal i32 @__anycuda_amd.warp_base() {ATTRS} {{");
+    if arch.wave64 {
+        s.push_str("  %l = call i32 @__anycuda_amd.lane()\n  %b = and i32 %l, 32\n  ret i32 %b\n}\n");
+    } else {
+        s.push_str("  ret i32 0\n}\n");
+    }
+    // A ballot over the whole wavefront, as wide as the wavefront.
+    let wt = if arch.wave64 { "i64" } else { "i32" };
+    let _ = writeln!(s, "define internal {wt} @__anycuda_amd.wave_ballot(i1 %p) {ATTRS} {{");
+    let _ = writeln!(s, "  %b = call {wt} @llvm.amdgcn.ballot.{wt}(i1 %p)\n  ret {wt} %b\n}}");
+    let _ = writeln!(s, "define internal i32 @__anycuda_amd.ballot(i1 %p) {ATTRS} {{");
+    if arch.wave64 {
+        s.push_str(
+            "  %b = call i64 @__anycuda_amd.wave_ballot(i1 %p)
+  %base = call i32 @__anycuda_amd.warp_base()
+  %sh = zext i32 %base to i64
+  %w = lshr i64 %b, %sh
+  %r = trunc i64 %w to i32
+  ret i32 %r
+}
+",
+        );
+    } else {
+        s.push_str("  %b = call i32 @__anycuda_amd.wave_ballot(i1 %p)\n  ret i32 %b\n}\n");
+    }
+    let _ = writeln!(s, "define internal i32 @__anycuda_amd.from_lane(i32 %k, i32 %v) {ATTRS} {{");
+    s.push_str(
+        "  %base = call i32 @__anycuda_amd.warp_base()
+  %src = add i32 %base, %k
+  %addr = shl i32 %src, 2
+  %r = call i32 @llvm.amdgcn.ds.bpermute(i32 %addr, i32 %v)
+  ret i32 %r
+}
+",
+    );
+    s
+}
+
+/// Called by every kernel entry before the kernel body. `bar.red` counts
+/// in an LDS word that must start at zero; LDS is not initialised, so the
+/// first thread clears it and the block waits for that once.
+fn prologue(uses_bar_red: bool) -> String {
+    let mut s = format!("define internal void @__anycuda_amd.prologue(i32 %lin) {ATTRS} {{\nentry:\n");
+    if uses_bar_red {
+        s.push_str(
+            "  %first = icmp eq i32 %lin, 0
+  br i1 %first, label %clear, label %sync
+clear:
+  store atomic i32 0, ptr addrspace(3) @__anycuda_amd.bar_red syncscope(\"workgroup\") monotonic, align 4
+  br label %sync
+sync:
+  fence syncscope(\"workgroup\") release
+  call void @llvm.amdgcn.s.barrier()
+  fence syncscope(\"workgroup\") acquire
+",
+        );
+    }
+    s.push_str("  ret void\n}\n");
+    if uses_bar_red {
+        s.push_str("@__anycuda_amd.bar_red = internal addrspace(3) global i32 poison, align 4\n");
+    }
+    s
+}
+
+/// The fences around `s_barrier` make the block's memory operations
+/// before the barrier visible to every thread after it, as `bar.sync` does.
+const BLOCK_BARRIER: &str = "  fence syncscope(\"workgroup\") release
+  call void @llvm.amdgcn.s.barrier()
+  fence syncscope(\"workgroup\") acquire
+";
+
+/// `bar.sync`/`barrier.sync`/`bar.arrive`: every wavefront of the block
+/// takes part; barrier ids and thread counts are not modelled (an id out
+/// of range traps, as it fails the launch on the CPU).
+fn barrier(name: &str) -> String {
+    format!(
+        "define internal void @{name}(ptr %ctx, i32 %thread, i32 %id, i32 %count, i32 %site) {ATTRS} {{
+entry:
+  %bad = icmp uge i32 %id, 16
+  br i1 %bad, label %trap, label %ok
+trap:
+  call void @llvm.trap()
+  unreachable
+ok:
+{BLOCK_BARRIER}  ret void
+}}
+"
+    )
+}
+
+/// `bar.red.{{popc,and,or}}`: every wavefront adds the count of its lanes
+/// that decide the result (true predicates for popc/or, false ones for
+/// and) to an LDS counter, the block waits, reads the total, waits again
+/// and takes its contribution back, which leaves the counter at zero for
+/// the next `bar.red` without electing a thread that must still be alive.
+fn barrier_red(arch: &Arch) -> String {
+    let wt = if arch.wave64 { "i64" } else { "i32" };
+    let count = |v: &str, out: &str| {
+        if arch.wave64 {
+            format!("  {out}.w = call i64 @llvm.ctpop.i64(i64 {v})\n  {out} = trunc i64 {out}.w to i32\n")
+        } else {
+            format!("  {out} = call i32 @llvm.ctpop.i32(i32 {v})\n")
+        }
+    };
+    let mut s = format!(
+        "define internal i32 @__anycuda_barrier_red(ptr %ctx, i32 %thread, i32 %id, i32 %count, i32 %op, i32 %pred, i32 %site) {ATTRS} {{
+entry:
+  %bad = icmp uge i32 %id, 16
+  br i1 %bad, label %trap, label %ok
+trap:
+  call void @llvm.trap()
+  unreachable
+ok:
+  %p = icmp ne i32 %pred, 0
+  %is.and = icmp eq i32 %op, {and}
+  %decides = xor i1 %p, %is.and
+  %active = call {wt} @__anycuda_amd.wave_ballot(i1 true)
+  %votes = call {wt} @__anycuda_amd.wave_ballot(i1 %decides)
+",
+        and = bar_red::AND
+    );
+    s.push_str(&count("%votes", "%mine"));
+    let _ = write!(
+        s,
+        "  %leader.lane = call {wt} @llvm.cttz.{wt}({wt} %active, i1 true)
+  %lane.w = call i32 @__anycuda_amd.lane()
+  %lane = {widen} i32 %lane.w to {wt}
+  %leader = icmp eq {wt} %lane, %leader.lane
+  br i1 %leader, label %add, label %wait
+add:
+  %old = atomicrmw add ptr addrspace(3) @__anycuda_amd.bar_red, i32 %mine syncscope(\"workgroup\") monotonic, align 4
+  br label %wait
+wait:
+{BLOCK_BARRIER}  %total = load atomic i32, ptr addrspace(3) @__anycuda_amd.bar_red syncscope(\"workgroup\") monotonic, align 4
+{BLOCK_BARRIER}  br i1 %leader, label %undo, label %done
+undo:
+  %old2 = atomicrmw sub ptr addrspace(3) @__anycuda_amd.bar_red, i32 %mine syncscope(\"workgroup\") monotonic, align 4
+  br label %done
+done:
+  %is.popc = icmp eq i32 %op, {popc}
+  %none = icmp eq i32 %total, 0
+  %some = icmp ne i32 %total, 0
+  %flag = select i1 %is.and, i1 %none, i1 %some
+  %flag.i = zext i1 %flag to i32
+  %r = select i1 %is.popc, i32 %total, i32 %flag.i
+  ret i32 %r
+}}
+",
+        popc = bar_red::POPC,
+        widen = if arch.wave64 { "zext" } else { "bitcast" }
+    );
+    s
+}
+
+/// `bar.warp.sync`: the lanes of a wavefront are always together; the
+/// fences order their memory operations as `__syncwarp` promises.
+fn warp_sync() -> String {
+    format!(
+        "define internal void @__anycuda_warp_sync(ptr %ctx, i32 %thread, i32 %mask, i32 %site) {ATTRS} {{
+  fence syncscope(\"wavefront\") release
+  call void @llvm.amdgcn.wave.barrier()
+  fence syncscope(\"wavefront\") acquire
+  ret void
+}}
+"
+    )
+}
+
+/// `shfl.sync`: the source lane and range test of the PTX pseudo-code; a
+/// source lane that is not active gives the caller's own value, as on
+/// the CPU backend.
+fn shfl() -> String {
+    format!(
+        "define internal i64 @__anycuda_shfl(ptr %ctx, i32 %thread, i32 %mode, i32 %value, i32 %b, i32 %c, i32 %mask, i32 %site) {ATTRS} {{
+  %wlane = call i32 @__anycuda_amd.lane()
+  %lane = and i32 %wlane, 31
+  %bval = and i32 %b, 31
+  %cval = and i32 %c, 31
+  %c8 = lshr i32 %c, 8
+  %seg = and i32 %c8, 31
+  %nseg = xor i32 %seg, -1
+  %min = and i32 %lane, %seg
+  %chi = and i32 %cval, %nseg
+  %max = or i32 %min, %chi
+  %j.up = sub i32 %lane, %bval
+  %ok.up = icmp sge i32 %j.up, %max
+  %j.down = add i32 %lane, %bval
+  %ok.down = icmp ule i32 %j.down, %max
+  %j.bfly = xor i32 %lane, %bval
+  %ok.bfly = icmp ule i32 %j.bfly, %max
+  %bhi = and i32 %bval, %nseg
+  %j.idx = or i32 %min, %bhi
+  %ok.idx = icmp ule i32 %j.idx, %max
+  %is.up = icmp eq i32 %mode, {up}
+  %is.down = icmp eq i32 %mode, {down}
+  %is.bfly = icmp eq i32 %mode, {bfly}
+  %j1 = select i1 %is.bfly, i32 %j.bfly, i32 %j.idx
+  %ok1 = select i1 %is.bfly, i1 %ok.bfly, i1 %ok.idx
+  %j2 = select i1 %is.down, i32 %j.down, i32 %j1
+  %ok2 = select i1 %is.down, i1 %ok.down, i1 %ok1
+  %j = select i1 %is.up, i32 %j.up, i32 %j2
+  %ok = select i1 %is.up, i1 %ok.up, i1 %ok2
+  %src = select i1 %ok, i32 %j, i32 %lane
+  %active = call i32 @__anycuda_amd.ballot(i1 true)
+  %got = call i32 @__anycuda_amd.from_lane(i32 %src, i32 %value)
+  %bits = lshr i32 %active, %src
+  %has = trunc i32 %bits to i1
+  %v = select i1 %has, i32 %got, i32 %value
+  %v64 = zext i32 %v to i64
+  %ok64 = zext i1 %ok to i64
+  %okhi = shl i64 %ok64, 32
+  %r = or i64 %v64, %okhi
+  ret i64 %r
+}}
+",
+        up = shfl::UP,
+        down = shfl::DOWN,
+        bfly = shfl::BFLY
+    )
+}
+
+/// `vote.sync`: over the active lanes of the member mask.
+fn vote() -> String {
+    format!(
+        "define internal i32 @__anycuda_vote(ptr %ctx, i32 %thread, i32 %mode, i32 %pred, i32 %mask, i32 %site) {ATTRS} {{
+  %active = call i32 @__anycuda_amd.ballot(i1 true)
+  %members = and i32 %active, %mask
+  %p = icmp ne i32 %pred, 0
+  %preds = call i32 @__anycuda_amd.ballot(i1 %p)
+  %ballot = and i32 %preds, %members
+  %all = icmp eq i32 %ballot, %members
+  %any = icmp ne i32 %ballot, 0
+  %none = icmp eq i32 %ballot, 0
+  %uni = or i1 %none, %all
+  %is.all = icmp eq i32 %mode, {all}
+  %is.any = icmp eq i32 %mode, {any}
+  %is.uni = icmp eq i32 %mode, {uni}
+  %f1 = select i1 %is.uni, i1 %uni, i1 false
+  %f2 = select i1 %is.any, i1 %any, i1 %f1
+  %f = select i1 %is.all, i1 %all, i1 %f2
+  %fi = zext i1 %f to i32
+  %is.ballot = icmp eq i32 %mode, {ballot}
+  %r = select i1 %is.ballot, i32 %ballot, i32 %fi
+  ret i32 %r
+}}
+",
+        all = vote::ALL,
+        any = vote::ANY,
+        uni = vote::UNI,
+        ballot = vote::BALLOT
+    )
+}
+
+/// `match.sync`: compares with each lane of the warp in turn.
+fn match_sync() -> String {
+    format!(
+        "define internal i64 @__anycuda_match(ptr %ctx, i32 %thread, i32 %mode, i64 %value, i32 %mask, i32 %site) {ATTRS} {{
+entry:
+  %active = call i32 @__anycuda_amd.ballot(i1 true)
+  %members = and i32 %active, %mask
+  %lo = trunc i64 %value to i32
+  %hi.w = lshr i64 %value, 32
+  %hi = trunc i64 %hi.w to i32
+  br label %loop
+loop:
+  %k = phi i32 [ 0, %entry ], [ %k1, %loop ]
+  %same = phi i32 [ 0, %entry ], [ %same1, %loop ]
+  %olo = call i32 @__anycuda_amd.from_lane(i32 %k, i32 %lo)
+  %ohi = call i32 @__anycuda_amd.from_lane(i32 %k, i32 %hi)
+  %elo = icmp eq i32 %olo, %lo
+  %ehi = icmp eq i32 %ohi, %hi
+  %eq = and i1 %elo, %ehi
+  %bit = shl i32 1, %k
+  %inm = and i32 %members, %bit
+  %member = icmp ne i32 %inm, 0
+  %take = and i1 %eq, %member
+  %add = select i1 %take, i32 %bit, i32 0
+  %same1 = or i32 %same, %add
+  %k1 = add i32 %k, 1
+  %more = icmp ult i32 %k1, 32
+  br i1 %more, label %loop, label %done
+done:
+  %is.all = icmp eq i32 %mode, {all}
+  %whole = icmp eq i32 %same1, %members
+  %m64 = zext i32 %members to i64
+  %mp = or i64 %m64, 4294967296
+  %r.all = select i1 %whole, i64 %mp, i64 0
+  %r.any = zext i32 %same1 to i64
+  %r = select i1 %is.all, i64 %r.all, i64 %r.any
+  ret i64 %r
+}}
+",
+        all = matching::ALL
+    )
+}
+
+/// `redux.sync`: folds the values of the member lanes in lane order.
+fn redux() -> String {
+    format!(
+        "define internal i32 @__anycuda_redux(ptr %ctx, i32 %thread, i32 %op, i32 %value, i32 %mask, i32 %site) {ATTRS} {{
+entry:
+  %active = call i32 @__anycuda_amd.ballot(i1 true)
+  %members = and i32 %active, %mask
+  %is.add = icmp eq i32 %op, {add}
+  %is.minu = icmp eq i32 %op, {minu}
+  %is.maxu = icmp eq i32 %op, {maxu}
+  %is.mins = icmp eq i32 %op, {mins}
+  %is.maxs = icmp eq i32 %op, {maxs}
+  %is.and = icmp eq i32 %op, {and}
+  %is.or = icmp eq i32 %op, {or}
+  %i1 = select i1 %is.minu, i32 -1, i32 0
+  %i2 = select i1 %is.mins, i32 2147483647, i32 %i1
+  %i3 = select i1 %is.maxs, i32 -2147483648, i32 %i2
+  %init = select i1 %is.and, i32 -1, i32 %i3
+  br label %loop
+loop:
+  %k = phi i32 [ 0, %entry ], [ %k1, %loop ]
+  %acc = phi i32 [ %init, %entry ], [ %acc1, %loop ]
+  %v = call i32 @__anycuda_amd.from_lane(i32 %k, i32 %value)
+  %r.add = add i32 %acc, %v
+  %r.minu = call i32 @llvm.umin.i32(i32 %acc, i32 %v)
+  %r.maxu = call i32 @llvm.umax.i32(i32 %acc, i32 %v)
+  %r.mins = call i32 @llvm.smin.i32(i32 %acc, i32 %v)
+  %r.maxs = call i32 @llvm.smax.i32(i32 %acc, i32 %v)
+  %r.and = and i32 %acc, %v
+  %r.or = or i32 %acc, %v
+  %r.xor = xor i32 %acc, %v
+  %s1 = select i1 %is.or, i32 %r.or, i32 %r.xor
+  %s2 = select i1 %is.and, i32 %r.and, i32 %s1
+  %s3 = select i1 %is.maxs, i32 %r.maxs, i32 %s2
+  %s4 = select i1 %is.mins, i32 %r.mins, i32 %s3
+  %s5 = select i1 %is.maxu, i32 %r.maxu, i32 %s4
+  %s6 = select i1 %is.minu, i32 %r.minu, i32 %s5
+  %next = select i1 %is.add, i32 %r.add, i32 %s6
+  %bit = shl i32 1, %k
+  %inm = and i32 %members, %bit
+  %member = icmp ne i32 %inm, 0
+  %acc1 = select i1 %member, i32 %next, i32 %acc
+  %k1 = add i32 %k, 1
+  %more = icmp ult i32 %k1, 32
+  br i1 %more, label %loop, label %done
+done:
+  ret i32 %acc1
+}}
+",
+        add = redux::ADD,
+        minu = redux::MIN_U32,
+        maxu = redux::MAX_U32,
+        mins = redux::MIN_S32,
+        maxs = redux::MAX_S32,
+        and = redux::AND,
+        or = redux::OR
+    )
+}
+
+fn activemask() -> String {
+    format!(
+        "define internal i32 @__anycuda_activemask(ptr %ctx, i32 %thread, i32 %site) {ATTRS} {{
+  %active = call i32 @__anycuda_amd.ballot(i1 true)
+  ret i32 %active
+}}
+"
+    )
+}
+
+/// `exit` inside a called function ends the whole wavefront: a lane cannot
+/// be switched off for good from inside a function. Right when the lanes
+/// of the wavefront that are still running exit together.
+fn exit() -> String {
+    format!(
+        "define internal void @__anycuda_exit(ptr %ctx, i32 %thread) noreturn {ATTRS} {{
+  call void @llvm.amdgcn.endpgm()
+  unreachable
+}}
+"
+    )
+}
+
+/// `trap` and failed assertions: `s_trap`, which makes the HSA runtime
+/// fail the dispatch's queue. The assertion message is not reported.
+fn trap(name: &str, params: &str) -> String {
+    format!(
+        "define internal void @{name}({params}) noreturn {ATTRS} {{
+  call void @llvm.trap()
+  unreachable
+}}
+"
+    )
+}
+
+/// Wavefronts are scheduled by the hardware: spinning threads need not
+/// give way.
+fn yield_() -> String {
+    format!("define internal void @__anycuda_yield(ptr %ctx, i32 %thread) {ATTRS} {{\n  ret void\n}}\n")
+}
+
+/// The real-time clock, 100 MHz on AMD GPUs.
+fn realtime(arch: &Arch) -> &'static str {
+    match arch.family {
+        Family::Gfx9 | Family::Gfx10 => "  %t = call i64 @llvm.amdgcn.s.memrealtime()\n",
+        // MSG_RTN_GET_REALTIME; s_memrealtime is gone since gfx11.
+        Family::Gfx11 | Family::Gfx12 => "  %t = call i64 @llvm.amdgcn.s.sendmsg.rtn.i64(i32 131)\n",
+    }
+}
+
+/// `%clock64`: the shader clock where it is 64 bits wide. gfx11's cycle
+/// counter has 20 bits and would wrap within a millisecond, so there the
+/// real-time clock stands in (monotonic, in 10 ns steps).
+fn clock64(arch: &Arch) -> String {
+    let read = match arch.family {
+        Family::Gfx9 | Family::Gfx10 => "  %t = call i64 @llvm.amdgcn.s.memtime()\n",
+        Family::Gfx11 => realtime(arch),
+        Family::Gfx12 => "  %t = call i64 @llvm.readcyclecounter()\n",
+    };
+    format!("define internal i64 @__anycuda_clock64(ptr %ctx) {ATTRS} {{\n{read}  ret i64 %t\n}}\n")
+}
+
+/// `%globaltimer`: nanoseconds from the 100 MHz real-time clock (counting
+/// from an unspecified origin, not the Unix epoch).
+fn globaltimer(arch: &Arch) -> String {
+    format!(
+        "define internal i64 @__anycuda_globaltimer(ptr %ctx) {ATTRS} {{\n{}  %ns = mul i64 %t, 10\n  ret i64 %ns\n}}\n",
+        realtime(arch)
+    )
+}
+
+/// `nanosleep`: `s_sleep 1` waits about 64 clocks, some 30 to 60 ns; PTX
+/// allows any time in [0, 2t] and t is at most 1 ms.
+fn nanosleep() -> String {
+    format!(
+        "define internal void @__anycuda_nanosleep(ptr %ctx, i32 %ns) {ATTRS} {{
+entry:
+  %t = call i32 @llvm.umin.i32(i32 %ns, i32 1000000)
+  %n = lshr i32 %t, 5
+  %none = icmp eq i32 %n, 0
+  br i1 %none, label %done, label %loop
+loop:
+  %i = phi i32 [ 0, %entry ], [ %i1, %loop ]
+  call void @llvm.amdgcn.s.sleep(i32 1)
+  %i1 = add i32 %i, 1
+  %more = icmp ult i32 %i1, %n
+  br i1 %more, label %loop, label %done
+done:
+  ret void
+}}
+"
+    )
+}
+
+/// `isspacep.local`: local variables live in the private aperture.
+fn is_local() -> String {
+    format!(
+        "define internal i32 @__anycuda_is_local(ptr %ctx, i32 %thread, i64 %address) {ATTRS} {{
+  %p = inttoptr i64 %address to ptr
+  %b = call i1 @llvm.amdgcn.is.private(ptr %p)
+  %r = zext i1 %b to i32
+  ret i32 %r
+}}
+"
+    )
+}
+
+fn tanhf() -> String {
+    "define internal float @tanhf(float %x) alwaysinline nounwind {
+  %d = fpext float %x to double
+  %t = call double @__anycuda_amd.tanh(double %d)
+  %r = fptrunc double %t to float
+  ret float %r
+}
+"
+    .to_string()
+}
+
+fn tanh() -> String {
+    "define internal double @tanh(double %x) alwaysinline nounwind {
+  %t = call double @__anycuda_amd.tanh(double %x)
+  ret double %t
+}
+"
+    .to_string()
+}
+
+fn hex(v: f64) -> String {
+    format!("0x{:016X}", v.to_bits())
+}
+
+/// tanh in double precision: tanh|x| = e / (e + 2) with e = expm1(2|x|),
+/// expm1 from a Cody-Waite reduction by ln 2 and a Taylor polynomial on
+/// |r| <= ln2/2 (truncation below 1e-18 relative). No libm on the device.
+fn tanh_f64() -> String {
+    let ln2 = std::f64::consts::LN_2;
+    // The high part of ln 2 has trailing zero bits so that k * LN2_HI is exact.
+    let ln2_hi = f64::from_bits(0x3FE6_2E42_FEE0_0000);
+    let ln2_lo = ln2 - ln2_hi;
+    let mut s = String::from(
+        "define internal double @__anycuda_amd.tanh(double %x) alwaysinline nounwind {
+  %a = call double @llvm.fabs.f64(double %x)
+  %big = fcmp ogt double %a, 22.0
+  %nan = fcmp uno double %x, 0.0
+  %out = or i1 %big, %nan
+  %y0 = fmul double %a, 2.0
+  %y = select i1 %out, double 0.0, double %y0
+",
+    );
+    let _ = writeln!(s, "  %q = fmul double %y, {}", hex(1.0 / ln2));
+    s.push_str("  %kf = call double @llvm.rint.f64(double %q)\n  %k = fptosi double %kf to i32\n  %nkf = fneg double %kf\n");
+    let _ = writeln!(s, "  %r1 = call double @llvm.fma.f64(double %nkf, double {}, double %y)", hex(ln2_hi));
+    let _ = writeln!(s, "  %r = call double @llvm.fma.f64(double %nkf, double {}, double %r1)", hex(ln2_lo));
+    // Horner from r^14/14! down: p = r + r^2/2! + ... + r^14/14!.
+    let mut coef = [0f64; 15];
+    let mut f = 1.0f64;
+    for (n, c) in coef.iter_mut().enumerate().skip(1) {
+        f *= n as f64;
+        *c = 1.0 / f;
+    }
+    let _ = writeln!(s, "  %h14 = fmul double %r, {}", hex(coef[14]));
+    for n in (1..14).rev() {
+        let _ = writeln!(s, "  %g{n} = fadd double %h{}, {}", n + 1, hex(coef[n]));
+        let _ = writeln!(s, "  %h{n} = fmul double %g{n}, %r");
+    }
+    s.push_str(
+        "  %s = call double @llvm.ldexp.f64.i32(double 1.0, i32 %k)
+  %sm1 = fsub double %s, 1.0
+  %e = call double @llvm.fma.f64(double %s, double %h1, double %sm1)
+  %d = fadd double %e, 2.0
+  %t = fdiv double %e, %d
+  %t1 = select i1 %big, double 1.0, double %t
+  %t2 = call double @llvm.copysign.f64(double %t1, double %x)
+  %res = select i1 %nan, double %x, double %t2
+  ret double %res
+}
+",
+    );
+    s
+}

@@ -1,0 +1,543 @@
+//! The AMDGPU target: modules become code objects HIP can load, whose
+//! metadata lists every kernel with the PTX parameter buffer as its
+//! kernarg segment, with no undefined symbols left.
+
+use compiler::{compile, emit_target_ir, CompileError, CompiledModule, Target};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn amdgpu(arch: &str) -> Target {
+    Target::Amdgpu { arch: arch.into() }
+}
+
+/// `llvm-readelf` of LLVM 19 (the version the code objects are built with).
+fn readelf() -> PathBuf {
+    let mut candidates = Vec::new();
+    if let Some(prefix) = std::env::var_os("LLVM_SYS_191_PREFIX") {
+        candidates.push(Path::new(&prefix).join("bin").join("llvm-readelf"));
+    }
+    candidates.push("llvm-readelf-19".into());
+    candidates.push("/usr/lib/llvm-19/bin/llvm-readelf".into());
+    candidates.push("llvm-readelf".into());
+    for c in &candidates {
+        if Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()) {
+            return c.clone();
+        }
+    }
+    panic!("no llvm-readelf found (tried {candidates:?})");
+}
+
+/// Runs `llvm-readelf args` on a code object written to a temporary file.
+fn read_elf(object: &[u8], tag: &str, args: &[&str]) -> String {
+    let dir = std::env::temp_dir().join(format!("anycuda-amdgpu-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(format!("{tag}.hsaco"));
+    std::fs::write(&path, object).expect("write code object");
+    let out = Command::new(readelf()).args(args).arg(&path).output().expect("llvm-readelf runs");
+    let _ = std::fs::remove_file(&path);
+    assert!(out.status.success(), "llvm-readelf {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A kernel as the AMDGPU metadata note describes it.
+#[derive(Debug, Default)]
+struct NoteKernel {
+    name: String,
+    kernarg_segment_size: Option<u32>,
+    wavefront_size: Option<u32>,
+}
+
+/// Metadata of a code object: its kernels and the `amdhsa.target` line.
+struct Notes {
+    kernels: Vec<NoteKernel>,
+    target: String,
+}
+
+/// Reads the YAML form of `NT_AMDGPU_METADATA` that `llvm-readelf --notes`
+/// prints: kernels are the items of `amdhsa.kernels`, and their own keys
+/// are indented by four spaces (deeper ones belong to `.args`).
+fn parse_notes(text: &str) -> Notes {
+    let mut kernels: Vec<NoteKernel> = Vec::new();
+    let mut in_kernels = false;
+    let mut target = String::new();
+    for line in text.lines() {
+        if !line.starts_with(' ') {
+            in_kernels = line.starts_with("amdhsa.kernels:");
+            if let Some(t) = line.strip_prefix("amdhsa.target:") {
+                target = t.trim().trim_matches('\'').to_string();
+            }
+            continue;
+        }
+        if !in_kernels {
+            continue;
+        }
+        let key_line = if let Some(rest) = line.strip_prefix("  - ") {
+            kernels.push(NoteKernel::default());
+            format!("    {rest}")
+        } else {
+            line.to_string()
+        };
+        let Some(kv) = key_line.strip_prefix("    .") else { continue };
+        let Some((key, value)) = kv.split_once(':') else { continue };
+        let value = value.trim().trim_matches('\'').trim_matches('"');
+        let Some(k) = kernels.last_mut() else { continue };
+        match key {
+            "name" => k.name = value.to_string(),
+            "kernarg_segment_size" => k.kernarg_segment_size = value.parse().ok(),
+            "wavefront_size" => k.wavefront_size = value.parse().ok(),
+            _ => {}
+        }
+    }
+    Notes { kernels, target }
+}
+
+/// Dynamic symbols that are undefined (the null symbol aside).
+fn undefined_symbols(dyn_syms: &str) -> Vec<String> {
+    dyn_syms
+        .lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            // Num: Value Size Type Bind Vis Ndx Name
+            (cols.len() >= 7 && cols[0].ends_with(':') && cols[0] != "0:" && cols[6] == "UND")
+                .then(|| cols.get(7).copied().unwrap_or("?").to_string())
+        })
+        .collect()
+}
+
+/// Checks a code object against the kernels `compile` described; returns
+/// the problems found.
+fn check_code_object(tag: &str, arch: &str, compiled: &CompiledModule) -> Vec<String> {
+    let mut problems = Vec::new();
+    let wave = if arch.starts_with("gfx9") { 64 } else { 32 };
+    let notes = parse_notes(&read_elf(&compiled.object, tag, &["--notes"]));
+    if notes.target != format!("amdgcn-amd-amdhsa--{arch}") {
+        problems.push(format!("{tag}: amdhsa.target is `{}`", notes.target));
+    }
+    if notes.kernels.len() != compiled.info.kernels.len() {
+        problems.push(format!(
+            "{tag}: {} kernels in the metadata, {} in the module",
+            notes.kernels.len(),
+            compiled.info.kernels.len()
+        ));
+    }
+    for k in &compiled.info.kernels {
+        let Some(n) = notes.kernels.iter().find(|n| n.name == k.name) else {
+            problems.push(format!("{tag}: kernel `{}` missing from the metadata", k.name));
+            continue;
+        };
+        // LLVM pads the kernarg segment to whole dwords.
+        let expected = k.param_bytes.next_multiple_of(4);
+        if n.kernarg_segment_size != Some(expected) {
+            problems.push(format!(
+                "{tag}: `{}` has .kernarg_segment_size {:?}, its parameters take {} bytes",
+                k.name, n.kernarg_segment_size, k.param_bytes
+            ));
+        }
+        if n.wavefront_size != Some(wave) {
+            problems.push(format!("{tag}: `{}` has .wavefront_size {:?}, expected {wave}", k.name, n.wavefront_size));
+        }
+    }
+    let undefined = undefined_symbols(&read_elf(&compiled.object, tag, &["--dyn-syms"]));
+    if !undefined.is_empty() {
+        problems.push(format!("{tag}: undefined symbols {undefined:?}"));
+    }
+    problems
+}
+
+fn ptx_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("ptx directory")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ptx"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Compiles every file for `arch`, checking each code object.
+fn compile_all(files: &[PathBuf], arch: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    for path in files {
+        let src = std::fs::read_to_string(path).expect("read");
+        let module = ptx::parse(&src).expect("parses");
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let tag = format!("{stem}-{arch}");
+        match compile(&module, &src, &amdgpu(arch)) {
+            Ok(c) => {
+                if c.info.kernels.len() != module.kernels().count() {
+                    problems.push(format!("{tag}: kernels described {}", c.info.kernels.len()));
+                }
+                problems.extend(check_code_object(&tag, arch, &c));
+            }
+            Err(e) => problems.push(format!("{tag}: {e}")),
+        }
+    }
+    problems
+}
+
+#[test]
+fn oracle_modules_become_code_objects_for_rdna3_and_cdna2() {
+    let files = ptx_files(&repo().join("tests/ptx-oracle"));
+    assert!(files.len() >= 8, "oracle modules: {files:?}");
+    let start = std::time::Instant::now();
+    // One architecture per thread: the two cores of CI both work.
+    let problems: Vec<String> = std::thread::scope(|s| {
+        let jobs: Vec<_> = ["gfx1100", "gfx90a"].iter().map(|arch| s.spawn(|| compile_all(&files, arch))).collect();
+        jobs.into_iter().flat_map(|j| j.join().expect("compile thread")).collect()
+    });
+    eprintln!("{} oracle modules x 2 architectures in {:?}", files.len(), start.elapsed());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn project_modules_compile_for_every_processor_family() {
+    // Barriers, exited threads, recursion, indirect calls; printf's module
+    // is the subject of its own test.
+    let files: Vec<PathBuf> = ptx_files(&repo().join("ptx"))
+        .into_iter()
+        .filter(|p| p.file_stem().is_some_and(|s| s != "errors"))
+        .collect();
+    let problems: Vec<String> = std::thread::scope(|s| {
+        let jobs: Vec<_> = ["gfx942", "gfx1030", "gfx1201"].iter().map(|arch| s.spawn(|| compile_all(&files, arch))).collect();
+        jobs.into_iter().flat_map(|j| j.join().expect("compile thread")).collect()
+    });
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Every runtime function the AMDGPU library defines, in one module.
+const RUNTIME_PTX: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+
+.extern .func __assertfail(.param .b64 message, .param .b64 file, .param .b32 line, .param .b64 function, .param .b64 char_size);
+.global .align 1 .b8 msg[2] = {120, 0};
+
+.func leave(.param .b32 code)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<2>;
+	ld.param.b32 %r1, [code];
+	setp.eq.u32 %p1, %r1, 7;
+	@%p1 exit;
+	ret;
+}
+
+.visible .entry everything(.param .u64 out, .param .u32 n)
+{
+	.local .align 4 .b8 buf[16];
+	.reg .pred %p<8>;
+	.reg .b32 %r<32>;
+	.reg .b64 %rd<16>;
+	.reg .f32 %f<4>;
+	ld.param.u64 %rd1, [out];
+	cvta.to.global.u64 %rd1, %rd1;
+	ld.param.u32 %r1, [n];
+	mov.u32 %r2, %tid.x;
+	setp.lt.u32 %p1, %r2, %r1;
+	bar.sync 0;
+	bar.arrive 1, 64;
+	bar.red.popc.u32 %r3, 0, %p1;
+	bar.red.and.pred %p2, 0, %p1;
+	bar.warp.sync -1;
+	shfl.sync.idx.b32 %r4|%p3, %r2, 3, 31, -1;
+	vote.sync.ballot.b32 %r5, %p1, -1;
+	vote.sync.all.pred %p4, %p1, -1;
+	match.any.sync.b64 %r6, %rd1, -1;
+	match.all.sync.b32 %r7|%p5, %r2, -1;
+	redux.sync.max.s32 %r8, %r2, -1;
+	activemask.b32 %r9;
+	mov.u64 %rd2, %clock64;
+	mov.u64 %rd3, %globaltimer;
+	nanosleep.u32 %r1;
+	mov.u64 %rd4, buf;
+	cvta.local.u64 %rd5, %rd4;
+	isspacep.local %p6, %rd5;
+	tanh.approx.f32 %f1, %f2;
+	add.u32 %r10, %r3, %r4;
+	add.u32 %r10, %r10, %r5;
+	add.u32 %r10, %r10, %r6;
+	add.u32 %r10, %r10, %r7;
+	add.u32 %r10, %r10, %r8;
+	add.u32 %r10, %r10, %r9;
+	cvt.u32.u64 %r11, %rd2;
+	add.u32 %r10, %r10, %r11;
+	cvt.u32.u64 %r11, %rd3;
+	add.u32 %r10, %r10, %r11;
+	st.global.u32 [%rd1], %r10;
+	st.global.f32 [%rd1+4], %f1;
+	{
+		.param .b32 a0;
+		st.param.b32 [a0], %r2;
+		call.uni leave, (a0);
+	}
+	@%p6 bra $Lok;
+	trap;
+$Lok:
+	@%p2 bra $Lend;
+	mov.u64 %rd6, msg;
+	cvta.global.u64 %rd7, %rd6;
+	{
+		.param .b64 m0;
+		st.param.b64 [m0], %rd7;
+		.param .b64 m1;
+		st.param.b64 [m1], %rd7;
+		.param .b32 m2;
+		st.param.b32 [m2], 1;
+		.param .b64 m3;
+		st.param.b64 [m3], %rd7;
+		.param .b64 m4;
+		st.param.b64 [m4], 1;
+		call.uni __assertfail, (m0, m1, m2, m3, m4);
+	}
+$Lend:
+	ret;
+}
+"#;
+
+#[test]
+fn every_runtime_function_compiles_for_every_processor_family() {
+    let module = ptx::parse(RUNTIME_PTX).expect("parses");
+    let ir = emit_target_ir(&module, RUNTIME_PTX, &amdgpu("gfx1100")).expect("lowers");
+    for f in [
+        "__anycuda_barrier",
+        "__anycuda_barrier_arrive",
+        "__anycuda_barrier_red",
+        "__anycuda_warp_sync",
+        "__anycuda_shfl",
+        "__anycuda_vote",
+        "__anycuda_match",
+        "__anycuda_redux",
+        "__anycuda_activemask",
+        "__anycuda_exit",
+        "__anycuda_trap",
+        "__anycuda_assertfail",
+        "__anycuda_clock64",
+        "__anycuda_globaltimer",
+        "__anycuda_nanosleep",
+        "__anycuda_is_local",
+        "tanhf",
+    ] {
+        assert!(ir.contains(&format!(" @{f}(")), "the module does not use {f}");
+        assert!(!ir.lines().any(|l| l.starts_with("declare") && l.contains(&format!(" @{f}("))), "{f} stays declared");
+        assert!(ir.lines().any(|l| l.starts_with("define internal") && l.contains(&format!(" @{f}("))), "{f} is not defined");
+    }
+    let problems: Vec<String> = std::thread::scope(|s| {
+        let jobs: Vec<_> = ["gfx90a", "gfx1030", "gfx1100", "gfx1201"]
+            .iter()
+            .map(|arch| {
+                let module = &module;
+                s.spawn(move || match compile(module, RUNTIME_PTX, &amdgpu(arch)) {
+                    Ok(c) => check_code_object(&format!("runtime-{arch}"), arch, &c),
+                    Err(e) => vec![format!("{arch}: {e}")],
+                })
+            })
+            .collect();
+        jobs.into_iter().flat_map(|j| j.join().expect("compile thread")).collect()
+    });
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+const TINY: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry tiny(.param .u64 out, .param .u32 v)
+.reqntid 64, 2, 1
+{
+	.shared .align 4 .b32 cell[8];
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [out];
+	ld.param.u32 %r1, [v];
+	mov.u32 %r2, %tid.y;
+	mov.u32 %r3, %ctaid.x;
+	mov.u32 %r4, %nctaid.x;
+	add.u32 %r1, %r1, %r2;
+	add.u32 %r1, %r1, %r3;
+	add.u32 %r1, %r1, %r4;
+	st.shared.u32 [cell], %r1;
+	ld.shared.u32 %r5, [cell];
+	st.global.u32 [%rd1], %r5;
+	ret;
+}
+"#;
+
+/// The entry wrapper, FileCheck style: these lines appear in this order.
+#[test]
+fn kernel_entry_builds_the_block_context_from_the_dispatch() {
+    use compiler::cpu_abi::offsets;
+    let module = ptx::parse(TINY).expect("parses");
+    let ir = emit_target_ir(&module, TINY, &amdgpu("gfx1100")).expect("lowers");
+    let expected = [
+        "@\"__anycuda_lds.tiny\" = internal addrspace(3) global [32 x i8] poison, align 16".to_string(),
+        "define amdgpu_kernel void @\"tiny\"(ptr addrspace(4) byref([12 x i8]) align 8 %kernarg) #0 \"amdgpu-flat-work-group-size\"=\"128,128\" \"amdgpu-no-implicitarg-ptr\" {".into(),
+        format!("  %ctx.p = alloca [{} x i8], align 8, addrspace(5)", std::mem::size_of::<compiler::cpu_abi::BlockCtx>()),
+        "  %ctx = addrspacecast ptr addrspace(5) %ctx.p to ptr".into(),
+        "  %params = addrspacecast ptr addrspace(4) %kernarg to ptr".into(),
+        "  %dp = call ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()".into(),
+        "  %tid.x = call i32 @llvm.amdgcn.workitem.id.x()".into(),
+        "  %ctaid.x = call i32 @llvm.amdgcn.workgroup.id.x()".into(),
+        "  %wg.x.p = getelementptr i8, ptr addrspace(4) %dp, i64 4".into(),
+        "  %wg.x = load i16, ptr addrspace(4) %wg.x.p, align 2".into(),
+        "  %grid.x.p = getelementptr i8, ptr addrspace(4) %dp, i64 12".into(),
+        "  %nctaid.x = udiv i32 %grid.x.r, %ntid.x".into(),
+        format!("  %ntid.x.f = getelementptr i8, ptr %ctx, i64 {}", offsets::NTID),
+        format!("  %ctaid.x.f = getelementptr i8, ptr %ctx, i64 {}", offsets::CTAID),
+        format!("  %nctaid.x.f = getelementptr i8, ptr %ctx, i64 {}", offsets::NCTAID),
+        "  %tid.y = call i32 @llvm.amdgcn.workitem.id.y()".into(),
+        "  %grid.y.p = getelementptr i8, ptr addrspace(4) %dp, i64 16".into(),
+        "  %tid.z = call i32 @llvm.amdgcn.workitem.id.z()".into(),
+        "  %grid.z.p = getelementptr i8, ptr addrspace(4) %dp, i64 20".into(),
+        format!("  %shared.f = getelementptr i8, ptr %ctx, i64 {}", offsets::SHARED),
+        "  store ptr addrspacecast (ptr addrspace(3) @\"__anycuda_lds.tiny\" to ptr), ptr %shared.f, align 8".into(),
+        "  %group.p = getelementptr i8, ptr addrspace(4) %dp, i64 28".into(),
+        "  %dyn.a = ptrtoint ptr addrspace(3) @__anycuda_amd.dynamic_lds to i32".into(),
+        "  %gridid = call i64 @llvm.amdgcn.dispatch.id()".into(),
+        "  call void @__anycuda_amd.prologue(i32 %lin)".into(),
+        "  call void @\"__anycuda_thread.tiny\"(ptr %params, ptr %ctx, i32 %tid.x, i32 %tid.y, i32 %tid.z)".into(),
+        "  ret void".into(),
+    ];
+    let lines: Vec<&str> = ir.lines().collect();
+    let mut at = 0;
+    for want in &expected {
+        match lines[at..].iter().position(|l| l == want) {
+            Some(p) => at += p + 1,
+            None => panic!("missing (in this order) `{want}` in:\n{ir}"),
+        }
+    }
+    for decl in ["declare i32 @llvm.amdgcn.workitem.id.x()", "declare ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()"] {
+        assert_eq!(ir.lines().filter(|l| *l == decl).count(), 1, "{decl}");
+    }
+    let compiled = compile(&module, TINY, &amdgpu("gfx1100")).expect("compiles");
+    let problems = check_code_object("tiny", "gfx1100", &compiled);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+fn expect_unsupported(src: &str, arch: &str, function: &str, needle: &str, line: u32) {
+    let module = ptx::parse(src).expect("parses");
+    match compile(&module, src, &amdgpu(arch)) {
+        Err(CompileError::Unsupported { function: f, what, line: l, .. }) => {
+            assert!(what.contains(needle), "`{what}` does not name {needle}");
+            assert_eq!(f, function);
+            assert_eq!(l, line, "{what}");
+        }
+        other => panic!("expected Unsupported naming {needle}, got {other:?}"),
+    }
+}
+
+#[test]
+fn printf_malloc_and_free_are_unsupported_on_amdgpu() {
+    let printf = std::fs::read_to_string(repo().join("ptx/errors.ptx")).expect("errors.ptx");
+    let call = printf.lines().position(|l| l.contains("call.uni") && l.contains("vprintf")).expect("a vprintf call") as u32 + 1;
+    for arch in ["gfx1100", "gfx90a"] {
+        expect_unsupported(&printf, arch, "print_lines", "vprintf", call);
+    }
+    let heap = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.extern .func (.param .b64 ret) malloc(.param .b64 size);
+.extern .func free(.param .b64 p);
+.visible .entry heap()
+{
+	.reg .b64 %rd<4>;
+	{
+		.param .b64 s0;
+		st.param.b64 [s0], 64;
+		.param .b64 r0;
+		call.uni (r0), malloc, (s0);
+		ld.param.b64 %rd1, [r0];
+	}
+	{
+		.param .b64 p0;
+		st.param.b64 [p0], %rd1;
+		call.uni free, (p0);
+	}
+	ret;
+}
+"#;
+    let call = heap.lines().position(|l| l.contains("malloc, (s0)")).expect("a malloc call") as u32 + 1;
+    expect_unsupported(heap, "gfx1100", "heap", "malloc", call);
+    // The CPU still takes both.
+    let module = ptx::parse(heap).expect("parses");
+    assert!(compile(&module, heap, &Target::HostCpu).is_ok());
+}
+
+#[test]
+fn unknown_processors_and_target_ids_are_errors() {
+    let module = ptx::parse(TINY).expect("parses");
+    for arch in ["gfx9999", "sm_80", "", "gfx90a:bogus+", "gfx90a:xnack"] {
+        match compile(&module, TINY, &amdgpu(arch)) {
+            Err(CompileError::Unsupported { what, .. }) => assert!(what.contains("AMDGPU"), "{what}"),
+            other => panic!("{arch}: {other:?}"),
+        }
+    }
+    let c = compile(&module, TINY, &amdgpu("gfx90a:sramecc+:xnack-")).expect("target-id");
+    let notes = parse_notes(&read_elf(&c.object, "target-id", &["--notes"]));
+    assert_eq!(notes.target, "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-");
+}
+
+#[test]
+fn fingerprints_name_the_processor_and_llvm() {
+    let a = compiler::target_fingerprint(&amdgpu("gfx1100"));
+    let b = compiler::target_fingerprint(&amdgpu("gfx90a"));
+    assert_ne!(a, b);
+    assert!(a.contains("gfx1100") && a.contains("llvm 19.") && a.contains("wave32"), "{a}");
+    assert!(b.contains("gfx90a") && b.contains("wave64"), "{b}");
+    assert_ne!(a, compiler::target_fingerprint(&Target::HostCpu));
+    assert_ne!(b, compiler::target_fingerprint(&amdgpu("gfx90a:xnack+")));
+}
+
+#[test]
+fn odd_parameter_buffers_and_missing_symbols() {
+    // One byte of parameters: the segment is padded to a dword.
+    let byte = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry one_byte(.param .u8 b)
+{
+	ret;
+}
+.visible .entry nothing()
+{
+	ret;
+}
+"#;
+    let module = ptx::parse(byte).expect("parses");
+    let c = compile(&module, byte, &amdgpu("gfx1100")).expect("compiles");
+    assert_eq!(c.info.kernels[0].param_bytes, 1);
+    let problems = check_code_object("byte", "gfx1100", &c);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    let notes = parse_notes(&read_elf(&c.object, "byte", &["--notes"]));
+    let sizes: Vec<_> = notes.kernels.iter().map(|k| (k.name.as_str(), k.kernarg_segment_size)).collect();
+    assert!(sizes.contains(&("one_byte", Some(4))) && sizes.contains(&("nothing", Some(0))), "{sizes:?}");
+
+    // An extern variable nothing defines: a link error, not a crash.
+    let ext = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.extern .global .align 4 .u32 elsewhere;
+.visible .entry reads(.param .u64 out)
+{
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [out];
+	ld.global.u32 %r1, [elsewhere];
+	st.global.u32 [%rd1], %r1;
+	ret;
+}
+"#;
+    let module = ptx::parse(ext).expect("parses");
+    match compile(&module, ext, &amdgpu("gfx1100")) {
+        Err(CompileError::Llvm(msg)) => assert!(msg.contains("elsewhere"), "{msg}"),
+        other => panic!("expected a link error, got {other:?}"),
+    }
+}
