@@ -12,6 +12,7 @@
 //!
 //! Run without `--bench` (as `cargo test --all-targets` does) it parses each
 //! input once and exits, so the benchmark stays buildable and exercised.
+//! Extra arguments select inputs by name (`cargo bench --bench parse -- oracle`).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
@@ -99,6 +100,10 @@ fn time_rounds(srcs: &[String], budget: Duration, min_rounds: usize) -> Vec<Dura
 }
 
 fn report(name: &str, srcs: &[String], bench: bool) {
+    let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
+        return;
+    }
     let bytes: usize = srcs.iter().map(|s| s.len()).sum();
     // A first parse builds the keyword tables, which are not part of any AST.
     for s in srcs {
@@ -109,7 +114,12 @@ fn report(name: &str, srcs: &[String], bench: bool) {
         println!("{name}: {} file(s), {bytes} bytes parse (smoke run; use `cargo bench` for figures)", srcs.len());
         return;
     }
-    let times = time_rounds(srcs, Duration::from_secs(3), 5);
+    // PTX_BENCH_ROUNDS=N runs exactly N rounds (for `perf stat` comparisons).
+    let fixed: Option<usize> = std::env::var("PTX_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok());
+    let times = match fixed {
+        Some(n) => time_rounds(srcs, Duration::ZERO, n.max(1)),
+        None => time_rounds(srcs, Duration::from_secs(3), 5),
+    };
     let mbs = |d: Duration| bytes as f64 / 1e6 / d.as_secs_f64();
     let best = times[0];
     let median = times[times.len() / 2];

@@ -7,27 +7,157 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-/// A small, fast string hasher (FNV-1a); keyword lookups are on the parser's
-/// hot path and the keys are short ASCII words.
+/// A small, fast hasher for the parser's tables: keys are short names and
+/// modifier words, hashed eight bytes at a time (multiply-rotate, in the
+/// manner of rustc's FxHash). Not meant to resist adversarial collisions.
 #[derive(Default, Clone, Copy)]
 pub(crate) struct Fnv(u64);
 
+const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl Fnv {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(SEED);
+    }
+}
+
 impl std::hash::Hasher for Fnv {
+    #[inline]
     fn finish(&self) -> u64 {
         self.0
     }
+    #[inline]
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
-        for &b in bytes {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
         }
-        self.0 = h;
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut buf = [0u8; 8];
+            buf[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(buf));
+        }
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
     }
 }
 
 pub(crate) type FnvBuild = std::hash::BuildHasherDefault<Fnv>;
 pub(crate) type FnvMap<K, V> = HashMap<K, V, FnvBuild>;
+
+/// Hash of a name or word: eight bytes at a time, with a final mix so that
+/// the high bits the table probes with depend on every byte.
+#[inline]
+fn hash_name(b: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h = (b.len() as u64).wrapping_mul(K);
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        h = (h.rotate_left(23) ^ w).wrapping_mul(K);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut w = 0u64;
+        for (k, &c) in rest.iter().enumerate() {
+            w |= (c as u64) << (8 * k);
+        }
+        h = (h.rotate_left(23) ^ w).wrapping_mul(K);
+    }
+    h ^ (h >> 31)
+}
+
+/// A name as a table key: hashed by [`hash_name`] and compared inline
+/// (names are short, and a library call per comparison costs more than the
+/// comparison).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Name<'k>(pub &'k str);
+
+impl PartialEq for Name<'_> {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (self.0.as_bytes(), other.0.as_bytes());
+        a.len() == b.len() && (a.len() > 24 && a == b || a.iter().zip(b).all(|(x, y)| x == y))
+    }
+}
+
+impl Eq for Name<'_> {}
+
+impl std::hash::Hash for Name<'_> {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        h.write_u64(hash_name(self.0.as_bytes()));
+    }
+}
+
+/// Passes a precomputed [`Name`] hash through.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct PassThrough(u64);
+
+impl std::hash::Hasher for PassThrough {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = hash_name(bytes);
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.0 = i;
+    }
+}
+
+/// A map from names (borrowed from the source or static) to small values.
+pub(crate) struct NameMap<'k, V>(HashMap<Name<'k>, V, std::hash::BuildHasherDefault<PassThrough>>);
+
+impl<'k, V: Copy> NameMap<'k, V> {
+    pub fn new() -> Self {
+        NameMap(HashMap::default())
+    }
+    #[inline]
+    pub fn get(&self, name: &str) -> Option<V> {
+        // The map is covariant in 'k, so a lookup key may live shorter.
+        self.0.get(&Name(name)).copied()
+    }
+    #[inline]
+    pub fn insert(&mut self, name: &'k str, v: V) -> Option<V> {
+        self.0.insert(Name(name), v)
+    }
+    #[inline]
+    pub fn remove(&mut self, name: &'k str) -> Option<V> {
+        self.0.remove(&Name(name))
+    }
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+    pub fn or_insert(&mut self, name: &'k str, v: V) {
+        self.0.entry(Name(name)).or_insert(v);
+    }
+}
+
+impl<V: Copy> Default for NameMap<'_, V> {
+    fn default() -> Self {
+        NameMap::new()
+    }
+}
 
 macro_rules! vocabulary {
     ($(#[$m:meta])* $name:ident { $($variant:ident = $text:literal),* $(,)? }) => {
@@ -330,19 +460,22 @@ vocabulary! {
 
 /// Sorted-by-use lookup tables built once per process.
 pub(crate) struct Tables {
-    pub opcodes: FnvMap<&'static str, Opcode>,
-    pub types: FnvMap<&'static str, Type>,
-    pub roundings: FnvMap<&'static str, Rounding>,
-    pub spaces: FnvMap<&'static str, StateSpace>,
-    pub scopes: FnvMap<&'static str, Scope>,
-    pub semantics: FnvMap<&'static str, Semantics>,
-    pub cache_ops: FnvMap<&'static str, CacheOp>,
-    pub cmp_ops: FnvMap<&'static str, CmpOp>,
-    pub flags: FnvMap<&'static str, Flag>,
+    pub opcodes: NameMap<'static, Opcode>,
+    pub types: NameMap<'static, Type>,
+    pub spaces: NameMap<'static, StateSpace>,
+    pub cmp_ops: NameMap<'static, CmpOp>,
+    pub flags: NameMap<'static, Flag>,
+    /// Every modifier word with its reading outside comparing instructions
+    /// (where `.lo`/`.hi` are halves, not comparisons): one lookup per word.
+    pub modifiers: NameMap<'static, crate::ast::Modifier>,
 }
 
-fn table<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> FnvMap<&'static str, T> {
-    all.iter().map(|&v| (name(v), v)).collect()
+fn table<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> NameMap<'static, T> {
+    let mut t = NameMap::new();
+    for &v in all {
+        t.insert(name(v), v);
+    }
+    t
 }
 
 pub(crate) fn tables() -> &'static Tables {
@@ -350,24 +483,39 @@ pub(crate) fn tables() -> &'static Tables {
     TABLES.get_or_init(|| Tables {
         opcodes: table(Opcode::ALL, Opcode::as_str),
         types: table(Type::ALL, Type::as_str),
-        roundings: table(Rounding::ALL, Rounding::as_str),
         spaces: table(StateSpace::ALL, StateSpace::as_str),
-        scopes: table(Scope::ALL, Scope::as_str),
-        semantics: table(Semantics::ALL, Semantics::as_str),
-        cache_ops: table(CacheOp::ALL, CacheOp::as_str),
         cmp_ops: table(CmpOp::ALL, CmpOp::as_str),
         flags: table(Flag::ALL, Flag::as_str),
+        modifiers: modifier_table(),
     })
+}
+
+fn modifier_table() -> NameMap<'static, crate::ast::Modifier> {
+    use crate::ast::Modifier as M;
+    let mut t = NameMap::new();
+    // Earlier kinds win when a word has several readings.
+    let mut add = |word: &'static str, m: M| t.or_insert(word, m);
+    Type::ALL.iter().for_each(|&v| add(v.as_str(), M::Type(v)));
+    Flag::ALL.iter().for_each(|&v| add(v.as_str(), M::Flag(v)));
+    Rounding::ALL.iter().for_each(|&v| add(v.as_str(), M::Round(v)));
+    StateSpace::ALL.iter().for_each(|&v| add(v.as_str(), M::Space(v)));
+    Scope::ALL.iter().for_each(|&v| add(v.as_str(), M::Scope(v)));
+    Semantics::ALL.iter().for_each(|&v| add(v.as_str(), M::Sem(v)));
+    CacheOp::ALL.iter().for_each(|&v| add(v.as_str(), M::Cache(v)));
+    add("v2", M::Vec(2));
+    add("v4", M::Vec(4));
+    add("v8", M::Vec(8));
+    t
 }
 
 impl Opcode {
     pub fn from_word(word: &str) -> Option<Opcode> {
-        tables().opcodes.get(word).copied()
+        tables().opcodes.get(word)
     }
 }
 
 impl Type {
     pub fn from_word(word: &str) -> Option<Type> {
-        tables().types.get(word).copied()
+        tables().types.get(word)
     }
 }

@@ -9,7 +9,7 @@
 
 use crate::ast::*;
 use crate::diag::{Diagnostics, LineIndex};
-use crate::keywords::{tables, FnvMap};
+use crate::keywords::{tables, FnvMap, NameMap};
 use crate::lexer::{float_value, int_value, FloatValue, Lexer, Token, TokenKind as T};
 use crate::validate;
 
@@ -61,13 +61,13 @@ const WARP_SZ: &str = "WARP_SZ";
 struct FnState<'a> {
     vars: Vec<VarDecl<'a>>,
     body: Body<'a>,
-    scope: FnvMap<&'a str, VarId>,
+    scope: NameMap<'a, VarId>,
     undo: Vec<(&'a str, Option<VarId>)>,
     marks: Vec<usize>,
-    reg_cache: FnvMap<&'a str, RegId>,
+    reg_cache: NameMap<'a, RegId>,
     reg_ids: FnvMap<(VarId, u32), RegId>,
     /// Visible label definitions: name -> (label, block that defines it).
-    label_defs: FnvMap<&'a str, (LabelId, u32)>,
+    label_defs: NameMap<'a, (LabelId, u32)>,
     label_undo: Vec<(&'a str, Option<(LabelId, u32)>)>,
     /// The open blocks, innermost last.
     blocks: Vec<BlockMark>,
@@ -93,17 +93,61 @@ impl<'a> FnState<'a> {
         FnState {
             vars: Vec::new(),
             body: Body::default(),
-            scope: FnvMap::default(),
+            scope: NameMap::new(),
             undo: Vec::new(),
             marks: Vec::new(),
-            reg_cache: FnvMap::default(),
+            reg_cache: NameMap::new(),
             reg_ids: FnvMap::default(),
-            label_defs: FnvMap::default(),
+            label_defs: NameMap::new(),
             label_undo: Vec::new(),
             blocks: Vec::new(),
             next_block: 0,
             pending: Vec::new(),
             use_target: Vec::new(),
+        }
+    }
+
+    /// Empties the state for the next function, keeping its allocations.
+    fn reset(&mut self) {
+        self.vars.clear();
+        let b = &mut self.body;
+        b.statements.clear();
+        b.regs.clear();
+        b.labels.clear();
+        b.mods.clear();
+        b.operands.clear();
+        b.prototypes.clear();
+        b.strings.clear();
+        b.spans.0.clear();
+        self.scope.clear();
+        self.undo.clear();
+        self.marks.clear();
+        self.reg_cache.clear();
+        self.reg_ids.clear();
+        self.label_defs.clear();
+        self.label_undo.clear();
+        self.blocks.clear();
+        self.next_block = 0;
+        self.pending.clear();
+        self.use_target.clear();
+    }
+
+    /// The finished body, in vectors of exactly its size (the AST keeps
+    /// them; the state keeps its own capacity for the next function).
+    fn take_body(&mut self) -> Body<'a> {
+        fn exact<T>(v: &mut Vec<T>) -> Vec<T> {
+            v.drain(..).collect()
+        }
+        let b = &mut self.body;
+        Body {
+            statements: exact(&mut b.statements),
+            regs: exact(&mut b.regs),
+            labels: exact(&mut b.labels),
+            mods: exact(&mut b.mods),
+            operands: exact(&mut b.operands),
+            prototypes: exact(&mut b.prototypes),
+            strings: exact(&mut b.strings),
+            spans: SpanTable(exact(&mut b.spans.0)),
         }
     }
 
@@ -142,7 +186,7 @@ impl<'a> FnState<'a> {
             for i in block.pending..self.pending.len() {
                 let (name, use_id, span) = self.pending[i];
                 match self.label_defs.get(name) {
-                    Some(&(label, b)) if b == block.id => self.use_target[use_id as usize] = label,
+                    Some((label, b)) if b == block.id => self.use_target[use_id as usize] = label,
                     _ => {
                         self.pending[keep] = (name, use_id, span);
                         keep += 1;
@@ -194,7 +238,7 @@ impl<'a> FnState<'a> {
     /// Defines a label in the innermost block; `None` if the block already has it.
     fn label_def(&mut self, name: &'a str) -> Option<LabelId> {
         let block = self.blocks.last().map_or(0, |b| b.id);
-        if matches!(self.label_defs.get(name), Some(&(_, b)) if b == block) {
+        if matches!(self.label_defs.get(name), Some((_, b)) if b == block) {
             return None;
         }
         let id = self.body.labels.len() as LabelId;
@@ -212,7 +256,7 @@ impl<'a> FnState<'a> {
                 *u = self.use_target.get(*u as usize).copied().unwrap_or(LabelId::MAX);
             }
         }
-        let mut seen: FnvMap<&str, ()> = FnvMap::default();
+        let mut seen: NameMap<'a, ()> = NameMap::new();
         let mut undefined = Vec::new();
         for &(name, _, span) in &self.pending {
             if seen.insert(name, ()).is_none() {
@@ -242,9 +286,11 @@ struct Parser<'a> {
     ahead: Option<Token>,
     diags: Vec<RawDiag>,
     module: Module<'a>,
-    symbols: FnvMap<&'a str, SymbolId>,
+    symbols: NameMap<'a, SymbolId>,
     scratch: Vec<Operand>,
     scratch_mods: Vec<Modifier>,
+    /// The per-function state, reused from one function to the next.
+    fn_state: Option<FnState<'a>>,
 }
 
 impl<'a> Parser<'a> {
@@ -264,9 +310,10 @@ impl<'a> Parser<'a> {
                 items: Vec::new(),
                 symbols: Vec::new(),
             },
-            symbols: FnvMap::default(),
+            symbols: NameMap::new(),
             scratch: Vec::new(),
             scratch_mods: Vec::new(),
+            fn_state: None,
         }
     }
 
@@ -550,7 +597,7 @@ impl<'a> Parser<'a> {
     fn lookup_symbol(&mut self, t: Token) -> PResult<SymbolId> {
         let name = self.text(t);
         match self.symbols.get(name) {
-            Some(&s) => Ok(s),
+            Some(s) => Ok(s),
             None => {
                 self.error(Self::span(t), format!("undeclared identifier `{name}`"), None);
                 Err(())
@@ -568,7 +615,7 @@ impl<'a> Parser<'a> {
         span: Span,
         is_definition: bool,
     ) -> PResult<SymbolId> {
-        if let Some(&id) = self.symbols.get(name) {
+        if let Some(id) = self.symbols.get(name) {
             let sym = &mut self.module.symbols[id as usize];
             if sym.kind != kind {
                 self.error(span, format!("`{name}` is already declared as a different kind of symbol"), None);
@@ -644,7 +691,7 @@ impl<'a> Parser<'a> {
     fn space_word(&mut self) -> PResult<StateSpace> {
         let t = self.tok;
         if t.kind == T::Dot {
-            if let Some(&s) = tables().spaces.get(&self.text(t)[1..]) {
+            if let Some(s) = tables().spaces.get(&self.text(t)[1..]) {
                 self.bump();
                 return Ok(s);
             }
@@ -687,7 +734,7 @@ impl<'a> Parser<'a> {
                             ptr.align = Some(self.expect_u32("an alignment")?);
                         } else if self.at(T::Dot) {
                             match tables().spaces.get(&self.text(self.tok)[1..]) {
-                                Some(&s) => {
+                                Some(s) => {
                                     self.bump();
                                     ptr.space = Some(s);
                                 }
@@ -796,7 +843,7 @@ impl<'a> Parser<'a> {
     fn field_initializer(&mut self) -> PResult<Initializer> {
         let t = self.bump();
         let name = match tables().flags.get(self.text(t)) {
-            Some(&f) if is_field_name(f) => f,
+            Some(f) if is_field_name(f) => f,
             _ => {
                 self.error(
                     Self::span(t),
@@ -810,7 +857,7 @@ impl<'a> Parser<'a> {
         let value = if self.at(T::Ident) && self.text(self.tok) != WARP_SZ {
             let v = self.bump();
             match tables().flags.get(self.text(v)) {
-                Some(&w) if is_field_value(w) => Initializer::Word(w),
+                Some(w) if is_field_value(w) => Initializer::Word(w),
                 _ => {
                     self.error(
                         Self::span(v),
@@ -862,18 +909,25 @@ impl<'a> Parser<'a> {
     // ---- functions ---------------------------------------------------------
 
     fn function(&mut self, linkage: Option<Linkage>, start: Token) -> PResult<()> {
+        let mut fs = self.fn_state.take().unwrap_or_else(FnState::new);
+        fs.reset();
+        let r = self.function_with(linkage, start, &mut fs);
+        self.fn_state = Some(fs);
+        r
+    }
+
+    fn function_with(&mut self, linkage: Option<Linkage>, start: Token, fs: &mut FnState<'a>) -> PResult<()> {
         let kw = self.bump();
         let kind = if self.text(kw) == ".entry" { FunctionKind::Entry } else { FunctionKind::Func };
-        let mut fs = FnState::new();
         let mut returns = Vec::new();
         if kind == FunctionKind::Func && self.at(T::LParen) {
-            self.param_list(&mut fs, &mut returns)?;
+            self.param_list(fs, &mut returns)?;
         }
         let name_tok = self.expect(T::Ident, "a function name")?;
         let name = self.text(name_tok);
         let mut params = Vec::new();
         if self.at(T::LParen) {
-            self.param_list(&mut fs, &mut params)?;
+            self.param_list(fs, &mut params)?;
         }
         let directives = self.perf_directives()?;
         let has_body = self.at(T::LBrace);
@@ -897,7 +951,7 @@ impl<'a> Parser<'a> {
         let body = if has_body {
             let open = self.bump();
             fs.open_scope();
-            self.block_contents(&mut fs);
+            self.block_contents(fs);
             fs.close_scope();
             if self.expect(T::RBrace, "`}` to close the function body").is_err() {
                 self.error(Self::span(open), format!("unterminated body of `{name}`"), Some("`}`"));
@@ -906,13 +960,13 @@ impl<'a> Parser<'a> {
             for (label, span) in fs.resolve_labels() {
                 self.error(span, format!("undefined label `{label}`"), None);
             }
-            Some(std::mem::take(&mut fs.body))
+            Some(fs.take_body())
         } else {
             None
         };
         let _ = start;
         if let Some(Item::Function(f)) = self.module.items.get_mut(item as usize) {
-            f.vars = std::mem::take(&mut fs.vars);
+            f.vars = fs.vars.drain(..).collect();
             f.body = body;
         }
         Ok(())
@@ -1605,10 +1659,10 @@ impl<'a> Parser<'a> {
     }
 
     fn resolve(&mut self, fs: &mut FnState<'a>, name: &'a str) -> Option<Resolved> {
-        if let Some(&r) = fs.reg_cache.get(name) {
+        if let Some(r) = fs.reg_cache.get(name) {
             return Some(Resolved::Reg(r));
         }
-        if let Some(&v) = fs.scope.get(name) {
+        if let Some(v) = fs.scope.get(name) {
             let decl = &fs.vars[v as usize];
             if decl.space == StateSpace::Reg && decl.count.is_none() {
                 let r = fs.reg_id(v, NO_INDEX);
@@ -1624,7 +1678,7 @@ impl<'a> Parser<'a> {
         if digits < name.len() && digits > 0 {
             let (prefix, num) = name.split_at(digits);
             if num.len() == 1 || !num.starts_with('0') {
-                if let (Some(&v), Ok(index)) = (fs.scope.get(prefix), num.parse::<u32>()) {
+                if let (Some(v), Ok(index)) = (fs.scope.get(prefix), num.parse::<u32>()) {
                     if let Some(count) = fs.vars[v as usize].count {
                         if index < count {
                             let r = fs.reg_id(v, index);
@@ -1635,7 +1689,7 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        if let Some(&s) = self.symbols.get(name) {
+        if let Some(s) = self.symbols.get(name) {
             return Some(Resolved::Global(s));
         }
         SpecialReg::from_name(name).map(Resolved::Special)

@@ -7,41 +7,15 @@ use crate::keywords::{tables, Opcode};
 /// Reads one modifier word (without its dot) in the context of `op`.
 pub fn classify(op: Opcode, word: &str) -> Option<Modifier> {
     let t = tables();
-    if let Some(&ty) = t.types.get(word) {
-        return Some(Modifier::Type(ty));
-    }
     // Comparison words only mean comparisons for comparing instructions;
     // elsewhere `.lo`/`.hi` select halves (`mul.lo`).
     if takes_comparison(op) {
-        if let Some(&c) = t.cmp_ops.get(word) {
+        if let Some(c) = t.cmp_ops.get(word) {
             return Some(Modifier::Cmp(c));
         }
     }
-    if let Some(&f) = t.flags.get(word) {
-        return Some(Modifier::Flag(f));
-    }
-    if let Some(&r) = t.roundings.get(word) {
-        return Some(Modifier::Round(r));
-    }
-    if let Some(&s) = t.spaces.get(word) {
-        return Some(Modifier::Space(s));
-    }
-    if let Some(&s) = t.scopes.get(word) {
-        return Some(Modifier::Scope(s));
-    }
-    if let Some(&s) = t.semantics.get(word) {
-        return Some(Modifier::Sem(s));
-    }
-    if let Some(&c) = t.cache_ops.get(word) {
-        return Some(Modifier::Cache(c));
-    }
-    if let Some(n) = word.strip_prefix('v') {
-        return match n {
-            "2" => Some(Modifier::Vec(2)),
-            "4" => Some(Modifier::Vec(4)),
-            "8" => Some(Modifier::Vec(8)),
-            _ => None,
-        };
+    if let Some(m) = t.modifiers.get(word) {
+        return Some(m);
     }
     shape(word).map(Modifier::Shape)
 }
