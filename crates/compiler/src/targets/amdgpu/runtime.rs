@@ -706,3 +706,289 @@ fn tanh_f64() -> String {
     );
     s
 }
+
+/// The warp collectives and tanh run on the host, the lane intrinsics
+/// replaced by a recorded tape: for each lane in turn, the ballots it
+/// sees and the values of the other lanes it reads, in call order.
+/// Results are compared with the PTX semantics the CPU backend implements.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inkwell::context::Context;
+    use inkwell::execution_engine::ExecutionEngine;
+    use inkwell::memory_buffer::MemoryBuffer;
+    use inkwell::targets::{InitializationConfig, Target};
+    use inkwell::OptimizationLevel;
+    use std::cell::RefCell;
+
+    #[derive(Default)]
+    struct Tape {
+        lane: u32,
+        ballots: Vec<u32>,
+        next_ballot: usize,
+        /// Values of all 32 lanes, one table per source operand read by
+        /// `from_lane`, used in turn.
+        tables: Vec<[u32; 32]>,
+        next_table: usize,
+    }
+
+    thread_local! {
+        static TAPE: RefCell<Tape> = RefCell::new(Tape::default());
+    }
+
+    extern "C" fn stub_lane() -> u32 {
+        TAPE.with(|t| t.borrow().lane)
+    }
+
+    extern "C" fn stub_ballot(_p: u8) -> u32 {
+        TAPE.with(|t| {
+            let mut t = t.borrow_mut();
+            let b = t.ballots[t.next_ballot % t.ballots.len()];
+            t.next_ballot += 1;
+            b
+        })
+    }
+
+    extern "C" fn stub_from_lane(k: u32, _v: u32) -> u32 {
+        TAPE.with(|t| {
+            let mut t = t.borrow_mut();
+            let v = t.tables[t.next_table % t.tables.len()][(k & 31) as usize];
+            t.next_table += 1;
+            v
+        })
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u32 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 >> 16) as u32
+        }
+    }
+
+    fn lanes(mask: u32) -> impl Iterator<Item = u32> {
+        (0..32).filter(move |l| mask & (1 << l) != 0)
+    }
+
+    /// PTX `shfl.sync` source lane and range test.
+    fn shfl_source(lane: u32, mode: u32, b: u32, c: u32) -> (u32, bool) {
+        let (bval, cval, seg) = (b & 31, c & 31, (c >> 8) & 31);
+        let max = (lane & seg) | (cval & !seg);
+        let min = lane & seg;
+        let (j, ok) = match mode {
+            shfl::UP => (lane as i32 - bval as i32, lane as i32 - bval as i32 >= max as i32),
+            shfl::DOWN => ((lane + bval) as i32, lane + bval <= max),
+            shfl::BFLY => ((lane ^ bval) as i32, lane ^ bval <= max),
+            _ => ((min | (bval & !seg)) as i32, (min | (bval & !seg)) <= max),
+        };
+        if ok {
+            (j as u32, true)
+        } else {
+            (lane, false)
+        }
+    }
+
+    fn engine<'c>(context: &'c Context, text: &str) -> ExecutionEngine<'c> {
+        Target::initialize_native(&InitializationConfig::default()).expect("native target");
+        let ir = format!(
+            "declare i32 @__anycuda_amd.lane()
+declare i32 @__anycuda_amd.ballot(i1)
+declare i32 @__anycuda_amd.from_lane(i32, i32)
+declare i32 @llvm.umin.i32(i32, i32)
+declare i32 @llvm.umax.i32(i32, i32)
+declare i32 @llvm.smin.i32(i32, i32)
+declare i32 @llvm.smax.i32(i32, i32)
+declare double @llvm.fabs.f64(double)
+declare double @llvm.rint.f64(double)
+declare double @llvm.fma.f64(double, double, double)
+declare double @llvm.ldexp.f64.i32(double, i32)
+declare double @llvm.copysign.f64(double, double)
+{text}"
+        );
+        let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "runtime");
+        let module = context.create_module_from_ir(buf).expect("parses");
+        module.verify().expect("verifies");
+        let ee = module.create_jit_execution_engine(OptimizationLevel::Default).expect("jit");
+        for (name, addr) in [
+            ("__anycuda_amd.lane", stub_lane as usize),
+            ("__anycuda_amd.ballot", stub_ballot as usize),
+            ("__anycuda_amd.from_lane", stub_from_lane as usize),
+        ] {
+            let f = module.get_function(name).expect("stub declaration");
+            ee.add_global_mapping(&f, addr);
+        }
+        ee
+    }
+
+    fn run_lane(lane: u32, ballots: Vec<u32>, tables: Vec<[u32; 32]>) {
+        TAPE.with(|t| *t.borrow_mut() = Tape { lane, ballots, tables, ..Tape::default() });
+    }
+
+    #[test]
+    fn warp_collectives_follow_the_ptx_semantics() {
+        let context = Context::create();
+        let text = [shfl(), vote(), match_sync(), redux(), activemask()].concat();
+        let ee = engine(&context, &text);
+        type Shfl = unsafe extern "C" fn(*mut u8, u32, u32, u32, u32, u32, u32, u32) -> u64;
+        type Vote = unsafe extern "C" fn(*mut u8, u32, u32, u32, u32, u32) -> u32;
+        type Match = unsafe extern "C" fn(*mut u8, u32, u32, u64, u32, u32) -> u64;
+        type Active = unsafe extern "C" fn(*mut u8, u32, u32) -> u32;
+        // SAFETY: the signatures are those of cpu_abi::RUNTIME_SYMBOLS.
+        let (f_shfl, f_vote, f_match, f_redux, f_active) = unsafe {
+            (
+                ee.get_function::<Shfl>("__anycuda_shfl").expect("shfl"),
+                ee.get_function::<Vote>("__anycuda_vote").expect("vote"),
+                ee.get_function::<Match>("__anycuda_match").expect("match"),
+                ee.get_function::<Vote>("__anycuda_redux").expect("redux"),
+                ee.get_function::<Active>("__anycuda_activemask").expect("activemask"),
+            )
+        };
+        let null = std::ptr::null_mut();
+        let mut rng = Rng(0x1234_5678_9abc_def1);
+        let mut failures = Vec::new();
+        for round in 0..400 {
+            let active = match round % 4 {
+                0 => u32::MAX,
+                1 => rng.next() | 1,
+                2 => 0x0000_ffff,
+                _ => rng.next() & rng.next() | (1 << (round % 32)),
+            };
+            let mask = if round % 3 == 0 { u32::MAX } else { rng.next() | active };
+            let values: [u32; 32] = std::array::from_fn(|_| if round % 2 == 0 { rng.next() % 4 } else { rng.next() });
+            let high: [u32; 32] = std::array::from_fn(|l| if round % 5 == 0 { l as u32 % 2 } else { 0 });
+            let preds: [u32; 32] = std::array::from_fn(|_| rng.next() % 2);
+            let mode = round % 4;
+            let b = rng.next() % 40;
+            let c = match round % 3 {
+                0 => 0x1f,
+                1 => ((32 - (1 << (rng.next() % 6))) << 8) | if mode == shfl::UP { 0 } else { 0x1f },
+                _ => rng.next() & 0x1f1f,
+            };
+            let ballot = lanes(active).filter(|&l| preds[l as usize] != 0).fold(0, |a, l| a | 1 << l);
+            for lane in lanes(active) {
+                let i = lane as usize;
+                // shfl
+                run_lane(lane, vec![active], vec![values]);
+                // SAFETY: ctx is never read.
+                let got = unsafe { f_shfl.call(null, lane, mode, values[i], b, c, mask, 0) };
+                let (src, ok) = shfl_source(lane, mode, b, c);
+                let v = if active & (1 << src) != 0 { values[src as usize] } else { values[i] };
+                let want = u64::from(v) | (u64::from(ok) << 32);
+                if got != want {
+                    failures.push(format!("shfl mode {mode} b {b} c {c:#x} lane {lane} active {active:#x}: {got:#x} != {want:#x}"));
+                }
+                // vote, every mode
+                let members = active & mask;
+                let bal = ballot & members;
+                for vmode in 0..4 {
+                    run_lane(lane, vec![active, ballot], vec![]);
+                    // SAFETY: as above.
+                    let got = unsafe { f_vote.call(null, lane, vmode, preds[i], mask, 0) };
+                    let want = match vmode {
+                        vote::ALL => u32::from(bal == members),
+                        vote::ANY => u32::from(bal != 0),
+                        vote::UNI => u32::from(bal == 0 || bal == members),
+                        _ => bal,
+                    };
+                    if got != want {
+                        failures.push(format!("vote {vmode} lane {lane}: {got:#x} != {want:#x}"));
+                    }
+                }
+                // match.any / match.all over 64-bit values
+                let value = |l: usize| u64::from(values[l]) | (u64::from(high[l]) << 32);
+                let same = lanes(members).filter(|&o| value(o as usize) == value(i)).fold(0u32, |a, o| a | 1 << o);
+                for mmode in [matching::ANY, matching::ALL] {
+                    run_lane(lane, vec![active], vec![values, high]);
+                    // SAFETY: as above.
+                    let got = unsafe { f_match.call(null, lane, mmode, value(i), mask, 0) };
+                    let want = if mmode == matching::ALL {
+                        if same == members {
+                            u64::from(members) | 1 << 32
+                        } else {
+                            0
+                        }
+                    } else {
+                        u64::from(same)
+                    };
+                    if got != want {
+                        failures.push(format!("match {mmode} lane {lane} members {members:#x}: {got:#x} != {want:#x}"));
+                    }
+                }
+                // redux, every operation
+                for op in 0..8 {
+                    run_lane(lane, vec![active], vec![values]);
+                    // SAFETY: as above.
+                    let got = unsafe { f_redux.call(null, lane, op, values[i], mask, 0) };
+                    let vs = lanes(members).map(|l| values[l as usize]);
+                    let want = match op {
+                        redux::ADD => vs.fold(0u32, u32::wrapping_add),
+                        redux::MIN_U32 => vs.min().unwrap_or(u32::MAX),
+                        redux::MAX_U32 => vs.max().unwrap_or(0),
+                        redux::MIN_S32 => vs.map(|v| v as i32).min().unwrap_or(i32::MAX) as u32,
+                        redux::MAX_S32 => vs.map(|v| v as i32).max().unwrap_or(i32::MIN) as u32,
+                        redux::AND => vs.fold(u32::MAX, |a, v| a & v),
+                        redux::OR => vs.fold(0, |a, v| a | v),
+                        _ => vs.fold(0, |a, v| a ^ v),
+                    };
+                    if got != want {
+                        failures.push(format!("redux {op} lane {lane} members {members:#x}: {got:#x} != {want:#x}"));
+                    }
+                }
+                run_lane(lane, vec![active], vec![]);
+                // SAFETY: as above.
+                let got = unsafe { f_active.call(null, lane, 0) };
+                if got != active {
+                    failures.push(format!("activemask lane {lane}: {got:#x} != {active:#x}"));
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures[..failures.len().min(20)].join("\n"));
+    }
+
+    #[test]
+    fn tanh_is_accurate_without_libm() {
+        let context = Context::create();
+        let text = [tanh(), tanhf(), tanh_f64()].concat();
+        let ee = engine(&context, &text);
+        // SAFETY: double -> double and float -> float.
+        let (f64_tanh, f32_tanh) = unsafe {
+            (
+                ee.get_function::<unsafe extern "C" fn(f64) -> f64>("tanh").expect("tanh"),
+                ee.get_function::<unsafe extern "C" fn(f32) -> f32>("tanhf").expect("tanhf"),
+            )
+        };
+        let mut rng = Rng(42);
+        let mut worst = (0u64, 0f64);
+        let mut inputs: Vec<f64> = vec![0.0, -0.0, 1e-300, 5e-324, 0.125, 0.3466, 0.35, 0.55, 1.0, 2.5, 19.0, 22.0, 22.5, 40.0, 1e300, f64::INFINITY, f64::NAN];
+        for _ in 0..20000 {
+            let e = (rng.next() % 64) as i32 - 50;
+            let m = 1.0 + f64::from(rng.next()) / f64::from(u32::MAX);
+            inputs.push(m * 2f64.powi(e));
+        }
+        let neg: Vec<f64> = inputs.iter().map(|x| -x).collect();
+        inputs.extend(neg);
+        for &x in &inputs {
+            // SAFETY: a pure function.
+            let got = unsafe { f64_tanh.call(x) };
+            let want = x.tanh();
+            if want.is_nan() {
+                assert!(got.is_nan(), "tanh({x}) = {got}");
+                continue;
+            }
+            assert_eq!(got.is_sign_negative(), want.is_sign_negative(), "sign of tanh({x})");
+            let ulps = (got.to_bits() as i64 - want.to_bits() as i64).unsigned_abs();
+            if ulps > worst.0 {
+                worst = (ulps, x);
+            }
+            let xf = x as f32;
+            // SAFETY: a pure function.
+            let gf = unsafe { f32_tanh.call(xf) };
+            let wf = (xf as f64).tanh() as f32;
+            let ulps32 = (gf.to_bits() as i64 - wf.to_bits() as i64).unsigned_abs();
+            assert!(ulps32 <= 1 || (gf.is_nan() && wf.is_nan()), "tanhf({xf:e}) = {gf:e}, expected {wf:e}");
+        }
+        assert!(worst.0 <= 4, "tanh is {} ulp off at {:e}", worst.0, worst.1);
+    }
+}
