@@ -147,7 +147,9 @@ mod codegen {
     use inkwell::OptimizationLevel;
     use std::sync::OnceLock;
 
-    fn init() -> Result<(), CompileError> {
+    /// Registers the host target once; other targets initialise after it,
+    /// since LLVM's target registry is not safe to extend concurrently.
+    pub(crate) fn init() -> Result<(), CompileError> {
         static INIT: OnceLock<Result<(), String>> = OnceLock::new();
         INIT.get_or_init(|| Target::initialize_native(&InitializationConfig::default()))
             .clone()

@@ -29,6 +29,8 @@ fn llvm_error(e: impl std::fmt::Display) -> CompileError {
 }
 
 fn init() -> Result<(), CompileError> {
+    // After the host target: registrations must not overlap.
+    crate::codegen::init()?;
     static INIT: OnceLock<()> = OnceLock::new();
     INIT.get_or_init(|| Target::initialize_amd_gpu(&InitializationConfig::default()));
     Ok(())

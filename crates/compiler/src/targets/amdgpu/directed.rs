@@ -229,7 +229,6 @@ mod tests {
     use super::*;
     use inkwell::context::Context;
     use inkwell::memory_buffer::MemoryBuffer;
-    use inkwell::targets::{InitializationConfig, Target};
     use inkwell::OptimizationLevel;
 
     #[test]
@@ -314,7 +313,7 @@ mod tests {
     /// constrained operations they stand for.
     #[test]
     fn replacements_round_like_the_constrained_operations() {
-        Target::initialize_native(&InitializationConfig::default()).expect("native target");
+        crate::codegen::init().expect("native target");
         let mut ir = String::from(
             "declare void @llvm.set.rounding(i32)
 declare double @llvm.fma.f64(double, double, double)

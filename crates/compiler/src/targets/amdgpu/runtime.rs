@@ -717,7 +717,6 @@ mod tests {
     use inkwell::context::Context;
     use inkwell::execution_engine::ExecutionEngine;
     use inkwell::memory_buffer::MemoryBuffer;
-    use inkwell::targets::{InitializationConfig, Target};
     use inkwell::OptimizationLevel;
     use std::cell::RefCell;
 
@@ -791,7 +790,7 @@ mod tests {
     }
 
     fn engine<'c>(context: &'c Context, text: &str) -> ExecutionEngine<'c> {
-        Target::initialize_native(&InitializationConfig::default()).expect("native target");
+        crate::codegen::init().expect("native target");
         let ir = format!(
             "declare i32 @__anycuda_amd.lane()
 declare i32 @__anycuda_amd.ballot(i1)
@@ -812,9 +811,9 @@ declare double @llvm.copysign.f64(double, double)
         module.verify().expect("verifies");
         let ee = module.create_jit_execution_engine(OptimizationLevel::Default).expect("jit");
         for (name, addr) in [
-            ("__anycuda_amd.lane", stub_lane as usize),
-            ("__anycuda_amd.ballot", stub_ballot as usize),
-            ("__anycuda_amd.from_lane", stub_from_lane as usize),
+            ("__anycuda_amd.lane", stub_lane as *const () as usize),
+            ("__anycuda_amd.ballot", stub_ballot as *const () as usize),
+            ("__anycuda_amd.from_lane", stub_from_lane as *const () as usize),
         ] {
             let f = module.get_function(name).expect("stub declaration");
             ee.add_global_mapping(&f, addr);
