@@ -7,6 +7,8 @@
 //! function that runs a whole block. Runtime calls made by compiled code
 //! land in [`exec::runtime`].
 
+pub mod cache;
+pub mod device;
 pub mod exec;
 pub mod heap;
 pub mod loader;
@@ -17,4 +19,5 @@ pub use compiler::KernelInfo;
 pub use exec::{
     launch, Executor, ExecutorConfig, LaunchError, LaunchOptions, LoadedKernel, OutputSink,
 };
+pub use device::{CpuBackend, CpuModule};
 pub use loader::{load, LoadError, LoadedModule};

@@ -168,17 +168,60 @@ fn body_facts(m: &Module, item: ItemId, f: &Function, b: &Body) -> FunctionFacts
     facts
 }
 
-/// A loop that reads memory another thread may be writing (volatile or
-/// acquire loads, atomics) may wait for that thread.
+/// Registers an operand reads.
+fn operand_regs(b: &Body, op: &Operand, out: &mut Vec<RegId>) {
+    match *op {
+        Operand::Reg(r) | Operand::NotReg(r) | Operand::RegComponent(r, _) | Operand::AddrReg(r, _) => out.push(r),
+        Operand::PredPair(p, q) => out.extend([p, q]),
+        Operand::Vector(l) | Operand::Paren(l) | Operand::Bracket(l) => {
+            for o in b.list(l) {
+                operand_regs(b, o, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A loop may be waiting for another thread when one of its conditional
+/// branches depends on memory another thread may write concurrently: a
+/// volatile, relaxed or acquire load, or an atomic's result (a spin lock,
+/// a flag). Loops that merely use atomics (a histogram) do not wait.
 fn loop_may_spin(b: &Body, stmts: &[Statement]) -> bool {
+    let mut tainted: HashSet<RegId> = HashSet::new();
+    let mut regs = Vec::new();
+    // Twice over the body, for values carried around the loop.
+    for _ in 0..2 {
+        for s in stmts {
+            let Statement::Instruction(i) = s else { continue };
+            let args = b.args(i);
+            let Some((dest, srcs)) = args.split_first() else { continue };
+            let from_memory = match i.op {
+                Opcode::Ld => matches!(
+                    i.semantics(b),
+                    Some(Semantics::Volatile | Semantics::Acquire | Semantics::Relaxed | Semantics::Mmio)
+                ),
+                Opcode::Atom | Opcode::Mbarrier => true,
+                _ => false,
+            };
+            regs.clear();
+            for src in srcs {
+                operand_regs(b, src, &mut regs);
+            }
+            let reads_tainted = regs.iter().any(|r| tainted.contains(r));
+            if from_memory || reads_tainted {
+                if let Operand::Reg(_) | Operand::PredPair(..) | Operand::Vector(_) = dest {
+                    regs.clear();
+                    operand_regs(b, dest, &mut regs);
+                    tainted.extend(regs.iter().copied());
+                }
+            }
+        }
+    }
     stmts.iter().any(|s| match s {
         Statement::Instruction(i) => match i.op {
-            Opcode::Ld => matches!(
-                i.semantics(b),
-                Some(Semantics::Volatile | Semantics::Acquire | Semantics::Relaxed | Semantics::Mmio)
-            ),
-            Opcode::Atom => true,
-            Opcode::Mbarrier | Opcode::Nanosleep => true,
+            Opcode::Bra => i.guard.is_some_and(|g| tainted.contains(&g.reg)),
+            // A back-off sleep in a loop is a wait.
+            Opcode::Nanosleep => true,
             _ => false,
         },
         _ => false,
@@ -383,6 +426,7 @@ pub fn describe_with(m: &Module, a: &Analysis) -> ModuleInfo {
             name: v.decl.name.to_string(),
             size: v.decl.size().unwrap_or(0),
             constant: v.decl.space == StateSpace::Const,
+            managed: v.decl.attributes.contains(&"managed"),
         })
         .collect();
     ModuleInfo { kernels, globals }

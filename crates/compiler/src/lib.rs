@@ -56,7 +56,13 @@ pub struct GlobalInfo {
     pub name: String,
     pub size: u64,
     pub constant: bool,
+    /// `.attribute(.managed)`
+    pub managed: bool,
 }
+
+/// Identifies the compiler's code generation: a hash of the sources that
+/// decide what code is generated. Caches of compiled code key on it.
+pub const SOURCE_REVISION: &str = env!("ANYCUDA_COMPILER_REVISION");
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModuleInfo {

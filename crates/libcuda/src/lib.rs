@@ -17,8 +17,8 @@
 //! call with the reason), `trace` (every call with its arguments and
 //! result); `ANYCUDA_LOG_FILE` appends to a file instead of stderr.
 //!
-//! The backend: [`backend()`] picks it (today the host-memory mock, which
-//! runs no kernels; the CPU backend plugs in there).
+//! The backend: [`backend()`] picks it with `ANYCUDA_BACKEND` (`cpu`, the
+//! default, or `mock` for the driver's tests).
 
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
@@ -43,12 +43,21 @@ use driver::{Backend, Config, Driver};
 
 static DRIVER: OnceLock<Driver> = OnceLock::new();
 
-/// The backend this library runs on. `ANYCUDA_BACKEND` will choose between
-/// backends once there are several; today it is the host-memory mock
-/// (memory, streams and events work; kernels fail to launch with a message
-/// naming them).
+/// Environment variable choosing the backend: `cpu` (the default) runs
+/// kernels on the host's cores; `mock` is the driver's test backend (host
+/// memory, kernels are named Rust closures).
+pub const BACKEND_ENV: &str = "ANYCUDA_BACKEND";
+
+/// The backend this library runs on.
 pub fn backend() -> Arc<dyn Backend> {
-    Arc::new(driver::mock::MockBackend::with_builtins(1))
+    match std::env::var(BACKEND_ENV).as_deref() {
+        Ok("mock") => Arc::new(driver::mock::MockBackend::with_builtins(1)),
+        Ok(other) if other != "cpu" && !other.is_empty() => {
+            trace::log(trace::Level::Warn, &format!("{BACKEND_ENV}={other} is not a backend of this build; using the CPU"));
+            Arc::new(backend_cpu::CpuBackend::new())
+        }
+        _ => Arc::new(backend_cpu::CpuBackend::new()),
+    }
 }
 
 /// The process's driver instance, created on first use.

@@ -268,6 +268,7 @@ fn monitor_main(shared: std::sync::Weak<Shared>) {
         state = guard;
         let now = Instant::now();
         let mut grow = false;
+        let mut cap = shared.nsmid as usize;
         let jobs: Vec<Arc<Job>> = state.queue.iter().filter(|job| job.has_unclaimed()).cloned().collect();
         seen.retain(|id, _| jobs.iter().any(|job| job.id == *id));
         for job in &jobs {
@@ -289,10 +290,20 @@ fn monitor_main(shared: std::sync::Weak<Shared>) {
             if now.duration_since(entry.since) >= limit {
                 entry.since = now;
                 grow = true;
+                // Blocks that yield are waiting for others and may get as many
+                // workers as it takes; blocks that are merely slow get at most
+                // a second round of workers (no compiled spin loop lacks a
+                // yield, so they are not waiting for anyone).
+                let job_cap = if entry.spinning { shared.max_workers() } else { 2 * shared.nsmid as usize };
+                // Each thread of a scheduled block holds two memory mappings:
+                // stay well inside the kernel's limit (vm.max_map_count, 65530
+                // by default).
+                let maps_per_worker = if job.block_fn.is_some() { 8 } else { 2 * job.nthreads as usize + 8 };
+                cap = cap.max(job_cap.min(32_000 / maps_per_worker.max(1)));
             }
         }
-        if grow {
-            let count = state.workers.max(1);
+        if grow && state.workers < cap {
+            let count = state.workers.max(1).min(cap - state.workers);
             let started = shared.spawn_workers(&mut state, count, true);
             tracing::debug!(started, total = state.workers, "blocks are waiting for each other: adding workers");
             shared.work.notify_all();

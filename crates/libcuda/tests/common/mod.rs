@@ -34,6 +34,10 @@ unsafe impl Sync for Lib {}
 
 impl Lib {
     pub fn open() -> Lib {
+        // These tests drive the driver API with the mock backend's named
+        // kernels (fills, copies, sleeps, faults); real kernels have their
+        // own tests.
+        std::env::set_var("ANYCUDA_BACKEND", "mock");
         let path = CString::new(lib_path().to_string_lossy().as_bytes()).expect("path");
         let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         assert!(!handle.is_null(), "dlopen({}) failed", lib_path().display());

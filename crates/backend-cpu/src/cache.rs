@@ -1,0 +1,157 @@
+//! The on-disk cache of compiled modules.
+//!
+//! An entry is keyed by a hash of everything that determines the object:
+//! the PTX text, the target (triple, CPU and its features), the compiler's
+//! source revision and the options. Loading an entry costs one file read
+//! and one hash check. A truncated, corrupt or foreign file is detected and
+//! treated as a miss, so it is rebuilt and overwritten.
+//!
+//! Location: `$ANYCUDA_CACHE_DIR`, else `$XDG_CACHE_HOME/anycuda/kernels`,
+//! else `~/.cache/anycuda/kernels`. `ANYCUDA_CACHE_DIR=off` disables it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+const MAGIC: &[u8; 8] = b"ANYCUDA\0";
+const FORMAT: u32 = 1;
+/// magic, format, key, object length, object hash.
+const HEADER: usize = 8 + 4 + 32 + 8 + 32;
+
+pub const CACHE_DIR_ENV: &str = "ANYCUDA_CACHE_DIR";
+
+/// The cache directory, or `None` when caching is off or no home is known.
+pub fn default_dir() -> Option<PathBuf> {
+    match std::env::var_os(CACHE_DIR_ENV) {
+        Some(v) if v == "off" || v.is_empty() => return None,
+        Some(v) => return Some(PathBuf::from(v)),
+        None => {}
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("anycuda").join("kernels"))
+}
+
+/// The key of a compilation.
+pub fn key(ptx: &str, target_fingerprint: &str, options: &str) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    for part in [b"anycuda-cpu-object".as_slice(), compiler::SOURCE_REVISION.as_bytes(), target_fingerprint.as_bytes(), options.as_bytes(), ptx.as_bytes()] {
+        h.update(&(part.len() as u64).to_le_bytes());
+        h.update(part);
+    }
+    *h.finalize().as_bytes()
+}
+
+fn path_for(dir: &Path, key: &[u8; 32]) -> PathBuf {
+    dir.join(format!("{}.obj", blake3::Hash::from(*key).to_hex()))
+}
+
+/// The cached object for `key`, if a valid entry exists.
+pub fn load(dir: &Path, key: &[u8; 32]) -> Option<Vec<u8>> {
+    let bytes = std::fs::read(path_for(dir, key)).ok()?;
+    decode(&bytes, key)
+}
+
+fn decode(bytes: &[u8], key: &[u8; 32]) -> Option<Vec<u8>> {
+    if bytes.len() < HEADER || &bytes[..8] != MAGIC {
+        return None;
+    }
+    let format = u32::from_le_bytes(bytes[8..12].try_into().ok()?);
+    if format != FORMAT || &bytes[12..44] != key {
+        return None;
+    }
+    let len = u64::from_le_bytes(bytes[44..52].try_into().ok()?) as usize;
+    let object = bytes.get(HEADER..)?;
+    if object.len() != len || blake3::hash(object).as_bytes() != &bytes[52..84] {
+        return None;
+    }
+    Some(object.to_vec())
+}
+
+fn encode(key: &[u8; 32], object: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER + object.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT.to_le_bytes());
+    out.extend_from_slice(key);
+    out.extend_from_slice(&(object.len() as u64).to_le_bytes());
+    out.extend_from_slice(blake3::hash(object).as_bytes());
+    out.extend_from_slice(object);
+    out
+}
+
+/// Stores an object. Failures are not errors for the caller (the cache is
+/// an optimisation), only reported.
+pub fn store(dir: &Path, key: &[u8; 32], object: &[u8]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let path = path_for(dir, key);
+    // Write to a private temporary name, then rename: concurrent processes
+    // never see a partial entry.
+    let tmp = dir.join(format!(".{}.{}.tmp", blake3::Hash::from(*key).to_hex(), std::process::id()));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&encode(key, object))?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, &path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("anycuda-cache-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn stores_and_loads() {
+        let dir = temp_dir("roundtrip");
+        let k = key(".version 8.0", "x86_64|cpu|+avx", "O2");
+        assert!(load(&dir, &k).is_none());
+        store(&dir, &k, b"object bytes").expect("store");
+        assert_eq!(load(&dir, &k).as_deref(), Some(&b"object bytes"[..]));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn keys_depend_on_every_input() {
+        let k = key("a", "t", "o");
+        assert_ne!(k, key("b", "t", "o"));
+        assert_ne!(k, key("a", "u", "o"));
+        assert_ne!(k, key("a", "t", "p"));
+        // Length-prefixed parts: moving a byte between parts changes the key.
+        assert_ne!(key("ab", "t", "o"), key("a", "bt", "o"));
+    }
+
+    #[test]
+    fn corrupt_truncated_and_foreign_entries_are_misses() {
+        let dir = temp_dir("corrupt");
+        let k = key("ptx", "t", "o");
+        store(&dir, &k, b"0123456789").expect("store");
+        let path = path_for(&dir, &k);
+        let good = std::fs::read(&path).expect("read");
+        // Flip one byte of the object.
+        let mut bad = good.clone();
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        std::fs::write(&path, &bad).expect("write");
+        assert!(load(&dir, &k).is_none(), "corrupt object");
+        // Truncated.
+        std::fs::write(&path, &good[..good.len() - 3]).expect("write");
+        assert!(load(&dir, &k).is_none(), "truncated");
+        // An entry for another key under this name.
+        let other = key("other", "t", "o");
+        std::fs::write(&path, encode(&other, b"0123456789")).expect("write");
+        assert!(load(&dir, &k).is_none(), "foreign");
+        // Not ours at all.
+        std::fs::write(&path, b"garbage").expect("write");
+        assert!(load(&dir, &k).is_none(), "garbage");
+        // A rebuilt entry replaces it.
+        store(&dir, &k, b"0123456789").expect("store");
+        assert_eq!(load(&dir, &k).as_deref(), Some(&b"0123456789"[..]));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,71 @@
+// Benchmark kernels, compiled to PTX by nvcc when the benchmark runs.
+
+extern "C" __global__ void saxpy(int n, float a, const float* x, float* y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+
+#define TILE 16
+extern "C" __global__ void sgemm_tiled(int n, const float* A, const float* B, float* C) {
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    int row = blockIdx.y * TILE + threadIdx.y;
+    int col = blockIdx.x * TILE + threadIdx.x;
+    float acc = 0.0f;
+    for (int t = 0; t < n; t += TILE) {
+        As[threadIdx.y][threadIdx.x] = A[row * n + t + threadIdx.x];
+        Bs[threadIdx.y][threadIdx.x] = B[(t + threadIdx.y) * n + col];
+        __syncthreads();
+        for (int k = 0; k < TILE; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+        __syncthreads();
+    }
+    C[row * n + col] = acc;
+}
+
+// Each block sums 256 * 8 elements: a grid-stride accumulation, a warp
+// shuffle reduction, then one partial per block.
+extern "C" __global__ void reduce_sum(int n, const float* x, float* partial) {
+    __shared__ float warp_sums[8];
+    float v = 0.0f;
+    for (int i = blockIdx.x * blockDim.x * 8 + threadIdx.x; i < (blockIdx.x + 1) * blockDim.x * 8 && i < n; i += blockDim.x)
+        v += x[i];
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+    if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        v = threadIdx.x < (blockDim.x >> 5) ? warp_sums[threadIdx.x] : 0.0f;
+        for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+        if (threadIdx.x == 0) partial[blockIdx.x] = v;
+    }
+}
+
+// 256-bin histogram of bytes: per-block shared histogram, then global.
+extern "C" __global__ void histogram(int n, const unsigned char* data, unsigned int* bins) {
+    __shared__ unsigned int local[256];
+    local[threadIdx.x] = 0;
+    __syncthreads();
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        atomicAdd(&local[data[i]], 1u);
+    __syncthreads();
+    atomicAdd(&bins[threadIdx.x], local[threadIdx.x]);
+}
+
+// Repeated 3-point smoothing of each block's 256 values in shared memory,
+// with a barrier inside the loop.
+extern "C" __global__ void smooth(int iters, const float* in, float* out) {
+    __shared__ float s[258];
+    int t = threadIdx.x;
+    int base = blockIdx.x * 256;
+    s[t + 1] = in[base + t];
+    if (t == 0) { s[0] = 0.0f; s[257] = 0.0f; }
+    __syncthreads();
+    for (int k = 0; k < iters; ++k) {
+        float v = (s[t] + s[t + 1] + s[t + 2]) * (1.0f / 3.0f);
+        __syncthreads();
+        s[t + 1] = v;
+        __syncthreads();
+    }
+    out[base + t] = s[t + 1];
+}
+
+extern "C" __global__ void empty() {}

@@ -1,0 +1,304 @@
+//! Kernel throughput against native Rust versions of the same work, on one
+//! core and on all cores; launch overhead; compile time per kernel.
+//!
+//! Run: `cargo bench -p anycuda-kernels --bench kernels` (needs the CUDA
+//! toolkit from scripts/toolkit.sh to turn kernels.cu into PTX).
+
+use backend_cpu::{Executor, ExecutorConfig};
+use kernels::{as_bytes, launch, Arg, Program};
+use std::path::PathBuf;
+use std::time::Instant;
+
+fn nvcc_ptx() -> String {
+    let toolkit = std::env::var("ANYCUDA_TOOLKIT").map(PathBuf::from).unwrap_or_else(|_| {
+        let home = std::env::var("HOME").unwrap_or_default();
+        PathBuf::from(home).join(".cache/anycuda/toolkit")
+    });
+    let nvcc = toolkit.join("bin/nvcc");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/kernels.cu");
+    let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-kernels.ptx");
+    let status = std::process::Command::new(&nvcc)
+        .args(["-ptx", "-arch=sm_80", "-O3", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .unwrap_or_else(|e| panic!("{}: {e} (run scripts/toolkit.sh)", nvcc.display()));
+    assert!(status.success(), "nvcc failed");
+    std::fs::read_to_string(&out).expect("nvcc output")
+}
+
+/// Best wall time of `reps` runs after one warm-up, in seconds.
+fn best<F: FnMut()>(reps: usize, mut f: F) -> f64 {
+    f();
+    (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+fn threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// Splits `0..n` into `parts` ranges and runs `f` on each in parallel.
+fn par<F: Fn(std::ops::Range<usize>) + Sync>(n: usize, parts: usize, f: F) {
+    let chunk = n.div_ceil(parts);
+    std::thread::scope(|s| {
+        for p in 0..parts {
+            let r = p * chunk..((p + 1) * chunk).min(n);
+            let f = &f;
+            s.spawn(move || f(r));
+        }
+    });
+}
+
+struct Row {
+    name: &'static str,
+    native: [f64; 2],
+    ours: [f64; 2],
+}
+
+fn main() {
+    let src = nvcc_ptx();
+    let t = Instant::now();
+    let prog = Program::from_source(&src).expect("benchmark kernels compile");
+    let compile_ms = t.elapsed().as_secs_f64() * 1e3;
+    let one = Executor::new(ExecutorConfig { workers: 1, max_workers: 64, ..ExecutorConfig::default() });
+    let all = Executor::new(ExecutorConfig::default());
+    let execs = [&one, &all];
+    let cores = [1, threads()];
+    let mut rows = Vec::new();
+
+    // saxpy, memory-bound.
+    {
+        let n = 1usize << 24;
+        let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5).collect();
+        let mut y: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+        let a = 2.5f32;
+        let k = prog.kernel("saxpy").expect("saxpy");
+        let mut native = [0.0; 2];
+        let mut ours = [0.0; 2];
+        for (c, exec) in execs.iter().enumerate() {
+            let mut xs = x.clone();
+            ours[c] = best(5, || {
+                launch(exec, k, [(n as u32).div_ceil(256), 1, 1], [256, 1, 1], 0, &mut [
+                    Arg::U32(n as u32), Arg::F32(a), Arg::Buf(as_bytes(&mut xs)), Arg::Buf(as_bytes(&mut y)),
+                ]).expect("params").expect("launch");
+            });
+            let parts = cores[c];
+            let yp = y.as_mut_ptr() as usize;
+            native[c] = best(5, || {
+                par(n, parts, |r| {
+                    // SAFETY: ranges are disjoint.
+                    let ys = unsafe { std::slice::from_raw_parts_mut((yp as *mut f32).add(r.start), r.len()) };
+                    for (yi, xi) in ys.iter_mut().zip(&x[r]) {
+                        *yi = a * xi + *yi;
+                    }
+                });
+            });
+        }
+        rows.push(Row { name: "saxpy (16M floats)", native, ours });
+    }
+
+    // Shared-memory tiled SGEMM.
+    {
+        let n = 512usize;
+        let a: Vec<f32> = (0..n * n).map(|i| ((i * 7) % 13) as f32 * 0.25).collect();
+        let b: Vec<f32> = (0..n * n).map(|i| ((i * 5) % 11) as f32 * 0.5).collect();
+        let k = prog.kernel("sgemm_tiled").expect("sgemm");
+        let mut native = [0.0; 2];
+        let mut ours = [0.0; 2];
+        let mut reference = vec![0f32; n * n];
+        for (c, exec) in execs.iter().enumerate() {
+            let (mut aa, mut bb) = (a.clone(), b.clone());
+            let mut cc = vec![0f32; n * n];
+            ours[c] = best(3, || {
+                launch(exec, k, [(n / 16) as u32, (n / 16) as u32, 1], [16, 16, 1], 0, &mut [
+                    Arg::U32(n as u32), Arg::Buf(as_bytes(&mut aa)), Arg::Buf(as_bytes(&mut bb)), Arg::Buf(as_bytes(&mut cc)),
+                ]).expect("params").expect("launch");
+            });
+            let parts = cores[c];
+            let rp = reference.as_mut_ptr() as usize;
+            native[c] = best(3, || {
+                par(n, parts, |rows| {
+                    for i in rows {
+                        // SAFETY: each row is written by one thread.
+                        let crow = unsafe { std::slice::from_raw_parts_mut((rp as *mut f32).add(i * n), n) };
+                        crow.iter_mut().for_each(|v| *v = 0.0);
+                        for kk in 0..n {
+                            let aik = a[i * n + kk];
+                            for (cv, bv) in crow.iter_mut().zip(&b[kk * n..kk * n + n]) {
+                                *cv += aik * bv;
+                            }
+                        }
+                    }
+                });
+            });
+            let err = cc.iter().zip(&reference).map(|(x, y)| (x - y).abs() / y.abs().max(1.0)).fold(0f32, f32::max);
+            assert!(err < 1e-3, "sgemm result differs: {err}");
+        }
+        rows.push(Row { name: "SGEMM 512, 16x16 shared tiles", native, ours });
+    }
+
+    // Block reduction with warp shuffles.
+    {
+        let n = 1usize << 24;
+        let x: Vec<f32> = (0..n).map(|i| ((i % 100) as f32) * 0.01).collect();
+        let k = prog.kernel("reduce_sum").expect("reduce");
+        let blocks = n.div_ceil(256 * 8);
+        let mut native = [0.0; 2];
+        let mut ours = [0.0; 2];
+        for (c, exec) in execs.iter().enumerate() {
+            let mut xs = x.clone();
+            let mut partial = vec![0f32; blocks];
+            ours[c] = best(5, || {
+                launch(exec, k, [blocks as u32, 1, 1], [256, 1, 1], 0, &mut [
+                    Arg::U32(n as u32), Arg::Buf(as_bytes(&mut xs)), Arg::Buf(as_bytes(&mut partial)),
+                ]).expect("params").expect("launch");
+            });
+            let parts = cores[c];
+            let sums = std::sync::Mutex::new(0f64);
+            native[c] = best(5, || {
+                par(n, parts, |r| {
+                    let mut acc = [0f32; 8];
+                    for ch in x[r].chunks(8) {
+                        for (a, v) in acc.iter_mut().zip(ch) {
+                            *a += v;
+                        }
+                    }
+                    if let Ok(mut s) = sums.lock() {
+                        *s += acc.iter().sum::<f32>() as f64;
+                    }
+                });
+            });
+            let total: f64 = partial.iter().map(|&v| v as f64).sum();
+            let want: f64 = x.iter().map(|&v| v as f64).sum();
+            assert!((total - want).abs() / want < 1e-4, "reduction {total} vs {want}");
+        }
+        rows.push(Row { name: "sum reduction, warp shuffles (16M floats)", native, ours });
+    }
+
+    // Histogram with shared-memory atomics.
+    {
+        let n = 1usize << 26;
+        let data: Vec<u8> = (0..n).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let k = prog.kernel("histogram").expect("histogram");
+        let mut native = [0.0; 2];
+        let mut ours = [0.0; 2];
+        for (c, exec) in execs.iter().enumerate() {
+            let mut d = data.clone();
+            let mut bins = vec![0u32; 256];
+            ours[c] = best(3, || {
+                bins.iter_mut().for_each(|b| *b = 0);
+                launch(exec, k, [256, 1, 1], [256, 1, 1], 0, &mut [
+                    Arg::U32(n as u32), Arg::Buf(&mut d), Arg::Buf(as_bytes(&mut bins)),
+                ]).expect("params").expect("launch");
+            });
+            let parts = cores[c];
+            let merged = std::sync::Mutex::new(vec![0u32; 256]);
+            native[c] = best(3, || {
+                par(n, parts, |r| {
+                    let mut h = [0u32; 256];
+                    for &v in &data[r] {
+                        h[v as usize] += 1;
+                    }
+                    if let Ok(mut m) = merged.lock() {
+                        for (a, b) in m.iter_mut().zip(h) {
+                            *a += b;
+                        }
+                    }
+                });
+            });
+            assert_eq!(bins.iter().map(|&b| b as usize).sum::<usize>(), n);
+        }
+        rows.push(Row { name: "histogram, shared atomics (64M bytes)", native, ours });
+    }
+
+    // Barrier inside a loop.
+    {
+        let blocks = 1024usize;
+        let iters = 100u32;
+        let input: Vec<f32> = (0..blocks * 256).map(|i| (i % 17) as f32).collect();
+        let k = prog.kernel("smooth").expect("smooth");
+        let mut native = [0.0; 2];
+        let mut ours = [0.0; 2];
+        let mut reference = vec![0f32; blocks * 256];
+        for (c, exec) in execs.iter().enumerate() {
+            let mut inp = input.clone();
+            let mut out = vec![0f32; blocks * 256];
+            ours[c] = best(3, || {
+                launch(exec, k, [blocks as u32, 1, 1], [256, 1, 1], 0, &mut [
+                    Arg::U32(iters), Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out)),
+                ]).expect("params").expect("launch");
+            });
+            let parts = cores[c];
+            let rp = reference.as_mut_ptr() as usize;
+            native[c] = best(3, || {
+                par(blocks, parts, |r| {
+                    for b in r {
+                        let mut s = [0f32; 258];
+                        s[1..257].copy_from_slice(&input[b * 256..b * 256 + 256]);
+                        let mut t = [0f32; 258];
+                        for _ in 0..iters {
+                            for i in 0..256 {
+                                t[i + 1] = (s[i] + s[i + 1] + s[i + 2]) * (1.0 / 3.0);
+                            }
+                            s[1..257].copy_from_slice(&t[1..257]);
+                        }
+                        // SAFETY: each block's slice is written by one thread.
+                        let o = unsafe { std::slice::from_raw_parts_mut((rp as *mut f32).add(b * 256), 256) };
+                        o.copy_from_slice(&s[1..257]);
+                    }
+                });
+            });
+            let err = out.iter().zip(&reference).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+            assert!(err < 1e-4, "smooth result differs: {err}");
+        }
+        rows.push(Row { name: "3-point smoothing, barrier in loop (100 iters)", native, ours });
+    }
+
+    // Launch overhead of an empty kernel.
+    let empty = prog.kernel("empty").expect("empty");
+    let reps = 2000;
+    let small = best(3, || {
+        for _ in 0..reps {
+            launch(&all, empty, [1, 1, 1], [32, 1, 1], 0, &mut []).expect("params").expect("launch");
+        }
+    }) / reps as f64;
+    let wide = best(3, || {
+        for _ in 0..200 {
+            launch(&all, empty, [1000, 1, 1], [256, 1, 1], 0, &mut []).expect("params").expect("launch");
+        }
+    }) / 200.0;
+
+    println!("machine: {} ({} cores)", cpu_name(), threads());
+    println!();
+    println!("| kernel | native 1 core | anycuda 1 core | ratio | native {n} cores | anycuda {n} cores | ratio |", n = threads());
+    println!("|---|---|---|---|---|---|---|");
+    for r in &rows {
+        println!(
+            "| {} | {:.2} ms | {:.2} ms | {:.2}x | {:.2} ms | {:.2} ms | {:.2}x |",
+            r.name,
+            r.native[0] * 1e3,
+            r.ours[0] * 1e3,
+            r.native[0] / r.ours[0],
+            r.native[1] * 1e3,
+            r.ours[1] * 1e3,
+            r.native[1] / r.ours[1]
+        );
+    }
+    println!();
+    println!("empty kernel launch, 1 block of 32 threads: {:.2} us", small * 1e6);
+    println!("empty kernel launch, 1000 blocks of 256 threads: {:.2} us", wide * 1e6);
+    println!("compile time of the benchmark module (6 kernels, parse + lower + O2 + codegen + load): {compile_ms:.1} ms");
+}
+
+fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .unwrap_or_else(|| "unknown CPU".into())
+}
