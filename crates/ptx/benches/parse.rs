@@ -83,20 +83,34 @@ fn ast_bytes(srcs: &[String]) -> (usize, usize) {
     ((held - own).max(0) as usize, calls)
 }
 
-/// Parses all of `srcs` repeatedly for about `budget`; returns the times of each round.
-fn time_rounds(srcs: &[String], budget: Duration, min_rounds: usize) -> Vec<Duration> {
+/// Nanoseconds this thread has run on a CPU (Linux), so that figures taken
+/// on a shared machine are not inflated by time spent waiting for a core.
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// Parses all of `srcs` repeatedly for about `budget`; returns the wall
+/// times and the on-CPU times (when known) of each round, each sorted.
+fn time_rounds(srcs: &[String], budget: Duration, min_rounds: usize) -> (Vec<Duration>, Vec<Duration>) {
     let mut times = Vec::new();
+    let mut cpu = Vec::new();
     let start = Instant::now();
     while times.len() < min_rounds || start.elapsed() < budget {
+        let c = thread_cpu_ns();
         let t = Instant::now();
         for s in srcs {
             let m = ptx::parse(s).expect("parses");
             std::hint::black_box(&m);
         }
         times.push(t.elapsed());
+        if let (Some(c0), Some(c1)) = (c, thread_cpu_ns()) {
+            cpu.push(Duration::from_nanos(c1.saturating_sub(c0)));
+        }
     }
     times.sort();
-    times
+    cpu.sort();
+    (times, cpu)
 }
 
 fn report(name: &str, srcs: &[String], bench: bool) {
@@ -116,21 +130,28 @@ fn report(name: &str, srcs: &[String], bench: bool) {
     }
     // PTX_BENCH_ROUNDS=N runs exactly N rounds (for `perf stat` comparisons).
     let fixed: Option<usize> = std::env::var("PTX_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok());
-    let times = match fixed {
+    let (times, cpu) = match fixed {
         Some(n) => time_rounds(srcs, Duration::ZERO, n.max(1)),
         None => time_rounds(srcs, Duration::from_secs(3), 5),
     };
-    let mbs = |d: Duration| bytes as f64 / 1e6 / d.as_secs_f64();
+    let mbs = |d: Duration| bytes as f64 / 1e6 / d.as_secs_f64().max(1e-9);
     let best = times[0];
     let median = times[times.len() / 2];
     println!("{name}: {} file(s), {:.2} MB", srcs.len(), bytes as f64 / 1e6);
     println!(
-        "  parse: best {:.1} MB/s ({:.2} ms), median {:.1} MB/s, {} rounds",
+        "  parse: best {:.1} MB/s ({:.2} ms), median {:.1} MB/s, {} rounds (wall clock)",
         mbs(best),
         best.as_secs_f64() * 1e3,
         mbs(median),
         times.len()
     );
+    if !cpu.is_empty() {
+        println!(
+            "         best {:.1} MB/s, median {:.1} MB/s (thread CPU time)",
+            mbs(cpu[0]),
+            mbs(cpu[cpu.len() / 2])
+        );
+    }
     println!(
         "  AST heap: {:.2} MB = {:.2} bytes per source byte ({} allocations)",
         held as f64 / 1e6,

@@ -146,7 +146,13 @@ impl<'k, V: Copy> NameMap<'k, V> {
         self.0.remove(&Name(name))
     }
     pub fn clear(&mut self) {
-        self.0.clear();
+        // Clearing writes every control byte of the table's capacity.
+        if !self.0.is_empty() {
+            self.0.clear();
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
     pub fn or_insert(&mut self, name: &'k str, v: V) {
         self.0.entry(Name(name)).or_insert(v);

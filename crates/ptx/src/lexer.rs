@@ -1,6 +1,10 @@
 //! A small, allocation-free PTX lexer over bytes.
 
+// Word-sized so that a `Token` is three whole words without padding: tokens
+// are copied constantly, and byte-wise copies of padding stall the loads
+// that follow them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
 pub enum TokenKind {
     /// `foo`, `%r1`, `$L__BB0_1`, `_Z3fooi`, `%tid`
     Ident,
@@ -76,6 +80,7 @@ static CLASS: [u8; 256] = {
         if b.is_ascii_hexdigit() {
             v |= HEX;
         }
+
         t[c] = v;
         c += 1;
     }
@@ -111,18 +116,36 @@ impl<'a> Lexer<'a> {
         self.src.get(i).copied().unwrap_or(0)
     }
 
+    /// Advances over bytes of `class`.
+    #[inline(always)]
+    fn skip_class(&mut self, class: u8) {
+        let src = self.src;
+        let mut p = self.pos;
+        while p < src.len() && is(src[p], class) {
+            p += 1;
+        }
+        self.pos = p;
+    }
+
     /// Skips whitespace and comments. Returns false on an unterminated block comment.
+    #[inline(always)]
     fn skip_trivia(&mut self) -> bool {
         loop {
-            while self.pos < self.src.len() && self.src[self.pos].is_ascii_whitespace() {
-                self.pos += 1;
+            let src = self.src;
+            let mut p = self.pos;
+            while p < src.len() && src[p].is_ascii_whitespace() {
+                p += 1;
             }
+            self.pos = p;
             if self.peek_at(self.pos) == b'/' {
                 match self.peek_at(self.pos + 1) {
                     b'/' => {
-                        while self.pos < self.src.len() && self.src[self.pos] != b'\n' {
-                            self.pos += 1;
+                        let src = self.src;
+                        let mut p = self.pos;
+                        while p < src.len() && src[p] != b'\n' {
+                            p += 1;
                         }
+                        self.pos = p;
                         continue;
                     }
                     b'*' => {
@@ -142,6 +165,7 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    #[inline(always)]
     pub fn next_token(&mut self) -> Token {
         let trivia_ok = self.skip_trivia();
         let start = self.pos;
@@ -153,6 +177,7 @@ impl<'a> Lexer<'a> {
         Token { kind, start: start as u32, end: self.pos as u32 }
     }
 
+    #[inline(always)]
     fn scan(&mut self) -> TokenKind {
         use TokenKind::*;
         let Some(&b) = self.src.get(self.pos) else {
@@ -160,9 +185,7 @@ impl<'a> Lexer<'a> {
         };
         if is(b, IDENT_START) || (b == b'%' && is(self.peek_at(self.pos + 1), IDENT_CONT)) {
             self.pos += 1;
-            while is(self.peek_at(self.pos), IDENT_CONT) {
-                self.pos += 1;
-            }
+            self.skip_class(IDENT_CONT);
             return Ident;
         }
         if b == b'.' && is(self.peek_at(self.pos + 1), IDENT_CONT) {
@@ -240,9 +263,7 @@ impl<'a> Lexer<'a> {
     /// A modifier word: identifier characters, with `::` joining parts.
     fn scan_word(&mut self) {
         loop {
-            while is(self.peek_at(self.pos), IDENT_CONT) {
-                self.pos += 1;
-            }
+            self.skip_class(IDENT_CONT);
             if self.peek_at(self.pos) == b':'
                 && self.peek_at(self.pos + 1) == b':'
                 && is(self.peek_at(self.pos + 2), IDENT_CONT)

@@ -136,7 +136,9 @@ impl<'a> FnState<'a> {
     /// them; the state keeps its own capacity for the next function).
     fn take_body(&mut self) -> Body<'a> {
         fn exact<T>(v: &mut Vec<T>) -> Vec<T> {
-            v.drain(..).collect()
+            let mut out = Vec::with_capacity(v.len());
+            out.append(v);
+            out
         }
         let b = &mut self.body;
         Body {
@@ -155,10 +157,14 @@ impl<'a> FnState<'a> {
         let id = self.vars.len() as VarId;
         let name = decl.name;
         // A new declaration may shadow names the cache resolved before: its
-        // own name, or with `%r<N>` every `%rK`.
+        // own name, or with `%r<N>` every `%rK` of an earlier `%r<M>` (a
+        // plain `%rK` declaration is found before any `%r<M>` member, so
+        // only a shadowed prefix makes cached names stale).
         if decl.count.is_some() {
-            self.reg_cache.clear();
-        } else {
+            if self.scope.get(name).is_some() {
+                self.reg_cache.clear();
+            }
+        } else if !self.reg_cache.is_empty() {
             self.reg_cache.remove(name);
         }
         self.vars.push(decl);
@@ -291,6 +297,7 @@ struct Parser<'a> {
     scratch_mods: Vec<Modifier>,
     /// The per-function state, reused from one function to the next.
     fn_state: Option<FnState<'a>>,
+    scratch_decls: Vec<(VarDecl<'a>, Span)>,
 }
 
 impl<'a> Parser<'a> {
@@ -314,25 +321,39 @@ impl<'a> Parser<'a> {
             scratch: Vec::new(),
             scratch_mods: Vec::new(),
             fn_state: None,
+            scratch_decls: Vec::new(),
         }
     }
 
     // ---- token helpers -------------------------------------------------
 
+    #[inline]
     fn bump(&mut self) -> Token {
         let t = self.tok;
-        self.tok = match self.ahead.take() {
-            Some(a) => a,
-            None => self.lex.next_token(),
-        };
+        match self.ahead.take() {
+            Some(a) => self.tok = a,
+            None => self.advance(),
+        }
         t
     }
 
+    /// Lexes the next token into `self.tok`. The lexer is inlined here and
+    /// in `peek2` only, so a token goes from registers straight to its field.
+    #[inline(never)]
+    fn advance(&mut self) {
+        self.tok = self.lex.next_token();
+    }
+
+    #[inline(never)]
     fn peek2(&mut self) -> Token {
-        if self.ahead.is_none() {
-            self.ahead = Some(self.lex.next_token());
+        match self.ahead {
+            Some(a) => a,
+            None => {
+                let a = self.lex.next_token();
+                self.ahead = Some(a);
+                a
+            }
         }
-        self.ahead.unwrap_or(self.tok)
     }
 
     fn text(&self, t: Token) -> &'a str {
@@ -360,10 +381,13 @@ impl<'a> Parser<'a> {
         }
     }
 
+    #[cold]
     fn error(&mut self, span: Span, message: impl Into<String>, expected: Option<&str>) {
         self.diags.push(RawDiag { span, message: message.into(), expected: expected.map(Into::into) });
     }
 
+    #[cold]
+    #[inline(never)]
     fn unexpected<X>(&mut self, expected: &str) -> PResult<X> {
         let t = self.tok;
         let msg = match t.kind {
@@ -375,6 +399,7 @@ impl<'a> Parser<'a> {
         Err(())
     }
 
+    #[inline]
     fn expect(&mut self, k: T, expected: &str) -> PResult<Token> {
         if self.at(k) {
             Ok(self.bump())
@@ -966,7 +991,8 @@ impl<'a> Parser<'a> {
         };
         let _ = start;
         if let Some(Item::Function(f)) = self.module.items.get_mut(item as usize) {
-            f.vars = fs.vars.drain(..).collect();
+            f.vars = Vec::with_capacity(fs.vars.len());
+            f.vars.append(&mut fs.vars);
             f.body = body;
         }
         Ok(())
@@ -1242,13 +1268,18 @@ impl<'a> Parser<'a> {
                 if !(self.at(T::Dot) && is_variable_space(self.text(self.tok))) {
                     return self.unexpected("a declaration (`.reg`, `.local`, `.shared`, `.param`), `.loc` or `.pragma`");
                 }
-                let mut decls = Vec::new();
-                self.var_decl(linkage, None, &mut decls)?;
-                for (decl, span) in decls {
-                    let id = fs.declare(decl);
-                    fs.push_statement(Statement::Decl(id), span);
+                // Declarations are frequent: the list is a reused scratch vector.
+                let mut decls = std::mem::take(&mut self.scratch_decls);
+                decls.clear();
+                let r = self.var_decl(linkage, None, &mut decls);
+                if r.is_ok() {
+                    for (decl, span) in decls.drain(..) {
+                        let id = fs.declare(decl);
+                        fs.push_statement(Statement::Decl(id), span);
+                    }
                 }
-                Ok(())
+                self.scratch_decls = decls;
+                r
             }
         }
     }
