@@ -93,7 +93,10 @@ impl PartialEq for Name<'_> {
     #[inline]
     fn eq(&self, other: &Self) -> bool {
         let (a, b) = (self.0.as_bytes(), other.0.as_bytes());
-        a.len() == b.len() && (a.len() > 24 && a == b || a.iter().zip(b).all(|(x, y)| x == y))
+        if a.len() != b.len() {
+            return false;
+        }
+        a.len() > 16 && a == b || a.iter().zip(b).all(|(x, y)| x == y)
     }
 }
 
