@@ -58,7 +58,7 @@ impl Target<'_> {
         })
     }
     pub fn has(&self, word: &str) -> bool {
-        self.words.iter().any(|w| *w == word)
+        self.words.contains(&word)
     }
 }
 
@@ -690,6 +690,8 @@ impl Instruction {
     pub fn cache_op(&self, body: &Body) -> Option<CacheOp> {
         self.find(body, |m| if let Modifier::Cache(c) = m { Some(*c) } else { None })
     }
+    // The comparison modifier; not `Ord::cmp`, which instructions do not have.
+    #[allow(clippy::should_implement_trait)]
     pub fn cmp(&self, body: &Body) -> Option<CmpOp> {
         self.find(body, |m| if let Modifier::Cmp(c) = m { Some(*c) } else { None })
     }

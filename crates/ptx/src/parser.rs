@@ -1845,6 +1845,8 @@ struct DeclPrefix<'a> {
     attributes: Vec<&'a str>,
 }
 
+// The vocabulary macro defines the enum, so the default cannot be derived there.
+#[allow(clippy::derivable_impls)]
 impl Default for StateSpace {
     fn default() -> StateSpace {
         StateSpace::Reg

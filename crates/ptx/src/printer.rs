@@ -20,7 +20,7 @@ fn write_module(o: &mut String, m: &Module) -> std::fmt::Result {
         match item {
             Item::Function(f) => write_function(o, m, f)?,
             Item::Variable(v) => {
-                write_decl(o, m, None, &v.decl)?;
+                write_decl(o, m, &v.decl)?;
                 o.push_str(";\n");
             }
             Item::File { index, name, extra } => {
@@ -40,7 +40,7 @@ fn write_module(o: &mut String, m: &Module) -> std::fmt::Result {
     Ok(())
 }
 
-fn write_decl(o: &mut String, m: &Module, f: Option<&Function>, d: &VarDecl) -> std::fmt::Result {
+fn write_decl(o: &mut String, m: &Module, d: &VarDecl) -> std::fmt::Result {
     if let Some(l) = d.linkage {
         write!(o, ".{} ", l.as_str())?;
     }
@@ -83,12 +83,12 @@ fn write_decl(o: &mut String, m: &Module, f: Option<&Function>, d: &VarDecl) -> 
     }
     if let Some(init) = &d.init {
         o.push_str(" = ");
-        write_init(o, m, f, init)?;
+        write_init(o, m, init)?;
     }
     Ok(())
 }
 
-fn write_init(o: &mut String, m: &Module, f: Option<&Function>, i: &Initializer) -> std::fmt::Result {
+fn write_init(o: &mut String, m: &Module, i: &Initializer) -> std::fmt::Result {
     match i {
         Initializer::Int(v) => write!(o, "{v}"),
         Initializer::F32(b) => write!(o, "0f{b:08X}"),
@@ -108,19 +108,19 @@ fn write_init(o: &mut String, m: &Module, f: Option<&Function>, i: &Initializer)
                 if k > 0 {
                     o.push_str(", ");
                 }
-                write_init(o, m, f, item)?;
+                write_init(o, m, item)?;
             }
             o.push('}');
             Ok(())
         }
         Initializer::Field { name, value } => {
             write!(o, "{name} = ")?;
-            write_init(o, m, f, value)
+            write_init(o, m, value)
         }
         Initializer::Word(w) => write!(o, "{w}"),
         Initializer::Mask { mask, value } => {
             write!(o, "0x{mask:X}(")?;
-            write_init(o, m, f, value)?;
+            write_init(o, m, value)?;
             o.push(')');
             Ok(())
         }
@@ -143,7 +143,7 @@ fn write_params(o: &mut String, m: &Module, f: &Function, ids: &[VarId]) -> std:
         if i > 0 {
             o.push_str(", ");
         }
-        write_decl(o, m, Some(f), f.var(v))?;
+        write_decl(o, m, f.var(v))?;
     }
     o.push(')');
     Ok(())
@@ -228,7 +228,7 @@ fn write_statement(o: &mut String, m: &Module, f: &Function, b: &Body, s: &State
         Statement::Instruction(i) => write_instruction(o, m, f, b, i),
         Statement::Label(l) => write!(o, "{}:", b.labels[*l as usize]),
         Statement::Decl(v) => {
-            write_decl(o, m, Some(f), f.var(*v))?;
+            write_decl(o, m, f.var(*v))?;
             o.push(';');
             Ok(())
         }
