@@ -54,6 +54,11 @@ enum NameCtx {
 
 const NO_INDEX: u32 = u32::MAX;
 
+/// How deep blocks, parentheses and braces may nest. The parser recurses on
+/// nesting, so a limit keeps hostile input from overflowing the stack; real
+/// PTX nests a few levels.
+const MAX_DEPTH: u32 = 64;
+
 /// The predefined constant for the warp size.
 const WARP_SZ: &str = "WARP_SZ";
 
@@ -298,6 +303,8 @@ struct Parser<'a> {
     /// The per-function state, reused from one function to the next.
     fn_state: Option<FnState<'a>>,
     scratch_decls: Vec<(VarDecl<'a>, Span)>,
+    /// Current nesting depth (see `MAX_DEPTH`).
+    depth: u32,
 }
 
 impl<'a> Parser<'a> {
@@ -322,6 +329,7 @@ impl<'a> Parser<'a> {
             scratch_mods: Vec::new(),
             fn_state: None,
             scratch_decls: Vec::new(),
+            depth: 0,
         }
     }
 
@@ -384,6 +392,25 @@ impl<'a> Parser<'a> {
     #[cold]
     fn error(&mut self, span: Span, message: impl Into<String>, expected: Option<&str>) {
         self.diags.push(RawDiag { span, message: message.into(), expected: expected.map(Into::into) });
+    }
+
+    /// Runs `f` one nesting level deeper, or reports that nesting is too deep.
+    #[inline]
+    fn nested<R>(&mut self, f: impl FnOnce(&mut Self) -> PResult<R>) -> PResult<R> {
+        if self.depth >= MAX_DEPTH {
+            return self.too_deep();
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn too_deep<X>(&mut self) -> PResult<X> {
+        self.error(Self::span(self.tok), format!("nesting deeper than {MAX_DEPTH} levels"), None);
+        Err(())
     }
 
     #[cold]
@@ -818,6 +845,10 @@ impl<'a> Parser<'a> {
     }
 
     fn initializer(&mut self) -> PResult<Initializer> {
+        self.nested(Self::initializer_inner)
+    }
+
+    fn initializer_inner(&mut self) -> PResult<Initializer> {
         if self.eat(T::LBrace) {
             let mut items = Vec::new();
             if !self.at(T::RBrace) {
@@ -1120,20 +1151,20 @@ impl<'a> Parser<'a> {
     fn statement(&mut self, fs: &mut FnState<'a>) -> PResult<()> {
         let t = self.tok;
         match t.kind {
-            T::LBrace => {
-                self.bump();
+            T::LBrace => self.nested(|p| {
+                p.bump();
                 fs.push_statement(Statement::BlockOpen, Self::span(t));
                 fs.open_scope();
-                self.block_contents(fs);
+                p.block_contents(fs);
                 fs.close_scope();
-                let close = self.tok;
-                if self.expect(T::RBrace, "`}`").is_err() {
-                    self.error(Self::span(t), "unterminated block", Some("`}`"));
+                let close = p.tok;
+                if p.expect(T::RBrace, "`}`").is_err() {
+                    p.error(Self::span(t), "unterminated block", Some("`}`"));
                     return Err(());
                 }
                 fs.push_statement(Statement::BlockClose, Self::span(close));
                 Ok(())
-            }
+            }),
             T::Ident if self.peek2().kind == T::Colon => {
                 self.bump();
                 self.bump();
@@ -1438,6 +1469,10 @@ impl<'a> Parser<'a> {
 
     /// Elements up to `close`, pushed contiguously into the operand arena.
     fn list(&mut self, fs: &mut FnState<'a>, close: T, open: Span) -> PResult<ListRange> {
+        self.nested(|p| p.list_inner(fs, close, open))
+    }
+
+    fn list_inner(&mut self, fs: &mut FnState<'a>, close: T, open: Span) -> PResult<ListRange> {
         let mut items = Vec::new();
         if !self.at(close) {
             loop {
@@ -1729,7 +1764,7 @@ impl<'a> Parser<'a> {
     // ---- constant expressions ---------------------------------------------------
 
     fn const_expr(&mut self) -> PResult<i64> {
-        self.ternary()
+        self.nested(Self::ternary)
     }
 
     fn ternary(&mut self) -> PResult<i64> {
@@ -1798,6 +1833,10 @@ impl<'a> Parser<'a> {
     }
 
     fn unary(&mut self) -> PResult<i64> {
+        self.nested(Self::unary_inner)
+    }
+
+    fn unary_inner(&mut self) -> PResult<i64> {
         match self.tok.kind {
             T::Minus => {
                 self.bump();

@@ -216,3 +216,20 @@ fn bad_mask_initializer() {
     assert_eq!(e[0].expected.as_deref(), Some("`)`"));
     assert_eq!((e[0].line, e[0].column, e[0].found.as_str()), (4, 36, ","));
 }
+
+#[test]
+fn nesting_too_deep() {
+    // Blocks, parentheses and braces nest at most 64 levels; deeper input
+    // is an error (the parser recurses on nesting), not a stack overflow.
+    let d = one(&format!("{REGS}\nmov.u32 %r1, {}1{};", "(".repeat(100_000), ")".repeat(100_000)));
+    assert_eq!(d.message, "nesting deeper than 64 levels");
+    assert_eq!((d.line, d.found.as_str()), (7, "("));
+    let d = one(&format!("{REGS}\n{}{}", "{".repeat(100_000), "}".repeat(100_000)));
+    assert_eq!(d.message, "nesting deeper than 64 levels");
+    assert_eq!((d.line, d.column), (7, 65));
+    let e = module_errors(&format!(".version 8.0\n.target sm_80\n.global .u32 g[1] = {}1{};\n", "{".repeat(1000), "}".repeat(1000)));
+    assert_eq!(e[0].message, "nesting deeper than 64 levels");
+    // Real nesting is fine.
+    let src = format!(".version 8.0\n.target sm_80\n.entry k() {{ .reg .b32 %r;\n{}mov.u32 %r, {}1{};{}\n}}\n", "{".repeat(20), "(".repeat(20), ")".repeat(20), "}".repeat(20));
+    ptx::parse(&src).expect("20 levels parse");
+}
