@@ -177,6 +177,19 @@ fn mutate(rng: &mut Rng, input: &mut Vec<u8>, donors: &[(String, Vec<u8>)]) {
                 let k = rng.below(input.len() + 1);
                 input.splice(k..k, piece);
             }
+            // a deep run of an opening character: nesting must not
+            // overflow the stack
+            8 if rng.below(8) == 0 => {
+                // after a comma (an operand or initializer) or at a line start
+                // (a block), where the run is read as nesting
+                let (c, after) = *rng.pick(&[(b'(', b','), (b'-', b','), (b'~', b','), (b'{', b','), (b'{', b'\n'), (b'[', b',')]);
+                let spots: Vec<usize> = input.iter().enumerate().filter(|(_, b)| **b == after).map(|(i, _)| i + 1).collect();
+                if !spots.is_empty() {
+                    let i = *rng.pick(&spots);
+                    let n = 100 + rng.below(5000);
+                    input.splice(i..i, std::iter::repeat_n(c, n));
+                }
+            }
             // splice a line from another seed
             8 => {
                 let (_, donor) = rng.pick(donors);
