@@ -63,7 +63,8 @@ int main() {
     for (int i = 0; i < NT; i++) h[i] = (i * 29 + 7) % 64;
     int *d, *slots, *counter;
     Info *dinfo, hinfo[NT];
-    CHECK(cudaMalloc(&d, sizeof h));
+    // Large enough for the partial-warp test's 40 * 4 results too.
+    CHECK(cudaMalloc(&d, 40 * 4 * sizeof(int) > sizeof h ? 40 * 4 * sizeof(int) : sizeof h));
     CHECK(cudaMalloc(&dinfo, sizeof hinfo));
     CHECK(cudaMalloc(&slots, NT * sizeof(int)));
     CHECK(cudaMalloc(&counter, sizeof(int)));

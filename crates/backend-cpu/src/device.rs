@@ -211,8 +211,12 @@ impl CpuModule {
         let loaded_module = crate::loader::load(&object).map_err(|e| ModuleError { kind: ModuleErrorKind::Other, log: e.to_string() })?;
         let mut kernels = Vec::new();
         let mut loaded = Vec::new();
-        let ptx_version = module.version.major * 10 + module.version.minor;
-        let binary_version = module.target.sm().unwrap_or(options.target);
+        // As NVIDIA reports them: the virtual architecture the PTX targets
+        // (80 for compute_80, not the PTX ISA version), and the architecture
+        // the code was compiled for (the device's, for JIT-compiled code).
+        // Libraries such as CUB dispatch on the first.
+        let ptx_version = module.target.sm().unwrap_or(options.target);
+        let binary_version = options.target;
         for k in &info.kernels {
             // SAFETY: the object was compiled from this module (or is a cache
             // entry whose key covers the module text and compiler revision).

@@ -316,7 +316,7 @@ fn blocks_spinning_without_yields_still_finish() {
 unsafe fn grid_sync(c: *mut BlockCtx, t: u32) {
     unsafe {
         let cx = ctx(c);
-        let workspace = (u64::from(cx.envreg[1]) | u64::from(cx.envreg[2]) << 32) as *mut u32;
+        let workspace = (u64::from(cx.envreg[1]) << 32 | u64::from(cx.envreg[2])) as *mut u32;
         __anycuda_barrier(c, t, 0, 0, 100);
         if t == 0 {
             let count = atomic(workspace);

@@ -47,7 +47,8 @@ pub struct BlockCtx {
     pub _pad: u32,
     pub gridid: u64,
     /// `%envreg0`..`%envreg31`; cooperative launches put the grid-sync
-    /// workspace address in envreg1 (low) / envreg2 (high).
+    /// workspace address in envreg1 (high 32 bits) / envreg2 (low 32 bits),
+    /// as cooperative groups reads it.
     pub envreg: [u32; 32],
     /// Owned by the backend; compiled code only passes `ctx` back.
     pub runtime: *mut c_void,

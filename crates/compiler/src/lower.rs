@@ -185,8 +185,9 @@ impl<'m> ModuleCx<'m> {
             self.flatten_init(d, init, &mut bytes, &mut relocs, &mut pos)?;
         }
         let align = d.alignment();
-        let kind = if d.space == StateSpace::Const { "constant" } else { "global" };
-        let _ = write!(out, "{name} = {kind} ");
+        // `.const` is read-only for kernels only: the host writes it
+        // (cudaMemcpyToSymbol), so it lives in writable memory.
+        let _ = write!(out, "{name} = global ");
         if relocs.is_empty() {
             let _ = writeln!(out, "[{} x i8] {}, align {align}", bytes.len(), ir::c_bytes(&bytes));
         } else {

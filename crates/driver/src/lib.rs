@@ -82,7 +82,9 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            driver_version: 13000,
+            // The API level implemented: CUDA 13.5's driver API. Runtimes
+            // check driverVersion >= runtimeVersion.
+            driver_version: 13050,
             ptx_policy: fatbin::Policy::Nearest,
             lazy_loading: true,
         }

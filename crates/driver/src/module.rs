@@ -602,9 +602,16 @@ impl Driver {
 
     /// `cuLibraryGetGlobal` (`managed`: `cuLibraryGetManaged`).
     pub fn library_get_global(&self, h: u64, name: &str, managed: bool) -> Result<(u64, usize)> {
-        let ctx = self.current_ctx()?;
+        // Managed variables belong to no context: cudart asks for them right
+        // after loading a library, before any context is current.
+        let device = if managed {
+            self.check_init()?;
+            self.current_ctx().map(|c| c.device).unwrap_or(0)
+        } else {
+            self.current_ctx()?.device
+        };
         let l = self.library(h)?;
-        let code = self.library_code(&l, ctx.device)?;
+        let code = self.library_code(&l, device)?;
         code.globals()
             .iter()
             .find(|g| g.name == name && (!managed || g.managed))

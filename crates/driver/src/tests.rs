@@ -54,7 +54,7 @@ fn nothing_works_before_init() {
     assert_eq!(d.device_count(), Err(Error::NotInitialized));
     assert_eq!(d.mem_alloc(16), Err(Error::NotInitialized));
     assert_eq!(d.ctx_create(0, 0), Err(Error::NotInitialized));
-    assert_eq!(d.driver_version(), 13000);
+    assert_eq!(d.driver_version(), 13050);
     assert!(matches!(d.init(1), Err(Error::InvalidValue(_))));
     d.init(0).expect("init");
     d.init(0).expect("init is idempotent");

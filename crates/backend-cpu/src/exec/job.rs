@@ -137,8 +137,10 @@ impl Job {
             let buf = AlignedBuf::zeroed(GRID_SYNC_WORKSPACE, 64)
                 .ok_or_else(|| LaunchError::OutOfResources("grid sync workspace".into()))?;
             let address = buf.ptr() as u64;
-            envreg[1] = address as u32;
-            envreg[2] = (address >> 32) as u32;
+            // Cooperative groups reads the grid workspace as
+            // (envreg1 << 32) | envreg2.
+            envreg[1] = (address >> 32) as u32;
+            envreg[2] = address as u32;
             Some(buf)
         } else {
             None

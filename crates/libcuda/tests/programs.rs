@@ -1,0 +1,125 @@
+//! Every executable built from `tests/cuda` by `scripts/build-cuda-tests.sh`
+//! (unmodified nvcc output: static and shared cudart 13.x, cudart 12.x,
+//! LZ4-compressed and uncompressed fatbins) runs on the built
+//! `libcuda.so.1` and passes its own checks: exit status 0 and a last line
+//! `PASS <name>`, plus the exact stdout where an `.expected` file exists.
+
+mod common;
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+/// Programs using features not implemented yet. They must fail cleanly
+/// (their own error report naming the unsupported operation, no crash);
+/// when one starts passing, this list must shrink.
+const UNSUPPORTED: &[(&str, &str)] = &[
+    ("graph_capture", "cudaErrorNotSupported"),
+    ("texture_surface", "cudaErrorNotSupported"),
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+struct Exe {
+    name: String,
+    variant: String,
+    path: PathBuf,
+    expected: Option<PathBuf>,
+    cudart: String,
+}
+
+fn manifest() -> Vec<Exe> {
+    let out = root().join("target/cuda-tests");
+    let text = std::fs::read_to_string(out.join("manifest.tsv")).unwrap_or_else(|e| {
+        panic!("{}: {e}: run scripts/build-cuda-tests.sh first (scripts/test.sh does)", out.join("manifest.tsv").display())
+    });
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f.len() >= 6 && f[2] == "exe").then(|| Exe {
+                name: f[0].to_string(),
+                variant: f[1].to_string(),
+                path: out.join(f[3]),
+                expected: (f[4] != "-").then(|| out.join(f[4])),
+                cudart: f[5].to_string(),
+            })
+        })
+        .collect()
+}
+
+/// A directory with `libcuda.so.1` -> the library of this build.
+fn driver_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("programs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let link = dir.join("libcuda.so.1");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(common::lib_path(), &link).expect("symlink");
+    dir
+}
+
+fn run(exe: &Exe, lib_dir: &Path, cache: &Path) -> Result<(), String> {
+    let out = Command::new(&exe.path)
+        .env("LD_LIBRARY_PATH", lib_dir)
+        .env("ANYCUDA_CACHE_DIR", cache)
+        .env_remove("ANYCUDA_BACKEND")
+        .env_remove("ANYCUDA_LOG")
+        .output()
+        .map_err(|e| format!("cannot run: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let tail: String = stdout.lines().rev().take(4).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join(" | ");
+    if let Some((_, error)) = UNSUPPORTED.iter().find(|(n, _)| *n == exe.name) {
+        return if out.status.code() == Some(1) && (stdout.contains(error) || stderr.contains(error)) {
+            Ok(())
+        } else {
+            Err(format!("expected a clean failure with {error}, got {:?}: {tail} {stderr}", out.status))
+        };
+    }
+    if !out.status.success() {
+        return Err(format!("exit {:?}: {tail}\n{}", out.status, stderr.chars().take(600).collect::<String>()));
+    }
+    let want = format!("PASS {}", exe.name);
+    if stdout.lines().last() != Some(want.as_str()) {
+        return Err(format!("last line is not `{want}`: {tail}"));
+    }
+    if let Some(expected) = &exe.expected {
+        let want = std::fs::read_to_string(expected).map_err(|e| format!("{}: {e}", expected.display()))?;
+        if stdout != want {
+            return Err(format!("stdout differs from {}:\n--- got ---\n{stdout}--- want ---\n{want}", expected.display()));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn cuda_programs_pass_on_the_cpu() {
+    let exes = manifest();
+    assert!(exes.len() >= 70, "the manifest lists {} executables", exes.len());
+    let variants: std::collections::BTreeSet<&str> = exes.iter().map(|e| e.cudart.as_str()).collect();
+    for cudart in ["static", "libcudart.so.13", "libcudart.so.12"] {
+        assert!(variants.contains(cudart), "no executable uses the {cudart} cudart");
+    }
+    let lib_dir = driver_dir();
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("programs-cache-{}", std::process::id()));
+    let queue = Mutex::new(exes.iter().collect::<VecDeque<_>>());
+    let failures = Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 4);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let Some(exe) = queue.lock().ok().and_then(|mut q| q.pop_front()) else { break };
+                if let Err(e) = run(exe, &lib_dir, &cache) {
+                    if let Ok(mut f) = failures.lock() {
+                        f.push(format!("{}/{}: {e}", exe.variant, exe.name));
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&cache);
+    assert!(failures.is_empty(), "{} of {} programs failed:\n{}", failures.len(), exes.len(), failures.join("\n"));
+}
