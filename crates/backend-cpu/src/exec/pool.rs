@@ -290,16 +290,11 @@ fn monitor_main(shared: std::sync::Weak<Shared>) {
             if now.duration_since(entry.since) >= limit {
                 entry.since = now;
                 grow = true;
-                // Blocks that yield are waiting for others and may get as many
-                // workers as it takes; blocks that are merely slow get at most
-                // a second round of workers (no compiled spin loop lacks a
-                // yield, so they are not waiting for anyone).
-                let job_cap = if entry.spinning { shared.max_workers() } else { 2 * shared.nsmid as usize };
                 // Each thread of a scheduled block holds two memory mappings:
                 // stay well inside the kernel's limit (vm.max_map_count, 65530
                 // by default).
                 let maps_per_worker = if job.block_fn.is_some() { 8 } else { 2 * job.nthreads as usize + 8 };
-                cap = cap.max(job_cap.min(32_000 / maps_per_worker.max(1)));
+                cap = cap.max(shared.max_workers().min(32_000 / maps_per_worker.max(1)));
             }
         }
         if grow && state.workers < cap {
