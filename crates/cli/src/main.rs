@@ -1,6 +1,22 @@
 //! `anycuda`: the command-line face of anycuda.
+//!
+//! - `anycuda run [--log LEVEL] -- PROGRAM [ARGS...]` runs a program with
+//!   anycuda's `libcuda.so.1` in place of NVIDIA's driver ([`run`]).
+//! - `anycuda info` lists the devices as CUDA programs see them ([`info`]).
+//! - `anycuda ptx FILE...` parses and compiles PTX, reporting each kernel
+//!   ([`ptxcheck`]).
+//!
+//! Exit codes of anycuda's own failures follow env(1): 125 when anycuda
+//! itself fails (no library found), 126 when the program cannot be
+//! executed, 127 when it does not exist; otherwise the program's own
+//! status, since `run` replaces this process with it.
+
+mod info;
+mod ptxcheck;
+mod run;
 
 use clap::{Parser, Subcommand};
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -11,10 +27,41 @@ struct Cli {
     command: Command,
 }
 
+/// The levels `ANYCUDA_LOG` understands (see libcuda's `trace` module).
+const LOG_LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
 #[derive(Subcommand)]
 enum Command {
-    /// Check PTX files: parse every module and report each kernel.
+    /// Run a program with anycuda as its CUDA driver (libcuda.so.1).
+    ///
+    /// The library is found next to this executable (cargo's target/<profile>
+    /// or its deps/ directory), in ../lib (an installed layout), or where
+    /// ANYCUDA_LIBRARY points.
+    Run {
+        /// Log driver API calls (sets ANYCUDA_LOG): off, error, warn, info,
+        /// debug (failing calls with the reason) or trace (every call).
+        #[arg(long, value_name = "LEVEL", value_parser = LOG_LEVELS)]
+        log: Option<String>,
+        /// Write the log to this file instead of stderr (sets ANYCUDA_LOG_FILE).
+        #[arg(long, value_name = "FILE")]
+        log_file: Option<PathBuf>,
+        /// The program and its arguments (after `--`).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROGRAM [ARGS]")]
+        command: Vec<OsString>,
+    },
+    /// Print the devices as CUDA sees them, the driver version, the kernel
+    /// cache and the backend.
+    Info,
+    /// Check PTX files: parse each module, compile every kernel and report
+    /// its status, parameters, shared memory and compile time.
     Ptx {
+        /// Write the LLVM IR of each module to stdout (the report then goes
+        /// to stderr).
+        #[arg(long)]
+        emit_ir: bool,
+        /// Compile for an AMD GPU (`gfx1100`, `gfx90a`...) instead of the host.
+        #[arg(long, value_name = "ARCH")]
+        target: Option<String>,
         /// PTX files to check.
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -24,54 +71,8 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Ptx { files } => check_ptx(&files),
-    }
-}
-
-fn check_ptx(files: &[PathBuf]) -> ExitCode {
-    let mut ok = true;
-    for path in files {
-        let src = match std::fs::read_to_string(path) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("{}: {e}", path.display());
-                ok = false;
-                continue;
-            }
-        };
-        match ptx::parse(&src) {
-            Ok(module) => {
-                let target = module.target.words.join(", ");
-                println!(
-                    "{}: PTX {}.{} for {target}, {} kernels, {} functions",
-                    path.display(),
-                    module.version.major,
-                    module.version.minor,
-                    module.kernels().count(),
-                    module.functions().filter(|f| f.body.is_some()).count(),
-                );
-                for f in module.functions().filter(|f| f.body.is_some()) {
-                    let kind = match f.kind {
-                        ptx::ast::FunctionKind::Entry => "kernel",
-                        ptx::ast::FunctionKind::Func => "function",
-                    };
-                    let instructions = f.body.as_ref().map_or(0, |b| {
-                        b.statements.iter().filter(|s| matches!(s, ptx::ast::Statement::Instruction(_))).count()
-                    });
-                    println!("  {kind} {}: {} parameters, {instructions} instructions: ok", f.name, f.params.len());
-                }
-            }
-            Err(diags) => {
-                ok = false;
-                for d in diags.0 {
-                    eprintln!("{}:{d}", path.display());
-                }
-            }
-        }
-    }
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
+        Command::Run { log, log_file, command } => run::run(log.as_deref(), log_file.as_deref(), &command),
+        Command::Info => info::info(),
+        Command::Ptx { emit_ir, target, files } => ptxcheck::check(&files, emit_ir, target.as_deref()),
     }
 }

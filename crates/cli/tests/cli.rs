@@ -1,0 +1,242 @@
+//! The built `anycuda` executable, run as a user would.
+//!
+//! `anycuda run` needs the cdylib of the same build: this package depends
+//! on `anycuda-libcuda`, so cargo builds `libcuda.so` (into the profile's
+//! `deps` directory) before the `anycuda` binary these tests run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn anycuda() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_anycuda"))
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A fresh directory of this test under cargo's scratch space.
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch directory");
+    d
+}
+
+/// `anycuda run` with its link directory and the kernel cache kept inside
+/// the test's scratch directory.
+fn run_cmd(dir: &Path) -> Command {
+    let mut c = anycuda();
+    c.arg("run")
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("ANYCUDA_CACHE_DIR", dir.join("kernels"))
+        .env_remove("ANYCUDA_LIBRARY")
+        .env_remove("ANYCUDA_BACKEND")
+        .env_remove("ANYCUDA_LOG");
+    c
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+#[test]
+fn info_prints_a_device() {
+    let o = anycuda().arg("info").output().expect("anycuda runs");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "anycuda info failed: {err}");
+    for want in ["driver version: 13.", "backend: cpu", "kernel cache: ", "devices: 1", "device 0: anycuda CPU", "compute capability:", "multiprocessors:", "warp size:                 32", "shared memory per block:   48 KiB", "max threads per block:     1024", "memory:"] {
+        assert!(out.contains(want), "no `{want}` in:\n{out}");
+    }
+}
+
+#[test]
+fn ptx_compiles_every_kernel_of_an_oracle_module() {
+    let file = root().join("tests/ptx-oracle/threads.ptx");
+    let src = std::fs::read_to_string(&file).expect("oracle module");
+    let kernels = src.lines().filter(|l| l.contains(".entry ")).count();
+    assert!(kernels > 10);
+    let o = anycuda().arg("ptx").arg(&file).output().expect("anycuda runs");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "exit {:?}:\n{out}{err}", o.status);
+    let ok = out.lines().filter(|l| l.starts_with("  kernel ") && l.contains(": ok (")).count();
+    assert_eq!(ok, kernels, "{out}");
+    assert!(out.contains(&format!("ok: {kernels} kernel(s) compile")), "{out}");
+    assert!(out.contains("parameters: .u64 pin, .u64 pout, .u64 pout2, .u32 pn (28 bytes)"), "{out}");
+    assert!(out.contains("static shared memory: "), "{out}");
+}
+
+const BROKEN: &str = "\
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry good(.param .u64 p, .param .u32 n)
+{
+    .reg .u64 %rd<2>;
+    .reg .u32 %r<2>;
+    ld.param.u64 %rd0, [p];
+    ld.param.u32 %r0, [n];
+    st.global.u32 [%rd0], %r0;
+    ret;
+}
+
+.visible .entry bad(.param .u64 p)
+{
+    .reg .u64 %rd<2>;
+    .reg .f32 %f<6>;
+    ld.param.u64 %rd0, [p];
+    tex.2d.v4.f32.f32 {%f0, %f1, %f2, %f3}, [%rd0, {%f4, %f5}];
+    ret;
+}
+";
+
+#[test]
+fn ptx_reports_a_kernel_that_does_not_compile() {
+    let dir = scratch("broken");
+    let file = dir.join("broken.ptx");
+    std::fs::write(&file, BROKEN).expect("write");
+    let o = anycuda().arg("ptx").arg(&file).output().expect("anycuda runs");
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("kernel good: ok ("), "{out}");
+    let want = format!("kernel bad: error: {}:20:5: unsupported: instruction `tex.2d.v4.f32.f32`", file.display());
+    assert!(out.contains(&want), "no `{want}` in:\n{out}");
+    assert!(out.contains("FAILED: 1 of 2 kernel(s) do not compile"), "{out}");
+}
+
+#[test]
+fn ptx_reports_parse_errors_and_missing_files() {
+    let dir = scratch("parse");
+    let file = dir.join("bad.ptx");
+    std::fs::write(&file, ".version 8.0\n.target sm_80\n.visible .entry x( { ret; }\n").expect("write");
+    let missing = dir.join("missing.ptx");
+    let good = root().join("tests/ptx-oracle/f64.ptx");
+    let o = anycuda().arg("ptx").arg(&file).arg(&missing).arg(&good).output().expect("anycuda runs");
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains(&format!("{}:3:20: ", file.display())), "{out}");
+    assert!(out.contains(&format!("{}: No such file", missing.display())), "{out}");
+    // The other files are still checked.
+    assert!(out.contains(&format!("{}: ok: ", good.display())), "{out}");
+}
+
+#[test]
+fn ptx_emits_ir_and_compiles_for_amdgpu() {
+    let dir = scratch("ir");
+    let file = dir.join("good.ptx");
+    let good = BROKEN.split(".visible .entry bad").next().expect("first kernel");
+    std::fs::write(&file, good).expect("write");
+    let o = anycuda().arg("ptx").arg("--emit-ir").arg(&file).output().expect("anycuda runs");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("define ") && out.contains("good"), "no IR on stdout:\n{out}");
+    assert!(err.contains("kernel good: ok ("), "the report goes to stderr with --emit-ir:\n{err}");
+    let o = anycuda().args(["ptx", "--target", "gfx1100"]).arg(&file).output().expect("anycuda runs");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(out.contains("compiling for gfx1100") && out.contains("kernel good: ok ("), "{out}");
+    let o = anycuda().args(["ptx", "--target", "gfx12345x"]).arg(&file).output().expect("anycuda runs");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("gfx12345x"));
+}
+
+#[test]
+fn run_executes_a_cuda_program_on_anycuda() {
+    let exe = root().join("target/cuda-tests/bin/static/vector_add");
+    assert!(
+        exe.is_file(),
+        "{} is missing: build the CUDA test programs with scripts/build-cuda-tests.sh (scripts/test.sh does)",
+        exe.display()
+    );
+    let dir = scratch("vector-add");
+    let o = run_cmd(&dir).arg("--").arg(&exe).output().expect("anycuda runs");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "exit {:?}\n{out}{err}", o.status);
+    assert_eq!(out.lines().last(), Some("PASS vector_add"), "{out}{err}");
+}
+
+#[test]
+fn run_sets_up_the_environment_and_keeps_the_exit_status() {
+    let dir = scratch("env");
+    let script = "echo \"$LD_LIBRARY_PATH\"; echo \"$ANYCUDA_LOG\"; echo \"$1\"; exit 7";
+    let o = run_cmd(&dir)
+        .args(["--log", "trace", "--", "sh", "-c", script, "sh", "--not-an-anycuda-flag"])
+        .env("LD_LIBRARY_PATH", "/somewhere/else")
+        .output()
+        .expect("anycuda runs");
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(7), "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    let (first, rest) = lines[0].split_once(':').expect("a prepended directory");
+    assert_eq!(rest, "/somewhere/else");
+    assert!(Path::new(first).starts_with(dir.join("cache")), "{first}");
+    let link = Path::new(first).join("libcuda.so.1");
+    let target = std::fs::read_link(&link).expect("libcuda.so.1 is a symlink");
+    assert!(target.is_file() && target.ends_with("libcuda.so"), "{}", target.display());
+    assert_eq!(lines[1], "trace");
+    assert_eq!(lines[2], "--not-an-anycuda-flag");
+}
+
+#[test]
+fn concurrent_runs_share_one_link_directory() {
+    let dir = scratch("concurrent");
+    let children: Vec<_> = (0..8)
+        .map(|_| run_cmd(&dir).args(["--", "sh", "-c", "echo \"$LD_LIBRARY_PATH\""]).stdout(std::process::Stdio::piped()).spawn().expect("spawn"))
+        .collect();
+    let mut dirs = std::collections::BTreeSet::new();
+    for c in children {
+        let o = c.wait_with_output().expect("wait");
+        assert!(o.status.success());
+        let path = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        dirs.insert(path.split(':').next().unwrap_or_default().to_string());
+    }
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let d = PathBuf::from(dirs.into_iter().next().unwrap_or_default());
+    let mut names: Vec<String> =
+        std::fs::read_dir(&d).expect("link directory").map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["libcuda.so", "libcuda.so.1"]);
+}
+
+#[test]
+fn run_of_a_missing_program_exits_127() {
+    let dir = scratch("missing");
+    let o = run_cmd(&dir).args(["--", "/nonexistent"]).output().expect("anycuda runs");
+    assert_eq!(o.status.code(), Some(127));
+    assert!(text(&o).1.contains("/nonexistent: no such file"), "{}", text(&o).1);
+    let o = run_cmd(&dir).args(["--", "anycuda-no-such-command"]).output().expect("anycuda runs");
+    assert_eq!(o.status.code(), Some(127));
+    assert!(text(&o).1.contains("anycuda-no-such-command: command not found"), "{}", text(&o).1);
+    // Found but not executable: 126, as a shell says.
+    let file = dir.join("data.txt");
+    std::fs::write(&file, "not a program").expect("write");
+    let o = run_cmd(&dir).arg("--").arg(&file).output().expect("anycuda runs");
+    assert_eq!(o.status.code(), Some(126));
+}
+
+#[test]
+fn run_names_a_missing_library() {
+    let dir = scratch("nolib");
+    let o = run_cmd(&dir).env("ANYCUDA_LIBRARY", "/nonexistent/libcuda.so").args(["--", "true"]).output().expect("anycuda runs");
+    assert_eq!(o.status.code(), Some(125));
+    let err = text(&o).1;
+    assert!(err.contains("ANYCUDA_LIBRARY=/nonexistent/libcuda.so"), "{err}");
+    // An explicit library is used as given.
+    let lib = dir.join("mylib");
+    std::fs::create_dir_all(&lib).expect("dir");
+    std::fs::write(lib.join("libcuda.so.1"), b"").expect("write");
+    let o = run_cmd(&dir).env("ANYCUDA_LIBRARY", &lib).args(["--", "sh", "-c", "readlink \"${LD_LIBRARY_PATH%%:*}/libcuda.so.1\""]).output().expect("anycuda runs");
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert_eq!(text(&o).0.trim(), lib.join("libcuda.so.1").canonicalize().expect("canonical").to_string_lossy());
+}
+
+#[test]
+fn run_without_a_program_is_a_usage_error() {
+    let o = anycuda().arg("run").output().expect("anycuda runs");
+    assert_eq!(o.status.code(), Some(2));
+    let o = anycuda().args(["run", "--log", "loud", "--", "true"]).output().expect("anycuda runs");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("loud"));
+}
