@@ -146,6 +146,19 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 } else {
                     self.bin(if inst.op == Add { "add" } else { "sub" }, &x, &y)
                 };
+                if ty == Ty::I64 && self.has_shadow(&args[0]) {
+                    // Keep the address as base pointer + offset.
+                    let (base, offset) = if let Some(p) = self.operand_shadow(&args[1]) {
+                        (Some(p), if inst.op == Add { y.clone() } else { self.bin("sub", &V::int(Ty::I64, 0), &y) })
+                    } else if inst.op == Add {
+                        (self.operand_shadow(&args[2]), x.clone())
+                    } else {
+                        (None, y.clone())
+                    };
+                    if let Some(p) = base {
+                        self.next_shadow = Some(self.out.def(Ty::Ptr, format_args!("getelementptr i8, {p}, {offset}")));
+                    }
+                }
                 self.set(&args[0], r)
             }
             Addc | Subc => {

@@ -10,7 +10,7 @@
 //!   other, and exists only for kernels whose threads never wait for each
 //!   other (`KernelInfo::needs_scheduler` is false).
 //!
-//! `params` points to the kernel's parameter buffer laid out as
+//! `params` (16-byte aligned) points to the kernel's parameter buffer laid out as
 //! [`KernelInfo::params`] says; `ctx` points to the block's [`BlockCtx`],
 //! shared by all threads of the block.
 //!

@@ -123,6 +123,10 @@ impl V {
     pub fn bfloat(bits: u16) -> V {
         V::new(Ty::Bfloat, format!("0xR{bits:04X}"))
     }
+    pub fn null_ptr() -> V {
+        V::new(Ty::Ptr, "null")
+    }
+
     /// A float constant of type `ty` from its bit pattern.
     pub fn float_bits(ty: Ty, bits: u64) -> V {
         match ty {

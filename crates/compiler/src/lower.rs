@@ -68,6 +68,13 @@ pub struct FnLower<'c, 'm> {
     pub carry: Option<String>,
     pub stmt: usize,
     pub exit_label: String,
+    /// Pointer-typed copies of 64-bit registers that hold addresses: memory
+    /// accesses go through them, so that LLVM sees base pointers plus offsets
+    /// (and can analyse and vectorise address arithmetic) instead of
+    /// integers cast to pointers.
+    pub shadows: Vec<Option<String>>,
+    /// The pointer value the next register write should give its shadow.
+    pub next_shadow: Option<V>,
 }
 
 pub fn reg_ty(t: Type) -> Ty {
@@ -300,11 +307,13 @@ pub fn float_from_f64(t: Type, v: f64) -> u64 {
 }
 
 /// The fast-path function running every thread of a block in order.
-pub fn block_function(kernel: &str) -> String {
+pub fn block_function(kernel: &str, param_bytes: u32) -> String {
     let thread = global_name(&KernelSymbols::thread(kernel));
     let block = global_name(&KernelSymbols::block(kernel));
+    let ctx_bytes = std::mem::size_of::<crate::cpu_abi::BlockCtx>();
+    let param_bytes = param_bytes.max(1);
     format!(
-        "define void {block}(ptr %params, ptr %ctx) #0 {{
+        "define void {block}(ptr noalias readonly align 16 dereferenceable({param_bytes}) %params, ptr noalias align 8 dereferenceable({ctx_bytes}) %ctx) #0 {{
 entry:
   %nx = load i32, ptr %ctx, align 4
   %pny = getelementptr i8, ptr %ctx, i64 4
@@ -356,6 +365,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             carry: None,
             stmt: 0,
             exit_label: String::new(),
+            shadows: Vec::new(),
+            next_shadow: None,
         }
     }
 
@@ -388,9 +399,16 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     fn signature(&self) -> String {
         if self.kernel {
+            // Parameters are read-only. (`noalias` is on the block function
+            // instead: on this one, inlined into the block's thread loop, it
+            // would become scope declarations inside the loop that keep
+            // parameter loads from leaving it.)
+            let (_, param_bytes) = layout::param_layout(self.f, &self.f.params);
             format!(
-                "define void {}(ptr %params, ptr %ctx, i32 %tid.x, i32 %tid.y, i32 %tid.z) #2",
-                global_name(&KernelSymbols::thread(self.f.name))
+                "define void {}(ptr readonly align 16 dereferenceable({}) %params, ptr align 8 dereferenceable({}) %ctx, i32 %tid.x, i32 %tid.y, i32 %tid.z) #2",
+                global_name(&KernelSymbols::thread(self.f.name)),
+                param_bytes.max(1),
+                std::mem::size_of::<crate::cpu_abi::BlockCtx>()
             )
         } else {
             let mut s = format!("define internal void {}({FUNC_PREFIX}", global_name(&func_symbol(self.f.name)));
@@ -418,6 +436,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let a = self.out.alloca(ty.name(), (ty.bits().max(8) / 8) as u64);
             self.regs.push(a);
             self.reg_tys.push(ty);
+        }
+        let pointers = pointer_registers(self.b, &self.reg_tys);
+        for (r, is_ptr) in pointers.into_iter().enumerate() {
+            self.shadows.push(is_ptr.then(|| self.out.alloca("ptr", 8)));
+            let _ = r;
         }
         self.place_variables()?;
         for i in 0..self.b.labels.len() {
@@ -545,6 +568,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     fn instruction(&mut self, inst: &Instruction) -> Res<()> {
+        self.next_shadow = None;
         let Some(g) = inst.guard else {
             return self.dispatch(inst);
         };
@@ -655,6 +679,25 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let ty = self.reg_tys[r as usize];
         let p = self.regs[r as usize].clone();
         self.out.def(ty, format_args!("load {ty}, ptr {p}"))
+    }
+
+    /// The pointer shadow of a register, loaded, if it has one.
+    pub fn shadow(&mut self, r: RegId) -> Option<V> {
+        let slot = self.shadows.get(r as usize).cloned().flatten()?;
+        Some(self.out.def(Ty::Ptr, format_args!("load ptr, ptr {slot}")))
+    }
+
+    /// The pointer shadow of a register operand, if it has one.
+    pub fn operand_shadow(&mut self, op: &Operand) -> Option<V> {
+        match *op {
+            Operand::Reg(r) => self.shadow(r),
+            _ => None,
+        }
+    }
+
+    /// Whether a destination operand keeps a pointer shadow.
+    pub fn has_shadow(&self, op: &Operand) -> bool {
+        matches!(*op, Operand::Reg(r) if self.shadows.get(r as usize).is_some_and(|s| s.is_some()))
     }
 
     pub fn store_reg(&mut self, r: RegId, v: V) {
@@ -803,6 +846,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Operand::Reg(r) => {
                 let ty = self.reg_tys[r as usize];
                 let v = self.convert(v, ty, signed);
+                if let Some(Some(shadow)) = self.shadows.get(r as usize).cloned() {
+                    let p = match self.next_shadow.take() {
+                        Some(p) => p,
+                        None => self.out.def(Ty::Ptr, format_args!("inttoptr {v} to ptr")),
+                    };
+                    self.out.op(format_args!("store {p}, ptr {shadow}"));
+                }
                 self.store_reg(r, v);
                 Ok(())
             }
@@ -1008,6 +1058,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
             AddrBase::None if local => {
                 let a = self.out.def(Ty::I64, format_args!("add i64 %lbase, {off}"));
                 return Ok(self.out.def(Ty::Ptr, format_args!("inttoptr {a} to ptr")));
+            }
+            AddrBase::Reg(r) if !shared && self.has_shadow(&Operand::Reg(r)) => {
+                let p = self.shadow(r).unwrap_or_else(V::null_ptr);
+                if off == 0 {
+                    return Ok(p);
+                }
+                return Ok(self.out.def(Ty::Ptr, format_args!("getelementptr i8, {p}, i64 {off}")));
             }
             AddrBase::Reg(r) => {
                 let v = self.load_reg(r);
@@ -1292,3 +1349,37 @@ fn ptx_modifier(o: &mut String, m: &Modifier) -> std::fmt::Result {
     }
 }
 
+
+/// 64-bit registers that may hold addresses: loaded 64-bit values,
+/// converted addresses, symbol addresses, and sums or differences involving
+/// one of those.
+pub fn pointer_registers(b: &Body, tys: &[Ty]) -> Vec<bool> {
+    let mut ptr = vec![false; tys.len()];
+    let is64 = |r: RegId| tys.get(r as usize) == Some(&Ty::I64);
+    let reg_ptr = |ptr: &[bool], o: &Operand| matches!(*o, Operand::Reg(r) if ptr.get(r as usize) == Some(&true));
+    loop {
+        let mut changed = false;
+        for s in &b.statements {
+            let Statement::Instruction(i) = s else { continue };
+            let args = b.args(i);
+            let Some(Operand::Reg(d)) = args.first().copied() else { continue };
+            if !is64(d) || ptr[d as usize] {
+                continue;
+            }
+            let yes = match i.op {
+                Opcode::Ld | Opcode::Ldu => i.ty(b).is_some_and(|t| t.bits() == 64),
+                Opcode::Cvta => true,
+                Opcode::Mov => args.get(1).is_some_and(|a| matches!(a, Operand::Global(_) | Operand::Var(_)) || reg_ptr(&ptr, a)),
+                Opcode::Add | Opcode::Sub => args[1..].iter().any(|a| reg_ptr(&ptr, a)),
+                _ => false,
+            };
+            if yes {
+                ptr[d as usize] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return ptr;
+        }
+    }
+}

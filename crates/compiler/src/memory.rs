@@ -28,6 +28,16 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let Some(t) = inst.ty(self.b) else { return self.invalid("mov needs a type") };
         let ty = if t.is_float() { Ty::int(t.bits()) } else { op_ty(t) };
         let v = self.get(&args[1], ty)?;
+        if self.has_shadow(&args[0]) {
+            self.next_shadow = match args[1] {
+                Operand::Reg(_) => self.operand_shadow(&args[1]),
+                Operand::Global(_) | Operand::Var(_) => {
+                    let a = self.get(&args[1], Ty::Ptr)?;
+                    (a.ty == Ty::Ptr).then_some(a)
+                }
+                _ => None,
+            };
+        }
         self.set(&args[0], v)
     }
 
@@ -140,6 +150,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
             x
         };
         let r = self.convert(r, ty, false);
+        if ty == Ty::I64 && self.has_shadow(&args[0]) && !to && !is_shared(space) && space != Some(StateSpace::Local) {
+            self.next_shadow = self.operand_shadow(&args[1]);
+        } else if ty == Ty::I64 && self.has_shadow(&args[0]) && to && space == Some(StateSpace::Global) {
+            self.next_shadow = self.operand_shadow(&args[1]);
+        }
         self.set(&args[0], r)
     }
 
@@ -194,6 +209,18 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let fty = op_ty(t);
         let ity = Ty::int(t.bits());
         let size = t.size();
+        if matches!(self.cx.target, crate::Target::HostCpu) && is_shared(space) {
+            // On the CPU a block's threads take turns on one OS thread and
+            // switch only inside runtime calls, so no other thread can see
+            // shared memory between this load and store: a plain
+            // read-modify-write is atomic for them.
+            if let Some(old) = self.shared_rmw(t, op, &addr, srcs)? {
+                if !is_red {
+                    self.set(&args[0], old)?;
+                }
+                return Ok(());
+            }
+        }
         let old: V = match op {
             Flag::Cas => {
                 let cmp = self.get(&srcs[0], ity)?;
@@ -229,6 +256,59 @@ impl<'c, 'm> FnLower<'c, 'm> {
             self.set(&args[0], old)?;
         }
         Ok(())
+    }
+
+    /// A non-atomic read-modify-write of shared memory (see `atom`); None for
+    /// the operations left to the atomic path.
+    fn shared_rmw(&mut self, t: Type, op: Flag, addr: &V, srcs: &[Operand]) -> Res<Option<V>> {
+        let float = t.is_float();
+        let ty = if float { op_ty(t) } else { Ty::int(t.bits()) };
+        if !matches!(ty, Ty::I32 | Ty::I64 | Ty::Float | Ty::Double) || (float && op != Flag::AddOp) {
+            return Ok(None);
+        }
+        let size = t.size();
+        let old = self.out.def(ty, format_args!("load {ty}, {addr}, align {size}"));
+        let new = match op {
+            Flag::Cas => {
+                let cmp = self.get(&srcs[0], ty)?;
+                let val = self.get(&srcs[1], ty)?;
+                let eq = self.icmp("eq", &old, &cmp);
+                self.select(&eq, &val, &old)
+            }
+            Flag::AddOp if float => {
+                let v = self.get(&srcs[0], ty)?;
+                self.bin("fadd", &old, &v)
+            }
+            _ => {
+                let v = self.get(&srcs[0], ty)?;
+                match op {
+                    Flag::AddOp => self.bin("add", &old, &v),
+                    Flag::Exch => v,
+                    Flag::And => self.bin("and", &old, &v),
+                    Flag::Or => self.bin("or", &old, &v),
+                    Flag::Xor => self.bin("xor", &old, &v),
+                    Flag::MinOp => self.call2(&format!("llvm.{}.{ty}", if t.is_signed() { "smin" } else { "umin" }), &old, &v),
+                    Flag::MaxOp => self.call2(&format!("llvm.{}.{ty}", if t.is_signed() { "smax" } else { "umax" }), &old, &v),
+                    Flag::Inc => {
+                        // old >= v ? 0 : old + 1
+                        let ge = self.icmp("uge", &old, &v);
+                        let inc = self.bin("add", &old, &V::int(ty, 1));
+                        self.select(&ge, &V::int(ty, 0), &inc)
+                    }
+                    Flag::Dec => {
+                        // (old == 0 || old > v) ? v : old - 1
+                        let z = self.icmp("eq", &old, &V::int(ty, 0));
+                        let gt = self.icmp("ugt", &old, &v);
+                        let wrap = self.bin("or", &z, &gt);
+                        let dec = self.bin("sub", &old, &V::int(ty, 1));
+                        self.select(&wrap, &v, &dec)
+                    }
+                    _ => return Ok(None),
+                }
+            }
+        };
+        self.out.op(format_args!("store {new}, {addr}, align {size}"));
+        Ok(Some(old))
     }
 
     /// An atomic read-modify-write as a compare-and-swap loop on the bits.

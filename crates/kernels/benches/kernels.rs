@@ -61,6 +61,11 @@ struct Row {
     ours: [f64; 2],
 }
 
+/// Runs the benchmarks whose name contains the first argument (all without one).
+fn selected(name: &str) -> bool {
+    std::env::args().skip(1).find(|a| !a.starts_with('-')).is_none_or(|f| name.contains(&f))
+}
+
 fn main() {
     let src = nvcc_ptx();
     let t = Instant::now();
@@ -73,7 +78,7 @@ fn main() {
     let mut rows = Vec::new();
 
     // saxpy, memory-bound.
-    {
+    if selected("saxpy") {
         let n = 1usize << 24;
         let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5).collect();
         let mut y: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
@@ -104,7 +109,7 @@ fn main() {
     }
 
     // Shared-memory tiled SGEMM.
-    {
+    if selected("sgemm") {
         let n = 512usize;
         let a: Vec<f32> = (0..n * n).map(|i| ((i * 7) % 13) as f32 * 0.25).collect();
         let b: Vec<f32> = (0..n * n).map(|i| ((i * 5) % 11) as f32 * 0.5).collect();
@@ -144,7 +149,7 @@ fn main() {
     }
 
     // Block reduction with warp shuffles.
-    {
+    if selected("reduce") {
         let n = 1usize << 24;
         let x: Vec<f32> = (0..n).map(|i| ((i % 100) as f32) * 0.01).collect();
         let k = prog.kernel("reduce_sum").expect("reduce");
@@ -182,7 +187,7 @@ fn main() {
     }
 
     // Histogram with shared-memory atomics.
-    {
+    if selected("histogram") {
         let n = 1usize << 26;
         let data: Vec<u8> = (0..n).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
         let k = prog.kernel("histogram").expect("histogram");
@@ -218,7 +223,7 @@ fn main() {
     }
 
     // Barrier inside a loop.
-    {
+    if selected("smooth") {
         let blocks = 1024usize;
         let iters = 100u32;
         let input: Vec<f32> = (0..blocks * 256).map(|i| (i % 17) as f32).collect();

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 pub fn kernel_entries(target: &Target, kernel: &KernelInfo) -> Result<String, CompileError> {
     match target {
         // The CPU backend calls `thread` per coroutine, or `block` for a whole block.
-        Target::HostCpu => Ok(crate::lower::block_function(&kernel.name)),
+        Target::HostCpu => Ok(crate::lower::block_function(&kernel.name, kernel.param_bytes)),
         Target::Amdgpu { .. } => Ok(amdgpu::kernel_entry(kernel)),
     }
 }
