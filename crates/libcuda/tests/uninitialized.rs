@@ -25,7 +25,8 @@ fn calls_before_cuinit() {
     unsafe {
         let mut v = 0;
         assert_eq!(cuDriverGetVersion(&mut v), SUCCESS);
-        assert_eq!(v, 13000);
+        // CUDA 13.x (the minor version follows the API level implemented).
+        assert!((13000..14000).contains(&v) && v % 10 == 0, "driver version {v}");
         let mut n = -1;
         assert_eq!(cuDeviceGetCount(&mut n), NOT_INITIALIZED);
         assert_eq!(cuDeviceGet(&mut n, 0), NOT_INITIALIZED);

@@ -33,11 +33,21 @@ unsafe impl Send for Lib {}
 unsafe impl Sync for Lib {}
 
 impl Lib {
+    /// The library on the mock backend: these tests drive the driver API
+    /// with the mock backend's named kernels (fills, copies, sleeps,
+    /// faults); real kernels have their own tests ([`Lib::open_cpu`]).
     pub fn open() -> Lib {
-        // These tests drive the driver API with the mock backend's named
-        // kernels (fills, copies, sleeps, faults); real kernels have their
-        // own tests.
-        std::env::set_var("ANYCUDA_BACKEND", "mock");
+        choose_backend(Some("mock"));
+        Lib::load()
+    }
+
+    /// The library as programs get it: the CPU backend, compiling real PTX.
+    pub fn open_cpu() -> Lib {
+        choose_backend(None);
+        Lib::load()
+    }
+
+    fn load() -> Lib {
         let path = CString::new(lib_path().to_string_lossy().as_bytes()).expect("path");
         let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         assert!(!handle.is_null(), "dlopen({}) failed", lib_path().display());
@@ -57,6 +67,22 @@ impl Lib {
         assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
         unsafe { std::mem::transmute_copy(&p) }
     }
+}
+
+/// The library reads `ANYCUDA_BACKEND` once, when its driver is first
+/// used, and a test executable loads it once: so one test executable (one
+/// file of `tests/`) uses one backend, and mixing them is a mistake in the
+/// test, reported here rather than as confusing results.
+fn choose_backend(backend: Option<&'static str>) {
+    static CHOSEN: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
+    let chosen = *CHOSEN.get_or_init(|| {
+        match backend {
+            Some(b) => std::env::set_var("ANYCUDA_BACKEND", b),
+            None => std::env::remove_var("ANYCUDA_BACKEND"),
+        }
+        backend
+    });
+    assert_eq!(chosen, backend, "one test executable opens the library with one backend; put these tests in their own file");
 }
 
 /// Declares typed entry points: `api!(lib; cuInit: fn(u32); ...)`, each
