@@ -232,6 +232,9 @@ impl<'m> ModuleCx<'m> {
     fn symbol_address_const(&self, sym: SymbolId) -> Res<String> {
         let s = self.m.symbol(sym);
         match s.kind {
+            SymbolKind::Function if self.m.function(sym).is_some_and(|f| f.kind == FunctionKind::Entry) => {
+                Ok(global_name(&KernelSymbols::thread(s.name)))
+            }
             SymbolKind::Function => Ok(global_name(&func_symbol(s.name))),
             SymbolKind::Variable => Ok(global_name(&KernelSymbols::global(s.name))),
         }
@@ -993,6 +996,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let f = self.cx.m.function(s);
                 if f.is_some_and(|f| f.body.is_none()) {
                     return self.unsupported(format!("the address of external function `{}`", sym.name));
+                }
+                if f.is_some_and(|f| f.kind == FunctionKind::Entry) {
+                    // A kernel's address identifies it (device-side launches
+                    // are not supported); its thread function stands for it.
+                    return Ok(V::new(Ty::Ptr, global_name(&KernelSymbols::thread(sym.name))));
                 }
                 Ok(V::new(Ty::Ptr, global_name(&func_symbol(sym.name))))
             }

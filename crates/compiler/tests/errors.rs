@@ -60,3 +60,14 @@ fn a_module_with_an_unsupported_instruction_is_rejected_whole() {
     let e = compile(&module, src, &Target::HostCpu).expect_err("rejected");
     assert!(matches!(e, CompileError::Unsupported { ref function, .. } if function == "bad"), "{e}");
 }
+
+#[test]
+fn a_kernel_address_compiles() {
+    let src = ".version 8.0\n.target sm_80\n.address_size 64\n\
+               .visible .entry other() { ret; }\n\
+               .global .align 8 .u64 table[1] = {other};\n\
+               .visible .entry k(.param .u64 out) { .reg .b64 %rd<3>; ld.param.u64 %rd1, [out]; mov.u64 %rd2, other; st.global.u64 [%rd1], %rd2; ret; }\n";
+    let module = ptx::parse(src).expect("parses");
+    let c = compile(&module, src, &Target::HostCpu).expect("taking a kernel's address compiles");
+    assert_eq!(c.info.kernels.len(), 2);
+}
