@@ -13,7 +13,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 8] = b"ANYCUDA\0";
-const FORMAT: u32 = 1;
+/// 2: the entry holds the module description before the object, so a
+/// load from the cache does not parse the PTX again.
+const FORMAT: u32 = 2;
 /// magic, format, key, object length, object hash.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 
@@ -51,6 +53,137 @@ fn path_for(dir: &Path, key: &[u8; 32]) -> PathBuf {
 pub fn load(dir: &Path, key: &[u8; 32]) -> Option<Vec<u8>> {
     let bytes = std::fs::read(path_for(dir, key)).ok()?;
     decode(&bytes, key)
+}
+
+/// A cached module: its description and its object.
+pub struct Entry {
+    pub info: compiler::ModuleInfo,
+    /// The SM number of the PTX's `.target` (0 when absent).
+    pub target_sm: u32,
+    pub object: Vec<u8>,
+}
+
+pub fn load_entry(dir: &Path, key: &[u8; 32]) -> Option<Entry> {
+    let payload = load(dir, key)?;
+    let mut r = Reader { b: &payload, at: 0 };
+    let target_sm = r.u32()?;
+    let info = read_info(&mut r)?;
+    let object = r.b.get(r.at..)?.to_vec();
+    Some(Entry { info, target_sm, object })
+}
+
+pub fn store_entry(dir: &Path, key: &[u8; 32], entry: &Entry) -> std::io::Result<()> {
+    let mut w = Vec::with_capacity(entry.object.len() + 1024);
+    w.extend_from_slice(&entry.target_sm.to_le_bytes());
+    write_info(&mut w, &entry.info);
+    w.extend_from_slice(&entry.object);
+    store(dir, key, &w)
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn bytes(&mut self, n: usize) -> Option<&[u8]> {
+        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.bytes(4)?.try_into().ok()?))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.bytes(8)?.try_into().ok()?))
+    }
+    fn string(&mut self) -> Option<String> {
+        let n = self.u32()? as usize;
+        String::from_utf8(self.bytes(n)?.to_vec()).ok()
+    }
+    fn dims(&mut self) -> Option<Option<[u32; 3]>> {
+        Some(match self.u32()? {
+            0 => None,
+            _ => Some([self.u32()?, self.u32()?, self.u32()?]),
+        })
+    }
+}
+
+fn put_str(w: &mut Vec<u8>, s: &str) {
+    w.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    w.extend_from_slice(s.as_bytes());
+}
+
+fn put_dims(w: &mut Vec<u8>, d: Option<[u32; 3]>) {
+    match d {
+        None => w.extend_from_slice(&0u32.to_le_bytes()),
+        Some(d) => {
+            w.extend_from_slice(&1u32.to_le_bytes());
+            for x in d {
+                w.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+    }
+}
+
+fn write_info(w: &mut Vec<u8>, info: &compiler::ModuleInfo) {
+    w.extend_from_slice(&(info.kernels.len() as u32).to_le_bytes());
+    for k in &info.kernels {
+        put_str(w, &k.name);
+        w.extend_from_slice(&(k.params.len() as u32).to_le_bytes());
+        for p in &k.params {
+            for x in [p.offset, p.size, p.align] {
+                w.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        for x in [k.param_bytes, k.static_shared_bytes, k.dynamic_shared_offset, k.needs_scheduler as u32, k.local_bytes] {
+            w.extend_from_slice(&x.to_le_bytes());
+        }
+        put_dims(w, k.reqntid);
+        put_dims(w, k.maxntid);
+    }
+    w.extend_from_slice(&(info.globals.len() as u32).to_le_bytes());
+    for g in &info.globals {
+        put_str(w, &g.name);
+        w.extend_from_slice(&g.size.to_le_bytes());
+        w.extend_from_slice(&(g.constant as u32 | (g.managed as u32) << 1).to_le_bytes());
+    }
+}
+
+fn read_info(r: &mut Reader) -> Option<compiler::ModuleInfo> {
+    let nk = r.u32()? as usize;
+    let mut kernels = Vec::with_capacity(nk.min(1 << 16));
+    for _ in 0..nk {
+        let name = r.string()?;
+        let np = r.u32()? as usize;
+        let mut params = Vec::with_capacity(np.min(1 << 12));
+        for _ in 0..np {
+            params.push(compiler::ParamInfo { offset: r.u32()?, size: r.u32()?, align: r.u32()? });
+        }
+        let (param_bytes, static_shared_bytes, dynamic_shared_offset, needs, local_bytes) = (r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?);
+        let reqntid = r.dims()?;
+        let maxntid = r.dims()?;
+        kernels.push(compiler::KernelInfo {
+            name,
+            params,
+            param_bytes,
+            static_shared_bytes,
+            dynamic_shared_offset,
+            needs_scheduler: needs != 0,
+            reqntid,
+            maxntid,
+            local_bytes,
+        });
+    }
+    let ng = r.u32()? as usize;
+    let mut globals = Vec::with_capacity(ng.min(1 << 16));
+    for _ in 0..ng {
+        let name = r.string()?;
+        let size = r.u64()?;
+        let flags = r.u32()?;
+        globals.push(compiler::GlobalInfo { name, size, constant: flags & 1 != 0, managed: flags & 2 != 0 });
+    }
+    Some(compiler::ModuleInfo { kernels, globals })
 }
 
 fn decode(bytes: &[u8], key: &[u8; 32]) -> Option<Vec<u8>> {
@@ -113,6 +246,32 @@ mod tests {
         assert!(load(&dir, &k).is_none());
         store(&dir, &k, b"object bytes").expect("store");
         assert_eq!(load(&dir, &k).as_deref(), Some(&b"object bytes"[..]));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn entries_keep_the_module_description() {
+        let dir = temp_dir("entry");
+        let k = key("ptx", "t", "o");
+        let info = compiler::ModuleInfo {
+            kernels: vec![compiler::KernelInfo {
+                name: "k".into(),
+                params: vec![compiler::ParamInfo { offset: 0, size: 8, align: 8 }, compiler::ParamInfo { offset: 8, size: 4, align: 4 }],
+                param_bytes: 12,
+                static_shared_bytes: 1024,
+                dynamic_shared_offset: 1024,
+                needs_scheduler: true,
+                reqntid: Some([128, 1, 1]),
+                maxntid: None,
+                local_bytes: 64,
+            }],
+            globals: vec![compiler::GlobalInfo { name: "g".into(), size: 16, constant: true, managed: false }],
+        };
+        store_entry(&dir, &k, &Entry { info: info.clone(), target_sm: 80, object: b"obj".to_vec() }).expect("store");
+        let e = load_entry(&dir, &k).expect("entry");
+        assert_eq!(e.info, info);
+        assert_eq!(e.target_sm, 80);
+        assert_eq!(e.object, b"obj");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

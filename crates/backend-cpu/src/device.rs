@@ -179,35 +179,47 @@ fn invalid(log: String) -> ModuleError {
 
 impl CpuModule {
     pub fn load(ptx: &str, options: &ModuleOptions, cache_dir: Option<&std::path::Path>) -> Result<CpuModule, ModuleError> {
-        let module = ptx::parse(ptx).map_err(|d| invalid(format!("PTX syntax errors:\n{d}")))?;
-        if (module.version.major, module.version.minor) > (9, 9) {
-            return Err(ModuleError {
-                kind: ModuleErrorKind::UnsupportedPtxVersion,
-                log: format!("PTX ISA {}.{} is newer than this compiler knows", module.version.major, module.version.minor),
-            });
-        }
-        let info = compiler::describe(&module);
         let target = compiler::Target::HostCpu;
         let fingerprint = compiler::target_fingerprint(&target);
         let key = crate::cache::key(ptx, &fingerprint, "");
         let mut note = String::new();
-        let object = match cache_dir.and_then(|d| crate::cache::load(d, &key)) {
-            Some(obj) => {
+        // A cache hit needs neither the parser nor LLVM.
+        let entry = match cache_dir.and_then(|d| crate::cache::load_entry(d, &key)) {
+            Some(e) => {
                 note.push_str("anycuda: compiled code loaded from the cache");
-                obj
+                e
             }
             None => {
+                let module = ptx::parse(ptx).map_err(|d| invalid(format!("PTX syntax errors:\n{d}")))?;
+                if (module.version.major, module.version.minor) > (9, 9) {
+                    return Err(ModuleError {
+                        kind: ModuleErrorKind::UnsupportedPtxVersion,
+                        log: format!("PTX ISA {}.{} is newer than this compiler knows", module.version.major, module.version.minor),
+                    });
+                }
                 let t = std::time::Instant::now();
                 let compiled = compiler::compile(&module, ptx, &target).map_err(|e| invalid(e.to_string()))?;
-                note.push_str(&format!("anycuda: compiled {} kernel(s) for the host in {:.1} ms", info.kernels.len(), t.elapsed().as_secs_f64() * 1e3));
+                note.push_str(&format!(
+                    "anycuda: compiled {} kernel(s) for the host in {:.1} ms",
+                    compiled.info.kernels.len(),
+                    t.elapsed().as_secs_f64() * 1e3
+                ));
+                let entry = crate::cache::Entry {
+                    info: compiled.info,
+                    target_sm: module.target.sm().unwrap_or(0),
+                    object: compiled.object,
+                };
                 if let Some(dir) = cache_dir {
-                    if let Err(e) = crate::cache::store(dir, &key, &compiled.object) {
+                    if let Err(e) = crate::cache::store_entry(dir, &key, &entry) {
                         tracing::warn!("cannot write the kernel cache in {}: {e}", dir.display());
                     }
                 }
-                compiled.object
+                entry
             }
         };
+        let info = entry.info;
+        let object = entry.object;
+        let target_sm = entry.target_sm;
         let loaded_module = crate::loader::load(&object).map_err(|e| ModuleError { kind: ModuleErrorKind::Other, log: e.to_string() })?;
         let mut kernels = Vec::new();
         let mut loaded = Vec::new();
@@ -215,7 +227,7 @@ impl CpuModule {
         // (80 for compute_80, not the PTX ISA version), and the architecture
         // the code was compiled for (the device's, for JIT-compiled code).
         // Libraries such as CUB dispatch on the first.
-        let ptx_version = module.target.sm().unwrap_or(options.target);
+        let ptx_version = if target_sm != 0 { target_sm } else { options.target };
         let binary_version = options.target;
         for k in &info.kernels {
             // SAFETY: the object was compiled from this module (or is a cache
