@@ -3,8 +3,9 @@
 //!   cargo bench -p anycuda-ptx --bench parse
 //!
 //! Measures, single-threaded, on the largest module of the nvcc corpus
-//! (`target/cuda-tests/ptx`, built by `scripts/build-cuda-tests.sh`) and on
-//! the hardware-oracle modules (`tests/ptx-oracle`, each parsed on its own):
+//! (`target/cuda-tests/ptx`, built by `scripts/build-cuda-tests.sh`), on the
+//! largest one built without `-G`, and on the hardware-oracle modules
+//! (`tests/ptx-oracle`, each parsed on its own):
 //! - throughput in MB/s (10^6 bytes of PTX per second; best and median of
 //!   repeated runs);
 //! - AST memory: the heap bytes the parsed `Module` holds (counted by a
@@ -171,6 +172,16 @@ fn main() {
             report(&format!("largest corpus module ({rel})"), &[read(p)], bench);
         }
         None => println!("no corpus in target/cuda-tests/ptx (run scripts/build-cuda-tests.sh); oracle only"),
+    }
+    // Debug sections are most of a `-G` module; the largest module without
+    // them shows instruction-dense code.
+    let largest_plain = corpus
+        .iter()
+        .filter(|p| !p.to_string_lossy().contains("-G"))
+        .max_by_key(|p| std::fs::metadata(p).map_or(0, |m| m.len()));
+    if let Some(p) = largest_plain {
+        let rel = p.strip_prefix(root()).unwrap_or(p).display().to_string();
+        report(&format!("largest corpus module without -G ({rel})"), &[read(p)], bench);
     }
     let mut oracle = Vec::new();
     ptx_files(&root().join("tests/ptx-oracle"), &mut oracle);
