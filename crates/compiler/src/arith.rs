@@ -1,6 +1,6 @@
 //! Integer, bit and floating-point arithmetic.
 
-use crate::ir::{Ty, V};
+use crate::ir::{Ty, V, VF64, VI1, VI64};
 use crate::lower::{op_ty, FnLower, Res};
 use crate::softfloat::{self, Format, Mode};
 use ptx::ast::*;
@@ -25,7 +25,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     pub fn intrinsic(&mut self, name: &str, ret: Ty, args: &[Ty]) -> String {
-        let params: Vec<&str> = args.iter().map(|t| t.name()).collect();
+        let params: Vec<String> = args.iter().map(|t| t.to_string()).collect();
         self.cx.declare(name, &format!("declare {ret} @{name}({})", params.join(", ")));
         format!("@{name}")
     }
@@ -133,14 +133,14 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     self.call2(f, &x, &y)
                 } else if cc {
                     let f = if inst.op == Add {
-                        format!("llvm.uadd.with.overflow.{ty}")
+                        format!("llvm.uadd.with.overflow.{}", ty.suffix())
                     } else {
-                        format!("llvm.usub.with.overflow.{ty}")
+                        format!("llvm.usub.with.overflow.{}", ty.suffix())
                     };
-                    self.cx.declare(&f, &format!("declare {{{ty}, i1}} @{f}({ty}, {ty})"));
-                    let s = self.out.def(ty, format_args!("call {{{ty}, i1}} @{f}({x}, {y})"));
-                    let v = self.out.def(ty, format_args!("extractvalue {{{ty}, i1}} {}, 0", s.s));
-                    let c = self.out.def(Ty::I1, format_args!("extractvalue {{{ty}, i1}} {}, 1", s.s));
+                    self.cx.declare(&f, &format!("declare {{{ty}, {VI1}}} @{f}({ty}, {ty})"));
+                    let s = self.out.def(ty, format_args!("call {{{ty}, {VI1}}} @{f}({x}, {y})"));
+                    let v = self.out.def(ty, format_args!("extractvalue {{{ty}, {VI1}}} {}, 0", s.s));
+                    let c = self.out.def(Ty::I1, format_args!("extractvalue {{{ty}, {VI1}}} {}, 1", s.s));
                     self.set_carry(&c);
                     v
                 } else {
@@ -167,24 +167,24 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let cin = self.get_carry();
                 let cz = self.zext(&cin, ty);
                 let (r, cout) = if inst.op == Addc {
-                    let f = format!("llvm.uadd.with.overflow.{ty}");
-                    self.cx.declare(&f, &format!("declare {{{ty}, i1}} @{f}({ty}, {ty})"));
-                    let s1 = self.out.def(ty, format_args!("call {{{ty}, i1}} @{f}({x}, {y})"));
-                    let v1 = self.out.def(ty, format_args!("extractvalue {{{ty}, i1}} {}, 0", s1.s));
-                    let c1 = self.out.def(Ty::I1, format_args!("extractvalue {{{ty}, i1}} {}, 1", s1.s));
-                    let s2 = self.out.def(ty, format_args!("call {{{ty}, i1}} @{f}({v1}, {cz})"));
-                    let v2 = self.out.def(ty, format_args!("extractvalue {{{ty}, i1}} {}, 0", s2.s));
-                    let c2 = self.out.def(Ty::I1, format_args!("extractvalue {{{ty}, i1}} {}, 1", s2.s));
+                    let f = format!("llvm.uadd.with.overflow.{}", ty.suffix());
+                    self.cx.declare(&f, &format!("declare {{{ty}, {VI1}}} @{f}({ty}, {ty})"));
+                    let s1 = self.out.def(ty, format_args!("call {{{ty}, {VI1}}} @{f}({x}, {y})"));
+                    let v1 = self.out.def(ty, format_args!("extractvalue {{{ty}, {VI1}}} {}, 0", s1.s));
+                    let c1 = self.out.def(Ty::I1, format_args!("extractvalue {{{ty}, {VI1}}} {}, 1", s1.s));
+                    let s2 = self.out.def(ty, format_args!("call {{{ty}, {VI1}}} @{f}({v1}, {cz})"));
+                    let v2 = self.out.def(ty, format_args!("extractvalue {{{ty}, {VI1}}} {}, 0", s2.s));
+                    let c2 = self.out.def(Ty::I1, format_args!("extractvalue {{{ty}, {VI1}}} {}, 1", s2.s));
                     (v2, self.bin("or", &c1, &c2))
                 } else {
-                    let f = format!("llvm.usub.with.overflow.{ty}");
-                    self.cx.declare(&f, &format!("declare {{{ty}, i1}} @{f}({ty}, {ty})"));
-                    let s1 = self.out.def(ty, format_args!("call {{{ty}, i1}} @{f}({x}, {y})"));
-                    let v1 = self.out.def(ty, format_args!("extractvalue {{{ty}, i1}} {}, 0", s1.s));
-                    let c1 = self.out.def(Ty::I1, format_args!("extractvalue {{{ty}, i1}} {}, 1", s1.s));
-                    let s2 = self.out.def(ty, format_args!("call {{{ty}, i1}} @{f}({v1}, {cz})"));
-                    let v2 = self.out.def(ty, format_args!("extractvalue {{{ty}, i1}} {}, 0", s2.s));
-                    let c2 = self.out.def(Ty::I1, format_args!("extractvalue {{{ty}, i1}} {}, 1", s2.s));
+                    let f = format!("llvm.usub.with.overflow.{}", ty.suffix());
+                    self.cx.declare(&f, &format!("declare {{{ty}, {VI1}}} @{f}({ty}, {ty})"));
+                    let s1 = self.out.def(ty, format_args!("call {{{ty}, {VI1}}} @{f}({x}, {y})"));
+                    let v1 = self.out.def(ty, format_args!("extractvalue {{{ty}, {VI1}}} {}, 0", s1.s));
+                    let c1 = self.out.def(Ty::I1, format_args!("extractvalue {{{ty}, {VI1}}} {}, 1", s1.s));
+                    let s2 = self.out.def(ty, format_args!("call {{{ty}, {VI1}}} @{f}({v1}, {cz})"));
+                    let v2 = self.out.def(ty, format_args!("extractvalue {{{ty}, {VI1}}} {}, 0", s2.s));
+                    let c2 = self.out.def(Ty::I1, format_args!("extractvalue {{{ty}, {VI1}}} {}, 1", s2.s));
                     (v2, self.bin("or", &c1, &c2))
                 };
                 if inst.has(b, Flag::Cc) {
@@ -222,17 +222,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 }
                 let pty = prod.ty;
                 if inst.op == Madc || inst.has(b, Flag::Cc) {
-                    let f = format!("llvm.uadd.with.overflow.{pty}");
-                    self.cx.declare(&f, &format!("declare {{{pty}, i1}} @{f}({pty}, {pty})"));
-                    let s1 = self.out.def(pty, format_args!("call {{{pty}, i1}} @{f}({prod}, {c})"));
-                    let mut v = self.out.def(pty, format_args!("extractvalue {{{pty}, i1}} {}, 0", s1.s));
-                    let mut carry = self.out.def(Ty::I1, format_args!("extractvalue {{{pty}, i1}} {}, 1", s1.s));
+                    let f = format!("llvm.uadd.with.overflow.{}", pty.suffix());
+                    self.cx.declare(&f, &format!("declare {{{pty}, {VI1}}} @{f}({pty}, {pty})"));
+                    let s1 = self.out.def(pty, format_args!("call {{{pty}, {VI1}}} @{f}({prod}, {c})"));
+                    let mut v = self.out.def(pty, format_args!("extractvalue {{{pty}, {VI1}}} {}, 0", s1.s));
+                    let mut carry = self.out.def(Ty::I1, format_args!("extractvalue {{{pty}, {VI1}}} {}, 1", s1.s));
                     if inst.op == Madc {
                         let cin = self.get_carry();
                         let cz = self.zext(&cin, pty);
-                        let s2 = self.out.def(pty, format_args!("call {{{pty}, i1}} @{f}({v}, {cz})"));
-                        v = self.out.def(pty, format_args!("extractvalue {{{pty}, i1}} {}, 0", s2.s));
-                        let c2 = self.out.def(Ty::I1, format_args!("extractvalue {{{pty}, i1}} {}, 1", s2.s));
+                        let s2 = self.out.def(pty, format_args!("call {{{pty}, {VI1}}} @{f}({v}, {cz})"));
+                        v = self.out.def(pty, format_args!("extractvalue {{{pty}, {VI1}}} {}, 0", s2.s));
+                        let c2 = self.out.def(Ty::I1, format_args!("extractvalue {{{pty}, {VI1}}} {}, 1", s2.s));
                         carry = self.bin("or", &carry, &c2);
                     }
                     if inst.has(b, Flag::Cc) {
@@ -332,7 +332,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             }
             Abs => {
                 let x = self.get(&args[1], ty)?;
-                let f = format!("llvm.abs.{ty}");
+                let f = format!("llvm.abs.{}", ty.suffix());
                 let fname = self.intrinsic(&f, ty, &[ty, Ty::I1]);
                 let r = self.out.def(ty, format_args!("call {ty} {fname}({x}, i1 false)"));
                 self.set(&args[0], r)
@@ -351,22 +351,22 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     (_, true) => "smax",
                     (_, false) => "umax",
                 };
-                let mut r = self.call2(&format!("llvm.{f}.{ty}"), &x, &y);
+                let mut r = self.call2(&format!("llvm.{f}.{}", ty.suffix()), &x, &y);
                 if args.len() == 4 {
                     let z = self.get(&args[3], ty)?;
-                    r = self.call2(&format!("llvm.{f}.{ty}"), &r, &z);
+                    r = self.call2(&format!("llvm.{f}.{}", ty.suffix()), &r, &z);
                 }
                 if inst.has(b, Flag::Relu) {
-                    r = self.call2(&format!("llvm.smax.{ty}"), &r, &V::int(ty, 0));
+                    r = self.call2(&format!("llvm.smax.{}", ty.suffix()), &r, &V::int(ty, 0));
                 }
                 self.set(&args[0], r)
             }
             Popc | Clz => {
                 let x = self.get(&args[1], ty)?;
                 let r = if inst.op == Popc {
-                    self.call1(&format!("llvm.ctpop.{ty}"), &x)
+                    self.call1(&format!("llvm.ctpop.{}", ty.suffix()), &x)
                 } else {
-                    let fname = self.intrinsic(&format!("llvm.ctlz.{ty}"), ty, &[ty, Ty::I1]);
+                    let fname = self.intrinsic(&format!("llvm.ctlz.{}", ty.suffix()), ty, &[ty, Ty::I1]);
                     self.out.def(ty, format_args!("call {ty} {fname}({x}, i1 false)"))
                 };
                 let r = self.trunc(&r, Ty::I32);
@@ -383,7 +383,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 } else {
                     x
                 };
-                let fname = self.intrinsic(&format!("llvm.ctlz.{ty}"), ty, &[ty, Ty::I1]);
+                let fname = self.intrinsic(&format!("llvm.ctlz.{}", ty.suffix()), ty, &[ty, Ty::I1]);
                 let lz = self.out.def(ty, format_args!("call {ty} {fname}({v}, i1 false)"));
                 let lz = self.trunc(&lz, Ty::I32);
                 let lz = self.zext(&lz, Ty::I32);
@@ -398,7 +398,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             }
             Brev => {
                 let x = self.get(&args[1], ty)?;
-                let r = self.call1(&format!("llvm.bitreverse.{ty}"), &x);
+                let r = self.call1(&format!("llvm.bitreverse.{}", ty.suffix()), &x);
                 self.set(&args[0], r)
             }
             Bfe => {
@@ -596,13 +596,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let k = self.call2("llvm.umin.i32", &l, &room);
         let k = self.select(&pos_big, &V::int(Ty::I32, 0), &k);
         let kw = if bits > 32 { self.zext(&k, ty) } else { self.trunc(&k, ty) };
-        let kc = self.call2(&format!("llvm.umin.{ty}"), &kw, &V::int(ty, bits - 1));
+        let kc = self.call2(&format!("llvm.umin.{}", ty.suffix()), &kw, &V::int(ty, bits - 1));
         let one = self.bin("shl", &V::int(ty, 1), &kc);
         let mask = self.bin("sub", &one, &V::int(ty, 1));
         let full = self.icmp("uge", &k, &V::int(Ty::I32, bits));
         let mask = self.select(&full, &V::int(ty, -1), &mask);
         let pw = if bits > 32 { self.zext(&p, ty) } else { self.trunc(&p, ty) };
-        let pc = self.call2(&format!("llvm.umin.{ty}"), &pw, &V::int(ty, bits - 1));
+        let pc = self.call2(&format!("llvm.umin.{}", ty.suffix()), &pw, &V::int(ty, bits - 1));
         let shifted = self.bin("lshr", x, &pc);
         let field = self.bin("and", &shifted, &mask);
         let field = self.select(&pos_big, &V::int(ty, 0), &field);
@@ -636,12 +636,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
         };
         let pw = if bits > 32 { self.zext(&p, ty) } else { self.trunc(&p, ty) };
         let lw = if bits > 32 { self.zext(&l, ty) } else { self.trunc(&l, ty) };
-        let lc = self.call2(&format!("llvm.umin.{ty}"), &lw, &V::int(ty, bits - 1));
+        let lc = self.call2(&format!("llvm.umin.{}", ty.suffix()), &lw, &V::int(ty, bits - 1));
         let one = self.bin("shl", &V::int(ty, 1), &lc);
         let m = self.bin("sub", &one, &V::int(ty, 1));
         let len_big = self.icmp("uge", &l, &V::int(Ty::I32, bits));
         let m = self.select(&len_big, &V::int(ty, -1), &m);
-        let pc = self.call2(&format!("llvm.umin.{ty}"), &pw, &V::int(ty, bits - 1));
+        let pc = self.call2(&format!("llvm.umin.{}", ty.suffix()), &pw, &V::int(ty, bits - 1));
         let ms = self.bin("shl", &m, &pc);
         let fs = self.bin("shl", f, &pc);
         let fs = self.bin("and", &fs, &ms);
@@ -698,7 +698,7 @@ fail:
 "
             .to_string()
         });
-        self.out.def(Ty::I32, format_args!("call i32 @{name}({mask}, {base}, {off})"))
+        self.call_helper(name, Ty::I32, &[Ty::I32, Ty::I32, Ty::I32], &[mask, base, off])
     }
 
     fn dot(&mut self, inst: &Instruction) -> Res<()> {
@@ -831,7 +831,7 @@ fail:
 
     pub fn get_carry(&mut self) -> V {
         let p = self.carry_slot();
-        self.out.def(Ty::I1, format_args!("load i1, ptr {p}"))
+        self.out.def(Ty::I1, format_args!("load {VI1}, ptr {p}"))
     }
 
     fn set_carry(&mut self, c: &V) {
@@ -843,9 +843,9 @@ fail:
         if let Some(c) = &self.carry {
             return c.clone();
         }
-        let a = self.out.alloca("i1", 1);
+        let a = self.out.alloca(&Ty::I1.to_string(), 1);
         // The carry flag starts clear.
-        self.out.allocas.push_str(&format!("  store i1 false, ptr {a}\n"));
+        self.out.allocas.push_str(&format!("  store {}, ptr {a}\n", V::int(Ty::I1, 0)));
         self.carry = Some(a.clone());
         a
     }
@@ -917,7 +917,7 @@ fail:
         let params: Vec<String> = (0..n).map(|i| format!("{ty} %a{i}")).collect();
         let pass: Vec<String> = (0..n).map(|i| format!("{ty} %a{i}")).collect();
         let intr = format!("llvm.experimental.constrained.{op}.{}", ty.suffix());
-        let tys: Vec<&str> = (0..n).map(|_| ty.name()).collect();
+        let tys: Vec<String> = (0..n).map(|_| ty.to_string()).collect();
         self.cx.declare(&intr, &format!("declare {ty} @{intr}({}, metadata, metadata)", tys.join(", ")));
         self.cx.declare("llvm.set.rounding", "declare void @llvm.set.rounding(i32)");
         let text = format!(
@@ -1122,8 +1122,8 @@ fail:
 
     fn libm1(&mut self, name: &str, x: &V) -> V {
         let ty = x.ty;
-        self.cx.declare(name, &format!("declare {ty} @{name}({ty})"));
-        self.out.def(ty, format_args!("call {ty} @{name}({x})"))
+        self.cx.declare(name, &format!("declare {} @{name}({})", ty.name(), ty.name()));
+        self.call_helper(name, ty, &[ty], &[x])
     }
 
     fn relu(&mut self, v: &V) -> V {
@@ -1215,7 +1215,7 @@ fail:
     pub fn round_to(&mut self, d: &V, ty: Ty, mode: Mode) -> V {
         let fmt = if ty == Ty::Half { softfloat::HALF } else { softfloat::BF16 };
         let name = self.round_helper(fmt, mode, false);
-        let bits = self.out.def(Ty::I16, format_args!("call i16 @{name}({d})"));
+        let bits = self.call_helper(&name, Ty::I16, &[Ty::Double], &[d]);
         self.bitcast(&bits, ty)
     }
 
@@ -1268,7 +1268,7 @@ fail:
         let fm = self.fmods(inst);
         let mode = Self::mode_of(fm.round);
         let src: Vec<V> = s.iter().map(|v| if fm.ftz { self.flush(v) } else { v.clone() }).collect();
-        let wide = |s: &mut Self, v: &V| s.out.def(Ty::Double, format_args!("fpext {v} to double"));
+        let wide = |s: &mut Self, v: &V| s.out.def(Ty::Double, format_args!("fpext {v} to {VF64}"));
         let r = match inst.op {
             Add | Sub | Mul => {
                 // Exact in double, then one rounding.
@@ -1332,7 +1332,7 @@ fail:
                     }
                     _ => self.libm1("tanhf", &x),
                 };
-                let d = self.out.def(Ty::Double, format_args!("fpext {f} to double"));
+                let d = self.out.def(Ty::Double, format_args!("fpext {f} to {VF64}"));
                 self.round_to(&d, ety, Mode::Rn)
             }
             _ => return self.unsupported(format!("`{}`", self.describe(inst))),

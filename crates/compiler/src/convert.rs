@@ -1,6 +1,6 @@
 //! Conversions (`cvt`) and comparisons (`setp`, `set`, `selp`, `slct`).
 
-use crate::ir::{Ty, V};
+use crate::ir::{Ty, V, VF64, VI1, VI64};
 use crate::lower::{op_ty, FnLower, Res};
 use crate::softfloat::{self, Format, Mode};
 use ptx::ast::*;
@@ -49,11 +49,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
             for (k, src) in [&args[1], &args[2]].into_iter().enumerate() {
                 let x = self.get(src, Ty::Float)?;
                 let x = if ftz { self.flush(&x) } else { x };
-                let d = self.out.def(Ty::Double, format_args!("fpext {x} to double"));
+                let d = self.out.def(Ty::Double, format_args!("fpext {x} to {VF64}"));
                 let d = if relu { self.relu_double(&d) } else { d };
                 let name = self.round_helper(fmt, Self::mode_of(rnd), satfinite);
                 let rt = if half_bits == 8 { Ty::I8 } else { Ty::I16 };
-                let r = self.out.def(rt, format_args!("call {rt} @{name}({d})"));
+                let r = self.call_helper(&name, rt, &[Ty::Double], &[&d]);
                 let wide = if half_bits == 8 { Ty::I16 } else { Ty::I32 };
                 let z = self.zext(&r, wide);
                 let shift = if k == 0 { half_bits } else { 0 };
@@ -157,7 +157,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let r = if matches!(sty, Ty::Half | Ty::Bfloat) {
                 let f32v = self.out.def(Ty::Float, format_args!("fpext {x} to float"));
                 let r = self.call1(&format!("{f}.f32"), &f32v);
-                let d = self.out.def(Ty::Double, format_args!("fpext {r} to double"));
+                let d = self.out.def(Ty::Double, format_args!("fpext {r} to {VF64}"));
                 self.round_to(&d, sty, Mode::Rn)
             } else {
                 self.call1(&format!("{f}.{}", sty.suffix()), &x)
@@ -172,7 +172,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         let r: V = match dt {
             Type::F64 => {
-                let d = if sty == Ty::Double { x } else { self.out.def(Ty::Double, format_args!("fpext {x} to double")) };
+                let d = if sty == Ty::Double { x } else { self.out.def(Ty::Double, format_args!("fpext {x} to {VF64}")) };
                 if sat {
                     self.cvt_saturate(&d)
                 } else {
@@ -183,7 +183,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let Some(fmt) = small_format(dt) else {
                 return self.unsupported(format!("conversion to .{dt}"));
             };
-                let d = if sty == Ty::Double { x.clone() } else { self.out.def(Ty::Double, format_args!("fpext {x} to double")) };
+                let d = if sty == Ty::Double { x.clone() } else { self.out.def(Ty::Double, format_args!("fpext {x} to {VF64}")) };
                 let d = if relu { self.relu_double(&d) } else { d };
                 let d = if sat { self.cvt_saturate(&d) } else { d };
                 let mode = Self::mode_of(rnd);
@@ -194,7 +194,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     Type::F16 => (Ty::I16, Ty::Half),
                     _ => (Ty::I16, Ty::Bfloat),
                 };
-                let bits = self.out.def(it, format_args!("call {it} @{name}({d})"));
+                let bits = self.call_helper(&name, it, &[Ty::Double], &[&d]);
                 let bits = if dt == Type::Tf32 {
                     // A NaN keeps its sign and upper mantissa bits (low 13 cleared).
                     let xb = self.bitcast(&x, Ty::I32);
@@ -235,9 +235,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let x64 = if signed { self.sext(x, Ty::I64) } else { self.zext(x, Ty::I64) };
         if x.ty.bits() <= 32 {
             return if signed {
-                self.out.def(Ty::Double, format_args!("sitofp {x64} to double"))
+                self.out.def(Ty::Double, format_args!("sitofp {x64} to {VF64}"))
             } else {
-                self.out.def(Ty::Double, format_args!("uitofp {x64} to double"))
+                self.out.def(Ty::Double, format_args!("uitofp {x64} to {VF64}"))
             };
         }
         let (mag, neg) = if signed {
@@ -248,7 +248,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             (x64, None)
         };
         let fname = self.intrinsic("llvm.ctlz.i64", Ty::I64, &[Ty::I64, Ty::I1]);
-        let lz = self.out.def(Ty::I64, format_args!("call i64 {fname}({mag}, i1 false)"));
+        let lz = self.out.def(Ty::I64, format_args!("call {VI64} {fname}({mag}, i1 false)"));
         let len = self.bin("sub", &V::int(Ty::I64, 64), &lz);
         let k = self.bin("sub", &len, &V::int(Ty::I64, 53));
         let k = self.call2("llvm.smax.i64", &k, &V::int(Ty::I64, 0));
@@ -259,7 +259,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let sticky = self.icmp("ne", &dropped, &V::int(Ty::I64, 0));
         let sz = self.zext(&sticky, Ty::I64);
         let odd = self.bin("or", &kept, &sz);
-        let d = self.out.def(Ty::Double, format_args!("uitofp {odd} to double"));
+        let d = self.out.def(Ty::Double, format_args!("uitofp {odd} to {VF64}"));
         // Scale by 2^k exactly.
         let e = self.bin("add", &k, &V::int(Ty::I64, 1023));
         let e = self.bin("shl", &e, &V::int(Ty::I64, 52));
@@ -282,7 +282,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let r = if dt == Type::F64 {
             if st.bits() <= 32 || mode == Mode::Rn {
                 let op = if signed { "sitofp" } else { "uitofp" };
-                self.out.def(Ty::Double, format_args!("{op} {x} to double"))
+                self.out.def(Ty::Double, format_args!("{op} {x} to {VF64}"))
             } else {
                 self.int_to_double_directed(&x, signed, rnd.unwrap_or(Rounding::Rn))
             }
@@ -298,7 +298,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 Type::Bf16 => (Ty::I16, Ty::Bfloat),
                 _ => (Ty::I32, Ty::I32),
             };
-            let bits = self.out.def(it, format_args!("call {it} @{name}({d})"));
+            let bits = self.call_helper(&name, it, &[Ty::Double], &[&d]);
             self.bitcast(&bits, ft)
         };
         let r = if sat { self.cvt_saturate(&r) } else { r };
@@ -320,7 +320,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             "define internal double @{name}(i64 %a) #1 {{\n  call void @llvm.set.rounding(i32 {rm}) #1\n  %r = call double @{intr}(i64 %a, metadata !\"round.dynamic\", metadata !\"fpexcept.ignore\") #1\n  call void @llvm.set.rounding(i32 1) #1\n  ret double %r\n}}\n"
         );
         self.cx.helper(&name, || text);
-        self.out.def(Ty::Double, format_args!("call double @{name}({x})"))
+        self.call_helper(&name, Ty::Double, &[Ty::I64], &[x])
     }
 
     fn cvt_float_int(&mut self, args: &[Operand], dt: Type, st: Type, rnd: Option<Rounding>, ftz: bool) -> Res<()> {
@@ -339,7 +339,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         // Saturating conversion; NaN gives 0.
         let dty = Ty::int(dt.bits());
         let op = if dt.is_signed() { "fptosi" } else { "fptoui" };
-        let intr = format!("llvm.{op}.sat.{dty}.{}", r.ty.suffix());
+        let intr = format!("llvm.{op}.sat.{}.{}", dty.suffix(), r.ty.suffix());
         self.cx.declare(&intr, &format!("declare {dty} @{intr}({})", r.ty));
         let v = self.out.def(dty, format_args!("call {dty} @{intr}({r})"));
         // NaN: the saturating conversion gives 0, which is what NVIDIA returns
@@ -362,7 +362,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let e = self.bin("lshr", &x, &V::int(Ty::I64, fmt_m as i128));
         let e = self.bin("and", &e, &V::int(Ty::I64, (1 << fmt_e) - 1));
         let m = self.bin("and", &x, &V::int(Ty::I64, (1 << fmt_m) - 1));
-        let mf = self.out.def(Ty::Double, format_args!("uitofp {m} to double"));
+        let mf = self.out.def(Ty::Double, format_args!("uitofp {m} to {VF64}"));
         // Normal: (1 + m/2^M) * 2^(e-bias); subnormal: m/2^M * 2^(1-bias).
         let is_sub = self.icmp("eq", &e, &V::int(Ty::I64, 0));
         let implicit = self.select(&is_sub, &V::f64(0), &V::f64(1.0f64.to_bits()));

@@ -6,7 +6,35 @@
 //! tests), and LLVM's parser rejects malformed IR with a message instead of
 //! aborting the process.
 
+use std::cell::Cell;
 use std::fmt::{self, Write};
+
+thread_local! {
+    /// Lanes of the function being lowered: 1 in thread mode, 32 in warp
+    /// mode, where every per-thread value is a vector with one element per
+    /// lane. Types and constants print themselves accordingly, so most of
+    /// the lowering is shared by both modes.
+    static LANES: Cell<u32> = const { Cell::new(1) };
+}
+
+/// The current lane count.
+pub fn lanes() -> u32 {
+    LANES.with(|l| l.get())
+}
+
+/// Sets the lane count until the guard is dropped.
+pub fn set_lanes(n: u32) -> LanesGuard {
+    let prev = LANES.with(|l| l.replace(n.max(1)));
+    LanesGuard(prev)
+}
+
+pub struct LanesGuard(u32);
+
+impl Drop for LanesGuard {
+    fn drop(&mut self) {
+        LANES.with(|l| l.set(self.0));
+    }
+}
 
 /// LLVM value types the lowering uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -72,8 +100,18 @@ impl Ty {
         }
     }
 
-    /// The suffix LLVM intrinsics use for this type (`i32`, `f32`).
-    pub fn suffix(self) -> &'static str {
+    /// The suffix LLVM intrinsics use for this type in the current mode
+    /// (`i32`, `f32`; `v32i32`, `v32f32` in warp mode).
+    pub fn suffix(self) -> String {
+        let n = lanes();
+        if n > 1 {
+            format!("v{n}{}", self.scalar_suffix())
+        } else {
+            self.scalar_suffix().to_string()
+        }
+    }
+
+    pub fn scalar_suffix(self) -> &'static str {
         match self {
             Ty::Half => "f16",
             Ty::Bfloat => "bf16",
@@ -82,49 +120,100 @@ impl Ty {
             other => other.name(),
         }
     }
-}
 
-impl fmt::Display for Ty {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+    /// The type in the current mode, as a string.
+    pub fn vname(self) -> String {
+        self.to_string()
     }
 }
 
-/// A typed IR value: a `%name` or a constant.
+impl fmt::Display for Ty {
+    /// The type in the current mode (`<32 x i32>` in warp mode).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = lanes();
+        if n > 1 {
+            write!(f, "<{n} x {}>", self.name())
+        } else {
+            f.write_str(self.name())
+        }
+    }
+}
+
+/// Types for format strings: they print in the current mode
+/// (`{VI1}` is `i1`, or `<32 x i1>` in warp mode).
+pub const VI1: Ty = Ty::I1;
+pub const VI64: Ty = Ty::I64;
+pub const VF64: Ty = Ty::Double;
+
+/// A type that always prints as a scalar.
+#[derive(Clone, Copy, Debug)]
+pub struct Scalar(pub Ty);
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.name())
+    }
+}
+
+/// A typed IR value: a `%name` or a constant. `lanes` is 1 for a scalar,
+/// else the vector width (warp mode).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct V {
     pub ty: Ty,
     pub s: String,
+    pub lanes: u32,
 }
 
 impl V {
+    /// A value of the current mode (a vector in warp mode).
     pub fn new(ty: Ty, s: impl Into<String>) -> V {
-        V { ty, s: s.into() }
+        V { ty, s: s.into(), lanes: lanes() }
+    }
+    /// A scalar value in any mode (uniform values, addresses of symbols).
+    pub fn scalar(ty: Ty, s: impl Into<String>) -> V {
+        V { ty, s: s.into(), lanes: 1 }
+    }
+    /// A constant of the current mode: in warp mode, a splat.
+    fn constant(ty: Ty, literal: String) -> V {
+        let n = lanes();
+        if n > 1 {
+            V { ty, s: format!("splat ({} {literal})", ty.name()), lanes: n }
+        } else {
+            V { ty, s: literal, lanes: 1 }
+        }
     }
     pub fn int(ty: Ty, v: i128) -> V {
         if ty == Ty::I1 {
-            return V::new(ty, if v & 1 != 0 { "true" } else { "false" });
+            return V::constant(ty, (if v & 1 != 0 { "true" } else { "false" }).to_string());
         }
         // Print the value as the signed number of the type's width.
         let bits = ty.bits();
         let v = if bits >= 128 { v } else { (v << (128 - bits)) >> (128 - bits) };
-        V::new(ty, v.to_string())
+        V::constant(ty, v.to_string())
     }
     pub fn f32(bits: u32) -> V {
         // LLVM writes float constants as the hex of the equivalent double.
-        V::new(Ty::Float, format!("0x{:016X}", (f32::from_bits(bits) as f64).to_bits()))
+        V::constant(Ty::Float, format!("0x{:016X}", (f32::from_bits(bits) as f64).to_bits()))
     }
     pub fn f64(bits: u64) -> V {
-        V::new(Ty::Double, format!("0x{bits:016X}"))
+        V::constant(Ty::Double, format!("0x{bits:016X}"))
     }
     pub fn half(bits: u16) -> V {
-        V::new(Ty::Half, format!("0xH{bits:04X}"))
+        V::constant(Ty::Half, format!("0xH{bits:04X}"))
     }
     pub fn bfloat(bits: u16) -> V {
-        V::new(Ty::Bfloat, format!("0xR{bits:04X}"))
+        V::constant(Ty::Bfloat, format!("0xR{bits:04X}"))
+    }
+    /// The type of this value as written in IR.
+    pub fn type_name(&self) -> String {
+        if self.lanes > 1 {
+            format!("<{} x {}>", self.lanes, self.ty.name())
+        } else {
+            self.ty.name().to_string()
+        }
     }
     pub fn null_ptr() -> V {
-        V::new(Ty::Ptr, "null")
+        V::scalar(Ty::Ptr, "null")
     }
 
     /// A float constant of type `ty` from its bit pattern.
@@ -141,7 +230,7 @@ impl V {
 impl fmt::Display for V {
     /// `type value`, as an instruction operand is written.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.ty, self.s)
+        write!(f, "{} {}", self.type_name(), self.s)
     }
 }
 
@@ -166,12 +255,20 @@ impl Body {
         format!("{prefix}{}", self.next)
     }
 
-    /// Emits `%t = <rhs>` and returns `%t` typed `ty`.
+    /// Emits `%t = <rhs>` and returns `%t` typed `ty` (a vector in warp mode).
     pub fn def(&mut self, ty: Ty, rhs: fmt::Arguments) -> V {
         let name = self.fresh("t");
         let _ = writeln!(self.text, "  {name} = {rhs}");
         self.terminated = false;
         V::new(ty, name)
+    }
+
+    /// Emits `%t = <rhs>` for a scalar result in any mode.
+    pub fn def_scalar(&mut self, ty: Ty, rhs: fmt::Arguments) -> V {
+        let name = self.fresh("t");
+        let _ = writeln!(self.text, "  {name} = {rhs}");
+        self.terminated = false;
+        V::scalar(ty, name)
     }
 
     /// Emits an instruction without a result.
@@ -237,6 +334,10 @@ mod tests {
         assert_eq!(V::f32(0x3F80_0000).s, "0x3FF0000000000000");
         assert_eq!(V::half(0x3C00).s, "0xH3C00");
         assert_eq!(global_name("a\"b"), "@\"a\\22b\"");
+        let _w = set_lanes(32);
+        assert_eq!(V::int(Ty::I32, 5).to_string(), "<32 x i32> splat (i32 5)");
+        assert_eq!(Ty::Float.suffix(), "v32f32");
+        assert_eq!(V::scalar(Ty::Ptr, "@g").to_string(), "ptr @g");
         assert_eq!(c_bytes(b"hi\n\0"), "c\"hi\\0A\\00\"");
     }
 }

@@ -684,6 +684,21 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.def(ty, format_args!("load {ty}, ptr {p}"))
     }
 
+    /// Calls a scalar helper function; in warp mode, through a vector
+    /// wrapper that applies it to each lane.
+    pub fn call_helper(&mut self, name: &str, ret: Ty, params: &[Ty], args: &[&V]) -> V {
+        let n = ir::lanes();
+        let list: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        if n == 1 {
+            return self.out.def(ret, format_args!("call {} @{name}({})", ret.name(), list.join(", ")));
+        }
+        let wrapper = format!("{name}.v{n}");
+        let params = params.to_vec();
+        let scalar_name = name.to_string();
+        self.cx.helper(&wrapper, || vector_wrapper(&scalar_name, &wrapper, ret, &params, n));
+        self.out.def(ret, format_args!("call {ret} @\"{wrapper}\"({})", list.join(", ")))
+    }
+
     /// The pointer shadow of a register, loaded, if it has one.
     pub fn shadow(&mut self, r: RegId) -> Option<V> {
         let slot = self.shadows.get(r as usize).cloned().flatten()?;
@@ -1390,4 +1405,26 @@ pub fn pointer_registers(b: &Body, tys: &[Ty]) -> Vec<bool> {
             return ptr;
         }
     }
+}
+
+/// `define <n x R> @wrapper(<n x A>...)` applying the scalar `@name` to each lane.
+fn vector_wrapper(name: &str, wrapper: &str, ret: Ty, params: &[Ty], n: u32) -> String {
+    let vt = |t: Ty| format!("<{n} x {}>", t.name());
+    let mut s = format!("define internal {} @\"{wrapper}\"(", vt(ret));
+    let ps: Vec<String> = params.iter().enumerate().map(|(i, t)| format!("{} %a{i}", vt(*t))).collect();
+    s.push_str(&ps.join(", "));
+    s.push_str(") #0 {\nentry:\n");
+    let mut acc = "poison".to_string();
+    for lane in 0..n {
+        let mut args = Vec::new();
+        for (i, t) in params.iter().enumerate() {
+            let _ = writeln!(s, "  %a{i}.{lane} = extractelement {} %a{i}, i32 {lane}", vt(*t));
+            args.push(format!("{} %a{i}.{lane}", t.name()));
+        }
+        let _ = writeln!(s, "  %r.{lane} = call {} @{name}({})", ret.name(), args.join(", "));
+        let _ = writeln!(s, "  %v.{lane} = insertelement {} {acc}, {} %r.{lane}, i32 {lane}", vt(ret), ret.name());
+        acc = format!("%v.{lane}");
+    }
+    let _ = writeln!(s, "  ret {} {acc}\n}}", vt(ret));
+    s
 }
