@@ -84,34 +84,21 @@ fn ast_bytes(srcs: &[String]) -> (usize, usize) {
     ((held - own).max(0) as usize, calls)
 }
 
-/// Nanoseconds this thread has run on a CPU (Linux), so that figures taken
-/// on a shared machine are not inflated by time spent waiting for a core.
-fn thread_cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
-}
-
-/// Parses all of `srcs` repeatedly for about `budget`; returns the wall
-/// times and the on-CPU times (when known) of each round, each sorted.
-fn time_rounds(srcs: &[String], budget: Duration, min_rounds: usize) -> (Vec<Duration>, Vec<Duration>) {
+/// Parses all of `srcs` repeatedly for about `budget`; returns the sorted
+/// wall times of the rounds.
+fn time_rounds(srcs: &[String], budget: Duration, min_rounds: usize) -> Vec<Duration> {
     let mut times = Vec::new();
-    let mut cpu = Vec::new();
     let start = Instant::now();
     while times.len() < min_rounds || start.elapsed() < budget {
-        let c = thread_cpu_ns();
         let t = Instant::now();
         for s in srcs {
             let m = ptx::parse(s).expect("parses");
             std::hint::black_box(&m);
         }
         times.push(t.elapsed());
-        if let (Some(c0), Some(c1)) = (c, thread_cpu_ns()) {
-            cpu.push(Duration::from_nanos(c1.saturating_sub(c0)));
-        }
     }
     times.sort();
-    cpu.sort();
-    (times, cpu)
+    times
 }
 
 fn report(name: &str, srcs: &[String], bench: bool) {
@@ -124,14 +111,14 @@ fn report(name: &str, srcs: &[String], bench: bool) {
     for s in srcs {
         let _ = ptx::parse(s).expect("parses");
     }
-    let (held, calls) = ast_bytes(srcs);
     if !bench {
         println!("{name}: {} file(s), {bytes} bytes parse (smoke run; use `cargo bench` for figures)", srcs.len());
         return;
     }
+    let (held, calls) = ast_bytes(srcs);
     // PTX_BENCH_ROUNDS=N runs exactly N rounds (for `perf stat` comparisons).
     let fixed: Option<usize> = std::env::var("PTX_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok());
-    let (times, cpu) = match fixed {
+    let times = match fixed {
         Some(n) => time_rounds(srcs, Duration::ZERO, n.max(1)),
         None => time_rounds(srcs, Duration::from_secs(3), 5),
     };
@@ -140,19 +127,12 @@ fn report(name: &str, srcs: &[String], bench: bool) {
     let median = times[times.len() / 2];
     println!("{name}: {} file(s), {:.2} MB", srcs.len(), bytes as f64 / 1e6);
     println!(
-        "  parse: best {:.1} MB/s ({:.2} ms), median {:.1} MB/s, {} rounds (wall clock)",
+        "  parse: best {:.1} MB/s ({:.2} ms), median {:.1} MB/s, {} rounds",
         mbs(best),
         best.as_secs_f64() * 1e3,
         mbs(median),
         times.len()
     );
-    if !cpu.is_empty() {
-        println!(
-            "         best {:.1} MB/s, median {:.1} MB/s (thread CPU time)",
-            mbs(cpu[0]),
-            mbs(cpu[cpu.len() / 2])
-        );
-    }
     println!(
         "  AST heap: {:.2} MB = {:.2} bytes per source byte ({} allocations)",
         held as f64 / 1e6,
@@ -163,15 +143,20 @@ fn report(name: &str, srcs: &[String], bench: bool) {
 
 fn main() {
     let bench = std::env::args().any(|a| a == "--bench");
+    // Without `--bench` this is a test-profile smoke run: the oracle only,
+    // so that `cargo test --all-targets` stays quick.
     let mut corpus = Vec::new();
-    ptx_files(&root().join("target/cuda-tests/ptx"), &mut corpus);
+    if bench {
+        ptx_files(&root().join("target/cuda-tests/ptx"), &mut corpus);
+    }
     let largest = corpus.iter().max_by_key(|p| std::fs::metadata(p).map_or(0, |m| m.len()));
     match largest {
         Some(p) => {
             let rel = p.strip_prefix(root()).unwrap_or(p).display().to_string();
             report(&format!("largest corpus module ({rel})"), &[read(p)], bench);
         }
-        None => println!("no corpus in target/cuda-tests/ptx (run scripts/build-cuda-tests.sh); oracle only"),
+        None if bench => println!("no corpus in target/cuda-tests/ptx (run scripts/build-cuda-tests.sh); oracle only"),
+        None => {}
     }
     // Debug sections are most of a `-G` module; the largest module without
     // them shows instruction-dense code.
