@@ -63,40 +63,55 @@ pub(crate) type FnvMap<K, V> = HashMap<K, V, FnvBuild>;
 
 /// Hash of a name or word: eight bytes at a time, with a final mix so that
 /// the high bits the table probes with depend on every byte.
+/// Hash of a name or word, and its first eight bytes (zero-padded) for a
+/// one-word comparison.
 #[inline]
-fn hash_name(b: &[u8]) -> u64 {
+fn hash_name(b: &[u8]) -> (u64, u64) {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut h = (b.len() as u64).wrapping_mul(K);
+    let mut head = None;
     let mut chunks = b.chunks_exact(8);
     for c in &mut chunks {
         let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        head.get_or_insert(w);
         h = (h.rotate_left(23) ^ w).wrapping_mul(K);
     }
     let rest = chunks.remainder();
+    let mut w = 0u64;
     if !rest.is_empty() {
-        let mut w = 0u64;
         for (k, &c) in rest.iter().enumerate() {
             w |= (c as u64) << (8 * k);
         }
         h = (h.rotate_left(23) ^ w).wrapping_mul(K);
     }
-    h ^ (h >> 31)
+    (h ^ (h >> 31), head.unwrap_or(w))
 }
 
-/// A name as a table key: hashed by [`hash_name`] and compared inline
-/// (names are short, and a library call per comparison costs more than the
-/// comparison).
+/// A name as a table key, with its hash and first eight bytes computed
+/// once: most names and words fit in eight bytes, so most comparisons are
+/// one word, without a byte loop or a library call.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Name<'k>(pub &'k str);
+pub(crate) struct Name<'k> {
+    s: &'k str,
+    hash: u64,
+    head: u64,
+}
+
+impl<'k> Name<'k> {
+    #[inline]
+    fn new(s: &'k str) -> Name<'k> {
+        let (hash, head) = hash_name(s.as_bytes());
+        Name { s, hash, head }
+    }
+}
 
 impl PartialEq for Name<'_> {
     #[inline]
     fn eq(&self, other: &Self) -> bool {
-        let (a, b) = (self.0.as_bytes(), other.0.as_bytes());
-        if a.len() != b.len() {
-            return false;
-        }
-        a.len() > 16 && a == b || a.iter().zip(b).all(|(x, y)| x == y)
+        let (a, b) = (self.s.as_bytes(), other.s.as_bytes());
+        self.head == other.head
+            && a.len() == b.len()
+            && (a.len() <= 8 || a.get(8..).zip(b.get(8..)).is_some_and(|(x, y)| x == y))
     }
 }
 
@@ -105,7 +120,7 @@ impl Eq for Name<'_> {}
 impl std::hash::Hash for Name<'_> {
     #[inline]
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        h.write_u64(hash_name(self.0.as_bytes()));
+        h.write_u64(self.hash);
     }
 }
 
@@ -120,7 +135,7 @@ impl std::hash::Hasher for PassThrough {
     }
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
-        self.0 = hash_name(bytes);
+        self.0 = hash_name(bytes).0;
     }
     #[inline]
     fn write_u64(&mut self, i: u64) {
@@ -138,15 +153,15 @@ impl<'k, V: Copy> NameMap<'k, V> {
     #[inline]
     pub fn get(&self, name: &str) -> Option<V> {
         // The map is covariant in 'k, so a lookup key may live shorter.
-        self.0.get(&Name(name)).copied()
+        self.0.get(&Name::new(name)).copied()
     }
     #[inline]
     pub fn insert(&mut self, name: &'k str, v: V) -> Option<V> {
-        self.0.insert(Name(name), v)
+        self.0.insert(Name::new(name), v)
     }
     #[inline]
     pub fn remove(&mut self, name: &'k str) -> Option<V> {
-        self.0.remove(&Name(name))
+        self.0.remove(&Name::new(name))
     }
     pub fn clear(&mut self) {
         // Clearing writes every control byte of the table's capacity.
@@ -158,7 +173,7 @@ impl<'k, V: Copy> NameMap<'k, V> {
         self.0.is_empty()
     }
     pub fn or_insert(&mut self, name: &'k str, v: V) {
-        self.0.entry(Name(name)).or_insert(v);
+        self.0.entry(Name::new(name)).or_insert(v);
     }
 }
 
