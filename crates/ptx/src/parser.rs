@@ -205,7 +205,7 @@ impl<'a> FnState<'a> {
                 }
             }
             self.pending.truncate(keep);
-            while self.label_undo.len() > block.label_undo {
+            while !self.blocks.is_empty() && self.label_undo.len() > block.label_undo {
                 if let Some((name, old)) = self.label_undo.pop() {
                     match old {
                         Some(v) => self.label_defs.insert(name, v),
@@ -216,6 +216,11 @@ impl<'a> FnState<'a> {
             debug_assert_eq!(block.var_undo, *self.marks.last().unwrap_or(&0));
         }
         let mark = self.marks.pop().unwrap_or(0);
+        if self.blocks.is_empty() {
+            // The function body: nothing reads the scope after it, and
+            // `reset` empties it for the next function.
+            return;
+        }
         if self.undo.len() > mark {
             // Names declared in the scope may have shadowed outer ones.
             self.reg_cache.clear();
