@@ -20,6 +20,7 @@ fn info(needs_scheduler: bool) -> KernelInfo {
         reqntid: None,
         maxntid: None,
         local_bytes: 0,
+        lanes: 1,
     }
 }
 

@@ -180,8 +180,9 @@ fn invalid(log: String) -> ModuleError {
 impl CpuModule {
     pub fn load(ptx: &str, options: &ModuleOptions, cache_dir: Option<&std::path::Path>) -> Result<CpuModule, ModuleError> {
         let target = compiler::Target::HostCpu;
+        let opts = compiler::Options::default();
         let fingerprint = compiler::target_fingerprint(&target);
-        let key = crate::cache::key(ptx, &fingerprint, "");
+        let key = crate::cache::key(ptx, &fingerprint, &opts.fingerprint());
         let mut note = String::new();
         // A cache hit needs neither the parser nor LLVM.
         let entry = match cache_dir.and_then(|d| crate::cache::load_entry(d, &key)) {
@@ -198,7 +199,7 @@ impl CpuModule {
                     });
                 }
                 let t = std::time::Instant::now();
-                let compiled = compiler::compile(&module, ptx, &target).map_err(|e| invalid(e.to_string()))?;
+                let compiled = compiler::compile_with_options(&module, ptx, &target, &opts).map_err(|e| invalid(e.to_string()))?;
                 note.push_str(&format!(
                     "anycuda: compiled {} kernel(s) for the host in {:.1} ms",
                     compiled.info.kernels.len(),

@@ -1,6 +1,6 @@
 //! Integer, bit and floating-point arithmetic.
 
-use crate::ir::{Ty, V, VF64, VI1, VI64};
+use crate::ir::{Ty, V, VF32, VF64, VI1};
 use crate::lower::{op_ty, FnLower, Res};
 use crate::softfloat::{self, Format, Mode};
 use ptx::ast::*;
@@ -30,38 +30,55 @@ impl<'c, 'm> FnLower<'c, 'm> {
         format!("@{name}")
     }
 
+    /// An intrinsic taking a value and a constant i1 flag (ctlz, cttz, abs).
+    pub fn intrinsic_immarg(&mut self, name: &str, ty: Ty) -> String {
+        self.cx.declare(name, &format!("declare {ty} @{name}({ty}, i1)"));
+        format!("@{name}")
+    }
+
     pub fn call1(&mut self, name: &str, a: &V) -> V {
+        let name = &crate::ir::lane_name(name);
+        let a = &self.vec(a.clone());
         let f = self.intrinsic(name, a.ty, &[a.ty]);
         self.out.def(a.ty, format_args!("call {} {f}({a})", a.ty))
     }
 
     pub fn call2(&mut self, name: &str, a: &V, b: &V) -> V {
+        let name = &crate::ir::lane_name(name);
+        let (a, b) = (&self.vec(a.clone()), &self.vec(b.clone()));
         let f = self.intrinsic(name, a.ty, &[a.ty, b.ty]);
         self.out.def(a.ty, format_args!("call {} {f}({a}, {b})", a.ty))
     }
 
     pub fn call3(&mut self, name: &str, a: &V, b: &V, c: &V) -> V {
+        let name = &crate::ir::lane_name(name);
+        let (a, b, c) = (&self.vec(a.clone()), &self.vec(b.clone()), &self.vec(c.clone()));
         let f = self.intrinsic(name, a.ty, &[a.ty, b.ty, c.ty]);
         self.out.def(a.ty, format_args!("call {} {f}({a}, {b}, {c})", a.ty))
     }
 
     pub fn select(&mut self, c: &V, a: &V, b: &V) -> V {
+        let (c, a, b) = (&self.vec(c.clone()), &self.vec(a.clone()), &self.vec(b.clone()));
         self.out.def(a.ty, format_args!("select {c}, {a}, {b}"))
     }
 
     pub fn icmp(&mut self, pred: &str, a: &V, b: &V) -> V {
+        let (a, b) = (&self.vec(a.clone()), &self.vec(b.clone()));
         self.out.def(Ty::I1, format_args!("icmp {pred} {a}, {}", b.s))
     }
 
     pub fn fcmp(&mut self, pred: &str, a: &V, b: &V) -> V {
+        let (a, b) = (&self.vec(a.clone()), &self.vec(b.clone()));
         self.out.def(Ty::I1, format_args!("fcmp {pred} {a}, {}", b.s))
     }
 
     pub fn bin(&mut self, op: &str, a: &V, b: &V) -> V {
+        let (a, b) = (&self.vec(a.clone()), &self.vec(b.clone()));
         self.out.def(a.ty, format_args!("{op} {a}, {}", b.s))
     }
 
     pub fn bitcast(&mut self, v: &V, to: Ty) -> V {
+        let v = &self.vec(v.clone());
         if v.ty == to {
             return v.clone();
         }
@@ -69,6 +86,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     pub fn zext(&mut self, v: &V, to: Ty) -> V {
+        let v = &self.vec(v.clone());
         if v.ty == to {
             return v.clone();
         }
@@ -76,6 +94,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     pub fn sext(&mut self, v: &V, to: Ty) -> V {
+        let v = &self.vec(v.clone());
         if v.ty == to {
             return v.clone();
         }
@@ -83,6 +102,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     pub fn trunc(&mut self, v: &V, to: Ty) -> V {
+        let v = &self.vec(v.clone());
         if v.ty == to {
             return v.clone();
         }
@@ -333,7 +353,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Abs => {
                 let x = self.get(&args[1], ty)?;
                 let f = format!("llvm.abs.{}", ty.suffix());
-                let fname = self.intrinsic(&f, ty, &[ty, Ty::I1]);
+                let fname = self.intrinsic_immarg(&f, ty);
                 let r = self.out.def(ty, format_args!("call {ty} {fname}({x}, i1 false)"));
                 self.set(&args[0], r)
             }
@@ -366,7 +386,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let r = if inst.op == Popc {
                     self.call1(&format!("llvm.ctpop.{}", ty.suffix()), &x)
                 } else {
-                    let fname = self.intrinsic(&format!("llvm.ctlz.{}", ty.suffix()), ty, &[ty, Ty::I1]);
+                    let fname = self.intrinsic_immarg(&format!("llvm.ctlz.{}", ty.suffix()), ty);
                     self.out.def(ty, format_args!("call {ty} {fname}({x}, i1 false)"))
                 };
                 let r = self.trunc(&r, Ty::I32);
@@ -383,7 +403,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 } else {
                     x
                 };
-                let fname = self.intrinsic(&format!("llvm.ctlz.{}", ty.suffix()), ty, &[ty, Ty::I1]);
+                let fname = self.intrinsic_immarg(&format!("llvm.ctlz.{}", ty.suffix()), ty);
                 let lz = self.out.def(ty, format_args!("call {ty} {fname}({v}, i1 false)"));
                 let lz = self.trunc(&lz, Ty::I32);
                 let lz = self.zext(&lz, Ty::I32);
@@ -836,6 +856,13 @@ fail:
 
     fn set_carry(&mut self, c: &V) {
         let p = self.carry_slot();
+        let c = match self.warp.as_ref().map(|w| w.mask.clone()) {
+            Some(mask) => {
+                let old = self.out.def(Ty::I1, format_args!("load {VI1}, ptr {p}"));
+                self.select(&mask, c, &old)
+            }
+            None => c.clone(),
+        };
         self.out.op(format_args!("store {c}, ptr {p}"));
     }
 
@@ -1318,7 +1345,7 @@ fail:
                 return Ok(if fm.relu { self.relu(&r) } else { r });
             }
             Ex2 | Tanh | Sin | Cos | Lg2 | Rcp | Sqrt | Rsqrt => {
-                let x = self.out.def(Ty::Float, format_args!("fpext {} to float", src[0]));
+                let x = self.out.def(Ty::Float, format_args!("fpext {} to {VF32}", src[0]));
                 let f = match inst.op {
                     Ex2 => self.call1("llvm.exp2.f32", &x),
                     Sin => self.call1("llvm.sin.f32", &x),

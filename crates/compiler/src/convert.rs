@@ -1,6 +1,6 @@
 //! Conversions (`cvt`) and comparisons (`setp`, `set`, `selp`, `slct`).
 
-use crate::ir::{Ty, V, VF64, VI1, VI64};
+use crate::ir::{Ty, V, VF32, VF64, VI64};
 use crate::lower::{op_ty, FnLower, Res};
 use crate::softfloat::{self, Format, Mode};
 use ptx::ast::*;
@@ -118,8 +118,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
         } else {
             (0, (1i128 << dt.bits()) - 1)
         };
-        let c1 = self.call2("llvm.smax.i128", &xw, &V::new(w, lo.to_string()));
-        let c2 = self.call2("llvm.smin.i128", &c1, &V::new(w, hi.to_string()));
+        let c1 = self.call2(&format!("llvm.smax.{}", w.suffix()), &xw, &V::int(w, lo));
+        let c2 = self.call2(&format!("llvm.smin.{}", w.suffix()), &c1, &V::int(w, hi));
         let r = self.trunc(&c2, dty);
         self.set_ext(&args[0], r, dt.is_signed())
     }
@@ -155,7 +155,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 _ => "llvm.ceil",
             };
             let r = if matches!(sty, Ty::Half | Ty::Bfloat) {
-                let f32v = self.out.def(Ty::Float, format_args!("fpext {x} to float"));
+                let f32v = self.out.def(Ty::Float, format_args!("fpext {x} to {VF32}"));
                 let r = self.call1(&format!("{f}.f32"), &f32v);
                 let d = self.out.def(Ty::Double, format_args!("fpext {r} to {VF64}"));
                 self.round_to(&d, sty, Mode::Rn)
@@ -247,7 +247,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         } else {
             (x64, None)
         };
-        let fname = self.intrinsic("llvm.ctlz.i64", Ty::I64, &[Ty::I64, Ty::I1]);
+        let fname = self.intrinsic_immarg(&format!("llvm.ctlz.{}", Ty::I64.suffix()), Ty::I64);
         let lz = self.out.def(Ty::I64, format_args!("call {VI64} {fname}({mag}, i1 false)"));
         let len = self.bin("sub", &V::int(Ty::I64, 64), &lz);
         let k = self.bin("sub", &len, &V::int(Ty::I64, 53));
@@ -328,7 +328,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let x = self.get(&args[1], sty)?;
         let x = if ftz && st == Type::F32 { self.flush(&x) } else { x };
         // 16-bit floats convert exactly to f32 first.
-        let x = if matches!(sty, Ty::Half | Ty::Bfloat) { self.out.def(Ty::Float, format_args!("fpext {x} to float")) } else { x };
+        let x = if matches!(sty, Ty::Half | Ty::Bfloat) { self.out.def(Ty::Float, format_args!("fpext {x} to {VF32}")) } else { x };
         let f = match rnd {
             Some(Rounding::Rni) | Some(Rounding::Rn) | None => "llvm.roundeven",
             Some(Rounding::Rzi) | Some(Rounding::Rz) => "llvm.trunc",

@@ -120,11 +120,6 @@ impl Ty {
             other => other.name(),
         }
     }
-
-    /// The type in the current mode, as a string.
-    pub fn vname(self) -> String {
-        self.to_string()
-    }
 }
 
 impl fmt::Display for Ty {
@@ -144,16 +139,7 @@ impl fmt::Display for Ty {
 pub const VI1: Ty = Ty::I1;
 pub const VI64: Ty = Ty::I64;
 pub const VF64: Ty = Ty::Double;
-
-/// A type that always prints as a scalar.
-#[derive(Clone, Copy, Debug)]
-pub struct Scalar(pub Ty);
-
-impl fmt::Display for Scalar {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0.name())
-    }
-}
+pub const VF32: Ty = Ty::Float;
 
 /// A typed IR value: a `%name` or a constant. `lanes` is 1 for a scalar,
 /// else the vector width (warp mode).
@@ -291,6 +277,26 @@ impl Body {
         let name = self.fresh("a");
         let _ = writeln!(self.allocas, "  {name} = alloca {ty}, align {align}");
         name
+    }
+}
+
+/// An intrinsic name for the current mode: in warp mode a final scalar
+/// type suffix (`.i32`, `.f64`) becomes the vector one (`.v32i32`).
+pub fn lane_name(name: &str) -> String {
+    let n = lanes();
+    if n == 1 {
+        return name.to_string();
+    }
+    match name.rsplit_once('.') {
+        Some((head, last))
+            if last == "bf16"
+                || (last.len() >= 2
+                    && (last.starts_with('i') || last.starts_with('f'))
+                    && last[1..].bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            format!("{head}.v{n}{last}")
+        }
+        _ => name.to_string(),
     }
 }
 

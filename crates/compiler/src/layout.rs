@@ -405,8 +405,28 @@ pub fn local_bytes(f: &Function) -> u32 {
 /// Everything the driver needs to know about a module's kernels and
 /// globals, computed from the syntax tree alone (no code generation).
 pub fn describe(m: &Module) -> ModuleInfo {
+    describe_with_options(m, &crate::Target::HostCpu, &crate::Options::default())
+}
+
+/// The description of a module compiled for `target` with `opts`.
+pub fn describe_with_options(m: &Module, target: &crate::Target, opts: &crate::Options) -> ModuleInfo {
     let a = Analysis::new(m);
-    describe_with(m, &a)
+    describe_for(m, &a, target, opts)
+}
+
+/// The description of a module compiled for `target` (which decides how
+/// many lanes a kernel's functions run).
+pub fn describe_for(m: &Module, a: &Analysis, target: &crate::Target, opts: &crate::Options) -> ModuleInfo {
+    let mut info = describe_with(m, a);
+    for k in &mut info.kernels {
+        let item = m.symbol_by_name(&k.name).map(|s| m.symbol(s).item);
+        if let Some(Item::Function(f)) = item.and_then(|i| m.items.get(i as usize)) {
+            if crate::warp::warp_capable(a, target, opts, item.unwrap_or(0), f) {
+                k.lanes = crate::warp::W;
+            }
+        }
+    }
+    info
 }
 
 pub fn describe_with(m: &Module, a: &Analysis) -> ModuleInfo {
@@ -455,6 +475,7 @@ pub fn describe_kernel(_m: &Module, a: &Analysis, kid: ItemId, f: &Function) -> 
             reqntid,
             maxntid,
             local_bytes: local_bytes(f),
+            lanes: 1,
         }
     }
 }

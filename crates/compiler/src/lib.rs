@@ -14,10 +14,33 @@ mod memory;
 pub mod softfloat;
 mod sync;
 mod targets;
+mod warp;
 
 use thiserror::Error;
 
-pub use layout::describe;
+pub use layout::{describe, describe_with_options};
+
+/// Choices that change the code a compile produces.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Options {
+    /// Compile kernels that allow it in warp mode (32 lanes per call, see
+    /// `warp.rs`) rather than one thread per call. Default: on, unless the
+    /// environment variable `ANYCUDA_WARP` is `0`.
+    pub warp_mode: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { warp_mode: !std::env::var("ANYCUDA_WARP").is_ok_and(|v| v == "0") }
+    }
+}
+
+impl Options {
+    /// A short string identifying the options, for cache keys.
+    pub fn fingerprint(&self) -> String {
+        format!("warp={}", self.warp_mode as u8)
+    }
+}
 
 /// Where a kernel parameter lives in the parameter buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +71,10 @@ pub struct KernelInfo {
     pub maxntid: Option<[u32; 3]>,
     /// Largest `.local` frame of the kernel's own body, for attribute queries.
     pub local_bytes: u32,
+    /// Threads run by one call of the `thread` function: 1 (thread mode,
+    /// its arguments are the thread's x, y, z) or 32 (warp mode, its first
+    /// argument is the warp index in the block; see `cpu_abi`).
+    pub lanes: u32,
 }
 
 /// A module-scope variable (`.global` or `.const`) the driver can look up.
@@ -103,18 +130,28 @@ pub struct CompiledModule {
 /// Lowers a module to LLVM IR text (before optimisation), for inspection
 /// and golden tests. `src` is the module's source text, for error positions.
 pub fn emit_ir(module: &ptx::ast::Module, src: &str) -> Result<String, CompileError> {
-    let mut cx = lower::ModuleCx::new(module, src, &Target::HostCpu);
+    let mut cx = lower::ModuleCx::new(module, src, &Target::HostCpu, &Options::default());
     cx.lower_module()
 }
 
 /// Compiles a parsed module for `target`. `src` is the module's source text
 /// (for error positions).
 pub fn compile(module: &ptx::ast::Module, src: &str, target: &Target) -> Result<CompiledModule, CompileError> {
+    compile_with_options(module, src, target, &Options::default())
+}
+
+/// [`compile`] with explicit options.
+pub fn compile_with_options(
+    module: &ptx::ast::Module,
+    src: &str,
+    target: &Target,
+    opts: &Options,
+) -> Result<CompiledModule, CompileError> {
     targets::check_module(target, module, src)?;
-    let mut cx = lower::ModuleCx::new(module, src, target);
+    let mut cx = lower::ModuleCx::new(module, src, target, opts);
     let ir = cx.lower_module()?;
     let ir = targets::finish_ir(target, ir, &cx.decls, &cx.helpers);
-    let info = layout::describe_with(module, &cx.a);
+    let info = layout::describe_for(module, &cx.a, target, opts);
     let object = match target {
         Target::HostCpu => codegen::host_object(&ir)?,
         Target::Amdgpu { arch } => targets::amdgpu::object(&ir, &targets::amdgpu::Arch::parse(arch)?)?,
@@ -126,7 +163,7 @@ pub fn compile(module: &ptx::ast::Module, src: &str, target: &Target) -> Result<
 /// (before optimisation), for inspection and golden tests.
 pub fn emit_target_ir(module: &ptx::ast::Module, src: &str, target: &Target) -> Result<String, CompileError> {
     targets::check_module(target, module, src)?;
-    let mut cx = lower::ModuleCx::new(module, src, target);
+    let mut cx = lower::ModuleCx::new(module, src, target, &Options::default());
     let ir = cx.lower_module()?;
     Ok(targets::finish_ir(target, ir, &cx.decls, &cx.helpers))
 }

@@ -15,6 +15,7 @@ pub type Res<T> = Result<T, CompileError>;
 /// Module-wide lowering state.
 pub struct ModuleCx<'m> {
     pub target: crate::Target,
+    pub opts: crate::Options,
     pub m: &'m Module<'m>,
     pub lines: LineIndex<'m>,
     pub a: Analysis,
@@ -75,6 +76,9 @@ pub struct FnLower<'c, 'm> {
     pub shadows: Vec<Option<String>>,
     /// The pointer value the next register write should give its shadow.
     pub next_shadow: Option<V>,
+    /// Warp mode (see `warp.rs`): the lanes that execute the current
+    /// instruction, as a `<32 x i1>` value.
+    pub warp: Option<crate::warp::WarpState>,
 }
 
 pub fn reg_ty(t: Type) -> Ty {
@@ -107,9 +111,10 @@ fn func_symbol(name: &str) -> String {
 const FUNC_PREFIX: &str = "ptr %ctx, i32 %tid.x, i32 %tid.y, i32 %tid.z, i64 %lbase";
 
 impl<'m> ModuleCx<'m> {
-    pub fn new(m: &'m Module<'m>, src: &'m str, target: &crate::Target) -> ModuleCx<'m> {
+    pub fn new(m: &'m Module<'m>, src: &'m str, target: &crate::Target, opts: &crate::Options) -> ModuleCx<'m> {
         ModuleCx {
             target: target.clone(),
+            opts: opts.clone(),
             m,
             lines: LineIndex::new(src),
             a: Analysis::new(m),
@@ -140,11 +145,15 @@ impl<'m> ModuleCx<'m> {
             let Item::Function(f) = item else { continue };
             // Only the item a symbol resolves to is defined (prototypes are not).
             let Some(body) = &f.body else { continue };
+            let warp = f.kind == FunctionKind::Entry && crate::warp::warp_capable(&self.a, &self.target, &self.opts, idx as ItemId, f);
             let mut fl = FnLower::new(self, idx as ItemId, f, body);
-            let text = fl.lower()?;
+            let text = if warp { fl.lower_warp()? } else { fl.lower()? };
             funcs.push_str(&text);
             if f.kind == FunctionKind::Entry {
-                let kernel = layout::describe_kernel(self.m, &self.a, idx as ItemId, f);
+                let mut kernel = layout::describe_kernel(self.m, &self.a, idx as ItemId, f);
+                if warp {
+                    kernel.lanes = crate::warp::W;
+                }
                 funcs.push_str(&crate::targets::kernel_entries(&self.target, &kernel)?);
             }
         }
@@ -309,6 +318,36 @@ pub fn float_from_f64(t: Type, v: f64) -> u64 {
     }
 }
 
+/// The fast-path function of a warp-mode kernel: every warp of the block
+/// in order.
+pub fn warp_block_function(kernel: &str, param_bytes: u32) -> String {
+    let thread = global_name(&KernelSymbols::thread(kernel));
+    let block = global_name(&KernelSymbols::block(kernel));
+    let ctx_bytes = std::mem::size_of::<crate::cpu_abi::BlockCtx>();
+    let param_bytes = param_bytes.max(1);
+    format!(
+        "define void {block}(ptr noalias readonly align 16 dereferenceable({param_bytes}) %params, ptr noalias align 8 dereferenceable({ctx_bytes}) %ctx) #0 {{
+entry:
+  %pn = getelementptr i8, ptr %ctx, i64 {nthreads}
+  %n = load i32, ptr %pn, align 4
+  %n31 = add i32 %n, 31
+  %nw = lshr i32 %n31, 5
+  %none = icmp eq i32 %nw, 0
+  br i1 %none, label %done, label %wloop
+wloop:
+  %w = phi i32 [0, %entry], [%w1, %wloop]
+  call void {thread}(ptr %params, ptr %ctx, i32 %w, i32 0, i32 0)
+  %w1 = add nuw i32 %w, 1
+  %more = icmp ult i32 %w1, %nw
+  br i1 %more, label %wloop, label %done
+done:
+  ret void
+}}
+",
+        nthreads = offsets::NTHREADS
+    )
+}
+
 /// The fast-path function running every thread of a block in order.
 pub fn block_function(kernel: &str, param_bytes: u32) -> String {
     let thread = global_name(&KernelSymbols::thread(kernel));
@@ -370,6 +409,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             exit_label: String::new(),
             shadows: Vec::new(),
             next_shadow: None,
+            warp: None,
         }
     }
 
@@ -602,6 +642,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
         Ok(())
     }
 
+    /// The lowering shared by both modes (warp mode routes control flow,
+    /// memory and collectives itself and sends the rest here).
+    pub fn dispatch_shared(&mut self, inst: &Instruction) -> Res<()> {
+        self.dispatch(inst)
+    }
+
     fn dispatch(&mut self, inst: &Instruction) -> Res<()> {
         use Opcode::*;
         match inst.op {
@@ -726,12 +772,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// Converts `v` to `to`: same-width bitcasts, integer truncation or
     /// extension (sign extension when `signed`).
     pub fn convert(&mut self, v: V, to: Ty, signed: bool) -> V {
+        let v = self.vec(v);
         if v.ty == to {
             return v;
         }
         let mut v = v;
         if v.ty == Ty::Ptr {
-            v = self.out.def(Ty::I64, format_args!("ptrtoint {v} to i64"));
+            v = self.out.def(Ty::I64, format_args!("ptrtoint {v} to {}", Ty::I64));
             if to == Ty::I64 {
                 return v;
             }
@@ -755,7 +802,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             if v.ty == Ty::I1 && target_int != Ty::I1 {
                 v = self.out.def(target_int, format_args!("zext {v} to {target_int}"));
             } else if target_int == Ty::I1 {
-                v = self.out.def(Ty::I1, format_args!("trunc {v} to i1"));
+                v = self.out.def(Ty::I1, format_args!("trunc {v} to {}", Ty::I1));
             } else {
                 v = self.out.def(target_int, format_args!("{op} {v} to {target_int}"));
             }
@@ -763,7 +810,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         if to.is_float() {
             v = self.out.def(to, format_args!("bitcast {v} to {to}"));
         } else if to == Ty::Ptr {
-            v = self.out.def(Ty::Ptr, format_args!("inttoptr {v} to ptr"));
+            v = self.out.def(Ty::Ptr, format_args!("inttoptr {v} to {}", Ty::Ptr));
         }
         v
     }
@@ -783,7 +830,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Operand::NotReg(r) => {
                 let v = self.load_reg(r);
                 let v = self.convert(v, Ty::I1, false);
-                let n = self.out.def(Ty::I1, format_args!("xor {v}, true"));
+                let n = self.bin("xor", &v, &V::int(Ty::I1, 1));
                 Ok(self.convert(n, ty, false))
             }
             Operand::Imm(i) => Ok(self.imm(i, ty)),
@@ -834,8 +881,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 for (k, e) in elems.iter().enumerate() {
                     let v = self.get(e, Ty::int(ebits))?;
                     let z = self.out.def(wide, format_args!("zext {v} to {wide}"));
-                    let sh = self.out.def(wide, format_args!("shl {z}, {}", ebits as usize * k));
-                    acc = self.out.def(wide, format_args!("or {acc}, {}", sh.s));
+                    let sh = self.bin("shl", &z, &V::int(wide, (ebits as usize * k) as i128));
+                    acc = self.bin("or", &acc, &sh);
                 }
                 Ok(self.convert(acc, ty, false))
             }
@@ -864,6 +911,14 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Operand::Reg(r) => {
                 let ty = self.reg_tys[r as usize];
                 let v = self.convert(v, ty, signed);
+                let v = match self.warp.as_ref().map(|w| w.mask.clone()) {
+                    // Only the executing lanes change their registers.
+                    Some(mask) => {
+                        let old = self.load_reg(r);
+                        self.out.def(ty, format_args!("select {mask}, {v}, {old}"))
+                    }
+                    None => v,
+                };
                 if let Some(Some(shadow)) = self.shadows.get(r as usize).cloned() {
                     let p = match self.next_shadow.take() {
                         Some(p) => p,
@@ -886,8 +941,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let ebits = wide.bits() / n;
                 let w = self.convert(v, wide, false);
                 for (k, e) in elems.iter().enumerate() {
-                    let sh = self.out.def(wide, format_args!("lshr {w}, {}", ebits as usize * k));
-                    let part = self.out.def(Ty::int(ebits), format_args!("trunc {sh} to i{ebits}"));
+                    let sh = self.bin("lshr", &w, &V::int(wide, (ebits as usize * k) as i128));
+                    let part = self.trunc(&sh, Ty::int(ebits));
                     self.set(e, part)?;
                 }
                 Ok(())
@@ -896,19 +951,37 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
     }
 
+    /// A field of the block context: uniform, a scalar in every mode.
     pub fn ctx_field(&mut self, offset: usize, ty: Ty) -> V {
-        let p = self.out.def(Ty::Ptr, format_args!("getelementptr i8, ptr %ctx, i64 {offset}"));
-        self.out.def(ty, format_args!("load {ty}, {p}, align 4"))
+        let p = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, ptr %ctx, i64 {offset}"));
+        self.out.def_scalar(ty, format_args!("load {}, {p}, align 4", ty.name()))
+    }
+
+    /// In warp mode, a scalar (uniform) value broadcast to every lane;
+    /// anything else unchanged.
+    pub fn vec(&mut self, v: V) -> V {
+        let n = ir::lanes();
+        if n == 1 || v.lanes == n {
+            return v;
+        }
+        let t = v.ty.name();
+        let i = self.out.def(v.ty, format_args!("insertelement <{n} x {t}> poison, {t} {}, i32 0", v.s));
+        self.out.def(v.ty, format_args!("shufflevector <{n} x {t}> {}, <{n} x {t}> poison, <{n} x i32> zeroinitializer", i.s))
     }
 
     fn special(&mut self, s: SpecialReg, c: u8) -> Res<V> {
         use SpecialReg::*;
+        if self.warp.is_some() {
+            if let Some(v) = self.warp_special(s, c) {
+                return Ok(v);
+            }
+        }
         let c = c as usize;
         Ok(match s {
             Tid => V::new(Ty::I32, ["%tid.x", "%tid.y", "%tid.z"][c]),
             Ntid => match c {
-                0 => V::new(Ty::I32, "%ntid.x"),
-                1 => V::new(Ty::I32, "%ntid.y"),
+                0 => V::scalar(Ty::I32, "%ntid.x"),
+                1 => V::scalar(Ty::I32, "%ntid.y"),
                 _ => self.ctx_field(offsets::NTID + 8, Ty::I32),
             },
             Ctaid => self.ctx_field(offsets::CTAID + 4 * c, Ty::I32),
@@ -917,8 +990,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Warpid => self.out.def(Ty::I32, format_args!("lshr i32 %lin, 5")),
             Nwarpid => {
                 let n = self.ctx_field(offsets::NTHREADS, Ty::I32);
-                let a = self.out.def(Ty::I32, format_args!("add {n}, 31"));
-                self.out.def(Ty::I32, format_args!("lshr {a}, 5"))
+                let a = self.out.def_scalar(Ty::I32, format_args!("add {n}, 31"));
+                self.out.def_scalar(Ty::I32, format_args!("lshr {a}, 5"))
             }
             LanemaskEq | LanemaskLe | LanemaskLt | LanemaskGe | LanemaskGt => {
                 let lane = self.out.def(Ty::I32, format_args!("and i32 %lin, 31"));
@@ -945,24 +1018,24 @@ impl<'c, 'm> FnLower<'c, 'm> {
             TotalSmemSize | AggrSmemSize => self.ctx_field(offsets::SHARED_BYTES, Ty::I32),
             Clock | ClockHi | Clock64 => {
                 self.cx.declare("__anycuda_clock64", "declare i64 @__anycuda_clock64(ptr)");
-                let t = self.out.def(Ty::I64, format_args!("call i64 @__anycuda_clock64(ptr %ctx)"));
+                let t = self.out.def_scalar(Ty::I64, format_args!("call i64 @__anycuda_clock64(ptr %ctx)"));
                 match s {
-                    Clock => self.out.def(Ty::I32, format_args!("trunc {t} to i32")),
+                    Clock => self.out.def_scalar(Ty::I32, format_args!("trunc {t} to i32")),
                     ClockHi => {
-                        let h = self.out.def(Ty::I64, format_args!("lshr {t}, 32"));
-                        self.out.def(Ty::I32, format_args!("trunc {h} to i32"))
+                        let h = self.out.def_scalar(Ty::I64, format_args!("lshr {t}, 32"));
+                        self.out.def_scalar(Ty::I32, format_args!("trunc {h} to i32"))
                     }
                     _ => t,
                 }
             }
             Globaltimer | GlobaltimerLo | GlobaltimerHi => {
                 self.cx.declare("__anycuda_globaltimer", "declare i64 @__anycuda_globaltimer(ptr)");
-                let t = self.out.def(Ty::I64, format_args!("call i64 @__anycuda_globaltimer(ptr %ctx)"));
+                let t = self.out.def_scalar(Ty::I64, format_args!("call i64 @__anycuda_globaltimer(ptr %ctx)"));
                 match s {
-                    GlobaltimerLo => self.out.def(Ty::I32, format_args!("trunc {t} to i32")),
+                    GlobaltimerLo => self.out.def_scalar(Ty::I32, format_args!("trunc {t} to i32")),
                     GlobaltimerHi => {
-                        let h = self.out.def(Ty::I64, format_args!("lshr {t}, 32"));
-                        self.out.def(Ty::I32, format_args!("trunc {h} to i32"))
+                        let h = self.out.def_scalar(Ty::I64, format_args!("lshr {t}, 32"));
+                        self.out.def_scalar(Ty::I32, format_args!("trunc {h} to i32"))
                     }
                     _ => t,
                 }
@@ -988,15 +1061,18 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// (a real address for local/param, an offset for shared).
     pub fn var_address_value(&mut self, v: VarId) -> Res<V> {
         match self.vars.get(&v).cloned() {
-            Some(VarLoc::Ptr(p)) => Ok(V::new(Ty::Ptr, p)),
+            Some(VarLoc::Ptr(p)) => Ok(V::scalar(Ty::Ptr, p)),
             Some(VarLoc::Local(p)) => {
+                if self.warp.is_some() {
+                    return self.warp_local_address(&p, v);
+                }
                 let a = self.out.def(Ty::I64, format_args!("ptrtoint ptr {p} to i64"));
                 Ok(self.out.def(Ty::I64, format_args!("sub {a}, %lbase")))
             }
-            Some(VarLoc::Shared(o)) => Ok(V::int(Ty::I64, o as i128)),
+            Some(VarLoc::Shared(o)) => Ok(V::scalar(Ty::I64, o.to_string())),
             Some(VarLoc::DynShared) => {
                 let o = self.ctx_field(offsets::DYNAMIC_SHARED_OFFSET, Ty::I32);
-                Ok(self.out.def(Ty::I64, format_args!("zext {o} to i64")))
+                Ok(self.out.def_scalar(Ty::I64, format_args!("zext {o} to i64")))
             }
             None => self.invalid(format!("`{}` is not addressable", self.f.var(v).name)),
         }
@@ -1015,20 +1091,20 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 if f.is_some_and(|f| f.kind == FunctionKind::Entry) {
                     // A kernel's address identifies it (device-side launches
                     // are not supported); its thread function stands for it.
-                    return Ok(V::new(Ty::Ptr, global_name(&KernelSymbols::thread(sym.name))));
+                    return Ok(V::scalar(Ty::Ptr, global_name(&KernelSymbols::thread(sym.name))));
                 }
-                Ok(V::new(Ty::Ptr, global_name(&func_symbol(sym.name))))
+                Ok(V::scalar(Ty::Ptr, global_name(&func_symbol(sym.name))))
             }
             SymbolKind::Variable => {
                 let Some(v) = self.cx.m.variable(s) else {
                     return self.invalid(format!("`{}` is not a variable", sym.name));
                 };
                 match v.decl.space {
-                    StateSpace::Global | StateSpace::Const => Ok(V::new(Ty::Ptr, global_name(&KernelSymbols::global(sym.name)))),
+                    StateSpace::Global | StateSpace::Const => Ok(V::scalar(Ty::Ptr, global_name(&KernelSymbols::global(sym.name)))),
                     StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster => {
                         if is_dynamic_shared(&v.decl) {
                             let o = self.ctx_field(offsets::DYNAMIC_SHARED_OFFSET, Ty::I32);
-                            return Ok(self.out.def(Ty::I64, format_args!("zext {o} to i64")));
+                            return Ok(self.out.def_scalar(Ty::I64, format_args!("zext {o} to i64")));
                         }
                         let off = self
                             .cx
@@ -1038,7 +1114,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                             .or_else(|| self.cx.a.common_shared.get(&s))
                             .copied();
                         match off {
-                            Some(o) => Ok(V::int(Ty::I64, o as i128)),
+                            Some(o) => Ok(V::scalar(Ty::I64, o.to_string())),
                             None => self.invalid(format!("shared variable `{}` has no layout", sym.name)),
                         }
                     }
@@ -1050,8 +1126,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     /// The shared window's base pointer.
     pub fn shared_base(&mut self) -> V {
-        let p = self.out.def(Ty::Ptr, format_args!("getelementptr i8, ptr %ctx, i64 {}", offsets::SHARED));
-        self.out.def(Ty::Ptr, format_args!("load ptr, {p}, align 8"))
+        let p = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, ptr %ctx, i64 {}", offsets::SHARED));
+        self.out.def_scalar(Ty::Ptr, format_args!("load ptr, {p}, align 8"))
     }
 
     /// A pointer for an address operand accessed in `space` (None = generic).

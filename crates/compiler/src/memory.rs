@@ -133,18 +133,15 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let x = self.get(&args[1], Ty::I64)?;
         let r = if is_shared(space) {
             let base = self.shared_base();
-            let base = self.out.def(Ty::I64, format_args!("ptrtoint {base} to i64"));
+            let base = self.out.def_scalar(Ty::I64, format_args!("ptrtoint {base} to i64"));
             if to {
                 self.bin("sub", &x, &base)
             } else {
                 self.bin("add", &x, &base)
             }
         } else if space == Some(StateSpace::Local) {
-            if to {
-                self.out.def(Ty::I64, format_args!("sub {x}, %lbase"))
-            } else {
-                self.out.def(Ty::I64, format_args!("add {x}, %lbase"))
-            }
+            let lbase = V::scalar(Ty::I64, "%lbase");
+            self.bin(if to { "sub" } else { "add" }, &x, &lbase)
         } else {
             // Global, const and param addresses are host addresses.
             x
@@ -165,7 +162,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let a = self.get(&args[1], Ty::I64)?;
         let in_shared = {
             let base = self.shared_base();
-            let base = self.out.def(Ty::I64, format_args!("ptrtoint {base} to i64"));
+            let base = self.out.def_scalar(Ty::I64, format_args!("ptrtoint {base} to i64"));
             let size = self.ctx_field(offsets::SHARED_BYTES, Ty::I32);
             let size = self.zext(&size, Ty::I64);
             let off = self.bin("sub", &a, &base);

@@ -18,8 +18,12 @@ pub struct Program {
 
 impl Program {
     pub fn from_source(src: &str) -> Result<Program, String> {
+        Program::from_source_with(src, &compiler::Options::default())
+    }
+
+    pub fn from_source_with(src: &str, opts: &compiler::Options) -> Result<Program, String> {
         let module = ptx::parse(src).map_err(|d| d.to_string())?;
-        let compiled = compiler::compile(&module, src, &compiler::Target::HostCpu).map_err(|e| e.to_string())?;
+        let compiled = compiler::compile_with_options(&module, src, &compiler::Target::HostCpu, opts).map_err(|e| e.to_string())?;
         let loaded = backend_cpu::load(&compiled.object).map_err(|e| e.to_string())?;
         let mut kernels = HashMap::new();
         for info in compiled.info.kernels {
@@ -33,9 +37,13 @@ impl Program {
     }
 
     pub fn from_file(name: &str) -> Result<Program, String> {
+        Program::from_file_with(name, &compiler::Options::default())
+    }
+
+    pub fn from_file_with(name: &str, opts: &compiler::Options) -> Result<Program, String> {
         let path = ptx_dir().join(name);
         let src = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Program::from_source(&src)
+        Program::from_source_with(&src, opts)
     }
 
     pub fn kernel(&self, name: &str) -> Result<&LoadedKernel, String> {

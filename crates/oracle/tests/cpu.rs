@@ -9,10 +9,11 @@ struct Family {
     kernels: HashMap<String, LoadedKernel>,
 }
 
-fn load_family(name: &str) -> Result<Family, String> {
+fn load_family(name: &str, warp_mode: bool) -> Result<Family, String> {
     let src = oracle::module_source(name)?;
     let module = ptx::parse(&src).map_err(|d| d.to_string())?;
-    let compiled = compiler::compile(&module, &src, &compiler::Target::HostCpu).map_err(|e| e.to_string())?;
+    let opts = compiler::Options { warp_mode };
+    let compiled = compiler::compile_with_options(&module, &src, &compiler::Target::HostCpu, &opts).map_err(|e| e.to_string())?;
     let loaded = backend_cpu::load(&compiled.object).map_err(|e| e.to_string())?;
     let mut kernels = HashMap::new();
     for info in compiled.info.kernels {
@@ -53,14 +54,26 @@ fn run(case: &oracle::Case, kernel: &LoadedKernel) -> Result<(), String> {
     case.check(&results)
 }
 
+/// Kernels compiled in warp mode where they allow it (the default).
 #[test]
-fn oracle_cases_match_the_hardware() {
+fn oracle_cases_match_the_hardware_in_warp_mode() {
+    run_all(true);
+}
+
+/// Every kernel compiled one thread per call (the mode kernels that warp
+/// mode does not cover use).
+#[test]
+fn oracle_cases_match_the_hardware_in_thread_mode() {
+    run_all(false);
+}
+
+fn run_all(warp_mode: bool) {
     let oracle = oracle::load().expect("oracle loads");
     let mut families: HashMap<String, Result<Family, String>> = HashMap::new();
     let mut failures = Vec::new();
     let mut passed = 0;
     for case in &oracle.cases {
-        let fam = families.entry(case.family.clone()).or_insert_with(|| load_family(&case.family));
+        let fam = families.entry(case.family.clone()).or_insert_with(|| load_family(&case.family, warp_mode));
         let result = match fam {
             Err(e) => Err(format!("family does not load: {e}")),
             Ok(f) => match f.kernels.get(&case.kernel) {
@@ -78,6 +91,6 @@ fn oracle_cases_match_the_hardware() {
             eprintln!("FAIL {f}");
         }
     }
-    eprintln!("oracle: {passed} passed, {} failed", failures.len());
+    eprintln!("oracle ({} mode): {passed} passed, {} failed", if warp_mode { "warp" } else { "thread" }, failures.len());
     assert!(failures.is_empty(), "{} of {} oracle cases fail", failures.len(), oracle.cases.len());
 }

@@ -64,6 +64,10 @@ pub(crate) struct Job {
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub nthreads: u32,
+    /// What the scheduler runs per block: threads, or warps for kernels
+    /// compiled in warp mode (`KernelInfo::lanes` > 1).
+    pub units: u32,
+    pub lanes: u32,
     pub nblocks: u64,
     pub cooperative: bool,
     params: AlignedBuf,
@@ -155,6 +159,8 @@ impl Job {
             grid,
             block,
             nthreads,
+            units: if info.lanes > 1 { nthreads.div_ceil(info.lanes) } else { nthreads },
+            lanes: info.lanes.max(1),
             nblocks,
             cooperative: options.cooperative,
             params: param_buf,

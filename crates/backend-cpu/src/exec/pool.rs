@@ -293,7 +293,7 @@ fn monitor_main(shared: std::sync::Weak<Shared>) {
                 // Each thread of a scheduled block holds two memory mappings:
                 // stay well inside the kernel's limit (vm.max_map_count, 65530
                 // by default).
-                let maps_per_worker = if job.block_fn.is_some() { 8 } else { 2 * job.nthreads as usize + 8 };
+                let maps_per_worker = if job.block_fn.is_some() { 8 } else { 2 * job.units as usize + 8 };
                 cap = cap.max(shared.max_workers().min(32_000 / maps_per_worker.max(1)));
             }
         }

@@ -117,7 +117,7 @@ impl BlockRt {
             job,
             scheduled,
             ntid: job.block,
-            nthreads: job.nthreads,
+            nthreads: job.units,
             block: Cell::new([0; 3]),
             in_block: Cell::new(false),
             current: Cell::new(0),
@@ -142,6 +142,10 @@ impl BlockRt {
     }
 
     pub(crate) fn thread_coords(&self, linear: u32) -> [u32; 3] {
+        if self.job().lanes > 1 {
+            // Warp mode: the function runs warp `linear` of the block.
+            return [linear, 0, 0];
+        }
         let [x, y, _] = self.ntid;
         [linear % x, (linear / x) % y, linear / (x * y)]
     }

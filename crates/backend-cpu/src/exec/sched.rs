@@ -88,7 +88,7 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
         return;
     };
     let mut state = local.sched.take().unwrap_or_default();
-    state.prepare_slots(job.nthreads as usize);
+    state.prepare_slots(job.units as usize);
     let rt = BlockRt::new(job, true);
     rt.slots.set(state.slots.as_ptr());
     let mut ctx = job.block_ctx(smid, shared, (&rt as *const BlockRt).cast_mut().cast());
@@ -120,7 +120,7 @@ impl SchedState {
     }
 
     fn run_block(&mut self, env: &Env, local: &mut Local, ctx: &mut BlockCtx) -> Result<(), LaunchError> {
-        self.reset(env.job.nthreads as usize);
+        self.reset(env.job.units as usize);
         let result = self.schedule(env, local, ctx);
         self.release_threads(local);
         result

@@ -53,6 +53,7 @@ pub fn info(name: &str, needs_scheduler: bool) -> KernelInfo {
         reqntid: None,
         maxntid: None,
         local_bytes: 0,
+        lanes: 1,
     }
 }
 

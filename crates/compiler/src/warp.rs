@@ -1,0 +1,1146 @@
+//! Warp mode: a kernel lowered so that one call runs the 32 lanes of a warp
+//! together. Every PTX register is a vector with one element per lane; an
+//! instruction executes for the lanes of the current mask (`<32 x i1>`),
+//! and only those lanes' registers change.
+//!
+//! Control flow. The kernel's PTX basic blocks are numbered in program
+//! order. Each lane has the number of the block it executes next (`next`);
+//! `live` holds the lanes that have not exited. A block runs for the lanes
+//! whose `next` is its number, and blocks run lowest number first, so lanes
+//! that diverged meet again at the first block they all reach (where the
+//! hardware reconverges them too). Branches that every executing lane takes
+//! the same way jump directly, so uniform control flow stays ordinary LLVM
+//! control flow (loops remain loops); divergent ones go through a dispatch
+//! block that picks the lowest pending block.
+//!
+//! Warp collectives become vector operations on the registers. Barriers
+//! are runtime calls made once per warp; the executor schedules warps
+//! (the `thread` argument is the warp index).
+//!
+//! Kernels that call functions or use instructions warp mode does not
+//! lower run in thread mode instead (`warp_capable`).
+
+use crate::cpu_abi::{bar_red, offsets};
+use crate::ir::{self, Ty, V};
+use crate::layout::ItemId;
+use crate::lower::{op_ty, FnLower, Res};
+use ptx::ast::*;
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// Lanes of a warp.
+pub const W: u32 = 32;
+
+/// The per-function state of warp mode.
+#[derive(Clone, Debug)]
+pub struct WarpState {
+    /// The executing lanes (`<32 x i1>` value).
+    pub mask: V,
+    /// The number of the block being lowered.
+    pub block: u32,
+    /// The block number each statement index starts, if it starts one.
+    pub starts: HashMap<usize, u32>,
+    pub label_block: HashMap<LabelId, u32>,
+    pub blocks: u32,
+}
+
+/// Instructions warp mode lowers.
+fn supported(op: Opcode) -> bool {
+    use Opcode::*;
+    !matches!(
+        op,
+        Call | Brx | Alloca | Stacksave | Stackrestore | Isspacep | Tex | Tld4 | Txq | Suld | Sust | Sured
+            | Suq | Mma | Wmma | Wgmma | Tcgen05 | Ldmatrix | Stmatrix | Movmatrix | Cp | Mbarrier
+            | Multimem | Tensormap | Clusterlaunchcontrol | Istypep | Mapa | Getctarank
+    )
+}
+
+/// Whether a kernel runs in warp mode: on the host CPU, when the options
+/// allow it, the kernel calls no functions and every instruction is one
+/// warp mode lowers.
+pub fn warp_capable(a: &crate::layout::Analysis, target: &crate::Target, opts: &crate::Options, item: ItemId, f: &Function) -> bool {
+    if !matches!(target, crate::Target::HostCpu) || !opts.warp_mode {
+        return false;
+    }
+    let Some(b) = &f.body else { return false };
+    if a.reachable(item).len() != 1 {
+        return false;
+    }
+    if b.regs.iter().any(|r| f.var(r.var).vector != 0) {
+        return false;
+    }
+    for s in &b.statements {
+        match s {
+            Statement::Instruction(i) => {
+                if !supported(i.op) {
+                    return false;
+                }
+                // bar.red reduces per thread; warps would need weights.
+                if matches!(i.op, Opcode::Bar | Opcode::Barrier) && i.has(b, Flag::Red) {
+                    return false;
+                }
+                if matches!(i.op, Opcode::Bar | Opcode::Barrier) && i.scope(b) == Some(Scope::Cluster) {
+                    return false;
+                }
+            }
+            Statement::BranchTargets { .. } | Statement::CallTargets { .. } | Statement::CallPrototype { .. } => {
+                return false
+            }
+            Statement::Decl(v) if f.var(*v).space == StateSpace::Param => return false,
+            _ => {}
+        }
+    }
+    true
+}
+
+/// `<0, 1, ..., 31>`
+fn lane_ids() -> String {
+    let items: Vec<String> = (0..W).map(|i| format!("i32 {i}")).collect();
+    format!("<{}>", items.join(", "))
+}
+
+impl<'c, 'm> FnLower<'c, 'm> {
+    fn live_slot() -> &'static str {
+        "%live.slot"
+    }
+    fn next_slot() -> &'static str {
+        "%next.slot"
+    }
+
+    fn mask(&self) -> V {
+        self.warp.as_ref().map(|w| w.mask.clone()).unwrap_or_else(|| V::int(Ty::I1, 1))
+    }
+
+    fn set_mask(&mut self, m: V) {
+        if let Some(w) = self.warp.as_mut() {
+            w.mask = m;
+        }
+    }
+
+    /// Whether any lane of `m` is set (a scalar i1).
+    pub fn any(&mut self, m: &V) -> V {
+        let f = self.intrinsic_scalar_ret("llvm.vector.reduce.or.v32i1", Ty::I1, &format!("<{W} x i1>"));
+        self.out.def_scalar(Ty::I1, format_args!("call i1 {f}({m})"))
+    }
+
+    /// Whether every lane of `m` is set (a scalar i1).
+    pub fn all(&mut self, m: &V) -> V {
+        let f = self.intrinsic_scalar_ret("llvm.vector.reduce.and.v32i1", Ty::I1, &format!("<{W} x i1>"));
+        self.out.def_scalar(Ty::I1, format_args!("call i1 {f}({m})"))
+    }
+
+    /// The lanes of `m` as the bits of an i32 (scalar).
+    pub fn bits(&mut self, m: &V) -> V {
+        self.out.def_scalar(Ty::I32, format_args!("bitcast {m} to i32"))
+    }
+
+    fn intrinsic_scalar_ret(&mut self, name: &str, ret: Ty, arg: &str) -> String {
+        self.cx.declare(name, &format!("declare {} @{name}({arg})", ret.name()));
+        format!("@{name}")
+    }
+
+    /// The first element of a vector (a scalar).
+    pub fn lane0(&mut self, v: &V) -> V {
+        self.out.def_scalar(v.ty, format_args!("extractelement {v}, i32 0"))
+    }
+
+    // ---- the frame ---------------------------------------------------------------
+
+    /// Numbers the basic blocks: the entry, each label, and the code after
+    /// each branch, return or exit.
+    fn number_blocks(b: &Body) -> (HashMap<usize, u32>, HashMap<LabelId, u32>, u32) {
+        let mut starts = HashMap::new();
+        let mut label_block = HashMap::new();
+        let mut n = 1u32;
+        let mut after_end = false;
+        for (i, s) in b.statements.iter().enumerate() {
+            match s {
+                Statement::Label(l) => {
+                    starts.insert(i, n);
+                    label_block.insert(*l, n);
+                    n += 1;
+                    after_end = false;
+                }
+                Statement::Instruction(inst) => {
+                    if after_end {
+                        starts.insert(i, n);
+                        n += 1;
+                        after_end = false;
+                    }
+                    if matches!(inst.op, Opcode::Bra) || (matches!(inst.op, Opcode::Ret | Opcode::Exit) && inst.guard.is_none()) {
+                        after_end = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        (starts, label_block, n)
+    }
+
+    pub fn lower_warp(&mut self) -> Res<String> {
+        let _lanes = ir::set_lanes(W);
+        let (starts, label_block, blocks) = Self::number_blocks(self.b);
+        self.warp = Some(WarpState { mask: V::int(Ty::I1, 1), block: 0, starts, label_block, blocks });
+        self.exit_label = "wexit".to_string();
+        for r in 0..self.b.regs.len() {
+            let decl = self.f.var(self.b.regs[r].var);
+            let ty = crate::lower::reg_ty(decl.ty);
+            let a = self.out.alloca(&ty.to_string(), 16);
+            self.regs.push(a);
+            self.reg_tys.push(ty);
+            self.shadows.push(None);
+        }
+        self.place_warp_variables()?;
+        for _ in 0..self.b.labels.len() {
+            let l = self.out.fresh_label("L");
+            self.labels.push(l);
+        }
+        let lanes = lane_ids();
+        let mut e = String::new();
+        let _ = writeln!(e, "  %ntid.x = load i32, ptr %ctx, align 4");
+        let _ = writeln!(e, "  %ntid.y.p = getelementptr i8, ptr %ctx, i64 4");
+        let _ = writeln!(e, "  %ntid.y = load i32, ptr %ntid.y.p, align 4");
+        let _ = writeln!(e, "  %nthreads.p = getelementptr i8, ptr %ctx, i64 {}", offsets::NTHREADS);
+        let _ = writeln!(e, "  %nthreads = load i32, ptr %nthreads.p, align 4");
+        let _ = writeln!(e, "  %warp = add i32 %tid.x, 0");
+        let _ = writeln!(e, "  %wbase = mul i32 %warp, {W}");
+        let _ = writeln!(e, "  %wbase.i = insertelement <{W} x i32> poison, i32 %wbase, i32 0");
+        let _ = writeln!(e, "  %wbase.v = shufflevector <{W} x i32> %wbase.i, <{W} x i32> poison, <{W} x i32> zeroinitializer");
+        let _ = writeln!(e, "  %lane = add <{W} x i32> {lanes}, zeroinitializer");
+        let _ = writeln!(e, "  %lin = add <{W} x i32> %wbase.v, %lane");
+        let _ = writeln!(e, "  %nt.i = insertelement <{W} x i32> poison, i32 %nthreads, i32 0");
+        let _ = writeln!(e, "  %nt.v = shufflevector <{W} x i32> %nt.i, <{W} x i32> poison, <{W} x i32> zeroinitializer");
+        let _ = writeln!(e, "  %valid = icmp ult <{W} x i32> %lin, %nt.v");
+        let _ = writeln!(e, "  %nx.i = insertelement <{W} x i32> poison, i32 %ntid.x, i32 0");
+        let _ = writeln!(e, "  %nx.v = shufflevector <{W} x i32> %nx.i, <{W} x i32> poison, <{W} x i32> zeroinitializer");
+        let _ = writeln!(e, "  %ny.i = insertelement <{W} x i32> poison, i32 %ntid.y, i32 0");
+        let _ = writeln!(e, "  %ny.v = shufflevector <{W} x i32> %ny.i, <{W} x i32> poison, <{W} x i32> zeroinitializer");
+        // Lanes past the block's threads get ids of 0 so that divisions by the
+        // block dimensions stay defined.
+        let _ = writeln!(e, "  %lin.safe = select <{W} x i1> %valid, <{W} x i32> %lin, <{W} x i32> zeroinitializer");
+        let _ = writeln!(e, "  %tid.xv = urem <{W} x i32> %lin.safe, %nx.v");
+        let _ = writeln!(e, "  %q.x = udiv <{W} x i32> %lin.safe, %nx.v");
+        let _ = writeln!(e, "  %tid.yv = urem <{W} x i32> %q.x, %ny.v");
+        let _ = writeln!(e, "  %tid.zv = udiv <{W} x i32> %q.x, %ny.v");
+        let _ = writeln!(e, "  %lanchor.i = ptrtoint ptr %lanchor to i64");
+        let _ = writeln!(e, "  %lbase = sub i64 %lanchor.i, 2147483648");
+        let _ = writeln!(e, "  store <{W} x i1> %valid, ptr {}", Self::live_slot());
+        let _ = writeln!(e, "  store <{W} x i32> zeroinitializer, ptr {}", Self::next_slot());
+        let _ = writeln!(e, "  br label %B0");
+        self.out.allocas.push_str("  %lanchor = alloca i8, align 1\n");
+        let _ = writeln!(self.out.allocas, "  {} = alloca <{W} x i1>, align 16", Self::live_slot());
+        let _ = writeln!(self.out.allocas, "  {} = alloca <{W} x i32>, align 16", Self::next_slot());
+
+        // Block 0 starts here.
+        self.begin_block(0);
+        for (i, s) in self.b.statements.iter().enumerate() {
+            self.stmt = i;
+            let start = self.warp.as_ref().and_then(|w| w.starts.get(&i).copied());
+            if let Some(k) = start {
+                if !self.out.terminated {
+                    // Falling into the next block.
+                    self.goto_next(k);
+                }
+                self.begin_block(k);
+            }
+            if let Statement::Instruction(inst) = s {
+                self.warp_instruction(inst)?;
+            }
+        }
+        // The block after the last statement: lanes reaching it are done.
+        let end = self.warp.as_ref().map_or(1, |w| w.blocks);
+        if !self.out.terminated {
+            self.goto_next(end);
+        }
+        self.begin_block(end);
+        self.warp_exit_lanes();
+        let blocks = end + 1;
+        // The dispatcher: run the lowest block some live lane waits for.
+        let mut d = String::new();
+        let _ = writeln!(d, "dispatch:");
+        let _ = writeln!(d, "  %d.live = load <{W} x i1>, ptr {}", Self::live_slot());
+        self.cx.declare("llvm.vector.reduce.or.v32i1", "declare i1 @llvm.vector.reduce.or.v32i1(<32 x i1>)");
+        self.cx.declare("llvm.vector.reduce.umin.v32i32", "declare i32 @llvm.vector.reduce.umin.v32i32(<32 x i32>)");
+        let _ = writeln!(d, "  %d.any = call i1 @llvm.vector.reduce.or.v32i1(<{W} x i1> %d.live)");
+        let _ = writeln!(d, "  br i1 %d.any, label %dsel, label %wexit");
+        let _ = writeln!(d, "dsel:");
+        let _ = writeln!(d, "  %d.next = load <{W} x i32>, ptr {}", Self::next_slot());
+        let _ = writeln!(d, "  %d.cand = select <{W} x i1> %d.live, <{W} x i32> %d.next, <{W} x i32> splat (i32 -1)");
+        let _ = writeln!(d, "  %d.min = call i32 @llvm.vector.reduce.umin.v32i32(<{W} x i32> %d.cand)");
+        let cases: Vec<String> = (0..blocks).map(|k| format!("i32 {k}, label %B{k}")).collect();
+        let _ = writeln!(d, "  switch i32 %d.min, label %wexit [ {} ]", cases.join(" "));
+        let _ = writeln!(d, "wexit:");
+        let _ = writeln!(d, "  ret void");
+        // Every block number has a block (numbering and emission agree), so
+        // the switch needs nothing more.
+        let missing = String::new();
+        let (_, param_bytes) = crate::layout::param_layout(self.f, &self.f.params);
+        let mut text = format!(
+            "define void {}(ptr readonly align 16 dereferenceable({}) %params, ptr align 8 dereferenceable({}) %ctx, i32 %tid.x, i32 %tid.y, i32 %tid.z) #2 {{\nentry:\n",
+            ir::global_name(&crate::cpu_abi::KernelSymbols::thread(self.f.name)),
+            param_bytes.max(1),
+            std::mem::size_of::<crate::cpu_abi::BlockCtx>()
+        );
+        text.push_str(&self.out.allocas);
+        text.push_str(&e);
+        text.push_str(&self.out.text);
+        text.push_str(&missing);
+        text.push_str(&d);
+        text.push_str("}\n\n");
+        Ok(text)
+    }
+
+    fn place_warp_variables(&mut self) -> Res<()> {
+        for (vid, d) in self.f.vars.iter().enumerate() {
+            let vid = vid as VarId;
+            if d.space == StateSpace::Reg {
+                continue;
+            }
+            let loc = if let Some(i) = self.f.params.iter().position(|&p| p == vid) {
+                let (layout, _) = crate::layout::param_layout(self.f, &self.f.params);
+                let name = self.out.fresh("param");
+                let _ = writeln!(self.out.allocas, "  {name} = getelementptr i8, ptr %params, i64 {}", layout[i].offset);
+                crate::lower::VarLoc::Ptr(name)
+            } else if matches!(d.space, StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster) {
+                if crate::layout::is_dynamic_shared(d) {
+                    crate::lower::VarLoc::DynShared
+                } else {
+                    match self.cx.a.local_shared.get(&(self.item, vid)) {
+                        Some(&o) => crate::lower::VarLoc::Shared(o),
+                        None => return self.invalid(format!("shared variable `{}` has no size", d.name)),
+                    }
+                }
+            } else if d.space == StateSpace::Local {
+                let size = match d.size() {
+                    Some(s) => s.max(1),
+                    None => return self.invalid(format!("variable `{}` has no size", d.name)),
+                };
+                // One copy per lane, lane after lane.
+                let a = self.out.alloca(&format!("[{} x i8]", size * W as u64), d.alignment().max(16));
+                crate::lower::VarLoc::Local(a)
+            } else {
+                return self.unsupported(format!("a `.{}` variable in warp mode (`{}`)", d.space, d.name));
+            };
+            self.vars.insert(vid, loc);
+        }
+        Ok(())
+    }
+
+    /// Per-lane local-space addresses of a `.local` variable: each lane's
+    /// copy, as an offset from the local window.
+    pub fn warp_local_address(&mut self, p: &str, v: VarId) -> Res<V> {
+        let size = self.f.var(v).size().unwrap_or(1).max(1);
+        let ptrs = self.local_lane_pointers(p, size);
+        let a = self.out.def(Ty::I64, format_args!("ptrtoint {ptrs} to <{W} x i64>"));
+        let base = V::scalar(Ty::I64, "%lbase");
+        Ok(self.bin("sub", &a, &base))
+    }
+
+    fn local_lane_pointers(&mut self, p: &str, size: u64) -> V {
+        let lane = V::new(Ty::I32, "%lane");
+        let l64 = self.zext(&lane, Ty::I64);
+        let off = self.bin("mul", &l64, &V::int(Ty::I64, size as i128));
+        self.out.def(Ty::Ptr, format_args!("getelementptr i8, ptr {p}, {off}"))
+    }
+
+    fn begin_block(&mut self, k: u32) {
+        self.out.label(&format!("B{k}"));
+        let live = self.out.def(Ty::I1, format_args!("load <{W} x i1>, ptr {}", Self::live_slot()));
+        let next = self.out.def(Ty::I32, format_args!("load <{W} x i32>, ptr {}", Self::next_slot()));
+        let here = self.icmp("eq", &next, &V::int(Ty::I32, k as i128));
+        let mask = self.bin("and", &live, &here);
+        if let Some(w) = self.warp.as_mut() {
+            w.block = k;
+            w.mask = mask;
+        }
+    }
+
+    /// The executing lanes continue at block `k` (the next one in order).
+    fn goto_next(&mut self, k: u32) {
+        let mask = self.mask();
+        self.set_next(&mask, k);
+        self.out.terminate(format_args!("br label %B{k}"));
+    }
+
+    fn set_next(&mut self, lanes: &V, k: u32) {
+        let next = self.out.def(Ty::I32, format_args!("load <{W} x i32>, ptr {}", Self::next_slot()));
+        let n = self.select(lanes, &V::int(Ty::I32, k as i128), &next);
+        self.out.op(format_args!("store {n}, ptr {}", Self::next_slot()));
+    }
+
+    /// The executing lanes are finished.
+    fn warp_exit_lanes(&mut self) {
+        let mask = self.mask();
+        let live = self.out.def(Ty::I1, format_args!("load <{W} x i1>, ptr {}", Self::live_slot()));
+        let not = self.bin("xor", &mask, &V::int(Ty::I1, 1));
+        let l2 = self.bin("and", &live, &not);
+        self.out.op(format_args!("store {l2}, ptr {}", Self::live_slot()));
+        self.out.terminate(format_args!("br label %dispatch"));
+    }
+
+    fn warp_instruction(&mut self, inst: &Instruction) -> Res<()> {
+        self.next_shadow = None;
+        let saved = self.mask();
+        if let Some(g) = inst.guard {
+            let p = self.load_reg(g.reg);
+            let p = if g.negate { self.bin("xor", &p, &V::int(Ty::I1, 1)) } else { p };
+            let m = self.bin("and", &saved, &p);
+            if inst.op == Opcode::Bra {
+                return self.warp_branch(inst, m);
+            }
+            if matches!(inst.op, Opcode::Ret | Opcode::Exit) {
+                // Some lanes finish here; the others go on in this block.
+                let live = self.out.def(Ty::I1, format_args!("load <{W} x i1>, ptr {}", Self::live_slot()));
+                let not = self.bin("xor", &m, &V::int(Ty::I1, 1));
+                let l2 = self.bin("and", &live, &not);
+                self.out.op(format_args!("store {l2}, ptr {}", Self::live_slot()));
+                let rest = self.bin("and", &saved, &not);
+                self.set_mask(rest);
+                return Ok(());
+            }
+            self.set_mask(m);
+            let r = self.warp_dispatch(inst);
+            self.set_mask(saved);
+            return r;
+        }
+        match inst.op {
+            Opcode::Bra => self.warp_branch(inst, saved),
+            Opcode::Ret | Opcode::Exit => {
+                self.warp_exit_lanes();
+                Ok(())
+            }
+            _ => self.warp_dispatch(inst),
+        }
+    }
+
+    /// `bra` taken by the lanes of `taken`; the rest of the executing lanes
+    /// fall through to the next block.
+    fn warp_branch(&mut self, inst: &Instruction, taken: V) -> Res<()> {
+        let Some(Operand::Label(l)) = self.b.args(inst).first().copied() else {
+            return self.unsupported("an indirect branch");
+        };
+        let (k, target) = match self.warp.as_ref() {
+            Some(w) => (w.block, w.label_block.get(&l).copied().unwrap_or(0)),
+            None => return self.invalid("warp state missing"),
+        };
+        let fall_block = k + 1;
+        let mask = self.mask();
+        let not_taken = self.bin("xor", &taken, &V::int(Ty::I1, 1));
+        let falls = self.bin("and", &mask, &not_taken);
+        self.set_next(&taken, target);
+        self.set_next(&falls, fall_block);
+        let any_taken = self.any(&taken);
+        let any_falls = self.any(&falls);
+        // Everyone falls through: continue in order.
+        let t = self.out.fresh_label("taken");
+        self.out.terminate(format_args!("br {any_taken}, label %{t}, label %B{fall_block}"));
+        self.out.label(&t);
+        // Everyone jumps: directly, when no other lane waits for an earlier
+        // block (always true going backwards, since this block was the lowest).
+        let direct = if target <= k {
+            self.out.def_scalar(Ty::I1, format_args!("xor {any_falls}, true"))
+        } else {
+            let live = self.out.def(Ty::I1, format_args!("load <{W} x i1>, ptr {}", Self::live_slot()));
+            let diff = self.bin("xor", &live, &mask);
+            let any_other = self.any(&diff);
+            let alone = self.out.def_scalar(Ty::I1, format_args!("or {any_other}, {}", any_falls.s));
+            self.out.def_scalar(Ty::I1, format_args!("xor {alone}, true"))
+        };
+        if target <= k {
+            self.warp_yield_if_spinning();
+        }
+        self.out.terminate(format_args!("br {direct}, label %B{target}, label %dispatch"));
+        Ok(())
+    }
+
+    fn warp_yield_if_spinning(&mut self) {
+        let spins = self.cx.a.facts.get(&self.item).is_some_and(|f| f.yield_points.contains(&self.stmt));
+        if spins {
+            self.cx.declare("__anycuda_yield", "declare void @__anycuda_yield(ptr, i32)");
+            self.out.op(format_args!("call void @__anycuda_yield(ptr %ctx, i32 %warp)"));
+        }
+    }
+
+    fn warp_dispatch(&mut self, inst: &Instruction) -> Res<()> {
+        use Opcode::*;
+        match inst.op {
+            Ld | Ldu => self.warp_ld(inst),
+            St => self.warp_st(inst),
+            Atom | Red => self.warp_atom(inst),
+            Bar | Barrier => self.warp_barrier(inst),
+            Shfl => self.warp_shfl(inst),
+            Vote => self.warp_vote(inst),
+            Match => self.warp_match(inst),
+            Redux => self.warp_redux(inst),
+            Activemask => {
+                let args = self.b.args(inst);
+                let m = self.mask();
+                let bits = self.bits(&m);
+                self.set(&args[0], bits)
+            }
+            Elect => self.warp_elect(inst),
+            Trap | Brkpt => {
+                let m = self.mask();
+                let any = self.any(&m);
+                let t = self.out.fresh_label("trap");
+                let c = self.out.fresh_label("notrap");
+                self.out.terminate(format_args!("br {any}, label %{t}, label %{c}"));
+                self.out.label(&t);
+                let bits = self.bits(&m);
+                let f = self.intrinsic_scalar_ret("llvm.cttz.i32", Ty::I32, "i32, i1");
+                let first = self.out.def_scalar(Ty::I32, format_args!("call i32 {f}({bits}, i1 false)"));
+                let lin = self.out.def_scalar(Ty::I32, format_args!("add i32 %wbase, {}", first.s));
+                self.cx.declare("__anycuda_trap", "declare void @__anycuda_trap(ptr, i32) noreturn");
+                self.out.op(format_args!("call void @__anycuda_trap(ptr %ctx, {lin})"));
+                self.out.terminate(format_args!("unreachable"));
+                self.out.label(&c);
+                Ok(())
+            }
+            Nanosleep => {
+                let args = self.b.args(inst);
+                let ns = self.get(&args[0], Ty::I32)?;
+                let ns = self.lane0(&ns);
+                self.cx.declare("__anycuda_nanosleep", "declare void @__anycuda_nanosleep(ptr, i32)");
+                self.out.op(format_args!("call void @__anycuda_nanosleep(ptr %ctx, {ns})"));
+                Ok(())
+            }
+            Cvta => self.warp_cvta(inst),
+            // Everything else works lane by lane through the shared lowering.
+            _ => {
+                let _ = self.kernel;
+                self.dispatch_shared(inst)
+            }
+        }
+    }
+
+    // ---- memory --------------------------------------------------------------------
+
+    /// Where an address operand points, per lane (`<32 x ptr>`) or, when all
+    /// lanes use the same address (a variable, a symbol: always valid
+    /// memory), as one scalar pointer.
+    fn warp_address(&mut self, op: &Operand, space: Option<StateSpace>) -> Res<(V, bool)> {
+        let Some((base, off)) = op.address() else {
+            return self.invalid("expected an address `[...]`");
+        };
+        let shared = matches!(space, Some(StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster));
+        let local = space == Some(StateSpace::Local);
+        match base {
+            AddrBase::Var(v) => match self.vars.get(&v).cloned() {
+                Some(crate::lower::VarLoc::Local(p)) => {
+                    let size = self.f.var(v).size().unwrap_or(1).max(1);
+                    let ptrs = self.local_lane_pointers(&p, size);
+                    let p2 = self.out.def(Ty::Ptr, format_args!("getelementptr i8, {ptrs}, i64 {off}"));
+                    Ok((p2, false))
+                }
+                Some(crate::lower::VarLoc::Ptr(p)) => {
+                    let p2 = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, ptr {p}, i64 {off}"));
+                    Ok((p2, true))
+                }
+                Some(crate::lower::VarLoc::Shared(o)) => {
+                    let sb = self.shared_base();
+                    let p2 = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {sb}, i64 {}", o as i64 + off));
+                    Ok((p2, true))
+                }
+                Some(crate::lower::VarLoc::DynShared) => {
+                    let o = self.ctx_field(offsets::DYNAMIC_SHARED_OFFSET, Ty::I32);
+                    let o = self.out.def_scalar(Ty::I64, format_args!("zext {o} to i64"));
+                    let sb = self.shared_base();
+                    let p1 = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {sb}, {o}"));
+                    let p2 = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {p1}, i64 {off}"));
+                    Ok((p2, true))
+                }
+                None => self.invalid(format!("`{}` is not addressable", self.f.var(v).name)),
+            },
+            AddrBase::Global(s) => {
+                let a = self.symbol_address_value(s)?;
+                if a.ty == Ty::Ptr {
+                    let p2 = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {a}, i64 {off}"));
+                    return Ok((p2, true));
+                }
+                // A shared variable's window offset (uniform).
+                let a = if a.lanes > 1 { self.lane0(&a) } else { a };
+                let sb = self.shared_base();
+                let p1 = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {sb}, {a}"));
+                let p2 = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {p1}, i64 {off}"));
+                Ok((p2, true))
+            }
+            AddrBase::None => {
+                if shared {
+                    let sb = self.shared_base();
+                    let p2 = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {sb}, i64 {off}"));
+                    return Ok((p2, true));
+                }
+                // An absolute address: per lane, so that masked-off lanes do
+                // not touch it.
+                let base = if local { V::scalar(Ty::I64, "%lbase") } else { V::scalar(Ty::I64, "0") };
+                let a = self.bin("add", &base, &V::int(Ty::I64, off as i128));
+                Ok((self.out.def(Ty::Ptr, format_args!("inttoptr {a} to <{W} x ptr>")), false))
+            }
+            AddrBase::Reg(r) => {
+                let v = self.load_reg(r);
+                let v64 = self.convert(v, Ty::I64, false);
+                let a = self.bin("add", &v64, &V::int(Ty::I64, off as i128));
+                if shared {
+                    let sb = self.shared_base();
+                    return Ok((self.out.def(Ty::Ptr, format_args!("getelementptr i8, {sb}, {a}")), false));
+                }
+                let a = if local { self.bin("add", &a, &V::scalar(Ty::I64, "%lbase")) } else { a };
+                Ok((self.out.def(Ty::Ptr, format_args!("inttoptr {a} to <{W} x ptr>")), false))
+            }
+        }
+    }
+
+    /// Loads `ety` for the executing lanes at per-lane or uniform addresses.
+    fn warp_load(&mut self, ptrs: &V, uniform: bool, ety: Ty, size: u32, ordered: bool) -> V {
+        let mask = self.mask();
+        if uniform {
+            // One load for all lanes (the address is valid memory).
+            let vol = if ordered { "volatile " } else { "" };
+            let v = self.out.def_scalar(ety, format_args!("load {vol}{}, {ptrs}, align {}", ety.name(), size.min(8)));
+            let _ = mask;
+            return self.vec(v);
+        }
+        if ordered {
+            let name = format!("__anycuda_wload_{}", ety.name());
+            let text = per_lane_load(&name, ety, size);
+            self.cx.helper(&name, || text);
+            return self.out.def(ety, format_args!("call {ety} @{name}({ptrs}, {mask})"));
+        }
+        let sfx = ety.suffix();
+        let g = format!("llvm.masked.gather.{sfx}.v{W}p0");
+        self.cx.declare(&g, &format!("declare {ety} @{g}(<{W} x ptr>, i32, <{W} x i1>, {ety})"));
+        let l = format!("llvm.masked.load.{sfx}.p0");
+        self.cx.declare(&l, &format!("declare {ety} @{l}(ptr, i32, <{W} x i1>, {ety})"));
+        // Consecutive addresses (lane i at p0 + i*size) load as one vector.
+        let p0 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 0"));
+        let steps: Vec<String> = (0..W).map(|i| format!("i64 {}", i * size)).collect();
+        let expect = self.out.def(Ty::Ptr, format_args!("getelementptr i8, {p0}, <{W} x i64> <{}>", steps.join(", ")));
+        let same = self.out.def(Ty::I1, format_args!("icmp eq {ptrs}, {}", expect.s));
+        let contiguous = self.all(&same);
+        let (cv, gv, j) = (self.out.fresh_label("vld"), self.out.fresh_label("gld"), self.out.fresh_label("ldj"));
+        self.out.terminate(format_args!("br {contiguous}, label %{cv}, label %{gv}"));
+        self.out.label(&cv);
+        let a = self.out.def(ety, format_args!("call {ety} @{l}({p0}, i32 {}, {mask}, {ety} poison)", size.min(16)));
+        self.out.terminate(format_args!("br label %{j}"));
+        self.out.label(&gv);
+        let b = self.out.def(ety, format_args!("call {ety} @{g}({ptrs}, i32 {}, {mask}, {ety} poison)", size.min(16)));
+        self.out.terminate(format_args!("br label %{j}"));
+        self.out.label(&j);
+        self.out.def(ety, format_args!("phi {ety} [{}, %{cv}], [{}, %{gv}]", a.s, b.s))
+    }
+
+    fn warp_store(&mut self, ptrs: &V, uniform: bool, v: &V, size: u32, ordered: bool) {
+        let mask = self.mask();
+        let ety = v.ty;
+        if uniform || ordered {
+            let ptrs = if uniform { self.vec(ptrs.clone()) } else { ptrs.clone() };
+            let name = format!("__anycuda_wstore_{}", ety.name());
+            let text = per_lane_store(&name, ety, size);
+            self.cx.helper(&name, || text);
+            self.out.op(format_args!("call void @{name}({ptrs}, {v}, {mask})"));
+            return;
+        }
+        let sfx = ety.suffix();
+        let s = format!("llvm.masked.scatter.{sfx}.v{W}p0");
+        self.cx.declare(&s, &format!("declare void @{s}({ety}, <{W} x ptr>, i32, <{W} x i1>)"));
+        let st = format!("llvm.masked.store.{sfx}.p0");
+        self.cx.declare(&st, &format!("declare void @{st}({ety}, ptr, i32, <{W} x i1>)"));
+        let p0 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 0"));
+        let steps: Vec<String> = (0..W).map(|i| format!("i64 {}", i * size)).collect();
+        let expect = self.out.def(Ty::Ptr, format_args!("getelementptr i8, {p0}, <{W} x i64> <{}>", steps.join(", ")));
+        let same = self.out.def(Ty::I1, format_args!("icmp eq {ptrs}, {}", expect.s));
+        let contiguous = self.all(&same);
+        let (cv, gv, j) = (self.out.fresh_label("vst"), self.out.fresh_label("sst"), self.out.fresh_label("stj"));
+        self.out.terminate(format_args!("br {contiguous}, label %{cv}, label %{gv}"));
+        self.out.label(&cv);
+        self.out.op(format_args!("call void @{st}({v}, {p0}, i32 {}, {mask})", size.min(16)));
+        self.out.terminate(format_args!("br label %{j}"));
+        self.out.label(&gv);
+        self.out.op(format_args!("call void @{s}({v}, {ptrs}, i32 {}, {mask})", size.min(16)));
+        self.out.terminate(format_args!("br label %{j}"));
+        self.out.label(&j);
+    }
+
+    fn warp_ld(&mut self, inst: &Instruction) -> Res<()> {
+        let b = self.b;
+        let args = b.args(inst);
+        let Some(t) = inst.ty(b) else { return self.invalid("ld needs a type") };
+        let ety = if t == Type::Pred { Ty::I8 } else { Ty::int(t.bits()) };
+        let size = ety.bits() / 8;
+        let space = inst.space(b);
+        let ordered = matches!(
+            inst.semantics(b),
+            Some(Semantics::Volatile | Semantics::Relaxed | Semantics::Acquire | Semantics::Sc | Semantics::Mmio)
+        );
+        let (ptrs, uniform) = self.warp_address(&args[1], space)?;
+        let dests: Vec<Operand> = match args[0] {
+            Operand::Vector(l) => b.list(l).to_vec(),
+            other => vec![other],
+        };
+        for (k, d) in dests.iter().enumerate() {
+            let p = if k == 0 {
+                ptrs.clone()
+            } else if uniform {
+                self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {ptrs}, i64 {}", size as usize * k))
+            } else {
+                self.out.def(Ty::Ptr, format_args!("getelementptr i8, {ptrs}, i64 {}", size as usize * k))
+            };
+            let v = self.warp_load(&p, uniform, ety, size, ordered);
+            if matches!(d, Operand::Sink) {
+                continue;
+            }
+            self.set_ext(d, v, t.is_signed())?;
+        }
+        Ok(())
+    }
+
+    fn warp_st(&mut self, inst: &Instruction) -> Res<()> {
+        let b = self.b;
+        let args = b.args(inst);
+        let Some(t) = inst.ty(b) else { return self.invalid("st needs a type") };
+        let ety = if t == Type::Pred { Ty::I8 } else { Ty::int(t.bits()) };
+        let size = ety.bits() / 8;
+        let space = inst.space(b);
+        let ordered = matches!(
+            inst.semantics(b),
+            Some(Semantics::Volatile | Semantics::Relaxed | Semantics::Release | Semantics::Sc | Semantics::Mmio)
+        );
+        let (ptrs, uniform) = self.warp_address(&args[0], space)?;
+        let srcs: Vec<Operand> = match args[1] {
+            Operand::Vector(l) => b.list(l).to_vec(),
+            other => vec![other],
+        };
+        for (k, s) in srcs.iter().enumerate() {
+            if matches!(s, Operand::Sink) {
+                continue;
+            }
+            let v = self.get(s, ety)?;
+            let p = if k == 0 {
+                ptrs.clone()
+            } else if uniform {
+                self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {ptrs}, i64 {}", size as usize * k))
+            } else {
+                self.out.def(Ty::Ptr, format_args!("getelementptr i8, {ptrs}, i64 {}", size as usize * k))
+            };
+            self.warp_store(&p, uniform, &v, size, ordered);
+        }
+        Ok(())
+    }
+
+    fn warp_cvta(&mut self, inst: &Instruction) -> Res<()> {
+        // The shared lowering is lane-clean except for the local window,
+        // which is the same for every lane.
+        self.dispatch_shared(inst)
+    }
+
+    /// Atomics, lane after lane in lane order (one lane at a time, like a
+    /// serialisation of the warp's requests).
+    fn warp_atom(&mut self, inst: &Instruction) -> Res<()> {
+        let b = self.b;
+        let args = b.args(inst);
+        let Some(t) = inst.ty(b) else { return self.invalid("atom needs a type") };
+        let is_red = inst.op == Opcode::Red;
+        let (addr_op, srcs) = if is_red { (&args[0], &args[1..]) } else { (&args[1], &args[2..]) };
+        let space = inst.space(b);
+        let (ptrs, uniform) = self.warp_address(addr_op, space)?;
+        let ptrs = if uniform { self.vec(ptrs) } else { ptrs };
+        let op = inst.flags(b).find(|f| {
+            matches!(f, Flag::AddOp | Flag::Exch | Flag::Cas | Flag::MinOp | Flag::MaxOp | Flag::Inc | Flag::Dec | Flag::And | Flag::Or | Flag::Xor)
+        });
+        let Some(op) = op else { return self.invalid("atom needs an operation") };
+        let float = t.is_float();
+        let ty = if float { op_ty(t) } else { Ty::int(t.bits()) };
+        if !matches!(ty, Ty::I32 | Ty::I64 | Ty::Float | Ty::Double) || (float && !matches!(op, Flag::AddOp | Flag::Exch)) {
+            return self.unsupported(format!("`{}` in warp mode", self.describe(inst)));
+        }
+        let cpu_shared = matches!(self.cx.target, crate::Target::HostCpu)
+            && matches!(space, Some(StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster));
+        let a = self.get(&srcs[0], ty)?;
+        let c = if op == Flag::Cas { self.get(&srcs[1], ty)? } else { V::new(ty, "zeroinitializer") };
+        let signed = t.is_signed();
+        let name = format!("__anycuda_watom_{}_{}_{}{}", op.as_str(), ty.name(), if signed { "s" } else { "u" }, if cpu_shared { "_plain" } else { "" });
+        if cpu_shared && matches!(op, Flag::MinOp | Flag::MaxOp) {
+            let f = match (op, signed) {
+                (Flag::MinOp, true) => "smin",
+                (Flag::MinOp, false) => "umin",
+                (_, true) => "smax",
+                _ => "umax",
+            };
+            let t = ty.name();
+            self.cx.declare(&format!("llvm.{f}.{t}"), &format!("declare {t} @llvm.{f}.{t}({t}, {t})"));
+        }
+        let text = per_lane_atomic(&name, op, ty, signed, cpu_shared);
+        self.cx.helper(&name, || text);
+        let mask = self.mask();
+        let old = self.out.def(ty, format_args!("call {ty} @{name}({ptrs}, {a}, {c}, {mask})"));
+        if !is_red {
+            self.set(&args[0], old)?;
+        }
+        Ok(())
+    }
+
+    // ---- barriers and warp collectives ----------------------------------------------------
+
+    fn warp_barrier(&mut self, inst: &Instruction) -> Res<()> {
+        let b = self.b;
+        let args = b.args(inst);
+        if inst.has(b, Flag::Warp) {
+            // The lanes of a warp run together: nothing to wait for.
+            return Ok(());
+        }
+        let id = match args.first() {
+            Some(a) => {
+                let v = self.get(a, Ty::I32)?;
+                self.lane0(&v)
+            }
+            None => V::scalar(Ty::I32, "0"),
+        };
+        // Barrier counts are in threads, warps take part whole.
+        let count = match args.get(1) {
+            Some(a) => {
+                let v = self.get(a, Ty::I32)?;
+                let v = self.lane0(&v);
+                let r = self.out.def_scalar(Ty::I32, format_args!("add {v}, {}", W - 1));
+                self.out.def_scalar(Ty::I32, format_args!("udiv i32 {}, {W}", r.s))
+            }
+            None => V::scalar(Ty::I32, "0"),
+        };
+        let site = self.cx.next_site;
+        self.cx.next_site += 1;
+        let f = if inst.has(b, Flag::Arrive) { "__anycuda_barrier_arrive" } else { "__anycuda_barrier" };
+        self.cx.declare(f, &format!("declare void @{f}(ptr, i32, i32, i32, i32)"));
+        self.out.op(format_args!("call void @{f}(ptr %ctx, i32 %warp, {id}, {count}, i32 {site})"));
+        let _ = bar_red::POPC;
+        Ok(())
+    }
+
+    /// The member mask operand at `i` intersected with the executing lanes,
+    /// as a lane mask vector.
+    fn participants(&mut self, args: &[Operand], i: usize) -> Res<V> {
+        let mask = self.mask();
+        let Some(op) = args.get(i) else { return Ok(mask) };
+        let mm = self.get(op, Ty::I32)?;
+        let bit = self.bin("shl", &V::int(Ty::I32, 1), &V::new(Ty::I32, "%lane"));
+        let has = self.bin("and", &mm, &bit);
+        let inm = self.icmp("ne", &has, &V::int(Ty::I32, 0));
+        Ok(self.bin("and", &mask, &inm))
+    }
+
+    /// `v[idx[i]]` for each lane (idx in 0..32).
+    fn permute(&mut self, v: &V, idx: &V) -> V {
+        let ty = v.ty;
+        let tmp = self.out.alloca(&ty.to_string(), 16);
+        self.out.op(format_args!("store {v}, ptr {tmp}"));
+        let i64v = self.zext(idx, Ty::I64);
+        let ptrs = self.out.def(Ty::Ptr, format_args!("getelementptr {}, ptr {tmp}, {i64v}", ty.name()));
+        let sfx = ty.suffix();
+        let g = format!("llvm.masked.gather.{sfx}.v{W}p0");
+        self.cx.declare(&g, &format!("declare {ty} @{g}(<{W} x ptr>, i32, <{W} x i1>, {ty})"));
+        self.out.def(ty, format_args!("call {ty} @{g}({ptrs}, i32 4, <{W} x i1> splat (i1 true), {ty} poison)"))
+    }
+
+    fn warp_shfl(&mut self, inst: &Instruction) -> Res<()> {
+        let b = self.b;
+        let args = b.args(inst);
+        let a = self.get(&args[1], Ty::I32)?;
+        let bv = self.get(&args[2], Ty::I32)?;
+        let c = self.get(&args[3], Ty::I32)?;
+        let lane = V::new(Ty::I32, "%lane");
+        let bval = self.bin("and", &bv, &V::int(Ty::I32, 31));
+        let cval = self.bin("and", &c, &V::int(Ty::I32, 31));
+        let seg = self.bin("lshr", &c, &V::int(Ty::I32, 8));
+        let seg = self.bin("and", &seg, &V::int(Ty::I32, 31));
+        let nseg = self.bin("xor", &seg, &V::int(Ty::I32, -1));
+        let lo = self.bin("and", &lane, &seg);
+        let hi_part = self.bin("and", &cval, &nseg);
+        let max_lane = self.bin("or", &lo, &hi_part);
+        let (j, p) = if inst.has(b, Flag::Up) {
+            let j = self.bin("sub", &lane, &bval);
+            (j.clone(), self.icmp("sge", &j, &max_lane))
+        } else if inst.has(b, Flag::Down) {
+            let j = self.bin("add", &lane, &bval);
+            (j.clone(), self.icmp("sle", &j, &max_lane))
+        } else if inst.has(b, Flag::Bfly) {
+            let j = self.bin("xor", &lane, &bval);
+            (j.clone(), self.icmp("sle", &j, &max_lane))
+        } else {
+            let bn = self.bin("and", &bval, &nseg);
+            let j = self.bin("or", &lo, &bn);
+            (j.clone(), self.icmp("sle", &j, &max_lane))
+        };
+        let src = self.select(&p, &j, &lane);
+        let src = self.bin("and", &src, &V::int(Ty::I32, 31));
+        let d = self.permute(&a, &src);
+        match args[0] {
+            Operand::PredPair(dr, q) => {
+                self.set(&Operand::Reg(dr), d)?;
+                self.set(&Operand::Reg(q), p)
+            }
+            other => self.set(&other, d),
+        }
+    }
+
+    fn warp_vote(&mut self, inst: &Instruction) -> Res<()> {
+        let b = self.b;
+        let args = b.args(inst);
+        let p = self.get(&args[1], Ty::I1)?;
+        let part = self.participants(args, 2)?;
+        let yes = self.bin("and", &p, &part);
+        let ybits = self.bits(&yes);
+        let pbits = self.bits(&part);
+        let r = if inst.has(b, Flag::Ballot) {
+            self.vec(ybits)
+        } else {
+            let all = self.out.def_scalar(Ty::I1, format_args!("icmp eq {ybits}, {}", pbits.s));
+            let any = self.out.def_scalar(Ty::I1, format_args!("icmp ne {ybits}, 0"));
+            let v = if inst.has(b, Flag::All) {
+                all
+            } else if inst.has(b, Flag::Any) {
+                any
+            } else {
+                let none = self.out.def_scalar(Ty::I1, format_args!("xor {any}, true"));
+                self.out.def_scalar(Ty::I1, format_args!("or {all}, {}", none.s))
+            };
+            self.vec(v)
+        };
+        self.set(&args[0], r)
+    }
+
+    fn warp_match(&mut self, inst: &Instruction) -> Res<()> {
+        let b = self.b;
+        let args = b.args(inst);
+        let t = inst.ty(b).unwrap_or(Type::B32);
+        let ty = Ty::int(t.bits());
+        let v = self.get(&args[1], ty)?;
+        let part = self.participants(args, 2)?;
+        let pbits = self.bits(&part);
+        let pbits_v = self.vec(pbits.clone());
+        // For each lane: the participating lanes holding the same value.
+        let mut acc = V::int(Ty::I32, 0);
+        for j in 0..W {
+            let vj = self.out.def_scalar(ty, format_args!("extractelement {v}, i32 {j}"));
+            let eq = self.icmp("eq", &v, &vj);
+            let bit = self.select(&eq, &V::int(Ty::I32, 1i128 << j), &V::int(Ty::I32, 0));
+            acc = self.bin("or", &acc, &bit);
+        }
+        let same = self.bin("and", &acc, &pbits_v);
+        if inst.has(b, Flag::All) {
+            // Every participant equal: the mask, else 0.
+            let eq_all = self.icmp("eq", &same, &pbits_v);
+            let m = self.select(&eq_all, &pbits_v, &V::int(Ty::I32, 0));
+            return match args[0] {
+                Operand::PredPair(d, q) => {
+                    self.set(&Operand::Reg(d), m)?;
+                    self.set(&Operand::Reg(q), eq_all)
+                }
+                other => self.set(&other, m),
+            };
+        }
+        self.set(&args[0], same)
+    }
+
+    fn warp_redux(&mut self, inst: &Instruction) -> Res<()> {
+        let b = self.b;
+        let args = b.args(inst);
+        let t = inst.ty(b).unwrap_or(Type::U32);
+        if t.is_float() {
+            return self.unsupported(format!("`{}`", self.describe(inst)));
+        }
+        let v = self.get(&args[1], Ty::I32)?;
+        let part = self.participants(args, 2)?;
+        let signed = t.is_signed();
+        let (op, identity): (&str, i128) = if inst.has(b, Flag::AddOp) {
+            ("add", 0)
+        } else if inst.has(b, Flag::MinOp) {
+            if signed { ("smin", i32::MAX as i128) } else { ("umin", -1) }
+        } else if inst.has(b, Flag::MaxOp) {
+            if signed { ("smax", i32::MIN as i128) } else { ("umax", 0) }
+        } else if inst.has(b, Flag::And) {
+            ("and", -1)
+        } else if inst.has(b, Flag::Or) {
+            ("or", 0)
+        } else {
+            ("xor", 0)
+        };
+        let x = self.select(&part, &v, &V::int(Ty::I32, identity));
+        let name = format!("llvm.vector.reduce.{op}.v{W}i32");
+        self.cx.declare(&name, &format!("declare i32 @{name}(<{W} x i32>)"));
+        let r = self.out.def_scalar(Ty::I32, format_args!("call i32 @{name}({x})"));
+        let r = self.vec(r);
+        self.set(&args[0], r)
+    }
+
+    fn warp_elect(&mut self, inst: &Instruction) -> Res<()> {
+        let args = self.b.args(inst);
+        let part = self.participants(args, 1)?;
+        let bits = self.bits(&part);
+        let f = self.intrinsic_scalar_ret("llvm.cttz.i32", Ty::I32, "i32, i1");
+        let leader = self.out.def_scalar(Ty::I32, format_args!("call i32 {f}({bits}, i1 false)"));
+        let lv = self.vec(leader);
+        let is = self.icmp("eq", &V::new(Ty::I32, "%lane"), &lv);
+        match args[0] {
+            Operand::PredPair(d, p) => {
+                self.set(&Operand::Reg(d), lv)?;
+                self.set(&Operand::Reg(p), is)
+            }
+            other => self.set(&other, lv),
+        }
+    }
+
+    /// Special registers in warp mode: per-lane ids are vectors, block facts
+    /// are scalars broadcast to the lanes.
+    pub fn warp_special(&mut self, s: SpecialReg, c: u8) -> Option<V> {
+        use SpecialReg::*;
+        Some(match s {
+            Tid => V::new(Ty::I32, ["%tid.xv", "%tid.yv", "%tid.zv"][c as usize % 3]),
+            Laneid => V::new(Ty::I32, "%lane"),
+            Warpid => self.vec(V::scalar(Ty::I32, "%warp")),
+            LanemaskEq | LanemaskLe | LanemaskLt | LanemaskGe | LanemaskGt => {
+                let lane = V::new(Ty::I32, "%lane");
+                let bit = self.bin("shl", &V::int(Ty::I32, 1), &lane);
+                match s {
+                    LanemaskEq => bit,
+                    LanemaskLt => self.bin("sub", &bit, &V::int(Ty::I32, 1)),
+                    LanemaskLe => {
+                        let lt = self.bin("sub", &bit, &V::int(Ty::I32, 1));
+                        self.bin("or", &lt, &bit)
+                    }
+                    LanemaskGe => self.bin("sub", &V::int(Ty::I32, 0), &bit),
+                    _ => {
+                        let ge = self.bin("sub", &V::int(Ty::I32, 0), &bit);
+                        self.bin("xor", &ge, &bit)
+                    }
+                }
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// A helper loading from each executing lane's address in lane order
+/// (volatile: another thread may be writing).
+fn per_lane_load(name: &str, ety: Ty, size: u32) -> String {
+    let t = ety.name();
+    format!(
+        "define internal <{W} x {t}> @{name}(<{W} x ptr> %p, <{W} x i1> %m) #0 {{
+entry:
+  br label %loop
+loop:
+  %i = phi i32 [0, %entry], [%i1, %cont]
+  %acc = phi <{W} x {t}> [zeroinitializer, %entry], [%acc2, %cont]
+  %on = extractelement <{W} x i1> %m, i32 %i
+  br i1 %on, label %do, label %cont
+do:
+  %pi = extractelement <{W} x ptr> %p, i32 %i
+  %v = load volatile {t}, ptr %pi, align {size}
+  %acc1 = insertelement <{W} x {t}> %acc, {t} %v, i32 %i
+  br label %cont
+cont:
+  %acc2 = phi <{W} x {t}> [%acc, %loop], [%acc1, %do]
+  %i1 = add i32 %i, 1
+  %more = icmp ult i32 %i1, {W}
+  br i1 %more, label %loop, label %done
+done:
+  ret <{W} x {t}> %acc2
+}}
+"
+    )
+}
+
+/// A helper storing each executing lane's value in lane order.
+fn per_lane_store(name: &str, ety: Ty, size: u32) -> String {
+    let t = ety.name();
+    format!(
+        "define internal void @{name}(<{W} x ptr> %p, <{W} x {t}> %v, <{W} x i1> %m) #0 {{
+entry:
+  br label %loop
+loop:
+  %i = phi i32 [0, %entry], [%i1, %cont]
+  %on = extractelement <{W} x i1> %m, i32 %i
+  br i1 %on, label %do, label %cont
+do:
+  %pi = extractelement <{W} x ptr> %p, i32 %i
+  %vi = extractelement <{W} x {t}> %v, i32 %i
+  store volatile {t} %vi, ptr %pi, align {size}
+  br label %cont
+cont:
+  %i1 = add i32 %i, 1
+  %more = icmp ult i32 %i1, {W}
+  br i1 %more, label %loop, label %done
+done:
+  ret void
+}}
+"
+    )
+}
+
+/// A helper performing an atomic operation for each executing lane in lane
+/// order, returning the old values. `plain` uses a non-atomic
+/// read-modify-write (shared memory on the CPU, where a block runs on one
+/// OS thread).
+fn per_lane_atomic(name: &str, op: Flag, ty: Ty, signed: bool, plain: bool) -> String {
+    let t = ty.name();
+    let size = ty.bits() / 8;
+    let float = ty.is_float();
+    let body = if plain {
+        let compute = match op {
+            Flag::AddOp if float => format!("%new = fadd {t} %old, %ai"),
+            Flag::AddOp => format!("%new = add {t} %old, %ai"),
+            Flag::Exch => format!("%new = select i1 true, {t} %ai, {t} %ai"),
+            Flag::And => format!("%new = and {t} %old, %ai"),
+            Flag::Or => format!("%new = or {t} %old, %ai"),
+            Flag::Xor => format!("%new = xor {t} %old, %ai"),
+            Flag::MinOp => format!("%new = call {t} @llvm.{}.{t}({t} %old, {t} %ai)", if signed { "smin" } else { "umin" }),
+            Flag::MaxOp => format!("%new = call {t} @llvm.{}.{t}({t} %old, {t} %ai)", if signed { "smax" } else { "umax" }),
+            Flag::Inc => format!("%ge = icmp uge {t} %old, %ai\n  %inc = add {t} %old, 1\n  %new = select i1 %ge, {t} 0, {t} %inc"),
+            Flag::Dec => format!("%z = icmp eq {t} %old, 0\n  %gt = icmp ugt {t} %old, %ai\n  %w = or i1 %z, %gt\n  %dec = sub {t} %old, 1\n  %new = select i1 %w, {t} %ai, {t} %dec"),
+            _ => format!("%eq = icmp eq {t} %old, %ai\n  %new = select i1 %eq, {t} %ci, {t} %old"),
+        };
+        format!("  %old = load {t}, ptr %pi, align {size}\n  {compute}\n  store {t} %new, ptr %pi, align {size}")
+    } else {
+        let rmw = match op {
+            Flag::AddOp if float => "fadd",
+            Flag::AddOp => "add",
+            Flag::Exch => "xchg",
+            Flag::And => "and",
+            Flag::Or => "or",
+            Flag::Xor => "xor",
+            Flag::MinOp => if signed { "min" } else { "umin" },
+            Flag::MaxOp => if signed { "max" } else { "umax" },
+            Flag::Inc => "uinc_wrap",
+            Flag::Dec => "udec_wrap",
+            _ => "",
+        };
+        if op == Flag::Cas {
+            format!("  %r = cmpxchg ptr %pi, {t} %ai, {t} %ci monotonic monotonic, align {size}\n  %old = extractvalue {{{t}, i1}} %r, 0")
+        } else {
+            format!("  %old = atomicrmw {rmw} ptr %pi, {t} %ai monotonic, align {size}")
+        }
+    };
+    format!(
+        "define internal <{W} x {t}> @{name}(<{W} x ptr> %p, <{W} x {t}> %a, <{W} x {t}> %c, <{W} x i1> %m) #0 {{
+entry:
+  br label %loop
+loop:
+  %i = phi i32 [0, %entry], [%i1, %cont]
+  %acc = phi <{W} x {t}> [zeroinitializer, %entry], [%acc2, %cont]
+  %on = extractelement <{W} x i1> %m, i32 %i
+  br i1 %on, label %do, label %cont
+do:
+  %pi = extractelement <{W} x ptr> %p, i32 %i
+  %ai = extractelement <{W} x {t}> %a, i32 %i
+  %ci = extractelement <{W} x {t}> %c, i32 %i
+{body}
+  %acc1 = insertelement <{W} x {t}> %acc, {t} %old, i32 %i
+  br label %cont
+cont:
+  %acc2 = phi <{W} x {t}> [%acc, %loop], [%acc1, %do]
+  %i1 = add i32 %i, 1
+  %more = icmp ult i32 %i1, {W}
+  br i1 %more, label %loop, label %done
+done:
+  ret <{W} x {t}> %acc2
+}}
+"
+    )
+}
