@@ -196,10 +196,12 @@ impl<'m> ModuleCx<'m> {
         };
         let mut bytes = vec![0u8; size as usize];
         let mut relocs: Vec<(u64, SymbolId, i64)> = Vec::new();
+        let mut masked: Vec<MaskedByte> = Vec::new();
         if let Some(init) = &d.init {
             let mut pos = 0u64;
-            self.flatten_init(d, init, &mut bytes, &mut relocs, &mut pos)?;
+            self.flatten_init(d, init, &mut bytes, &mut relocs, &mut masked, &mut pos)?;
         }
+        pointers_from_masked_bytes(d, &masked, &mut relocs)?;
         let align = d.alignment();
         // `.const` is read-only for kernels only: the host writes it
         // (cudaMemcpyToSymbol), so it lives in writable memory.
@@ -255,14 +257,25 @@ impl<'m> ModuleCx<'m> {
         init: &Initializer,
         bytes: &mut [u8],
         relocs: &mut Vec<(u64, SymbolId, i64)>,
+        masked: &mut Vec<MaskedByte>,
         pos: &mut u64,
     ) -> Res<()> {
         let esize = d.ty.size() as u64;
         match init {
             Initializer::List(items) => {
                 for i in items {
-                    self.flatten_init(d, i, bytes, relocs, pos)?;
+                    self.flatten_init(d, i, bytes, relocs, masked, pos)?;
                 }
+            }
+            Initializer::Mask { mask, value } => match (**value).clone() {
+                Initializer::Symbol { symbol, offset, .. } if esize == 1 => {
+                    masked.push(MaskedByte { pos: *pos, mask: *mask, symbol, offset });
+                    *pos += 1;
+                }
+                _ => return Err(unsupported_init(d, "a masked initializer other than one byte of an address")),
+            },
+            Initializer::Field { .. } | Initializer::Word(_) => {
+                return Err(unsupported_init(d, "a sampler or texture reference initializer"));
             }
             Initializer::Symbol { symbol, offset, .. } => {
                 if esize != 8 {
@@ -299,6 +312,44 @@ impl<'m> ModuleCx<'m> {
         }
         Ok(())
     }
+}
+
+/// One byte of a symbol's address in a byte array: `0xFF00(generic(x)+4)`.
+struct MaskedByte {
+    pos: u64,
+    mask: u64,
+    symbol: SymbolId,
+    offset: i64,
+}
+
+fn unsupported_init(d: &VarDecl, what: &str) -> CompileError {
+    CompileError::Unsupported { function: d.name.to_string(), what: format!("{what} (in `{}`)", d.name), line: 0, column: 0 }
+}
+
+/// LLVM writes a pointer inside a packed aggregate as eight masked bytes,
+/// least significant first. Eight such bytes in a row naming the same
+/// address are that pointer, stored unaligned; anything else is an error
+/// rather than zeros.
+fn pointers_from_masked_bytes(
+    d: &VarDecl,
+    masked: &[MaskedByte],
+    relocs: &mut Vec<(u64, SymbolId, i64)>,
+) -> Res<()> {
+    for group in masked.chunks(8) {
+        let first = &group[0];
+        let whole = group.len() == 8
+            && group.iter().enumerate().all(|(k, b)| {
+                b.pos == first.pos + k as u64
+                    && b.mask == 0xFFu64 << (8 * k)
+                    && b.symbol == first.symbol
+                    && b.offset == first.offset
+            });
+        if !whole {
+            return Err(unsupported_init(d, "address bytes under a mask that do not form a whole 64-bit address"));
+        }
+        relocs.push((first.pos, first.symbol, first.offset));
+    }
+    Ok(())
 }
 
 fn count_initializers(i: &Initializer) -> usize {

@@ -231,3 +231,24 @@ fn a_bad_address_fails_the_launch_and_the_process_lives_on() {
         .expect("launch after a fault");
     assert_eq!(out[0], 32 + 5000);
 }
+
+#[test]
+fn addresses_in_global_initializers() {
+    let p = Program::from_file("initializers.ptx").expect("compiles");
+    let k = p.kernel("read_initializers").expect("kernel");
+    let mut out = vec![0u32; 4];
+    launch(exec(), k, [1, 1, 1], [1, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))])
+        .expect("params")
+        .expect("launch");
+    assert_eq!(out, vec![0x12345678, 7, 0x0badf00d, 1 + 9]);
+}
+
+#[test]
+fn a_partial_masked_address_is_an_error_not_zeros() {
+    let src = ".version 8.0\n.target sm_80\n.address_size 64\n\
+        .global .align 4 .u32 w = 1;\n\
+        .global .align 1 .b8 bytes[2] = {0xFF(generic(w)), 0xFF00(generic(w))};\n\
+        .visible .entry k() { ret; }\n";
+    let err = Program::from_source(src).err().expect("a partial address must not compile");
+    assert!(err.contains("mask") && err.contains("bytes"), "{err}");
+}
