@@ -275,7 +275,14 @@ impl Body {
 
     pub fn alloca(&mut self, ty: &str, align: u64) -> String {
         let name = self.fresh("a");
-        let _ = writeln!(self.allocas, "  {name} = alloca {ty}, align {align}");
+        if ty.starts_with('<') {
+            // A vector slot (warp mode) takes the type's natural alignment:
+            // loads and stores without `align` assume it, and LLVM then
+            // uses aligned vector moves.
+            let _ = writeln!(self.allocas, "  {name} = alloca {ty}");
+        } else {
+            let _ = writeln!(self.allocas, "  {name} = alloca {ty}, align {align}");
+        }
         name
     }
 }

@@ -55,6 +55,23 @@ fn supported(op: Opcode) -> bool {
     )
 }
 
+/// Forms of otherwise supported instructions that warp mode leaves to
+/// thread mode: it must agree with what `lower_warp` accepts, as the
+/// kernel's description (lanes) is decided here.
+fn supported_form(b: &Body, i: &Instruction) -> bool {
+    match i.op {
+        Opcode::Atom | Opcode::Red => {
+            let Some(t) = i.ty(b) else { return true };
+            let word = matches!(t.bits(), 32 | 64);
+            let float_ok = !t.is_float() || i.flags(b).any(|f| matches!(f, Flag::AddOp | Flag::Exch));
+            word && float_ok && i.vector(b).is_none()
+        }
+        Opcode::Redux => !i.ty(b).is_some_and(|t| t.is_float()),
+        Opcode::Bra => matches!(b.args(i).first(), Some(Operand::Label(_))),
+        _ => true,
+    }
+}
+
 /// Whether a kernel runs in warp mode: on the host CPU, when the options
 /// allow it, the kernel calls no functions and every instruction is one
 /// warp mode lowers.
@@ -72,7 +89,7 @@ pub fn warp_capable(a: &crate::layout::Analysis, target: &crate::Target, opts: &
     for s in &b.statements {
         match s {
             Statement::Instruction(i) => {
-                if !supported(i.op) {
+                if !supported(i.op) || !supported_form(b, i) {
                     return false;
                 }
                 // bar.red reduces per thread; warps would need weights.
@@ -826,6 +843,34 @@ impl<'c, 'm> FnLower<'c, 'm> {
         Ok(self.bin("and", &mask, &inm))
     }
 
+    /// Each lane's group for a warp-wide operation with a member mask
+    /// operand at `i`: its member mask restricted to the lanes executing
+    /// the instruction (all of them when there is no mask). Lanes may pass
+    /// different masks (a tile of 4 lanes passes its own 4 bits), so the
+    /// group is a vector.
+    fn groups(&mut self, args: &[Operand], i: usize) -> Res<V> {
+        let mask = self.mask();
+        let active = self.bits(&mask);
+        let active = self.vec(active);
+        let Some(op) = args.get(i) else { return Ok(active) };
+        let mm = self.get(op, Ty::I32)?;
+        Ok(self.bin("and", &mm, &active))
+    }
+
+    /// Whether every executing lane names the same group (a scalar i1).
+    fn uniform_groups(&mut self, groups: &V) -> V {
+        let mask = self.mask();
+        let (lo_in, hi_in) =
+            (self.select(&mask, groups, &V::int(Ty::I32, -1)), self.select(&mask, groups, &V::int(Ty::I32, 0)));
+        for op in ["umin", "umax"] {
+            let name = format!("llvm.vector.reduce.{op}.v{W}i32");
+            self.cx.declare(&name, &format!("declare i32 @{name}(<{W} x i32>)"));
+        }
+        let lo = self.out.def_scalar(Ty::I32, format_args!("call i32 @llvm.vector.reduce.umin.v{W}i32({lo_in})"));
+        let hi = self.out.def_scalar(Ty::I32, format_args!("call i32 @llvm.vector.reduce.umax.v{W}i32({hi_in})"));
+        self.out.def_scalar(Ty::I1, format_args!("icmp eq {lo}, {}", hi.s))
+    }
+
     /// `v[idx[i]]` for each lane (idx in 0..32).
     fn permute(&mut self, v: &V, idx: &V) -> V {
         let ty = v.ty;
@@ -885,23 +930,24 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let args = b.args(inst);
         let p = self.get(&args[1], Ty::I1)?;
         let part = self.participants(args, 2)?;
+        let groups = self.groups(args, 2)?;
         let yes = self.bin("and", &p, &part);
         let ybits = self.bits(&yes);
-        let pbits = self.bits(&part);
+        // Each lane votes among its own group.
+        let mine = self.bin("and", &groups, &ybits);
         let r = if inst.has(b, Flag::Ballot) {
-            self.vec(ybits)
+            mine
         } else {
-            let all = self.out.def_scalar(Ty::I1, format_args!("icmp eq {ybits}, {}", pbits.s));
-            let any = self.out.def_scalar(Ty::I1, format_args!("icmp ne {ybits}, 0"));
-            let v = if inst.has(b, Flag::All) {
+            let all = self.icmp("eq", &mine, &groups);
+            let any = self.icmp("ne", &mine, &V::int(Ty::I32, 0));
+            if inst.has(b, Flag::All) {
                 all
             } else if inst.has(b, Flag::Any) {
                 any
             } else {
-                let none = self.out.def_scalar(Ty::I1, format_args!("xor {any}, true"));
-                self.out.def_scalar(Ty::I1, format_args!("or {all}, {}", none.s))
-            };
-            self.vec(v)
+                let none = self.bin("xor", &any, &V::int(Ty::I1, 1));
+                self.bin("or", &all, &none)
+            }
         };
         self.set(&args[0], r)
     }
@@ -912,10 +958,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let t = inst.ty(b).unwrap_or(Type::B32);
         let ty = Ty::int(t.bits());
         let v = self.get(&args[1], ty)?;
-        let part = self.participants(args, 2)?;
-        let pbits = self.bits(&part);
-        let pbits_v = self.vec(pbits.clone());
-        // For each lane: the participating lanes holding the same value.
+        // For each lane: the lanes of its group holding the same value.
+        let pbits_v = self.groups(args, 2)?;
         let mut acc = V::int(Ty::I32, 0);
         for j in 0..W {
             let vj = self.out.def_scalar(ty, format_args!("extractelement {v}, i32 {j}"));
@@ -962,11 +1006,40 @@ impl<'c, 'm> FnLower<'c, 'm> {
         } else {
             ("xor", 0)
         };
+        let groups = self.groups(args, 2)?;
+        let uniform = self.uniform_groups(&groups);
+        let (one, per_lane, join) =
+            (self.out.fresh_label("rdx1"), self.out.fresh_label("rdxn"), self.out.fresh_label("rdxj"));
+        self.out.terminate(format_args!("br {uniform}, label %{one}, label %{per_lane}"));
+        // One group: one reduction over the vector.
+        self.out.label(&one);
         let x = self.select(&part, &v, &V::int(Ty::I32, identity));
         let name = format!("llvm.vector.reduce.{op}.v{W}i32");
         self.cx.declare(&name, &format!("declare i32 @{name}(<{W} x i32>)"));
         let r = self.out.def_scalar(Ty::I32, format_args!("call i32 @{name}({x})"));
-        let r = self.vec(r);
+        let r1 = self.vec(r);
+        self.out.terminate(format_args!("br label %{join}"));
+        // Several groups (tiles): each lane folds in the lanes of its group.
+        self.out.label(&per_lane);
+        let mut acc = V::int(Ty::I32, identity);
+        for j in 0..W {
+            let vj = self.out.def_scalar(Ty::I32, format_args!("extractelement {v}, i32 {j}"));
+            let bit = self.bin("and", &groups, &V::int(Ty::I32, 1i128 << j));
+            let has = self.icmp("ne", &bit, &V::int(Ty::I32, 0));
+            let folded = if matches!(op, "add" | "and" | "or" | "xor") {
+                self.bin(op, &acc, &vj)
+            } else {
+                let f = format!("llvm.{op}.v{W}i32");
+                self.cx.declare(&f, &format!("declare <{W} x i32> @{f}(<{W} x i32>, <{W} x i32>)"));
+                let (a, vjv) = (self.vec(acc.clone()), self.vec(vj));
+                self.out.def(Ty::I32, format_args!("call <{W} x i32> @{f}({a}, {vjv})"))
+            };
+            acc = self.select(&has, &folded, &acc);
+        }
+        let rn = self.vec(acc);
+        self.out.terminate(format_args!("br label %{join}"));
+        self.out.label(&join);
+        let r = self.out.def(Ty::I32, format_args!("phi <{W} x i32> [{}, %{one}], [{}, %{per_lane}]", r1.s, rn.s));
         self.set(&args[0], r)
     }
 

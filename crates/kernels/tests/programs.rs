@@ -252,3 +252,48 @@ fn a_partial_masked_address_is_an_error_not_zeros() {
     let err = Program::from_source(src).err().expect("a partial address must not compile");
     assert!(err.contains("mask") && err.contains("bytes"), "{err}");
 }
+
+/// What `tile_collectives` (ptx/warp_groups.ptx) writes for lane `tid`.
+fn tile_collectives_expected(input: &[u32], tid: usize) -> [u32; 12] {
+    let warp = &input[tid / 32 * 32..tid / 32 * 32 + 32];
+    let lane = tid % 32;
+    let first = lane & !3;
+    let tile: Vec<(usize, u32)> = (first..first + 4).map(|l| (l, warp[l])).collect();
+    let v = warp[lane];
+    let bits = |f: &dyn Fn(u32) -> bool| tile.iter().filter(|(_, x)| f(*x)).fold(0u32, |m, (l, _)| m | 1 << l);
+    let same_hi = tile.iter().all(|(_, x)| x >> 3 == v >> 3);
+    [
+        tile.iter().any(|(_, x)| *x > 8) as u32,
+        tile.iter().all(|(_, x)| *x > 2) as u32,
+        bits(&|x| x & 1 == 1),
+        tile.iter().map(|(_, x)| x).sum(),
+        tile.iter().map(|(_, x)| *x as i32 - 5).min().unwrap_or(0) as u32,
+        tile.iter().map(|(_, x)| *x).max().unwrap_or(0),
+        tile.iter().fold(0, |m, (_, x)| m | 1 << x),
+        bits(&|x| x & 1 == v & 1),
+        if same_hi { 0xF << first } else { 0 },
+        same_hi as u32,
+        warp[..=lane].iter().sum(),
+        if lane < 16 { warp[..16].iter().sum() } else { 0xdead },
+    ]
+}
+
+#[test]
+fn warp_collectives_over_tiles_in_both_modes() {
+    let input: Vec<u32> = (0..96u32).map(|i| (i * 37 + i / 7) % 11).collect();
+    for warp_mode in [true, false] {
+        let opts = compiler::Options { warp_mode };
+        let p = Program::from_file_with("warp_groups.ptx", &opts).expect("compiles");
+        let k = p.kernel("tile_collectives").expect("kernel");
+        assert_eq!(k.info.lanes, if warp_mode { 32 } else { 1 }, "mode");
+        let mut out = vec![0u32; 96 * 12];
+        let mut inp = input.clone();
+        launch(exec(), k, [1, 1, 1], [96, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out)), Arg::Buf(as_bytes(&mut inp))])
+            .expect("params")
+            .expect("launch");
+        for tid in 0..96 {
+            let want = tile_collectives_expected(&input, tid);
+            assert_eq!(&out[tid * 12..tid * 12 + 12], &want[..], "thread {tid}, warp mode {warp_mode}");
+        }
+    }
+}
