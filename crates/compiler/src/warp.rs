@@ -44,6 +44,9 @@ pub struct WarpState {
     pub blocks: u32,
 }
 
+/// The most blocks × registers a kernel may have to run in warp mode.
+const WARP_PHI_BUDGET: usize = 4_096;
+
 /// Instructions warp mode lowers.
 fn supported(op: Opcode) -> bool {
     use Opcode::*;
@@ -84,6 +87,17 @@ pub fn warp_capable(a: &crate::layout::Analysis, target: &crate::Target, opts: &
         return false;
     }
     if b.regs.iter().any(|r| f.var(r.var).vector != 0) {
+        return false;
+    }
+    // Every block is reachable from the dispatch block and masked writes
+    // keep each register's old value live, so after SSA construction a
+    // kernel has about one vector phi per register per block. LLVM's
+    // compile time grows faster than that count (a cub scan kernel of 133
+    // blocks and 769 registers: 190,000 phis, 25 s; 41 blocks and 374
+    // registers: 4 s), so big kernels stay in thread mode, whose code
+    // follows the PTX control flow.
+    let (_, _, blocks) = FnLower::number_blocks(b);
+    if blocks as usize * b.regs.len() > WARP_PHI_BUDGET {
         return false;
     }
     for s in &b.statements {
