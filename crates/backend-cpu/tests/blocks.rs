@@ -780,3 +780,65 @@ fn arrivals_of_threads_that_exit_count_once() {
     unsafe { exec.launch(&kernel, [2, 1, 1], [96, 1, 1], 0, &p, &opts()) }.unwrap();
     assert_eq!(out, [2 * 64 * 3, 0]);
 }
+
+// ---- threads per launch ---------------------------------------------------------
+
+thread_local! {
+    static THREAD_TAG: u8 = const { 0 };
+}
+
+/// Records, per block, the address of a thread-local: one per OS thread.
+unsafe extern "C" fn thread_tag_block(p: *const u8, c: *mut BlockCtx) {
+    unsafe {
+        let out = arg(p, 0) as *mut u64;
+        let cx = ctx(c);
+        let tag = THREAD_TAG.with(|t| t as *const u8 as u64);
+        out.add(block_linear(cx) as usize).write(tag);
+    }
+}
+
+unsafe extern "C" fn thread_tag_thread(_: *const u8, _: *mut BlockCtx, _: u32, _: u32, _: u32) {}
+
+#[test]
+fn one_worker_means_the_launching_thread_alone() {
+    // `workers` counts the launching thread: with 1, no pool thread takes
+    // blocks, so a single-core configuration really uses one core.
+    let (exec, _) = executor_with(ExecutorConfig { workers: 1, ..ExecutorConfig::default() });
+    let mut out = vec![0u64; 256];
+    let p = params(&[addr(&mut out)]);
+    for _ in 0..20 {
+        unsafe { exec.launch(&fast(thread_tag_thread, thread_tag_block), [256, 1, 1], [32, 1, 1], 0, &p, &opts()) }
+            .unwrap();
+        let me = THREAD_TAG.with(|t| t as *const u8 as u64);
+        assert!(out.iter().all(|&t| t == me), "a block ran on another thread");
+    }
+}
+
+unsafe extern "C" fn late_fault_block(p: *const u8, c: *mut BlockCtx) {
+    unsafe {
+        if block_linear(ctx(c)) == 9001 {
+            std::ptr::write_volatile(0x10 as *mut u32, 1);
+        }
+        atomic(arg(p, 0) as *mut u32).fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn a_fault_inside_a_run_of_blocks_ends_the_launch_and_the_next_one_is_whole() {
+    // 20,000 blocks are claimed in runs of several; a fault in the middle of
+    // a run must still count the run's other blocks as done (or the launch
+    // would never end), and the next launch must run every block.
+    let (exec, _) = executor_with(ExecutorConfig { workers: 2, ..ExecutorConfig::default() });
+    let mut out = vec![0u32];
+    let p = params(&[addr(&mut out)]);
+    for _ in 0..3 {
+        let error = unsafe { exec.launch(&fast(count_kernel, late_fault_block), [20_000, 1, 1], [1, 1, 1], 0, &p, &opts()) }
+            .unwrap_err();
+        assert_eq!(error, LaunchError::IllegalAddress { address: 0x10 });
+        assert!(out[0] < 20_000, "blocks after the fault were cancelled");
+        out[0] = 0;
+        unsafe { exec.launch(&fast(count_kernel, count_block), [20_000, 1, 1], [1, 1, 1], 0, &p, &opts()) }.unwrap();
+        assert_eq!(out[0], 20_000);
+        out[0] = 0;
+    }
+}

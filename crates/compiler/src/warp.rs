@@ -246,21 +246,48 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let _ = writeln!(e, "  %nx.v = shufflevector <{W} x i32> %nx.i, <{W} x i32> poison, <{W} x i32> zeroinitializer");
         let _ = writeln!(e, "  %ny.i = insertelement <{W} x i32> poison, i32 %ntid.y, i32 0");
         let _ = writeln!(e, "  %ny.v = shufflevector <{W} x i32> %ny.i, <{W} x i32> poison, <{W} x i32> zeroinitializer");
+        // Thread ids. When rows of the block are whole warps (ntid.x a
+        // multiple of 32), a warp lies in one row: three scalar divisions
+        // give its row and the lanes count along it. Otherwise each lane
+        // divides (32 divisions each, which would dominate small kernels).
+        let _ = writeln!(e, "  %nx.low = and i32 %ntid.x, {}", W - 1);
+        let _ = writeln!(e, "  %rows = icmp eq i32 %nx.low, 0");
+        let _ = writeln!(e, "  br i1 %rows, label %ids.row, label %ids.lane");
+        let _ = writeln!(e, "ids.row:");
+        let _ = writeln!(e, "  %tx0 = urem i32 %wbase, %ntid.x");
+        let _ = writeln!(e, "  %q0 = udiv i32 %wbase, %ntid.x");
+        let _ = writeln!(e, "  %ty0 = urem i32 %q0, %ntid.y");
+        let _ = writeln!(e, "  %tz0 = udiv i32 %q0, %ntid.y");
+        let _ = writeln!(e, "  %tx0.i = insertelement <{W} x i32> poison, i32 %tx0, i32 0");
+        let _ = writeln!(e, "  %tx0.v = shufflevector <{W} x i32> %tx0.i, <{W} x i32> poison, <{W} x i32> zeroinitializer");
+        let _ = writeln!(e, "  %tid.xr = add <{W} x i32> %tx0.v, %lane");
+        let _ = writeln!(e, "  %ty0.i = insertelement <{W} x i32> poison, i32 %ty0, i32 0");
+        let _ = writeln!(e, "  %tid.yr = shufflevector <{W} x i32> %ty0.i, <{W} x i32> poison, <{W} x i32> zeroinitializer");
+        let _ = writeln!(e, "  %tz0.i = insertelement <{W} x i32> poison, i32 %tz0, i32 0");
+        let _ = writeln!(e, "  %tid.zr = shufflevector <{W} x i32> %tz0.i, <{W} x i32> poison, <{W} x i32> zeroinitializer");
+        let _ = writeln!(e, "  br label %ids");
         // Lanes past the block's threads get ids of 0 so that divisions by the
         // block dimensions stay defined.
+        let _ = writeln!(e, "ids.lane:");
         let _ = writeln!(e, "  %lin.safe = select <{W} x i1> %valid, <{W} x i32> %lin, <{W} x i32> zeroinitializer");
-        let _ = writeln!(e, "  %tid.xv = urem <{W} x i32> %lin.safe, %nx.v");
+        let _ = writeln!(e, "  %tid.xl = urem <{W} x i32> %lin.safe, %nx.v");
         let _ = writeln!(e, "  %q.x = udiv <{W} x i32> %lin.safe, %nx.v");
-        let _ = writeln!(e, "  %tid.yv = urem <{W} x i32> %q.x, %ny.v");
-        let _ = writeln!(e, "  %tid.zv = udiv <{W} x i32> %q.x, %ny.v");
+        let _ = writeln!(e, "  %tid.yl = urem <{W} x i32> %q.x, %ny.v");
+        let _ = writeln!(e, "  %tid.zl = udiv <{W} x i32> %q.x, %ny.v");
+        let _ = writeln!(e, "  br label %ids");
+        let _ = writeln!(e, "ids:");
+        for d in ["x", "y", "z"] {
+            let _ = writeln!(e, "  %tid.{d}v = phi <{W} x i32> [%tid.{d}r, %ids.row], [%tid.{d}l, %ids.lane]");
+        }
         let _ = writeln!(e, "  %lanchor.i = ptrtoint ptr %lanchor to i64");
         let _ = writeln!(e, "  %lbase = sub i64 %lanchor.i, 2147483648");
         let _ = writeln!(e, "  store <{W} x i1> %valid, ptr {}", Self::live_slot());
         let _ = writeln!(e, "  store <{W} x i32> zeroinitializer, ptr {}", Self::next_slot());
         let _ = writeln!(e, "  br label %B0");
         self.out.allocas.push_str("  %lanchor = alloca i8, align 1\n");
-        let _ = writeln!(self.out.allocas, "  {} = alloca <{W} x i1>, align 16", Self::live_slot());
-        let _ = writeln!(self.out.allocas, "  {} = alloca <{W} x i32>, align 16", Self::next_slot());
+        // Natural alignment: their loads and stores name none.
+        let _ = writeln!(self.out.allocas, "  {} = alloca <{W} x i1>", Self::live_slot());
+        let _ = writeln!(self.out.allocas, "  {} = alloca <{W} x i32>", Self::next_slot());
 
         // Block 0 starts here.
         self.begin_block(0);

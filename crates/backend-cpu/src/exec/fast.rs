@@ -49,15 +49,25 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
                 let rt = &*rt_ptr;
                 let job = &*job_ptr;
                 rt.fast_yielder.set(yielder);
-                while let Some(index) = job.claim() {
-                    let block = job.block_index(index);
-                    rt.block.set(block);
-                    rt.in_block.set(true);
-                    (*ctx_ptr).ctaid = block;
-                    std::ptr::write_bytes(shared, 0, shared_len);
-                    block_fn(job.params(), ctx_ptr);
-                    rt.in_block.set(false);
-                    job.finish_blocks(1);
+                // Blocks come in small runs: one claim and one finish per run
+                // rather than two contended atomics per block. Fast-path
+                // kernels do not wait for other blocks (the compiler sends
+                // those to the scheduled path), so a run never holds a block
+                // another one waits for.
+                while let Some(run) = job.claim_run() {
+                    rt.unfinished.set(run.end - run.start);
+                    for index in run.clone() {
+                        if job.failed() {
+                            break;
+                        }
+                        let block = job.block_index(index);
+                        rt.block.set(block);
+                        (*ctx_ptr).ctaid = block;
+                        std::ptr::write_bytes(shared, 0, shared_len);
+                        block_fn(job.params(), ctx_ptr);
+                    }
+                    rt.unfinished.set(0);
+                    job.finish_blocks(run.end - run.start);
                 }
             }
             Ok(())
@@ -84,9 +94,8 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
         fp.restore();
         tracing::debug!(block = ?rt.block.get(), "block failed: {error}");
         job.fail(error);
-        if rt.in_block.get() {
-            job.finish_blocks(1);
-        }
+        // The failed block and the rest of its run.
+        job.finish_blocks(rt.unfinished.get());
     }
     local.put_fast_stack(coroutine.into_stack());
 }

@@ -194,6 +194,27 @@ impl Job {
         (index < self.nblocks).then_some(index)
     }
 
+    /// The next run of blocks to execute: about an eighth of each runner's
+    /// share of what is left, at most 32 blocks, so that runners finish
+    /// together while claims stay rare.
+    pub(crate) fn claim_run(&self) -> Option<std::ops::Range<u64>> {
+        let next = self.next.load(Ordering::Relaxed);
+        if next >= self.nblocks {
+            return None;
+        }
+        let runners = u64::from(self.shared.nsmid.max(1));
+        // Once a block has spun (it waits for another block, which the
+        // compiler should have sent to the scheduled path), one at a time:
+        // a run must not hold back the block someone waits for.
+        let len = if self.yields.load(Ordering::Relaxed) > 0 {
+            1
+        } else {
+            ((self.nblocks - next) / (8 * runners)).clamp(1, 32)
+        };
+        let start = self.next.fetch_add(len, Ordering::Relaxed);
+        (start < self.nblocks).then(|| start..(start + len).min(self.nblocks))
+    }
+
     pub(crate) fn has_unclaimed(&self) -> bool {
         self.next.load(Ordering::Relaxed) < self.nblocks
     }

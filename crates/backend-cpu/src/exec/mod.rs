@@ -104,7 +104,8 @@ pub struct LaunchOptions {
 /// How an [`Executor`] runs kernels.
 #[derive(Clone)]
 pub struct ExecutorConfig {
-    /// Workers of the persistent pool (`%nsmid`); 0 means one per core.
+    /// Threads that run a launch's blocks (`%nsmid`): the launching thread
+    /// and `workers - 1` persistent pool threads; 0 means one per core.
     pub workers: usize,
     /// Upper bound on all worker threads, including those added so that
     /// blocks waiting for each other make progress.

@@ -108,7 +108,9 @@ impl Shared {
         let mut state = self.lock();
         if !state.base_started {
             state.base_started = true;
-            let base = self.nsmid as usize;
+            // The launching thread runs blocks too: with it, `nsmid` threads
+            // run a launch, one per core by default (not one more).
+            let base = (self.nsmid as usize).saturating_sub(1);
             self.spawn_workers(&mut state, base, false);
         }
         self.start_monitor(&mut state);

@@ -100,8 +100,8 @@ pub(crate) struct BlockRt {
     pub ntid: [u32; 3],
     pub nthreads: u32,
     pub block: Cell<[u32; 3]>,
-    /// A block is between claim and finish (fast path).
-    pub in_block: Cell<bool>,
+    /// Blocks claimed and not yet counted as finished (fast path).
+    pub unfinished: Cell<u64>,
     /// The thread being resumed (scheduled path).
     pub current: Cell<u32>,
     pub slots: Cell<*const Slot>,
@@ -119,7 +119,7 @@ impl BlockRt {
             ntid: job.block,
             nthreads: job.units,
             block: Cell::new([0; 3]),
-            in_block: Cell::new(false),
+            unfinished: Cell::new(0),
             current: Cell::new(0),
             slots: Cell::new(std::ptr::null()),
             fast_yielder: Cell::new(std::ptr::null()),
