@@ -23,22 +23,47 @@ pub use layout::{describe, describe_with_options};
 /// Choices that change the code a compile produces.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Options {
-    /// Compile kernels that allow it in warp mode (32 lanes per call, see
-    /// `warp.rs`) rather than one thread per call. Default: on, unless the
-    /// environment variable `ANYCUDA_WARP` is `0`.
-    pub warp_mode: bool,
+    /// Which kernels run as warps (32 lanes per call over LLVM vectors, see
+    /// `warp.rs`) rather than one thread per call.
+    pub warp: WarpMode,
+}
+
+/// Where warp mode is used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WarpMode {
+    /// Never: every kernel runs one thread per call.
+    Off,
+    /// For kernels whose threads wait for each other (barriers, warp
+    /// collectives, spin loops), which thread mode runs as one coroutine
+    /// per thread. Kernels without waiting run whole blocks as a loop over
+    /// threads, which LLVM vectorises as well and with less overhead.
+    WhereThreadsWait,
+    /// For every kernel warp mode can lower (tests of the warp lowering).
+    Always,
 }
 
 impl Default for Options {
+    /// From the environment variable `ANYCUDA_WARP`: `0` (off), `all`
+    /// (always); otherwise where threads wait.
     fn default() -> Options {
-        Options { warp_mode: !std::env::var("ANYCUDA_WARP").is_ok_and(|v| v == "0") }
+        let warp = match std::env::var("ANYCUDA_WARP").as_deref() {
+            Ok("0") => WarpMode::Off,
+            Ok("all") => WarpMode::Always,
+            _ => WarpMode::WhereThreadsWait,
+        };
+        Options { warp }
     }
 }
 
 impl Options {
     /// A short string identifying the options, for cache keys.
     pub fn fingerprint(&self) -> String {
-        format!("warp={}", self.warp_mode as u8)
+        let w = match self.warp {
+            WarpMode::Off => "off",
+            WarpMode::WhereThreadsWait => "wait",
+            WarpMode::Always => "all",
+        };
+        format!("warp={w}")
     }
 }
 

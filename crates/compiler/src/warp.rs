@@ -79,8 +79,13 @@ fn supported_form(b: &Body, i: &Instruction) -> bool {
 /// allow it, the kernel calls no functions and every instruction is one
 /// warp mode lowers.
 pub fn warp_capable(a: &crate::layout::Analysis, target: &crate::Target, opts: &crate::Options, item: ItemId, f: &Function) -> bool {
-    if !matches!(target, crate::Target::HostCpu) || !opts.warp_mode {
+    if !matches!(target, crate::Target::HostCpu) {
         return false;
+    }
+    match opts.warp {
+        crate::WarpMode::Off => return false,
+        crate::WarpMode::WhereThreadsWait if !a.needs_scheduler(item) => return false,
+        _ => {}
     }
     let Some(b) = &f.body else { return false };
     if a.reachable(item).len() != 1 {
@@ -1192,6 +1197,38 @@ done:
 /// order, returning the old values. `plain` uses a non-atomic
 /// read-modify-write (shared memory on the CPU, where a block runs on one
 /// OS thread).
+/// A warp's atomics on memory only its block's OS thread touches (shared
+/// memory on the CPU): straight-line code, lane after lane, in order. Lanes
+/// outside the mask work on a scratch slot instead of branching around.
+fn plain_per_lane_atomic(name: &str, t: &str, size: u32, lane_body: &str) -> String {
+    let mut text = format!(
+        "define internal <{W} x {t}> @{name}(<{W} x ptr> %p, <{W} x {t}> %a, <{W} x {t}> %c, <{W} x i1> %m) #0 {{\nentry:\n  %scratch = alloca {t}, align {size}\n"
+    );
+    let mut acc = "poison".to_string();
+    for k in 0..W {
+        // Every local name of the lane's body gets the lane's suffix.
+        let body = lane_body.split('%').enumerate().fold(String::new(), |mut out, (i, part)| {
+            if i == 0 {
+                out.push_str(part);
+            } else {
+                let end = part.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(part.len());
+                let _ = write!(out, "%{}.{k}{}", &part[..end], &part[end..]);
+            }
+            out
+        });
+        let _ = writeln!(text, "  %on.{k} = extractelement <{W} x i1> %m, i32 {k}");
+        let _ = writeln!(text, "  %pl.{k} = extractelement <{W} x ptr> %p, i32 {k}");
+        let _ = writeln!(text, "  %pi.{k} = select i1 %on.{k}, ptr %pl.{k}, ptr %scratch");
+        let _ = writeln!(text, "  %ai.{k} = extractelement <{W} x {t}> %a, i32 {k}");
+        let _ = writeln!(text, "  %ci.{k} = extractelement <{W} x {t}> %c, i32 {k}");
+        let _ = writeln!(text, "{body}");
+        let _ = writeln!(text, "  %acc.{k} = insertelement <{W} x {t}> {acc}, {t} %old.{k}, i32 {k}");
+        acc = format!("%acc.{k}");
+    }
+    let _ = writeln!(text, "  ret <{W} x {t}> {acc}\n}}\n");
+    text
+}
+
 fn per_lane_atomic(name: &str, op: Flag, ty: Ty, signed: bool, plain: bool) -> String {
     let t = ty.name();
     let size = ty.bits() / 8;
@@ -1210,7 +1247,8 @@ fn per_lane_atomic(name: &str, op: Flag, ty: Ty, signed: bool, plain: bool) -> S
             Flag::Dec => format!("%z = icmp eq {t} %old, 0\n  %gt = icmp ugt {t} %old, %ai\n  %w = or i1 %z, %gt\n  %dec = sub {t} %old, 1\n  %new = select i1 %w, {t} %ai, {t} %dec"),
             _ => format!("%eq = icmp eq {t} %old, %ai\n  %new = select i1 %eq, {t} %ci, {t} %old"),
         };
-        format!("  %old = load {t}, ptr %pi, align {size}\n  {compute}\n  store {t} %new, ptr %pi, align {size}")
+        let lane_body = format!("  %old = load {t}, ptr %pi, align {size}\n  {compute}\n  store {t} %new, ptr %pi, align {size}");
+        return plain_per_lane_atomic(name, t, size, &lane_body);
     } else {
         let rmw = match op {
             Flag::AddOp if float => "fadd",

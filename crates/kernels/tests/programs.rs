@@ -282,7 +282,7 @@ fn tile_collectives_expected(input: &[u32], tid: usize) -> [u32; 12] {
 fn warp_collectives_over_tiles_in_both_modes() {
     let input: Vec<u32> = (0..96u32).map(|i| (i * 37 + i / 7) % 11).collect();
     for warp_mode in [true, false] {
-        let opts = compiler::Options { warp_mode };
+        let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off } };
         let p = Program::from_file_with("warp_groups.ptx", &opts).expect("compiles");
         let k = p.kernel("tile_collectives").expect("kernel");
         assert_eq!(k.info.lanes, if warp_mode { 32 } else { 1 }, "mode");
@@ -294,6 +294,44 @@ fn warp_collectives_over_tiles_in_both_modes() {
         for tid in 0..96 {
             let want = tile_collectives_expected(&input, tid);
             assert_eq!(&out[tid * 12..tid * 12 + 12], &want[..], "thread {tid}, warp mode {warp_mode}");
+        }
+    }
+}
+
+#[test]
+fn shared_atomics_from_masked_lanes_in_both_modes() {
+    let n = 100u32;
+    let takers: Vec<u32> = (0..n).filter(|t| t % 3 != 0).collect();
+    let sum64: u64 = takers.iter().map(|&t| u64::from(t) << 20).sum();
+    let mut inc = 0u32;
+    let mut dec = 0u32;
+    for _ in &takers {
+        inc = if inc >= 7 { 0 } else { inc + 1 };
+        dec = if dec == 0 || dec > 9 { 9 } else { dec - 1 };
+    }
+    let want = [
+        takers.iter().sum::<u32>(),
+        takers.iter().map(|&t| 50 - t as i32).min().unwrap_or(0).min(1000) as u32,
+        takers.iter().map(|&t| t * 3).max().unwrap_or(0),
+        takers.iter().fold(u32::MAX, |m, &t| m & !(1 << (t % 32))),
+        takers.iter().fold(0, |m, &t| m | 1 << (t % 32)),
+        takers.iter().fold(0, |m, &t| m ^ t),
+        inc,
+        dec,
+        (takers.iter().sum::<u32>() as f32).to_bits(),
+        0,
+        sum64 as u32,
+        (sum64 >> 32) as u32,
+    ];
+    for warp_mode in [true, false] {
+        let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off } };
+        let p = Program::from_file_with("shared_atomics.ptx", &opts).expect("compiles");
+        let k = p.kernel("shared_atomics").expect("kernel");
+        assert_eq!(k.info.lanes, if warp_mode { 32 } else { 1 }, "mode");
+        let mut out = vec![0u32; 3 * 12];
+        launch(exec(), k, [3, 1, 1], [n, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch");
+        for b in 0..3 {
+            assert_eq!(&out[b * 12..b * 12 + 12], &want[..], "block {b}, warp mode {warp_mode}");
         }
     }
 }
