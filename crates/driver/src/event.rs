@@ -48,6 +48,7 @@ impl Event {
     }
 
     pub(crate) fn wait_generation(&self, generation: u64) {
+        crate::stream::spin_until(|| lock(&self.st).completed >= generation);
         let mut s = lock(&self.st);
         while s.completed < generation {
             s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());

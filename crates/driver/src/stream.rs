@@ -173,6 +173,15 @@ impl Stream {
                 if let Some(op) = q.ops.pop_front() {
                     break op;
                 }
+                // Work often follows work at once (a launch after a copy):
+                // look again for a moment before sleeping, as waking a
+                // sleeping thread costs several microseconds.
+                drop(q);
+                spin_until(|| !lock(&self.q).ops.is_empty());
+                q = lock(&self.q);
+                if !q.ops.is_empty() {
+                    continue;
+                }
                 let (g, timeout) = self
                     .cv
                     .wait_timeout(q, IDLE_EXIT)
@@ -209,6 +218,10 @@ impl Stream {
 
     /// Blocks until `seq` operations have completed.
     pub(crate) fn wait_for(&self, seq: u64) {
+        // Short work (an empty kernel, a small copy) ends within
+        // microseconds: spin briefly before sleeping, as the CUDA driver's
+        // default scheduling does.
+        spin_until(|| lock(&self.q).completed >= seq);
         let mut q = lock(&self.q);
         while q.completed < seq {
             q = self.cv.wait(q).unwrap_or_else(|e| e.into_inner());
@@ -230,6 +243,25 @@ impl Stream {
     pub(crate) fn is_idle(&self) -> bool {
         let q = lock(&self.q);
         q.completed == q.submitted
+    }
+}
+
+/// How long a thread polls before it sleeps on a condition variable.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(20);
+
+/// Polls `done` for up to [`SPIN`]; whether it became true.
+pub(crate) fn spin_until(mut done: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    loop {
+        if done() {
+            return true;
+        }
+        if start.elapsed() >= SPIN {
+            return false;
+        }
+        for _ in 0..32 {
+            std::hint::spin_loop();
+        }
     }
 }
 
