@@ -96,13 +96,19 @@ impl Drop for LoadedModule {
 /// Links `object` (an ELF relocatable object for the host) into the
 /// process and resolves every symbol it defines.
 pub fn load(object: &[u8]) -> Result<LoadedModule, LoadError> {
-    let names = defined_symbols(object)?;
+    let defined = defined_symbols(object)?;
+    let names: Vec<String> = defined.iter().map(|(name, _)| name.clone()).collect();
     let jit = global_jit()?;
     let mut jit = lock(jit);
     let dylib = jit.take_dylib()?;
     lock(&SESSION_ERRORS).clear();
     match jit.add_and_resolve(dylib, object, &names).map_err(with_session_errors) {
-        Ok(symbols) => Ok(LoadedModule { dylib, symbols }),
+        Ok(symbols) => {
+            if std::env::var_os("ANYCUDA_PERF_MAP").is_some() {
+                write_perf_map(&defined, &symbols);
+            }
+            Ok(LoadedModule { dylib, symbols })
+        }
         Err(error) => {
             // SAFETY: as in `Drop`; a failed link may leave partial state,
             // which `clear` removes.
@@ -114,8 +120,25 @@ pub fn load(object: &[u8]) -> Result<LoadedModule, LoadError> {
     }
 }
 
-/// Global symbols the object defines (the ones `symbol` can find).
-fn defined_symbols(object: &[u8]) -> Result<Vec<String>, LoadError> {
+/// Appends the functions of a loaded module to `/tmp/perf-PID.map`, the
+/// file through which `perf` names code it finds in no ELF file. Failing
+/// to write it changes nothing else.
+fn write_perf_map(defined: &[(String, u64)], symbols: &HashMap<String, usize>) {
+    use std::io::Write;
+    let path = std::env::temp_dir().join(format!("perf-{}.map", std::process::id()));
+    let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path) else { return };
+    let mut text = String::new();
+    for (name, size) in defined {
+        if let (Some(address), true) = (symbols.get(name), *size > 0) {
+            text.push_str(&format!("{address:x} {size:x} {name}\n"));
+        }
+    }
+    let _ = file.write_all(text.as_bytes());
+}
+
+/// Global symbols the object defines (the ones `symbol` can find), with
+/// their sizes.
+fn defined_symbols(object: &[u8]) -> Result<Vec<(String, u64)>, LoadError> {
     let file = object::File::parse(object).map_err(|e| LoadError::InvalidObject(e.to_string()))?;
     let mut names = Vec::new();
     for symbol in file.symbols() {
@@ -124,7 +147,7 @@ fn defined_symbols(object: &[u8]) -> Result<Vec<String>, LoadError> {
         }
         if let Ok(name) = symbol.name() {
             if !name.is_empty() {
-                names.push(name.to_owned());
+                names.push((name.to_owned(), symbol.size()));
             }
         }
     }

@@ -42,6 +42,45 @@ pub struct WarpState {
     pub starts: HashMap<usize, u32>,
     pub label_block: HashMap<LabelId, u32>,
     pub blocks: u32,
+    /// Registers whose every write is an unguarded `mov` of the same
+    /// immediate: their value is known when the kernel is compiled.
+    pub consts: HashMap<RegId, i64>,
+}
+
+/// Registers with a value known at compile time (see [`WarpState::consts`]).
+/// nvcc passes the lane offsets and clamps of `shfl` in such registers.
+fn constant_registers(b: &Body) -> HashMap<RegId, i64> {
+    fn defs(b: &Body, op: Operand, out: &mut Vec<RegId>) {
+        match op {
+            Operand::Reg(r) | Operand::RegComponent(r, _) | Operand::SinkPred(r) => out.push(r),
+            Operand::PredPair(p, q) => out.extend([p, q]),
+            Operand::Vector(l) => {
+                for &o in b.list(l) {
+                    defs(b, o, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut value: HashMap<RegId, Option<i64>> = HashMap::new();
+    for s in &b.statements {
+        let Statement::Instruction(i) = s else { continue };
+        let args = b.args(i);
+        let Some(&dest) = args.first() else { continue };
+        let imm = match (i.op, i.guard, dest, args.get(1)) {
+            (Opcode::Mov, None, Operand::Reg(_), Some(Operand::Imm(v))) if args.len() == 2 => Some(*v),
+            _ => None,
+        };
+        let mut written = Vec::new();
+        defs(b, dest, &mut written);
+        for r in written {
+            let known = value.entry(r).or_insert(imm);
+            if *known != imm {
+                *known = None;
+            }
+        }
+    }
+    value.into_iter().filter_map(|(r, v)| Some((r, v?))).collect()
 }
 
 /// The most blocks × registers a kernel may have to run in warp mode.
@@ -216,7 +255,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
     pub fn lower_warp(&mut self) -> Res<String> {
         let _lanes = ir::set_lanes(W);
         let (starts, label_block, blocks) = Self::number_blocks(self.b);
-        self.warp = Some(WarpState { mask: V::int(Ty::I1, 1), block: 0, starts, label_block, blocks });
+        let consts = constant_registers(self.b);
+        self.warp = Some(WarpState { mask: V::int(Ty::I1, 1), block: 0, starts, label_block, blocks, consts });
         self.exit_label = "wexit".to_string();
         for r in 0..self.b.regs.len() {
             let decl = self.f.var(self.b.regs[r].var);
@@ -930,9 +970,21 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.def(ty, format_args!("call {ty} @{g}({ptrs}, i32 4, <{W} x i1> splat (i1 true), {ty} poison)"))
     }
 
+    /// The value of an operand when the kernel is compiled, if known.
+    fn constant(&self, op: &Operand) -> Option<i64> {
+        match op {
+            Operand::Imm(v) => Some(*v),
+            Operand::Reg(r) => self.warp.as_ref()?.consts.get(r).copied(),
+            _ => None,
+        }
+    }
+
     fn warp_shfl(&mut self, inst: &Instruction) -> Res<()> {
         let b = self.b;
         let args = b.args(inst);
+        if let (Some(bc), Some(cc)) = (self.constant(&args[2]), self.constant(&args[3])) {
+            return self.warp_shfl_constant(inst, bc as u32, cc as u32);
+        }
         let a = self.get(&args[1], Ty::I32)?;
         let bv = self.get(&args[2], Ty::I32)?;
         let c = self.get(&args[3], Ty::I32)?;
@@ -962,6 +1014,44 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let src = self.select(&p, &j, &lane);
         let src = self.bin("and", &src, &V::int(Ty::I32, 31));
         let d = self.permute(&a, &src);
+        match args[0] {
+            Operand::PredPair(dr, q) => {
+                self.set(&Operand::Reg(dr), d)?;
+                self.set(&Operand::Reg(q), p)
+            }
+            other => self.set(&other, d),
+        }
+    }
+
+    /// `shfl` whose lane operand and clamp are known: every lane's source is
+    /// known, so the exchange is one constant vector shuffle.
+    fn warp_shfl_constant(&mut self, inst: &Instruction, bc: u32, cc: u32) -> Res<()> {
+        let b = self.b;
+        let args = b.args(inst);
+        let a = self.get(&args[1], Ty::I32)?;
+        let (bval, cval, seg) = (bc & 31, cc & 31, (cc >> 8) & 31);
+        let mut sources = Vec::with_capacity(W as usize);
+        let mut valid = Vec::with_capacity(W as usize);
+        for lane in 0..W as i32 {
+            let (lo, max_lane) = (lane & seg as i32, (lane & seg as i32) | (cval & !seg) as i32);
+            let (j, p) = if inst.has(b, Flag::Up) {
+                let j = lane - bval as i32;
+                (j, j >= max_lane)
+            } else if inst.has(b, Flag::Down) {
+                let j = lane + bval as i32;
+                (j, j <= max_lane)
+            } else if inst.has(b, Flag::Bfly) {
+                let j = lane ^ bval as i32;
+                (j, j <= max_lane)
+            } else {
+                let j = lo | (bval & !seg) as i32;
+                (j, j <= max_lane)
+            };
+            sources.push(format!("i32 {}", if p { j & 31 } else { lane }));
+            valid.push(format!("i1 {}", u8::from(p)));
+        }
+        let d = self.out.def(Ty::I32, format_args!("shufflevector {a}, <{W} x i32> poison, <{W} x i32> <{}>", sources.join(", ")));
+        let p = V::new(Ty::I1, format!("<{}>", valid.join(", ")));
         match args[0] {
             Operand::PredPair(dr, q) => {
                 self.set(&Operand::Reg(dr), d)?;
