@@ -816,6 +816,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     pub fn store_reg(&mut self, r: RegId, v: V) {
+        if let Some(w) = self.warp.as_mut() {
+            w.forget_shapes(r);
+        }
         let p = self.regs[r as usize].clone();
         self.out.op(format_args!("store {v}, ptr {p}"));
     }
@@ -962,8 +965,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Operand::Reg(r) => {
                 let ty = self.reg_tys[r as usize];
                 let v = self.convert(v, ty, signed);
-                let v = match self.warp.as_ref().map(|w| w.mask.clone()) {
-                    // Only the executing lanes change their registers.
+                let masked = self.warp.as_ref().filter(|w| !w.block_local.get(r as usize).copied().unwrap_or(false));
+                let v = match masked.map(|w| w.mask.clone()) {
+                    // Only the executing lanes change their registers
+                    // (unless no lane can need the old value).
                     Some(mask) => {
                         let old = self.load_reg(r);
                         self.out.def(ty, format_args!("select {mask}, {v}, {old}"))

@@ -45,6 +45,118 @@ pub struct WarpState {
     /// Registers whose every write is an unguarded `mov` of the same
     /// immediate: their value is known when the kernel is compiled.
     pub consts: HashMap<RegId, i64>,
+    /// How the lanes' values of an address register lie, per access size
+    /// (see `FnLower::address_shape`), computed once per block and register
+    /// value: the unrolled loops of tiled kernels load many times from one
+    /// register plus constant offsets.
+    shapes: HashMap<(RegId, u32), V>,
+    /// Registers no thread ever reads before writing them in the same
+    /// block (indexed by register).
+    pub block_local: Vec<bool>,
+}
+
+impl WarpState {
+    /// The register changed: what was known of its lanes is not any more.
+    pub fn forget_shapes(&mut self, r: RegId) {
+        if !self.shapes.is_empty() {
+            self.shapes.retain(|&(reg, _), _| reg != r);
+        }
+    }
+}
+
+/// [`FnLower::address_shape`] codes.
+const SHAPE_SCATTERED: i32 = 0;
+/// Each half warp (lanes 0-15, 16-31) reads consecutive elements; a whole
+/// warp reading consecutive elements is the common case of it.
+const SHAPE_HALVES_CONSECUTIVE: i32 = 1;
+/// Each half warp reads one address (a row of a 16-wide tile).
+const SHAPE_HALVES_UNIFORM: i32 = 2;
+
+/// Whether an opcode's first operand is a destination.
+fn writes_first_operand(op: Opcode) -> bool {
+    use Opcode::*;
+    !matches!(
+        op,
+        Bar | Barrier | St | Red | Prefetch | Prefetchu | Nanosleep | Bra | Brx | Call | Ret | Exit | Trap | Brkpt
+            | Membar | Fence | Pmevent | Griddepcontrol | Setmaxnreg | Discard | Applypriority | Sust | Sured | Cp
+            | Mbarrier | Stmatrix | Stackrestore | Multimem | Tensormap | Tcgen05 | Wgmma
+    )
+}
+
+/// The registers an operand names.
+fn operand_registers(b: &Body, op: Operand, out: &mut Vec<RegId>) {
+    match op {
+        Operand::Reg(r)
+        | Operand::NotReg(r)
+        | Operand::RegComponent(r, _)
+        | Operand::AddrReg(r, _)
+        | Operand::SinkPred(r)
+        | Operand::Video { reg: r, .. } => out.push(r),
+        Operand::PredPair(p, q) => out.extend([p, q]),
+        Operand::Vector(l) | Operand::Paren(l) | Operand::Bracket(l) => {
+            for &o in b.list(l) {
+                operand_registers(b, o, out);
+            }
+        }
+        Operand::VectorPred(l, p) => {
+            out.push(p);
+            for &o in b.list(l) {
+                operand_registers(b, o, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Registers that no thread reads before it has written them in the same
+/// block (`starts` as from `number_blocks`). No lane ever needs such a
+/// register's value from an earlier block, so a lane that does not execute
+/// a write to it loses nothing if the write changes its copy too: writes
+/// need no mask, and the old value is not kept alive (in an unrolled loop
+/// body, dozens of vector registers).
+fn block_local_registers(b: &Body, starts: &HashMap<usize, u32>) -> Vec<bool> {
+    let mut local = vec![true; b.regs.len()];
+    let mut written = vec![false; b.regs.len()];
+    let mut touched: Vec<RegId> = Vec::new();
+    let mut regs = Vec::new();
+    for (i, s) in b.statements.iter().enumerate() {
+        if starts.contains_key(&i) {
+            for r in touched.drain(..) {
+                written[r as usize] = false;
+            }
+        }
+        let Statement::Instruction(inst) = s else { continue };
+        let args = b.args(inst);
+        let first_is_dest = writes_first_operand(inst.op);
+        regs.clear();
+        if let Some(g) = inst.guard {
+            regs.push(g.reg);
+        }
+        for (k, &op) in args.iter().enumerate() {
+            if k > 0 || !first_is_dest {
+                operand_registers(b, op, &mut regs);
+            }
+        }
+        for &r in &regs {
+            if !written.get(r as usize).copied().unwrap_or(true) {
+                local[r as usize] = false;
+            }
+        }
+        // A guarded write leaves the register as it was in some threads.
+        if first_is_dest && inst.guard.is_none() {
+            if let Some(&dest) = args.first() {
+                regs.clear();
+                operand_registers(b, dest, &mut regs);
+                for &r in &regs {
+                    if let Some(w) = written.get_mut(r as usize) {
+                        *w = true;
+                        touched.push(r);
+                    }
+                }
+            }
+        }
+    }
+    local
 }
 
 /// Registers with a value known at compile time (see [`WarpState::consts`]).
@@ -256,7 +368,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let _lanes = ir::set_lanes(W);
         let (starts, label_block, blocks) = Self::number_blocks(self.b);
         let consts = constant_registers(self.b);
-        self.warp = Some(WarpState { mask: V::int(Ty::I1, 1), block: 0, starts, label_block, blocks, consts });
+        let block_local = block_local_registers(self.b, &starts);
+        self.warp = Some(WarpState {
+            mask: V::int(Ty::I1, 1),
+            block: 0,
+            starts,
+            label_block,
+            blocks,
+            consts,
+            shapes: HashMap::new(),
+            block_local,
+        });
         self.exit_label = "wexit".to_string();
         for r in 0..self.b.regs.len() {
             let decl = self.f.var(self.b.regs[r].var);
@@ -455,6 +577,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
         if let Some(w) = self.warp.as_mut() {
             w.block = k;
             w.mask = mask;
+            // Values computed in another block need not dominate this one.
+            w.shapes.clear();
         }
     }
 
@@ -693,6 +817,146 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
     }
 
+    /// How the lanes of address register `r` lie for accesses of `size`
+    /// bytes: a scalar i32 [`SHAPE_SCATTERED`], [`SHAPE_HALVES_CONSECUTIVE`]
+    /// or [`SHAPE_HALVES_UNIFORM`]. Every lane is compared, executing or
+    /// not, so the answer holds for any mask, and for the register plus any
+    /// constant offset.
+    fn address_shape(&mut self, r: RegId, size: u32) -> V {
+        if let Some(v) = self.warp.as_ref().and_then(|w| w.shapes.get(&(r, size)).cloned()) {
+            return v;
+        }
+        let v = self.load_reg(r);
+        let a = self.convert(v, Ty::I64, false);
+        let halves: Vec<String> = (0..W).map(|i| format!("i32 {}", if i < 16 { 0 } else { 16 })).collect();
+        let half = self.out.def(Ty::I64, format_args!("shufflevector {a}, <{W} x i64> poison, <{W} x i32> <{}>", halves.join(", ")));
+        let d = self.bin("sub", &a, &half);
+        let steps: Vec<String> = (0..W).map(|i| format!("i64 {}", (i % 16) * size)).collect();
+        let consecutive = self.icmp("eq", &d, &V::new(Ty::I64, format!("<{}>", steps.join(", "))));
+        let consecutive = self.all(&consecutive);
+        let uniform = self.icmp("eq", &d, &V::int(Ty::I64, 0));
+        let uniform = self.all(&uniform);
+        let u = self.out.def_scalar(
+            Ty::I32,
+            format_args!("select {uniform}, i32 {SHAPE_HALVES_UNIFORM}, i32 {SHAPE_SCATTERED}"),
+        );
+        let shape = self.out.def_scalar(
+            Ty::I32,
+            format_args!("select {consecutive}, i32 {SHAPE_HALVES_CONSECUTIVE}, {u}"),
+        );
+        if let Some(w) = self.warp.as_mut() {
+            w.shapes.insert((r, size), shape.clone());
+        }
+        shape
+    }
+
+    /// The shape of an address operand's lanes, when its base is a register.
+    fn operand_shape(&mut self, op: &Operand, size: u32) -> Option<V> {
+        match op.address()? {
+            (AddrBase::Reg(r), _) => Some(self.address_shape(r, size)),
+            _ => None,
+        }
+    }
+
+    /// The lanes of `m` in the low (`false`) or high half warp, as a
+    /// `<16 x i1>`.
+    fn half_mask(&mut self, m: &V, high: bool) -> String {
+        let idx: Vec<String> = (0..16).map(|i| format!("i32 {}", i + if high { 16 } else { 0 })).collect();
+        let h = self.out.fresh("half");
+        self.out.op(format_args!("{h} = shufflevector {m}, <{W} x i1> poison, <16 x i32> <{}>", idx.join(", ")));
+        h
+    }
+
+    /// Loads by a register address of known shape: two 16-lane vector
+    /// loads, two scalar loads, or a gather, chosen by the shape.
+    fn shaped_load(&mut self, ptrs: &V, shape: &V, ety: Ty, size: u32) -> V {
+        let mask = self.mask();
+        let sfx = ety.suffix();
+        let t = ety.name();
+        let g = format!("llvm.masked.gather.{sfx}.v{W}p0");
+        self.cx.declare(&g, &format!("declare {ety} @{g}(<{W} x ptr>, i32, <{W} x i1>, {ety})"));
+        let st = ety.scalar_suffix();
+        let l16 = format!("llvm.masked.load.v16{st}.p0");
+        self.cx.declare(&l16, &format!("declare <16 x {t}> @{l16}(ptr, i32, <16 x i1>, <16 x {t}>)"));
+        let l1 = format!("llvm.masked.load.v1{st}.p0");
+        self.cx.declare(&l1, &format!("declare <1 x {t}> @{l1}(ptr, i32, <1 x i1>, <1 x {t}>)"));
+        let or16 = "llvm.vector.reduce.or.v16i1";
+        self.cx.declare(or16, &format!("declare i1 @{or16}(<16 x i1>)"));
+        let p0 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 0"));
+        let p16 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 16"));
+        let (lo, hi) = (self.half_mask(&mask, false), self.half_mask(&mask, true));
+        let (cv, uv, gv, j) =
+            (self.out.fresh_label("hld"), self.out.fresh_label("uld"), self.out.fresh_label("gld"), self.out.fresh_label("ldj"));
+        self.out.terminate(format_args!(
+            "switch {shape}, label %{gv} [ i32 {SHAPE_HALVES_CONSECUTIVE}, label %{cv} i32 {SHAPE_HALVES_UNIFORM}, label %{uv} ]"
+        ));
+        let align = size.min(16);
+        let concat: Vec<String> = (0..W).map(|i| format!("i32 {i}")).collect();
+        let concat = concat.join(", ");
+        // Consecutive halves: two vector loads.
+        self.out.label(&cv);
+        let a = self.out.fresh("lo");
+        self.out.op(format_args!("{a} = call <16 x {t}> @{l16}({p0}, i32 {align}, <16 x i1> {lo}, <16 x {t}> poison)"));
+        let b = self.out.fresh("hi");
+        self.out.op(format_args!("{b} = call <16 x {t}> @{l16}({p16}, i32 {align}, <16 x i1> {hi}, <16 x {t}> poison)"));
+        let c = self.out.def(ety, format_args!("shufflevector <16 x {t}> {a}, <16 x {t}> {b}, <{W} x i32> <{concat}>"));
+        self.out.terminate(format_args!("br label %{j}"));
+        // Uniform halves: one scalar load per half that has executing lanes.
+        self.out.label(&uv);
+        let mut halves = Vec::new();
+        for (p, m) in [(&p0, &lo), (&p16, &hi)] {
+            let any = self.out.fresh("any");
+            self.out.op(format_args!("{any} = call i1 @{or16}(<16 x i1> {m})"));
+            let one = self.out.fresh("one");
+            self.out.op(format_args!("{one} = insertelement <1 x i1> poison, i1 {any}, i32 0"));
+            let x = self.out.fresh("u");
+            self.out.op(format_args!("{x} = call <1 x {t}> @{l1}({p}, i32 {align}, <1 x i1> {one}, <1 x {t}> poison)"));
+            let splat = self.out.fresh("us");
+            self.out.op(format_args!("{splat} = shufflevector <1 x {t}> {x}, <1 x {t}> poison, <16 x i32> zeroinitializer"));
+            halves.push(splat);
+        }
+        let u = self.out.def(ety, format_args!("shufflevector <16 x {t}> {}, <16 x {t}> {}, <{W} x i32> <{concat}>", halves[0], halves[1]));
+        self.out.terminate(format_args!("br label %{j}"));
+        self.out.label(&gv);
+        let gg = self.out.def(ety, format_args!("call {ety} @{g}({ptrs}, i32 {align}, {mask}, {ety} poison)"));
+        self.out.terminate(format_args!("br label %{j}"));
+        self.out.label(&j);
+        self.out.def(ety, format_args!("phi {ety} [{}, %{cv}], [{}, %{uv}], [{}, %{gv}]", c.s, u.s, gg.s))
+    }
+
+    /// Stores by a register address of known shape: two 16-lane vector
+    /// stores for consecutive halves, a scatter otherwise (lanes of one
+    /// address store in lane order).
+    fn shaped_store(&mut self, ptrs: &V, shape: &V, v: &V, size: u32) {
+        let mask = self.mask();
+        let ety = v.ty;
+        let sfx = ety.suffix();
+        let t = ety.name();
+        let s = format!("llvm.masked.scatter.{sfx}.v{W}p0");
+        self.cx.declare(&s, &format!("declare void @{s}({ety}, <{W} x ptr>, i32, <{W} x i1>)"));
+        let s16 = format!("llvm.masked.store.v16{}.p0", ety.scalar_suffix());
+        self.cx.declare(&s16, &format!("declare void @{s16}(<16 x {t}>, ptr, i32, <16 x i1>)"));
+        let consecutive = self.out.def_scalar(Ty::I1, format_args!("icmp eq {shape}, {SHAPE_HALVES_CONSECUTIVE}"));
+        let (cv, gv, j) = (self.out.fresh_label("hst"), self.out.fresh_label("sst"), self.out.fresh_label("stj"));
+        self.out.terminate(format_args!("br {consecutive}, label %{cv}, label %{gv}"));
+        let align = size.min(16);
+        self.out.label(&cv);
+        let p0 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 0"));
+        let p16 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 16"));
+        for (p, high) in [(&p0, false), (&p16, true)] {
+            let m = self.half_mask(&mask, high);
+            let idx: Vec<String> = (0..16).map(|i| format!("i32 {}", i + if high { 16 } else { 0 })).collect();
+            let part = self.out.fresh("part");
+            self.out.op(format_args!("{part} = shufflevector {v}, {ety} poison, <16 x i32> <{}>", idx.join(", ")));
+            self.out.op(format_args!("call void @{s16}(<16 x {t}> {part}, {p}, i32 {align}, <16 x i1> {m})"));
+        }
+        self.out.terminate(format_args!("br label %{j}"));
+        self.out.label(&gv);
+        self.out.op(format_args!("call void @{s}({v}, {ptrs}, i32 {align}, {mask})"));
+        self.out.terminate(format_args!("br label %{j}"));
+        self.out.label(&j);
+    }
+
     /// Loads `ety` for the executing lanes at per-lane or uniform addresses.
     fn warp_load(&mut self, ptrs: &V, uniform: bool, ety: Ty, size: u32, ordered: bool) -> V {
         let mask = self.mask();
@@ -788,7 +1052,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
             } else {
                 self.out.def(Ty::Ptr, format_args!("getelementptr i8, {ptrs}, i64 {}", size as usize * k))
             };
-            let v = self.warp_load(&p, uniform, ety, size, ordered);
+            let shape = if uniform || ordered || dests.len() > 1 { None } else { self.operand_shape(&args[1], size) };
+            let v = match shape {
+                Some(shape) => self.shaped_load(&p, &shape, ety, size),
+                None => self.warp_load(&p, uniform, ety, size, ordered),
+            };
             if matches!(d, Operand::Sink) {
                 continue;
             }
@@ -825,7 +1093,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
             } else {
                 self.out.def(Ty::Ptr, format_args!("getelementptr i8, {ptrs}, i64 {}", size as usize * k))
             };
-            self.warp_store(&p, uniform, &v, size, ordered);
+            let shape = if uniform || ordered || srcs.len() > 1 { None } else { self.operand_shape(&args[0], size) };
+            match shape {
+                Some(shape) => self.shaped_store(&p, &shape, &v, size),
+                None => self.warp_store(&p, uniform, &v, size, ordered),
+            }
         }
         Ok(())
     }
