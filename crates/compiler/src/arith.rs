@@ -902,6 +902,12 @@ fail:
         self.bitcast(&r, ty)
     }
 
+    /// Whether the f32 result written to `dest` may keep the host's NaN
+    /// payload (see [`nan_blind_registers`]).
+    fn nan_blind_dest(&self, dest: &Operand) -> bool {
+        matches!(*dest, Operand::Reg(r) if self.nan_blind.get(r as usize).copied().unwrap_or(false))
+    }
+
     /// NVIDIA returns one canonical NaN for f32 and 16-bit float results.
     pub fn canonical_nan(&mut self, v: &V) -> V {
         let nan = match v.ty {
@@ -975,10 +981,19 @@ fail:
             let v = s.get(&args[i], ty)?;
             Ok(if ftz { s.flush(&v) } else { v })
         };
+        // An f32 add, mul or fma whose result only ever feeds other such
+        // operations keeps whatever NaN the host produced: the NaN becomes
+        // canonical where the chain ends (the accumulation of an unrolled
+        // dot product then costs one fix-up instead of one per step).
+        let blind = t == Type::F32 && is_nan_blind_op(inst.op) && self.nan_blind_dest(&args[0]);
         let finish = |s: &mut Self, v: V| -> V {
             let v = if fm.sat { s.saturate(&v) } else { v };
             let v = if ftz { s.flush(&v) } else { v };
-            s.canonical_nan(&v)
+            if blind {
+                v
+            } else {
+                s.canonical_nan(&v)
+            }
         };
         let dir = Self::directed(fm.round);
         match inst.op {
@@ -1388,4 +1403,46 @@ fail:
         let exact = self.bin("or", &same, &nan);
         self.select(&exact, &rn, &odd_pick)
     }
+}
+
+/// Operations whose NaN results are canonical whatever NaN payloads their
+/// operands carry: a NaN operand only decides that the result is NaN.
+fn is_nan_blind_op(op: Opcode) -> bool {
+    matches!(op, Opcode::Add | Opcode::Sub | Opcode::Mul | Opcode::Fma | Opcode::Mad)
+}
+
+/// Registers read only as sources of f32 `add`, `sub`, `mul`, `fma` and
+/// `mad`. Such an operation's result bits do not depend on which NaN an
+/// operand holds, so a value in one of these registers may be any NaN
+/// where PTX has the canonical one: nothing can tell them apart.
+pub fn nan_blind_registers(b: &Body) -> Vec<bool> {
+    let mut blind = vec![true; b.regs.len()];
+    let mut regs = Vec::new();
+    for s in &b.statements {
+        let Statement::Instruction(inst) = s else { continue };
+        let args = b.args(inst);
+        let consumer = is_nan_blind_op(inst.op) && inst.ty(b) == Some(Type::F32);
+        regs.clear();
+        if let Some(g) = inst.guard {
+            regs.push(g.reg);
+        }
+        let first_is_dest = crate::warp::writes_first_operand(inst.op);
+        for (k, &op) in args.iter().enumerate() {
+            if k == 0 && first_is_dest {
+                continue;
+            }
+            // A plain register source of an f32 arithmetic operation is
+            // the one reading that cannot observe a payload.
+            if consumer && k > 0 && matches!(op, Operand::Reg(_)) {
+                continue;
+            }
+            crate::warp::operand_registers(b, op, &mut regs);
+        }
+        for &r in &regs {
+            if let Some(x) = blind.get_mut(r as usize) {
+                *x = false;
+            }
+        }
+    }
+    blind
 }

@@ -79,6 +79,9 @@ pub struct FnLower<'c, 'm> {
     /// Warp mode (see `warp.rs`): the lanes that execute the current
     /// instruction, as a `<32 x i1>` value.
     pub warp: Option<crate::warp::WarpState>,
+    /// Registers whose NaN payloads nothing observes (see
+    /// `arith::nan_blind_registers`).
+    pub nan_blind: Vec<bool>,
 }
 
 pub fn reg_ty(t: Type) -> Ty {
@@ -461,6 +464,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             shadows: Vec::new(),
             next_shadow: None,
             warp: None,
+            nan_blind: crate::arith::nan_blind_registers(b),
         }
     }
 

@@ -73,7 +73,7 @@ const SHAPE_HALVES_CONSECUTIVE: i32 = 1;
 const SHAPE_HALVES_UNIFORM: i32 = 2;
 
 /// Whether an opcode's first operand is a destination.
-fn writes_first_operand(op: Opcode) -> bool {
+pub(crate) fn writes_first_operand(op: Opcode) -> bool {
     use Opcode::*;
     !matches!(
         op,
@@ -84,7 +84,7 @@ fn writes_first_operand(op: Opcode) -> bool {
 }
 
 /// The registers an operand names.
-fn operand_registers(b: &Body, op: Operand, out: &mut Vec<RegId>) {
+pub(crate) fn operand_registers(b: &Body, op: Operand, out: &mut Vec<RegId>) {
     match op {
         Operand::Reg(r)
         | Operand::NotReg(r)
