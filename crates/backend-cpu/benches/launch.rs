@@ -21,6 +21,7 @@ fn info(needs_scheduler: bool) -> KernelInfo {
         maxntid: None,
         local_bytes: 0,
         lanes: 1,
+        frame_bytes: 0,
     }
 }
 

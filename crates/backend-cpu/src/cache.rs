@@ -14,8 +14,9 @@ use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// 2: the entry holds the module description before the object, so a
-/// load from the cache does not parse the PTX again.
-const FORMAT: u32 = 3;
+/// load from the cache does not parse the PTX again. 4: kernels' warp
+/// frame sizes.
+const FORMAT: u32 = 4;
 /// magic, format, key, object length, object hash.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 
@@ -136,7 +137,7 @@ fn write_info(w: &mut Vec<u8>, info: &compiler::ModuleInfo) {
                 w.extend_from_slice(&x.to_le_bytes());
             }
         }
-        for x in [k.param_bytes, k.static_shared_bytes, k.dynamic_shared_offset, k.needs_scheduler as u32, k.local_bytes, k.lanes] {
+        for x in [k.param_bytes, k.static_shared_bytes, k.dynamic_shared_offset, k.needs_scheduler as u32, k.local_bytes, k.lanes, k.frame_bytes] {
             w.extend_from_slice(&x.to_le_bytes());
         }
         put_dims(w, k.reqntid);
@@ -160,7 +161,8 @@ fn read_info(r: &mut Reader) -> Option<compiler::ModuleInfo> {
         for _ in 0..np {
             params.push(compiler::ParamInfo { offset: r.u32()?, size: r.u32()?, align: r.u32()? });
         }
-        let (param_bytes, static_shared_bytes, dynamic_shared_offset, needs, local_bytes, lanes) = (r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?);
+        let (param_bytes, static_shared_bytes, dynamic_shared_offset, needs, local_bytes, lanes, frame_bytes) =
+            (r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?);
         let reqntid = r.dims()?;
         let maxntid = r.dims()?;
         kernels.push(compiler::KernelInfo {
@@ -174,6 +176,7 @@ fn read_info(r: &mut Reader) -> Option<compiler::ModuleInfo> {
             maxntid,
             local_bytes,
             lanes,
+            frame_bytes,
         });
     }
     let ng = r.u32()? as usize;
@@ -266,6 +269,7 @@ mod tests {
                 maxntid: None,
                 local_bytes: 64,
                 lanes: 32,
+                frame_bytes: 1024,
             }],
             globals: vec![compiler::GlobalInfo { name: "g".into(), size: 16, constant: true, managed: false }],
         };

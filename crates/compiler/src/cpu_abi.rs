@@ -163,6 +163,40 @@ impl KernelSymbols {
     }
 }
 
+/// Signature of the `thread` function of a warp-mode kernel
+/// (`KernelInfo::lanes` == 32): it runs the 32 lanes of warp `warp` until
+/// they have all finished (returns [`warp_frame::FINISHED`]) or until the
+/// warp must wait for the others ([`warp_frame::SUSPENDED`]: at a barrier,
+/// or yielding in a spin loop). A suspended warp has saved what it needs in
+/// its `frame` (`KernelInfo::frame_bytes`, 64-byte aligned) and says why
+/// there; called again with the same frame, it continues where it stopped.
+/// The backend zeroes [`warp_frame::RESUME`] before a warp's first call.
+pub type WarpFn = unsafe extern "C" fn(params: *const u8, ctx: *mut BlockCtx, warp: u32, frame: *mut u8) -> u32;
+
+/// The layout of a warp's frame (byte offsets of `u32` fields) and the
+/// values of its fields.
+pub mod warp_frame {
+    /// 0: start from the beginning; otherwise where to continue.
+    pub const RESUME: usize = 0;
+    /// Why the warp suspended: [`BARRIER`], [`ARRIVE`] or [`YIELD`].
+    pub const KIND: usize = 4;
+    /// The barrier's id and expected count in warps (0: all warps).
+    pub const BARRIER_ID: usize = 8;
+    pub const BARRIER_COUNT: usize = 12;
+    /// Where the compiled code keeps the lanes' state and registers.
+    pub const HEADER_BYTES: u32 = 256;
+
+    pub const FINISHED: u32 = 0;
+    pub const SUSPENDED: u32 = 1;
+
+    /// `bar.sync`: wait until the barrier completes.
+    pub const BARRIER: u32 = 1;
+    /// `bar.arrive`: count the arrival and go on.
+    pub const ARRIVE: u32 = 2;
+    /// A spin loop or `nanosleep`: let the other warps run first.
+    pub const YIELD: u32 = 3;
+}
+
 /// Signature of a kernel's `thread` function.
 pub type ThreadFn = unsafe extern "C" fn(params: *const u8, ctx: *mut BlockCtx, x: u32, y: u32, z: u32);
 /// Signature of a kernel's `block` function.

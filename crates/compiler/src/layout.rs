@@ -423,6 +423,7 @@ pub fn describe_for(m: &Module, a: &Analysis, target: &crate::Target, opts: &cra
         if let Some(Item::Function(f)) = item.and_then(|i| m.items.get(i as usize)) {
             if crate::warp::warp_capable(a, target, opts, item.unwrap_or(0), f) {
                 k.lanes = crate::warp::W;
+                k.frame_bytes = crate::warp::frame_layout(a, item.unwrap_or(0), f).bytes;
             }
         }
     }
@@ -476,6 +477,7 @@ pub fn describe_kernel(_m: &Module, a: &Analysis, kid: ItemId, f: &Function) -> 
             maxntid,
             local_bytes: local_bytes(f),
             lanes: 1,
+            frame_bytes: 0,
         }
     }
 }

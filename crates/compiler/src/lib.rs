@@ -100,6 +100,9 @@ pub struct KernelInfo {
     /// its arguments are the thread's x, y, z) or 32 (warp mode, its first
     /// argument is the warp index in the block; see `cpu_abi`).
     pub lanes: u32,
+    /// Bytes of the frame each warp of a warp-mode kernel saves its state
+    /// in when it suspends (`cpu_abi::WarpFn`); 0 in thread mode.
+    pub frame_bytes: u32,
 }
 
 /// A module-scope variable (`.global` or `.const`) the driver can look up.

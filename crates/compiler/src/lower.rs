@@ -156,6 +156,7 @@ impl<'m> ModuleCx<'m> {
                 let mut kernel = layout::describe_kernel(self.m, &self.a, idx as ItemId, f);
                 if warp {
                     kernel.lanes = crate::warp::W;
+                    kernel.frame_bytes = crate::warp::frame_layout(&self.a, idx as ItemId, f).bytes;
                 }
                 funcs.push_str(&crate::targets::kernel_entries(&self.target, &kernel)?);
             }
@@ -373,15 +374,20 @@ pub fn float_from_f64(t: Type, v: f64) -> u64 {
 }
 
 /// The fast-path function of a warp-mode kernel: every warp of the block
-/// in order.
-pub fn warp_block_function(kernel: &str, param_bytes: u32) -> String {
+/// in order, each in a frame of its own on the stack. Fast-path kernels
+/// have no barriers; a warp that suspends anyway (`nanosleep`) continues
+/// at once.
+pub fn warp_block_function(kernel: &str, param_bytes: u32, frame_bytes: u32) -> String {
     let thread = global_name(&KernelSymbols::thread(kernel));
     let block = global_name(&KernelSymbols::block(kernel));
     let ctx_bytes = std::mem::size_of::<crate::cpu_abi::BlockCtx>();
     let param_bytes = param_bytes.max(1);
+    let frame_bytes = frame_bytes.max(crate::cpu_abi::warp_frame::HEADER_BYTES);
+    let suspended = crate::cpu_abi::warp_frame::SUSPENDED;
     format!(
         "define void {block}(ptr noalias readonly align 16 dereferenceable({param_bytes}) %params, ptr noalias align 8 dereferenceable({ctx_bytes}) %ctx) #0 {{
 entry:
+  %frame = alloca [{frame_bytes} x i8], align 64
   %pn = getelementptr i8, ptr %ctx, i64 {nthreads}
   %n = load i32, ptr %pn, align 4
   %n31 = add i32 %n, 31
@@ -389,8 +395,14 @@ entry:
   %none = icmp eq i32 %nw, 0
   br i1 %none, label %done, label %wloop
 wloop:
-  %w = phi i32 [0, %entry], [%w1, %wloop]
-  call void {thread}(ptr %params, ptr %ctx, i32 %w, i32 0, i32 0)
+  %w = phi i32 [0, %entry], [%w1, %wnext]
+  store i32 0, ptr %frame, align 64
+  br label %wcall
+wcall:
+  %r = call i32 {thread}(ptr %params, ptr %ctx, i32 %w, ptr %frame)
+  %again = icmp eq i32 %r, {suspended}
+  br i1 %again, label %wcall, label %wnext
+wnext:
   %w1 = add nuw i32 %w, 1
   %more = icmp ult i32 %w1, %nw
   br i1 %more, label %wloop, label %done

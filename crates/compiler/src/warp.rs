@@ -20,7 +20,7 @@
 //! Kernels that call functions or use instructions warp mode does not
 //! lower run in thread mode instead (`warp_capable`).
 
-use crate::cpu_abi::{bar_red, offsets};
+use crate::cpu_abi::offsets;
 use crate::ir::{self, Ty, V};
 use crate::layout::ItemId;
 use crate::lower::{op_ty, FnLower, Res};
@@ -53,6 +53,14 @@ pub struct WarpState {
     /// Registers no thread ever reads before writing them in the same
     /// block (indexed by register).
     pub block_local: Vec<bool>,
+    /// Suspension sites and the frame layout.
+    frame: Frame,
+    /// The code that restores a suspended warp, per resume point.
+    resumes: String,
+    resume_points: u32,
+    /// The current instruction suspended the warp (the mask was recomputed
+    /// after it).
+    suspended: bool,
 }
 
 impl WarpState {
@@ -71,6 +79,195 @@ const SHAPE_SCATTERED: i32 = 0;
 const SHAPE_HALVES_CONSECUTIVE: i32 = 1;
 /// Each half warp reads one address (a row of a 16-wide tile).
 const SHAPE_HALVES_UNIFORM: i32 = 2;
+
+/// Where a warp-mode kernel can suspend (see `cpu_abi::WarpFn`) and what
+/// it saves there.
+#[derive(Clone, Debug, Default)]
+pub struct Frame {
+    /// Statement index of each suspension site: the registers saved there.
+    pub sites: HashMap<usize, Vec<RegId>>,
+    /// Frame offset of every register saved at some site.
+    pub slots: HashMap<RegId, u32>,
+    /// The whole frame of a warp.
+    pub bytes: u32,
+}
+
+/// Byte offsets, in a warp's frame, of the lanes' `live` and `next` state
+/// (after the header fields of `cpu_abi::warp_frame`).
+const FRAME_LIVE: u32 = 64;
+const FRAME_NEXT: u32 = 128;
+
+/// The suspension sites of a warp-mode kernel: barriers (not
+/// `bar.warp.sync`), `nanosleep`, and the backward branches of loops that
+/// may spin on memory.
+fn suspension_site(a: &crate::layout::Analysis, item: ItemId, b: &Body, i: usize, inst: &Instruction) -> bool {
+    match inst.op {
+        Opcode::Bar | Opcode::Barrier => !inst.has(b, Flag::Warp),
+        Opcode::Nanosleep => true,
+        Opcode::Bra => a.facts.get(&item).is_some_and(|f| f.yield_points.contains(&i)),
+        _ => false,
+    }
+}
+
+/// The registers an instruction reads, and those it writes (`kills`: the
+/// write is unconditional).
+fn instruction_registers(b: &Body, inst: &Instruction, uses: &mut Vec<RegId>, defs: &mut Vec<RegId>) -> bool {
+    uses.clear();
+    defs.clear();
+    if let Some(g) = inst.guard {
+        uses.push(g.reg);
+    }
+    let args = b.args(inst);
+    let first_is_dest = writes_first_operand(inst.op);
+    for (k, &op) in args.iter().enumerate() {
+        if k == 0 && first_is_dest {
+            operand_registers(b, op, defs);
+        } else {
+            operand_registers(b, op, uses);
+        }
+    }
+    inst.guard.is_none()
+}
+
+/// Which registers each suspension site must save: those a lane at the
+/// site may read later, and those live into any block, where lanes that
+/// diverged from the warp wait. Per-thread liveness over the blocks of
+/// `number_blocks`.
+pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> Frame {
+    let Some(b) = &f.body else { return Frame { bytes: crate::cpu_abi::warp_frame::HEADER_BYTES, ..Frame::default() } };
+    let (starts, label_block, blocks) = FnLower::number_blocks(b);
+    let nregs = b.regs.len();
+    let n = blocks as usize + 1;
+    // Statements of each block, in order.
+    let mut ranges: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut current = 0usize;
+    for (i, s) in b.statements.iter().enumerate() {
+        if let Some(&k) = starts.get(&i) {
+            current = k as usize;
+        }
+        if matches!(s, Statement::Instruction(_)) {
+            ranges[current].push(i);
+        }
+    }
+    let inst_at = |i: usize| match &b.statements[i] {
+        Statement::Instruction(inst) => Some(inst),
+        _ => None,
+    };
+    // Successors.
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for k in 0..n.saturating_sub(1) {
+        let last = ranges[k].last().and_then(|&i| inst_at(i));
+        let fall = k + 1;
+        match last {
+            Some(inst) if inst.op == Opcode::Bra => {
+                if let Some(Operand::Label(l)) = b.args(inst).first() {
+                    if let Some(&t) = label_block.get(l) {
+                        succ[k].push(t as usize);
+                    }
+                }
+                if inst.guard.is_some() {
+                    succ[k].push(fall);
+                }
+            }
+            Some(inst) if matches!(inst.op, Opcode::Ret | Opcode::Exit) && inst.guard.is_none() => {}
+            _ => succ[k].push(fall),
+        }
+    }
+    // Upward-exposed uses and kills per block.
+    let (mut uses, mut defs) = (Vec::new(), Vec::new());
+    let mut ue = vec![vec![false; nregs]; n];
+    let mut kill = vec![vec![false; nregs]; n];
+    for k in 0..n {
+        for &i in &ranges[k] {
+            let Some(inst) = inst_at(i) else { continue };
+            let kills = instruction_registers(b, inst, &mut uses, &mut defs);
+            for &r in &uses {
+                if let Some(x) = ue[k].get_mut(r as usize) {
+                    if !kill[k][r as usize] {
+                        *x = true;
+                    }
+                }
+            }
+            if kills {
+                for &r in &defs {
+                    if let Some(x) = kill[k].get_mut(r as usize) {
+                        *x = true;
+                    }
+                }
+            }
+        }
+    }
+    let mut live_in = ue.clone();
+    let mut live_out = vec![vec![false; nregs]; n];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for k in (0..n).rev() {
+            for &s2 in &succ[k] {
+                for r in 0..nregs {
+                    if live_in[s2][r] && !live_out[k][r] {
+                        live_out[k][r] = true;
+                        changed = true;
+                    }
+                }
+            }
+            for r in 0..nregs {
+                if live_out[k][r] && !kill[k][r] && !live_in[k][r] {
+                    live_in[k][r] = true;
+                    changed = true;
+                }
+            }
+        }
+    }
+    let mut pending = vec![false; nregs];
+    for li in &live_in {
+        for r in 0..nregs {
+            pending[r] |= li[r];
+        }
+    }
+    let mut frame = Frame::default();
+    let mut saved = vec![false; nregs];
+    for k in 0..n {
+        let mut live = live_out[k].clone();
+        for &i in ranges[k].iter().rev() {
+            let Some(inst) = inst_at(i) else { continue };
+            if suspension_site(a, item, b, i, inst) {
+                // A spinning branch has moved every lane to a block start.
+                let at_site = inst.op != Opcode::Bra;
+                let regs: Vec<RegId> =
+                    (0..nregs).filter(|&r| pending[r] || (at_site && live[r])).map(|r| r as RegId).collect();
+                for &r in &regs {
+                    saved[r as usize] = true;
+                }
+                frame.sites.insert(i, regs);
+            }
+            let kills = instruction_registers(b, inst, &mut uses, &mut defs);
+            if kills {
+                for &r in &defs {
+                    if let Some(x) = live.get_mut(r as usize) {
+                        *x = false;
+                    }
+                }
+            }
+            for &r in &uses {
+                if let Some(x) = live.get_mut(r as usize) {
+                    *x = true;
+                }
+            }
+        }
+    }
+    let mut offset = crate::cpu_abi::warp_frame::HEADER_BYTES;
+    for r in 0..nregs {
+        if saved[r] {
+            frame.slots.insert(r as RegId, offset);
+            let ty = crate::lower::reg_ty(f.var(b.regs[r].var).ty);
+            let bytes = if ty == Ty::I1 { W / 8 } else { W * ty.bits() / 8 };
+            offset += bytes.div_ceil(64) * 64;
+        }
+    }
+    frame.bytes = offset;
+    frame
+}
 
 /// Whether an opcode's first operand is a destination.
 pub(crate) fn writes_first_operand(op: Opcode) -> bool {
@@ -369,6 +566,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let (starts, label_block, blocks) = Self::number_blocks(self.b);
         let consts = constant_registers(self.b);
         let block_local = block_local_registers(self.b, &starts);
+        let frame = frame_layout(&self.cx.a, self.item, self.f);
         self.warp = Some(WarpState {
             mask: V::int(Ty::I1, 1),
             block: 0,
@@ -378,6 +576,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
             consts,
             shapes: HashMap::new(),
             block_local,
+            frame,
+            resumes: String::new(),
+            resume_points: 0,
+            suspended: false,
         });
         self.exit_label = "wexit".to_string();
         for r in 0..self.b.regs.len() {
@@ -448,9 +650,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         let _ = writeln!(e, "  %lanchor.i = ptrtoint ptr %lanchor to i64");
         let _ = writeln!(e, "  %lbase = sub i64 %lanchor.i, 2147483648");
-        let _ = writeln!(e, "  store <{W} x i1> %valid, ptr {}", Self::live_slot());
-        let _ = writeln!(e, "  store <{W} x i32> zeroinitializer, ptr {}", Self::next_slot());
-        let _ = writeln!(e, "  br label %B0");
+        let _ = writeln!(e, "  %resume = load i32, ptr %frame, align 4");
+        let mut start = String::new();
+        let _ = writeln!(start, "start:");
+        let _ = writeln!(start, "  store <{W} x i1> %valid, ptr {}", Self::live_slot());
+        let _ = writeln!(start, "  store <{W} x i32> zeroinitializer, ptr {}", Self::next_slot());
+        let _ = writeln!(start, "  br label %B0");
         self.out.allocas.push_str("  %lanchor = alloca i8, align 1\n");
         // Natural alignment: their loads and stores name none.
         let _ = writeln!(self.out.allocas, "  {} = alloca <{W} x i1>", Self::live_slot());
@@ -495,13 +700,22 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let cases: Vec<String> = (0..blocks).map(|k| format!("i32 {k}, label %B{k}")).collect();
         let _ = writeln!(d, "  switch i32 %d.min, label %wexit [ {} ]", cases.join(" "));
         let _ = writeln!(d, "wexit:");
-        let _ = writeln!(d, "  ret void");
+        let _ = writeln!(d, "  ret i32 {}", crate::cpu_abi::warp_frame::FINISHED);
+        // The entry continues where the warp suspended, if it did.
+        let (points, resumes) = match self.warp.as_mut() {
+            Some(w) => (w.resume_points, std::mem::take(&mut w.resumes)),
+            None => (0, String::new()),
+        };
+        let cases: Vec<String> = (1..=points).map(|k| format!("i32 {k}, label %R{k}")).collect();
+        let _ = writeln!(e, "  switch i32 %resume, label %start [ {} ]", cases.join(" "));
+        e.push_str(&start);
+        d.push_str(&resumes);
         // Every block number has a block (numbering and emission agree), so
         // the switch needs nothing more.
         let missing = String::new();
         let (_, param_bytes) = crate::layout::param_layout(self.f, &self.f.params);
         let mut text = format!(
-            "define void {}(ptr readonly align 16 dereferenceable({}) %params, ptr align 8 dereferenceable({}) %ctx, i32 %tid.x, i32 %tid.y, i32 %tid.z) #2 {{\nentry:\n",
+            "define i32 {}(ptr readonly align 16 dereferenceable({}) %params, ptr align 8 dereferenceable({}) %ctx, i32 %tid.x, ptr noalias align 64 %frame) #2 {{\nentry:\n",
             ir::global_name(&crate::cpu_abi::KernelSymbols::thread(self.f.name)),
             param_bytes.max(1),
             std::mem::size_of::<crate::cpu_abi::BlockCtx>()
@@ -595,6 +809,78 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.op(format_args!("store {n}, ptr {}", Self::next_slot()));
     }
 
+    /// Suspends the warp at the current statement (a suspension site of
+    /// `frame_layout`): says why in the frame, saves the site's registers
+    /// and the lanes' state, and returns to the backend. Called again, the
+    /// warp restores them and continues after the site, or at the dispatch
+    /// block when `to_dispatch` (every lane is at a block start).
+    fn warp_suspend(&mut self, kind: u32, id: &V, count: &V, to_dispatch: bool) -> Res<()> {
+        use crate::cpu_abi::warp_frame as wf;
+        let stmt = self.stmt;
+        let Some(w) = self.warp.as_mut() else { return self.invalid("warp state missing") };
+        let Some(saves) = w.frame.sites.get(&stmt).cloned() else {
+            return self.invalid("a suspension point the frame layout does not know");
+        };
+        w.resume_points += 1;
+        let point = w.resume_points;
+        let slots: Vec<(RegId, u32)> = saves.iter().map(|r| (*r, w.frame.slots.get(r).copied().unwrap_or(0))).collect();
+        let field = |out: &mut ir::Body, offset: usize| -> String {
+            let p = out.fresh("fp");
+            out.op(format_args!("{p} = getelementptr i8, ptr %frame, i64 {offset}"));
+            p
+        };
+        let p = field(&mut self.out, wf::KIND);
+        self.out.op(format_args!("store i32 {kind}, ptr {p}, align 4"));
+        let p = field(&mut self.out, wf::BARRIER_ID);
+        self.out.op(format_args!("store {id}, ptr {p}, align 4"));
+        let p = field(&mut self.out, wf::BARRIER_COUNT);
+        self.out.op(format_args!("store {count}, ptr {p}, align 4"));
+        let mut restore = format!("R{point}:\n");
+        for &(r, offset) in &slots {
+            let v = self.load_reg(r);
+            let p = field(&mut self.out, offset as usize);
+            self.out.op(format_args!("store {v}, ptr {p}, align 64"));
+            let t = v.type_name();
+            let (q, x) = (self.out.fresh("rp"), self.out.fresh("rv"));
+            let _ = writeln!(restore, "  {q} = getelementptr i8, ptr %frame, i64 {offset}");
+            let _ = writeln!(restore, "  {x} = load {t}, ptr {q}, align 64");
+            let _ = writeln!(restore, "  store {t} {x}, ptr {}", self.regs[r as usize]);
+        }
+        for (slot, offset, t) in [(Self::live_slot(), FRAME_LIVE, format!("<{W} x i1>")), (Self::next_slot(), FRAME_NEXT, format!("<{W} x i32>"))] {
+            let v = self.out.fresh("st");
+            self.out.op(format_args!("{v} = load {t}, ptr {slot}"));
+            let p = field(&mut self.out, offset as usize);
+            self.out.op(format_args!("store {t} {v}, ptr {p}, align 64"));
+            let (q, x) = (self.out.fresh("rp"), self.out.fresh("rv"));
+            let _ = writeln!(restore, "  {q} = getelementptr i8, ptr %frame, i64 {offset}");
+            let _ = writeln!(restore, "  {x} = load {t}, ptr {q}, align 64");
+            let _ = writeln!(restore, "  store {t} {x}, ptr {slot}");
+        }
+        self.out.op(format_args!("store i32 {point}, ptr %frame, align 4"));
+        self.out.terminate(format_args!("ret i32 {}", wf::SUSPENDED));
+        let after = format!("C{point}");
+        let _ = writeln!(restore, "  br label %{}", if to_dispatch { "dispatch" } else { after.as_str() });
+        if let Some(w) = self.warp.as_mut() {
+            w.resumes.push_str(&restore);
+        }
+        if !to_dispatch {
+            // Values computed before the suspension are gone: the lanes
+            // executing this block are recomputed from the restored state.
+            self.out.label(&after);
+            let k = self.warp.as_ref().map_or(0, |w| w.block);
+            let live = self.out.def(Ty::I1, format_args!("load <{W} x i1>, ptr {}", Self::live_slot()));
+            let next = self.out.def(Ty::I32, format_args!("load <{W} x i32>, ptr {}", Self::next_slot()));
+            let here = self.icmp("eq", &next, &V::int(Ty::I32, k as i128));
+            let mask = self.bin("and", &live, &here);
+            if let Some(w) = self.warp.as_mut() {
+                w.mask = mask;
+                w.shapes.clear();
+                w.suspended = true;
+            }
+        }
+        Ok(())
+    }
+
     /// The executing lanes are finished.
     fn warp_exit_lanes(&mut self) {
         let mask = self.mask();
@@ -607,6 +893,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     fn warp_instruction(&mut self, inst: &Instruction) -> Res<()> {
         self.next_shadow = None;
+        if let Some(w) = self.warp.as_mut() {
+            w.suspended = false;
+        }
         let saved = self.mask();
         if let Some(g) = inst.guard {
             let p = self.load_reg(g.reg);
@@ -627,7 +916,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
             }
             self.set_mask(m);
             let r = self.warp_dispatch(inst);
-            self.set_mask(saved);
+            // After a suspension `saved` no longer exists; the recomputed
+            // mask stands for it.
+            if !self.warp.as_ref().is_some_and(|w| w.suspended) {
+                self.set_mask(saved);
+            }
             return r;
         }
         match inst.op {
@@ -673,19 +966,15 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let alone = self.out.def_scalar(Ty::I1, format_args!("or {any_other}, {}", any_falls.s));
             self.out.def_scalar(Ty::I1, format_args!("xor {alone}, true"))
         };
-        if target <= k {
-            self.warp_yield_if_spinning();
+        let spins = target <= k && self.cx.a.facts.get(&self.item).is_some_and(|f| f.yield_points.contains(&self.stmt));
+        if spins {
+            // A loop that may wait for memory another warp or block writes:
+            // the other warps run before the next iteration.
+            let zero = V::scalar(Ty::I32, "0");
+            return self.warp_suspend(crate::cpu_abi::warp_frame::YIELD, &zero, &zero, true);
         }
         self.out.terminate(format_args!("br {direct}, label %B{target}, label %dispatch"));
         Ok(())
-    }
-
-    fn warp_yield_if_spinning(&mut self) {
-        let spins = self.cx.a.facts.get(&self.item).is_some_and(|f| f.yield_points.contains(&self.stmt));
-        if spins {
-            self.cx.declare("__anycuda_yield", "declare void @__anycuda_yield(ptr, i32)");
-            self.out.op(format_args!("call void @__anycuda_yield(ptr %ctx, i32 %warp)"));
-        }
     }
 
     fn warp_dispatch(&mut self, inst: &Instruction) -> Res<()> {
@@ -724,12 +1013,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 Ok(())
             }
             Nanosleep => {
-                let args = self.b.args(inst);
-                let ns = self.get(&args[0], Ty::I32)?;
-                let ns = self.lane0(&ns);
-                self.cx.declare("__anycuda_nanosleep", "declare void @__anycuda_nanosleep(ptr, i32)");
-                self.out.op(format_args!("call void @__anycuda_nanosleep(ptr %ctx, {ns})"));
-                Ok(())
+                // The sleep lets the other warps run (0 to 2 ns of the
+                // requested time are both within the PTX definition).
+                let zero = V::scalar(Ty::I32, "0");
+                self.warp_suspend(crate::cpu_abi::warp_frame::YIELD, &zero, &zero, false)
             }
             Cvta => self.warp_cvta(inst),
             // Everything else works lane by lane through the shared lowering.
@@ -1180,13 +1467,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             }
             None => V::scalar(Ty::I32, "0"),
         };
-        let site = self.cx.next_site;
-        self.cx.next_site += 1;
-        let f = if inst.has(b, Flag::Arrive) { "__anycuda_barrier_arrive" } else { "__anycuda_barrier" };
-        self.cx.declare(f, &format!("declare void @{f}(ptr, i32, i32, i32, i32)"));
-        self.out.op(format_args!("call void @{f}(ptr %ctx, i32 %warp, {id}, {count}, i32 {site})"));
-        let _ = bar_red::POPC;
-        Ok(())
+        let kind = if inst.has(b, Flag::Arrive) { crate::cpu_abi::warp_frame::ARRIVE } else { crate::cpu_abi::warp_frame::BARRIER };
+        self.warp_suspend(kind, &id, &count, false)
     }
 
     /// The member mask operand at `i` intersected with the executing lanes,

@@ -68,6 +68,8 @@ pub(crate) struct Job {
     /// compiled in warp mode (`KernelInfo::lanes` > 1).
     pub units: u32,
     pub lanes: u32,
+    /// Bytes of each warp's frame (warp mode).
+    pub frame_bytes: u32,
     pub nblocks: u64,
     pub cooperative: bool,
     params: AlignedBuf,
@@ -161,6 +163,7 @@ impl Job {
             nthreads,
             units: if info.lanes > 1 { nthreads.div_ceil(info.lanes) } else { nthreads },
             lanes: info.lanes.max(1),
+            frame_bytes: info.frame_bytes,
             nblocks,
             cooperative: options.cooperative,
             params: param_buf,

@@ -113,6 +113,7 @@ pub(crate) struct Local {
     thread_stacks: Vec<GuardedStack>,
     shared: Option<AlignedBuf>,
     pub sched: Option<Box<SchedState>>,
+    pub warps: Option<super::warps::Warps>,
 }
 
 impl Local {

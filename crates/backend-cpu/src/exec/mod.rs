@@ -9,7 +9,10 @@
 //!   coroutine per worker (so a fault can abandon it), or
 //! * on the scheduled path: one coroutine per CUDA thread, switched at
 //!   barriers, warp collectives and yields by a per-block scheduler
-//!   ([`sched`]).
+//!   ([`sched`]), or
+//! * on the warp path, for kernels compiled in warp mode whose warps wait
+//!   for each other: warp functions that return at barriers and are called
+//!   again to continue ([`warps`]).
 //!
 //! Blocks may wait for each other (spinning on flags, grid-wide sync); a
 //! monitor thread adds workers when no block has finished for a while and
@@ -24,6 +27,7 @@ mod pool;
 pub mod runtime;
 mod sched;
 mod warp;
+mod warps;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::job::Job;
 use super::runtime::{CStdio, OutputSink};
-use super::{fast, fault, local, sched, ExecutorConfig, LaunchError};
+use super::{fast, fault, local, sched, warps, ExecutorConfig, LaunchError};
 use crate::heap::DeviceHeap;
 
 /// How long an added worker waits for work before it leaves.
@@ -193,6 +193,8 @@ fn run_blocks(job: &Arc<Job>, smid: u32) {
     let ran = local::with_local(|local| {
         if job.block_fn.is_some() {
             fast::run(job, local, smid);
+        } else if job.lanes > 1 {
+            warps::run(job, local, smid);
         } else {
             sched::run(job, local, smid);
         }

@@ -174,7 +174,7 @@ impl BlockRt {
 
     /// Ends the calling thread (scheduled path) or block (fast path) for
     /// good. With `error`, the launch fails.
-    fn end(&self, error: Option<LaunchError>) -> ! {
+    pub(crate) fn end(&self, error: Option<LaunchError>) -> ! {
         let failing = error.is_some();
         if failing {
             self.error.set(error);

@@ -54,6 +54,7 @@ pub fn info(name: &str, needs_scheduler: bool) -> KernelInfo {
         maxntid: None,
         local_bytes: 0,
         lanes: 1,
+        frame_bytes: 0,
     }
 }
 

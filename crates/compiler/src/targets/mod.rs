@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 pub fn kernel_entries(target: &Target, kernel: &KernelInfo) -> Result<String, CompileError> {
     match target {
         // The CPU backend calls `thread` per coroutine, or `block` for a whole block.
-        Target::HostCpu if kernel.lanes > 1 => Ok(crate::lower::warp_block_function(&kernel.name, kernel.param_bytes)),
+        Target::HostCpu if kernel.lanes > 1 => Ok(crate::lower::warp_block_function(&kernel.name, kernel.param_bytes, kernel.frame_bytes)),
         Target::HostCpu => Ok(crate::lower::block_function(&kernel.name, kernel.param_bytes)),
         Target::Amdgpu { .. } => Ok(amdgpu::kernel_entry(kernel)),
     }

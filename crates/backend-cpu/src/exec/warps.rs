@@ -1,0 +1,366 @@
+//! The warp path: kernels compiled in warp mode whose warps wait for each
+//! other (barriers, spin loops). A warp's function returns when it must
+//! wait, having saved its state in a frame of its own (`cpu_abi::WarpFn`),
+//! so the warps of a block take turns by plain calls: no coroutine per
+//! warp, no stack switch per barrier. One coroutine per runner and launch
+//! exists only so that a fault, trap or deadlock can abandon a block, as on
+//! the fast path.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use compiler::cpu_abi::{warp_frame, BlockCtx, WarpFn};
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+
+use super::fault::{self, FpState, RunEnd, TrapSlot};
+use super::job::Job;
+use super::local::Local;
+use super::runtime::BlockRt;
+use super::LaunchError;
+
+/// Barrier ids of a block (`bar.sync 0..15`).
+const BARRIERS: usize = 16;
+
+/// 64 bytes, the alignment of a warp's frame.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u8; 64]);
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum WarpState {
+    Ready,
+    AtBarrier(u8),
+    Done,
+}
+
+#[derive(Default)]
+struct Barrier {
+    arrived: u32,
+    /// Warps expected; 0: every warp that has not finished.
+    count: u32,
+    waiters: Vec<u32>,
+}
+
+/// One runner's scheduling state, reused from block to block.
+#[derive(Default)]
+pub(crate) struct Warps {
+    frames: Vec<Line>,
+    lines_per_warp: usize,
+    state: Vec<WarpState>,
+    /// Barriers each warp arrived at without waiting (`bar.arrive`), as
+    /// bits: such an arrival stops counting when the warp finishes.
+    arrived_only: Vec<u16>,
+    barriers: Vec<Barrier>,
+    ready: VecDeque<u32>,
+    yielded: Vec<u32>,
+    live: u32,
+}
+
+impl Warps {
+    fn reset(&mut self, warps: usize, frame_bytes: usize) {
+        self.lines_per_warp = frame_bytes.div_ceil(64).max(1);
+        let lines = warps * self.lines_per_warp;
+        if self.frames.len() < lines {
+            self.frames.resize(lines, Line([0; 64]));
+        }
+        for w in 0..warps {
+            // Only the resume point must be 0: everything else is written
+            // before it is read.
+            self.frames[w * self.lines_per_warp].0[warp_frame::RESUME..warp_frame::RESUME + 4].fill(0);
+        }
+        self.state.clear();
+        self.state.resize(warps, WarpState::Ready);
+        self.arrived_only.clear();
+        self.arrived_only.resize(warps, 0);
+        self.barriers.resize_with(BARRIERS, Barrier::default);
+        for b in &mut self.barriers {
+            b.arrived = 0;
+            b.count = 0;
+            b.waiters.clear();
+        }
+        self.ready.clear();
+        self.ready.extend(0..warps as u32);
+        self.yielded.clear();
+        self.live = warps as u32;
+    }
+
+    fn frame(&mut self, w: u32) -> *mut u8 {
+        self.frames[w as usize * self.lines_per_warp..].as_mut_ptr().cast()
+    }
+
+    fn field(&mut self, w: u32, offset: usize) -> u32 {
+        let line = &self.frames[w as usize * self.lines_per_warp];
+        u32::from_le_bytes([line.0[offset], line.0[offset + 1], line.0[offset + 2], line.0[offset + 3]])
+    }
+
+    /// Runs the warps of one block until all have finished.
+    fn run_block(&mut self, job: &Job, ctx: *mut BlockCtx, warp_fn: WarpFn, block: [u32; 3]) -> Result<(), LaunchError> {
+        let mut spin_rounds = 0u32;
+        loop {
+            let mut progress = false;
+            while let Some(w) = self.ready.pop_front() {
+                let frame = self.frame(w);
+                // SAFETY: the WarpFn contract: the frame holds the kernel's
+                // `frame_bytes`, 64-byte aligned, and belongs to warp `w`.
+                let r = unsafe { warp_fn(job.params(), ctx, w, frame) };
+                if r == warp_frame::FINISHED {
+                    progress = true;
+                    self.finish(w);
+                    continue;
+                }
+                let kind = self.field(w, warp_frame::KIND);
+                let id = self.field(w, warp_frame::BARRIER_ID);
+                let count = self.field(w, warp_frame::BARRIER_COUNT);
+                match kind {
+                    warp_frame::BARRIER | warp_frame::ARRIVE => {
+                        progress = true;
+                        if id as usize >= BARRIERS {
+                            return Err(LaunchError::Internal(format!("barrier id {id} out of range")));
+                        }
+                        self.arrive(w, id as usize, count, kind == warp_frame::BARRIER);
+                    }
+                    warp_frame::YIELD => self.yielded.push(w),
+                    other => return Err(LaunchError::Internal(format!("warp {w} suspended for an unknown reason {other}"))),
+                }
+            }
+            if self.live == 0 {
+                return Ok(());
+            }
+            if self.yielded.is_empty() {
+                return Err(LaunchError::Deadlock { block, description: self.describe_deadlock() });
+            }
+            // Warps spin on memory: the others ran first. When nothing but
+            // spinning happened, the memory is another block's or the
+            // host's: give the core away, more and more patiently.
+            if progress {
+                spin_rounds = 0;
+            } else {
+                job.yields.fetch_add(1, Ordering::Relaxed);
+                if job.failed() {
+                    return Err(LaunchError::Internal("launch cancelled".into()));
+                }
+                spin_rounds = spin_rounds.saturating_add(1);
+                if spin_rounds < 16 {
+                    std::thread::yield_now();
+                } else {
+                    let micros = 1u64 << (spin_rounds - 16).min(10);
+                    std::thread::sleep(Duration::from_micros(micros.min(1000)));
+                }
+            }
+            self.ready.extend(self.yielded.drain(..));
+        }
+    }
+
+    fn arrive(&mut self, w: u32, id: usize, count: u32, wait: bool) {
+        let barrier = &mut self.barriers[id];
+        if barrier.arrived == 0 {
+            barrier.count = count;
+        }
+        barrier.arrived += 1;
+        if wait {
+            barrier.waiters.push(w);
+            self.state[w as usize] = WarpState::AtBarrier(id as u8);
+        } else {
+            self.arrived_only[w as usize] |= 1 << id;
+            self.ready.push_front(w);
+        }
+        self.check(id);
+    }
+
+    fn finish(&mut self, w: u32) {
+        self.state[w as usize] = WarpState::Done;
+        self.live -= 1;
+        let arrived = std::mem::take(&mut self.arrived_only[w as usize]);
+        for id in 0..BARRIERS {
+            let barrier = &mut self.barriers[id];
+            if arrived & (1 << id) != 0 && barrier.count == 0 && barrier.arrived > 0 {
+                barrier.arrived -= 1;
+            }
+            if barrier.count == 0 {
+                self.check(id);
+            }
+        }
+    }
+
+    /// Releases barrier `id` if every expected warp has arrived.
+    fn check(&mut self, id: usize) {
+        let barrier = &mut self.barriers[id];
+        let expected = if barrier.count == 0 { self.live } else { barrier.count };
+        if barrier.arrived == 0 || barrier.arrived < expected {
+            return;
+        }
+        for &w in &barrier.waiters {
+            self.state[w as usize] = WarpState::Ready;
+            self.ready.push_back(w);
+        }
+        barrier.waiters.clear();
+        barrier.arrived = 0;
+        for bits in &mut self.arrived_only {
+            *bits &= !(1 << id);
+        }
+    }
+
+    fn describe_deadlock(&self) -> String {
+        let mut parts = Vec::new();
+        for (w, s) in self.state.iter().enumerate() {
+            if let WarpState::AtBarrier(id) = s {
+                let b = &self.barriers[*id as usize];
+                let expected = if b.count == 0 { self.live } else { b.count };
+                parts.push(format!("warp {w} waits at barrier {id} ({} of {expected} warps arrived)", b.arrived));
+            }
+        }
+        format!("{}; {} warps have not finished", parts.join(", "), self.live)
+    }
+}
+
+pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
+    // SAFETY: for kernels compiled in warp mode (`lanes` > 1) the `thread`
+    // symbol has the WarpFn signature (cpu_abi).
+    let warp_fn: WarpFn = unsafe { std::mem::transmute::<compiler::cpu_abi::ThreadFn, WarpFn>(job.thread_fn) };
+    let shared_len = job.shared_bytes as usize;
+    let Some(shared) = local.shared_window(shared_len) else {
+        job.fail(LaunchError::OutOfResources(format!("{shared_len} bytes of shared memory")));
+        return;
+    };
+    let stack = match local.take_fast_stack(job.shared.config.block_stack_size) {
+        Ok(stack) => stack,
+        Err(error) => {
+            job.fail(LaunchError::OutOfResources(format!("block stack: {error}")));
+            return;
+        }
+    };
+    let limit = stack.lowest();
+    let rt = BlockRt::new(job, false);
+    rt.fast_stack.set((stack.usable_low(), stack.top()));
+    let mut ctx = job.block_ctx(smid, shared, (&rt as *const BlockRt).cast_mut().cast());
+    let ctx_ptr: *mut BlockCtx = &mut ctx;
+    let rt_ptr: *const BlockRt = &rt;
+    let job_ptr: *const Job = Arc::as_ptr(job);
+    let mut warps = local.warps.take().unwrap_or_default();
+    let warps_ptr: *mut Warps = &mut warps;
+    let mut coroutine: Coroutine<(), (), RunEnd, _> =
+        Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| -> RunEnd {
+            // SAFETY: `rt`, `ctx`, `warps` and the job outlive the
+            // coroutine, which finishes or is reset before `run` returns;
+            // only this thread touches them meanwhile. The shared window
+            // holds `shared_len` bytes.
+            unsafe {
+                let rt = &*rt_ptr;
+                let job = &*job_ptr;
+                let warps = &mut *warps_ptr;
+                rt.fast_yielder.set(yielder);
+                // One block at a time: blocks of such kernels may wait for
+                // each other, so none is held while another runs.
+                while let Some(index) = job.claim() {
+                    rt.unfinished.set(1);
+                    if !job.failed() {
+                        let block = job.block_index(index);
+                        rt.block.set(block);
+                        (*ctx_ptr).ctaid = block;
+                        std::ptr::write_bytes(shared, 0, shared_len);
+                        warps.reset(job.units as usize, job.frame_bytes as usize);
+                        if let Err(error) = warps.run_block(job, ctx_ptr, warp_fn, block) {
+                            rt.end(Some(error));
+                        }
+                    }
+                    rt.unfinished.set(0);
+                    job.finish_blocks(1);
+                }
+            }
+            Ok(())
+        });
+    let fp = FpState::save();
+    let trap = TrapSlot::default();
+    let registration = fault::register(&trap);
+    trap.arm(coroutine.trap_handler(), limit);
+    let result = coroutine.resume(());
+    trap.disarm();
+    drop(registration);
+    let error = match result {
+        CoroutineResult::Return(Ok(())) => None,
+        CoroutineResult::Return(Err(fault)) => Some(fault.into_error(rt.block.get())),
+        CoroutineResult::Yield(()) => {
+            // A runtime call or the scheduler ended the block.
+            // SAFETY: the coroutine is suspended inside a runtime function
+            // that owns nothing; the JIT frames below it need no cleanup.
+            unsafe { coroutine.force_reset() };
+            Some(rt.error.take().unwrap_or_else(|| LaunchError::Internal("block ended without a reason".into())))
+        }
+    };
+    if let Some(error) = error {
+        fp.restore();
+        tracing::debug!(block = ?rt.block.get(), "block failed: {error}");
+        job.fail(error);
+        job.finish_blocks(rt.unfinished.get());
+    }
+    local.warps = Some(warps);
+    local.put_fast_stack(coroutine.into_stack());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_barrier_of_every_warp_waits_for_all_that_have_not_finished() {
+        let mut w = Warps::default();
+        w.reset(3, 256);
+        w.ready.clear();
+        w.arrive(0, 0, 0, true);
+        assert_eq!(w.state[0], WarpState::AtBarrier(0));
+        w.finish(2);
+        assert!(w.ready.is_empty(), "one of two live warps arrived");
+        w.arrive(1, 0, 0, true);
+        assert_eq!(w.ready.iter().copied().collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(w.state[..2], [WarpState::Ready, WarpState::Ready]);
+    }
+
+    #[test]
+    fn a_finishing_warp_completes_a_barrier_the_others_wait_at() {
+        let mut w = Warps::default();
+        w.reset(2, 256);
+        w.ready.clear();
+        w.arrive(0, 3, 0, true);
+        w.finish(1);
+        assert_eq!(w.ready.iter().copied().collect::<Vec<_>>(), vec![0]);
+    }
+
+    #[test]
+    fn counted_barriers_release_at_their_count() {
+        let mut w = Warps::default();
+        w.reset(4, 256);
+        w.ready.clear();
+        w.arrive(0, 1, 2, true);
+        assert!(w.ready.is_empty());
+        w.arrive(3, 1, 2, false);
+        // The arriving warp goes on at once, the waiting one is released.
+        assert_eq!(w.ready.iter().copied().collect::<Vec<_>>(), vec![3, 0]);
+    }
+
+    #[test]
+    fn an_early_arrival_of_a_finished_warp_no_longer_counts() {
+        let mut w = Warps::default();
+        w.reset(3, 256);
+        w.ready.clear();
+        w.arrive(0, 0, 0, false);
+        w.ready.clear();
+        w.finish(0);
+        w.arrive(1, 0, 0, true);
+        assert!(w.ready.is_empty(), "warp 2 has not arrived");
+        w.arrive(2, 0, 0, true);
+        assert_eq!(w.ready.len(), 2);
+    }
+
+    #[test]
+    fn deadlocks_name_the_waiting_warps() {
+        let mut w = Warps::default();
+        w.reset(2, 256);
+        w.ready.clear();
+        w.arrive(0, 5, 2, true);
+        w.finish(1);
+        let d = w.describe_deadlock();
+        assert!(d.contains("warp 0 waits at barrier 5 (1 of 2 warps arrived)"), "{d}");
+    }
+}
