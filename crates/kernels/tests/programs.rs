@@ -356,3 +356,45 @@ fn nan_results_are_canonical_where_a_program_can_see_them() {
         }
     }
 }
+
+fn warp_program(file: &str, warp_mode: bool) -> Program {
+    let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off } };
+    Program::from_file_with(file, &opts).expect("compiles")
+}
+
+#[test]
+fn registers_of_diverged_lanes_survive_a_barrier_in_both_modes() {
+    for warp_mode in [true, false] {
+        let p = warp_program("warp_path.ptx", warp_mode);
+        let k = p.kernel("diverged_barrier").expect("kernel");
+        assert_eq!(k.info.lanes, if warp_mode { 32 } else { 1 }, "mode");
+        let mut out = vec![0u32; 96];
+        launch(exec(), k, [2, 1, 1], [96, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch");
+        let want: Vec<u32> = (0..96).map(|t| if t % 2 == 0 { t * 5 } else { t * 3 }).collect();
+        assert_eq!(out, want, "warp mode {warp_mode}");
+    }
+}
+
+#[test]
+fn failures_in_blocks_whose_warps_wait_end_the_launch() {
+    let p = warp_program("warp_path.ptx", true);
+    let r = launch(exec(), p.kernel("counted_deadlock").expect("kernel"), [1, 1, 1], [64, 1, 1], 0, &mut []).expect("params");
+    match r {
+        Err(LaunchError::Deadlock { description, .. }) => {
+            assert!(description.contains("warp 0 waits at barrier 1 (1 of 2 warps arrived)"), "{description}")
+        }
+        other => panic!("expected a deadlock, got {other:?}"),
+    }
+    let r = launch(exec(), p.kernel("trap_after_barrier").expect("kernel"), [2, 1, 1], [64, 1, 1], 0, &mut []).expect("params");
+    assert!(matches!(r, Err(LaunchError::Trap { block: [0, 0, 0], .. })), "{r:?}");
+    let mut out = vec![0u32; 1];
+    let r = launch(exec(), p.kernel("fault_after_barrier").expect("kernel"), [4, 1, 1], [64, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))])
+        .expect("params");
+    assert!(matches!(r, Err(LaunchError::IllegalAddress { address: 8 })), "{r:?}");
+    // The executor runs warp-path kernels afterwards.
+    let k = p.kernel("diverged_barrier").expect("kernel");
+    let mut out = vec![0u32; 64];
+    launch(exec(), k, [1, 1, 1], [64, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch after failures");
+    assert_eq!(out[1], 3);
+    assert_eq!(out[2], 10);
+}
