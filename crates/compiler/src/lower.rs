@@ -981,7 +981,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Operand::Reg(r) => {
                 let ty = self.reg_tys[r as usize];
                 let v = self.convert(v, ty, signed);
-                let masked = self.warp.as_ref().filter(|w| !w.block_local.get(r as usize).copied().unwrap_or(false));
+                let masked =
+                    self.warp.as_ref().filter(|w| w.guarded || !w.block_local.get(r as usize).copied().unwrap_or(false));
                 let v = match masked.map(|w| w.mask.clone()) {
                     // Only the executing lanes change their registers
                     // (unless no lane can need the old value).

@@ -53,6 +53,9 @@ pub struct WarpState {
     /// Registers no thread ever reads before writing them in the same
     /// block (indexed by register).
     pub block_local: Vec<bool>,
+    /// The current instruction has a guard: its writes keep the values of
+    /// the executing lanes whose predicate is false, whatever the register.
+    pub guarded: bool,
     /// Suspension sites and the frame layout.
     frame: Frame,
     /// The code that restores a suspended warp, per resume point.
@@ -308,9 +311,9 @@ pub(crate) fn operand_registers(b: &Body, op: Operand, out: &mut Vec<RegId>) {
 /// Registers that no thread reads before it has written them in the same
 /// block (`starts` as from `number_blocks`). No lane ever needs such a
 /// register's value from an earlier block, so a lane that does not execute
-/// a write to it loses nothing if the write changes its copy too: writes
-/// need no mask, and the old value is not kept alive (in an unrolled loop
-/// body, dozens of vector registers).
+/// a write to it loses nothing if the write changes its copy too: its
+/// unguarded writes need no mask, and the old value is not kept alive (in
+/// an unrolled loop body, dozens of vector registers).
 fn block_local_registers(b: &Body, starts: &HashMap<usize, u32>) -> Vec<bool> {
     let mut local = vec![true; b.regs.len()];
     let mut written = vec![false; b.regs.len()];
@@ -576,6 +579,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             consts,
             shapes: HashMap::new(),
             block_local,
+            guarded: false,
             frame,
             resumes: String::new(),
             resume_points: 0,
@@ -915,7 +919,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 return Ok(());
             }
             self.set_mask(m);
+            if let Some(w) = self.warp.as_mut() {
+                w.guarded = true;
+            }
             let r = self.warp_dispatch(inst);
+            if let Some(w) = self.warp.as_mut() {
+                w.guarded = false;
+            }
             // After a suspension `saved` no longer exists; the recomputed
             // mask stands for it.
             if !self.warp.as_ref().is_some_and(|w| w.suspended) {

@@ -398,3 +398,16 @@ fn failures_in_blocks_whose_warps_wait_end_the_launch() {
     assert_eq!(out[1], 3);
     assert_eq!(out[2], 10);
 }
+
+#[test]
+fn guarded_writes_keep_the_other_lanes_values_in_both_modes() {
+    for warp_mode in [true, false] {
+        let p = warp_program("warp_path.ptx", warp_mode);
+        let mut out = vec![0u32; 64];
+        launch(exec(), p.kernel("guarded_write").expect("kernel"), [1, 1, 1], [64, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))])
+            .expect("params")
+            .expect("launch");
+        let want: Vec<u32> = (0..64).map(|t| if t % 2 == 0 { 100 + t } else { 100 }).collect();
+        assert_eq!(out, want, "warp mode {warp_mode}");
+    }
+}
