@@ -622,7 +622,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         // Thread ids. When rows of the block are whole warps (ntid.x a
         // multiple of 32), a warp lies in one row: three scalar divisions
         // give its row and the lanes count along it. Otherwise each lane
-        // divides (32 divisions each, which would dominate small kernels).
+        // divides.
         let _ = writeln!(e, "  %nx.low = and i32 %ntid.x, {}", W - 1);
         let _ = writeln!(e, "  %rows = icmp eq i32 %nx.low, 0");
         let _ = writeln!(e, "  br i1 %rows, label %ids.row, label %ids.lane");
@@ -642,11 +642,23 @@ impl<'c, 'm> FnLower<'c, 'm> {
         // Lanes past the block's threads get ids of 0 so that divisions by the
         // block dimensions stay defined.
         let _ = writeln!(e, "ids.lane:");
+        // The quotients come from float divisions: for integers below
+        // 2^24 the correctly rounded quotient never reaches the next
+        // integer, so truncating it is exact (32 integer divisions per
+        // dimension would cost a microsecond per warp).
         let _ = writeln!(e, "  %lin.safe = select <{W} x i1> %valid, <{W} x i32> %lin, <{W} x i32> zeroinitializer");
-        let _ = writeln!(e, "  %tid.xl = urem <{W} x i32> %lin.safe, %nx.v");
-        let _ = writeln!(e, "  %q.x = udiv <{W} x i32> %lin.safe, %nx.v");
-        let _ = writeln!(e, "  %tid.yl = urem <{W} x i32> %q.x, %ny.v");
-        let _ = writeln!(e, "  %tid.zl = udiv <{W} x i32> %q.x, %ny.v");
+        let _ = writeln!(e, "  %lin.f = uitofp <{W} x i32> %lin.safe to <{W} x float>");
+        let _ = writeln!(e, "  %nx.f = uitofp <{W} x i32> %nx.v to <{W} x float>");
+        let _ = writeln!(e, "  %q.xf = fdiv <{W} x float> %lin.f, %nx.f");
+        let _ = writeln!(e, "  %q.x = fptoui <{W} x float> %q.xf to <{W} x i32>");
+        let _ = writeln!(e, "  %q.xn = mul <{W} x i32> %q.x, %nx.v");
+        let _ = writeln!(e, "  %tid.xl = sub <{W} x i32> %lin.safe, %q.xn");
+        let _ = writeln!(e, "  %q.xf2 = uitofp <{W} x i32> %q.x to <{W} x float>");
+        let _ = writeln!(e, "  %ny.f = uitofp <{W} x i32> %ny.v to <{W} x float>");
+        let _ = writeln!(e, "  %q.yf = fdiv <{W} x float> %q.xf2, %ny.f");
+        let _ = writeln!(e, "  %tid.zl = fptoui <{W} x float> %q.yf to <{W} x i32>");
+        let _ = writeln!(e, "  %q.yn = mul <{W} x i32> %tid.zl, %ny.v");
+        let _ = writeln!(e, "  %tid.yl = sub <{W} x i32> %q.x, %q.yn");
         let _ = writeln!(e, "  br label %ids");
         let _ = writeln!(e, "ids:");
         for d in ["x", "y", "z"] {

@@ -54,22 +54,30 @@ fn named_barriers_with_thread_counts() {
 
 #[test]
 fn three_dimensional_launch_with_1024_thread_blocks() {
-    let p = Program::from_file("blocks.ptx").expect("compiles");
-    let k = p.kernel("ids_3d").expect("kernel");
-    let (grid, block) = ([2u32, 3, 2], [16u32, 8, 8]);
-    let n = (grid.iter().product::<u32>() * block.iter().product::<u32>()) as usize;
-    let mut out = vec![0u64; n];
-    launch(exec(), k, grid, block, 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch");
-    let mut i = 0;
-    for bz in 0..grid[2] as u64 {
-        for by in 0..grid[1] as u64 {
-            for bx in 0..grid[0] as u64 {
-                for tz in 0..block[2] as u64 {
-                    for ty in 0..block[1] as u64 {
-                        for tx in 0..block[0] as u64 {
-                            let want = bz << 40 | by << 32 | bx << 24 | tz << 16 | ty << 8 | tx;
-                            assert_eq!(out[i], want, "element {i}");
-                            i += 1;
+    // Block shapes whose rows are and are not whole warps, in both modes
+    // (warp mode computes each lane's ids from the warp's linear range).
+    let shapes = [[16u32, 8, 8], [7, 5, 3], [3, 11, 31], [1, 1, 1024], [17, 3, 20], [64, 2, 8], [33, 31, 1]];
+    for warp_mode in [false, true] {
+        let p = warp_program("blocks.ptx", warp_mode);
+        let k = p.kernel("ids_3d").expect("kernel");
+        assert_eq!(k.info.lanes, if warp_mode { 32 } else { 1 }, "mode");
+        for block in shapes {
+            let grid = [2u32, 3, 2];
+            let n = (grid.iter().product::<u32>() * block.iter().product::<u32>()) as usize;
+            let mut out = vec![0u64; n];
+            launch(exec(), k, grid, block, 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch");
+            let mut i = 0;
+            for bz in 0..grid[2] as u64 {
+                for by in 0..grid[1] as u64 {
+                    for bx in 0..grid[0] as u64 {
+                        for tz in 0..block[2] as u64 {
+                            for ty in 0..block[1] as u64 {
+                                for tx in 0..block[0] as u64 {
+                                    let want = bz << 40 | by << 32 | bx << 24 | tz << 16 | ty << 8 | tx;
+                                    assert_eq!(out[i], want, "element {i}, block {block:?}, warp mode {warp_mode}");
+                                    i += 1;
+                                }
+                            }
                         }
                     }
                 }
