@@ -120,9 +120,9 @@ pub fn load(object: &[u8]) -> Result<LoadedModule, LoadError> {
     }
 }
 
-/// Appends the functions of a loaded module to `/tmp/perf-PID.map`, the
-/// file through which `perf` names code it finds in no ELF file. Failing
-/// to write it changes nothing else.
+/// Appends the functions of a loaded module to `perf-PID.map` in the
+/// temporary directory, the file through which `perf` names code it finds
+/// in no ELF file. Failing to write it changes nothing else.
 fn write_perf_map(defined: &[(String, u64)], symbols: &HashMap<String, usize>) {
     use std::io::Write;
     let path = std::env::temp_dir().join(format!("perf-{}.map", std::process::id()));
