@@ -127,13 +127,18 @@ fn write_perf_map(defined: &[(String, u64)], symbols: &HashMap<String, usize>) {
     use std::io::Write;
     let path = std::env::temp_dir().join(format!("perf-{}.map", std::process::id()));
     let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path) else { return };
+    let _ = file.write_all(perf_map_lines(defined, symbols).as_bytes());
+}
+
+/// `START SIZE NAME` in hex, one line per defined symbol with a size.
+fn perf_map_lines(defined: &[(String, u64)], symbols: &HashMap<String, usize>) -> String {
     let mut text = String::new();
     for (name, size) in defined {
         if let (Some(address), true) = (symbols.get(name), *size > 0) {
             text.push_str(&format!("{address:x} {size:x} {name}\n"));
         }
     }
-    let _ = file.write_all(text.as_bytes());
+    text
 }
 
 /// Global symbols the object defines (the ones `symbol` can find), with
@@ -427,5 +432,17 @@ extern "C" fn lookup_done(error: LLVMErrorRef, pairs: LLVMOrcCSymbolMapPairs, co
         };
         *lock(&reply.state) = Some(result);
         reply.done.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perf_map_lines_name_each_sized_symbol_at_its_address() {
+        let defined = vec![("k".to_string(), 0x40u64), ("empty".to_string(), 0), ("unresolved".to_string(), 8)];
+        let symbols = HashMap::from([("k".to_string(), 0x7f00_1000usize), ("empty".to_string(), 0x7f00_2000)]);
+        assert_eq!(perf_map_lines(&defined, &symbols), "7f001000 40 k\n");
     }
 }
