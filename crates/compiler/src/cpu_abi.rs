@@ -6,6 +6,7 @@
 //!
 //! * `thread(params, ctx, tid_x, tid_y, tid_z)` runs one thread to
 //!   completion (or until it suspends inside a runtime call, see below);
+//!   in warp mode it is a [`WarpFn`] running the 32 lanes of one warp;
 //! * `block(params, ctx)` runs every thread of the block, one after the
 //!   other, and exists only for kernels whose threads never wait for each
 //!   other (`KernelInfo::needs_scheduler` is false).

@@ -97,8 +97,8 @@ pub struct KernelInfo {
     /// Largest `.local` frame of the kernel's own body, for attribute queries.
     pub local_bytes: u32,
     /// Threads run by one call of the `thread` function: 1 (thread mode,
-    /// its arguments are the thread's x, y, z) or 32 (warp mode, its first
-    /// argument is the warp index in the block; see `cpu_abi`).
+    /// its arguments are the thread's x, y, z) or 32 (warp mode: a
+    /// `cpu_abi::WarpFn` of the warp index in the block and its frame).
     pub lanes: u32,
     /// Bytes of the frame each warp of a warp-mode kernel saves its state
     /// in when it suspends (`cpu_abi::WarpFn`); 0 in thread mode.
