@@ -99,6 +99,10 @@ pub struct Frame {
 /// (after the header fields of `cpu_abi::warp_frame`).
 const FRAME_LIVE: u32 = 64;
 const FRAME_NEXT: u32 = 128;
+/// The lanes' `%tid.x`, `.y`, `.z`, computed at the warp's first call.
+const FRAME_IDS: u32 = crate::cpu_abi::warp_frame::HEADER_BYTES;
+/// Saved registers start here.
+const FRAME_REGISTERS: u32 = FRAME_IDS + 3 * 128;
 
 /// The suspension sites of a warp-mode kernel: barriers (not
 /// `bar.warp.sync`), `nanosleep`, and the backward branches of loops that
@@ -137,7 +141,7 @@ fn instruction_registers(b: &Body, inst: &Instruction, uses: &mut Vec<RegId>, de
 /// diverged from the warp wait. Per-thread liveness over the blocks of
 /// `number_blocks`.
 pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> Frame {
-    let Some(b) = &f.body else { return Frame { bytes: crate::cpu_abi::warp_frame::HEADER_BYTES, ..Frame::default() } };
+    let Some(b) = &f.body else { return Frame { bytes: FRAME_REGISTERS, ..Frame::default() } };
     let (starts, label_block, blocks) = FnLower::number_blocks(b);
     let nregs = b.regs.len();
     let n = blocks as usize + 1;
@@ -259,7 +263,7 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
             }
         }
     }
-    let mut offset = crate::cpu_abi::warp_frame::HEADER_BYTES;
+    let mut offset = FRAME_REGISTERS;
     for r in 0..nregs {
         if saved[r] {
             frame.slots.insert(r as RegId, offset);
@@ -623,6 +627,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
         // multiple of 32), a warp lies in one row: three scalar divisions
         // give its row and the lanes count along it. Otherwise each lane
         // divides.
+        // A warp resuming after a suspension reads them back from its frame
+        // instead (the divisions cost more than the loads).
+        let _ = writeln!(e, "  %resume = load i32, ptr %frame, align 4");
+        let _ = writeln!(e, "  %fresh = icmp eq i32 %resume, 0");
+        let _ = writeln!(e, "  br i1 %fresh, label %ids.new, label %ids.saved");
+        let _ = writeln!(e, "ids.new:");
         let _ = writeln!(e, "  %nx.low = and i32 %ntid.x, {}", W - 1);
         let _ = writeln!(e, "  %rows = icmp eq i32 %nx.low, 0");
         let _ = writeln!(e, "  br i1 %rows, label %ids.row, label %ids.lane");
@@ -638,7 +648,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let _ = writeln!(e, "  %tid.yr = shufflevector <{W} x i32> %ty0.i, <{W} x i32> poison, <{W} x i32> zeroinitializer");
         let _ = writeln!(e, "  %tz0.i = insertelement <{W} x i32> poison, i32 %tz0, i32 0");
         let _ = writeln!(e, "  %tid.zr = shufflevector <{W} x i32> %tz0.i, <{W} x i32> poison, <{W} x i32> zeroinitializer");
-        let _ = writeln!(e, "  br label %ids");
+        let _ = writeln!(e, "  br label %ids.store");
         // Lanes past the block's threads get ids of 0 so that divisions by the
         // block dimensions stay defined.
         let _ = writeln!(e, "ids.lane:");
@@ -659,14 +669,28 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let _ = writeln!(e, "  %tid.zl = fptoui <{W} x float> %q.yf to <{W} x i32>");
         let _ = writeln!(e, "  %q.yn = mul <{W} x i32> %tid.zl, %ny.v");
         let _ = writeln!(e, "  %tid.yl = sub <{W} x i32> %q.x, %q.yn");
+        let _ = writeln!(e, "  br label %ids.store");
+        let _ = writeln!(e, "ids.store:");
+        for d in ["x", "y", "z"] {
+            let _ = writeln!(e, "  %tid.{d}n = phi <{W} x i32> [%tid.{d}r, %ids.row], [%tid.{d}l, %ids.lane]");
+        }
+        for (k, d) in ["x", "y", "z"].into_iter().enumerate() {
+            let _ = writeln!(e, "  %tid.{d}np = getelementptr i8, ptr %frame, i64 {}", FRAME_IDS + 128 * k as u32);
+            let _ = writeln!(e, "  store <{W} x i32> %tid.{d}n, ptr %tid.{d}np, align 64");
+        }
+        let _ = writeln!(e, "  br label %ids");
+        let _ = writeln!(e, "ids.saved:");
+        for (k, d) in ["x", "y", "z"].into_iter().enumerate() {
+            let _ = writeln!(e, "  %tid.{d}sp = getelementptr i8, ptr %frame, i64 {}", FRAME_IDS + 128 * k as u32);
+            let _ = writeln!(e, "  %tid.{d}s = load <{W} x i32>, ptr %tid.{d}sp, align 64");
+        }
         let _ = writeln!(e, "  br label %ids");
         let _ = writeln!(e, "ids:");
         for d in ["x", "y", "z"] {
-            let _ = writeln!(e, "  %tid.{d}v = phi <{W} x i32> [%tid.{d}r, %ids.row], [%tid.{d}l, %ids.lane]");
+            let _ = writeln!(e, "  %tid.{d}v = phi <{W} x i32> [%tid.{d}n, %ids.store], [%tid.{d}s, %ids.saved]");
         }
         let _ = writeln!(e, "  %lanchor.i = ptrtoint ptr %lanchor to i64");
         let _ = writeln!(e, "  %lbase = sub i64 %lanchor.i, 2147483648");
-        let _ = writeln!(e, "  %resume = load i32, ptr %frame, align 4");
         let mut start = String::new();
         let _ = writeln!(start, "start:");
         let _ = writeln!(start, "  store <{W} x i1> %valid, ptr {}", Self::live_slot());
