@@ -91,6 +91,9 @@ pub struct Frame {
     pub sites: HashMap<usize, Vec<RegId>>,
     /// Frame offset of every register saved at some site.
     pub slots: HashMap<RegId, u32>,
+    /// Frame offset of each `.local` variable (one copy per lane, lane
+    /// after lane): local memory must outlive a suspension.
+    pub locals: HashMap<VarId, u32>,
     /// The whole frame of a warp.
     pub bytes: u32,
 }
@@ -271,6 +274,17 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
             let bytes = if ty == Ty::I1 { W / 8 } else { W * ty.bits() / 8 };
             offset += bytes.div_ceil(64) * 64;
         }
+    }
+    for (vid, d) in f.vars.iter().enumerate() {
+        if d.space != StateSpace::Local || f.params.contains(&(vid as VarId)) {
+            continue;
+        }
+        let Some(size) = d.size() else { continue };
+        let align = d.alignment().max(64) as u32;
+        offset = offset.div_ceil(align) * align;
+        frame.locals.insert(vid as VarId, offset);
+        let bytes = size.max(1).saturating_mul(u64::from(W));
+        offset = offset.saturating_add(u32::try_from(bytes).unwrap_or(u32::MAX).div_ceil(64) * 64);
     }
     frame.bytes = offset;
     frame
@@ -689,14 +703,15 @@ impl<'c, 'm> FnLower<'c, 'm> {
         for d in ["x", "y", "z"] {
             let _ = writeln!(e, "  %tid.{d}v = phi <{W} x i32> [%tid.{d}n, %ids.store], [%tid.{d}s, %ids.saved]");
         }
-        let _ = writeln!(e, "  %lanchor.i = ptrtoint ptr %lanchor to i64");
+        // Local memory lives in the frame, which outlives suspensions;
+        // local addresses are offsets from below it.
+        let _ = writeln!(e, "  %lanchor.i = ptrtoint ptr %frame to i64");
         let _ = writeln!(e, "  %lbase = sub i64 %lanchor.i, 2147483648");
         let mut start = String::new();
         let _ = writeln!(start, "start:");
         let _ = writeln!(start, "  store <{W} x i1> %valid, ptr {}", Self::live_slot());
         let _ = writeln!(start, "  store <{W} x i32> zeroinitializer, ptr {}", Self::next_slot());
         let _ = writeln!(start, "  br label %B0");
-        self.out.allocas.push_str("  %lanchor = alloca i8, align 1\n");
         // Natural alignment: their loads and stores name none.
         let _ = writeln!(self.out.allocas, "  {} = alloca <{W} x i1>", Self::live_slot());
         let _ = writeln!(self.out.allocas, "  {} = alloca <{W} x i32>", Self::next_slot());
@@ -794,8 +809,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     Some(s) => s.max(1),
                     None => return self.invalid(format!("variable `{}` has no size", d.name)),
                 };
-                // One copy per lane, lane after lane.
-                let a = self.out.alloca(&format!("[{} x i8]", size * W as u64), d.alignment().max(16));
+                // One copy per lane, lane after lane, in the frame.
+                let _ = size;
+                let Some(offset) = self.warp.as_ref().and_then(|w| w.frame.locals.get(&vid).copied()) else {
+                    return self.invalid(format!("variable `{}` has no place in the warp frame", d.name));
+                };
+                let a = self.out.fresh("local");
+                let _ = writeln!(self.out.allocas, "  {a} = getelementptr i8, ptr %frame, i64 {offset}");
                 crate::lower::VarLoc::Local(a)
             } else {
                 return self.unsupported(format!("a `.{}` variable in warp mode (`{}`)", d.space, d.name));

@@ -419,3 +419,15 @@ fn guarded_writes_keep_the_other_lanes_values_in_both_modes() {
         assert_eq!(out, want, "warp mode {warp_mode}");
     }
 }
+
+#[test]
+fn local_arrays_keep_their_contents_across_barriers_in_both_modes() {
+    for warp_mode in [true, false] {
+        let p = warp_program("warp_path.ptx", warp_mode);
+        let k = p.kernel("local_array_across_barrier").expect("kernel");
+        let mut out = vec![0u32; 96];
+        launch(exec(), k, [2, 1, 1], [96, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch");
+        let want: Vec<u32> = (0..96).map(|t| t * 100 + t % 16).collect();
+        assert_eq!(out, want, "warp mode {warp_mode}");
+    }
+}

@@ -59,10 +59,14 @@ pub(crate) struct Warps {
 }
 
 impl Warps {
-    fn reset(&mut self, warps: usize, frame_bytes: usize) {
+    /// Prepares for a block of `warps` warps; fails when their frames
+    /// (registers and local memory) do not fit in memory.
+    fn reset(&mut self, warps: usize, frame_bytes: usize) -> Result<(), LaunchError> {
         self.lines_per_warp = frame_bytes.div_ceil(64).max(1);
-        let lines = warps * self.lines_per_warp;
+        let too_big = || LaunchError::OutOfResources(format!("{warps} warp frames of {frame_bytes} bytes"));
+        let lines = warps.checked_mul(self.lines_per_warp).ok_or_else(too_big)?;
         if self.frames.len() < lines {
+            self.frames.try_reserve(lines - self.frames.len()).map_err(|_| too_big())?;
             self.frames.resize(lines, Line([0; 64]));
         }
         for w in 0..warps {
@@ -84,6 +88,7 @@ impl Warps {
         self.ready.extend(0..warps as u32);
         self.yielded.clear();
         self.live = warps as u32;
+        Ok(())
     }
 
     fn frame(&mut self, w: u32) -> *mut u8 {
@@ -260,8 +265,10 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
                         rt.block.set(block);
                         (*ctx_ptr).ctaid = block;
                         std::ptr::write_bytes(shared, 0, shared_len);
-                        warps.reset(job.units as usize, job.frame_bytes as usize);
-                        if let Err(error) = warps.run_block(job, ctx_ptr, warp_fn, block) {
+                        let result = warps
+                            .reset(job.units as usize, job.frame_bytes as usize)
+                            .and_then(|()| warps.run_block(job, ctx_ptr, warp_fn, block));
+                        if let Err(error) = result {
                             rt.end(Some(error));
                         }
                     }
@@ -306,7 +313,7 @@ mod tests {
     #[test]
     fn a_barrier_of_every_warp_waits_for_all_that_have_not_finished() {
         let mut w = Warps::default();
-        w.reset(3, 256);
+        w.reset(3, 256).expect("frames");
         w.ready.clear();
         w.arrive(0, 0, 0, true);
         assert_eq!(w.state[0], WarpState::AtBarrier(0));
@@ -320,7 +327,7 @@ mod tests {
     #[test]
     fn a_finishing_warp_completes_a_barrier_the_others_wait_at() {
         let mut w = Warps::default();
-        w.reset(2, 256);
+        w.reset(2, 256).expect("frames");
         w.ready.clear();
         w.arrive(0, 3, 0, true);
         w.finish(1);
@@ -330,7 +337,7 @@ mod tests {
     #[test]
     fn counted_barriers_release_at_their_count() {
         let mut w = Warps::default();
-        w.reset(4, 256);
+        w.reset(4, 256).expect("frames");
         w.ready.clear();
         w.arrive(0, 1, 2, true);
         assert!(w.ready.is_empty());
@@ -342,7 +349,7 @@ mod tests {
     #[test]
     fn an_early_arrival_of_a_finished_warp_no_longer_counts() {
         let mut w = Warps::default();
-        w.reset(3, 256);
+        w.reset(3, 256).expect("frames");
         w.ready.clear();
         w.arrive(0, 0, 0, false);
         w.ready.clear();
@@ -354,9 +361,16 @@ mod tests {
     }
 
     #[test]
+    fn frames_too_big_for_memory_are_an_error() {
+        let mut w = Warps::default();
+        assert!(matches!(w.reset(usize::MAX / 2, 1 << 20), Err(LaunchError::OutOfResources(_))));
+        assert!(matches!(w.reset(1 << 20, 1 << 40), Err(LaunchError::OutOfResources(_))));
+    }
+
+    #[test]
     fn deadlocks_name_the_waiting_warps() {
         let mut w = Warps::default();
-        w.reset(2, 256);
+        w.reset(2, 256).expect("frames");
         w.ready.clear();
         w.arrive(0, 5, 2, true);
         w.finish(1);
