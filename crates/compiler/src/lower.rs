@@ -938,6 +938,19 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let a = self.symbol_address_value(s)?;
                 Ok(self.convert(a, ty, false))
             }
+            // `sym+off` and `var+off` as values: the address plus the offset.
+            Operand::GlobalOffset(s, off) => {
+                let a = self.symbol_address_value(s)?;
+                let a = self.convert(a, Ty::I64, false);
+                let a = self.bin("add", &a, &V::int(Ty::I64, off as i128));
+                Ok(self.convert(a, ty, false))
+            }
+            Operand::VarOffset(v, off) => {
+                let a = self.var_address_value(v)?;
+                let a = self.convert(a, Ty::I64, false);
+                let a = self.bin("add", &a, &V::int(Ty::I64, off as i128));
+                Ok(self.convert(a, ty, false))
+            }
             Operand::Vector(l) => {
                 // `{a, b}` as one wide value: elements packed low to high.
                 let elems = self.b.list(l);

@@ -239,6 +239,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 self.set(&Operand::Reg(d), leader)?;
                 self.set(&Operand::Reg(p), is)
             }
+            // `_|%p`: only whether this thread is the leader.
+            Operand::SinkPred(p) => self.set(&Operand::Reg(p), is),
             other => self.set(&other, leader),
         }
     }

@@ -1812,6 +1812,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 self.set(&Operand::Reg(d), lv)?;
                 self.set(&Operand::Reg(p), is)
             }
+            Operand::SinkPred(p) => self.set(&Operand::Reg(p), is),
             other => self.set(&other, lv),
         }
     }

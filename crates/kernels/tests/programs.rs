@@ -431,3 +431,17 @@ fn local_arrays_keep_their_contents_across_barriers_in_both_modes() {
         assert_eq!(out, want, "warp mode {warp_mode}");
     }
 }
+
+#[test]
+fn symbol_and_variable_offsets_as_values_and_elect_with_a_discarded_leader() {
+    for warp_mode in [true, false] {
+        let p = warp_program("operand_forms.ptx", warp_mode);
+        let k = p.kernel("operand_forms").expect("kernel");
+        let mut out = vec![0u32; 64 * 3];
+        launch(exec(), k, [1, 1, 1], [64, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch");
+        for t in 0..64 {
+            let elected = u32::from(t % 32 == 0);
+            assert_eq!(&out[t * 3..t * 3 + 3], &[33, 77, elected], "thread {t}, warp mode {warp_mode}");
+        }
+    }
+}
