@@ -20,6 +20,46 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
         return;
     };
     let shared_len = job.shared_bytes as usize;
+    run_in_coroutine(job, local, smid, move |rt, job, ctx, shared| {
+        // Blocks come in small runs: one claim and one finish per run
+        // rather than two contended atomics per block. Fast-path kernels
+        // do not wait for other blocks (the compiler sends those to the
+        // scheduled path), so a run never holds a block another one waits
+        // for.
+        while let Some(run) = job.claim_run() {
+            rt.unfinished.set(run.end - run.start);
+            for index in run.clone() {
+                if job.failed() {
+                    break;
+                }
+                let block = job.block_index(index);
+                rt.block.set(block);
+                // SAFETY: `ctx` is the runner's context and `shared` holds
+                // `shared_len` bytes (`run_in_coroutine`); the block
+                // function has the BlockFn contract.
+                unsafe {
+                    (*ctx).ctaid = block;
+                    std::ptr::write_bytes(shared, 0, shared_len);
+                    block_fn(job.params(), ctx);
+                }
+            }
+            rt.unfinished.set(0);
+            job.finish_blocks(run.end - run.start);
+        }
+    });
+}
+
+/// Runs `body` inside one coroutine on a block stack, with the runner's
+/// block runtime, context and shared-memory window (at least the job's
+/// `shared_bytes`). A fault, trap or assertion abandons the coroutine
+/// without unwinding through JIT frames; the launch then fails, and the
+/// blocks `body` claimed but did not finish (`BlockRt::unfinished`) count
+/// as finished.
+pub(crate) fn run_in_coroutine<F>(job: &Arc<Job>, local: &mut Local, smid: u32, body: F)
+where
+    F: FnOnce(&BlockRt, &Job, *mut BlockCtx, *mut u8) + 'static,
+{
+    let shared_len = job.shared_bytes as usize;
     let Some(shared) = local.shared_window(shared_len) else {
         job.fail(LaunchError::OutOfResources(format!("{shared_len} bytes of shared memory")));
         return;
@@ -41,35 +81,11 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
     let mut coroutine: Coroutine<(), (), RunEnd, _> =
         Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| -> RunEnd {
             // SAFETY: `rt`, `ctx` and the job outlive the coroutine, which
-            // finishes or is reset before `run` returns; only this thread
-            // touches `rt` and `ctx` meanwhile. The shared window holds
-            // `shared_len` bytes; the block function has the BlockFn
-            // contract.
-            unsafe {
-                let rt = &*rt_ptr;
-                let job = &*job_ptr;
-                rt.fast_yielder.set(yielder);
-                // Blocks come in small runs: one claim and one finish per run
-                // rather than two contended atomics per block. Fast-path
-                // kernels do not wait for other blocks (the compiler sends
-                // those to the scheduled path), so a run never holds a block
-                // another one waits for.
-                while let Some(run) = job.claim_run() {
-                    rt.unfinished.set(run.end - run.start);
-                    for index in run.clone() {
-                        if job.failed() {
-                            break;
-                        }
-                        let block = job.block_index(index);
-                        rt.block.set(block);
-                        (*ctx_ptr).ctaid = block;
-                        std::ptr::write_bytes(shared, 0, shared_len);
-                        block_fn(job.params(), ctx_ptr);
-                    }
-                    rt.unfinished.set(0);
-                    job.finish_blocks(run.end - run.start);
-                }
-            }
+            // finishes or is reset before this function returns; only this
+            // thread touches `rt` and `ctx` meanwhile.
+            let (rt, job) = unsafe { (&*rt_ptr, &*job_ptr) };
+            rt.fast_yielder.set(yielder);
+            body(rt, job, ctx_ptr, shared);
             Ok(())
         });
     let fp = FpState::save();
@@ -83,7 +99,8 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
         CoroutineResult::Return(Ok(())) => None,
         CoroutineResult::Return(Err(fault)) => Some(fault.into_error(rt.block.get())),
         CoroutineResult::Yield(()) => {
-            // A runtime call ended the block (trap, assertion, misuse).
+            // A runtime call ended the block (trap, assertion, misuse,
+            // deadlock).
             // SAFETY: the coroutine is suspended inside a runtime function
             // that owns nothing; the JIT frames below it need no cleanup.
             unsafe { coroutine.force_reset() };

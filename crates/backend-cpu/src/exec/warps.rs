@@ -12,12 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use compiler::cpu_abi::{warp_frame, BlockCtx, WarpFn};
-use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-use super::fault::{self, FpState, RunEnd, TrapSlot};
 use super::job::Job;
 use super::local::Local;
-use super::runtime::BlockRt;
 use super::LaunchError;
 
 /// Barrier ids of a block (`bar.sync 0..15`).
@@ -225,85 +222,37 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
     // symbol has the WarpFn signature (cpu_abi).
     let warp_fn: WarpFn = unsafe { std::mem::transmute::<compiler::cpu_abi::ThreadFn, WarpFn>(job.thread_fn) };
     let shared_len = job.shared_bytes as usize;
-    let Some(shared) = local.shared_window(shared_len) else {
-        job.fail(LaunchError::OutOfResources(format!("{shared_len} bytes of shared memory")));
-        return;
-    };
-    let stack = match local.take_fast_stack(job.shared.config.block_stack_size) {
-        Ok(stack) => stack,
-        Err(error) => {
-            job.fail(LaunchError::OutOfResources(format!("block stack: {error}")));
-            return;
-        }
-    };
-    let limit = stack.lowest();
-    let rt = BlockRt::new(job, false);
-    rt.fast_stack.set((stack.usable_low(), stack.top()));
-    let mut ctx = job.block_ctx(smid, shared, (&rt as *const BlockRt).cast_mut().cast());
-    let ctx_ptr: *mut BlockCtx = &mut ctx;
-    let rt_ptr: *const BlockRt = &rt;
-    let job_ptr: *const Job = Arc::as_ptr(job);
     let mut warps = local.warps.take().unwrap_or_default();
     let warps_ptr: *mut Warps = &mut warps;
-    let mut coroutine: Coroutine<(), (), RunEnd, _> =
-        Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| -> RunEnd {
-            // SAFETY: `rt`, `ctx`, `warps` and the job outlive the
-            // coroutine, which finishes or is reset before `run` returns;
-            // only this thread touches them meanwhile. The shared window
-            // holds `shared_len` bytes.
-            unsafe {
-                let rt = &*rt_ptr;
-                let job = &*job_ptr;
-                let warps = &mut *warps_ptr;
-                rt.fast_yielder.set(yielder);
-                // One block at a time: blocks of such kernels may wait for
-                // each other, so none is held while another runs.
-                while let Some(index) = job.claim() {
-                    rt.unfinished.set(1);
-                    if !job.failed() {
-                        let block = job.block_index(index);
-                        rt.block.set(block);
-                        (*ctx_ptr).ctaid = block;
-                        std::ptr::write_bytes(shared, 0, shared_len);
-                        let result = warps
-                            .reset(job.units as usize, job.frame_bytes as usize)
-                            .and_then(|()| warps.run_block(job, ctx_ptr, warp_fn, block));
-                        if let Err(error) = result {
-                            rt.end(Some(error));
-                        }
-                    }
-                    rt.unfinished.set(0);
-                    job.finish_blocks(1);
+    super::fast::run_in_coroutine(job, local, smid, move |rt, job, ctx, shared| {
+        // SAFETY: `warps` outlives the coroutine (`run_in_coroutine`
+        // returns before it is put back) and only this thread uses it.
+        let warps = unsafe { &mut *warps_ptr };
+        // One block at a time: blocks of such kernels may wait for each
+        // other, so none is held while another runs.
+        while let Some(index) = job.claim() {
+            rt.unfinished.set(1);
+            if !job.failed() {
+                let block = job.block_index(index);
+                rt.block.set(block);
+                // SAFETY: `ctx` is the runner's context and `shared` holds
+                // `shared_len` bytes (`run_in_coroutine`).
+                unsafe {
+                    (*ctx).ctaid = block;
+                    std::ptr::write_bytes(shared, 0, shared_len);
+                }
+                let result = warps
+                    .reset(job.units as usize, job.frame_bytes as usize)
+                    .and_then(|()| warps.run_block(job, ctx, warp_fn, block));
+                if let Err(error) = result {
+                    rt.end(Some(error));
                 }
             }
-            Ok(())
-        });
-    let fp = FpState::save();
-    let trap = TrapSlot::default();
-    let registration = fault::register(&trap);
-    trap.arm(coroutine.trap_handler(), limit);
-    let result = coroutine.resume(());
-    trap.disarm();
-    drop(registration);
-    let error = match result {
-        CoroutineResult::Return(Ok(())) => None,
-        CoroutineResult::Return(Err(fault)) => Some(fault.into_error(rt.block.get())),
-        CoroutineResult::Yield(()) => {
-            // A runtime call or the scheduler ended the block.
-            // SAFETY: the coroutine is suspended inside a runtime function
-            // that owns nothing; the JIT frames below it need no cleanup.
-            unsafe { coroutine.force_reset() };
-            Some(rt.error.take().unwrap_or_else(|| LaunchError::Internal("block ended without a reason".into())))
+            rt.unfinished.set(0);
+            job.finish_blocks(1);
         }
-    };
-    if let Some(error) = error {
-        fp.restore();
-        tracing::debug!(block = ?rt.block.get(), "block failed: {error}");
-        job.fail(error);
-        job.finish_blocks(rt.unfinished.get());
-    }
+    });
     local.warps = Some(warps);
-    local.put_fast_stack(coroutine.into_stack());
 }
 
 #[cfg(test)]
