@@ -1381,6 +1381,18 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.label(&j);
     }
 
+    /// The address of component `k` of a vector access of `size`-byte
+    /// elements.
+    fn component_pointer(&mut self, ptrs: &V, uniform: bool, size: u32, k: usize) -> V {
+        if k == 0 {
+            ptrs.clone()
+        } else if uniform {
+            self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {ptrs}, i64 {}", size as usize * k))
+        } else {
+            self.out.def(Ty::Ptr, format_args!("getelementptr i8, {ptrs}, i64 {}", size as usize * k))
+        }
+    }
+
     fn warp_ld(&mut self, inst: &Instruction) -> Res<()> {
         let b = self.b;
         let args = b.args(inst);
@@ -1398,13 +1410,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             other => vec![other],
         };
         for (k, d) in dests.iter().enumerate() {
-            let p = if k == 0 {
-                ptrs.clone()
-            } else if uniform {
-                self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {ptrs}, i64 {}", size as usize * k))
-            } else {
-                self.out.def(Ty::Ptr, format_args!("getelementptr i8, {ptrs}, i64 {}", size as usize * k))
-            };
+            let p = self.component_pointer(&ptrs, uniform, size, k);
             let shape = if uniform || ordered || dests.len() > 1 { None } else { self.operand_shape(&args[1], size) };
             let v = match shape {
                 Some(shape) => self.shaped_load(&p, &shape, ety, size),
@@ -1439,13 +1445,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 continue;
             }
             let v = self.get(s, ety)?;
-            let p = if k == 0 {
-                ptrs.clone()
-            } else if uniform {
-                self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {ptrs}, i64 {}", size as usize * k))
-            } else {
-                self.out.def(Ty::Ptr, format_args!("getelementptr i8, {ptrs}, i64 {}", size as usize * k))
-            };
+            let p = self.component_pointer(&ptrs, uniform, size, k);
             let shape = if uniform || ordered || srcs.len() > 1 { None } else { self.operand_shape(&args[0], size) };
             match shape {
                 Some(shape) => self.shaped_store(&p, &shape, &v, size),
