@@ -1220,17 +1220,20 @@ impl<'c, 'm> FnLower<'c, 'm> {
         h
     }
 
-    /// Loads by a register address of known shape: two 16-lane vector
-    /// loads, two scalar loads, or a gather, chosen by the shape.
-    fn shaped_load(&mut self, ptrs: &V, shape: &V, ety: Ty, size: u32) -> V {
+    /// Loads by a register address of known shape, `n` components of
+    /// `size` bytes per lane (`ld.v2`/`.v4`: the shape is for a lane stride
+    /// of `n * size`): two 16-lane vector loads split into components,
+    /// scalar loads per half warp, or gathers, chosen by the shape.
+    fn shaped_load(&mut self, ptrs: &V, shape: &V, ety: Ty, size: u32, n: u32) -> Vec<V> {
         let mask = self.mask();
         let sfx = ety.suffix();
         let t = ety.name();
         let g = format!("llvm.masked.gather.{sfx}.v{W}p0");
         self.cx.declare(&g, &format!("declare {ety} @{g}(<{W} x ptr>, i32, <{W} x i1>, {ety})"));
         let st = ety.scalar_suffix();
-        let l16 = format!("llvm.masked.load.v16{st}.p0");
-        self.cx.declare(&l16, &format!("declare <16 x {t}> @{l16}(ptr, i32, <16 x i1>, <16 x {t}>)"));
+        let wide = 16 * n;
+        let lw = format!("llvm.masked.load.v{wide}{st}.p0");
+        self.cx.declare(&lw, &format!("declare <{wide} x {t}> @{lw}(ptr, i32, <{wide} x i1>, <{wide} x {t}>)"));
         let l1 = format!("llvm.masked.load.v1{st}.p0");
         self.cx.declare(&l1, &format!("declare <1 x {t}> @{l1}(ptr, i32, <1 x i1>, <1 x {t}>)"));
         let or16 = "llvm.vector.reduce.or.v16i1";
@@ -1244,68 +1247,132 @@ impl<'c, 'm> FnLower<'c, 'm> {
             "switch {shape}, label %{gv} [ i32 {SHAPE_HALVES_CONSECUTIVE}, label %{cv} i32 {SHAPE_HALVES_UNIFORM}, label %{uv} ]"
         ));
         let align = size.min(16);
-        let concat: Vec<String> = (0..W).map(|i| format!("i32 {i}")).collect();
-        let concat = concat.join(", ");
-        // Consecutive halves: two vector loads.
+        let list = |items: &mut dyn Iterator<Item = u32>| items.map(|i| format!("i32 {i}")).collect::<Vec<_>>().join(", ");
+        let concat = list(&mut (0..W));
+        // Consecutive halves: one vector load per half warp (each lane's
+        // components side by side), then the components apart.
         self.out.label(&cv);
-        let a = self.out.fresh("lo");
-        self.out.op(format_args!("{a} = call <16 x {t}> @{l16}({p0}, i32 {align}, <16 x i1> {lo}, <16 x {t}> poison)"));
-        let b = self.out.fresh("hi");
-        self.out.op(format_args!("{b} = call <16 x {t}> @{l16}({p16}, i32 {align}, <16 x i1> {hi}, <16 x {t}> poison)"));
-        let c = self.out.def(ety, format_args!("shufflevector <16 x {t}> {a}, <16 x {t}> {b}, <{W} x i32> <{concat}>"));
-        self.out.terminate(format_args!("br label %{j}"));
-        // Uniform halves: one scalar load per half that has executing lanes.
-        self.out.label(&uv);
-        let mut halves = Vec::new();
+        let repeat = list(&mut (0..wide).map(|e| e / n));
+        let mut loaded = Vec::new();
         for (p, m) in [(&p0, &lo), (&p16, &hi)] {
+            let mr = self.out.fresh("mrep");
+            self.out.op(format_args!("{mr} = shufflevector <16 x i1> {m}, <16 x i1> poison, <{wide} x i32> <{repeat}>"));
+            let x = self.out.fresh("vl");
+            self.out.op(format_args!("{x} = call <{wide} x {t}> @{lw}({p}, i32 {align}, <{wide} x i1> {mr}, <{wide} x {t}> poison)"));
+            loaded.push(x);
+        }
+        let consecutive: Vec<V> = (0..n)
+            .map(|k| {
+                let idx = list(&mut (0..W).map(|i| if i < 16 { i * n + k } else { wide + (i - 16) * n + k }));
+                self.out.def(ety, format_args!("shufflevector <{wide} x {t}> {}, <{wide} x {t}> {}, <{W} x i32> <{idx}>", loaded[0], loaded[1]))
+            })
+            .collect();
+        self.out.terminate(format_args!("br label %{j}"));
+        // Uniform halves: scalar loads per half that has executing lanes.
+        self.out.label(&uv);
+        let mut anys = Vec::new();
+        for m in [&lo, &hi] {
             let any = self.out.fresh("any");
             self.out.op(format_args!("{any} = call i1 @{or16}(<16 x i1> {m})"));
             let one = self.out.fresh("one");
             self.out.op(format_args!("{one} = insertelement <1 x i1> poison, i1 {any}, i32 0"));
-            let x = self.out.fresh("u");
-            self.out.op(format_args!("{x} = call <1 x {t}> @{l1}({p}, i32 {align}, <1 x i1> {one}, <1 x {t}> poison)"));
-            let splat = self.out.fresh("us");
-            self.out.op(format_args!("{splat} = shufflevector <1 x {t}> {x}, <1 x {t}> poison, <16 x i32> zeroinitializer"));
-            halves.push(splat);
+            anys.push(one);
         }
-        let u = self.out.def(ety, format_args!("shufflevector <16 x {t}> {}, <16 x {t}> {}, <{W} x i32> <{concat}>", halves[0], halves[1]));
+        let mut uniform = Vec::new();
+        for k in 0..n {
+            let mut halves = Vec::new();
+            for (p, one) in [(&p0, &anys[0]), (&p16, &anys[1])] {
+                let pk = self.out.fresh("pk");
+                self.out.op(format_args!("{pk} = getelementptr i8, {p}, i64 {}", k * size));
+                let x = self.out.fresh("u");
+                self.out.op(format_args!("{x} = call <1 x {t}> @{l1}(ptr {pk}, i32 {align}, <1 x i1> {one}, <1 x {t}> poison)"));
+                let splat = self.out.fresh("us");
+                self.out.op(format_args!("{splat} = shufflevector <1 x {t}> {x}, <1 x {t}> poison, <16 x i32> zeroinitializer"));
+                halves.push(splat);
+            }
+            uniform.push(self.out.def(ety, format_args!("shufflevector <16 x {t}> {}, <16 x {t}> {}, <{W} x i32> <{concat}>", halves[0], halves[1])));
+        }
         self.out.terminate(format_args!("br label %{j}"));
         self.out.label(&gv);
-        let gg = self.out.def(ety, format_args!("call {ety} @{g}({ptrs}, i32 {align}, {mask}, {ety} poison)"));
+        let mut gathered = Vec::new();
+        for k in 0..n {
+            let pk = self.component_pointer(ptrs, false, size, k as usize);
+            gathered.push(self.out.def(ety, format_args!("call {ety} @{g}({pk}, i32 {align}, {mask}, {ety} poison)")));
+        }
         self.out.terminate(format_args!("br label %{j}"));
         self.out.label(&j);
-        self.out.def(ety, format_args!("phi {ety} [{}, %{cv}], [{}, %{uv}], [{}, %{gv}]", c.s, u.s, gg.s))
+        (0..n as usize)
+            .map(|k| {
+                self.out.def(
+                    ety,
+                    format_args!("phi {ety} [{}, %{cv}], [{}, %{uv}], [{}, %{gv}]", consecutive[k].s, uniform[k].s, gathered[k].s),
+                )
+            })
+            .collect()
     }
 
-    /// Stores by a register address of known shape: two 16-lane vector
-    /// stores for consecutive halves, a scatter otherwise (lanes of one
-    /// address store in lane order).
-    fn shaped_store(&mut self, ptrs: &V, shape: &V, v: &V, size: u32) {
+    /// Stores by a register address of known shape, `n` components of
+    /// `size` bytes per lane (the shape is for a lane stride of
+    /// `n * size`): one vector store per half warp with each lane's
+    /// components side by side when the halves are consecutive, scatters
+    /// otherwise (lanes of one address store in lane order).
+    fn shaped_store(&mut self, ptrs: &V, shape: &V, values: &[V], size: u32) {
         let mask = self.mask();
-        let ety = v.ty;
+        let Some(first) = values.first() else { return };
+        let ety = first.ty;
+        let n = values.len() as u32;
+        let wide = 16 * n;
         let sfx = ety.suffix();
         let t = ety.name();
         let s = format!("llvm.masked.scatter.{sfx}.v{W}p0");
         self.cx.declare(&s, &format!("declare void @{s}({ety}, <{W} x ptr>, i32, <{W} x i1>)"));
-        let s16 = format!("llvm.masked.store.v16{}.p0", ety.scalar_suffix());
-        self.cx.declare(&s16, &format!("declare void @{s16}(<16 x {t}>, ptr, i32, <16 x i1>)"));
+        let sw = format!("llvm.masked.store.v{wide}{}.p0", ety.scalar_suffix());
+        self.cx.declare(&sw, &format!("declare void @{sw}(<{wide} x {t}>, ptr, i32, <{wide} x i1>)"));
         let consecutive = self.out.def_scalar(Ty::I1, format_args!("icmp eq {shape}, {SHAPE_HALVES_CONSECUTIVE}"));
         let (cv, gv, j) = (self.out.fresh_label("hst"), self.out.fresh_label("sst"), self.out.fresh_label("stj"));
         self.out.terminate(format_args!("br {consecutive}, label %{cv}, label %{gv}"));
         let align = size.min(16);
+        let list = |items: &mut dyn Iterator<Item = u32>| items.map(|i| format!("i32 {i}")).collect::<Vec<_>>().join(", ");
         self.out.label(&cv);
+        // Every component in one vector, component after component.
+        let mut parts: Vec<(String, u32)> = values.iter().map(|v| (v.s.clone(), W)).collect();
+        while parts.len() > 1 {
+            let mut joined = Vec::new();
+            for pair in parts.chunks(2) {
+                match pair {
+                    [(a, la), (b, lb)] => {
+                        let c = self.out.fresh("cat");
+                        let idx = list(&mut (0..la + lb));
+                        self.out.op(format_args!("{c} = shufflevector <{la} x {t}> {a}, <{lb} x {t}> {b}, <{} x i32> <{idx}>", la + lb));
+                        joined.push((c, la + lb));
+                    }
+                    [single] => joined.push(single.clone()),
+                    _ => {}
+                }
+            }
+            parts = joined;
+        }
+        let (all, total) = parts.pop().unwrap_or_default();
         let p0 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 0"));
         let p16 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 16"));
+        let repeat = list(&mut (0..wide).map(|e| e / n));
         for (p, high) in [(&p0, false), (&p16, true)] {
             let m = self.half_mask(&mask, high);
-            let idx: Vec<String> = (0..16).map(|i| format!("i32 {}", i + if high { 16 } else { 0 })).collect();
+            let base = if high { 16 } else { 0 };
+            // Element e of the half: component e % n of lane e / n.
+            let idx = list(&mut (0..wide).map(|e| (e % n) * W + base + e / n));
             let part = self.out.fresh("part");
-            self.out.op(format_args!("{part} = shufflevector {v}, {ety} poison, <16 x i32> <{}>", idx.join(", ")));
-            self.out.op(format_args!("call void @{s16}(<16 x {t}> {part}, {p}, i32 {align}, <16 x i1> {m})"));
+            self.out.op(format_args!("{part} = shufflevector <{total} x {t}> {all}, <{total} x {t}> poison, <{wide} x i32> <{idx}>"));
+            let mr = self.out.fresh("mrep");
+            self.out.op(format_args!("{mr} = shufflevector <16 x i1> {m}, <16 x i1> poison, <{wide} x i32> <{repeat}>"));
+            self.out.op(format_args!("call void @{sw}(<{wide} x {t}> {part}, {p}, i32 {align}, <{wide} x i1> {mr})"));
         }
         self.out.terminate(format_args!("br label %{j}"));
         self.out.label(&gv);
-        self.out.op(format_args!("call void @{s}({v}, {ptrs}, i32 {align}, {mask})"));
+        for (k, v) in values.iter().enumerate() {
+            let pk = self.component_pointer(ptrs, false, size, k);
+            self.out.op(format_args!("call void @{s}({v}, {pk}, i32 {align}, {mask})"));
+        }
         self.out.terminate(format_args!("br label %{j}"));
         self.out.label(&j);
     }
@@ -1409,17 +1476,24 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Operand::Vector(l) => b.list(l).to_vec(),
             other => vec![other],
         };
-        for (k, d) in dests.iter().enumerate() {
-            let p = self.component_pointer(&ptrs, uniform, size, k);
-            let shape = if uniform || ordered || dests.len() > 1 { None } else { self.operand_shape(&args[1], size) };
-            let v = match shape {
-                Some(shape) => self.shaped_load(&p, &shape, ety, size),
-                None => self.warp_load(&p, uniform, ety, size, ordered),
-            };
-            if matches!(d, Operand::Sink) {
-                continue;
+        let n = dests.len() as u32;
+        // A register address of known shape: all components at once.
+        let shape = if uniform || ordered || !matches!(n, 1 | 2 | 4 | 8) { None } else { self.operand_shape(&args[1], size * n) };
+        let values = match shape {
+            Some(shape) => self.shaped_load(&ptrs, &shape, ety, size, n),
+            None => {
+                let mut values = Vec::new();
+                for k in 0..dests.len() {
+                    let p = self.component_pointer(&ptrs, uniform, size, k);
+                    values.push(self.warp_load(&p, uniform, ety, size, ordered));
+                }
+                values
             }
-            self.set_ext(d, v, t.is_signed())?;
+        };
+        for (d, v) in dests.iter().zip(values) {
+            if !matches!(d, Operand::Sink) {
+                self.set_ext(d, v, t.is_signed())?;
+            }
         }
         Ok(())
     }
@@ -1440,17 +1514,25 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Operand::Vector(l) => b.list(l).to_vec(),
             other => vec![other],
         };
+        let n = srcs.len() as u32;
+        // A register address of known shape: all components at once (not
+        // with `_` components, which must leave memory alone).
+        let whole = !uniform && !ordered && matches!(n, 1 | 2 | 4 | 8) && !srcs.iter().any(|s| matches!(s, Operand::Sink));
+        if let Some(shape) = if whole { self.operand_shape(&args[0], size * n) } else { None } {
+            let mut values = Vec::new();
+            for s in &srcs {
+                values.push(self.get(s, ety)?);
+            }
+            self.shaped_store(&ptrs, &shape, &values, size);
+            return Ok(());
+        }
         for (k, s) in srcs.iter().enumerate() {
             if matches!(s, Operand::Sink) {
                 continue;
             }
             let v = self.get(s, ety)?;
             let p = self.component_pointer(&ptrs, uniform, size, k);
-            let shape = if uniform || ordered || srcs.len() > 1 { None } else { self.operand_shape(&args[0], size) };
-            match shape {
-                Some(shape) => self.shaped_store(&p, &shape, &v, size),
-                None => self.warp_store(&p, uniform, &v, size, ordered),
-            }
+            self.warp_store(&p, uniform, &v, size, ordered);
         }
         Ok(())
     }

@@ -445,3 +445,66 @@ fn symbol_and_variable_offsets_as_values_and_elect_with_a_discarded_leader() {
         }
     }
 }
+
+#[test]
+fn vector_loads_of_every_address_shape_in_both_modes() {
+    let mut input: Vec<u32> = (0..512).map(|i| i * 3 + 1).collect();
+    let want: Vec<u32> = (0..80u32)
+        .flat_map(|t| {
+            let u = ((t / 16) * 4) as usize;
+            let s = (((t * 7) % 256) * 2) as usize;
+            let c = (t * 4) as usize;
+            let g = |k: usize| if t % 3 != 0 { input_value(c + 2 + k) } else { 0 };
+            vec![
+                input_value(c),
+                input_value(c + 1),
+                input_value(c + 2),
+                input_value(c + 3),
+                input_value(u),
+                input_value(u + 1),
+                input_value(u + 2),
+                input_value(u + 3),
+                input_value(s),
+                input_value(s + 1),
+                g(0),
+                g(1),
+                g(2),
+                g(3),
+            ]
+        })
+        .collect();
+    for warp_mode in [true, false] {
+        let p = warp_program("warp_path.ptx", warp_mode);
+        let k = p.kernel("vector_loads").expect("kernel");
+        let mut out = vec![0u32; 80 * 14];
+        launch(exec(), k, [1, 1, 1], [80, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut input)), Arg::Buf(as_bytes(&mut out))])
+            .expect("params")
+            .expect("launch");
+        for t in 0..80 {
+            assert_eq!(&out[t * 14..t * 14 + 14], &want[t * 14..t * 14 + 14], "thread {t}, warp mode {warp_mode}");
+        }
+    }
+}
+
+fn input_value(i: usize) -> u32 {
+    i as u32 * 3 + 1
+}
+
+#[test]
+fn vector_stores_to_consecutive_addresses_in_both_modes() {
+    for warp_mode in [true, false] {
+        let p = warp_program("warp_path.ptx", warp_mode);
+        let k = p.kernel("vector_stores").expect("kernel");
+        let mut a = vec![7u32; 80 * 4];
+        let mut b = vec![7u64; 80 * 2];
+        launch(exec(), k, [1, 1, 1], [80, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut a)), Arg::Buf(as_bytes(&mut b))])
+            .expect("params")
+            .expect("launch");
+        for t in 0..80u32 {
+            let i = t as usize;
+            assert_eq!(&a[i * 4..i * 4 + 4], &[t, t + 1000, t + 2000, t + 3000], "thread {t}, warp mode {warp_mode}");
+            let want = if t % 3 != 0 { [u64::from(t), u64::from(t) << 32] } else { [7, 7] };
+            assert_eq!(&b[i * 2..i * 2 + 2], &want, "thread {t}, warp mode {warp_mode}");
+        }
+    }
+}
