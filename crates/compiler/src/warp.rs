@@ -91,6 +91,9 @@ pub struct Frame {
     pub sites: HashMap<usize, Vec<RegId>>,
     /// Frame offset of every register saved at some site.
     pub slots: HashMap<RegId, u32>,
+    /// Registers nothing writes once a warp can have suspended: saved at a
+    /// warp's first suspension only (indexed by register).
+    pub stable: Vec<bool>,
     /// Frame offset of each `.local` variable (one copy per lane, lane
     /// after lane): local memory must outlive a suspension.
     pub locals: HashMap<VarId, u32>,
@@ -100,6 +103,8 @@ pub struct Frame {
 
 /// Byte offsets, in a warp's frame, of the lanes' `live` and `next` state
 /// (after the header fields of `cpu_abi::warp_frame`).
+/// Nonzero once the warp has saved its stable registers.
+const FRAME_STABLE_SAVED: u32 = 16;
 const FRAME_LIVE: u32 = 64;
 const FRAME_NEXT: u32 = 128;
 /// The lanes' `%tid.x`, `.y`, `.z`, computed at the warp's first call.
@@ -266,6 +271,48 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
             }
         }
     }
+    // Statements a warp can execute after it suspended once: the rest of
+    // each site's block and every block reachable from there.
+    let mut after = vec![false; n];
+    let mut work: Vec<usize> = Vec::new();
+    let mut written_after = vec![false; nregs];
+    for k in 0..n {
+        for &i in &ranges[k] {
+            let Some(inst) = inst_at(i) else { continue };
+            if !frame.sites.contains_key(&i) {
+                continue;
+            }
+            for &j in ranges[k].iter().filter(|&&j| j > i) {
+                if let Some(inst) = inst_at(j) {
+                    instruction_registers(b, inst, &mut uses, &mut defs);
+                    for &r in &defs {
+                        if let Some(x) = written_after.get_mut(r as usize) {
+                            *x = true;
+                        }
+                    }
+                }
+            }
+            let _ = inst;
+            work.extend(succ[k].iter().copied());
+        }
+    }
+    while let Some(k) = work.pop() {
+        if std::mem::replace(&mut after[k], true) {
+            continue;
+        }
+        work.extend(succ[k].iter().copied());
+        for &i in &ranges[k] {
+            if let Some(inst) = inst_at(i) {
+                instruction_registers(b, inst, &mut uses, &mut defs);
+                for &r in &defs {
+                    if let Some(x) = written_after.get_mut(r as usize) {
+                        *x = true;
+                    }
+                }
+            }
+        }
+    }
+    frame.stable = written_after.iter().map(|w| !w).collect();
     let mut offset = FRAME_REGISTERS;
     for r in 0..nregs {
         if saved[r] {
@@ -709,6 +756,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let _ = writeln!(e, "  %lbase = sub i64 %lanchor.i, 2147483648");
         let mut start = String::new();
         let _ = writeln!(start, "start:");
+        let _ = writeln!(start, "  %stable.flag = getelementptr i8, ptr %frame, i64 {FRAME_STABLE_SAVED}");
+        let _ = writeln!(start, "  store i32 0, ptr %stable.flag, align 4");
         let _ = writeln!(start, "  store <{W} x i1> %valid, ptr {}", Self::live_slot());
         let _ = writeln!(start, "  store <{W} x i32> zeroinitializer, ptr {}", Self::next_slot());
         let _ = writeln!(start, "  br label %B0");
@@ -896,10 +945,36 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let p = field(&mut self.out, wf::BARRIER_COUNT);
         self.out.op(format_args!("store {count}, ptr {p}, align 4"));
         let mut restore = format!("R{point}:\n");
+        // Stable registers go to the frame once, at the warp's first
+        // suspension; the others at every one.
+        let stable: Vec<RegId> = match self.warp.as_ref() {
+            Some(w) => slots.iter().map(|s| s.0).filter(|&r| w.frame.stable.get(r as usize).copied().unwrap_or(false)).collect(),
+            None => Vec::new(),
+        };
+        if !stable.is_empty() {
+            let flag = field(&mut self.out, FRAME_STABLE_SAVED as usize);
+            let saved = self.out.fresh("ssaved");
+            self.out.op(format_args!("{saved} = load i32, ptr {flag}, align 4"));
+            let first = self.out.fresh("sfirst");
+            self.out.op(format_args!("{first} = icmp eq i32 {saved}, 0"));
+            let (save_l, cont_l) = (self.out.fresh_label("ssave"), self.out.fresh_label("scont"));
+            self.out.terminate(format_args!("br i1 {first}, label %{save_l}, label %{cont_l}"));
+            self.out.label(&save_l);
+            for &(r, offset) in slots.iter().filter(|s| stable.contains(&s.0)) {
+                let v = self.load_reg(r);
+                let p = field(&mut self.out, offset as usize);
+                self.out.op(format_args!("store {v}, ptr {p}, align 64"));
+            }
+            self.out.op(format_args!("store i32 1, ptr {flag}, align 4"));
+            self.out.terminate(format_args!("br label %{cont_l}"));
+            self.out.label(&cont_l);
+        }
         for &(r, offset) in &slots {
             let v = self.load_reg(r);
-            let p = field(&mut self.out, offset as usize);
-            self.out.op(format_args!("store {v}, ptr {p}, align 64"));
+            if !stable.contains(&r) {
+                let p = field(&mut self.out, offset as usize);
+                self.out.op(format_args!("store {v}, ptr {p}, align 64"));
+            }
             let t = v.type_name();
             let (q, x) = (self.out.fresh("rp"), self.out.fresh("rv"));
             let _ = writeln!(restore, "  {q} = getelementptr i8, ptr %frame, i64 {offset}");
