@@ -123,10 +123,11 @@ impl Driver {
             st.recorded
         };
         let e2 = ev.clone();
-        self.submit(&ctx, &s, Vec::new(), Box::new(move |_| {
-            e2.complete(generation);
-            Ok(())
-        }))?;
+        // The event completes after the stream has counted the record, so
+        // that a stream query after an event synchronisation sees the
+        // stream done.
+        let after: crate::stream::After = Box::new(move || e2.complete(generation));
+        self.submit_then(&ctx, &s, Vec::new(), Box::new(|_| Ok(())), Some(after))?;
         Ok(())
     }
 

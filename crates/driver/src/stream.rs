@@ -23,6 +23,10 @@ use crate::handle::lock;
 /// the error as their status) and events still complete, so that waiting
 /// on them never hangs.
 pub(crate) type Work = Box<dyn FnOnce(Option<&Error>) -> Result<()> + Send>;
+/// What an operation makes visible once the stream counts it as complete
+/// (an event's completion: whoever sees the event complete must also see
+/// the stream done with everything before it).
+pub(crate) type After = Box<dyn FnOnce() + Send>;
 
 /// How a stream synchronises with the legacy default stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +64,7 @@ impl DepWait {
 }
 
 struct Queue {
-    ops: VecDeque<(Vec<DepWait>, Work)>,
+    ops: VecDeque<(Vec<DepWait>, Work, Option<After>)>,
     submitted: u64,
     completed: u64,
     worker: bool,
@@ -142,9 +146,9 @@ impl Stream {
 
     /// Appends work; returns its sequence number (wait for it with
     /// [`Stream::wait_for`]).
-    pub(crate) fn push(self: &Arc<Self>, deps: Vec<DepWait>, work: Work) -> Result<u64> {
+    pub(crate) fn push(self: &Arc<Self>, deps: Vec<DepWait>, work: Work, after: Option<After>) -> Result<u64> {
         let mut q = lock(&self.q);
-        q.ops.push_back((deps, work));
+        q.ops.push_back((deps, work, after));
         q.submitted += 1;
         let seq = q.submitted;
         if !q.worker {
@@ -169,7 +173,7 @@ impl Stream {
     fn run(self: Arc<Self>) {
         loop {
             let mut q = lock(&self.q);
-            let (deps, work) = loop {
+            let (deps, work, after) = loop {
                 if let Some(op) = q.ops.pop_front() {
                     break op;
                 }
@@ -213,6 +217,9 @@ impl Stream {
             q.completed += 1;
             drop(q);
             self.cv.notify_all();
+            if let Some(after) = after {
+                after();
+            }
         }
     }
 

@@ -61,8 +61,21 @@ impl Driver {
         &self,
         ctx: &Context,
         stream: &Arc<Stream>,
+        deps: Vec<DepWait>,
+        work: Work,
+    ) -> Result<u64> {
+        self.submit_then(ctx, stream, deps, work, None)
+    }
+
+    /// [`Self::submit`], with `after` run once the stream counts the work
+    /// as complete.
+    pub(crate) fn submit_then(
+        &self,
+        ctx: &Context,
+        stream: &Arc<Stream>,
         mut deps: Vec<DepWait>,
         work: Work,
+        after: Option<crate::stream::After>,
     ) -> Result<u64> {
         let _g = lock(&ctx.submit_lock);
         match stream.kind() {
@@ -86,7 +99,7 @@ impl Driver {
             }
             _ => {}
         }
-        stream.push(deps, work)
+        stream.push(deps, work, after)
     }
 
     /// Runs `work` in stream order and waits for it; returns its result.

@@ -749,3 +749,24 @@ fn fatbin_with(entries: &[(u16, u32, &[u8])]) -> Vec<u8> {
     fb.extend_from_slice(&body);
     fb
 }
+
+#[test]
+fn a_stream_is_done_once_its_last_recorded_event_is() {
+    let d = with_ctx();
+    let s = d.stream_create(1, 0).expect("stream");
+    let e = d.event_create(0).expect("event");
+    let counter = Arc::new(AtomicU32::new(0));
+    // The window between an event completing and its stream counting the
+    // record is short: many rounds make a missing order show.
+    for round in 0..2000 {
+        let c = counter.clone();
+        d.launch_host_func(s, false, Box::new(move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        }))
+        .expect("host fn");
+        d.event_record(e, s, false, 0).expect("record");
+        d.event_synchronize(e).expect("sync");
+        assert_eq!(d.stream_query(s, false), Ok(()), "round {round}");
+    }
+    assert_eq!(counter.load(Ordering::SeqCst), 2000);
+}
