@@ -75,6 +75,17 @@ impl WarpState {
     }
 }
 
+/// An `ld` or `st` as the warp lowering sees it (`FnLower::memory_access`).
+struct MemoryAccess {
+    signed: bool,
+    ety: Ty,
+    size: u32,
+    ordered: bool,
+    ptrs: V,
+    uniform: bool,
+    items: Vec<Operand>,
+}
+
 /// [`FnLower::address_shape`] codes.
 const SHAPE_SCATTERED: i32 = 0;
 /// Each half warp (lanes 0-15, 16-31) reads consecutive elements; a whole
@@ -1535,22 +1546,30 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
     }
 
-    fn warp_ld(&mut self, inst: &Instruction) -> Res<()> {
+    /// What `ld` and `st` share: the element type, whether the access is
+    /// ordered (volatile, relaxed, `ordering`, sc, mmio), the lanes'
+    /// addresses from operand `address`, and the data operands of operand
+    /// `data` (the components of a vector access).
+    fn memory_access(&mut self, inst: &Instruction, address: usize, data: usize, ordering: Semantics) -> Res<MemoryAccess> {
         let b = self.b;
         let args = b.args(inst);
-        let Some(t) = inst.ty(b) else { return self.invalid("ld needs a type") };
+        let Some(t) = inst.ty(b) else { return self.invalid(format!("`{}` needs a type", inst.op.as_str())) };
         let ety = if t == Type::Pred { Ty::I8 } else { Ty::int(t.bits()) };
-        let size = ety.bits() / 8;
-        let space = inst.space(b);
-        let ordered = matches!(
-            inst.semantics(b),
-            Some(Semantics::Volatile | Semantics::Relaxed | Semantics::Acquire | Semantics::Sc | Semantics::Mmio)
-        );
-        let (ptrs, uniform) = self.warp_address(&args[1], space)?;
-        let dests: Vec<Operand> = match args[0] {
+        let ordered = inst
+            .semantics(b)
+            .is_some_and(|s| s == ordering || matches!(s, Semantics::Volatile | Semantics::Relaxed | Semantics::Sc | Semantics::Mmio));
+        let (ptrs, uniform) = self.warp_address(&args[address], inst.space(b))?;
+        let items = match args[data] {
             Operand::Vector(l) => b.list(l).to_vec(),
             other => vec![other],
         };
+        Ok(MemoryAccess { signed: t.is_signed(), ety, size: ety.bits() / 8, ordered, ptrs, uniform, items })
+    }
+
+    fn warp_ld(&mut self, inst: &Instruction) -> Res<()> {
+        let args = self.b.args(inst);
+        let MemoryAccess { signed, ety, size, ordered, ptrs, uniform, items: dests } =
+            self.memory_access(inst, 1, 0, Semantics::Acquire)?;
         let n = dests.len() as u32;
         // A register address of known shape: all components at once.
         let shape = if uniform || ordered || !matches!(n, 1 | 2 | 4 | 8) { None } else { self.operand_shape(&args[1], size * n) };
@@ -1567,28 +1586,16 @@ impl<'c, 'm> FnLower<'c, 'm> {
         };
         for (d, v) in dests.iter().zip(values) {
             if !matches!(d, Operand::Sink) {
-                self.set_ext(d, v, t.is_signed())?;
+                self.set_ext(d, v, signed)?;
             }
         }
         Ok(())
     }
 
     fn warp_st(&mut self, inst: &Instruction) -> Res<()> {
-        let b = self.b;
-        let args = b.args(inst);
-        let Some(t) = inst.ty(b) else { return self.invalid("st needs a type") };
-        let ety = if t == Type::Pred { Ty::I8 } else { Ty::int(t.bits()) };
-        let size = ety.bits() / 8;
-        let space = inst.space(b);
-        let ordered = matches!(
-            inst.semantics(b),
-            Some(Semantics::Volatile | Semantics::Relaxed | Semantics::Release | Semantics::Sc | Semantics::Mmio)
-        );
-        let (ptrs, uniform) = self.warp_address(&args[0], space)?;
-        let srcs: Vec<Operand> = match args[1] {
-            Operand::Vector(l) => b.list(l).to_vec(),
-            other => vec![other],
-        };
+        let args = self.b.args(inst);
+        let MemoryAccess { ety, size, ordered, ptrs, uniform, items: srcs, .. } =
+            self.memory_access(inst, 0, 1, Semantics::Release)?;
         let n = srcs.len() as u32;
         // A register address of known shape: all components at once (not
         // with `_` components, which must leave memory alone).
