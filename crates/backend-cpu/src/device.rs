@@ -14,9 +14,6 @@ use driver::props::DeviceProps;
 use crate::exec::{Executor, LaunchError, LaunchOptions, LoadedKernel};
 use crate::loader::LoadedModule;
 
-/// Device allocations are aligned like CUDA's (`cudaMalloc` gives 256).
-const ALIGN: usize = 256;
-
 /// The CPU backend: one device, whose memory is the process's memory.
 pub struct CpuBackend {
     props: DeviceProps,
@@ -43,12 +40,7 @@ impl CpuBackend {
     }
 
     fn allocate(&self, size: usize) -> Result<u64, BackendError> {
-        let layout = std::alloc::Layout::from_size_align(size.max(1), ALIGN).map_err(|_| BackendError::OutOfMemory(size))?;
-        // SAFETY: the layout has a non-zero size.
-        let p = unsafe { std::alloc::alloc_zeroed(layout) };
-        if p.is_null() {
-            return Err(BackendError::OutOfMemory(size));
-        }
+        let p = crate::memory::allocate(size).ok_or(BackendError::OutOfMemory(size))?;
         let addr = p as u64;
         if let Ok(mut a) = self.allocations.lock() {
             a.insert(addr, size.max(1));
@@ -63,9 +55,8 @@ impl CpuBackend {
             .ok()
             .and_then(|mut a| a.remove(&addr))
             .ok_or(BackendError::InvalidAddress { addr, len: 0 })?;
-        let layout = std::alloc::Layout::from_size_align(size, ALIGN).map_err(|_| BackendError::InvalidAddress { addr, len: size })?;
-        // SAFETY: `addr` came from `allocate` with this layout and was live.
-        unsafe { std::alloc::dealloc(addr as *mut u8, layout) };
+        // SAFETY: `addr` came from `allocate` with this size and was live.
+        unsafe { crate::memory::release(addr as *mut u8, size) };
         Ok(())
     }
 }

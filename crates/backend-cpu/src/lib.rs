@@ -12,6 +12,7 @@ pub mod device;
 pub mod exec;
 pub mod heap;
 pub mod loader;
+pub mod memory;
 pub mod printf;
 
 pub use compiler::cpu_abi::{BlockCtx, BlockFn, ThreadFn};

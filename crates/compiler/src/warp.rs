@@ -56,6 +56,10 @@ pub struct WarpState {
     /// The current instruction has a guard: its writes keep the values of
     /// the executing lanes whose predicate is false, whatever the register.
     pub guarded: bool,
+    /// Blocks inside a loop (between a backward branch and its target).
+    in_loop: Vec<bool>,
+    /// Prefetch slots allocated so far (`stride_prefetch`).
+    prefetch_slots: u32,
     /// Suspension sites and the frame layout.
     frame: Frame,
     /// The code that restores a suspended warp, per resume point.
@@ -437,6 +441,32 @@ fn block_local_registers(b: &Body, starts: &HashMap<usize, u32>) -> Vec<bool> {
 
 /// Registers with a value known at compile time (see [`WarpState::consts`]).
 /// nvcc passes the lane offsets and clamps of `shfl` in such registers.
+/// The blocks (numbered as `FnLower::number_blocks` does) that lie inside
+/// a loop: from the target of a backward branch to the branch.
+fn loop_blocks(b: &Body, starts: &HashMap<usize, u32>, label_block: &HashMap<LabelId, u32>, blocks: u32) -> Vec<bool> {
+    let mut in_loop = vec![false; blocks as usize + 1];
+    let mut block = 0u32;
+    for (i, s) in b.statements.iter().enumerate() {
+        if let Some(&k) = starts.get(&i) {
+            block = k;
+        }
+        let Statement::Instruction(inst) = s else { continue };
+        if inst.op != Opcode::Bra {
+            continue;
+        }
+        if let Some(Operand::Label(l)) = b.args(inst).first().copied() {
+            if let Some(&target) = label_block.get(&l) {
+                if target <= block {
+                    for k in target..=block {
+                        in_loop[k as usize] = true;
+                    }
+                }
+            }
+        }
+    }
+    in_loop
+}
+
 fn constant_registers(b: &Body) -> HashMap<RegId, i64> {
     fn defs(b: &Body, op: Operand, out: &mut Vec<RegId>) {
         match op {
@@ -646,6 +676,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let consts = constant_registers(self.b);
         let block_local = block_local_registers(self.b, &starts);
         let frame = frame_layout(&self.cx.a, self.item, self.f);
+        let in_loop = loop_blocks(self.b, &starts, &label_block, blocks);
         self.warp = Some(WarpState {
             mask: V::int(Ty::I1, 1),
             block: 0,
@@ -656,6 +687,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             shapes: HashMap::new(),
             block_local,
             guarded: false,
+            in_loop,
+            prefetch_slots: 0,
             frame,
             resumes: String::new(),
             resume_points: 0,
@@ -1306,6 +1339,40 @@ impl<'c, 'm> FnLower<'c, 'm> {
         h
     }
 
+    /// Prefetches what a load in a loop will read some iterations ahead,
+    /// from the distance lane 0's address moved since the last iteration.
+    /// A warp runs a whole loop before the next warp starts, so the loop of
+    /// a grid-stride kernel jumps by the grid's width every iteration: too
+    /// far for the hardware's prefetchers, which then leave every load a
+    /// miss to memory. `bytes`: what the warp reads per iteration.
+    fn stride_prefetch(&mut self, ptrs: &V, bytes: u32) {
+        const ITERATIONS_AHEAD: u32 = 8;
+        const NEAR: i64 = 1 << 20;
+        let k = self.warp.as_mut().map_or(0, |w| {
+            w.prefetch_slots += 1;
+            w.prefetch_slots
+        });
+        let slot = format!("%pf.slot{k}");
+        // The first iteration sees a distance from 0: far, so no prefetch.
+        let _ = writeln!(self.out.allocas, "  {slot} = alloca i64, align 8");
+        let _ = writeln!(self.out.allocas, "  store i64 0, ptr {slot}, align 8");
+        self.cx.declare("llvm.prefetch.p0", "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)");
+        let p0 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 0"));
+        let cur = self.out.def_scalar(Ty::I64, format_args!("ptrtoint {p0} to i64"));
+        let last = self.out.def_scalar(Ty::I64, format_args!("load i64, ptr {slot}, align 8"));
+        self.out.op(format_args!("store {cur}, ptr {slot}, align 8"));
+        let stride = self.out.def_scalar(Ty::I64, format_args!("sub {cur}, {}", last.s));
+        let biased = self.out.def_scalar(Ty::I64, format_args!("add {stride}, {NEAR}"));
+        let near = self.out.def_scalar(Ty::I1, format_args!("icmp ult {biased}, {}", 2 * NEAR));
+        let ahead = self.out.def_scalar(Ty::I64, format_args!("mul {stride}, {ITERATIONS_AHEAD}"));
+        let dist = self.out.def_scalar(Ty::I64, format_args!("select {near}, {ahead}, i64 0"));
+        let target = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {p0}, {dist}"));
+        for line in 0..bytes.div_ceil(64).clamp(1, 4) {
+            let at = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {target}, i64 {}", line * 64));
+            self.out.op(format_args!("call void @llvm.prefetch.p0({at}, i32 0, i32 3, i32 1)"));
+        }
+    }
+
     /// Loads by a register address of known shape, `n` components of
     /// `size` bytes per lane (`ld.v2`/`.v4`: the shape is for a lane stride
     /// of `n * size`): two 16-lane vector loads split into components,
@@ -1573,8 +1640,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let n = dests.len() as u32;
         // A register address of known shape: all components at once.
         let shape = if uniform || ordered || !matches!(n, 1 | 2 | 4 | 8) { None } else { self.operand_shape(&args[1], size * n) };
+        let in_loop = self.warp.as_ref().is_some_and(|w| w.in_loop.get(w.block as usize).copied().unwrap_or(false));
+        let prefetch = in_loop
+            && matches!(self.cx.target, crate::Target::HostCpu)
+            && matches!(inst.space(self.b), None | Some(StateSpace::Global | StateSpace::Const));
         let values = match shape {
-            Some(shape) => self.shaped_load(&ptrs, &shape, ety, size, n),
+            Some(shape) => {
+                if prefetch {
+                    self.stride_prefetch(&ptrs, W * size * n);
+                }
+                self.shaped_load(&ptrs, &shape, ety, size, n)
+            }
             None => {
                 let mut values = Vec::new();
                 for k in 0..dests.len() {
@@ -1660,6 +1736,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
             };
             let t = ty.name();
             self.cx.declare(&format!("llvm.{f}.{t}"), &format!("declare {t} @llvm.{f}.{t}({t}, {t})"));
+        }
+        if cpu_shared {
+            self.cx.declare("llvm.vector.reduce.and.v32i1", "declare i1 @llvm.vector.reduce.and.v32i1(<32 x i1>)");
         }
         let text = per_lane_atomic(&name, op, ty, signed, cpu_shared);
         self.cx.helper(&name, || text);
@@ -2077,30 +2156,43 @@ done:
 /// outside the mask work on a scratch slot instead of branching around.
 fn plain_per_lane_atomic(name: &str, t: &str, size: u32, lane_body: &str) -> String {
     let mut text = format!(
-        "define internal <{W} x {t}> @{name}(<{W} x ptr> %p, <{W} x {t}> %a, <{W} x {t}> %c, <{W} x i1> %m) #0 {{\nentry:\n  %scratch = alloca {t}, align {size}\n"
+        "define internal <{W} x {t}> @{name}(<{W} x ptr> %p, <{W} x {t}> %a, <{W} x {t}> %c, <{W} x i1> %m) #2 {{\nentry:\n  %scratch = alloca {t}, align {size}\n"
     );
-    let mut acc = "poison".to_string();
-    for k in 0..W {
-        // Every local name of the lane's body gets the lane's suffix.
-        let body = lane_body.split('%').enumerate().fold(String::new(), |mut out, (i, part)| {
-            if i == 0 {
-                out.push_str(part);
+    // A converged warp (the common case) goes lane after lane without
+    // testing each lane's bit.
+    let _ = writeln!(text, "  %all = call i1 @llvm.vector.reduce.and.v{W}i1(<{W} x i1> %m)");
+    let _ = writeln!(text, "  br i1 %all, label %full, label %some");
+    for (label, masked) in [("full", false), ("some", true)] {
+        let _ = writeln!(text, "{label}:");
+        let mut acc = "poison".to_string();
+        for k in 0..W {
+            // Every local name of the lane's body gets the path's and the
+            // lane's suffix.
+            let body = lane_body.split('%').enumerate().fold(String::new(), |mut out, (i, part)| {
+                if i == 0 {
+                    out.push_str(part);
+                } else {
+                    let end = part.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(part.len());
+                    let _ = write!(out, "%{}.{label}{k}{}", &part[..end], &part[end..]);
+                }
+                out
+            });
+            let _ = writeln!(text, "  %pl.{label}{k} = extractelement <{W} x ptr> %p, i32 {k}");
+            if masked {
+                let _ = writeln!(text, "  %on.{label}{k} = extractelement <{W} x i1> %m, i32 {k}");
+                let _ = writeln!(text, "  %pi.{label}{k} = select i1 %on.{label}{k}, ptr %pl.{label}{k}, ptr %scratch");
             } else {
-                let end = part.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(part.len());
-                let _ = write!(out, "%{}.{k}{}", &part[..end], &part[end..]);
+                let _ = writeln!(text, "  %pi.{label}{k} = getelementptr i8, ptr %pl.{label}{k}, i64 0");
             }
-            out
-        });
-        let _ = writeln!(text, "  %on.{k} = extractelement <{W} x i1> %m, i32 {k}");
-        let _ = writeln!(text, "  %pl.{k} = extractelement <{W} x ptr> %p, i32 {k}");
-        let _ = writeln!(text, "  %pi.{k} = select i1 %on.{k}, ptr %pl.{k}, ptr %scratch");
-        let _ = writeln!(text, "  %ai.{k} = extractelement <{W} x {t}> %a, i32 {k}");
-        let _ = writeln!(text, "  %ci.{k} = extractelement <{W} x {t}> %c, i32 {k}");
-        let _ = writeln!(text, "{body}");
-        let _ = writeln!(text, "  %acc.{k} = insertelement <{W} x {t}> {acc}, {t} %old.{k}, i32 {k}");
-        acc = format!("%acc.{k}");
+            let _ = writeln!(text, "  %ai.{label}{k} = extractelement <{W} x {t}> %a, i32 {k}");
+            let _ = writeln!(text, "  %ci.{label}{k} = extractelement <{W} x {t}> %c, i32 {k}");
+            let _ = writeln!(text, "{body}");
+            let _ = writeln!(text, "  %acc.{label}{k} = insertelement <{W} x {t}> {acc}, {t} %old.{label}{k}, i32 {k}");
+            acc = format!("%acc.{label}{k}");
+        }
+        let _ = writeln!(text, "  ret <{W} x {t}> {acc}");
     }
-    let _ = writeln!(text, "  ret <{W} x {t}> {acc}\n}}\n");
+    text.push_str("}\n\n");
     text
 }
 

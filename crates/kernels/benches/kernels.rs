@@ -3,9 +3,12 @@
 //!
 //! Run: `cargo bench -p anycuda-kernels --bench kernels` (needs the CUDA
 //! toolkit from scripts/toolkit.sh to turn kernels.cu into PTX).
+//!
+//! Both sides read and write the same kind of memory: device allocations
+//! (`backend_cpu::memory`), as a real program's kernels do.
 
 use backend_cpu::{Executor, ExecutorConfig};
-use kernels::{as_bytes, launch, Arg, Program};
+use kernels::{launch, Arg, DeviceVec, Program};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -80,17 +83,17 @@ fn main() {
     // saxpy, memory-bound.
     if selected("saxpy") {
         let n = 1usize << 24;
-        let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5).collect();
-        let mut y: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+        let x = DeviceVec::from_slice(&(0..n).map(|i| (i % 1000) as f32 * 0.5).collect::<Vec<f32>>());
+        let mut y = DeviceVec::from_slice(&(0..n).map(|i| (i % 7) as f32).collect::<Vec<f32>>());
         let a = 2.5f32;
         let k = prog.kernel("saxpy").expect("saxpy");
         let mut native = [0.0; 2];
         let mut ours = [0.0; 2];
         for (c, exec) in execs.iter().enumerate() {
-            let mut xs = x.clone();
+            let mut xs = DeviceVec::from_slice(&x);
             ours[c] = best(5, || {
                 launch(exec, k, [(n as u32).div_ceil(256), 1, 1], [256, 1, 1], 0, &mut [
-                    Arg::U32(n as u32), Arg::F32(a), Arg::Buf(as_bytes(&mut xs)), Arg::Buf(as_bytes(&mut y)),
+                    Arg::U32(n as u32), Arg::F32(a), xs.arg(), y.arg(),
                 ]).expect("params").expect("launch");
             });
             let parts = cores[c];
@@ -111,18 +114,18 @@ fn main() {
     // Shared-memory tiled SGEMM.
     if selected("sgemm") {
         let n = 512usize;
-        let a: Vec<f32> = (0..n * n).map(|i| ((i * 7) % 13) as f32 * 0.25).collect();
-        let b: Vec<f32> = (0..n * n).map(|i| ((i * 5) % 11) as f32 * 0.5).collect();
+        let a = DeviceVec::from_slice(&(0..n * n).map(|i| ((i * 7) % 13) as f32 * 0.25).collect::<Vec<f32>>());
+        let b = DeviceVec::from_slice(&(0..n * n).map(|i| ((i * 5) % 11) as f32 * 0.5).collect::<Vec<f32>>());
         let k = prog.kernel("sgemm_tiled").expect("sgemm");
         let mut native = [0.0; 2];
         let mut ours = [0.0; 2];
-        let mut reference = vec![0f32; n * n];
+        let mut reference = DeviceVec::from_slice(&vec![0f32; n * n]);
         for (c, exec) in execs.iter().enumerate() {
-            let (mut aa, mut bb) = (a.clone(), b.clone());
-            let mut cc = vec![0f32; n * n];
+            let (mut aa, mut bb) = (DeviceVec::from_slice(&a), DeviceVec::from_slice(&b));
+            let mut cc = DeviceVec::from_slice(&vec![0f32; n * n]);
             ours[c] = best(3, || {
                 launch(exec, k, [(n / 16) as u32, (n / 16) as u32, 1], [16, 16, 1], 0, &mut [
-                    Arg::U32(n as u32), Arg::Buf(as_bytes(&mut aa)), Arg::Buf(as_bytes(&mut bb)), Arg::Buf(as_bytes(&mut cc)),
+                    Arg::U32(n as u32), aa.arg(), bb.arg(), cc.arg(),
                 ]).expect("params").expect("launch");
             });
             let parts = cores[c];
@@ -142,7 +145,7 @@ fn main() {
                     }
                 });
             });
-            let err = cc.iter().zip(&reference).map(|(x, y)| (x - y).abs() / y.abs().max(1.0)).fold(0f32, f32::max);
+            let err = cc.iter().zip(reference.iter()).map(|(x, y)| (x - y).abs() / y.abs().max(1.0)).fold(0f32, f32::max);
             assert!(err < 1e-3, "sgemm result differs: {err}");
         }
         rows.push(Row { name: "SGEMM 512, 16x16 shared tiles", native, ours });
@@ -151,17 +154,17 @@ fn main() {
     // Block reduction with warp shuffles.
     if selected("reduce") {
         let n = 1usize << 24;
-        let x: Vec<f32> = (0..n).map(|i| ((i % 100) as f32) * 0.01).collect();
+        let x = DeviceVec::from_slice(&(0..n).map(|i| ((i % 100) as f32) * 0.01).collect::<Vec<f32>>());
         let k = prog.kernel("reduce_sum").expect("reduce");
         let blocks = n.div_ceil(256 * 8);
         let mut native = [0.0; 2];
         let mut ours = [0.0; 2];
         for (c, exec) in execs.iter().enumerate() {
-            let mut xs = x.clone();
-            let mut partial = vec![0f32; blocks];
+            let mut xs = DeviceVec::from_slice(&x);
+            let mut partial = DeviceVec::from_slice(&vec![0f32; blocks]);
             ours[c] = best(5, || {
                 launch(exec, k, [blocks as u32, 1, 1], [256, 1, 1], 0, &mut [
-                    Arg::U32(n as u32), Arg::Buf(as_bytes(&mut xs)), Arg::Buf(as_bytes(&mut partial)),
+                    Arg::U32(n as u32), xs.arg(), partial.arg(),
                 ]).expect("params").expect("launch");
             });
             let parts = cores[c];
@@ -189,17 +192,17 @@ fn main() {
     // Histogram with shared-memory atomics.
     if selected("histogram") {
         let n = 1usize << 26;
-        let data: Vec<u8> = (0..n).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let data = DeviceVec::from_slice(&(0..n).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect::<Vec<u8>>());
         let k = prog.kernel("histogram").expect("histogram");
         let mut native = [0.0; 2];
         let mut ours = [0.0; 2];
         for (c, exec) in execs.iter().enumerate() {
-            let mut d = data.clone();
-            let mut bins = vec![0u32; 256];
+            let mut d = DeviceVec::from_slice(&data);
+            let mut bins = DeviceVec::from_slice(&[0u32; 256]);
             ours[c] = best(3, || {
                 bins.iter_mut().for_each(|b| *b = 0);
                 launch(exec, k, [256, 1, 1], [256, 1, 1], 0, &mut [
-                    Arg::U32(n as u32), Arg::Buf(&mut d), Arg::Buf(as_bytes(&mut bins)),
+                    Arg::U32(n as u32), d.arg(), bins.arg(),
                 ]).expect("params").expect("launch");
             });
             let parts = cores[c];
@@ -226,17 +229,17 @@ fn main() {
     if selected("smooth") {
         let blocks = 1024usize;
         let iters = 100u32;
-        let input: Vec<f32> = (0..blocks * 256).map(|i| (i % 17) as f32).collect();
+        let input = DeviceVec::from_slice(&(0..blocks * 256).map(|i| (i % 17) as f32).collect::<Vec<f32>>());
         let k = prog.kernel("smooth").expect("smooth");
         let mut native = [0.0; 2];
         let mut ours = [0.0; 2];
-        let mut reference = vec![0f32; blocks * 256];
+        let mut reference = DeviceVec::from_slice(&vec![0f32; blocks * 256]);
         for (c, exec) in execs.iter().enumerate() {
-            let mut inp = input.clone();
-            let mut out = vec![0f32; blocks * 256];
+            let mut inp = DeviceVec::from_slice(&input);
+            let mut out = DeviceVec::from_slice(&vec![0f32; blocks * 256]);
             ours[c] = best(3, || {
                 launch(exec, k, [blocks as u32, 1, 1], [256, 1, 1], 0, &mut [
-                    Arg::U32(iters), Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out)),
+                    Arg::U32(iters), inp.arg(), out.arg(),
                 ]).expect("params").expect("launch");
             });
             let parts = cores[c];
@@ -259,7 +262,7 @@ fn main() {
                     }
                 });
             });
-            let err = out.iter().zip(&reference).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+            let err = out.iter().zip(reference.iter()).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
             assert!(err < 1e-4, "smooth result differs: {err}");
         }
         rows.push(Row { name: "3-point smoothing, barrier in loop (100 iters)", native, ours });

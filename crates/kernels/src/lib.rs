@@ -98,3 +98,45 @@ pub fn as_bytes<T: Copy>(v: &mut [T]) -> &mut [u8] {
     // SAFETY: plain-old-data element types only (u32, u64, f32) in this crate.
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
 }
+
+/// A typed buffer in device memory (`backend_cpu::memory`): where a real
+/// program's kernels find their data, and where benchmarks put the data of
+/// both the kernels and their native counterparts.
+pub struct DeviceVec<T: Copy> {
+    buf: backend_cpu::memory::DeviceBuffer,
+    len: usize,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T: Copy> DeviceVec<T> {
+    /// A copy of `data`; panics when the memory is not there (tests and
+    /// benchmarks only).
+    pub fn from_slice(data: &[T]) -> DeviceVec<T> {
+        let bytes = std::mem::size_of_val(data);
+        let mut buf = backend_cpu::memory::DeviceBuffer::zeroed(bytes).expect("device memory");
+        // SAFETY: plain-old-data element types only (u8, u32, f32) in this crate.
+        let src = unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), bytes) };
+        buf.as_mut_slice().copy_from_slice(src);
+        DeviceVec { buf, len: data.len(), _t: std::marker::PhantomData }
+    }
+
+    /// The buffer as a kernel argument.
+    pub fn arg(&mut self) -> Arg<'_> {
+        Arg::Buf(self.buf.as_mut_slice())
+    }
+}
+
+impl<T: Copy> std::ops::Deref for DeviceVec<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: the buffer holds `len` elements of T, 256-byte aligned.
+        unsafe { std::slice::from_raw_parts(self.buf.as_slice().as_ptr().cast::<T>(), self.len) }
+    }
+}
+
+impl<T: Copy> std::ops::DerefMut for DeviceVec<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as above, uniquely borrowed.
+        unsafe { std::slice::from_raw_parts_mut(self.buf.as_mut_slice().as_mut_ptr().cast::<T>(), self.len) }
+    }
+}

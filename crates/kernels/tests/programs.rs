@@ -345,6 +345,29 @@ fn shared_atomics_from_masked_lanes_in_both_modes() {
 }
 
 #[test]
+fn shared_atomics_of_whole_warps_on_shared_words_in_both_modes() {
+    // 64 threads: two whole warps; 40: one whole warp and 8 lanes of another.
+    for n in [64u32, 40] {
+        let mut bins = [0u32; 5];
+        for t in 0..n {
+            bins[(7 * t % 5) as usize] += t;
+        }
+        for warp_mode in [true, false] {
+            let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off } };
+            let p = Program::from_file_with("shared_atomics.ptx", &opts).expect("compiles");
+            let k = p.kernel("shared_counter").expect("kernel");
+            let mut out = vec![u32::MAX; n as usize + 6];
+            launch(exec(), k, [1, 1, 1], [n, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch");
+            let mut olds = out[..n as usize].to_vec();
+            olds.sort_unstable();
+            assert_eq!(olds, (0..n).collect::<Vec<_>>(), "{n} threads, warp mode {warp_mode}");
+            assert_eq!(out[n as usize], n, "{n} threads, warp mode {warp_mode}");
+            assert_eq!(&out[n as usize + 1..], &bins[..], "{n} threads, warp mode {warp_mode}");
+        }
+    }
+}
+
+#[test]
 fn nan_results_are_canonical_where_a_program_can_see_them() {
     let canonical = 0x7fff_ffffu32;
     let want = [canonical, canonical, canonical, canonical, 11.0f32.to_bits()];

@@ -1,0 +1,66 @@
+//! What warp mode makes of memory accesses, read from the LLVM IR it emits.
+
+fn ir(src: &str) -> String {
+    let module = ptx::parse(src).unwrap_or_else(|d| panic!("test PTX must parse: {d}"));
+    compiler::emit_ir(&module, src).expect("compiles")
+}
+
+/// A block-wide barrier (warp mode), a global load before a loop, and in the
+/// loop a global load that strides by 16 KiB and a shared load.
+const GRID_STRIDE: &str = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u32 n)
+{
+.reg .b32 %r<12>;
+.reg .b64 %rd<8>;
+.reg .pred %q<3>;
+.shared .align 4 .b8 s[1024];
+ld.param.u64 %rd1, [p];
+ld.param.u32 %r1, [n];
+mov.u32 %r2, %tid.x;
+mul.wide.u32 %rd2, %r2, 4;
+add.s64 %rd3, %rd1, %rd2;
+ld.global.u32 %r3, [%rd3];
+mov.u32 %r4, s;
+shl.b32 %r5, %r2, 2;
+add.s32 %r6, %r4, %r5;
+st.shared.u32 [%r6], %r3;
+bar.sync 0;
+mov.u32 %r7, 0;
+mov.u32 %r8, %r2;
+LOOP:
+mul.wide.u32 %rd4, %r8, 4;
+add.s64 %rd5, %rd1, %rd4;
+ld.global.u32 %r9, [%rd5];
+ld.shared.u32 %r10, [%r6];
+add.s32 %r7, %r7, %r9;
+add.s32 %r7, %r7, %r10;
+add.s32 %r8, %r8, 4096;
+setp.lt.u32 %q1, %r8, %r1;
+@%q1 bra LOOP;
+st.global.u32 [%rd3], %r7;
+ret;
+}
+"#;
+
+#[test]
+fn a_strided_global_load_in_a_loop_is_prefetched_ahead_and_nothing_else_is() {
+    let text = ir(GRID_STRIDE);
+    // 32 lanes x 4 bytes: two 64-byte lines, for the loop's global load only
+    // (the load before the loop and the shared load get none).
+    assert_eq!(
+        text.matches("call void @llvm.prefetch.p0(").count(),
+        2,
+        "{text}"
+    );
+    // The distance comes from lane 0's last address, kept per load site.
+    assert_eq!(text.matches("alloca i64, align 8").count(), 1, "{text}");
+}
+
+#[test]
+fn without_a_loop_nothing_is_prefetched() {
+    let straight = GRID_STRIDE.replace("@%q1 bra LOOP;", "");
+    let text = ir(&straight);
+    assert!(!text.contains("@llvm.prefetch"), "{text}");
+}
