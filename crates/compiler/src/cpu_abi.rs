@@ -53,6 +53,18 @@ pub struct BlockCtx {
     pub envreg: [u32; 32],
     /// Owned by the backend; compiled code only passes `ctx` back.
     pub runtime: *mut c_void,
+    /// Warp chaining (see [`WarpFn`]): warps below `chain_end` after the
+    /// called one may run in the same call, each frame `frame_stride`
+    /// bytes after the previous; `chain_last` is the warp that ran last and
+    /// `chain_first` the first of the barrier round it ran in. With
+    /// `chain_wrap` set, the last warp's arrival completes the barrier and
+    /// warp 0 goes on.
+    pub chain_end: u32,
+    pub frame_stride: u32,
+    pub chain_first: u32,
+    pub chain_last: u32,
+    pub chain_wrap: u32,
+    pub _pad2: u32,
 }
 
 /// Byte offsets of [`BlockCtx`] fields, for code generation.
@@ -71,6 +83,11 @@ pub mod offsets {
     pub const DYNAMIC_SHARED_BYTES: usize = offset_of!(BlockCtx, dynamic_shared_bytes);
     pub const GRIDID: usize = offset_of!(BlockCtx, gridid);
     pub const ENVREG: usize = offset_of!(BlockCtx, envreg);
+    pub const CHAIN_END: usize = offset_of!(BlockCtx, chain_end);
+    pub const FRAME_STRIDE: usize = offset_of!(BlockCtx, frame_stride);
+    pub const CHAIN_FIRST: usize = offset_of!(BlockCtx, chain_first);
+    pub const CHAIN_LAST: usize = offset_of!(BlockCtx, chain_last);
+    pub const CHAIN_WRAP: usize = offset_of!(BlockCtx, chain_wrap);
 }
 
 /// `shfl.sync` modes (argument `mode` of `__anycuda_shfl`).
@@ -172,6 +189,20 @@ impl KernelSymbols {
 /// its `frame` (`KernelInfo::frame_bytes`, 64-byte aligned) and says why
 /// there; called again with the same frame, it continues where it stopped.
 /// The backend zeroes [`warp_frame::RESUME`] before a warp's first call.
+///
+/// Chaining: when a warp suspends at a plain `bar.sync 0` (every thread,
+/// barrier 0) and `warp + 1 < ctx.chain_end`, the function goes on with
+/// warp `warp + 1` (its frame `ctx.frame_stride` bytes further) instead of
+/// returning, and writes the warp it goes on with in `ctx.chain_last`.
+/// When `warp + 1 == chain_end` and `ctx.chain_wrap` is set, every warp of
+/// the block has arrived: the barrier completes and warp 0 goes on, with
+/// `chain_first` and `chain_last` set to 0. On return, the warps from
+/// `chain_first` to `chain_last` (excluded) have each arrived at barrier 0
+/// and wait there; the return value is `chain_last`'s. The backend sets
+/// `chain_end` only over warps that are ready to run, in order, sets
+/// `chain_wrap` only when those are all the block's warps and barrier 0
+/// has no arrivals, and sets `chain_first` and `chain_last` to `warp`
+/// before the call.
 pub type WarpFn = unsafe extern "C" fn(params: *const u8, ctx: *mut BlockCtx, warp: u32, frame: *mut u8) -> u32;
 
 /// The layout of a warp's frame (byte offsets of `u32` fields) and the

@@ -60,6 +60,9 @@ pub struct WarpState {
     in_loop: Vec<bool>,
     /// Prefetch slots allocated so far (`stride_prefetch`).
     prefetch_slots: u32,
+    /// Blocks that go on with the next warp (`cpu_abi::WarpFn` chaining),
+    /// with that warp's index and frame.
+    chains: Vec<(String, String, String)>,
     /// Suspension sites and the frame layout.
     frame: Frame,
     /// The code that restores a suspended warp, per resume point.
@@ -689,6 +692,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             guarded: false,
             in_loop,
             prefetch_slots: 0,
+            chains: Vec::new(),
             frame,
             resumes: String::new(),
             resume_points: 0,
@@ -863,12 +867,31 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let missing = String::new();
         let (_, param_bytes) = crate::layout::param_layout(self.f, &self.f.params);
         let mut text = format!(
-            "define i32 {}(ptr readonly align 16 dereferenceable({}) %params, ptr align 8 dereferenceable({}) %ctx, i32 %tid.x, ptr noalias align 64 %frame) #2 {{\nentry:\n",
+            "define i32 {}(ptr readonly align 16 dereferenceable({}) %params, ptr align 8 dereferenceable({}) %ctx, i32 %warp.arg, ptr noalias align 64 %frame.arg) #2 {{\nentry:\n",
             ir::global_name(&crate::cpu_abi::KernelSymbols::thread(self.f.name)),
             param_bytes.max(1),
             std::mem::size_of::<crate::cpu_abi::BlockCtx>()
         );
-        text.push_str(&self.out.allocas);
+        // Stack slots in the entry block; the rest, which may depend on
+        // the warp and its frame, at the top, where chaining comes back.
+        let (slots, rest): (Vec<&str>, Vec<&str>) =
+            self.out.allocas.lines().partition(|l| l.contains(" = alloca ") || l.trim_start().starts_with("store i64 0, ptr %pf.slot"));
+        for l in slots {
+            let _ = writeln!(text, "{l}");
+        }
+        let chains = self.warp.as_ref().map(|w| w.chains.clone()).unwrap_or_default();
+        let _ = writeln!(text, "  br label %top\ntop:");
+        let mut warps = String::from("[%warp.arg, %entry]");
+        let mut frames = String::from("[%frame.arg, %entry]");
+        for (label, warp, frame) in &chains {
+            let _ = write!(warps, ", [{warp}, %{label}]");
+            let _ = write!(frames, ", [{frame}, %{label}]");
+        }
+        let _ = writeln!(text, "  %tid.x = phi i32 {warps}");
+        let _ = writeln!(text, "  %frame = phi ptr {frames}");
+        for l in rest {
+            let _ = writeln!(text, "{l}");
+        }
         text.push_str(&e);
         text.push_str(&self.out.text);
         text.push_str(&missing);
@@ -967,7 +990,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// and the lanes' state, and returns to the backend. Called again, the
     /// warp restores them and continues after the site, or at the dispatch
     /// block when `to_dispatch` (every lane is at a block start).
-    fn warp_suspend(&mut self, kind: u32, id: &V, count: &V, to_dispatch: bool) -> Res<()> {
+    fn warp_suspend(&mut self, kind: u32, id: &V, count: &V, to_dispatch: bool, chain: bool) -> Res<()> {
         use crate::cpu_abi::warp_frame as wf;
         let stmt = self.stmt;
         let Some(w) = self.warp.as_mut() else { return self.invalid("warp state missing") };
@@ -1036,6 +1059,47 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let _ = writeln!(restore, "  store {t} {x}, ptr {slot}");
         }
         self.out.op(format_args!("store i32 {point}, ptr %frame, align 4"));
+        if chain {
+            // Go on with the next warp when the backend allows it.
+            let end = self.ctx_field(offsets::CHAIN_END, Ty::I32);
+            let next = self.out.def_scalar(Ty::I32, format_args!("add i32 %warp, 1"));
+            let more = self.out.def_scalar(Ty::I1, format_args!("icmp ult {next}, {}", end.s));
+            let (go, last_l, wrap_l, stop) =
+                (self.out.fresh_label("chain"), self.out.fresh_label("chainlast"), self.out.fresh_label("wrap"), self.out.fresh_label("suspend"));
+            self.out.terminate(format_args!("br {more}, label %{go}, label %{last_l}"));
+            self.out.label(&go);
+            let stride = self.ctx_field(offsets::FRAME_STRIDE, Ty::I32);
+            let stride = self.out.def_scalar(Ty::I64, format_args!("zext {stride} to i64"));
+            let frame = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, ptr %frame, {stride}"));
+            let last = self.out.fresh("lastp");
+            self.out.op(format_args!("{last} = getelementptr i8, ptr %ctx, i64 {}", offsets::CHAIN_LAST));
+            self.out.op(format_args!("store {next}, ptr {last}, align 4"));
+            self.out.terminate(format_args!("br label %top"));
+            // The last warp arrived: when the chain holds the whole block,
+            // the barrier completes and warp 0 goes on.
+            self.out.label(&last_l);
+            let wrap = self.ctx_field(offsets::CHAIN_WRAP, Ty::I32);
+            let wrap = self.out.def_scalar(Ty::I1, format_args!("icmp ne {wrap}, 0"));
+            self.out.terminate(format_args!("br {wrap}, label %{wrap_l}, label %{stop}"));
+            self.out.label(&wrap_l);
+            let stride = self.ctx_field(offsets::FRAME_STRIDE, Ty::I32);
+            let stride = self.out.def_scalar(Ty::I64, format_args!("zext {stride} to i64"));
+            let index = self.out.def_scalar(Ty::I64, format_args!("zext i32 %warp to i64"));
+            let back = self.out.def_scalar(Ty::I64, format_args!("mul {stride}, {}", index.s));
+            let back = self.out.def_scalar(Ty::I64, format_args!("sub i64 0, {}", back.s));
+            let frame0 = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, ptr %frame, {back}"));
+            for offset in [offsets::CHAIN_FIRST, offsets::CHAIN_LAST] {
+                let p = self.out.fresh("chainp");
+                self.out.op(format_args!("{p} = getelementptr i8, ptr %ctx, i64 {offset}"));
+                self.out.op(format_args!("store i32 0, ptr {p}, align 4"));
+            }
+            self.out.terminate(format_args!("br label %top"));
+            if let Some(w) = self.warp.as_mut() {
+                w.chains.push((go, next.s.clone(), frame.s.clone()));
+                w.chains.push((wrap_l, "0".to_string(), frame0.s.clone()));
+            }
+            self.out.label(&stop);
+        }
         self.out.terminate(format_args!("ret i32 {}", wf::SUSPENDED));
         let after = format!("C{point}");
         let _ = writeln!(restore, "  br label %{}", if to_dispatch { "dispatch" } else { after.as_str() });
@@ -1156,7 +1220,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             // A loop that may wait for memory another warp or block writes:
             // the other warps run before the next iteration.
             let zero = V::scalar(Ty::I32, "0");
-            return self.warp_suspend(crate::cpu_abi::warp_frame::YIELD, &zero, &zero, true);
+            return self.warp_suspend(crate::cpu_abi::warp_frame::YIELD, &zero, &zero, true, false);
         }
         self.out.terminate(format_args!("br {direct}, label %B{target}, label %dispatch"));
         Ok(())
@@ -1201,7 +1265,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 // The sleep lets the other warps run (0 to 2 ns of the
                 // requested time are both within the PTX definition).
                 let zero = V::scalar(Ty::I32, "0");
-                self.warp_suspend(crate::cpu_abi::warp_frame::YIELD, &zero, &zero, false)
+                self.warp_suspend(crate::cpu_abi::warp_frame::YIELD, &zero, &zero, false, false)
             }
             Cvta => self.warp_cvta(inst),
             // Everything else works lane by lane through the shared lowering.
@@ -1777,7 +1841,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
             None => V::scalar(Ty::I32, "0"),
         };
         let kind = if inst.has(b, Flag::Arrive) { crate::cpu_abi::warp_frame::ARRIVE } else { crate::cpu_abi::warp_frame::BARRIER };
-        self.warp_suspend(kind, &id, &count, false)
+        // `bar.sync 0` of every thread: the next warp may go on in the same call.
+        let plain = kind == crate::cpu_abi::warp_frame::BARRIER
+            && args.len() <= 1
+            && args.first().is_none_or(|a| self.constant(a) == Some(0));
+        self.warp_suspend(kind, &id, &count, false, plain)
     }
 
     /// The member mask operand at `i` intersected with the executing lanes,

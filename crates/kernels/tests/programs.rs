@@ -26,6 +26,39 @@ fn barrier_inside_a_loop() {
 }
 
 #[test]
+fn barrier_rounds_of_whole_and_partial_blocks_in_both_modes() {
+    // One warp, whole warps, and a last warp of 4 threads: in warp mode the
+    // warps of a block go on one after another inside one call and the last
+    // one's arrival completes the barrier there.
+    for warp_mode in [true, false] {
+        let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off } };
+        let p = Program::from_file_with("barriers.ptx", &opts).expect("compiles");
+        let k = p.kernel("barrier_in_loop").expect("kernel");
+        for threads in [32u32, 96, 100, 256] {
+            let mut out = vec![0u32; 2 * threads as usize];
+            launch(exec(), k, [2, 1, 1], [threads, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch");
+            for (i, v) in out.iter().enumerate() {
+                let right = (i as u32 % threads + 1) % threads;
+                let want: u32 = (0..16).map(|r| r * 1000 + right).sum();
+                assert_eq!(*v, want, "thread {i} of blocks of {threads}, warp mode {warp_mode}");
+            }
+        }
+        // A warp that leaves the loop early counts as arrived at the
+        // barriers of the rounds after.
+        let k = p.kernel("barrier_loop_with_leaver").expect("kernel");
+        let mut out = vec![0u32; 128];
+        launch(exec(), k, [1, 1, 1], [128, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch");
+        for (tid, v) in out.iter().enumerate() {
+            let tid = tid as u32;
+            let nb = (tid + 32) % 128;
+            let rounds = if tid / 32 == 2 { 6 } else { 16 };
+            let want: u32 = (0..rounds).map(|r| if nb / 32 == 2 { r.min(5) } else { r } * 1000 + nb).sum();
+            assert_eq!(*v, want, "thread {tid}, warp mode {warp_mode}");
+        }
+    }
+}
+
+#[test]
 fn barrier_after_threads_exited() {
     let p = Program::from_file("barriers.ptx").expect("compiles");
     let k = p.kernel("barrier_after_exit").expect("kernel");

@@ -301,6 +301,12 @@ impl Job {
             gridid: self.gridid,
             envreg: self.envreg,
             runtime,
+            chain_end: 0,
+            frame_stride: 0,
+            chain_first: 0,
+            chain_last: 0,
+            chain_wrap: 0,
+            _pad2: 0,
         }
     }
 }

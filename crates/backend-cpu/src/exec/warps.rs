@@ -53,6 +53,8 @@ pub(crate) struct Warps {
     ready: VecDeque<u32>,
     yielded: Vec<u32>,
     live: u32,
+    /// Some warp of the block used `bar.arrive`.
+    any_arrived_only: bool,
 }
 
 impl Warps {
@@ -85,6 +87,7 @@ impl Warps {
         self.ready.extend(0..warps as u32);
         self.yielded.clear();
         self.live = warps as u32;
+        self.any_arrived_only = false;
         Ok(())
     }
 
@@ -102,11 +105,47 @@ impl Warps {
         let mut spin_rounds = 0u32;
         loop {
             let mut progress = false;
-            while let Some(w) = self.ready.pop_front() {
-                let frame = self.frame(w);
-                // SAFETY: the WarpFn contract: the frame holds the kernel's
-                // `frame_bytes`, 64-byte aligned, and belongs to warp `w`.
-                let r = unsafe { warp_fn(job.params(), ctx, w, frame) };
+            while let Some(first) = self.ready.pop_front() {
+                // The ready warps that follow in order may run in the same
+                // call, each going on when the one before waits at a plain
+                // barrier (the WarpFn contract).
+                let mut end = first + 1;
+                while self.ready.front() == Some(&end) {
+                    self.ready.pop_front();
+                    end += 1;
+                }
+                let stride = u32::try_from(self.lines_per_warp * 64)
+                    .map_err(|_| LaunchError::OutOfResources(format!("warp frames of {} bytes", self.lines_per_warp * 64)))?;
+                let frame = self.frame(first);
+                // SAFETY: `ctx` is the runner's block context; the WarpFn
+                // contract: the frames of warps `first..end` lie `stride`
+                // bytes apart, each the kernel's `frame_bytes`, 64-byte
+                // aligned, and belong to those warps.
+                // The whole block in the chain, nobody at barrier 0: the
+                // compiled code completes plain barriers by itself.
+                let wrap = first == 0 && end as usize == self.state.len() && self.live == end && self.barriers[0].arrived == 0;
+                let (r, round, w) = unsafe {
+                    (*ctx).chain_end = end;
+                    (*ctx).frame_stride = stride;
+                    (*ctx).chain_first = first;
+                    (*ctx).chain_last = first;
+                    (*ctx).chain_wrap = u32::from(wrap);
+                    let r = warp_fn(job.params(), ctx, first, frame);
+                    (r, (*ctx).chain_first, (*ctx).chain_last)
+                };
+                if round > w || w >= end || (round != first && !wrap) {
+                    return Err(LaunchError::Internal(format!("warp chain of {first}..{end} ended at warps {round}..{w}")));
+                }
+                if round != first || w != first {
+                    progress = true;
+                }
+                if w > round {
+                    self.arrive_chain(round, w);
+                }
+                // The warps the chain did not reach run next, in order.
+                for c in (w + 1..end).rev() {
+                    self.ready.push_front(c);
+                }
                 if r == warp_frame::FINISHED {
                     progress = true;
                     self.finish(w);
@@ -166,9 +205,31 @@ impl Warps {
             self.state[w as usize] = WarpState::AtBarrier(id as u8);
         } else {
             self.arrived_only[w as usize] |= 1 << id;
+            self.any_arrived_only = true;
             self.ready.push_front(w);
         }
         self.check(id);
+    }
+
+    /// Warps `first..end` arrived, in order, at a plain `bar.sync 0`.
+    fn arrive_chain(&mut self, first: u32, end: u32) {
+        let barrier = &mut self.barriers[0];
+        if barrier.count != 0 && barrier.arrived != 0 {
+            // Barrier 0 is counting a thread count: warp after warp.
+            for c in first..end {
+                self.arrive(c, 0, 0, true);
+            }
+            return;
+        }
+        // Counting every warp: the chain cannot complete it, since the
+        // warp that ended the chain has not arrived.
+        barrier.count = 0;
+        barrier.arrived += end - first;
+        barrier.waiters.extend(first..end);
+        for c in first..end {
+            self.state[c as usize] = WarpState::AtBarrier(0);
+        }
+        self.check(0);
     }
 
     fn finish(&mut self, w: u32) {
@@ -199,8 +260,10 @@ impl Warps {
         }
         barrier.waiters.clear();
         barrier.arrived = 0;
-        for bits in &mut self.arrived_only {
-            *bits &= !(1 << id);
+        if self.any_arrived_only {
+            for bits in &mut self.arrived_only {
+                *bits &= !(1 << id);
+            }
         }
     }
 
@@ -307,6 +370,34 @@ mod tests {
         assert!(w.ready.is_empty(), "warp 2 has not arrived");
         w.arrive(2, 0, 0, true);
         assert_eq!(w.ready.len(), 2);
+    }
+
+    #[test]
+    fn a_chain_of_plain_arrivals_waits_at_barrier_0_until_the_last_warp() {
+        let mut w = Warps::default();
+        w.reset(4, 256).expect("frames");
+        w.ready.clear();
+        w.arrive_chain(0, 3);
+        assert!(w.ready.is_empty());
+        assert_eq!(w.state[..3], [WarpState::AtBarrier(0); 3]);
+        assert_eq!(w.barriers[0].arrived, 3);
+        w.arrive(3, 0, 0, true);
+        assert_eq!(w.ready.iter().copied().collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+        assert_eq!(w.barriers[0].arrived, 0);
+    }
+
+    #[test]
+    fn a_chain_into_a_counted_barrier_0_arrives_warp_by_warp() {
+        // Warp 3 opened barrier 0 with a count of 2 warps: the chain's first
+        // arrival completes it, the second opens the next round.
+        let mut w = Warps::default();
+        w.reset(4, 256).expect("frames");
+        w.ready.clear();
+        w.arrive(3, 0, 2, true);
+        w.arrive_chain(0, 2);
+        assert_eq!(w.ready.iter().copied().collect::<Vec<_>>(), vec![3, 0]);
+        assert_eq!(w.state[1], WarpState::AtBarrier(0));
+        assert_eq!(w.barriers[0].arrived, 1);
     }
 
     #[test]
