@@ -793,6 +793,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     pub fn load_reg(&mut self, r: RegId) -> V {
         let ty = self.reg_tys[r as usize];
+        if let Some(offset) = self.warp.as_ref().and_then(|w| w.resident_slot(r)) {
+            let q = self.out.fresh("fr");
+            self.out.op(format_args!("{q} = getelementptr i8, ptr %frame, i64 {offset}"));
+            return self.out.def(ty, format_args!("load {ty}, ptr {q}, align 64"));
+        }
         let p = self.regs[r as usize].clone();
         self.out.def(ty, format_args!("load {ty}, ptr {p}"))
     }
@@ -834,6 +839,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
     pub fn store_reg(&mut self, r: RegId, v: V) {
         if let Some(w) = self.warp.as_mut() {
             w.forget_shapes(r);
+        }
+        if let Some(offset) = self.warp.as_ref().and_then(|w| w.resident_slot(r)) {
+            let q = self.out.fresh("fr");
+            self.out.op(format_args!("{q} = getelementptr i8, ptr %frame, i64 {offset}"));
+            self.out.op(format_args!("store {v}, ptr {q}, align 64"));
+            return;
         }
         let p = self.regs[r as usize].clone();
         self.out.op(format_args!("store {v}, ptr {p}"));

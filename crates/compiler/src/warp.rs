@@ -74,6 +74,18 @@ pub struct WarpState {
 }
 
 impl WarpState {
+    /// The frame slot a register lives in for the whole kernel, if it does:
+    /// registers nothing writes once the warp can have suspended and that
+    /// some suspension keeps are written to and read from the frame, so
+    /// suspending saves and resuming restores nothing for them (loops read
+    /// them in place instead of holding them in vector registers).
+    pub fn resident_slot(&self, r: RegId) -> Option<u32> {
+        if !self.frame.stable.get(r as usize).copied().unwrap_or(false) {
+            return None;
+        }
+        self.frame.slots.get(&r).copied()
+    }
+
     /// The register changed: what was known of its lanes is not any more.
     pub fn forget_shapes(&mut self, r: RegId) {
         if !self.shapes.is_empty() {
@@ -109,8 +121,9 @@ pub struct Frame {
     pub sites: HashMap<usize, Vec<RegId>>,
     /// Frame offset of every register saved at some site.
     pub slots: HashMap<RegId, u32>,
-    /// Registers nothing writes once a warp can have suspended: saved at a
-    /// warp's first suspension only (indexed by register).
+    /// Registers nothing writes once a warp can have suspended: those with
+    /// a slot live in the frame (`WarpState::resident_slot`; indexed by
+    /// register).
     pub stable: Vec<bool>,
     /// Frame offset of each `.local` variable (one copy per lane, lane
     /// after lane): local memory must outlive a suspension.
@@ -121,8 +134,6 @@ pub struct Frame {
 
 /// Byte offsets, in a warp's frame, of the lanes' `live` and `next` state
 /// (after the header fields of `cpu_abi::warp_frame`).
-/// Nonzero once the warp has saved its stable registers.
-const FRAME_STABLE_SAVED: u32 = 16;
 const FRAME_LIVE: u32 = 64;
 const FRAME_NEXT: u32 = 128;
 /// The lanes' `%tid.x`, `.y`, `.z`, computed at the warp's first call.
@@ -804,8 +815,6 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let _ = writeln!(e, "  %lbase = sub i64 %lanchor.i, 2147483648");
         let mut start = String::new();
         let _ = writeln!(start, "start:");
-        let _ = writeln!(start, "  %stable.flag = getelementptr i8, ptr %frame, i64 {FRAME_STABLE_SAVED}");
-        let _ = writeln!(start, "  store i32 0, ptr %stable.flag, align 4");
         let _ = writeln!(start, "  store <{W} x i1> %valid, ptr {}", Self::live_slot());
         let _ = writeln!(start, "  store <{W} x i32> zeroinitializer, ptr {}", Self::next_slot());
         let _ = writeln!(start, "  br label %B0");
@@ -1012,36 +1021,16 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let p = field(&mut self.out, wf::BARRIER_COUNT);
         self.out.op(format_args!("store {count}, ptr {p}, align 4"));
         let mut restore = format!("R{point}:\n");
-        // Stable registers go to the frame once, at the warp's first
-        // suspension; the others at every one.
-        let stable: Vec<RegId> = match self.warp.as_ref() {
-            Some(w) => slots.iter().map(|s| s.0).filter(|&r| w.frame.stable.get(r as usize).copied().unwrap_or(false)).collect(),
+        // Registers resident in the frame (`WarpState::resident_slot`) are
+        // there already; the others go there and come back.
+        let resident: Vec<RegId> = match self.warp.as_ref() {
+            Some(w) => slots.iter().map(|s| s.0).filter(|&r| w.resident_slot(r).is_some()).collect(),
             None => Vec::new(),
         };
-        if !stable.is_empty() {
-            let flag = field(&mut self.out, FRAME_STABLE_SAVED as usize);
-            let saved = self.out.fresh("ssaved");
-            self.out.op(format_args!("{saved} = load i32, ptr {flag}, align 4"));
-            let first = self.out.fresh("sfirst");
-            self.out.op(format_args!("{first} = icmp eq i32 {saved}, 0"));
-            let (save_l, cont_l) = (self.out.fresh_label("ssave"), self.out.fresh_label("scont"));
-            self.out.terminate(format_args!("br i1 {first}, label %{save_l}, label %{cont_l}"));
-            self.out.label(&save_l);
-            for &(r, offset) in slots.iter().filter(|s| stable.contains(&s.0)) {
-                let v = self.load_reg(r);
-                let p = field(&mut self.out, offset as usize);
-                self.out.op(format_args!("store {v}, ptr {p}, align 64"));
-            }
-            self.out.op(format_args!("store i32 1, ptr {flag}, align 4"));
-            self.out.terminate(format_args!("br label %{cont_l}"));
-            self.out.label(&cont_l);
-        }
-        for &(r, offset) in &slots {
+        for &(r, offset) in slots.iter().filter(|s| !resident.contains(&s.0)) {
             let v = self.load_reg(r);
-            if !stable.contains(&r) {
-                let p = field(&mut self.out, offset as usize);
-                self.out.op(format_args!("store {v}, ptr {p}, align 64"));
-            }
+            let p = field(&mut self.out, offset as usize);
+            self.out.op(format_args!("store {v}, ptr {p}, align 64"));
             let t = v.type_name();
             let (q, x) = (self.out.fresh("rp"), self.out.fresh("rv"));
             let _ = writeln!(restore, "  {q} = getelementptr i8, ptr %frame, i64 {offset}");
