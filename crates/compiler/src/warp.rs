@@ -1399,7 +1399,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// far for the hardware's prefetchers, which then leave every load a
     /// miss to memory. `bytes`: what the warp reads per iteration.
     fn stride_prefetch(&mut self, ptrs: &V, bytes: u32) {
-        const ITERATIONS_AHEAD: u32 = 8;
+        const ITERATIONS_AHEAD: u32 = 16;
         const NEAR: i64 = 1 << 20;
         let k = self.warp.as_mut().map_or(0, |w| {
             w.prefetch_slots += 1;

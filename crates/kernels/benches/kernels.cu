@@ -68,4 +68,9 @@ extern "C" __global__ void smooth(int iters, const float* in, float* out) {
     out[base + t] = s[t + 1];
 }
 
+// Nothing but barriers: the cost of a block-wide barrier round trip.
+extern "C" __global__ void barriers(int iters) {
+    for (int i = 0; i < iters; ++i) __syncthreads();
+}
+
 extern "C" __global__ void empty() {}

@@ -282,6 +282,13 @@ fn main() {
         }
     }) / 200.0;
 
+    // A barrier round trip: 1024 blocks of 8 warps, 100 barriers each.
+    let bars = prog.kernel("barriers").expect("barriers");
+    let barrier_ns = best(5, || {
+        launch(&one, bars, [1024, 1, 1], [256, 1, 1], 0, &mut [Arg::U32(100)]).expect("params").expect("launch");
+    }) * 1e9
+        / (1024.0 * 8.0 * 100.0);
+
     println!("machine: {} ({} cores)", cpu_name(), threads());
     println!();
     println!("| kernel | native 1 core | anycuda 1 core | ratio | native {n} cores | anycuda {n} cores | ratio |", n = threads());
@@ -301,7 +308,8 @@ fn main() {
     println!();
     println!("empty kernel launch, 1 block of 32 threads: {:.2} us", small * 1e6);
     println!("empty kernel launch, 1000 blocks of 256 threads: {:.2} us", wide * 1e6);
-    println!("compile time of the benchmark module (6 kernels, parse + lower + O2 + codegen + load): {compile_ms:.1} ms");
+    println!("block barrier, 1 core: {barrier_ns:.2} ns per warp and barrier (1024 blocks of 256 threads, 100 barriers)");
+    println!("compile time of the benchmark module (7 kernels, parse + lower + O2 + codegen + load): {compile_ms:.1} ms");
 }
 
 fn cpu_name() -> String {

@@ -238,7 +238,11 @@ impl Warps {
         let arrived = std::mem::take(&mut self.arrived_only[w as usize]);
         for id in 0..BARRIERS {
             let barrier = &mut self.barriers[id];
-            if arrived & (1 << id) != 0 && barrier.count == 0 && barrier.arrived > 0 {
+            if barrier.arrived == 0 {
+                // Nobody waits there: one warp fewer changes nothing.
+                continue;
+            }
+            if arrived & (1 << id) != 0 && barrier.count == 0 {
                 barrier.arrived -= 1;
             }
             if barrier.count == 0 {
