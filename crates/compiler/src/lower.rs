@@ -844,6 +844,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let q = self.out.fresh("fr");
             self.out.op(format_args!("{q} = getelementptr i8, ptr %frame, i64 {offset}"));
             self.out.op(format_args!("store {v}, ptr {q}, align 64"));
+            self.store_resident_shapes(r, &v);
             return;
         }
         let p = self.regs[r as usize].clone();

@@ -60,6 +60,10 @@ pub struct WarpState {
     in_loop: Vec<bool>,
     /// Prefetch slots allocated so far (`stride_prefetch`).
     prefetch_slots: u32,
+    /// Where the address shape of a frame-resident register lives, per
+    /// access size: computed where the register is written, read where it
+    /// addresses memory (`FnLower::address_shape`).
+    resident_shapes: HashMap<(RegId, u32), u32>,
     /// Blocks that go on with the next warp (`cpu_abi::WarpFn` chaining),
     /// with that warp's index and frame.
     chains: Vec<(String, String, String)>,
@@ -481,6 +485,43 @@ fn loop_blocks(b: &Body, starts: &HashMap<usize, u32>, label_block: &HashMap<Lab
     in_loop
 }
 
+/// Frame header bytes free for the shapes of frame-resident address
+/// registers (between the header fields and the lanes' state).
+const FRAME_SHAPES: [std::ops::Range<u32>; 2] = [20..64, 68..128];
+
+/// Header slots for the address shapes of frame-resident registers: one
+/// per register and access size its loads and stores use, while slots last.
+fn resident_shape_slots(b: &Body, w: &WarpState) -> HashMap<(RegId, u32), u32> {
+    let mut free = FRAME_SHAPES.iter().flat_map(|r| r.clone().step_by(4));
+    let mut slots = HashMap::new();
+    for s in &b.statements {
+        let Statement::Instruction(inst) = s else { continue };
+        let (address, data) = match inst.op {
+            Opcode::Ld | Opcode::Ldu => (1, 0),
+            Opcode::St => (0, 1),
+            _ => continue,
+        };
+        let args = b.args(inst);
+        let (Some(a), Some(d), Some(t)) = (args.get(address), args.get(data), inst.ty(b)) else { continue };
+        let Some((AddrBase::Reg(r), _)) = a.address() else { continue };
+        if w.resident_slot(r).is_none() {
+            continue;
+        }
+        let n = match d {
+            Operand::Vector(l) => b.list(*l).len() as u32,
+            _ => 1,
+        };
+        let bytes = if t == Type::Pred { 1 } else { t.bits() / 8 };
+        let key = (r, bytes * n);
+        if slots.contains_key(&key) {
+            continue;
+        }
+        let Some(offset) = free.next() else { break };
+        slots.insert(key, offset);
+    }
+    slots
+}
+
 fn constant_registers(b: &Body) -> HashMap<RegId, i64> {
     fn defs(b: &Body, op: Operand, out: &mut Vec<RegId>) {
         match op {
@@ -704,11 +745,16 @@ impl<'c, 'm> FnLower<'c, 'm> {
             in_loop,
             prefetch_slots: 0,
             chains: Vec::new(),
+            resident_shapes: HashMap::new(),
             frame,
             resumes: String::new(),
             resume_points: 0,
             suspended: false,
         });
+        let shapes = self.warp.as_ref().map(|w| resident_shape_slots(self.b, w)).unwrap_or_default();
+        if let Some(w) = self.warp.as_mut() {
+            w.resident_shapes = shapes;
+        }
         self.exit_label = "wexit".to_string();
         for r in 0..self.b.regs.len() {
             let decl = self.f.var(self.b.regs[r].var);
@@ -1351,7 +1397,25 @@ impl<'c, 'm> FnLower<'c, 'm> {
         if let Some(v) = self.warp.as_ref().and_then(|w| w.shapes.get(&(r, size)).cloned()) {
             return v;
         }
-        let v = self.load_reg(r);
+        let shape = match self.warp.as_ref().and_then(|w| w.resident_shapes.get(&(r, size)).copied()) {
+            Some(offset) => {
+                let q = self.out.fresh("shp");
+                self.out.op(format_args!("{q} = getelementptr i8, ptr %frame, i64 {offset}"));
+                self.out.def_scalar(Ty::I32, format_args!("load i32, ptr {q}, align 4"))
+            }
+            None => {
+                let v = self.load_reg(r);
+                self.classify_lanes(v, size)
+            }
+        };
+        if let Some(w) = self.warp.as_mut() {
+            w.shapes.insert((r, size), shape.clone());
+        }
+        shape
+    }
+
+    /// [`Self::address_shape`] of a register value.
+    fn classify_lanes(&mut self, v: V, size: u32) -> V {
         let a = self.convert(v, Ty::I64, false);
         let halves: Vec<String> = (0..W).map(|i| format!("i32 {}", if i < 16 { 0 } else { 16 })).collect();
         let half = self.out.def(Ty::I64, format_args!("shufflevector {a}, <{W} x i64> poison, <{W} x i32> <{}>", halves.join(", ")));
@@ -1365,14 +1429,24 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Ty::I32,
             format_args!("select {uniform}, i32 {SHAPE_HALVES_UNIFORM}, i32 {SHAPE_SCATTERED}"),
         );
-        let shape = self.out.def_scalar(
-            Ty::I32,
-            format_args!("select {consecutive}, i32 {SHAPE_HALVES_CONSECUTIVE}, {u}"),
-        );
-        if let Some(w) = self.warp.as_mut() {
-            w.shapes.insert((r, size), shape.clone());
+        self.out.def_scalar(Ty::I32, format_args!("select {consecutive}, i32 {SHAPE_HALVES_CONSECUTIVE}, {u}"))
+    }
+
+    /// Writes the address shapes of a frame-resident register's new value
+    /// to their header slots.
+    pub fn store_resident_shapes(&mut self, r: RegId, v: &V) {
+        let slots: Vec<(u32, u32)> = match self.warp.as_ref() {
+            Some(w) if !w.resident_shapes.is_empty() => {
+                w.resident_shapes.iter().filter(|((reg, _), _)| *reg == r).map(|(&(_, size), &offset)| (size, offset)).collect()
+            }
+            _ => return,
+        };
+        for (size, offset) in slots {
+            let shape = self.classify_lanes(v.clone(), size);
+            let q = self.out.fresh("shp");
+            self.out.op(format_args!("{q} = getelementptr i8, ptr %frame, i64 {offset}"));
+            self.out.op(format_args!("store {shape}, ptr {q}, align 4"));
         }
-        shape
     }
 
     /// The shape of an address operand's lanes, when its base is a register.

@@ -489,6 +489,30 @@ fn local_arrays_keep_their_contents_across_barriers_in_both_modes() {
 }
 
 #[test]
+fn address_shapes_of_registers_kept_across_barriers_are_each_warps_own() {
+    // Consecutive lanes in warp 0, a permutation in warp 1, one address in
+    // warp 2: each warp's loads after every barrier follow its own shape.
+    let mut input: Vec<u32> = (0..96).map(|i| i * 11 + 3).collect();
+    for warp_mode in [true, false] {
+        let p = warp_program("warp_path.ptx", warp_mode);
+        let k = p.kernel("shaped_across_barriers").expect("kernel");
+        let mut out = vec![0u32; 96];
+        launch(exec(), k, [2, 1, 1], [96, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut input)), Arg::Buf(as_bytes(&mut out))])
+            .expect("params")
+            .expect("launch");
+        for t in 0..96u32 {
+            let (warp, lane) = (t / 32, t % 32);
+            let idx = match warp {
+                1 => lane * 7 % 32,
+                2 => 5,
+                _ => lane,
+            };
+            assert_eq!(out[t as usize], 4 * input[(warp * 32 + idx) as usize], "thread {t}, warp mode {warp_mode}");
+        }
+    }
+}
+
+#[test]
 fn symbol_and_variable_offsets_as_values_and_elect_with_a_discarded_leader() {
     for warp_mode in [true, false] {
         let p = warp_program("operand_forms.ptx", warp_mode);
