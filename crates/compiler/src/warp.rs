@@ -1837,8 +1837,26 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let is_red = inst.op == Opcode::Red;
         let (addr_op, srcs) = if is_red { (&args[0], &args[1..]) } else { (&args[1], &args[2..]) };
         let space = inst.space(b);
-        let (ptrs, uniform) = self.warp_address(addr_op, space)?;
-        let ptrs = if uniform { self.vec(ptrs) } else { ptrs };
+        let cpu_shared = matches!(self.cx.target, crate::Target::HostCpu)
+            && matches!(space, Some(StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster));
+        // A 32-bit shared address register: base and offsets (see
+        // `plain_per_lane_atomic`).
+        let indexed = match addr_op.address() {
+            Some((AddrBase::Reg(r), off)) if cpu_shared && self.reg_tys.get(r as usize) == Some(&Ty::I32) => {
+                let sb = self.shared_base();
+                let base = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {sb}, i64 {off}"));
+                Some((base, self.load_reg(r)))
+            }
+            _ => None,
+        };
+        let addresses = match &indexed {
+            Some((base, offsets)) => format!("{base}, {offsets}"),
+            None => {
+                let (ptrs, uniform) = self.warp_address(addr_op, space)?;
+                let ptrs = if uniform { self.vec(ptrs) } else { ptrs };
+                ptrs.to_string()
+            }
+        };
         let op = inst.flags(b).find(|f| {
             matches!(f, Flag::AddOp | Flag::Exch | Flag::Cas | Flag::MinOp | Flag::MaxOp | Flag::Inc | Flag::Dec | Flag::And | Flag::Or | Flag::Xor)
         });
@@ -1848,12 +1866,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
         if !matches!(ty, Ty::I32 | Ty::I64 | Ty::Float | Ty::Double) || (float && !matches!(op, Flag::AddOp | Flag::Exch)) {
             return self.unsupported(format!("`{}` in warp mode", self.describe(inst)));
         }
-        let cpu_shared = matches!(self.cx.target, crate::Target::HostCpu)
-            && matches!(space, Some(StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster));
         let a = self.get(&srcs[0], ty)?;
         let c = if op == Flag::Cas { self.get(&srcs[1], ty)? } else { V::new(ty, "zeroinitializer") };
         let signed = t.is_signed();
-        let name = format!("__anycuda_watom_{}_{}_{}{}", op.as_str(), ty.name(), if signed { "s" } else { "u" }, if cpu_shared { "_plain" } else { "" });
+        let name = format!(
+            "__anycuda_watom_{}_{}_{}{}{}",
+            op.as_str(),
+            ty.name(),
+            if signed { "s" } else { "u" },
+            if cpu_shared { "_plain" } else { "" },
+            if indexed.is_some() { "_idx" } else { "" }
+        );
         if cpu_shared && matches!(op, Flag::MinOp | Flag::MaxOp) {
             let f = match (op, signed) {
                 (Flag::MinOp, true) => "smin",
@@ -1867,10 +1890,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
         if cpu_shared {
             self.cx.declare("llvm.vector.reduce.and.v32i1", "declare i1 @llvm.vector.reduce.and.v32i1(<32 x i1>)");
         }
-        let text = per_lane_atomic(&name, op, ty, signed, cpu_shared);
+        let text = per_lane_atomic(&name, op, ty, signed, cpu_shared, indexed.is_some());
         self.cx.helper(&name, || text);
         let mask = self.mask();
-        let old = self.out.def(ty, format_args!("call {ty} @{name}({ptrs}, {a}, {c}, {mask})"));
+        let old = self.out.def(ty, format_args!("call {ty} @{name}({addresses}, {a}, {c}, {mask})"));
         if !is_red {
             self.set(&args[0], old)?;
         }
@@ -2285,9 +2308,14 @@ done:
 /// A warp's atomics on memory only its block's OS thread touches (shared
 /// memory on the CPU): straight-line code, lane after lane, in order. Lanes
 /// outside the mask work on a scratch slot instead of branching around.
-fn plain_per_lane_atomic(name: &str, t: &str, size: u32, lane_body: &str) -> String {
+/// `indexed`: the lanes' addresses come as a base pointer and 32-bit byte
+/// offsets (`ptr %p, <32 x i32> %x`), so that each lane is one extract and
+/// one read-modify-write with the base in the addressing mode, instead of
+/// a vector of 64-bit pointers.
+fn plain_per_lane_atomic(name: &str, t: &str, size: u32, lane_body: &str, indexed: bool) -> String {
+    let addresses = if indexed { format!("ptr %p, <{W} x i32> %x") } else { format!("<{W} x ptr> %p") };
     let mut text = format!(
-        "define internal <{W} x {t}> @{name}(<{W} x ptr> %p, <{W} x {t}> %a, <{W} x {t}> %c, <{W} x i1> %m) #2 {{\nentry:\n  %scratch = alloca {t}, align {size}\n"
+        "define internal <{W} x {t}> @{name}({addresses}, <{W} x {t}> %a, <{W} x {t}> %c, <{W} x i1> %m) #2 {{\nentry:\n  %scratch = alloca {t}, align {size}\n"
     );
     // A converged warp (the common case) goes lane after lane without
     // testing each lane's bit.
@@ -2308,7 +2336,13 @@ fn plain_per_lane_atomic(name: &str, t: &str, size: u32, lane_body: &str) -> Str
                 }
                 out
             });
-            let _ = writeln!(text, "  %pl.{label}{k} = extractelement <{W} x ptr> %p, i32 {k}");
+            if indexed {
+                let _ = writeln!(text, "  %xi.{label}{k} = extractelement <{W} x i32> %x, i32 {k}");
+                let _ = writeln!(text, "  %xz.{label}{k} = zext i32 %xi.{label}{k} to i64");
+                let _ = writeln!(text, "  %pl.{label}{k} = getelementptr i8, ptr %p, i64 %xz.{label}{k}");
+            } else {
+                let _ = writeln!(text, "  %pl.{label}{k} = extractelement <{W} x ptr> %p, i32 {k}");
+            }
             if masked {
                 let _ = writeln!(text, "  %on.{label}{k} = extractelement <{W} x i1> %m, i32 {k}");
                 let _ = writeln!(text, "  %pi.{label}{k} = select i1 %on.{label}{k}, ptr %pl.{label}{k}, ptr %scratch");
@@ -2327,7 +2361,7 @@ fn plain_per_lane_atomic(name: &str, t: &str, size: u32, lane_body: &str) -> Str
     text
 }
 
-fn per_lane_atomic(name: &str, op: Flag, ty: Ty, signed: bool, plain: bool) -> String {
+fn per_lane_atomic(name: &str, op: Flag, ty: Ty, signed: bool, plain: bool, indexed: bool) -> String {
     let t = ty.name();
     let size = ty.bits() / 8;
     let float = ty.is_float();
@@ -2346,7 +2380,7 @@ fn per_lane_atomic(name: &str, op: Flag, ty: Ty, signed: bool, plain: bool) -> S
             _ => format!("%eq = icmp eq {t} %old, %ai\n  %new = select i1 %eq, {t} %ci, {t} %old"),
         };
         let lane_body = format!("  %old = load {t}, ptr %pi, align {size}\n  {compute}\n  store {t} %new, ptr %pi, align {size}");
-        return plain_per_lane_atomic(name, t, size, &lane_body);
+        return plain_per_lane_atomic(name, t, size, &lane_body, indexed);
     } else {
         let rmw = match op {
             Flag::AddOp if float => "fadd",
