@@ -803,10 +803,19 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let _ = writeln!(e, "  %rows = icmp eq i32 %nx.low, 0");
         let _ = writeln!(e, "  br i1 %rows, label %ids.row, label %ids.lane");
         let _ = writeln!(e, "ids.row:");
-        let _ = writeln!(e, "  %tx0 = urem i32 %wbase, %ntid.x");
+        // A one-dimensional block (the common case) needs no division.
+        let _ = writeln!(e, "  %flat = icmp eq i32 %ntid.x, %nthreads");
+        let _ = writeln!(e, "  br i1 %flat, label %ids.flat, label %ids.div");
+        let _ = writeln!(e, "ids.div:");
+        let _ = writeln!(e, "  %tx0.d = urem i32 %wbase, %ntid.x");
         let _ = writeln!(e, "  %q0 = udiv i32 %wbase, %ntid.x");
-        let _ = writeln!(e, "  %ty0 = urem i32 %q0, %ntid.y");
-        let _ = writeln!(e, "  %tz0 = udiv i32 %q0, %ntid.y");
+        let _ = writeln!(e, "  %ty0.d = urem i32 %q0, %ntid.y");
+        let _ = writeln!(e, "  %tz0.d = udiv i32 %q0, %ntid.y");
+        let _ = writeln!(e, "  br label %ids.flat");
+        let _ = writeln!(e, "ids.flat:");
+        let _ = writeln!(e, "  %tx0 = phi i32 [%wbase, %ids.row], [%tx0.d, %ids.div]");
+        let _ = writeln!(e, "  %ty0 = phi i32 [0, %ids.row], [%ty0.d, %ids.div]");
+        let _ = writeln!(e, "  %tz0 = phi i32 [0, %ids.row], [%tz0.d, %ids.div]");
         let _ = writeln!(e, "  %tx0.i = insertelement <{W} x i32> poison, i32 %tx0, i32 0");
         let _ = writeln!(e, "  %tx0.v = shufflevector <{W} x i32> %tx0.i, <{W} x i32> poison, <{W} x i32> zeroinitializer");
         let _ = writeln!(e, "  %tid.xr = add <{W} x i32> %tx0.v, %lane");
@@ -838,7 +847,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let _ = writeln!(e, "  br label %ids.store");
         let _ = writeln!(e, "ids.store:");
         for d in ["x", "y", "z"] {
-            let _ = writeln!(e, "  %tid.{d}n = phi <{W} x i32> [%tid.{d}r, %ids.row], [%tid.{d}l, %ids.lane]");
+            let _ = writeln!(e, "  %tid.{d}n = phi <{W} x i32> [%tid.{d}r, %ids.flat], [%tid.{d}l, %ids.lane]");
         }
         for (k, d) in ["x", "y", "z"].into_iter().enumerate() {
             let _ = writeln!(e, "  %tid.{d}np = getelementptr i8, ptr %frame, i64 {}", FRAME_IDS + 128 * k as u32);
