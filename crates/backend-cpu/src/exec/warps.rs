@@ -103,6 +103,8 @@ impl Warps {
     /// Runs the warps of one block until all have finished.
     fn run_block(&mut self, job: &Job, ctx: *mut BlockCtx, warp_fn: WarpFn, block: [u32; 3]) -> Result<(), LaunchError> {
         let mut spin_rounds = 0u32;
+        let stride = u32::try_from(self.lines_per_warp * 64)
+            .map_err(|_| LaunchError::OutOfResources(format!("warp frames of {} bytes", self.lines_per_warp * 64)))?;
         loop {
             let mut progress = false;
             while let Some(first) = self.ready.pop_front() {
@@ -114,16 +116,14 @@ impl Warps {
                     self.ready.pop_front();
                     end += 1;
                 }
-                let stride = u32::try_from(self.lines_per_warp * 64)
-                    .map_err(|_| LaunchError::OutOfResources(format!("warp frames of {} bytes", self.lines_per_warp * 64)))?;
+                // The whole block in the chain, nobody at barrier 0: the
+                // compiled code completes plain barriers by itself.
+                let wrap = first == 0 && end as usize == self.state.len() && self.live == end && self.barriers[0].arrived == 0;
                 let frame = self.frame(first);
                 // SAFETY: `ctx` is the runner's block context; the WarpFn
                 // contract: the frames of warps `first..end` lie `stride`
                 // bytes apart, each the kernel's `frame_bytes`, 64-byte
                 // aligned, and belong to those warps.
-                // The whole block in the chain, nobody at barrier 0: the
-                // compiled code completes plain barriers by itself.
-                let wrap = first == 0 && end as usize == self.state.len() && self.live == end && self.barriers[0].arrived == 0;
                 let (r, round, w) = unsafe {
                     (*ctx).chain_end = end;
                     (*ctx).frame_stride = stride;
