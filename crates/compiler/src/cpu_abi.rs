@@ -196,9 +196,12 @@ impl KernelSymbols {
 /// returning, and writes the warp it goes on with in `ctx.chain_last`.
 /// When `warp + 1 == chain_end` and `ctx.chain_wrap` is set, every warp of
 /// the block has arrived: the barrier completes and warp 0 goes on, with
-/// `chain_first` and `chain_last` set to 0. On return, the warps from
-/// `chain_first` to `chain_last` (excluded) have each arrived at barrier 0
-/// and wait there; the return value is `chain_last`'s. The backend sets
+/// `chain_first` and `chain_last` set to 0. A warp that finishes with
+/// `warp + 1 < chain_end` writes [`warp_frame::DONE`] in its frame's kind,
+/// clears `chain_wrap` and goes on with `warp + 1` as well. On return, each
+/// warp from `chain_first` to `chain_last` (excluded) has either arrived at
+/// barrier 0 and waits there (kind [`warp_frame::BARRIER`]) or finished
+/// (kind `DONE`); the return value is `chain_last`'s. The backend sets
 /// `chain_end` only over warps that are ready to run, in order, sets
 /// `chain_wrap` only when those are all the block's warps and barrier 0
 /// has no arrivals, and sets `chain_first` and `chain_last` to `warp`
@@ -227,6 +230,8 @@ pub mod warp_frame {
     pub const ARRIVE: u32 = 2;
     /// A spin loop or `nanosleep`: let the other warps run first.
     pub const YIELD: u32 = 3;
+    /// The warp finished and the chain went on (see [`super::WarpFn`]).
+    pub const DONE: u32 = 4;
 }
 
 /// Signature of a kernel's `thread` function.

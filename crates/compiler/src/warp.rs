@@ -915,8 +915,35 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let _ = writeln!(d, "  %d.min = call i32 @llvm.vector.reduce.umin.v32i32(<{W} x i32> %d.cand)");
         let cases: Vec<String> = (0..blocks).map(|k| format!("i32 {k}, label %B{k}")).collect();
         let _ = writeln!(d, "  switch i32 %d.min, label %wexit [ {} ]", cases.join(" "));
-        let _ = writeln!(d, "wexit:");
-        let _ = writeln!(d, "  ret i32 {}", crate::cpu_abi::warp_frame::FINISHED);
+        // A finished warp goes on with the next one of the chain too
+        // (`cpu_abi::WarpFn`); the block's barrier can then no longer be
+        // completed in the compiled code this round.
+        {
+            use crate::cpu_abi::warp_frame as wf;
+            let _ = writeln!(d, "wexit:");
+            let _ = writeln!(d, "  %x.endp = getelementptr i8, ptr %ctx, i64 {}", offsets::CHAIN_END);
+            let _ = writeln!(d, "  %x.end = load i32, ptr %x.endp, align 4");
+            let _ = writeln!(d, "  %x.next = add i32 %warp, 1");
+            let _ = writeln!(d, "  %x.more = icmp ult i32 %x.next, %x.end");
+            let _ = writeln!(d, "  br i1 %x.more, label %wexit.chain, label %wexit.ret");
+            let _ = writeln!(d, "wexit.chain:");
+            let _ = writeln!(d, "  %x.kind = getelementptr i8, ptr %frame, i64 {}", wf::KIND);
+            let _ = writeln!(d, "  store i32 {}, ptr %x.kind, align 4", wf::DONE);
+            let _ = writeln!(d, "  %x.wrapp = getelementptr i8, ptr %ctx, i64 {}", offsets::CHAIN_WRAP);
+            let _ = writeln!(d, "  store i32 0, ptr %x.wrapp, align 4");
+            let _ = writeln!(d, "  %x.stridep = getelementptr i8, ptr %ctx, i64 {}", offsets::FRAME_STRIDE);
+            let _ = writeln!(d, "  %x.stride = load i32, ptr %x.stridep, align 4");
+            let _ = writeln!(d, "  %x.stride64 = zext i32 %x.stride to i64");
+            let _ = writeln!(d, "  %x.frame = getelementptr i8, ptr %frame, i64 %x.stride64");
+            let _ = writeln!(d, "  %x.lastp = getelementptr i8, ptr %ctx, i64 {}", offsets::CHAIN_LAST);
+            let _ = writeln!(d, "  store i32 %x.next, ptr %x.lastp, align 4");
+            let _ = writeln!(d, "  br label %top");
+            let _ = writeln!(d, "wexit.ret:");
+            let _ = writeln!(d, "  ret i32 {}", wf::FINISHED);
+        }
+        if let Some(w) = self.warp.as_mut() {
+            w.chains.push(("wexit.chain".to_string(), "%x.next".to_string(), "%x.frame".to_string()));
+        }
         // The entry continues where the warp suspended, if it did.
         let (points, resumes) = match self.warp.as_mut() {
             Some(w) => (w.resume_points, std::mem::take(&mut w.resumes)),

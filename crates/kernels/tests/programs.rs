@@ -46,9 +46,10 @@ fn barrier_rounds_of_whole_and_partial_blocks_in_both_modes() {
         // A warp that leaves the loop early counts as arrived at the
         // barriers of the rounds after.
         let k = p.kernel("barrier_loop_with_leaver").expect("kernel");
-        let mut out = vec![0u32; 128];
+        let mut out = vec![0u32; 129];
         launch(exec(), k, [1, 1, 1], [128, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch");
-        for (tid, v) in out.iter().enumerate() {
+        assert_eq!(out[128], 128, "every thread ended once, warp mode {warp_mode}");
+        for (tid, v) in out[..128].iter().enumerate() {
             let tid = tid as u32;
             let nb = (tid + 32) % 128;
             let rounds = if tid / 32 == 2 { 6 } else { 16 };

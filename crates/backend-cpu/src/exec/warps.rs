@@ -140,7 +140,20 @@ impl Warps {
                     progress = true;
                 }
                 if w > round {
-                    self.arrive_chain(round, w);
+                    let done = (round..w).filter(|&c| self.field(c, warp_frame::KIND) == warp_frame::DONE).count();
+                    if done == 0 {
+                        self.arrive_chain(round, w);
+                    } else {
+                        // Finishing warps change what completes the barrier:
+                        // one event after the other, in order.
+                        for c in round..w {
+                            if self.field(c, warp_frame::KIND) == warp_frame::DONE {
+                                self.finish(c);
+                            } else {
+                                self.arrive(c, 0, 0, true);
+                            }
+                        }
+                    }
                 }
                 // The warps the chain did not reach run next, in order.
                 for c in (w + 1..end).rev() {
