@@ -64,9 +64,9 @@ pub struct WarpState {
     /// access size: computed where the register is written, read where it
     /// addresses memory (`FnLower::address_shape`).
     resident_shapes: HashMap<(RegId, u32), u32>,
-    /// Blocks that go on with the next warp (`cpu_abi::WarpFn` chaining),
-    /// with that warp's index and frame.
-    chains: Vec<(String, String, String)>,
+    /// Plain-barrier sites that branch to the chaining tail
+    /// (`cpu_abi::WarpFn`), by the label they branch from.
+    chain_sites: Vec<String>,
     /// Suspension sites and the frame layout.
     frame: Frame,
     /// The code that restores a suspended warp, per resume point.
@@ -485,6 +485,12 @@ fn loop_blocks(b: &Body, starts: &HashMap<usize, u32>, label_block: &HashMap<Lab
     in_loop
 }
 
+/// The integer element an `ld`/`st` of type `t` moves per lane and
+/// component (predicates as bytes).
+fn access_element(t: Type) -> Ty {
+    if t == Type::Pred { Ty::I8 } else { Ty::int(t.bits()) }
+}
+
 /// Frame header bytes free for the shapes of frame-resident address
 /// registers (between the header fields and the lanes' state).
 const FRAME_SHAPES: [std::ops::Range<u32>; 2] = [20..64, 68..128];
@@ -511,8 +517,7 @@ fn resident_shape_slots(b: &Body, w: &WarpState) -> HashMap<(RegId, u32), u32> {
             Operand::Vector(l) => b.list(*l).len() as u32,
             _ => 1,
         };
-        let bytes = if t == Type::Pred { 1 } else { t.bits() / 8 };
-        let key = (r, bytes * n);
+        let key = (r, access_element(t).bits() / 8 * n);
         if slots.contains_key(&key) {
             continue;
         }
@@ -744,7 +749,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             guarded: false,
             in_loop,
             prefetch_slots: 0,
-            chains: Vec::new(),
+            chain_sites: Vec::new(),
             resident_shapes: HashMap::new(),
             frame,
             resumes: String::new(),
@@ -915,35 +920,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let _ = writeln!(d, "  %d.min = call i32 @llvm.vector.reduce.umin.v32i32(<{W} x i32> %d.cand)");
         let cases: Vec<String> = (0..blocks).map(|k| format!("i32 {k}, label %B{k}")).collect();
         let _ = writeln!(d, "  switch i32 %d.min, label %wexit [ {} ]", cases.join(" "));
-        // A finished warp goes on with the next one of the chain too
-        // (`cpu_abi::WarpFn`); the block's barrier can then no longer be
-        // completed in the compiled code this round.
-        {
-            use crate::cpu_abi::warp_frame as wf;
-            let _ = writeln!(d, "wexit:");
-            let _ = writeln!(d, "  %x.endp = getelementptr i8, ptr %ctx, i64 {}", offsets::CHAIN_END);
-            let _ = writeln!(d, "  %x.end = load i32, ptr %x.endp, align 4");
-            let _ = writeln!(d, "  %x.next = add i32 %warp, 1");
-            let _ = writeln!(d, "  %x.more = icmp ult i32 %x.next, %x.end");
-            let _ = writeln!(d, "  br i1 %x.more, label %wexit.chain, label %wexit.ret");
-            let _ = writeln!(d, "wexit.chain:");
-            let _ = writeln!(d, "  %x.kind = getelementptr i8, ptr %frame, i64 {}", wf::KIND);
-            let _ = writeln!(d, "  store i32 {}, ptr %x.kind, align 4", wf::DONE);
-            let _ = writeln!(d, "  %x.wrapp = getelementptr i8, ptr %ctx, i64 {}", offsets::CHAIN_WRAP);
-            let _ = writeln!(d, "  store i32 0, ptr %x.wrapp, align 4");
-            let _ = writeln!(d, "  %x.stridep = getelementptr i8, ptr %ctx, i64 {}", offsets::FRAME_STRIDE);
-            let _ = writeln!(d, "  %x.stride = load i32, ptr %x.stridep, align 4");
-            let _ = writeln!(d, "  %x.stride64 = zext i32 %x.stride to i64");
-            let _ = writeln!(d, "  %x.frame = getelementptr i8, ptr %frame, i64 %x.stride64");
-            let _ = writeln!(d, "  %x.lastp = getelementptr i8, ptr %ctx, i64 {}", offsets::CHAIN_LAST);
-            let _ = writeln!(d, "  store i32 %x.next, ptr %x.lastp, align 4");
-            let _ = writeln!(d, "  br label %top");
-            let _ = writeln!(d, "wexit.ret:");
-            let _ = writeln!(d, "  ret i32 {}", wf::FINISHED);
-        }
-        if let Some(w) = self.warp.as_mut() {
-            w.chains.push(("wexit.chain".to_string(), "%x.next".to_string(), "%x.frame".to_string()));
-        }
+        // A finished warp goes on with the next one of the chain too; the
+        // block's barrier can then no longer be completed in the compiled
+        // code this round.
+        let _ = writeln!(d, "wexit:");
+        let _ = writeln!(d, "  %x.kind = getelementptr i8, ptr %frame, i64 {}", crate::cpu_abi::warp_frame::KIND);
+        let _ = writeln!(d, "  store i32 {}, ptr %x.kind, align 4", crate::cpu_abi::warp_frame::DONE);
+        let _ = writeln!(d, "  %x.wrap = getelementptr i8, ptr %ctx, i64 {}", offsets::CHAIN_WRAP);
+        let _ = writeln!(d, "  store i32 0, ptr %x.wrap, align 4");
+        let _ = writeln!(d, "  br label %chain");
+        let sites = self.warp.as_ref().map(|w| w.chain_sites.clone()).unwrap_or_default();
+        d.push_str(&chain_tail(&sites));
         // The entry continues where the warp suspended, if it did.
         let (points, resumes) = match self.warp.as_mut() {
             Some(w) => (w.resume_points, std::mem::take(&mut w.resumes)),
@@ -970,16 +957,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
         for l in slots {
             let _ = writeln!(text, "{l}");
         }
-        let chains = self.warp.as_ref().map(|w| w.chains.clone()).unwrap_or_default();
         let _ = writeln!(text, "  br label %top\ntop:");
-        let mut warps = String::from("[%warp.arg, %entry]");
-        let mut frames = String::from("[%frame.arg, %entry]");
-        for (label, warp, frame) in &chains {
-            let _ = write!(warps, ", [{warp}, %{label}]");
-            let _ = write!(frames, ", [{frame}, %{label}]");
-        }
-        let _ = writeln!(text, "  %tid.x = phi i32 {warps}");
-        let _ = writeln!(text, "  %frame = phi ptr {frames}");
+        let _ = writeln!(text, "  %tid.x = phi i32 [%warp.arg, %entry], [%c.next, %chain.go], [0, %chain.wrap]");
+        let _ = writeln!(text, "  %frame = phi ptr [%frame.arg, %entry], [%c.frame, %chain.go], [%c.frame0, %chain.wrap]");
         for l in rest {
             let _ = writeln!(text, "{l}");
         }
@@ -1132,46 +1112,16 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.op(format_args!("store i32 {point}, ptr %frame, align 4"));
         if chain {
             // Go on with the next warp when the backend allows it.
-            let end = self.ctx_field(offsets::CHAIN_END, Ty::I32);
-            let next = self.out.def_scalar(Ty::I32, format_args!("add i32 %warp, 1"));
-            let more = self.out.def_scalar(Ty::I1, format_args!("icmp ult {next}, {}", end.s));
-            let (go, last_l, wrap_l, stop) =
-                (self.out.fresh_label("chain"), self.out.fresh_label("chainlast"), self.out.fresh_label("wrap"), self.out.fresh_label("suspend"));
-            self.out.terminate(format_args!("br {more}, label %{go}, label %{last_l}"));
-            self.out.label(&go);
-            let stride = self.ctx_field(offsets::FRAME_STRIDE, Ty::I32);
-            let stride = self.out.def_scalar(Ty::I64, format_args!("zext {stride} to i64"));
-            let frame = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, ptr %frame, {stride}"));
-            let last = self.out.fresh("lastp");
-            self.out.op(format_args!("{last} = getelementptr i8, ptr %ctx, i64 {}", offsets::CHAIN_LAST));
-            self.out.op(format_args!("store {next}, ptr {last}, align 4"));
-            self.out.terminate(format_args!("br label %top"));
-            // The last warp arrived: when the chain holds the whole block,
-            // the barrier completes and warp 0 goes on.
-            self.out.label(&last_l);
-            let wrap = self.ctx_field(offsets::CHAIN_WRAP, Ty::I32);
-            let wrap = self.out.def_scalar(Ty::I1, format_args!("icmp ne {wrap}, 0"));
-            self.out.terminate(format_args!("br {wrap}, label %{wrap_l}, label %{stop}"));
-            self.out.label(&wrap_l);
-            let stride = self.ctx_field(offsets::FRAME_STRIDE, Ty::I32);
-            let stride = self.out.def_scalar(Ty::I64, format_args!("zext {stride} to i64"));
-            let index = self.out.def_scalar(Ty::I64, format_args!("zext i32 %warp to i64"));
-            let back = self.out.def_scalar(Ty::I64, format_args!("mul {stride}, {}", index.s));
-            let back = self.out.def_scalar(Ty::I64, format_args!("sub i64 0, {}", back.s));
-            let frame0 = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, ptr %frame, {back}"));
-            for offset in [offsets::CHAIN_FIRST, offsets::CHAIN_LAST] {
-                let p = self.out.fresh("chainp");
-                self.out.op(format_args!("{p} = getelementptr i8, ptr %ctx, i64 {offset}"));
-                self.out.op(format_args!("store i32 0, ptr {p}, align 4"));
-            }
-            self.out.terminate(format_args!("br label %top"));
+            let site = self.out.fresh_label("chainsite");
+            self.out.terminate(format_args!("br label %{site}"));
+            self.out.label(&site);
+            self.out.terminate(format_args!("br label %chain"));
             if let Some(w) = self.warp.as_mut() {
-                w.chains.push((go, next.s.clone(), frame.s.clone()));
-                w.chains.push((wrap_l, "0".to_string(), frame0.s.clone()));
+                w.chain_sites.push(site);
             }
-            self.out.label(&stop);
+        } else {
+            self.out.terminate(format_args!("ret i32 {}", wf::SUSPENDED));
         }
-        self.out.terminate(format_args!("ret i32 {}", wf::SUSPENDED));
         let after = format!("C{point}");
         let _ = writeln!(restore, "  br label %{}", if to_dispatch { "dispatch" } else { after.as_str() });
         if let Some(w) = self.warp.as_mut() {
@@ -1784,7 +1734,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let b = self.b;
         let args = b.args(inst);
         let Some(t) = inst.ty(b) else { return self.invalid(format!("`{}` needs a type", inst.op.as_str())) };
-        let ety = if t == Type::Pred { Ty::I8 } else { Ty::int(t.bits()) };
+        let ety = access_element(t);
         let ordered = inst
             .semantics(b)
             .is_some_and(|s| s == ordering || matches!(s, Semantics::Volatile | Semantics::Relaxed | Semantics::Sc | Semantics::Mmio));
@@ -2344,6 +2294,55 @@ done:
 /// A warp's atomics on memory only its block's OS thread touches (shared
 /// memory on the CPU): straight-line code, lane after lane, in order. Lanes
 /// outside the mask work on a scratch slot instead of branching around.
+/// The tail of a warp function that goes on with the next warp
+/// (`cpu_abi::WarpFn` chaining), entered from the plain-barrier `sites`
+/// (the warp suspended) and from `wexit` (it finished). With no next warp
+/// it completes the barrier by restarting warp 0 when the backend allows
+/// it, and otherwise returns the warp's status.
+fn chain_tail(sites: &[String]) -> String {
+    use crate::cpu_abi::warp_frame as wf;
+    let mut t = String::from("chain:\n");
+    let mut status = format!("  %c.status = phi i32 [{}, %wexit]", wf::FINISHED);
+    for site in sites {
+        let _ = write!(status, ", [{}, %{site}]", wf::SUSPENDED);
+    }
+    let _ = writeln!(t, "{status}");
+    let _ = writeln!(t, "  %c.endp = getelementptr i8, ptr %ctx, i64 {}", offsets::CHAIN_END);
+    let _ = writeln!(t, "  %c.end = load i32, ptr %c.endp, align 4");
+    let _ = writeln!(t, "  %c.next = add i32 %warp, 1");
+    let _ = writeln!(t, "  %c.more = icmp ult i32 %c.next, %c.end");
+    let _ = writeln!(t, "  %c.stridep = getelementptr i8, ptr %ctx, i64 {}", offsets::FRAME_STRIDE);
+    let _ = writeln!(t, "  %c.stride32 = load i32, ptr %c.stridep, align 4");
+    let _ = writeln!(t, "  %c.stride = zext i32 %c.stride32 to i64");
+    let _ = writeln!(t, "  br i1 %c.more, label %chain.go, label %chain.last");
+    let _ = writeln!(t, "chain.go:");
+    let _ = writeln!(t, "  %c.frame = getelementptr i8, ptr %frame, i64 %c.stride");
+    let _ = writeln!(t, "  %c.lastp = getelementptr i8, ptr %ctx, i64 {}", offsets::CHAIN_LAST);
+    let _ = writeln!(t, "  store i32 %c.next, ptr %c.lastp, align 4");
+    let _ = writeln!(t, "  br label %top");
+    // The last warp arrived: when the chain holds the whole block (a
+    // finishing warp clears the flag), the barrier completes and warp 0
+    // goes on.
+    let _ = writeln!(t, "chain.last:");
+    let _ = writeln!(t, "  %c.wrapp = getelementptr i8, ptr %ctx, i64 {}", offsets::CHAIN_WRAP);
+    let _ = writeln!(t, "  %c.wrap = load i32, ptr %c.wrapp, align 4");
+    let _ = writeln!(t, "  %c.wraps = icmp ne i32 %c.wrap, 0");
+    let _ = writeln!(t, "  br i1 %c.wraps, label %chain.wrap, label %chain.ret");
+    let _ = writeln!(t, "chain.wrap:");
+    let _ = writeln!(t, "  %c.index = zext i32 %warp to i64");
+    let _ = writeln!(t, "  %c.back = mul i64 %c.stride, %c.index");
+    let _ = writeln!(t, "  %c.neg = sub i64 0, %c.back");
+    let _ = writeln!(t, "  %c.frame0 = getelementptr i8, ptr %frame, i64 %c.neg");
+    for (k, offset) in [offsets::CHAIN_FIRST, offsets::CHAIN_LAST].into_iter().enumerate() {
+        let _ = writeln!(t, "  %c.zp{k} = getelementptr i8, ptr %ctx, i64 {offset}");
+        let _ = writeln!(t, "  store i32 0, ptr %c.zp{k}, align 4");
+    }
+    let _ = writeln!(t, "  br label %top");
+    let _ = writeln!(t, "chain.ret:");
+    let _ = writeln!(t, "  ret i32 %c.status");
+    t
+}
+
 /// `indexed`: the lanes' addresses come as a base pointer and 32-bit byte
 /// offsets (`ptr %p, <32 x i32> %x`), so that each lane is one extract and
 /// one read-modify-write with the base in the addressing mode, instead of

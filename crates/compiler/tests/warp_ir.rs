@@ -67,15 +67,14 @@ fn without_a_loop_nothing_is_prefetched() {
 
 #[test]
 fn a_plain_barrier_goes_on_with_the_next_warp_and_a_counted_one_returns() {
-    // Jumps back to the top of the function, where a warp starts: from the
-    // entry, from a finishing warp, and for the kernel's one `bar.sync 0`
-    // to the next warp and to warp 0 after the last.
+    // Branches to the chaining tail, which goes on with the next warp: from
+    // a finishing warp, and from the kernel's one `bar.sync 0`.
     let text = ir(GRID_STRIDE);
-    assert_eq!(text.matches("br label %top").count(), 4, "{text}");
+    assert_eq!(text.matches("br label %chain\n").count(), 2, "{text}");
     let counted = GRID_STRIDE.replace("bar.sync 0;", "bar.sync 0, 64;");
     let text = ir(&counted);
-    assert_eq!(text.matches("br label %top").count(), 2, "{text}");
+    assert_eq!(text.matches("br label %chain\n").count(), 1, "{text}");
     let named = GRID_STRIDE.replace("bar.sync 0;", "bar.sync 1;");
     let text = ir(&named);
-    assert_eq!(text.matches("br label %top").count(), 2, "{text}");
+    assert_eq!(text.matches("br label %chain\n").count(), 1, "{text}");
 }

@@ -140,8 +140,7 @@ impl Warps {
                     progress = true;
                 }
                 if w > round {
-                    let done = (round..w).filter(|&c| self.field(c, warp_frame::KIND) == warp_frame::DONE).count();
-                    if done == 0 {
+                    if !(round..w).any(|c| self.field(c, warp_frame::KIND) == warp_frame::DONE) {
                         self.arrive_chain(round, w);
                     } else {
                         // Finishing warps change what completes the barrier:
