@@ -59,6 +59,10 @@ enum Command {
         /// to stderr).
         #[arg(long)]
         emit_ir: bool,
+        /// Write the compiled object of each module to DIR, named after the
+        /// PTX file (`FILE.o`), for a disassembler or profiler.
+        #[arg(long, value_name = "DIR")]
+        emit_obj: Option<PathBuf>,
         /// Compile for an AMD GPU (`gfx1100`, `gfx90a`...) instead of the host.
         #[arg(long, value_name = "ARCH")]
         target: Option<String>,
@@ -73,6 +77,6 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run { log, log_file, command } => run::run(log.as_deref(), log_file.as_deref(), &command),
         Command::Info => info::info(),
-        Command::Ptx { emit_ir, target, files } => ptxcheck::check(&files, emit_ir, target.as_deref()),
+        Command::Ptx { emit_ir, emit_obj, target, files } => ptxcheck::check(&files, emit_ir, emit_obj.as_deref(), target.as_deref()),
     }
 }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use ptx::ast::{FunctionKind, Item, Module};
 
-pub fn check(files: &[PathBuf], emit_ir: bool, target: Option<&str>) -> ExitCode {
+pub fn check(files: &[PathBuf], emit_ir: bool, emit_obj: Option<&Path>, target: Option<&str>) -> ExitCode {
     let target = match parse_target(target) {
         Ok(t) => t,
         Err(e) => {
@@ -26,7 +26,7 @@ pub fn check(files: &[PathBuf], emit_ir: bool, target: Option<&str>) -> ExitCode
     let mut report: Box<dyn Write> = if emit_ir { Box::new(std::io::stderr()) } else { Box::new(std::io::stdout()) };
     let mut ok = true;
     for path in files {
-        ok &= check_file(path, &target, emit_ir, &mut report);
+        ok &= check_file(path, &target, emit_ir, emit_obj, &mut report);
     }
     let _ = report.flush();
     if ok {
@@ -63,7 +63,7 @@ fn ms(d: Duration) -> String {
 }
 
 /// Checks one file; false when it does not load as the driver would.
-fn check_file(path: &Path, target: &compiler::Target, emit_ir: bool, out: &mut dyn Write) -> bool {
+fn check_file(path: &Path, target: &compiler::Target, emit_ir: bool, emit_obj: Option<&Path>, out: &mut dyn Write) -> bool {
     let shown = path.display();
     let src = match std::fs::read(path) {
         Ok(bytes) => match String::from_utf8(bytes) {
@@ -170,8 +170,17 @@ fn check_file(path: &Path, target: &compiler::Target, emit_ir: bool, out: &mut d
         }
     }
     let n = info.kernels.len();
+    if let (Some(dir), Ok(object)) = (emit_obj, &whole) {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "module".into());
+        let dest = dir.join(format!("{name}.o"));
+        if let Err(e) = std::fs::write(&dest, object) {
+            let _ = writeln!(out, "{}: {e}", dest.display());
+            ok = false;
+        }
+    }
     match whole {
-        Ok(bytes) => {
+        Ok(object) => {
+            let bytes = object.len();
             let _ = writeln!(out, "{shown}: ok: {kernels_ok} kernel(s) compile; the whole module in {} ({bytes} bytes of code)", ms(whole_time));
         }
         Err(e) => {
@@ -199,7 +208,7 @@ fn compile_each(module: &Module, src: &str, target: &compiler::Target, kernels: 
                 let Some(&idx) = kernels.get(i) else { break };
                 let alone = only_kernel(module, idx);
                 let t = Instant::now();
-                let r = compile_guarded(&alone, src, target);
+                let r = compile_guarded(&alone, src, target).map(|o| o.len());
                 let time = t.elapsed();
                 if let Ok(mut slot) = slots[i].lock() {
                     *slot = Some((r, time));
@@ -220,10 +229,10 @@ fn compile_each(module: &Module, src: &str, target: &compiler::Target, kernels: 
 
 /// The size of the compiled code. A compiler bug (a panic) must not take
 /// the report of the other kernels and files with it.
-fn compile_guarded(module: &Module, src: &str, target: &compiler::Target) -> Result<usize, compiler::CompileError> {
+fn compile_guarded(module: &Module, src: &str, target: &compiler::Target) -> Result<Vec<u8>, compiler::CompileError> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compiler::compile(module, src, target)))
         .unwrap_or_else(|_| Err(compiler::CompileError::Llvm("the compiler panicked (a bug in anycuda)".into())))
-        .map(|c| c.object.len())
+        .map(|c| c.object)
 }
 
 /// The error with the file in front of its `line:column`, as compilers

@@ -132,6 +132,11 @@ fn ptx_emits_ir_and_compiles_for_amdgpu() {
     assert!(o.status.success(), "{err}");
     assert!(out.contains("define ") && out.contains("good"), "no IR on stdout:\n{out}");
     assert!(err.contains("kernel good: ok ("), "the report goes to stderr with --emit-ir:\n{err}");
+    let o = anycuda().arg("ptx").arg("--emit-obj").arg(&dir).arg(&file).output().expect("anycuda runs");
+    assert!(o.status.success(), "{}", text(&o).1);
+    let object = std::fs::read(dir.join("good.ptx.o")).expect("the object is written");
+    assert!(object.starts_with(b"\x7fELF"), "not an ELF object");
+    assert!(object.windows(4).any(|w| w == b"good"), "the kernel's symbol is missing");
     let o = anycuda().args(["ptx", "--target", "gfx1100"]).arg(&file).output().expect("anycuda runs");
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}{err}");

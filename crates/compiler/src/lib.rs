@@ -4,6 +4,7 @@
 //! a relocatable object and a description of every kernel out. What the
 //! host-CPU object expects from its runtime is specified in [`cpu_abi`].
 
+mod affine;
 mod arith;
 mod convert;
 pub mod cpu_abi;

@@ -1008,7 +1008,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let v = self.convert(v, ty, signed);
                 let masked =
                     self.warp.as_ref().filter(|w| w.guarded || !w.block_local.get(r as usize).copied().unwrap_or(false));
-                let v = match masked.map(|w| w.mask.clone()) {
+                let mask = masked.map(|w| w.mask.clone());
+                if self.warp.is_some() {
+                    self.affine_written(r, mask.as_ref());
+                }
+                let v = match mask {
                     // Only the executing lanes change their registers
                     // (unless no lane can need the old value).
                     Some(mask) => {

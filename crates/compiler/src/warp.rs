@@ -49,7 +49,7 @@ pub struct WarpState {
     /// (see `FnLower::address_shape`), computed once per block and register
     /// value: the unrolled loops of tiled kernels load many times from one
     /// register plus constant offsets.
-    shapes: HashMap<(RegId, u32), V>,
+    shapes: HashMap<(RegId, u32), Layout>,
     /// Registers no thread ever reads before writing them in the same
     /// block (indexed by register).
     pub block_local: Vec<bool>,
@@ -75,6 +75,33 @@ pub struct WarpState {
     /// The current instruction suspended the warp (the mask was recomputed
     /// after it).
     suspended: bool,
+    /// Where the affine bit (`crate::affine`) of each register with a lane
+    /// stride lives.
+    affine: Vec<Option<AffineBit>>,
+    /// The affine bit the current instruction gives its destination, from
+    /// its operands before it executes (`FnLower::affine_prepare`).
+    pending_affine: Option<(RegId, V)>,
+}
+
+/// Where a register's affine bit lives: on the stack (saved and restored
+/// at suspensions like the register) or, for a frame-resident register,
+/// in the frame.
+#[derive(Clone, Debug)]
+enum AffineBit {
+    Stack(String),
+    Frame(u32),
+}
+
+/// How the lanes of an address register lie (`FnLower::address_layout`).
+#[derive(Clone, Debug)]
+struct Layout {
+    /// [`SHAPE_SCATTERED`], [`SHAPE_HALVES_CONSECUTIVE`] or
+    /// [`SHAPE_HALVES_UNIFORM`] (a scalar i32).
+    shape: V,
+    /// When the register has a lane stride: whether its affine bit holds
+    /// (an i1), and the stride. Lane 16's address is then lane 0's plus 16
+    /// strides; lane 16 itself may have exited with an older value.
+    affine: Option<(V, i64)>,
 }
 
 impl WarpState {
@@ -132,6 +159,12 @@ pub struct Frame {
     /// Frame offset of each `.local` variable (one copy per lane, lane
     /// after lane): local memory must outlive a suspension.
     pub locals: HashMap<VarId, u32>,
+    /// The lane stride of each register, where every write keeps one
+    /// (`affine::strides`; indexed by register).
+    pub strides: Vec<Option<i64>>,
+    /// Frame offset of the affine bit (`affine`) of every register with a
+    /// stride and a slot.
+    pub affine_bits: HashMap<RegId, u32>,
     /// The whole frame of a warp.
     pub bytes: u32,
 }
@@ -355,6 +388,14 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
             offset += bytes.div_ceil(64) * 64;
         }
     }
+    frame.strides = crate::affine::strides(f, b);
+    for r in 0..nregs {
+        if saved[r] && frame.strides[r].is_some() {
+            frame.affine_bits.insert(r as RegId, offset);
+            offset += 1;
+        }
+    }
+    offset = offset.div_ceil(64) * 64;
     for (vid, d) in f.vars.iter().enumerate() {
         if d.space != StateSpace::Local || f.params.contains(&(vid as VarId)) {
             continue;
@@ -755,6 +796,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             resumes: String::new(),
             resume_points: 0,
             suspended: false,
+            affine: Vec::new(),
+            pending_affine: None,
         });
         let shapes = self.warp.as_ref().map(|w| resident_shape_slots(self.b, w)).unwrap_or_default();
         if let Some(w) = self.warp.as_mut() {
@@ -768,6 +811,24 @@ impl<'c, 'm> FnLower<'c, 'm> {
             self.regs.push(a);
             self.reg_tys.push(ty);
             self.shadows.push(None);
+        }
+        // Affine bits: in the frame for frame-resident registers, on the
+        // stack for the others.
+        let mut affine = Vec::with_capacity(self.b.regs.len());
+        for r in 0..self.b.regs.len() as RegId {
+            let bit = match self.warp.as_ref() {
+                Some(w) if w.frame.strides.get(r as usize).copied().flatten().is_some() => {
+                    match (w.resident_slot(r), w.frame.affine_bits.get(&r)) {
+                        (Some(_), Some(&offset)) => Some(AffineBit::Frame(offset)),
+                        _ => Some(AffineBit::Stack(self.out.alloca("i1", 1))),
+                    }
+                }
+                _ => None,
+            };
+            affine.push(bit);
+        }
+        if let Some(w) = self.warp.as_mut() {
+            w.affine = affine;
         }
         self.place_warp_variables()?;
         for _ in 0..self.b.labels.len() {
@@ -869,6 +930,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
         for d in ["x", "y", "z"] {
             let _ = writeln!(e, "  %tid.{d}v = phi <{W} x i32> [%tid.{d}n, %ids.store], [%tid.{d}s, %ids.saved]");
         }
+        // `%tid` is affine (stride 1 along x, uniform along y and z) when
+        // the block's rows are whole warps or it has one dimension.
+        let _ = writeln!(e, "  %aff.nxl = and i32 %ntid.x, {}", W - 1);
+        let _ = writeln!(e, "  %aff.rows = icmp eq i32 %aff.nxl, 0");
+        let _ = writeln!(e, "  %aff.flat = icmp eq i32 %ntid.x, %nthreads");
+        let _ = writeln!(e, "  %aff.ids = or i1 %aff.rows, %aff.flat");
         // Local memory lives in the frame, which outlives suspensions;
         // local addresses are offsets from below it.
         let _ = writeln!(e, "  %lanchor.i = ptrtoint ptr %frame to i64");
@@ -877,6 +944,19 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let _ = writeln!(start, "start:");
         let _ = writeln!(start, "  store <{W} x i1> %valid, ptr {}", Self::live_slot());
         let _ = writeln!(start, "  store <{W} x i32> zeroinitializer, ptr {}", Self::next_slot());
+        // Nothing is known of a fresh warp's registers.
+        let bits: Vec<AffineBit> = self.warp.as_ref().map(|w| w.affine.iter().flatten().cloned().collect()).unwrap_or_default();
+        for (k, bit) in bits.iter().enumerate() {
+            match bit {
+                AffineBit::Stack(slot) => {
+                    let _ = writeln!(start, "  store i1 false, ptr {slot}");
+                }
+                AffineBit::Frame(offset) => {
+                    let _ = writeln!(start, "  %aff.s{k} = getelementptr i8, ptr %frame, i64 {offset}");
+                    let _ = writeln!(start, "  store i1 false, ptr %aff.s{k}, align 1");
+                }
+            }
+        }
         let _ = writeln!(start, "  br label %B0");
         // Natural alignment: their loads and stores name none.
         let _ = writeln!(self.out.allocas, "  {} = alloca <{W} x i1>", Self::live_slot());
@@ -1099,6 +1179,40 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let _ = writeln!(restore, "  {x} = load {t}, ptr {q}, align 64");
             let _ = writeln!(restore, "  store {t} {x}, ptr {}", self.regs[r as usize]);
         }
+        // Affine bits go with their registers; the others' registers are
+        // not restored, so nothing is known of them.
+        let bits: Vec<(RegId, String, Option<u32>)> = match self.warp.as_ref() {
+            Some(w) => w
+                .affine
+                .iter()
+                .enumerate()
+                .filter_map(|(r, bit)| match bit {
+                    Some(AffineBit::Stack(slot)) => {
+                        let r = r as RegId;
+                        let saved = slots.iter().any(|s| s.0 == r);
+                        Some((r, slot.clone(), if saved { w.frame.affine_bits.get(&r).copied() } else { None }))
+                    }
+                    _ => None,
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        for (_, slot, offset) in bits {
+            match offset {
+                Some(offset) => {
+                    let v = self.out.def_scalar(Ty::I1, format_args!("load i1, ptr {slot}"));
+                    let p = field(&mut self.out, offset as usize);
+                    self.out.op(format_args!("store {v}, ptr {p}, align 1"));
+                    let (q, x) = (self.out.fresh("rp"), self.out.fresh("rv"));
+                    let _ = writeln!(restore, "  {q} = getelementptr i8, ptr %frame, i64 {offset}");
+                    let _ = writeln!(restore, "  {x} = load i1, ptr {q}, align 1");
+                    let _ = writeln!(restore, "  store i1 {x}, ptr {slot}");
+                }
+                None => {
+                    let _ = writeln!(restore, "  store i1 false, ptr {slot}");
+                }
+            }
+        }
         for (slot, offset, t) in [(Self::live_slot(), FRAME_LIVE, format!("<{W} x i1>")), (Self::next_slot(), FRAME_NEXT, format!("<{W} x i32>"))] {
             let v = self.out.fresh("st");
             self.out.op(format_args!("{v} = load {t}, ptr {slot}"));
@@ -1249,6 +1363,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     fn warp_dispatch(&mut self, inst: &Instruction) -> Res<()> {
         use Opcode::*;
+        self.affine_prepare(inst)?;
         match inst.op {
             Ld | Ldu => self.warp_ld(inst),
             St => self.warp_st(inst),
@@ -1293,6 +1408,121 @@ impl<'c, 'm> FnLower<'c, 'm> {
             _ => {
                 let _ = self.kernel;
                 self.dispatch_shared(inst)
+            }
+        }
+    }
+
+    // ---- lane-affine registers (`crate::affine`) ----------------------------------------
+
+    /// The affine bit of register `r`, loaded, if it has one.
+    fn affine_bit(&mut self, r: RegId) -> Option<V> {
+        let bit = self.warp.as_ref()?.affine.get(r as usize)?.clone()?;
+        Some(match bit {
+            AffineBit::Stack(slot) => self.out.def_scalar(Ty::I1, format_args!("load i1, ptr {slot}")),
+            AffineBit::Frame(offset) => {
+                let q = self.out.fresh("afp");
+                self.out.op(format_args!("{q} = getelementptr i8, ptr %frame, i64 {offset}"));
+                self.out.def_scalar(Ty::I1, format_args!("load i1, ptr {q}, align 1"))
+            }
+        })
+    }
+
+    fn stride(&self, r: RegId) -> Option<i64> {
+        self.warp.as_ref()?.frame.strides.get(r as usize).copied().flatten()
+    }
+
+    /// Whether the 32-bit values `x0 + stride * k` of lanes k = 0..31 widen
+    /// (signed or not) to `x0' + stride * k` in 64 bits: no lane wraps.
+    fn widens(&mut self, x0: &V, stride: i64, signed: bool) -> V {
+        let span = 31 * stride;
+        let (lo, hi) = if signed { (i32::MIN as i64, i32::MAX as i64) } else { (0, u32::MAX as i64) };
+        // The lanes run from x0 to x0 + span: x0 must leave that room.
+        let (pred, limit) = if stride >= 0 { (if signed { "sle" } else { "ule" }, hi - span) } else { (if signed { "sge" } else { "uge" }, lo - span) };
+        if limit < lo || limit > hi {
+            return V::scalar(Ty::I1, "false");
+        }
+        self.out.def_scalar(Ty::I1, format_args!("icmp {pred} {x0}, {}", limit as u32 as i32))
+    }
+
+    /// Before an instruction that writes a register with a lane stride:
+    /// whether its result keeps the affine form, from its operands' bits
+    /// (and, where it widens 32-bit lanes, that none wraps). The write
+    /// itself decides the rest (`affine_written`).
+    fn affine_prepare(&mut self, inst: &Instruction) -> Res<()> {
+        let Some(w) = self.warp.as_mut() else { return Ok(()) };
+        w.pending_affine = None;
+        let args = self.b.args(inst);
+        let Some(&Operand::Reg(dest)) = args.first() else { return Ok(()) };
+        if !writes_first_operand(inst.op) || self.stride(dest).is_none() {
+            return Ok(());
+        }
+        let Some(form) = crate::affine::form(self.f, self.b, inst) else { return Ok(()) };
+        let sources: &[usize] = match inst.op {
+            Opcode::Ld => &[],
+            Opcode::Mov | Opcode::Cvt | Opcode::Cvta => &[1],
+            Opcode::Mad => &[1, 2, 3],
+            _ => &[1, 2],
+        };
+        let mut flag = V::scalar(Ty::I1, "true");
+        for &k in sources {
+            let op = args[k];
+            let (bit, stride) = match op {
+                Operand::Imm(_) | Operand::Global(_) => (None, 0),
+                Operand::Special(SpecialReg::Tid, c) => (Some(V::scalar(Ty::I1, "%aff.ids")), if c == 0 { 1 } else { 0 }),
+                Operand::Special(sr, _) => match crate::affine::special_stride(sr) {
+                    Some(st) => (None, st),
+                    None => (Some(V::scalar(Ty::I1, "false")), 0),
+                },
+                Operand::Reg(r) => match (self.affine_bit(r), self.stride(r)) {
+                    (Some(bit), Some(st)) => (Some(bit), st),
+                    _ => (Some(V::scalar(Ty::I1, "false")), 0),
+                },
+                _ => (Some(V::scalar(Ty::I1, "false")), 0),
+            };
+            if let Some(bit) = bit {
+                flag = self.out.def_scalar(Ty::I1, format_args!("and {flag}, {}", bit.s));
+            }
+            // The 32-bit operands of a widening form must not wrap.
+            if let crate::affine::Form::Widened { signed } = form {
+                if k <= 2 && stride != 0 {
+                    let v = self.get(&op, Ty::I32)?;
+                    let x0 = if v.lanes > 1 { self.lane0(&v) } else { v };
+                    let ok = self.widens(&x0, stride, signed);
+                    flag = self.out.def_scalar(Ty::I1, format_args!("and {flag}, {}", ok.s));
+                }
+            }
+        }
+        if let Some(w) = self.warp.as_mut() {
+            w.pending_affine = Some((dest, flag));
+        }
+        Ok(())
+    }
+
+    /// Register `r` is written, by the executing lanes only when `mask` is
+    /// given: its affine bit becomes the one its instruction prepared, kept
+    /// only if the write reaches every live lane and lane 0.
+    pub fn affine_written(&mut self, r: RegId, mask: Option<&V>) {
+        let Some(bit) = self.warp.as_ref().and_then(|w| w.affine.get(r as usize).cloned().flatten()) else { return };
+        let pending = self.warp.as_mut().and_then(|w| w.pending_affine.take_if(|(d, _)| *d == r)).map(|(_, f)| f);
+        let mut flag = pending.unwrap_or_else(|| V::scalar(Ty::I1, "false"));
+        if let Some(mask) = mask {
+            if flag.s != "false" {
+                let live = self.out.def(Ty::I1, format_args!("load <{W} x i1>, ptr {}", Self::live_slot()));
+                let lb = self.bits(&live);
+                let mb = self.bits(mask);
+                let all = self.out.def_scalar(Ty::I1, format_args!("icmp eq {mb}, {}", lb.s));
+                let low = self.out.def_scalar(Ty::I32, format_args!("and {mb}, 1"));
+                let first = self.out.def_scalar(Ty::I1, format_args!("icmp ne {low}, 0"));
+                let both = self.out.def_scalar(Ty::I1, format_args!("and {all}, {}", first.s));
+                flag = self.out.def_scalar(Ty::I1, format_args!("and {flag}, {}", both.s));
+            }
+        }
+        match bit {
+            AffineBit::Stack(slot) => self.out.op(format_args!("store {flag}, ptr {slot}")),
+            AffineBit::Frame(offset) => {
+                let q = self.out.fresh("afp");
+                self.out.op(format_args!("{q} = getelementptr i8, ptr %frame, i64 {offset}"));
+                self.out.op(format_args!("store {flag}, ptr {q}, align 1"));
             }
         }
     }
@@ -1375,15 +1605,54 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     /// How the lanes of address register `r` lie for accesses of `size`
-    /// bytes: a scalar i32 [`SHAPE_SCATTERED`], [`SHAPE_HALVES_CONSECUTIVE`]
-    /// or [`SHAPE_HALVES_UNIFORM`]. Every lane is compared, executing or
-    /// not, so the answer holds for any mask, and for the register plus any
-    /// constant offset.
-    fn address_shape(&mut self, r: RegId, size: u32) -> V {
-        if let Some(v) = self.warp.as_ref().and_then(|w| w.shapes.get(&(r, size)).cloned()) {
-            return v;
+    /// bytes. Every lane is compared, executing or not, so the shape holds
+    /// for any mask, and for the register plus any constant offset; a
+    /// register whose lane stride is 0 or `size` (`crate::affine`) needs no
+    /// comparing while its affine bit holds.
+    fn address_layout(&mut self, r: RegId, size: u32) -> Layout {
+        if let Some(l) = self.warp.as_ref().and_then(|w| w.shapes.get(&(r, size)).cloned()) {
+            return l;
         }
-        let shape = match self.warp.as_ref().and_then(|w| w.resident_shapes.get(&(r, size)).copied()) {
+        let stride = self.stride(r).filter(|&s| s == 0 || s == i64::from(size));
+        let known = match stride {
+            Some(s) => self.affine_bit(r).map(|bit| (bit, s)),
+            None => None,
+        };
+        let layout = match known {
+            Some((bit, s)) => {
+                // A 32-bit address widens without sign.
+                let ok = if self.reg_tys[r as usize] == Ty::I32 && s != 0 {
+                    let v = self.load_reg(r);
+                    let x0 = self.lane0(&v);
+                    let fits = self.widens(&x0, s, false);
+                    self.out.def_scalar(Ty::I1, format_args!("and {bit}, {}", fits.s))
+                } else {
+                    bit
+                };
+                let known_shape = if s == 0 { SHAPE_HALVES_UNIFORM } else { SHAPE_HALVES_CONSECUTIVE };
+                let (fv, sv, j) = (self.out.fresh_label("aff"), self.out.fresh_label("cls"), self.out.fresh_label("shj"));
+                self.out.terminate(format_args!("br {ok}, label %{fv}, label %{sv}"));
+                self.out.label(&fv);
+                self.out.terminate(format_args!("br label %{j}"));
+                self.out.label(&sv);
+                let looked = self.lane_shape(r, size);
+                self.out.terminate(format_args!("br label %{j}"));
+                self.out.label(&j);
+                let shape = self.out.def_scalar(Ty::I32, format_args!("phi i32 [{known_shape}, %{fv}], [{}, %{sv}]", looked.s));
+                Layout { shape, affine: Some((ok, s)) }
+            }
+            None => Layout { shape: self.lane_shape(r, size), affine: None },
+        };
+        if let Some(w) = self.warp.as_mut() {
+            w.shapes.insert((r, size), layout.clone());
+        }
+        layout
+    }
+
+    /// The shape of register `r`'s lanes from the lanes themselves (or
+    /// from the frame, for a frame-resident register).
+    fn lane_shape(&mut self, r: RegId, size: u32) -> V {
+        match self.warp.as_ref().and_then(|w| w.resident_shapes.get(&(r, size)).copied()) {
             Some(offset) => {
                 let q = self.out.fresh("shp");
                 self.out.op(format_args!("{q} = getelementptr i8, ptr %frame, i64 {offset}"));
@@ -1393,14 +1662,24 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let v = self.load_reg(r);
                 self.classify_lanes(v, size)
             }
-        };
-        if let Some(w) = self.warp.as_mut() {
-            w.shapes.insert((r, size), shape.clone());
         }
-        shape
     }
 
-    /// [`Self::address_shape`] of a register value.
+    /// The addresses of lanes 0 and 16 of an access of `layout`.
+    fn half_bases(&mut self, ptrs: &V, layout: &Layout) -> (V, V) {
+        let p0 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 0"));
+        let p16 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 16"));
+        let p16 = match &layout.affine {
+            Some((ok, s)) => {
+                let at = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {p0}, i64 {}", 16 * s));
+                self.out.def_scalar(Ty::Ptr, format_args!("select {ok}, {at}, {p16}"))
+            }
+            None => p16,
+        };
+        (p0, p16)
+    }
+
+    /// [`Self::address_layout`]'s shape of a register value.
     fn classify_lanes(&mut self, v: V, size: u32) -> V {
         let a = self.convert(v, Ty::I64, false);
         let halves: Vec<String> = (0..W).map(|i| format!("i32 {}", if i < 16 { 0 } else { 16 })).collect();
@@ -1435,10 +1714,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
     }
 
-    /// The shape of an address operand's lanes, when its base is a register.
-    fn operand_shape(&mut self, op: &Operand, size: u32) -> Option<V> {
+    /// How an address operand's lanes lie, when its base is a register.
+    fn operand_layout(&mut self, op: &Operand, size: u32) -> Option<Layout> {
         match op.address()? {
-            (AddrBase::Reg(r), _) => Some(self.address_shape(r, size)),
+            (AddrBase::Reg(r), _) => Some(self.address_layout(r, size)),
             _ => None,
         }
     }
@@ -1490,7 +1769,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// `size` bytes per lane (`ld.v2`/`.v4`: the shape is for a lane stride
     /// of `n * size`): two 16-lane vector loads split into components,
     /// scalar loads per half warp, or gathers, chosen by the shape.
-    fn shaped_load(&mut self, ptrs: &V, shape: &V, ety: Ty, size: u32, n: u32) -> Vec<V> {
+    fn shaped_load(&mut self, ptrs: &V, layout: &Layout, ety: Ty, size: u32, n: u32) -> Vec<V> {
+        let shape = layout.shape.clone();
         let mask = self.mask();
         let sfx = ety.suffix();
         let t = ety.name();
@@ -1504,8 +1784,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.cx.declare(&l1, &format!("declare <1 x {t}> @{l1}(ptr, i32, <1 x i1>, <1 x {t}>)"));
         let or16 = "llvm.vector.reduce.or.v16i1";
         self.cx.declare(or16, &format!("declare i1 @{or16}(<16 x i1>)"));
-        let p0 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 0"));
-        let p16 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 16"));
+        let (p0, p16) = self.half_bases(ptrs, layout);
         let (lo, hi) = (self.half_mask(&mask, false), self.half_mask(&mask, true));
         let (cv, uv, gv, j) =
             (self.out.fresh_label("hld"), self.out.fresh_label("uld"), self.out.fresh_label("gld"), self.out.fresh_label("ldj"));
@@ -1582,7 +1861,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// `n * size`): one vector store per half warp with each lane's
     /// components side by side when the halves are consecutive, scatters
     /// otherwise (lanes of one address store in lane order).
-    fn shaped_store(&mut self, ptrs: &V, shape: &V, values: &[V], size: u32) {
+    fn shaped_store(&mut self, ptrs: &V, layout: &Layout, values: &[V], size: u32) {
+        let shape = layout.shape.clone();
         let mask = self.mask();
         let Some(first) = values.first() else { return };
         let ety = first.ty;
@@ -1619,8 +1899,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             parts = joined;
         }
         let (all, total) = parts.pop().unwrap_or_default();
-        let p0 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 0"));
-        let p16 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 16"));
+        let (p0, p16) = self.half_bases(ptrs, layout);
         let repeat = list(&mut (0..wide).map(|e| e / n));
         for (p, high) in [(&p0, false), (&p16, true)] {
             let m = self.half_mask(&mask, high);
@@ -1752,17 +2031,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
             self.memory_access(inst, 1, 0, Semantics::Acquire)?;
         let n = dests.len() as u32;
         // A register address of known shape: all components at once.
-        let shape = if uniform || ordered || !matches!(n, 1 | 2 | 4 | 8) { None } else { self.operand_shape(&args[1], size * n) };
+        let layout = if uniform || ordered || !matches!(n, 1 | 2 | 4 | 8) { None } else { self.operand_layout(&args[1], size * n) };
         let in_loop = self.warp.as_ref().is_some_and(|w| w.in_loop.get(w.block as usize).copied().unwrap_or(false));
         let prefetch = in_loop
             && matches!(self.cx.target, crate::Target::HostCpu)
             && matches!(inst.space(self.b), None | Some(StateSpace::Global | StateSpace::Const));
-        let values = match shape {
-            Some(shape) => {
+        let values = match layout {
+            Some(layout) => {
                 if prefetch {
                     self.stride_prefetch(&ptrs, W * size * n);
                 }
-                self.shaped_load(&ptrs, &shape, ety, size, n)
+                self.shaped_load(&ptrs, &layout, ety, size, n)
             }
             None => {
                 let mut values = Vec::new();
@@ -1789,12 +2068,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
         // A register address of known shape: all components at once (not
         // with `_` components, which must leave memory alone).
         let whole = !uniform && !ordered && matches!(n, 1 | 2 | 4 | 8) && !srcs.iter().any(|s| matches!(s, Operand::Sink));
-        if let Some(shape) = if whole { self.operand_shape(&args[0], size * n) } else { None } {
+        if let Some(layout) = if whole { self.operand_layout(&args[0], size * n) } else { None } {
             let mut values = Vec::new();
             for s in &srcs {
                 values.push(self.get(s, ety)?);
             }
-            self.shaped_store(&ptrs, &shape, &values, size);
+            self.shaped_store(&ptrs, &layout, &values, size);
             return Ok(());
         }
         for (k, s) in srcs.iter().enumerate() {

@@ -78,3 +78,38 @@ fn a_plain_barrier_goes_on_with_the_next_warp_and_a_counted_one_returns() {
     let text = ir(&named);
     assert_eq!(text.matches("br label %chain\n").count(), 1, "{text}");
 }
+
+/// A load through `p + 4 * tid.x`, a load through an address read from
+/// memory, and a store through the first address again (after a barrier,
+/// which makes the kernel a warp-mode one).
+const AFFINE: &str = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+.reg .b32 %r<4>;
+.reg .b64 %rd<6>;
+ld.param.u64 %rd1, [p];
+mov.u32 %r1, %tid.x;
+mul.wide.u32 %rd2, %r1, 4;
+add.s64 %rd3, %rd1, %rd2;
+bar.sync 0;
+ld.global.u32 %r2, [%rd3];
+mul.wide.u32 %rd4, %r2, 4;
+add.s64 %rd5, %rd1, %rd4;
+ld.global.u32 %r3, [%rd5];
+st.global.u32 [%rd3], %r3;
+ret;
+}
+"#;
+
+#[test]
+fn a_lane_affine_address_skips_looking_at_the_lanes_while_its_bit_holds() {
+    let text = ir(AFFINE);
+    // One branch on the affine bit, for %rd3 (its store reuses it); none for
+    // the address read from memory, whose lanes are looked at.
+    assert_eq!(text.matches(", label %aff").count(), 1, "{text}");
+    assert_eq!(text.matches("phi i32 [1, %aff").count(), 1, "consecutive when the bit holds:\n{text}");
+    // Both loads keep the run-time look at the lanes for when it does not.
+    assert_eq!(text.matches("call i1 @llvm.vector.reduce.and.v32i1").count(), 4, "{text}");
+}

@@ -589,3 +589,102 @@ fn vector_stores_to_consecutive_addresses_in_both_modes() {
         }
     }
 }
+
+// ---- lane-affine addresses (ptx/affine.ptx) ----
+
+fn affine_input(n: u32) -> Vec<u32> {
+    (0..n).map(|i| i * 7 + 1).collect()
+}
+
+#[test]
+fn addresses_rewritten_by_some_lanes_are_looked_at_again_in_both_modes() {
+    let mut input = affine_input(264);
+    for warp_mode in [true, false] {
+        let p = warp_program("affine.ptx", warp_mode);
+        let mut out = vec![0u32; 128];
+        let k = p.kernel("masked_rewrites").expect("kernel");
+        launch(exec(), k, [1, 1, 1], [64, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut input)), Arg::Buf(as_bytes(&mut out))])
+            .expect("params")
+            .expect("launch");
+        for t in 0..64u32 {
+            let guarded = t + if t % 2 == 1 { 64 } else { 0 };
+            let branched = t + if t % 2 == 0 { 128 } else { 0 };
+            assert_eq!(out[t as usize], input[guarded as usize], "guarded write, thread {t}, warp mode {warp_mode}");
+            assert_eq!(out[64 + t as usize], input[branched as usize], "branch, thread {t}, warp mode {warp_mode}");
+        }
+        // Lane 0 or lane 16 left before the others moved on: it no longer
+        // gives the base of its half warp.
+        for leaver in [0u32, 16] {
+            let mut out = vec![u32::MAX; 64];
+            let k = p.kernel("one_lane_left").expect("kernel");
+            launch(exec(), k, [1, 1, 1], [64, 1, 1], 0, &mut [
+                Arg::Buf(as_bytes(&mut input)),
+                Arg::Buf(as_bytes(&mut out)),
+                Arg::U32(leaver),
+            ])
+            .expect("params")
+            .expect("launch");
+            for t in 0..64usize {
+                let want = if t as u32 % 32 == leaver { u32::MAX } else { input[t + 64] };
+                assert_eq!(out[t], want, "thread {t}, lane {leaver} left, warp mode {warp_mode}");
+            }
+        }
+        // Three rounds of barriers: the register stays unknown across each.
+        let mut out = vec![0u32; 64];
+        let k = p.kernel("rewrites_across_barriers").expect("kernel");
+        launch(exec(), k, [2, 1, 1], [64, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut input)), Arg::Buf(as_bytes(&mut out))])
+            .expect("params")
+            .expect("launch");
+        for t in 0..64u32 {
+            let want: u32 = (0..3).map(|j| input[(t + if t % 2 == 1 { 64 * (j + 1) } else { 0 } + j) as usize]).sum();
+            assert_eq!(out[t as usize], want, "thread {t}, warp mode {warp_mode}");
+        }
+    }
+}
+
+#[test]
+fn thread_ids_of_warps_that_span_two_rows_in_both_modes() {
+    let mut input = affine_input(128);
+    for warp_mode in [true, false] {
+        let p = warp_program("affine.ptx", warp_mode);
+        let k = p.kernel("rows_of_48").expect("kernel");
+        let mut out = vec![0u32; 96];
+        launch(exec(), k, [1, 1, 1], [48, 2, 1], 0, &mut [Arg::Buf(as_bytes(&mut input)), Arg::Buf(as_bytes(&mut out))])
+            .expect("params")
+            .expect("launch");
+        for y in 0..2usize {
+            for x in 0..48usize {
+                assert_eq!(out[y * 48 + x], input[x] + input[100 + y], "thread ({x}, {y}), warp mode {warp_mode}");
+            }
+        }
+    }
+}
+
+#[test]
+fn indices_that_wrap_between_lanes_are_widened_lane_by_lane_in_both_modes() {
+    // 4 GiB of address space (touched in two places only): lanes 0-15 read
+    // past 2^32, lanes 16-31 near the start.
+    const FAR: usize = 1 << 32;
+    let Some(mut buf) = backend_cpu::memory::DeviceBuffer::zeroed(FAR + 64) else {
+        panic!("4 GiB of address space for the wrapping-index test");
+    };
+    {
+        let bytes = buf.as_mut_slice();
+        for k in 0..16 {
+            bytes[16 + k] = 17 + k as u8;
+            bytes[FAR + k] = 100 + k as u8;
+        }
+    }
+    let want: Vec<u32> = (0..32u32).map(|k| if k < 16 { 100 + k } else { k + 1 }).collect();
+    for warp_mode in [true, false] {
+        let p = warp_program("affine.ptx", warp_mode);
+        let k = p.kernel("wrapping_indices").expect("kernel");
+        let mut out = vec![0u32; 96];
+        launch(exec(), k, [1, 1, 1], [32, 1, 1], 0, &mut [Arg::Buf(buf.as_mut_slice()), Arg::Buf(as_bytes(&mut out))])
+            .expect("params")
+            .expect("launch");
+        for (read, what) in ["signed", "unsigned", "mul.wide"].iter().enumerate() {
+            assert_eq!(&out[read * 32..read * 32 + 32], &want[..], "{what} widening, warp mode {warp_mode}");
+        }
+    }
+}

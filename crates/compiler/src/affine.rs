@@ -1,0 +1,415 @@
+//! Lane-affine registers of warp mode.
+//!
+//! Most addresses a kernel computes are a warp-uniform base plus a fixed
+//! multiple of the lane number: `base + 4 * tid.x`, a grid-stride index
+//! advanced by a uniform step. Warp mode loads such addresses as one
+//! vector, but finding that out from the lanes' values costs some thirty
+//! vector instructions per access. This analysis finds, when the kernel is
+//! compiled, the registers every write of which keeps that form and the
+//! multiple (the stride); the lowering then keeps one run-time bit per such
+//! register saying whether the form holds in the current warp (it need not:
+//! a write by only some of the lanes, an index that wraps, a block whose
+//! rows are not whole warps), and an access through a register whose bit
+//! is set knows the lanes' shape without looking at them.
+//!
+//! The bit's meaning, which every write keeps: for lane 0 and every lane
+//! still live, the register's value is lane 0's value plus the stride times
+//! the lane number, in the register's width.
+
+use crate::lower::reg_ty;
+use ptx::ast::*;
+use std::collections::HashMap;
+
+/// The stride of each register (indexed by register; in the register's
+/// width, read as signed), or `None` for registers some write leaves
+/// without one.
+pub fn strides(f: &Function, b: &Body) -> Vec<Option<i64>> {
+    let consts = constant_values(b);
+    let n = b.regs.len();
+    let mut state = vec![Lattice::Unknown; n];
+    // Optimistic iteration: a register's stride is the one all its writes
+    // agree on, assuming what is known so far of their operands.
+    loop {
+        let mut changed = false;
+        for s in &b.statements {
+            let Statement::Instruction(inst) = s else { continue };
+            let args = b.args(inst);
+            let first_is_dest = crate::warp::writes_first_operand(inst.op);
+            let mut defs = Vec::new();
+            if first_is_dest {
+                if let Some(&d) = args.first() {
+                    crate::warp::operand_registers(b, d, &mut defs);
+                }
+            }
+            for r in defs {
+                let write = match args.first() {
+                    Some(&Operand::Reg(d)) if d == r => transfer(f, b, inst, &state, &consts),
+                    _ => Lattice::Varying,
+                };
+                let Some(slot) = state.get_mut(r as usize) else { continue };
+                let merged = slot.merge(write);
+                if merged != *slot {
+                    *slot = merged;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    state
+        .iter()
+        .enumerate()
+        .map(|(r, s)| match (s, register_bits(f, b, r as RegId)) {
+            (Lattice::Stride(s), Some(_)) => Some(*s),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What is known of a register's writes so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lattice {
+    /// No write seen yet (or only writes whose operands are not known yet).
+    Unknown,
+    Stride(i64),
+    Varying,
+}
+
+impl Lattice {
+    fn merge(self, other: Lattice) -> Lattice {
+        match (self, other) {
+            (Lattice::Unknown, x) | (x, Lattice::Unknown) => x,
+            (Lattice::Stride(a), Lattice::Stride(b)) if a == b => Lattice::Stride(a),
+            _ => Lattice::Varying,
+        }
+    }
+}
+
+/// The width of an integer register of 32 or 64 bits, the ones tracked.
+pub fn register_bits(f: &Function, b: &Body, r: RegId) -> Option<u32> {
+    let reg = b.regs.get(r as usize)?;
+    match reg_ty(f.var(reg.var).ty) {
+        crate::ir::Ty::I32 => Some(32),
+        crate::ir::Ty::I64 => Some(64),
+        _ => None,
+    }
+}
+
+/// A stride in `bits`-bit arithmetic, read as signed.
+pub fn normalize(s: i64, bits: u32) -> i64 {
+    if bits == 32 { s as i32 as i64 } else { s }
+}
+
+/// The instruction forms that keep the affine form, and how a source
+/// operand enters them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// The result is the operands' values combined by the operation in the
+    /// result's width (`mov`, `add`, `sub`, `mul.lo`, `mad.lo`, `shl` by an
+    /// immediate, `cvta`, truncating or same-width `cvt`, `ld.param`).
+    Plain,
+    /// 32-bit operands widened to 64 bits first (`cvt` to a wider type,
+    /// `mul.wide`, the product of `mad.wide`), sign-extended when `signed`:
+    /// the form survives only when no lane's value wraps around.
+    Widened { signed: bool },
+}
+
+/// How an instruction writing its first operand, a 32- or 64-bit register,
+/// keeps the affine form: the form and which operands are its lane-varying
+/// inputs, or `None` when it does not keep it.
+pub fn form(f: &Function, b: &Body, inst: &Instruction) -> Option<Form> {
+    let args = b.args(inst);
+    let dest = match args.first() {
+        Some(&Operand::Reg(r)) => r,
+        _ => return None,
+    };
+    let dbits = register_bits(f, b, dest)?;
+    let t = inst.ty(b)?;
+    let int = t.is_integer() && !t.is_float();
+    let plain_ok = |k: usize| operand_width_ok(f, b, args.get(k), dbits);
+    match inst.op {
+        Opcode::Mov if args.len() == 2 && int && t.bits() == dbits => plain_ok(1).then_some(Form::Plain),
+        Opcode::Add | Opcode::Sub
+            if args.len() == 3 && int && t.bits() == dbits && !inst.has(b, Flag::Sat) && !inst.has(b, Flag::Cc) =>
+        {
+            (plain_ok(1) && plain_ok(2)).then_some(Form::Plain)
+        }
+        Opcode::Mul | Opcode::Mad if int && inst.has(b, Flag::LoHalf) && t.bits() == dbits => {
+            let n = if inst.op == Opcode::Mul { 3 } else { 4 };
+            (args.len() == n && (1..n).all(plain_ok)).then_some(Form::Plain)
+        }
+        Opcode::Mul | Opcode::Mad if int && inst.has(b, Flag::Wide) && t.bits() == 32 && dbits == 64 => {
+            let n = if inst.op == Opcode::Mul { 3 } else { 4 };
+            let ok = args.len() == n
+                && operand_width_ok(f, b, args.get(1), 32)
+                && operand_width_ok(f, b, args.get(2), 32)
+                && (n == 3 || operand_width_ok(f, b, args.get(3), 64));
+            ok.then_some(Form::Widened { signed: t.is_signed() })
+        }
+        Opcode::Shl if args.len() == 3 && t.bits() == dbits && matches!(args[2], Operand::Imm(k) if (0..dbits as i64).contains(&k)) => {
+            plain_ok(1).then_some(Form::Plain)
+        }
+        Opcode::Cvta if args.len() == 2 && t.bits() == dbits => operand_width_ok(f, b, args.get(1), 64).then_some(Form::Plain),
+        Opcode::Cvt if args.len() == 2 && inst.rounding(b).is_none() && !inst.has(b, Flag::Sat) => {
+            let mut types = inst.types(b);
+            let (to, from) = (types.next()?, types.next()?);
+            if !(to.is_integer() && from.is_integer()) || to.bits() != dbits || !matches!(from.bits(), 32 | 64) {
+                return None;
+            }
+            if !operand_width_ok(f, b, args.get(1), from.bits()) {
+                return None;
+            }
+            if from.bits() < to.bits() { Some(Form::Widened { signed: from.is_signed() }) } else { Some(Form::Plain) }
+        }
+        Opcode::Ld if args.len() == 2 && t.bits() == dbits && inst.space(b) == Some(StateSpace::Param) => {
+            // A kernel parameter: the same value in every lane.
+            match args[1].address() {
+                Some((AddrBase::Var(v), _)) if f.params.contains(&v) => Some(Form::Plain),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Whether a source operand can enter a `bits`-wide affine computation: an
+/// immediate, a uniform special register, a symbol's address or a register
+/// of that width.
+fn operand_width_ok(f: &Function, b: &Body, op: Option<&Operand>, bits: u32) -> bool {
+    match op {
+        Some(Operand::Imm(_)) => true,
+        Some(Operand::Reg(r)) => register_bits(f, b, *r) == Some(bits),
+        Some(Operand::Special(s, _)) => special_stride(*s).is_some() && bits == 32,
+        Some(Operand::Global(_)) => true,
+        _ => false,
+    }
+}
+
+/// The stride of a special register's lanes: `%tid.x` and `%laneid` count
+/// with the lane (`%tid.x` only when the block's rows are whole warps or the
+/// block has one dimension, which the lowering checks when the warp
+/// starts); the others are warp-uniform.
+pub fn special_stride(s: SpecialReg) -> Option<i64> {
+    use SpecialReg::*;
+    match s {
+        Tid | Laneid => Some(1),
+        Ntid | Ctaid | Nctaid => Some(0),
+        _ => None,
+    }
+}
+
+/// Registers every write of which is an unguarded `mov` of one immediate.
+fn constant_values(b: &Body) -> HashMap<RegId, i64> {
+    let mut value: HashMap<RegId, Option<i64>> = HashMap::new();
+    for s in &b.statements {
+        let Statement::Instruction(i) = s else { continue };
+        if !crate::warp::writes_first_operand(i.op) {
+            continue;
+        }
+        let args = b.args(i);
+        let Some(&dest) = args.first() else { continue };
+        let imm = match (i.op, i.guard, dest, args.get(1)) {
+            (Opcode::Mov, None, Operand::Reg(_), Some(Operand::Imm(v))) if args.len() == 2 => Some(*v),
+            _ => None,
+        };
+        let mut written = Vec::new();
+        crate::warp::operand_registers(b, dest, &mut written);
+        for r in written {
+            let known = value.entry(r).or_insert(imm);
+            if *known != imm {
+                *known = None;
+            }
+        }
+    }
+    value.into_iter().filter_map(|(r, v)| Some((r, v?))).collect()
+}
+
+/// The stride of a source operand, as far as known.
+fn operand_stride(op: Operand, state: &[Lattice]) -> Lattice {
+    match op {
+        Operand::Imm(_) | Operand::Global(_) => Lattice::Stride(0),
+        Operand::Special(s, c) => match (s, c) {
+            (SpecialReg::Tid, 1 | 2) => Lattice::Stride(0),
+            _ => special_stride(s).map_or(Lattice::Varying, Lattice::Stride),
+        },
+        Operand::Reg(r) => state.get(r as usize).copied().unwrap_or(Lattice::Varying),
+        _ => Lattice::Varying,
+    }
+}
+
+/// A source operand's value when the kernel is compiled, if known.
+fn operand_constant(op: Operand, consts: &HashMap<RegId, i64>) -> Option<i64> {
+    match op {
+        Operand::Imm(v) => Some(v),
+        Operand::Reg(r) => consts.get(&r).copied(),
+        _ => None,
+    }
+}
+
+/// The stride a write gives its destination.
+fn transfer(f: &Function, b: &Body, inst: &Instruction, state: &[Lattice], consts: &HashMap<RegId, i64>) -> Lattice {
+    let Some(form) = form(f, b, inst) else { return Lattice::Varying };
+    let args = b.args(inst);
+    let Some(dbits) = args.first().and_then(|d| match d {
+        Operand::Reg(r) => register_bits(f, b, *r),
+        _ => None,
+    }) else {
+        return Lattice::Varying;
+    };
+    let s = |k: usize| args.get(k).map_or(Lattice::Varying, |&a| operand_stride(a, state));
+    // The product of operands 1 and 2: affine when one factor is uniform
+    // and the other uniform too or a constant of the compile.
+    let product = || -> Lattice {
+        match (s(1), s(2)) {
+            (Lattice::Unknown, _) | (_, Lattice::Unknown) => Lattice::Unknown,
+            (Lattice::Stride(0), Lattice::Stride(0)) => Lattice::Stride(0),
+            (Lattice::Stride(a), Lattice::Stride(0)) => match operand_constant(args[2], consts) {
+                Some(c) => Lattice::Stride(a.wrapping_mul(c)),
+                None => Lattice::Varying,
+            },
+            (Lattice::Stride(0), Lattice::Stride(b2)) => match operand_constant(args[1], consts) {
+                Some(c) => Lattice::Stride(b2.wrapping_mul(c)),
+                None => Lattice::Varying,
+            },
+            _ => Lattice::Varying,
+        }
+    };
+    let sum = |x: Lattice, y: Lattice, sub: bool| -> Lattice {
+        match (x, y) {
+            (Lattice::Unknown, _) | (_, Lattice::Unknown) => Lattice::Unknown,
+            (Lattice::Stride(a), Lattice::Stride(b2)) => Lattice::Stride(if sub { a.wrapping_sub(b2) } else { a.wrapping_add(b2) }),
+            _ => Lattice::Varying,
+        }
+    };
+    let result = match inst.op {
+        Opcode::Mov | Opcode::Cvta | Opcode::Cvt => s(1),
+        Opcode::Ld => Lattice::Stride(0),
+        Opcode::Add => sum(s(1), s(2), false),
+        Opcode::Sub => sum(s(1), s(2), true),
+        Opcode::Shl => match (s(1), args.get(2)) {
+            (Lattice::Stride(a), Some(Operand::Imm(k))) => Lattice::Stride(a.wrapping_shl(*k as u32)),
+            (x, _) => x,
+        },
+        Opcode::Mul => product(),
+        Opcode::Mad => sum(product(), s(3), false),
+        _ => Lattice::Varying,
+    };
+    // A widened operand keeps its (signed) stride; the lanes' values must
+    // then not wrap, which the lowering checks.
+    let _ = form;
+    match result {
+        Lattice::Stride(x) => Lattice::Stride(normalize(x, dbits)),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The strides of a kernel's registers, by name (`%r3`), for the
+    /// registers that have one.
+    fn named_strides(src: &str) -> HashMap<String, i64> {
+        let module = ptx::parse(src).expect("test PTX parses");
+        let f = module.functions().next().expect("a kernel");
+        let b = f.body.as_ref().expect("a body");
+        strides(f, b)
+            .into_iter()
+            .enumerate()
+            .filter_map(|(r, s)| Some((ptx::reg_name(f, b, r as RegId), s?)))
+            .collect()
+    }
+
+    const KERNEL: &str = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u32 n)
+{
+.reg .pred %q<3>;
+.reg .b16 %rs<2>;
+.reg .b32 %r<20>;
+.reg .b64 %rd<12>;
+ld.param.u64 %rd1, [p];
+ld.param.u32 %r1, [n];
+mov.u32 %r2, %tid.x;
+mov.u32 %r3, %ctaid.x;
+mov.u32 %r4, %ntid.x;
+mad.lo.s32 %r5, %r3, %r4, %r2;
+mul.lo.s32 %r6, %r4, %r3;
+mov.u32 %r7, 12;
+mul.lo.s32 %r8, %r2, %r7;
+shl.b32 %r9, %r2, 3;
+mul.lo.s32 %r10, %r2, %r4;
+LOOP:
+cvt.s64.s32 %rd2, %r5;
+add.s64 %rd3, %rd1, %rd2;
+ld.global.u8 %rs1, [%rd3];
+cvt.u32.u16 %r11, %rs1;
+add.s32 %r5, %r5, %r6;
+setp.lt.s32 %q1, %r5, %r1;
+@%q1 bra LOOP;
+mul.wide.s32 %rd4, %r2, 4;
+mad.wide.u32 %rd5, %r2, 8, %rd1;
+sub.s32 %r12, %r7, %r2;
+mov.u32 %r13, %r2;
+@%q1 mov.u32 %r13, %r8;
+add.sat.s32 %r14, %r2, 1;
+cvt.u32.u64 %r15, %rd5;
+ret;
+}
+"#;
+
+    #[test]
+    fn strides_follow_the_lane_through_arithmetic_loops_and_widening() {
+        let s = named_strides(KERNEL);
+        let want = [
+            ("%rd1", 0),
+            ("%r1", 0),
+            ("%r2", 1),
+            ("%r3", 0),
+            ("%r4", 0),
+            // The grid-stride index: its loop step is uniform.
+            ("%r5", 1),
+            ("%r6", 0),
+            ("%r7", 0),
+            ("%r8", 12),
+            ("%r9", 8),
+            ("%rd2", 1),
+            ("%rd3", 1),
+            ("%rd4", 4),
+            ("%rd5", 8),
+            ("%r12", -1),
+            ("%r15", 8),
+        ];
+        for (name, stride) in want {
+            assert_eq!(s.get(name), Some(&stride), "{name} in {s:?}");
+        }
+        // A product with a uniform factor unknown when compiling, a value
+        // read from memory, two writes of different strides, a saturating
+        // add: no stride.
+        for name in ["%r10", "%r11", "%r13", "%r14"] {
+            assert!(!s.contains_key(name), "{name} has no stride: {s:?}");
+        }
+    }
+
+    #[test]
+    fn widening_forms_know_their_signedness() {
+        let module = ptx::parse(KERNEL).expect("parses");
+        let f = module.functions().next().expect("kernel");
+        let b = f.body.as_ref().expect("body");
+        let forms: Vec<Option<Form>> = b
+            .statements
+            .iter()
+            .filter_map(|s| match s {
+                Statement::Instruction(i) if matches!(i.op, Opcode::Cvt | Opcode::Mul | Opcode::Mad) => Some(form(f, b, i)),
+                _ => None,
+            })
+            .collect();
+        assert!(forms.contains(&Some(Form::Widened { signed: true })), "{forms:?}");
+        assert!(forms.contains(&Some(Form::Widened { signed: false })), "{forms:?}");
+        assert_eq!(normalize(-1i64 & 0xffff_ffff, 32), -1);
+        assert_eq!(normalize(1 << 40, 64), 1 << 40);
+    }
+}
