@@ -81,6 +81,41 @@ pub struct WarpState {
     /// The affine bit the current instruction gives its destination, from
     /// its operands before it executes (`FnLower::affine_prepare`).
     pending_affine: Option<(RegId, V)>,
+    /// Per block: the masks lanes jump to it with, and the labels they jump
+    /// from (`FnLower::warp_branch_back`).
+    incoming: HashMap<u32, Vec<(String, String)>>,
+}
+
+/// Where `begin_block` leaves room for the incoming masks of block `k`
+/// (a control character: nothing else in the IR has one).
+fn incoming_marker(k: u32) -> String {
+    format!("\u{1}in{k}\u{1}")
+}
+
+/// `text` with each block's incoming-mask marker replaced by its phi
+/// edges (none for most blocks), in one pass.
+fn fill_incoming(text: &str, incoming: &HashMap<u32, Vec<(String, String)>>) -> String {
+    let mut out = String::with_capacity(text.len() + 64 * incoming.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("\u{1}in") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 3..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        match (after[..digits].parse::<u32>(), after.as_bytes().get(digits)) {
+            (Ok(k), Some(1)) => {
+                for (m, l) in incoming.get(&k).map(Vec::as_slice).unwrap_or_default() {
+                    let _ = write!(out, ", [{m}, %{l}]");
+                }
+                rest = &after[digits + 1..];
+            }
+            _ => {
+                out.push_str("\u{1}in");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Where a register's affine bit lives: on the stack (saved and restored
@@ -798,6 +833,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             suspended: false,
             affine: Vec::new(),
             pending_affine: None,
+            incoming: HashMap::new(),
         });
         let shapes = self.warp.as_ref().map(|w| resident_shape_slots(self.b, w)).unwrap_or_default();
         if let Some(w) = self.warp.as_mut() {
@@ -1020,6 +1056,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let _ = writeln!(e, "  switch i32 %resume, label %start [ {} ]", cases.join(" "));
         e.push_str(&start);
         d.push_str(&resumes);
+        // The masks of direct backward jumps.
+        let incoming = self.warp.as_mut().map(|w| std::mem::take(&mut w.incoming)).unwrap_or_default();
+        self.out.text = fill_incoming(&self.out.text, &incoming);
         // Every block number has a block (numbering and emission agree), so
         // the switch needs nothing more.
         let missing = String::new();
@@ -1114,7 +1153,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let live = self.out.def(Ty::I1, format_args!("load <{W} x i1>, ptr {}", Self::live_slot()));
         let next = self.out.def(Ty::I32, format_args!("load <{W} x i32>, ptr {}", Self::next_slot()));
         let here = self.icmp("eq", &next, &V::int(Ty::I32, k as i128));
-        let mask = self.bin("and", &live, &here);
+        let waiting = self.bin("and", &live, &here);
+        // Lanes that jump here directly bring their mask along (see
+        // `warp_branch`); the incoming edges are filled in at the end.
+        self.out.terminate(format_args!("br label %B{k}.m"));
+        self.out.label(&format!("B{k}.m"));
+        let mask = V::new(Ty::I1, format!("%wm{k}"));
+        self.out.op(format_args!("{} = phi <{W} x i1> [{}, %B{k}]{}", mask.s, waiting.s, incoming_marker(k)));
         if let Some(w) = self.warp.as_mut() {
             w.block = k;
             w.mask = mask;
@@ -1331,6 +1376,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let mask = self.mask();
         let not_taken = self.bin("xor", &taken, &V::int(Ty::I1, 1));
         let falls = self.bin("and", &mask, &not_taken);
+        let spins = target <= k && self.cx.a.facts.get(&self.item).is_some_and(|f| f.yield_points.contains(&self.stmt));
+        if target <= k && !spins {
+            return self.warp_branch_back(target, &mask, &taken, &falls);
+        }
         self.set_next(&taken, target);
         self.set_next(&falls, fall_block);
         let any_taken = self.any(&taken);
@@ -1350,7 +1399,6 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let alone = self.out.def_scalar(Ty::I1, format_args!("or {any_other}, {}", any_falls.s));
             self.out.def_scalar(Ty::I1, format_args!("xor {alone}, true"))
         };
-        let spins = target <= k && self.cx.a.facts.get(&self.item).is_some_and(|f| f.yield_points.contains(&self.stmt));
         if spins {
             // A loop that may wait for memory another warp or block writes:
             // the other warps run before the next iteration.
@@ -1358,6 +1406,38 @@ impl<'c, 'm> FnLower<'c, 'm> {
             return self.warp_suspend(crate::cpu_abi::warp_frame::YIELD, &zero, &zero, true, false);
         }
         self.out.terminate(format_args!("br {direct}, label %B{target}, label %dispatch"));
+        Ok(())
+    }
+
+    /// A backward branch (a loop's). When every executing lane takes it,
+    /// they are the only lanes of the target block (no lane waits for an
+    /// earlier block than the lowest one, this block), so they jump there
+    /// with their mask, and a loop back to its own block leaves the lanes'
+    /// next block as it is. Otherwise as `warp_branch`.
+    fn warp_branch_back(&mut self, target: u32, mask: &V, taken: &V, falls: &V) -> Res<()> {
+        let k = self.warp.as_ref().map_or(0, |w| w.block);
+        let any_taken = self.any(taken);
+        let any_falls = self.any(falls);
+        let (t, none, direct, split) =
+            (self.out.fresh_label("taken"), self.out.fresh_label("none"), self.out.fresh_label("back"), self.out.fresh_label("split"));
+        self.out.terminate(format_args!("br {any_taken}, label %{t}, label %{none}"));
+        self.out.label(&none);
+        self.set_next(falls, k + 1);
+        self.out.terminate(format_args!("br label %B{}", k + 1));
+        self.out.label(&t);
+        self.out.terminate(format_args!("br {any_falls}, label %{split}, label %{direct}"));
+        self.out.label(&direct);
+        if target != k {
+            self.set_next(mask, target);
+        }
+        self.out.terminate(format_args!("br label %B{target}.m"));
+        if let Some(w) = self.warp.as_mut() {
+            w.incoming.entry(target).or_default().push((mask.s.clone(), direct));
+        }
+        self.out.label(&split);
+        self.set_next(taken, target);
+        self.set_next(falls, k + 1);
+        self.out.terminate(format_args!("br label %dispatch"));
         Ok(())
     }
 

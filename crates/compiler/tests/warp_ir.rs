@@ -113,3 +113,17 @@ fn a_lane_affine_address_skips_looking_at_the_lanes_while_its_bit_holds() {
     // Both loads keep the run-time look at the lanes for when it does not.
     assert_eq!(text.matches("call i1 @llvm.vector.reduce.and.v32i1").count(), 4, "{text}");
 }
+
+#[test]
+fn a_loop_that_every_lane_goes_round_again_jumps_back_with_its_mask() {
+    let text = ir(GRID_STRIDE);
+    // The loop's block takes its mask from the back edge instead of working
+    // it out again from the lanes' next blocks.
+    let phi = text.lines().find(|l| l.contains("= phi <32 x i1>") && l.contains(", %back")).unwrap_or_else(|| panic!("{text}"));
+    assert!(phi.contains("%wm"), "{phi}");
+    // Going round its own block leaves the lanes' next block alone: the
+    // back edge's block stores nothing.
+    let back = text.split("\nback").nth(1).unwrap_or_else(|| panic!("{text}"));
+    let edge: String = back.lines().take_while(|l| !l.starts_with("split")).collect::<Vec<_>>().join("\n");
+    assert!(!edge.contains("store"), "{edge}");
+}

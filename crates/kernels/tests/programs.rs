@@ -688,3 +688,20 @@ fn indices_that_wrap_between_lanes_are_widened_lane_by_lane_in_both_modes() {
         }
     }
 }
+
+#[test]
+fn loops_that_lanes_leave_at_their_own_iteration_in_both_modes() {
+    for warp_mode in [true, false] {
+        let p = warp_program("warp_path.ptx", warp_mode);
+        let k = p.kernel("loops_left_lane_by_lane").expect("kernel");
+        let mut out = vec![0u32; 128];
+        launch(exec(), k, [1, 1, 1], [64, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch");
+        for t in 0..64u32 {
+            let one: u32 = (0..t % 7 + 1).sum();
+            let n = t % 5 + 2;
+            let three: u32 = (0..n).sum::<u32>() + if t % 2 == 1 { 100 * n } else { 0 };
+            assert_eq!(out[t as usize], one, "one-block loop, thread {t}, warp mode {warp_mode}");
+            assert_eq!(out[64 + t as usize], three, "three-block loop, thread {t}, warp mode {warp_mode}");
+        }
+    }
+}
