@@ -133,10 +133,11 @@ struct Layout {
     /// [`SHAPE_SCATTERED`], [`SHAPE_HALVES_CONSECUTIVE`] or
     /// [`SHAPE_HALVES_UNIFORM`] (a scalar i32).
     shape: V,
-    /// When the register has a lane stride: whether its affine bit holds
-    /// (an i1), and the stride. Lane 16's address is then lane 0's plus 16
-    /// strides; lane 16 itself may have exited with an older value.
-    affine: Option<(V, i64)>,
+    /// When the register has a lane stride: how far lane 16's address lies
+    /// from lane 0's (an i64): 16 strides while its affine bit holds (lane
+    /// 16 itself may have exited with an older value), else what the lanes
+    /// hold.
+    lane16: Option<V>,
 }
 
 impl WarpState {
@@ -1716,12 +1717,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 self.out.terminate(format_args!("br label %{j}"));
                 self.out.label(&sv);
                 let looked = self.lane_shape(r, size);
+                let v = self.load_reg(r);
+                let v = self.convert(v, Ty::I64, false);
+                let (x0, x16) = (self.lane0(&v), self.out.def_scalar(Ty::I64, format_args!("extractelement {v}, i32 16")));
+                let apart = self.out.def_scalar(Ty::I64, format_args!("sub {x16}, {}", x0.s));
                 self.out.terminate(format_args!("br label %{j}"));
                 self.out.label(&j);
                 let shape = self.out.def_scalar(Ty::I32, format_args!("phi i32 [{known_shape}, %{fv}], [{}, %{sv}]", looked.s));
-                Layout { shape, affine: Some((ok, s)) }
+                let lane16 = self.out.def_scalar(Ty::I64, format_args!("phi i64 [{}, %{fv}], [{}, %{sv}]", 16 * s, apart.s));
+                Layout { shape, lane16: Some(lane16) }
             }
-            None => Layout { shape: self.lane_shape(r, size), affine: None },
+            None => Layout { shape: self.lane_shape(r, size), lane16: None },
         };
         if let Some(w) = self.warp.as_mut() {
             w.shapes.insert((r, size), layout.clone());
@@ -1745,16 +1751,14 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
     }
 
-    /// The addresses of lanes 0 and 16 of an access of `layout`.
+    /// The addresses of lanes 0 and 16 of an access of `layout` (lane 16's
+    /// from lane 0's when the register has a lane stride: no vector of
+    /// addresses is needed for it).
     fn half_bases(&mut self, ptrs: &V, layout: &Layout) -> (V, V) {
         let p0 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 0"));
-        let p16 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 16"));
-        let p16 = match &layout.affine {
-            Some((ok, s)) => {
-                let at = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {p0}, i64 {}", 16 * s));
-                self.out.def_scalar(Ty::Ptr, format_args!("select {ok}, {at}, {p16}"))
-            }
-            None => p16,
+        let p16 = match &layout.lane16 {
+            Some(d) => self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {p0}, {d}")),
+            None => self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 16")),
         };
         (p0, p16)
     }
