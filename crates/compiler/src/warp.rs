@@ -2715,6 +2715,15 @@ fn plain_per_lane_atomic(name: &str, t: &str, size: u32, lane_body: &str, indexe
     let mut text = format!(
         "define internal <{W} x {t}> @{name}({addresses}, <{W} x {t}> %a, <{W} x {t}> %c, <{W} x i1> %m) #2 {{\nentry:\n  %scratch = alloca {t}, align {size}\n"
     );
+    if indexed {
+        // The offsets go through the stack: a scalar load per lane is one
+        // micro-op where extracting a lane from a vector register is two,
+        // and the lanes' read-modify-writes are all this code does. (The
+        // accesses are volatile so that LLVM does not turn them back into
+        // extracts.)
+        let _ = writeln!(text, "  %xs = alloca <{W} x i32>, align 64");
+        let _ = writeln!(text, "  store volatile <{W} x i32> %x, ptr %xs, align 64");
+    }
     // A converged warp (the common case) goes lane after lane without
     // testing each lane's bit.
     let _ = writeln!(text, "  %all = call i1 @llvm.vector.reduce.and.v{W}i1(<{W} x i1> %m)");
@@ -2735,7 +2744,8 @@ fn plain_per_lane_atomic(name: &str, t: &str, size: u32, lane_body: &str, indexe
                 out
             });
             if indexed {
-                let _ = writeln!(text, "  %xi.{label}{k} = extractelement <{W} x i32> %x, i32 {k}");
+                let _ = writeln!(text, "  %xp.{label}{k} = getelementptr i32, ptr %xs, i32 {k}");
+                let _ = writeln!(text, "  %xi.{label}{k} = load volatile i32, ptr %xp.{label}{k}, align 4");
                 let _ = writeln!(text, "  %xz.{label}{k} = zext i32 %xi.{label}{k} to i64");
                 let _ = writeln!(text, "  %pl.{label}{k} = getelementptr i8, ptr %p, i64 %xz.{label}{k}");
             } else {

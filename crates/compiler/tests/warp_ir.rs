@@ -127,3 +127,40 @@ fn a_loop_that_every_lane_goes_round_again_jumps_back_with_its_mask() {
     let edge: String = back.lines().take_while(|l| !l.starts_with("split")).collect::<Vec<_>>().join("\n");
     assert!(!edge.contains("store"), "{edge}");
 }
+
+#[test]
+fn shared_atomics_of_a_warp_read_the_lanes_offsets_from_the_stack() {
+    // A 32-bit shared address register: each lane's read-modify-write takes
+    // its offset with one scalar load (extracting it from a vector register
+    // would cost two micro-ops).
+    let src = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+.reg .b32 %r<6>;
+.reg .b64 %rd<4>;
+.shared .align 4 .b8 bins[1024];
+ld.param.u64 %rd1, [p];
+mov.u32 %r1, %tid.x;
+cvt.u64.u32 %rd2, %r1;
+add.s64 %rd3, %rd1, %rd2;
+ld.global.u8 %r2, [%rd3];
+shl.b32 %r3, %r2, 2;
+mov.u32 %r4, bins;
+add.s32 %r5, %r4, %r3;
+bar.sync 0;
+atom.shared.add.u32 %r1, [%r5], 1;
+ret;
+}
+"#;
+    let text = ir(src);
+    let helper = text
+        .split("\ndefine ")
+        .find(|f| f.starts_with("internal <32 x i32> @__anycuda_watom_add_i32_u_plain_idx("))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(helper.matches("store volatile <32 x i32> %x").count(), 1, "{helper}");
+    // 32 lanes on the converged path and 32 on the partial one.
+    assert_eq!(helper.matches("load volatile i32").count(), 64, "{helper}");
+    assert!(!helper.contains("extractelement <32 x i32> %x"), "{helper}");
+}
