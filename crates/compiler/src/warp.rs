@@ -1156,7 +1156,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let here = self.icmp("eq", &next, &V::int(Ty::I32, k as i128));
         let waiting = self.bin("and", &live, &here);
         // Lanes that jump here directly bring their mask along (see
-        // `warp_branch`); the incoming edges are filled in at the end.
+        // `warp_branch_back`); the incoming edges are filled in at the end.
         self.out.terminate(format_args!("br label %B{k}.m"));
         self.out.label(&format!("B{k}.m"));
         let mask = V::new(Ty::I1, format!("%wm{k}"));
