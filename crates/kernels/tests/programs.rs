@@ -660,14 +660,49 @@ fn thread_ids_of_warps_that_span_two_rows_in_both_modes() {
     }
 }
 
+/// Address space nothing backs until it is touched (`MAP_NORESERVE`: no
+/// machine needs 4 GiB of memory for a test that touches two pages).
+struct Reserved {
+    p: *mut u8,
+    len: usize,
+}
+
+impl Reserved {
+    fn new(len: usize) -> Reserved {
+        // SAFETY: a fresh anonymous private mapping.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        assert!(p != libc::MAP_FAILED, "{len} bytes of address space");
+        Reserved { p: p.cast(), len }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: the mapping is `len` bytes, readable and writable, ours.
+        unsafe { std::slice::from_raw_parts_mut(self.p, self.len) }
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly what `new` mapped.
+        unsafe { libc::munmap(self.p.cast(), self.len) };
+    }
+}
+
 #[test]
 fn indices_that_wrap_between_lanes_are_widened_lane_by_lane_in_both_modes() {
     // 4 GiB of address space (touched in two places only): lanes 0-15 read
     // past 2^32, lanes 16-31 near the start.
     const FAR: usize = 1 << 32;
-    let Some(mut buf) = backend_cpu::memory::DeviceBuffer::zeroed(FAR + 64) else {
-        panic!("4 GiB of address space for the wrapping-index test");
-    };
+    let mut buf = Reserved::new(FAR + 4096);
     {
         let bytes = buf.as_mut_slice();
         for k in 0..16 {
