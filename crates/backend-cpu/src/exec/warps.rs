@@ -55,6 +55,9 @@ pub(crate) struct Warps {
     live: u32,
     /// Some warp of the block used `bar.arrive`.
     any_arrived_only: bool,
+    /// Bit `id` set: barrier `id` has arrivals (a finishing warp only
+    /// looks at those).
+    busy: u32,
 }
 
 impl Warps {
@@ -88,6 +91,7 @@ impl Warps {
         self.yielded.clear();
         self.live = warps as u32;
         self.any_arrived_only = false;
+        self.busy = 0;
         Ok(())
     }
 
@@ -212,6 +216,7 @@ impl Warps {
             barrier.count = count;
         }
         barrier.arrived += 1;
+        self.busy |= 1 << id;
         if wait {
             barrier.waiters.push(w);
             self.state[w as usize] = WarpState::AtBarrier(id as u8);
@@ -238,6 +243,9 @@ impl Warps {
         barrier.count = 0;
         barrier.arrived += end - first;
         barrier.waiters.extend(first..end);
+        if end > first {
+            self.busy |= 1;
+        }
         for c in first..end {
             self.state[c as usize] = WarpState::AtBarrier(0);
         }
@@ -248,14 +256,17 @@ impl Warps {
         self.state[w as usize] = WarpState::Done;
         self.live -= 1;
         let arrived = std::mem::take(&mut self.arrived_only[w as usize]);
-        for id in 0..BARRIERS {
+        // Barriers nobody waits at: one warp fewer changes nothing there.
+        let mut busy = self.busy;
+        while busy != 0 {
+            let id = busy.trailing_zeros() as usize;
+            busy &= busy - 1;
             let barrier = &mut self.barriers[id];
-            if barrier.arrived == 0 {
-                // Nobody waits there: one warp fewer changes nothing.
-                continue;
-            }
             if arrived & (1 << id) != 0 && barrier.count == 0 {
                 barrier.arrived -= 1;
+                if barrier.arrived == 0 {
+                    self.busy &= !(1 << id);
+                }
             }
             if barrier.count == 0 {
                 self.check(id);
@@ -276,6 +287,7 @@ impl Warps {
         }
         barrier.waiters.clear();
         barrier.arrived = 0;
+        self.busy &= !(1 << id);
         if self.any_arrived_only {
             for bits in &mut self.arrived_only {
                 *bits &= !(1 << id);
@@ -360,6 +372,29 @@ mod tests {
         w.arrive(0, 3, 0, true);
         w.finish(1);
         assert_eq!(w.ready.iter().copied().collect::<Vec<_>>(), vec![0]);
+    }
+
+    /// Bit `id` of `busy` is set exactly when barrier `id` has arrivals.
+    fn busy_matches(w: &Warps) -> bool {
+        (0..BARRIERS).all(|id| (w.busy >> id & 1 == 1) == (w.barriers[id].arrived > 0))
+    }
+
+    #[test]
+    fn finishing_warps_see_every_barrier_with_arrivals() {
+        let mut w = Warps::default();
+        w.reset(4, 256).expect("frames");
+        w.ready.clear();
+        w.arrive(0, 0, 0, true);
+        w.arrive(1, 5, 0, false);
+        w.arrive_chain(2, 3);
+        assert!(busy_matches(&w) && w.busy == 0b100001, "{:b}", w.busy);
+        // Warp 1's early arrival stops counting; barrier 0 still waits.
+        w.finish(1);
+        assert!(busy_matches(&w) && w.busy == 0b1, "{:b}", w.busy);
+        // The last warp finishing completes barrier 0.
+        w.finish(3);
+        assert!(busy_matches(&w) && w.busy == 0, "{:b}", w.busy);
+        assert_eq!(w.ready.iter().copied().collect::<Vec<_>>(), vec![1, 0, 2]);
     }
 
     #[test]
