@@ -24,7 +24,7 @@ use std::collections::HashMap;
 /// width, read as signed), or `None` for registers some write leaves
 /// without one.
 pub fn strides(f: &Function, b: &Body) -> Vec<Option<i64>> {
-    let consts = constant_values(b);
+    let consts = crate::warp::constant_registers(b);
     let n = b.regs.len();
     let mut state = vec![Lattice::Unknown; n];
     // Optimistic iteration: a register's stride is the one all its writes
@@ -198,32 +198,6 @@ pub fn special_stride(s: SpecialReg) -> Option<i64> {
         Ntid | Ctaid | Nctaid => Some(0),
         _ => None,
     }
-}
-
-/// Registers every write of which is an unguarded `mov` of one immediate.
-fn constant_values(b: &Body) -> HashMap<RegId, i64> {
-    let mut value: HashMap<RegId, Option<i64>> = HashMap::new();
-    for s in &b.statements {
-        let Statement::Instruction(i) = s else { continue };
-        if !crate::warp::writes_first_operand(i.op) {
-            continue;
-        }
-        let args = b.args(i);
-        let Some(&dest) = args.first() else { continue };
-        let imm = match (i.op, i.guard, dest, args.get(1)) {
-            (Opcode::Mov, None, Operand::Reg(_), Some(Operand::Imm(v))) if args.len() == 2 => Some(*v),
-            _ => None,
-        };
-        let mut written = Vec::new();
-        crate::warp::operand_registers(b, dest, &mut written);
-        for r in written {
-            let known = value.entry(r).or_insert(imm);
-            if *known != imm {
-                *known = None;
-            }
-        }
-    }
-    value.into_iter().filter_map(|(r, v)| Some((r, v?))).collect()
 }
 
 /// The stride of a source operand, as far as known.

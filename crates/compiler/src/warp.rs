@@ -604,7 +604,9 @@ fn resident_shape_slots(b: &Body, w: &WarpState) -> HashMap<(RegId, u32), u32> {
     slots
 }
 
-fn constant_registers(b: &Body) -> HashMap<RegId, i64> {
+/// Registers every write of which is an unguarded `mov` of one immediate:
+/// their value is known when the kernel is compiled.
+pub(crate) fn constant_registers(b: &Body) -> HashMap<RegId, i64> {
     fn defs(b: &Body, op: Operand, out: &mut Vec<RegId>) {
         match op {
             Operand::Reg(r) | Operand::RegComponent(r, _) | Operand::SinkPred(r) => out.push(r),
