@@ -12,9 +12,13 @@
 //! rows are not whole warps), and an access through a register whose bit
 //! is set knows the lanes' shape without looking at them.
 //!
-//! The bit's meaning, which every write keeps: for lane 0 and every lane
-//! still live, the register's value is lane 0's value plus the stride times
-//! the lane number, in the register's width.
+//! The bit's meaning, which every write keeps: in each half warp, for the
+//! half's first lane (0 or 16) and every lane of it still live, the
+//! register's value is the first lane's value plus the stride times the
+//! lane's distance from it, in the register's width. Blocks whose rows are
+//! half warps (16 threads wide) make `%tid.x` affine only that far; where
+//! the rows are whole warps or the block has one dimension, lane 16 also
+//! follows lane 0 (the lowering knows which per warp).
 
 use crate::lower::reg_ty;
 use ptx::ast::*;
@@ -188,9 +192,9 @@ fn operand_width_ok(f: &Function, b: &Body, op: Option<&Operand>, bits: u32) -> 
 }
 
 /// The stride of a special register's lanes: `%tid.x` and `%laneid` count
-/// with the lane (`%tid.x` only when the block's rows are whole warps or the
-/// block has one dimension, which the lowering checks when the warp
-/// starts); the others are warp-uniform.
+/// with the lane (`%tid.x` only when the block's rows are whole half warps
+/// or the block has one dimension, which the lowering checks when the warp
+/// starts); the others are uniform.
 pub fn special_stride(s: SpecialReg) -> Option<i64> {
     use SpecialReg::*;
     match s {

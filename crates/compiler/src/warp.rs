@@ -969,12 +969,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
         for d in ["x", "y", "z"] {
             let _ = writeln!(e, "  %tid.{d}v = phi <{W} x i32> [%tid.{d}n, %ids.store], [%tid.{d}s, %ids.saved]");
         }
-        // `%tid` is affine (stride 1 along x, uniform along y and z) when
-        // the block's rows are whole warps or it has one dimension.
+        // `%tid` is affine (stride 1 along x, uniform along y and z) in
+        // each half warp when the block's rows are whole half warps or it
+        // has one dimension; across the whole warp (`%aff.whole`) when its
+        // rows are whole warps or it has one dimension.
         let _ = writeln!(e, "  %aff.nxl = and i32 %ntid.x, {}", W - 1);
         let _ = writeln!(e, "  %aff.rows = icmp eq i32 %aff.nxl, 0");
+        let _ = writeln!(e, "  %aff.nxh = and i32 %ntid.x, {}", W / 2 - 1);
+        let _ = writeln!(e, "  %aff.halfrows = icmp eq i32 %aff.nxh, 0");
         let _ = writeln!(e, "  %aff.flat = icmp eq i32 %ntid.x, %nthreads");
-        let _ = writeln!(e, "  %aff.ids = or i1 %aff.rows, %aff.flat");
+        let _ = writeln!(e, "  %aff.whole = or i1 %aff.rows, %aff.flat");
+        let _ = writeln!(e, "  %aff.ids = or i1 %aff.halfrows, %aff.flat");
         // Local memory lives in the frame, which outlives suspensions;
         // local addresses are offsets from below it.
         let _ = writeln!(e, "  %lanchor.i = ptrtoint ptr %frame to i64");
@@ -1514,10 +1519,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.warp.as_ref()?.frame.strides.get(r as usize).copied().flatten()
     }
 
-    /// Whether the 32-bit values `x0 + stride * k` of lanes k = 0..31 widen
-    /// (signed or not) to `x0' + stride * k` in 64 bits: no lane wraps.
-    fn widens(&mut self, x0: &V, stride: i64, signed: bool) -> V {
-        let span = 31 * stride;
+    /// Whether the 32-bit values `x0 + stride * k` of lanes k = 0..`lanes`
+    /// widen (signed or not) to `x0' + stride * k` in 64 bits: no lane
+    /// wraps.
+    fn widens(&mut self, x0: &V, stride: i64, signed: bool, lanes: i64) -> V {
+        let span = lanes * stride;
         let (lo, hi) = if signed { (i32::MIN as i64, i32::MAX as i64) } else { (0, u32::MAX as i64) };
         // The lanes run from x0 to x0 + span: x0 must leave that room.
         let (pred, limit) = if stride >= 0 { (if signed { "sle" } else { "ule" }, hi - span) } else { (if signed { "sge" } else { "uge" }, lo - span) };
@@ -1525,6 +1531,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
             return V::scalar(Ty::I1, "false");
         }
         self.out.def_scalar(Ty::I1, format_args!("icmp {pred} {x0}, {}", limit as u32 as i32))
+    }
+
+    /// Whether the 32-bit lanes `v` of stride `stride` widen without a
+    /// lane wrapping: from lane 0 across the warp (where lane 16 follows
+    /// lane 0) and from lane 16 across the upper half (where it does not).
+    fn lanes_widen(&mut self, v: &V, stride: i64, signed: bool) -> V {
+        let x0 = self.lane0(v);
+        let x16 = self.out.def_scalar(Ty::I32, format_args!("extractelement {v}, i32 16"));
+        let whole = self.widens(&x0, stride, signed, 31);
+        let upper = self.widens(&x16, stride, signed, 15);
+        self.out.def_scalar(Ty::I1, format_args!("and {whole}, {}", upper.s))
     }
 
     /// Before an instruction that writes a register with a lane stride:
@@ -1569,8 +1586,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             if let crate::affine::Form::Widened { signed } = form {
                 if k <= 2 && stride != 0 {
                     let v = self.get(&op, Ty::I32)?;
-                    let x0 = if v.lanes > 1 { self.lane0(&v) } else { v };
-                    let ok = self.widens(&x0, stride, signed);
+                    let v = self.vec(v);
+                    let ok = self.lanes_widen(&v, stride, signed);
                     flag = self.out.def_scalar(Ty::I1, format_args!("and {flag}, {}", ok.s));
                 }
             }
@@ -1594,9 +1611,16 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let lb = self.bits(&live);
                 let mb = self.bits(mask);
                 let all = self.out.def_scalar(Ty::I1, format_args!("icmp eq {mb}, {}", lb.s));
+                // The half warps' first lanes (0 and 16) give their bases:
+                // lane 0 must be written, and lane 16 unless no lane of the
+                // upper half is.
                 let low = self.out.def_scalar(Ty::I32, format_args!("and {mb}, 1"));
                 let first = self.out.def_scalar(Ty::I1, format_args!("icmp ne {low}, 0"));
-                let both = self.out.def_scalar(Ty::I1, format_args!("and {all}, {}", first.s));
+                let upper = self.out.def_scalar(Ty::I32, format_args!("lshr {mb}, 16"));
+                let bit16 = self.out.def_scalar(Ty::I32, format_args!("and {upper}, 1"));
+                let none_or_16 = self.out.def_scalar(Ty::I1, format_args!("icmp eq {bit16}, {}", upper.s));
+                let bases = self.out.def_scalar(Ty::I1, format_args!("and {first}, {}", none_or_16.s));
+                let both = self.out.def_scalar(Ty::I1, format_args!("and {all}, {}", bases.s));
                 flag = self.out.def_scalar(Ty::I1, format_args!("and {flag}, {}", both.s));
             }
         }
@@ -1706,27 +1730,35 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 // A 32-bit address widens without sign.
                 let ok = if self.reg_tys[r as usize] == Ty::I32 && s != 0 {
                     let v = self.load_reg(r);
-                    let x0 = self.lane0(&v);
-                    let fits = self.widens(&x0, s, false);
+                    let fits = self.lanes_widen(&v, s, false);
                     self.out.def_scalar(Ty::I1, format_args!("and {bit}, {}", fits.s))
                 } else {
                     bit
                 };
                 let known_shape = if s == 0 { SHAPE_HALVES_UNIFORM } else { SHAPE_HALVES_CONSECUTIVE };
-                let (fv, sv, j) = (self.out.fresh_label("aff"), self.out.fresh_label("cls"), self.out.fresh_label("shj"));
+                let (fv, hv, sv, j) =
+                    (self.out.fresh_label("aff"), self.out.fresh_label("affh"), self.out.fresh_label("cls"), self.out.fresh_label("shj"));
                 self.out.terminate(format_args!("br {ok}, label %{fv}, label %{sv}"));
+                // Lane 16 follows lane 0 when the warp is affine as a whole;
+                // otherwise (rows of a half warp) it starts its own half.
                 self.out.label(&fv);
+                self.out.terminate(format_args!("br i1 %aff.whole, label %{j}, label %{hv}"));
+                self.out.label(&hv);
+                let half_apart = self.lane_distance(r);
                 self.out.terminate(format_args!("br label %{j}"));
                 self.out.label(&sv);
                 let looked = self.lane_shape(r, size);
-                let v = self.load_reg(r);
-                let v = self.convert(v, Ty::I64, false);
-                let (x0, x16) = (self.lane0(&v), self.out.def_scalar(Ty::I64, format_args!("extractelement {v}, i32 16")));
-                let apart = self.out.def_scalar(Ty::I64, format_args!("sub {x16}, {}", x0.s));
+                let apart = self.lane_distance(r);
                 self.out.terminate(format_args!("br label %{j}"));
                 self.out.label(&j);
-                let shape = self.out.def_scalar(Ty::I32, format_args!("phi i32 [{known_shape}, %{fv}], [{}, %{sv}]", looked.s));
-                let lane16 = self.out.def_scalar(Ty::I64, format_args!("phi i64 [{}, %{fv}], [{}, %{sv}]", 16 * s, apart.s));
+                let shape = self.out.def_scalar(
+                    Ty::I32,
+                    format_args!("phi i32 [{known_shape}, %{fv}], [{known_shape}, %{hv}], [{}, %{sv}]", looked.s),
+                );
+                let lane16 = self.out.def_scalar(
+                    Ty::I64,
+                    format_args!("phi i64 [{}, %{fv}], [{}, %{hv}], [{}, %{sv}]", 16 * s, half_apart.s, apart.s),
+                );
                 Layout { shape, lane16: Some(lane16) }
             }
             None => Layout { shape: self.lane_shape(r, size), lane16: None },
@@ -1735,6 +1767,16 @@ impl<'c, 'm> FnLower<'c, 'm> {
             w.shapes.insert((r, size), layout.clone());
         }
         layout
+    }
+
+    /// How far lane 16's value of register `r` lies from lane 0's, as
+    /// 64-bit addresses (zero-extended, like `warp_address`).
+    fn lane_distance(&mut self, r: RegId) -> V {
+        let v = self.load_reg(r);
+        let v = self.convert(v, Ty::I64, false);
+        let x0 = self.lane0(&v);
+        let x16 = self.out.def_scalar(Ty::I64, format_args!("extractelement {v}, i32 16"));
+        self.out.def_scalar(Ty::I64, format_args!("sub {x16}, {}", x0.s))
     }
 
     /// The shape of register `r`'s lanes from the lanes themselves (or

@@ -613,11 +613,12 @@ fn addresses_rewritten_by_some_lanes_are_looked_at_again_in_both_modes() {
             assert_eq!(out[64 + t as usize], input[branched as usize], "branch, thread {t}, warp mode {warp_mode}");
         }
         // Lane 0 or lane 16 left before the others moved on: it no longer
-        // gives the base of its half warp.
-        for leaver in [0u32, 16] {
+        // gives the base of its half warp (in a block of one dimension and
+        // in one of rows of 16).
+        for (leaver, block) in [(0u32, [64, 1, 1]), (16, [64, 1, 1]), (0, [16, 4, 1]), (16, [16, 4, 1])] {
             let mut out = vec![u32::MAX; 64];
             let k = p.kernel("one_lane_left").expect("kernel");
-            launch(exec(), k, [1, 1, 1], [64, 1, 1], 0, &mut [
+            launch(exec(), k, [1, 1, 1], block, 0, &mut [
                 Arg::Buf(as_bytes(&mut input)),
                 Arg::Buf(as_bytes(&mut out)),
                 Arg::U32(leaver),
@@ -626,7 +627,7 @@ fn addresses_rewritten_by_some_lanes_are_looked_at_again_in_both_modes() {
             .expect("launch");
             for t in 0..64usize {
                 let want = if t as u32 % 32 == leaver { u32::MAX } else { input[t + 64] };
-                assert_eq!(out[t], want, "thread {t}, lane {leaver} left, warp mode {warp_mode}");
+                assert_eq!(out[t], want, "thread {t}, lane {leaver} left, block {block:?}, warp mode {warp_mode}");
             }
         }
         // Three rounds of barriers: the register stays unknown across each.
@@ -711,6 +712,27 @@ fn indices_that_wrap_between_lanes_are_widened_lane_by_lane_in_both_modes() {
         }
     }
     let want: Vec<u32> = (0..32u32).map(|k| if k < 16 { 100 + k } else { k + 1 }).collect();
+    let mut rows = Reserved::new(FAR + 4096);
+    let half = 1usize << 31;
+    {
+        let bytes = rows.as_mut_slice();
+        for x in 0..16 {
+            bytes[half + x] = 1 + x as u8;
+            bytes[x] = 50 + x as u8;
+            bytes[FAR - 8 + x] = 150 + x as u8;
+        }
+    }
+    // Row 1 of blocks of 16 x 2: its indices wrap inside the upper half warp.
+    let rows_want: Vec<u32> = (0..32u32)
+        .map(|t| {
+            let (x, y) = (t % 16, t / 16);
+            match (y, x) {
+                (0, x) => 1 + x,
+                (_, x) if x < 8 => 150 + x,
+                (_, x) => 50 + x - 8,
+            }
+        })
+        .collect();
     for warp_mode in [true, false] {
         let p = warp_program("affine.ptx", warp_mode);
         let k = p.kernel("wrapping_indices").expect("kernel");
@@ -721,6 +743,13 @@ fn indices_that_wrap_between_lanes_are_widened_lane_by_lane_in_both_modes() {
         for (read, what) in ["signed", "unsigned", "mul.wide"].iter().enumerate() {
             assert_eq!(&out[read * 32..read * 32 + 32], &want[..], "{what} widening, warp mode {warp_mode}");
         }
+        let k = p.kernel("wrapping_rows").expect("kernel");
+        let mut out = vec![0u32; 32];
+        let base = rows.as_mut_slice()[half..].as_mut_ptr() as u64;
+        launch(exec(), k, [1, 1, 1], [16, 2, 1], 0, &mut [Arg::U64(base), Arg::Buf(as_bytes(&mut out))])
+            .expect("params")
+            .expect("launch");
+        assert_eq!(out, rows_want, "rows of 16, warp mode {warp_mode}");
     }
 }
 
