@@ -134,9 +134,9 @@ struct Layout {
     /// [`SHAPE_HALVES_UNIFORM`] (a scalar i32).
     shape: V,
     /// When the register has a lane stride: how far lane 16's address lies
-    /// from lane 0's (an i64): 16 strides while its affine bit holds (lane
-    /// 16 itself may have exited with an older value), else what the lanes
-    /// hold.
+    /// from lane 0's (an i64): 16 strides while its affine bit holds in a
+    /// warp affine as a whole (lane 16 itself may have exited with an
+    /// older value), else what the lanes hold.
     lane16: Option<V>,
 }
 
