@@ -794,8 +794,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     pub fn load_reg(&mut self, r: RegId) -> V {
         let ty = self.reg_tys[r as usize];
         if let Some(offset) = self.warp.as_ref().and_then(|w| w.resident_slot(r)) {
-            let q = self.out.fresh("fr");
-            self.out.op(format_args!("{q} = getelementptr i8, ptr %frame, i64 {offset}"));
+            let q = self.frame_ptr(offset);
             return self.out.def(ty, format_args!("load {ty}, ptr {q}, align 64"));
         }
         let p = self.regs[r as usize].clone();
@@ -841,8 +840,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             w.forget_shapes(r);
         }
         if let Some(offset) = self.warp.as_ref().and_then(|w| w.resident_slot(r)) {
-            let q = self.out.fresh("fr");
-            self.out.op(format_args!("{q} = getelementptr i8, ptr %frame, i64 {offset}"));
+            let q = self.frame_ptr(offset);
             self.out.op(format_args!("store {v}, ptr {q}, align 64"));
             self.store_resident_shapes(r, &v);
             return;

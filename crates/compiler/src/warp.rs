@@ -1502,17 +1502,26 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     // ---- lane-affine registers (`crate::affine`) ----------------------------------------
 
+    /// A pointer to byte `offset` of the warp's frame.
+    pub fn frame_ptr(&mut self, offset: u32) -> String {
+        let q = self.out.fresh("fr");
+        self.out.op(format_args!("{q} = getelementptr i8, ptr %frame, i64 {offset}"));
+        q
+    }
+
+    /// Where affine bit `bit` is, as a pointer.
+    fn affine_bit_ptr(&mut self, bit: &AffineBit) -> String {
+        match bit {
+            AffineBit::Stack(slot) => slot.clone(),
+            AffineBit::Frame(offset) => self.frame_ptr(*offset),
+        }
+    }
+
     /// The affine bit of register `r`, loaded, if it has one.
     fn affine_bit(&mut self, r: RegId) -> Option<V> {
         let bit = self.warp.as_ref()?.affine.get(r as usize)?.clone()?;
-        Some(match bit {
-            AffineBit::Stack(slot) => self.out.def_scalar(Ty::I1, format_args!("load i1, ptr {slot}")),
-            AffineBit::Frame(offset) => {
-                let q = self.out.fresh("afp");
-                self.out.op(format_args!("{q} = getelementptr i8, ptr %frame, i64 {offset}"));
-                self.out.def_scalar(Ty::I1, format_args!("load i1, ptr {q}, align 1"))
-            }
-        })
+        let q = self.affine_bit_ptr(&bit);
+        Some(self.out.def_scalar(Ty::I1, format_args!("load i1, ptr {q}, align 1")))
     }
 
     fn stride(&self, r: RegId) -> Option<i64> {
@@ -1624,14 +1633,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 flag = self.out.def_scalar(Ty::I1, format_args!("and {flag}, {}", both.s));
             }
         }
-        match bit {
-            AffineBit::Stack(slot) => self.out.op(format_args!("store {flag}, ptr {slot}")),
-            AffineBit::Frame(offset) => {
-                let q = self.out.fresh("afp");
-                self.out.op(format_args!("{q} = getelementptr i8, ptr %frame, i64 {offset}"));
-                self.out.op(format_args!("store {flag}, ptr {q}, align 1"));
-            }
-        }
+        let q = self.affine_bit_ptr(&bit);
+        self.out.op(format_args!("store {flag}, ptr {q}, align 1"));
     }
 
     // ---- memory --------------------------------------------------------------------
@@ -1784,8 +1787,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     fn lane_shape(&mut self, r: RegId, size: u32) -> V {
         match self.warp.as_ref().and_then(|w| w.resident_shapes.get(&(r, size)).copied()) {
             Some(offset) => {
-                let q = self.out.fresh("shp");
-                self.out.op(format_args!("{q} = getelementptr i8, ptr %frame, i64 {offset}"));
+                let q = self.frame_ptr(offset);
                 self.out.def_scalar(Ty::I32, format_args!("load i32, ptr {q}, align 4"))
             }
             None => {
@@ -1836,8 +1838,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         };
         for (size, offset) in slots {
             let shape = self.classify_lanes(v.clone(), size);
-            let q = self.out.fresh("shp");
-            self.out.op(format_args!("{q} = getelementptr i8, ptr %frame, i64 {offset}"));
+            let q = self.frame_ptr(offset);
             self.out.op(format_args!("store {shape}, ptr {q}, align 4"));
         }
     }
