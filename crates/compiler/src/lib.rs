@@ -27,6 +27,11 @@ pub struct Options {
     /// Which kernels run as warps (32 lanes per call over LLVM vectors, see
     /// `warp.rs`) rather than one thread per call.
     pub warp: WarpMode,
+    /// For tests: the lane classification that stands behind a lane-affine
+    /// register's run-time bit (see `affine.rs`) traps instead of running,
+    /// so a test can show that a kernel's addresses all took the affine
+    /// path. Never set for programs.
+    pub strict_affine: bool,
 }
 
 /// Where warp mode is used.
@@ -52,7 +57,7 @@ impl Default for Options {
             Ok("all") => WarpMode::Always,
             _ => WarpMode::WhereThreadsWait,
         };
-        Options { warp }
+        Options { warp, strict_affine: false }
     }
 }
 
@@ -64,7 +69,8 @@ impl Options {
             WarpMode::WhereThreadsWait => "wait",
             WarpMode::Always => "all",
         };
-        format!("warp={w}")
+        let strict = if self.strict_affine { ",strict-affine" } else { "" };
+        format!("warp={w}{strict}")
     }
 }
 

@@ -1627,7 +1627,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let first = self.out.def_scalar(Ty::I1, format_args!("icmp ne {low}, 0"));
                 let upper = self.out.def_scalar(Ty::I32, format_args!("lshr {mb}, 16"));
                 let bit16 = self.out.def_scalar(Ty::I32, format_args!("and {upper}, 1"));
-                let none_or_16 = self.out.def_scalar(Ty::I1, format_args!("icmp eq {bit16}, {}", upper.s));
+                let has16 = self.out.def_scalar(Ty::I1, format_args!("icmp ne {bit16}, 0"));
+                let none = self.out.def_scalar(Ty::I1, format_args!("icmp eq {upper}, 0"));
+                let none_or_16 = self.out.def_scalar(Ty::I1, format_args!("or {has16}, {}", none.s));
                 let bases = self.out.def_scalar(Ty::I1, format_args!("and {first}, {}", none_or_16.s));
                 let both = self.out.def_scalar(Ty::I1, format_args!("and {all}, {}", bases.s));
                 flag = self.out.def_scalar(Ty::I1, format_args!("and {flag}, {}", both.s));
@@ -1750,6 +1752,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let half_apart = self.lane_distance(r);
                 self.out.terminate(format_args!("br label %{j}"));
                 self.out.label(&sv);
+                if self.cx.opts.strict_affine {
+                    self.cx.declare("llvm.trap", "declare void @llvm.trap()");
+                    self.out.op(format_args!("call void @llvm.trap()"));
+                }
                 let looked = self.lane_shape(r, size);
                 let apart = self.lane_distance(r);
                 self.out.terminate(format_args!("br label %{j}"));

@@ -31,7 +31,7 @@ fn barrier_rounds_of_whole_and_partial_blocks_in_both_modes() {
     // warps of a block go on one after another inside one call and the last
     // one's arrival completes the barrier there.
     for warp_mode in [true, false] {
-        let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off } };
+        let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
         let p = Program::from_file_with("barriers.ptx", &opts).expect("compiles");
         let k = p.kernel("barrier_in_loop").expect("kernel");
         for threads in [32u32, 96, 100, 256] {
@@ -324,7 +324,7 @@ fn tile_collectives_expected(input: &[u32], tid: usize) -> [u32; 12] {
 fn warp_collectives_over_tiles_in_both_modes() {
     let input: Vec<u32> = (0..96u32).map(|i| (i * 37 + i / 7) % 11).collect();
     for warp_mode in [true, false] {
-        let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off } };
+        let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
         let p = Program::from_file_with("warp_groups.ptx", &opts).expect("compiles");
         let k = p.kernel("tile_collectives").expect("kernel");
         assert_eq!(k.info.lanes, if warp_mode { 32 } else { 1 }, "mode");
@@ -366,7 +366,7 @@ fn shared_atomics_from_masked_lanes_in_both_modes() {
         (sum64 >> 32) as u32,
     ];
     for warp_mode in [true, false] {
-        let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off } };
+        let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
         let p = Program::from_file_with("shared_atomics.ptx", &opts).expect("compiles");
         let k = p.kernel("shared_atomics").expect("kernel");
         assert_eq!(k.info.lanes, if warp_mode { 32 } else { 1 }, "mode");
@@ -387,7 +387,7 @@ fn shared_atomics_of_whole_warps_on_shared_words_in_both_modes() {
             bins[(7 * t % 5) as usize] += t;
         }
         for warp_mode in [true, false] {
-            let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off } };
+            let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
             let p = Program::from_file_with("shared_atomics.ptx", &opts).expect("compiles");
             let k = p.kernel("shared_counter").expect("kernel");
             let mut out = vec![u32::MAX; n as usize + 6];
@@ -408,7 +408,7 @@ fn nan_results_are_canonical_where_a_program_can_see_them() {
     for payload in [0x7f80_0001u32, 0xffc1_2345, 0x7fa0_0000] {
         let mut input = [payload, f32::INFINITY.to_bits(), 2.0f32.to_bits(), 3.0f32.to_bits()];
         for warp_mode in [true, false] {
-            let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off } };
+            let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
             let p = Program::from_file_with("nan_chains.ptx", &opts).expect("compiles");
             let k = p.kernel("nan_chains").expect("kernel");
             let mut out = vec![0u32; 40 * 5];
@@ -423,7 +423,7 @@ fn nan_results_are_canonical_where_a_program_can_see_them() {
 }
 
 fn warp_program(file: &str, warp_mode: bool) -> Program {
-    let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off } };
+    let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
     Program::from_file_with(file, &opts).expect("compiles")
 }
 
@@ -639,6 +639,35 @@ fn addresses_rewritten_by_some_lanes_are_looked_at_again_in_both_modes() {
         for t in 0..64u32 {
             let want: u32 = (0..3).map(|j| input[(t + if t % 2 == 1 { 64 * (j + 1) } else { 0 } + j) as usize]).sum();
             assert_eq!(out[t as usize], want, "thread {t}, warp mode {warp_mode}");
+        }
+    }
+}
+
+#[test]
+fn converged_grid_stride_loops_never_look_at_their_lanes() {
+    // With the classification behind the affine bits trapping, a launch
+    // that completes took the affine path at every load through the loop
+    // index and the thread index. Blocks of whole warps, a last warp of 8
+    // lanes (no upper half), of 16, of 24 (part of the upper half) and rows
+    // of 16; n a multiple of the grid's threads, so lanes leave together.
+    let strict = compiler::Options { warp: compiler::WarpMode::Always, strict_affine: true };
+    let programs = [
+        (Program::from_file_with("affine.ptx", &strict).expect("compiles"), "strict warp mode"),
+        (warp_program("affine.ptx", false), "thread mode"),
+    ];
+    for (p, mode) in &programs {
+        let k = p.kernel("grid_stride_counts").expect("kernel");
+        for block in [[64u32, 1, 1], [40, 1, 1], [48, 1, 1], [56, 1, 1], [16, 4, 1]] {
+            let grid = 3u32;
+            let n = grid * block[0] * block[1] * 37;
+            let mut data: Vec<u8> = (0..n).map(|i| (i.wrapping_mul(2654435761) >> 7) as u8 % 32).collect();
+            let mut bins = vec![0u32; 32];
+            launch(exec(), k, [grid, 1, 1], block, 0, &mut [Arg::U32(n), Arg::Buf(&mut data), Arg::Buf(as_bytes(&mut bins))])
+                .expect("params")
+                .unwrap_or_else(|e| panic!("block {block:?}, {mode}: {e:?}"));
+            let mut want = vec![0u32; 32];
+            data.iter().for_each(|&v| want[v as usize] += 1);
+            assert_eq!(bins, want, "block {block:?}, {mode}");
         }
     }
 }

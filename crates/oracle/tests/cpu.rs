@@ -12,7 +12,7 @@ struct Family {
 fn load_family(name: &str, warp_mode: bool) -> Result<Family, String> {
     let src = oracle::module_source(name)?;
     let module = ptx::parse(&src).map_err(|d| d.to_string())?;
-    let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off } };
+    let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
     let compiled = compiler::compile_with_options(&module, &src, &compiler::Target::HostCpu, &opts).map_err(|e| e.to_string())?;
     let loaded = backend_cpu::load(&compiled.object).map_err(|e| e.to_string())?;
     let mut kernels = HashMap::new();
