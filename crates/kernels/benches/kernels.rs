@@ -30,6 +30,27 @@ fn nvcc_ptx() -> String {
     std::fs::read_to_string(&out).expect("nvcc output")
 }
 
+/// Runs of each side per measurement.
+const REPS: usize = 7;
+
+/// Best wall times of `reps` runs of `a` and of `b`, in seconds, after one
+/// warm-up of each: the two alternate, so that both see the same moments
+/// of a shared machine (its load comes and goes over seconds).
+fn best_pair<A: FnMut(), B: FnMut()>(reps: usize, a: &mut A, b: &mut B) -> (f64, f64) {
+    a();
+    b();
+    let mut best = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..reps {
+        let t = Instant::now();
+        a();
+        best.0 = best.0.min(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        b();
+        best.1 = best.1.min(t.elapsed().as_secs_f64());
+    }
+    best
+}
+
 /// Best wall time of `reps` runs after one warm-up, in seconds.
 fn best<F: FnMut()>(reps: usize, mut f: F) -> f64 {
     f();
@@ -91,14 +112,14 @@ fn main() {
         let mut ours = [0.0; 2];
         for (c, exec) in execs.iter().enumerate() {
             let mut xs = DeviceVec::from_slice(&x);
-            ours[c] = best(5, || {
+            let yp = y.as_mut_ptr() as usize;
+            let mut ours_run = || {
                 launch(exec, k, [(n as u32).div_ceil(256), 1, 1], [256, 1, 1], 0, &mut [
                     Arg::U32(n as u32), Arg::F32(a), xs.arg(), y.arg(),
                 ]).expect("params").expect("launch");
-            });
+            };
             let parts = cores[c];
-            let yp = y.as_mut_ptr() as usize;
-            native[c] = best(5, || {
+            let mut native_run = || {
                 par(n, parts, |r| {
                     // SAFETY: ranges are disjoint.
                     let ys = unsafe { std::slice::from_raw_parts_mut((yp as *mut f32).add(r.start), r.len()) };
@@ -106,7 +127,8 @@ fn main() {
                         *yi = a * xi + *yi;
                     }
                 });
-            });
+            };
+            (ours[c], native[c]) = best_pair(REPS, &mut ours_run, &mut native_run);
         }
         rows.push(Row { name: "saxpy (16M floats)", native, ours });
     }
@@ -123,14 +145,14 @@ fn main() {
         for (c, exec) in execs.iter().enumerate() {
             let (mut aa, mut bb) = (DeviceVec::from_slice(&a), DeviceVec::from_slice(&b));
             let mut cc = DeviceVec::from_slice(&vec![0f32; n * n]);
-            ours[c] = best(3, || {
+            let mut ours_run = || {
                 launch(exec, k, [(n / 16) as u32, (n / 16) as u32, 1], [16, 16, 1], 0, &mut [
                     Arg::U32(n as u32), aa.arg(), bb.arg(), cc.arg(),
                 ]).expect("params").expect("launch");
-            });
+            };
             let parts = cores[c];
             let rp = reference.as_mut_ptr() as usize;
-            native[c] = best(3, || {
+            let mut native_run = || {
                 par(n, parts, |rows| {
                     for i in rows {
                         // SAFETY: each row is written by one thread.
@@ -144,7 +166,8 @@ fn main() {
                         }
                     }
                 });
-            });
+            };
+            (ours[c], native[c]) = best_pair(REPS, &mut ours_run, &mut native_run);
             let err = cc.iter().zip(reference.iter()).map(|(x, y)| (x - y).abs() / y.abs().max(1.0)).fold(0f32, f32::max);
             assert!(err < 1e-3, "sgemm result differs: {err}");
         }
@@ -162,14 +185,14 @@ fn main() {
         for (c, exec) in execs.iter().enumerate() {
             let mut xs = DeviceVec::from_slice(&x);
             let mut partial = DeviceVec::from_slice(&vec![0f32; blocks]);
-            ours[c] = best(5, || {
+            let mut ours_run = || {
                 launch(exec, k, [blocks as u32, 1, 1], [256, 1, 1], 0, &mut [
                     Arg::U32(n as u32), xs.arg(), partial.arg(),
                 ]).expect("params").expect("launch");
-            });
+            };
             let parts = cores[c];
             let sums = std::sync::Mutex::new(0f64);
-            native[c] = best(5, || {
+            let mut native_run = || {
                 par(n, parts, |r| {
                     let mut acc = [0f32; 8];
                     for ch in x[r].chunks(8) {
@@ -181,7 +204,8 @@ fn main() {
                         *s += acc.iter().sum::<f32>() as f64;
                     }
                 });
-            });
+            };
+            (ours[c], native[c]) = best_pair(REPS, &mut ours_run, &mut native_run);
             let total: f64 = partial.iter().map(|&v| v as f64).sum();
             let want: f64 = x.iter().map(|&v| v as f64).sum();
             assert!((total - want).abs() / want < 1e-4, "reduction {total} vs {want}");
@@ -199,15 +223,15 @@ fn main() {
         for (c, exec) in execs.iter().enumerate() {
             let mut d = DeviceVec::from_slice(&data);
             let mut bins = DeviceVec::from_slice(&[0u32; 256]);
-            ours[c] = best(3, || {
+            let mut ours_run = || {
                 bins.iter_mut().for_each(|b| *b = 0);
                 launch(exec, k, [256, 1, 1], [256, 1, 1], 0, &mut [
                     Arg::U32(n as u32), d.arg(), bins.arg(),
                 ]).expect("params").expect("launch");
-            });
+            };
             let parts = cores[c];
             let merged = std::sync::Mutex::new(vec![0u32; 256]);
-            native[c] = best(3, || {
+            let mut native_run = || {
                 par(n, parts, |r| {
                     let mut h = [0u32; 256];
                     for &v in &data[r] {
@@ -219,7 +243,8 @@ fn main() {
                         }
                     }
                 });
-            });
+            };
+            (ours[c], native[c]) = best_pair(REPS, &mut ours_run, &mut native_run);
             assert_eq!(bins.iter().map(|&b| b as usize).sum::<usize>(), n);
         }
         rows.push(Row { name: "histogram, shared atomics (64M bytes)", native, ours });
@@ -237,14 +262,14 @@ fn main() {
         for (c, exec) in execs.iter().enumerate() {
             let mut inp = DeviceVec::from_slice(&input);
             let mut out = DeviceVec::from_slice(&vec![0f32; blocks * 256]);
-            ours[c] = best(3, || {
+            let mut ours_run = || {
                 launch(exec, k, [blocks as u32, 1, 1], [256, 1, 1], 0, &mut [
                     Arg::U32(iters), inp.arg(), out.arg(),
                 ]).expect("params").expect("launch");
-            });
+            };
             let parts = cores[c];
             let rp = reference.as_mut_ptr() as usize;
-            native[c] = best(3, || {
+            let mut native_run = || {
                 par(blocks, parts, |r| {
                     for b in r {
                         let mut s = [0f32; 258];
@@ -261,7 +286,8 @@ fn main() {
                         o.copy_from_slice(&s[1..257]);
                     }
                 });
-            });
+            };
+            (ours[c], native[c]) = best_pair(REPS, &mut ours_run, &mut native_run);
             let err = out.iter().zip(reference.iter()).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
             assert!(err < 1e-4, "smooth result differs: {err}");
         }
