@@ -187,8 +187,17 @@ fn operand_width_ok(f: &Function, b: &Body, op: Option<&Operand>, bits: u32) -> 
         Some(Operand::Reg(r)) => register_bits(f, b, *r) == Some(bits),
         Some(Operand::Special(s, _)) => special_stride(*s).is_some() && bits == 32,
         Some(Operand::Global(_)) => true,
+        Some(&Operand::Var(v)) => uniform_var(f, v),
         _ => false,
     }
+}
+
+/// Whether a function variable's address is the same in every lane: a
+/// `.shared` variable (an offset in the block's window) or a kernel
+/// parameter, unlike a `.local` one (each lane's own memory).
+pub fn uniform_var(f: &Function, v: VarId) -> bool {
+    matches!(f.var(v).space, StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster)
+        || (f.var(v).space == StateSpace::Param && f.params.contains(&v))
 }
 
 /// The stride of a special register's lanes: `%tid.x` and `%laneid` count
@@ -205,9 +214,10 @@ pub fn special_stride(s: SpecialReg) -> Option<i64> {
 }
 
 /// The stride of a source operand, as far as known.
-fn operand_stride(op: Operand, state: &[Lattice]) -> Lattice {
+fn operand_stride(f: &Function, op: Operand, state: &[Lattice]) -> Lattice {
     match op {
         Operand::Imm(_) | Operand::Global(_) => Lattice::Stride(0),
+        Operand::Var(v) if uniform_var(f, v) => Lattice::Stride(0),
         Operand::Special(s, c) => match (s, c) {
             (SpecialReg::Tid, 1 | 2) => Lattice::Stride(0),
             _ => special_stride(s).map_or(Lattice::Varying, Lattice::Stride),
@@ -236,7 +246,7 @@ fn transfer(f: &Function, b: &Body, inst: &Instruction, state: &[Lattice], const
     }) else {
         return Lattice::Varying;
     };
-    let s = |k: usize| args.get(k).map_or(Lattice::Varying, |&a| operand_stride(a, state));
+    let s = |k: usize| args.get(k).map_or(Lattice::Varying, |&a| operand_stride(f, a, state));
     // The product of operands 1 and 2: affine when one factor is uniform
     // and the other uniform too or a constant of the compile.
     let product = || -> Lattice {
@@ -370,6 +380,34 @@ ret;
         for name in ["%r10", "%r11", "%r13", "%r14"] {
             assert!(!s.contains_key(name), "{name} has no stride: {s:?}");
         }
+    }
+
+    #[test]
+    fn shared_variables_and_parameters_are_uniform_local_ones_are_not() {
+        let s = named_strides(
+            r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+.reg .b32 %r<6>;
+.reg .b64 %rd<4>;
+.shared .align 4 .b8 tile[1024];
+.local .align 4 .b8 scratch[64];
+mov.u32 %r1, tile;
+mov.u32 %r2, %tid.x;
+shl.b32 %r3, %r2, 2;
+add.s32 %r4, %r1, %r3;
+mov.u64 %rd1, scratch;
+mov.u64 %rd2, p;
+ret;
+}
+"#,
+        );
+        assert_eq!(s.get("%r1"), Some(&0), "{s:?}");
+        assert_eq!(s.get("%r4"), Some(&4), "{s:?}");
+        assert_eq!(s.get("%rd2"), Some(&0), "{s:?}");
+        assert!(!s.contains_key("%rd1"), "a local variable's address is each lane's own: {s:?}");
     }
 
     #[test]

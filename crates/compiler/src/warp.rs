@@ -1577,6 +1577,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let op = args[k];
             let (bit, stride) = match op {
                 Operand::Imm(_) | Operand::Global(_) => (None, 0),
+                Operand::Var(v) if crate::affine::uniform_var(self.f, v) => (None, 0),
                 Operand::Special(SpecialReg::Tid, c) => (Some(V::scalar(Ty::I1, "%aff.ids")), if c == 0 { 1 } else { 0 }),
                 Operand::Special(sr, _) => match crate::affine::special_stride(sr) {
                     Some(st) => (None, st),
