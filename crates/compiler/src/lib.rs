@@ -28,9 +28,10 @@ pub struct Options {
     /// `warp.rs`) rather than one thread per call.
     pub warp: WarpMode,
     /// For tests: the lane classification that stands behind a lane-affine
-    /// register's run-time bit (see `affine.rs`) traps instead of running,
-    /// so a test can show that a kernel's addresses all took the affine
-    /// path. Never set for programs.
+    /// register's run-time bit (see `affine.rs`), and the general version
+    /// of a region lowered twice for its affine registers, trap instead of
+    /// running, so a test can show that a kernel's addresses all took the
+    /// affine path. Never set for programs.
     pub strict_affine: bool,
 }
 

@@ -84,6 +84,9 @@ pub struct WarpState {
     /// Per block: the masks lanes jump to it with, and the labels they jump
     /// from (`FnLower::warp_branch_back`).
     incoming: HashMap<u32, Vec<(String, String)>>,
+    /// Address registers whose affine bits the code being lowered runs
+    /// under (`FnLower::lower_versioned`): their shapes are constants.
+    assumed: Vec<RegId>,
 }
 
 /// Where `begin_block` leaves room for the incoming masks of block `k`
@@ -837,6 +840,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             affine: Vec::new(),
             pending_affine: None,
             incoming: HashMap::new(),
+            assumed: Vec::new(),
         });
         let shapes = self.warp.as_ref().map(|w| resident_shape_slots(self.b, w)).unwrap_or_default();
         if let Some(w) = self.warp.as_mut() {
@@ -1008,7 +1012,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
         // Block 0 starts here.
         self.begin_block(0);
-        for (i, s) in self.b.statements.iter().enumerate() {
+        let regions = self.affine_regions();
+        let mut i = 0;
+        while i < self.b.statements.len() {
             self.stmt = i;
             let start = self.warp.as_ref().and_then(|w| w.starts.get(&i).copied());
             if let Some(k) = start {
@@ -1018,9 +1024,15 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 }
                 self.begin_block(k);
             }
-            if let Statement::Instruction(inst) = s {
+            if let Some((end, assumed)) = regions.get(&i) {
+                self.lower_versioned(i, *end, assumed)?;
+                i = *end;
+                continue;
+            }
+            if let Statement::Instruction(inst) = &self.b.statements[i] {
                 self.warp_instruction(inst)?;
             }
+            i += 1;
         }
         // The block after the last statement: lanes reaching it are done.
         let end = self.warp.as_ref().map_or(1, |w| w.blocks);
@@ -1174,6 +1186,124 @@ impl<'c, 'm> FnLower<'c, 'm> {
             // Values computed in another block need not dominate this one.
             w.shapes.clear();
         }
+    }
+
+    /// The regions worth lowering twice (`lower_versioned`), by their first
+    /// statement: the end of each and the registers assumed affine. A
+    /// region is a run of instructions in one block of a loop that neither
+    /// branch, suspend nor end lanes, with at least two loads or stores
+    /// through registers that have a lane stride and that the region does
+    /// not write (the unrolled tile loops of shared-memory kernels).
+    fn affine_regions(&self) -> HashMap<usize, (usize, Vec<RegId>)> {
+        /// Longer runs are cut, bounding the code lowered twice.
+        const MAX_REGION: usize = 512;
+        let mut regions = HashMap::new();
+        let (b, Some(w)) = (self.b, self.warp.as_ref()) else { return regions };
+        let plain = |k: usize| match &b.statements[k] {
+            Statement::Instruction(inst) => {
+                !suspension_site(&self.cx.a, self.item, b, k, inst)
+                    && !matches!(
+                        inst.op,
+                        Opcode::Bra | Opcode::Brx | Opcode::Ret | Opcode::Exit | Opcode::Trap | Opcode::Brkpt | Opcode::Call
+                            | Opcode::Bar | Opcode::Barrier | Opcode::Nanosleep
+                    )
+            }
+            _ => false,
+        };
+        let (mut uses, mut defs) = (Vec::new(), Vec::new());
+        let mut block = 0;
+        let mut i = 0;
+        while i < b.statements.len() {
+            if let Some(&k) = w.starts.get(&i) {
+                block = k;
+            }
+            if !plain(i) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            let mut written = Vec::new();
+            let mut addressed = Vec::new();
+            while i < b.statements.len() && plain(i) && (i == start || !w.starts.contains_key(&i)) && i - start < MAX_REGION {
+                if let Statement::Instruction(inst) = &b.statements[i] {
+                    instruction_registers(b, inst, &mut uses, &mut defs);
+                    written.extend_from_slice(&defs);
+                    let address = match inst.op {
+                        Opcode::Ld => Some(1),
+                        Opcode::St => Some(0),
+                        _ => None,
+                    };
+                    if let Some(Operand::AddrReg(r, _)) = address.and_then(|k| b.args(inst).get(k).copied()) {
+                        if w.frame.strides.get(r as usize).copied().flatten().is_some() {
+                            addressed.push(r);
+                        }
+                    }
+                }
+                i += 1;
+            }
+            addressed.retain(|r| !written.contains(r));
+            let in_loop = w.in_loop.get(block as usize).copied().unwrap_or(false);
+            if in_loop && addressed.len() >= 2 {
+                addressed.sort_unstable();
+                addressed.dedup();
+                regions.insert(start, (i, addressed));
+            }
+        }
+        regions
+    }
+
+    /// Lowers statements `start..end` (a region of `affine_regions`) twice:
+    /// once for warps in which every register of `assumed` holds its affine
+    /// bit, where their accesses know their shapes when compiled (no
+    /// switch per access, so the region's loads and arithmetic interleave
+    /// freely), and once as usual; the region's entry picks one.
+    fn lower_versioned(&mut self, start: usize, end: usize, assumed: &[RegId]) -> Res<()> {
+        let mut cond = V::scalar(Ty::I1, "true");
+        for &r in assumed {
+            let (Some(bit), Some(s)) = (self.affine_bit(r), self.stride(r)) else { continue };
+            cond = self.out.def_scalar(Ty::I1, format_args!("and {cond}, {}", bit.s));
+            // A 32-bit address widens without sign (`address_layout`).
+            if self.reg_tys[r as usize] == Ty::I32 && s != 0 {
+                let v = self.load_reg(r);
+                let fits = self.lanes_widen(&v, s, false);
+                cond = self.out.def_scalar(Ty::I1, format_args!("and {cond}, {}", fits.s));
+            }
+        }
+        let (fast, slow, join) = (self.out.fresh_label("vaff"), self.out.fresh_label("vcls"), self.out.fresh_label("vjoin"));
+        self.out.terminate(format_args!("br {cond}, label %{fast}, label %{slow}"));
+        let Some((mask, shapes)) = self.warp.as_ref().map(|w| (w.mask.clone(), w.shapes.clone())) else {
+            return self.invalid("warp state missing");
+        };
+        for (label, assume) in [(&fast, true), (&slow, false)] {
+            self.out.label(label);
+            if !assume && self.cx.opts.strict_affine {
+                self.cx.declare("llvm.trap", "declare void @llvm.trap()");
+                self.out.op(format_args!("call void @llvm.trap()"));
+            }
+            if let Some(w) = self.warp.as_mut() {
+                w.mask = mask.clone();
+                w.shapes = shapes.clone();
+                w.assumed = if assume { assumed.to_vec() } else { Vec::new() };
+            }
+            for k in start..end {
+                self.stmt = k;
+                if let Statement::Instruction(inst) = &self.b.statements[k] {
+                    self.warp_instruction(inst)?;
+                }
+            }
+            if self.out.terminated {
+                return self.invalid("a versioned region ended its block");
+            }
+            self.out.terminate(format_args!("br label %{join}"));
+        }
+        self.out.label(&join);
+        // Values of either version do not reach past the join.
+        if let Some(w) = self.warp.as_mut() {
+            w.mask = mask;
+            w.shapes = shapes;
+            w.assumed.clear();
+        }
+        Ok(())
     }
 
     /// The executing lanes continue at block `k` (the next one in order).
@@ -1615,11 +1745,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let Some(bit) = self.warp.as_ref().and_then(|w| w.affine.get(r as usize).cloned().flatten()) else { return };
         let pending = self.warp.as_mut().and_then(|w| w.pending_affine.take_if(|(d, _)| *d == r)).map(|(_, f)| f);
         let mut flag = pending.unwrap_or_else(|| V::scalar(Ty::I1, "false"));
+        let q = self.affine_bit_ptr(&bit);
         if let Some(mask) = mask {
+            let mb = self.bits(mask);
             if flag.s != "false" {
                 let live = self.out.def(Ty::I1, format_args!("load <{W} x i1>, ptr {}", Self::live_slot()));
                 let lb = self.bits(&live);
-                let mb = self.bits(mask);
                 let all = self.out.def_scalar(Ty::I1, format_args!("icmp eq {mb}, {}", lb.s));
                 // The half warps' first lanes (0 and 16) give their bases:
                 // lane 0 must be written, and lane 16 unless no lane of the
@@ -1635,8 +1766,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let both = self.out.def_scalar(Ty::I1, format_args!("and {all}, {}", bases.s));
                 flag = self.out.def_scalar(Ty::I1, format_args!("and {flag}, {}", both.s));
             }
+            // No lane writes (a guard false in every lane): the register,
+            // and so its bit, stay as they were.
+            let old = self.out.def_scalar(Ty::I1, format_args!("load i1, ptr {q}, align 1"));
+            let none = self.out.def_scalar(Ty::I1, format_args!("icmp eq {mb}, 0"));
+            flag = self.out.def_scalar(Ty::I1, format_args!("select {none}, {old}, {flag}"));
         }
-        let q = self.affine_bit_ptr(&bit);
         self.out.op(format_args!("store {flag}, ptr {q}, align 1"));
     }
 
@@ -1727,6 +1862,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
             return l;
         }
         let stride = self.stride(r).filter(|&s| s == 0 || s == i64::from(size));
+        if let Some(s) = stride.filter(|_| self.warp.as_ref().is_some_and(|w| w.assumed.contains(&r))) {
+            // The region's entry checked the bit (`lower_versioned`).
+            let shape = V::scalar(Ty::I32, if s == 0 { SHAPE_HALVES_UNIFORM } else { SHAPE_HALVES_CONSECUTIVE }.to_string());
+            let half_apart = self.lane_distance(r);
+            let lane16 = self.out.def_scalar(Ty::I64, format_args!("select i1 %aff.whole, i64 {}, {}", 16 * s, half_apart));
+            let layout = Layout { shape, lane16: Some(lane16) };
+            if let Some(w) = self.warp.as_mut() {
+                w.shapes.insert((r, size), layout.clone());
+            }
+            return layout;
+        }
         let known = match stride {
             Some(s) => self.affine_bit(r).map(|bit| (bit, s)),
             None => None,

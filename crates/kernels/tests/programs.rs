@@ -673,6 +673,41 @@ fn converged_grid_stride_loops_never_look_at_their_lanes() {
 }
 
 #[test]
+fn loop_bodies_lowered_twice_pick_the_version_their_registers_allow() {
+    // Compiled strict, the general version (and any lane comparison)
+    // traps: the launch whose registers hold their affine bits completes
+    // only through the affine version, the first register assumed and the
+    // second, which the loop rewrites, known per access (a guard false in
+    // every lane keeps its bit). Moved addresses need the general version
+    // or a lane comparison: compiled as usual, in both modes.
+    let mut input = affine_input(256 + 128 + 64 + 2);
+    let strict = Program::from_file_with("affine.ptx", &compiler::Options { warp: compiler::WarpMode::Always, strict_affine: true })
+        .expect("compiles");
+    let all = [(false, false), (true, false), (false, true), (true, true)];
+    let programs = [(&strict, &all[..1]), (&warp_program("affine.ptx", true), &all[..]), (&warp_program("affine.ptx", false), &all[..])];
+    for (i, (p, cases)) in programs.into_iter().enumerate() {
+        let k = p.kernel("region_sums").expect("kernel");
+        for &(moved, shifted) in cases {
+            let mut out = vec![0u32; 64];
+            launch(exec(), k, [1, 1, 1], [64, 1, 1], 0, &mut [
+                Arg::Buf(as_bytes(&mut input)),
+                Arg::Buf(as_bytes(&mut out)),
+                Arg::U32(u32::from(moved)),
+                Arg::U32(u32::from(shifted)),
+            ])
+            .expect("params")
+            .unwrap_or_else(|e| panic!("program {i}, moved {moved}, shifted {shifted}: {e:?}"));
+            for t in 0..64usize {
+                let a = t + if moved && t % 2 == 1 { 64 } else { 0 };
+                let c = a + usize::from(shifted && t % 2 == 1);
+                let want = 3 * (input[a] + input[a + 128] + input[c] + input[c + 1]);
+                assert_eq!(out[t], want, "thread {t}, program {i}, moved {moved}, shifted {shifted}");
+            }
+        }
+    }
+}
+
+#[test]
 fn thread_ids_of_warps_that_span_two_rows_in_both_modes() {
     let mut input = affine_input(128);
     for warp_mode in [true, false] {
