@@ -179,8 +179,8 @@ pub fn form(f: &Function, b: &Body, inst: &Instruction) -> Option<Form> {
 }
 
 /// Whether a source operand can enter a `bits`-wide affine computation: an
-/// immediate, a uniform special register, a symbol's address or a register
-/// of that width.
+/// immediate, a uniform special register, a symbol's address, a shared
+/// variable's or kernel parameter's address, or a register of that width.
 fn operand_width_ok(f: &Function, b: &Body, op: Option<&Operand>, bits: u32) -> bool {
     match op {
         Some(Operand::Imm(_)) => true,
