@@ -172,3 +172,61 @@ ret;
     assert_eq!(helper.matches("load volatile i32").count(), 64, "{helper}");
     assert!(!helper.contains("extractelement <32 x i32> %x"), "{helper}");
 }
+
+/// A shared tile read four times per loop iteration through one register
+/// (plus offsets) that the loop does not write, and a barrier in the loop.
+const TILE_LOOP: &str = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u32 n)
+{
+.reg .b32 %r<16>;
+.reg .b64 %rd<4>;
+.reg .pred %q<3>;
+.shared .align 4 .b8 tile[2048];
+ld.param.u64 %rd1, [p];
+ld.param.u32 %r1, [n];
+mov.u32 %r2, %tid.x;
+mov.u32 %r4, tile;
+shl.b32 %r5, %r2, 2;
+add.s32 %r6, %r4, %r5;
+mov.u32 %r7, 0;
+mov.u32 %r8, 0;
+LOOP:
+st.shared.u32 [%r6], %r8;
+bar.sync 0;
+ld.shared.u32 %r9, [%r6];
+ld.shared.u32 %r10, [%r6+128];
+ld.shared.u32 %r11, [%r6+256];
+ld.shared.u32 %r12, [%r6+384];
+add.s32 %r7, %r7, %r9;
+add.s32 %r7, %r7, %r10;
+add.s32 %r7, %r7, %r11;
+add.s32 %r7, %r7, %r12;
+bar.sync 0;
+add.s32 %r8, %r8, 1;
+setp.lt.u32 %q1, %r8, %r1;
+@%q1 bra LOOP;
+mul.wide.u32 %rd2, %r2, 4;
+add.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r7;
+ret;
+}
+"#;
+
+#[test]
+fn a_tile_loop_is_lowered_twice_and_its_affine_version_switches_on_no_shape() {
+    let text = ir(TILE_LOOP);
+    let body = text.split("define i32 @\"__anycuda_thread.k\"").nth(1).expect("the warp function");
+    let fast = body.find("\nvaff").expect("an affine version");
+    let slow = body[fast..].find("\nvcls").map(|i| fast + i).expect("a general version");
+    let join = body[slow..].find("\nvjoin").map(|i| slow + i).expect("a join");
+    // A switch on a run-time value (the affine version's switches are on
+    // constants, which LLVM folds away).
+    let count = |s: &str| s.matches("switch i32 %").count();
+    // The general version picks each load's way by the shape, the affine
+    // version knows it.
+    assert_eq!(count(&body[fast..slow]), 0, "{}", &body[fast..slow]);
+    assert!(count(&body[slow..join]) >= 1, "{}", &body[slow..join]);
+    assert_eq!(body.matches("\nvaff").count(), 1, "one region: the loads between the barriers");
+}
