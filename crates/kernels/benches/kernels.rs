@@ -67,15 +67,22 @@ fn threads() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
-/// Splits `0..n` into `parts` ranges and runs `f` on each in parallel.
+/// Splits `0..n` into `parts` ranges and runs `f` on each in parallel: the
+/// first on this thread, the others on threads of their own, as a launch
+/// runs blocks on the launching thread and `parts - 1` pool threads. (On a
+/// shared machine one core can be slower than the other for a whole
+/// process; the one-core figures of both sides must come from the same
+/// thread.)
 fn par<F: Fn(std::ops::Range<usize>) + Sync>(n: usize, parts: usize, f: F) {
-    let chunk = n.div_ceil(parts);
+    let chunk = n.div_ceil(parts.max(1));
+    let range = |p: usize| (p * chunk).min(n)..((p + 1) * chunk).min(n);
     std::thread::scope(|s| {
-        for p in 0..parts {
-            let r = p * chunk..((p + 1) * chunk).min(n);
+        for p in 1..parts {
+            let r = range(p);
             let f = &f;
             s.spawn(move || f(r));
         }
+        f(range(0));
     });
 }
 
