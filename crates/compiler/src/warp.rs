@@ -2021,7 +2021,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// miss to memory. `bytes`: what the warp reads per iteration.
     fn stride_prefetch(&mut self, ptrs: &V, bytes: u32) {
         const ITERATIONS_AHEAD: u32 = 16;
-        const SAME_SET_AHEAD: u32 = 6;
+        const SAME_SET_AHEAD: u32 = 8;
         const NEAR: i64 = 1 << 20;
         let k = self.warp.as_mut().map_or(0, |w| {
             w.prefetch_slots += 1;
@@ -2044,8 +2044,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
         // than that would be gone again when the load comes.
         let low = self.out.def_scalar(Ty::I64, format_args!("and {stride}, 4095"));
         let paged = self.out.def_scalar(Ty::I1, format_args!("icmp eq {low}, 0"));
-        let iterations = self.out.def_scalar(Ty::I64, format_args!("select {paged}, i64 {SAME_SET_AHEAD}, i64 {ITERATIONS_AHEAD}"));
-        let ahead = self.out.def_scalar(Ty::I64, format_args!("mul {stride}, {}", iterations.s));
+        // Powers of two: the distance is a shift of the stride.
+        let shift = self.out.def_scalar(
+            Ty::I64,
+            format_args!("select {paged}, i64 {}, i64 {}", SAME_SET_AHEAD.trailing_zeros(), ITERATIONS_AHEAD.trailing_zeros()),
+        );
+        let ahead = self.out.def_scalar(Ty::I64, format_args!("shl {stride}, {}", shift.s));
         let dist = self.out.def_scalar(Ty::I64, format_args!("select {near}, {ahead}, i64 0"));
         let target = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {p0}, {dist}"));
         for line in 0..bytes.div_ceil(64).clamp(1, 4) {
