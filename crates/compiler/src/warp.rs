@@ -1259,8 +1259,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// freely), and once as usual; the region's entry picks one.
     fn lower_versioned(&mut self, start: usize, end: usize, assumed: &[RegId]) -> Res<()> {
         let mut cond = V::scalar(Ty::I1, "true");
+        let mut checked = Vec::with_capacity(assumed.len());
         for &r in assumed {
+            // (Every register with a stride has a bit; one without is
+            // simply not assumed.)
             let (Some(bit), Some(s)) = (self.affine_bit(r), self.stride(r)) else { continue };
+            checked.push(r);
             cond = self.out.def_scalar(Ty::I1, format_args!("and {cond}, {}", bit.s));
             // A 32-bit address widens without sign (`address_layout`).
             if self.reg_tys[r as usize] == Ty::I32 && s != 0 {
@@ -1283,7 +1287,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             if let Some(w) = self.warp.as_mut() {
                 w.mask = mask.clone();
                 w.shapes = shapes.clone();
-                w.assumed = if assume { assumed.to_vec() } else { Vec::new() };
+                w.assumed = if assume { checked.clone() } else { Vec::new() };
             }
             for k in start..end {
                 self.stmt = k;
