@@ -1280,9 +1280,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
         };
         for (label, assume) in [(&fast, true), (&slow, false)] {
             self.out.label(label);
-            if !assume && self.cx.opts.strict_affine {
-                self.cx.declare("llvm.trap", "declare void @llvm.trap()");
-                self.out.op(format_args!("call void @llvm.trap()"));
+            if !assume {
+                self.strict_affine_trap();
             }
             if let Some(w) = self.warp.as_mut() {
                 w.mask = mask.clone();
@@ -1636,6 +1635,15 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     // ---- lane-affine registers (`crate::affine`) ----------------------------------------
 
+    /// Where code runs that a warp whose affine bits hold never needs:
+    /// traps when compiled for tests with `Options::strict_affine`.
+    fn strict_affine_trap(&mut self) {
+        if self.cx.opts.strict_affine {
+            self.cx.declare("llvm.trap", "declare void @llvm.trap()");
+            self.out.op(format_args!("call void @llvm.trap()"));
+        }
+    }
+
     /// A pointer to byte `offset` of the warp's frame.
     pub fn frame_ptr(&mut self, offset: u32) -> String {
         let q = self.out.fresh("fr");
@@ -1903,10 +1911,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let half_apart = self.lane_distance(r);
                 self.out.terminate(format_args!("br label %{j}"));
                 self.out.label(&sv);
-                if self.cx.opts.strict_affine {
-                    self.cx.declare("llvm.trap", "declare void @llvm.trap()");
-                    self.out.op(format_args!("call void @llvm.trap()"));
-                }
+                self.strict_affine_trap();
                 let looked = self.lane_shape(r, size);
                 let apart = self.lane_distance(r);
                 self.out.terminate(format_args!("br label %{j}"));

@@ -422,6 +422,13 @@ fn nan_results_are_canonical_where_a_program_can_see_them() {
     }
 }
 
+/// A program in warp mode for every kernel, compiled so that any lane
+/// comparison an affine bit should have spared traps.
+fn strict_affine_program(file: &str) -> Program {
+    let opts = compiler::Options { warp: compiler::WarpMode::Always, strict_affine: true };
+    Program::from_file_with(file, &opts).expect("compiles")
+}
+
 fn warp_program(file: &str, warp_mode: bool) -> Program {
     let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
     Program::from_file_with(file, &opts).expect("compiles")
@@ -650,9 +657,8 @@ fn converged_grid_stride_loops_never_look_at_their_lanes() {
     // index and the thread index. Blocks of whole warps, a last warp of 8
     // lanes (no upper half), of 16, of 24 (part of the upper half) and rows
     // of 16; n a multiple of the grid's threads, so lanes leave together.
-    let strict = compiler::Options { warp: compiler::WarpMode::Always, strict_affine: true };
     let programs = [
-        (Program::from_file_with("affine.ptx", &strict).expect("compiles"), "strict warp mode"),
+        (strict_affine_program("affine.ptx"), "strict warp mode"),
         (warp_program("affine.ptx", false), "thread mode"),
     ];
     for (p, mode) in &programs {
@@ -681,8 +687,7 @@ fn loop_bodies_lowered_twice_pick_the_version_their_registers_allow() {
     // every lane keeps its bit). Moved addresses need the general version
     // or a lane comparison: compiled as usual, in both modes.
     let mut input = affine_input(256 + 128 + 64 + 2);
-    let strict = Program::from_file_with("affine.ptx", &compiler::Options { warp: compiler::WarpMode::Always, strict_affine: true })
-        .expect("compiles");
+    let strict = strict_affine_program("affine.ptx");
     let all = [(false, false), (true, false), (false, true), (true, true)];
     let programs = [(&strict, &all[..1]), (&warp_program("affine.ptx", true), &all[..]), (&warp_program("affine.ptx", false), &all[..])];
     for (i, (p, cases)) in programs.into_iter().enumerate() {
