@@ -124,6 +124,24 @@ fn a_lane_affine_address_skips_looking_at_the_lanes_while_its_bit_holds() {
 }
 
 #[test]
+fn contiguous_accesses_of_a_whole_warp_are_plain_vector_accesses() {
+    let text = ir(AFFINE);
+    // Each of the two loads and the store tests once whether every lane
+    // executes ...
+    let tests: Vec<&str> = text.lines().filter(|l| l.contains(" = icmp eq i32 ") && l.ends_with(", -1")).collect();
+    assert_eq!(tests.len(), 3, "{text}");
+    // ... and then loads the whole warp with one plain load when its halves
+    // lie side by side, else each half with one, ...
+    let whole = text.lines().filter(|l| l.contains(" = load <32 x i32>, ptr %") && l.ends_with(", align 4")).count();
+    assert_eq!(whole, 2, "{text}");
+    assert_eq!(text.matches(" = load <16 x i32>, ptr %").count(), 4, "{text}");
+    assert_eq!(text.matches("store <16 x i32> %part").count(), 2, "{text}");
+    // ... keeping the masked forms for warps with lanes that do not.
+    assert_eq!(text.matches(" = call <16 x i32> @llvm.masked.load.v16i32.p0(").count(), 4, "{text}");
+    assert_eq!(text.matches("call void @llvm.masked.store.v16i32.p0(").count(), 2, "{text}");
+}
+
+#[test]
 fn a_loop_that_every_lane_goes_round_again_jumps_back_with_its_mask() {
     let text = ir(GRID_STRIDE);
     // The loop's block takes its mask from the back edge instead of working

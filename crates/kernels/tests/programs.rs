@@ -838,3 +838,107 @@ fn loops_that_lanes_leave_at_their_own_iteration_in_both_modes() {
         }
     }
 }
+
+/// `len` bytes that end where mapped memory ends: the page after them is
+/// inaccessible, so an access past their end faults.
+struct AtPageEnd {
+    map: *mut u8,
+    /// Bytes mapped before the inaccessible page.
+    data: usize,
+    page: usize,
+    len: usize,
+}
+
+impl AtPageEnd {
+    fn new(len: usize) -> AtPageEnd {
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let data = len.div_ceil(page).max(1) * page;
+        // SAFETY: a fresh anonymous private mapping whose last page is made
+        // inaccessible.
+        let map = unsafe {
+            let p = libc::mmap(std::ptr::null_mut(), data + page, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+            assert!(p != libc::MAP_FAILED, "{} bytes of memory", data + page);
+            assert_eq!(libc::mprotect(p.cast::<u8>().add(data).cast(), page, libc::PROT_NONE), 0, "guard page");
+            p.cast::<u8>()
+        };
+        AtPageEnd { map, data, page, len }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: the `len` bytes before the inaccessible page are mapped
+        // and ours.
+        unsafe { std::slice::from_raw_parts_mut(self.map.add(self.data - self.len), self.len) }
+    }
+
+    fn address(&mut self) -> u64 {
+        self.as_mut_slice().as_mut_ptr() as u64
+    }
+
+    fn words(&mut self) -> Vec<u32> {
+        self.as_mut_slice().chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    }
+}
+
+impl Drop for AtPageEnd {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly what `new` mapped.
+        unsafe { libc::munmap(self.map.cast(), self.data + self.page) };
+    }
+}
+
+#[test]
+fn contiguous_accesses_of_partial_warps_touch_nothing_past_their_last_lane_in_both_modes() {
+    // 40 threads' data, each array ending at an inaccessible page: a warp
+    // with 8 lanes left (blocks of 64) or half warps (blocks of 16) must
+    // neither read nor write past lane 7's element.
+    const N: usize = 40;
+    const UNTOUCHED: u32 = 0xdead_beef;
+    let mut bytes = AtPageEnd::new(N);
+    let mut words = AtPageEnd::new(4 * N);
+    let mut pairs = AtPageEnd::new(8 * N);
+    let mut out = AtPageEnd::new(4 * N);
+    let mut quads = AtPageEnd::new(16 * N);
+    for (i, b) in bytes.as_mut_slice().iter_mut().enumerate() {
+        *b = (3 * i + 1) as u8;
+    }
+    let word = |i: usize| 1000 + 7 * i as u32;
+    let pair = |i: usize| (11 * i as u32, 13 * i as u32 + 5);
+    for (i, c) in words.as_mut_slice().chunks_exact_mut(4).enumerate() {
+        c.copy_from_slice(&word(i).to_le_bytes());
+    }
+    for (i, c) in pairs.as_mut_slice().chunks_exact_mut(8).enumerate() {
+        let (x, y) = pair(i);
+        c[..4].copy_from_slice(&x.to_le_bytes());
+        c[4..].copy_from_slice(&y.to_le_bytes());
+    }
+    let want: Vec<u32> = (0..N).map(|i| (3 * i as u32 + 1) + 2 * word(i) + pair(i).0 + pair(i).1).collect();
+    let want_quads: Vec<u32> = want.iter().flat_map(|&s| [s, s + 1, s + 2, s + 3]).collect();
+    for warp_mode in [true, false] {
+        let p = warp_program("page_ends.ptx", warp_mode);
+        let k = p.kernel("page_end_tails").expect("kernel");
+        for (grid, block) in [(1u32, 64u32), (3, 16), (2, 32)] {
+            out.as_mut_slice().fill(0);
+            quads.as_mut_slice().fill(0);
+            let mut spill = vec![UNTOUCHED; 64];
+            let args = [bytes.address(), words.address(), pairs.address(), out.address()];
+            let quads_at = quads.address();
+            launch(exec(), k, [grid, 1, 1], [block, 1, 1], 0, &mut [
+                Arg::U32(N as u32),
+                Arg::U64(args[0]),
+                Arg::U64(args[1]),
+                Arg::U64(args[2]),
+                Arg::U64(args[3]),
+                Arg::Buf(as_bytes(&mut spill)),
+                Arg::U64(quads_at),
+            ])
+            .expect("params")
+            .unwrap_or_else(|e| panic!("{grid} blocks of {block}, warp mode {warp_mode}: {e:?}"));
+            let what = format!("{grid} blocks of {block}, warp mode {warp_mode}");
+            assert_eq!(out.words(), want, "{what}");
+            assert_eq!(&spill[..N], &want[..], "{what}");
+            assert!(spill[N..].iter().all(|&v| v == UNTOUCHED), "stores past the last lane: {:x?}, {what}", &spill[N..]);
+            assert_eq!(quads.words(), want_quads, "{what}");
+        }
+    }
+}
