@@ -13,6 +13,7 @@ pub mod layout;
 mod lower;
 mod memory;
 pub mod softfloat;
+mod shared_index;
 mod sync;
 mod targets;
 mod warp;

@@ -204,6 +204,10 @@ pub struct Frame {
     /// Frame offset of the affine bit (`affine`) of every register with a
     /// stride and a slot.
     pub affine_bits: HashMap<RegId, u32>,
+    /// Shared atomics (by statement) that load their lanes' indices
+    /// themselves, and the loads (`shared_index::sinkable_load`) they
+    /// replace.
+    pub sunk: HashMap<usize, usize>,
     /// The whole frame of a warp.
     pub bytes: u32,
 }
@@ -231,7 +235,7 @@ fn suspension_site(a: &crate::layout::Analysis, item: ItemId, b: &Body, i: usize
 
 /// The registers an instruction reads, and those it writes (`kills`: the
 /// write is unconditional).
-fn instruction_registers(b: &Body, inst: &Instruction, uses: &mut Vec<RegId>, defs: &mut Vec<RegId>) -> bool {
+pub(crate) fn instruction_registers(b: &Body, inst: &Instruction, uses: &mut Vec<RegId>, defs: &mut Vec<RegId>) -> bool {
     uses.clear();
     defs.clear();
     if let Some(g) = inst.guard {
@@ -247,6 +251,32 @@ fn instruction_registers(b: &Body, inst: &Instruction, uses: &mut Vec<RegId>, de
         }
     }
     inst.guard.is_none()
+}
+
+/// The load a shared atomic at statement `i` makes itself
+/// (`shared_index`), given the registers `live` after it: an unguarded
+/// `atom` or `red` on shared memory whose 32-bit address register is a
+/// constant plus a scaled index loaded in the same straight run, where the
+/// index, the scaled index and the address are read by nothing after it.
+fn sunk_load(a: &crate::layout::Analysis, item: ItemId, f: &Function, b: &Body, i: usize, inst: &Instruction, live: &[bool]) -> Option<usize> {
+    if !matches!(inst.op, Opcode::Atom | Opcode::Red) || inst.guard.is_some() {
+        return None;
+    }
+    if !matches!(inst.space(b), Some(StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster)) {
+        return None;
+    }
+    let args = b.args(inst);
+    let address = if inst.op == Opcode::Red { args.first()? } else { args.get(1)? };
+    let Some((AddrBase::Reg(r), _)) = address.address() else { return None };
+    if crate::lower::reg_ty(f.var(b.regs.get(r as usize)?.var).ty) != Ty::I32 {
+        return None;
+    }
+    let s = crate::shared_index::scaled_index(f, b, i, r, &|v| a.local_shared.get(&(item, v)).copied())?;
+    let dead = |r: RegId| !live.get(r as usize).copied().unwrap_or(true);
+    if !(dead(s.index) && dead(s.scaled) && dead(s.sum)) {
+        return None;
+    }
+    crate::shared_index::sinkable_load(b, i, &s)
 }
 
 /// Which registers each suspension site must save: those a lane at the
@@ -360,6 +390,9 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
                     saved[r as usize] = true;
                 }
                 frame.sites.insert(i, regs);
+            }
+            if let Some(ld) = sunk_load(a, item, f, b, i, inst, &live) {
+                frame.sunk.insert(i, ld);
             }
             let kills = instruction_registers(b, inst, &mut uses, &mut defs);
             if kills {
@@ -2399,6 +2432,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     fn warp_ld(&mut self, inst: &Instruction) -> Res<()> {
         let args = self.b.args(inst);
+        if self.warp.as_ref().is_some_and(|w| w.frame.sunk.values().any(|&l| l == self.stmt)) {
+            // The shared atomic that reads this value loads it itself
+            // (`Frame::sunk`); nothing else reads the register before it
+            // is written again. (Zeros keep the dead code defined.)
+            let Some(t) = inst.ty(self.b) else { return self.invalid("ld needs a type") };
+            return self.set_ext(&args[0], V::new(access_element(t), "zeroinitializer"), t.is_signed());
+        }
         let MemoryAccess { signed, ety, size, ordered, ptrs, uniform, items: dests } =
             self.memory_access(inst, 1, 0, Semantics::Acquire)?;
         let n = dests.len() as u32;
@@ -2476,24 +2516,6 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let space = inst.space(b);
         let cpu_shared = matches!(self.cx.target, crate::Target::HostCpu)
             && matches!(space, Some(StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster));
-        // A 32-bit shared address register: base and offsets (see
-        // `plain_per_lane_atomic`).
-        let indexed = match addr_op.address() {
-            Some((AddrBase::Reg(r), off)) if cpu_shared && self.reg_tys.get(r as usize) == Some(&Ty::I32) => {
-                let sb = self.shared_base();
-                let base = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {sb}, i64 {off}"));
-                Some((base, self.load_reg(r)))
-            }
-            _ => None,
-        };
-        let addresses = match &indexed {
-            Some((base, offsets)) => format!("{base}, {offsets}"),
-            None => {
-                let (ptrs, uniform) = self.warp_address(addr_op, space)?;
-                let ptrs = if uniform { self.vec(ptrs) } else { ptrs };
-                ptrs.to_string()
-            }
-        };
         let op = inst.flags(b).find(|f| {
             matches!(f, Flag::AddOp | Flag::Exch | Flag::Cas | Flag::MinOp | Flag::MaxOp | Flag::Inc | Flag::Dec | Flag::And | Flag::Or | Flag::Xor)
         });
@@ -2505,17 +2527,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         let a = self.get(&srcs[0], ty)?;
         let c = if op == Flag::Cas { self.get(&srcs[1], ty)? } else { V::new(ty, "zeroinitializer") };
-        let signed = t.is_signed();
-        let name = format!(
-            "__anycuda_watom_{}_{}_{}{}{}",
-            op.as_str(),
-            ty.name(),
-            if signed { "s" } else { "u" },
-            if cpu_shared { "_plain" } else { "" },
-            if indexed.is_some() { "_idx" } else { "" }
-        );
+        let call = AtomicCall { op, ty, signed: t.is_signed(), plain: cpu_shared, a, c };
         if cpu_shared && matches!(op, Flag::MinOp | Flag::MaxOp) {
-            let f = match (op, signed) {
+            let f = match (op, call.signed) {
                 (Flag::MinOp, true) => "smin",
                 (Flag::MinOp, false) => "umin",
                 (_, true) => "smax",
@@ -2527,14 +2541,123 @@ impl<'c, 'm> FnLower<'c, 'm> {
         if cpu_shared {
             self.cx.declare("llvm.vector.reduce.and.v32i1", "declare i1 @llvm.vector.reduce.and.v32i1(<32 x i1>)");
         }
-        let text = per_lane_atomic(&name, op, ty, signed, cpu_shared, indexed.is_some());
-        self.cx.helper(&name, || text);
-        let mask = self.mask();
-        let old = self.out.def(ty, format_args!("call {ty} @{name}({addresses}, {a}, {c}, {mask})"));
+        let old = match addr_op.address() {
+            // A 32-bit shared address register: base and offsets, or base
+            // and scaled indices (see `plain_per_lane_atomic`).
+            Some((AddrBase::Reg(r), off)) if cpu_shared && self.reg_tys.get(r as usize) == Some(&Ty::I32) => {
+                let (item, offsets) = (self.item, &self.cx.a.local_shared);
+                let scaled = crate::shared_index::scaled_index(self.f, b, self.stmt, r, &|v| offsets.get(&(item, v)).copied());
+                let sunk = self.warp.as_ref().and_then(|w| w.frame.sunk.get(&self.stmt).copied());
+                match (scaled, sunk) {
+                    (Some(s), Some(ld)) => self.sunk_shared_atomic(&s, ld, off, &call)?,
+                    (Some(s), None) => {
+                        let x = self.load_reg(s.index);
+                        let base = self.shared_at(off + i64::from(s.base));
+                        self.atomic_call(&call, LaneAddresses::Scaled { index: x.ty, shift: s.shift }, &format!("{base}, {x}"))
+                    }
+                    (None, None) => {
+                        let x = self.load_reg(r);
+                        let base = self.shared_at(off);
+                        self.atomic_call(&call, LaneAddresses::Offsets, &format!("{base}, {x}"))
+                    }
+                    (None, Some(_)) => return self.invalid("a shared atomic whose load was moved has no scaled index"),
+                }
+            }
+            _ => {
+                let (ptrs, uniform) = self.warp_address(addr_op, space)?;
+                let ptrs = if uniform { self.vec(ptrs) } else { ptrs };
+                self.atomic_call(&call, LaneAddresses::Pointers, &ptrs.to_string())
+            }
+        };
         if !is_red {
             self.set(&args[0], old)?;
         }
         Ok(())
+    }
+
+    /// `offset` bytes into the shared window.
+    fn shared_at(&mut self, offset: i64) -> V {
+        let sb = self.shared_base();
+        self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {sb}, i64 {offset}"))
+    }
+
+    /// Calls the helper that performs `call`'s atomic lane after lane, with
+    /// the lanes' addresses passed as `lanes` says (`addresses`: those
+    /// arguments); returns the old values.
+    fn atomic_call(&mut self, call: &AtomicCall, lanes: LaneAddresses, addresses: &str) -> V {
+        let AtomicCall { op, ty, signed, plain, a, c } = call;
+        let name = format!(
+            "__anycuda_watom_{}_{}_{}{}{}",
+            op.as_str(),
+            ty.name(),
+            if *signed { "s" } else { "u" },
+            if *plain { "_plain" } else { "" },
+            lanes.suffix()
+        );
+        let text = per_lane_atomic(&name, *op, *ty, *signed, *plain, lanes);
+        self.cx.helper(&name, || text);
+        let mask = self.mask();
+        self.out.def(*ty, format_args!("call {ty} @{name}({addresses}, {a}, {c}, {mask})"))
+    }
+
+    /// A shared atomic addressed by a scaled index that a load in the same
+    /// run read (`Frame::sunk`; the load itself was not lowered): a whole
+    /// warp reading consecutive elements has each lane load its own index
+    /// where its read-modify-write needs it, as a thread would, with no
+    /// vector of indices in between; any other warp loads the indices as
+    /// the load would have and goes on as for a scaled index.
+    fn sunk_shared_atomic(&mut self, s: &crate::shared_index::ScaledIndex, ld_at: usize, off: i64, call: &AtomicCall) -> Res<V> {
+        let b = self.b;
+        let Some(Statement::Instruction(ld)) = b.statements.get(ld_at) else {
+            return self.invalid("a moved load is not an instruction");
+        };
+        let largs = b.args(ld);
+        let Some(lt) = ld.ty(b) else { return self.invalid("ld needs a type") };
+        let lety = access_element(lt);
+        let size = lety.bits() / 8;
+        let lsigned = lt.is_signed();
+        let index = self.reg_tys[s.index as usize];
+        let base = self.shared_at(off + i64::from(s.base));
+        let scaled = LaneAddresses::Scaled { index, shift: s.shift };
+        let (ptrs, uniform) = self.warp_address(&largs[1], ld.space(b))?;
+        let layout = if uniform { None } else { self.operand_layout(&largs[1], size) };
+        let Some(layout) = layout else {
+            let v = self.warp_load(&ptrs, uniform, lety, size, false);
+            let x = self.convert(v, index, lsigned);
+            return Ok(self.atomic_call(call, scaled, &format!("{base}, {x}")));
+        };
+        // What `warp_ld` does for a load in a loop.
+        let in_loop = self.warp.as_ref().is_some_and(|w| w.in_loop.get(w.block as usize).copied().unwrap_or(false));
+        if in_loop && matches!(ld.space(b), Some(StateSpace::Global | StateSpace::Const)) {
+            self.stride_prefetch(&ptrs, W * size);
+        }
+        let (p0, p16) = self.half_bases(&ptrs, &layout);
+        let mask = self.mask();
+        let bits = self.bits(&mask);
+        let full = self.out.def_scalar(Ty::I1, format_args!("icmp eq {bits}, -1"));
+        let shape = layout.shape.clone();
+        let consecutive = self.out.def_scalar(Ty::I1, format_args!("icmp eq {shape}, {SHAPE_HALVES_CONSECUTIVE}"));
+        let next = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {p0}, i64 {}", 16 * size));
+        let adjacent = self.out.def_scalar(Ty::I1, format_args!("icmp eq {p16}, {}", next.s));
+        let both = self.out.def_scalar(Ty::I1, format_args!("and {full}, {}", consecutive.s));
+        let direct = self.out.def_scalar(Ty::I1, format_args!("and {both}, {}", adjacent.s));
+        let (own, vector, loaded, joined) =
+            (self.out.fresh_label("own"), self.out.fresh_label("vec"), self.out.fresh_label("vecl"), self.out.fresh_label("ownj"));
+        self.out.terminate(format_args!("br {direct}, label %{own}, label %{vector}"));
+        self.out.label(&own);
+        let lanes = LaneAddresses::Loaded { load: lety, signed: lsigned, index, shift: s.shift };
+        let first = self.atomic_call(call, lanes, &format!("{base}, {p0}"));
+        self.out.terminate(format_args!("br label %{joined}"));
+        self.out.label(&vector);
+        let v = self.shaped_load(&ptrs, &layout, lety, size, 1).pop().unwrap_or_else(|| V::new(lety, "zeroinitializer"));
+        let x = self.convert(v, index, lsigned);
+        self.out.terminate(format_args!("br label %{loaded}"));
+        self.out.label(&loaded);
+        let second = self.atomic_call(call, scaled, &format!("{base}, {x}"));
+        self.out.terminate(format_args!("br label %{joined}"));
+        self.out.label(&joined);
+        let ty = call.ty;
+        Ok(self.out.def(ty, format_args!("phi {ty} [{}, %{own}], [{}, %{loaded}]", first.s, second.s)))
     }
 
     // ---- barriers and warp collectives ----------------------------------------------------
@@ -2994,29 +3117,83 @@ fn chain_tail(sites: &[String]) -> String {
     t
 }
 
-/// `indexed`: the lanes' addresses come as a base pointer and 32-bit byte
-/// offsets (`ptr %p, <32 x i32> %x`), so that each lane is one extract and
-/// one read-modify-write with the base in the addressing mode, instead of
-/// a vector of 64-bit pointers.
-fn plain_per_lane_atomic(name: &str, t: &str, size: u32, lane_body: &str, indexed: bool) -> String {
-    let addresses = if indexed { format!("ptr %p, <{W} x i32> %x") } else { format!("<{W} x ptr> %p") };
+/// What a warp's atomic does, for its per-lane helper.
+struct AtomicCall {
+    op: Flag,
+    ty: Ty,
+    signed: bool,
+    /// Plain read-modify-writes (shared memory on the CPU).
+    plain: bool,
+    a: V,
+    c: V,
+}
+
+/// How the lanes' addresses reach a warp's plain atomics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LaneAddresses {
+    /// `<32 x ptr> %p`.
+    Pointers,
+    /// A base pointer and 32-bit byte offsets (`ptr %p, <32 x i32> %x`), so
+    /// that each lane is one extract and one read-modify-write with the
+    /// base in the addressing mode, instead of a vector of 64-bit pointers.
+    Offsets,
+    /// A base pointer and indices the read-modify-write scales
+    /// (`shared_index`): lane `k` at `%p + (%x[k] << shift)`.
+    Scaled { index: Ty, shift: u32 },
+    /// A base pointer and where the lanes' indices lie in memory, lane
+    /// after lane (`ptr %p, ptr %q`): lane `k` loads its index, a `load`
+    /// extended to `index` as the load would have, at `%q + k * size`.
+    /// Only for warps whose every lane executes.
+    Loaded { load: Ty, signed: bool, index: Ty, shift: u32 },
+}
+
+impl LaneAddresses {
+    fn suffix(self) -> String {
+        match self {
+            LaneAddresses::Pointers => String::new(),
+            LaneAddresses::Offsets => "_idx".into(),
+            LaneAddresses::Scaled { index, shift } => format!("_{}x{}", index.name(), 1u32 << shift),
+            LaneAddresses::Loaded { load, signed, index, shift } => {
+                format!("_ld{}{}_{}x{}", if signed { "s" } else { "u" }, load.name(), index.name(), 1u32 << shift)
+            }
+        }
+    }
+}
+
+fn plain_per_lane_atomic(name: &str, t: &str, size: u32, lane_body: &str, lanes: LaneAddresses) -> String {
+    let index = match lanes {
+        LaneAddresses::Pointers | LaneAddresses::Loaded { .. } => None,
+        LaneAddresses::Offsets => Some(Ty::I32.name()),
+        LaneAddresses::Scaled { index, .. } => Some(index.name()),
+    };
+    let addresses = match (index, lanes) {
+        (_, LaneAddresses::Loaded { .. }) => "ptr %p, ptr %q".to_string(),
+        (Some(x), _) => format!("ptr %p, <{W} x {x}> %x"),
+        (None, _) => format!("<{W} x ptr> %p"),
+    };
     let mut text = format!(
         "define internal <{W} x {t}> @{name}({addresses}, <{W} x {t}> %a, <{W} x {t}> %c, <{W} x i1> %m) #2 {{\nentry:\n  %scratch = alloca {t}, align {size}\n"
     );
-    if indexed {
+    if let Some(x) = index {
         // The offsets go through the stack: a scalar load per lane is one
         // micro-op where extracting a lane from a vector register is two,
         // and the lanes' read-modify-writes are all this code does. (The
         // accesses are volatile so that LLVM does not turn them back into
         // extracts.)
-        let _ = writeln!(text, "  %xs = alloca <{W} x i32>, align 64");
-        let _ = writeln!(text, "  store volatile <{W} x i32> %x, ptr %xs, align 64");
+        let _ = writeln!(text, "  %xs = alloca <{W} x {x}>, align 64");
+        let _ = writeln!(text, "  store volatile <{W} x {x}> %x, ptr %xs, align 64");
     }
     // A converged warp (the common case) goes lane after lane without
     // testing each lane's bit.
-    let _ = writeln!(text, "  %all = call i1 @llvm.vector.reduce.and.v{W}i1(<{W} x i1> %m)");
-    let _ = writeln!(text, "  br i1 %all, label %full, label %some");
-    for (label, masked) in [("full", false), ("some", true)] {
+    let paths: &[(&str, bool)] = if matches!(lanes, LaneAddresses::Loaded { .. }) {
+        let _ = writeln!(text, "  br label %full");
+        &[("full", false)]
+    } else {
+        let _ = writeln!(text, "  %all = call i1 @llvm.vector.reduce.and.v{W}i1(<{W} x i1> %m)");
+        let _ = writeln!(text, "  br i1 %all, label %full, label %some");
+        &[("full", false), ("some", true)]
+    };
+    for &(label, masked) in paths {
         let _ = writeln!(text, "{label}:");
         let mut acc = "poison".to_string();
         for k in 0..W {
@@ -3031,11 +3208,29 @@ fn plain_per_lane_atomic(name: &str, t: &str, size: u32, lane_body: &str, indexe
                 }
                 out
             });
-            if indexed {
-                let _ = writeln!(text, "  %xp.{label}{k} = getelementptr i32, ptr %xs, i32 {k}");
-                let _ = writeln!(text, "  %xi.{label}{k} = load volatile i32, ptr %xp.{label}{k}, align 4");
-                let _ = writeln!(text, "  %xz.{label}{k} = zext i32 %xi.{label}{k} to i64");
-                let _ = writeln!(text, "  %pl.{label}{k} = getelementptr i8, ptr %p, i64 %xz.{label}{k}");
+            if let LaneAddresses::Loaded { load, signed, index, shift } = lanes {
+                let (l, x, size) = (load.name(), index.name(), load.bits() / 8);
+                let _ = writeln!(text, "  %ql.{label}{k} = getelementptr i8, ptr %q, i64 {}", k * size);
+                let _ = writeln!(text, "  %xl.{label}{k} = load {l}, ptr %ql.{label}{k}, align {size}");
+                if load == index {
+                    let _ = writeln!(text, "  %xi.{label}{k} = add {x} %xl.{label}{k}, 0");
+                } else {
+                    let ext = if signed { "sext" } else { "zext" };
+                    let _ = writeln!(text, "  %xi.{label}{k} = {ext} {l} %xl.{label}{k} to {x}");
+                }
+                let _ = writeln!(text, "  %xz.{label}{k} = zext {x} %xi.{label}{k} to i64");
+                let _ = writeln!(text, "  %xo.{label}{k} = shl nuw nsw i64 %xz.{label}{k}, {shift}");
+                let _ = writeln!(text, "  %pl.{label}{k} = getelementptr i8, ptr %p, i64 %xo.{label}{k}");
+            } else if let Some(x) = index {
+                let _ = writeln!(text, "  %xp.{label}{k} = getelementptr {x}, ptr %xs, i32 {k}");
+                let _ = writeln!(text, "  %xi.{label}{k} = load volatile {x}, ptr %xp.{label}{k}");
+                let _ = writeln!(text, "  %xz.{label}{k} = zext {x} %xi.{label}{k} to i64");
+                let shift = match lanes {
+                    LaneAddresses::Scaled { shift, .. } => shift,
+                    _ => 0,
+                };
+                let _ = writeln!(text, "  %xo.{label}{k} = shl nuw nsw i64 %xz.{label}{k}, {shift}");
+                let _ = writeln!(text, "  %pl.{label}{k} = getelementptr i8, ptr %p, i64 %xo.{label}{k}");
             } else {
                 let _ = writeln!(text, "  %pl.{label}{k} = extractelement <{W} x ptr> %p, i32 {k}");
             }
@@ -3057,7 +3252,7 @@ fn plain_per_lane_atomic(name: &str, t: &str, size: u32, lane_body: &str, indexe
     text
 }
 
-fn per_lane_atomic(name: &str, op: Flag, ty: Ty, signed: bool, plain: bool, indexed: bool) -> String {
+fn per_lane_atomic(name: &str, op: Flag, ty: Ty, signed: bool, plain: bool, lanes: LaneAddresses) -> String {
     let t = ty.name();
     let size = ty.bits() / 8;
     let float = ty.is_float();
@@ -3076,7 +3271,7 @@ fn per_lane_atomic(name: &str, op: Flag, ty: Ty, signed: bool, plain: bool, inde
             _ => format!("%eq = icmp eq {t} %old, %ai\n  %new = select i1 %eq, {t} %ci, {t} %old"),
         };
         let lane_body = format!("  %old = load {t}, ptr %pi, align {size}\n  {compute}\n  store {t} %new, ptr %pi, align {size}");
-        return plain_per_lane_atomic(name, t, size, &lane_body, indexed);
+        return plain_per_lane_atomic(name, t, size, &lane_body, lanes);
     } else {
         let rmw = match op {
             Flag::AddOp if float => "fadd",

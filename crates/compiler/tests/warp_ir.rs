@@ -141,6 +141,49 @@ fn contiguous_accesses_of_a_whole_warp_are_plain_vector_accesses() {
     assert_eq!(text.matches("call void @llvm.masked.store.v16i32.p0(").count(), 2, "{text}");
 }
 
+/// `atomicAdd(&bins[data[i]], 1)` for bytes, as nvcc writes it.
+const BYTE_BINS: &str = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+.reg .b16 %rs<3>;
+.reg .b32 %r<8>;
+.reg .b64 %rd<6>;
+.shared .align 4 .b8 bins[1024];
+ld.param.u64 %rd1, [p];
+mov.u32 %r1, %tid.x;
+mov.u32 %r2, bins;
+bar.sync 0;
+cvt.u64.u32 %rd2, %r1;
+add.s64 %rd3, %rd1, %rd2;
+ld.global.u8 %rs1, [%rd3];
+mul.wide.u16 %r3, %rs1, 4;
+add.s32 %r4, %r2, %r3;
+atom.shared.add.u32 %r5, [%r4], 1;
+ret;
+}
+"#;
+
+#[test]
+fn a_shared_atomic_on_loaded_bytes_loads_each_lanes_byte_itself() {
+    let text = ir(BYTE_BINS);
+    // A whole warp reading consecutive bytes: each lane's read-modify-write
+    // loads its byte, and scales it, by itself ...
+    assert_eq!(text.matches("call <32 x i32> @__anycuda_watom_add_i32_u_plain_ldui8_i16x4(").count(), 1, "{text}");
+    let helper = text.split("define internal <32 x i32> @__anycuda_watom_add_i32_u_plain_ldui8_i16x4(").nth(1).unwrap_or_else(|| panic!("{text}"));
+    let helper = helper.split("\n}\n").next().unwrap_or_default();
+    assert_eq!(helper.matches(" = load i8, ptr %ql.").count(), 32, "{helper}");
+    assert_eq!(helper.matches(", 2\n").count(), 32, "a shift by 2 per lane:\n{helper}");
+    // ... any other warp loads the bytes as a vector first.
+    assert_eq!(text.matches("call <32 x i32> @__anycuda_watom_add_i32_u_plain_i16x4(").count(), 1, "{text}");
+    // The byte read again after the atomic: loaded once, as a vector.
+    let again = BYTE_BINS.replace("ret;", "cvt.u32.u16 %r6, %rs1;\nst.global.u32 [%rd1], %r6;\nret;");
+    let text = ir(&again);
+    assert!(!text.contains("_ldui8_"), "{text}");
+    assert_eq!(text.matches("call <32 x i32> @__anycuda_watom_add_i32_u_plain_i16x4(").count(), 1, "{text}");
+}
+
 #[test]
 fn a_loop_that_every_lane_goes_round_again_jumps_back_with_its_mask() {
     let text = ir(GRID_STRIDE);

@@ -942,3 +942,87 @@ fn contiguous_accesses_of_partial_warps_touch_nothing_past_their_last_lane_in_bo
         }
     }
 }
+
+/// Bytes of every value, with runs of one value (a warp's lanes hitting one
+/// bin) every 1000 bytes.
+fn histogram_input(n: usize, seed: usize) -> Vec<u8> {
+    (0..n).map(|i| if (i / 64) % 16 == 3 { 7 } else { ((i + seed).wrapping_mul(2_654_435_761) >> 13) as u8 }).collect()
+}
+
+fn histogram_of(values: impl Iterator<Item = u8>) -> Vec<u32> {
+    let mut bins = vec![0u32; 256];
+    for v in values {
+        bins[v as usize] += 1;
+    }
+    bins
+}
+
+#[test]
+fn shared_histograms_of_loaded_bytes_in_both_modes() {
+    // Whole warps reading consecutive bytes (their atomics load the bytes
+    // lane by lane), partial warps (48-thread blocks, the loop's last
+    // round), warps whose bytes are 3 apart and warps whose bytes are
+    // swapped in pairs (element i ^ 1; N is even) all count every byte.
+    const N: usize = 5000;
+    for warp_mode in [true, false] {
+        let p = warp_program("shared_bins.ptx", warp_mode);
+        for (kernel, step) in [("bytes", 1usize), ("strided_bytes", 3), ("swapped_bytes", 1)] {
+            let k = p.kernel(kernel).expect("kernel");
+            let mut data = histogram_input(N * step, step);
+            let want = histogram_of(data.iter().step_by(step).copied());
+            for (grid, block) in [(4u32, 256u32), (3, 96), (2, 48), (1, 1024)] {
+                let mut out = vec![0u32; 256];
+                launch(exec(), k, [grid, 1, 1], [block, 1, 1], 0, &mut [Arg::U32(N as u32), Arg::Buf(&mut data), Arg::Buf(as_bytes(&mut out))])
+                    .expect("params")
+                    .unwrap_or_else(|e| panic!("{kernel}, {grid} x {block}, warp mode {warp_mode}: {e:?}"));
+                assert_eq!(out, want, "{kernel}, {grid} blocks of {block}, warp mode {warp_mode}");
+            }
+            // Blocks of 16 x 2: both rows count the same elements (each half
+            // warp reads the bytes its row's first lane starts at) and both
+            // add the block's bins to out.
+            let mut out = vec![0u32; 256];
+            launch(exec(), k, [2, 1, 1], [16, 2, 1], 0, &mut [Arg::U32(N as u32), Arg::Buf(&mut data), Arg::Buf(as_bytes(&mut out))])
+                .expect("params")
+                .unwrap_or_else(|e| panic!("{kernel}, rows of 16, warp mode {warp_mode}: {e:?}"));
+            let four: Vec<u32> = want.iter().map(|&c| 4 * c).collect();
+            assert_eq!(out, four, "{kernel}, 2 blocks of 16 x 2, warp mode {warp_mode}");
+        }
+    }
+}
+
+#[test]
+fn shared_histograms_count_the_values_their_loads_read_in_both_modes() {
+    // Masked words; bytes overwritten between their load and the atomic;
+    // bytes read again after the atomic.
+    const N: usize = 3000;
+    let words: Vec<u32> = (0..N as u32).map(|i| i.wrapping_mul(2_246_822_519).rotate_left(7)).collect();
+    let kept = histogram_input(N, 11);
+    let original = histogram_input(N, 5);
+    for warp_mode in [true, false] {
+        let p = warp_program("shared_bins.ptx", warp_mode);
+        let k = p.kernel("words_and_stores").expect("kernel");
+        for (grid, block) in [(3u32, 256u32), (2, 48)] {
+            let (mut w, mut stored, mut kept_in) = (words.clone(), original.clone(), kept.clone());
+            let mut out = vec![0u32; 3 * 256];
+            let mut out2 = vec![0u32; N];
+            launch(exec(), k, [grid, 1, 1], [block, 1, 1], 0, &mut [
+                Arg::U32(N as u32),
+                Arg::Buf(as_bytes(&mut w)),
+                Arg::Buf(as_bytes(&mut out)),
+                Arg::Buf(&mut stored),
+                Arg::Buf(&mut kept_in),
+                Arg::Buf(as_bytes(&mut out2)),
+            ])
+            .expect("params")
+            .unwrap_or_else(|e| panic!("{grid} x {block}, warp mode {warp_mode}: {e:?}"));
+            let what = format!("{grid} blocks of {block}, warp mode {warp_mode}");
+            let column = |j: usize| out.iter().skip(j).step_by(3).copied().collect::<Vec<u32>>();
+            assert_eq!(column(0), histogram_of(words.iter().map(|&x| x as u8)), "masked words, {what}");
+            assert_eq!(column(1), histogram_of(original.iter().copied()), "bytes stored over, {what}");
+            assert!(stored.iter().all(|&b| b == 200), "{what}");
+            assert_eq!(column(2), histogram_of(kept.iter().copied()), "bytes read again, {what}");
+            let sums: Vec<u32> = words.iter().zip(&kept).map(|(&x, &b)| x.wrapping_add(u32::from(b))).collect();
+            assert_eq!(out2, sums, "{what}");
+        }
+    }
+}
