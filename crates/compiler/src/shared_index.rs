@@ -49,7 +49,7 @@ pub fn scaled_index(f: &Function, b: &Body, at: usize, addr: RegId, shared_offse
         let Operand::Reg(scaled) = scaled_op else { continue };
         let Some((scaled_at, index, shift, bound)) = scaled_register(f, b, sum_at, scaled) else { continue };
         // The index must still hold at `at` what the scaling read.
-        if last_write(b, at, index).is_some_and(|w| w > sum_at) {
+        if last_write(b, at, index).is_some_and(|w| w > scaled_at) {
             continue;
         }
         let top = u64::from(base) + (bound << shift);
@@ -293,6 +293,8 @@ mod tests {
         // The index rewritten after the sum.
         let moved = format!("{LOAD}mul.wide.u16 %r2, %rs1, 4;\nadd.s32 %r3, %r1, %r2;\nadd.u16 %rs1, %rs1, 1;\natom.shared.add.u32 %r4, [%r3], 1;");
         assert_eq!(form_of(&moved), None);
+        let moved_before_the_sum = format!("{LOAD}mul.wide.u16 %r2, %rs1, 4;\nadd.u16 %rs1, %rs1, 1;\nadd.s32 %r3, %r1, %r2;\natom.shared.add.u32 %r4, [%r3], 1;");
+        assert_eq!(form_of(&moved_before_the_sum), None);
         // The sum under a guard, or across a label.
         let guarded = format!("{LOAD}setp.eq.u16 %q1, %rs1, 0;\nmul.wide.u16 %r2, %rs1, 4;\n@%q1 add.s32 %r3, %r1, %r2;\natom.shared.add.u32 %r4, [%r3], 1;");
         assert_eq!(form_of(&guarded), None);
