@@ -1026,3 +1026,32 @@ fn shared_histograms_count_the_values_their_loads_read_in_both_modes() {
         }
     }
 }
+
+#[test]
+fn shared_float_and_max_atomics_on_loaded_bytes_in_both_modes() {
+    // The lanes' own operands (max with i + 1) and float additions go
+    // through the atomics that load their bytes themselves too.
+    const N: usize = 4000;
+    let mut data = histogram_input(N, 3);
+    let counts = histogram_of(data.iter().copied());
+    let mut last = vec![0u32; 256];
+    for (i, &b) in data.iter().enumerate() {
+        last[b as usize] = last[b as usize].max(i as u32 + 1);
+    }
+    for warp_mode in [true, false] {
+        let p = warp_program("shared_bins.ptx", warp_mode);
+        let k = p.kernel("float_and_max_bytes").expect("kernel");
+        for (grid, block) in [(4u32, 256u32), (2, 48)] {
+            let mut out = vec![0u32; 512];
+            launch(exec(), k, [grid, 1, 1], [block, 1, 1], 0, &mut [Arg::U32(N as u32), Arg::Buf(&mut data), Arg::Buf(as_bytes(&mut out))])
+                .expect("params")
+                .unwrap_or_else(|e| panic!("{grid} x {block}, warp mode {warp_mode}: {e:?}"));
+            let what = format!("{grid} blocks of {block}, warp mode {warp_mode}");
+            let floats: Vec<f32> = out.iter().step_by(2).map(|&x| f32::from_bits(x)).collect();
+            let want: Vec<f32> = counts.iter().map(|&c| c as f32).collect();
+            assert_eq!(floats, want, "float counts, {what}");
+            let maxima: Vec<u32> = out.iter().skip(1).step_by(2).copied().collect();
+            assert_eq!(maxima, last, "last index + 1 of each byte, {what}");
+        }
+    }
+}
