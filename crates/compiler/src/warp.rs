@@ -205,9 +205,9 @@ pub struct Frame {
     /// stride and a slot.
     pub affine_bits: HashMap<RegId, u32>,
     /// Shared atomics (by statement) that load their lanes' indices
-    /// themselves, and the loads (`shared_index::sinkable_load`) they
-    /// replace.
-    pub sunk: HashMap<usize, usize>,
+    /// themselves: their address's form and the load
+    /// (`shared_index::sinkable_load`) they replace.
+    pub sunk: HashMap<usize, (crate::shared_index::ScaledIndex, usize)>,
     /// The whole frame of a warp.
     pub bytes: u32,
 }
@@ -258,7 +258,15 @@ pub(crate) fn instruction_registers(b: &Body, inst: &Instruction, uses: &mut Vec
 /// `atom` or `red` on shared memory whose 32-bit address register is a
 /// constant plus a scaled index loaded in the same straight run, where the
 /// index, the scaled index and the address are read by nothing after it.
-fn sunk_load(a: &crate::layout::Analysis, item: ItemId, f: &Function, b: &Body, i: usize, inst: &Instruction, live: &[bool]) -> Option<usize> {
+fn sunk_load(
+    a: &crate::layout::Analysis,
+    item: ItemId,
+    f: &Function,
+    b: &Body,
+    i: usize,
+    inst: &Instruction,
+    live: &[bool],
+) -> Option<(crate::shared_index::ScaledIndex, usize)> {
     if !matches!(inst.op, Opcode::Atom | Opcode::Red) || inst.guard.is_some() {
         return None;
     }
@@ -276,7 +284,7 @@ fn sunk_load(a: &crate::layout::Analysis, item: ItemId, f: &Function, b: &Body, 
     if !(dead(s.index) && dead(s.scaled) && dead(s.sum)) {
         return None;
     }
-    crate::shared_index::sinkable_load(b, i, &s)
+    Some((s, crate::shared_index::sinkable_load(b, i, &s)?))
 }
 
 /// Which registers each suspension site must save: those a lane at the
@@ -391,8 +399,8 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
                 }
                 frame.sites.insert(i, regs);
             }
-            if let Some(ld) = sunk_load(a, item, f, b, i, inst, &live) {
-                frame.sunk.insert(i, ld);
+            if let Some(sunk) = sunk_load(a, item, f, b, i, inst, &live) {
+                frame.sunk.insert(i, sunk);
             }
             let kills = instruction_registers(b, inst, &mut uses, &mut defs);
             if kills {
@@ -2432,7 +2440,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     fn warp_ld(&mut self, inst: &Instruction) -> Res<()> {
         let args = self.b.args(inst);
-        if self.warp.as_ref().is_some_and(|w| w.frame.sunk.values().any(|&l| l == self.stmt)) {
+        if self.warp.as_ref().is_some_and(|w| w.frame.sunk.values().any(|&(_, l)| l == self.stmt)) {
             // The shared atomic that reads this value loads it itself
             // (`Frame::sunk`); nothing else reads the register before it
             // is written again. (Zeros keep the dead code defined.)
@@ -2545,22 +2553,28 @@ impl<'c, 'm> FnLower<'c, 'm> {
             // A 32-bit shared address register: base and offsets, or base
             // and scaled indices (see `plain_per_lane_atomic`).
             Some((AddrBase::Reg(r), off)) if cpu_shared && self.reg_tys.get(r as usize) == Some(&Ty::I32) => {
-                let (item, offsets) = (self.item, &self.cx.a.local_shared);
-                let scaled = crate::shared_index::scaled_index(self.f, b, self.stmt, r, &|v| offsets.get(&(item, v)).copied());
+                // The frame layout decided which atomics load their indices
+                // (and skipped those loads); the form is the one it found.
                 let sunk = self.warp.as_ref().and_then(|w| w.frame.sunk.get(&self.stmt).copied());
+                let scaled = match sunk {
+                    Some((s, _)) => Some(s),
+                    None => {
+                        let (item, offsets) = (self.item, &self.cx.a.local_shared);
+                        crate::shared_index::scaled_index(self.f, b, self.stmt, r, &|v| offsets.get(&(item, v)).copied())
+                    }
+                };
                 match (scaled, sunk) {
-                    (Some(s), Some(ld)) => self.sunk_shared_atomic(&s, ld, off, &call)?,
+                    (Some(s), Some((_, ld))) => self.sunk_shared_atomic(&s, ld, off, &call)?,
                     (Some(s), None) => {
                         let x = self.load_reg(s.index);
                         let base = self.shared_at(off + i64::from(s.base));
                         self.atomic_call(&call, LaneAddresses::Scaled { index: x.ty, shift: s.shift }, &format!("{base}, {x}"))
                     }
-                    (None, None) => {
+                    (None, _) => {
                         let x = self.load_reg(r);
                         let base = self.shared_at(off);
                         self.atomic_call(&call, LaneAddresses::Offsets, &format!("{base}, {x}"))
                     }
-                    (None, Some(_)) => return self.invalid("a shared atomic whose load was moved has no scaled index"),
                 }
             }
             _ => {
