@@ -20,5 +20,13 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
 fi
 
+# rustfmt and clippy run as quality gates in scripts/test.sh.
+for c in rustfmt clippy; do
+    if ! cargo "${c/rustfmt/fmt}" --version >/dev/null 2>&1; then
+        echo "setup: adding the Rust component $c"
+        rustup component add "$c"
+    fi
+done
+
 # The CUDA toolkit is only used to build test programs (never at run time).
 scripts/toolkit.sh

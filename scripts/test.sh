@@ -9,6 +9,11 @@ source scripts/env.sh
 # the executables the driver tests run (incremental).
 scripts/build-cuda-tests.sh
 
+# Quality gates: formatting (rustfmt.toml) and clippy without warnings
+# (the allow list is [workspace.lints] in Cargo.toml).
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
 # Every crate of the workspace (benchmarks are built, not run).
 cargo test --workspace
 cargo check --workspace --benches --quiet

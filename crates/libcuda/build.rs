@@ -12,9 +12,7 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let src = Path::new("src");
     let mut names: Vec<String> = Vec::new();
-    let mut files: Vec<_> = std::fs::read_dir(src)
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
-        .unwrap_or_default();
+    let mut files: Vec<_> = std::fs::read_dir(src).map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect()).unwrap_or_default();
     files.sort();
     for path in files {
         if path.extension().and_then(|e| e.to_str()) != Some("rs") {

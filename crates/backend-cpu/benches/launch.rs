@@ -180,9 +180,7 @@ fn bench_load() {
 
     Target::initialize_native(&InitializationConfig::default()).unwrap();
     let context = Context::create();
-    let module = context
-        .create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(MODULE_IR.as_bytes(), "bench"))
-        .unwrap();
+    let module = context.create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(MODULE_IR.as_bytes(), "bench")).unwrap();
     let triple = TargetMachine::get_default_triple();
     let machine = Target::from_triple(&triple)
         .unwrap()

@@ -39,7 +39,13 @@ pub fn default_dir() -> Option<PathBuf> {
 /// The key of a compilation.
 pub fn key(ptx: &str, target_fingerprint: &str, options: &str) -> [u8; 32] {
     let mut h = blake3::Hasher::new();
-    for part in [b"anycuda-cpu-object".as_slice(), compiler::SOURCE_REVISION.as_bytes(), target_fingerprint.as_bytes(), options.as_bytes(), ptx.as_bytes()] {
+    for part in [
+        b"anycuda-cpu-object".as_slice(),
+        compiler::SOURCE_REVISION.as_bytes(),
+        target_fingerprint.as_bytes(),
+        options.as_bytes(),
+        ptx.as_bytes(),
+    ] {
         h.update(&(part.len() as u64).to_le_bytes());
         h.update(part);
     }
@@ -137,7 +143,9 @@ fn write_info(w: &mut Vec<u8>, info: &compiler::ModuleInfo) {
                 w.extend_from_slice(&x.to_le_bytes());
             }
         }
-        for x in [k.param_bytes, k.static_shared_bytes, k.dynamic_shared_offset, k.needs_scheduler as u32, k.local_bytes, k.lanes, k.frame_bytes] {
+        for x in
+            [k.param_bytes, k.static_shared_bytes, k.dynamic_shared_offset, k.needs_scheduler as u32, k.local_bytes, k.lanes, k.frame_bytes]
+        {
             w.extend_from_slice(&x.to_le_bytes());
         }
         put_dims(w, k.reqntid);

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use driver::backend::{
-    Backend, BackendError, BackendModule, DevicePtr, GlobalDesc, HostAddr, HostAllocation, KernelDesc,
-    LaunchFault, LaunchParams, MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, ParamDesc,
+    Backend, BackendError, BackendModule, DevicePtr, GlobalDesc, HostAddr, HostAllocation, KernelDesc, LaunchFault, LaunchParams,
+    MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, ParamDesc,
 };
 use driver::props::DeviceProps;
 
@@ -49,12 +49,7 @@ impl CpuBackend {
     }
 
     fn release(&self, addr: u64) -> Result<(), BackendError> {
-        let size = self
-            .allocations
-            .lock()
-            .ok()
-            .and_then(|mut a| a.remove(&addr))
-            .ok_or(BackendError::InvalidAddress { addr, len: 0 })?;
+        let size = self.allocations.lock().ok().and_then(|mut a| a.remove(&addr)).ok_or(BackendError::InvalidAddress { addr, len: 0 })?;
         // SAFETY: `addr` came from `allocate` with this size and was live.
         unsafe { crate::memory::release(addr as *mut u8, size) };
         Ok(())
@@ -196,11 +191,8 @@ impl CpuModule {
                     compiled.info.kernels.len(),
                     t.elapsed().as_secs_f64() * 1e3
                 ));
-                let entry = crate::cache::Entry {
-                    info: compiled.info,
-                    target_sm: module.target.sm().unwrap_or(0),
-                    object: compiled.object,
-                };
+                let entry =
+                    crate::cache::Entry { info: compiled.info, target_sm: module.target.sm().unwrap_or(0), object: compiled.object };
                 if let Some(dir) = cache_dir {
                     if let Err(e) = crate::cache::store_entry(dir, &key, &entry) {
                         tracing::warn!("cannot write the kernel cache in {}: {e}", dir.display());
@@ -244,10 +236,17 @@ impl CpuModule {
         }
         let mut globals = Vec::new();
         for g in &info.globals {
-            let address = loaded_module
-                .symbol(&compiler::cpu_abi::KernelSymbols::global(&g.name))
-                .ok_or_else(|| ModuleError { kind: ModuleErrorKind::Other, log: format!("variable `{}` missing from its object", g.name) })?;
-            globals.push(GlobalDesc { name: g.name.clone(), address: address as u64, size: g.size as usize, constant: g.constant, managed: g.managed });
+            let address = loaded_module.symbol(&compiler::cpu_abi::KernelSymbols::global(&g.name)).ok_or_else(|| ModuleError {
+                kind: ModuleErrorKind::Other,
+                log: format!("variable `{}` missing from its object", g.name),
+            })?;
+            globals.push(GlobalDesc {
+                name: g.name.clone(),
+                address: address as u64,
+                size: g.size as usize,
+                constant: g.constant,
+                managed: g.managed,
+            });
         }
         Ok(CpuModule { kernels, loaded, globals, info: note, _module: loaded_module })
     }

@@ -17,8 +17,6 @@ pub mod printf;
 
 pub use compiler::cpu_abi::{BlockCtx, BlockFn, ThreadFn};
 pub use compiler::KernelInfo;
-pub use exec::{
-    launch, Executor, ExecutorConfig, LaunchError, LaunchOptions, LoadedKernel, OutputSink,
-};
 pub use device::{CpuBackend, CpuModule};
+pub use exec::{launch, Executor, ExecutorConfig, LaunchError, LaunchOptions, LoadedKernel, OutputSink};
 pub use loader::{load, LoadError, LoadedModule};

@@ -16,19 +16,15 @@ use std::sync::{Condvar, Mutex, OnceLock};
 
 use llvm_sys::error::{LLVMDisposeErrorMessage, LLVMErrorRef, LLVMGetErrorMessage};
 use llvm_sys::orc2::lljit::{
-    LLVMOrcCreateLLJIT, LLVMOrcLLJITAddObjectFile, LLVMOrcLLJITGetExecutionSession,
-    LLVMOrcLLJITGetGlobalPrefix, LLVMOrcLLJITRef,
+    LLVMOrcCreateLLJIT, LLVMOrcLLJITAddObjectFile, LLVMOrcLLJITGetExecutionSession, LLVMOrcLLJITGetGlobalPrefix, LLVMOrcLLJITRef,
 };
 use llvm_sys::orc2::{
-    LLVMJITEvaluatedSymbol, LLVMJITSymbolFlags, LLVMJITSymbolGenericFlags,
-    LLVMOrcAbsoluteSymbols, LLVMOrcCJITDylibSearchOrderElement, LLVMOrcCLookupSetElement,
-    LLVMOrcCSymbolMapPair, LLVMOrcCSymbolMapPairs, LLVMOrcCreateDynamicLibrarySearchGeneratorForPath,
-    LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess, LLVMOrcDisposeMaterializationUnit,
-    LLVMOrcExecutionSessionCreateBareJITDylib, LLVMOrcExecutionSessionIntern,
-    LLVMOrcExecutionSessionLookup, LLVMOrcExecutionSessionRef,
-    LLVMOrcExecutionSessionSetErrorReporter, LLVMOrcJITDylibAddGenerator, LLVMOrcJITDylibClear,
-    LLVMOrcJITDylibDefine, LLVMOrcJITDylibLookupFlags, LLVMOrcJITDylibRef, LLVMOrcLookupKind,
-    LLVMOrcSymbolLookupFlags, LLVMOrcSymbolStringPoolEntryStr,
+    LLVMJITEvaluatedSymbol, LLVMJITSymbolFlags, LLVMJITSymbolGenericFlags, LLVMOrcAbsoluteSymbols, LLVMOrcCJITDylibSearchOrderElement,
+    LLVMOrcCLookupSetElement, LLVMOrcCSymbolMapPair, LLVMOrcCSymbolMapPairs, LLVMOrcCreateDynamicLibrarySearchGeneratorForPath,
+    LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess, LLVMOrcDisposeMaterializationUnit, LLVMOrcExecutionSessionCreateBareJITDylib,
+    LLVMOrcExecutionSessionIntern, LLVMOrcExecutionSessionLookup, LLVMOrcExecutionSessionRef, LLVMOrcExecutionSessionSetErrorReporter,
+    LLVMOrcJITDylibAddGenerator, LLVMOrcJITDylibClear, LLVMOrcJITDylibDefine, LLVMOrcJITDylibLookupFlags, LLVMOrcJITDylibRef,
+    LLVMOrcLookupKind, LLVMOrcSymbolLookupFlags, LLVMOrcSymbolStringPoolEntryStr,
 };
 use object::{Object, ObjectSymbol};
 use thiserror::Error;
@@ -276,13 +272,8 @@ impl Jit {
                 return Err(LoadError::Jit("cannot create a JITDylib".into()));
             }
             let mut generator = std::ptr::null_mut();
-            take_error(LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
-                &mut generator,
-                self.prefix,
-                None,
-                std::ptr::null_mut(),
-            ))
-            .map_err(LoadError::Jit)?;
+            take_error(LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&mut generator, self.prefix, None, std::ptr::null_mut()))
+                .map_err(LoadError::Jit)?;
             LLVMOrcJITDylibAddGenerator(dylib, generator);
             // Compiled code may call libm and compiler-rt helpers that the
             // host program itself never linked (and so are not in the
@@ -342,20 +333,12 @@ impl Jit {
         }
     }
 
-    fn add_and_resolve(
-        &mut self,
-        dylib: LLVMOrcJITDylibRef,
-        object: &[u8],
-        names: &[String],
-    ) -> Result<HashMap<String, usize>, LoadError> {
+    fn add_and_resolve(&mut self, dylib: LLVMOrcJITDylibRef, object: &[u8], names: &[String]) -> Result<HashMap<String, usize>, LoadError> {
         // SAFETY: the buffer copy is handed to ORC, which owns it from then
         // on whatever the outcome.
         unsafe {
-            let buffer = llvm_sys::core::LLVMCreateMemoryBufferWithMemoryRangeCopy(
-                object.as_ptr().cast(),
-                object.len(),
-                c"anycuda-module".as_ptr(),
-            );
+            let buffer =
+                llvm_sys::core::LLVMCreateMemoryBufferWithMemoryRangeCopy(object.as_ptr().cast(), object.len(), c"anycuda-module".as_ptr());
             take_error(LLVMOrcLLJITAddObjectFile(self.jit, dylib, buffer)).map_err(LoadError::Link)?;
         }
         if names.is_empty() {
@@ -394,10 +377,7 @@ impl Jit {
             if let Some(result) = state.take() {
                 return result.map(|found| {
                     let prefix_len = usize::from(self.prefix != 0);
-                    found
-                        .into_iter()
-                        .map(|(name, address)| (name.get(prefix_len..).unwrap_or_default().to_owned(), address))
-                        .collect()
+                    found.into_iter().map(|(name, address)| (name.get(prefix_len..).unwrap_or_default().to_owned(), address)).collect()
                 });
             }
             state = reply.done.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());

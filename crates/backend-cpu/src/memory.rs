@@ -61,14 +61,8 @@ fn map_huge(size: usize) -> Option<*mut u8> {
     // SAFETY: an anonymous private mapping of `span` bytes; nothing else
     // refers to it until it is returned.
     unsafe {
-        let base = libc::mmap(
-            std::ptr::null_mut(),
-            span,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
+        let base =
+            libc::mmap(std::ptr::null_mut(), span, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
         if base == libc::MAP_FAILED {
             return None;
         }
@@ -136,21 +130,12 @@ mod tests {
 
     #[test]
     fn allocations_are_zeroed_aligned_and_writable_on_both_sides_of_the_threshold() {
-        for size in [
-            1,
-            1000,
-            HUGE_THRESHOLD - 1,
-            HUGE_THRESHOLD,
-            HUGE_THRESHOLD * 3 + 12345,
-        ] {
+        for size in [1, 1000, HUGE_THRESHOLD - 1, HUGE_THRESHOLD, HUGE_THRESHOLD * 3 + 12345] {
             let mut b = DeviceBuffer::zeroed(size).expect("memory");
             assert_eq!(b.as_slice().len(), size);
             assert_eq!(b.as_slice().as_ptr() as usize % ALIGN, 0, "size {size}");
             assert!(b.as_slice().iter().all(|&x| x == 0), "size {size}");
-            b.as_mut_slice()
-                .iter_mut()
-                .enumerate()
-                .for_each(|(i, x)| *x = i as u8);
+            b.as_mut_slice().iter_mut().enumerate().for_each(|(i, x)| *x = i as u8);
             assert!(b.as_slice().iter().enumerate().all(|(i, &x)| x == i as u8));
         }
     }

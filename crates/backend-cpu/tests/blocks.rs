@@ -574,10 +574,7 @@ fn assert_prints_like_cuda_and_fails() {
     let (exec, capture) = executor();
     let error = unsafe { exec.launch(&scheduled(assert_kernel), [4, 1, 1], [4, 2, 1], 0, &[], &opts()) }.unwrap_err();
     assert_eq!(error, LaunchError::Assert { block: [2, 0, 0], thread: [3, 0, 0], message: "x < 3".into() });
-    assert_eq!(
-        capture.stderr(),
-        "kernel.cu:42: void k(int*): block: [2,0,0], thread: [3,0,0] Assertion `x < 3` failed.\n"
-    );
+    assert_eq!(capture.stderr(), "kernel.cu:42: void k(int*): block: [2,0,0], thread: [3,0,0] Assertion `x < 3` failed.\n");
 }
 
 // ---- device heap --------------------------------------------------------------
@@ -807,8 +804,7 @@ fn one_worker_means_the_launching_thread_alone() {
     let mut out = vec![0u64; 256];
     let p = params(&[addr(&mut out)]);
     for _ in 0..20 {
-        unsafe { exec.launch(&fast(thread_tag_thread, thread_tag_block), [256, 1, 1], [32, 1, 1], 0, &p, &opts()) }
-            .unwrap();
+        unsafe { exec.launch(&fast(thread_tag_thread, thread_tag_block), [256, 1, 1], [32, 1, 1], 0, &p, &opts()) }.unwrap();
         let me = THREAD_TAG.with(|t| t as *const u8 as u64);
         assert!(out.iter().all(|&t| t == me), "a block ran on another thread");
     }
@@ -832,8 +828,7 @@ fn a_fault_inside_a_run_of_blocks_ends_the_launch_and_the_next_one_is_whole() {
     let mut out = vec![0u32];
     let p = params(&[addr(&mut out)]);
     for _ in 0..3 {
-        let error = unsafe { exec.launch(&fast(count_kernel, late_fault_block), [20_000, 1, 1], [1, 1, 1], 0, &p, &opts()) }
-            .unwrap_err();
+        let error = unsafe { exec.launch(&fast(count_kernel, late_fault_block), [20_000, 1, 1], [1, 1, 1], 0, &p, &opts()) }.unwrap_err();
         assert_eq!(error, LaunchError::IllegalAddress { address: 0x10 });
         assert!(out[0] < 20_000, "blocks after the fault were cancelled");
         out[0] = 0;

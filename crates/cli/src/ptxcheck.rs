@@ -44,7 +44,9 @@ fn parse_target(target: Option<&str>) -> Result<compiler::Target, String> {
             // The fingerprint is the compiler's one public judgement of a
             // processor name that needs no module.
             if compiler::target_fingerprint(&t).ends_with("|invalid") {
-                return Err(format!("--target {arch}: not an AMDGPU processor this compiler knows (e.g. gfx1100, gfx90a); use `host` for the CPU"));
+                return Err(format!(
+                    "--target {arch}: not an AMDGPU processor this compiler knows (e.g. gfx1100, gfx90a); use `host` for the CPU"
+                ));
             }
             Ok(t)
         }
@@ -181,7 +183,11 @@ fn check_file(path: &Path, target: &compiler::Target, emit_ir: bool, emit_obj: O
     match whole {
         Ok(object) => {
             let bytes = object.len();
-            let _ = writeln!(out, "{shown}: ok: {kernels_ok} kernel(s) compile; the whole module in {} ({bytes} bytes of code)", ms(whole_time));
+            let _ = writeln!(
+                out,
+                "{shown}: ok: {kernels_ok} kernel(s) compile; the whole module in {} ({bytes} bytes of code)",
+                ms(whole_time)
+            );
         }
         Err(e) => {
             ok = false;
@@ -198,8 +204,7 @@ type KernelResult = (Result<usize, compiler::CompileError>, Duration);
 /// cores: the size of its code or the error, and the time it took.
 fn compile_each(module: &Module, src: &str, target: &compiler::Target, kernels: &[usize]) -> Vec<KernelResult> {
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<KernelResult>>> =
-        kernels.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let slots: Vec<std::sync::Mutex<Option<KernelResult>>> = kernels.iter().map(|_| std::sync::Mutex::new(None)).collect();
     let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(kernels.len()).max(1);
     std::thread::scope(|s| {
         for _ in 0..workers {

@@ -99,8 +99,7 @@ pub fn find_library() -> Result<PathBuf, String> {
         } else {
             Some(p.clone()).filter(|c| c.is_file())
         };
-        return file
-            .ok_or_else(|| format!("{LIBRARY_ENV}={}: no libcuda.so.1 or libcuda.so there", p.display()));
+        return file.ok_or_else(|| format!("{LIBRARY_ENV}={}: no libcuda.so.1 or libcuda.so there", p.display()));
     }
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate the anycuda executable: {e}"))?;
     let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -117,7 +116,12 @@ pub fn find_library() -> Result<PathBuf, String> {
         return Ok(p);
     }
     let lib = dir.join("..").join("lib");
-    let installed = [lib.join("anycuda").join("libcuda.so.1"), lib.join("anycuda").join("libcuda.so"), lib.join("libcuda.so.1"), lib.join("libcuda.so")];
+    let installed = [
+        lib.join("anycuda").join("libcuda.so.1"),
+        lib.join("anycuda").join("libcuda.so"),
+        lib.join("libcuda.so.1"),
+        lib.join("libcuda.so"),
+    ];
     // ../lib of a system prefix may hold NVIDIA's driver: only a library
     // carrying anycuda's own strings qualifies.
     if let Some(p) = installed.iter().find(|p| p.is_file() && is_anycuda(p)) {
@@ -170,11 +174,7 @@ pub fn link_dir(lib: &Path) -> Result<PathBuf, String> {
     let target = std::fs::canonicalize(lib).map_err(|e| format!("{}: {e}", lib.display()))?;
     let base = base_dir();
     let dir = base.join(format!("{:016x}", fnv1a(target.as_os_str().as_encoded_bytes())));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     // Someone else's directory (a shared temporary directory) could hold
     // links to anything.
     let owner = std::fs::metadata(&dir).map_err(|e| format!("{}: {e}", dir.display()))?.uid();

@@ -45,7 +45,19 @@ fn info_prints_a_device() {
     let o = anycuda().arg("info").output().expect("anycuda runs");
     let (out, err) = text(&o);
     assert!(o.status.success(), "anycuda info failed: {err}");
-    for want in ["driver version: 13.", "backend: cpu", "kernel cache: ", "devices: 1", "device 0: anycuda CPU", "compute capability:", "multiprocessors:", "warp size:                 32", "shared memory per block:   48 KiB", "max threads per block:     1024", "memory:"] {
+    for want in [
+        "driver version: 13.",
+        "backend: cpu",
+        "kernel cache: ",
+        "devices: 1",
+        "device 0: anycuda CPU",
+        "compute capability:",
+        "multiprocessors:",
+        "warp size:                 32",
+        "shared memory per block:   48 KiB",
+        "max threads per block:     1024",
+        "memory:",
+    ] {
         assert!(out.contains(want), "no `{want}` in:\n{out}");
     }
 }
@@ -188,7 +200,9 @@ fn run_sets_up_the_environment_and_keeps_the_exit_status() {
 fn concurrent_runs_share_one_link_directory() {
     let dir = scratch("concurrent");
     let children: Vec<_> = (0..8)
-        .map(|_| run_cmd(&dir).args(["--", "sh", "-c", "echo \"$LD_LIBRARY_PATH\""]).stdout(std::process::Stdio::piped()).spawn().expect("spawn"))
+        .map(|_| {
+            run_cmd(&dir).args(["--", "sh", "-c", "echo \"$LD_LIBRARY_PATH\""]).stdout(std::process::Stdio::piped()).spawn().expect("spawn")
+        })
         .collect();
     let mut dirs = std::collections::BTreeSet::new();
     for c in children {
@@ -232,7 +246,11 @@ fn run_names_a_missing_library() {
     let lib = dir.join("mylib");
     std::fs::create_dir_all(&lib).expect("dir");
     std::fs::write(lib.join("libcuda.so.1"), b"").expect("write");
-    let o = run_cmd(&dir).env("ANYCUDA_LIBRARY", &lib).args(["--", "sh", "-c", "readlink \"${LD_LIBRARY_PATH%%:*}/libcuda.so.1\""]).output().expect("anycuda runs");
+    let o = run_cmd(&dir)
+        .env("ANYCUDA_LIBRARY", &lib)
+        .args(["--", "sh", "-c", "readlink \"${LD_LIBRARY_PATH%%:*}/libcuda.so.1\""])
+        .output()
+        .expect("anycuda runs");
     assert!(o.status.success(), "{}", text(&o).1);
     assert_eq!(text(&o).0.trim(), lib.join("libcuda.so.1").canonicalize().expect("canonical").to_string_lossy());
 }

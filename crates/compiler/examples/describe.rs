@@ -11,7 +11,10 @@ fn main() {
         match ptx::parse(&src) {
             Ok(m) => {
                 for k in compiler::describe(&m).kernels {
-                    println!("{path}: {} lanes={} scheduler={} params={} shared={}", k.name, k.lanes, k.needs_scheduler, k.param_bytes, k.static_shared_bytes);
+                    println!(
+                        "{path}: {} lanes={} scheduler={} params={} shared={}",
+                        k.name, k.lanes, k.needs_scheduler, k.param_bytes, k.static_shared_bytes
+                    );
                 }
             }
             Err(d) => eprintln!("{path}: {d}"),

@@ -103,7 +103,11 @@ pub fn register_bits(f: &Function, b: &Body, r: RegId) -> Option<u32> {
 
 /// A stride in `bits`-bit arithmetic, read as signed.
 pub fn normalize(s: i64, bits: u32) -> i64 {
-    if bits == 32 { s as i32 as i64 } else { s }
+    if bits == 32 {
+        s as i32 as i64
+    } else {
+        s
+    }
 }
 
 /// The instruction forms that keep the affine form, and how a source
@@ -135,9 +139,7 @@ pub fn form(f: &Function, b: &Body, inst: &Instruction) -> Option<Form> {
     let plain_ok = |k: usize| operand_width_ok(f, b, args.get(k), dbits);
     match inst.op {
         Opcode::Mov if args.len() == 2 && int && t.bits() == dbits => plain_ok(1).then_some(Form::Plain),
-        Opcode::Add | Opcode::Sub
-            if args.len() == 3 && int && t.bits() == dbits && !inst.has(b, Flag::Sat) && !inst.has(b, Flag::Cc) =>
-        {
+        Opcode::Add | Opcode::Sub if args.len() == 3 && int && t.bits() == dbits && !inst.has(b, Flag::Sat) && !inst.has(b, Flag::Cc) => {
             (plain_ok(1) && plain_ok(2)).then_some(Form::Plain)
         }
         Opcode::Mul | Opcode::Mad if int && inst.has(b, Flag::LoHalf) && t.bits() == dbits => {
@@ -165,7 +167,11 @@ pub fn form(f: &Function, b: &Body, inst: &Instruction) -> Option<Form> {
             if !operand_width_ok(f, b, args.get(1), from.bits()) {
                 return None;
             }
-            if from.bits() < to.bits() { Some(Form::Widened { signed: from.is_signed() }) } else { Some(Form::Plain) }
+            if from.bits() < to.bits() {
+                Some(Form::Widened { signed: from.is_signed() })
+            } else {
+                Some(Form::Plain)
+            }
         }
         Opcode::Ld if args.len() == 2 && t.bits() == dbits && inst.space(b) == Some(StateSpace::Param) => {
             // A kernel parameter: the same value in every lane.
@@ -303,11 +309,7 @@ mod tests {
         let module = ptx::parse(src).expect("test PTX parses");
         let f = module.functions().next().expect("a kernel");
         let b = f.body.as_ref().expect("a body");
-        strides(f, b)
-            .into_iter()
-            .enumerate()
-            .filter_map(|(r, s)| Some((ptx::reg_name(f, b, r as RegId), s?)))
-            .collect()
+        strides(f, b).into_iter().enumerate().filter_map(|(r, s)| Some((ptx::reg_name(f, b, r as RegId), s?))).collect()
     }
 
     const KERNEL: &str = r#".version 8.0
@@ -425,7 +427,7 @@ ret;
             .collect();
         assert!(forms.contains(&Some(Form::Widened { signed: true })), "{forms:?}");
         assert!(forms.contains(&Some(Form::Widened { signed: false })), "{forms:?}");
-        assert_eq!(normalize(-1i64 & 0xffff_ffff, 32), -1);
+        assert_eq!(normalize(0xffff_ffff, 32), -1);
         assert_eq!(normalize(1 << 40, 64), 1 << 40);
     }
 }

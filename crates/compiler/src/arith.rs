@@ -408,11 +408,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let lz = self.trunc(&lz, Ty::I32);
                 let lz = self.zext(&lz, Ty::I32);
                 let none = self.icmp("eq", &v, &V::int(ty, 0));
-                let r = if inst.has(b, Flag::Shiftamt) {
-                    lz
-                } else {
-                    self.bin("sub", &V::int(Ty::I32, bits - 1), &lz)
-                };
+                let r = if inst.has(b, Flag::Shiftamt) { lz } else { self.bin("sub", &V::int(Ty::I32, bits - 1), &lz) };
                 let r = self.select(&none, &V::int(Ty::I32, -1), &r);
                 self.set(&args[0], r)
             }
@@ -1191,11 +1187,14 @@ fail:
         let r = self.select(&eq, &comb, &pick);
         let xn = self.fcmp("uno", x, x);
         let yn = self.fcmp("uno", y, y);
-        let canon = V::float_bits(ty, match ty {
-            Ty::Float => 0x7fff_ffff,
-            Ty::Double => 0x7fff_ffff_ffff_ffff,
-            _ => 0x7fff,
-        });
+        let canon = V::float_bits(
+            ty,
+            match ty {
+                Ty::Float => 0x7fff_ffff,
+                Ty::Double => 0x7fff_ffff_ffff_ffff,
+                _ => 0x7fff,
+            },
+        );
         if nan {
             let any = self.bin("or", &xn, &yn);
             self.select(&any, &canon, &r)
@@ -1210,17 +1209,20 @@ fail:
     fn testp(&mut self, inst: &Instruction, x: &V) -> Res<V> {
         let ty = x.ty;
         let abs = self.call1(&format!("llvm.fabs.{}", ty.suffix()), x);
-        let inf = V::float_bits(ty, match ty {
-            Ty::Float => 0x7f80_0000,
-            Ty::Double => 0x7ff0_0000_0000_0000,
-            Ty::Half => 0x7c00,
-            _ => 0x7f80,
-        });
+        let inf = V::float_bits(
+            ty,
+            match ty {
+                Ty::Float => 0x7f80_0000,
+                Ty::Double => 0x7ff0_0000_0000_0000,
+                Ty::Half => 0x7c00,
+                _ => 0x7f80,
+            },
+        );
         let min_normal = V::float_bits(ty, Self::min_normal(ty));
         let zero = V::float_bits(ty, 0);
-        let flag = inst.flags(self.b).find(|f| {
-            matches!(f, Flag::Finite | Flag::Infinite | Flag::Number | Flag::Notanumber | Flag::Normal | Flag::Subnormal)
-        });
+        let flag = inst
+            .flags(self.b)
+            .find(|f| matches!(f, Flag::Finite | Flag::Infinite | Flag::Number | Flag::Notanumber | Flag::Normal | Flag::Subnormal));
         Ok(match flag {
             Some(Flag::Finite) => self.fcmp("olt", &abs, &inf),
             Some(Flag::Infinite) => self.fcmp("oeq", &abs, &inf),

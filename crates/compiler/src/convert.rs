@@ -113,11 +113,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
         // Saturate into the destination's range, computed in 128 bits.
         let w = Ty::I128;
         let xw = if st.is_signed() { self.sext(&x, w) } else { self.zext(&x, w) };
-        let (lo, hi): (i128, i128) = if dt.is_signed() {
-            (-(1i128 << (dt.bits() - 1)), (1i128 << (dt.bits() - 1)) - 1)
-        } else {
-            (0, (1i128 << dt.bits()) - 1)
-        };
+        let (lo, hi): (i128, i128) =
+            if dt.is_signed() { (-(1i128 << (dt.bits() - 1)), (1i128 << (dt.bits() - 1)) - 1) } else { (0, (1i128 << dt.bits()) - 1) };
         let c1 = self.call2(&format!("llvm.smax.{}", w.suffix()), &xw, &V::int(w, lo));
         let c2 = self.call2(&format!("llvm.smin.{}", w.suffix()), &c1, &V::int(w, hi));
         let r = self.trunc(&c2, dty);
@@ -181,8 +178,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             }
             Type::F32 | Type::F16 | Type::Bf16 | Type::Tf32 => {
                 let Some(fmt) = small_format(dt) else {
-                return self.unsupported(format!("conversion to .{dt}"));
-            };
+                    return self.unsupported(format!("conversion to .{dt}"));
+                };
                 let d = if sty == Ty::Double { x.clone() } else { self.out.def(Ty::Double, format_args!("fpext {x} to {VF64}")) };
                 let d = if relu { self.relu_double(&d) } else { d };
                 let d = if sat { self.cvt_saturate(&d) } else { d };
@@ -479,7 +476,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 // Each half is 1.0 or 0.0 (f16x2) or all ones / zero.
                 let mut parts = Vec::new();
                 for (k, r) in res.iter().enumerate() {
-                    let one = if dt == Some(Type::F16x2) { 0x3c00 } else if dt == Some(Type::Bf16x2) { 0x3f80 } else { 0xffff };
+                    let one = if dt == Some(Type::F16x2) {
+                        0x3c00
+                    } else if dt == Some(Type::Bf16x2) {
+                        0x3f80
+                    } else {
+                        0xffff
+                    };
                     let v = self.select(r, &V::int(Ty::I16, one), &V::int(Ty::I16, 0));
                     let z = self.zext(&v, Ty::I32);
                     parts.push(self.bin("shl", &z, &V::int(Ty::I32, 16 * k as i128)));

@@ -136,8 +136,7 @@ fn body_facts(m: &Module, item: ItemId, f: &Function, b: &Body) -> FunctionFacts
                         // not co-scheduled on the CPU; it is rejected when lowered.
                         facts.waits = true;
                     }
-                    Opcode::Shfl | Opcode::Vote | Opcode::Match | Opcode::Redux | Opcode::Activemask
-                    | Opcode::Elect => facts.waits = true,
+                    Opcode::Shfl | Opcode::Vote | Opcode::Match | Opcode::Redux | Opcode::Activemask | Opcode::Elect => facts.waits = true,
                     Opcode::Exit if !is_kernel => facts.waits = true,
                     Opcode::Bra => {
                         if let Some(Operand::Label(l)) = args.first() {
@@ -196,10 +195,9 @@ fn loop_may_spin(b: &Body, stmts: &[Statement]) -> bool {
             let args = b.args(i);
             let Some((dest, srcs)) = args.split_first() else { continue };
             let from_memory = match i.op {
-                Opcode::Ld => matches!(
-                    i.semantics(b),
-                    Some(Semantics::Volatile | Semantics::Acquire | Semantics::Relaxed | Semantics::Mmio)
-                ),
+                Opcode::Ld => {
+                    matches!(i.semantics(b), Some(Semantics::Volatile | Semantics::Acquire | Semantics::Relaxed | Semantics::Mmio))
+                }
                 Opcode::Atom | Opcode::Mbarrier => true,
                 _ => false,
             };
@@ -340,8 +338,7 @@ impl Analysis {
             }) || self.facts.get(&kid).is_some_and(|ff| ff.module_shared.iter().any(|s| common_syms.contains(s)));
             let mut off = if uses_common { self.common_bytes as u64 } else { 0 };
             if let Some(ff) = self.facts.get(&kid) {
-                let mut own: Vec<SymbolId> =
-                    ff.module_shared.iter().copied().filter(|s| !common_syms.contains(s)).collect();
+                let mut own: Vec<SymbolId> = ff.module_shared.iter().copied().filter(|s| !common_syms.contains(s)).collect();
                 own.sort_unstable();
                 for s in own {
                     if let Some(v) = m.variable(s) {

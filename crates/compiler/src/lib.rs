@@ -12,8 +12,8 @@ mod ir;
 pub mod layout;
 mod lower;
 mod memory;
-pub mod softfloat;
 mod shared_index;
+pub mod softfloat;
 mod sync;
 mod targets;
 mod warp;
@@ -178,12 +178,7 @@ pub fn compile(module: &ptx::ast::Module, src: &str, target: &Target) -> Result<
 }
 
 /// [`compile`] with explicit options.
-pub fn compile_with_options(
-    module: &ptx::ast::Module,
-    src: &str,
-    target: &Target,
-    opts: &Options,
-) -> Result<CompiledModule, CompileError> {
+pub fn compile_with_options(module: &ptx::ast::Module, src: &str, target: &Target, opts: &Options) -> Result<CompiledModule, CompileError> {
     targets::check_module(target, module, src)?;
     let mut cx = lower::ModuleCx::new(module, src, target, opts);
     let ir = cx.lower_module()?;
@@ -231,9 +226,7 @@ mod codegen {
     /// since LLVM's target registry is not safe to extend concurrently.
     pub(crate) fn init() -> Result<(), CompileError> {
         static INIT: OnceLock<Result<(), String>> = OnceLock::new();
-        INIT.get_or_init(|| Target::initialize_native(&InitializationConfig::default()))
-            .clone()
-            .map_err(CompileError::Llvm)
+        INIT.get_or_init(|| Target::initialize_native(&InitializationConfig::default())).clone().map_err(CompileError::Llvm)
     }
 
     fn host_machine() -> Result<TargetMachine, CompileError> {
@@ -272,12 +265,8 @@ mod codegen {
         module.set_triple(&tm.get_triple());
         module.set_data_layout(&tm.get_target_data().get_data_layout());
         module.verify().map_err(|e| CompileError::Llvm(e.to_string()))?;
-        module
-            .run_passes("default<O2>", &tm, PassBuilderOptions::create())
-            .map_err(|e| CompileError::Llvm(e.to_string()))?;
-        let obj = tm
-            .write_to_memory_buffer(&module, FileType::Object)
-            .map_err(|e| CompileError::Llvm(e.to_string()))?;
+        module.run_passes("default<O2>", &tm, PassBuilderOptions::create()).map_err(|e| CompileError::Llvm(e.to_string()))?;
+        let obj = tm.write_to_memory_buffer(&module, FileType::Object).map_err(|e| CompileError::Llvm(e.to_string()))?;
         Ok(obj.as_slice().to_vec())
     }
 }

@@ -299,7 +299,7 @@ impl<'m> ModuleCx<'m> {
                 let bits: u64 = match (scalar, d.ty) {
                     (Initializer::Int(v), t) if t.is_float() => float_from_f64(t, *v as f64),
                     (Initializer::Int(v), _) => *v as u64,
-                    (Initializer::F32(b), t) if t == Type::F64 => (f32::from_bits(*b) as f64).to_bits(),
+                    (Initializer::F32(b), Type::F64) => (f32::from_bits(*b) as f64).to_bits(),
                     (Initializer::F32(b), _) => *b as u64,
                     (Initializer::F64(b), t) if t.is_float() => float_from_f64(t, f64::from_bits(*b)),
                     (Initializer::F64(b), _) => *b,
@@ -334,19 +334,12 @@ fn unsupported_init(d: &VarDecl, what: &str) -> CompileError {
 /// least significant first. Eight such bytes in a row naming the same
 /// address are that pointer, stored unaligned; anything else is an error
 /// rather than zeros.
-fn pointers_from_masked_bytes(
-    d: &VarDecl,
-    masked: &[MaskedByte],
-    relocs: &mut Vec<(u64, SymbolId, i64)>,
-) -> Res<()> {
+fn pointers_from_masked_bytes(d: &VarDecl, masked: &[MaskedByte], relocs: &mut Vec<(u64, SymbolId, i64)>) -> Res<()> {
     for group in masked.chunks(8) {
         let first = &group[0];
         let whole = group.len() == 8
             && group.iter().enumerate().all(|(k, b)| {
-                b.pos == first.pos + k as u64
-                    && b.mask == 0xFFu64 << (8 * k)
-                    && b.symbol == first.symbol
-                    && b.offset == first.offset
+                b.pos == first.pos + k as u64 && b.mask == 0xFFu64 << (8 * k) && b.symbol == first.symbol && b.offset == first.offset
             });
         if !whole {
             return Err(unsupported_init(d, "address bytes under a mask that do not form a whole 64-bit address"));
@@ -367,8 +360,8 @@ fn count_initializers(i: &Initializer) -> usize {
 pub fn float_from_f64(t: Type, v: f64) -> u64 {
     match t {
         Type::F32 => (v as f32).to_bits() as u64,
-        Type::F16 => crate::softfloat::f64_to_small(v.to_bits(), crate::softfloat::HALF, crate::softfloat::Mode::Rn) as u64,
-        Type::Bf16 => crate::softfloat::f64_to_small(v.to_bits(), crate::softfloat::BF16, crate::softfloat::Mode::Rn) as u64,
+        Type::F16 => crate::softfloat::f64_to_small(v.to_bits(), crate::softfloat::HALF, crate::softfloat::Mode::Rn),
+        Type::Bf16 => crate::softfloat::f64_to_small(v.to_bits(), crate::softfloat::BF16, crate::softfloat::Mode::Rn),
         _ => v.to_bits(),
     }
 }
@@ -609,11 +602,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 if self.kernel {
                     let (layout, _) = layout::param_layout(self.f, &self.f.params);
                     let name = self.out.fresh("param");
-                    let _ = writeln!(
-                        self.out.allocas,
-                        "  {name} = getelementptr i8, ptr %params, i64 {}",
-                        layout[i].offset
-                    );
+                    let _ = writeln!(self.out.allocas, "  {name} = getelementptr i8, ptr %params, i64 {}", layout[i].offset);
                     VarLoc::Ptr(name)
                 } else {
                     VarLoc::Ptr(format!("%arg{i}"))
@@ -781,10 +770,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Elect => self.elect(inst),
             Alloca => self.alloca_inst(inst),
             Stacksave | Stackrestore => self.unsupported(format!("`{}`", self.describe(inst))),
-            Add | Sub | Mul | Mad | Fma | Div | Rem | Abs | Neg | Min | Max | Addc | Subc | Madc | Mul24
-            | Mad24 | Sad | Popc | Clz | Bfind | Brev | Bfe | Bfi | Fns | Szext | Bmsk | Dp4a | Dp2a
-            | And | Or | Xor | Not | Cnot | Lop3 | Shf | Shl | Shr | Prmt | Copysign | Rcp | Sqrt
-            | Rsqrt | Sin | Cos | Lg2 | Ex2 | Tanh | Testp => self.arith(inst),
+            Add | Sub | Mul | Mad | Fma | Div | Rem | Abs | Neg | Min | Max | Addc | Subc | Madc | Mul24 | Mad24 | Sad | Popc | Clz
+            | Bfind | Brev | Bfe | Bfi | Fns | Szext | Bmsk | Dp4a | Dp2a | And | Or | Xor | Not | Cnot | Lop3 | Shf | Shl | Shr | Prmt
+            | Copysign | Rcp | Sqrt | Rsqrt | Sin | Cos | Lg2 | Ex2 | Tanh | Testp => self.arith(inst),
             _ => self.unsupported(format!("instruction `{}`", self.describe(inst))),
         }
     }
@@ -965,7 +953,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 // `{a, b}` as one wide value: elements packed low to high.
                 let elems = self.b.list(l);
                 let n = elems.len() as u32;
-                if n == 0 || ty.bits() % n != 0 {
+                if n == 0 || !ty.bits().is_multiple_of(n) {
                     return self.invalid("vector operand does not match the instruction type");
                 }
                 let ebits = ty.bits() / n;
@@ -987,8 +975,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
         match ty {
             Ty::Float => V::f32((i as f32).to_bits()),
             Ty::Double => V::f64((i as f64).to_bits()),
-            Ty::Half => V::half(crate::softfloat::f64_to_small((i as f64).to_bits(), crate::softfloat::HALF, crate::softfloat::Mode::Rn) as u16),
-            Ty::Bfloat => V::bfloat(crate::softfloat::f64_to_small((i as f64).to_bits(), crate::softfloat::BF16, crate::softfloat::Mode::Rn) as u16),
+            Ty::Half => {
+                V::half(crate::softfloat::f64_to_small((i as f64).to_bits(), crate::softfloat::HALF, crate::softfloat::Mode::Rn) as u16)
+            }
+            Ty::Bfloat => {
+                V::bfloat(crate::softfloat::f64_to_small((i as f64).to_bits(), crate::softfloat::BF16, crate::softfloat::Mode::Rn) as u16)
+            }
             Ty::Ptr => V::new(Ty::Ptr, if i == 0 { "null".to_string() } else { format!("inttoptr (i64 {i} to ptr)") }),
             t => V::int(t, i as i128),
         }
@@ -1004,8 +996,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Operand::Reg(r) => {
                 let ty = self.reg_tys[r as usize];
                 let v = self.convert(v, ty, signed);
-                let masked =
-                    self.warp.as_ref().filter(|w| w.guarded || !w.block_local.get(r as usize).copied().unwrap_or(false));
+                let masked = self.warp.as_ref().filter(|w| w.guarded || !w.block_local.get(r as usize).copied().unwrap_or(false));
                 let mask = masked.map(|w| w.mask.clone());
                 if self.warp.is_some() {
                     self.affine_written(r, mask.as_ref());
@@ -1035,7 +1026,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let elems: Vec<Operand> = self.b.list(l).to_vec();
                 let n = elems.len() as u32;
                 let wide = v.ty.as_int();
-                if n == 0 || wide.bits() % n != 0 {
+                if n == 0 || !wide.bits().is_multiple_of(n) {
                     return self.invalid("vector operand does not match the instruction type");
                 }
                 let ebits = wide.bits() / n;
@@ -1150,8 +1141,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Nclusterid => self.ctx_field(offsets::NCTAID + 4 * c, Ty::I32),
             Pm(_) | Pm64(_) => V::int(Ty::I64, 0),
             CurrentGraphExec => V::int(Ty::I64, 0),
-            ReservedSmemOffsetBegin | ReservedSmemOffsetEnd | ReservedSmemOffsetCap | ReservedSmemOffset0
-            | ReservedSmemOffset1 => V::int(Ty::I32, 0),
+            ReservedSmemOffsetBegin | ReservedSmemOffsetEnd | ReservedSmemOffsetCap | ReservedSmemOffset0 | ReservedSmemOffset1 => {
+                V::int(Ty::I32, 0)
+            }
         })
     }
 
@@ -1206,13 +1198,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                             let o = self.ctx_field(offsets::DYNAMIC_SHARED_OFFSET, Ty::I32);
                             return Ok(self.out.def_scalar(Ty::I64, format_args!("zext {o} to i64")));
                         }
-                        let off = self
-                            .cx
-                            .a
-                            .kernel_shared
-                            .get(&(self.item, s))
-                            .or_else(|| self.cx.a.common_shared.get(&s))
-                            .copied();
+                        let off = self.cx.a.kernel_shared.get(&(self.item, s)).or_else(|| self.cx.a.common_shared.get(&s)).copied();
                         match off {
                             Some(o) => Ok(V::scalar(Ty::I64, o.to_string())),
                             None => self.invalid(format!("shared variable `{}` has no layout", sym.name)),
@@ -1517,13 +1503,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let line = self.param_arg(params, 2, Ty::I32)?;
                 let func = self.param_arg(params, 3, Ty::Ptr)?;
                 let cs = self.param_arg(params, 4, Ty::I64)?;
-                self.cx.declare(
-                    "__anycuda_assertfail",
-                    "declare void @__anycuda_assertfail(ptr, i32, ptr, ptr, i32, ptr, i64) noreturn",
-                );
-                self.out.op(format_args!(
-                    "call void @__anycuda_assertfail(ptr %ctx, i32 %lin, {msg}, {file}, {line}, {func}, {cs})"
-                ));
+                self.cx.declare("__anycuda_assertfail", "declare void @__anycuda_assertfail(ptr, i32, ptr, ptr, i32, ptr, i64) noreturn");
+                self.out.op(format_args!("call void @__anycuda_assertfail(ptr %ctx, i32 %lin, {msg}, {file}, {line}, {func}, {cs})"));
                 self.out.terminate(format_args!("unreachable"));
                 Ok(())
             }
@@ -1547,7 +1528,6 @@ fn ptx_modifier(o: &mut String, m: &Modifier) -> std::fmt::Result {
         Modifier::Shape(s) => write!(o, ".m{}n{}k{}", s.m, s.n, s.k),
     }
 }
-
 
 /// 64-bit registers that may hold addresses: loaded 64-bit values,
 /// converted addresses, symbol addresses, and sums or differences involving

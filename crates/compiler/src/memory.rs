@@ -72,9 +72,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 self.out.def(Ty::Ptr, format_args!("getelementptr i8, {addr}, i64 {}", size * k as i64))
             };
             let v = match order {
-                Some(o) if ety.bits() <= 64 => {
-                    self.out.def(ety, format_args!("load atomic {ety}, {p} {o}, align {size}"))
-                }
+                Some(o) if ety.bits() <= 64 => self.out.def(ety, format_args!("load atomic {ety}, {p} {o}, align {size}")),
                 _ => {
                     let vol = if volatile { "volatile " } else { "" };
                     self.out.def(ety, format_args!("load {vol}{ety}, {p}, align {}", size.min(8)))
@@ -147,9 +145,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
             x
         };
         let r = self.convert(r, ty, false);
-        if ty == Ty::I64 && self.has_shadow(&args[0]) && !to && !is_shared(space) && space != Some(StateSpace::Local) {
-            self.next_shadow = self.operand_shadow(&args[1]);
-        } else if ty == Ty::I64 && self.has_shadow(&args[0]) && to && space == Some(StateSpace::Global) {
+        // A host address keeps its pointer shadow: generic to global/const/param,
+        // and global to generic.
+        let keeps_shadow = if to { space == Some(StateSpace::Global) } else { !is_shared(space) && space != Some(StateSpace::Local) };
+        if ty == Ty::I64 && self.has_shadow(&args[0]) && keeps_shadow {
             self.next_shadow = self.operand_shadow(&args[1]);
         }
         self.set(&args[0], r)
@@ -197,7 +196,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let addr = self.address(addr_op, space)?;
         let order = ordering(inst.semantics(b), true).unwrap_or("monotonic");
         let op = inst.flags(b).find(|f| {
-            matches!(f, Flag::AddOp | Flag::Exch | Flag::Cas | Flag::MinOp | Flag::MaxOp | Flag::Inc | Flag::Dec | Flag::And | Flag::Or | Flag::Xor)
+            matches!(
+                f,
+                Flag::AddOp | Flag::Exch | Flag::Cas | Flag::MinOp | Flag::MaxOp | Flag::Inc | Flag::Dec | Flag::And | Flag::Or | Flag::Xor
+            )
         });
         let Some(op) = op else { return self.invalid("atom needs an operation") };
         if matches!(t, Type::F16x2 | Type::Bf16x2) {

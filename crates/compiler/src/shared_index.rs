@@ -144,8 +144,31 @@ fn writes_memory(op: Opcode) -> bool {
     use Opcode::*;
     matches!(
         op,
-        St | Atom | Red | Fence | Membar | Bar | Barrier | Call | Cp | Mbarrier | Sust | Sured | Multimem | Stmatrix
-            | Tcgen05 | Wgmma | Tensormap | Griddepcontrol | Nanosleep | Alloca | Stackrestore | Bra | Brx | Ret | Exit | Trap
+        St | Atom
+            | Red
+            | Fence
+            | Membar
+            | Bar
+            | Barrier
+            | Call
+            | Cp
+            | Mbarrier
+            | Sust
+            | Sured
+            | Multimem
+            | Stmatrix
+            | Tcgen05
+            | Wgmma
+            | Tensormap
+            | Griddepcontrol
+            | Nanosleep
+            | Alloca
+            | Stackrestore
+            | Bra
+            | Brx
+            | Ret
+            | Exit
+            | Trap
     )
 }
 
@@ -165,7 +188,11 @@ fn index_bound(b: &Body, at: usize, index: RegId) -> Option<u64> {
         Opcode::Cvt if args.len() == 2 && !inst.has(b, Flag::Sat) => {
             let mut types = inst.types(b);
             let (to, from) = (types.next()?, types.next()?);
-            if to.bits() == 32 && to.is_integer() { narrow(from) } else { None }
+            if to.bits() == 32 && to.is_integer() {
+                narrow(from)
+            } else {
+                None
+            }
         }
         Opcode::Ld if args.len() == 2 && matches!(args[0], Operand::Reg(_)) => narrow(t),
         _ => None,
@@ -251,11 +278,7 @@ mod tests {
         let module = ptx::parse(&src).expect("test PTX parses");
         let f = module.functions().next().expect("a kernel");
         let b = f.body.as_ref().expect("a body");
-        let at = b
-            .statements
-            .iter()
-            .rposition(|s| matches!(s, Statement::Instruction(i) if i.op == Opcode::Atom))
-            .expect("an atom");
+        let at = b.statements.iter().rposition(|s| matches!(s, Statement::Instruction(i) if i.op == Opcode::Atom)).expect("an atom");
         let Statement::Instruction(atom) = &b.statements[at] else { return None };
         let Some((AddrBase::Reg(addr), _)) = b.args(atom)[1].address() else { return None };
         let s = scaled_index(f, b, at, addr, &|_| Some(64))?;
@@ -277,32 +300,39 @@ mod tests {
     fn a_32_bit_index_needs_a_bound() {
         let masked = format!("{LOAD}cvt.u32.u16 %r5, %rs1;\nand.b32 %r6, %r5, 255;\nshl.b32 %r2, %r6, 2;\nadd.s32 %r3, %r1, %r2;\natom.shared.add.u32 %r4, [%r3], 1;");
         assert_eq!(form_of(&masked), Some((64, "%r6".into(), 2)));
-        let widened = format!("{LOAD}cvt.u32.u16 %r6, %rs1;\nmul.lo.s32 %r2, %r6, 4;\nadd.s32 %r3, %r1, %r2;\natom.shared.add.u32 %r4, [%r3], 1;");
+        let widened =
+            format!("{LOAD}cvt.u32.u16 %r6, %rs1;\nmul.lo.s32 %r2, %r6, 4;\nadd.s32 %r3, %r1, %r2;\natom.shared.add.u32 %r4, [%r3], 1;");
         assert_eq!(form_of(&widened), Some((64, "%r6".into(), 2)));
         let loaded = "ld.param.u64 %rd1, [p];\nld.global.u8 %r6, [%rd1];\nmov.u32 %r1, bins;\nshl.b32 %r2, %r6, 2;\nadd.s32 %r3, %r1, %r2;\natom.shared.add.u32 %r4, [%r3], 1;";
         assert_eq!(form_of(loaded), Some((64, "%r6".into(), 2)));
         // A 32-bit index of any value, or a sign-extended one, could wrap.
         let any = "ld.param.u64 %rd1, [p];\nld.global.u32 %r6, [%rd1];\nmov.u32 %r1, bins;\nshl.b32 %r2, %r6, 2;\nadd.s32 %r3, %r1, %r2;\natom.shared.add.u32 %r4, [%r3], 1;";
         assert_eq!(form_of(any), None);
-        let signed = format!("{LOAD}cvt.s32.s16 %r6, %rs1;\nshl.b32 %r2, %r6, 2;\nadd.s32 %r3, %r1, %r2;\natom.shared.add.u32 %r4, [%r3], 1;");
+        let signed =
+            format!("{LOAD}cvt.s32.s16 %r6, %rs1;\nshl.b32 %r2, %r6, 2;\nadd.s32 %r3, %r1, %r2;\natom.shared.add.u32 %r4, [%r3], 1;");
         assert_eq!(form_of(&signed), None);
     }
 
     #[test]
     fn the_index_must_hold_at_the_atomic_and_the_run_be_straight() {
         // The index rewritten after the sum.
-        let moved = format!("{LOAD}mul.wide.u16 %r2, %rs1, 4;\nadd.s32 %r3, %r1, %r2;\nadd.u16 %rs1, %rs1, 1;\natom.shared.add.u32 %r4, [%r3], 1;");
+        let moved =
+            format!("{LOAD}mul.wide.u16 %r2, %rs1, 4;\nadd.s32 %r3, %r1, %r2;\nadd.u16 %rs1, %rs1, 1;\natom.shared.add.u32 %r4, [%r3], 1;");
         assert_eq!(form_of(&moved), None);
-        let moved_before_the_sum = format!("{LOAD}mul.wide.u16 %r2, %rs1, 4;\nadd.u16 %rs1, %rs1, 1;\nadd.s32 %r3, %r1, %r2;\natom.shared.add.u32 %r4, [%r3], 1;");
+        let moved_before_the_sum =
+            format!("{LOAD}mul.wide.u16 %r2, %rs1, 4;\nadd.u16 %rs1, %rs1, 1;\nadd.s32 %r3, %r1, %r2;\natom.shared.add.u32 %r4, [%r3], 1;");
         assert_eq!(form_of(&moved_before_the_sum), None);
         // The sum under a guard, or across a label.
-        let guarded = format!("{LOAD}setp.eq.u16 %q1, %rs1, 0;\nmul.wide.u16 %r2, %rs1, 4;\n@%q1 add.s32 %r3, %r1, %r2;\natom.shared.add.u32 %r4, [%r3], 1;");
+        let guarded = format!(
+            "{LOAD}setp.eq.u16 %q1, %rs1, 0;\nmul.wide.u16 %r2, %rs1, 4;\n@%q1 add.s32 %r3, %r1, %r2;\natom.shared.add.u32 %r4, [%r3], 1;"
+        );
         assert_eq!(form_of(&guarded), None);
         let labelled = format!("{LOAD}mul.wide.u16 %r2, %rs1, 4;\nadd.s32 %r3, %r1, %r2;\n$L1:\natom.shared.add.u32 %r4, [%r3], 1;");
         assert_eq!(form_of(&labelled), None);
         // A base register written twice with different values; a sum that
         // could pass 2^32; a scale that is no power of two.
-        let two_bases = format!("{LOAD}mov.u32 %r1, 0;\nmul.wide.u16 %r2, %rs1, 4;\nadd.s32 %r3, %r1, %r2;\natom.shared.add.u32 %r4, [%r3], 1;");
+        let two_bases =
+            format!("{LOAD}mov.u32 %r1, 0;\nmul.wide.u16 %r2, %rs1, 4;\nadd.s32 %r3, %r1, %r2;\natom.shared.add.u32 %r4, [%r3], 1;");
         assert_eq!(form_of(&two_bases), None);
         let high = format!("{LOAD}mul.wide.u16 %r2, %rs1, 8;\nadd.s32 %r3, %r2, 4294443024;\natom.shared.add.u32 %r4, [%r3], 1;");
         assert_eq!(form_of(&high), None);

@@ -63,10 +63,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             };
             let p = self.zext(&pred, Ty::I32);
             let site = self.site();
-            self.cx.declare(
-                "__anycuda_barrier_red",
-                "declare i32 @__anycuda_barrier_red(ptr, i32, i32, i32, i32, i32, i32)",
-            );
+            self.cx.declare("__anycuda_barrier_red", "declare i32 @__anycuda_barrier_red(ptr, i32, i32, i32, i32, i32, i32)");
             let r = self.out.def(
                 Ty::I32,
                 format_args!("call i32 @__anycuda_barrier_red(ptr %ctx, i32 %lin, {id}, {count}, i32 {op}, {p}, i32 {site})"),
@@ -109,10 +106,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let mask = self.mask_arg(args, 4)?;
         let site = self.site();
         self.cx.declare("__anycuda_shfl", "declare i64 @__anycuda_shfl(ptr, i32, i32, i32, i32, i32, i32, i32)");
-        let r = self.out.def(
-            Ty::I64,
-            format_args!("call i64 @__anycuda_shfl(ptr %ctx, i32 %lin, i32 {mode}, {a}, {bb}, {c}, {mask}, i32 {site})"),
-        );
+        let r = self
+            .out
+            .def(Ty::I64, format_args!("call i64 @__anycuda_shfl(ptr %ctx, i32 %lin, i32 {mode}, {a}, {bb}, {c}, {mask}, i32 {site})"));
         let v = self.trunc(&r, Ty::I32);
         let p = self.bin("lshr", &r, &V::int(Ty::I64, 32));
         let p = self.trunc(&p, Ty::I1);
@@ -144,10 +140,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let mask = self.mask_arg(args, 2)?;
         let site = self.site();
         self.cx.declare("__anycuda_vote", "declare i32 @__anycuda_vote(ptr, i32, i32, i32, i32, i32)");
-        let r = self.out.def(
-            Ty::I32,
-            format_args!("call i32 @__anycuda_vote(ptr %ctx, i32 %lin, i32 {mode}, {p}, {mask}, i32 {site})"),
-        );
+        let r = self.out.def(Ty::I32, format_args!("call i32 @__anycuda_vote(ptr %ctx, i32 %lin, i32 {mode}, {p}, {mask}, i32 {site})"));
         let r = if mode == vote::BALLOT { r } else { self.icmp("ne", &r, &V::int(Ty::I32, 0)) };
         self.set(&args[0], r)
     }
@@ -162,10 +155,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let mask = self.mask_arg(args, 2)?;
         let site = self.site();
         self.cx.declare("__anycuda_match", "declare i64 @__anycuda_match(ptr, i32, i32, i64, i32, i32)");
-        let r = self.out.def(
-            Ty::I64,
-            format_args!("call i64 @__anycuda_match(ptr %ctx, i32 %lin, i32 {mode}, {v}, {mask}, i32 {site})"),
-        );
+        let r = self.out.def(Ty::I64, format_args!("call i64 @__anycuda_match(ptr %ctx, i32 %lin, i32 {mode}, {v}, {mask}, i32 {site})"));
         let m = self.trunc(&r, Ty::I32);
         let p = self.bin("lshr", &r, &V::int(Ty::I64, 32));
         let p = self.trunc(&p, Ty::I1);
@@ -189,9 +179,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let op = if inst.has(b, Flag::AddOp) {
             redux::ADD
         } else if inst.has(b, Flag::MinOp) {
-            if signed { redux::MIN_S32 } else { redux::MIN_U32 }
+            if signed {
+                redux::MIN_S32
+            } else {
+                redux::MIN_U32
+            }
         } else if inst.has(b, Flag::MaxOp) {
-            if signed { redux::MAX_S32 } else { redux::MAX_U32 }
+            if signed {
+                redux::MAX_S32
+            } else {
+                redux::MAX_U32
+            }
         } else if inst.has(b, Flag::And) {
             redux::AND
         } else if inst.has(b, Flag::Or) {
@@ -205,10 +203,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let mask = self.mask_arg(args, 2)?;
         let site = self.site();
         self.cx.declare("__anycuda_redux", "declare i32 @__anycuda_redux(ptr, i32, i32, i32, i32, i32)");
-        let r = self.out.def(
-            Ty::I32,
-            format_args!("call i32 @__anycuda_redux(ptr %ctx, i32 %lin, i32 {op}, {v}, {mask}, i32 {site})"),
-        );
+        let r = self.out.def(Ty::I32, format_args!("call i32 @__anycuda_redux(ptr %ctx, i32 %lin, i32 {op}, {v}, {mask}, i32 {site})"));
         self.set(&args[0], r)
     }
 
@@ -226,10 +221,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let mask = self.mask_arg(args, 1)?;
         let site = self.site();
         self.cx.declare("__anycuda_vote", "declare i32 @__anycuda_vote(ptr, i32, i32, i32, i32, i32)");
-        let ballot = self.out.def(
-            Ty::I32,
-            format_args!("call i32 @__anycuda_vote(ptr %ctx, i32 %lin, i32 {}, i32 1, {mask}, i32 {site})", vote::BALLOT),
-        );
+        let ballot = self
+            .out
+            .def(Ty::I32, format_args!("call i32 @__anycuda_vote(ptr %ctx, i32 %lin, i32 {}, i32 1, {mask}, i32 {site})", vote::BALLOT));
         let f = self.intrinsic("llvm.cttz.i32", Ty::I32, &[Ty::I32, Ty::I1]);
         let leader = self.out.def(Ty::I32, format_args!("call i32 {f}({ballot}, i1 false)"));
         let lane = self.out.def(Ty::I32, format_args!("and i32 %lin, 31"));

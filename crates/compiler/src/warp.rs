@@ -392,8 +392,7 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
             if suspension_site(a, item, b, i, inst) {
                 // A spinning branch has moved every lane to a block start.
                 let at_site = inst.op != Opcode::Bra;
-                let regs: Vec<RegId> =
-                    (0..nregs).filter(|&r| pending[r] || (at_site && live[r])).map(|r| r as RegId).collect();
+                let regs: Vec<RegId> = (0..nregs).filter(|&r| pending[r] || (at_site && live[r])).map(|r| r as RegId).collect();
                 for &r in &regs {
                     saved[r as usize] = true;
                 }
@@ -496,9 +495,36 @@ pub(crate) fn writes_first_operand(op: Opcode) -> bool {
     use Opcode::*;
     !matches!(
         op,
-        Bar | Barrier | St | Red | Prefetch | Prefetchu | Nanosleep | Bra | Brx | Call | Ret | Exit | Trap | Brkpt
-            | Membar | Fence | Pmevent | Griddepcontrol | Setmaxnreg | Discard | Applypriority | Sust | Sured | Cp
-            | Mbarrier | Stmatrix | Stackrestore | Multimem | Tensormap | Tcgen05 | Wgmma
+        Bar | Barrier
+            | St
+            | Red
+            | Prefetch
+            | Prefetchu
+            | Nanosleep
+            | Bra
+            | Brx
+            | Call
+            | Ret
+            | Exit
+            | Trap
+            | Brkpt
+            | Membar
+            | Fence
+            | Pmevent
+            | Griddepcontrol
+            | Setmaxnreg
+            | Discard
+            | Applypriority
+            | Sust
+            | Sured
+            | Cp
+            | Mbarrier
+            | Stmatrix
+            | Stackrestore
+            | Multimem
+            | Tensormap
+            | Tcgen05
+            | Wgmma
     )
 }
 
@@ -609,7 +635,11 @@ fn loop_blocks(b: &Body, starts: &HashMap<usize, u32>, label_block: &HashMap<Lab
 /// The integer element an `ld`/`st` of type `t` moves per lane and
 /// component (predicates as bytes).
 fn access_element(t: Type) -> Ty {
-    if t == Type::Pred { Ty::I8 } else { Ty::int(t.bits()) }
+    if t == Type::Pred {
+        Ty::I8
+    } else {
+        Ty::int(t.bits())
+    }
 }
 
 /// Frame header bytes free for the shapes of frame-resident address
@@ -692,9 +722,33 @@ fn supported(op: Opcode) -> bool {
     use Opcode::*;
     !matches!(
         op,
-        Call | Brx | Alloca | Stacksave | Stackrestore | Isspacep | Tex | Tld4 | Txq | Suld | Sust | Sured
-            | Suq | Mma | Wmma | Wgmma | Tcgen05 | Ldmatrix | Stmatrix | Movmatrix | Cp | Mbarrier
-            | Multimem | Tensormap | Clusterlaunchcontrol | Istypep | Mapa | Getctarank
+        Call | Brx
+            | Alloca
+            | Stacksave
+            | Stackrestore
+            | Isspacep
+            | Tex
+            | Tld4
+            | Txq
+            | Suld
+            | Sust
+            | Sured
+            | Suq
+            | Mma
+            | Wmma
+            | Wgmma
+            | Tcgen05
+            | Ldmatrix
+            | Stmatrix
+            | Movmatrix
+            | Cp
+            | Mbarrier
+            | Multimem
+            | Tensormap
+            | Clusterlaunchcontrol
+            | Istypep
+            | Mapa
+            | Getctarank
     )
 }
 
@@ -759,9 +813,7 @@ pub fn warp_capable(a: &crate::layout::Analysis, target: &crate::Target, opts: &
                     return false;
                 }
             }
-            Statement::BranchTargets { .. } | Statement::CallTargets { .. } | Statement::CallPrototype { .. } => {
-                return false
-            }
+            Statement::BranchTargets { .. } | Statement::CallTargets { .. } | Statement::CallPrototype { .. } => return false,
             Statement::Decl(v) if f.var(*v).space == StateSpace::Param => return false,
             _ => {}
         }
@@ -1261,8 +1313,16 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 !suspension_site(&self.cx.a, self.item, b, k, inst)
                     && !matches!(
                         inst.op,
-                        Opcode::Bra | Opcode::Brx | Opcode::Ret | Opcode::Exit | Opcode::Trap | Opcode::Brkpt | Opcode::Call
-                            | Opcode::Bar | Opcode::Barrier | Opcode::Nanosleep
+                        Opcode::Bra
+                            | Opcode::Brx
+                            | Opcode::Ret
+                            | Opcode::Exit
+                            | Opcode::Trap
+                            | Opcode::Brkpt
+                            | Opcode::Call
+                            | Opcode::Bar
+                            | Opcode::Barrier
+                            | Opcode::Nanosleep
                     )
             }
             _ => false,
@@ -1456,7 +1516,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 }
             }
         }
-        for (slot, offset, t) in [(Self::live_slot(), FRAME_LIVE, format!("<{W} x i1>")), (Self::next_slot(), FRAME_NEXT, format!("<{W} x i32>"))] {
+        for (slot, offset, t) in
+            [(Self::live_slot(), FRAME_LIVE, format!("<{W} x i1>")), (Self::next_slot(), FRAME_NEXT, format!("<{W} x i32>"))]
+        {
             let v = self.out.fresh("st");
             self.out.op(format_args!("{v} = load {t}, ptr {slot}"));
             let p = field(&mut self.out, offset as usize);
@@ -1734,7 +1796,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let span = lanes * stride;
         let (lo, hi) = if signed { (i32::MIN as i64, i32::MAX as i64) } else { (0, u32::MAX as i64) };
         // The lanes run from x0 to x0 + span: x0 must leave that room.
-        let (pred, limit) = if stride >= 0 { (if signed { "sle" } else { "ule" }, hi - span) } else { (if signed { "sge" } else { "uge" }, lo - span) };
+        let (pred, limit) =
+            if stride >= 0 { (if signed { "sle" } else { "ule" }, hi - span) } else { (if signed { "sge" } else { "uge" }, lo - span) };
         if limit < lo || limit > hi {
             return V::scalar(Ty::I1, "false");
         }
@@ -1973,14 +2036,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let apart = self.lane_distance(r);
                 self.out.terminate(format_args!("br label %{j}"));
                 self.out.label(&j);
-                let shape = self.out.def_scalar(
-                    Ty::I32,
-                    format_args!("phi i32 [{known_shape}, %{fv}], [{known_shape}, %{hv}], [{}, %{sv}]", looked.s),
-                );
-                let lane16 = self.out.def_scalar(
-                    Ty::I64,
-                    format_args!("phi i64 [{}, %{fv}], [{}, %{hv}], [{}, %{sv}]", 16 * s, half_apart.s, apart.s),
-                );
+                let shape = self
+                    .out
+                    .def_scalar(Ty::I32, format_args!("phi i32 [{known_shape}, %{fv}], [{known_shape}, %{hv}], [{}, %{sv}]", looked.s));
+                let lane16 = self
+                    .out
+                    .def_scalar(Ty::I64, format_args!("phi i64 [{}, %{fv}], [{}, %{hv}], [{}, %{sv}]", 16 * s, half_apart.s, apart.s));
                 Layout { shape, lane16: Some(lane16) }
             }
             None => Layout { shape: self.lane_shape(r, size), lane16: None },
@@ -2039,10 +2100,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let consecutive = self.all(&consecutive);
         let uniform = self.icmp("eq", &d, &V::int(Ty::I64, 0));
         let uniform = self.all(&uniform);
-        let u = self.out.def_scalar(
-            Ty::I32,
-            format_args!("select {uniform}, i32 {SHAPE_HALVES_UNIFORM}, i32 {SHAPE_SCATTERED}"),
-        );
+        let u = self.out.def_scalar(Ty::I32, format_args!("select {uniform}, i32 {SHAPE_HALVES_UNIFORM}, i32 {SHAPE_SCATTERED}"));
         self.out.def_scalar(Ty::I32, format_args!("select {consecutive}, i32 {SHAPE_HALVES_CONSECUTIVE}, {u}"))
     }
 
@@ -2181,7 +2239,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let together: Vec<V> = (0..n)
             .map(|k| {
                 let idx = list(&mut (0..W).map(|i| i * n + k));
-                self.out.def(ety, format_args!("shufflevector <{} x {t}> {whole}, <{} x {t}> poison, <{W} x i32> <{idx}>", 2 * wide, 2 * wide))
+                self.out
+                    .def(ety, format_args!("shufflevector <{} x {t}> {whole}, <{} x {t}> poison, <{W} x i32> <{idx}>", 2 * wide, 2 * wide))
             })
             .collect();
         self.out.terminate(format_args!("br label %{joined}"));
@@ -2208,10 +2267,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.label(&joined);
         let consecutive: Vec<V> = (0..n as usize)
             .map(|k| {
-                self.out.def(
-                    ety,
-                    format_args!("phi {ety} [{}, %{one}], [{}, %{two}], [{}, %{masked}]", together[k].s, apart[k].s, loaded[k].s),
-                )
+                self.out
+                    .def(ety, format_args!("phi {ety} [{}, %{one}], [{}, %{two}], [{}, %{masked}]", together[k].s, apart[k].s, loaded[k].s))
             })
             .collect();
         self.out.terminate(format_args!("br label %{j}"));
@@ -2237,7 +2294,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 self.out.op(format_args!("{splat} = shufflevector <1 x {t}> {x}, <1 x {t}> poison, <16 x i32> zeroinitializer"));
                 halves.push(splat);
             }
-            uniform.push(self.out.def(ety, format_args!("shufflevector <16 x {t}> {}, <16 x {t}> {}, <{W} x i32> <{concat}>", halves[0], halves[1])));
+            uniform.push(
+                self.out.def(ety, format_args!("shufflevector <16 x {t}> {}, <16 x {t}> {}, <{W} x i32> <{concat}>", halves[0], halves[1])),
+            );
         }
         self.out.terminate(format_args!("br label %{j}"));
         self.out.label(&gv);
@@ -2482,8 +2541,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     fn warp_st(&mut self, inst: &Instruction) -> Res<()> {
         let args = self.b.args(inst);
-        let MemoryAccess { ety, size, ordered, ptrs, uniform, items: srcs, .. } =
-            self.memory_access(inst, 0, 1, Semantics::Release)?;
+        let MemoryAccess { ety, size, ordered, ptrs, uniform, items: srcs, .. } = self.memory_access(inst, 0, 1, Semantics::Release)?;
         let n = srcs.len() as u32;
         // A register address of known shape: all components at once (not
         // with `_` components, which must leave memory alone).
@@ -2525,7 +2583,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let cpu_shared = matches!(self.cx.target, crate::Target::HostCpu)
             && matches!(space, Some(StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster));
         let op = inst.flags(b).find(|f| {
-            matches!(f, Flag::AddOp | Flag::Exch | Flag::Cas | Flag::MinOp | Flag::MaxOp | Flag::Inc | Flag::Dec | Flag::And | Flag::Or | Flag::Xor)
+            matches!(
+                f,
+                Flag::AddOp | Flag::Exch | Flag::Cas | Flag::MinOp | Flag::MaxOp | Flag::Inc | Flag::Dec | Flag::And | Flag::Or | Flag::Xor
+            )
         });
         let Some(op) = op else { return self.invalid("atom needs an operation") };
         let float = t.is_float();
@@ -2702,9 +2763,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
         };
         let kind = if inst.has(b, Flag::Arrive) { crate::cpu_abi::warp_frame::ARRIVE } else { crate::cpu_abi::warp_frame::BARRIER };
         // `bar.sync 0` of every thread: the next warp may go on in the same call.
-        let plain = kind == crate::cpu_abi::warp_frame::BARRIER
-            && args.len() <= 1
-            && args.first().is_none_or(|a| self.constant(a) == Some(0));
+        let plain =
+            kind == crate::cpu_abi::warp_frame::BARRIER && args.len() <= 1 && args.first().is_none_or(|a| self.constant(a) == Some(0));
         self.warp_suspend(kind, &id, &count, false, plain)
     }
 
@@ -2737,8 +2797,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// Whether every executing lane names the same group (a scalar i1).
     fn uniform_groups(&mut self, groups: &V) -> V {
         let mask = self.mask();
-        let (lo_in, hi_in) =
-            (self.select(&mask, groups, &V::int(Ty::I32, -1)), self.select(&mask, groups, &V::int(Ty::I32, 0)));
+        let (lo_in, hi_in) = (self.select(&mask, groups, &V::int(Ty::I32, -1)), self.select(&mask, groups, &V::int(Ty::I32, 0)));
         for op in ["umin", "umax"] {
             let name = format!("llvm.vector.reduce.{op}.v{W}i32");
             self.cx.declare(&name, &format!("declare i32 @{name}(<{W} x i32>)"));
@@ -2923,9 +2982,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let (op, identity): (&str, i128) = if inst.has(b, Flag::AddOp) {
             ("add", 0)
         } else if inst.has(b, Flag::MinOp) {
-            if signed { ("smin", i32::MAX as i128) } else { ("umin", -1) }
+            if signed {
+                ("smin", i32::MAX as i128)
+            } else {
+                ("umin", -1)
+            }
         } else if inst.has(b, Flag::MaxOp) {
-            if signed { ("smax", i32::MIN as i128) } else { ("umax", 0) }
+            if signed {
+                ("smax", i32::MIN as i128)
+            } else {
+                ("umax", 0)
+            }
         } else if inst.has(b, Flag::And) {
             ("and", -1)
         } else if inst.has(b, Flag::Or) {
@@ -2935,8 +3002,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         };
         let groups = self.groups(args, 2)?;
         let uniform = self.uniform_groups(&groups);
-        let (one, per_lane, join) =
-            (self.out.fresh_label("rdx1"), self.out.fresh_label("rdxn"), self.out.fresh_label("rdxj"));
+        let (one, per_lane, join) = (self.out.fresh_label("rdx1"), self.out.fresh_label("rdxn"), self.out.fresh_label("rdxj"));
         self.out.terminate(format_args!("br {uniform}, label %{one}, label %{per_lane}"));
         // One group: one reduction over the vector.
         self.out.label(&one);
@@ -3294,8 +3360,20 @@ fn per_lane_atomic(name: &str, op: Flag, ty: Ty, signed: bool, plain: bool, lane
             Flag::And => "and",
             Flag::Or => "or",
             Flag::Xor => "xor",
-            Flag::MinOp => if signed { "min" } else { "umin" },
-            Flag::MaxOp => if signed { "max" } else { "umax" },
+            Flag::MinOp => {
+                if signed {
+                    "min"
+                } else {
+                    "umin"
+                }
+            }
+            Flag::MaxOp => {
+                if signed {
+                    "max"
+                } else {
+                    "umax"
+                }
+            }
             Flag::Inc => "uinc_wrap",
             Flag::Dec => "udec_wrap",
             _ => "",

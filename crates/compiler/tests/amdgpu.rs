@@ -118,11 +118,7 @@ fn check_code_object(tag: &str, arch: &str, compiled: &CompiledModule) -> Vec<St
         problems.push(format!("{tag}: amdhsa.target is `{}`", notes.target));
     }
     if notes.kernels.len() != compiled.info.kernels.len() {
-        problems.push(format!(
-            "{tag}: {} kernels in the metadata, {} in the module",
-            notes.kernels.len(),
-            compiled.info.kernels.len()
-        ));
+        problems.push(format!("{tag}: {} kernels in the metadata, {} in the module", notes.kernels.len(), compiled.info.kernels.len()));
     }
     for k in &compiled.info.kernels {
         let Some(n) = notes.kernels.iter().find(|n| n.name == k.name) else {
@@ -197,10 +193,7 @@ fn oracle_modules_become_code_objects_for_rdna3_and_cdna2() {
 fn project_modules_compile_for_every_processor_family() {
     // Barriers, exited threads, recursion, indirect calls; printf's module
     // is the subject of its own test.
-    let files: Vec<PathBuf> = ptx_files(&repo().join("ptx"))
-        .into_iter()
-        .filter(|p| p.file_stem().is_some_and(|s| s != "errors"))
-        .collect();
+    let files: Vec<PathBuf> = ptx_files(&repo().join("ptx")).into_iter().filter(|p| p.file_stem().is_some_and(|s| s != "errors")).collect();
     let problems: Vec<String> = std::thread::scope(|s| {
         let jobs: Vec<_> = ["gfx942", "gfx1030", "gfx1201"].iter().map(|arch| s.spawn(|| compile_all(&files, arch))).collect();
         jobs.into_iter().flat_map(|j| j.join().expect("compile thread")).collect()

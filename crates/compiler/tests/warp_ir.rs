@@ -49,11 +49,7 @@ fn a_strided_global_load_in_a_loop_is_prefetched_ahead_and_nothing_else_is() {
     let text = ir(GRID_STRIDE);
     // 32 lanes x 4 bytes: two 64-byte lines, for the loop's global load only
     // (the load before the loop and the shared load get none).
-    assert_eq!(
-        text.matches("call void @llvm.prefetch.p0(").count(),
-        2,
-        "{text}"
-    );
+    assert_eq!(text.matches("call void @llvm.prefetch.p0(").count(), 2, "{text}");
     // The distance comes from lane 0's last address, kept per load site.
     assert_eq!(text.matches("alloca i64, align 8").count(), 1, "{text}");
     // Fewer iterations ahead when the stride is whole 4 KiB pages (every
@@ -171,7 +167,8 @@ fn a_shared_atomic_on_loaded_bytes_loads_each_lanes_byte_itself() {
     // A whole warp reading consecutive bytes: each lane's read-modify-write
     // loads its byte, and scales it, by itself ...
     assert_eq!(text.matches("call <32 x i32> @__anycuda_watom_add_i32_u_plain_ldui8_i16x4(").count(), 1, "{text}");
-    let helper = text.split("define internal <32 x i32> @__anycuda_watom_add_i32_u_plain_ldui8_i16x4(").nth(1).unwrap_or_else(|| panic!("{text}"));
+    let helper =
+        text.split("define internal <32 x i32> @__anycuda_watom_add_i32_u_plain_ldui8_i16x4(").nth(1).unwrap_or_else(|| panic!("{text}"));
     let helper = helper.split("\n}\n").next().unwrap_or_default();
     assert_eq!(helper.matches(" = load i8, ptr %ql.").count(), 32, "{helper}");
     assert_eq!(helper.matches(", 2\n").count(), 32, "a shift by 2 per lane:\n{helper}");

@@ -20,10 +20,8 @@ pub const CU_LAUNCH_PARAM_END_AS_INT: usize = 0x00;
 pub const CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT: usize = 0x01;
 pub const CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT: usize = 0x02;
 pub const CU_LAUNCH_PARAM_END: *mut c_void = CU_LAUNCH_PARAM_END_AS_INT as *mut c_void;
-pub const CU_LAUNCH_PARAM_BUFFER_POINTER: *mut c_void =
-    CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT as *mut c_void;
-pub const CU_LAUNCH_PARAM_BUFFER_SIZE: *mut c_void =
-    CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT as *mut c_void;
+pub const CU_LAUNCH_PARAM_BUFFER_POINTER: *mut c_void = CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT as *mut c_void;
+pub const CU_LAUNCH_PARAM_BUFFER_SIZE: *mut c_void = CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT as *mut c_void;
 
 // cuMemHostAlloc flags.
 pub const CU_MEMHOSTALLOC_PORTABLE: u32 = 0x01;
@@ -37,10 +35,8 @@ pub const CU_MEMHOSTREGISTER_IOMEMORY: u32 = 0x04;
 pub const CU_MEMHOSTREGISTER_READ_ONLY: u32 = 0x08;
 
 // cuGetProcAddress flags, typed as its `cuuint64_t flags` parameter.
-pub const CU_GET_PROC_ADDRESS_DEFAULT: u64 =
-    CUdriverProcAddress_flags::CU_GET_PROC_ADDRESS_DEFAULT.0 as u64;
-pub const CU_GET_PROC_ADDRESS_LEGACY_STREAM: u64 =
-    CUdriverProcAddress_flags::CU_GET_PROC_ADDRESS_LEGACY_STREAM.0 as u64;
+pub const CU_GET_PROC_ADDRESS_DEFAULT: u64 = CUdriverProcAddress_flags::CU_GET_PROC_ADDRESS_DEFAULT.0 as u64;
+pub const CU_GET_PROC_ADDRESS_LEGACY_STREAM: u64 = CUdriverProcAddress_flags::CU_GET_PROC_ADDRESS_LEGACY_STREAM.0 as u64;
 pub const CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM: u64 =
     CUdriverProcAddress_flags::CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM.0 as u64;
 

@@ -31,6 +31,5 @@ pub use handles::*;
 pub use result::CUresult;
 pub use structs::*;
 pub use symbols::{
-    abi_symbol, api_function, resolve, AbiSymbol, ApiFunction, ApiVersion, PerThreadVariant,
-    Resolution, ABI_SYMBOLS, API_FUNCTIONS,
+    abi_symbol, api_function, resolve, AbiSymbol, ApiFunction, ApiVersion, PerThreadVariant, Resolution, ABI_SYMBOLS, API_FUNCTIONS,
 };

@@ -12,8 +12,7 @@ use crate::handles::*;
 use crate::result::CUresult;
 
 /// `cuStreamAddCallback`'s callback.
-pub type CUstreamCallback =
-    Option<unsafe extern "C" fn(hStream: CUstream, status: CUresult, userData: *mut c_void)>;
+pub type CUstreamCallback = Option<unsafe extern "C" fn(hStream: CUstream, status: CUresult, userData: *mut c_void)>;
 /// `cuLaunchHostFunc`'s function and a host node's function.
 pub type CUhostFn = Option<unsafe extern "C" fn(userData: *mut c_void)>;
 /// The block-size-to-dynamic-shared-memory callback of
@@ -43,17 +42,13 @@ pub struct CUipcEventHandle {
 
 impl Default for CUipcMemHandle {
     fn default() -> Self {
-        CUipcMemHandle {
-            reserved: [0; CU_IPC_HANDLE_SIZE],
-        }
+        CUipcMemHandle { reserved: [0; CU_IPC_HANDLE_SIZE] }
     }
 }
 
 impl Default for CUipcEventHandle {
     fn default() -> Self {
-        CUipcEventHandle {
-            reserved: [0; CU_IPC_HANDLE_SIZE],
-        }
+        CUipcEventHandle { reserved: [0; CU_IPC_HANDLE_SIZE] }
     }
 }
 
@@ -335,9 +330,7 @@ impl core::fmt::Debug for CUlaunchAttributeValue {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         // Which member is live depends on the attribute id, so only the raw
         // bytes can be shown; every bit pattern of `pad` is valid.
-        f.debug_struct("CUlaunchAttributeValue")
-            .field("pad", unsafe { &self.pad })
-            .finish()
+        f.debug_struct("CUlaunchAttributeValue").field("pad", unsafe { &self.pad }).finish()
     }
 }
 

@@ -208,10 +208,7 @@ for_each_api!(build_tables);
 
 /// The function `cuGetProcAddress` knows by `name`.
 pub fn api_function(name: &str) -> Option<&'static ApiFunction> {
-    API_FUNCTIONS
-        .binary_search_by(|f| f.name.cmp(name))
-        .ok()
-        .map(|i| &API_FUNCTIONS[i])
+    API_FUNCTIONS.binary_search_by(|f| f.name.cmp(name)).ok().map(|i| &API_FUNCTIONS[i])
 }
 
 /// The exported symbol `name` (a linear search: meant for tracing and
@@ -224,11 +221,7 @@ pub fn abi_symbol(name: &str) -> Option<&'static AbiSymbol> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resolution {
     /// Hand out this exported symbol.
-    Found {
-        symbol: &'static str,
-        params: Option<u8>,
-        per_thread: bool,
-    },
+    Found { symbol: &'static str, params: Option<u8>, per_thread: bool },
     /// The name is known, but nothing of the requested kind exists at or
     /// below the requested version.
     VersionNotSufficient,
@@ -248,12 +241,8 @@ impl Resolution {
     pub fn status(self) -> CUdriverProcAddressQueryResult {
         match self {
             Resolution::Found { .. } => CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS,
-            Resolution::VersionNotSufficient => {
-                CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
-            }
-            Resolution::NotFound => {
-                CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
-            }
+            Resolution::VersionNotSufficient => CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT,
+            Resolution::NotFound => CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND,
         }
     }
 }
@@ -290,20 +279,12 @@ pub fn resolve(name: &str, version: u32, per_thread: bool) -> Resolution {
             .filter(|(pt, _)| pt.since <= version)
             .max_by_key(|(pt, _)| pt.since);
         return match best {
-            Some((pt, params)) => Resolution::Found {
-                symbol: pt.symbol,
-                params,
-                per_thread: true,
-            },
+            Some((pt, params)) => Resolution::Found { symbol: pt.symbol, params, per_thread: true },
             None => Resolution::VersionNotSufficient,
         };
     }
     match f.versions.iter().rev().find(|v| v.since <= version) {
-        Some(v) => Resolution::Found {
-            symbol: v.symbol,
-            params: v.params,
-            per_thread: false,
-        },
+        Some(v) => Resolution::Found { symbol: v.symbol, params: v.params, per_thread: false },
         None => Resolution::VersionNotSufficient,
     }
 }

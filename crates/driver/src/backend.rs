@@ -127,10 +127,7 @@ pub struct ModuleError {
 
 impl ModuleError {
     pub fn invalid_ptx(log: impl Into<String>) -> ModuleError {
-        ModuleError {
-            kind: ModuleErrorKind::InvalidPtx,
-            log: log.into(),
-        }
+        ModuleError { kind: ModuleErrorKind::InvalidPtx, log: log.into() }
     }
 }
 
@@ -281,12 +278,7 @@ pub trait Backend: Send + Sync {
 
     /// Makes existing host memory device-accessible; returns its device
     /// address.
-    fn register_host(
-        &self,
-        host: HostAddr,
-        size: usize,
-        flags: u32,
-    ) -> Result<DevicePtr, BackendError>;
+    fn register_host(&self, host: HostAddr, size: usize, flags: u32) -> Result<DevicePtr, BackendError>;
 
     fn unregister_host(&self, host: HostAddr) -> Result<(), BackendError>;
 
@@ -311,12 +303,7 @@ pub trait Backend: Send + Sync {
 
     /// Compiles (or prepares) PTX for `device`. Called once per module and
     /// device; may be slow.
-    fn load_module(
-        &self,
-        device: usize,
-        ptx: &str,
-        options: &ModuleOptions,
-    ) -> Result<Arc<dyn BackendModule>, ModuleError>;
+    fn load_module(&self, device: usize, ptx: &str, options: &ModuleOptions) -> Result<Arc<dyn BackendModule>, ModuleError>;
 }
 
 /// A module loaded by a backend. Dropping it releases its code and globals.

@@ -118,12 +118,7 @@ fn check_ctx_flags(flags: u32) -> Result<()> {
 }
 
 impl Context {
-    pub(crate) fn create(
-        driver: &Driver,
-        device: usize,
-        flags: u32,
-        primary: bool,
-    ) -> Result<Arc<Context>> {
+    pub(crate) fn create(driver: &Driver, device: usize, flags: u32, primary: bool) -> Result<Arc<Context>> {
         let ctx = driver.contexts.insert_with(|h| Context {
             handle: h,
             device,
@@ -144,13 +139,7 @@ impl Context {
             submit_lock: Mutex::new(()),
             legacy: OnceLock::new(),
         });
-        let legacy = Arc::new(Stream::new(
-            new_handle(HandleKind::Stream),
-            &ctx,
-            StreamKind::Legacy,
-            0,
-            0,
-        ));
+        let legacy = Arc::new(Stream::new(new_handle(HandleKind::Stream), &ctx, StreamKind::Legacy, 0, 0));
         let _ = ctx.legacy.set(legacy);
         Ok(ctx)
     }
@@ -168,10 +157,7 @@ impl Context {
     }
 
     pub(crate) fn legacy_stream(&self) -> Result<Arc<Stream>> {
-        self.legacy
-            .get()
-            .cloned()
-            .ok_or_else(|| Error::Unknown("context without a legacy stream".into()))
+        self.legacy.get().cloned().ok_or_else(|| Error::Unknown("context without a legacy stream".into()))
     }
 
     pub(crate) fn is_active(&self) -> bool {
@@ -223,10 +209,7 @@ impl Driver {
 
     fn primary(&self, dev: i32) -> Result<&Arc<Context>> {
         self.check_init()?;
-        usize::try_from(dev)
-            .ok()
-            .and_then(|d| self.primaries().get(d))
-            .ok_or(Error::InvalidDevice(dev as i64))
+        usize::try_from(dev).ok().and_then(|d| self.primaries().get(d)).ok_or(Error::InvalidDevice(dev as i64))
     }
 
     /// A context by handle, for calls that name one explicitly.
@@ -396,9 +379,7 @@ impl Driver {
             CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE => |l| &mut l.printf_fifo_size,
             CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE => |l| &mut l.malloc_heap_size,
             CUlimit::CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH => |l| &mut l.dev_runtime_sync_depth,
-            CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT => {
-                |l| &mut l.dev_runtime_pending_launch_count
-            }
+            CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT => |l| &mut l.dev_runtime_pending_launch_count,
             CUlimit::CU_LIMIT_MAX_L2_FETCH_GRANULARITY => |l| &mut l.max_l2_fetch_granularity,
             CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE => |l| &mut l.persisting_l2_cache_size,
             l if l.0 < CUlimit::CU_LIMIT_MAX.0 => return Err(Error::UnsupportedLimit),
@@ -424,9 +405,7 @@ impl Driver {
                 }
                 value
             }
-            CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE => {
-                value.min(props.max_persisting_l2_cache_size as u64)
-            }
+            CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE => value.min(props.max_persisting_l2_cache_size as u64),
             // NVIDIA rounds the stack size up to a multiple of 16 bytes.
             CUlimit::CU_LIMIT_STACK_SIZE => value.div_ceil(16) * 16,
             _ => value,
@@ -528,10 +507,7 @@ impl Driver {
     pub fn primary_ctx_get_state(&self, dev: i32) -> Result<PrimaryState> {
         let ctx = self.primary(dev)?;
         let st = lock(&ctx.st);
-        Ok(PrimaryState {
-            flags: st.flags,
-            active: st.active,
-        })
+        Ok(PrimaryState { flags: st.flags, active: st.active })
     }
 
     /// Destroys everything a context owns: waits for its work, then frees
@@ -588,10 +564,7 @@ impl Driver {
     pub fn cls_get(&self, ctx: u64, key: usize) -> Result<usize> {
         let ctx = self.cls_ctx(ctx)?;
         let st = lock(&ctx.st);
-        st.cls
-            .get(&key)
-            .map(|e| e.value)
-            .ok_or_else(|| Error::handle("no such context-local storage key"))
+        st.cls.get(&key).map(|e| e.value).ok_or_else(|| Error::handle("no such context-local storage key"))
     }
 
     // ---- per-thread default streams ----
@@ -603,13 +576,7 @@ impl Driver {
         if let Some(s) = PER_THREAD.with(|m| m.borrow().get(&key).cloned()) {
             return Ok(s);
         }
-        let s = Arc::new(Stream::new(
-            new_handle(HandleKind::Stream),
-            ctx,
-            StreamKind::PerThread,
-            0,
-            0,
-        ));
+        let s = Arc::new(Stream::new(new_handle(HandleKind::Stream), ctx, StreamKind::PerThread, 0, 0));
         lock(&ctx.st).streams.push(Arc::downgrade(&s));
         PER_THREAD.with(|m| m.borrow_mut().insert(key, s.clone()));
         Ok(s)

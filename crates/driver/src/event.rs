@@ -64,18 +64,13 @@ impl Event {
 impl Driver {
     pub fn event_create(&self, flags: u32) -> Result<u64> {
         self.check_init()?;
-        let all = CUevent_flags::CU_EVENT_BLOCKING_SYNC.0
-            | CUevent_flags::CU_EVENT_DISABLE_TIMING.0
-            | CUevent_flags::CU_EVENT_INTERPROCESS.0;
+        let all =
+            CUevent_flags::CU_EVENT_BLOCKING_SYNC.0 | CUevent_flags::CU_EVENT_DISABLE_TIMING.0 | CUevent_flags::CU_EVENT_INTERPROCESS.0;
         if flags & !all != 0 {
             return Err(Error::invalid(format!("unknown event flags {flags:#x}")));
         }
-        if flags & CUevent_flags::CU_EVENT_INTERPROCESS.0 != 0
-            && flags & CUevent_flags::CU_EVENT_DISABLE_TIMING.0 == 0
-        {
-            return Err(Error::invalid(
-                "CU_EVENT_INTERPROCESS requires CU_EVENT_DISABLE_TIMING",
-            ));
+        if flags & CUevent_flags::CU_EVENT_INTERPROCESS.0 != 0 && flags & CUevent_flags::CU_EVENT_DISABLE_TIMING.0 == 0 {
+            return Err(Error::invalid("CU_EVENT_INTERPROCESS requires CU_EVENT_DISABLE_TIMING"));
         }
         let ctx = self.current_ctx()?;
         let ev = self.events.insert_with(|h| Event {
@@ -89,18 +84,13 @@ impl Driver {
     }
 
     pub(crate) fn event(&self, h: u64) -> Result<Arc<Event>> {
-        self.events
-            .get(h)
-            .ok_or_else(|| Error::handle(format!("{h:#x} is not a live event")))
+        self.events.get(h).ok_or_else(|| Error::handle(format!("{h:#x} is not a live event")))
     }
 
     pub fn event_destroy(&self, h: u64) -> Result<()> {
         self.check_init()?;
         // Pending records still complete; they hold the event alive.
-        self.events
-            .remove(h)
-            .map(|_| ())
-            .ok_or_else(|| Error::handle(format!("{h:#x} is not a live event")))
+        self.events.remove(h).map(|_| ()).ok_or_else(|| Error::handle(format!("{h:#x} is not a live event")))
     }
 
     /// `cuEventRecord(event, stream)`; `ptds` says what the NULL stream
@@ -113,9 +103,7 @@ impl Driver {
         let ev = self.event(h)?;
         let (ctx, s) = self.resolve_stream(stream, ptds)?;
         if ctx.handle != ev.ctx_handle {
-            return Err(Error::handle(
-                "the event and the stream belong to different contexts",
-            ));
+            return Err(Error::handle("the event and the stream belong to different contexts"));
         }
         let generation = {
             let mut st = lock(&ev.st);
@@ -171,11 +159,7 @@ impl Driver {
         if sa.1 < sa.0 || sb.1 < sb.0 {
             return Err(Error::NotReady);
         }
-        let ms = if tb >= ta {
-            tb.duration_since(ta).as_secs_f64() * 1e3
-        } else {
-            -(ta.duration_since(tb).as_secs_f64() * 1e3)
-        };
+        let ms = if tb >= ta { tb.duration_since(ta).as_secs_f64() * 1e3 } else { -(ta.duration_since(tb).as_secs_f64() * 1e3) };
         Ok(ms as f32)
     }
 
@@ -192,12 +176,7 @@ impl Driver {
         if generation == 0 {
             return Ok(());
         }
-        self.submit(
-            &ctx,
-            &s,
-            vec![DepWait::Event(ev, generation)],
-            Box::new(|_| Ok(())),
-        )?;
+        self.submit(&ctx, &s, vec![DepWait::Event(ev, generation)], Box::new(|_| Ok(())))?;
         Ok(())
     }
 }

@@ -69,10 +69,7 @@ pub struct Registry<T> {
 
 impl<T> Registry<T> {
     pub fn new(kind: HandleKind) -> Self {
-        Registry {
-            kind,
-            map: RwLock::new(HashMap::new()),
-        }
+        Registry { kind, map: RwLock::new(HashMap::new()) }
     }
 
     /// Registers the object `make` builds for a fresh handle.
@@ -105,11 +102,7 @@ impl<T> Registry<T> {
     /// Removes every object `pred` selects and returns them.
     pub fn remove_where(&self, pred: impl Fn(&T) -> bool) -> Vec<Arc<T>> {
         let mut map = self.write();
-        let keys: Vec<u64> = map
-            .iter()
-            .filter(|(_, v)| pred(v))
-            .map(|(k, _)| *k)
-            .collect();
+        let keys: Vec<u64> = map.iter().filter(|(_, v)| pred(v)).map(|(k, _)| *k).collect();
         keys.iter().filter_map(|k| map.remove(k)).collect()
     }
 

@@ -40,9 +40,7 @@ pub struct LaunchConfig {
 /// The dynamic shared memory a kernel may use by default: what is left of
 /// the per-block default after its static shared memory.
 fn max_dynamic_shared(props: &DeviceProps, desc: &KernelDesc, attrs: &FuncAttrs) -> u32 {
-    attrs
-        .max_dynamic_shared
-        .unwrap_or_else(|| props.shared_mem_per_block.saturating_sub(desc.static_shared_bytes))
+    attrs.max_dynamic_shared.unwrap_or_else(|| props.shared_mem_per_block.saturating_sub(desc.static_shared_bytes))
 }
 
 /// The most threads per block the kernel can run with, from its
@@ -71,11 +69,7 @@ pub(crate) fn blocks_per_sm(props: &DeviceProps, desc: &KernelDesc, block_thread
     } else {
         (props.shared_mem_per_multiprocessor as u64 / (smem + props.reserved_shared_mem_per_block as u64)) as u32
     };
-    props
-        .max_blocks_per_multiprocessor
-        .min(by_threads)
-        .min(by_regs)
-        .min(by_smem)
+    props.max_blocks_per_multiprocessor.min(by_threads).min(by_regs).min(by_smem)
 }
 
 impl Driver {
@@ -99,32 +93,20 @@ impl Driver {
         }
         for i in 0..3 {
             if cfg.block[i] > props.max_block_dim[i] {
-                return Err(Error::invalid(format!(
-                    "block dimension {} = {} exceeds {}",
-                    i, cfg.block[i], props.max_block_dim[i]
-                )));
+                return Err(Error::invalid(format!("block dimension {} = {} exceeds {}", i, cfg.block[i], props.max_block_dim[i])));
             }
             if cfg.grid[i] > props.max_grid_dim[i] {
-                return Err(Error::invalid(format!(
-                    "grid dimension {} = {} exceeds {}",
-                    i, cfg.grid[i], props.max_grid_dim[i]
-                )));
+                return Err(Error::invalid(format!("grid dimension {} = {} exceeds {}", i, cfg.grid[i], props.max_grid_dim[i])));
             }
         }
         let threads = bx as u64 * by as u64 * bz as u64;
         if threads > props.max_threads_per_block as u64 {
-            return Err(Error::invalid(format!(
-                "{threads} threads per block exceed {}",
-                props.max_threads_per_block
-            )));
+            return Err(Error::invalid(format!("{threads} threads per block exceed {}", props.max_threads_per_block)));
         }
         if let Some(req) = desc.reqntid {
             let want = req.map(|d| d.max(1));
             if cfg.block != want {
-                return Err(Error::invalid(format!(
-                    "{} requires a block of {:?} (.reqntid), got {:?}",
-                    desc.name, want, cfg.block
-                )));
+                return Err(Error::invalid(format!("{} requires a block of {:?} (.reqntid), got {:?}", desc.name, want, cfg.block)));
             }
         }
         let fmax = func_max_threads(props, desc);
@@ -135,8 +117,7 @@ impl Driver {
             )));
         }
         let dyn_max = max_dynamic_shared(props, desc, attrs);
-        if cfg.shared_bytes > dyn_max
-            || desc.static_shared_bytes as u64 + cfg.shared_bytes as u64 > props.shared_mem_per_block_optin as u64
+        if cfg.shared_bytes > dyn_max || desc.static_shared_bytes as u64 + cfg.shared_bytes as u64 > props.shared_mem_per_block_optin as u64
         {
             return Err(Error::invalid(format!(
                 "{} bytes of dynamic shared memory exceed the kernel's limit of {dyn_max} \
@@ -189,21 +170,14 @@ impl Driver {
                         return Err(Error::invalid(format!("kernelParams[{i}] is NULL")));
                     }
                     let (o, n) = (pd.offset as usize, pd.size as usize);
-                    let dst = params
-                        .get_mut(o..o + n)
-                        .ok_or_else(|| Error::Unknown(format!("parameter {i} outside the buffer")))?;
+                    let dst = params.get_mut(o..o + n).ok_or_else(|| Error::Unknown(format!("parameter {i} outside the buffer")))?;
                     // SAFETY: the value has the parameter's size (contract).
                     dst.copy_from_slice(unsafe { std::slice::from_raw_parts(src, n) });
                 }
             }
             KernelArgs::Buffer(b) => {
                 if b.len() < params.len() {
-                    return Err(Error::invalid(format!(
-                        "parameter buffer of {} bytes, {} needs {}",
-                        b.len(),
-                        desc.name,
-                        params.len()
-                    )));
+                    return Err(Error::invalid(format!("parameter buffer of {} bytes, {} needs {}", b.len(), desc.name, params.len())));
                 }
                 let n = params.len();
                 params.copy_from_slice(&b[..n]);

@@ -49,18 +49,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub use backend::{
-    Backend, BackendError, BackendModule, DevicePtr, GlobalDesc, HostAddr, HostAllocation,
-    KernelDesc, LaunchFault, LaunchParams, MemsetValue, ModuleError, ModuleErrorKind,
-    ModuleOptions, ParamDesc,
+    Backend, BackendError, BackendModule, DevicePtr, GlobalDesc, HostAddr, HostAllocation, KernelDesc, LaunchFault, LaunchParams,
+    MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, ParamDesc,
 };
 pub use context::{ClsDtor, Context, PrimaryState};
 pub use error::{Error, Result};
 pub use event::Event;
 pub use handle::{handle_kind, HandleKind};
 pub use launch::{FuncAttribute, KernelArgs, LaunchConfig};
-pub use memory::{
-    Memcpy2D, Memcpy3D, MemLoc, MemoryType, PointerAttribute, PointerInfo, PoolAttribute,
-};
+pub use memory::{MemLoc, Memcpy2D, Memcpy3D, MemoryType, PointerAttribute, PointerInfo, PoolAttribute};
 pub use module::{JitLog, LoadedImage, ModuleSource};
 pub use props::DeviceProps;
 pub use stream::{Stream, StreamKind};
@@ -96,11 +93,7 @@ impl Config {
     /// [crate documentation](crate).
     pub fn from_env() -> Config {
         let mut c = Config::default();
-        if let Some(v) = std::env::var("ANYCUDA_DRIVER_VERSION")
-            .ok()
-            .and_then(|v| v.trim().parse::<i32>().ok())
-            .filter(|v| *v >= 2000)
-        {
+        if let Some(v) = std::env::var("ANYCUDA_DRIVER_VERSION").ok().and_then(|v| v.trim().parse::<i32>().ok()).filter(|v| *v >= 2000) {
             c.driver_version = v;
         }
         if let Ok(p) = std::env::var("ANYCUDA_PTX_POLICY") {
@@ -191,9 +184,7 @@ impl Driver {
         }
         let n = self.backend.device_count();
         let devices: Vec<DeviceProps> = (0..n).map(|d| self.backend.device_props(d)).collect();
-        let primaries = (0..n)
-            .map(|d| context::Context::create(self, d, 0, true))
-            .collect::<Result<Vec<_>>>()?;
+        let primaries = (0..n).map(|d| context::Context::create(self, d, 0, true)).collect::<Result<Vec<_>>>()?;
         let pools = (0..n).map(|d| self.create_pool_internal(d)).collect();
         let _ = self.devices.set(devices);
         let _ = self.primaries.set(primaries);
@@ -233,17 +224,13 @@ impl Driver {
     /// The description of device `dev`.
     pub fn device_props(&self, dev: i32) -> Result<&DeviceProps> {
         self.check_init()?;
-        usize::try_from(dev)
-            .ok()
-            .and_then(|d| self.devices().get(d))
-            .ok_or(Error::InvalidDevice(dev as i64))
+        usize::try_from(dev).ok().and_then(|d| self.devices().get(d)).ok_or(Error::InvalidDevice(dev as i64))
     }
 
     /// `cuDeviceGetAttribute`.
     pub fn device_attribute(&self, attr: cuda_types::CUdevice_attribute, dev: i32) -> Result<i32> {
         let p = self.device_props(dev)?;
-        p.attribute(attr)
-            .ok_or_else(|| Error::invalid(format!("unknown device attribute {}", attr.0)))
+        p.attribute(attr).ok_or_else(|| Error::invalid(format!("unknown device attribute {}", attr.0)))
     }
 
     /// `cuDeviceGetByPCIBusId`: `[domain:]bus:device[.function]`, hex.
@@ -283,9 +270,6 @@ impl Driver {
 
 impl std::fmt::Debug for Driver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Driver")
-            .field("backend", &self.backend.name())
-            .field("initialized", &self.is_initialized())
-            .finish()
+        f.debug_struct("Driver").field("backend", &self.backend.name()).field("initialized", &self.is_initialized()).finish()
     }
 }

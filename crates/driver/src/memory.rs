@@ -28,14 +28,24 @@ use crate::Driver;
 pub(crate) enum AllocKind {
     Device,
     /// `cuMemHostAlloc` / `cuMemAllocHost`.
-    Host { flags: u32 },
+    Host {
+        flags: u32,
+    },
     /// `cuMemHostRegister`.
-    Registered { flags: u32 },
-    Managed { flags: u32 },
+    Registered {
+        flags: u32,
+    },
+    Managed {
+        flags: u32,
+    },
     /// `cuMemAllocAsync` / `cuMemAllocFromPoolAsync`.
-    Pool { pool: u64 },
+    Pool {
+        pool: u64,
+    },
     /// A module variable, owned by its module (or library).
-    Global { owner: u64 },
+    Global {
+        owner: u64,
+    },
 }
 
 #[derive(Debug)]
@@ -77,22 +87,10 @@ impl MemTable {
     fn insert(&self, a: Allocation) -> Arc<Allocation> {
         let a = Arc::new(a);
         let mut m = lock(&self.map);
-        m.insert(
-            a.device_base,
-            View {
-                alloc: a.clone(),
-                host_view: false,
-            },
-        );
+        m.insert(a.device_base, View { alloc: a.clone(), host_view: false });
         if let Some(h) = a.host_base {
             if h as u64 != a.device_base {
-                m.insert(
-                    h as u64,
-                    View {
-                        alloc: a.clone(),
-                        host_view: true,
-                    },
-                );
+                m.insert(h as u64, View { alloc: a.clone(), host_view: true });
             }
         }
         a
@@ -123,11 +121,7 @@ impl MemTable {
 
     fn remove_where(&self, pred: impl Fn(&Allocation) -> bool) -> Vec<Arc<Allocation>> {
         let mut m = lock(&self.map);
-        let keys: Vec<u64> = m
-            .iter()
-            .filter(|(_, v)| !v.host_view && pred(&v.alloc))
-            .map(|(k, _)| *k)
-            .collect();
+        let keys: Vec<u64> = m.iter().filter(|(_, v)| !v.host_view && pred(&v.alloc)).map(|(k, _)| *k).collect();
         let mut out = Vec::new();
         for k in keys {
             if let Some(v) = m.remove(&k) {
@@ -422,9 +416,7 @@ impl Driver {
             AllocKind::Pool { pool } => (MemoryType::Device, false, Some(pool), false),
             AllocKind::Global { .. } => (MemoryType::Device, false, None, false),
             AllocKind::Managed { .. } => (MemoryType::Device, true, None, false),
-            AllocKind::Host { .. } | AllocKind::Registered { .. } => {
-                (MemoryType::Host, false, None, false)
-            }
+            AllocKind::Host { .. } | AllocKind::Registered { .. } => (MemoryType::Host, false, None, false),
         };
         Some(PointerInfo {
             ctx: a.ctx,
@@ -452,9 +444,7 @@ impl Driver {
         if PointerAttribute::size_of(attr).is_none() {
             return Err(Error::invalid(format!("unknown pointer attribute {}", attr.0)));
         }
-        let i = self
-            .pointer_info(ptr)
-            .ok_or_else(|| Error::invalid(format!("{ptr:#x} is not memory the driver manages")))?;
+        let i = self.pointer_info(ptr).ok_or_else(|| Error::invalid(format!("{ptr:#x} is not memory the driver manages")))?;
         Ok(match attr {
             PA::CU_POINTER_ATTRIBUTE_CONTEXT => U64(i.ctx),
             PA::CU_POINTER_ATTRIBUTE_MEMORY_TYPE => U32(match i.memory_type {
@@ -462,9 +452,9 @@ impl Driver {
                 MemoryType::Device => 2,
             }),
             PA::CU_POINTER_ATTRIBUTE_DEVICE_POINTER => U64(i.device_pointer),
-            PA::CU_POINTER_ATTRIBUTE_HOST_POINTER => U64(i.host_pointer.ok_or_else(|| {
-                Error::invalid("device memory has no host address")
-            })?),
+            PA::CU_POINTER_ATTRIBUTE_HOST_POINTER => {
+                U64(i.host_pointer.ok_or_else(|| Error::invalid("device memory has no host address"))?)
+            }
             PA::CU_POINTER_ATTRIBUTE_SYNC_MEMOPS => U32(i.sync_memops as u32),
             PA::CU_POINTER_ATTRIBUTE_BUFFER_ID => U64(i.buffer_id),
             PA::CU_POINTER_ATTRIBUTE_IS_MANAGED => U32(i.is_managed as u32),
@@ -489,10 +479,7 @@ impl Driver {
     /// `cuPointerSetAttribute`: only `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`.
     pub fn pointer_set_sync_memops(&self, ptr: u64, value: bool) -> Result<()> {
         self.check_init()?;
-        let (a, _, _) = self
-            .mem
-            .find(ptr)
-            .ok_or_else(|| Error::invalid(format!("{ptr:#x} is not driver memory")))?;
+        let (a, _, _) = self.mem.find(ptr).ok_or_else(|| Error::invalid(format!("{ptr:#x} is not driver memory")))?;
         *lock(&a.sync_memops) = value;
         Ok(())
     }
@@ -500,25 +487,17 @@ impl Driver {
     /// `cuMemGetAddressRange`: the allocation containing `ptr`.
     pub fn mem_get_address_range(&self, ptr: u64) -> Result<(u64, usize)> {
         self.current_ctx()?;
-        let i = self
-            .pointer_info(ptr)
-            .ok_or_else(|| Error::NotFound(format!("{ptr:#x} is not in any allocation")))?;
+        let i = self.pointer_info(ptr).ok_or_else(|| Error::NotFound(format!("{ptr:#x} is not in any allocation")))?;
         Ok((i.range_start, i.range_size as usize))
     }
 
     /// A device-side argument: must lie, with `len` bytes, in one
     /// allocation.
     pub(crate) fn resolve_device(&self, addr: u64, len: usize) -> Result<Resolved> {
-        let (a, base, host_view) = self
-            .mem
-            .find(addr)
-            .ok_or_else(|| Error::invalid(format!("{addr:#x} is not device memory")))?;
+        let (a, base, host_view) = self.mem.find(addr).ok_or_else(|| Error::invalid(format!("{addr:#x} is not device memory")))?;
         let off = (addr - base) as usize;
         if len > a.size - off {
-            return Err(Error::invalid(format!(
-                "{len} bytes at {addr:#x} overrun the {}-byte allocation at {base:#x}",
-                a.size
-            )));
+            return Err(Error::invalid(format!("{len} bytes at {addr:#x} overrun the {}-byte allocation at {base:#x}", a.size)));
         }
         Ok(match a.host_base {
             Some(h) if a.host_accessible() => {
@@ -608,12 +587,8 @@ impl Driver {
         }
         let ctx = self.current_ctx()?;
         let align = 512usize;
-        let pitch = width
-            .checked_next_multiple_of(align)
-            .ok_or_else(|| Error::invalid("width too large"))?;
-        let size = pitch
-            .checked_mul(height)
-            .ok_or_else(|| Error::invalid("pitch * height overflows"))?;
+        let pitch = width.checked_next_multiple_of(align).ok_or_else(|| Error::invalid("width too large"))?;
+        let size = pitch.checked_mul(height).ok_or_else(|| Error::invalid("pitch * height overflows"))?;
         let p = self.backend.alloc(ctx.device, size).map_err(backend_err)?;
         self.record(&ctx, AllocKind::Device, size, p, None);
         Ok((p, pitch))
@@ -628,7 +603,9 @@ impl Driver {
         }
         let a = self
             .mem
-            .remove_at(ptr, |a| matches!(a.kind, AllocKind::Device | AllocKind::Managed { .. } | AllocKind::Pool { .. }) && a.device_base == ptr)
+            .remove_at(ptr, |a| {
+                matches!(a.kind, AllocKind::Device | AllocKind::Managed { .. } | AllocKind::Pool { .. }) && a.device_base == ptr
+            })
             .ok_or_else(|| Error::invalid(format!("{ptr:#x} is not the start of a device allocation")))?;
         let owner = self.contexts.get(a.ctx);
         let _ = owner.as_deref().unwrap_or(&ctx).synchronize();
@@ -637,18 +614,10 @@ impl Driver {
 
     fn release(&self, a: &Allocation) -> Result<()> {
         match a.kind {
-            AllocKind::Device | AllocKind::Pool { .. } => {
-                self.backend.free(a.device, a.device_base).map_err(backend_err)
-            }
+            AllocKind::Device | AllocKind::Pool { .. } => self.backend.free(a.device, a.device_base).map_err(backend_err),
             AllocKind::Managed { .. } => self.backend.free_managed(a.device_base).map_err(backend_err),
-            AllocKind::Host { .. } => self
-                .backend
-                .free_host(a.host_base.unwrap_or(0))
-                .map_err(backend_err),
-            AllocKind::Registered { .. } => self
-                .backend
-                .unregister_host(a.host_base.unwrap_or(0))
-                .map_err(backend_err),
+            AllocKind::Host { .. } => self.backend.free_host(a.host_base.unwrap_or(0)).map_err(backend_err),
+            AllocKind::Registered { .. } => self.backend.unregister_host(a.host_base.unwrap_or(0)).map_err(backend_err),
             AllocKind::Global { .. } => Ok(()),
         }
     }
@@ -692,8 +661,7 @@ impl Driver {
         }
         self.current_ctx()?;
         let i = self.pointer_info(ptr as u64).filter(|i| i.memory_type == MemoryType::Host);
-        i.map(|i| i.device_pointer)
-            .ok_or_else(|| Error::invalid(format!("{ptr:#x} is not page-locked host memory")))
+        i.map(|i| i.device_pointer).ok_or_else(|| Error::invalid(format!("{ptr:#x} is not page-locked host memory")))
     }
 
     /// `cuMemHostGetFlags`.
@@ -717,16 +685,12 @@ impl Driver {
             return Err(Error::invalid("NULL pointer or zero size"));
         }
         let ctx = self.current_ctx()?;
-        let end = ptr
-            .checked_add(size)
-            .ok_or_else(|| Error::invalid("range overflows"))?;
+        let end = ptr.checked_add(size).ok_or_else(|| Error::invalid("range overflows"))?;
         // Any overlap with a known range is a double registration.
-        let overlaps = self.mem.find(ptr as u64).is_some()
-            || self.mem.find((end - 1) as u64).is_some()
-            || {
-                let m = lock(&self.mem.map);
-                m.range(ptr as u64..end as u64).next().is_some()
-            };
+        let overlaps = self.mem.find(ptr as u64).is_some() || self.mem.find((end - 1) as u64).is_some() || {
+            let m = lock(&self.mem.map);
+            m.range(ptr as u64..end as u64).next().is_some()
+        };
         if overlaps {
             return Err(Error::HostMemoryAlreadyRegistered);
         }
@@ -767,32 +731,16 @@ impl Driver {
     /// Runs a copy on `stream`: synchronously for the synchronous API and
     /// whenever pageable host memory is the destination; asynchronously
     /// otherwise, with pageable sources snapshotted first.
-    fn copy_on_stream(
-        &self,
-        stream: u64,
-        ptds: bool,
-        asynchronous: bool,
-        dst: Resolved,
-        src: Resolved,
-        len: usize,
-    ) -> Result<()> {
+    fn copy_on_stream(&self, stream: u64, ptds: bool, asynchronous: bool, dst: Resolved, src: Resolved, len: usize) -> Result<()> {
         let (ctx, s) = self.resolve_stream(stream, ptds)?;
         let backend = self.backend.clone();
         if !asynchronous || is_pageable(&self.mem, dst) {
-            return self.run_sync(
-                &ctx,
-                &s,
-                Box::new(move || copy_resolved(&*backend, dst, src, len)),
-            );
+            return self.run_sync(&ctx, &s, Box::new(move || copy_resolved(&*backend, dst, src, len)));
         }
         if is_pageable(&self.mem, src) {
             let mut staged = vec![0u8; len];
             copy_to_host(&*backend, &mut staged, src)?;
-            return self.run_async(
-                &ctx,
-                &s,
-                Box::new(move || copy_from_host(&*backend, dst, &staged)),
-            );
+            return self.run_async(&ctx, &s, Box::new(move || copy_from_host(&*backend, dst, &staged)));
         }
         self.run_async(&ctx, &s, Box::new(move || copy_resolved(&*backend, dst, src, len)))
     }
@@ -859,7 +807,17 @@ impl Driver {
 
     /// `cuMemcpyPeer[Async]`: contexts are checked, then it is a unified
     /// copy (all devices share one address space).
-    pub fn memcpy_peer(&self, dst: u64, dst_ctx: u64, src: u64, src_ctx: u64, len: usize, stream: u64, ptds: bool, asynchronous: bool) -> Result<()> {
+    pub fn memcpy_peer(
+        &self,
+        dst: u64,
+        dst_ctx: u64,
+        src: u64,
+        src_ctx: u64,
+        len: usize,
+        stream: u64,
+        ptds: bool,
+        asynchronous: bool,
+    ) -> Result<()> {
         self.check_init()?;
         if dst_ctx == 0 || src_ctx == 0 {
             return Err(Error::InvalidContext);
@@ -927,14 +885,11 @@ impl Driver {
         let mut plan = Vec::with_capacity(c.height * c.depth);
         for z in 0..c.depth {
             for y in 0..c.height {
-                plan.push((
-                    z * c.dst_pitch * c.dst_height + y * c.dst_pitch,
-                    z * c.src_pitch * c.src_height + y * c.src_pitch,
-                ));
+                plan.push((z * c.dst_pitch * c.dst_height + y * c.dst_pitch, z * c.src_pitch * c.src_height + y * c.src_pitch));
             }
         }
-        let contiguous = c.src_pitch == c.width && c.dst_pitch == c.width
-            && (c.depth == 1 || (c.src_height == c.height && c.dst_height == c.height));
+        let contiguous =
+            c.src_pitch == c.width && c.dst_pitch == c.width && (c.depth == 1 || (c.src_height == c.height && c.dst_height == c.height));
         let width = c.width;
         let total = width * c.height * c.depth;
         let backend = self.backend.clone();
@@ -966,25 +921,30 @@ impl Driver {
     /// `cuMemsetD2D8/16/32[Async]`: `width` elements in each of `height`
     /// rows `pitch` bytes apart.
     #[allow(clippy::too_many_arguments)]
-    pub fn memset_2d(&self, dst: u64, pitch: usize, value: MemsetValue, width: usize, height: usize, stream: u64, ptds: bool, asynchronous: bool) -> Result<()> {
+    pub fn memset_2d(
+        &self,
+        dst: u64,
+        pitch: usize,
+        value: MemsetValue,
+        width: usize,
+        height: usize,
+        stream: u64,
+        ptds: bool,
+        asynchronous: bool,
+    ) -> Result<()> {
         self.current_ctx()?;
         let es = value.element_size();
-        if dst % es as u64 != 0 {
+        if !dst.is_multiple_of(es as u64) {
             return Err(Error::invalid(format!("{dst:#x} is not aligned to {es} bytes")));
         }
         if width == 0 || height == 0 {
             return Ok(());
         }
-        let row = width
-            .checked_mul(es)
-            .ok_or_else(|| Error::invalid("size overflows"))?;
+        let row = width.checked_mul(es).ok_or_else(|| Error::invalid("size overflows"))?;
         if height > 1 && pitch < row {
             return Err(Error::invalid("pitch smaller than the row"));
         }
-        let span = (height - 1)
-            .checked_mul(pitch)
-            .and_then(|v| v.checked_add(row))
-            .ok_or_else(|| Error::invalid("size overflows"))?;
+        let span = (height - 1).checked_mul(pitch).and_then(|v| v.checked_add(row)).ok_or_else(|| Error::invalid("size overflows"))?;
         let d = self.resolve_device(dst, span)?;
         let (ctx, s) = self.resolve_stream(stream, ptds)?;
         let backend = self.backend.clone();
@@ -1022,27 +982,19 @@ impl Driver {
     }
 
     pub(crate) fn pool(&self, h: u64) -> Result<Arc<MemPool>> {
-        self.pools
-            .get(h)
-            .ok_or_else(|| Error::handle(format!("{h:#x} is not a memory pool")))
+        self.pools.get(h).ok_or_else(|| Error::handle(format!("{h:#x} is not a memory pool")))
     }
 
     /// `cuDeviceGetDefaultMemPool`.
     pub fn device_default_mem_pool(&self, dev: i32) -> Result<u64> {
         self.device_props(dev)?;
-        self.default_pools
-            .get()
-            .and_then(|p| p.get(dev as usize).copied())
-            .ok_or(Error::InvalidDevice(dev as i64))
+        self.default_pools.get().and_then(|p| p.get(dev as usize).copied()).ok_or(Error::InvalidDevice(dev as i64))
     }
 
     /// `cuDeviceGetMemPool`: the pool `cuMemAllocAsync` uses.
     pub fn device_get_mem_pool(&self, dev: i32) -> Result<u64> {
         self.device_props(dev)?;
-        lock(&self.current_pools)
-            .get(dev as usize)
-            .copied()
-            .ok_or(Error::InvalidDevice(dev as i64))
+        lock(&self.current_pools).get(dev as usize).copied().ok_or(Error::InvalidDevice(dev as i64))
     }
 
     /// `cuDeviceSetMemPool`.
@@ -1163,12 +1115,7 @@ impl Driver {
         }
         let backend = self.backend.clone();
         let a2 = a.clone();
-        self.submit(
-            &ctx,
-            &s,
-            Vec::new(),
-            Box::new(move |_| backend.free(a2.device, a2.device_base).map_err(backend_err)),
-        )?;
+        self.submit(&ctx, &s, Vec::new(), Box::new(move |_| backend.free(a2.device, a2.device_base).map_err(backend_err)))?;
         Ok(())
     }
 

@@ -111,10 +111,7 @@ impl MockBackend {
             Ok(())
         });
         m.register_kernel("mock_fault", |_| {
-            Err(LaunchFault::IllegalAddress {
-                address: 0xdead_0000,
-                detail: "mock_fault reads an unmapped address".into(),
-            })
+            Err(LaunchFault::IllegalAddress { address: 0xdead_0000, detail: "mock_fault reads an unmapped address".into() })
         });
         m.register_kernel("mock_sleep", |l| {
             std::thread::sleep(std::time::Duration::from_millis(l.u32(0) as u64));
@@ -124,11 +121,7 @@ impl MockBackend {
     }
 
     /// Makes kernels named `name` run `f`.
-    pub fn register_kernel(
-        &self,
-        name: &str,
-        f: impl Fn(&MockLaunch<'_>) -> Result<(), LaunchFault> + Send + Sync + 'static,
-    ) {
+    pub fn register_kernel(&self, name: &str, f: impl Fn(&MockLaunch<'_>) -> Result<(), LaunchFault> + Send + Sync + 'static) {
         lock(&self.kernels).insert(name.to_string(), Arc::new(f));
     }
 
@@ -150,9 +143,7 @@ impl MockBackend {
     }
 
     fn free_raw(&self, addr: usize) -> Result<(), BackendError> {
-        let (size, layout) = lock(&self.ranges)
-            .remove(&addr)
-            .ok_or(BackendError::InvalidAddress { addr: addr as u64, len: 0 })?;
+        let (size, layout) = lock(&self.ranges).remove(&addr).ok_or(BackendError::InvalidAddress { addr: addr as u64, len: 0 })?;
         if let Some(l) = layout {
             // SAFETY: allocated by alloc_raw with this layout.
             unsafe { std::alloc::dealloc(addr as *mut u8, l) };
@@ -194,10 +185,7 @@ impl Backend for MockBackend {
     }
 
     fn device_props(&self, device: usize) -> DeviceProps {
-        self.devices
-            .get(device)
-            .cloned()
-            .unwrap_or_else(|| DeviceProps::host_cpu(device as u32))
+        self.devices.get(device).cloned().unwrap_or_else(|| DeviceProps::host_cpu(device as u32))
     }
 
     fn mem_info(&self, device: usize) -> (u64, u64) {
@@ -274,18 +262,12 @@ impl Backend for MockBackend {
         let scan = scan_ptx(ptx).map_err(ModuleError::invalid_ptx)?;
         let mut globals = Vec::new();
         for g in scan.globals {
-            let address = self.alloc_raw(g.size.max(1)).map_err(|e| ModuleError {
-                kind: ModuleErrorKind::OutOfMemory,
-                log: e.to_string(),
-            })? as u64;
+            let address =
+                self.alloc_raw(g.size.max(1)).map_err(|e| ModuleError { kind: ModuleErrorKind::OutOfMemory, log: e.to_string() })? as u64;
             globals.push(GlobalDesc { address, ..g });
         }
         let kernels = lock(&self.kernels);
-        let impls = scan
-            .kernels
-            .iter()
-            .map(|k| kernels.get(&k.name).cloned())
-            .collect();
+        let impls = scan.kernels.iter().map(|k| kernels.get(&k.name).cloned()).collect();
         Ok(Arc::new(MockModule {
             backend_ranges: self as *const MockBackend as usize,
             kernels: scan
@@ -324,13 +306,7 @@ impl BackendModule for MockModule {
     }
 
     fn info_log(&self) -> String {
-        let missing: Vec<&str> = self
-            .kernels
-            .iter()
-            .zip(&self.impls)
-            .filter(|(_, i)| i.is_none())
-            .map(|(k, _)| k.name.as_str())
-            .collect();
+        let missing: Vec<&str> = self.kernels.iter().zip(&self.impls).filter(|(_, i)| i.is_none()).map(|(k, _)| k.name.as_str()).collect();
         if missing.is_empty() {
             String::new()
         } else {
@@ -340,15 +316,9 @@ impl BackendModule for MockModule {
 
     fn launch(&self, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault> {
         self.launches.fetch_add(1, Ordering::Relaxed);
-        let desc = self
-            .kernels
-            .get(kernel)
-            .ok_or_else(|| LaunchFault::Failed(format!("no kernel {kernel}")))?;
+        let desc = self.kernels.get(kernel).ok_or_else(|| LaunchFault::Failed(format!("no kernel {kernel}")))?;
         let Some(Some(f)) = self.impls.get(kernel) else {
-            return Err(LaunchFault::Failed(format!(
-                "the mock backend has no implementation of kernel {}",
-                desc.name
-            )));
+            return Err(LaunchFault::Failed(format!("the mock backend has no implementation of kernel {}", desc.name)));
         };
         f(&MockLaunch {
             desc,
@@ -506,10 +476,7 @@ pub fn scan_ptx(ptx: &str) -> Result<PtxScan, String> {
                 }
             }
             ".target" => {
-                target = toks
-                    .get(i + 1)
-                    .and_then(|v| v.trim_start_matches("sm_").trim_end_matches(['a', 'f']).parse().ok())
-                    .unwrap_or(0);
+                target = toks.get(i + 1).and_then(|v| v.trim_start_matches("sm_").trim_end_matches(['a', 'f']).parse().ok()).unwrap_or(0);
             }
             ".entry" if depth == 0 => {
                 let name = toks.get(i + 1).cloned().ok_or("entry without a name")?;
@@ -523,8 +490,7 @@ pub fn scan_ptx(ptx: &str) -> Result<PtxScan, String> {
                     while i < toks.len() && toks[i] != ")" {
                         if toks[i] == ".param" {
                             i += 1;
-                            let (_, size, align) =
-                                declaration(&toks, &mut i).ok_or_else(|| format!("bad parameter of {name}"))?;
+                            let (_, size, align) = declaration(&toks, &mut i).ok_or_else(|| format!("bad parameter of {name}"))?;
                             let align = align.max(1);
                             offset = offset.next_multiple_of(align);
                             k.params.push(ParamDesc { offset, size, align });
@@ -574,13 +540,7 @@ pub fn scan_ptx(ptx: &str) -> Result<PtxScan, String> {
                         j += 1;
                     }
                     if let Some((name, size, _)) = declaration(&toks, &mut j) {
-                        scan.globals.push(GlobalDesc {
-                            name,
-                            address: 0,
-                            size: size as usize,
-                            constant: t == ".const",
-                            managed,
-                        });
+                        scan.globals.push(GlobalDesc { name, address: 0, size: size as usize, constant: t == ".const", managed });
                     }
                 }
             }
@@ -637,7 +597,10 @@ mod tests {
         assert_eq!(b.params.iter().map(|p| (p.offset, p.size, p.align)).collect::<Vec<_>>(), vec![(0, 24, 16), (24, 1, 1)]);
         assert_eq!(b.maxntid, Some([256, 1, 1]));
         let g: Vec<(&str, usize, bool, bool)> = s.globals.iter().map(|g| (g.name.as_str(), g.size, g.constant, g.managed)).collect();
-        assert_eq!(g, vec![("counter", 4, false, false), ("table", 64, false, false), ("coeffs", 16, true, false), ("flag", 4, false, true)]);
+        assert_eq!(
+            g,
+            vec![("counter", 4, false, false), ("table", 64, false, false), ("coeffs", 16, true, false), ("flag", 4, false, true)]
+        );
     }
 
     #[test]

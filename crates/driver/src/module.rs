@@ -150,10 +150,7 @@ impl Driver {
     /// `target` (major * 10 + minor).
     pub fn select_ptx(&self, image: &fatbin::Image<'_>, target: u32) -> Result<LoadedImage> {
         match image {
-            fatbin::Image::Ptx(text) => Ok(LoadedImage {
-                ptx: text.to_string(),
-                source: "PTX text".into(),
-            }),
+            fatbin::Image::Ptx(text) => Ok(LoadedImage { ptx: text.to_string(), source: "PTX text".into() }),
             fatbin::Image::Cubin(c) => Err(Error::NoBinaryForGpu(format!(
                 "the image is an ELF cubin (NVIDIA machine code for {}); anycuda runs PTX only: \
                  rebuild with PTX embedded (e.g. nvcc -gencode arch=compute_{t},code=compute_{t})",
@@ -186,18 +183,10 @@ impl Driver {
                     Err(e) => return Err(Error::InvalidImage(e.to_string())),
                 };
                 let text = e.ptx_text().map_err(|e| Error::InvalidImage(e.to_string()))?;
-                let version = e
-                    .ptx_version()
-                    .map(|v| format!(", PTX ISA {}.{}", v.major, v.minor))
-                    .unwrap_or_default();
+                let version = e.ptx_version().map(|v| format!(", PTX ISA {}.{}", v.major, v.minor)).unwrap_or_default();
                 Ok(LoadedImage {
                     ptx: text.into_owned(),
-                    source: format!(
-                        "fatbin entry {} of {} ({}{version})",
-                        e.index() + 1,
-                        fatbin.entries().len(),
-                        e.arch_name()
-                    ),
+                    source: format!("fatbin entry {} of {} ({}{version})", e.index() + 1, fatbin.entries().len(), e.arch_name()),
                 })
             }
         }
@@ -236,10 +225,7 @@ impl Driver {
     fn resolve_source(&self, source: ModuleSource<'_>, target: u32, log: &mut JitLog) -> Result<LoadedImage> {
         let r = match source {
             ModuleSource::Image(img) => self.select_ptx(img, target),
-            ModuleSource::Ptx(p) => Ok(LoadedImage {
-                ptx: p.to_string(),
-                source: "PTX text".into(),
-            }),
+            ModuleSource::Ptx(p) => Ok(LoadedImage { ptx: p.to_string(), source: "PTX text".into() }),
         };
         if let Err(e) = &r {
             log.error = format!("anycuda: {e}");
@@ -297,23 +283,12 @@ impl Driver {
         if own_globals {
             self.record_globals(ctx, device, mh, code.globals());
         }
-        self.modules.insert_existing(
-            mh,
-            Module {
-                handle: mh,
-                ctx,
-                code,
-                functions,
-                library,
-            },
-        );
+        self.modules.insert_existing(mh, Module { handle: mh, ctx, code, functions, library });
         mh
     }
 
     pub(crate) fn module(&self, h: u64) -> Result<Arc<Module>> {
-        self.modules
-            .get(h)
-            .ok_or_else(|| Error::handle(format!("{h:#x} is not a loaded module")))
+        self.modules.get(h).ok_or_else(|| Error::handle(format!("{h:#x} is not a loaded module")))
     }
 
     /// `cuModuleUnload`.
@@ -380,8 +355,7 @@ impl Driver {
     pub fn module_get_global(&self, h: u64, name: &str) -> Result<(u64, usize)> {
         self.check_init()?;
         let m = self.module(h)?;
-        Self::find_global(m.code.globals(), name)
-            .ok_or_else(|| Error::NotFound(format!("no variable named {name:?} in the module")))
+        Self::find_global(m.code.globals(), name).ok_or_else(|| Error::NotFound(format!("no variable named {name:?} in the module")))
     }
 
     // ---- functions ----
@@ -390,15 +364,10 @@ impl Driver {
     /// the current context.
     pub(crate) fn resolve_function(&self, h: u64) -> Result<Arc<Function>> {
         match handle_kind(h) {
-            Some(HandleKind::Function) => self
-                .functions
-                .get(h)
-                .ok_or_else(|| Error::handle(format!("{h:#x} is not a live function"))),
+            Some(HandleKind::Function) => self.functions.get(h).ok_or_else(|| Error::handle(format!("{h:#x} is not a live function"))),
             Some(HandleKind::Kernel) => {
                 let fh = self.kernel_get_function(h)?;
-                self.functions
-                    .get(fh)
-                    .ok_or_else(|| Error::handle("kernel function vanished"))
+                self.functions.get(fh).ok_or_else(|| Error::handle("kernel function vanished"))
             }
             _ => Err(Error::handle(format!("{h:#x} is not a function or kernel"))),
         }
@@ -430,11 +399,7 @@ impl Driver {
             let k = self.kernel(f)?;
             let l = self.library(k.library)?;
             let code = self.library_code(&l, self.library_device()?)?;
-            return code
-                .kernels()
-                .get(k.index)
-                .cloned()
-                .ok_or_else(|| Error::handle("kernel index out of range"));
+            return code.kernels().get(k.index).cloned().ok_or_else(|| Error::handle("kernel index out of range"));
         }
         Ok(self.resolve_function(f)?.desc.clone())
     }
@@ -508,15 +473,11 @@ impl Driver {
     }
 
     pub(crate) fn library(&self, h: u64) -> Result<Arc<Library>> {
-        self.libraries
-            .get(h)
-            .ok_or_else(|| Error::handle(format!("{h:#x} is not a loaded library")))
+        self.libraries.get(h).ok_or_else(|| Error::handle(format!("{h:#x} is not a loaded library")))
     }
 
     pub(crate) fn kernel(&self, h: u64) -> Result<Arc<Kernel>> {
-        self.kernels
-            .get(h)
-            .ok_or_else(|| Error::handle(format!("{h:#x} is not a live kernel")))
+        self.kernels.get(h).ok_or_else(|| Error::handle(format!("{h:#x} is not a live kernel")))
     }
 
     /// The library's code for `device`, loading it if needed.
@@ -538,11 +499,7 @@ impl Driver {
             return Ok(*m);
         }
         let code = self.library_code(l, device)?;
-        let attrs: Vec<KernelAttrs> = l
-            .kernels
-            .iter()
-            .filter_map(|k| self.kernels.get(*k).map(|k| (k.handle, k.attrs.clone())))
-            .collect();
+        let attrs: Vec<KernelAttrs> = l.kernels.iter().filter_map(|k| self.kernels.get(*k).map(|k| (k.handle, k.attrs.clone()))).collect();
         let mut per_ctx = lock(&l.per_ctx);
         if let Some(m) = per_ctx.get(&ctx) {
             return Ok(*m);
@@ -625,11 +582,7 @@ impl Driver {
         let k = self.kernel(h)?;
         let l = self.library(k.library)?;
         let m = self.library_module_in(&l, ctx.handle, ctx.device)?;
-        self.module(m)?
-            .functions
-            .get(k.index)
-            .copied()
-            .ok_or_else(|| Error::handle("kernel index out of range"))
+        self.module(m)?.functions.get(k.index).copied().ok_or_else(|| Error::handle("kernel index out of range"))
     }
 
     /// `cuKernelGetLibrary`.
@@ -643,21 +596,11 @@ impl Driver {
     /// `cuLinkCreate`.
     pub fn link_create(&self, options: ModuleOptions) -> Result<u64> {
         self.check_init()?;
-        Ok(self
-            .links
-            .insert_with(|h| LinkState {
-                handle: h,
-                options,
-                inputs: Mutex::new(Vec::new()),
-                output: Mutex::new(None),
-            })
-            .handle)
+        Ok(self.links.insert_with(|h| LinkState { handle: h, options, inputs: Mutex::new(Vec::new()), output: Mutex::new(None) }).handle)
     }
 
     fn link(&self, h: u64) -> Result<Arc<LinkState>> {
-        self.links
-            .get(h)
-            .ok_or_else(|| Error::handle(format!("{h:#x} is not a link state")))
+        self.links.get(h).ok_or_else(|| Error::handle(format!("{h:#x} is not a link state")))
     }
 
     /// `cuLinkAddData` / `cuLinkAddFile`: PTX or a fatbin with PTX.
@@ -705,9 +648,6 @@ impl Driver {
     /// `cuLinkDestroy`.
     pub fn link_destroy(&self, h: u64) -> Result<()> {
         self.check_init()?;
-        self.links
-            .remove(h)
-            .map(|_| ())
-            .ok_or_else(|| Error::handle(format!("{h:#x} is not a link state")))
+        self.links.remove(h).map(|_| ()).ok_or_else(|| Error::handle(format!("{h:#x} is not a link state")))
     }
 }

@@ -141,9 +141,7 @@ impl DeviceProps {
         let cpu = cpu_model_name().unwrap_or_else(|| "host processor".to_string());
         let mut p = DeviceProps::generic(&format!("anycuda CPU: {cpu}"), cc);
         p.total_mem = mem_total_bytes().unwrap_or(8 << 30);
-        p.multiprocessor_count = std::thread::available_parallelism()
-            .map(|n| n.get() as u32)
-            .unwrap_or(1);
+        p.multiprocessor_count = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
         if let Some(mhz) = cpu_mhz() {
             p.clock_rate_khz = (mhz * 1000.0) as u32;
         }
@@ -166,10 +164,7 @@ impl DeviceProps {
 
     /// `"0000:ac:00.0"`, as `cuDeviceGetPCIBusId` writes it.
     pub fn pci_bus_id(&self) -> String {
-        format!(
-            "{:04x}:{:02x}:{:02x}.0",
-            self.pci_domain, self.pci_bus, self.pci_device
-        )
+        format!("{:04x}:{:02x}:{:02x}.0", self.pci_domain, self.pci_bus, self.pci_device)
     }
 
     /// The value of a device attribute; `None` for attributes CUDA does not
@@ -217,9 +212,7 @@ impl DeviceProps {
             A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE => i(self.memory_clock_rate_khz),
             A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH => i(self.memory_bus_width),
             A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE => i(self.l2_cache_size),
-            A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR => {
-                i(self.max_threads_per_multiprocessor)
-            }
+            A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR => i(self.max_threads_per_multiprocessor),
             A::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT => i(self.async_engine_count),
             A::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING => 1,
             A::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH => 32768,
@@ -261,12 +254,8 @@ impl DeviceProps {
             A::CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED => 1,
             A::CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED => 1,
             A::CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED => 1,
-            A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR => {
-                i(self.shared_mem_per_multiprocessor)
-            }
-            A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR => {
-                i(self.regs_per_multiprocessor)
-            }
+            A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR => i(self.shared_mem_per_multiprocessor),
+            A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR => i(self.regs_per_multiprocessor),
             A::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY => b(self.managed_memory),
             A::CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD => 0,
             A::CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID => 0,
@@ -275,39 +264,27 @@ impl DeviceProps {
             A::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS => b(self.pageable_memory_access),
             A::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS => b(self.concurrent_managed_access),
             A::CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED => 1,
-            A::CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM => {
-                b(self.integrated)
-            }
+            A::CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM => b(self.integrated),
             A::CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1 => 0,
             A::CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1 => 0,
             A::CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1 => 0,
             A::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH => b(self.cooperative_launch),
             A::CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH => 0,
-            A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN => {
-                i(self.shared_mem_per_block_optin)
-            }
+            A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN => i(self.shared_mem_per_block_optin),
             A::CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES => 0,
             A::CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED => 1,
-            A::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES => {
-                b(self.pageable_memory_access)
-            }
+            A::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES => b(self.pageable_memory_access),
             A::CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST => b(self.integrated),
             A::CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED => 0,
             A::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED => 0,
             A::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED => 0,
             A::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED => 0,
-            A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR => {
-                i(self.max_blocks_per_multiprocessor)
-            }
+            A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR => i(self.max_blocks_per_multiprocessor),
             A::CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED => 0,
-            A::CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE => {
-                i(self.max_persisting_l2_cache_size)
-            }
+            A::CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE => i(self.max_persisting_l2_cache_size),
             A::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE => 0,
             A::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED => 0,
-            A::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK => {
-                i(self.reserved_shared_mem_per_block)
-            }
+            A::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK => i(self.reserved_shared_mem_per_block),
             A::CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED => 0,
             A::CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED => 1,
             A::CU_DEVICE_ATTRIBUTE_TIMELINE_SEMAPHORE_INTEROP_SUPPORTED => 0,
@@ -355,9 +332,7 @@ impl DeviceProps {
             A::CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_MULTICAST_SUPPORTED => 0,
             A::CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_COUNTED_OPS_SUPPORTED => 0,
             A::CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_UNICAST_ACCESS_ON_OWNER_DEVICE_SUPPORTED => 0,
-            A::CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_MULTIPROCESSOR_COUNT => {
-                i(self.multiprocessor_count)
-            }
+            A::CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_MULTIPROCESSOR_COUNT => i(self.multiprocessor_count),
             A::CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_SUPPORTED_HANDLE_TYPES => 0,
             A::CU_DEVICE_ATTRIBUTE_VULKAN_CIG_STREAMS_SUPPORTED => 0,
             A::CU_DEVICE_ATTRIBUTE_TENSOR_MAP_LARGE_TENSOR_MIN_SIZE => 0,
@@ -375,10 +350,7 @@ pub fn compute_capability_from_env() -> Option<(u32, u32)> {
 
 pub fn parse_compute_capability(s: &str) -> Option<(u32, u32)> {
     let s = s.trim();
-    let s = s
-        .strip_prefix("sm_")
-        .or_else(|| s.strip_prefix("compute_"))
-        .unwrap_or(s);
+    let s = s.strip_prefix("sm_").or_else(|| s.strip_prefix("compute_")).unwrap_or(s);
     let (major, minor) = match s.split_once('.') {
         Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
         None => {
@@ -402,8 +374,7 @@ fn proc_field(path: &str, key: &str) -> Option<String> {
 }
 
 fn cpu_model_name() -> Option<String> {
-    let name = proc_field("/proc/cpuinfo", "model name")
-        .or_else(|| proc_field("/proc/cpuinfo", "Model"))?;
+    let name = proc_field("/proc/cpuinfo", "model name").or_else(|| proc_field("/proc/cpuinfo", "Model"))?;
     let name = name.split_whitespace().collect::<Vec<_>>().join(" ");
     (!name.is_empty()).then_some(name)
 }

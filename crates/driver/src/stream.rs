@@ -88,13 +88,7 @@ pub struct Stream {
 const IDLE_EXIT: Duration = Duration::from_millis(250);
 
 impl Stream {
-    pub(crate) fn new(
-        handle: u64,
-        ctx: &Arc<Context>,
-        kind: StreamKind,
-        flags: u32,
-        priority: i32,
-    ) -> Stream {
+    pub(crate) fn new(handle: u64, ctx: &Arc<Context>, kind: StreamKind, flags: u32, priority: i32) -> Stream {
         Stream {
             handle,
             ctx: Arc::downgrade(ctx),
@@ -102,13 +96,7 @@ impl Stream {
             kind,
             flags,
             priority,
-            q: Mutex::new(Queue {
-                ops: VecDeque::new(),
-                submitted: 0,
-                completed: 0,
-                worker: false,
-                error: None,
-            }),
+            q: Mutex::new(Queue { ops: VecDeque::new(), submitted: 0, completed: 0, worker: false, error: None }),
             cv: Condvar::new(),
         }
     }
@@ -132,10 +120,7 @@ impl Stream {
     /// Whether work on this stream waits for the legacy stream (and the
     /// legacy stream for it).
     pub(crate) fn is_blocking(&self) -> bool {
-        matches!(
-            self.kind,
-            StreamKind::PerThread | StreamKind::User { blocking: true }
-        )
+        matches!(self.kind, StreamKind::PerThread | StreamKind::User { blocking: true })
     }
 
     /// The number of operations submitted so far, if some are unfinished.
@@ -153,9 +138,7 @@ impl Stream {
         let seq = q.submitted;
         if !q.worker {
             let me = self.clone();
-            let spawned = std::thread::Builder::new()
-                .name("anycuda-stream".into())
-                .spawn(move || me.run());
+            let spawned = std::thread::Builder::new().name("anycuda-stream".into()).spawn(move || me.run());
             match spawned {
                 Ok(_) => q.worker = true,
                 Err(e) => {
@@ -186,10 +169,7 @@ impl Stream {
                 if !q.ops.is_empty() {
                     continue;
                 }
-                let (g, timeout) = self
-                    .cv
-                    .wait_timeout(q, IDLE_EXIT)
-                    .unwrap_or_else(|e| e.into_inner());
+                let (g, timeout) = self.cv.wait_timeout(q, IDLE_EXIT).unwrap_or_else(|e| e.into_inner());
                 q = g;
                 if timeout.timed_out() && q.ops.is_empty() {
                     q.worker = false;
@@ -274,9 +254,6 @@ pub(crate) fn spin_until(mut done: impl FnMut() -> bool) -> bool {
 
 impl std::fmt::Debug for Stream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Stream")
-            .field("handle", &format_args!("{:#x}", self.handle))
-            .field("kind", &self.kind)
-            .finish()
+        f.debug_struct("Stream").field("handle", &format_args!("{:#x}", self.handle)).field("kind", &self.kind).finish()
     }
 }

@@ -36,34 +36,17 @@ impl Driver {
         if h == 0 || h == legacy || h == per_thread {
             let ctx = self.current_ctx_alive()?;
             let use_pt = h == per_thread || (h == 0 && ptds);
-            let s = if use_pt {
-                self.per_thread_stream(&ctx)?
-            } else {
-                ctx.legacy_stream()?
-            };
+            let s = if use_pt { self.per_thread_stream(&ctx)? } else { ctx.legacy_stream()? };
             return Ok((ctx, s));
         }
-        let s = self
-            .streams
-            .get(h)
-            .ok_or_else(|| Error::handle(format!("{h:#x} is not a live stream")))?;
-        let ctx = s
-            .ctx
-            .upgrade()
-            .filter(|c| c.is_active() && self.contexts.get(c.handle).is_some())
-            .ok_or(Error::ContextIsDestroyed)?;
+        let s = self.streams.get(h).ok_or_else(|| Error::handle(format!("{h:#x} is not a live stream")))?;
+        let ctx = s.ctx.upgrade().filter(|c| c.is_active() && self.contexts.get(c.handle).is_some()).ok_or(Error::ContextIsDestroyed)?;
         Ok((ctx, s))
     }
 
     /// Queues `work` on `stream`, after `deps` and after whatever the
     /// legacy-stream rules require.
-    pub(crate) fn submit(
-        &self,
-        ctx: &Context,
-        stream: &Arc<Stream>,
-        deps: Vec<DepWait>,
-        work: Work,
-    ) -> Result<u64> {
+    pub(crate) fn submit(&self, ctx: &Context, stream: &Arc<Stream>, deps: Vec<DepWait>, work: Work) -> Result<u64> {
         self.submit_then(ctx, stream, deps, work, None)
     }
 
@@ -91,10 +74,7 @@ impl Driver {
             _ if stream.is_blocking() => {
                 let legacy = ctx.legacy_stream()?;
                 if let Some(seq) = legacy.pending_tail() {
-                    deps.push(DepWait::Stream(Dep {
-                        stream: legacy,
-                        seq,
-                    }));
+                    deps.push(DepWait::Stream(Dep { stream: legacy, seq }));
                 }
             }
             _ => {}
@@ -103,12 +83,7 @@ impl Driver {
     }
 
     /// Runs `work` in stream order and waits for it; returns its result.
-    pub(crate) fn run_sync(
-        &self,
-        ctx: &Context,
-        stream: &Arc<Stream>,
-        work: Box<dyn FnOnce() -> Result<()> + Send>,
-    ) -> Result<()> {
+    pub(crate) fn run_sync(&self, ctx: &Context, stream: &Arc<Stream>, work: Box<dyn FnOnce() -> Result<()> + Send>) -> Result<()> {
         let slot: Arc<Mutex<Option<Result<()>>>> = Arc::new(Mutex::new(None));
         let out = slot.clone();
         let seq = self.submit(
@@ -134,12 +109,7 @@ impl Driver {
     }
 
     /// Queues device work that is skipped once the context is poisoned.
-    pub(crate) fn run_async(
-        &self,
-        ctx: &Context,
-        stream: &Arc<Stream>,
-        work: Box<dyn FnOnce() -> Result<()> + Send>,
-    ) -> Result<()> {
+    pub(crate) fn run_async(&self, ctx: &Context, stream: &Arc<Stream>, work: Box<dyn FnOnce() -> Result<()> + Send>) -> Result<()> {
         self.submit(
             ctx,
             stream,
@@ -160,17 +130,7 @@ impl Driver {
         let ctx = self.current_ctx()?;
         let (least, greatest) = self.device_props(ctx.device as i32)?.stream_priority_range;
         let priority = priority.clamp(greatest, least);
-        let s = self.streams.insert_with(|h| {
-            Stream::new(
-                h,
-                &ctx,
-                StreamKind::User {
-                    blocking: flags & 1 == 0,
-                },
-                flags,
-                priority,
-            )
-        });
+        let s = self.streams.insert_with(|h| Stream::new(h, &ctx, StreamKind::User { blocking: flags & 1 == 0 }, flags, priority));
         lock(&ctx.st).streams.push(Arc::downgrade(&s));
         Ok(s.handle())
     }
@@ -178,10 +138,7 @@ impl Driver {
     /// `cuStreamDestroy`: returns at once; queued work still completes.
     pub fn stream_destroy(&self, h: u64) -> Result<()> {
         self.check_init()?;
-        self.streams
-            .remove(h)
-            .map(|_| ())
-            .ok_or_else(|| Error::handle(format!("{h:#x} is not a live stream")))
+        self.streams.remove(h).map(|_| ()).ok_or_else(|| Error::handle(format!("{h:#x} is not a live stream")))
     }
 
     pub fn stream_query(&self, h: u64, ptds: bool) -> Result<()> {
@@ -305,15 +262,7 @@ impl Driver {
 
     /// `cuStreamWaitValue32/64`: later work waits until the condition on
     /// the value at `addr` holds.
-    pub fn stream_wait_value(
-        &self,
-        h: u64,
-        ptds: bool,
-        addr: u64,
-        value: u64,
-        flags: u32,
-        wide: bool,
-    ) -> Result<()> {
+    pub fn stream_wait_value(&self, h: u64, ptds: bool, addr: u64, value: u64, flags: u32, wide: bool) -> Result<()> {
         let n = if wide { 8 } else { 4 };
         let cond = flags & 0x3;
         if flags & !(0x3 | 0x4000_0000) != 0 {

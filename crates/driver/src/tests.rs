@@ -38,8 +38,7 @@ fn with_ctx() -> Driver {
 
 fn load(d: &Driver) -> u64 {
     let mut log = JitLog::default();
-    d.module_load(ModuleSource::Ptx(PTX), ModuleOptions::default(), &mut log)
-        .expect("module load")
+    d.module_load(ModuleSource::Ptx(PTX), ModuleOptions::default(), &mut log).expect("module load")
 }
 
 fn launch(d: &Driver, f: u64, grid: [u32; 3], block: [u32; 3], args: &[*const std::ffi::c_void], stream: u64) -> Result<()> {
@@ -312,7 +311,15 @@ fn streams_run_asynchronously_and_in_order() {
     let t = Instant::now();
     launch(&d, sleep, [1, 1, 1], [1, 1, 1], &[&ms as *const u32 as *const _], s).expect("launch");
     let (v, n) = (42u32, 16u32);
-    launch(&d, fill, [1, 1, 1], [32, 1, 1], &[&buf as *const u64 as *const _, &v as *const u32 as *const _, &n as *const u32 as *const _], s).expect("launch");
+    launch(
+        &d,
+        fill,
+        [1, 1, 1],
+        [32, 1, 1],
+        &[&buf as *const u64 as *const _, &v as *const u32 as *const _, &n as *const u32 as *const _],
+        s,
+    )
+    .expect("launch");
     assert!(t.elapsed() < Duration::from_millis(200), "launch blocked the host");
     assert_eq!(d.stream_query(s, false), Err(Error::NotReady));
     d.stream_synchronize(s, false).expect("sync");
@@ -596,7 +603,10 @@ fn occupancy() {
     assert_eq!(d.occupancy_max_active_blocks(fill, 1024, 0, 0), Ok((p.max_threads_per_multiprocessor / 1024) as i32));
     assert_eq!(d.occupancy_max_active_blocks(fill, 32, 0, 0), Ok(p.max_blocks_per_multiprocessor as i32));
     assert_eq!(d.occupancy_max_active_blocks(small, 256, 0, 0), Ok(0), "above .maxntid");
-    assert_eq!(d.occupancy_max_active_blocks(hog, 32, 0, 0), Ok((p.shared_mem_per_multiprocessor / (40000 + p.reserved_shared_mem_per_block)) as i32));
+    assert_eq!(
+        d.occupancy_max_active_blocks(hog, 32, 0, 0),
+        Ok((p.shared_mem_per_multiprocessor / (40000 + p.reserved_shared_mem_per_block)) as i32)
+    );
     assert!(d.occupancy_max_active_blocks(fill, 0, 0, 0).is_err());
     let (grid, block) = d.occupancy_max_potential_block_size(fill, None, 0, 0, 0).expect("potential");
     assert!(block > 0 && block <= 1024 && block % 32 == 0);
@@ -621,9 +631,15 @@ fn context_local_storage() {
     assert!(matches!(d.cls_get(0, 1), Err(Error::InvalidHandle(_))));
     let dropped = Arc::new(AtomicU32::new(0));
     let dd = dropped.clone();
-    d.cls_insert(0, 1, 1234, Some(Box::new(move || {
-        dd.fetch_add(1, Ordering::SeqCst);
-    }))).expect("insert");
+    d.cls_insert(
+        0,
+        1,
+        1234,
+        Some(Box::new(move || {
+            dd.fetch_add(1, Ordering::SeqCst);
+        })),
+    )
+    .expect("insert");
     assert_eq!(d.cls_get(0, 1), Ok(1234));
     assert_eq!(d.cls_get(c, 1), Ok(1234));
     d.primary_ctx_release(0).expect("release");
@@ -760,9 +776,13 @@ fn a_stream_is_done_once_its_last_recorded_event_is() {
     // record is short: many rounds make a missing order show.
     for round in 0..2000 {
         let c = counter.clone();
-        d.launch_host_func(s, false, Box::new(move || {
-            c.fetch_add(1, Ordering::SeqCst);
-        }))
+        d.launch_host_func(
+            s,
+            false,
+            Box::new(move || {
+                c.fetch_add(1, Ordering::SeqCst);
+            }),
+        )
         .expect("host fn");
         d.event_record(e, s, false, 0).expect("record");
         d.event_synchronize(e).expect("sync");

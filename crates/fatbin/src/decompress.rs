@@ -64,12 +64,7 @@ pub(crate) fn decode<'a>(s: &Stored<'a>) -> Result<Cow<'a, [u8]>> {
             }
             match usize::try_from(usz).ok().and_then(|n| s.bytes.get(..n)) {
                 Some(b) => Ok(Cow::Borrowed(b)),
-                None => Err(Error::SizeMismatch {
-                    offset,
-                    what: "raw payload",
-                    expected: usz,
-                    actual: s.bytes.len() as u64,
-                }),
+                None => Err(Error::SizeMismatch { offset, what: "raw payload", expected: usz, actual: s.bytes.len() as u64 }),
             }
         }
         Compression::Lz4 => lz4(input, usz, offset).map(Cow::Owned),
@@ -81,27 +76,19 @@ fn lz4(input: &[u8], usz: u64, offset: u64) -> Result<Vec<u8>> {
     if usz == 0 {
         return Err(Error::MissingUncompressedSize { offset });
     }
-    let bound = (input.len() as u64)
-        .saturating_mul(LZ4_MAX_RATIO)
-        .saturating_add(64);
+    let bound = (input.len() as u64).saturating_mul(LZ4_MAX_RATIO).saturating_add(64);
     if usz > bound {
         return Err(Error::ImplausibleSize { offset, size: usz });
     }
     let n = usize::try_from(usz).map_err(|_| Error::ImplausibleSize { offset, size: usz })?;
     let mut out = vec![0u8; n];
-    let n =
-        lz4_flex::block::decompress_into(input, &mut out).map_err(|e| Error::Decompression {
-            offset,
-            codec: Codec::Lz4,
-            message: e.to_string(),
-        })?;
+    let n = lz4_flex::block::decompress_into(input, &mut out).map_err(|e| Error::Decompression {
+        offset,
+        codec: Codec::Lz4,
+        message: e.to_string(),
+    })?;
     if n as u64 != usz {
-        return Err(Error::SizeMismatch {
-            offset,
-            what: "decompressed LZ4 payload",
-            expected: usz,
-            actual: n as u64,
-        });
+        return Err(Error::SizeMismatch { offset, what: "decompressed LZ4 payload", expected: usz, actual: n as u64 });
     }
     Ok(out)
 }
@@ -113,11 +100,7 @@ fn zstd(mut input: &[u8], usz: u64, offset: u64) -> Result<Vec<u8>> {
     use ruzstd::decoding::errors::{FrameDecoderError, ReadFrameHeaderError};
     use ruzstd::decoding::StreamingDecoder;
 
-    let fail = |message: String| Error::Decompression {
-        offset,
-        codec: Codec::Zstd,
-        message,
-    };
+    let fail = |message: String| Error::Decompression { offset, codec: Codec::Zstd, message };
     let limit = if usz != 0 { usz } else { MAX_DECOMPRESSED_SIZE };
     let mut out = Vec::new();
     if input.is_empty() {
@@ -126,60 +109,34 @@ fn zstd(mut input: &[u8], usz: u64, offset: u64) -> Result<Vec<u8>> {
     while !input.is_empty() {
         let mut dec = match StreamingDecoder::new(&mut input) {
             Ok(d) => d,
-            Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame {
-                length,
-                ..
-            })) => {
+            Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame { length, .. })) => {
                 // Skippable frames hold metadata only.
                 let len = usize::try_from(length).unwrap_or(usize::MAX);
-                input = input
-                    .get(len..)
-                    .ok_or_else(|| fail("skippable frame runs past the end".into()))?;
+                input = input.get(len..).ok_or_else(|| fail("skippable frame runs past the end".into()))?;
                 continue;
             }
             Err(e) => return Err(fail(e.to_string())),
         };
         let room = limit + 1 - out.len() as u64;
-        (&mut dec)
-            .take(room)
-            .read_to_end(&mut out)
-            .map_err(|e| fail(e.to_string()))?;
+        (&mut dec).take(room).read_to_end(&mut out).map_err(|e| fail(e.to_string()))?;
         if out.len() as u64 > limit {
             return Err(if usz != 0 {
-                Error::SizeMismatch {
-                    offset,
-                    what: "decompressed Zstandard payload",
-                    expected: usz,
-                    actual: out.len() as u64,
-                }
+                Error::SizeMismatch { offset, what: "decompressed Zstandard payload", expected: usz, actual: out.len() as u64 }
             } else {
-                Error::ImplausibleSize {
-                    offset,
-                    size: out.len() as u64,
-                }
+                Error::ImplausibleSize { offset, size: out.len() as u64 }
             });
         }
         if !dec.decoder.is_finished() {
             return Err(fail("frame ends early".into()));
         }
-        if let (Some(stored), Some(computed)) = (
-            dec.decoder.get_checksum_from_data(),
-            dec.decoder.get_calculated_checksum(),
-        ) {
+        if let (Some(stored), Some(computed)) = (dec.decoder.get_checksum_from_data(), dec.decoder.get_calculated_checksum()) {
             if stored != computed {
-                return Err(fail(format!(
-                    "checksum mismatch (frame {stored:#010x}, data {computed:#010x})"
-                )));
+                return Err(fail(format!("checksum mismatch (frame {stored:#010x}, data {computed:#010x})")));
             }
         }
     }
     if usz != 0 && out.len() as u64 != usz {
-        return Err(Error::SizeMismatch {
-            offset,
-            what: "decompressed Zstandard payload",
-            expected: usz,
-            actual: out.len() as u64,
-        });
+        return Err(Error::SizeMismatch { offset, what: "decompressed Zstandard payload", expected: usz, actual: out.len() as u64 });
     }
     Ok(out)
 }

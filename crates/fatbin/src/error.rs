@@ -14,48 +14,28 @@ pub enum Error {
     Empty,
 
     #[error("bad {what} magic {found:#010x} (expected {expected:#010x})")]
-    BadMagic {
-        what: &'static str,
-        found: u32,
-        expected: u32,
-    },
+    BadMagic { what: &'static str, found: u32, expected: u32 },
 
     /// Not a fatbin, fatbin wrapper, CUDA ELF or PTX text.
     #[error("unrecognised image format (first bytes {head:02x?})")]
     UnknownFormat { head: Vec<u8> },
 
     #[error("truncated {what}: {needed} bytes needed at offset {offset}, {available} available")]
-    Truncated {
-        what: &'static str,
-        offset: u64,
-        needed: u64,
-        available: u64,
-    },
+    Truncated { what: &'static str, offset: u64, needed: u64, available: u64 },
 
     #[error("unsupported {what} version {version}")]
     UnsupportedVersion { what: &'static str, version: u32 },
 
     /// A header declares itself smaller than its fixed fields.
     #[error("{what} at offset {offset} declares header size {size}, below the minimum {min}")]
-    HeaderTooSmall {
-        what: &'static str,
-        offset: u64,
-        size: u64,
-        min: u64,
-    },
+    HeaderTooSmall { what: &'static str, offset: u64, size: u64, min: u64 },
 
     /// Offset or size arithmetic left the 64-bit (or address) range.
     #[error("size overflow in {what} at offset {offset}")]
     Overflow { what: &'static str, offset: u64 },
 
-    #[error(
-        "entry at offset {offset}: compressed size {compressed} exceeds payload size {payload}"
-    )]
-    CompressedTooLarge {
-        offset: u64,
-        compressed: u64,
-        payload: u64,
-    },
+    #[error("entry at offset {offset}: compressed size {compressed} exceeds payload size {payload}")]
+    CompressedTooLarge { offset: u64, compressed: u64, payload: u64 },
 
     #[error("entry at offset {offset}: flags {flags:#x} name both LZ4 and Zstandard")]
     ConflictingCompression { offset: u64, flags: u64 },
@@ -73,19 +53,10 @@ pub enum Error {
     ImplausibleSize { offset: u64, size: u64 },
 
     #[error("entry at offset {offset}: {codec} decompression failed: {message}")]
-    Decompression {
-        offset: u64,
-        codec: Codec,
-        message: String,
-    },
+    Decompression { offset: u64, codec: Codec, message: String },
 
     #[error("entry at offset {offset}: {what} is {actual} bytes, header says {expected}")]
-    SizeMismatch {
-        offset: u64,
-        what: &'static str,
-        expected: u64,
-        actual: u64,
-    },
+    SizeMismatch { offset: u64, what: &'static str, expected: u64, actual: u64 },
 
     /// The member table of a concatenated entry (nvcc `--concat`) is malformed.
     #[error("concatenated entry at offset {offset}: {reason}")]
@@ -93,12 +64,7 @@ pub enum Error {
 
     /// A concatenated member's range lies outside its container's data.
     #[error("member at offset {offset}: range {start}+{size} exceeds container data of {available} bytes")]
-    MemberOutOfRange {
-        offset: u64,
-        start: u64,
-        size: u64,
-        available: u64,
-    },
+    MemberOutOfRange { offset: u64, start: u64, size: u64, available: u64 },
 
     #[error("entry at offset {offset} is {kind}, not PTX")]
     NotPtx { offset: u64, kind: crate::EntryKind },
@@ -114,11 +80,7 @@ pub enum Error {
 
     /// PTX exists, but none the policy accepts for this target.
     #[error("no PTX usable for sm_{target} under {policy:?} policy (PTX present for {})", fmt_archs(.ptx_archs))]
-    NoCompatiblePtx {
-        target: u32,
-        policy: crate::Policy,
-        ptx_archs: Vec<u32>,
-    },
+    NoCompatiblePtx { target: u32, policy: crate::Policy, ptx_archs: Vec<u32> },
 
     /// A fatbin wrapper was given as bytes; its fatbin is elsewhere in memory
     /// and only [`crate::Image::from_ptr`] may follow the pointer.
@@ -137,11 +99,7 @@ fn fmt_archs(archs: &[u32]) -> String {
     if archs.is_empty() {
         return "no architecture".to_string();
     }
-    archs
-        .iter()
-        .map(|a| format!("sm_{a}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    archs.iter().map(|a| format!("sm_{a}")).collect::<Vec<_>>().join(", ")
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -176,10 +176,7 @@ pub struct PtxVersion {
 
 impl PtxVersion {
     pub fn from_raw(raw: u32) -> Self {
-        PtxVersion {
-            major: (raw >> 16) as u16,
-            minor: raw as u16,
-        }
+        PtxVersion { major: (raw >> 16) as u16, minor: raw as u16 }
     }
 }
 
@@ -205,16 +202,10 @@ impl Compression {
             return Ok(Compression::None);
         }
         match (flags.lz4(), flags.zstd()) {
-            (true, true) => Err(Error::ConflictingCompression {
-                offset,
-                flags: flags.0,
-            }),
+            (true, true) => Err(Error::ConflictingCompression { offset, flags: flags.0 }),
             (true, false) => Ok(Compression::Lz4),
             (false, true) => Ok(Compression::Zstd),
-            (false, false) => Err(Error::UnknownCompression {
-                offset,
-                flags: flags.0,
-            }),
+            (false, false) => Err(Error::UnknownCompression { offset, flags: flags.0 }),
         }
     }
 
@@ -403,13 +394,7 @@ impl<'a> Entry<'a> {
         if self.raw.name_len == 0 {
             return None;
         }
-        let s = read::slice(
-            self.header,
-            u64::from(self.raw.name_offset),
-            u64::from(self.raw.name_len),
-            WHAT_ENTRY,
-        )
-        .ok()?;
+        let s = read::slice(self.header, u64::from(self.raw.name_offset), u64::from(self.raw.name_len), WHAT_ENTRY).ok()?;
         std::str::from_utf8(s).ok()
     }
 
@@ -450,9 +435,7 @@ impl<'a> Entry<'a> {
                     size: self.raw.payload_size,
                     available: all.len() as u64,
                 };
-                let end = start
-                    .checked_add(self.raw.payload_size)
-                    .ok_or_else(out_of_range)?;
+                let end = start.checked_add(self.raw.payload_size).ok_or_else(out_of_range)?;
                 if end > all.len() as u64 {
                     return Err(out_of_range());
                 }
@@ -473,10 +456,7 @@ impl<'a> Entry<'a> {
     /// lines are kept so line numbers in diagnostics match `cuobjdump -ptx`.
     pub fn ptx_text(&self) -> Result<Cow<'a, str>> {
         if self.kind != EntryKind::Ptx {
-            return Err(Error::NotPtx {
-                offset: self.offset,
-                kind: self.kind,
-            });
+            return Err(Error::NotPtx { offset: self.offset, kind: self.kind });
         }
         Ok(match self.data()? {
             Cow::Borrowed(b) => Cow::Borrowed(text_until_nul(b)?),
@@ -489,9 +469,7 @@ impl<'a> Entry<'a> {
 /// string, so whatever follows the NUL (padding) is not part of it.
 pub(crate) fn text_until_nul(b: &[u8]) -> Result<&str> {
     let n = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-    std::str::from_utf8(&b[..n]).map_err(|e| Error::PtxNotUtf8 {
-        position: e.valid_up_to() as u64,
-    })
+    std::str::from_utf8(&b[..n]).map_err(|e| Error::PtxNotUtf8 { position: e.valid_up_to() as u64 })
 }
 
 /// A parsed fatbin borrowing its bytes.
@@ -508,18 +486,11 @@ pub struct Fatbin<'a> {
 pub fn fatbin_size(header: &[u8]) -> Result<u64> {
     let magic = read::u32_at(header, 0, "fatbin header")?;
     if magic != FATBIN_MAGIC {
-        return Err(Error::BadMagic {
-            what: "fatbin",
-            found: magic,
-            expected: FATBIN_MAGIC,
-        });
+        return Err(Error::BadMagic { what: "fatbin", found: magic, expected: FATBIN_MAGIC });
     }
     let version = read::u16_at(header, 4, "fatbin header")?;
     if version != 1 {
-        return Err(Error::UnsupportedVersion {
-            what: "fatbin",
-            version: u32::from(version),
-        });
+        return Err(Error::UnsupportedVersion { what: "fatbin", version: u32::from(version) });
     }
     let header_size = read::u16_at(header, 6, "fatbin header")?;
     if usize::from(header_size) < FATBIN_HEADER_SIZE {
@@ -551,12 +522,7 @@ impl<'a> Fatbin<'a> {
             let raw = RawHeader::parse(base)?;
             let hs = u64::from(raw.size_or_start);
             if hs < ENTRY_HEADER_MIN as u64 {
-                return Err(Error::HeaderTooSmall {
-                    what: WHAT_ENTRY,
-                    offset: off,
-                    size: hs,
-                    min: ENTRY_HEADER_MIN as u64,
-                });
+                return Err(Error::HeaderTooSmall { what: WHAT_ENTRY, offset: off, size: hs, min: ENTRY_HEADER_MIN as u64 });
             }
             let header = read::slice(fat, off, hs, WHAT_ENTRY)?;
             let payload_at = read::add(off, hs, "entry payload", off)?;
@@ -569,19 +535,12 @@ impl<'a> Fatbin<'a> {
             let index = entry.index;
             entries.push(entry);
             if is_concat {
-                let Store::Direct(stored) = container else {
-                    unreachable!("top-level entries are direct")
-                };
+                let Store::Direct(stored) = container else { unreachable!("top-level entries are direct") };
                 parse_members(&mut entries, index, off, header, &raw, stored)?;
             }
             off = next;
         }
-        Ok(Fatbin {
-            bytes: fat,
-            version,
-            header_size,
-            entries,
-        })
+        Ok(Fatbin { bytes: fat, version, header_size, entries })
     }
 
     /// Exactly the bytes this fatbin spans.
@@ -609,12 +568,7 @@ impl<'a> Fatbin<'a> {
     }
     /// Sorted, deduplicated archs of the ELF (SASS) entries.
     pub fn sass_archs(&self) -> Vec<u32> {
-        let mut v: Vec<u32> = self
-            .entries
-            .iter()
-            .filter(|e| e.kind == EntryKind::Elf)
-            .map(Entry::arch)
-            .collect();
+        let mut v: Vec<u32> = self.entries.iter().filter(|e| e.kind == EntryKind::Elf).map(Entry::arch).collect();
         v.sort_unstable();
         v.dedup();
         v
@@ -629,29 +583,13 @@ impl<'a> Fatbin<'a> {
     /// [`Fatbin::select_ptx`], then the entry's text.
     pub fn extract_ptx(&self, target: u32, policy: Policy) -> Result<Ptx<'a>> {
         let e = self.select_ptx(target, policy)?;
-        Ok(Ptx {
-            text: e.ptx_text()?,
-            arch: Some(e.arch()),
-            variant: e.arch_variant(),
-            version: e.ptx_version(),
-            entry: Some(e.index),
-        })
+        Ok(Ptx { text: e.ptx_text()?, arch: Some(e.arch()), variant: e.arch_variant(), version: e.ptx_version(), entry: Some(e.index) })
     }
 }
 
-fn make_entry<'a>(
-    index: usize,
-    offset: u64,
-    header: &'a [u8],
-    raw: RawHeader,
-    payload: &'a [u8],
-) -> Result<Entry<'a>> {
+fn make_entry<'a>(index: usize, offset: u64, header: &'a [u8], raw: RawHeader, payload: &'a [u8]) -> Result<Entry<'a>> {
     if u64::from(raw.compressed_size) > raw.payload_size {
-        return Err(Error::CompressedTooLarge {
-            offset,
-            compressed: u64::from(raw.compressed_size),
-            payload: raw.payload_size,
-        });
+        return Err(Error::CompressedTooLarge { offset, compressed: u64::from(raw.compressed_size), payload: raw.payload_size });
     }
     let compression = Compression::decide(raw.flags, raw.compressed_size, offset)?;
     Ok(Entry {
@@ -698,11 +636,7 @@ fn parse_members<'a>(
     let table = read::slice(header, t, table_size, "concat member table")?;
     let body = &table[8..];
     if count == 0 {
-        return if body.is_empty() {
-            Ok(())
-        } else {
-            Err(bad("members listed without a count"))
-        };
+        return if body.is_empty() { Ok(()) } else { Err(bad("members listed without a count")) };
     }
     // Each member header is at least the fixed part, so the count is bounded
     // by the table (this also bounds the Vec growth below).
@@ -710,40 +644,22 @@ fn parse_members<'a>(
         return Err(bad("member count exceeds the table"));
     }
 
-    let ranges =
-        member_ranges(body, count).ok_or_else(|| bad("member headers do not tile the table"))?;
+    let ranges = member_ranges(body, count).ok_or_else(|| bad("member headers do not tile the table"))?;
     let body_at = offset + t + 8;
     for (start, len) in ranges {
         let h = &body[start..start + len];
         let m = RawHeader::parse(h)?;
         let moff = body_at + start as u64;
         if u64::from(m.compressed_size) > m.payload_size {
-            return Err(Error::CompressedTooLarge {
-                offset: moff,
-                compressed: u64::from(m.compressed_size),
-                payload: m.payload_size,
-            });
+            return Err(Error::CompressedTooLarge { offset: moff, compressed: u64::from(m.compressed_size), payload: m.payload_size });
         }
         let compression = Compression::decide(m.flags, m.compressed_size, moff)?;
         let mstart = u64::from(m.size_or_start);
         // When the container records its decoded size, check the member
         // range now so a bad table fails at load, not at first use.
-        let decoded = if stored.compression == Compression::None {
-            stored.bytes.len() as u64
-        } else {
-            stored.uncompressed_size
-        };
-        if decoded != 0
-            && mstart
-                .checked_add(m.payload_size)
-                .is_none_or(|end| end > decoded)
-        {
-            return Err(Error::MemberOutOfRange {
-                offset: moff,
-                start: mstart,
-                size: m.payload_size,
-                available: decoded,
-            });
+        let decoded = if stored.compression == Compression::None { stored.bytes.len() as u64 } else { stored.uncompressed_size };
+        if decoded != 0 && mstart.checked_add(m.payload_size).is_none_or(|end| end > decoded) {
+            return Err(Error::MemberOutOfRange { offset: moff, start: mstart, size: m.payload_size, available: decoded });
         }
         entries.push(Entry {
             index: entries.len(),
@@ -754,10 +670,7 @@ fn parse_members<'a>(
             compression,
             container: Some(container),
             raw: m,
-            store: Store::Member {
-                container: stored.clone(),
-                start: mstart,
-            },
+            store: Store::Member { container: stored.clone(), start: mstart },
         });
     }
     Ok(())
@@ -789,7 +702,7 @@ fn member_ranges(body: &[u8], count: u32) -> Option<Vec<(usize, usize)>> {
         return Some(v);
     }
     let n = count as usize;
-    if body.len() % n != 0 || body.len() / n < ENTRY_HEADER_MIN {
+    if !body.len().is_multiple_of(n) || body.len() / n < ENTRY_HEADER_MIN {
         return None;
     }
     let each = body.len() / n;

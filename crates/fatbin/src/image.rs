@@ -36,21 +36,13 @@ impl Wrapper {
         let what = "fatbin wrapper";
         let magic = read::u32_at(bytes, 0, what)?;
         if magic != WRAPPER_MAGIC {
-            return Err(Error::BadMagic {
-                what,
-                found: magic,
-                expected: WRAPPER_MAGIC,
-            });
+            return Err(Error::BadMagic { what, found: magic, expected: WRAPPER_MAGIC });
         }
         let version = read::u32_at(bytes, 4, what)?;
         if !(1..=2).contains(&version) {
             return Err(Error::UnsupportedVersion { what, version });
         }
-        Ok(Wrapper {
-            version,
-            fatbin_address: read::u64_at(bytes, 8, what)?,
-            aux: read::u64_at(bytes, 16, what)?,
-        })
+        Ok(Wrapper { version, fatbin_address: read::u64_at(bytes, 8, what)?, aux: read::u64_at(bytes, 16, what)? })
     }
 }
 
@@ -82,32 +74,20 @@ impl<'a> Cubin<'a> {
 /// How far an ELF image extends: the furthest end of the ELF header, the
 /// program and section header tables, and every segment and section with
 /// file contents. `read(offset, len)` must return exactly those bytes.
-fn elf_extent<'b>(
-    mut read: impl FnMut(u64, u64) -> Result<&'b [u8]>,
-) -> Result<(u64, Option<u32>)> {
+fn elf_extent<'b>(mut read: impl FnMut(u64, u64) -> Result<&'b [u8]>) -> Result<(u64, Option<u32>)> {
     const WHAT: &str = "ELF header";
     let eh = read(0, 64)?;
     if read::u32_at(eh, 0, WHAT)? != ELF_MAGIC {
-        return Err(Error::BadMagic {
-            what: "ELF",
-            found: read::u32_at(eh, 0, WHAT)?,
-            expected: ELF_MAGIC,
-        });
+        return Err(Error::BadMagic { what: "ELF", found: read::u32_at(eh, 0, WHAT)?, expected: ELF_MAGIC });
     }
     if eh[4] != 2 {
-        return Err(Error::NotCudaElf {
-            reason: "not a 64-bit ELF",
-        });
+        return Err(Error::NotCudaElf { reason: "not a 64-bit ELF" });
     }
     if eh[5] != 1 {
-        return Err(Error::NotCudaElf {
-            reason: "not little-endian",
-        });
+        return Err(Error::NotCudaElf { reason: "not little-endian" });
     }
     if read::u16_at(eh, 18, WHAT)? != EM_CUDA {
-        return Err(Error::NotCudaElf {
-            reason: "e_machine is not EM_CUDA (190)",
-        });
+        return Err(Error::NotCudaElf { reason: "e_machine is not EM_CUDA (190)" });
     }
     let abi_version = eh[8];
     let e_flags = read::u32_at(eh, 0x30, WHAT)?;
@@ -135,12 +115,7 @@ fn elf_extent<'b>(
 
     if phnum != 0 {
         if phentsize < 0x38 {
-            return Err(Error::HeaderTooSmall {
-                what: "ELF program header",
-                offset: phoff,
-                size: phentsize,
-                min: 0x38,
-            });
+            return Err(Error::HeaderTooSmall { what: "ELF program header", offset: phoff, size: phentsize, min: 0x38 });
         }
         let len = phnum * phentsize; // u16 * u16: no overflow
         let table = read(phoff, len)?;
@@ -154,22 +129,14 @@ fn elf_extent<'b>(
     }
     if shoff != 0 {
         if shentsize < 0x40 {
-            return Err(Error::HeaderTooSmall {
-                what: "ELF section header",
-                offset: shoff,
-                size: shentsize,
-                min: 0x40,
-            });
+            return Err(Error::HeaderTooSmall { what: "ELF section header", offset: shoff, size: shentsize, min: 0x40 });
         }
         // With 0xff00 or more sections the count lives in section 0's sh_size.
         if shnum == 0 {
             let first = read(shoff, shentsize)?;
             shnum = read::u64_at(first, 0x20, "ELF section header")?;
         }
-        let len = shnum.checked_mul(shentsize).ok_or(Error::Overflow {
-            what: "ELF section headers",
-            offset: shoff,
-        })?;
+        let len = shnum.checked_mul(shentsize).ok_or(Error::Overflow { what: "ELF section headers", offset: shoff })?;
         let table = read(shoff, len)?;
         extend(shoff, len, "ELF section headers")?;
         for i in 0..shnum {
@@ -189,10 +156,7 @@ fn elf_extent<'b>(
 #[derive(Debug, Clone)]
 pub enum Image<'a> {
     /// A fatbin, reached directly or (from a pointer) through a wrapper.
-    Fatbin {
-        wrapper: Option<Wrapper>,
-        fatbin: Fatbin<'a>,
-    },
+    Fatbin { wrapper: Option<Wrapper>, fatbin: Fatbin<'a> },
     /// PTX source, without its terminating NUL.
     Ptx(&'a str),
     /// An ELF cubin: SASS only, which our backends cannot run.
@@ -211,15 +175,9 @@ impl<'a> Image<'a> {
         match read::u32_at(bytes, 0, "image").ok() {
             Some(WRAPPER_MAGIC) => {
                 let w = Wrapper::parse(bytes)?;
-                Err(Error::UnresolvedWrapper {
-                    version: w.version,
-                    fatbin_address: w.fatbin_address,
-                })
+                Err(Error::UnresolvedWrapper { version: w.version, fatbin_address: w.fatbin_address })
             }
-            Some(FATBIN_MAGIC) => Ok(Image::Fatbin {
-                wrapper: None,
-                fatbin: Fatbin::parse(bytes)?,
-            }),
+            Some(FATBIN_MAGIC) => Ok(Image::Fatbin { wrapper: None, fatbin: Fatbin::parse(bytes)? }),
             Some(ELF_MAGIC) => Ok(Image::Cubin(Cubin::parse(bytes)?)),
             _ => Ok(Image::Ptx(classify_text(bytes)?)),
         }
@@ -266,21 +224,13 @@ impl<'a> Image<'a> {
             WRAPPER_MAGIC => {
                 // SAFETY: a wrapper is 24 bytes (caller's contract).
                 let w = Wrapper::parse(unsafe { raw(p, 0, WRAPPER_SIZE as u64)? })?;
-                let addr = usize::try_from(w.fatbin_address).map_err(|_| Error::Overflow {
-                    what: "fatbin address",
-                    offset: 8,
-                })?;
+                let addr = usize::try_from(w.fatbin_address).map_err(|_| Error::Overflow { what: "fatbin address", offset: 8 })?;
                 if addr == 0 {
-                    return Err(Error::NullPointer {
-                        what: "wrapper's fatbin",
-                    });
+                    return Err(Error::NullPointer { what: "wrapper's fatbin" });
                 }
                 // SAFETY: the wrapper points to a fatbin (caller's contract).
                 let fatbin = unsafe { fatbin_at(addr as *const u8)? };
-                Ok(Image::Fatbin {
-                    wrapper: Some(w),
-                    fatbin,
-                })
+                Ok(Image::Fatbin { wrapper: Some(w), fatbin })
             }
             FATBIN_MAGIC => Ok(Image::Fatbin {
                 wrapper: None,
@@ -313,16 +263,8 @@ impl<'a> Image<'a> {
     pub fn ptx(&self, target: u32, policy: Policy) -> Result<Ptx<'a>> {
         match self {
             Image::Fatbin { fatbin, .. } => fatbin.extract_ptx(target, policy),
-            Image::Ptx(text) => Ok(Ptx {
-                text: (*text).into(),
-                arch: None,
-                variant: ArchVariant::Generic,
-                version: None,
-                entry: None,
-            }),
-            Image::Cubin(c) => Err(Error::NoPtx {
-                archs: c.arch().into_iter().collect(),
-            }),
+            Image::Ptx(text) => Ok(Ptx { text: (*text).into(), arch: None, variant: ArchVariant::Generic, version: None, entry: None }),
+            Image::Cubin(c) => Err(Error::NoPtx { archs: c.arch().into_iter().collect() }),
         }
     }
 }
@@ -333,10 +275,7 @@ impl<'a> Image<'a> {
 /// Those bytes must be readable for `'a`.
 #[allow(unsafe_code)]
 unsafe fn raw<'a>(p: *const u8, offset: u64, len: u64) -> Result<&'a [u8]> {
-    let overflow = Error::Overflow {
-        what: "image address range",
-        offset,
-    };
+    let overflow = Error::Overflow { what: "image address range", offset };
     let off = usize::try_from(offset).map_err(|_| overflow.clone())?;
     let n = usize::try_from(len).map_err(|_| overflow.clone())?;
     let end = off.checked_add(n).ok_or(overflow.clone())?;
@@ -376,17 +315,11 @@ fn classify_text(bytes: &[u8]) -> Result<&str> {
     if t.is_empty() {
         return Err(Error::Empty);
     }
-    let unknown = || Error::UnknownFormat {
-        head: bytes[..bytes.len().min(8)].to_vec(),
-    };
+    let unknown = || Error::UnknownFormat { head: bytes[..bytes.len().min(8)].to_vec() };
     // PTX begins with whitespace, a comment or a directive: ASCII.
-    let binary = !t[0].is_ascii()
-        || t.iter()
-            .any(|&c| (c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)) || c == 0x7f);
+    let binary = !t[0].is_ascii() || t.iter().any(|&c| (c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)) || c == 0x7f);
     if binary {
         return Err(unknown());
     }
-    std::str::from_utf8(t).map_err(|e| Error::PtxNotUtf8 {
-        position: e.valid_up_to() as u64,
-    })
+    std::str::from_utf8(t).map_err(|e| Error::PtxNotUtf8 { position: e.valid_up_to() as u64 })
 }

@@ -38,8 +38,7 @@ mod tests;
 pub use decompress::{Codec, MAX_DECOMPRESSED_SIZE};
 pub use error::{Error, Result};
 pub use fatbin::{
-    fatbin_size, ArchVariant, Compression, Entry, EntryKind, Fatbin, Flags, PtxVersion,
-    ENTRY_HEADER_MIN, FATBIN_HEADER_SIZE, FATBIN_MAGIC,
+    fatbin_size, ArchVariant, Compression, Entry, EntryKind, Fatbin, Flags, PtxVersion, ENTRY_HEADER_MIN, FATBIN_HEADER_SIZE, FATBIN_MAGIC,
 };
 pub use image::{Cubin, Image, Wrapper, ELF_MAGIC, EM_CUDA, WRAPPER_MAGIC, WRAPPER_SIZE};
 pub use select::{runs_on, Policy, Ptx};

@@ -4,21 +4,9 @@
 use crate::error::{Error, Result};
 
 /// `bytes[offset..offset + len]`, or `Truncated` naming `what`.
-pub(crate) fn slice<'a>(
-    bytes: &'a [u8],
-    offset: u64,
-    len: u64,
-    what: &'static str,
-) -> Result<&'a [u8]> {
-    let truncated = || Error::Truncated {
-        what,
-        offset,
-        needed: len,
-        available: (bytes.len() as u64).saturating_sub(offset),
-    };
-    let end = offset
-        .checked_add(len)
-        .ok_or(Error::Overflow { what, offset })?;
+pub(crate) fn slice<'a>(bytes: &'a [u8], offset: u64, len: u64, what: &'static str) -> Result<&'a [u8]> {
+    let truncated = || Error::Truncated { what, offset, needed: len, available: (bytes.len() as u64).saturating_sub(offset) };
+    let end = offset.checked_add(len).ok_or(Error::Overflow { what, offset })?;
     if end > bytes.len() as u64 {
         return Err(truncated());
     }

@@ -55,40 +55,21 @@ pub fn runs_on(arch: u32, variant: ArchVariant, target: u32) -> bool {
 /// that only that NVIDIA chip has, which our backends are least likely to
 /// implement), then the newer PTX ISA, then file order.
 fn rank(e: &Entry<'_>) -> (u32, Reverse<ArchVariant>, u32, Reverse<usize>) {
-    (
-        e.arch(),
-        Reverse(e.arch_variant()),
-        e.raw_version(),
-        Reverse(e.index()),
-    )
+    (e.arch(), Reverse(e.arch_variant()), e.raw_version(), Reverse(e.index()))
 }
 
-pub(crate) fn select<'f, 'a>(
-    fatbin: &'f Fatbin<'a>,
-    target: u32,
-    policy: Policy,
-) -> Result<&'f Entry<'a>> {
+pub(crate) fn select<'f, 'a>(fatbin: &'f Fatbin<'a>, target: u32, policy: Policy) -> Result<&'f Entry<'a>> {
     let ptx: Vec<&Entry<'a>> = fatbin.ptx_entries().collect();
     if ptx.is_empty() {
-        return Err(Error::NoPtx {
-            archs: fatbin.sass_archs(),
-        });
+        return Err(Error::NoPtx { archs: fatbin.sass_archs() });
     }
-    let strict = || {
-        ptx.iter()
-            .copied()
-            .filter(|e| runs_on(e.arch(), e.arch_variant(), target))
-            .max_by_key(|e| rank(e))
-    };
+    let strict = || ptx.iter().copied().filter(|e| runs_on(e.arch(), e.arch_variant(), target)).max_by_key(|e| rank(e));
     let picked = match policy {
         Policy::Strict => strict(),
         Policy::Nearest => strict().or_else(|| {
             // Lowest arch above the target; within it, the same preferences.
             let lowest = ptx.iter().map(|e| e.arch()).filter(|&a| a > target).min()?;
-            ptx.iter()
-                .copied()
-                .filter(|e| e.arch() == lowest)
-                .max_by_key(|e| rank(e))
+            ptx.iter().copied().filter(|e| e.arch() == lowest).max_by_key(|e| rank(e))
         }),
         Policy::Any => ptx.iter().copied().max_by_key(|e| rank(e)),
     };
@@ -96,10 +77,6 @@ pub(crate) fn select<'f, 'a>(
         let mut ptx_archs: Vec<u32> = ptx.iter().map(|e| e.arch()).collect();
         ptx_archs.sort_unstable();
         ptx_archs.dedup();
-        Error::NoCompatiblePtx {
-            target,
-            policy,
-            ptx_archs,
-        }
+        Error::NoCompatiblePtx { target, policy, ptx_archs }
     })
 }

@@ -10,9 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use fatbin::{
-    Compression, Cubin, Entry, EntryKind, Error, Fatbin, Image, Policy, Wrapper, EM_CUDA,
-};
+use fatbin::{Compression, Cubin, Entry, EntryKind, Error, Fatbin, Image, Policy, Wrapper, EM_CUDA};
 
 const KERNEL: &str = r#"
 extern "C" __global__ void add_one(float *x, int n) {
@@ -45,9 +43,7 @@ fn toolkit() -> PathBuf {
 
 /// A scratch directory under cargo's target dir, one per test.
 fn workdir(test: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("fatbin-nvcc")
-        .join(test);
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fatbin-nvcc").join(test);
     std::fs::create_dir_all(&d).unwrap();
     std::fs::write(d.join("k.cu"), KERNEL).unwrap();
     d
@@ -56,12 +52,8 @@ fn workdir(test: &str) -> PathBuf {
 /// Runs nvcc on k.cu in `dir` with `args`, writing `out`; returns its bytes.
 fn nvcc(dir: &Path, args: &[&str], out: &str) -> Vec<u8> {
     let root = toolkit();
-    let output = Command::new(root.join("bin/nvcc"))
-        .current_dir(dir)
-        .args(args)
-        .args(["-o", out, "k.cu"])
-        .output()
-        .expect("failed to run nvcc");
+    let output =
+        Command::new(root.join("bin/nvcc")).current_dir(dir).args(args).args(["-o", out, "k.cu"]).output().expect("failed to run nvcc");
     assert!(
         output.status.success(),
         "nvcc {args:?} failed:\n{}{}",
@@ -81,16 +73,10 @@ fn fatbin_of(test: &str, args: &[&str]) -> Vec<u8> {
 /// arch, and the kernel is there.
 fn check_ptx(e: &Entry<'_>) -> String {
     assert_eq!(e.kind(), EntryKind::Ptx);
-    let text = e
-        .ptx_text()
-        .unwrap_or_else(|err| panic!("{}: {err}", e.arch_name()));
+    let text = e.ptx_text().unwrap_or_else(|err| panic!("{}: {err}", e.arch_name()));
     let v = e.ptx_version().unwrap();
     let first = text.trim_start().lines().next().unwrap_or("");
-    assert_eq!(
-        first,
-        format!(".version {v}"),
-        "PTX must begin with its .version line"
-    );
+    assert_eq!(first, format!(".version {v}"), "PTX must begin with its .version line");
     assert!(text.contains(&format!(".target sm_{}", e.arch())), "{text}");
     assert!(text.contains(".entry add_one"), "{text}");
     assert!(!text.ends_with('\0'));
@@ -101,11 +87,7 @@ fn check_elf(e: &Entry<'_>) {
     assert_eq!(e.kind(), EntryKind::Elf);
     let data = e.data().unwrap();
     let cubin = Cubin::parse(&data).unwrap_or_else(|err| panic!("{}: {err}", e.arch_name()));
-    assert_eq!(
-        cubin.arch(),
-        Some(e.arch()),
-        "e_flags agree with the entry header"
-    );
+    assert_eq!(cubin.arch(), Some(e.arch()), "e_flags agree with the entry header");
     assert_eq!(u16::from_le_bytes([data[18], data[19]]), EM_CUDA);
 }
 
@@ -119,10 +101,7 @@ const THREE_ARCHS: [&str; 6] = [
 ];
 
 fn summary(fb: &Fatbin<'_>) -> Vec<(EntryKind, u32, Compression)> {
-    fb.entries()
-        .iter()
-        .map(|e| (e.kind(), e.arch(), e.compression()))
-        .collect()
+    fb.entries().iter().map(|e| (e.kind(), e.arch(), e.compression())).collect()
 }
 
 fn check_three_archs(img: &[u8], ptx_compression: Compression) -> Vec<String> {
@@ -132,11 +111,7 @@ fn check_three_archs(img: &[u8], ptx_compression: Compression) -> Vec<String> {
     s.sort_by_key(|&(k, a, _)| (a, k.raw()));
     assert_eq!(
         s,
-        vec![
-            (EntryKind::Ptx, 80, ptx_compression),
-            (EntryKind::Elf, 86, Compression::None),
-            (EntryKind::Ptx, 90, ptx_compression),
-        ]
+        vec![(EntryKind::Ptx, 80, ptx_compression), (EntryKind::Elf, 86, Compression::None), (EntryKind::Ptx, 90, ptx_compression),]
     );
     for e in fb.entries() {
         assert!(e.flags().is_64bit());
@@ -148,19 +123,13 @@ fn check_three_archs(img: &[u8], ptx_compression: Compression) -> Vec<String> {
     assert_eq!(sel.arch(), 80);
     assert_eq!(fb.select_ptx(90, Policy::Strict).unwrap().arch(), 90);
     assert_eq!(fb.select_ptx(75, Policy::Nearest).unwrap().arch(), 80);
-    assert!(matches!(
-        fb.select_ptx(75, Policy::Strict),
-        Err(Error::NoCompatiblePtx { .. })
-    ));
+    assert!(matches!(fb.select_ptx(75, Policy::Strict), Err(Error::NoCompatiblePtx { .. })));
     let image = Image::parse(img).unwrap();
     let ptx = image.ptx(86, Policy::Strict).unwrap();
     assert_eq!(ptx.arch, Some(80));
     let mut texts: Vec<_> = fb.ptx_entries().map(check_ptx).collect();
     texts.sort();
-    assert_eq!(
-        ptx.text,
-        texts.iter().find(|t| t.contains("sm_80")).unwrap().as_str()
-    );
+    assert_eq!(ptx.text, texts.iter().find(|t| t.contains("sm_80")).unwrap().as_str());
     texts
 }
 
@@ -183,50 +152,22 @@ fn zstd_lz4_and_uncompressed_builds_agree() {
 
 #[test]
 fn sass_only_build_has_no_ptx() {
-    let img = fatbin_of(
-        "sass-only",
-        &[
-            "-gencode",
-            "arch=compute_86,code=sm_86",
-            "-gencode",
-            "arch=compute_75,code=sm_75",
-        ],
-    );
+    let img = fatbin_of("sass-only", &["-gencode", "arch=compute_86,code=sm_86", "-gencode", "arch=compute_75,code=sm_75"]);
     let fb = Fatbin::parse(&img).unwrap();
     assert!(fb.entries().iter().all(|e| e.kind() == EntryKind::Elf));
     fb.entries().iter().for_each(check_elf);
     for policy in [Policy::Strict, Policy::Nearest, Policy::Any] {
-        assert_eq!(
-            fb.select_ptx(86, policy).unwrap_err(),
-            Error::NoPtx {
-                archs: vec![75, 86]
-            }
-        );
+        assert_eq!(fb.select_ptx(86, policy).unwrap_err(), Error::NoPtx { archs: vec![75, 86] });
     }
-    let err = Image::parse(&img)
-        .unwrap()
-        .ptx(86, Policy::Any)
-        .unwrap_err();
+    let err = Image::parse(&img).unwrap().ptx(86, Policy::Any).unwrap_err();
     assert!(err.to_string().contains("sm_75, sm_86"), "{err}");
 }
 
 #[test]
 fn compressed_cubins() {
-    let img = fatbin_of(
-        "compress-all",
-        &[
-            "-Xfatbin",
-            "-compress-all",
-            "-gencode",
-            "arch=compute_86,code=[sm_86,compute_86]",
-        ],
-    );
+    let img = fatbin_of("compress-all", &["-Xfatbin", "-compress-all", "-gencode", "arch=compute_86,code=[sm_86,compute_86]"]);
     let fb = Fatbin::parse(&img).unwrap();
-    let elf = fb
-        .entries()
-        .iter()
-        .find(|e| e.kind() == EntryKind::Elf)
-        .unwrap();
+    let elf = fb.entries().iter().find(|e| e.kind() == EntryKind::Elf).unwrap();
     assert_ne!(elf.compression(), Compression::None);
     check_elf(elf);
     check_ptx(fb.select_ptx(86, Policy::Strict).unwrap());
@@ -234,10 +175,7 @@ fn compressed_cubins() {
 
 #[test]
 fn concat_containers() {
-    for (test, mode) in [
-        ("concat-zstd", None),
-        ("concat-lz4", Some("--compress-mode=speed")),
-    ] {
+    for (test, mode) in [("concat-zstd", None), ("concat-lz4", Some("--compress-mode=speed"))] {
         let mut args: Vec<&str> = vec!["--concat"];
         args.extend(mode);
         args.extend_from_slice(&[
@@ -250,16 +188,8 @@ fn concat_containers() {
         ]);
         let img = fatbin_of(test, &args);
         let fb = Fatbin::parse(&img).unwrap();
-        let containers: Vec<_> = fb
-            .entries()
-            .iter()
-            .filter(|e| e.kind() == EntryKind::Concat)
-            .collect();
-        assert!(
-            !containers.is_empty(),
-            "{test}: nvcc --concat made no container: {:?}",
-            summary(&fb)
-        );
+        let containers: Vec<_> = fb.entries().iter().filter(|e| e.kind() == EntryKind::Concat).collect();
+        assert!(!containers.is_empty(), "{test}: nvcc --concat made no container: {:?}", summary(&fb));
         let mut ptx: Vec<_> = fb.ptx_entries().map(|e| e.arch()).collect();
         ptx.sort();
         assert_eq!(ptx, vec![80, 90], "{test}");
@@ -274,25 +204,13 @@ fn concat_containers() {
             }
         }
         assert_eq!(fb.select_ptx(86, Policy::Strict).unwrap().arch(), 80);
-        assert!(fb
-            .select_ptx(86, Policy::Strict)
-            .unwrap()
-            .container()
-            .is_some());
+        assert!(fb.select_ptx(86, Policy::Strict).unwrap().container().is_some());
     }
 }
 
 #[test]
 fn debug_build_records_identifier_and_options() {
-    let img = fatbin_of(
-        "debug",
-        &[
-            "-G",
-            "-rdc=true",
-            "-gencode",
-            "arch=compute_80,code=[compute_80,sm_80]",
-        ],
-    );
+    let img = fatbin_of("debug", &["-G", "-rdc=true", "-gencode", "arch=compute_80,code=[compute_80,sm_80]"]);
     let fb = Fatbin::parse(&img).unwrap();
     for e in fb.entries() {
         assert!(e.flags().has_debug_info(), "{}", e.arch_name());
@@ -309,16 +227,11 @@ fn debug_build_records_identifier_and_options() {
 fn wrapper_and_fatbin(obj: &[u8]) -> (Wrapper, String, Vec<u8>) {
     use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget};
     let file = object::File::parse(obj).unwrap();
-    let seg = file
-        .section_by_name(".nvFatBinSegment")
-        .expect("no .nvFatBinSegment");
+    let seg = file.section_by_name(".nvFatBinSegment").expect("no .nvFatBinSegment");
     let wrapper = Wrapper::parse(seg.data().unwrap()).unwrap();
     // In an unlinked object the pointer is a relocation against the
     // section holding the fatbin.
-    let (_, reloc) = seg
-        .relocations()
-        .find(|(off, _)| *off == 8)
-        .expect("no relocation for the fatbin pointer");
+    let (_, reloc) = seg.relocations().find(|(off, _)| *off == 8).expect("no relocation for the fatbin pointer");
     let section = match reloc.target() {
         RelocationTarget::Symbol(i) => {
             let sym = file.symbol_by_index(i).unwrap();
@@ -336,10 +249,7 @@ fn wrapper_and_fatbin(obj: &[u8]) -> (Wrapper, String, Vec<u8>) {
 #[test]
 fn host_object_wrapper() {
     let dir = workdir("host-object");
-    for (args, out, section) in [
-        (vec!["-c"], "k.o", ".nv_fatbin"),
-        (vec!["-c", "-rdc=true"], "k-rdc.o", "__nv_relfatbin"),
-    ] {
+    for (args, out, section) in [(vec!["-c"], "k.o", ".nv_fatbin"), (vec!["-c", "-rdc=true"], "k-rdc.o", "__nv_relfatbin")] {
         let mut all = args.clone();
         all.extend_from_slice(&["-gencode", "arch=compute_80,code=[compute_80,sm_86]"]);
         let obj = nvcc(&dir, &all, out);
@@ -359,10 +269,7 @@ fn host_object_wrapper() {
         #[allow(unsafe_code)]
         let image = unsafe { Image::from_ptr(w.as_ptr().cast()) }.unwrap();
         match &image {
-            Image::Fatbin {
-                wrapper: Some(wr),
-                fatbin,
-            } => {
+            Image::Fatbin { wrapper: Some(wr), fatbin } => {
                 assert_eq!(wr.fatbin_address, fat.as_ptr() as u64);
                 assert_eq!(fatbin.size(), fb.size());
             }
@@ -405,11 +312,7 @@ fn ptx_file_and_cubin_file() {
     match Image::parse(&cubin).unwrap() {
         Image::Cubin(c) => {
             assert_eq!(c.arch(), Some(86));
-            assert_eq!(
-                c.as_bytes().len(),
-                cubin.len(),
-                "extent covers the whole file"
-            );
+            assert_eq!(c.as_bytes().len(), cubin.len(), "extent covers the whole file");
         }
         other => panic!("{other:?}"),
     }
@@ -417,8 +320,5 @@ fn ptx_file_and_cubin_file() {
     #[allow(unsafe_code)]
     let image = unsafe { Image::from_ptr(cubin.as_ptr().cast()) }.unwrap();
     assert!(matches!(image, Image::Cubin(c) if c.as_bytes().len() == cubin.len()));
-    assert_eq!(
-        image.ptx(86, Policy::Strict).unwrap_err(),
-        Error::NoPtx { archs: vec![86] }
-    );
+    assert_eq!(image.ptx(86, Policy::Strict).unwrap_err(), Error::NoPtx { archs: vec![86] });
 }

@@ -121,9 +121,16 @@ fn main() {
             let mut xs = DeviceVec::from_slice(&x);
             let yp = y.as_mut_ptr() as usize;
             let mut ours_run = || {
-                launch(exec, k, [(n as u32).div_ceil(256), 1, 1], [256, 1, 1], 0, &mut [
-                    Arg::U32(n as u32), Arg::F32(a), xs.arg(), y.arg(),
-                ]).expect("params").expect("launch");
+                launch(
+                    exec,
+                    k,
+                    [(n as u32).div_ceil(256), 1, 1],
+                    [256, 1, 1],
+                    0,
+                    &mut [Arg::U32(n as u32), Arg::F32(a), xs.arg(), y.arg()],
+                )
+                .expect("params")
+                .expect("launch");
             };
             let parts = cores[c];
             let mut native_run = || {
@@ -131,7 +138,7 @@ fn main() {
                     // SAFETY: ranges are disjoint.
                     let ys = unsafe { std::slice::from_raw_parts_mut((yp as *mut f32).add(r.start), r.len()) };
                     for (yi, xi) in ys.iter_mut().zip(&x[r]) {
-                        *yi = a * xi + *yi;
+                        *yi += a * xi;
                     }
                 });
             };
@@ -153,9 +160,16 @@ fn main() {
             let (mut aa, mut bb) = (DeviceVec::from_slice(&a), DeviceVec::from_slice(&b));
             let mut cc = DeviceVec::from_slice(&vec![0f32; n * n]);
             let mut ours_run = || {
-                launch(exec, k, [(n / 16) as u32, (n / 16) as u32, 1], [16, 16, 1], 0, &mut [
-                    Arg::U32(n as u32), aa.arg(), bb.arg(), cc.arg(),
-                ]).expect("params").expect("launch");
+                launch(
+                    exec,
+                    k,
+                    [(n / 16) as u32, (n / 16) as u32, 1],
+                    [16, 16, 1],
+                    0,
+                    &mut [Arg::U32(n as u32), aa.arg(), bb.arg(), cc.arg()],
+                )
+                .expect("params")
+                .expect("launch");
             };
             let parts = cores[c];
             let rp = reference.as_mut_ptr() as usize;
@@ -193,9 +207,9 @@ fn main() {
             let mut xs = DeviceVec::from_slice(&x);
             let mut partial = DeviceVec::from_slice(&vec![0f32; blocks]);
             let mut ours_run = || {
-                launch(exec, k, [blocks as u32, 1, 1], [256, 1, 1], 0, &mut [
-                    Arg::U32(n as u32), xs.arg(), partial.arg(),
-                ]).expect("params").expect("launch");
+                launch(exec, k, [blocks as u32, 1, 1], [256, 1, 1], 0, &mut [Arg::U32(n as u32), xs.arg(), partial.arg()])
+                    .expect("params")
+                    .expect("launch");
             };
             let parts = cores[c];
             let sums = std::sync::Mutex::new(0f64);
@@ -232,9 +246,9 @@ fn main() {
             let mut bins = DeviceVec::from_slice(&[0u32; 256]);
             let mut ours_run = || {
                 bins.iter_mut().for_each(|b| *b = 0);
-                launch(exec, k, [256, 1, 1], [256, 1, 1], 0, &mut [
-                    Arg::U32(n as u32), d.arg(), bins.arg(),
-                ]).expect("params").expect("launch");
+                launch(exec, k, [256, 1, 1], [256, 1, 1], 0, &mut [Arg::U32(n as u32), d.arg(), bins.arg()])
+                    .expect("params")
+                    .expect("launch");
             };
             let parts = cores[c];
             let merged = std::sync::Mutex::new(vec![0u32; 256]);
@@ -270,9 +284,9 @@ fn main() {
             let mut inp = DeviceVec::from_slice(&input);
             let mut out = DeviceVec::from_slice(&vec![0f32; blocks * 256]);
             let mut ours_run = || {
-                launch(exec, k, [blocks as u32, 1, 1], [256, 1, 1], 0, &mut [
-                    Arg::U32(iters), inp.arg(), out.arg(),
-                ]).expect("params").expect("launch");
+                launch(exec, k, [blocks as u32, 1, 1], [256, 1, 1], 0, &mut [Arg::U32(iters), inp.arg(), out.arg()])
+                    .expect("params")
+                    .expect("launch");
             };
             let parts = cores[c];
             let rp = reference.as_mut_ptr() as usize;

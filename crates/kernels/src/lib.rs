@@ -29,8 +29,8 @@ impl Program {
         for info in compiled.info.kernels {
             let name = info.name.clone();
             // SAFETY: the object and its description come from the same compile.
-            let k = unsafe { LoadedKernel::from_module(&loaded, info) }
-                .ok_or_else(|| format!("{name}: symbols missing from the object"))?;
+            let k =
+                unsafe { LoadedKernel::from_module(&loaded, info) }.ok_or_else(|| format!("{name}: symbols missing from the object"))?;
             kernels.insert(name, k);
         }
         Ok(Program { _module: loaded, kernels })

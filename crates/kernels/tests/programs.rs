@@ -14,9 +14,7 @@ fn barrier_inside_a_loop() {
     let k = p.kernel("barrier_in_loop").expect("kernel");
     let (blocks, threads) = (3u32, 256u32);
     let mut out = vec![0u32; (blocks * threads) as usize];
-    launch(exec(), k, [blocks, 1, 1], [threads, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))])
-        .expect("params")
-        .expect("launch");
+    launch(exec(), k, [blocks, 1, 1], [threads, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch");
     for (i, v) in out.iter().enumerate() {
         let tid = i as u32 % threads;
         let right = (tid + 1) % threads;
@@ -31,7 +29,8 @@ fn barrier_rounds_of_whole_and_partial_blocks_in_both_modes() {
     // warps of a block go on one after another inside one call and the last
     // one's arrival completes the barrier there.
     for warp_mode in [true, false] {
-        let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
+        let opts =
+            compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
         let p = Program::from_file_with("barriers.ptx", &opts).expect("compiles");
         let k = p.kernel("barrier_in_loop").expect("kernel");
         for threads in [32u32, 96, 100, 256] {
@@ -78,9 +77,7 @@ fn named_barriers_with_thread_counts() {
     let p = Program::from_file("barriers.ptx").expect("compiles");
     let k = p.kernel("named_barriers").expect("kernel");
     let mut out = vec![0u32; 128];
-    launch(exec(), k, [2, 1, 1], [128, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))])
-        .expect("params")
-        .expect("launch");
+    launch(exec(), k, [2, 1, 1], [128, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch");
     for i in 0..128u32 {
         assert_eq!(out[i as usize], (i ^ 32) + 5000);
     }
@@ -219,16 +216,11 @@ fn capturing() -> (Executor, Arc<Capture>) {
 fn printf_output() {
     let p = Program::from_file("errors.ptx").expect("compiles");
     let (exec, cap) = capturing();
-    launch(&exec, p.kernel("print_lines").expect("kernel"), [1, 1, 1], [32, 1, 1], 0, &mut [])
-        .expect("params")
-        .expect("launch");
+    launch(&exec, p.kernel("print_lines").expect("kernel"), [1, 1, 1], [32, 1, 1], 0, &mut []).expect("params").expect("launch");
     let text = String::from_utf8(cap.out.lock().expect("lock").clone()).expect("utf8");
     let mut lines: Vec<&str> = text.lines().collect();
     lines.sort_unstable();
-    assert_eq!(
-        lines,
-        vec!["thread 0: 0.00 ok! abc0", "thread 1: 1.50 ok! abc1", "thread 2: 3.00 ok! abc2", "thread 3: 4.50 ok! abc3"]
-    );
+    assert_eq!(lines, vec!["thread 0: 0.00 ok! abc0", "thread 1: 1.50 ok! abc1", "thread 2: 3.00 ok! abc2", "thread 3: 4.50 ok! abc3"]);
 }
 
 #[test]
@@ -279,9 +271,7 @@ fn addresses_in_global_initializers() {
     let p = Program::from_file("initializers.ptx").expect("compiles");
     let k = p.kernel("read_initializers").expect("kernel");
     let mut out = vec![0u32; 4];
-    launch(exec(), k, [1, 1, 1], [1, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))])
-        .expect("params")
-        .expect("launch");
+    launch(exec(), k, [1, 1, 1], [1, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch");
     assert_eq!(out, vec![0x12345678, 7, 0x0badf00d, 1 + 9]);
 }
 
@@ -324,7 +314,8 @@ fn tile_collectives_expected(input: &[u32], tid: usize) -> [u32; 12] {
 fn warp_collectives_over_tiles_in_both_modes() {
     let input: Vec<u32> = (0..96u32).map(|i| (i * 37 + i / 7) % 11).collect();
     for warp_mode in [true, false] {
-        let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
+        let opts =
+            compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
         let p = Program::from_file_with("warp_groups.ptx", &opts).expect("compiles");
         let k = p.kernel("tile_collectives").expect("kernel");
         assert_eq!(k.info.lanes, if warp_mode { 32 } else { 1 }, "mode");
@@ -366,7 +357,8 @@ fn shared_atomics_from_masked_lanes_in_both_modes() {
         (sum64 >> 32) as u32,
     ];
     for warp_mode in [true, false] {
-        let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
+        let opts =
+            compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
         let p = Program::from_file_with("shared_atomics.ptx", &opts).expect("compiles");
         let k = p.kernel("shared_atomics").expect("kernel");
         assert_eq!(k.info.lanes, if warp_mode { 32 } else { 1 }, "mode");
@@ -387,7 +379,10 @@ fn shared_atomics_of_whole_warps_on_shared_words_in_both_modes() {
             bins[(7 * t % 5) as usize] += t;
         }
         for warp_mode in [true, false] {
-            let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
+            let opts = compiler::Options {
+                warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
+                strict_affine: false,
+            };
             let p = Program::from_file_with("shared_atomics.ptx", &opts).expect("compiles");
             let k = p.kernel("shared_counter").expect("kernel");
             let mut out = vec![u32::MAX; n as usize + 6];
@@ -408,7 +403,10 @@ fn nan_results_are_canonical_where_a_program_can_see_them() {
     for payload in [0x7f80_0001u32, 0xffc1_2345, 0x7fa0_0000] {
         let mut input = [payload, f32::INFINITY.to_bits(), 2.0f32.to_bits(), 3.0f32.to_bits()];
         for warp_mode in [true, false] {
-            let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
+            let opts = compiler::Options {
+                warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
+                strict_affine: false,
+            };
             let p = Program::from_file_with("nan_chains.ptx", &opts).expect("compiles");
             let k = p.kernel("nan_chains").expect("kernel");
             let mut out = vec![0u32; 40 * 5];
@@ -430,7 +428,8 @@ fn strict_affine_program(file: &str) -> Program {
 }
 
 fn warp_program(file: &str, warp_mode: bool) -> Program {
-    let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
+    let opts =
+        compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
     Program::from_file_with(file, &opts).expect("compiles")
 }
 
@@ -625,13 +624,9 @@ fn addresses_rewritten_by_some_lanes_are_looked_at_again_in_both_modes() {
         for (leaver, block) in [(0u32, [64, 1, 1]), (16, [64, 1, 1]), (0, [16, 4, 1]), (16, [16, 4, 1])] {
             let mut out = vec![u32::MAX; 64];
             let k = p.kernel("one_lane_left").expect("kernel");
-            launch(exec(), k, [1, 1, 1], block, 0, &mut [
-                Arg::Buf(as_bytes(&mut input)),
-                Arg::Buf(as_bytes(&mut out)),
-                Arg::U32(leaver),
-            ])
-            .expect("params")
-            .expect("launch");
+            launch(exec(), k, [1, 1, 1], block, 0, &mut [Arg::Buf(as_bytes(&mut input)), Arg::Buf(as_bytes(&mut out)), Arg::U32(leaver)])
+                .expect("params")
+                .expect("launch");
             for t in 0..64usize {
                 let want = if t as u32 % 32 == leaver { u32::MAX } else { input[t + 64] };
                 assert_eq!(out[t], want, "thread {t}, lane {leaver} left, block {block:?}, warp mode {warp_mode}");
@@ -657,10 +652,7 @@ fn converged_grid_stride_loops_never_look_at_their_lanes() {
     // index and the thread index. Blocks of whole warps, a last warp of 8
     // lanes (no upper half), of 16, of 24 (part of the upper half) and rows
     // of 16; n a multiple of the grid's threads, so lanes leave together.
-    let programs = [
-        (strict_affine_program("affine.ptx"), "strict warp mode"),
-        (warp_program("affine.ptx", false), "thread mode"),
-    ];
+    let programs = [(strict_affine_program("affine.ptx"), "strict warp mode"), (warp_program("affine.ptx", false), "thread mode")];
     for (p, mode) in &programs {
         let k = p.kernel("grid_stride_counts").expect("kernel");
         for block in [[64u32, 1, 1], [40, 1, 1], [48, 1, 1], [56, 1, 1], [16, 4, 1]] {
@@ -694,12 +686,19 @@ fn loop_bodies_lowered_twice_pick_the_version_their_registers_allow() {
         let k = p.kernel("region_sums").expect("kernel");
         for &(moved, shifted) in cases {
             let mut out = vec![0u32; 64];
-            launch(exec(), k, [1, 1, 1], [64, 1, 1], 0, &mut [
-                Arg::Buf(as_bytes(&mut input)),
-                Arg::Buf(as_bytes(&mut out)),
-                Arg::U32(u32::from(moved)),
-                Arg::U32(u32::from(shifted)),
-            ])
+            launch(
+                exec(),
+                k,
+                [1, 1, 1],
+                [64, 1, 1],
+                0,
+                &mut [
+                    Arg::Buf(as_bytes(&mut input)),
+                    Arg::Buf(as_bytes(&mut out)),
+                    Arg::U32(u32::from(moved)),
+                    Arg::U32(u32::from(shifted)),
+                ],
+            )
             .expect("params")
             .unwrap_or_else(|e| panic!("program {i}, moved {moved}, shifted {shifted}: {e:?}"));
             for t in 0..64usize {
@@ -815,9 +814,7 @@ fn indices_that_wrap_between_lanes_are_widened_lane_by_lane_in_both_modes() {
         let k = p.kernel("wrapping_rows").expect("kernel");
         let mut out = vec![0u32; 32];
         let base = rows.as_mut_slice()[half..].as_mut_ptr() as u64;
-        launch(exec(), k, [1, 1, 1], [16, 2, 1], 0, &mut [Arg::U64(base), Arg::Buf(as_bytes(&mut out))])
-            .expect("params")
-            .expect("launch");
+        launch(exec(), k, [1, 1, 1], [16, 2, 1], 0, &mut [Arg::U64(base), Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch");
         assert_eq!(out, rows_want, "rows of 16, warp mode {warp_mode}");
     }
 }
@@ -857,7 +854,14 @@ impl AtPageEnd {
         // SAFETY: a fresh anonymous private mapping whose last page is made
         // inaccessible.
         let map = unsafe {
-            let p = libc::mmap(std::ptr::null_mut(), data + page, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                data + page,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
             assert!(p != libc::MAP_FAILED, "{} bytes of memory", data + page);
             assert_eq!(libc::mprotect(p.cast::<u8>().add(data).cast(), page, libc::PROT_NONE), 0, "guard page");
             p.cast::<u8>()
@@ -923,15 +927,22 @@ fn contiguous_accesses_of_partial_warps_touch_nothing_past_their_last_lane_in_bo
             let mut spill = vec![UNTOUCHED; 64];
             let args = [bytes.address(), words.address(), pairs.address(), out.address()];
             let quads_at = quads.address();
-            launch(exec(), k, [grid, 1, 1], [block, 1, 1], 0, &mut [
-                Arg::U32(N as u32),
-                Arg::U64(args[0]),
-                Arg::U64(args[1]),
-                Arg::U64(args[2]),
-                Arg::U64(args[3]),
-                Arg::Buf(as_bytes(&mut spill)),
-                Arg::U64(quads_at),
-            ])
+            launch(
+                exec(),
+                k,
+                [grid, 1, 1],
+                [block, 1, 1],
+                0,
+                &mut [
+                    Arg::U32(N as u32),
+                    Arg::U64(args[0]),
+                    Arg::U64(args[1]),
+                    Arg::U64(args[2]),
+                    Arg::U64(args[3]),
+                    Arg::Buf(as_bytes(&mut spill)),
+                    Arg::U64(quads_at),
+                ],
+            )
             .expect("params")
             .unwrap_or_else(|e| panic!("{grid} blocks of {block}, warp mode {warp_mode}: {e:?}"));
             let what = format!("{grid} blocks of {block}, warp mode {warp_mode}");
@@ -972,9 +983,16 @@ fn shared_histograms_of_loaded_bytes_in_both_modes() {
             let want = histogram_of(data.iter().step_by(step).copied());
             for (grid, block) in [(4u32, 256u32), (3, 96), (2, 48), (1, 1024)] {
                 let mut out = vec![0u32; 256];
-                launch(exec(), k, [grid, 1, 1], [block, 1, 1], 0, &mut [Arg::U32(N as u32), Arg::Buf(&mut data), Arg::Buf(as_bytes(&mut out))])
-                    .expect("params")
-                    .unwrap_or_else(|e| panic!("{kernel}, {grid} x {block}, warp mode {warp_mode}: {e:?}"));
+                launch(
+                    exec(),
+                    k,
+                    [grid, 1, 1],
+                    [block, 1, 1],
+                    0,
+                    &mut [Arg::U32(N as u32), Arg::Buf(&mut data), Arg::Buf(as_bytes(&mut out))],
+                )
+                .expect("params")
+                .unwrap_or_else(|e| panic!("{kernel}, {grid} x {block}, warp mode {warp_mode}: {e:?}"));
                 assert_eq!(out, want, "{kernel}, {grid} blocks of {block}, warp mode {warp_mode}");
             }
             // Blocks of 16 x 2: both rows count the same elements (each half
@@ -1005,14 +1023,21 @@ fn shared_histograms_count_the_values_their_loads_read_in_both_modes() {
             let (mut w, mut stored, mut kept_in) = (words.clone(), original.clone(), kept.clone());
             let mut out = vec![0u32; 3 * 256];
             let mut out2 = vec![0u32; N];
-            launch(exec(), k, [grid, 1, 1], [block, 1, 1], 0, &mut [
-                Arg::U32(N as u32),
-                Arg::Buf(as_bytes(&mut w)),
-                Arg::Buf(as_bytes(&mut out)),
-                Arg::Buf(&mut stored),
-                Arg::Buf(&mut kept_in),
-                Arg::Buf(as_bytes(&mut out2)),
-            ])
+            launch(
+                exec(),
+                k,
+                [grid, 1, 1],
+                [block, 1, 1],
+                0,
+                &mut [
+                    Arg::U32(N as u32),
+                    Arg::Buf(as_bytes(&mut w)),
+                    Arg::Buf(as_bytes(&mut out)),
+                    Arg::Buf(&mut stored),
+                    Arg::Buf(&mut kept_in),
+                    Arg::Buf(as_bytes(&mut out2)),
+                ],
+            )
             .expect("params")
             .unwrap_or_else(|e| panic!("{grid} x {block}, warp mode {warp_mode}: {e:?}"));
             let what = format!("{grid} blocks of {block}, warp mode {warp_mode}");

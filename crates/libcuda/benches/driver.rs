@@ -200,11 +200,15 @@ fn biggest_oracle_module() -> (String, String) {
 /// Median time of `reps` runs of `f`.
 fn time(reps: usize, mut f: impl FnMut()) -> Duration {
     f();
-    median((0..reps).map(|_| {
-        let t = Instant::now();
-        f();
-        t.elapsed()
-    }).collect())
+    median(
+        (0..reps)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .collect(),
+    )
 }
 
 fn gbps(bytes: usize, d: Duration) -> f64 {
@@ -260,12 +264,18 @@ fn main() {
 
     // Module load.
     let (small_cold, small_warm) = module_load(&api, SMALL_PTX, 10, 200);
-    rows.push((format!("`cuModuleLoadData` small module (2 kernels, {} bytes), cold: compile (median of 10)", SMALL_PTX.len()), ms(small_cold)));
+    rows.push((
+        format!("`cuModuleLoadData` small module (2 kernels, {} bytes), cold: compile (median of 10)", SMALL_PTX.len()),
+        ms(small_cold),
+    ));
     rows.push(("`cuModuleLoadData` small module, warm: from the cache (median of 200)".into(), ms(small_warm)));
     let (name, big) = biggest_oracle_module();
     let kernels = big.lines().filter(|l| l.contains(".entry ")).count();
     let (big_cold, big_warm) = module_load(&api, &big, 3, 50);
-    rows.push((format!("`cuModuleLoadData` oracle {name} ({kernels} kernels, {} KiB), cold: compile (median of 3)", big.len() / 1024), ms(big_cold)));
+    rows.push((
+        format!("`cuModuleLoadData` oracle {name} ({kernels} kernels, {} KiB), cold: compile (median of 3)", big.len() / 1024),
+        ms(big_cold),
+    ));
     rows.push((format!("`cuModuleLoadData` oracle {name}, warm: from the cache (median of 50)"), ms(big_warm)));
 
     // Bandwidth.

@@ -158,7 +158,15 @@ api! {
     }
 }
 
-unsafe fn potential(minGridSize: *mut c_int, blockSize: *mut c_int, func: CUfunction, b2d: CUoccupancyB2DSize, dynamicSMemSize: usize, blockSizeLimit: c_int, flags: c_uint) -> Result<(), Error> {
+unsafe fn potential(
+    minGridSize: *mut c_int,
+    blockSize: *mut c_int,
+    func: CUfunction,
+    b2d: CUoccupancyB2DSize,
+    dynamicSMemSize: usize,
+    blockSizeLimit: c_int,
+    flags: c_uint,
+) -> Result<(), Error> {
     let (g, b) = (Out::new(minGridSize, "minGridSize")?, Out::new(blockSize, "blockSize")?);
     let cb = b2d.map(|f| move |bs: i32| unsafe { f(bs) });
     let cb_ref: Option<&dyn Fn(i32) -> usize> = cb.as_ref().map(|c| c as &dyn Fn(i32) -> usize);

@@ -392,8 +392,7 @@ api! {
 // ---- pointer attributes ----
 
 unsafe fn write_attr(data: *mut c_void, attr: CUpointer_attribute, v: Option<PointerAttribute>) -> Result<(), Error> {
-    let size = PointerAttribute::size_of(attr)
-        .ok_or_else(|| Error::InvalidValue(format!("unknown pointer attribute {}", attr.0)))?;
+    let size = PointerAttribute::size_of(attr).ok_or_else(|| Error::InvalidValue(format!("unknown pointer attribute {}", attr.0)))?;
     let raw = v.map(|v| v.to_u64()).unwrap_or(0);
     if size == 4 {
         data.cast::<u32>().write_unaligned(raw as u32);

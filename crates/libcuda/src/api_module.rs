@@ -413,9 +413,7 @@ fn interned_name(h: u64, name: String) -> *const c_char {
     static NAMES: Mutex<Option<HashMap<u64, CString>>> = Mutex::new(None);
     let mut g = NAMES.lock().unwrap_or_else(|e| e.into_inner());
     let map = g.get_or_insert_with(HashMap::new);
-    map.entry(h)
-        .or_insert_with(|| CString::new(name).unwrap_or_default())
-        .as_ptr()
+    map.entry(h).or_insert_with(|| CString::new(name).unwrap_or_default()).as_ptr()
 }
 
 api! {
@@ -557,15 +555,16 @@ fn link_target(h: u64) -> LogTarget {
     g.as_ref().and_then(|m| m.get(&h).copied()).unwrap_or_default()
 }
 
-unsafe fn link_create(numOptions: c_uint, options: *mut CUjit_option, optionValues: *mut *mut c_void, stateOut: *mut CUlinkState) -> Result<(), Error> {
+unsafe fn link_create(
+    numOptions: c_uint,
+    options: *mut CUjit_option,
+    optionValues: *mut *mut c_void,
+    stateOut: *mut CUlinkState,
+) -> Result<(), Error> {
     let out = Out::new(stateOut, "stateOut")?;
     let jit = parse_jit(numOptions, options, optionValues)?;
     let h = drv()?.link_create(jit.options)?;
-    LINK_LOGS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get_or_insert_with(HashMap::new)
-        .insert(h, jit.target);
+    LINK_LOGS.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(h, jit.target);
     out.set(CUlinkState::from_addr(h as usize));
     Ok(())
 }
@@ -581,9 +580,7 @@ unsafe fn link_add(state: CUlinkState, typ: CUjitInputType, bytes: &[u8], name: 
                 Err(e) => Err(image_error(e)),
             }
         }
-        t if t.0 < CUjitInputType::CU_JIT_NUM_INPUT_TYPES.0 => {
-            Err(Error::NotSupported(format!("linking input type {} ({name})", t.0)))
-        }
+        t if t.0 < CUjitInputType::CU_JIT_NUM_INPUT_TYPES.0 => Err(Error::NotSupported(format!("linking input type {} ({name})", t.0))),
         t => Err(Error::InvalidValue(format!("unknown input type {}", t.0))),
     };
     if let Err(e) = &r {
@@ -607,7 +604,16 @@ api! {
     }
 }
 
-unsafe fn link_add_data(state: CUlinkState, typ: CUjitInputType, data: *mut c_void, size: usize, name: *const c_char, numOptions: c_uint, options: *mut CUjit_option, optionValues: *mut *mut c_void) -> Result<(), Error> {
+unsafe fn link_add_data(
+    state: CUlinkState,
+    typ: CUjitInputType,
+    data: *mut c_void,
+    size: usize,
+    name: *const c_char,
+    numOptions: c_uint,
+    options: *mut CUjit_option,
+    optionValues: *mut *mut c_void,
+) -> Result<(), Error> {
     if data.is_null() || size == 0 {
         return Err(Error::InvalidValue("no data".into()));
     }
@@ -629,7 +635,14 @@ api! {
     }
 }
 
-unsafe fn link_add_file(state: CUlinkState, typ: CUjitInputType, path: *const c_char, numOptions: c_uint, options: *mut CUjit_option, optionValues: *mut *mut c_void) -> Result<(), Error> {
+unsafe fn link_add_file(
+    state: CUlinkState,
+    typ: CUjitInputType,
+    path: *const c_char,
+    numOptions: c_uint,
+    options: *mut CUjit_option,
+    optionValues: *mut *mut c_void,
+) -> Result<(), Error> {
     let p = cstr(path, "path")?;
     parse_jit(numOptions, options, optionValues)?;
     let bytes = read_file(p)?;

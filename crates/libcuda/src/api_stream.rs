@@ -141,11 +141,15 @@ fn host_func(hStream: CUstream, ptds: bool, f: CUhostFn, userData: *mut c_void) 
         return Err(Error::InvalidValue("fn is NULL".into()));
     };
     let data = SendPtr(userData as usize);
-    drv()?.launch_host_func(s(hStream), ptds, Box::new(move || {
-        let data = data;
-        // SAFETY: the caller's host function, called as the API promises.
-        unsafe { f(data.0 as *mut c_void) };
-    }))
+    drv()?.launch_host_func(
+        s(hStream),
+        ptds,
+        Box::new(move || {
+            let data = data;
+            // SAFETY: the caller's host function, called as the API promises.
+            unsafe { f(data.0 as *mut c_void) };
+        }),
+    )
 }
 
 api! {

@@ -133,15 +133,8 @@ extern "C" fn hooks_slot6(buf: *mut *mut c_void, len: *mut usize) -> CUresult {
     CUresult::CUDA_SUCCESS
 }
 
-pub static TOOLS_HOOKS: Table<7> = Table([
-    size(0x38),
-    u!(2, 1),
-    hooks_slot2 as *const c_void,
-    u!(2, 3),
-    u!(2, 4),
-    u!(2, 5),
-    hooks_slot6 as *const c_void,
-]);
+pub static TOOLS_HOOKS: Table<7> =
+    Table([size(0x38), u!(2, 1), hooks_slot2 as *const c_void, u!(2, 3), u!(2, 4), u!(2, 5), hooks_slot6 as *const c_void]);
 
 // ---- 3: tools TLS (42d85a81) ----
 
@@ -183,9 +176,7 @@ extern "C" fn cls_insert(ctx: CUcontext, key: *mut c_void, value: *mut c_void, d
 }
 
 extern "C" fn cls_remove(ctx: CUcontext, key: *mut c_void) -> CUresult {
-    crate::trace::call("CLS.remove", &[("ctx", &ctx), ("key", &key)], || {
-        drv()?.cls_remove(ctx.addr() as u64, key as usize)
-    })
+    crate::trace::call("CLS.remove", &[("ctx", &ctx), ("key", &key)], || drv()?.cls_remove(ctx.addr() as u64, key as usize))
 }
 
 extern "C" fn cls_get(value: *mut *mut c_void, ctx: CUcontext, key: *mut c_void) -> CUresult {
@@ -197,14 +188,8 @@ extern "C" fn cls_get(value: *mut *mut c_void, ctx: CUcontext, key: *mut c_void)
     })
 }
 
-pub static CONTEXT_LOCAL_STORAGE: Table<6> = Table([
-    cls_insert as *const c_void,
-    cls_remove as *const c_void,
-    cls_get as *const c_void,
-    u!(5, 3),
-    u!(5, 4),
-    u!(5, 5),
-]);
+pub static CONTEXT_LOCAL_STORAGE: Table<6> =
+    Table([cls_insert as *const c_void, cls_remove as *const c_void, cls_get as *const c_void, u!(5, 3), u!(5, 4), u!(5, 5)]);
 
 // ---- 6: context wrapper (263e8860) ----
 
@@ -245,15 +230,11 @@ pub static CONTEXT_WRAPPER: Table<15> = Table([
 // ---- 7: integrity check (d4082055) ----
 
 /// The HMAC key of the integrity check.
-pub const INTEGRITY_KEY: [u8; 16] = [
-    0x14, 0x6a, 0xdd, 0xae, 0x53, 0xa9, 0xa7, 0x52, 0xaa, 0x08, 0x41, 0x36, 0x0b, 0xf5, 0x5a, 0x9f,
-];
+pub const INTEGRITY_KEY: [u8; 16] = [0x14, 0x6a, 0xdd, 0xae, 0x53, 0xa9, 0xa7, 0x52, 0xaa, 0x08, 0x41, 0x36, 0x0b, 0xf5, 0x5a, 0x9f];
 
 /// The fixed answer for runtime versions ending in 0 (and, with byte 7 =
 /// 0x18, in 1).
-pub const INTEGRITY_CONST: [u8; 16] = [
-    0x5c, 0x67, 0xcb, 0x03, 0x1c, 0x18, 0x41, 0x33, 0xe8, 0xd1, 0x4c, 0x1f, 0xaa, 0x83, 0xd3, 0x8e,
-];
+pub const INTEGRITY_CONST: [u8; 16] = [0x5c, 0x67, 0xcb, 0x03, 0x1c, 0x18, 0x41, 0x33, 0xe8, 0xd1, 0x4c, 0x1f, 0xaa, 0x83, 0xd3, 0x8e];
 
 /// One device's part of the integrity message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -36,10 +36,7 @@ unsafe fn get_proc(
         return Err(Error::InvalidValue(format!("unknown flags {flags:#x}")));
     }
     if version < 0 || version > crate::driver().driver_version() {
-        return Err(Error::InvalidValue(format!(
-            "version {version} is newer than the driver's {}",
-            crate::driver().driver_version()
-        )));
+        return Err(Error::InvalidValue(format!("version {version} is newer than the driver's {}", crate::driver().driver_version())));
     }
     let per_thread = flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM != 0;
     let name = CStr::from_ptr(symbol).to_str().unwrap_or("");

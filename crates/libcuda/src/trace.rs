@@ -43,9 +43,8 @@ fn sink() -> &'static Sink {
     static SINK: OnceLock<Sink> = OnceLock::new();
     SINK.get_or_init(|| {
         let level = std::env::var("ANYCUDA_LOG").map(|v| Level::parse(&v)).unwrap_or(Level::Off);
-        let file = std::env::var_os("ANYCUDA_LOG_FILE").and_then(|p| {
-            std::fs::OpenOptions::new().create(true).append(true).open(p).ok().map(Mutex::new)
-        });
+        let file = std::env::var_os("ANYCUDA_LOG_FILE")
+            .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok().map(Mutex::new));
         Sink { level, file }
     })
 }
@@ -79,11 +78,7 @@ pub fn call(name: &'static str, args: &[(&str, &dyn Debug)], f: impl FnOnce() ->
         Ok(Ok(())) => (CUresult::CUDA_SUCCESS, None),
         Ok(Err(e)) => (crate::errors::code(&e), Some(e.to_string())),
         Err(p) => {
-            let what = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
+            let what = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_default();
             (CUresult::CUDA_ERROR_UNKNOWN, Some(format!("internal error (panic): {what}")))
         }
     };

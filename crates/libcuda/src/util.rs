@@ -37,9 +37,7 @@ pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> Result<&'a str, E
         return Err(Error::InvalidValue(format!("{what} is NULL")));
     }
     // SAFETY: NUL-terminated (caller's contract).
-    unsafe { CStr::from_ptr(p) }
-        .to_str()
-        .map_err(|_| Error::InvalidValue(format!("{what} is not UTF-8")))
+    unsafe { CStr::from_ptr(p) }.to_str().map_err(|_| Error::InvalidValue(format!("{what} is not UTF-8")))
 }
 
 /// Copies `s` into a caller's buffer of `len` bytes, NUL-terminated and

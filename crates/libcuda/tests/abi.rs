@@ -27,7 +27,7 @@ fn setup() -> Ptr {
     }
 }
 
-const GARBAGE: Ptr = 0xdead_beef_0 as Ptr;
+const GARBAGE: Ptr = 0x000d_eadb_eef0 as Ptr;
 
 #[test]
 fn every_abi_symbol_is_exported() {
@@ -61,7 +61,7 @@ fn proc_address() {
         cuGetProcAddress: fn(*const c_char, *mut *mut c_void, i32, u64);
     );
     let get = |name: &CStr, ver: i32, flags: u64| -> (u32, *mut c_void, u32) {
-        let mut p = 1 as *mut c_void;
+        let mut p = std::ptr::dangling_mut::<c_void>();
         let mut st = 77u32;
         let r = unsafe { cuGetProcAddress_v2(name.as_ptr(), &mut p, ver, flags, &mut st) };
         (r, p, st)
@@ -757,7 +757,8 @@ fn modules_functions_and_launches() {
         let mut buf = 0u64;
         assert_eq!(cuMemAlloc_v2(&mut buf, 64), SUCCESS);
         let (val, cnt) = (0x1234u32, 16u32);
-        let mut params: [*mut c_void; 3] = [(&buf as *const u64).cast_mut().cast(), (&val as *const u32).cast_mut().cast(), (&cnt as *const u32).cast_mut().cast()];
+        let mut params: [*mut c_void; 3] =
+            [(&buf as *const u64).cast_mut().cast(), (&val as *const u32).cast_mut().cast(), (&cnt as *const u32).cast_mut().cast()];
         assert_eq!(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, null_mut(), params.as_mut_ptr(), null_mut()), SUCCESS);
         assert_eq!(cuCtxSynchronize(), SUCCESS);
         let mut out = [0u32; 16];
@@ -771,16 +772,35 @@ fn modules_functions_and_launches() {
         let mut pbsize = 16usize;
         let mut extra: [*mut c_void; 5] = [1 as Ptr, pb.as_mut_ptr().cast(), 2 as Ptr, (&mut pbsize as *mut usize).cast(), null_mut()];
         assert_eq!(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, null_mut(), null_mut(), extra.as_mut_ptr()), SUCCESS);
-        assert_eq!(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, null_mut(), params.as_mut_ptr(), extra.as_mut_ptr()), INVALID_VALUE, "both forms");
+        assert_eq!(
+            cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, null_mut(), params.as_mut_ptr(), extra.as_mut_ptr()),
+            INVALID_VALUE,
+            "both forms"
+        );
         assert_eq!(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, null_mut(), null_mut(), null_mut()), INVALID_VALUE, "no arguments");
         assert_eq!(cuCtxSynchronize(), SUCCESS);
         assert_eq!(cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), buf, 8), SUCCESS);
         assert_eq!(&out[..3], &[7, 7, 0x1234]);
         // Bad configurations.
-        for (g, b) in [([0, 1, 1], [1, 1, 1]), ([1, 1, 1], [0, 1, 1]), ([1, 1, 1], [2048, 1, 1]), ([1, 1, 1], [32, 32, 2]), ([1, 70000, 1], [1, 1, 1]), ([1, 1, 1], [1, 1, 65])] {
-            assert_eq!(cuLaunchKernel(f, g[0], g[1], g[2], b[0], b[1], b[2], 0, null_mut(), params.as_mut_ptr(), null_mut()), INVALID_VALUE, "{g:?} {b:?}");
+        for (g, b) in [
+            ([0, 1, 1], [1, 1, 1]),
+            ([1, 1, 1], [0, 1, 1]),
+            ([1, 1, 1], [2048, 1, 1]),
+            ([1, 1, 1], [32, 32, 2]),
+            ([1, 70000, 1], [1, 1, 1]),
+            ([1, 1, 1], [1, 1, 65]),
+        ] {
+            assert_eq!(
+                cuLaunchKernel(f, g[0], g[1], g[2], b[0], b[1], b[2], 0, null_mut(), params.as_mut_ptr(), null_mut()),
+                INVALID_VALUE,
+                "{g:?} {b:?}"
+            );
         }
-        assert_eq!(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 1 << 20, null_mut(), params.as_mut_ptr(), null_mut()), INVALID_VALUE, "shared memory");
+        assert_eq!(
+            cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 1 << 20, null_mut(), params.as_mut_ptr(), null_mut()),
+            INVALID_VALUE,
+            "shared memory"
+        );
         assert_eq!(cuLaunchKernel(GARBAGE, 1, 1, 1, 1, 1, 1, 0, null_mut(), params.as_mut_ptr(), null_mut()), INVALID_HANDLE);
         assert_eq!(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, GARBAGE, params.as_mut_ptr(), null_mut()), INVALID_HANDLE);
         let mut limited = null_mut();
@@ -806,7 +826,10 @@ fn modules_functions_and_launches() {
         assert_eq!(cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut per_sm, f, 1024, 0), SUCCESS);
         let sms = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
         assert_eq!(cuLaunchCooperativeKernel(f, per_sm as u32 * sms, 1, 1, 1024, 1, 1, 0, null_mut(), params.as_mut_ptr()), SUCCESS);
-        assert_eq!(cuLaunchCooperativeKernel(f, per_sm as u32 * sms + 1, 1, 1, 1024, 1, 1, 0, null_mut(), params.as_mut_ptr()), COOPERATIVE_LAUNCH_TOO_LARGE);
+        assert_eq!(
+            cuLaunchCooperativeKernel(f, per_sm as u32 * sms + 1, 1, 1, 1024, 1, 1, 0, null_mut(), params.as_mut_ptr()),
+            COOPERATIVE_LAUNCH_TOO_LARGE
+        );
         // cuLaunchKernelEx with a cooperative attribute: CUlaunchConfig
         // (7 words with numAttrs) and one CUlaunchAttribute (72 bytes).
         let mut attr = [0u64; 9];
@@ -868,10 +891,16 @@ fn libraries_and_kernel_handles() {
         let mut lb = null_mut();
         let mut lopt = [1u32];
         let mut lval: [*mut c_void; 1] = [1 as Ptr];
-        assert_eq!(cuLibraryLoadData(&mut lb, MOCK_PTX.as_ptr().cast(), null_mut(), null_mut(), 0, lopt.as_mut_ptr(), lval.as_mut_ptr(), 1), SUCCESS);
+        assert_eq!(
+            cuLibraryLoadData(&mut lb, MOCK_PTX.as_ptr().cast(), null_mut(), null_mut(), 0, lopt.as_mut_ptr(), lval.as_mut_ptr(), 1),
+            SUCCESS
+        );
         let mut bad_opt = [9u32];
         let mut other = null_mut();
-        assert_eq!(cuLibraryLoadData(&mut other, MOCK_PTX.as_ptr().cast(), null_mut(), null_mut(), 0, bad_opt.as_mut_ptr(), lval.as_mut_ptr(), 1), INVALID_VALUE);
+        assert_eq!(
+            cuLibraryLoadData(&mut other, MOCK_PTX.as_ptr().cast(), null_mut(), null_mut(), 0, bad_opt.as_mut_ptr(), lval.as_mut_ptr(), 1),
+            INVALID_VALUE
+        );
         let mut n = 0u32;
         assert_eq!(cuLibraryGetKernelCount(&mut n, lb), SUCCESS);
         assert_eq!(n, 5);
@@ -908,7 +937,8 @@ fn libraries_and_kernel_handles() {
         let mut buf = 0u64;
         assert_eq!(cuMemAlloc_v2(&mut buf, 16), SUCCESS);
         let (val, cnt) = (3u32, 4u32);
-        let mut params: [*mut c_void; 3] = [(&buf as *const u64).cast_mut().cast(), (&val as *const u32).cast_mut().cast(), (&cnt as *const u32).cast_mut().cast()];
+        let mut params: [*mut c_void; 3] =
+            [(&buf as *const u64).cast_mut().cast(), (&val as *const u32).cast_mut().cast(), (&cnt as *const u32).cast_mut().cast()];
         assert_eq!(cuLaunchKernel(k, 1, 1, 1, 1, 1, 1, 0, null_mut(), params.as_mut_ptr(), null_mut()), SUCCESS);
         assert_eq!(cuCtxSynchronize(), SUCCESS);
         let mut out = [0u32; 4];

@@ -161,7 +161,9 @@ impl Session<'_> {
                 // Once more with the error log, to say why.
                 let mut again = null_mut();
                 // SAFETY: as above.
-                unsafe { (self.api.cuModuleLoadDataEx)(&mut again, text.as_ptr().cast(), opts.len() as u32, opts.as_ptr(), vals.as_mut_ptr()) };
+                unsafe {
+                    (self.api.cuModuleLoadDataEx)(&mut again, text.as_ptr().cast(), opts.len() as u32, opts.as_ptr(), vals.as_mut_ptr())
+                };
             }
             why.push_str(&format!(": {}", c(&error_log)));
             return Err(why);

@@ -13,10 +13,7 @@ use std::sync::Mutex;
 /// Programs using features not implemented yet. They must fail cleanly
 /// (their own error report naming the unsupported operation, no crash);
 /// when one starts passing, this list must shrink.
-const UNSUPPORTED: &[(&str, &str)] = &[
-    ("graph_capture", "cudaErrorNotSupported"),
-    ("texture_surface", "cudaErrorNotSupported"),
-];
+const UNSUPPORTED: &[(&str, &str)] = &[("graph_capture", "cudaErrorNotSupported"), ("texture_surface", "cudaErrorNotSupported")];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -109,11 +106,12 @@ fn cuda_programs_pass_on_the_cpu() {
     let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 4);
     std::thread::scope(|s| {
         for _ in 0..workers {
-            s.spawn(|| loop {
-                let Some(exe) = queue.lock().ok().and_then(|mut q| q.pop_front()) else { break };
-                if let Err(e) = run(exe, &lib_dir, &cache) {
-                    if let Ok(mut f) = failures.lock() {
-                        f.push(format!("{}/{}: {e}", exe.variant, exe.name));
+            s.spawn(|| {
+                while let Some(exe) = queue.lock().ok().and_then(|mut q| q.pop_front()) {
+                    if let Err(e) = run(exe, &lib_dir, &cache) {
+                        if let Ok(mut f) = failures.lock() {
+                            f.push(format!("{}/{}: {e}", exe.variant, exe.name));
+                        }
                     }
                 }
             });

@@ -79,7 +79,7 @@ pub fn type_size(ty: &str) -> Option<usize> {
 /// Decodes a hex array of `size`-byte elements (most significant digit
 /// first per element) into little-endian memory.
 pub fn decode(hex: &str, size: usize) -> Result<Vec<u8>, String> {
-    if hex.len() % (2 * size) != 0 {
+    if !hex.len().is_multiple_of(2 * size) {
         return Err(format!("hex length {} is not a multiple of {}", hex.len(), 2 * size));
     }
     let mut out = Vec::with_capacity(hex.len() / 2);
@@ -205,23 +205,18 @@ impl Case {
             for (k, (e, g)) in exp.chunks(size).zip(got.chunks(size)).enumerate() {
                 let e = le(e);
                 let g = le(g);
-                let bd = bounds.as_ref().map(|b| (le(&b[2 * k * size..(2 * k + 1) * size]), le(&b[(2 * k + 1) * size..(2 * k + 2) * size])));
-                if !ok(&ty, e, g, bd) {
-                    if errors.len() < 8 {
-                        let input: Vec<String> = self
-                            .inputs
-                            .iter()
-                            .filter_map(|inp| {
-                                let s = type_size(&inp.ty)?;
-                                inp.hex.get(k * 2 * s..(k + 1) * 2 * s).map(|h| h.to_string())
-                            })
-                            .collect();
-                        errors.push(format!(
-                            "out{i}[{k}]: expected {e:0w$x}, got {g:0w$x} (inputs {})",
-                            input.join(" "),
-                            w = 2 * size
-                        ));
-                    }
+                let bd =
+                    bounds.as_ref().map(|b| (le(&b[2 * k * size..(2 * k + 1) * size]), le(&b[(2 * k + 1) * size..(2 * k + 2) * size])));
+                if !ok(&ty, e, g, bd) && errors.len() < 8 {
+                    let input: Vec<String> = self
+                        .inputs
+                        .iter()
+                        .filter_map(|inp| {
+                            let s = type_size(&inp.ty)?;
+                            inp.hex.get(k * 2 * s..(k + 1) * 2 * s).map(|h| h.to_string())
+                        })
+                        .collect();
+                    errors.push(format!("out{i}[{k}]: expected {e:0w$x}, got {g:0w$x} (inputs {})", input.join(" "), w = 2 * size));
                 }
             }
         }
@@ -322,7 +317,7 @@ mod tests {
 
     #[test]
     fn decode_is_little_endian_per_element() {
-        assert_eq!(decode("00000001ff", 4).is_err(), true);
+        assert!(decode("00000001ff", 4).is_err());
         assert_eq!(decode("000000010203", 2).unwrap(), vec![0, 0, 1, 0, 3, 2]);
     }
 

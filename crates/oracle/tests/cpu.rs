@@ -12,7 +12,8 @@ struct Family {
 fn load_family(name: &str, warp_mode: bool) -> Result<Family, String> {
     let src = oracle::module_source(name)?;
     let module = ptx::parse(&src).map_err(|d| d.to_string())?;
-    let opts = compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
+    let opts =
+        compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
     let compiled = compiler::compile_with_options(&module, &src, &compiler::Target::HostCpu, &opts).map_err(|e| e.to_string())?;
     let loaded = backend_cpu::load(&compiled.object).map_err(|e| e.to_string())?;
     let mut kernels = HashMap::new();
@@ -27,12 +28,16 @@ fn load_family(name: &str, warp_mode: bool) -> Result<Family, String> {
 
 fn run(case: &oracle::Case, kernel: &LoadedKernel) -> Result<(), String> {
     let launch = case.launch()?;
-    let mut buffers: Vec<Vec<u8>> = launch.buffers.iter().map(|b| {
-        // Room past the end so a wrong index shows up as a mismatch, not a fault.
-        let mut v = b.clone();
-        v.reserve(64);
-        v
-    }).collect();
+    let mut buffers: Vec<Vec<u8>> = launch
+        .buffers
+        .iter()
+        .map(|b| {
+            // Room past the end so a wrong index shows up as a mismatch, not a fault.
+            let mut v = b.clone();
+            v.reserve(64);
+            v
+        })
+        .collect();
     let info = &kernel.info;
     if info.params.len() != launch.args.len() {
         return Err(format!("kernel has {} parameters, case passes {}", info.params.len(), launch.args.len()));

@@ -133,12 +133,7 @@ fn report(name: &str, srcs: &[String], bench: bool) {
         mbs(median),
         times.len()
     );
-    println!(
-        "  AST heap: {:.2} MB = {:.2} bytes per source byte ({} allocations)",
-        held as f64 / 1e6,
-        held as f64 / bytes as f64,
-        calls
-    );
+    println!("  AST heap: {:.2} MB = {:.2} bytes per source byte ({} allocations)", held as f64 / 1e6, held as f64 / bytes as f64, calls);
 }
 
 fn main() {
@@ -160,10 +155,8 @@ fn main() {
     }
     // Debug sections are most of a `-G` module; the largest module without
     // them shows instruction-dense code.
-    let largest_plain = corpus
-        .iter()
-        .filter(|p| !p.to_string_lossy().contains("-G"))
-        .max_by_key(|p| std::fs::metadata(p).map_or(0, |m| m.len()));
+    let largest_plain =
+        corpus.iter().filter(|p| !p.to_string_lossy().contains("-G")).max_by_key(|p| std::fs::metadata(p).map_or(0, |m| m.len()));
     if let Some(p) = largest_plain {
         let rel = p.strip_prefix(root()).unwrap_or(p).display().to_string();
         report(&format!("largest corpus module without -G ({rel})"), &[read(p)], bench);

@@ -7,9 +7,7 @@
 //! positions live in side tables, so two trees with different layouts of the
 //! same program compare equal.
 
-pub use crate::keywords::{
-    CacheOp, CmpOp, Flag, Opcode, Rounding, Scope, Semantics, StateSpace, Type,
-};
+pub use crate::keywords::{CacheOp, CmpOp, Flag, Opcode, Rounding, Scope, Semantics, StateSpace, Type};
 
 /// A byte range of the source text.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -93,13 +91,23 @@ pub enum Item<'a> {
     Function(Box<Function<'a>>),
     Variable(Variable<'a>),
     /// `.file N "name" [, timestamp, size]`
-    File { index: u32, name: &'a str, extra: Vec<u64> },
+    File {
+        index: u32,
+        name: &'a str,
+        extra: Vec<u64>,
+    },
     /// `.section .debug_xxx { ... }`, kept as text.
-    Section { name: &'a str, body: &'a str },
+    Section {
+        name: &'a str,
+        body: &'a str,
+    },
     /// `.pragma "..."` at module level.
     Pragma(&'a str),
     /// `.alias alias, aliasee;`
-    Alias { alias: SymbolId, target: SymbolId },
+    Alias {
+        alias: SymbolId,
+        target: SymbolId,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,16 +189,26 @@ pub enum Initializer {
     F32(u32),
     F64(u64),
     /// A symbol's address plus a byte offset, or `generic(sym)+off`.
-    Symbol { symbol: SymbolId, offset: i64, generic: bool },
+    Symbol {
+        symbol: SymbolId,
+        offset: i64,
+        generic: bool,
+    },
     List(Vec<Initializer>),
     /// `name = value` in the initializer of a `.samplerref` or `.texref`
     /// (`{ filter_mode = linear, addr_mode_0 = clamp_to_edge }`).
-    Field { name: Flag, value: Box<Initializer> },
+    Field {
+        name: Flag,
+        value: Box<Initializer>,
+    },
     /// A word value of a field (`linear`, `clamp_to_edge`).
     Word(Flag),
     /// `0xFF00(generic(sym)+4)`: the bits of an address under a mask, one
     /// byte of a pointer in a byte array (LLVM writes packed aggregates so).
-    Mask { mask: u64, value: Box<Initializer> },
+    Mask {
+        mask: u64,
+        value: Box<Initializer>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -307,14 +325,28 @@ pub enum Statement {
     BlockOpen,
     BlockClose,
     /// `.loc file line column [, extra text]`; `extra` indexes `Body::strings`.
-    Loc { file: u32, line: u32, column: u32, extra: Option<u32> },
+    Loc {
+        file: u32,
+        line: u32,
+        column: u32,
+        extra: Option<u32>,
+    },
     /// `.pragma "..."`; the string indexes `Body::strings`.
     Pragma(u32),
     /// `label: .branchtargets a, b, c;` (labels) or `.calltargets f, g;` (symbols).
-    BranchTargets { label: LabelId, targets: ListRange },
-    CallTargets { label: LabelId, targets: ListRange },
+    BranchTargets {
+        label: LabelId,
+        targets: ListRange,
+    },
+    CallTargets {
+        label: LabelId,
+        targets: ListRange,
+    },
     /// `label: .callprototype ...;` (indexes `Body::prototypes`).
-    CallPrototype { label: LabelId, proto: u32 },
+    CallPrototype {
+        label: LabelId,
+        proto: u32,
+    },
 }
 
 /// The signature named by a `.callprototype`.
@@ -582,7 +614,11 @@ pub enum Operand {
     /// A video-instruction source or destination: a register with an
     /// optional byte/halfword selector (`%r1.b0`, `%r2.h10`, `%r3.b3210`)
     /// and, for `vmad`, a negation (`-%r1`).
-    Video { reg: RegId, neg: bool, sel: Selector },
+    Video {
+        reg: RegId,
+        neg: bool,
+        sel: Selector,
+    },
 }
 
 /// Which unit a video selector picks: bytes (`.b`) or halfwords (`.h`).

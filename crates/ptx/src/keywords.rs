@@ -109,9 +109,7 @@ impl PartialEq for Name<'_> {
     #[inline]
     fn eq(&self, other: &Self) -> bool {
         let (a, b) = (self.s.as_bytes(), other.s.as_bytes());
-        self.head == other.head
-            && a.len() == b.len()
-            && (a.len() <= 8 || a.get(8..).zip(b.get(8..)).is_some_and(|(x, y)| x == y))
+        self.head == other.head && a.len() == b.len() && (a.len() <= 8 || a.get(8..).zip(b.get(8..)).is_some_and(|(x, y)| x == y))
     }
 }
 
@@ -269,12 +267,9 @@ impl Type {
     pub fn size(self) -> u32 {
         use Type::*;
         match self {
-            Pred | B8 | U8 | S8 | E4m3 | E5m2 | E2m1 | E3m2 | E2m3 | Ue8m0 | Ue4m3 | B1 | U4
-            | S4 | U2 | S2 => 1,
-            B16 | U16 | S16 | F16 | Bf16 | E4m3x2 | E5m2x2 | E2m1x2 | E3m2x2 | E2m3x2
-            | Ue8m0x2 | E2m1x4 => 2,
-            B32 | U32 | S32 | F32 | F16x2 | Bf16x2 | Tf32 | E4m3x4 | E5m2x4 | E2m3x4 | E3m2x4
-            | S16x2 | U16x2 => 4,
+            Pred | B8 | U8 | S8 | E4m3 | E5m2 | E2m1 | E3m2 | E2m3 | Ue8m0 | Ue4m3 | B1 | U4 | S4 | U2 | S2 => 1,
+            B16 | U16 | S16 | F16 | Bf16 | E4m3x2 | E5m2x2 | E2m1x2 | E3m2x2 | E2m3x2 | Ue8m0x2 | E2m1x4 => 2,
+            B32 | U32 | S32 | F32 | F16x2 | Bf16x2 | Tf32 | E4m3x4 | E5m2x4 | E2m3x4 | E3m2x4 | S16x2 | U16x2 => 4,
             B64 | U64 | S64 | F64 | F32x2 | Texref | Samplerref | Surfref => 8,
             B128 | B8x16 | B6x16P32 | B4x16P64 => 16,
             B1024 => 128,

@@ -264,10 +264,7 @@ impl<'a> Lexer<'a> {
     fn scan_word(&mut self) {
         loop {
             self.skip_class(IDENT_CONT);
-            if self.peek_at(self.pos) == b':'
-                && self.peek_at(self.pos + 1) == b':'
-                && is(self.peek_at(self.pos + 2), IDENT_CONT)
-            {
+            if self.peek_at(self.pos) == b':' && self.peek_at(self.pos + 1) == b':' && is(self.peek_at(self.pos + 2), IDENT_CONT) {
                 self.pos += 2;
                 continue;
             }
@@ -441,11 +438,32 @@ mod tests {
         assert_eq!(
             kinds("@!%p1 ld.global.nc.L2::128B.v4.u32 {%r1,%r2}, [%rd1+-4]; // c\n/* x */ 0f3F800000 0d3FF0000000000000 1.5e3 0x1FU 017"),
             vec![
-                (At, "@"), (Bang, "!"), (Ident, "%p1"), (Ident, "ld"), (Dot, ".global"), (Dot, ".nc"),
-                (Dot, ".L2::128B"), (Dot, ".v4"), (Dot, ".u32"), (LBrace, "{"), (Ident, "%r1"),
-                (Comma, ","), (Ident, "%r2"), (RBrace, "}"), (Comma, ","), (LBracket, "["),
-                (Ident, "%rd1"), (Plus, "+"), (Minus, "-"), (Int, "4"), (RBracket, "]"), (Semi, ";"),
-                (Float, "0f3F800000"), (Float, "0d3FF0000000000000"), (Float, "1.5e3"), (Int, "0x1FU"),
+                (At, "@"),
+                (Bang, "!"),
+                (Ident, "%p1"),
+                (Ident, "ld"),
+                (Dot, ".global"),
+                (Dot, ".nc"),
+                (Dot, ".L2::128B"),
+                (Dot, ".v4"),
+                (Dot, ".u32"),
+                (LBrace, "{"),
+                (Ident, "%r1"),
+                (Comma, ","),
+                (Ident, "%r2"),
+                (RBrace, "}"),
+                (Comma, ","),
+                (LBracket, "["),
+                (Ident, "%rd1"),
+                (Plus, "+"),
+                (Minus, "-"),
+                (Int, "4"),
+                (RBracket, "]"),
+                (Semi, ";"),
+                (Float, "0f3F800000"),
+                (Float, "0d3FF0000000000000"),
+                (Float, "1.5e3"),
+                (Int, "0x1FU"),
                 (Int, "017"),
             ]
         );

@@ -25,11 +25,7 @@ struct RawDiag {
 pub fn parse(src: &str) -> Result<Module<'_>, Diagnostics> {
     if src.len() >= u32::MAX as usize {
         let index = LineIndex::new("");
-        return Err(Diagnostics(vec![index.diagnostic(
-            Span::default(),
-            "module larger than 4 GiB".into(),
-            None,
-        )]));
+        return Err(Diagnostics(vec![index.diagnostic(Span::default(), "module larger than 4 GiB".into(), None)]));
     }
     let mut p = Parser::new(src);
     p.module_items();
@@ -37,8 +33,7 @@ pub fn parse(src: &str) -> Result<Module<'_>, Diagnostics> {
         Ok(p.module)
     } else {
         let index = LineIndex::new(src);
-        let mut diags: Vec<_> =
-            p.diags.into_iter().map(|d| index.diagnostic(d.span, d.message, d.expected)).collect();
+        let mut diags: Vec<_> = p.diags.into_iter().map(|d| index.diagnostic(d.span, d.message, d.expected)).collect();
         diags.sort_by_key(|d| d.span.start);
         Err(Diagnostics(diags))
     }
@@ -664,14 +659,7 @@ impl<'a> Parser<'a> {
 
     /// Declares (or re-declares) a module symbol. A later declaration with a
     /// definition replaces an earlier declaration of the same kind.
-    fn define_symbol(
-        &mut self,
-        name: &'a str,
-        kind: SymbolKind,
-        item: u32,
-        span: Span,
-        is_definition: bool,
-    ) -> PResult<SymbolId> {
+    fn define_symbol(&mut self, name: &'a str, kind: SymbolKind, item: u32, span: Span, is_definition: bool) -> PResult<SymbolId> {
         if let Some(id) = self.symbols.get(name) {
             let sym = &mut self.module.symbols[id as usize];
             if sym.kind != kind {
@@ -714,12 +702,7 @@ impl<'a> Parser<'a> {
 
     /// `[linkage] .space [.align N] [.vN] [.attribute(..)] .type [.ptr ...] name[...] [= init], ... ;`
     /// When `fs` is given, symbol references in initializers may be function-local.
-    fn var_decl(
-        &mut self,
-        linkage: Option<Linkage>,
-        fs: Option<&mut FnState<'a>>,
-        out: &mut Vec<(VarDecl<'a>, Span)>,
-    ) -> PResult<()> {
+    fn var_decl(&mut self, linkage: Option<Linkage>, fs: Option<&mut FnState<'a>>, out: &mut Vec<(VarDecl<'a>, Span)>) -> PResult<()> {
         let _ = fs;
         let space_tok = self.tok;
         let space = self.space_word()?;
@@ -946,9 +929,7 @@ impl<'a> Parser<'a> {
         let t = self.bump();
         match float_value(self.text(t)) {
             Some(FloatValue::F32(b)) => Ok(Some(Initializer::F32(if neg { b ^ 0x8000_0000 } else { b }))),
-            Some(FloatValue::F64(b)) => {
-                Ok(Some(Initializer::F64(if neg { b ^ 0x8000_0000_0000_0000 } else { b })))
-            }
+            Some(FloatValue::F64(b)) => Ok(Some(Initializer::F64(if neg { b ^ 0x8000_0000_0000_0000 } else { b }))),
             None => {
                 self.error(Self::span(t), "malformed float literal", Some("`0fXXXXXXXX`, `0dXXXXXXXXXXXXXXXX` or a decimal"));
                 Err(())
@@ -1196,11 +1177,8 @@ impl<'a> Parser<'a> {
                     }
                     let end = self.expect(T::Semi, "`;` or `,`")?;
                     let targets = push_list(&mut fs.body.operands, &ops);
-                    let s = if calls {
-                        Statement::CallTargets { label: id, targets }
-                    } else {
-                        Statement::BranchTargets { label: id, targets }
-                    };
+                    let s =
+                        if calls { Statement::CallTargets { label: id, targets } } else { Statement::BranchTargets { label: id, targets } };
                     fs.push_statement(s, Self::span(t).to(Self::span(end)));
                 } else if self.at_dot(".callprototype") {
                     self.bump();
@@ -1376,11 +1354,7 @@ impl<'a> Parser<'a> {
             match validate::classify(op, word) {
                 Some(m) => mods.push(m),
                 None => {
-                    self.error(
-                        Self::span(t),
-                        format!("unknown modifier `.{word}` for `{op}`"),
-                        Some("a PTX modifier"),
-                    );
+                    self.error(Self::span(t), format!("unknown modifier `.{word}` for `{op}`"), Some("a PTX modifier"));
                     return Err(());
                 }
             }
@@ -1388,22 +1362,11 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn check_instruction(
-        &mut self,
-        op: Opcode,
-        op_tok: Token,
-        mods: &[Modifier],
-        args: &[Operand],
-        span: Span,
-    ) -> PResult<()> {
+    fn check_instruction(&mut self, op: Opcode, op_tok: Token, mods: &[Modifier], args: &[Operand], span: Span) -> PResult<()> {
         let (min, max) = validate::operand_count(op);
         if args.len() < min || args.len() > max {
             let want = if min == max { format!("{min}") } else { format!("{min} to {max}") };
-            self.error(
-                span,
-                format!("wrong operand count: `{op}` takes {want} operands, found {}", args.len()),
-                None,
-            );
+            self.error(span, format!("wrong operand count: `{op}` takes {want} operands, found {}", args.len()), None);
             return Err(());
         }
         let has_type = mods.iter().any(|m| matches!(m, Modifier::Type(_)));
@@ -1414,11 +1377,7 @@ impl<'a> Parser<'a> {
         let int_type = mods.iter().any(|m| matches!(m, Modifier::Type(t) if t.is_integer()));
         if let Some(Modifier::Round(r)) = mods.iter().find(|m| matches!(m, Modifier::Round(_))) {
             if validate::rejects_rounding(op, int_type) {
-                self.error(
-                    Self::span(op_tok),
-                    format!("rounding modifier `.{r}` is not valid for integer `{op}`"),
-                    None,
-                );
+                self.error(Self::span(op_tok), format!("rounding modifier `.{r}` is not valid for integer `{op}`"), None);
                 return Err(());
             }
         }
@@ -1426,13 +1385,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Operands up to and including the `;`; returns the `;` token.
-    fn operands(
-        &mut self,
-        fs: &mut FnState<'a>,
-        op: Opcode,
-        args: &mut Vec<Operand>,
-        mods: &mut Vec<Modifier>,
-    ) -> PResult<Token> {
+    fn operands(&mut self, fs: &mut FnState<'a>, op: Opcode, args: &mut Vec<Operand>, mods: &mut Vec<Modifier>) -> PResult<Token> {
         if self.at(T::Semi) {
             return Ok(self.bump());
         }
@@ -1583,10 +1536,11 @@ impl<'a> Parser<'a> {
                 let f = self.bump();
                 self.float_operand(f, true)
             }
-            T::Minus if self.peek2().kind == T::Ident && {
-                let next = self.peek2();
-                self.text(next) != WARP_SZ
-            } =>
+            T::Minus
+                if self.peek2().kind == T::Ident && {
+                    let next = self.peek2();
+                    self.text(next) != WARP_SZ
+                } =>
             {
                 // `-%r1`: a negated source of `vmad`.
                 self.bump();
@@ -1701,7 +1655,11 @@ impl<'a> Parser<'a> {
             let offset = if self.at(T::Plus) || self.at(T::Minus) {
                 let neg = self.bump().kind == T::Minus;
                 if self.at(T::Ident) {
-                    self.error(Self::span(self.tok), "an address is a register or symbol plus a constant offset", Some("a constant offset"));
+                    self.error(
+                        Self::span(self.tok),
+                        "an address is a register or symbol plus a constant offset",
+                        Some("a constant offset"),
+                    );
                     return Err(());
                 }
                 let v = self.const_expr()?;
@@ -1940,8 +1898,19 @@ fn is_field_name(f: Flag) -> bool {
     use Flag::*;
     matches!(
         f,
-        FilterMode | AddrMode0 | AddrMode1 | AddrMode2 | NormalizedCoords | ForceUnnormalizedCoords
-            | WidthQ | HeightQ | DepthQ | ChannelDataType | ChannelOrder | ArraySize | NumMipmapLevels
+        FilterMode
+            | AddrMode0
+            | AddrMode1
+            | AddrMode2
+            | NormalizedCoords
+            | ForceUnnormalizedCoords
+            | WidthQ
+            | HeightQ
+            | DepthQ
+            | ChannelDataType
+            | ChannelOrder
+            | ArraySize
+            | NumMipmapLevels
             | NumSamples
     )
 }
@@ -1960,7 +1929,21 @@ fn is_variable_space(word: &str) -> bool {
 fn is_module_directive(word: &str) -> bool {
     matches!(
         word,
-        ".version" | ".target" | ".address_size" | ".file" | ".section" | ".entry" | ".func" | ".visible"
-            | ".extern" | ".weak" | ".common" | ".global" | ".const" | ".shared" | ".pragma" | ".alias"
+        ".version"
+            | ".target"
+            | ".address_size"
+            | ".file"
+            | ".section"
+            | ".entry"
+            | ".func"
+            | ".visible"
+            | ".extern"
+            | ".weak"
+            | ".common"
+            | ".global"
+            | ".const"
+            | ".shared"
+            | ".pragma"
+            | ".alias"
     )
 }

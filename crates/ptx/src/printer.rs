@@ -32,9 +32,7 @@ fn write_module(o: &mut String, m: &Module) -> std::fmt::Result {
             }
             Item::Section { name, body } => writeln!(o, ".section {name} {{{body}}}")?,
             Item::Pragma(p) => writeln!(o, ".pragma \"{p}\";")?,
-            Item::Alias { alias, target } => {
-                writeln!(o, ".alias {}, {};", m.symbol(*alias).name, m.symbol(*target).name)?
-            }
+            Item::Alias { alias, target } => writeln!(o, ".alias {}, {};", m.symbol(*alias).name, m.symbol(*target).name)?,
         }
     }
     Ok(())
@@ -299,9 +297,7 @@ fn write_instruction(o: &mut String, m: &Module, f: &Function, b: &Body, i: &Ins
     let args = b.args(i);
     // `ld ... d, [a].unified` writes `.unified` after the address; the parser
     // keeps it as the last modifier.
-    let unified_after = i.op == Opcode::Ld
-        && args.len() >= 2
-        && mods.last() == Some(&Modifier::Flag(Flag::Unified));
+    let unified_after = i.op == Opcode::Ld && args.len() >= 2 && mods.last() == Some(&Modifier::Flag(Flag::Unified));
     if unified_after {
         mods = &mods[..mods.len() - 1];
     }

@@ -55,12 +55,10 @@ pub fn operand_count(op: Opcode) -> (usize, usize) {
         Exit | Ret | Trap | Brkpt | Membar | Griddepcontrol => (0, 0),
         Activemask | Bra | Nanosleep | Pmevent | Setmaxnreg | Stacksave | Stackrestore => (1, 1),
         Prefetch | Prefetchu => (1, 2),
-        Abs | Neg | Not | Cnot | Popc | Clz | Brev | Bfind | Cvta | Isspacep | Istypep | Rcp
-        | Sqrt | Rsqrt | Sin | Cos | Lg2 | Ex2 | Tanh | Testp | Ldu | Mov | Ldmatrix
-        | Stmatrix | Movmatrix | Getctarank | Discard | Applypriority | Suq => (2, 2),
+        Abs | Neg | Not | Cnot | Popc | Clz | Brev | Bfind | Cvta | Isspacep | Istypep | Rcp | Sqrt | Rsqrt | Sin | Cos | Lg2 | Ex2
+        | Tanh | Testp | Ldu | Mov | Ldmatrix | Stmatrix | Movmatrix | Getctarank | Discard | Applypriority | Suq => (2, 2),
         Txq => (2, 3),
-        Copysign | Add | Sub | Mul | Div | Rem | And | Or | Xor | Shl | Shr | Mul24 | Addc
-        | Subc | Bmsk | Szext | Mapa => (3, 3),
+        Copysign | Add | Sub | Mul | Div | Rem | And | Or | Xor | Shl | Shr | Mul24 | Addc | Subc | Bmsk | Szext | Mapa => (3, 3),
         Min | Max => (3, 4),
         Mad | Mad24 | Madc | Fma | Sad | Selp | Slct | Bfe | Prmt | Dp4a | Dp2a | Fns | Shf => (4, 4),
         Bfi => (5, 5),
@@ -90,9 +88,8 @@ pub fn operand_count(op: Opcode) -> (usize, usize) {
         Suld | Sust | Sured => (2, 3),
         Tensormap => (2, 4),
         Clusterlaunchcontrol => (1, 3),
-        Vadd | Vsub | Vabsdiff | Vmin | Vmax | Vshl | Vshr | Vmad | Vset | Vadd2 | Vsub2
-        | Vavrg2 | Vabsdiff2 | Vmin2 | Vmax2 | Vset2 | Vadd4 | Vsub4 | Vavrg4 | Vabsdiff4
-        | Vmin4 | Vmax4 | Vset4 => (3, 4),
+        Vadd | Vsub | Vabsdiff | Vmin | Vmax | Vshl | Vshr | Vmad | Vset | Vadd2 | Vsub2 | Vavrg2 | Vabsdiff2 | Vmin2 | Vmax2 | Vset2
+        | Vadd4 | Vsub4 | Vavrg4 | Vabsdiff4 | Vmin4 | Vmax4 | Vset4 => (3, 4),
     }
 }
 
@@ -105,11 +102,60 @@ pub fn requires_type(op: Opcode, mods: &[Modifier]) -> bool {
     }
     matches!(
         op,
-        Abs | Add | Sub | Mul | Mad | Div | Rem | Neg | Min | Max | And | Or | Xor | Not | Cnot
-            | Shl | Shr | Mov | Ld | St | Cvt | Setp | Set | Selp | Slct | Fma | Rcp | Sqrt
-            | Rsqrt | Popc | Clz | Brev | Bfind | Bfe | Bfi | Copysign | Testp | Mul24 | Mad24
-            | Sad | Addc | Subc | Madc | Ldu | Cvta | Atom | Red | Lg2 | Ex2 | Sin | Cos
-            | Tanh | Prmt | Lop3 | Shf
+        Abs | Add
+            | Sub
+            | Mul
+            | Mad
+            | Div
+            | Rem
+            | Neg
+            | Min
+            | Max
+            | And
+            | Or
+            | Xor
+            | Not
+            | Cnot
+            | Shl
+            | Shr
+            | Mov
+            | Ld
+            | St
+            | Cvt
+            | Setp
+            | Set
+            | Selp
+            | Slct
+            | Fma
+            | Rcp
+            | Sqrt
+            | Rsqrt
+            | Popc
+            | Clz
+            | Brev
+            | Bfind
+            | Bfe
+            | Bfi
+            | Copysign
+            | Testp
+            | Mul24
+            | Mad24
+            | Sad
+            | Addc
+            | Subc
+            | Madc
+            | Ldu
+            | Cvta
+            | Atom
+            | Red
+            | Lg2
+            | Ex2
+            | Sin
+            | Cos
+            | Tanh
+            | Prmt
+            | Lop3
+            | Shf
     )
 }
 

@@ -45,11 +45,7 @@ fn corpus_modules_parse_and_round_trip() {
     let dir = corpus_dir();
     let mut files = Vec::new();
     ptx_files(&dir, &mut files);
-    assert!(
-        !files.is_empty(),
-        "no PTX corpus in {}: run scripts/build-cuda-tests.sh first (scripts/test.sh does)",
-        dir.display()
-    );
+    assert!(!files.is_empty(), "no PTX corpus in {}: run scripts/build-cuda-tests.sh first (scripts/test.sh does)", dir.display());
     // PTX_CORPUS_FILTER=text checks only the modules whose path contains it.
     if let Ok(filter) = std::env::var("PTX_CORPUS_FILTER") {
         files.retain(|p| p.to_string_lossy().contains(&filter));
@@ -77,12 +73,6 @@ fn corpus_modules_parse_and_round_trip() {
     });
     let mut failures = failures.into_inner().unwrap_or_else(|p| p.into_inner());
     failures.sort();
-    assert!(
-        failures.is_empty(),
-        "{} of {} corpus modules fail:\n{}",
-        failures.len(),
-        files.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} of {} corpus modules fail:\n{}", failures.len(), files.len(), failures.join("\n"));
     eprintln!("{} corpus modules, {} bytes: all parse and round-trip", files.len(), bytes.into_inner());
 }

@@ -119,10 +119,7 @@ fn errors_in_several_functions() {
 #[test]
 fn display_names_position_found_and_expected() {
     let d = one(&format!("{REGS}\nadd.wobbly.s32 %r1, %r2, %r3;"));
-    assert_eq!(
-        d.to_string(),
-        "7:4: unknown modifier `.wobbly` for `add` (found `.wobbly`, expected a PTX modifier)"
-    );
+    assert_eq!(d.to_string(), "7:4: unknown modifier `.wobbly` for `add` (found `.wobbly`, expected a PTX modifier)");
 }
 
 #[test]
@@ -230,6 +227,12 @@ fn nesting_too_deep() {
     let e = module_errors(&format!(".version 8.0\n.target sm_80\n.global .u32 g[1] = {}1{};\n", "{".repeat(1000), "}".repeat(1000)));
     assert_eq!(e[0].message, "nesting deeper than 64 levels");
     // Real nesting is fine.
-    let src = format!(".version 8.0\n.target sm_80\n.entry k() {{ .reg .b32 %r;\n{}mov.u32 %r, {}1{};{}\n}}\n", "{".repeat(20), "(".repeat(20), ")".repeat(20), "}".repeat(20));
+    let src = format!(
+        ".version 8.0\n.target sm_80\n.entry k() {{ .reg .b32 %r;\n{}mov.u32 %r, {}1{};{}\n}}\n",
+        "{".repeat(20),
+        "(".repeat(20),
+        ")".repeat(20),
+        "}".repeat(20)
+    );
     ptx::parse(&src).expect("20 levels parse");
 }

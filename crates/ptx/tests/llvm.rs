@@ -42,9 +42,9 @@ fn check(src: &str, what: &str) -> usize {
     assert_eq!(module, again, "{what} does not round-trip");
     // A few forms only LLVM writes.
     if what.contains("kernels") {
-        let masked = module.variables().any(|v| {
-            matches!(&v.decl.init, Some(Initializer::List(items)) if items.iter().any(|i| matches!(i, Initializer::Mask { .. })))
-        });
+        let masked = module
+            .variables()
+            .any(|v| matches!(&v.decl.init, Some(Initializer::List(items)) if items.iter().any(|i| matches!(i, Initializer::Mask { .. }))));
         assert!(masked, "{what}: the packed pointer initializer");
         let protos = module
             .functions()
@@ -75,10 +75,8 @@ fn llc_output_parses_and_round_trips() {
     for ll in &lls {
         let text = std::fs::read_to_string(ll).expect("readable");
         // `; cpus: sm_90a` limits a module to the targets it is written for.
-        let cpus: Vec<&str> = text
-            .lines()
-            .find_map(|l| l.strip_prefix("; cpus:"))
-            .map_or(vec!["sm_80", "sm_90a"], |c| c.split_whitespace().collect());
+        let cpus: Vec<&str> =
+            text.lines().find_map(|l| l.strip_prefix("; cpus:")).map_or(vec!["sm_80", "sm_90a"], |c| c.split_whitespace().collect());
         for cpu in cpus {
             let ptx = if cpu.starts_with("sm_9") { "ptx85" } else { "ptx80" };
             let src = compile(&llc, ll, cpu, ptx);

@@ -69,12 +69,8 @@ fn labels_are_scoped_by_block() {
     let count = |n: &str| b.labels.iter().filter(|l| **l == n).count();
     assert_eq!((count("WAIT"), count("DONE"), count("OUTER")), (2, 2, 2));
     // Each `bra` goes to the definition of its own block.
-    let defined_at: Vec<(usize, LabelId)> = b
-        .statements
-        .iter()
-        .enumerate()
-        .filter_map(|(k, s)| if let Statement::Label(l) = s { Some((k, *l)) } else { None })
-        .collect();
+    let defined_at: Vec<(usize, LabelId)> =
+        b.statements.iter().enumerate().filter_map(|(k, s)| if let Statement::Label(l) = s { Some((k, *l)) } else { None }).collect();
     let bras: Vec<LabelId> = instructions(b)
         .filter(|i| i.op == Opcode::Bra)
         .map(|i| match b.args(i)[0] {
@@ -120,14 +116,8 @@ fn sampler_initializer_fields() {
     let m = round_trip(&src);
     let samp = m.variable(m.symbol_by_name("samp_a").expect("samp_a")).expect("variable");
     let Some(Initializer::List(fields)) = &samp.decl.init else { panic!("{:?}", samp.decl.init) };
-    assert_eq!(
-        fields[0],
-        Initializer::Field { name: Flag::FilterMode, value: Box::new(Initializer::Word(Flag::Linear)) }
-    );
-    assert_eq!(
-        fields[4],
-        Initializer::Field { name: Flag::ForceUnnormalizedCoords, value: Box::new(Initializer::Int(1)) }
-    );
+    assert_eq!(fields[0], Initializer::Field { name: Flag::FilterMode, value: Box::new(Initializer::Word(Flag::Linear)) });
+    assert_eq!(fields[4], Initializer::Field { name: Flag::ForceUnnormalizedCoords, value: Box::new(Initializer::Int(1)) });
     let warps = m.variable(m.symbol_by_name("warps").expect("warps")).expect("variable");
     assert_eq!(warps.decl.init, Some(Initializer::Int(64)));
     let expr = m.variable(m.symbol_by_name("expr").expect("expr")).expect("variable");
@@ -139,8 +129,7 @@ fn shadowing_register_in_a_block() {
     let src = load("module.ptx");
     let m = round_trip(&src);
     let (f, b) = function(&m, "kernel");
-    let inner: Vec<&Instruction> =
-        instructions(b).filter(|i| i.op == Opcode::Mov && matches!(b.args(i)[1], Operand::Imm(5))).collect();
+    let inner: Vec<&Instruction> = instructions(b).filter(|i| i.op == Opcode::Mov && matches!(b.args(i)[1], Operand::Imm(5))).collect();
     let Operand::Reg(r) = b.args(inner[0])[0] else { panic!() };
     // The block's own `%r1`, not member 1 of `%r<20>`.
     assert_eq!(b.regs[r as usize].index, None);
@@ -182,10 +171,6 @@ fn video_selectors_and_negation() {
 fn sections_keep_their_text() {
     let src = load("module.ptx");
     let m = round_trip(&src);
-    let sections: Vec<&str> = m
-        .items
-        .iter()
-        .filter_map(|i| if let Item::Section { name, .. } = i { Some(*name) } else { None })
-        .collect();
+    let sections: Vec<&str> = m.items.iter().filter_map(|i| if let Item::Section { name, .. } = i { Some(*name) } else { None }).collect();
     assert_eq!(sections, vec![".debug_abbrev", ".debug_info", ".debug_str", ".debug_macinfo"]);
 }

@@ -78,16 +78,15 @@ where
     let ctx_ptr: *mut BlockCtx = &mut ctx;
     let rt_ptr: *const BlockRt = &rt;
     let job_ptr: *const Job = Arc::as_ptr(job);
-    let mut coroutine: Coroutine<(), (), RunEnd, _> =
-        Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| -> RunEnd {
-            // SAFETY: `rt`, `ctx` and the job outlive the coroutine, which
-            // finishes or is reset before this function returns; only this
-            // thread touches `rt` and `ctx` meanwhile.
-            let (rt, job) = unsafe { (&*rt_ptr, &*job_ptr) };
-            rt.fast_yielder.set(yielder);
-            body(rt, job, ctx_ptr, shared);
-            Ok(())
-        });
+    let mut coroutine: Coroutine<(), (), RunEnd, _> = Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| -> RunEnd {
+        // SAFETY: `rt`, `ctx` and the job outlive the coroutine, which
+        // finishes or is reset before this function returns; only this
+        // thread touches `rt` and `ctx` meanwhile.
+        let (rt, job) = unsafe { (&*rt_ptr, &*job_ptr) };
+        rt.fast_yielder.set(yielder);
+        body(rt, job, ctx_ptr, shared);
+        Ok(())
+    });
     let fp = FpState::save();
     let trap = TrapSlot::default();
     let registration = fault::register(&trap);

@@ -200,14 +200,8 @@ impl AltStack {
         // inaccessible as a guard; the rest becomes this thread's signal
         // stack, which nothing else uses.
         unsafe {
-            let mapping = libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            );
+            let mapping =
+                libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
             if mapping == libc::MAP_FAILED {
                 return None;
             }
@@ -231,9 +225,7 @@ impl Drop for AltStack {
         // is disabled first, so nothing can run on it once unmapped.
         unsafe {
             let mut current: libc::stack_t = std::mem::zeroed();
-            if libc::sigaltstack(std::ptr::null(), &mut current) == 0
-                && current.ss_sp as usize == self.mapping as usize + page_size()
-            {
+            if libc::sigaltstack(std::ptr::null(), &mut current) == 0 && current.ss_sp as usize == self.mapping as usize + page_size() {
                 let disable = libc::stack_t { ss_sp: std::ptr::null_mut(), ss_flags: libc::SS_DISABLE, ss_size: 0 };
                 libc::sigaltstack(&disable, std::ptr::null_mut());
             }

@@ -107,9 +107,7 @@ impl Job {
         }
         let nthreads = block.iter().try_fold(1u32, |acc, &d| acc.checked_mul(d)).filter(|&n| n <= MAX_THREADS_PER_BLOCK);
         let Some(nthreads) = nthreads else {
-            return Err(LaunchError::InvalidConfiguration(format!(
-                "block {block:?} has more than {MAX_THREADS_PER_BLOCK} threads"
-            )));
+            return Err(LaunchError::InvalidConfiguration(format!("block {block:?} has more than {MAX_THREADS_PER_BLOCK} threads")));
         };
         let nblocks = grid.iter().map(|&d| u64::from(d)).product::<u64>();
         let co_resident = shared.config.max_workers.max(shared.nsmid as usize) as u64 + 1;
@@ -134,14 +132,13 @@ impl Job {
         let Some(shared_bytes) = shared_bytes else {
             return Err(LaunchError::InvalidConfiguration(format!("{dynamic_shared} bytes of dynamic shared memory")));
         };
-        let param_buf = AlignedBuf::zeroed(params.len(), 64)
-            .ok_or_else(|| LaunchError::OutOfResources("parameter buffer".into()))?;
+        let param_buf = AlignedBuf::zeroed(params.len(), 64).ok_or_else(|| LaunchError::OutOfResources("parameter buffer".into()))?;
         // SAFETY: the buffer holds at least `params.len()` bytes.
         unsafe { std::ptr::copy_nonoverlapping(params.as_ptr(), param_buf.ptr(), params.len()) };
         let mut envreg = [0u32; 32];
         let workspace = if options.cooperative {
-            let buf = AlignedBuf::zeroed(GRID_SYNC_WORKSPACE, 64)
-                .ok_or_else(|| LaunchError::OutOfResources("grid sync workspace".into()))?;
+            let buf =
+                AlignedBuf::zeroed(GRID_SYNC_WORKSPACE, 64).ok_or_else(|| LaunchError::OutOfResources("grid sync workspace".into()))?;
             let address = buf.ptr() as u64;
             // Cooperative groups reads the grid workspace as
             // (envreg1 << 32) | envreg2.
@@ -209,11 +206,7 @@ impl Job {
         // Once a block has spun (it waits for another block, which the
         // compiler should have sent to the scheduled path), one at a time:
         // a run must not hold back the block someone waits for.
-        let len = if self.yields.load(Ordering::Relaxed) > 0 {
-            1
-        } else {
-            ((self.nblocks - next) / (8 * runners)).clamp(1, 32)
-        };
+        let len = if self.yields.load(Ordering::Relaxed) > 0 { 1 } else { ((self.nblocks - next) / (8 * runners)).clamp(1, 32) };
         let start = self.next.fetch_add(len, Ordering::Relaxed);
         (start < self.nblocks).then(|| start..(start + len).min(self.nblocks))
     }

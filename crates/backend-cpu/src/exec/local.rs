@@ -52,12 +52,7 @@ impl GuardedStack {
                 return Err(std::io::Error::last_os_error());
             }
             let stack = GuardedStack { mapping: mapping as usize, len, color };
-            if libc::mprotect(
-                mapping.cast::<u8>().add(len - size).cast(),
-                size,
-                libc::PROT_READ | libc::PROT_WRITE,
-            ) != 0
-            {
+            if libc::mprotect(mapping.cast::<u8>().add(len - size).cast(), size, libc::PROT_READ | libc::PROT_WRITE) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(stack)

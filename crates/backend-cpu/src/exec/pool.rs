@@ -38,11 +38,7 @@ struct PoolState {
 
 impl Shared {
     pub(crate) fn new(config: ExecutorConfig) -> Arc<Shared> {
-        let workers = if config.workers == 0 {
-            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
-        } else {
-            config.workers
-        };
+        let workers = if config.workers == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { config.workers };
         let output = config.output.clone().unwrap_or_else(|| Arc::new(CStdio));
         Arc::new(Shared {
             nsmid: workers.clamp(1, u32::MAX as usize) as u32,
@@ -94,10 +90,8 @@ impl Shared {
             return;
         }
         let shared = Arc::downgrade(self);
-        let spawned = std::thread::Builder::new()
-            .name("anycuda-cpu-monitor".into())
-            .stack_size(256 << 10)
-            .spawn(move || monitor_main(shared));
+        let spawned =
+            std::thread::Builder::new().name("anycuda-cpu-monitor".into()).stack_size(256 << 10).spawn(move || monitor_main(shared));
         match spawned {
             Ok(_) => state.monitor_started = true,
             Err(error) => tracing::warn!("cannot start the monitor thread: {error}"),
@@ -223,10 +217,7 @@ fn worker_main(shared: Arc<Shared>, id: usize, extra: bool) {
                 }
                 state.idle += 1;
                 if extra {
-                    let (guard, timeout) = shared
-                        .work
-                        .wait_timeout(state, EXTRA_WORKER_IDLE)
-                        .unwrap_or_else(|p| p.into_inner());
+                    let (guard, timeout) = shared.work.wait_timeout(state, EXTRA_WORKER_IDLE).unwrap_or_else(|p| p.into_inner());
                     state = guard;
                     state.idle -= 1;
                     if timeout.timed_out() && !state.queue.iter().any(|job| job.has_unclaimed()) {

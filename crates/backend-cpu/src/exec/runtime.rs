@@ -64,8 +64,18 @@ pub(crate) enum Wait {
     None,
     Yield,
     /// `wait` is false for `bar.arrive`.
-    Barrier { id: u32, count: u32, site: u32, red: Option<(u32, bool)>, wait: bool },
-    Warp { kind: WarpKind, site: u32, op: LaneOp },
+    Barrier {
+        id: u32,
+        count: u32,
+        site: u32,
+        red: Option<(u32, bool)>,
+        wait: bool,
+    },
+    Warp {
+        kind: WarpKind,
+        site: u32,
+        op: LaneOp,
+    },
     Exit,
     /// The launch fails with the error stored in `BlockRt::error`.
     Fail,
@@ -187,9 +197,7 @@ impl BlockRt {
                 unsafe { (*slot.yielder.get()).suspend(()) };
             } else {
                 if !failing {
-                    self.error.set(Some(LaunchError::Internal(
-                        "`exit` called by a kernel compiled without the thread scheduler".into(),
-                    )));
+                    self.error.set(Some(LaunchError::Internal("`exit` called by a kernel compiled without the thread scheduler".into())));
                 }
                 // SAFETY: the fast-path yielder belongs to the coroutine
                 // running this block.
@@ -203,9 +211,7 @@ impl BlockRt {
     /// kernel wrongly.
     fn fast_path_collective(&self, what: &str) {
         if self.nthreads != 1 {
-            self.end(Some(LaunchError::Internal(format!(
-                "`{what}` called by a kernel compiled without the thread scheduler"
-            ))));
+            self.end(Some(LaunchError::Internal(format!("`{what}` called by a kernel compiled without the thread scheduler"))));
         }
     }
 
@@ -516,10 +522,7 @@ pub unsafe extern "C" fn __anycuda_free(ctx: *mut BlockCtx, block: *mut c_void) 
 fn epoch() -> &'static (Instant, u64) {
     static EPOCH: OnceLock<(Instant, u64)> = OnceLock::new();
     EPOCH.get_or_init(|| {
-        let unix = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
+        let unix = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
         (Instant::now(), unix)
     })
 }

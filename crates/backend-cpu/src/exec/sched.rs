@@ -166,9 +166,9 @@ impl SchedState {
     fn start_thread(&mut self, env: &Env, local: &mut Local, ctx: &mut BlockCtx, t: u32) -> Result<(), LaunchError> {
         let job = env.job;
         let stack_size = job.shared.thread_stack_size.load(Ordering::Relaxed);
-        let stack = local.take_thread_stack(stack_size).map_err(|error| {
-            LaunchError::OutOfResources(format!("stack for thread {t} of a block of {}: {error}", job.nthreads))
-        })?;
+        let stack = local
+            .take_thread_stack(stack_size)
+            .map_err(|error| LaunchError::OutOfResources(format!("stack for thread {t} of a block of {}: {error}", job.nthreads)))?;
         let slot = env.rt_slot(t);
         slot.wait.set(Wait::None);
         slot.result.set(0);
@@ -469,9 +469,8 @@ impl SchedState {
             if parked == 0 {
                 continue;
             }
-            let mut sites: Vec<(u32, WarpKind)> = lanes(parked)
-                .filter_map(|lane| self.lane_wait(env, warp, lane).map(|(kind, site, _)| (site, kind)))
-                .collect();
+            let mut sites: Vec<(u32, WarpKind)> =
+                lanes(parked).filter_map(|lane| self.lane_wait(env, warp, lane).map(|(kind, site, _)| (site, kind))).collect();
             sites.sort_unstable();
             sites.dedup();
             let live = self.warp_live[warp];
@@ -489,11 +488,8 @@ impl SchedState {
                     }
                 }
                 if kind != WarpKind::ActiveMask {
-                    let mask_of = |set: u32| {
-                        lanes(set).fold(0u32, |acc, lane| {
-                            acc | self.lane_wait(env, warp, lane).map_or(0, |(_, _, op)| op.mask)
-                        })
-                    };
+                    let mask_of =
+                        |set: u32| lanes(set).fold(0u32, |acc, lane| acc | self.lane_wait(env, warp, lane).map_or(0, |(_, _, op)| op.mask));
                     let mut need = (mask_of(group) & live) | group;
                     let mut complete = true;
                     loop {

@@ -128,9 +128,8 @@ pub(crate) fn compute(kind: WarpKind, group: u32, ops: &[LaneOp; 32]) -> [u64; 3
             for lane in lanes(group) {
                 let op = &ops[lane as usize];
                 let members = group & op.mask;
-                let same = lanes(members)
-                    .filter(|&other| ops[other as usize].value == op.value)
-                    .fold(0u32, |acc, other| acc | (1 << other));
+                let same =
+                    lanes(members).filter(|&other| ops[other as usize].value == op.value).fold(0u32, |acc, other| acc | (1 << other));
                 out[lane as usize] = match op.mode {
                     matching::ALL => {
                         if same == members {
@@ -204,7 +203,8 @@ mod tests {
         assert_eq!(compute(WarpKind::Vote, u32::MAX, &ops)[3], 1);
         let ops = full(|lane| LaneOp { mode: matching::ANY, value: u64::from(lane % 4), mask: u32::MAX, ..Default::default() });
         assert_eq!(compute(WarpKind::Match, u32::MAX, &ops)[1] as u32, 0x2222_2222);
-        let ops = full(|lane| LaneOp { mode: redux::MIN_S32, value: u64::from((lane as i32 - 5) as u32), mask: u32::MAX, ..Default::default() });
+        let ops =
+            full(|lane| LaneOp { mode: redux::MIN_S32, value: u64::from((lane as i32 - 5) as u32), mask: u32::MAX, ..Default::default() });
         assert_eq!(compute(WarpKind::Redux, u32::MAX, &ops)[7] as u32 as i32, -5);
     }
 }

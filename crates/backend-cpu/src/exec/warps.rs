@@ -332,9 +332,8 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
                     (*ctx).ctaid = block;
                     std::ptr::write_bytes(shared, 0, shared_len);
                 }
-                let result = warps
-                    .reset(job.units as usize, job.frame_bytes as usize)
-                    .and_then(|()| warps.run_block(job, ctx, warp_fn, block));
+                let result =
+                    warps.reset(job.units as usize, job.frame_bytes as usize).and_then(|()| warps.run_block(job, ctx, warp_fn, block));
                 if let Err(error) = result {
                     rt.end(Some(error));
                 }

@@ -63,11 +63,8 @@ pub fn finish_ir(target: &Target, ir: String, decls: &BTreeMap<String, String>, 
                     ir = ir.replacen(text.as_str(), &own, 1);
                 }
             }
-            let defined: std::collections::HashSet<&str> = decls
-                .iter()
-                .filter(|(name, _)| amdgpu::defines(name))
-                .map(|(_, decl)| decl.as_str())
-                .collect();
+            let defined: std::collections::HashSet<&str> =
+                decls.iter().filter(|(name, _)| amdgpu::defines(name)).map(|(_, decl)| decl.as_str()).collect();
             if defined.is_empty() {
                 return ir;
             }

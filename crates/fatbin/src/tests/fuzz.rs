@@ -32,41 +32,15 @@ fn corpus() -> Vec<Vec<u8>> {
         mixed(),
         super::concat_fatbin(Codec::Zstd, true),
         super::concat_fatbin(Codec::Lz4, false),
-        entries(vec![
-            elf(86, &fake_sass(96)),
-            elf(75, &fake_sass(40)).zstd(),
-        ]),
-        entries(vec![
-            ptx(80, PTX80).named("a.cu").options("-g").lz4(),
-            ptx(90, PTX90),
-        ]),
-        fatbin(&[Item::Concat {
-            members: vec![ptx(80, PTX80), elf(80, &fake_sass(50))],
-            codec: Codec::Zstd,
-        }]),
+        entries(vec![elf(86, &fake_sass(96)), elf(75, &fake_sass(40)).zstd()]),
+        entries(vec![ptx(80, PTX80).named("a.cu").options("-g").lz4(), ptx(90, PTX90)]),
+        fatbin(&[Item::Concat { members: vec![ptx(80, PTX80), elf(80, &fake_sass(50))], codec: Codec::Zstd }]),
         cubin(EM_CUDA, 86, &fake_sass(64)),
         b"\n.version 9.5\n.target sm_80\n\0".to_vec(),
     ]
 }
 
-const INTERESTING: [u64; 16] = [
-    0,
-    1,
-    7,
-    8,
-    0x10,
-    0x40,
-    0x48,
-    0x50,
-    0x7f,
-    0x80,
-    0xff,
-    0x100,
-    0xffff,
-    0x7fff_ffff,
-    0xffff_ffff,
-    u64::MAX,
-];
+const INTERESTING: [u64; 16] = [0, 1, 7, 8, 0x10, 0x40, 0x48, 0x50, 0x7f, 0x80, 0xff, 0x100, 0xffff, 0x7fff_ffff, 0xffff_ffff, u64::MAX];
 
 fn mutate(rng: &mut Rng, input: &[u8]) -> Vec<u8> {
     let mut v = input.to_vec();
@@ -76,11 +50,7 @@ fn mutate(rng: &mut Rng, input: &[u8]) -> Vec<u8> {
         }
         // Headers hold the interesting fields: aim there half the time.
         let len = v.len();
-        let at = if rng.below(2) == 0 {
-            rng.below(len.min(400))
-        } else {
-            rng.below(len)
-        };
+        let at = if rng.below(2) == 0 { rng.below(len.min(400)) } else { rng.below(len) };
         match rng.below(8) {
             0 => v[at] ^= 1 << rng.below(8),
             1 => v[at] = rng.next() as u8,
@@ -130,12 +100,7 @@ fn exercise(bytes: &[u8]) {
         for e in fb.entries() {
             let _ = e.data();
             let _ = e.ptx_text();
-            let _ = (
-                e.identifier(),
-                e.jit_options(),
-                e.arch_name(),
-                e.ptx_version(),
-            );
+            let _ = (e.identifier(), e.jit_options(), e.arch_name(), e.ptx_version());
         }
         let _ = fb.sass_archs();
     }
@@ -158,11 +123,7 @@ fn run(seed: u64, iterations: usize) {
         let base = &corpus[rng.below(corpus.len())];
         let input = mutate(&mut rng, base);
         if catch_unwind(AssertUnwindSafe(|| exercise(&input))).is_err() {
-            panic!(
-                "panic on mutated input (seed {seed:#x}, iteration {i}, {} bytes): {:02x?}",
-                input.len(),
-                input
-            );
+            panic!("panic on mutated input (seed {seed:#x}, iteration {i}, {} bytes): {:02x?}", input.len(), input);
         }
     }
 }

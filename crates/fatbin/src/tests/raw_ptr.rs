@@ -35,11 +35,7 @@ impl Guarded {
             assert_eq!(libc::mprotect(guard.cast(), page, libc::PROT_NONE), 0);
             let dst = guard.sub(data.len());
             std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len());
-            Guarded {
-                map,
-                map_len,
-                ptr: dst,
-            }
+            Guarded { map, map_len, ptr: dst }
         }
     }
 
@@ -63,13 +59,7 @@ fn fatbin_from_pointer_reads_exactly_its_size() {
     let img = entries(vec![ptx(80, PTX80).zstd(), ptx(70, PTX80).lz4()]);
     let g = Guarded::new(&img);
     let image = g.image().unwrap();
-    let Image::Fatbin {
-        wrapper: None,
-        fatbin,
-    } = &image
-    else {
-        panic!("{image:?}")
-    };
+    let Image::Fatbin { wrapper: None, fatbin } = &image else { panic!("{image:?}") };
     assert_eq!(fatbin.as_bytes().as_ptr(), g.ptr, "borrowed, not copied");
     assert_eq!(fatbin.size(), img.len());
     assert_eq!(image.ptx(86, Policy::Strict).unwrap().text, PTX80);
@@ -83,10 +73,7 @@ fn wrapper_from_pointer_follows_to_the_fatbin() {
         let w = Guarded::new(&wrapper(version, fat.ptr as u64));
         let image = w.image().unwrap();
         match &image {
-            Image::Fatbin {
-                wrapper: Some(wr),
-                fatbin,
-            } => {
+            Image::Fatbin { wrapper: Some(wr), fatbin } => {
                 assert_eq!(wr.version, version);
                 assert_eq!(fatbin.as_bytes().as_ptr(), fat.ptr);
                 assert_eq!(fatbin.size(), img.len());
@@ -96,17 +83,9 @@ fn wrapper_from_pointer_follows_to_the_fatbin() {
         assert_eq!(image.ptx(80, Policy::Strict).unwrap().text, PTX80);
     }
     let w = Guarded::new(&wrapper(1, 0));
-    assert_eq!(
-        w.image().unwrap_err(),
-        Error::NullPointer {
-            what: "wrapper's fatbin"
-        }
-    );
+    assert_eq!(w.image().unwrap_err(), Error::NullPointer { what: "wrapper's fatbin" });
     let w = Guarded::new(&wrapper(9, fat.ptr as u64));
-    assert!(matches!(
-        w.image(),
-        Err(Error::UnsupportedVersion { version: 9, .. })
-    ));
+    assert!(matches!(w.image(), Err(Error::UnsupportedVersion { version: 9, .. })));
 }
 
 #[test]
@@ -114,10 +93,7 @@ fn bad_fatbin_header_from_pointer() {
     let mut img = entries(vec![ptx(80, PTX80)]);
     img[4] = 7;
     let g = Guarded::new(&img[..16]);
-    assert!(matches!(
-        g.image(),
-        Err(Error::UnsupportedVersion { version: 7, .. })
-    ));
+    assert!(matches!(g.image(), Err(Error::UnsupportedVersion { version: 7, .. })));
 }
 
 #[test]

@@ -24,29 +24,11 @@ pub struct TestEntry {
 pub fn ptx(arch: u32, text: &str) -> TestEntry {
     let mut payload = text.as_bytes().to_vec();
     payload.push(0);
-    TestEntry {
-        kind: 1,
-        arch,
-        version: PTX_9_5,
-        flags: FLAGS_BASE,
-        payload,
-        codec: None,
-        name: None,
-        options: Some(String::new()),
-    }
+    TestEntry { kind: 1, arch, version: PTX_9_5, flags: FLAGS_BASE, payload, codec: None, name: None, options: Some(String::new()) }
 }
 
 pub fn elf(arch: u32, bytes: &[u8]) -> TestEntry {
-    TestEntry {
-        kind: 2,
-        arch,
-        version: 0x0001_0008,
-        flags: FLAGS_BASE,
-        payload: bytes.to_vec(),
-        codec: None,
-        name: None,
-        options: None,
-    }
+    TestEntry { kind: 2, arch, version: 0x0001_0008, flags: FLAGS_BASE, payload: bytes.to_vec(), codec: None, name: None, options: None }
 }
 
 impl TestEntry {
@@ -76,10 +58,7 @@ impl TestEntry {
 #[derive(Debug, Clone)]
 pub enum Item {
     Entry(TestEntry),
-    Concat {
-        members: Vec<TestEntry>,
-        codec: Codec,
-    },
+    Concat { members: Vec<TestEntry>, codec: Codec },
 }
 
 impl From<TestEntry> for Item {
@@ -89,7 +68,7 @@ impl From<TestEntry> for Item {
 }
 
 pub fn pad8(v: &mut Vec<u8>) {
-    while v.len() % 8 != 0 {
+    while !v.len().is_multiple_of(8) {
         v.push(0);
     }
 }
@@ -97,9 +76,7 @@ pub fn pad8(v: &mut Vec<u8>) {
 pub fn compress(codec: Codec, data: &[u8]) -> Vec<u8> {
     match codec {
         Codec::Lz4 => lz4_flex::block::compress(data),
-        Codec::Zstd => {
-            ruzstd::encoding::compress_to_vec(data, ruzstd::encoding::CompressionLevel::Fastest)
-        }
+        Codec::Zstd => ruzstd::encoding::compress_to_vec(data, ruzstd::encoding::CompressionLevel::Fastest),
     }
 }
 
@@ -150,11 +127,7 @@ fn header(f: &Fixed, name: Option<&str>, options: Option<&str>, ext: Option<&[u8
         tail.extend_from_slice(x);
         pad8(&mut tail);
     }
-    let size_or_start = if f.kind == 0x100 || f.size_or_start == u32::MAX {
-        0x40 + tail.len() as u32
-    } else {
-        f.size_or_start
-    };
+    let size_or_start = if f.kind == 0x100 || f.size_or_start == u32::MAX { 0x40 + tail.len() as u32 } else { f.size_or_start };
     let mut h = Vec::with_capacity(0x40 + tail.len());
     h.extend_from_slice(&f.kind.to_le_bytes());
     h.extend_from_slice(&0x0101u16.to_le_bytes());
@@ -253,9 +226,7 @@ pub fn fatbin(items: &[Item]) -> Vec<u8> {
     for it in items {
         match it {
             Item::Entry(e) => body.extend_from_slice(&entry_bytes(e)),
-            Item::Concat { members, codec } => {
-                body.extend_from_slice(&concat_bytes(members, *codec))
-            }
+            Item::Concat { members, codec } => body.extend_from_slice(&concat_bytes(members, *codec)),
         }
     }
     let mut out = Vec::new();

@@ -114,11 +114,7 @@ fn compile_module(ir: &str, arch: &Arch) -> Result<Vec<u8>, CompileError> {
     // SAFETY: the handler only reads `diags`, which outlives `context`
     // (declared before it, so dropped after it).
     unsafe {
-        llvm_sys::core::LLVMContextSetDiagnosticHandler(
-            context.raw(),
-            Some(on_diagnostic),
-            &*diags as *const Diagnostics as *mut c_void,
-        );
+        llvm_sys::core::LLVMContextSetDiagnosticHandler(context.raw(), Some(on_diagnostic), &*diags as *const Diagnostics as *mut c_void);
     }
     let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "ptx");
     let module = context.create_module_from_ir(buf).map_err(llvm_error)?;
@@ -131,9 +127,7 @@ fn compile_module(ir: &str, arch: &Arch) -> Result<Vec<u8>, CompileError> {
     prepare_functions(&context, &module);
     module.verify().map_err(llvm_error)?;
     diags.check("IR")?;
-    module
-        .run_passes("default<O2>", &tm, PassBuilderOptions::create())
-        .map_err(llvm_error)?;
+    module.run_passes("default<O2>", &tm, PassBuilderOptions::create()).map_err(llvm_error)?;
     diags.check("optimisation")?;
     check_selectable(&module)?;
     let obj = tm.write_to_memory_buffer(&module, FileType::Object).map_err(llvm_error)?;
@@ -280,9 +274,7 @@ impl TempDir {
         let mut last = None;
         for _ in 0..64 {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let stamp = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos());
+            let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
             let dir = base.join(format!("anycuda-amdgpu-{}-{n}-{stamp}", std::process::id()));
             match std::fs::create_dir(&dir) {
                 Ok(()) => return Ok(TempDir(dir)),
@@ -321,13 +313,7 @@ fn link(relocatable: &[u8]) -> Result<Vec<u8>, CompileError> {
     std::fs::write(&input, relocatable).map_err(|e| llvm_error(format!("writing {}: {e}", input.display())))?;
     let mut tried = Vec::new();
     for linker in linkers() {
-        let run = std::process::Command::new(&linker)
-            .arg("-shared")
-            .arg("--no-undefined")
-            .arg("-o")
-            .arg(&output)
-            .arg(&input)
-            .output();
+        let run = std::process::Command::new(&linker).arg("-shared").arg("--no-undefined").arg("-o").arg(&output).arg(&input).output();
         match run {
             Ok(out) if out.status.success() => {
                 return std::fs::read(&output).map_err(|e| llvm_error(format!("reading {}: {e}", output.display())));

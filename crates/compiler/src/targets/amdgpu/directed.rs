@@ -206,11 +206,8 @@ fn sqrt(name: &str, f: Format, mode: Mode) -> String {
 
 /// An i64 (or u64) converted to double, rounded by `mode`.
 fn int_to_f64(name: &str, signed: bool, mode: Mode) -> String {
-    let (conv, back, lt, gt, limit) = if signed {
-        ("sitofp", "fptosi", "slt", "sgt", 2f64.powi(63))
-    } else {
-        ("uitofp", "fptoui", "ult", "ugt", 2f64.powi(64))
-    };
+    let (conv, back, lt, gt, limit) =
+        if signed { ("sitofp", "fptosi", "slt", "sgt", 2f64.powi(63)) } else { ("uitofp", "fptoui", "ult", "ugt", 2f64.powi(64)) };
     let mut s = format!("define internal double @{name}(i64 %a) alwaysinline nounwind {{\n");
     let _ = writeln!(s, "  %q = {conv} i64 %a to double");
     // The rounded value is an integer; only 2^63 (2^64) is out of range
@@ -286,7 +283,22 @@ mod tests {
         let one = bias << mant;
         let inf = ((1u64 << exp_bits) - 1) << mant;
         let min_normal = 1u64 << mant;
-        let mut v = vec![0, 1, 2, min_normal - 1, min_normal, min_normal + 1, one - 1, one, one + 1, inf - 1, inf - 2, inf, inf + 1, 3 << (mant - 1)];
+        let mut v = vec![
+            0,
+            1,
+            2,
+            min_normal - 1,
+            min_normal,
+            min_normal + 1,
+            one - 1,
+            one,
+            one + 1,
+            inf - 1,
+            inf - 2,
+            inf,
+            inf + 1,
+            3 << (mant - 1),
+        ];
         for i in 0..n {
             let r = rng.next() & mask;
             v.push(match i % 4 {
@@ -430,6 +442,11 @@ declare double @llvm.experimental.constrained.uitofp.f64.i64(i64, metadata, meta
                 }
             }
         }
-        assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
+        assert!(
+            failures.is_empty(),
+            "{} mismatches:\n{}",
+            failures.len(),
+            failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+        );
     }
 }

@@ -96,10 +96,7 @@ impl Arch {
         let processor = parts.next().unwrap_or_default();
         let Some(&(_, family)) = PROCESSORS.iter().find(|(p, _)| *p == processor) else {
             let known: Vec<&str> = PROCESSORS.iter().map(|(p, _)| *p).collect();
-            return Err(target_error(format!(
-                "AMDGPU processor `{processor}` (supported: {})",
-                known.join(", ")
-            )));
+            return Err(target_error(format!("AMDGPU processor `{processor}` (supported: {})", known.join(", "))));
         };
         let mut features = Vec::new();
         for f in parts {
@@ -115,12 +112,7 @@ impl Arch {
             }
             features.push(format!("{}{feature}", if on { '+' } else { '-' }));
         }
-        Ok(Arch {
-            processor: processor.to_string(),
-            features: features.join(","),
-            family,
-            wave64: family == Family::Gfx9,
-        })
+        Ok(Arch { processor: processor.to_string(), features: features.join(","), family, wave64: family == Family::Gfx9 })
     }
 
     pub fn wave_size(&self) -> u32 {
@@ -242,11 +234,9 @@ pub fn kernel_entry(kernel: &KernelInfo) -> String {
     s.push_str("  %window = call i32 @llvm.usub.sat.i32(i32 %group, i32 %base.a)\n");
     s.push_str("  %dyn.off = sub i32 %dyn.a, %base.a\n");
     s.push_str("  %dyn.bytes = call i32 @llvm.usub.sat.i32(i32 %group, i32 %dyn.a)\n");
-    for (field, value) in [
-        (offsets::SHARED_BYTES, "%window"),
-        (offsets::DYNAMIC_SHARED_OFFSET, "%dyn.off"),
-        (offsets::DYNAMIC_SHARED_BYTES, "%dyn.bytes"),
-    ] {
+    for (field, value) in
+        [(offsets::SHARED_BYTES, "%window"), (offsets::DYNAMIC_SHARED_OFFSET, "%dyn.off"), (offsets::DYNAMIC_SHARED_BYTES, "%dyn.bytes")]
+    {
         let _ = writeln!(s, "  %f.{field} = getelementptr i8, ptr %ctx, i64 {field}");
         let _ = writeln!(s, "  store i32 {value}, ptr %f.{field}, align 4");
     }

@@ -138,10 +138,9 @@ pub fn runtime_library(arch: &Arch, decls: &BTreeMap<String, String>) -> Result<
             "__anycuda_activemask" => activemask(),
             "__anycuda_exit" => exit(),
             "__anycuda_trap" => trap("__anycuda_trap", "ptr %ctx, i32 %thread"),
-            "__anycuda_assertfail" => trap(
-                "__anycuda_assertfail",
-                "ptr %ctx, i32 %thread, ptr %message, ptr %file, i32 %line, ptr %function, i64 %char_size",
-            ),
+            "__anycuda_assertfail" => {
+                trap("__anycuda_assertfail", "ptr %ctx, i32 %thread, ptr %message, ptr %file, i32 %line, ptr %function, i64 %char_size")
+            }
             "__anycuda_yield" => yield_(),
             "__anycuda_clock64" => clock64(arch),
             "__anycuda_globaltimer" => globaltimer(arch),
@@ -960,7 +959,8 @@ declare double @llvm.copysign.f64(double, double)
         };
         let mut rng = Rng(42);
         let mut worst = (0u64, 0f64);
-        let mut inputs: Vec<f64> = vec![0.0, -0.0, 1e-300, 5e-324, 0.125, 0.3466, 0.35, 0.55, 1.0, 2.5, 19.0, 22.0, 22.5, 40.0, 1e300, f64::INFINITY, f64::NAN];
+        let mut inputs: Vec<f64> =
+            vec![0.0, -0.0, 1e-300, 5e-324, 0.125, 0.3466, 0.35, 0.55, 1.0, 2.5, 19.0, 22.0, 22.5, 40.0, 1e300, f64::INFINITY, f64::NAN];
         for _ in 0..20000 {
             let e = (rng.next() % 64) as i32 - 50;
             let m = 1.0 + f64::from(rng.next()) / f64::from(u32::MAX);
