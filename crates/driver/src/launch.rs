@@ -190,6 +190,10 @@ impl Driver {
         }
         let code = func.code.clone();
         let index = func.index;
+        // The kernel's code, compiled now if it was not: a kernel that
+        // cannot be compiled fails its launch (not sticky), as the module
+        // load of a driver that compiles eagerly would have failed.
+        code.prepare(index).map_err(crate::module::module_error)?;
         let cfg = *cfg;
         self.run_async(
             &ctx,
