@@ -2,12 +2,14 @@
 //! and calls the checked implementation in `blas.rs`/`handle.rs`; the
 //! shared objects export them (with NVIDIA's symbol versions) after
 //! `exports/cublas.txt`. `_64` variants take 64-bit sizes.
-#![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
+// The pointer arguments are the C ABI's; each is checked as cuBLAS checks
+// it before it is read.
+#![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments, clippy::not_unsafe_ptr_arg_deref)]
 
 use std::ffi::{c_char, c_int, c_void};
 
-use crate::blas::{self, BatchArg, GemmArgs, Operand, L1};
 use crate::backend::Compute;
+use crate::blas::{self, BatchArg, GemmArgs, Operand, L1};
 use crate::handle::{self, api, HandleT};
 use crate::status::{self, Error, Status};
 use crate::types::{DType, CUDA_R_16F};
@@ -65,7 +67,7 @@ pub unsafe extern "C" fn cublasSetWorkspace_v2(h: HandleT, ws: PM, size: usize) 
             if ws.is_null() && size != 0 {
                 return Err(Error::invalid("workspace is NULL with a non-zero size"));
             }
-            if ws as usize % 256 != 0 {
+            if !(ws as usize).is_multiple_of(256) {
                 return Err(Error::invalid(format!("workspace {ws:p} is not 256-byte aligned")));
             }
             hd.update().workspace = (ws as usize, size);
@@ -165,24 +167,16 @@ pub fn get_property(kind: c_int, out: *mut c_int, r: Release) -> Status {
     })
 }
 
-fn static_str(s: &'static str) -> &'static [u8] {
-    // Every string of the status table, NUL-terminated once.
-    static TABLE: std::sync::OnceLock<Vec<(usize, Vec<u8>)>> = std::sync::OnceLock::new();
-    let t = TABLE.get_or_init(Vec::new);
-    let _ = t;
-    s.as_bytes()
-}
-
 macro_rules! cstr_fn {
     ($name:ident, $f:path) => {
         pub unsafe extern "C" fn $name(s: Status) -> *const c_char {
             static NAMES: std::sync::OnceLock<Vec<std::ffi::CString>> = std::sync::OnceLock::new();
             let names = NAMES.get_or_init(|| {
-                let mut v: Vec<std::ffi::CString> = status::STATUSES.iter().map(|e| std::ffi::CString::new($f(e.0)).unwrap_or_default()).collect();
+                let mut v: Vec<std::ffi::CString> =
+                    status::STATUSES.iter().map(|e| std::ffi::CString::new($f(e.0)).unwrap_or_default()).collect();
                 v.push(std::ffi::CString::new($f(-1)).unwrap_or_default());
                 v
             });
-            let _ = static_str("");
             let i = status::STATUSES.iter().position(|e| e.0 == s).unwrap_or(status::STATUSES.len());
             names[i].as_ptr()
         }
@@ -223,7 +217,17 @@ pub unsafe extern "C" fn cublasGetLoggerCallback(out: *mut crate::logger::Callba
 
 // ---- host <-> device copies ------------------------------------------------
 
-fn copy_2d(rows: i64, cols: i64, elem: i64, src: P, lds: i64, dst: PM, ldd: i64, to_device: bool, stream: Option<PM>) -> crate::status::Result<()> {
+fn copy_2d(
+    rows: i64,
+    cols: i64,
+    elem: i64,
+    src: P,
+    lds: i64,
+    dst: PM,
+    ldd: i64,
+    to_device: bool,
+    stream: Option<PM>,
+) -> crate::status::Result<()> {
     use crate::cuda::{driver, Memcpy2D, MEMORYTYPE_DEVICE, MEMORYTYPE_HOST};
     if rows < 0 || cols < 0 || elem <= 0 || lds < rows.max(1) || ldd < rows.max(1) {
         return Err(Error::invalid(format!("rows = {rows}, cols = {cols}, elemSize = {elem}, lda = {lds}, ldb = {ldd}")));
@@ -333,36 +337,314 @@ fn op(ptr: P, dtype: DType, ld: i64) -> Operand {
 /// `<t>gemmStridedBatched`, each also as `_64`.
 macro_rules! typed_gemm {
     ($gemm:ident, $gemm64:ident, $batched:ident, $batched64:ident, $strided:ident, $strided64:ident, $dt:expr, $compute:expr) => {
-        pub unsafe extern "C" fn $gemm(h: HandleT, ta: c_int, tb: c_int, m: c_int, n: c_int, k: c_int, alpha: P, a: P, lda: c_int, b: P, ldb: c_int, beta: P, c: PM, ldc: c_int) -> Status {
-            api(stringify!($gemm), || blas::gemm(h, GemmArgs { ta, tb, m: m as i64, n: n as i64, k: k as i64, alpha, a: op(a, $dt, lda as i64), b: op(b, $dt, ldb as i64), beta, c: op(c, $dt, ldc as i64), compute: $compute, scale: $dt, batch: BatchArg::One }))
+        pub unsafe extern "C" fn $gemm(
+            h: HandleT,
+            ta: c_int,
+            tb: c_int,
+            m: c_int,
+            n: c_int,
+            k: c_int,
+            alpha: P,
+            a: P,
+            lda: c_int,
+            b: P,
+            ldb: c_int,
+            beta: P,
+            c: PM,
+            ldc: c_int,
+        ) -> Status {
+            api(stringify!($gemm), || {
+                blas::gemm(
+                    h,
+                    GemmArgs {
+                        ta,
+                        tb,
+                        m: m as i64,
+                        n: n as i64,
+                        k: k as i64,
+                        alpha,
+                        a: op(a, $dt, lda as i64),
+                        b: op(b, $dt, ldb as i64),
+                        beta,
+                        c: op(c, $dt, ldc as i64),
+                        compute: $compute,
+                        scale: $dt,
+                        batch: BatchArg::One,
+                    },
+                )
+            })
         }
-        pub unsafe extern "C" fn $gemm64(h: HandleT, ta: c_int, tb: c_int, m: i64, n: i64, k: i64, alpha: P, a: P, lda: i64, b: P, ldb: i64, beta: P, c: PM, ldc: i64) -> Status {
-            api(stringify!($gemm64), || blas::gemm(h, GemmArgs { ta, tb, m, n, k, alpha, a: op(a, $dt, lda), b: op(b, $dt, ldb), beta, c: op(c, $dt, ldc), compute: $compute, scale: $dt, batch: BatchArg::One }))
+        pub unsafe extern "C" fn $gemm64(
+            h: HandleT,
+            ta: c_int,
+            tb: c_int,
+            m: i64,
+            n: i64,
+            k: i64,
+            alpha: P,
+            a: P,
+            lda: i64,
+            b: P,
+            ldb: i64,
+            beta: P,
+            c: PM,
+            ldc: i64,
+        ) -> Status {
+            api(stringify!($gemm64), || {
+                blas::gemm(
+                    h,
+                    GemmArgs {
+                        ta,
+                        tb,
+                        m,
+                        n,
+                        k,
+                        alpha,
+                        a: op(a, $dt, lda),
+                        b: op(b, $dt, ldb),
+                        beta,
+                        c: op(c, $dt, ldc),
+                        compute: $compute,
+                        scale: $dt,
+                        batch: BatchArg::One,
+                    },
+                )
+            })
         }
-        pub unsafe extern "C" fn $batched(h: HandleT, ta: c_int, tb: c_int, m: c_int, n: c_int, k: c_int, alpha: P, a: P, lda: c_int, b: P, ldb: c_int, beta: P, c: PM, ldc: c_int, count: c_int) -> Status {
-            api(stringify!($batched), || blas::gemm(h, GemmArgs { ta, tb, m: m as i64, n: n as i64, k: k as i64, alpha, a: op(a, $dt, lda as i64), b: op(b, $dt, ldb as i64), beta, c: op(c, $dt, ldc as i64), compute: $compute, scale: $dt, batch: BatchArg::Pointers { count: count as i64 } }))
+        pub unsafe extern "C" fn $batched(
+            h: HandleT,
+            ta: c_int,
+            tb: c_int,
+            m: c_int,
+            n: c_int,
+            k: c_int,
+            alpha: P,
+            a: P,
+            lda: c_int,
+            b: P,
+            ldb: c_int,
+            beta: P,
+            c: PM,
+            ldc: c_int,
+            count: c_int,
+        ) -> Status {
+            api(stringify!($batched), || {
+                blas::gemm(
+                    h,
+                    GemmArgs {
+                        ta,
+                        tb,
+                        m: m as i64,
+                        n: n as i64,
+                        k: k as i64,
+                        alpha,
+                        a: op(a, $dt, lda as i64),
+                        b: op(b, $dt, ldb as i64),
+                        beta,
+                        c: op(c, $dt, ldc as i64),
+                        compute: $compute,
+                        scale: $dt,
+                        batch: BatchArg::Pointers { count: count as i64 },
+                    },
+                )
+            })
         }
-        pub unsafe extern "C" fn $batched64(h: HandleT, ta: c_int, tb: c_int, m: i64, n: i64, k: i64, alpha: P, a: P, lda: i64, b: P, ldb: i64, beta: P, c: PM, ldc: i64, count: i64) -> Status {
-            api(stringify!($batched64), || blas::gemm(h, GemmArgs { ta, tb, m, n, k, alpha, a: op(a, $dt, lda), b: op(b, $dt, ldb), beta, c: op(c, $dt, ldc), compute: $compute, scale: $dt, batch: BatchArg::Pointers { count } }))
+        pub unsafe extern "C" fn $batched64(
+            h: HandleT,
+            ta: c_int,
+            tb: c_int,
+            m: i64,
+            n: i64,
+            k: i64,
+            alpha: P,
+            a: P,
+            lda: i64,
+            b: P,
+            ldb: i64,
+            beta: P,
+            c: PM,
+            ldc: i64,
+            count: i64,
+        ) -> Status {
+            api(stringify!($batched64), || {
+                blas::gemm(
+                    h,
+                    GemmArgs {
+                        ta,
+                        tb,
+                        m,
+                        n,
+                        k,
+                        alpha,
+                        a: op(a, $dt, lda),
+                        b: op(b, $dt, ldb),
+                        beta,
+                        c: op(c, $dt, ldc),
+                        compute: $compute,
+                        scale: $dt,
+                        batch: BatchArg::Pointers { count },
+                    },
+                )
+            })
         }
-        pub unsafe extern "C" fn $strided(h: HandleT, ta: c_int, tb: c_int, m: c_int, n: c_int, k: c_int, alpha: P, a: P, lda: c_int, sa: i64, b: P, ldb: c_int, sb: i64, beta: P, c: PM, ldc: c_int, sc: i64, count: c_int) -> Status {
-            api(stringify!($strided), || blas::gemm(h, GemmArgs { ta, tb, m: m as i64, n: n as i64, k: k as i64, alpha, a: op(a, $dt, lda as i64), b: op(b, $dt, ldb as i64), beta, c: op(c, $dt, ldc as i64), compute: $compute, scale: $dt, batch: BatchArg::Strided { count: count as i64, a: sa, b: sb, c: sc } }))
+        pub unsafe extern "C" fn $strided(
+            h: HandleT,
+            ta: c_int,
+            tb: c_int,
+            m: c_int,
+            n: c_int,
+            k: c_int,
+            alpha: P,
+            a: P,
+            lda: c_int,
+            sa: i64,
+            b: P,
+            ldb: c_int,
+            sb: i64,
+            beta: P,
+            c: PM,
+            ldc: c_int,
+            sc: i64,
+            count: c_int,
+        ) -> Status {
+            api(stringify!($strided), || {
+                blas::gemm(
+                    h,
+                    GemmArgs {
+                        ta,
+                        tb,
+                        m: m as i64,
+                        n: n as i64,
+                        k: k as i64,
+                        alpha,
+                        a: op(a, $dt, lda as i64),
+                        b: op(b, $dt, ldb as i64),
+                        beta,
+                        c: op(c, $dt, ldc as i64),
+                        compute: $compute,
+                        scale: $dt,
+                        batch: BatchArg::Strided { count: count as i64, a: sa, b: sb, c: sc },
+                    },
+                )
+            })
         }
-        pub unsafe extern "C" fn $strided64(h: HandleT, ta: c_int, tb: c_int, m: i64, n: i64, k: i64, alpha: P, a: P, lda: i64, sa: i64, b: P, ldb: i64, sb: i64, beta: P, c: PM, ldc: i64, sc: i64, count: i64) -> Status {
-            api(stringify!($strided64), || blas::gemm(h, GemmArgs { ta, tb, m, n, k, alpha, a: op(a, $dt, lda), b: op(b, $dt, ldb), beta, c: op(c, $dt, ldc), compute: $compute, scale: $dt, batch: BatchArg::Strided { count, a: sa, b: sb, c: sc } }))
+        pub unsafe extern "C" fn $strided64(
+            h: HandleT,
+            ta: c_int,
+            tb: c_int,
+            m: i64,
+            n: i64,
+            k: i64,
+            alpha: P,
+            a: P,
+            lda: i64,
+            sa: i64,
+            b: P,
+            ldb: i64,
+            sb: i64,
+            beta: P,
+            c: PM,
+            ldc: i64,
+            sc: i64,
+            count: i64,
+        ) -> Status {
+            api(stringify!($strided64), || {
+                blas::gemm(
+                    h,
+                    GemmArgs {
+                        ta,
+                        tb,
+                        m,
+                        n,
+                        k,
+                        alpha,
+                        a: op(a, $dt, lda),
+                        b: op(b, $dt, ldb),
+                        beta,
+                        c: op(c, $dt, ldc),
+                        compute: $compute,
+                        scale: $dt,
+                        batch: BatchArg::Strided { count, a: sa, b: sb, c: sc },
+                    },
+                )
+            })
         }
     };
 }
 
-typed_gemm!(cublasSgemm_v2, cublasSgemm_v2_64, cublasSgemmBatched, cublasSgemmBatched_64, cublasSgemmStridedBatched, cublasSgemmStridedBatched_64, DType::F32, Compute::F32);
-typed_gemm!(cublasDgemm_v2, cublasDgemm_v2_64, cublasDgemmBatched, cublasDgemmBatched_64, cublasDgemmStridedBatched, cublasDgemmStridedBatched_64, DType::F64, Compute::F64);
-typed_gemm!(cublasCgemm_v2, cublasCgemm_v2_64, cublasCgemmBatched, cublasCgemmBatched_64, cublasCgemmStridedBatched, cublasCgemmStridedBatched_64, DType::C32, Compute::C32);
-typed_gemm!(cublasZgemm_v2, cublasZgemm_v2_64, cublasZgemmBatched, cublasZgemmBatched_64, cublasZgemmStridedBatched, cublasZgemmStridedBatched_64, DType::C64, Compute::C64);
+typed_gemm!(
+    cublasSgemm_v2,
+    cublasSgemm_v2_64,
+    cublasSgemmBatched,
+    cublasSgemmBatched_64,
+    cublasSgemmStridedBatched,
+    cublasSgemmStridedBatched_64,
+    DType::F32,
+    Compute::F32
+);
+typed_gemm!(
+    cublasDgemm_v2,
+    cublasDgemm_v2_64,
+    cublasDgemmBatched,
+    cublasDgemmBatched_64,
+    cublasDgemmStridedBatched,
+    cublasDgemmStridedBatched_64,
+    DType::F64,
+    Compute::F64
+);
+typed_gemm!(
+    cublasCgemm_v2,
+    cublasCgemm_v2_64,
+    cublasCgemmBatched,
+    cublasCgemmBatched_64,
+    cublasCgemmStridedBatched,
+    cublasCgemmStridedBatched_64,
+    DType::C32,
+    Compute::C32
+);
+typed_gemm!(
+    cublasZgemm_v2,
+    cublasZgemm_v2_64,
+    cublasZgemmBatched,
+    cublasZgemmBatched_64,
+    cublasZgemmStridedBatched,
+    cublasZgemmStridedBatched_64,
+    DType::C64,
+    Compute::C64
+);
 // Hgemm: f16 matrices and f16 alpha/beta (CUBLAS_COMPUTE_16F), computed in
 // f32 and rounded once.
-typed_gemm!(cublasHgemm, cublasHgemm_64, cublasHgemmBatched, cublasHgemmBatched_64, cublasHgemmStridedBatched, cublasHgemmStridedBatched_64, DType::F16, Compute::F32);
+typed_gemm!(
+    cublasHgemm,
+    cublasHgemm_64,
+    cublasHgemmBatched,
+    cublasHgemmBatched_64,
+    cublasHgemmStridedBatched,
+    cublasHgemmStridedBatched_64,
+    DType::F16,
+    Compute::F32
+);
 
-fn ex_args(ta: c_int, tb: c_int, m: i64, n: i64, k: i64, alpha: P, a: P, at: c_int, lda: i64, b: P, bt: c_int, ldb: i64, beta: P, c: P, ct: c_int, ldc: i64, compute: c_int, batch: BatchArg) -> crate::status::Result<GemmArgs> {
+fn ex_args(
+    ta: c_int,
+    tb: c_int,
+    m: i64,
+    n: i64,
+    k: i64,
+    alpha: P,
+    a: P,
+    at: c_int,
+    lda: i64,
+    b: P,
+    bt: c_int,
+    ldb: i64,
+    beta: P,
+    c: P,
+    ct: c_int,
+    ldc: i64,
+    compute: c_int,
+    batch: BatchArg,
+) -> crate::status::Result<GemmArgs> {
     let (kind, scale, [ad, bd, cd]) = blas::ex_types(compute, at, bt, ct)?;
     Ok(GemmArgs { ta, tb, m, n, k, alpha, a: op(a, ad, lda), b: op(b, bd, ldb), beta, c: op(c, cd, ldc), compute: kind, scale, batch })
 }
@@ -382,15 +664,77 @@ fn with_handle_first(h: HandleT) -> crate::status::Result<()> {
     handle::with(h, |_| Ok(()))
 }
 
-pub unsafe extern "C" fn cublasGemmEx(h: HandleT, ta: c_int, tb: c_int, m: c_int, n: c_int, k: c_int, alpha: P, a: P, at: c_int, lda: c_int, b: P, bt: c_int, ldb: c_int, beta: P, c: PM, ct: c_int, ldc: c_int, compute: c_int, algo: c_int) -> Status {
+pub unsafe extern "C" fn cublasGemmEx(
+    h: HandleT,
+    ta: c_int,
+    tb: c_int,
+    m: c_int,
+    n: c_int,
+    k: c_int,
+    alpha: P,
+    a: P,
+    at: c_int,
+    lda: c_int,
+    b: P,
+    bt: c_int,
+    ldb: c_int,
+    beta: P,
+    c: PM,
+    ct: c_int,
+    ldc: c_int,
+    compute: c_int,
+    algo: c_int,
+) -> Status {
     api("cublasGemmEx", || {
         with_handle_first(h)?;
         check_algo(algo)?;
-        blas::gemm(h, ex_args(ta, tb, m as i64, n as i64, k as i64, alpha, a, at, lda as i64, b, bt, ldb as i64, beta, c, ct, ldc as i64, compute, BatchArg::One)?)
+        blas::gemm(
+            h,
+            ex_args(
+                ta,
+                tb,
+                m as i64,
+                n as i64,
+                k as i64,
+                alpha,
+                a,
+                at,
+                lda as i64,
+                b,
+                bt,
+                ldb as i64,
+                beta,
+                c,
+                ct,
+                ldc as i64,
+                compute,
+                BatchArg::One,
+            )?,
+        )
     })
 }
 
-pub unsafe extern "C" fn cublasGemmEx_64(h: HandleT, ta: c_int, tb: c_int, m: i64, n: i64, k: i64, alpha: P, a: P, at: c_int, lda: i64, b: P, bt: c_int, ldb: i64, beta: P, c: PM, ct: c_int, ldc: i64, compute: c_int, algo: c_int) -> Status {
+pub unsafe extern "C" fn cublasGemmEx_64(
+    h: HandleT,
+    ta: c_int,
+    tb: c_int,
+    m: i64,
+    n: i64,
+    k: i64,
+    alpha: P,
+    a: P,
+    at: c_int,
+    lda: i64,
+    b: P,
+    bt: c_int,
+    ldb: i64,
+    beta: P,
+    c: PM,
+    ct: c_int,
+    ldc: i64,
+    compute: c_int,
+    algo: c_int,
+) -> Status {
     api("cublasGemmEx_64", || {
         with_handle_first(h)?;
         check_algo(algo)?;
@@ -398,15 +742,79 @@ pub unsafe extern "C" fn cublasGemmEx_64(h: HandleT, ta: c_int, tb: c_int, m: i6
     })
 }
 
-pub unsafe extern "C" fn cublasGemmBatchedEx(h: HandleT, ta: c_int, tb: c_int, m: c_int, n: c_int, k: c_int, alpha: P, a: P, at: c_int, lda: c_int, b: P, bt: c_int, ldb: c_int, beta: P, c: PM, ct: c_int, ldc: c_int, count: c_int, compute: c_int, algo: c_int) -> Status {
+pub unsafe extern "C" fn cublasGemmBatchedEx(
+    h: HandleT,
+    ta: c_int,
+    tb: c_int,
+    m: c_int,
+    n: c_int,
+    k: c_int,
+    alpha: P,
+    a: P,
+    at: c_int,
+    lda: c_int,
+    b: P,
+    bt: c_int,
+    ldb: c_int,
+    beta: P,
+    c: PM,
+    ct: c_int,
+    ldc: c_int,
+    count: c_int,
+    compute: c_int,
+    algo: c_int,
+) -> Status {
     api("cublasGemmBatchedEx", || {
         with_handle_first(h)?;
         check_algo(algo)?;
-        blas::gemm(h, ex_args(ta, tb, m as i64, n as i64, k as i64, alpha, a, at, lda as i64, b, bt, ldb as i64, beta, c, ct, ldc as i64, compute, BatchArg::Pointers { count: count as i64 })?)
+        blas::gemm(
+            h,
+            ex_args(
+                ta,
+                tb,
+                m as i64,
+                n as i64,
+                k as i64,
+                alpha,
+                a,
+                at,
+                lda as i64,
+                b,
+                bt,
+                ldb as i64,
+                beta,
+                c,
+                ct,
+                ldc as i64,
+                compute,
+                BatchArg::Pointers { count: count as i64 },
+            )?,
+        )
     })
 }
 
-pub unsafe extern "C" fn cublasGemmBatchedEx_64(h: HandleT, ta: c_int, tb: c_int, m: i64, n: i64, k: i64, alpha: P, a: P, at: c_int, lda: i64, b: P, bt: c_int, ldb: i64, beta: P, c: PM, ct: c_int, ldc: i64, count: i64, compute: c_int, algo: c_int) -> Status {
+pub unsafe extern "C" fn cublasGemmBatchedEx_64(
+    h: HandleT,
+    ta: c_int,
+    tb: c_int,
+    m: i64,
+    n: i64,
+    k: i64,
+    alpha: P,
+    a: P,
+    at: c_int,
+    lda: i64,
+    b: P,
+    bt: c_int,
+    ldb: i64,
+    beta: P,
+    c: PM,
+    ct: c_int,
+    ldc: i64,
+    count: i64,
+    compute: c_int,
+    algo: c_int,
+) -> Status {
     api("cublasGemmBatchedEx_64", || {
         with_handle_first(h)?;
         check_algo(algo)?;
@@ -414,39 +822,201 @@ pub unsafe extern "C" fn cublasGemmBatchedEx_64(h: HandleT, ta: c_int, tb: c_int
     })
 }
 
-pub unsafe extern "C" fn cublasGemmStridedBatchedEx(h: HandleT, ta: c_int, tb: c_int, m: c_int, n: c_int, k: c_int, alpha: P, a: P, at: c_int, lda: c_int, sa: i64, b: P, bt: c_int, ldb: c_int, sb: i64, beta: P, c: PM, ct: c_int, ldc: c_int, sc: i64, count: c_int, compute: c_int, algo: c_int) -> Status {
+pub unsafe extern "C" fn cublasGemmStridedBatchedEx(
+    h: HandleT,
+    ta: c_int,
+    tb: c_int,
+    m: c_int,
+    n: c_int,
+    k: c_int,
+    alpha: P,
+    a: P,
+    at: c_int,
+    lda: c_int,
+    sa: i64,
+    b: P,
+    bt: c_int,
+    ldb: c_int,
+    sb: i64,
+    beta: P,
+    c: PM,
+    ct: c_int,
+    ldc: c_int,
+    sc: i64,
+    count: c_int,
+    compute: c_int,
+    algo: c_int,
+) -> Status {
     api("cublasGemmStridedBatchedEx", || {
         with_handle_first(h)?;
         check_algo(algo)?;
-        blas::gemm(h, ex_args(ta, tb, m as i64, n as i64, k as i64, alpha, a, at, lda as i64, b, bt, ldb as i64, beta, c, ct, ldc as i64, compute, BatchArg::Strided { count: count as i64, a: sa, b: sb, c: sc })?)
+        blas::gemm(
+            h,
+            ex_args(
+                ta,
+                tb,
+                m as i64,
+                n as i64,
+                k as i64,
+                alpha,
+                a,
+                at,
+                lda as i64,
+                b,
+                bt,
+                ldb as i64,
+                beta,
+                c,
+                ct,
+                ldc as i64,
+                compute,
+                BatchArg::Strided { count: count as i64, a: sa, b: sb, c: sc },
+            )?,
+        )
     })
 }
 
-pub unsafe extern "C" fn cublasGemmStridedBatchedEx_64(h: HandleT, ta: c_int, tb: c_int, m: i64, n: i64, k: i64, alpha: P, a: P, at: c_int, lda: i64, sa: i64, b: P, bt: c_int, ldb: i64, sb: i64, beta: P, c: PM, ct: c_int, ldc: i64, sc: i64, count: i64, compute: c_int, algo: c_int) -> Status {
+pub unsafe extern "C" fn cublasGemmStridedBatchedEx_64(
+    h: HandleT,
+    ta: c_int,
+    tb: c_int,
+    m: i64,
+    n: i64,
+    k: i64,
+    alpha: P,
+    a: P,
+    at: c_int,
+    lda: i64,
+    sa: i64,
+    b: P,
+    bt: c_int,
+    ldb: i64,
+    sb: i64,
+    beta: P,
+    c: PM,
+    ct: c_int,
+    ldc: i64,
+    sc: i64,
+    count: i64,
+    compute: c_int,
+    algo: c_int,
+) -> Status {
     api("cublasGemmStridedBatchedEx_64", || {
         with_handle_first(h)?;
         check_algo(algo)?;
-        blas::gemm(h, ex_args(ta, tb, m, n, k, alpha, a, at, lda, b, bt, ldb, beta, c, ct, ldc, compute, BatchArg::Strided { count, a: sa, b: sb, c: sc })?)
+        blas::gemm(
+            h,
+            ex_args(
+                ta,
+                tb,
+                m,
+                n,
+                k,
+                alpha,
+                a,
+                at,
+                lda,
+                b,
+                bt,
+                ldb,
+                beta,
+                c,
+                ct,
+                ldc,
+                compute,
+                BatchArg::Strided { count, a: sa, b: sb, c: sc },
+            )?,
+        )
     })
 }
 
 /// `cublasSgemmEx`: 16-bit or f32 matrices, f32 arithmetic and scalars.
-fn sgemm_ex_args(ta: c_int, tb: c_int, m: i64, n: i64, k: i64, alpha: P, a: P, at: c_int, lda: i64, b: P, bt: c_int, ldb: i64, beta: P, c: P, ct: c_int, ldc: i64) -> crate::status::Result<GemmArgs> {
+fn sgemm_ex_args(
+    ta: c_int,
+    tb: c_int,
+    m: i64,
+    n: i64,
+    k: i64,
+    alpha: P,
+    a: P,
+    at: c_int,
+    lda: i64,
+    b: P,
+    bt: c_int,
+    ldb: i64,
+    beta: P,
+    c: P,
+    ct: c_int,
+    ldc: i64,
+) -> crate::status::Result<GemmArgs> {
     let (kind, scale, [ad, bd, cd]) = blas::ex_types(blas::compute_type::C32F, at, bt, ct)?;
     if kind != Compute::F32 {
         return Err(Error::unsupported("cublasSgemmEx takes real matrices"));
     }
-    Ok(GemmArgs { ta, tb, m, n, k, alpha, a: op(a, ad, lda), b: op(b, bd, ldb), beta, c: op(c, cd, ldc), compute: kind, scale, batch: BatchArg::One })
-}
-
-pub unsafe extern "C" fn cublasSgemmEx(h: HandleT, ta: c_int, tb: c_int, m: c_int, n: c_int, k: c_int, alpha: P, a: P, at: c_int, lda: c_int, b: P, bt: c_int, ldb: c_int, beta: P, c: PM, ct: c_int, ldc: c_int) -> Status {
-    api("cublasSgemmEx", || {
-        with_handle_first(h)?;
-        blas::gemm(h, sgemm_ex_args(ta, tb, m as i64, n as i64, k as i64, alpha, a, at, lda as i64, b, bt, ldb as i64, beta, c, ct, ldc as i64)?)
+    Ok(GemmArgs {
+        ta,
+        tb,
+        m,
+        n,
+        k,
+        alpha,
+        a: op(a, ad, lda),
+        b: op(b, bd, ldb),
+        beta,
+        c: op(c, cd, ldc),
+        compute: kind,
+        scale,
+        batch: BatchArg::One,
     })
 }
 
-pub unsafe extern "C" fn cublasSgemmEx_64(h: HandleT, ta: c_int, tb: c_int, m: i64, n: i64, k: i64, alpha: P, a: P, at: c_int, lda: i64, b: P, bt: c_int, ldb: i64, beta: P, c: PM, ct: c_int, ldc: i64) -> Status {
+pub unsafe extern "C" fn cublasSgemmEx(
+    h: HandleT,
+    ta: c_int,
+    tb: c_int,
+    m: c_int,
+    n: c_int,
+    k: c_int,
+    alpha: P,
+    a: P,
+    at: c_int,
+    lda: c_int,
+    b: P,
+    bt: c_int,
+    ldb: c_int,
+    beta: P,
+    c: PM,
+    ct: c_int,
+    ldc: c_int,
+) -> Status {
+    api("cublasSgemmEx", || {
+        with_handle_first(h)?;
+        blas::gemm(
+            h,
+            sgemm_ex_args(ta, tb, m as i64, n as i64, k as i64, alpha, a, at, lda as i64, b, bt, ldb as i64, beta, c, ct, ldc as i64)?,
+        )
+    })
+}
+
+pub unsafe extern "C" fn cublasSgemmEx_64(
+    h: HandleT,
+    ta: c_int,
+    tb: c_int,
+    m: i64,
+    n: i64,
+    k: i64,
+    alpha: P,
+    a: P,
+    at: c_int,
+    lda: i64,
+    b: P,
+    bt: c_int,
+    ldb: i64,
+    beta: P,
+    c: PM,
+    ct: c_int,
+    ldc: i64,
+) -> Status {
     api("cublasSgemmEx_64", || {
         with_handle_first(h)?;
         blas::gemm(h, sgemm_ex_args(ta, tb, m, n, k, alpha, a, at, lda, b, bt, ldb, beta, c, ct, ldc)?)
@@ -459,16 +1029,74 @@ const _: i32 = CUDA_R_16F;
 
 macro_rules! typed_trsm {
     ($trsm:ident, $trsm64:ident, $batched:ident, $batched64:ident, $dt:expr) => {
-        pub unsafe extern "C" fn $trsm(h: HandleT, side: c_int, uplo: c_int, trans: c_int, diag: c_int, m: c_int, n: c_int, alpha: P, a: P, lda: c_int, b: PM, ldb: c_int) -> Status {
-            api(stringify!($trsm), || blas::trsm(h, side, uplo, trans, diag, m as i64, n as i64, alpha, a, lda as i64, b, ldb as i64, $dt, None))
+        pub unsafe extern "C" fn $trsm(
+            h: HandleT,
+            side: c_int,
+            uplo: c_int,
+            trans: c_int,
+            diag: c_int,
+            m: c_int,
+            n: c_int,
+            alpha: P,
+            a: P,
+            lda: c_int,
+            b: PM,
+            ldb: c_int,
+        ) -> Status {
+            api(stringify!($trsm), || {
+                blas::trsm(h, side, uplo, trans, diag, m as i64, n as i64, alpha, a, lda as i64, b, ldb as i64, $dt, None)
+            })
         }
-        pub unsafe extern "C" fn $trsm64(h: HandleT, side: c_int, uplo: c_int, trans: c_int, diag: c_int, m: i64, n: i64, alpha: P, a: P, lda: i64, b: PM, ldb: i64) -> Status {
+        pub unsafe extern "C" fn $trsm64(
+            h: HandleT,
+            side: c_int,
+            uplo: c_int,
+            trans: c_int,
+            diag: c_int,
+            m: i64,
+            n: i64,
+            alpha: P,
+            a: P,
+            lda: i64,
+            b: PM,
+            ldb: i64,
+        ) -> Status {
             api(stringify!($trsm64), || blas::trsm(h, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb, $dt, None))
         }
-        pub unsafe extern "C" fn $batched(h: HandleT, side: c_int, uplo: c_int, trans: c_int, diag: c_int, m: c_int, n: c_int, alpha: P, a: P, lda: c_int, b: PM, ldb: c_int, count: c_int) -> Status {
-            api(stringify!($batched), || blas::trsm(h, side, uplo, trans, diag, m as i64, n as i64, alpha, a, lda as i64, b, ldb as i64, $dt, Some(count as i64)))
+        pub unsafe extern "C" fn $batched(
+            h: HandleT,
+            side: c_int,
+            uplo: c_int,
+            trans: c_int,
+            diag: c_int,
+            m: c_int,
+            n: c_int,
+            alpha: P,
+            a: P,
+            lda: c_int,
+            b: PM,
+            ldb: c_int,
+            count: c_int,
+        ) -> Status {
+            api(stringify!($batched), || {
+                blas::trsm(h, side, uplo, trans, diag, m as i64, n as i64, alpha, a, lda as i64, b, ldb as i64, $dt, Some(count as i64))
+            })
         }
-        pub unsafe extern "C" fn $batched64(h: HandleT, side: c_int, uplo: c_int, trans: c_int, diag: c_int, m: i64, n: i64, alpha: P, a: P, lda: i64, b: PM, ldb: i64, count: i64) -> Status {
+        pub unsafe extern "C" fn $batched64(
+            h: HandleT,
+            side: c_int,
+            uplo: c_int,
+            trans: c_int,
+            diag: c_int,
+            m: i64,
+            n: i64,
+            alpha: P,
+            a: P,
+            lda: i64,
+            b: PM,
+            ldb: i64,
+            count: i64,
+        ) -> Status {
             api(stringify!($batched64), || blas::trsm(h, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb, $dt, Some(count)))
         }
     };
@@ -483,7 +1111,9 @@ typed_trsm!(cublasZtrsm_v2, cublasZtrsm_v2_64, cublasZtrsmBatched, cublasZtrsmBa
 macro_rules! axpy {
     ($name:ident, $name64:ident, $dt:expr) => {
         pub unsafe extern "C" fn $name(h: HandleT, n: c_int, alpha: P, x: P, incx: c_int, y: PM, incy: c_int) -> Status {
-            api(stringify!($name), || blas::level1(h, L1::Axpy, n as i64, Some((alpha, $dt)), x, incx as i64, y, incy as i64, $dt, std::ptr::null_mut()))
+            api(stringify!($name), || {
+                blas::level1(h, L1::Axpy, n as i64, Some((alpha, $dt)), x, incx as i64, y, incy as i64, $dt, std::ptr::null_mut())
+            })
         }
         pub unsafe extern "C" fn $name64(h: HandleT, n: i64, alpha: P, x: P, incx: i64, y: PM, incy: i64) -> Status {
             api(stringify!($name64), || blas::level1(h, L1::Axpy, n, Some((alpha, $dt)), x, incx, y, incy, $dt, std::ptr::null_mut()))
@@ -498,10 +1128,25 @@ axpy!(cublasZaxpy_v2, cublasZaxpy_v2_64, DType::C64);
 macro_rules! scal {
     ($name:ident, $name64:ident, $dt:expr, $alpha_dt:expr) => {
         pub unsafe extern "C" fn $name(h: HandleT, n: c_int, alpha: P, x: PM, incx: c_int) -> Status {
-            api(stringify!($name), || blas::level1(h, L1::Scal, n as i64, Some((alpha, $alpha_dt)), x, incx as i64, std::ptr::null(), 1, $dt, std::ptr::null_mut()))
+            api(stringify!($name), || {
+                blas::level1(
+                    h,
+                    L1::Scal,
+                    n as i64,
+                    Some((alpha, $alpha_dt)),
+                    x,
+                    incx as i64,
+                    std::ptr::null(),
+                    1,
+                    $dt,
+                    std::ptr::null_mut(),
+                )
+            })
         }
         pub unsafe extern "C" fn $name64(h: HandleT, n: i64, alpha: P, x: PM, incx: i64) -> Status {
-            api(stringify!($name64), || blas::level1(h, L1::Scal, n, Some((alpha, $alpha_dt)), x, incx, std::ptr::null(), 1, $dt, std::ptr::null_mut()))
+            api(stringify!($name64), || {
+                blas::level1(h, L1::Scal, n, Some((alpha, $alpha_dt)), x, incx, std::ptr::null(), 1, $dt, std::ptr::null_mut())
+            })
         }
     };
 }
@@ -579,10 +1224,38 @@ reduce!(cublasIzamin_v2, cublasIzamin_v2_64, L1::Iamax { min: true, wide: false 
 
 macro_rules! gemv {
     ($name:ident, $name64:ident, $dt:expr) => {
-        pub unsafe extern "C" fn $name(h: HandleT, trans: c_int, m: c_int, n: c_int, alpha: P, a: P, lda: c_int, x: P, incx: c_int, beta: P, y: PM, incy: c_int) -> Status {
-            api(stringify!($name), || blas::gemv(h, trans, m as i64, n as i64, alpha, a, lda as i64, x, incx as i64, beta, y, incy as i64, $dt))
+        pub unsafe extern "C" fn $name(
+            h: HandleT,
+            trans: c_int,
+            m: c_int,
+            n: c_int,
+            alpha: P,
+            a: P,
+            lda: c_int,
+            x: P,
+            incx: c_int,
+            beta: P,
+            y: PM,
+            incy: c_int,
+        ) -> Status {
+            api(stringify!($name), || {
+                blas::gemv(h, trans, m as i64, n as i64, alpha, a, lda as i64, x, incx as i64, beta, y, incy as i64, $dt)
+            })
         }
-        pub unsafe extern "C" fn $name64(h: HandleT, trans: c_int, m: i64, n: i64, alpha: P, a: P, lda: i64, x: P, incx: i64, beta: P, y: PM, incy: i64) -> Status {
+        pub unsafe extern "C" fn $name64(
+            h: HandleT,
+            trans: c_int,
+            m: i64,
+            n: i64,
+            alpha: P,
+            a: P,
+            lda: i64,
+            x: P,
+            incx: i64,
+            beta: P,
+            y: PM,
+            incy: i64,
+        ) -> Status {
             api(stringify!($name64), || blas::gemv(h, trans, m, n, alpha, a, lda, x, incx, beta, y, incy, $dt))
         }
     };
@@ -594,10 +1267,32 @@ gemv!(cublasZgemv_v2, cublasZgemv_v2_64, DType::C64);
 
 macro_rules! ger {
     ($name:ident, $name64:ident, $dt:expr, $conj:expr) => {
-        pub unsafe extern "C" fn $name(h: HandleT, m: c_int, n: c_int, alpha: P, x: P, incx: c_int, y: P, incy: c_int, a: PM, lda: c_int) -> Status {
+        pub unsafe extern "C" fn $name(
+            h: HandleT,
+            m: c_int,
+            n: c_int,
+            alpha: P,
+            x: P,
+            incx: c_int,
+            y: P,
+            incy: c_int,
+            a: PM,
+            lda: c_int,
+        ) -> Status {
             api(stringify!($name), || blas::ger(h, m as i64, n as i64, alpha, x, incx as i64, y, incy as i64, a, lda as i64, $dt, $conj))
         }
-        pub unsafe extern "C" fn $name64(h: HandleT, m: i64, n: i64, alpha: P, x: P, incx: i64, y: P, incy: i64, a: PM, lda: i64) -> Status {
+        pub unsafe extern "C" fn $name64(
+            h: HandleT,
+            m: i64,
+            n: i64,
+            alpha: P,
+            x: P,
+            incx: i64,
+            y: P,
+            incy: i64,
+            a: PM,
+            lda: i64,
+        ) -> Status {
             api(stringify!($name64), || blas::ger(h, m, n, alpha, x, incx, y, incy, a, lda, $dt, $conj))
         }
     };

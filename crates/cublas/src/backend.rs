@@ -38,10 +38,20 @@ pub enum Batch {
     One,
     /// Matrix `i` of each operand is at its pointer plus `i` strides
     /// (elements).
-    Strided { count: i64, a: i64, b: i64, c: i64 },
+    Strided {
+        count: i64,
+        a: i64,
+        b: i64,
+        c: i64,
+    },
     /// Matrix `i` of each operand is at the address in entry `i` of an
     /// array in device memory (read when the work runs).
-    Pointers { count: i64, a: u64, b: u64, c: u64 },
+    Pointers {
+        count: i64,
+        a: u64,
+        b: u64,
+        c: u64,
+    },
 }
 
 impl Batch {
@@ -123,15 +133,43 @@ pub enum OutType {
 /// The level-1 operations, on `n` elements.
 #[derive(Debug, Clone, Copy)]
 pub enum Level1 {
-    Axpy { alpha: Scalar, x: Vector, y: Vector },
-    Scal { alpha: Scalar, x: Vector },
-    Copy { x: Vector, y: Vector },
-    Swap { x: Vector, y: Vector },
-    Dot { x: Vector, y: Vector, conj: bool, out: Out },
-    Nrm2 { x: Vector, out: Out },
-    Asum { x: Vector, out: Out },
+    Axpy {
+        alpha: Scalar,
+        x: Vector,
+        y: Vector,
+    },
+    Scal {
+        alpha: Scalar,
+        x: Vector,
+    },
+    Copy {
+        x: Vector,
+        y: Vector,
+    },
+    Swap {
+        x: Vector,
+        y: Vector,
+    },
+    Dot {
+        x: Vector,
+        y: Vector,
+        conj: bool,
+        out: Out,
+    },
+    Nrm2 {
+        x: Vector,
+        out: Out,
+    },
+    Asum {
+        x: Vector,
+        out: Out,
+    },
     /// `iamax` (`min` false) or `iamin`.
-    Iamax { x: Vector, min: bool, out: Out },
+    Iamax {
+        x: Vector,
+        min: bool,
+        out: Out,
+    },
 }
 
 /// `y = alpha op(A) x + beta y`, `A` being `m x n`.

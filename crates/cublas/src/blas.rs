@@ -2,6 +2,8 @@
 //! per family; the C symbols in `abi.rs` only convert their arguments).
 //! Everything the cuBLAS documentation lists as `CUBLAS_STATUS_INVALID_VALUE`
 //! is checked here, in its order, before any work is queued.
+// The pointer arguments are the C ABI's, checked before they are read.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use std::ffi::c_void;
 
@@ -176,7 +178,9 @@ pub fn ex_types(compute: i32, a: i32, b: i32, c: i32) -> Result<(Compute, DType,
             (C64, C64) => (Compute::C64, C64),
             _ => return Err(Error::unsupported(format!("{}: 64-bit compute takes f64 or c64 matrices", combo()))),
         },
-        C32I | C32I_PEDANTIC => return Err(Error::unsupported(format!("{}: integer GEMM is not supported by anycuda's cuBLAS yet", combo()))),
+        C32I | C32I_PEDANTIC => {
+            return Err(Error::unsupported(format!("{}: integer GEMM is not supported by anycuda's cuBLAS yet", combo())))
+        }
         _ => return Err(Error::invalid(format!("computeType {compute} is not a cublasComputeType_t"))),
     };
     Ok((r.0, r.1, [ad, ad, cd]))

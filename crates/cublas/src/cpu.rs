@@ -20,7 +20,16 @@ use crate::types::{matrix_extent, DType, Fill, Op, Side};
 pub struct Cpu;
 
 /// An element type of the arithmetic.
-pub trait Elem: Copy + Send + Sync + 'static + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Div<Output = Self> {
+pub trait Elem:
+    Copy
+    + Send
+    + Sync
+    + 'static
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+{
     const DTYPE: DType;
     fn zero() -> Self;
     fn one() -> Self;
@@ -198,8 +207,12 @@ unsafe fn narrow(buf: &[f32], ptr: u64, dtype: DType, rows: i64, cols: i64, ld: 
         // SAFETY: column j of the destination, `r` elements.
         unsafe {
             match dtype {
-                DType::F16 => half::slice::HalfFloatSliceExt::convert_from_f32_slice(std::slice::from_raw_parts_mut(dst as *mut f16, r), col),
-                DType::BF16 => half::slice::HalfFloatSliceExt::convert_from_f32_slice(std::slice::from_raw_parts_mut(dst as *mut bf16, r), col),
+                DType::F16 => {
+                    half::slice::HalfFloatSliceExt::convert_from_f32_slice(std::slice::from_raw_parts_mut(dst as *mut f16, r), col)
+                }
+                DType::BF16 => {
+                    half::slice::HalfFloatSliceExt::convert_from_f32_slice(std::slice::from_raw_parts_mut(dst as *mut bf16, r), col)
+                }
                 _ => std::slice::from_raw_parts_mut(dst as *mut f32, r).copy_from_slice(col),
             }
         }
@@ -256,7 +269,8 @@ unsafe fn gemm_one(call: &Gemm, a: u64, b: u64, c: u64, alpha: Complex64, beta: 
                 if call.c.dtype == DType::F32 {
                     gemm_typed::<f32>(&sub, pa, pb, c, al, be, beta_zero, par);
                 } else {
-                    let mut wc = if beta_zero { vec![0f32; (call.m * call.n) as usize] } else { widen(c, call.c.dtype, call.m, call.n, call.c.ld) };
+                    let mut wc =
+                        if beta_zero { vec![0f32; (call.m * call.n) as usize] } else { widen(c, call.c.dtype, call.m, call.n, call.c.ld) };
                     sub.c = Mat { ptr: wc.as_mut_ptr() as u64, ld: call.m, dtype: DType::F32 };
                     gemm_typed::<f32>(&sub, pa, pb, wc.as_mut_ptr() as u64, al, be, beta_zero, par);
                     narrow(&wc, c, call.c.dtype, call.m, call.n, call.c.ld);

@@ -1,6 +1,8 @@
 //! The CUDA driver, reached the way any library beside it reaches it: the
 //! public driver API of the `libcuda.so.1` the process has loaded (anycuda's
 //! own). Nothing here knows the driver's internals.
+// Context and stream handles are opaque values handed to the driver.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use std::ffi::{c_int, c_uint, c_void, CStr};
 use std::sync::OnceLock;
@@ -69,6 +71,8 @@ pub fn driver() -> Result<&'static Driver> {
     DRIVER.get_or_init(open).as_ref().map_err(|e| Error::not_initialized(e.clone()))
 }
 
+// Each symbol's type is the field it initialises.
+#[allow(clippy::missing_transmute_annotations)]
 fn open() -> std::result::Result<Driver, String> {
     // SAFETY: dlopen/dlsym with NUL-terminated names; the library stays
     // loaded for the life of the process (never dlclosed).
@@ -208,7 +212,7 @@ impl Driver {
 unsafe extern "C" fn trampoline(data: *mut c_void) {
     // SAFETY: `data` is the box `enqueue` leaked, given back once.
     let work = unsafe { Box::from_raw(data.cast::<Box<dyn FnOnce() + Send>>()) };
-    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || work())).is_err() {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).is_err() {
         crate::log::error!("internal error: a queued BLAS operation panicked; its results were not written");
     }
 }

@@ -87,9 +87,9 @@ pub fn check_device(ptr: u64, bytes: u64, what: &str) -> Result<()> {
     }
     match driver()?.range(ptr) {
         Some((start, size)) if ptr >= start && ptr - start <= size && bytes <= size - (ptr - start) => Ok(()),
-        Some((start, size)) => Err(Error::invalid(format!(
-            "{what} ({bytes} bytes at {ptr:#x}) overruns its {size}-byte allocation at {start:#x}"
-        ))),
+        Some((start, size)) => {
+            Err(Error::invalid(format!("{what} ({bytes} bytes at {ptr:#x}) overruns its {size}-byte allocation at {start:#x}")))
+        }
         None => Err(Error::invalid(format!("{what} at {ptr:#x} is not device memory"))),
     }
 }

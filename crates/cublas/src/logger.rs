@@ -64,7 +64,9 @@ pub fn configure(on: bool, stdout: bool, stderr: bool, file: Option<&str>) -> Re
     s.stdout = stdout;
     s.stderr = stderr;
     s.file = match file {
-        Some(p) => Some(std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|e| format!("cannot open log file {p}: {e}"))?),
+        Some(p) => {
+            Some(std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|e| format!("cannot open log file {p}: {e}"))?)
+        }
         None => None,
     };
     refresh(&s);

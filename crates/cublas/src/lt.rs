@@ -1,5 +1,5 @@
 //! The C symbols of libcublasLt.
-#![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
+#![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments, clippy::not_unsafe_ptr_arg_deref)]
 
 use std::ffi::c_int;
 

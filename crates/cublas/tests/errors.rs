@@ -52,11 +52,17 @@ fn gemm_argument_checks() {
         assert_eq!(sgemm(h, 0, 0, 4, 4, 4, pa, host.as_ptr().cast(), 4, a as P, 4, pb, c as H, 4), INVALID, "host A");
         assert_eq!(sgemm(h, 0, 0, 9, 9, 9, pa, a as P, 9, a as P, 9, pb, c as H, 9), INVALID, "A overruns its allocation");
         // Batch count and type combinations.
-        let strided = e.blas.f::<unsafe extern "C" fn(H, i32, i32, i32, i32, i32, P, P, i32, i64, P, i32, i64, P, H, i32, i64, i32) -> i32>("cublasSgemmStridedBatched");
+        let strided =
+            e.blas.f::<unsafe extern "C" fn(H, i32, i32, i32, i32, i32, P, P, i32, i64, P, i32, i64, P, H, i32, i64, i32) -> i32>(
+                "cublasSgemmStridedBatched",
+            );
         assert_eq!(strided(h, 0, 0, 2, 2, 2, pa, a as P, 2, 4, a as P, 2, 4, pb, c as H, 2, 4, -1), INVALID, "negative batch");
         assert_eq!(strided(h, 0, 0, 2, 2, 2, pa, a as P, 2, 4, a as P, 2, 4, pb, c as H, 2, 4, 0), 0, "empty batch");
         assert_eq!(strided(h, 0, 0, 2, 2, 2, pa, a as P, 2, 4, a as P, 2, 4, pb, c as H, 2, 4, 100), INVALID, "batch past the allocation");
-        let ex = e.blas.f::<unsafe extern "C" fn(H, i32, i32, i32, i32, i32, P, P, i32, i32, P, i32, i32, P, H, i32, i32, i32, i32) -> i32>("cublasGemmEx");
+        let ex =
+            e.blas.f::<unsafe extern "C" fn(H, i32, i32, i32, i32, i32, P, P, i32, i32, P, i32, i32, P, H, i32, i32, i32, i32) -> i32>(
+                "cublasGemmEx",
+            );
         // f64 matrices with f32 compute, f16 output with 64F compute, A/B
         // of different types, 8-bit integers: not in cuBLAS's table (or
         // not here yet).
@@ -105,7 +111,8 @@ fn level_1_2_and_trsm_argument_checks() {
         assert_eq!(trsm(h, 0, 0, 0, 2, 2, 2, p1, x as P, 2, x as H, 2), INVALID, "bad diag");
         assert_eq!(trsm(h, 1, 0, 0, 0, 2, 3, p1, x as P, 2, x as H, 2), INVALID, "lda < n on the right");
         assert_eq!(trsm(h, 0, 0, 0, 0, 3, 2, p1, x as P, 3, x as H, 2), INVALID, "ldb < m");
-        let batched = e.blas.f::<unsafe extern "C" fn(H, i32, i32, i32, i32, i32, i32, P, P, i32, H, i32, i32) -> i32>("cublasStrsmBatched");
+        let batched =
+            e.blas.f::<unsafe extern "C" fn(H, i32, i32, i32, i32, i32, i32, P, P, i32, H, i32, i32) -> i32>("cublasStrsmBatched");
         assert_eq!(batched(h, 0, 0, 0, 0, 2, 2, p1, x as P, 2, x as H, 2, -1), INVALID, "negative batch");
     }
     e.destroy(h);
@@ -201,7 +208,9 @@ fn exports(path: &std::path::Path) -> Vec<(String, String)> {
 
 #[test]
 fn exported_symbols_carry_nvidia_versions() {
-    for (lib, soname) in [("libcublas.so", "libcublas.so.13"), ("libcublas12.so", "libcublas.so.12"), ("libcublasLt.so", "libcublasLt.so.13")] {
+    for (lib, soname) in
+        [("libcublas.so", "libcublas.so.13"), ("libcublas12.so", "libcublas.so.12"), ("libcublasLt.so", "libcublasLt.so.13")]
+    {
         let path = common::built(lib);
         let syms = exports(&path);
         assert!(!syms.is_empty(), "{lib} exports nothing");
@@ -212,7 +221,8 @@ fn exported_symbols_carry_nvidia_versions() {
         assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("Library soname: [{soname}]")), "{lib} soname");
         // Against NVIDIA's own library, where the toolkit has it.
         let tk = std::env::var("ANYCUDA_TOOLKIT").ok().map(std::path::PathBuf::from);
-        let nv = tk.map(|t| if soname.ends_with(".12") { t.join("cu12/cublas/lib").join(soname) } else { t.join("cublas/lib").join(soname) });
+        let nv =
+            tk.map(|t| if soname.ends_with(".12") { t.join("cu12/cublas/lib").join(soname) } else { t.join("cublas/lib").join(soname) });
         if let Some(nv) = nv.filter(|p| p.exists()) {
             let theirs: std::collections::HashMap<String, String> = exports(&nv).into_iter().collect();
             for (n, v) in &syms {

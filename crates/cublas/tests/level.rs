@@ -102,10 +102,22 @@ fn level1_against_reference() {
                     let tag = format!("{p} n={n} incx={incx} incy={incy} device={device}");
                     unsafe {
                         // dot (and dotc for complex)
-                        let dots: Vec<(String, bool)> = if t.complex() { vec![(format!("cublas{p}dotu_v2"), false), (format!("cublas{p}dotc_v2"), true)] } else { vec![(format!("cublas{p}dot_v2"), false)] };
+                        let dots: Vec<(String, bool)> = if t.complex() {
+                            vec![(format!("cublas{p}dotu_v2"), false), (format!("cublas{p}dotc_v2"), true)]
+                        } else {
+                            vec![(format!("cublas{p}dot_v2"), false)]
+                        };
                         for (f, conj) in dots {
                             let mut r = Result::new(t.size(), device);
-                            let st = e.blas.f::<unsafe extern "C" fn(H, i32, P, i32, P, i32, H) -> i32>(&f)(h, n as i32, dx as P, incx as i32, dy as P, incy as i32, r.ptr());
+                            let st = e.blas.f::<unsafe extern "C" fn(H, i32, P, i32, P, i32, H) -> i32>(&f)(
+                                h,
+                                n as i32,
+                                dx as P,
+                                incx as i32,
+                                dy as P,
+                                incy as i32,
+                                r.ptr(),
+                            );
                             let want: C64 = xs.iter().zip(&ys).map(|(a, b)| if conj { a.conj() * b } else { a * b }).sum();
                             let mag: f64 = xs.iter().zip(&ys).map(|(a, b)| a.norm() * b.norm()).sum();
                             let got = t.decode(&r.bytes())[0];
@@ -115,11 +127,26 @@ fn level1_against_reference() {
                         }
                         // nrm2, asum: real results
                         for (f, want) in [
-                            (if t.complex() { format!("cublas{}nrm2_v2", if t == T::C { "Sc" } else { "Dz" }) } else { format!("cublas{p}nrm2_v2") }, xs.iter().map(|v| v.norm_sqr()).sum::<f64>().sqrt()),
-                            (if t.complex() { format!("cublas{}asum_v2", if t == T::C { "Sc" } else { "Dz" }) } else { format!("cublas{p}asum_v2") }, xs.iter().map(|v| v.re.abs() + v.im.abs()).sum::<f64>()),
+                            (
+                                if t.complex() {
+                                    format!("cublas{}nrm2_v2", if t == T::C { "Sc" } else { "Dz" })
+                                } else {
+                                    format!("cublas{p}nrm2_v2")
+                                },
+                                xs.iter().map(|v| v.norm_sqr()).sum::<f64>().sqrt(),
+                            ),
+                            (
+                                if t.complex() {
+                                    format!("cublas{}asum_v2", if t == T::C { "Sc" } else { "Dz" })
+                                } else {
+                                    format!("cublas{p}asum_v2")
+                                },
+                                xs.iter().map(|v| v.re.abs() + v.im.abs()).sum::<f64>(),
+                            ),
                         ] {
                             let mut r = Result::new(rt.size(), device);
-                            let st = e.blas.f::<unsafe extern "C" fn(H, i32, P, i32, H) -> i32>(&f)(h, n as i32, dx as P, incx as i32, r.ptr());
+                            let st =
+                                e.blas.f::<unsafe extern "C" fn(H, i32, P, i32, H) -> i32>(&f)(h, n as i32, dx as P, incx as i32, r.ptr());
                             let got = rt.decode(&r.bytes())[0];
                             // BLAS: a non-positive increment gives 0.
                             let want = if incx <= 0 { 0.0 } else { want };
@@ -128,7 +155,9 @@ fn level1_against_reference() {
                             }
                         }
                         // iamax / iamin (1-based, first of equals), also _64
-                        for (f, min) in [(format!("cublasI{}amax_v2", p.to_lowercase()), false), (format!("cublasI{}amin_v2", p.to_lowercase()), true)] {
+                        for (f, min) in
+                            [(format!("cublasI{}amax_v2", p.to_lowercase()), false), (format!("cublasI{}amin_v2", p.to_lowercase()), true)]
+                        {
                             let mag: Vec<f64> = xs.iter().map(|v| v.re.abs() + v.im.abs()).collect();
                             let mut best = 0;
                             for i in 1..n {
@@ -138,10 +167,17 @@ fn level1_against_reference() {
                             }
                             let want = if incx <= 0 { 0 } else { best as i64 + 1 };
                             let mut r = Result::new(4, device);
-                            let st = e.blas.f::<unsafe extern "C" fn(H, i32, P, i32, H) -> i32>(&f)(h, n as i32, dx as P, incx as i32, r.ptr());
+                            let st =
+                                e.blas.f::<unsafe extern "C" fn(H, i32, P, i32, H) -> i32>(&f)(h, n as i32, dx as P, incx as i32, r.ptr());
                             let got = i32::from_le_bytes(r.bytes()[..4].try_into().unwrap()) as i64;
                             let mut r64 = Result::new(8, device);
-                            let st64 = e.blas.f::<unsafe extern "C" fn(H, i64, P, i64, H) -> i32>(&format!("{f}_64"))(h, n as i64, dx as P, incx, r64.ptr());
+                            let st64 = e.blas.f::<unsafe extern "C" fn(H, i64, P, i64, H) -> i32>(&format!("{f}_64"))(
+                                h,
+                                n as i64,
+                                dx as P,
+                                incx,
+                                r64.ptr(),
+                            );
                             let got64 = i64::from_le_bytes(r64.bytes()[..8].try_into().unwrap());
                             if st != 0 || st64 != 0 || got != want || got64 != want {
                                 failures.push(format!("{f} {tag}: status {st}/{st64}, got {got}/{got64}, want {want}"));
@@ -149,7 +185,15 @@ fn level1_against_reference() {
                         }
                         // axpy on a copy of y
                         let dy2 = e.upload(&t.encode(&y));
-                        let st = e.blas.f::<unsafe extern "C" fn(H, i32, P, P, i32, H, i32) -> i32>(&format!("cublas{p}axpy_v2"))(h, n as i32, pa, dx as P, incx as i32, dy2 as H, incy as i32);
+                        let st = e.blas.f::<unsafe extern "C" fn(H, i32, P, P, i32, H, i32) -> i32>(&format!("cublas{p}axpy_v2"))(
+                            h,
+                            n as i32,
+                            pa,
+                            dx as P,
+                            incx as i32,
+                            dy2 as H,
+                            incy as i32,
+                        );
                         e.sync();
                         let got = t.decode(&e.download::<u8>(dy2, y.len() * t.size()));
                         for i in 0..n {
@@ -161,7 +205,14 @@ fn level1_against_reference() {
                         }
                         // copy and swap
                         let dy3 = e.upload(&t.encode(&y));
-                        let st = e.blas.f::<unsafe extern "C" fn(H, i32, P, i32, H, i32) -> i32>(&format!("cublas{p}copy_v2"))(h, n as i32, dx as P, incx as i32, dy3 as H, incy as i32);
+                        let st = e.blas.f::<unsafe extern "C" fn(H, i32, P, i32, H, i32) -> i32>(&format!("cublas{p}copy_v2"))(
+                            h,
+                            n as i32,
+                            dx as P,
+                            incx as i32,
+                            dy3 as H,
+                            incy as i32,
+                        );
                         e.sync();
                         let got = t.decode(&e.download::<u8>(dy3, y.len() * t.size()));
                         if st != 0 || (0..n).any(|i| got[vidx(i, n, incy)] != xs[i]) {
@@ -169,7 +220,14 @@ fn level1_against_reference() {
                         }
                         let dx4 = e.upload(&t.encode(&x));
                         let dy4 = e.upload(&t.encode(&y));
-                        let st = e.blas.f::<unsafe extern "C" fn(H, i32, H, i32, H, i32) -> i32>(&format!("cublas{p}swap_v2"))(h, n as i32, dx4 as H, incx as i32, dy4 as H, incy as i32);
+                        let st = e.blas.f::<unsafe extern "C" fn(H, i32, H, i32, H, i32) -> i32>(&format!("cublas{p}swap_v2"))(
+                            h,
+                            n as i32,
+                            dx4 as H,
+                            incx as i32,
+                            dy4 as H,
+                            incy as i32,
+                        );
                         e.sync();
                         let gx = t.decode(&e.download::<u8>(dx4, x.len() * t.size()));
                         let gy = t.decode(&e.download::<u8>(dy4, y.len() * t.size()));
@@ -179,7 +237,11 @@ fn level1_against_reference() {
                         // scal (and the real-scalar complex forms)
                         let mut scals = vec![(format!("cublas{p}scal_v2"), t, alpha)];
                         if t.complex() {
-                            scals.push((if t == T::C { "cublasCsscal_v2".into() } else { "cublasZdscal_v2".into() }, rt, C64::new(-1.5, 0.0)));
+                            scals.push((
+                                if t == T::C { "cublasCsscal_v2".into() } else { "cublasZdscal_v2".into() },
+                                rt,
+                                C64::new(-1.5, 0.0),
+                            ));
                         }
                         for (f, at, a) in scals {
                             let mut keep2 = Vec::new();
@@ -255,7 +317,11 @@ fn gemv_and_ger_against_reference() {
                         let (pa, pb) = (scalar(t, alpha, device, &mut keep), scalar(t, beta, device, &mut keep));
                         let (da, dx, dy) = (e.upload(&t.encode(&a)), e.upload(&t.encode(&x)), e.upload(&t.encode(&y)));
                         let st = unsafe {
-                            e.blas.f::<unsafe extern "C" fn(H, i32, i32, i32, P, P, i32, P, i32, P, H, i32) -> i32>(&format!("cublas{p}gemv_v2"))(h, trans, m as i32, n as i32, pa, da as P, lda as i32, dx as P, incx as i32, pb, dy as H, incy as i32)
+                            e.blas.f::<unsafe extern "C" fn(H, i32, i32, i32, P, P, i32, P, i32, P, H, i32) -> i32>(&format!(
+                                "cublas{p}gemv_v2"
+                            ))(
+                                h, trans, m as i32, n as i32, pa, da as P, lda as i32, dx as P, incx as i32, pb, dy as H, incy as i32
+                            )
                         };
                         e.sync();
                         let got = t.decode(&e.download::<u8>(dy, y.len() * t.size()));
@@ -277,11 +343,28 @@ fn gemv_and_ger_against_reference() {
                             }
                         }
                         // ger / geru / gerc
-                        let gers: Vec<(String, bool)> = if t.complex() { vec![(format!("cublas{p}geru_v2"), false), (format!("cublas{p}gerc_v2"), true)] } else { vec![(format!("cublas{p}ger_v2"), false)] };
+                        let gers: Vec<(String, bool)> = if t.complex() {
+                            vec![(format!("cublas{p}geru_v2"), false), (format!("cublas{p}gerc_v2"), true)]
+                        } else {
+                            vec![(format!("cublas{p}ger_v2"), false)]
+                        };
                         for (f, conj) in gers {
                             let (gx, gy) = (t.random(vlen(m, incx), &mut rng), t.random(vlen(n, incy), &mut rng));
                             let (dgx, dgy, da2) = (e.upload(&t.encode(&gx)), e.upload(&t.encode(&gy)), e.upload(&t.encode(&a)));
-                            let st = unsafe { e.blas.f::<unsafe extern "C" fn(H, i32, i32, P, P, i32, P, i32, H, i32) -> i32>(&f)(h, m as i32, n as i32, pa, dgx as P, incx as i32, dgy as P, incy as i32, da2 as H, lda as i32) };
+                            let st = unsafe {
+                                e.blas.f::<unsafe extern "C" fn(H, i32, i32, P, P, i32, P, i32, H, i32) -> i32>(&f)(
+                                    h,
+                                    m as i32,
+                                    n as i32,
+                                    pa,
+                                    dgx as P,
+                                    incx as i32,
+                                    dgy as P,
+                                    incy as i32,
+                                    da2 as H,
+                                    lda as i32,
+                                )
+                            };
                             e.sync();
                             let got = t.decode(&e.download::<u8>(da2, a.len() * t.size()));
                             'g: for j in 0..n {
@@ -294,7 +377,10 @@ fn gemv_and_ger_against_reference() {
                                         a[idx]
                                     };
                                     if st != 0 || !close(got[idx], want, 4.0 * u * (a[idx].norm() + 4.0)) {
-                                        failures.push(format!("{f} incx={incx} incy={incy} device={device}: status {st}, A[{i},{j}] = {}, want {want}", got[idx]));
+                                        failures.push(format!(
+                                            "{f} incx={incx} incy={incy} device={device}: status {st}, A[{i},{j}] = {}, want {want}",
+                                            got[idx]
+                                        ));
                                         break 'g;
                                     }
                                 }
@@ -343,7 +429,7 @@ fn trsm_and_trsm_batched_against_reference() {
                             let (m, n) = (7usize, 5usize);
                             let na = if side == 0 { m } else { n };
                             let (lda, ldb) = (na + 2, m + 1);
-                            let count = if batched { 3 } else { 1 };
+                            let count: usize = if batched { 3 } else { 1 };
                             let alpha = t.round(C64::new(1.5, if t.complex() { -0.5 } else { 0.0 }));
                             let mut keep = Vec::new();
                             let pa = scalar(t, alpha, device, &mut keep);
@@ -359,9 +445,40 @@ fn trsm_and_trsm_batched_against_reference() {
                                 if batched {
                                     let arr_a = e.upload(&dev.iter().map(|d| d.0).collect::<Vec<u64>>());
                                     let arr_b = e.upload(&dev.iter().map(|d| d.1).collect::<Vec<u64>>());
-                                    e.blas.f::<unsafe extern "C" fn(H, i32, i32, i32, i32, i32, i32, P, P, i32, H, i32, i32) -> i32>(&format!("cublas{p}trsmBatched"))(h, side, uplo, trans, diag, m as i32, n as i32, pa, arr_a as P, lda as i32, arr_b as H, ldb as i32, count as i32)
+                                    e.blas.f::<unsafe extern "C" fn(H, i32, i32, i32, i32, i32, i32, P, P, i32, H, i32, i32) -> i32>(
+                                        &format!("cublas{p}trsmBatched"),
+                                    )(
+                                        h,
+                                        side,
+                                        uplo,
+                                        trans,
+                                        diag,
+                                        m as i32,
+                                        n as i32,
+                                        pa,
+                                        arr_a as P,
+                                        lda as i32,
+                                        arr_b as H,
+                                        ldb as i32,
+                                        count as i32,
+                                    )
                                 } else {
-                                    e.blas.f::<unsafe extern "C" fn(H, i32, i32, i32, i32, i64, i64, P, P, i64, H, i64) -> i32>(&format!("cublas{p}trsm_v2_64"))(h, side, uplo, trans, diag, m as i64, n as i64, pa, dev[0].0 as P, lda as i64, dev[0].1 as H, ldb as i64)
+                                    e.blas.f::<unsafe extern "C" fn(H, i32, i32, i32, i32, i64, i64, P, P, i64, H, i64) -> i32>(&format!(
+                                        "cublas{p}trsm_v2_64"
+                                    ))(
+                                        h,
+                                        side,
+                                        uplo,
+                                        trans,
+                                        diag,
+                                        m as i64,
+                                        n as i64,
+                                        pa,
+                                        dev[0].0 as P,
+                                        lda as i64,
+                                        dev[0].1 as H,
+                                        ldb as i64,
+                                    )
                                 }
                             };
                             e.sync();
@@ -459,7 +576,10 @@ fn work_is_ordered_on_the_handle_stream() {
         let mut alpha_host = 4.0f32;
         let beta_host = 0.0f32;
         assert_eq!(launch(stream, slow_write, (args as *mut (u64, u64)).cast()), 0);
-        assert_eq!(sgemm(h, 0, 0, 1, 1, 1, (&alpha_host as *const f32).cast(), a as P, 1, b as P, 1, (&beta_host as *const f32).cast(), c as H, 1), 0);
+        assert_eq!(
+            sgemm(h, 0, 0, 1, 1, 1, (&alpha_host as *const f32).cast(), a as P, 1, b as P, 1, (&beta_host as *const f32).cast(), c as H, 1),
+            0
+        );
         alpha_host = 100.0;
         let _ = alpha_host;
         // Not yet run: the host function still sleeps.
@@ -469,7 +589,12 @@ fn work_is_ordered_on_the_handle_stream() {
         // A host-mode reduction result is there when the call returns.
         assert_eq!(launch(stream, slow_write, (args as *mut (u64, u64)).cast()), 0);
         let mut dot = 0f32;
-        assert_eq!(e.blas.f::<unsafe extern "C" fn(H, i32, P, i32, P, i32, *mut f32) -> i32>("cublasSdot_v2")(h, 1, a as P, 1, b as P, 1, &mut dot), 0);
+        assert_eq!(
+            e.blas.f::<unsafe extern "C" fn(H, i32, P, i32, P, i32, *mut f32) -> i32>("cublasSdot_v2")(
+                h, 1, a as P, 1, b as P, 1, &mut dot
+            ),
+            0
+        );
         assert_eq!(dot, 10.0);
         e.destroy(h);
         assert_eq!(e.cuda.f::<unsafe extern "C" fn(H) -> i32>("cuStreamDestroy_v2")(stream), 0);

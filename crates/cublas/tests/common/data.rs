@@ -73,7 +73,9 @@ impl T {
                 T::BF => C64::new(bf16::from_le_bytes([c[0], c[1]]).to_f64(), 0.0),
                 T::S => C64::new(f32::from_le_bytes(c.try_into().unwrap()) as f64, 0.0),
                 T::D => C64::new(f64::from_le_bytes(c.try_into().unwrap()), 0.0),
-                T::C => C64::new(f32::from_le_bytes(c[..4].try_into().unwrap()) as f64, f32::from_le_bytes(c[4..].try_into().unwrap()) as f64),
+                T::C => {
+                    C64::new(f32::from_le_bytes(c[..4].try_into().unwrap()) as f64, f32::from_le_bytes(c[4..].try_into().unwrap()) as f64)
+                }
                 T::Z => C64::new(f64::from_le_bytes(c[..8].try_into().unwrap()), f64::from_le_bytes(c[8..].try_into().unwrap())),
             })
             .collect()
@@ -108,7 +110,23 @@ pub fn op_at(x: &[C64], ld: usize, op: i32, i: usize, j: usize) -> C64 {
 /// adding beta C adds `u (|alpha ab| + |beta c|)`, and storing the result
 /// rounds once more by `eps_out |result|`.
 #[allow(clippy::too_many_arguments)]
-pub fn reference(m: usize, n: usize, k: usize, alpha: C64, a: &[C64], lda: usize, ta: i32, b: &[C64], ldb: usize, tb: i32, beta: C64, c: &[C64], ldc: usize, u: f64, eps_out: f64) -> Vec<(C64, f64)> {
+pub fn reference(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: C64,
+    a: &[C64],
+    lda: usize,
+    ta: i32,
+    b: &[C64],
+    ldb: usize,
+    tb: i32,
+    beta: C64,
+    c: &[C64],
+    ldc: usize,
+    u: f64,
+    eps_out: f64,
+) -> Vec<(C64, f64)> {
     let mut out = Vec::with_capacity(m * n);
     for j in 0..n {
         for i in 0..m {
