@@ -652,32 +652,6 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
     }
 
-    /// Warp mode: for each lane the value of element `src[l].1` of lane
-    /// `src[l].0`, from the element vectors `vecs` (constant shuffles).
-    fn shuffle_lanes(&mut self, src: &[(u32, u32); W], vec_of: &mut dyn FnMut(&mut Self, u32) -> V) -> V {
-        let mut order: Vec<u32> = Vec::new();
-        for &(_, e) in src {
-            if !order.contains(&e) {
-                order.push(e);
-            }
-        }
-        let first = vec_of(self, order[0]);
-        let identity = src.iter().enumerate().all(|(l, &(sl, se))| sl as usize == l && se == order[0]);
-        if identity {
-            return first;
-        }
-        let t = first.ty;
-        let mask = |f: &dyn Fn(usize) -> String| -> String { (0..W).map(|l| format!("i32 {}", f(l))).collect::<Vec<_>>().join(", ") };
-        let m0 = mask(&|l| if src[l].1 == order[0] { src[l].0.to_string() } else { "poison".to_string() });
-        let mut acc = self.out.def(t, format_args!("shufflevector {first}, {} poison, <{W} x i32> <{m0}>", first.type_name()));
-        for &e in &order[1..] {
-            let v = vec_of(self, e);
-            let m = mask(&|l| if src[l].1 == e { (W as u32 + src[l].0).to_string() } else { l.to_string() });
-            acc = self.out.def(t, format_args!("shufflevector {acc}, {v}, <{W} x i32> <{m}>"));
-        }
-        acc
-    }
-
     /// The registers of D.
     fn product(&mut self, p: &MatrixProduct, x: &Exchange) -> Res<Vec<V>> {
         let ai = p.a.index();
@@ -690,48 +664,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let mut results: Vec<V> = Vec::with_capacity(nd);
         match x {
             Exchange::Vectors { a, b, c } => {
-                let mut cache: HashMap<(u8, u32), V> = HashMap::new();
-                for e in 0..nd {
-                    let dpos = p.d.pos[e];
-                    let mut csrc = [(0u32, 0u32); W];
-                    for l in 0..W {
-                        let pos = dpos[l];
-                        csrc[l] = match source(&ci, pos) {
-                            Some(s) => s,
-                            None => return self.invalid("mma fragments do not cover C"),
-                        };
-                    }
-                    let mut acc = {
-                        let mut get = |s: &mut Self, el: u32| s.fragment_element(&mut cache, 2, c, &p.c, el, p.d.elem);
-                        self.shuffle_lanes(&csrc, &mut get)
-                    };
-                    for k in 0..p.k {
-                        let mut asrc = [(0u32, 0u32); W];
-                        let mut bsrc = [(0u32, 0u32); W];
-                        for l in 0..W {
-                            let pos = dpos[l];
-                            let pa = Pos { batch: pos.batch, row: pos.row, col: k as u16 };
-                            let pb = Pos { batch: pos.batch, row: k as u16, col: pos.col };
-                            match (source(&ai, pa), source(&bi, pb)) {
-                                (Some(sa), Some(sb)) => {
-                                    asrc[l] = sa;
-                                    bsrc[l] = sb;
-                                }
-                                _ => return self.invalid("mma fragments do not cover A and B"),
-                            }
-                        }
-                        let av = {
-                            let mut get = |s: &mut Self, el: u32| s.fragment_element(&mut cache, 0, a, &p.a, el, p.a.elem);
-                            self.shuffle_lanes(&asrc, &mut get)
-                        };
-                        let bv = {
-                            let mut get = |s: &mut Self, el: u32| s.fragment_element(&mut cache, 1, b, &p.b, el, p.b.elem);
-                            self.shuffle_lanes(&bsrc, &mut get)
-                        };
-                        acc = self.accumulate(p.combine, &acc, &av, &bv, cty);
-                    }
-                    results.push(acc);
-                }
+                results = self.warp_product(p, a, b, c)?;
             }
             Exchange::Snapshot { snap, lane, slots } => {
                 let (na, nb) = (p.a.regs, p.b.regs);
@@ -816,6 +749,168 @@ impl<'c, 'm> FnLower<'c, 'm> {
             regs.push(acc.unwrap_or_else(|| V::int(rty, 0)));
         }
         Ok(regs)
+    }
+
+    /// Warp mode: the whole warp's product as one small matrix product.
+    /// Each fragment element vector (converted once) is stored whole; the
+    /// rows of B and C are gathered from those with constant indices;
+    /// each row of D is its row of C plus the products in increasing k as
+    /// vectors across the row (`<N x T>` fused multiply-adds of a
+    /// broadcast A element and a row of B); D's fragment elements are
+    /// gathered back per lane.
+    fn warp_product(&mut self, p: &MatrixProduct, a: &[V], b: &[V], c: &[V]) -> Res<Vec<V>> {
+        let cty = p.a.elem.compute_ty();
+        let t = cty.name();
+        let batches = p.d.pos.iter().flat_map(|l| l.iter().map(|q| q.batch)).max().unwrap_or(0) as usize + 1;
+        let rows = p.d.pos.iter().flat_map(|l| l.iter().map(|q| q.row)).max().unwrap_or(0) as usize + 1;
+        let cols = p.d.pos.iter().flat_map(|l| l.iter().map(|q| q.col)).max().unwrap_or(0) as usize + 1;
+        let k = p.k as usize;
+        let mut cache: HashMap<(u8, u32), V> = HashMap::new();
+        // Element vectors, stored whole: element e of lane l at e * 32 + l.
+        let mut staged = Vec::new();
+        for (which, f, regs, target) in [(0u8, &p.a, a, p.a.elem), (1, &p.b, b, p.b.elem), (2, &p.c, c, p.d.elem)] {
+            let buf = self.out.alloca(&format!("[{} x {t}]", f.pos.len() * W), 64);
+            for e in 0..f.pos.len() {
+                let v = self.fragment_element(&mut cache, which, regs, f, e as u32, target);
+                let ptr = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr {t}, ptr {buf}, i64 {}", e * W));
+                self.out.op(format_args!("store {v}, {ptr}"));
+            }
+            staged.push((buf, f.index()));
+        }
+        let slot = |idx: &HashMap<Pos, (u32, u32)>, q: Pos| -> Option<usize> { idx.get(&q).map(|&(l, e)| e as usize * W + l as usize) };
+        // B's rows (k by k) in a buffer; A's elements through a table.
+        let bbuf = self.out.alloca(&format!("[{} x {t}]", batches * k * cols), 64);
+        let mut atab = Vec::with_capacity(batches * rows * k);
+        for bt in 0..batches {
+            for kk in 0..k {
+                let mut idx = Vec::with_capacity(cols);
+                for j in 0..cols {
+                    let q = Pos { batch: bt as u8, row: kk as u16, col: j as u16 };
+                    let Some(i) = slot(&staged[1].1, q) else { return self.invalid("mma fragments do not cover B") };
+                    idx.push(i);
+                }
+                let row = self.gather_const(&staged[1].0, cty, &idx);
+                let ptr = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr {t}, ptr {bbuf}, i64 {}", (bt * k + kk) * cols));
+                self.out.op(format_args!("store <{cols} x {t}> {row}, {ptr}"));
+            }
+            for r in 0..rows {
+                for kk in 0..k {
+                    let q = Pos { batch: bt as u8, row: r as u16, col: kk as u16 };
+                    let Some(i) = slot(&staged[0].1, q) else { return self.invalid("mma fragments do not cover A") };
+                    atab.push(i as u32);
+                }
+            }
+        }
+        let atab = self.constant_table(&atab);
+        let dbuf = self.out.alloca(&format!("[{} x {t}]", batches * rows * cols), 64);
+        let vt = format!("<{cols} x {t}>");
+        for r in 0..batches * rows {
+            let (bt, row) = (r / rows, r % rows);
+            let mut idx = Vec::with_capacity(cols);
+            for j in 0..cols {
+                let q = Pos { batch: bt as u8, row: row as u16, col: j as u16 };
+                let Some(i) = slot(&staged[2].1, q) else { return self.invalid("mma fragments do not cover C") };
+                idx.push(i);
+            }
+            let acc0 = self.gather_const(&staged[2].0, cty, &idx);
+            let (pre, body, done) = (self.out.fresh_label("wkpre"), self.out.fresh_label("wk"), self.out.fresh_label("wkdone"));
+            self.out.terminate(format_args!("br label %{pre}"));
+            self.out.label(&pre);
+            self.out.terminate(format_args!("br label %{body}"));
+            self.out.label(&body);
+            let (kn, accn, kk, acc) = (self.out.fresh("kn"), self.out.fresh("accn"), self.out.fresh("k"), self.out.fresh("acc"));
+            self.out.op(format_args!("{kk} = phi i64 [0, %{pre}], [{kn}, %{body}]"));
+            self.out.op(format_args!("{acc} = phi {vt} [{acc0}, %{pre}], [{accn}, %{body}]"));
+            let (ti, tp, ai, ap, ax, ins, asp) =
+                (self.out.fresh("ti"), self.out.fresh("tp"), self.out.fresh("ai"), self.out.fresh("ap"), self.out.fresh("ax"), self.out.fresh("ins"), self.out.fresh("asp"));
+            self.out.op(format_args!("{ti} = add i64 {kk}, {}", r * k));
+            self.out.op(format_args!("{tp} = getelementptr i32, ptr {atab}, i64 {ti}"));
+            self.out.op(format_args!("{ai} = load i32, ptr {tp}, align 4"));
+            self.out.op(format_args!("{ap} = getelementptr {t}, ptr {}, i32 {ai}", staged[0].0));
+            self.out.op(format_args!("{ax} = load {t}, ptr {ap}"));
+            self.out.op(format_args!("{ins} = insertelement {vt} poison, {t} {ax}, i32 0"));
+            self.out.op(format_args!("{asp} = shufflevector {vt} {ins}, {vt} poison, <{cols} x i32> zeroinitializer"));
+            let (bi, bi2, bp, brow) = (self.out.fresh("bi"), self.out.fresh("bi"), self.out.fresh("bp"), self.out.fresh("brow"));
+            self.out.op(format_args!("{bi} = mul i64 {kk}, {cols}"));
+            self.out.op(format_args!("{bi2} = add i64 {bi}, {}", bt * k * cols));
+            self.out.op(format_args!("{bp} = getelementptr {t}, ptr {bbuf}, i64 {bi2}"));
+            self.out.op(format_args!("{brow} = load {vt}, ptr {bp}, align 4"));
+            match p.combine {
+                Combine::Float(rd) if cty == Ty::Double && rd != Rounding::Rn => {
+                    let f = self.directed_row_fma(cols, rd);
+                    self.out.op(format_args!("{accn} = call {vt} @{f}({vt} {asp}, {vt} {brow}, {vt} {acc})"));
+                }
+                Combine::Float(_) => {
+                    let f = format!("llvm.fma.v{cols}{}", cty.scalar_suffix());
+                    self.cx.declare(&f, &format!("declare {vt} @{f}({vt}, {vt}, {vt})"));
+                    self.out.op(format_args!("{accn} = call {vt} @{f}({vt} {asp}, {vt} {brow}, {vt} {acc})"));
+                }
+                Combine::Int { .. } => {
+                    let m = self.out.fresh("m");
+                    self.out.op(format_args!("{m} = mul {vt} {asp}, {brow}"));
+                    self.out.op(format_args!("{accn} = add {vt} {acc}, {m}"));
+                }
+                Combine::Bits { and } => {
+                    let (x, n) = (self.out.fresh("x"), self.out.fresh("n"));
+                    self.out.op(format_args!("{x} = {} {vt} {asp}, {brow}", if and { "and" } else { "xor" }));
+                    let f = format!("llvm.ctpop.v{cols}i64");
+                    self.cx.declare(&f, &format!("declare {vt} @{f}({vt})"));
+                    self.out.op(format_args!("{n} = call {vt} @{f}({vt} {x})"));
+                    self.out.op(format_args!("{accn} = add {vt} {acc}, {n}"));
+                }
+            }
+            self.out.op(format_args!("{kn} = add i64 {kk}, 1"));
+            let more = self.out.fresh("more");
+            self.out.op(format_args!("{more} = icmp ult i64 {kn}, {k}"));
+            self.out.terminate(format_args!("br i1 {more}, label %{body}, label %{done}"));
+            self.out.label(&done);
+            let rowp = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr {t}, ptr {dbuf}, i64 {}", r * cols));
+            self.out.op(format_args!("store {vt} {accn}, {rowp}, align 4"));
+        }
+        // D's elements per lane.
+        let mut results = Vec::new();
+        for lanes in &p.d.pos {
+            let idx: Vec<usize> = lanes.iter().map(|q| (q.batch as usize * rows + q.row as usize) * cols + q.col as usize).collect();
+            let v = self.gather_const(&dbuf, cty, &idx);
+            results.push(V::new(cty, v));
+        }
+        Ok(results)
+    }
+
+    /// `<n x ty>` loaded from `base` at the constant element indices `idx`.
+    fn gather_const(&mut self, base: &str, ty: Ty, idx: &[usize]) -> String {
+        let n = idx.len();
+        let t = ty.name();
+        let list: Vec<String> = idx.iter().map(|i| format!("i64 {i}")).collect();
+        let ptrs = self.out.fresh("gp");
+        self.out.op(format_args!("{ptrs} = getelementptr {t}, ptr {base}, <{n} x i64> <{}>", list.join(", ")));
+        let sfx = ty.scalar_suffix();
+        let g = format!("llvm.masked.gather.v{n}{sfx}.v{n}p0");
+        self.cx.declare(&g, &format!("declare <{n} x {t}> @{g}(<{n} x ptr>, i32, <{n} x i1>, <{n} x {t}>)"));
+        let v = self.out.fresh("g");
+        let align = ty.bits() / 8;
+        self.out.op(format_args!("{v} = call <{n} x {t}> @{g}(<{n} x ptr> {ptrs}, i32 {align}, <{n} x i1> splat (i1 true), <{n} x {t}> poison)"));
+        v
+    }
+
+    /// A `<n x double>` fused multiply-add in a directed rounding mode.
+    fn directed_row_fma(&mut self, n: usize, r: Rounding) -> String {
+        let rm = match r {
+            Rounding::Rz => 0,
+            Rounding::Rp => 2,
+            Rounding::Rm => 3,
+            _ => 1,
+        };
+        let name = format!("__anycuda_fma_v{n}f64_{r}");
+        let intr = format!("llvm.experimental.constrained.fma.v{n}f64");
+        let vt = format!("<{n} x double>");
+        self.cx.declare(&intr, &format!("declare {vt} @{intr}({vt}, {vt}, {vt}, metadata, metadata)"));
+        self.cx.declare("llvm.set.rounding", "declare void @llvm.set.rounding(i32)");
+        let text = format!(
+            "define internal {vt} @{name}({vt} %a, {vt} %b, {vt} %c) #1 {{\n  call void @llvm.set.rounding(i32 {rm}) #1\n  %r = call {vt} @{intr}({vt} %a, {vt} %b, {vt} %c, metadata !\"round.dynamic\", metadata !\"fpexcept.ignore\") #1\n  call void @llvm.set.rounding(i32 1) #1\n  ret {vt} %r\n}}\n"
+        );
+        self.cx.helper(&name, || text);
+        name
     }
 
     /// A fragment element as a compute value, per register vector (warp
@@ -998,7 +1093,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 }
             };
         }
-        let mask = self.mask();
+        // Every lane: the instructions are `.aligned` (a warp whose lanes do
+        // not all execute them is undefined behaviour), and an unmasked
+        // gather or scatter needs no branch per lane where the target has
+        // no instruction for it.
+        let mask = format!("<{W} x i1> splat (i1 true)");
         let sfx = ty.suffix();
         match value {
             None => {
