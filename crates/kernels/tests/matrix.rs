@@ -515,3 +515,111 @@ fn mma_every_shape_and_type_matches_the_isa_model_in_both_modes() {
         }
     }
 }
+
+// ---- ldmatrix, stmatrix, movmatrix, cp.async, mbarrier (ptx/matrix.ptx) ----------------
+
+fn program(warp: bool) -> Program {
+    Program::from_file_with("matrix.ptx", &mode(warp)).expect("compiles")
+}
+
+/// Element (r, c) of 8x8 b16 matrix `m` of a warp's input, as the kernel
+/// lays it out: row r of matrix m is lane (8m + r)'s 16 bytes.
+fn in_elem(input: &[u16], warp: usize, m: usize, r: usize, c: usize) -> u32 {
+    u32::from(input[(warp * 32 + m * 8 + r) * 8 + c])
+}
+
+#[test]
+fn ldmatrix_stmatrix_movmatrix_follow_the_isa_layouts() {
+    for warp in [false, true] {
+        let p = program(warp);
+        let k = p.kernel("ldst_matrix").expect("kernel");
+        let mut rng = Rng(77);
+        let warps = 2usize;
+        let n = warps * 32;
+        let mut input: Vec<u16> = (0..n * 8).map(|_| rng.u32() as u16).collect();
+        let mut out = vec![0u32; n * 12 + n * 8];
+        launch(exec(), k, [1, 1, 1], [n as u32, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut input)), Arg::Buf(as_bytes(&mut out))])
+            .expect("params")
+            .expect("launch");
+        for w in 0..warps {
+            for l in 0..32usize {
+                let o = &out[(w * 32 + l) * 12..(w * 32 + l + 1) * 12];
+                // "Each thread in a warp loads fragments of a row ... A group of
+                // four threads loads an entire row": row l/4, columns 2(l%4), +1.
+                let plain = |m: usize| in_elem(&input, w, m, l / 4, 2 * (l % 4)) | in_elem(&input, w, m, l / 4, 2 * (l % 4) + 1) << 16;
+                // .trans: the matrix loaded column-major.
+                let trans = |m: usize| in_elem(&input, w, m, 2 * (l % 4), l / 4) | in_elem(&input, w, m, 2 * (l % 4) + 1, l / 4) << 16;
+                for m in 0..4 {
+                    assert_eq!(o[m], plain(m), "ldmatrix.x4 warp mode {warp}: warp {w} lane {l} matrix {m}");
+                    assert_eq!(o[4 + m], trans(m), "ldmatrix.x4.trans warp mode {warp}: warp {w} lane {l} matrix {m}");
+                }
+                assert_eq!([o[8], o[9], o[10]], [plain(0), plain(1), plain(0)], "ldmatrix .x2/.x1 warp mode {warp}: lane {l}");
+                // movmatrix of matrix 0's fragment: the transpose's fragment.
+                assert_eq!(o[11], trans(0), "movmatrix warp mode {warp}: warp {w} lane {l}");
+            }
+            // stmatrix .x4 of the transposed fragments stores the transposes;
+            // stmatrix .x4.trans of the plain ones stores them transposed too.
+            let stored = &out[n * 12..];
+            for m in 0..4 {
+                for r in 0..8 {
+                    for c in 0..8 {
+                        let row = w * 32 + m * 8 + r;
+                        let word = |area: usize| stored[row * 8 + area * 4 + c / 2] >> (16 * (c % 2)) & 0xffff;
+                        let want = in_elem(&input, w, m, c, r);
+                        assert_eq!(word(0), want, "stmatrix warp mode {warp}: warp {w} matrix {m} ({r},{c})");
+                        assert_eq!(word(1), want, "stmatrix.trans warp mode {warp}: warp {w} matrix {m} ({r},{c})");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn cp_async_copies_sizes_zero_fill_and_ignore_src() {
+    for warp in [false, true] {
+        let p = program(warp);
+        let k = p.kernel("cp_async_sizes").expect("kernel");
+        let n = 128usize;
+        let mut input: Vec<u8> = (0..n * 32).map(|i| (i * 7 + 1) as u8).collect();
+        let mut out = vec![0u8; n * 32];
+        launch(exec(), k, [1, 1, 1], [n as u32, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut input)), Arg::Buf(as_bytes(&mut out))])
+            .expect("params")
+            .expect("launch");
+        for t in 0..n {
+            let src = &input[t * 32..t * 32 + 32];
+            let got = &out[t * 32..t * 32 + 32];
+            let mut want = [0u8; 32];
+            // 4 bytes, src-size t % 5 (at most the copy size).
+            let k4 = (t % 5).min(4);
+            want[..k4].copy_from_slice(&src[..k4]);
+            // bytes 4..8 are not written: the fill pattern stays.
+            want[4..8].copy_from_slice(&0xdead_beefu32.to_le_bytes());
+            // 8 bytes, ignore-src for odd threads.
+            if t % 2 == 0 {
+                want[8..16].copy_from_slice(&src[8..16]);
+            }
+            // 16 bytes, src-size t % 17.
+            let k16 = t % 17;
+            want[16..16 + k16].copy_from_slice(&src[16..16 + k16]);
+            assert_eq!(got, &want[..], "thread {t}, warp mode {warp}");
+        }
+    }
+}
+
+#[test]
+fn mbarrier_phases_parity_pending_counts_and_transactions() {
+    for warp in [false, true] {
+        let p = program(warp);
+        let k = p.kernel("mbar_phases").expect("kernel");
+        for n in [32usize, 128, 96] {
+            let mut out = vec![u32::MAX; 2 * n + 4];
+            launch(exec(), k, [2, 1, 1], [n as u32, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch");
+            for t in 0..n {
+                assert_eq!(out[t], ((t + 32) % n) as u32 * 3, "phase 0, thread {t} of {n}, warp mode {warp}");
+                assert_eq!(out[n + t], ((t + 64) % n) as u32 * 5, "phase 1, thread {t} of {n}, warp mode {warp}");
+            }
+            assert_eq!(&out[2 * n..], &[5, 0, 1, 2], "pending count, tx wait before/after, count after drop; warp mode {warp}");
+        }
+    }
+}
