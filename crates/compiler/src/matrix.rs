@@ -540,11 +540,15 @@ impl<'c, 'm> FnLower<'c, 'm> {
             [d, c] if wmma => [*d, Type::F16, Type::F16, *c],
             _ => return self.invalid(format!("`{}` needs its D, A, B and C types", self.describe(inst))),
         };
-        let layouts: Vec<bool> = b.mods(inst).iter().filter_map(|m| match m {
-            Modifier::Flag(Flag::Row) => Some(true),
-            Modifier::Flag(Flag::Col) => Some(false),
-            _ => None,
-        }).collect();
+        let layouts: Vec<bool> = b
+            .mods(inst)
+            .iter()
+            .filter_map(|m| match m {
+                Modifier::Flag(Flag::Row) => Some(true),
+                Modifier::Flag(Flag::Col) => Some(false),
+                _ => None,
+            })
+            .collect();
         let row_major = [layouts.first().copied().unwrap_or(true), layouts.get(1).copied().unwrap_or(false)];
         let combine = if inst.has(b, Flag::Popc) {
             Combine::Bits { and: inst.has(b, Flag::And) }
@@ -702,7 +706,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     let base = e * per_e;
                     let craw = self.snapshot_element(snap, &tab, &V::int(Ty::I32, base as i128), lane, p.c.elem.bits());
                     let acc0 = self.element_value(&craw, p.c.elem);
-                    let acc0 = self.to_compute(&acc0, p.c.elem, cty);
+                    let acc0 = self.as_compute(&acc0, cty);
                     // A loop over k with the accumulator in a phi.
                     let (pre, body, done) = (self.out.fresh_label("kpre"), self.out.fresh_label("k"), self.out.fresh_label("kdone"));
                     self.out.terminate(format_args!("br label %{pre}"));
@@ -821,8 +825,15 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let (kn, accn, kk, acc) = (self.out.fresh("kn"), self.out.fresh("accn"), self.out.fresh("k"), self.out.fresh("acc"));
             self.out.op(format_args!("{kk} = phi i64 [0, %{pre}], [{kn}, %{body}]"));
             self.out.op(format_args!("{acc} = phi {vt} [{acc0}, %{pre}], [{accn}, %{body}]"));
-            let (ti, tp, ai, ap, ax, ins, asp) =
-                (self.out.fresh("ti"), self.out.fresh("tp"), self.out.fresh("ai"), self.out.fresh("ap"), self.out.fresh("ax"), self.out.fresh("ins"), self.out.fresh("asp"));
+            let (ti, tp, ai, ap, ax, ins, asp) = (
+                self.out.fresh("ti"),
+                self.out.fresh("tp"),
+                self.out.fresh("ai"),
+                self.out.fresh("ap"),
+                self.out.fresh("ax"),
+                self.out.fresh("ins"),
+                self.out.fresh("asp"),
+            );
             self.out.op(format_args!("{ti} = add i64 {kk}, {}", r * k));
             self.out.op(format_args!("{tp} = getelementptr i32, ptr {atab}, i64 {ti}"));
             self.out.op(format_args!("{ai} = load i32, ptr {tp}, align 4"));
@@ -889,7 +900,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.cx.declare(&g, &format!("declare <{n} x {t}> @{g}(<{n} x ptr>, i32, <{n} x i1>, <{n} x {t}>)"));
         let v = self.out.fresh("g");
         let align = ty.bits() / 8;
-        self.out.op(format_args!("{v} = call <{n} x {t}> @{g}(<{n} x ptr> {ptrs}, i32 {align}, <{n} x i1> splat (i1 true), <{n} x {t}> poison)"));
+        self.out.op(format_args!(
+            "{v} = call <{n} x {t}> @{g}(<{n} x ptr> {ptrs}, i32 {align}, <{n} x i1> splat (i1 true), <{n} x {t}> poison)"
+        ));
         v
     }
 
@@ -921,12 +934,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         let raw = self.element_bits(&regs[(e / f.per_reg) as usize], e, f);
         let v = self.element_value(&raw, f.elem);
-        let v = if which == 2 { self.to_compute(&v, f.elem, target_compute(target, f.elem)) } else { v };
+        let v = if which == 2 { self.as_compute(&v, target_compute(target, f.elem)) } else { v };
         cache.insert((which, e), v.clone());
         v
     }
 
-    fn to_compute(&mut self, v: &V, _from: Elem, cty: Ty) -> V {
+    fn as_compute(&mut self, v: &V, cty: Ty) -> V {
         if v.ty == cty {
             return v.clone();
         }
@@ -1411,7 +1424,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             if store {
                 for (j, &e) in elems.iter().enumerate() {
                     let a = offset_of(self, e);
-                    let v = if j == 0 { regs_in[r].clone() } else { self.bin("lshr", &regs_in[r], &V::int(rty, (j as u32 * bits) as i128)) };
+                    let v =
+                        if j == 0 { regs_in[r].clone() } else { self.bin("lshr", &regs_in[r], &V::int(rty, (j as u32 * bits) as i128)) };
                     let v = self.trunc(&v, ety);
                     self.lane_access(&a, ety, Some(&v));
                 }

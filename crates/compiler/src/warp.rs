@@ -495,7 +495,7 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
 /// `mbarrier.init [a], n`, `wmma.load` and `wmma.store`), an address there
 /// is a source.
 pub(crate) fn writes_first(b: &Body, inst: &Instruction) -> bool {
-    writes_first_operand(inst.op) && !b.args(inst).first().is_some_and(|a| a.address().is_some())
+    writes_first_operand(inst.op) && b.args(inst).first().is_none_or(|a| a.address().is_none())
 }
 
 /// Whether an opcode's first operand is a destination.

@@ -333,9 +333,16 @@ fn main() {
             let (mut aa, mut bb) = (DeviceVec::from_slice(&a16), DeviceVec::from_slice(&b16));
             let mut cc = DeviceVec::from_slice(&vec![0f32; n * n]);
             let mut ours_run = || {
-                launch(exec, k, [(n / 32) as u32, (n / 32) as u32, 1], [128, 1, 1], 0, &mut [Arg::U32(n as u32), aa.arg(), bb.arg(), cc.arg()])
-                    .expect("params")
-                    .expect("launch");
+                launch(
+                    exec,
+                    k,
+                    [(n / 32) as u32, (n / 32) as u32, 1],
+                    [128, 1, 1],
+                    0,
+                    &mut [Arg::U32(n as u32), aa.arg(), bb.arg(), cc.arg()],
+                )
+                .expect("params")
+                .expect("launch");
             };
             let parts = cores[c];
             let rp = reference.as_mut_ptr() as usize;

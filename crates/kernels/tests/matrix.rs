@@ -141,7 +141,11 @@ fn isa_position(shape: (u32, u32, u32), op: Op, e: E, row_major: bool, lane: u32
                 (4, Op::B, _) => (0, thread_in_group, group_id),
                 (8, Op::A, E::F16 | E::Bf16) => (0, if i < 2 { group_id } else { group_id + 8 }, thread_in_group * 2 + (i & 1)),
                 (8, Op::B, E::F16 | E::Bf16) => (0, thread_in_group * 2 + i, group_id),
-                (8, Op::A, _) => (0, if i % 2 == 0 { group_id } else { group_id + 8 }, if i < 2 { thread_in_group } else { thread_in_group + 4 }),
+                (8, Op::A, _) => (
+                    0,
+                    if i.is_multiple_of(2) { group_id } else { group_id + 8 },
+                    if i < 2 { thread_in_group } else { thread_in_group + 4 },
+                ),
                 (8, Op::B, _) => (0, if i == 0 { thread_in_group } else { thread_in_group + 4 }, group_id),
                 (16, Op::A, E::F16 | E::Bf16) => {
                     let row = if i < 2 || (4..6).contains(&i) { group_id } else { group_id + 8 };
@@ -151,7 +155,7 @@ fn isa_position(shape: (u32, u32, u32), op: Op, e: E, row_major: bool, lane: u32
                 (16, Op::B, E::F16 | E::Bf16) => (0, thread_in_group * 2 + (i & 1) + if i >= 2 { 8 } else { 0 }, group_id),
                 (16, Op::A, E::F64) => {
                     let (row, col) =
-                        if i % 2 == 0 { (group_id, i * 2 + thread_in_group) } else { (group_id + 8, i * 2 - 2 + thread_in_group) };
+                        if i.is_multiple_of(2) { (group_id, i * 2 + thread_in_group) } else { (group_id + 8, i * 2 - 2 + thread_in_group) };
                     (0, row, col)
                 }
                 (16, Op::B, E::F64) => (0, thread_in_group + i * 4, group_id),
@@ -439,7 +443,14 @@ fn mma_module(variants: &[Variant]) -> String {
         let slots = na + nb + nc;
         let t = |e: E| if e.reg_bits() == 64 { "b64" } else { "b32" };
         let _ = writeln!(s, ".visible .entry v{idx}(.param .u64 pin, .param .u64 pout) {{");
-        let _ = writeln!(s, "  .reg .{} %a<{na}>;\n  .reg .{} %b<{nb}>;\n  .reg .{} %c<{nc}>;\n  .reg .{} %d<{nd}>;", t(v.a), t(v.b), t(v.c), t(v.d));
+        let _ = writeln!(
+            s,
+            "  .reg .{} %a<{na}>;\n  .reg .{} %b<{nb}>;\n  .reg .{} %c<{nc}>;\n  .reg .{} %d<{nd}>;",
+            t(v.a),
+            t(v.b),
+            t(v.c),
+            t(v.d)
+        );
         s.push_str("  .reg .u32 %t;\n  .reg .u64 %pi, %po, %o;\n");
         s.push_str("  ld.param.u64 %pi, [pin];\n  ld.param.u64 %po, [pout];\n  mov.u32 %t, %tid.x;\n");
         let _ = writeln!(s, "  mul.wide.u32 %o, %t, {};\n  add.u64 %pi, %pi, %o;", slots * 8);
@@ -493,9 +504,16 @@ fn mma_every_shape_and_type_matches_the_isa_model_in_both_modes() {
                     regs.push(w);
                 }
                 let mut out = vec![0u64; warps * 32 * nd as usize];
-                launch(exec(), k, [1, 1, 1], [warps as u32 * 32, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut input)), Arg::Buf(as_bytes(&mut out))])
-                    .expect("params")
-                    .expect("launch");
+                launch(
+                    exec(),
+                    k,
+                    [1, 1, 1],
+                    [warps as u32 * 32, 1, 1],
+                    0,
+                    &mut [Arg::Buf(as_bytes(&mut input)), Arg::Buf(as_bytes(&mut out))],
+                )
+                .expect("params")
+                .expect("launch");
                 for (w, [a, b, c]) in regs.iter().enumerate() {
                     let want = reference(v, a, b, c);
                     for lane in 0..32 {

@@ -368,7 +368,14 @@ const GATHER_MAX_BYTES: u32 = 1024;
 ///
 /// # Safety
 /// As for [`__anycuda_barrier`]; `src` points to `bytes` readable bytes.
-pub unsafe extern "C" fn __anycuda_warp_gather(ctx: *mut BlockCtx, _thread: u32, src: *const u8, bytes: u32, _scratch: *mut u8, site: u32) -> *const u8 {
+pub unsafe extern "C" fn __anycuda_warp_gather(
+    ctx: *mut BlockCtx,
+    _thread: u32,
+    src: *const u8,
+    bytes: u32,
+    _scratch: *mut u8,
+    site: u32,
+) -> *const u8 {
     // SAFETY: called from compiled code with its ctx.
     let Some(rt) = (unsafe { runtime(ctx) }) else { return src };
     if bytes > GATHER_MAX_BYTES {
