@@ -1527,6 +1527,7 @@ fn ptx_modifier(o: &mut String, m: &Modifier) -> std::fmt::Result {
         Modifier::Cmp(c) => write!(o, ".{c}"),
         Modifier::Vec(n) => write!(o, ".v{n}"),
         Modifier::Flag(f) => write!(o, ".{f}"),
+        Modifier::Shape(s) if s.k == 0 => write!(o, ".m{}n{}", s.m, s.n),
         Modifier::Shape(s) => write!(o, ".m{}n{}k{}", s.m, s.n, s.k),
     }
 }
