@@ -1407,7 +1407,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 };
                 let o = s.bin("mul", &mj, &stride64);
                 let o = s.bin("add", &o, &mn);
-                let o = s.bin("mul", &o, &V::int(Ty::I64, i128::from(bits)));
+                // Single-bit words: their index counts bits.
+                let o = s.bin("mul", &o, &V::int(Ty::I64, i128::from(if f.elem == Elem::B1 { 1 } else { bits })));
                 let o = s.bin("lshr", &o, &V::int(Ty::I64, 3));
                 s.bin("add", &base, &o)
             };
