@@ -933,7 +933,7 @@ fail:
 
     /// A directed-rounding operation: a small strictfp helper that sets the
     /// rounding mode around one constrained operation.
-    fn rounded(&mut self, op: &str, args: &[&V], mode: Rounding) -> V {
+    pub(crate) fn rounded(&mut self, op: &str, args: &[&V], mode: Rounding) -> V {
         let ty = args[0].ty;
         let rm = match mode {
             Rounding::Rz => 0,
@@ -1428,7 +1428,7 @@ pub fn nan_blind_registers(b: &Body) -> Vec<bool> {
         if let Some(g) = inst.guard {
             regs.push(g.reg);
         }
-        let first_is_dest = crate::warp::writes_first_operand(inst.op);
+        let first_is_dest = crate::warp::writes_first(b, inst);
         for (k, &op) in args.iter().enumerate() {
             if k == 0 && first_is_dest {
                 continue;

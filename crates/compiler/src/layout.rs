@@ -137,6 +137,11 @@ fn body_facts(m: &Module, item: ItemId, f: &Function, b: &Body) -> FunctionFacts
                         facts.waits = true;
                     }
                     Opcode::Shfl | Opcode::Vote | Opcode::Match | Opcode::Redux | Opcode::Activemask | Opcode::Elect => facts.waits = true,
+                    // Matrix collectives exchange the lanes' fragments; mbarriers
+                    // make threads wait for each other.
+                    Opcode::Mma | Opcode::Ldmatrix | Opcode::Stmatrix | Opcode::Movmatrix | Opcode::Mbarrier => facts.waits = true,
+                    Opcode::Wmma if inst.has(b, Flag::MmaOp) => facts.waits = true,
+                    Opcode::Cp if inst.has(b, Flag::Mbarrier) => facts.waits = true,
                     Opcode::Exit if !is_kernel => facts.waits = true,
                     Opcode::Bra => {
                         if let Some(Operand::Label(l)) = args.first() {

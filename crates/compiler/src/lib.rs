@@ -6,11 +6,13 @@
 
 mod affine;
 mod arith;
+mod async_copy;
 mod convert;
 pub mod cpu_abi;
 mod ir;
 pub mod layout;
 mod lower;
+mod matrix;
 mod memory;
 pub mod profile;
 mod shared_index;

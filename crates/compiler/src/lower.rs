@@ -823,6 +823,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Activemask => self.activemask(inst),
             Elect => self.elect(inst),
             Alloca => self.alloca_inst(inst),
+            Mma | Wmma | Ldmatrix | Stmatrix | Movmatrix => self.matrix(inst),
+            Cp | Mbarrier => self.async_copy(inst),
             Stacksave | Stackrestore => self.unsupported(format!("`{}`", self.describe(inst))),
             Add | Sub | Mul | Mad | Fma | Div | Rem | Abs | Neg | Min | Max | Addc | Subc | Madc | Mul24 | Mad24 | Sad | Popc | Clz
             | Bfind | Brev | Bfe | Bfi | Fns | Szext | Bmsk | Dp4a | Dp2a | And | Or | Xor | Not | Cnot | Lop3 | Shf | Shl | Shr | Prmt
@@ -1579,6 +1581,7 @@ fn ptx_modifier(o: &mut String, m: &Modifier) -> std::fmt::Result {
         Modifier::Cmp(c) => write!(o, ".{c}"),
         Modifier::Vec(n) => write!(o, ".v{n}"),
         Modifier::Flag(f) => write!(o, ".{f}"),
+        Modifier::Shape(s) if s.k == 0 => write!(o, ".m{}n{}", s.m, s.n),
         Modifier::Shape(s) => write!(o, ".m{}n{}k{}", s.m, s.n, s.k),
     }
 }

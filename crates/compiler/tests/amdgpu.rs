@@ -534,3 +534,15 @@ fn odd_parameter_buffers_and_missing_symbols() {
         other => panic!("expected a link error, got {other:?}"),
     }
 }
+
+#[test]
+fn matrix_and_async_copy_instructions_compile_for_rdna3_and_cdna2() {
+    // mma, wmma, ldmatrix, stmatrix, movmatrix, cp.async and mbarrier: the
+    // fragment exchange goes through ds_bpermute, the rest is plain ALU.
+    let files = vec![repo().join("ptx/matrix.ptx")];
+    let problems: Vec<String> = std::thread::scope(|s| {
+        let jobs: Vec<_> = ["gfx1100", "gfx90a"].iter().map(|arch| s.spawn(|| compile_all(&files, arch))).collect();
+        jobs.into_iter().flat_map(|j| j.join().expect("compile thread")).collect()
+    });
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
