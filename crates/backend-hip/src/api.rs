@@ -36,9 +36,9 @@ pub const HOST_REGISTER_MAPPED: c_uint = 0x2;
 pub const MEM_ATTACH_GLOBAL: c_uint = 0x1;
 
 /// `hipModuleLaunchKernel`'s `extra` markers.
-pub const LAUNCH_PARAM_BUFFER_POINTER: *mut c_void = 0x01 as *mut c_void;
-pub const LAUNCH_PARAM_BUFFER_SIZE: *mut c_void = 0x02 as *mut c_void;
-pub const LAUNCH_PARAM_END: *mut c_void = 0x03 as *mut c_void;
+pub const LAUNCH_PARAM_BUFFER_POINTER: *mut c_void = std::ptr::without_provenance_mut(0x01);
+pub const LAUNCH_PARAM_BUFFER_SIZE: *mut c_void = std::ptr::without_provenance_mut(0x02);
+pub const LAUNCH_PARAM_END: *mut c_void = std::ptr::without_provenance_mut(0x03);
 
 /// `hipDeviceAttribute_t` values (ROCm 6; unchanged since 5.0 for these).
 pub mod attr {

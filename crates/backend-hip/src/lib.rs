@@ -21,8 +21,8 @@ use std::ffi::{c_void, CString};
 use std::sync::{Arc, Mutex};
 
 use driver::backend::{
-    Backend, BackendError, BackendModule, DevicePtr, GlobalDesc, HostAddr, HostAllocation, KernelDesc, LaunchFault, LaunchParams, MemsetValue,
-    ModuleError, ModuleErrorKind, ModuleOptions, ParamDesc,
+    Backend, BackendError, BackendModule, DevicePtr, GlobalDesc, HostAddr, HostAllocation, KernelDesc, LaunchFault, LaunchParams,
+    MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, ParamDesc,
 };
 use driver::props::DeviceProps;
 
@@ -65,6 +65,10 @@ impl HipBackend {
         // SAFETY: plain calls with valid out-pointers.
         unsafe {
             hip.check((hip.init)(0), "hipInit").map_err(StartError::NoDevice)?;
+            let mut version = 0;
+            if (hip.runtime_get_version)(&mut version) == api::HIP_SUCCESS {
+                tracing::debug!("HIP runtime version {version}");
+            }
             let mut n = 0;
             hip.check((hip.get_device_count)(&mut n), "hipGetDeviceCount").map_err(StartError::NoDevice)?;
             if n <= 0 {
@@ -332,7 +336,15 @@ impl HipModule {
         // SAFETY: the code object stays alive for the call (HIP copies it).
         let e = unsafe { (hip.module_load_data)(&mut handle, code.object.as_ptr().cast()) };
         hip.check(e, "hipModuleLoadData").map_err(|m| ModuleError { kind: ModuleErrorKind::Other, log: m })?;
-        let mut loaded = HipModule { hip: hip.clone(), device, module: handle, kernels: Vec::new(), functions: Vec::new(), globals: Vec::new(), info: String::new() };
+        let mut loaded = HipModule {
+            hip: hip.clone(),
+            device,
+            module: handle,
+            kernels: Vec::new(),
+            functions: Vec::new(),
+            globals: Vec::new(),
+            info: String::new(),
+        };
         let target_sm = module.target_sm();
         let ptx_version = if target_sm != 0 { target_sm } else { options.target };
         let info = module.info();

@@ -101,6 +101,9 @@ impl JitModule {
         let desc_key = jit.unit_key(&hash, "description", None);
         let cached = jit.cache.as_ref().and_then(|c| c.load(&desc_key)).and_then(|p| decode_desc(&p));
         let described_from_cache = cached.is_some();
+        if described_from_cache {
+            jit.described_from_cache.fetch_add(1, Ordering::Relaxed);
+        }
         let (desc, parsed) = match cached {
             Some(d) => (d, OnceLock::new()),
             None => {
@@ -159,12 +162,21 @@ impl JitModule {
     }
 
     /// The unit every kernel's code links against: the variables (split
-    /// modules) or the whole module. Compiled once; the backend loads it
-    /// with the module.
+    /// modules; an empty object when the module has none) or the whole
+    /// module. Compiled once; the backend loads it with the module.
     pub fn shared(&self) -> Result<Arc<Compiled>, ModuleError> {
         self.shared
             .get_or_init(|| {
-                if self.desc.split {
+                if self.desc.split && self.desc.info.globals.is_empty() {
+                    // Nothing to define: no object at all.
+                    Ok(Arc::new(Compiled {
+                        object: Vec::new(),
+                        info: ModuleInfo { kernels: Vec::new(), globals: Vec::new() },
+                        tier: Tier::Fast,
+                        from_cache: false,
+                        compile_time: Duration::ZERO,
+                    }))
+                } else if self.desc.split {
                     // Data and the functions initializers point to: fast code is enough.
                     self.compile(Unit::Variables, Tier::Fast)
                 } else {
@@ -288,6 +300,7 @@ impl JitModule {
         let mut r = Reader { b: &payload, at: 0 };
         let info = read_info(&mut r)?;
         let object = payload.get(r.at..)?.to_vec();
+        self.jit.cache_hits.fetch_add(1, Ordering::Relaxed);
         Some(Compiled { object, info, tier, from_cache: true, compile_time: Duration::ZERO })
     }
 
@@ -298,6 +311,10 @@ impl JitModule {
         }
         let parsed = self.parsed()?;
         let module = parsed.borrow_dependent();
+        if let Some(hook) = &self.jit.config.before_compile {
+            hook(&self.unit_name(unit));
+        }
+        self.jit.compiled.fetch_add(1, Ordering::Relaxed);
         let mut opts = self.jit.config.options.clone();
         opts.tier = tier;
         let start = compiler::profile::thread_cpu_time();

@@ -15,7 +15,7 @@ use std::time::Instant;
 fn nvcc_ptx() -> String {
     let toolkit = std::env::var("ANYCUDA_TOOLKIT").map(PathBuf::from).unwrap_or_else(|_| {
         let home = std::env::var("HOME").unwrap_or_default();
-        PathBuf::from(home).join(".cache/anycuda/toolkit")
+        PathBuf::from(home).join(".cache/anycuda/toolkit-2")
     });
     let nvcc = toolkit.join("bin/nvcc");
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/kernels.cu");
