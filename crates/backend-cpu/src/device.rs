@@ -34,6 +34,11 @@ impl CpuBackend {
         CpuBackend::with_jit(jit::JitConfig::from_env())
     }
 
+    /// What this backend's JIT has compiled and found in the cache.
+    pub fn jit_stats(&self) -> jit::JitStats {
+        self.jit.stats()
+    }
+
     pub fn with_jit(config: jit::JitConfig) -> CpuBackend {
         let mut props = DeviceProps::host_cpu(0);
         props.multiprocessor_count = Executor::global().multiprocessors();

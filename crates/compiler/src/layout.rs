@@ -40,7 +40,7 @@ pub fn is_dynamic_shared(d: &VarDecl) -> bool {
 }
 
 /// Facts about each function body.
-#[derive(Default, Debug)]
+#[derive(Default, Debug, Clone)]
 pub struct FunctionFacts {
     pub callees: HashSet<ItemId>,
     pub indirect_calls: bool,
@@ -53,6 +53,7 @@ pub struct FunctionFacts {
     pub yield_points: HashSet<usize>,
 }
 
+#[derive(Debug, Clone)]
 pub struct Analysis {
     pub facts: HashMap<ItemId, FunctionFacts>,
     pub address_taken: HashSet<ItemId>,

@@ -18,7 +18,7 @@ pub struct ModuleCx<'m> {
     pub opts: crate::Options,
     pub m: &'m Module<'m>,
     pub lines: LineIndex<'m>,
-    pub a: Analysis,
+    pub a: std::borrow::Cow<'m, Analysis>,
     /// Helper function definitions, by name (emitted once).
     pub helpers: BTreeMap<String, String>,
     /// External declarations (intrinsics, runtime), by name.
@@ -124,7 +124,24 @@ impl<'m> ModuleCx<'m> {
             opts: opts.clone(),
             m,
             lines: LineIndex::new(src),
-            a: Analysis::new(m),
+            a: std::borrow::Cow::Owned(Analysis::new(m)),
+            helpers: BTreeMap::new(),
+            decls: BTreeMap::new(),
+            next_site: 0,
+            unit: crate::Unit::Module,
+            defined: None,
+        }
+    }
+
+    /// The lowering of `m` with an analysis of it made before (see
+    /// [`crate::ModuleAnalysis`]).
+    pub fn with_analysis(m: &'m Module<'m>, src: &'m str, target: &crate::Target, opts: &crate::Options, a: &'m Analysis) -> ModuleCx<'m> {
+        ModuleCx {
+            target: target.clone(),
+            opts: opts.clone(),
+            m,
+            lines: LineIndex::new(src),
+            a: std::borrow::Cow::Borrowed(a),
             helpers: BTreeMap::new(),
             decls: BTreeMap::new(),
             next_site: 0,

@@ -78,6 +78,8 @@ pub struct JitModule {
     hash: [u8; 32],
     source: String,
     parsed: OnceLock<Result<Parsed, ModuleError>>,
+    /// Made once, for every unit's compile.
+    analysis: OnceLock<compiler::ModuleAnalysis>,
     desc: Desc,
     slots: Vec<Slot>,
     /// The variables' unit (split modules) or the whole module.
@@ -104,11 +106,14 @@ impl JitModule {
         if described_from_cache {
             jit.described_from_cache.fetch_add(1, Ordering::Relaxed);
         }
+        let analysis = OnceLock::new();
         let (desc, parsed) = match cached {
             Some(d) => (d, OnceLock::new()),
             None => {
                 let parsed = parse(text.clone())?;
-                let desc = describe(&jit, parsed.borrow_dependent())?;
+                let a = compiler::analyse(parsed.borrow_dependent());
+                let desc = describe(&jit, parsed.borrow_dependent(), &a)?;
+                let _ = analysis.set(a);
                 if let Some(c) = &jit.cache {
                     c.store(&desc_key, &encode_desc(&desc));
                 }
@@ -129,6 +134,7 @@ impl JitModule {
             hash,
             source: options.source.clone(),
             parsed,
+            analysis,
             desc,
             slots,
             shared: OnceLock::new(),
@@ -319,7 +325,8 @@ impl JitModule {
         opts.tier = tier;
         let start = compiler::profile::thread_cpu_time();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            compiler::compile_unit(module, parsed.borrow_owner(), &self.jit.target, &opts, unit)
+            let analysis = self.analysis.get_or_init(|| compiler::analyse(module));
+            compiler::compile_unit_analysed(module, parsed.borrow_owner(), &self.jit.target, &opts, unit, analysis)
         }));
         let compile_time = compiler::profile::thread_cpu_time().saturating_sub(start);
         let compiled = match result {
@@ -368,7 +375,7 @@ impl Jit {
 }
 
 /// Checks a parsed module for `jit`'s target and describes it.
-fn describe(jit: &Jit, module: &ptx::ast::Module) -> Result<Desc, ModuleError> {
+fn describe(jit: &Jit, module: &ptx::ast::Module, a: &compiler::ModuleAnalysis) -> Result<Desc, ModuleError> {
     if (module.version.major, module.version.minor) > (9, 9) {
         return Err(ModuleError {
             kind: ModuleErrorKind::UnsupportedPtxVersion,
@@ -390,7 +397,12 @@ fn describe(jit: &Jit, module: &ptx::ast::Module) -> Result<Desc, ModuleError> {
                 .ok_or_else(|| invalid(format!("kernel `{}` has no symbol", k.name)))
         })
         .collect::<Result<Vec<u32>, ModuleError>>()?;
-    Ok(Desc { info, target_sm: module.target.sm().unwrap_or(0), split: compiler::splits_into_units(module, &jit.target), items })
+    Ok(Desc {
+        info,
+        target_sm: module.target.sm().unwrap_or(0),
+        split: compiler::splits_into_units_analysed(module, &jit.target, a),
+        items,
+    })
 }
 
 fn encode_desc(d: &Desc) -> Vec<u8> {
