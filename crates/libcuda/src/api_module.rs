@@ -116,7 +116,9 @@ unsafe fn with_image(
     f: impl FnOnce(ModuleSource<'_>, ModuleOptions, &mut JitLog) -> Result<u64, Error>,
 ) -> Result<u64, Error> {
     let mut log = JitLog::default();
-    let r = match fatbin::Image::from_ptr(image) {
+    // The image's memory is checked before each range its headers declare
+    // is read, so a truncated image is an error rather than a fault.
+    let r = match fatbin::Image::from_ptr_checked(image, &crate::readable::ProcessMemory) {
         Ok(img) => f(ModuleSource::Image(&img), jit.options, &mut log),
         Err(e) => {
             let e = image_error(e);

@@ -27,6 +27,7 @@ pub mod export_tables;
 pub mod exports;
 pub mod md2;
 pub mod proc_address;
+pub mod readable;
 pub mod trace;
 mod util;
 
