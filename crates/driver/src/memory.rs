@@ -601,6 +601,10 @@ impl Driver {
         if ptr == 0 {
             return Ok(());
         }
+        if crate::callback::in_callback() {
+            let owner = self.pointer_info(ptr).and_then(|i| self.contexts.get(i.ctx));
+            crate::callback::check_context(owner.as_deref().unwrap_or(&ctx), "cuMemFree")?;
+        }
         let a = self
             .mem
             .remove_at(ptr, |a| {
@@ -646,6 +650,7 @@ impl Driver {
     /// `cuMemFreeHost`.
     pub fn mem_free_host(&self, ptr: usize) -> Result<()> {
         let ctx = self.current_ctx()?;
+        crate::callback::check_context(&ctx, "cuMemFreeHost")?;
         let a = self
             .mem
             .remove_at(ptr as u64, |a| matches!(a.kind, AllocKind::Host { .. }) && a.host_base == Some(ptr))

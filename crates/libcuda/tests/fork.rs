@@ -27,7 +27,11 @@ fn in_child(f: impl FnOnce() -> i32) -> Result<i32, String> {
             Ok(libc::WEXITSTATUS(status))
         } else if libc::WIFSIGNALED(status) {
             let sig = libc::WTERMSIG(status);
-            Err(if sig == libc::SIGALRM { "the child hung (killed by its alarm)".into() } else { format!("the child died of signal {sig}") })
+            Err(if sig == libc::SIGALRM {
+                "the child hung (killed by its alarm)".into()
+            } else {
+                format!("the child died of signal {sig}")
+            })
         } else {
             Err(format!("status {status:#x}"))
         }
@@ -74,8 +78,11 @@ fn fork_before_and_after_init() {
                 return false;
             }
             let n = 64u32;
-            let mut params: [*mut c_void; 3] = [(&d as *const u64).cast_mut().cast(), (&v as *const u32).cast_mut().cast(), (&n as *const u32).cast_mut().cast()];
-            if cuLaunchKernel(fill, 1, 1, 1, 64, 1, 1, 0, s, params.as_mut_ptr(), null_mut()) != SUCCESS || cuStreamSynchronize(s) != SUCCESS {
+            let mut params: [*mut c_void; 3] =
+                [(&d as *const u64).cast_mut().cast(), (&v as *const u32).cast_mut().cast(), (&n as *const u32).cast_mut().cast()];
+            if cuLaunchKernel(fill, 1, 1, 1, 64, 1, 1, 0, s, params.as_mut_ptr(), null_mut()) != SUCCESS
+                || cuStreamSynchronize(s) != SUCCESS
+            {
                 return false;
             }
             let mut h = [0u32; 64];
