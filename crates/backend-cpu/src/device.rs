@@ -19,6 +19,8 @@ pub struct CpuBackend {
     props: DeviceProps,
     /// Live allocations made by this backend: address -> size.
     allocations: Mutex<BTreeMap<u64, usize>>,
+    /// The device's memory size and what is allocated of it.
+    budget: crate::limit::Budget,
     cache_dir: Option<std::path::PathBuf>,
 }
 
@@ -30,28 +32,40 @@ impl Default for CpuBackend {
 
 impl CpuBackend {
     pub fn new() -> CpuBackend {
-        let mut props = DeviceProps::host_cpu(0);
-        props.multiprocessor_count = Executor::global().multiprocessors();
-        CpuBackend { props, allocations: Mutex::new(BTreeMap::new()), cache_dir: crate::cache::default_dir() }
+        Self::with_budget(crate::limit::Budget::from_system())
     }
 
-    fn allocated(&self) -> u64 {
-        self.allocations.lock().map(|a| a.values().map(|&s| s as u64).sum()).unwrap_or(0)
+    /// A backend whose device has the memory `budget` describes (see
+    /// [`crate::limit`]).
+    pub fn with_budget(budget: crate::limit::Budget) -> CpuBackend {
+        let mut props = DeviceProps::host_cpu(0);
+        props.multiprocessor_count = Executor::global().multiprocessors();
+        props.total_mem = budget.total();
+        CpuBackend { props, allocations: Mutex::new(BTreeMap::new()), budget, cache_dir: crate::cache::default_dir() }
     }
 
     fn allocate(&self, size: usize) -> Result<u64, BackendError> {
-        let p = crate::memory::allocate(size).ok_or(BackendError::OutOfMemory(size))?;
+        let size = size.max(1);
+        self.budget.reserve(size as u64).map_err(|why| BackendError::Exhausted { requested: size, why })?;
+        let Some(p) = crate::memory::allocate(size) else {
+            self.budget.release(size as u64);
+            return Err(BackendError::Exhausted { requested: size, why: "the system refused the memory".into() });
+        };
         let addr = p as u64;
-        if let Ok(mut a) = self.allocations.lock() {
-            a.insert(addr, size.max(1));
-        }
+        self.allocations.lock().unwrap_or_else(|e| e.into_inner()).insert(addr, size);
         Ok(addr)
     }
 
     fn release(&self, addr: u64) -> Result<(), BackendError> {
-        let size = self.allocations.lock().ok().and_then(|mut a| a.remove(&addr)).ok_or(BackendError::InvalidAddress { addr, len: 0 })?;
+        let size = self
+            .allocations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&addr)
+            .ok_or(BackendError::InvalidAddress { addr, len: 0 })?;
         // SAFETY: `addr` came from `allocate` with this size and was live.
         unsafe { crate::memory::release(addr as *mut u8, size) };
+        self.budget.release(size as u64);
         Ok(())
     }
 }
@@ -79,8 +93,7 @@ impl Backend for CpuBackend {
     }
 
     fn mem_info(&self, _device: usize) -> (u64, u64) {
-        let total = self.props.total_mem;
-        (total.saturating_sub(self.allocated()), total)
+        (self.budget.free(), self.budget.total())
     }
 
     fn alloc(&self, _device: usize, size: usize) -> Result<DevicePtr, BackendError> {

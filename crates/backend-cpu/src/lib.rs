@@ -11,6 +11,7 @@ pub mod cache;
 pub mod device;
 pub mod exec;
 pub mod heap;
+pub mod limit;
 pub mod loader;
 pub mod memory;
 pub mod printf;

@@ -159,6 +159,7 @@ impl Resolved {
 fn backend_err(e: crate::backend::BackendError) -> Error {
     match e {
         crate::backend::BackendError::OutOfMemory(n) => Error::OutOfMemory(format!("{n} bytes")),
+        crate::backend::BackendError::Exhausted { why, .. } => Error::OutOfMemory(why),
         crate::backend::BackendError::InvalidAddress { .. } => Error::InvalidValue(e.to_string()),
         crate::backend::BackendError::NotSupported(m) => Error::NotSupported(m),
         crate::backend::BackendError::Other(m) => Error::Unknown(m),
