@@ -26,7 +26,7 @@ fn info(needs_scheduler: bool) -> KernelInfo {
 }
 
 fn kernel(thread: ThreadFn, block: Option<BlockFn>) -> LoadedKernel {
-    LoadedKernel { thread, block, info: info(block.is_none()) }
+    LoadedKernel { thread, block, info: info(block.is_none()), code: Vec::new().into() }
 }
 
 unsafe extern "C" fn empty_thread(_p: *const u8, _c: *mut BlockCtx, x: u32, _y: u32, _z: u32) {

@@ -40,6 +40,7 @@ impl CpuBackend {
     pub fn with_budget(budget: crate::limit::Budget) -> CpuBackend {
         let mut props = DeviceProps::host_cpu(0);
         props.multiprocessor_count = Executor::global().multiprocessors();
+        props.kernel_exec_timeout = Executor::global().launch_timeout().is_some();
         props.total_mem = budget.total();
         CpuBackend { props, allocations: Mutex::new(BTreeMap::new()), budget, cache_dir: crate::cache::default_dir() }
     }
@@ -294,6 +295,7 @@ impl BackendModule for CpuModule {
             LaunchError::Assert { .. } => LaunchFault::Assert(e.to_string()),
             LaunchError::Deadlock { .. } => LaunchFault::Deadlock(e.to_string()),
             LaunchError::OutOfResources(_) | LaunchError::InvalidConfiguration(_) => LaunchFault::OutOfResources(e.to_string()),
+            LaunchError::Timeout { .. } => LaunchFault::Timeout(e.to_string()),
             LaunchError::Internal(_) => LaunchFault::Failed(e.to_string()),
         })
     }
