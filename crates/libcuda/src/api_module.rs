@@ -621,6 +621,12 @@ unsafe fn link_add_data(
     }
     parse_jit(numOptions, options, optionValues)?;
     let name = if name.is_null() { "input" } else { cstr(name, "name")? };
+    // The caller's size is checked against its memory before any of it is
+    // read, as module images are (`readable`).
+    let readable = fatbin::Readable::readable_prefix(&crate::readable::ProcessMemory, data as usize, size);
+    if readable < size {
+        return Err(Error::InvalidValue(format!("{name}: {size} bytes of data given, only {readable} readable")));
+    }
     let bytes = std::slice::from_raw_parts(data as *const u8, size);
     link_add(state, typ, bytes, name)
 }

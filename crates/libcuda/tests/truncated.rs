@@ -122,3 +122,33 @@ fn images_cut_at_every_offset_are_invalid_images() {
         }
     }
 }
+
+#[test]
+fn link_inputs_longer_than_their_memory_are_refused() {
+    let l = Lib::open();
+    api!(l;
+        cuInit: fn(u32); cuDevicePrimaryCtxRetain: fn(*mut Ptr, i32); cuCtxSetCurrent: fn(Ptr);
+        cuLinkCreate_v2: fn(u32, *mut u32, *mut *mut c_void, *mut Ptr);
+        cuLinkAddData_v2: fn(Ptr, u32, *mut c_void, usize, *const std::ffi::c_char, u32, *mut u32, *mut *mut c_void);
+        cuLinkDestroy: fn(Ptr);
+    );
+    const FATBINARY: u32 = 2;
+    let fb = fatbin();
+    unsafe {
+        assert_eq!(cuInit(0), SUCCESS);
+        let mut c = null_mut();
+        assert_eq!(cuDevicePrimaryCtxRetain(&mut c, 0), SUCCESS);
+        assert_eq!(cuCtxSetCurrent(c), SUCCESS);
+        let mut link = null_mut();
+        assert_eq!(cuLinkCreate_v2(0, null_mut(), null_mut(), &mut link), SUCCESS);
+        let g = Guarded::new(&fb);
+        let add = |size: usize| cuLinkAddData_v2(link, FATBINARY, g.ptr.cast_mut().cast(), size, c"in".as_ptr(), 0, null_mut(), null_mut());
+        // A size past the mapping: refused before anything is read.
+        assert_eq!(add(fb.len() + 1), INVALID_VALUE);
+        assert_eq!(add(fb.len() + 100_000), INVALID_VALUE);
+        // A size short of what the fatbin's header declares: a bad image.
+        assert_eq!(add(fb.len() - 8), INVALID_IMAGE);
+        assert_eq!(add(fb.len()), SUCCESS);
+        assert_eq!(cuLinkDestroy(link), SUCCESS);
+    }
+}

@@ -397,6 +397,20 @@ pub(crate) fn install_interrupt() {
     });
 }
 
+/// Lets the interrupt reach the calling thread even if the thread that
+/// created it blocked the signal (runners are the executor's own threads:
+/// stream workers and pool workers).
+pub(crate) fn unblock_interrupt() {
+    // SAFETY: a signal set built with sigemptyset/sigaddset, applied to the
+    // calling thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, interrupt_signal());
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+}
+
 /// Sends an interrupt to `thread`, which must be alive.
 pub(crate) fn interrupt(thread: libc::pthread_t) {
     #[cfg(target_env = "gnu")]

@@ -215,6 +215,7 @@ impl Job {
     /// Counts the calling thread as running blocks of this job (for a
     /// launch with a time limit) until the guard is dropped.
     pub(crate) fn runner(&self) -> Runner<'_> {
+        super::fault::unblock_interrupt();
         // SAFETY: pthread_self has no preconditions.
         let thread = unsafe { libc::pthread_self() };
         self.runners.lock().unwrap_or_else(|p| p.into_inner()).push(thread);
