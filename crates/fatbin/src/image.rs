@@ -1,5 +1,6 @@
 //! Telling apart the image forms the driver API accepts.
 
+use std::cell::Cell;
 use std::ffi::{c_void, CStr};
 
 use crate::error::{Error, Result};
@@ -18,9 +19,15 @@ pub const ELF_MAGIC: u32 = 0x464C_457F;
 pub const EM_CUDA: u16 = 190;
 /// Section type without file contents (.bss-like): not part of the extent.
 const SHT_NOBITS: u32 = 8;
-/// PTX text behind a pointer is scanned for its NUL in runs ending at
-/// multiples of this many bytes, each run checked as a whole.
-const TEXT_RUN: usize = 64 << 10;
+/// PTX text behind a pointer is scanned for its NUL in runs, each checked
+/// as a whole: the first ends at a multiple of `TEXT_RUN_MIN` bytes (a page
+/// on common machines), each next one is twice as long, up to
+/// `TEXT_RUN_MAX`, so a short text costs one check and a long one few.
+const TEXT_RUN_MIN: usize = 4 << 10;
+const TEXT_RUN_MAX: usize = 1 << 20;
+/// A check asks about at least this many bytes (its answer is remembered,
+/// see [`Remembered`]): neighbouring headers then cost one check.
+const CHECK_AHEAD: usize = 8 << 10;
 
 /// Which bytes of the caller's memory can be read without faulting.
 ///
@@ -36,6 +43,33 @@ pub trait Readable {
     /// counted from `addr`: `len` when all of them can, less when a byte
     /// cannot (the first such byte's distance from `addr`, or less).
     fn readable_prefix(&self, addr: usize, len: usize) -> usize;
+}
+
+/// A [`Readable`] that remembers the readable range it learnt last (asking
+/// for at least [`CHECK_AHEAD`] bytes each time), so that checks of nearby
+/// ranges (the headers of a fatbin, one after the other) ask the caller's
+/// `Readable`, which may be a system call, once.
+struct Remembered<'m> {
+    inner: &'m dyn Readable,
+    known: Cell<(usize, usize)>,
+}
+
+impl Readable for Remembered<'_> {
+    fn readable_prefix(&self, addr: usize, len: usize) -> usize {
+        let (lo, hi) = self.known.get();
+        if addr >= lo && addr < hi {
+            let room = hi - addr;
+            if room >= len {
+                return len;
+            }
+        }
+        let ask = len.max(CHECK_AHEAD).min(usize::MAX - addr);
+        let got = self.inner.readable_prefix(addr, ask).min(ask);
+        if got > 0 {
+            self.known.set((addr, addr + got));
+        }
+        got.min(len)
+    }
 }
 
 /// How [`Image::from_ptr_checked`] may touch memory.
@@ -254,8 +288,9 @@ impl<'a> Image<'a> {
     /// unchanged for `'a`.
     #[allow(unsafe_code)]
     pub unsafe fn from_ptr_checked(image: *const c_void, memory: &dyn Readable) -> Result<Self> {
+        let remembered = Remembered { inner: memory, known: Cell::new((0, 0)) };
         // SAFETY: ranges are checked with `memory` (caller's contract).
-        unsafe { Self::from_ptr_with(image, Access::Checked(memory)) }
+        unsafe { Self::from_ptr_with(image, Access::Checked(&remembered)) }
     }
 
     /// # Safety
@@ -436,12 +471,14 @@ unsafe fn ptx_at<'a>(p: *const u8, mem: Access<'_>) -> Result<Image<'a>> {
         Access::Trusted => return Ok(Image::Ptx(classify_text(unsafe { CStr::from_ptr(p.cast()) }.to_bytes())?)),
         Access::Checked(m) => m,
     };
-    // Runs end at multiples of TEXT_RUN, so a run never spans more pages
-    // than it must; each is checked before it is scanned.
+    // Runs end at multiples of their length, so a run never spans more
+    // pages than it must; each is checked before it is scanned.
     let mut len = 0usize;
+    let mut run_len = TEXT_RUN_MIN;
     loop {
         let addr = (p as usize).checked_add(len).ok_or(Error::Overflow { what: "PTX text", offset: len as u64 })?;
-        let want = TEXT_RUN - addr % TEXT_RUN;
+        let want = run_len - addr % run_len;
+        run_len = (run_len * 2).min(TEXT_RUN_MAX);
         let got = m.readable_prefix(addr, want).min(want);
         // SAFETY: `got` bytes from `addr` are readable (checked).
         let run = unsafe { std::slice::from_raw_parts(addr as *const u8, got) };
