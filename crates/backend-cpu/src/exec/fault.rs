@@ -401,6 +401,10 @@ pub(crate) fn install_interrupt() {
 /// created it blocked the signal (runners are the executor's own threads:
 /// stream workers and pool workers).
 pub(crate) fn unblock_interrupt() {
+    thread_local! { static DONE: Cell<bool> = const { Cell::new(false) }; }
+    if DONE.with(|done| done.replace(true)) {
+        return;
+    }
     // SAFETY: a signal set built with sigemptyset/sigaddset, applied to the
     // calling thread's mask.
     unsafe {
