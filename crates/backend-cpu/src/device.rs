@@ -19,6 +19,8 @@ pub struct CpuBackend {
     props: DeviceProps,
     /// Live allocations made by this backend: address -> size.
     allocations: Mutex<BTreeMap<u64, usize>>,
+    /// The device's memory size and what is allocated of it.
+    budget: crate::limit::Budget,
     jit: Arc<jit::Jit>,
 }
 
@@ -31,7 +33,7 @@ impl Default for CpuBackend {
 impl CpuBackend {
     /// The backend, its JIT configured from the environment.
     pub fn new() -> CpuBackend {
-        CpuBackend::with_jit(jit::JitConfig::from_env())
+        CpuBackend::with(jit::JitConfig::from_env(), crate::limit::Budget::from_system())
     }
 
     /// What this backend's JIT has compiled and found in the cache.
@@ -39,30 +41,49 @@ impl CpuBackend {
         self.jit.stats()
     }
 
+    /// A backend whose JIT works as `config` says.
     pub fn with_jit(config: jit::JitConfig) -> CpuBackend {
-        let mut props = DeviceProps::host_cpu(0);
-        props.multiprocessor_count = Executor::global().multiprocessors();
-        let jit = jit::Jit::new(compiler::Target::HostCpu, config);
-        CpuBackend { props, allocations: Mutex::new(BTreeMap::new()), jit }
+        CpuBackend::with(config, crate::limit::Budget::from_system())
     }
 
-    fn allocated(&self) -> u64 {
-        self.allocations.lock().map(|a| a.values().map(|&s| s as u64).sum()).unwrap_or(0)
+    /// A backend whose device has the memory `budget` describes (see
+    /// [`crate::limit`]).
+    pub fn with_budget(budget: crate::limit::Budget) -> CpuBackend {
+        CpuBackend::with(jit::JitConfig::from_env(), budget)
+    }
+
+    /// A backend with this JIT configuration and memory budget.
+    pub fn with(config: jit::JitConfig, budget: crate::limit::Budget) -> CpuBackend {
+        let mut props = DeviceProps::host_cpu(0);
+        props.multiprocessor_count = Executor::global().multiprocessors();
+        props.kernel_exec_timeout = Executor::global().launch_timeout().is_some();
+        props.total_mem = budget.total();
+        let jit = jit::Jit::new(compiler::Target::HostCpu, config);
+        CpuBackend { props, allocations: Mutex::new(BTreeMap::new()), budget, jit }
     }
 
     fn allocate(&self, size: usize) -> Result<u64, BackendError> {
-        let p = crate::memory::allocate(size).ok_or(BackendError::OutOfMemory(size))?;
+        let size = size.max(1);
+        self.budget.reserve(size as u64).map_err(|why| BackendError::Exhausted { requested: size, why })?;
+        let Some(p) = crate::memory::allocate(size) else {
+            self.budget.release(size as u64);
+            return Err(BackendError::Exhausted { requested: size, why: "the system refused the memory".into() });
+        };
         let addr = p as u64;
-        if let Ok(mut a) = self.allocations.lock() {
-            a.insert(addr, size.max(1));
-        }
+        self.allocations.lock().unwrap_or_else(|e| e.into_inner()).insert(addr, size);
         Ok(addr)
     }
 
     fn release(&self, addr: u64) -> Result<(), BackendError> {
-        let size = self.allocations.lock().ok().and_then(|mut a| a.remove(&addr)).ok_or(BackendError::InvalidAddress { addr, len: 0 })?;
+        let size = self
+            .allocations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&addr)
+            .ok_or(BackendError::InvalidAddress { addr, len: 0 })?;
         // SAFETY: `addr` came from `allocate` with this size and was live.
         unsafe { crate::memory::release(addr as *mut u8, size) };
+        self.budget.release(size as u64);
         Ok(())
     }
 }
@@ -90,8 +111,7 @@ impl Backend for CpuBackend {
     }
 
     fn mem_info(&self, _device: usize) -> (u64, u64) {
-        let total = self.props.total_mem;
-        (total.saturating_sub(self.allocated()), total)
+        (self.budget.free(), self.budget.total())
     }
 
     fn alloc(&self, _device: usize, size: usize) -> Result<DevicePtr, BackendError> {
@@ -340,6 +360,7 @@ impl BackendModule for CpuModule {
             LaunchError::Assert { .. } => LaunchFault::Assert(e.to_string()),
             LaunchError::Deadlock { .. } => LaunchFault::Deadlock(e.to_string()),
             LaunchError::OutOfResources(_) | LaunchError::InvalidConfiguration(_) => LaunchFault::OutOfResources(e.to_string()),
+            LaunchError::Timeout { .. } => LaunchFault::Timeout(e.to_string()),
             LaunchError::Internal(_) => LaunchFault::Failed(e.to_string()),
         })
     }

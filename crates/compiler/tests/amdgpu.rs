@@ -558,7 +558,11 @@ fn saturation_on_amdgpu_never_depends_on_the_clamp_modifier() {
         st.global.f32 [%rd1], %f3;\nld.global.b16 %h1, [%rd1+8];\ncvt.sat.f16.f16 %h2, %h1;\nst.global.b16 [%rd1+8], %h2;\nret;\n}\n";
     let module = ptx::parse(SAT).expect("parses");
     let amd = emit_target_ir(&module, SAT, &amdgpu("gfx1100")).expect("lowers");
-    let body = amd.split("define internal void @\"__anycuda_thread.sat\"").nth(1).or_else(|| amd.split("__anycuda_thread.sat").nth(1)).expect("kernel body");
+    let body = amd
+        .split("define internal void @\"__anycuda_thread.sat\"")
+        .nth(1)
+        .or_else(|| amd.split("__anycuda_thread.sat").nth(1))
+        .expect("kernel body");
     let body = body.split("\n}\n").next().unwrap_or_default();
     assert!(!body.contains("fcmp ogt") && !body.contains("fcmp olt"), "float clamp compare on AMDGPU:\n{body}");
     assert!(body.matches(", 1\n").count() >= 3 && body.contains("icmp slt i32"), "no integer clamp for each .sat:\n{body}");

@@ -27,6 +27,9 @@ pub type HostAddr = usize;
 pub enum BackendError {
     #[error("out of memory ({0} bytes requested)")]
     OutOfMemory(usize),
+    /// Out of memory, with the reason (the device's limit, the system's).
+    #[error("out of memory: {why}")]
+    Exhausted { requested: usize, why: String },
     #[error("address {addr:#x}+{len} is not backend memory")]
     InvalidAddress { addr: u64, len: usize },
     #[error("not supported by this backend: {0}")]

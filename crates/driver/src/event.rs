@@ -1,13 +1,13 @@
 //! Events: markers recorded into streams.
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Instant;
 
 use cuda_types::CUevent_flags;
 
 use crate::error::{Error, Result};
 use crate::handle::lock;
-use crate::stream::DepWait;
+use crate::stream::{DepWait, Stream};
 use crate::Driver;
 
 pub struct Event {
@@ -26,6 +26,9 @@ struct EventState {
     completed: u64,
     /// When the newest completed generation completed.
     time: Option<Instant>,
+    /// Where the records not yet completed sit: generation, stream and the
+    /// record's operation number (for checks of a host callback's waits).
+    sites: Vec<(u64, Weak<Stream>, u64)>,
 }
 
 impl Event {
@@ -53,6 +56,16 @@ impl Event {
         while s.completed < generation {
             s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
         }
+    }
+
+    /// The stream and operation number of record `generation`, while it
+    /// has not completed.
+    pub(crate) fn site(&self, generation: u64) -> Option<(Arc<Stream>, u64)> {
+        let st = lock(&self.st);
+        if generation <= st.completed {
+            return None;
+        }
+        st.sites.iter().find(|(g, _, _)| *g == generation).and_then(|(_, s, seq)| Some((s.upgrade()?, *seq)))
     }
 
     /// The latest record's generation (0: never recorded).
@@ -105,17 +118,20 @@ impl Driver {
         if ctx.handle != ev.ctx_handle {
             return Err(Error::handle("the event and the stream belong to different contexts"));
         }
-        let generation = {
-            let mut st = lock(&ev.st);
-            st.recorded += 1;
-            st.recorded
-        };
+        // The state stays locked until the record's site is noted, so no
+        // one sees the generation without it.
+        let mut st = lock(&ev.st);
+        st.recorded += 1;
+        let generation = st.recorded;
         let e2 = ev.clone();
         // The event completes after the stream has counted the record, so
         // that a stream query after an event synchronisation sees the
         // stream done.
         let after: crate::stream::After = Box::new(move || e2.complete(generation));
-        self.submit_then(&ctx, &s, Vec::new(), Box::new(|_| Ok(())), Some(after))?;
+        let seq = self.submit_then(&ctx, &s, Vec::new(), Box::new(|_| Ok(())), Some(after))?;
+        let done = st.completed;
+        st.sites.retain(|(g, _, _)| *g > done);
+        st.sites.push((generation, Arc::downgrade(&s), seq));
         Ok(())
     }
 
@@ -134,6 +150,7 @@ impl Driver {
         self.check_init()?;
         let ev = self.event(h)?;
         let g = ev.recorded_generation();
+        crate::callback::check_event(&ev, g, "cuEventSynchronize")?;
         ev.wait_generation(g);
         match self.contexts.get(ev.ctx_handle).and_then(|c| c.sticky_error()) {
             Some(e) => Err(e),

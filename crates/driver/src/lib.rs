@@ -30,6 +30,7 @@
 #![allow(clippy::too_many_arguments)]
 
 pub mod backend;
+mod callback;
 mod context;
 mod error;
 mod event;
@@ -44,6 +45,8 @@ mod stream_api;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_callback;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -52,6 +55,7 @@ pub use backend::{
     Backend, BackendError, BackendModule, DevicePtr, GlobalDesc, HostAddr, HostAllocation, KernelDesc, LaunchFault, LaunchParams,
     MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, ParamDesc,
 };
+pub use callback::in_callback;
 pub use context::{ClsDtor, Context, PrimaryState};
 pub use error::{Error, Result};
 pub use event::Event;

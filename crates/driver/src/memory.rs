@@ -159,6 +159,7 @@ impl Resolved {
 fn backend_err(e: crate::backend::BackendError) -> Error {
     match e {
         crate::backend::BackendError::OutOfMemory(n) => Error::OutOfMemory(format!("{n} bytes")),
+        crate::backend::BackendError::Exhausted { why, .. } => Error::OutOfMemory(why),
         crate::backend::BackendError::InvalidAddress { .. } => Error::InvalidValue(e.to_string()),
         crate::backend::BackendError::NotSupported(m) => Error::NotSupported(m),
         crate::backend::BackendError::Other(m) => Error::Unknown(m),
@@ -601,6 +602,10 @@ impl Driver {
         if ptr == 0 {
             return Ok(());
         }
+        if crate::callback::in_callback() {
+            let owner = self.pointer_info(ptr).and_then(|i| self.contexts.get(i.ctx));
+            crate::callback::check_context(owner.as_deref().unwrap_or(&ctx), "cuMemFree")?;
+        }
         let a = self
             .mem
             .remove_at(ptr, |a| {
@@ -646,6 +651,7 @@ impl Driver {
     /// `cuMemFreeHost`.
     pub fn mem_free_host(&self, ptr: usize) -> Result<()> {
         let ctx = self.current_ctx()?;
+        crate::callback::check_context(&ctx, "cuMemFreeHost")?;
         let a = self
             .mem
             .remove_at(ptr as u64, |a| matches!(a.kind, AllocKind::Host { .. }) && a.host_base == Some(ptr))

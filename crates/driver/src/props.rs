@@ -73,6 +73,8 @@ pub struct DeviceProps {
     pub stream_priority_range: (i32, i32),
     pub max_persisting_l2_cache_size: u32,
     pub host_numa_id: i32,
+    /// Whether kernels have a run-time limit (`CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT`).
+    pub kernel_exec_timeout: bool,
 }
 
 impl DeviceProps {
@@ -132,6 +134,7 @@ impl DeviceProps {
             stream_priority_range: (0, -5),
             max_persisting_l2_cache_size: 0,
             host_numa_id: 0,
+            kernel_exec_timeout: false,
         }
     }
 
@@ -190,7 +193,7 @@ impl DeviceProps {
             A::CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT => 512,
             A::CU_DEVICE_ATTRIBUTE_GPU_OVERLAP => 1,
             A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT => i(self.multiprocessor_count),
-            A::CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT => 0,
+            A::CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT => b(self.kernel_exec_timeout),
             A::CU_DEVICE_ATTRIBUTE_INTEGRATED => b(self.integrated),
             A::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY => b(self.can_map_host_memory),
             A::CU_DEVICE_ATTRIBUTE_COMPUTE_MODE => 0,

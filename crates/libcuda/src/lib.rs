@@ -26,8 +26,10 @@
 pub mod errors;
 pub mod export_tables;
 pub mod exports;
+pub mod fork;
 pub mod md2;
 pub mod proc_address;
+pub mod readable;
 pub mod trace;
 mod util;
 
@@ -78,5 +80,13 @@ pub fn backend() -> Arc<dyn Backend> {
 
 /// The process's driver instance, created on first use.
 pub fn driver() -> &'static Driver {
-    DRIVER.get_or_init(|| Driver::new(backend(), Config::from_env()))
+    DRIVER.get_or_init(|| {
+        fork::install();
+        Driver::new(backend(), Config::from_env())
+    })
+}
+
+/// Whether the driver exists and `cuInit` succeeded (reads atomics only).
+fn driver_initialized() -> bool {
+    DRIVER.get().is_some_and(Driver::is_initialized)
 }

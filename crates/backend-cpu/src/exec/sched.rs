@@ -96,6 +96,9 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
     let mut ctx = job.block_ctx(smid, shared, (&rt as *const BlockRt).cast_mut().cast());
     let fp = FpState::save();
     let trap = TrapSlot::default();
+    if job.deadline.is_some() {
+        trap.watch(&job.cancel, &job.code);
+    }
     let _registration = fault::register(&trap);
     while let Some(index) = job.claim() {
         let block = job.block_index(index);
@@ -254,7 +257,7 @@ impl SchedState {
                 env.fp.restore();
                 let thread = env.rt.thread_coords(t);
                 tracing::debug!(block = ?env.block, ?thread, "fault: {fault:?}");
-                Err(fault.into_error(env.block))
+                Err(fault.into_error(env.block, env.job.timeout))
             }
             CoroutineResult::Yield(()) => match env.rt_slot(t).wait.get() {
                 Wait::Yield => self.on_yield(env, t).map(|()| false),
