@@ -165,7 +165,7 @@ fn kernels_that_run_long_are_recompiled_optimised_in_the_background() {
     jit::wait_for_background_compiles();
     assert_eq!(m.kernel(1).expect("kernel").tier, compiler::Tier::Fast);
     // Past the threshold it is compiled optimised, and later asks get that.
-    m.record_run(1, jit::TIER_UP_MIN + first.compile_time);
+    m.record_run(1, jit::TIER_UP_MIN + first.compile_time * jit::TIER_UP_COMPILE_RATIO);
     jit::wait_for_background_compiles();
     let later = m.kernel(1).expect("kernel");
     assert_eq!(later.tier, compiler::Tier::Optimized);
@@ -185,4 +185,24 @@ fn a_kernel_that_cannot_compile_fails_alone_with_its_position() {
     let e = m.kernel(1).expect_err("the bad kernel compiled");
     assert_eq!(e.kind, driver::backend::ModuleErrorKind::InvalidPtx);
     assert!(e.log.contains("bad.ptx: ") && e.log.contains("11:"), "{}", e.log);
+}
+
+#[test]
+fn launches_of_a_compiled_kernel_do_not_touch_the_disk() {
+    let dir = temp_dir("launches");
+    let mut c = config(TierPolicy::Adaptive, false);
+    c.cache_dir = Some(dir.clone());
+    c.cache_limit = jit::cache::DEFAULT_LIMIT;
+    let jit = Jit::new(compiler::Target::HostCpu, c);
+    let m = jit.load(&module(2, false), &ModuleOptions::default()).expect("load");
+    m.kernel(0).expect("kernel");
+    // The first ask looked for optimised code, then for fast code, then compiled.
+    let after_first = jit.stats().cache_lookups;
+    assert!(after_first <= 2, "{after_first} lookups for one kernel");
+    for _ in 0..100 {
+        assert_eq!(m.kernel(0).expect("kernel").tier, compiler::Tier::Fast);
+        m.record_run(0, Duration::from_micros(1));
+    }
+    assert_eq!(jit.stats().cache_lookups, after_first, "launches of a compiled kernel asked the cache");
+    let _ = std::fs::remove_dir_all(&dir);
 }
