@@ -193,7 +193,10 @@ pub struct CpuModule {
     /// The variables' symbols, defined in every kernel unit's link.
     shared_symbols: Vec<(String, usize)>,
     /// Per kernel: the code launches use now.
-    code: Vec<Mutex<Option<Arc<KernelCode>>>>,
+    /// Read by every launch (from the launching thread and the stream's),
+    /// written when better code arrives: a reader-writer lock, so
+    /// launches do not contend.
+    code: Vec<std::sync::RwLock<Option<Arc<KernelCode>>>>,
     info: String,
 }
 
@@ -272,7 +275,7 @@ impl CpuModule {
         } else {
             format!("anycuda: module loaded{from} and compiled for the host as one unit ({:?})", shared_code.tier)
         };
-        let code = info.kernels.iter().map(|_| Mutex::new(None)).collect();
+        let code = info.kernels.iter().map(|_| std::sync::RwLock::new(None)).collect();
         Ok(CpuModule { jit: module, kernels, globals, shared, shared_symbols, code, info: note })
     }
 
@@ -280,7 +283,7 @@ impl CpuModule {
     /// cache) at its first launch, replaced once faster code is ready.
     fn code(&self, k: usize) -> Result<Arc<KernelCode>, ModuleError> {
         let slot = self.code.get(k).ok_or_else(|| other(format!("no kernel {k}")))?;
-        let current = slot.lock().map_err(|_| other("kernel code lock poisoned".into()))?.clone();
+        let current = slot.read().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(c) = &current {
             if c.tier == compiler::Tier::Optimized || !self.jit.splits() {
                 return Ok(c.clone());
@@ -312,14 +315,15 @@ impl CpuModule {
         };
         let kernel = kernel.ok_or_else(|| other(format!("kernel `{name}` missing from its object")))?;
         let code = Arc::new(KernelCode { kernel, tier: compiled.tier, _unit: unit });
-        if let Ok(mut s) = slot.lock() {
-            // Another launch may have loaded the same or better code meanwhile.
-            match &*s {
-                Some(c) if c.tier >= code.tier => return Ok(c.clone()),
-                _ => *s = Some(code.clone()),
+        let mut s = slot.write().unwrap_or_else(|e| e.into_inner());
+        // Another launch may have loaded the same or better code meanwhile.
+        match &*s {
+            Some(c) if c.tier >= code.tier => Ok(c.clone()),
+            _ => {
+                *s = Some(code.clone());
+                Ok(code)
             }
         }
-        Ok(code)
     }
 }
 
