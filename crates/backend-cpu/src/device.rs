@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use driver::backend::{
     Backend, BackendError, BackendModule, DevicePtr, GlobalDesc, HostAddr, HostAllocation, KernelDesc, LaunchFault, LaunchParams,
-    MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, ParamDesc,
+    MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions,
 };
 use driver::props::DeviceProps;
 
@@ -228,33 +228,8 @@ impl CpuModule {
             .filter(|(name, _)| name.starts_with(&global_prefix))
             .map(|(n, a)| (n.to_string(), a))
             .collect();
-        // As NVIDIA reports them: the virtual architecture the PTX targets
-        // (80 for compute_80, not the PTX ISA version), and the architecture
-        // the code was compiled for (the device's, for JIT-compiled code).
-        // Libraries such as CUB dispatch on the first.
-        let target_sm = module.target_sm();
-        let ptx_version = if target_sm != 0 { target_sm } else { options.target };
-        let binary_version = options.target;
         let info = module.info();
-        let const_bytes: u32 = info.globals.iter().filter(|g| g.constant).map(|g| g.size as u32).sum();
-        let kernels = info
-            .kernels
-            .iter()
-            .map(|k| KernelDesc {
-                name: k.name.clone(),
-                params: k.params.iter().map(|p| ParamDesc { offset: p.offset, size: p.size, align: p.align }).collect(),
-                param_bytes: k.param_bytes,
-                static_shared_bytes: k.static_shared_bytes,
-                const_bytes,
-                local_bytes: k.local_bytes,
-                num_regs: 32,
-                reqntid: k.reqntid,
-                maxntid: k.maxntid,
-                min_blocks_per_sm: None,
-                ptx_version,
-                binary_version,
-            })
-            .collect();
+        let kernels = module.kernel_descs(options);
         let mut globals = Vec::new();
         for g in &info.globals {
             let address = shared

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use driver::backend::{
     Backend, BackendError, BackendModule, DevicePtr, GlobalDesc, HostAddr, HostAllocation, KernelDesc, LaunchFault, LaunchParams,
-    MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, ParamDesc,
+    MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions,
 };
 use driver::props::DeviceProps;
 
@@ -345,10 +345,8 @@ impl HipModule {
             globals: Vec::new(),
             info: String::new(),
         };
-        let target_sm = module.target_sm();
-        let ptx_version = if target_sm != 0 { target_sm } else { options.target };
         let info = module.info();
-        let const_bytes: u32 = info.globals.iter().filter(|g| g.constant).map(|g| g.size as u32).sum();
+        loaded.kernels = module.kernel_descs(options);
         for k in &info.kernels {
             let name = CString::new(k.name.as_str()).map_err(|_| other(format!("kernel name {:?} has a NUL", k.name)))?;
             let mut f = std::ptr::null_mut();
@@ -356,20 +354,6 @@ impl HipModule {
             let e = unsafe { (hip.module_get_function)(&mut f, handle, name.as_ptr()) };
             hip.check(e, &format!("hipModuleGetFunction({})", k.name)).map_err(other)?;
             loaded.functions.push(f);
-            loaded.kernels.push(KernelDesc {
-                name: k.name.clone(),
-                params: k.params.iter().map(|p| ParamDesc { offset: p.offset, size: p.size, align: p.align }).collect(),
-                param_bytes: k.param_bytes,
-                static_shared_bytes: k.static_shared_bytes,
-                const_bytes,
-                local_bytes: k.local_bytes,
-                num_regs: 32,
-                reqntid: k.reqntid,
-                maxntid: k.maxntid,
-                min_blocks_per_sm: None,
-                ptx_version,
-                binary_version: options.target,
-            });
         }
         for g in &info.globals {
             let name = CString::new(g.name.as_str()).map_err(|_| other(format!("variable name {:?} has a NUL", g.name)))?;

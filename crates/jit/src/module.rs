@@ -157,6 +157,35 @@ impl JitModule {
         &self.desc.info
     }
 
+    /// The module's kernels as the driver describes them, for a module
+    /// loaded with `options`. As NVIDIA reports them: the PTX version is the
+    /// virtual architecture the PTX targets (80 for compute_80, not the PTX
+    /// ISA version; libraries such as CUB dispatch on it), the binary
+    /// version the architecture the code is compiled for (the device's, for
+    /// JIT-compiled code).
+    pub fn kernel_descs(&self, options: &ModuleOptions) -> Vec<driver::backend::KernelDesc> {
+        let ptx_version = if self.desc.target_sm != 0 { self.desc.target_sm } else { options.target };
+        let info = &self.desc.info;
+        let const_bytes: u32 = info.globals.iter().filter(|g| g.constant).map(|g| g.size as u32).sum();
+        info.kernels
+            .iter()
+            .map(|k| driver::backend::KernelDesc {
+                name: k.name.clone(),
+                params: k.params.iter().map(|p| driver::backend::ParamDesc { offset: p.offset, size: p.size, align: p.align }).collect(),
+                param_bytes: k.param_bytes,
+                static_shared_bytes: k.static_shared_bytes,
+                const_bytes,
+                local_bytes: k.local_bytes,
+                num_regs: 32,
+                reqntid: k.reqntid,
+                maxntid: k.maxntid,
+                min_blocks_per_sm: None,
+                ptx_version,
+                binary_version: options.target,
+            })
+            .collect()
+    }
+
     /// Whether the load found the module's description in the cache (and
     /// so neither parsed nor checked the text again).
     pub fn described_from_cache(&self) -> bool {
