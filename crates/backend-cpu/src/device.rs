@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use driver::backend::{
     Backend, BackendError, BackendModule, DevicePtr, GlobalDesc, HostAddr, HostAllocation, KernelDesc, LaunchFault, LaunchParams,
-    MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, ParamDesc,
+    MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, ParamDesc, VmmAccess,
 };
 use driver::props::DeviceProps;
 
@@ -20,6 +20,8 @@ pub struct CpuBackend {
     /// Live allocations made by this backend: address -> size.
     allocations: Mutex<BTreeMap<u64, usize>>,
     cache_dir: Option<std::path::PathBuf>,
+    /// Physical allocations of the virtual memory API.
+    vmm: crate::vmm::VirtualMemory,
 }
 
 impl Default for CpuBackend {
@@ -32,7 +34,13 @@ impl CpuBackend {
     pub fn new() -> CpuBackend {
         let mut props = DeviceProps::host_cpu(0);
         props.multiprocessor_count = Executor::global().multiprocessors();
-        CpuBackend { props, allocations: Mutex::new(BTreeMap::new()), cache_dir: crate::cache::default_dir() }
+        props.virtual_memory_management = true;
+        CpuBackend {
+            props,
+            allocations: Mutex::new(BTreeMap::new()),
+            cache_dir: crate::cache::default_dir(),
+            vmm: crate::vmm::VirtualMemory::default(),
+        }
     }
 
     fn allocated(&self) -> u64 {
@@ -80,7 +88,7 @@ impl Backend for CpuBackend {
 
     fn mem_info(&self, _device: usize) -> (u64, u64) {
         let total = self.props.total_mem;
-        (total.saturating_sub(self.allocated()), total)
+        (total.saturating_sub(self.allocated() + self.vmm.physical_bytes()), total)
     }
 
     fn alloc(&self, _device: usize, size: usize) -> Result<DevicePtr, BackendError> {
@@ -146,6 +154,38 @@ impl Backend for CpuBackend {
 
     fn load_module(&self, _device: usize, ptx: &str, options: &ModuleOptions) -> Result<Arc<dyn BackendModule>, ModuleError> {
         CpuModule::load(ptx, options, self.cache_dir.as_deref()).map(|m| Arc::new(m) as Arc<dyn BackendModule>)
+    }
+
+    fn vmm_granularity(&self, _device: usize) -> usize {
+        crate::vmm::GRANULARITY
+    }
+
+    fn vmm_reserve(&self, size: usize, align: usize, hint: DevicePtr) -> Result<DevicePtr, BackendError> {
+        crate::vmm::reserve(size, align, hint)
+    }
+
+    fn vmm_unreserve(&self, addr: DevicePtr, size: usize) -> Result<(), BackendError> {
+        crate::vmm::unreserve(addr, size)
+    }
+
+    fn vmm_create(&self, _device: usize, size: usize) -> Result<u64, BackendError> {
+        self.vmm.create(size)
+    }
+
+    fn vmm_release(&self, mem: u64) -> Result<(), BackendError> {
+        self.vmm.release(mem)
+    }
+
+    fn vmm_map(&self, addr: DevicePtr, size: usize, mem: u64, offset: usize) -> Result<(), BackendError> {
+        self.vmm.map(addr, size, mem, offset)
+    }
+
+    fn vmm_unmap(&self, addr: DevicePtr, size: usize) -> Result<(), BackendError> {
+        crate::vmm::unmap(addr, size)
+    }
+
+    fn vmm_set_access(&self, addr: DevicePtr, size: usize, access: VmmAccess) -> Result<(), BackendError> {
+        crate::vmm::set_access(addr, size, access)
     }
 }
 

@@ -370,7 +370,9 @@ impl Driver {
 
     /// `cuCtxSynchronize` (`ctx` 0: the current one).
     pub fn ctx_synchronize(&self, ctx: u64) -> Result<()> {
-        self.ctx_or_current(ctx)?.synchronize()
+        let c = self.ctx_or_current(ctx)?;
+        self.check_capture_safe("cuCtxSynchronize")?;
+        c.synchronize()
     }
 
     fn limit_slot(limit: CUlimit) -> Result<fn(&mut Limits) -> &mut u64> {

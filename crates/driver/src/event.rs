@@ -3,7 +3,7 @@
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
-use cuda_types::CUevent_flags;
+use cuda_types::{CUevent_flags, CUevent_record_flags, CUevent_wait_flags};
 
 use crate::error::{Error, Result};
 use crate::handle::lock;
@@ -16,6 +16,9 @@ pub struct Event {
     pub(crate) flags: u32,
     st: Mutex<EventState>,
     cv: Condvar,
+    /// Set while the event's latest record was made in a capturing
+    /// stream.
+    pub(crate) captured: Mutex<Option<crate::capture::CapturedRecord>>,
 }
 
 #[derive(Default)]
@@ -55,6 +58,15 @@ impl Event {
         }
     }
 
+    /// A new record generation, for a record made outside
+    /// [`Driver::event_record`] (an event record node of a graph).
+    pub(crate) fn begin_record(&self) -> u64 {
+        *lock(&self.captured) = None;
+        let mut st = lock(&self.st);
+        st.recorded += 1;
+        st.recorded
+    }
+
     /// The latest record's generation (0: never recorded).
     pub(crate) fn recorded_generation(&self) -> u64 {
         lock(&self.st).recorded
@@ -79,6 +91,7 @@ impl Driver {
             flags,
             st: Mutex::new(EventState::default()),
             cv: Condvar::new(),
+            captured: Mutex::new(None),
         });
         Ok(ev.handle)
     }
@@ -105,6 +118,14 @@ impl Driver {
         if ctx.handle != ev.ctx_handle {
             return Err(Error::handle("the event and the stream belong to different contexts"));
         }
+        let external = flags & CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL.0 != 0;
+        if let Some(cap) = self.capturing(&s) {
+            return self.capture_event_record(&ev, &s, &cap, external);
+        }
+        if external {
+            return Err(Error::invalid("CU_EVENT_RECORD_EXTERNAL is only valid during stream capture"));
+        }
+        *lock(&ev.captured) = None;
         let generation = {
             let mut st = lock(&ev.st);
             st.recorded += 1;
@@ -122,6 +143,7 @@ impl Driver {
     pub fn event_query(&self, h: u64) -> Result<()> {
         self.check_init()?;
         let ev = self.event(h)?;
+        self.refuse_captured_event(&ev, "cuEventQuery")?;
         let s = lock(&ev.st);
         if s.completed >= s.recorded {
             Ok(())
@@ -133,6 +155,7 @@ impl Driver {
     pub fn event_synchronize(&self, h: u64) -> Result<()> {
         self.check_init()?;
         let ev = self.event(h)?;
+        self.refuse_captured_event(&ev, "cuEventSynchronize")?;
         let g = ev.recorded_generation();
         ev.wait_generation(g);
         match self.contexts.get(ev.ctx_handle).and_then(|c| c.sticky_error()) {
@@ -146,6 +169,8 @@ impl Driver {
         self.check_init()?;
         let a = self.event(start)?;
         let b = self.event(end)?;
+        self.refuse_captured_event(&a, "cuEventElapsedTime")?;
+        self.refuse_captured_event(&b, "cuEventElapsedTime")?;
         if a.timing_disabled() || b.timing_disabled() {
             return Err(Error::handle("an event was created with CU_EVENT_DISABLE_TIMING"));
         }
@@ -172,6 +197,10 @@ impl Driver {
         }
         let ev = self.event(h)?;
         let (ctx, s) = self.resolve_stream(stream, ptds)?;
+        let external = flags & CUevent_wait_flags::CU_EVENT_WAIT_EXTERNAL.0 != 0;
+        if self.capture_wait_event(&s, &ev, external)? {
+            return Ok(());
+        }
         let generation = ev.recorded_generation();
         if generation == 0 {
             return Ok(());
