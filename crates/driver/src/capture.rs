@@ -503,6 +503,12 @@ impl Driver {
                                 sc.deps.push(n);
                             }
                         }
+                        // A node another one of the set depends on already
+                        // adds nothing (joins make no redundant edges).
+                        let st = lock(&m.graph.st);
+                        let covered: std::collections::HashSet<u64> =
+                            sc.deps.iter().flat_map(|d| st.node(*d).map(|n| st.ancestors(&n.deps)).unwrap_or_default()).collect();
+                        sc.deps.retain(|d| !covered.contains(d));
                     }
                     Ok(true)
                 }
