@@ -125,6 +125,11 @@ impl Driver {
         if external {
             return Err(Error::invalid("CU_EVENT_RECORD_EXTERNAL is only valid during stream capture"));
         }
+        if s.kind() == crate::stream::StreamKind::Legacy {
+            // Refused before the record exists: a record that is never
+            // submitted would never complete.
+            self.refuse_legacy_implicit(&ctx, "cuEventRecord", true)?;
+        }
         *lock(&ev.captured) = None;
         let generation = {
             let mut st = lock(&ev.st);
@@ -136,7 +141,10 @@ impl Driver {
         // that a stream query after an event synchronisation sees the
         // stream done.
         let after: crate::stream::After = Box::new(move || e2.complete(generation));
-        self.submit_then(&ctx, &s, Vec::new(), Box::new(|_| Ok(())), Some(after))?;
+        if let Err(e) = self.submit_then(&ctx, &s, Vec::new(), Box::new(|_| Ok(())), Some(after)) {
+            ev.complete(generation);
+            return Err(e);
+        }
         Ok(())
     }
 

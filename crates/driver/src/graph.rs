@@ -432,6 +432,7 @@ impl Driver {
     fn forget_node(&self, n: &NodeData) {
         self.graph_nodes.remove(n.handle);
         lock(&self.exposed_args).remove(&n.handle);
+        lock(&self.clone_origins).remove(&n.handle);
         if let NodeParams::Graph(child) = &n.params {
             self.drop_graph(child);
         }

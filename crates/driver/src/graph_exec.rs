@@ -70,9 +70,12 @@ pub(crate) struct GraphExec {
 
 struct ExecState {
     tree: ExecGraph,
-    /// Node handle (of the graph it was instantiated or last updated from)
-    /// -> its position: indices into the levels from the top.
+    /// Node handle of the graph it was instantiated from -> its position:
+    /// indices into the levels from the top.
     map: HashMap<u64, Vec<usize>>,
+    /// The same for the graph of the latest `cuGraphExecUpdate` (only the
+    /// latest: an application updating at every step must not grow it).
+    update_map: HashMap<u64, Vec<usize>>,
     plan: Option<Arc<Plan>>,
     /// The latest launch: later ones wait for it.
     last: Option<(Arc<Stream>, u64)>,
@@ -483,7 +486,7 @@ impl Driver {
             handle: h,
             id: NEXT_EXEC_ID.fetch_add(1, Ordering::Relaxed),
             flags,
-            st: Mutex::new(ExecState { tree, map, plan: None, last: None }),
+            st: Mutex::new(ExecState { tree, map, update_map: HashMap::new(), plan: None, last: None }),
         });
         let mut execs = lock(&g.execs);
         execs.retain(|e| e.strong_count() > 0);
@@ -529,6 +532,10 @@ impl Driver {
     pub fn graph_launch(&self, h: u64, stream: u64, ptds: bool) -> Result<()> {
         let (ctx, s) = self.resolve_stream(stream, ptds)?;
         let ex = self.graph_exec(h)?;
+        if s.kind() == crate::stream::StreamKind::Legacy {
+            // Refused before event records and allocations are counted.
+            self.refuse_legacy_implicit(&ctx, "cuGraphLaunch", true)?;
+        }
         if let Some(cap) = self.capturing(&s) {
             // Captured as a child graph node running what the executable
             // graph holds.
@@ -592,9 +599,34 @@ impl Driver {
             _ => Vec::new(),
         };
         let backend = self.backend.clone();
-        let seq = self.submit(&ctx, &s, deps, Box::new(move |sticky| run_plan(&plan, &prepared, &gens, &*backend, sticky)))?;
-        st.last = Some((s, seq));
-        Ok(())
+        let run = plan.clone();
+        let gens2 = gens.clone();
+        match self.submit(&ctx, &s, deps, Box::new(move |sticky| run_plan(&run, &prepared, &gens2, &*backend, sticky))) {
+            Ok(seq) => {
+                st.last = Some((s, seq));
+                Ok(())
+            }
+            Err(e) => {
+                // Nothing will run: the records complete at once, so that
+                // no one waits for them forever.
+                let mut g = gens.iter();
+                for step in &plan.steps {
+                    match step {
+                        Step::Record(ev) => {
+                            if let Some(&gen) = g.next() {
+                                ev.complete(gen);
+                            }
+                        }
+                        Step::Wait(_) => {
+                            g.next();
+                        }
+                        Step::Alloc(m) => m.live.store(false, Ordering::Release),
+                        _ => {}
+                    }
+                }
+                Err(e)
+            }
+        }
     }
 
     /// A graph with the nodes of an executable graph (for launching one
@@ -630,7 +662,7 @@ impl Driver {
             updated_level(&st.tree, &data, &mut Vec::new(), &mut map)?
         };
         st.tree = tree;
-        st.map.extend(map);
+        st.update_map = map;
         st.plan = None;
         Ok(())
     }
@@ -641,7 +673,12 @@ impl Driver {
         self.check_init()?;
         let ex = self.graph_exec(exec)?;
         let mut st = lock(&ex.st);
-        let path = st.map.get(&node).cloned().ok_or_else(|| Error::invalid(format!("{node:#x} is not a node of this executable graph")))?;
+        let path = st
+            .map
+            .get(&node)
+            .or_else(|| st.update_map.get(&node))
+            .cloned()
+            .ok_or_else(|| Error::invalid(format!("{node:#x} is not a node of this executable graph")))?;
         let n = node_at(&mut st.tree, &path).ok_or_else(|| Error::invalid(format!("{node:#x} is not a node of this executable graph")))?;
         let r = f(n)?;
         st.plan = None;

@@ -357,6 +357,9 @@ fn operations_that_cannot_be_captured_invalidate_the_capture() {
     assert!(matches!(t.d.stream_capture_info(0, false), Err(Error::StreamCaptureImplicit(_))), "querying legacy");
     assert_eq!(t.d.stream_capture_info(blocking, false).map(|i| i.status), Ok(CaptureStatus::Active), "not invalidated by the query");
     assert!(matches!(t.d.memset(p, MemsetValue::U8(1), 4, 0, false, true), Err(Error::StreamCaptureImplicit(_))));
+    let ev = t.d.event_create(0).expect("event");
+    assert!(matches!(t.d.event_record(ev, 0, false, 0), Err(Error::StreamCaptureImplicit(_))));
+    assert_eq!(t.d.event_synchronize(ev), Ok(()), "a refused record leaves nothing to wait for");
     assert!(matches!(ended(blocking), Err(Error::StreamCaptureInvalidated(_))));
     // A non-blocking stream's capture leaves the legacy stream usable.
     t.d.stream_begin_capture(s, false, CAPTURE_MODE_RELAXED).expect("begin");
