@@ -3,7 +3,9 @@
 // physical allocations, map them, grant access, grow the mapped range with a
 // second allocation right after the first, run kernels and copies on buffers
 // that straddle the two, map one allocation at a second address (both show
-// the same bytes), query access and handles, and the errors CUDA defines
+// the same bytes), export one as a POSIX file descriptor and import it back
+// as a second handle to the same memory, query access and handles, and the
+// errors CUDA defines
 // (misaligned sizes, mapping over a mapping, unmapping part of one, freeing
 // a reservation that still has mappings, copying to memory without access).
 // The driver functions come from cudaGetDriverEntryPointByVersion, i.e.
@@ -11,6 +13,8 @@
 //@ variants: shared cu12
 #include "common.cuh"
 #include <cuda.h>
+#include <stdint.h>
+#include <unistd.h>
 
 #define DRV(call)                                                                          \
     do {                                                                                   \
@@ -40,6 +44,8 @@ static CUresult (*pGetAccess)(unsigned long long *, const CUmemLocation *, CUdev
 static CUresult (*pRetain)(CUmemGenericAllocationHandle *, void *);
 static CUresult (*pProps)(CUmemAllocationProp *, CUmemGenericAllocationHandle);
 static CUresult (*pAttr)(int *, CUdevice_attribute, CUdevice);
+static CUresult (*pExport)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long);
+static CUresult (*pImport)(CUmemGenericAllocationHandle *, void *, CUmemAllocationHandleType);
 
 template <typename F> static void entry(F &fn, const char *name) {
     cudaDriverEntryPointQueryResult q;
@@ -90,6 +96,8 @@ int main() {
     entry(pRetain, "cuMemRetainAllocationHandle");
     entry(pProps, "cuMemGetAllocationPropertiesFromHandle");
     entry(pAttr, "cuDeviceGetAttribute");
+    entry(pExport, "cuMemExportToShareableHandle");
+    entry(pImport, "cuMemImportFromShareableHandle");
 
     int supported = 0;
     DRV(pAttr(&supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0));
@@ -193,6 +201,35 @@ int main() {
     DRV_ERR(pAddressFree(base, space), CUDA_ERROR_INVALID_VALUE);   // still mapped
     DRV_ERR(pAddressFree(base, gran), CUDA_ERROR_INVALID_VALUE);    // not the reservation's size
     DRV_ERR(pMap(base + space, gran, 0, h1, 0), CUDA_ERROR_INVALID_VALUE); // not reserved
+
+    // Shareable handles: exported as a file descriptor, imported as a new
+    // handle to the same memory, mapped at a third address.
+    int fd_supported = 0;
+    DRV(pAttr(&fd_supported, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 0));
+    EXPECT(fd_supported == 1, "POSIX file descriptor handles supported = %d", fd_supported);
+    int fd = -1;
+    DRV_ERR(pExport(&fd, h1, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), CUDA_ERROR_INVALID_VALUE); // not requested
+    CUmemAllocationProp shared_prop = prop;
+    shared_prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CUmemGenericAllocationHandle hs, himp;
+    DRV(pCreate(&hs, gran, &shared_prop, 0));
+    DRV(pExport(&fd, hs, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    EXPECT(fd >= 0, "exported descriptor %d", fd);
+    DRV(pImport(&himp, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    close(fd);
+    CUdeviceptr sa = base + (40ull << 30), sb = base + (48ull << 30);
+    DRV(pMap(sa, gran, 0, hs, 0));
+    DRV(pMap(sb, gran, 0, himp, 0));
+    DRV(pSetAccess(sa, gran, &access, 1));
+    DRV(pSetAccess(sb, gran, &access, 1));
+    fill<<<4, 256>>>((unsigned *)sa, gran / 4, 0x5a5a);
+    CHECK_KERNEL();
+    CHECK(cudaMemcpy(h, (void *)sb, 4096, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < 1024; i++) EXPECT_EQ(h[i], want(i, 0x5a5a), "the imported handle maps the same memory", i);
+    DRV(pUnmap(sa, gran));
+    DRV(pUnmap(sb, gran));
+    DRV(pRelease(hs));
+    DRV(pRelease(himp));
 
     // Released handles keep mapped memory alive until it is unmapped.
     DRV(pRelease(h1));

@@ -35,6 +35,7 @@ impl CpuBackend {
         let mut props = DeviceProps::host_cpu(0);
         props.multiprocessor_count = Executor::global().multiprocessors();
         props.virtual_memory_management = true;
+        props.vmm_posix_fd = true;
         CpuBackend {
             props,
             allocations: Mutex::new(BTreeMap::new()),
@@ -186,6 +187,14 @@ impl Backend for CpuBackend {
 
     fn vmm_set_access(&self, addr: DevicePtr, size: usize, access: VmmAccess) -> Result<(), BackendError> {
         crate::vmm::set_access(addr, size, access)
+    }
+
+    fn vmm_export_fd(&self, mem: u64) -> Result<i32, BackendError> {
+        self.vmm.export_fd(mem)
+    }
+
+    fn vmm_import_fd(&self, _device: usize, fd: i32) -> Result<(u64, usize), BackendError> {
+        self.vmm.import_fd(fd)
     }
 }
 

@@ -142,10 +142,46 @@ impl VirtualMemory {
             unsafe { libc::close(fd) };
             return Err(BackendError::Other(e));
         }
+        Ok(self.insert(fd, size))
+    }
+
+    fn insert(&self, fd: libc::c_int, size: usize) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         self.allocs().insert(id, Physical { fd, size });
         self.bytes.fetch_add(size as u64, Ordering::Relaxed);
-        Ok(id)
+        id
+    }
+
+    /// A new descriptor of an allocation's file, for another process (or
+    /// this one) to import; the caller owns it.
+    pub fn export_fd(&self, mem: u64) -> Result<i32, BackendError> {
+        let fd = self.allocs().get(&mem).map(|p| p.fd).ok_or_else(|| BackendError::Other(format!("no physical allocation {mem}")))?;
+        // SAFETY: duplicating a descriptor this value owns.
+        let d = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if d < 0 {
+            return Err(BackendError::Other(os_error("duplicating an allocation's descriptor")));
+        }
+        Ok(d)
+    }
+
+    /// An allocation sharing the memory of `fd` (an exported allocation);
+    /// `fd` stays the caller's. Returns its id and size.
+    pub fn import_fd(&self, fd: i32) -> Result<(u64, usize), BackendError> {
+        // SAFETY: fstat writes into a local struct; a bad descriptor fails.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            return Err(BackendError::InvalidAddress { addr: fd as u64, len: 0 });
+        }
+        let size = usize::try_from(st.st_size).unwrap_or(0);
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG || size == 0 {
+            return Err(BackendError::InvalidAddress { addr: fd as u64, len: size });
+        }
+        // SAFETY: as in export_fd; the duplicate is this value's from now on.
+        let d = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if d < 0 {
+            return Err(BackendError::Other(os_error("duplicating an imported descriptor")));
+        }
+        Ok((self.insert(d, size), size))
     }
 
     /// Closes an allocation's file: its pages are freed once no mapping
@@ -262,6 +298,34 @@ mod tests {
         unmap(a, GRANULARITY).expect("unmap");
         vm.release(mem2).expect("release");
         unreserve(r, 2 * size).expect("unreserve");
+    }
+
+    #[test]
+    fn an_exported_descriptor_imports_as_the_same_memory() {
+        let vm = VirtualMemory::default();
+        let mem = vm.create(GRANULARITY).expect("create");
+        let fd = vm.export_fd(mem).expect("export");
+        let (imported, size) = vm.import_fd(fd).expect("import");
+        assert_eq!(size, GRANULARITY);
+        // SAFETY: the exported descriptor is ours to close; the import
+        // holds its own.
+        unsafe { libc::close(fd) };
+        let r = reserve(2 * GRANULARITY, GRANULARITY, 0).expect("reserve");
+        vm.map(r, GRANULARITY, mem, 0).expect("map");
+        vm.map(r + GRANULARITY as u64, GRANULARITY, imported, 0).expect("map the import");
+        set_access(r, 2 * GRANULARITY, VmmAccess::ReadWrite).expect("access");
+        // SAFETY: both mapped read-write.
+        unsafe {
+            (r as *mut u64).write(0x1234_5678_9abc_def0);
+            assert_eq!(((r + GRANULARITY as u64) as *const u64).read(), 0x1234_5678_9abc_def0);
+        }
+        assert!(vm.import_fd(-1).is_err(), "not a descriptor");
+        for a in [r, r + GRANULARITY as u64] {
+            unmap(a, GRANULARITY).expect("unmap");
+        }
+        vm.release(mem).expect("release");
+        vm.release(imported).expect("release");
+        unreserve(r, 2 * GRANULARITY).expect("free");
     }
 
     #[test]

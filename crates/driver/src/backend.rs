@@ -386,6 +386,21 @@ pub trait Backend: Send + Sync {
     fn vmm_set_access(&self, _addr: DevicePtr, _size: usize, _access: VmmAccess) -> Result<(), BackendError> {
         Err(BackendError::NotSupported("virtual memory management".into()))
     }
+
+    /// A new file descriptor sharing physical allocation `mem`
+    /// (`cuMemExportToShareableHandle`, `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`);
+    /// the caller owns it. Backends that implement it set
+    /// `DeviceProps::vmm_posix_fd`.
+    fn vmm_export_fd(&self, _mem: u64) -> Result<i32, BackendError> {
+        Err(BackendError::NotSupported("shareable virtual memory handles".into()))
+    }
+
+    /// A physical allocation sharing the memory behind file descriptor `fd`
+    /// (one [`Backend::vmm_export_fd`] made, in this process or another);
+    /// returns its id and size. `fd` stays the caller's.
+    fn vmm_import_fd(&self, _device: usize, _fd: i32) -> Result<(u64, usize), BackendError> {
+        Err(BackendError::NotSupported("shareable virtual memory handles".into()))
+    }
 }
 
 /// A module loaded by a backend. Dropping it releases its code and globals.

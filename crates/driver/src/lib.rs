@@ -75,7 +75,7 @@ pub use memory::{MemLoc, Memcpy2D, Memcpy3D, MemoryType, PointerAttribute, Point
 pub use module::{JitLog, LoadedImage, ModuleSource};
 pub use props::DeviceProps;
 pub use stream::{Stream, StreamKind};
-pub use vmm::{access_flags, access_from_flags, VmmProp};
+pub use vmm::{access_flags, access_from_flags, VmmProp, HANDLE_TYPE_POSIX_FD};
 
 use handle::{HandleKind as K, Registry};
 

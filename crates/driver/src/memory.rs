@@ -367,6 +367,8 @@ pub struct PointerInfo {
     /// `CUmemAccess_flags` devices have (read-write except for virtual
     /// memory mappings, which say what `cuMemSetAccess` granted).
     pub access_flags: u32,
+    /// `CUmemAllocationHandleType` bits the memory can be exported as.
+    pub allowed_handle_types: u64,
 }
 
 /// A pointer attribute's value, by C type: 32-bit values (`unsigned int`,
@@ -543,9 +545,9 @@ impl Driver {
             AllocKind::Host { .. } | AllocKind::Registered { .. } => (MemoryType::Host, false, None, false),
             AllocKind::Vmm { .. } | AllocKind::GraphMem => (MemoryType::Device, false, None, false),
         };
-        let access_flags = match a.kind {
-            AllocKind::Vmm { access, .. } => crate::vmm::access_flags(access),
-            _ => 3,
+        let (access_flags, allowed_handle_types) = match a.kind {
+            AllocKind::Vmm { access, handle } => (crate::vmm::access_flags(access), self.vmm_handle_types(handle) as u64),
+            _ => (3, 0),
         };
         Some(PointerInfo {
             ctx: a.ctx,
@@ -561,6 +563,7 @@ impl Driver {
             legacy_ipc_capable: ipc,
             sync_memops,
             access_flags,
+            allowed_handle_types,
         })
     }
 
@@ -593,7 +596,7 @@ impl Driver {
             PA::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR => U64(i.range_start),
             PA::CU_POINTER_ATTRIBUTE_RANGE_SIZE => U64(i.range_size),
             PA::CU_POINTER_ATTRIBUTE_MAPPED => U32(1),
-            PA::CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES => U64(0),
+            PA::CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES => U64(i.allowed_handle_types),
             PA::CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE => U32(0),
             PA::CU_POINTER_ATTRIBUTE_ACCESS_FLAGS => U32(i.access_flags),
             PA::CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE => U64(i.pool.unwrap_or(0)),

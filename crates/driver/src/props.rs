@@ -76,6 +76,9 @@ pub struct DeviceProps {
     /// The backend implements the virtual memory API (`cuMemCreate`,
     /// `cuMemMap`...; `Backend::vmm_reserve` and friends).
     pub virtual_memory_management: bool,
+    /// Virtual memory allocations can be exported as and imported from
+    /// POSIX file descriptors (`Backend::vmm_export_fd`).
+    pub vmm_posix_fd: bool,
 }
 
 impl DeviceProps {
@@ -136,6 +139,7 @@ impl DeviceProps {
             max_persisting_l2_cache_size: 0,
             host_numa_id: 0,
             virtual_memory_management: false,
+            vmm_posix_fd: false,
         }
     }
 
@@ -280,7 +284,7 @@ impl DeviceProps {
             A::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES => b(self.pageable_memory_access),
             A::CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST => b(self.integrated),
             A::CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED => b(self.virtual_memory_management),
-            A::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED => 0,
+            A::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED => b(self.vmm_posix_fd),
             A::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED => 0,
             A::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED => 0,
             A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR => i(self.max_blocks_per_multiprocessor),

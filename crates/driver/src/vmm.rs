@@ -43,6 +43,8 @@ pub struct VmmProp {
 }
 
 const ALLOCATION_TYPE_PINNED: u32 = 1;
+/// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`.
+pub const HANDLE_TYPE_POSIX_FD: u32 = 1;
 const LOCATION_TYPE_DEVICE: u32 = 1;
 /// The host page size reservations are counted in.
 const PAGE: usize = 4096;
@@ -152,13 +154,16 @@ impl Driver {
                 prop.location_type
             )));
         }
-        if prop.handle_types != 0 {
+        let gran = self.vmm_granularity_of(prop.device)?;
+        let fd_ok = self.device_props(prop.device)?.vmm_posix_fd;
+        if prop.handle_types & !HANDLE_TYPE_POSIX_FD != 0 || (prop.handle_types == HANDLE_TYPE_POSIX_FD && !fd_ok) {
             return Err(Error::NotSupported(format!(
-                "shareable handle types {:#x} (allocations cannot be exported; request CU_MEM_HANDLE_TYPE_NONE)",
-                prop.handle_types
+                "shareable handle types {:#x} (this backend offers {})",
+                prop.handle_types,
+                if fd_ok { "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR" } else { "none" }
             )));
         }
-        self.vmm_granularity_of(prop.device)
+        Ok(gran)
     }
 
     /// `cuMemGetAllocationGranularity`; `option` 0 is the minimum, 1 the
@@ -405,6 +410,68 @@ impl Driver {
             a.refs += 1;
         }
         Ok(handle)
+    }
+
+    /// `cuMemExportToShareableHandle`: a file descriptor sharing the
+    /// allocation, which must have been created with
+    /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR` requested.
+    pub fn mem_export_to_shareable_handle(&self, handle: u64, handle_type: u32, flags: u64) -> Result<i32> {
+        self.check_init()?;
+        if flags != 0 {
+            return Err(Error::invalid(format!("cuMemExportToShareableHandle flags must be 0, got {flags:#x}")));
+        }
+        if handle_type != HANDLE_TYPE_POSIX_FD {
+            return Err(Error::NotSupported(format!("exporting as handle type {handle_type:#x} (POSIX file descriptors only)")));
+        }
+        let v = lock(&self.vmm);
+        let a = v
+            .allocs
+            .get(&handle)
+            .filter(|a| a.refs > 0)
+            .ok_or_else(|| Error::invalid(format!("{handle:#x} is not a live allocation handle")))?;
+        if a.prop.handle_types & HANDLE_TYPE_POSIX_FD == 0 {
+            return Err(Error::invalid(
+                "the allocation was not created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR in requestedHandleTypes",
+            ));
+        }
+        self.backend.vmm_export_fd(a.mem).map_err(crate::memory::backend_err)
+    }
+
+    /// `cuMemImportFromShareableHandle` of a POSIX file descriptor: a new
+    /// handle to the memory it shares (on device 0).
+    pub fn mem_import_from_shareable_handle(&self, fd: i32, handle_type: u32) -> Result<u64> {
+        self.check_init()?;
+        if handle_type != HANDLE_TYPE_POSIX_FD {
+            return Err(Error::NotSupported(format!("importing handle type {handle_type:#x} (POSIX file descriptors only)")));
+        }
+        let device = 0;
+        let gran = self.vmm_granularity_of(device)?;
+        if !self.device_props(device)?.vmm_posix_fd {
+            return Err(Error::NotSupported(format!("shareable handles ({} backend)", self.backend.name())));
+        }
+        if fd < 0 {
+            return Err(Error::invalid(format!("{fd} is not a file descriptor")));
+        }
+        let (mem, size) = self.backend.vmm_import_fd(device as usize, fd).map_err(crate::memory::backend_err)?;
+        if !size.is_multiple_of(gran) {
+            let _ = self.backend.vmm_release(mem);
+            return Err(Error::invalid(format!("the shared memory's size {size:#x} is not a multiple of the granularity {gran:#x}")));
+        }
+        let prop = VmmProp {
+            alloc_type: ALLOCATION_TYPE_PINNED,
+            handle_types: HANDLE_TYPE_POSIX_FD,
+            location_type: LOCATION_TYPE_DEVICE,
+            device,
+            ..VmmProp::default()
+        };
+        let h = new_handle(HandleKind::MemHandle);
+        lock(&self.vmm).allocs.insert(h, PhysAlloc { mem, size, prop, refs: 1, mappings: 0 });
+        Ok(h)
+    }
+
+    /// The shareable handle types of the allocation mapped at `addr`.
+    pub(crate) fn vmm_handle_types(&self, handle: u64) -> u32 {
+        lock(&self.vmm).allocs.get(&handle).map(|a| a.prop.handle_types).unwrap_or(0)
     }
 
     /// Whether `addr` lies in an address reservation (for telling an

@@ -125,6 +125,24 @@ api! {
 }
 
 api! {
+    fn cuMemExportToShareableHandle(shareableHandle: *mut c_void, handle: CUmemGenericAllocationHandle, handleType: CUmemAllocationHandleType, flags: c_ulonglong) {
+        let out = Out::new(shareableHandle.cast::<i32>(), "shareableHandle")?;
+        out.set(drv()?.mem_export_to_shareable_handle(handle, handleType.0, flags)?);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuMemImportFromShareableHandle(handle: *mut CUmemGenericAllocationHandle, osHandle: *mut c_void, shHandleType: CUmemAllocationHandleType) {
+        let out = Out::new(handle, "handle")?;
+        // A POSIX file descriptor travels in the pointer's value.
+        let fd = i32::try_from(osHandle as usize).map_err(|_| Error::InvalidValue(format!("{osHandle:?} is not a file descriptor")))?;
+        out.set(drv()?.mem_import_from_shareable_handle(fd, shHandleType.0)?);
+        Ok(())
+    }
+}
+
+api! {
     fn cuMemRetainAllocationHandle(handle: *mut CUmemGenericAllocationHandle, addr: *mut c_void) {
         let out = Out::new(handle, "handle")?;
         out.set(drv()?.mem_retain_allocation_handle(addr as u64)?);
