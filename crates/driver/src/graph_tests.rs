@@ -622,3 +622,51 @@ fn a_fault_in_a_graph_is_sticky_and_events_still_complete() {
     assert!(matches!(t.d.event_synchronize(ev), Err(Error::Fault(_))), "the event completed; the context is poisoned");
     let _ = t.fill;
 }
+
+#[test]
+fn the_per_thread_stream_captures_and_capture_can_extend_a_graph() {
+    let t = setup();
+    let p = t.d.mem_alloc(16).expect("alloc");
+    // The per-thread default stream (ptds: stream 0 means it).
+    t.d.stream_begin_capture(0, true, CAPTURE_MODE_RELAXED).expect("begin on the per-thread stream");
+    assert_eq!(t.d.stream_capture_info(0, true).map(|i| i.status), Ok(CaptureStatus::Active));
+    assert!(
+        matches!(t.d.stream_capture_info(0, false), Err(Error::StreamCaptureImplicit(_))),
+        "the legacy stream synchronises with the per-thread stream, which captures"
+    );
+    let v = 4u32;
+    // SAFETY: a host value valid for the call; it is captured, not run.
+    assert!(
+        matches!(unsafe { t.d.memcpy_htod(p, &v as *const u32 as usize, 4, 0, true, false) }, Err(Error::StreamCaptureUnsupported(_))),
+        "a synchronous copy on the capturing per-thread stream"
+    );
+    assert!(matches!(t.d.stream_end_capture(0, true), Err(Error::StreamCaptureInvalidated(_))));
+    t.d.stream_begin_capture(0, true, CAPTURE_MODE_RELAXED).expect("begin");
+    // SAFETY: as above; the asynchronous form is captured.
+    unsafe { t.d.memcpy_htod(p, &v as *const u32 as usize, 4, 0, true, true) }.expect("captured copy");
+    let g = t.d.stream_end_capture(0, true).expect("end");
+    assert_eq!(t.d.graph_nodes(g).map(|n| n.len()), Ok(1));
+    assert_eq!(t.read_u32(p), 0, "not run");
+
+    // Capture into an existing graph, after one of its nodes.
+    let s = t.d.stream_create(1, 0).expect("stream");
+    let first = t.log_node(g, &[], 1).expect("node");
+    t.d.stream_begin_capture_to_graph(s, false, g, &[first], CAPTURE_MODE_GLOBAL).expect("begin to graph");
+    assert!(matches!(t.d.graph_destroy(g), Err(Error::InvalidValue(_))), "not while capturing into it");
+    t.launch_log(s, 2).expect("captured");
+    assert_eq!(t.d.stream_end_capture(s, false), Ok(g), "the same graph");
+    let nodes = t.d.graph_nodes(g).expect("nodes");
+    assert_eq!(nodes.len(), 3);
+    assert_eq!(t.d.graph_node_dependencies(nodes[2]), Ok(vec![first]));
+    // A failed capture into it leaves it to its owner.
+    t.d.stream_begin_capture_to_graph(s, false, g, &[], CAPTURE_MODE_GLOBAL).expect("begin");
+    assert!(t.d.stream_synchronize(s, false).is_err());
+    assert!(matches!(t.d.stream_end_capture(s, false), Err(Error::StreamCaptureInvalidated(_))));
+    assert_eq!(t.d.graph_nodes(g).map(|n| n.len()), Ok(3), "the graph is still there");
+    let x = t.instantiate(g);
+    t.d.graph_launch(x, s, false).expect("launch");
+    t.d.stream_synchronize(s, false).expect("sync");
+    assert_eq!(t.read_u32(p), 4);
+    assert_eq!(t.order(), vec![1, 2]);
+    assert!(matches!(t.d.stream_begin_capture_to_graph(s, false, g, &[0x4b_0000_0010], 0), Err(Error::InvalidValue(_))));
+}
