@@ -39,6 +39,10 @@
 # "//@ nvcc-flags: ..." adds flags to every build of the program (PTX and
 # executables, e.g. --default-stream per-thread), "//@ link-flags: ..." to
 # its executables only.
+# "//@ libs: cublas cublasLt" links the executables with NVIDIA's cuBLAS
+# libraries of the matching CUDA release (from the toolkit, kept off every
+# RUNPATH); at run time the programs load anycuda's. The manifest's flags
+# column then carries "libs:NAME".
 set -euo pipefail
 CALLER_PWD=$PWD
 cd "$(dirname "$0")/.."
@@ -105,6 +109,16 @@ for src in "${sources[@]}"; do
     variants=$(directive "$src" variants)
     nvcc_flags=$(directive "$src" nvcc-flags)
     link_flags=$(directive "$src" link-flags)
+    libs=$(directive "$src" libs)
+    libs13=""; libs12=""; lib_tags=""
+    for l in $libs; do
+        case "$l" in cublas|cublasLt) ;; *) die "$src: unknown library '$l'" ;; esac
+        libs13="$libs13 -l$l"; libs12="$libs12 -l:lib$l.so.12"; lib_tags="$lib_tags libs:$l"
+    done
+    if [ -n "$libs" ]; then
+        libs13="-L$TK/cublas/lib$libs13 -Xlinker -rpath-link=$TK/cublas/lib"
+        libs12="-L$TK/cu12/cublas/lib$libs12 -Xlinker -rpath-link=$TK/cu12/cublas/lib"
+    fi
     for v in $variants; do
         case "$v" in shared|cu12|lz4|nocomp) ;; *) die "$src: unknown variant '$v'" ;; esac
     done
@@ -132,18 +146,18 @@ for src in "${sources[@]}"; do
     add sm_80 ptx "ptx/sm_80/$name.ptx" - "$nvcc_flags" -ptx -arch=sm_80 $nvcc_flags
     add sm_90 ptx "ptx/sm_90/$name.ptx" - "$nvcc_flags" -ptx -arch=sm_90 $nvcc_flags
     add sm_80-G ptx "ptx/sm_80-G/$name.ptx" - "-G $nvcc_flags" -ptx -arch=sm_80 -G $nvcc_flags
-    add static exe "bin/static/$name" static "$nvcc_flags" "${GENCODE[@]}" $nvcc_flags LINK $link_flags
+    add static exe "bin/static/$name" static "$nvcc_flags$lib_tags" "${GENCODE[@]}" $nvcc_flags LINK $link_flags $libs13
     for v in $variants; do
         case "$v" in
-            shared) add shared exe "bin/shared/$name" libcudart.so.13 "-cudart shared $nvcc_flags" \
-                        "${GENCODE[@]}" -cudart shared $nvcc_flags LINK $link_flags -Xlinker -rpath="$TK/lib" ;;
-            cu12)   add cu12 exe "bin/cu12/$name" libcudart.so.12 "cudart-12.9 $nvcc_flags" \
+            shared) add shared exe "bin/shared/$name" libcudart.so.13 "-cudart shared $nvcc_flags$lib_tags" \
+                        "${GENCODE[@]}" -cudart shared $nvcc_flags LINK $link_flags $libs13 -Xlinker -rpath="$TK/lib" ;;
+            cu12)   add cu12 exe "bin/cu12/$name" libcudart.so.12 "cudart-12.9 $nvcc_flags$lib_tags" \
                         "${GENCODE[@]}" -cudart none -I"$TK/cu12/include" $nvcc_flags \
-                        LINK $link_flags -L"$TK/cu12/lib" -l:libcudart.so.12 -Xlinker -rpath="$TK/cu12/lib" ;;
-            lz4)    add lz4 exe "bin/lz4/$name" static "--compress-mode=speed $nvcc_flags" \
-                        "${GENCODE[@]}" --compress-mode=speed $nvcc_flags LINK $link_flags ;;
-            nocomp) add nocomp exe "bin/nocomp/$name" static "--no-compress $nvcc_flags" \
-                        "${GENCODE[@]}" --no-compress $nvcc_flags LINK $link_flags ;;
+                        LINK $link_flags $libs12 -L"$TK/cu12/lib" -l:libcudart.so.12 -Xlinker -rpath="$TK/cu12/lib" ;;
+            lz4)    add lz4 exe "bin/lz4/$name" static "--compress-mode=speed $nvcc_flags$lib_tags" \
+                        "${GENCODE[@]}" --compress-mode=speed $nvcc_flags LINK $link_flags $libs13 ;;
+            nocomp) add nocomp exe "bin/nocomp/$name" static "--no-compress $nvcc_flags$lib_tags" \
+                        "${GENCODE[@]}" --no-compress $nvcc_flags LINK $link_flags $libs13 ;;
         esac
     done
 done

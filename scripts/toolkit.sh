@@ -17,6 +17,11 @@
 #   $ANYCUDA_TOOLKIT/lib                libcudart_static.a, libcudart.so(.13),
 #                                       libcudadevrt.a, libnvvm.so; lib64 -> lib
 #   $ANYCUDA_TOOLKIT/cu12/{include,lib} CUDA 12.9 cudart (headers, libcudart.so.12)
+#   $ANYCUDA_TOOLKIT/include/cublas*.h  cuBLAS 13.10 headers (cu12/include: 12.9)
+#   $ANYCUDA_TOOLKIT/cublas/lib         NVIDIA's libcublas(Lt).so.13, to link
+#   $ANYCUDA_TOOLKIT/cu12/cublas/lib    ... and .so.12 (apart from lib/, which
+#                                       shared-cudart programs have as RUNPATH:
+#                                       at run time programs load anycuda's)
 #   $ANYCUDA_TOOLKIT/share/wheels       the wheels' dist-info (licenses, RECORD)
 #   $ANYCUDA_TOOLKIT/.anycuda-toolkit-stamp
 # There is no libcuda stub (lib/stubs) in the wheels: programs that call the
@@ -32,7 +37,7 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 
 REQ=scripts/cuda-toolkit-requirements.txt
-LAYOUT=1 # bump when the arrangement below changes
+LAYOUT=2 # bump when the arrangement below changes
 ROOT="$ANYCUDA_TOOLKIT"
 STAMP_NAME=.anycuda-toolkit-stamp
 want_stamp="layout=$LAYOUT req=$(sha256sum "$REQ" | cut -d' ' -f1) arch=$(uname -m)"
@@ -102,7 +107,16 @@ EOF
     run cudart12      -arch=sm_80 -cudart none -I"$tk/cu12/include" "$d/s.cu" -o "$d/s-cu12" \
                       -L"$tk/cu12/lib" -l:libcudart.so.12
     readelf -d "$d/s-cu12" | grep -q 'NEEDED.*libcudart\.so\.12' || die "cu12 build: libcudart.so.12 not NEEDED"
-    log "build checks passed (ptx, static, shared, -G, lz4, no-compress, per-thread, cudart 12)"
+    cat >"$d/b.cu" <<'EOF'
+#include <cublas_v2.h>
+int main() { cublasHandle_t h; return cublasCreate(&h) != CUBLAS_STATUS_SUCCESS; }
+EOF
+    run cublas13      -arch=sm_80 "$d/b.cu" -o "$d/b13" -L"$tk/cublas/lib" -lcublas -Xlinker -rpath-link="$tk/cublas/lib"
+    readelf -d "$d/b13" | grep -q 'NEEDED.*libcublas\.so\.13' || die "cublas build: libcublas.so.13 not NEEDED"
+    run cublas12      -arch=sm_80 -cudart none -I"$tk/cu12/include" "$d/b.cu" -o "$d/b12" -L"$tk/cu12/lib" -l:libcudart.so.12 \
+                      -L"$tk/cu12/cublas/lib" -l:libcublas.so.12 -Xlinker -rpath-link="$tk/cu12/cublas/lib"
+    readelf -d "$d/b12" | grep -q 'NEEDED.*libcublas\.so\.12' || die "cu12 cublas build: libcublas.so.12 not NEEDED"
+    log "build checks passed (ptx, static, shared, -G, lz4, no-compress, per-thread, cudart 12, cublas 13 and 12)"
 }
 
 force=0
@@ -170,8 +184,21 @@ x="$stage/x"
 r="$stage/root"
 [ -x "$x/nvidia/cu13/bin/nvcc" ] || die "unexpected wheel layout: no nvidia/cu13/bin/nvcc"
 [ -d "$x/nvidia/cuda_runtime/lib" ] || die "unexpected wheel layout: no nvidia/cuda_runtime/lib (cu12)"
+[ -f "$x/nvidia/cu13/lib/libcublas.so.13" ] || die "unexpected wheel layout: no nvidia/cu13/lib/libcublas.so.13"
+[ -f "$x/nvidia/cublas/lib/libcublas.so.12" ] || die "unexpected wheel layout: no nvidia/cublas/lib/libcublas.so.12 (cu12)"
 mv "$x/nvidia/cu13" "$r"
 mv "$x/nvidia/cuda_runtime" "$r/cu12"
+# NVIDIA's cuBLAS only links programs: its libraries stay out of lib/ (the
+# RUNPATH of shared-cudart programs) so nothing finds them at run time.
+mkdir -p "$r/cublas/lib" "$r/cu12/cublas/lib"
+mv "$r/lib/libcublas.so.13" "$r/lib/libcublasLt.so.13" "$r/cublas/lib/"
+rm -f "$r"/lib/libnvblas.so.*
+mv "$x"/nvidia/cublas/include/* "$r/cu12/include/"
+mv "$x/nvidia/cublas/lib/libcublas.so.12" "$x/nvidia/cublas/lib/libcublasLt.so.12" "$r/cu12/cublas/lib/"
+ln -s libcublas.so.13 "$r/cublas/lib/libcublas.so"
+ln -s libcublasLt.so.13 "$r/cublas/lib/libcublasLt.so"
+ln -s libcublas.so.12 "$r/cu12/cublas/lib/libcublas.so"
+ln -s libcublasLt.so.12 "$r/cu12/cublas/lib/libcublasLt.so"
 mkdir -p "$r/share/wheels"
 mv "$x"/*.dist-info "$r/share/wheels/"
 # Unversioned names for the linker (-lcudart with -cudart shared), lib64 for
@@ -185,7 +212,8 @@ for f in "$r/bin/nvcc" "$r/bin/ptxas" "$r/bin/fatbinary" "$r/bin/nvlink" "$r/bin
          "$r/nvvm/bin/cicc" "$r/nvvm/libdevice/libdevice.10.bc" "$r/include/crt/host_config.h" \
          "$r/include/cccl/thrust/version.h" "$r/include/cccl/cub/cub.cuh" "$r/include/cuda_runtime.h" \
          "$r/lib/libcudart_static.a" "$r/lib/libcudart.so.13" "$r/cu12/lib/libcudart.so.12" \
-         "$r/cu12/include/cuda_runtime.h"; do
+         "$r/cu12/include/cuda_runtime.h" "$r/include/cublas_v2.h" "$r/cu12/include/cublas_v2.h" \
+         "$r/cublas/lib/libcublasLt.so.13" "$r/cu12/cublas/lib/libcublasLt.so.12"; do
     [ -e "$f" ] || die "missing after unpacking: ${f#"$r"/}"
 done
 grep -v '^#' "$REQ" | grep -o '^[a-z0-9-]*==[^ ]*' >"$r/share/wheels/versions.txt"

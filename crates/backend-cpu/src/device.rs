@@ -19,7 +19,7 @@ pub struct CpuBackend {
     props: DeviceProps,
     /// Live allocations made by this backend: address -> size.
     allocations: Mutex<BTreeMap<u64, usize>>,
-    cache_dir: Option<std::path::PathBuf>,
+    jit: Arc<jit::Jit>,
     /// Physical allocations of the virtual memory API.
     vmm: crate::vmm::VirtualMemory,
 }
@@ -31,17 +31,18 @@ impl Default for CpuBackend {
 }
 
 impl CpuBackend {
+    /// The backend, its JIT configured from the environment.
     pub fn new() -> CpuBackend {
+        CpuBackend::with_jit(jit::JitConfig::from_env())
+    }
+
+    pub fn with_jit(config: jit::JitConfig) -> CpuBackend {
         let mut props = DeviceProps::host_cpu(0);
         props.multiprocessor_count = Executor::global().multiprocessors();
         props.virtual_memory_management = true;
         props.vmm_posix_fd = true;
-        CpuBackend {
-            props,
-            allocations: Mutex::new(BTreeMap::new()),
-            cache_dir: crate::cache::default_dir(),
-            vmm: crate::vmm::VirtualMemory::default(),
-        }
+        let jit = jit::Jit::new(compiler::Target::HostCpu, config);
+        CpuBackend { props, allocations: Mutex::new(BTreeMap::new()), jit, vmm: crate::vmm::VirtualMemory::default() }
     }
 
     fn allocated(&self) -> u64 {
@@ -154,7 +155,7 @@ impl Backend for CpuBackend {
     }
 
     fn load_module(&self, _device: usize, ptx: &str, options: &ModuleOptions) -> Result<Arc<dyn BackendModule>, ModuleError> {
-        CpuModule::load(ptx, options, self.cache_dir.as_deref()).map(|m| Arc::new(m) as Arc<dyn BackendModule>)
+        CpuModule::load(&self.jit, ptx, options).map(|m| Arc::new(m) as Arc<dyn BackendModule>)
     }
 
     fn vmm_granularity(&self, _device: usize) -> usize {
@@ -198,82 +199,60 @@ impl Backend for CpuBackend {
     }
 }
 
-/// A module compiled for the host and loaded into the process.
+/// A module loaded for the host. Its kernels compile when first launched
+/// (through the JIT, which owns tiers and the cache); each kernel's code is
+/// linked on its own, against the unit that holds the module's variables.
 pub struct CpuModule {
+    jit: Arc<jit::JitModule>,
     kernels: Vec<KernelDesc>,
-    loaded: Vec<LoadedKernel>,
     globals: Vec<GlobalDesc>,
+    /// The variables' unit (or, for a module that does not split, the whole module).
+    shared: LoadedModule,
+    /// The variables' symbols, defined in every kernel unit's link.
+    shared_symbols: Vec<(String, usize)>,
+    /// Per kernel: the code launches use now.
+    code: Vec<Mutex<Option<Arc<KernelCode>>>>,
     info: String,
-    // Keeps the code alive as long as the kernels above may run.
-    _module: LoadedModule,
 }
 
-fn invalid(log: String) -> ModuleError {
-    ModuleError { kind: ModuleErrorKind::InvalidPtx, log }
+/// One kernel's loaded code.
+struct KernelCode {
+    kernel: LoadedKernel,
+    tier: compiler::Tier,
+    /// The kernel's own unit (none when it lives in the shared unit).
+    _unit: Option<LoadedModule>,
+}
+
+fn other(log: String) -> ModuleError {
+    ModuleError { kind: ModuleErrorKind::Other, log }
 }
 
 impl CpuModule {
-    pub fn load(ptx: &str, options: &ModuleOptions, cache_dir: Option<&std::path::Path>) -> Result<CpuModule, ModuleError> {
-        let target = compiler::Target::HostCpu;
-        let opts = compiler::Options::default();
-        let fingerprint = compiler::target_fingerprint(&target);
-        let key = crate::cache::key(ptx, &fingerprint, &opts.fingerprint());
-        let mut note = String::new();
-        // A cache hit needs neither the parser nor LLVM.
-        let entry = match cache_dir.and_then(|d| crate::cache::load_entry(d, &key)) {
-            Some(e) => {
-                note.push_str("anycuda: compiled code loaded from the cache");
-                e
-            }
-            None => {
-                let module = ptx::parse(ptx).map_err(|d| invalid(format!("PTX syntax errors:\n{d}")))?;
-                if (module.version.major, module.version.minor) > (9, 9) {
-                    return Err(ModuleError {
-                        kind: ModuleErrorKind::UnsupportedPtxVersion,
-                        log: format!("PTX ISA {}.{} is newer than this compiler knows", module.version.major, module.version.minor),
-                    });
-                }
-                let t = std::time::Instant::now();
-                let compiled = compiler::compile_with_options(&module, ptx, &target, &opts).map_err(|e| invalid(e.to_string()))?;
-                note.push_str(&format!(
-                    "anycuda: compiled {} kernel(s) for the host in {:.1} ms",
-                    compiled.info.kernels.len(),
-                    t.elapsed().as_secs_f64() * 1e3
-                ));
-                let entry =
-                    crate::cache::Entry { info: compiled.info, target_sm: module.target.sm().unwrap_or(0), object: compiled.object };
-                if let Some(dir) = cache_dir {
-                    if let Err(e) = crate::cache::store_entry(dir, &key, &entry) {
-                        tracing::warn!("cannot write the kernel cache in {}: {e}", dir.display());
-                    }
-                }
-                entry
-            }
-        };
-        let info = entry.info;
-        let object = entry.object;
-        let target_sm = entry.target_sm;
-        let loaded_module = crate::loader::load(&object).map_err(|e| ModuleError { kind: ModuleErrorKind::Other, log: e.to_string() })?;
-        let mut kernels = Vec::new();
-        let mut loaded = Vec::new();
+    pub fn load(jit: &Arc<jit::Jit>, ptx: &str, options: &ModuleOptions) -> Result<CpuModule, ModuleError> {
+        let module = jit.load(ptx, options)?;
+        let shared_code = module.shared()?;
+        let shared = crate::loader::load(&shared_code.object).map_err(|e| other(e.to_string()))?;
+        let global_prefix = compiler::cpu_abi::KernelSymbols::global("");
+        let shared_symbols: Vec<(String, usize)> =
+            shared.symbols().filter(|(name, _)| name.starts_with(&global_prefix)).map(|(n, a)| (n.to_string(), a)).collect();
         // As NVIDIA reports them: the virtual architecture the PTX targets
         // (80 for compute_80, not the PTX ISA version), and the architecture
         // the code was compiled for (the device's, for JIT-compiled code).
         // Libraries such as CUB dispatch on the first.
+        let target_sm = module.target_sm();
         let ptx_version = if target_sm != 0 { target_sm } else { options.target };
         let binary_version = options.target;
-        for k in &info.kernels {
-            // SAFETY: the object was compiled from this module (or is a cache
-            // entry whose key covers the module text and compiler revision).
-            let lk = unsafe { LoadedKernel::from_module(&loaded_module, k.clone()) }
-                .ok_or_else(|| ModuleError { kind: ModuleErrorKind::Other, log: format!("kernel `{}` missing from its object", k.name) })?;
-            loaded.push(lk);
-            kernels.push(KernelDesc {
+        let info = module.info();
+        let const_bytes: u32 = info.globals.iter().filter(|g| g.constant).map(|g| g.size as u32).sum();
+        let kernels = info
+            .kernels
+            .iter()
+            .map(|k| KernelDesc {
                 name: k.name.clone(),
                 params: k.params.iter().map(|p| ParamDesc { offset: p.offset, size: p.size, align: p.align }).collect(),
                 param_bytes: k.param_bytes,
                 static_shared_bytes: k.static_shared_bytes,
-                const_bytes: info.globals.iter().filter(|g| g.constant).map(|g| g.size as u32).sum(),
+                const_bytes,
                 local_bytes: k.local_bytes,
                 num_regs: 32,
                 reqntid: k.reqntid,
@@ -281,14 +260,13 @@ impl CpuModule {
                 min_blocks_per_sm: None,
                 ptx_version,
                 binary_version,
-            });
-        }
+            })
+            .collect();
         let mut globals = Vec::new();
         for g in &info.globals {
-            let address = loaded_module.symbol(&compiler::cpu_abi::KernelSymbols::global(&g.name)).ok_or_else(|| ModuleError {
-                kind: ModuleErrorKind::Other,
-                log: format!("variable `{}` missing from its object", g.name),
-            })?;
+            let address = shared
+                .symbol(&compiler::cpu_abi::KernelSymbols::global(&g.name))
+                .ok_or_else(|| other(format!("variable `{}` missing from its object", g.name)))?;
             globals.push(GlobalDesc {
                 name: g.name.clone(),
                 address: address as u64,
@@ -297,7 +275,59 @@ impl CpuModule {
                 managed: g.managed,
             });
         }
-        Ok(CpuModule { kernels, loaded, globals, info: note, _module: loaded_module })
+        let from = if module.described_from_cache() { " (described from the cache)" } else { "" };
+        let note = if module.splits() {
+            format!("anycuda: module loaded{from}; each kernel compiles when first launched, or comes from the cache")
+        } else {
+            format!("anycuda: module loaded{from} and compiled for the host as one unit ({:?})", shared_code.tier)
+        };
+        let code = info.kernels.iter().map(|_| Mutex::new(None)).collect();
+        Ok(CpuModule { jit: module, kernels, globals, shared, shared_symbols, code, info: note })
+    }
+
+    /// The code kernel `k`'s launches use now: compiled (or taken from the
+    /// cache) at its first launch, replaced once faster code is ready.
+    fn code(&self, k: usize) -> Result<Arc<KernelCode>, ModuleError> {
+        let slot = self.code.get(k).ok_or_else(|| other(format!("no kernel {k}")))?;
+        let current = slot.lock().map_err(|_| other("kernel code lock poisoned".into()))?.clone();
+        if let Some(c) = &current {
+            if c.tier == compiler::Tier::Optimized || !self.jit.splits() {
+                return Ok(c.clone());
+            }
+        }
+        let compiled = self.jit.kernel(k)?;
+        if let Some(c) = &current {
+            if c.tier >= compiled.tier {
+                return Ok(c.clone());
+            }
+        }
+        let name = &self.kernels[k].name;
+        let info = compiled
+            .info
+            .kernels
+            .iter()
+            .find(|i| &i.name == name)
+            .cloned()
+            .ok_or_else(|| other(format!("kernel `{name}` missing from its compiled unit")))?;
+        let (kernel, unit) = if self.jit.splits() {
+            let unit = crate::loader::load_with(&compiled.object, &self.shared_symbols).map_err(|e| other(e.to_string()))?;
+            // SAFETY: the object is this kernel's unit, compiled for the host.
+            let kernel = unsafe { LoadedKernel::from_module(&unit, info) };
+            (kernel, Some(unit))
+        } else {
+            // SAFETY: the shared unit is the whole module, compiled for the host.
+            (unsafe { LoadedKernel::from_module(&self.shared, info) }, None)
+        };
+        let kernel = kernel.ok_or_else(|| other(format!("kernel `{name}` missing from its object")))?;
+        let code = Arc::new(KernelCode { kernel, tier: compiled.tier, _unit: unit });
+        if let Ok(mut s) = slot.lock() {
+            // Another launch may have loaded the same or better code meanwhile.
+            match &*s {
+                Some(c) if c.tier >= code.tier => return Ok(c.clone()),
+                _ => *s = Some(code.clone()),
+            }
+        }
+        Ok(code)
     }
 }
 
@@ -314,13 +344,21 @@ impl BackendModule for CpuModule {
         self.info.clone()
     }
 
+    fn prepare(&self, kernel: usize) -> Result<(), ModuleError> {
+        self.code(kernel).map(|_| ())
+    }
+
     fn launch(&self, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault> {
-        let k = self.loaded.get(kernel).ok_or_else(|| LaunchFault::Failed(format!("no kernel {kernel}")))?;
+        let code = self.code(kernel).map_err(|e| LaunchFault::Failed(e.log))?;
         let options = LaunchOptions { cooperative: launch.cooperative };
-        // SAFETY: the module is alive (self holds it) and the driver built the
+        let start = std::time::Instant::now();
+        // SAFETY: the code is alive (`code` holds it) and the driver built the
         // parameter buffer from this kernel's layout; what the pointers in it
         // point to is the program's business, and faults are caught.
-        let r = unsafe { Executor::global().launch(k, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.params, &options) };
+        let r = unsafe {
+            Executor::global().launch(&code.kernel, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.params, &options)
+        };
+        self.jit.record_run(kernel, start.elapsed());
         r.map_err(|e| match e {
             LaunchError::IllegalAddress { address } => LaunchFault::IllegalAddress { address, detail: e.to_string() },
             LaunchError::MisalignedAddress { address } => LaunchFault::MisalignedAddress { address, detail: e.to_string() },

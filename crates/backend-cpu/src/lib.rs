@@ -7,7 +7,6 @@
 //! function that runs a whole block. Runtime calls made by compiled code
 //! land in [`exec::runtime`].
 
-pub mod cache;
 pub mod device;
 pub mod exec;
 pub mod heap;

@@ -92,11 +92,18 @@ impl Drop for LoadedModule {
 /// Links `object` (an ELF relocatable object for the host) into the
 /// process and resolves every symbol it defines.
 pub fn load(object: &[u8]) -> Result<LoadedModule, LoadError> {
+    load_with(object, &[])
+}
+
+/// [`load`], with `extra` symbols (name, address) defined beside the
+/// runtime's: how the unit of one kernel finds the variables another
+/// unit of its module defines.
+pub fn load_with(object: &[u8], extra: &[(String, usize)]) -> Result<LoadedModule, LoadError> {
     let defined = defined_symbols(object)?;
     let names: Vec<String> = defined.iter().map(|(name, _)| name.clone()).collect();
     let jit = global_jit()?;
     let mut jit = lock(jit);
-    let dylib = jit.take_dylib()?;
+    let dylib = jit.take_dylib(extra)?;
     lock(&SESSION_ERRORS).clear();
     match jit.add_and_resolve(dylib, object, &names).map_err(with_session_errors) {
         Ok(symbols) => {
@@ -247,14 +254,14 @@ impl Jit {
     }
 
     /// A cleared JITDylib with the runtime symbols and process symbol search.
-    fn take_dylib(&mut self) -> Result<LLVMOrcJITDylibRef, LoadError> {
+    fn take_dylib(&mut self, extra: &[(String, usize)]) -> Result<LLVMOrcJITDylibRef, LoadError> {
         let dylib = match self.free_dylibs.pop() {
             Some(dylib) => dylib,
             None => self.new_dylib()?,
         };
         // The runtime symbols go in again on every use: `clear` removed them
         // together with the previous module.
-        if let Err(error) = self.define_runtime_symbols(dylib) {
+        if let Err(error) = self.define_runtime_symbols(dylib, extra) {
             self.free_dylibs.push(dylib);
             return Err(error);
         }
@@ -308,14 +315,16 @@ impl Jit {
         Ok(unsafe { LLVMOrcExecutionSessionIntern(self.session, c.as_ptr()) })
     }
 
-    fn define_runtime_symbols(&self, dylib: LLVMOrcJITDylibRef) -> Result<(), LoadError> {
+    fn define_runtime_symbols(&self, dylib: LLVMOrcJITDylibRef, extra: &[(String, usize)]) -> Result<(), LoadError> {
         let flags = || LLVMJITSymbolFlags {
             GenericFlags: LLVMJITSymbolGenericFlags::LLVMJITSymbolGenericFlagsExported as u8
                 | LLVMJITSymbolGenericFlags::LLVMJITSymbolGenericFlagsCallable as u8,
             TargetFlags: 0,
         };
         let mut pairs = Vec::new();
-        for (name, address) in crate::exec::runtime::symbols() {
+        for (name, address) in
+            crate::exec::runtime::symbols().iter().map(|(n, a)| (*n, *a)).chain(extra.iter().map(|(n, a)| (n.as_str(), *a)))
+        {
             pairs.push(LLVMOrcCSymbolMapPair {
                 Name: self.intern(name)?,
                 Sym: LLVMJITEvaluatedSymbol { Address: address as u64, Flags: flags() },

@@ -10,9 +10,9 @@ pub fn info() -> ExitCode {
     println!("anycuda {}", env!("CARGO_PKG_VERSION"));
     println!("driver version: {}.{} ({version})", version / 1000, (version % 1000) / 10);
     println!("backend: {}", drv.backend().name());
-    match backend_cpu::cache::default_dir() {
+    match jit::cache::default_dir() {
         Some(d) => println!("kernel cache: {}", d.display()),
-        None => println!("kernel cache: off ({} is off, or no home directory)", backend_cpu::cache::CACHE_DIR_ENV),
+        None => println!("kernel cache: off ({} is off, or no home directory)", jit::cache::CACHE_DIR_ENV),
     }
     match crate::run::find_library() {
         Ok(p) => println!("library: {}", p.display()),

@@ -8,7 +8,10 @@
 //! and the directory holds every other build artefact. So `run` keeps a
 //! directory of its own per library (keyed by the library's path) holding
 //! only `libcuda.so.1` and `libcuda.so` symlinks, under the user's cache
-//! directory.
+//! directory. The same directory links anycuda's cuBLAS and cuBLASLt under
+//! NVIDIA's names (`libcublas.so.13`, `libcublas.so.12`, `libcublasLt.so.13`,
+//! `libcublasLt.so.12`) when they were built beside the driver, so programs
+//! linked against NVIDIA's cuBLAS load anycuda's.
 
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -184,7 +187,35 @@ pub fn link_dir(lib: &Path) -> Result<PathBuf, String> {
     for name in ["libcuda.so.1", "libcuda.so"] {
         ensure_link(&dir, name, &target).map_err(|e| format!("cannot create {}: {e}", dir.join(name).display()))?;
     }
+    for (name, lib) in companion_libraries(&target) {
+        ensure_link(&dir, name, &lib).map_err(|e| format!("cannot create {}: {e}", dir.join(name).display()))?;
+    }
     Ok(dir)
+}
+
+/// The names NVIDIA's libraries beside the driver go by, and the files
+/// cargo builds for anycuda's (in the driver's directory).
+pub const COMPANIONS: &[(&str, &str)] = &[
+    ("libcublas.so.13", "libcublas.so"),
+    ("libcublas.so.12", "libcublas12.so"),
+    ("libcublasLt.so.13", "libcublasLt.so"),
+    ("libcublasLt.so.12", "libcublasLt12.so"),
+];
+
+/// anycuda's libraries found beside the driver `lib` (the build directory,
+/// or an installed `lib/anycuda`): `(NVIDIA's name, file)`.
+fn companion_libraries(lib: &Path) -> Vec<(&'static str, PathBuf)> {
+    let Some(dir) = lib.parent() else { return Vec::new() };
+    COMPANIONS
+        .iter()
+        .filter_map(|(name, file)| {
+            [dir.join(file), dir.join(name)]
+                .into_iter()
+                .find(|p| p.is_file())
+                .and_then(|p| std::fs::canonicalize(p).ok())
+                .map(|p| (*name, p))
+        })
+        .collect()
 }
 
 fn ensure_link(dir: &Path, name: &str, target: &Path) -> io::Result<()> {

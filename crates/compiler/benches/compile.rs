@@ -1,10 +1,26 @@
-//! Compile time per kernel: every oracle module, and every module of the
-//! nvcc corpus built by scripts/build-cuda-tests.sh (when present).
+//! Compile time per kernel, and where it goes.
 //!
-//! Run: `cargo bench -p anycuda-compiler --bench compile`
+//! Every kernel of every module is compiled on its own (its unit: the kernel
+//! and the functions it reaches, as the JIT compiles it at first launch),
+//! one after the other on one thread, in the tier given (`--tier fast|opt`,
+//! default fast: what a first launch waits for). Printed: the distribution of per-kernel times
+//! (median, p90, max), the slowest kernels, and the time per compiler
+//! phase summed over the corpus. Times are the compiling thread's CPU time
+//! (see `compiler::profile`), so other work on the machine changes them
+//! little.
+//!
+//! Corpora: the oracle modules, the nvcc corpus built by
+//! scripts/build-cuda-tests.sh, and any directories of `.ptx` files given
+//! in `ANYCUDA_BENCH_PTX` (colon-separated).
+//!
+//! Run: `cargo bench -p anycuda-compiler --bench compile [-- --tier opt] [--target gfx1100]`
+//! (AMDGPU targets compile whole modules, as their backend does.)
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use compiler::profile::{Phase, Profile};
+use ptx::ast::{FunctionKind, Item};
 
 fn modules(dir: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -14,58 +30,101 @@ fn modules(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn measure(label: &str, files: &[PathBuf]) {
-    println!("\n{label}\n");
-    println!("| module | kernels | parse | lower to IR | compile (IR + O2 + object) | per kernel |");
-    println!("|---|---|---|---|---|---|");
-    let (mut total_ms, mut total_kernels) = (0.0, 0usize);
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &compiler::Options) {
+    println!("\n## {label}\n");
+    let mut times: Vec<(Duration, String, usize)> = Vec::new();
+    let mut profile = Profile::default();
+    let (mut parse, mut failed, mut ptx_bytes) = (Duration::ZERO, 0usize, 0usize);
+    compiler::profile::take();
     for path in files {
-        let src = match std::fs::read_to_string(path) {
-            Ok(s) => s,
-            Err(_) => continue,
-        };
+        let Ok(src) = std::fs::read_to_string(path) else { continue };
+        ptx_bytes += src.len();
         let t = Instant::now();
-        let module = match ptx::parse(&src) {
-            Ok(m) => m,
-            Err(e) => {
-                println!("| {} | parse error: {} |", path.display(), e.0.len());
+        let Ok(module) = ptx::parse(&src) else {
+            println!("{}: does not parse", path.display());
+            continue;
+        };
+        parse += t.elapsed();
+        let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        for (idx, item) in module.items.iter().enumerate() {
+            let Item::Function(f) = item else { continue };
+            if f.kind != FunctionKind::Entry || f.body.is_none() {
                 continue;
             }
-        };
-        let parse_ms = t.elapsed().as_secs_f64() * 1e3;
-        let t = Instant::now();
-        let ir = compiler::emit_ir(&module, &src);
-        let lower_ms = t.elapsed().as_secs_f64() * 1e3;
-        let t = Instant::now();
-        let result = compiler::compile(&module, &src, &compiler::Target::HostCpu);
-        let compile_ms = t.elapsed().as_secs_f64() * 1e3;
-        let kernels = module.kernels().count().max(1);
-        let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-        match (ir, result) {
-            (Ok(_), Ok(_)) => {
-                total_ms += compile_ms;
-                total_kernels += kernels;
-                println!(
-                    "| {name} | {kernels} | {parse_ms:.2} ms | {lower_ms:.2} ms | {compile_ms:.1} ms | {:.2} ms |",
-                    compile_ms / kernels as f64
-                );
+            let unit = if matches!(target, compiler::Target::HostCpu) { compiler::Unit::Kernel(idx as u32) } else { compiler::Unit::Module };
+            let t = compiler::profile::thread_cpu_time();
+            let r = compiler::compile_unit(&module, &src, target, opts, unit);
+            let d = compiler::profile::thread_cpu_time().saturating_sub(t);
+            match r {
+                Ok(c) => times.push((d, format!("{name}: {}", f.name), c.object.len())),
+                Err(_) => failed += 1,
             }
-            (_, Err(e)) | (Err(e), _) => println!("| {name} | {kernels} | {parse_ms:.2} ms | - | not compiled: {e} | - |"),
         }
+        profile.add(&compiler::profile::take());
     }
-    if total_kernels > 0 {
-        println!("\ntotal: {total_kernels} kernels in {total_ms:.0} ms, {:.2} ms per kernel", total_ms / total_kernels as f64);
+    times.sort_by_key(|t| t.0);
+    let only: Vec<Duration> = times.iter().map(|t| t.0).collect();
+    let total: Duration = only.iter().sum();
+    println!(
+        "{} kernels ({} failed), {:.1} MB of PTX, parsed in {:.0} ms; per kernel: median {:.1} ms, p90 {:.1} ms, max {:.1} ms; total {:.2} s",
+        times.len(),
+        failed,
+        ptx_bytes as f64 / 1e6,
+        ms(parse),
+        ms(percentile(&only, 0.5)),
+        ms(percentile(&only, 0.9)),
+        ms(percentile(&only, 1.0)),
+        total.as_secs_f64()
+    );
+    println!("\n| phase | time | share |\n|---|---|---|");
+    let all = profile.total().max(Duration::from_nanos(1));
+    for p in Phase::ALL {
+        let d = profile.get(p);
+        println!("| {} | {:.0} ms | {:.1} % |", p.name(), ms(d), 100.0 * d.as_secs_f64() / all.as_secs_f64());
+    }
+    println!("\nslowest kernels:\n");
+    for (d, name, bytes) in times.iter().rev().take(5) {
+        let short: String = name.chars().take(100).collect();
+        println!("- {:.0} ms, {bytes} bytes of code: {short}", ms(*d));
     }
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let target = match args.iter().position(|a| a == "--target").and_then(|i| args.get(i + 1)) {
+        Some(arch) if arch != "host" => compiler::Target::Amdgpu { arch: arch.clone() },
+        _ => compiler::Target::HostCpu,
+    };
+    let tier = match args.iter().position(|a| a == "--tier").and_then(|i| args.get(i + 1)).map(String::as_str) {
+        Some("opt") => compiler::Tier::Optimized,
+        _ => compiler::Tier::Fast,
+    };
+    let opts = compiler::Options { tier, ..compiler::Options::default() };
+    println!("target: {target:?}, tier: {tier:?}");
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    measure("oracle modules (tests/ptx-oracle)", &modules(&root.join("tests/ptx-oracle")));
+    measure("oracle modules (tests/ptx-oracle)", &modules(&root.join("tests/ptx-oracle")), &target, &opts);
     let corpus = root.join("target/cuda-tests/ptx/sm_80");
     let files = modules(&corpus);
     if files.is_empty() {
         println!("\nnvcc corpus not built (scripts/build-cuda-tests.sh)");
     } else {
-        measure("nvcc corpus, sm_80 (target/cuda-tests/ptx/sm_80)", &files);
+        measure("nvcc corpus, sm_80 (target/cuda-tests/ptx/sm_80)", &files, &target, &opts);
+    }
+    if let Ok(extra) = std::env::var("ANYCUDA_BENCH_PTX") {
+        for dir in extra.split(':').filter(|d| !d.is_empty()) {
+            measure(dir, &modules(Path::new(dir)), &target, &opts);
+        }
     }
 }

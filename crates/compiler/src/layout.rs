@@ -278,6 +278,60 @@ impl Analysis {
         order
     }
 
+    /// The functions a compile unit defines (item indices, kernels
+    /// included), and whether it can be compiled apart from the rest of the
+    /// module. A kernel's unit holds the kernel and every function its code
+    /// reaches: called, or whose address it takes (an indirect call can
+    /// only jump to an address some code or initializer produced, and
+    /// those define their own copies). The variables' unit holds the
+    /// functions their initializers point to, and what those reach.
+    ///
+    /// Invariant: `None` when a unit would have to define a kernel other
+    /// than its own (an initializer or another kernel takes a kernel's
+    /// address): kernels are external symbols, defined once per module, so
+    /// such a module compiles as one unit.
+    pub fn unit_functions(&self, m: &Module, unit: crate::Unit) -> Option<HashSet<ItemId>> {
+        let is_kernel = |i: ItemId| matches!(m.items.get(i as usize), Some(Item::Function(f)) if f.kind == FunctionKind::Entry);
+        let mut stack: Vec<ItemId> = match unit {
+            crate::Unit::Module => {
+                return Some(
+                    m.items
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, it)| matches!(it, Item::Function(f) if f.body.is_some()))
+                        .map(|(i, _)| i as ItemId)
+                        .collect(),
+                )
+            }
+            crate::Unit::Kernel(k) => vec![k],
+            crate::Unit::Variables => {
+                let mut roots = HashSet::new();
+                for v in m.variables() {
+                    collect_init_functions(m, v.decl.init.as_ref(), &mut roots);
+                }
+                roots.into_iter().collect()
+            }
+        };
+        let own = match unit {
+            crate::Unit::Kernel(k) => Some(k),
+            _ => None,
+        };
+        let mut seen = HashSet::new();
+        while let Some(f) = stack.pop() {
+            if !seen.insert(f) {
+                continue;
+            }
+            if is_kernel(f) && Some(f) != own {
+                return None;
+            }
+            if let Some(ff) = self.facts.get(&f) {
+                stack.extend(ff.callees.iter().copied());
+                stack.extend(ff.address_taken.iter().copied());
+            }
+        }
+        Some(seen)
+    }
+
     pub fn needs_scheduler(&self, kernel: ItemId) -> bool {
         self.reachable(kernel).iter().any(|f| self.facts.get(f).is_some_and(|ff| ff.waits))
     }
@@ -425,6 +479,30 @@ pub fn describe_for(m: &Module, a: &Analysis, target: &crate::Target, opts: &cra
         }
     }
     info
+}
+
+/// The description of what one compile unit defines: its kernels (with
+/// their lane counts for `target`) and, for the units that define
+/// variables, the variables.
+pub fn describe_unit(m: &Module, a: &Analysis, target: &crate::Target, opts: &crate::Options, unit: crate::Unit) -> ModuleInfo {
+    match unit {
+        crate::Unit::Module => describe_for(m, a, target, opts),
+        crate::Unit::Variables => ModuleInfo { kernels: Vec::new(), globals: describe_with(m, a).globals },
+        crate::Unit::Kernel(k) => {
+            let mut kernels = Vec::new();
+            if let Some(Item::Function(f)) = m.items.get(k as usize) {
+                if f.kind == FunctionKind::Entry && f.body.is_some() {
+                    let mut info = describe_kernel(m, a, k, f);
+                    if crate::warp::warp_capable(a, target, opts, k, f) {
+                        info.lanes = crate::warp::W;
+                        info.frame_bytes = crate::warp::frame_layout(a, k, f).bytes;
+                    }
+                    kernels.push(info);
+                }
+            }
+            ModuleInfo { kernels, globals: Vec::new() }
+        }
+    }
 }
 
 pub fn describe_with(m: &Module, a: &Analysis) -> ModuleInfo {

@@ -25,6 +25,10 @@ pub struct ModuleCx<'m> {
     pub decls: BTreeMap<String, String>,
     /// Instruction ids for warp collectives and barriers, in program order.
     pub next_site: u32,
+    /// The unit being compiled, and the functions it defines (all of them
+    /// for a whole module).
+    pub unit: crate::Unit,
+    pub defined: Option<std::collections::HashSet<ItemId>>,
 }
 
 impl<'m> ModuleCx<'m> {
@@ -124,6 +128,41 @@ impl<'m> ModuleCx<'m> {
             helpers: BTreeMap::new(),
             decls: BTreeMap::new(),
             next_site: 0,
+            unit: crate::Unit::Module,
+            defined: None,
+        }
+    }
+
+    /// Restricts the lowering to one unit of the module.
+    pub fn select_unit(&mut self, unit: crate::Unit) -> Res<()> {
+        self.unit = unit;
+        if unit == crate::Unit::Module {
+            self.defined = None;
+            return Ok(());
+        }
+        if let crate::Unit::Kernel(k) = unit {
+            let is_kernel =
+                matches!(self.m.items.get(k as usize), Some(Item::Function(f)) if f.kind == FunctionKind::Entry && f.body.is_some());
+            if !is_kernel {
+                return Err(CompileError::Invalid {
+                    function: String::new(),
+                    what: format!("item {k} is not a kernel"),
+                    line: 0,
+                    column: 0,
+                });
+            }
+        }
+        match self.a.unit_functions(self.m, unit) {
+            Some(set) => {
+                self.defined = Some(set);
+                Ok(())
+            }
+            None => Err(CompileError::Invalid {
+                function: String::new(),
+                what: "the module takes a kernel's address: it compiles as one unit".into(),
+                line: 0,
+                column: 0,
+            }),
         }
     }
 
@@ -141,13 +180,20 @@ impl<'m> ModuleCx<'m> {
     pub fn lower_module(&mut self) -> Res<String> {
         let mut globals = String::new();
         for v in self.m.variables() {
-            self.emit_variable(v, &mut globals)?;
+            if matches!(self.unit, crate::Unit::Kernel(_)) {
+                self.declare_variable(v, &mut globals);
+            } else {
+                self.emit_variable(v, &mut globals)?;
+            }
         }
         let mut funcs = String::new();
         for (idx, item) in self.m.items.iter().enumerate() {
             let Item::Function(f) = item else { continue };
             // Only the item a symbol resolves to is defined (prototypes are not).
             let Some(body) = &f.body else { continue };
+            if self.defined.as_ref().is_some_and(|d| !d.contains(&(idx as ItemId))) {
+                continue;
+            }
             let warp = f.kind == FunctionKind::Entry && crate::warp::warp_capable(&self.a, &self.target, &self.opts, idx as ItemId, f);
             let mut fl = FnLower::new(self, idx as ItemId, f, body);
             let text = if warp { fl.lower_warp()? } else { fl.lower()? };
@@ -177,6 +223,14 @@ impl<'m> ModuleCx<'m> {
         out.push_str(&crate::targets::runtime_library(&self.target, &self.decls)?);
         out.push_str("\nattributes #0 = { nounwind }\nattributes #1 = { nounwind strictfp }\nattributes #2 = { alwaysinline nounwind }\n");
         Ok(out)
+    }
+
+    /// A module variable another unit of the module defines.
+    fn declare_variable(&mut self, v: &Variable, out: &mut String) {
+        if matches!(v.decl.space, StateSpace::Global | StateSpace::Const) {
+            let name = global_name(&KernelSymbols::global(v.decl.name));
+            let _ = writeln!(out, "{name} = external global i8, align {}", v.decl.alignment());
+        }
     }
 
     fn emit_variable(&mut self, v: &Variable, out: &mut String) -> Res<()> {

@@ -416,6 +416,16 @@ pub trait BackendModule: Send + Sync {
         String::new()
     }
 
+    /// Makes kernel `kernel`'s code ready to run, compiling it if the
+    /// backend compiles lazily. Called on the launching thread before a
+    /// launch is queued, so that a kernel that cannot be compiled fails
+    /// its launch call (`CUDA_ERROR_INVALID_PTX` with the compiler's
+    /// message) instead of a later synchronisation. Blocks only for this
+    /// kernel's compile.
+    fn prepare(&self, _kernel: usize) -> Result<(), ModuleError> {
+        Ok(())
+    }
+
     /// Runs the whole grid of kernel `kernel` (an index into
     /// [`BackendModule::kernels`]) and returns when every block has
     /// finished. The driver has validated the configuration against the

@@ -522,6 +522,10 @@ impl Driver {
         };
         let props = self.device_props(func.device as i32)?.clone();
         let attrs = *lock(&func.attrs);
+        // Compiled now if it was not, so that a kernel that cannot be
+        // compiled fails here (as its direct launch would), not at a launch
+        // of the graph.
+        func.code.prepare(func.index).map_err(crate::module::module_error)?;
         let cfg = LaunchConfig { grid: spec.grid, block: spec.block, shared_bytes: spec.shared_bytes, stream: 0, cooperative: false };
         self.check_config(&props, &func.desc, &attrs, &cfg)?;
         // SAFETY: the caller's contract.

@@ -199,12 +199,17 @@ impl Driver {
         self.check_config(&props, &func.desc, &attrs, cfg)?;
         // SAFETY: the caller's contract on `args`.
         let params = unsafe { build_params(&func.desc, args) }?;
+        let code = func.code.clone();
+        let index = func.index;
+        // The kernel's code, compiled now if it was not: a kernel that
+        // cannot be compiled fails its launch (not sticky), as the module
+        // load of a driver that compiles eagerly would have failed. A
+        // captured launch fails its capture call the same way.
+        code.prepare(index).map_err(crate::module::module_error)?;
         if let Some(cap) = self.capturing(&stream) {
             let node = crate::graph::KernelNode::new(func.clone(), cfg, params);
             return self.capture_node(&stream, &cap, crate::graph::NodeParams::Kernel(node)).map(|_| ());
         }
-        let code = func.code.clone();
-        let index = func.index;
         let cfg = *cfg;
         self.run_async(
             &ctx,

@@ -129,7 +129,7 @@ pub(crate) struct LinkState {
     pub output: Mutex<Option<Vec<u8>>>,
 }
 
-fn module_error(e: crate::backend::ModuleError) -> Error {
+pub(crate) fn module_error(e: crate::backend::ModuleError) -> Error {
     match e.kind {
         ModuleErrorKind::InvalidPtx => Error::InvalidPtx(e.log),
         ModuleErrorKind::UnsupportedPtxVersion => Error::UnsupportedPtxVersion(e.log),

@@ -29,8 +29,11 @@ fn barrier_rounds_of_whole_and_partial_blocks_in_both_modes() {
     // warps of a block go on one after another inside one call and the last
     // one's arrival completes the barrier there.
     for warp_mode in [true, false] {
-        let opts =
-            compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
+        let opts = compiler::Options {
+            warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
+            strict_affine: false,
+            tier: compiler::Tier::Optimized,
+        };
         let p = Program::from_file_with("barriers.ptx", &opts).expect("compiles");
         let k = p.kernel("barrier_in_loop").expect("kernel");
         for threads in [32u32, 96, 100, 256] {
@@ -314,8 +317,11 @@ fn tile_collectives_expected(input: &[u32], tid: usize) -> [u32; 12] {
 fn warp_collectives_over_tiles_in_both_modes() {
     let input: Vec<u32> = (0..96u32).map(|i| (i * 37 + i / 7) % 11).collect();
     for warp_mode in [true, false] {
-        let opts =
-            compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
+        let opts = compiler::Options {
+            warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
+            strict_affine: false,
+            tier: compiler::Tier::Optimized,
+        };
         let p = Program::from_file_with("warp_groups.ptx", &opts).expect("compiles");
         let k = p.kernel("tile_collectives").expect("kernel");
         assert_eq!(k.info.lanes, if warp_mode { 32 } else { 1 }, "mode");
@@ -357,8 +363,11 @@ fn shared_atomics_from_masked_lanes_in_both_modes() {
         (sum64 >> 32) as u32,
     ];
     for warp_mode in [true, false] {
-        let opts =
-            compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
+        let opts = compiler::Options {
+            warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
+            strict_affine: false,
+            tier: compiler::Tier::Optimized,
+        };
         let p = Program::from_file_with("shared_atomics.ptx", &opts).expect("compiles");
         let k = p.kernel("shared_atomics").expect("kernel");
         assert_eq!(k.info.lanes, if warp_mode { 32 } else { 1 }, "mode");
@@ -382,6 +391,7 @@ fn shared_atomics_of_whole_warps_on_shared_words_in_both_modes() {
             let opts = compiler::Options {
                 warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
                 strict_affine: false,
+                tier: compiler::Tier::Optimized,
             };
             let p = Program::from_file_with("shared_atomics.ptx", &opts).expect("compiles");
             let k = p.kernel("shared_counter").expect("kernel");
@@ -406,6 +416,7 @@ fn nan_results_are_canonical_where_a_program_can_see_them() {
             let opts = compiler::Options {
                 warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
                 strict_affine: false,
+                tier: compiler::Tier::Optimized,
             };
             let p = Program::from_file_with("nan_chains.ptx", &opts).expect("compiles");
             let k = p.kernel("nan_chains").expect("kernel");
@@ -423,13 +434,16 @@ fn nan_results_are_canonical_where_a_program_can_see_them() {
 /// A program in warp mode for every kernel, compiled so that any lane
 /// comparison an affine bit should have spared traps.
 fn strict_affine_program(file: &str) -> Program {
-    let opts = compiler::Options { warp: compiler::WarpMode::Always, strict_affine: true };
+    let opts = compiler::Options { warp: compiler::WarpMode::Always, strict_affine: true, tier: compiler::Tier::Optimized };
     Program::from_file_with(file, &opts).expect("compiles")
 }
 
 fn warp_program(file: &str, warp_mode: bool) -> Program {
-    let opts =
-        compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
+    let opts = compiler::Options {
+        warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
+        strict_affine: false,
+        tier: compiler::Tier::Optimized,
+    };
     Program::from_file_with(file, &opts).expect("compiles")
 }
 

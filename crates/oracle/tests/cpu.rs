@@ -5,25 +5,61 @@ use backend_cpu::{LaunchOptions, LoadedKernel};
 use std::collections::HashMap;
 
 struct Family {
-    _module: backend_cpu::LoadedModule,
+    _modules: Vec<backend_cpu::LoadedModule>,
     kernels: HashMap<String, LoadedKernel>,
 }
 
-fn load_family(name: &str, warp_mode: bool) -> Result<Family, String> {
+/// How a family's module is compiled.
+#[derive(Clone, Copy)]
+struct Build {
+    warp_mode: bool,
+    tier: compiler::Tier,
+    /// One unit per kernel, linked against the variables' unit, as the JIT
+    /// compiles them; otherwise the whole module at once.
+    units: bool,
+}
+
+fn load_family(name: &str, build: Build) -> Result<Family, String> {
     let src = oracle::module_source(name)?;
     let module = ptx::parse(&src).map_err(|d| d.to_string())?;
-    let opts =
-        compiler::Options { warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false };
-    let compiled = compiler::compile_with_options(&module, &src, &compiler::Target::HostCpu, &opts).map_err(|e| e.to_string())?;
-    let loaded = backend_cpu::load(&compiled.object).map_err(|e| e.to_string())?;
+    let opts = compiler::Options {
+        warp: if build.warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
+        strict_affine: false,
+        tier: build.tier,
+    };
+    let target = compiler::Target::HostCpu;
+    let mut modules = Vec::new();
     let mut kernels = HashMap::new();
-    for info in compiled.info.kernels {
-        let name = info.name.clone();
-        // SAFETY: the object and its description come from the same compile.
-        let k = unsafe { LoadedKernel::from_module(&loaded, info) }.ok_or_else(|| format!("{name}: symbols missing"))?;
-        kernels.insert(name, k);
+    let mut add = |compiled: compiler::CompiledModule, extra: &[(String, usize)], modules: &mut Vec<backend_cpu::LoadedModule>| {
+        let loaded = backend_cpu::loader::load_with(&compiled.object, extra).map_err(|e| e.to_string())?;
+        for info in compiled.info.kernels {
+            let name = info.name.clone();
+            // SAFETY: the object and its description come from the same compile.
+            let k = unsafe { LoadedKernel::from_module(&loaded, info) }.ok_or_else(|| format!("{name}: symbols missing"))?;
+            kernels.insert(name, k);
+        }
+        modules.push(loaded);
+        Ok::<(), String>(())
+    };
+    if build.units {
+        if !compiler::splits_into_units(&module, &target) {
+            return Err("the module does not split into units".into());
+        }
+        let vars = compiler::compile_unit(&module, &src, &target, &opts, compiler::Unit::Variables).map_err(|e| e.to_string())?;
+        add(vars, &[], &mut modules)?;
+        let extra: Vec<(String, usize)> = modules[0].symbols().map(|(n, a)| (n.to_string(), a)).collect();
+        for (i, item) in module.items.iter().enumerate() {
+            if matches!(item, ptx::ast::Item::Function(f) if f.kind == ptx::ast::FunctionKind::Entry && f.body.is_some()) {
+                let unit =
+                    compiler::compile_unit(&module, &src, &target, &opts, compiler::Unit::Kernel(i as u32)).map_err(|e| e.to_string())?;
+                add(unit, &extra, &mut modules)?;
+            }
+        }
+    } else {
+        let compiled = compiler::compile_with_options(&module, &src, &target, &opts).map_err(|e| e.to_string())?;
+        add(compiled, &[], &mut modules)?;
     }
-    Ok(Family { _module: loaded, kernels })
+    Ok(Family { _modules: modules, kernels })
 }
 
 fn run(case: &oracle::Case, kernel: &LoadedKernel) -> Result<(), String> {
@@ -62,23 +98,38 @@ fn run(case: &oracle::Case, kernel: &LoadedKernel) -> Result<(), String> {
 /// Kernels compiled in warp mode where they allow it (the default).
 #[test]
 fn oracle_cases_match_the_hardware_in_warp_mode() {
-    run_all(true);
+    run_all(Build { warp_mode: true, tier: compiler::Tier::Optimized, units: false });
 }
 
 /// Every kernel compiled one thread per call (the mode kernels that warp
 /// mode does not cover use).
 #[test]
 fn oracle_cases_match_the_hardware_in_thread_mode() {
-    run_all(false);
+    run_all(Build { warp_mode: false, tier: compiler::Tier::Optimized, units: false });
 }
 
-fn run_all(warp_mode: bool) {
+/// The fast tier, each kernel a unit of its own, in both modes: the code a
+/// kernel's first launches run.
+#[test]
+fn oracle_cases_match_the_hardware_in_the_fast_tier_kernel_by_kernel() {
+    run_all(Build { warp_mode: true, tier: compiler::Tier::Fast, units: true });
+    run_all(Build { warp_mode: false, tier: compiler::Tier::Fast, units: true });
+}
+
+/// Optimised units, as kernels that ran long are recompiled.
+#[test]
+fn oracle_cases_match_the_hardware_in_optimised_units() {
+    run_all(Build { warp_mode: true, tier: compiler::Tier::Optimized, units: true });
+}
+
+fn run_all(build: Build) {
+    let warp_mode = build.warp_mode;
     let oracle = oracle::load().expect("oracle loads");
     let mut families: HashMap<String, Result<Family, String>> = HashMap::new();
     let mut failures = Vec::new();
     let mut passed = 0;
     for case in &oracle.cases {
-        let fam = families.entry(case.family.clone()).or_insert_with(|| load_family(&case.family, warp_mode));
+        let fam = families.entry(case.family.clone()).or_insert_with(|| load_family(&case.family, build));
         let result = match fam {
             Err(e) => Err(format!("family does not load: {e}")),
             Ok(f) => match f.kernels.get(&case.kernel) {
@@ -96,6 +147,12 @@ fn run_all(warp_mode: bool) {
             eprintln!("FAIL {f}");
         }
     }
-    eprintln!("oracle ({} mode): {passed} passed, {} failed", if warp_mode { "warp" } else { "thread" }, failures.len());
+    eprintln!(
+        "oracle ({} mode, {:?}{}): {passed} passed, {} failed",
+        if warp_mode { "warp" } else { "thread" },
+        build.tier,
+        if build.units { ", kernel by kernel" } else { "" },
+        failures.len()
+    );
     assert!(failures.is_empty(), "{} of {} oracle cases fail", failures.len(), oracle.cases.len());
 }

@@ -3,6 +3,7 @@
 //! `hipModuleLoadData` takes.
 
 use super::Arch;
+use crate::profile::{time, Phase};
 use crate::CompileError;
 use inkwell::attributes::{Attribute, AttributeLoc};
 use inkwell::context::Context;
@@ -104,7 +105,7 @@ impl Diagnostics {
 /// Compiles lowered IR for `arch` into a linked code object.
 pub fn object(ir: &str, arch: &Arch) -> Result<Vec<u8>, CompileError> {
     let relocatable = compile_module(ir, arch)?;
-    link(&relocatable)
+    time(Phase::Link, || link(&relocatable))
 }
 
 fn compile_module(ir: &str, arch: &Arch) -> Result<Vec<u8>, CompileError> {
@@ -117,7 +118,7 @@ fn compile_module(ir: &str, arch: &Arch) -> Result<Vec<u8>, CompileError> {
         llvm_sys::core::LLVMContextSetDiagnosticHandler(context.raw(), Some(on_diagnostic), &*diags as *const Diagnostics as *mut c_void);
     }
     let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "ptx");
-    let module = context.create_module_from_ir(buf).map_err(llvm_error)?;
+    let module = time(Phase::ParseIr, || context.create_module_from_ir(buf)).map_err(llvm_error)?;
     module.set_triple(&tm.get_triple());
     module.set_data_layout(&tm.get_target_data().get_data_layout());
     let version = context.i32_type().const_int(CODE_OBJECT_VERSION, false);
@@ -125,12 +126,12 @@ fn compile_module(ir: &str, arch: &Arch) -> Result<Vec<u8>, CompileError> {
     globals_to_global_space(&context, &module)?;
     allocas_to_private_space(&context, &module)?;
     prepare_functions(&context, &module);
-    module.verify().map_err(llvm_error)?;
+    time(Phase::Verify, || module.verify()).map_err(llvm_error)?;
     diags.check("IR")?;
-    module.run_passes("default<O2>", &tm, PassBuilderOptions::create()).map_err(llvm_error)?;
+    time(Phase::Optimize, || module.run_passes("default<O2>", &tm, PassBuilderOptions::create())).map_err(llvm_error)?;
     diags.check("optimisation")?;
     check_selectable(&module)?;
-    let obj = tm.write_to_memory_buffer(&module, FileType::Object).map_err(llvm_error)?;
+    let obj = time(Phase::Codegen, || tm.write_to_memory_buffer(&module, FileType::Object)).map_err(llvm_error)?;
     diags.check("code generation")?;
     Ok(obj.as_slice().to_vec())
 }

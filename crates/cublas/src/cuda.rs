@@ -1,0 +1,218 @@
+//! The CUDA driver, reached the way any library beside it reaches it: the
+//! public driver API of the `libcuda.so.1` the process has loaded (anycuda's
+//! own). Nothing here knows the driver's internals.
+// Context and stream handles are opaque values handed to the driver.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
+use std::ffi::{c_int, c_uint, c_void, CStr};
+use std::sync::OnceLock;
+
+use crate::status::{Error, Result};
+
+pub type CUresult = c_int;
+pub type CUcontext = *mut c_void;
+pub type CUstream = *mut c_void;
+pub type CUdevice = c_int;
+pub type HostFn = unsafe extern "C" fn(*mut c_void);
+
+pub const ATTR_MULTIPROCESSOR_COUNT: c_int = 16;
+pub const ATTR_INTEGRATED: c_int = 18;
+pub const ATTR_PAGEABLE_MEMORY_ACCESS: c_int = 88;
+pub const POINTER_RANGE_START: c_int = 11;
+pub const POINTER_RANGE_SIZE: c_int = 12;
+pub const MEMORYTYPE_HOST: c_uint = 1;
+pub const MEMORYTYPE_DEVICE: c_uint = 2;
+
+/// `CUDA_MEMCPY2D`.
+#[repr(C)]
+pub struct Memcpy2D {
+    pub src_x_in_bytes: usize,
+    pub src_y: usize,
+    pub src_memory_type: c_uint,
+    pub src_host: *const c_void,
+    pub src_device: u64,
+    pub src_array: *mut c_void,
+    pub src_pitch: usize,
+    pub dst_x_in_bytes: usize,
+    pub dst_y: usize,
+    pub dst_memory_type: c_uint,
+    pub dst_host: *mut c_void,
+    pub dst_device: u64,
+    pub dst_array: *mut c_void,
+    pub dst_pitch: usize,
+    pub width_in_bytes: usize,
+    pub height: usize,
+}
+
+/// The driver entry points this library uses.
+pub struct Driver {
+    pub init: unsafe extern "C" fn(c_uint) -> CUresult,
+    pub ctx_get_current: unsafe extern "C" fn(*mut CUcontext) -> CUresult,
+    pub ctx_set_current: unsafe extern "C" fn(CUcontext) -> CUresult,
+    pub ctx_get_device: unsafe extern "C" fn(*mut CUdevice) -> CUresult,
+    pub device_get: unsafe extern "C" fn(*mut CUdevice, c_int) -> CUresult,
+    pub device_get_attribute: unsafe extern "C" fn(*mut c_int, c_int, CUdevice) -> CUresult,
+    pub primary_ctx_retain: unsafe extern "C" fn(*mut CUcontext, CUdevice) -> CUresult,
+    pub launch_host_func: unsafe extern "C" fn(CUstream, Option<HostFn>, *mut c_void) -> CUresult,
+    pub stream_synchronize: unsafe extern "C" fn(CUstream) -> CUresult,
+    pub pointer_get_attribute: unsafe extern "C" fn(*mut c_void, c_int, u64) -> CUresult,
+    pub memcpy_2d: unsafe extern "C" fn(*const Memcpy2D) -> CUresult,
+    pub memcpy_2d_async: unsafe extern "C" fn(*const Memcpy2D, CUstream) -> CUresult,
+    pub get_error_name: unsafe extern "C" fn(CUresult, *mut *const std::ffi::c_char) -> CUresult,
+}
+
+// SAFETY: plain function pointers into the driver, which is thread-safe.
+unsafe impl Send for Driver {}
+unsafe impl Sync for Driver {}
+
+/// The process's driver, opened on first use.
+pub fn driver() -> Result<&'static Driver> {
+    static DRIVER: OnceLock<std::result::Result<Driver, String>> = OnceLock::new();
+    DRIVER.get_or_init(open).as_ref().map_err(|e| Error::not_initialized(e.clone()))
+}
+
+// Each symbol's type is the field it initialises.
+#[allow(clippy::missing_transmute_annotations)]
+fn open() -> std::result::Result<Driver, String> {
+    // SAFETY: dlopen/dlsym with NUL-terminated names; the library stays
+    // loaded for the life of the process (never dlclosed).
+    unsafe {
+        let h = libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL);
+        if h.is_null() {
+            let e = libc::dlerror();
+            let why = if e.is_null() { String::new() } else { CStr::from_ptr(e).to_string_lossy().into_owned() };
+            return Err(format!("cannot load the CUDA driver libcuda.so.1: {why}"));
+        }
+        macro_rules! sym {
+            ($name:literal) => {{
+                let p = libc::dlsym(h, concat!($name, "\0").as_ptr().cast());
+                if p.is_null() {
+                    return Err(format!("the CUDA driver does not export {}", $name));
+                }
+                std::mem::transmute::<*mut c_void, _>(p)
+            }};
+        }
+        Ok(Driver {
+            init: sym!("cuInit"),
+            ctx_get_current: sym!("cuCtxGetCurrent"),
+            ctx_set_current: sym!("cuCtxSetCurrent"),
+            ctx_get_device: sym!("cuCtxGetDevice"),
+            device_get: sym!("cuDeviceGet"),
+            device_get_attribute: sym!("cuDeviceGetAttribute"),
+            primary_ctx_retain: sym!("cuDevicePrimaryCtxRetain"),
+            launch_host_func: sym!("cuLaunchHostFunc"),
+            stream_synchronize: sym!("cuStreamSynchronize"),
+            pointer_get_attribute: sym!("cuPointerGetAttribute"),
+            memcpy_2d: sym!("cuMemcpy2D_v2"),
+            memcpy_2d_async: sym!("cuMemcpy2DAsync_v2"),
+            get_error_name: sym!("cuGetErrorName"),
+        })
+    }
+}
+
+impl Driver {
+    /// The name of a driver error (`CUDA_ERROR_...`).
+    pub fn error_name(&self, r: CUresult) -> String {
+        let mut p: *const std::ffi::c_char = std::ptr::null();
+        // SAFETY: the driver writes a pointer to a static string.
+        if unsafe { (self.get_error_name)(r, &mut p) } == 0 && !p.is_null() {
+            // SAFETY: NUL-terminated static string from the driver.
+            return unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        }
+        format!("CUresult {r}")
+    }
+
+    /// Fails with `status` when a driver call did.
+    pub fn check(&self, r: CUresult, status: crate::status::Status, what: &str) -> Result<()> {
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(Error::new(status, format!("{what} failed: {}", self.error_name(r))))
+        }
+    }
+
+    /// The calling thread's context, making the primary context of device 0
+    /// current first when there is none (what the CUDA runtime does on a
+    /// thread's first call).
+    pub fn current_context(&self) -> Result<(CUcontext, CUdevice)> {
+        let mut ctx: CUcontext = std::ptr::null_mut();
+        // SAFETY: out-pointers to locals.
+        unsafe {
+            let r = (self.ctx_get_current)(&mut ctx);
+            if r != 0 || ctx.is_null() {
+                self.check((self.init)(0), crate::status::NOT_INITIALIZED, "cuInit")?;
+                let mut dev: CUdevice = 0;
+                self.check((self.device_get)(&mut dev, 0), crate::status::NOT_INITIALIZED, "cuDeviceGet(0)")?;
+                self.check((self.primary_ctx_retain)(&mut ctx, dev), crate::status::NOT_INITIALIZED, "cuDevicePrimaryCtxRetain")?;
+                self.check((self.ctx_set_current)(ctx), crate::status::NOT_INITIALIZED, "cuCtxSetCurrent")?;
+            }
+            let mut dev: CUdevice = 0;
+            self.check((self.ctx_get_device)(&mut dev), crate::status::NOT_INITIALIZED, "cuCtxGetDevice")?;
+            Ok((ctx, dev))
+        }
+    }
+
+    /// Makes `ctx` current on this thread when no context is.
+    pub fn ensure_current(&self, ctx: CUcontext) -> Result<()> {
+        let mut cur: CUcontext = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local; `ctx` came from the driver.
+        unsafe {
+            if (self.ctx_get_current)(&mut cur) != 0 || cur.is_null() {
+                self.check((self.ctx_set_current)(ctx), crate::status::NOT_INITIALIZED, "cuCtxSetCurrent")?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn attribute(&self, attr: c_int, dev: CUdevice) -> Result<i32> {
+        let mut v: c_int = 0;
+        // SAFETY: out-pointer to a local.
+        self.check(unsafe { (self.device_get_attribute)(&mut v, attr, dev) }, crate::status::NOT_INITIALIZED, "cuDeviceGetAttribute")?;
+        Ok(v)
+    }
+
+    /// The allocation holding `ptr`: `(start, size)`, or `None` when the
+    /// driver knows no memory there.
+    pub fn range(&self, ptr: u64) -> Option<(u64, u64)> {
+        let mut start: u64 = 0;
+        let mut size: u64 = 0;
+        // SAFETY: out-pointers to 8-byte locals, as both attributes need.
+        unsafe {
+            if (self.pointer_get_attribute)((&mut start as *mut u64).cast(), POINTER_RANGE_START, ptr) != 0 {
+                return None;
+            }
+            if (self.pointer_get_attribute)((&mut size as *mut u64).cast(), POINTER_RANGE_SIZE, ptr) != 0 {
+                return None;
+            }
+        }
+        Some((start, size))
+    }
+
+    /// Runs `work` on `stream` in stream order.
+    pub fn enqueue(&self, stream: CUstream, work: Box<dyn FnOnce() + Send>) -> Result<()> {
+        let boxed: Box<Box<dyn FnOnce() + Send>> = Box::new(work);
+        let data = Box::into_raw(boxed);
+        // SAFETY: `trampoline` takes back the box exactly once; when the
+        // launch fails the driver never calls it and the box is freed here.
+        let r = unsafe { (self.launch_host_func)(stream, Some(trampoline), data.cast()) };
+        if r != 0 {
+            // SAFETY: not handed to the driver.
+            drop(unsafe { Box::from_raw(data) });
+            return self.check(r, crate::status::EXECUTION_FAILED, "cuLaunchHostFunc");
+        }
+        Ok(())
+    }
+
+    pub fn synchronize(&self, stream: CUstream) -> Result<()> {
+        // SAFETY: a stream handle the caller gave us.
+        self.check(unsafe { (self.stream_synchronize)(stream) }, crate::status::EXECUTION_FAILED, "cuStreamSynchronize")
+    }
+}
+
+unsafe extern "C" fn trampoline(data: *mut c_void) {
+    // SAFETY: `data` is the box `enqueue` leaked, given back once.
+    let work = unsafe { Box::from_raw(data.cast::<Box<dyn FnOnce() + Send>>()) };
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).is_err() {
+        crate::log::error!("internal error: a queued BLAS operation panicked; its results were not written");
+    }
+}

@@ -1,0 +1,184 @@
+//! Compiles that nobody waits for: a module's other kernels after its
+//! first launch, and optimised code for kernels that run long.
+//!
+//! One thread per core, each at the lowest scheduling priority (nice 19),
+//! so the program's own threads and kernels come first. Jobs run in
+//! priority order (optimised recompiles of hot kernels before speculative
+//! compiles), in submission order within a priority; a job holds its
+//! module weakly, so work for an unloaded module is dropped.
+//!
+//! At process exit LLVM's static destructors run; a compile still running
+//! then could touch destroyed state (seen: a tier-up compile crashing in
+//! instruction selection while the program exited). An `atexit` handler
+//! stops the threads from taking new jobs and waits for the ones running
+//! to finish. Handlers run in the reverse order of their registration,
+//! and LLVM registers many destructors lazily, for function-local statics
+//! first used by a compile; so before registering the handler the pool
+//! compiles a small module in every tier, which constructs what compiles
+//! use, and registers afterwards: the handler then runs before those
+//! destructors.
+
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
+
+/// Job priorities: higher runs first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Priority {
+    /// A kernel of a launched module that was not launched yet.
+    Speculative = 0,
+    /// Optimised code for a kernel that has run long.
+    TierUp = 1,
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+struct Queued {
+    priority: Priority,
+    seq: u64,
+    job: Job,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        (self.priority, self.seq) == (other.priority, other.seq)
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // Max-heap: higher priority first, then lower sequence number.
+        self.priority.cmp(&other.priority).then(other.seq.cmp(&self.seq))
+    }
+}
+
+struct State {
+    queue: BinaryHeap<Queued>,
+    running: usize,
+}
+
+struct Pool {
+    state: Mutex<State>,
+    work: Condvar,
+    idle: Condvar,
+    stopping: AtomicBool,
+    seq: AtomicU64,
+}
+
+static POOL: OnceLock<Pool> = OnceLock::new();
+
+fn lock(p: &Pool) -> std::sync::MutexGuard<'_, State> {
+    p.state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn pool() -> &'static Pool {
+    POOL.get_or_init(|| {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        for i in 0..threads {
+            let spawned = std::thread::Builder::new().name(format!("anycuda-jit-{i}")).spawn(worker);
+            if let Err(e) = spawned {
+                tracing::warn!("cannot start a background compile thread: {e}");
+            }
+        }
+        warm_up();
+        // SAFETY: registering a plain extern "C" function.
+        if unsafe { libc::atexit(stop_at_exit) } != 0 {
+            tracing::warn!("cannot register the background compiles' exit handler");
+        }
+        Pool {
+            state: Mutex::new(State { queue: BinaryHeap::new(), running: 0 }),
+            work: Condvar::new(),
+            idle: Condvar::new(),
+            stopping: AtomicBool::new(false),
+            seq: AtomicU64::new(0),
+        }
+    })
+}
+
+/// A kernel with a barrier, a warp collective and floating point, so that
+/// both lowering modes and the usual code generator paths run.
+const WARM_UP: &str = ".version 7.0\n.target sm_80\n.address_size 64\n\
+.visible .entry warm(.param .u64 p)\n{\n.reg .f32 %f<3>;\n.reg .b32 %r<4>;\n.reg .b64 %rd<3>;\n\
+ld.param.u64 %rd1, [p];\nmov.u32 %r1, %tid.x;\nmul.wide.u32 %rd2, %r1, 4;\nadd.s64 %rd1, %rd1, %rd2;\n\
+ld.global.f32 %f1, [%rd1];\nshfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;\ncvt.rn.f32.s32 %f2, %r2;\n\
+bar.sync 0;\nfma.rn.f32 %f1, %f1, %f2, %f1;\nst.global.f32 [%rd1], %f1;\nret;\n}\n";
+
+/// Compiles [`WARM_UP`] in every tier (see the module documentation).
+fn warm_up() {
+    let Ok(module) = ptx::parse(WARM_UP) else { return };
+    for tier in [compiler::Tier::Fast, compiler::Tier::Optimized] {
+        let opts = compiler::Options { tier, ..compiler::Options::default() };
+        let _ = compiler::compile_with_options(&module, WARM_UP, &compiler::Target::HostCpu, &opts);
+    }
+}
+
+fn worker() {
+    // Lowest priority for this thread only (on Linux, a thread id names one
+    // thread for setpriority).
+    // SAFETY: plain system calls on the calling thread.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 19);
+    }
+    let p = pool();
+    loop {
+        let job = {
+            let mut st = lock(p);
+            loop {
+                if p.stopping.load(Ordering::Acquire) {
+                    return;
+                }
+                if let Some(q) = st.queue.pop() {
+                    st.running += 1;
+                    break q.job;
+                }
+                st = p.work.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        // A failing compile reports through its module; a panic must not
+        // take the thread (and the running count) with it.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+        let mut st = lock(p);
+        st.running -= 1;
+        if st.running == 0 {
+            p.idle.notify_all();
+        }
+    }
+}
+
+extern "C" fn stop_at_exit() {
+    let Some(p) = POOL.get() else { return };
+    p.stopping.store(true, Ordering::Release);
+    let mut st = lock(p);
+    st.queue.clear();
+    p.work.notify_all();
+    while st.running > 0 {
+        st = p.idle.wait(st).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// Queues a job.
+pub fn submit(priority: Priority, job: impl FnOnce() + Send + 'static) {
+    let p = pool();
+    if p.stopping.load(Ordering::Acquire) {
+        return;
+    }
+    let seq = p.seq.fetch_add(1, Ordering::Relaxed);
+    lock(p).queue.push(Queued { priority, seq, job: Box::new(job) });
+    p.work.notify_one();
+}
+
+/// Waits until no job is queued or running (for tests and benchmarks).
+pub fn wait_idle() {
+    let p = pool();
+    let mut st = lock(p);
+    while st.running > 0 || !st.queue.is_empty() {
+        let (s, _) = p.idle.wait_timeout(st, std::time::Duration::from_millis(10)).unwrap_or_else(|e| e.into_inner());
+        st = s;
+    }
+}

@@ -1,0 +1,149 @@
+//! The byte format of cache payloads: module and kernel descriptions.
+//! Readers return `None` on anything malformed (a corrupt entry is a miss).
+
+pub(crate) struct Reader<'a> {
+    pub b: &'a [u8],
+    pub at: usize,
+}
+
+impl Reader<'_> {
+    pub fn bytes(&mut self, n: usize) -> Option<&[u8]> {
+        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+    pub fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.bytes(4)?.try_into().ok()?))
+    }
+    pub fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.bytes(8)?.try_into().ok()?))
+    }
+    pub fn string(&mut self) -> Option<String> {
+        let n = self.u32()? as usize;
+        String::from_utf8(self.bytes(n)?.to_vec()).ok()
+    }
+    pub fn dims(&mut self) -> Option<Option<[u32; 3]>> {
+        Some(match self.u32()? {
+            0 => None,
+            _ => Some([self.u32()?, self.u32()?, self.u32()?]),
+        })
+    }
+}
+
+pub(crate) fn put_str(w: &mut Vec<u8>, s: &str) {
+    w.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    w.extend_from_slice(s.as_bytes());
+}
+
+fn put_dims(w: &mut Vec<u8>, d: Option<[u32; 3]>) {
+    match d {
+        None => w.extend_from_slice(&0u32.to_le_bytes()),
+        Some(d) => {
+            w.extend_from_slice(&1u32.to_le_bytes());
+            for x in d {
+                w.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+    }
+}
+
+pub(crate) fn write_info(w: &mut Vec<u8>, info: &compiler::ModuleInfo) {
+    w.extend_from_slice(&(info.kernels.len() as u32).to_le_bytes());
+    for k in &info.kernels {
+        put_str(w, &k.name);
+        w.extend_from_slice(&(k.params.len() as u32).to_le_bytes());
+        for p in &k.params {
+            for x in [p.offset, p.size, p.align] {
+                w.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        for x in
+            [k.param_bytes, k.static_shared_bytes, k.dynamic_shared_offset, k.needs_scheduler as u32, k.local_bytes, k.lanes, k.frame_bytes]
+        {
+            w.extend_from_slice(&x.to_le_bytes());
+        }
+        put_dims(w, k.reqntid);
+        put_dims(w, k.maxntid);
+    }
+    w.extend_from_slice(&(info.globals.len() as u32).to_le_bytes());
+    for g in &info.globals {
+        put_str(w, &g.name);
+        w.extend_from_slice(&g.size.to_le_bytes());
+        w.extend_from_slice(&(g.constant as u32 | (g.managed as u32) << 1).to_le_bytes());
+    }
+}
+
+pub(crate) fn read_info(r: &mut Reader) -> Option<compiler::ModuleInfo> {
+    let nk = r.u32()? as usize;
+    let mut kernels = Vec::with_capacity(nk.min(1 << 16));
+    for _ in 0..nk {
+        let name = r.string()?;
+        let np = r.u32()? as usize;
+        let mut params = Vec::with_capacity(np.min(1 << 12));
+        for _ in 0..np {
+            params.push(compiler::ParamInfo { offset: r.u32()?, size: r.u32()?, align: r.u32()? });
+        }
+        let (param_bytes, static_shared_bytes, dynamic_shared_offset, needs, local_bytes, lanes, frame_bytes) =
+            (r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?);
+        let reqntid = r.dims()?;
+        let maxntid = r.dims()?;
+        kernels.push(compiler::KernelInfo {
+            name,
+            params,
+            param_bytes,
+            static_shared_bytes,
+            dynamic_shared_offset,
+            needs_scheduler: needs != 0,
+            reqntid,
+            maxntid,
+            local_bytes,
+            lanes,
+            frame_bytes,
+        });
+    }
+    let ng = r.u32()? as usize;
+    let mut globals = Vec::with_capacity(ng.min(1 << 16));
+    for _ in 0..ng {
+        let name = r.string()?;
+        let size = r.u64()?;
+        let flags = r.u32()?;
+        globals.push(compiler::GlobalInfo { name, size, constant: flags & 1 != 0, managed: flags & 2 != 0 });
+    }
+    Some(compiler::ModuleInfo { kernels, globals })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_descriptions_round_trip() {
+        let info = compiler::ModuleInfo {
+            kernels: vec![compiler::KernelInfo {
+                name: "k".into(),
+                params: vec![compiler::ParamInfo { offset: 0, size: 8, align: 8 }, compiler::ParamInfo { offset: 8, size: 4, align: 4 }],
+                param_bytes: 12,
+                static_shared_bytes: 1024,
+                dynamic_shared_offset: 1024,
+                needs_scheduler: true,
+                reqntid: Some([128, 1, 1]),
+                maxntid: None,
+                local_bytes: 64,
+                lanes: 32,
+                frame_bytes: 1024,
+            }],
+            globals: vec![compiler::GlobalInfo { name: "g".into(), size: 16, constant: true, managed: false }],
+        };
+        let mut w = Vec::new();
+        write_info(&mut w, &info);
+        put_str(&mut w, "tail");
+        let mut r = Reader { b: &w, at: 0 };
+        assert_eq!(read_info(&mut r), Some(info));
+        assert_eq!(r.string().as_deref(), Some("tail"));
+        // Every truncation is refused, never a panic.
+        for cut in 0..w.len() - 8 {
+            let mut r = Reader { b: &w[..cut], at: 0 };
+            assert_eq!(read_info(&mut r), None, "cut at {cut}");
+        }
+    }
+}

@@ -1,0 +1,403 @@
+//! A module under the JIT: its description, and its code unit by unit.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
+
+use compiler::{ModuleInfo, Tier, Unit};
+use driver::backend::{ModuleError, ModuleErrorKind, ModuleOptions};
+
+use crate::background::{self, Priority};
+use crate::codec::{put_str, read_info, write_info, Reader};
+use crate::{Jit, TierPolicy, TIER_UP_MIN};
+
+type Ast<'a> = ptx::ast::Module<'a>;
+
+self_cell::self_cell!(
+    /// The PTX text and the syntax tree that borrows from it.
+    struct Parsed {
+        owner: Arc<str>,
+        #[covariant]
+        dependent: Ast,
+    }
+);
+
+/// Compiled code of one unit.
+#[derive(Debug)]
+pub struct Compiled {
+    /// A relocatable object (host) or a code object (AMDGPU).
+    pub object: Vec<u8>,
+    /// What the unit defines: its kernels, with their lane counts and
+    /// frame sizes, and (for the variables' unit or a whole module) the
+    /// variables.
+    pub info: ModuleInfo,
+    pub tier: Tier,
+    /// Whether it came from the disk cache.
+    pub from_cache: bool,
+    /// CPU time the compile took (zero for cache hits).
+    pub compile_time: Duration,
+}
+
+type Code = OnceLock<Result<Arc<Compiled>, ModuleError>>;
+
+/// What a load learns about a module (cached, so that a warm load does
+/// not parse).
+#[derive(Debug, Clone, PartialEq)]
+struct Desc {
+    /// Kernels as the driver needs them (lane counts are the compiled
+    /// unit's business) and variables.
+    info: ModuleInfo,
+    /// The SM number of the PTX `.target` (0 when absent).
+    target_sm: u32,
+    /// Kernels compile as units of their own.
+    split: bool,
+    /// Each kernel's item index in the module.
+    items: Vec<u32>,
+}
+
+/// Per kernel: its code in each tier, and how long it has run.
+struct Slot {
+    code: [Code; 2],
+    run_ns: AtomicU64,
+    tier_up_queued: AtomicBool,
+}
+
+fn tier_index(t: Tier) -> usize {
+    match t {
+        Tier::Fast => 0,
+        Tier::Optimized => 1,
+    }
+}
+
+/// A module loaded into the JIT. Shared between the threads that launch
+/// its kernels and the background compiles.
+pub struct JitModule {
+    jit: Arc<Jit>,
+    this: Weak<JitModule>,
+    text: Arc<str>,
+    hash: [u8; 32],
+    source: String,
+    parsed: OnceLock<Result<Parsed, ModuleError>>,
+    desc: Desc,
+    slots: Vec<Slot>,
+    /// The variables' unit (split modules) or the whole module.
+    shared: Code,
+    launched: AtomicBool,
+    described_from_cache: bool,
+}
+
+fn invalid(log: String) -> ModuleError {
+    ModuleError { kind: ModuleErrorKind::InvalidPtx, log }
+}
+
+fn parse(text: Arc<str>) -> Result<Parsed, ModuleError> {
+    Parsed::try_new(text, |t| ptx::parse(t).map_err(|d| invalid(format!("PTX syntax errors:\n{d}"))))
+}
+
+impl JitModule {
+    pub(crate) fn load(jit: Arc<Jit>, ptx_text: &str, options: &ModuleOptions) -> Result<Arc<JitModule>, ModuleError> {
+        let hash = *blake3::hash(ptx_text.as_bytes()).as_bytes();
+        let text: Arc<str> = Arc::from(ptx_text);
+        let desc_key = jit.unit_key(&hash, "description", None);
+        let cached = jit.cache.as_ref().and_then(|c| c.load(&desc_key)).and_then(|p| decode_desc(&p));
+        let described_from_cache = cached.is_some();
+        let (desc, parsed) = match cached {
+            Some(d) => (d, OnceLock::new()),
+            None => {
+                let parsed = parse(text.clone())?;
+                let desc = describe(&jit, parsed.borrow_dependent())?;
+                if let Some(c) = &jit.cache {
+                    c.store(&desc_key, &encode_desc(&desc));
+                }
+                let cell = OnceLock::new();
+                let _ = cell.set(Ok(parsed));
+                (desc, cell)
+            }
+        };
+        let slots = desc
+            .items
+            .iter()
+            .map(|_| Slot { code: [OnceLock::new(), OnceLock::new()], run_ns: AtomicU64::new(0), tier_up_queued: AtomicBool::new(false) })
+            .collect();
+        Ok(Arc::new_cyclic(|this| JitModule {
+            jit,
+            this: this.clone(),
+            text,
+            hash,
+            source: options.source.clone(),
+            parsed,
+            desc,
+            slots,
+            shared: OnceLock::new(),
+            launched: AtomicBool::new(false),
+            described_from_cache,
+        }))
+    }
+
+    /// The module's kernels (parameters, shared memory; lane counts are 1
+    /// here, see [`Compiled::info`]) and variables.
+    pub fn info(&self) -> &ModuleInfo {
+        &self.desc.info
+    }
+
+    /// Whether the load found the module's description in the cache (and
+    /// so neither parsed nor checked the text again).
+    pub fn described_from_cache(&self) -> bool {
+        self.described_from_cache
+    }
+
+    /// The SM number of the PTX's `.target` directive (0 when absent).
+    pub fn target_sm(&self) -> u32 {
+        self.desc.target_sm
+    }
+
+    /// Whether kernels compile as units of their own (beside the
+    /// variables' unit, [`JitModule::shared`]); otherwise the shared unit
+    /// is the whole module and holds every kernel.
+    pub fn splits(&self) -> bool {
+        self.desc.split
+    }
+
+    /// The unit every kernel's code links against: the variables (split
+    /// modules) or the whole module. Compiled once; the backend loads it
+    /// with the module.
+    pub fn shared(&self) -> Result<Arc<Compiled>, ModuleError> {
+        self.shared
+            .get_or_init(|| {
+                if self.desc.split {
+                    // Data and the functions initializers point to: fast code is enough.
+                    self.compile(Unit::Variables, Tier::Fast)
+                } else {
+                    // Kernels and variables in one object: it cannot be
+                    // swapped for a faster one later (the variables would
+                    // move), so it is compiled optimised unless told not to.
+                    let tier = if self.jit.config.tiers == TierPolicy::FastOnly { Tier::Fast } else { Tier::Optimized };
+                    self.compile(Unit::Module, tier)
+                }
+            })
+            .clone()
+    }
+
+    /// The best code available now for kernel `k` (an index into
+    /// [`JitModule::info`]'s kernels), compiling it in its first tier if
+    /// there is none. Blocks while that kernel compiles, and only then.
+    /// For a module that does not split, the whole module's unit.
+    pub fn kernel(&self, k: usize) -> Result<Arc<Compiled>, ModuleError> {
+        let slot = self.slots.get(k).ok_or_else(|| invalid(format!("the module has no kernel {k}")))?;
+        if !self.launched.swap(true, Ordering::Relaxed) {
+            self.precompile_others(k);
+        }
+        if !self.desc.split {
+            return self.shared();
+        }
+        let item = self.desc.items[k];
+        let opt = &slot.code[tier_index(Tier::Optimized)];
+        if let Some(Ok(c)) = opt.get() {
+            return Ok(c.clone());
+        }
+        match self.jit.config.tiers {
+            TierPolicy::OptimizedOnly => opt.get_or_init(|| self.compile(Unit::Kernel(item), Tier::Optimized)).clone(),
+            TierPolicy::FastOnly => slot.code[0].get_or_init(|| self.compile(Unit::Kernel(item), Tier::Fast)).clone(),
+            TierPolicy::Adaptive => {
+                // Optimised code from the cache beats compiling fast code.
+                if opt.get().is_none() {
+                    if let Some(c) = self.cached(Unit::Kernel(item), Tier::Optimized) {
+                        let _ = opt.set(Ok(Arc::new(c)));
+                        if let Some(Ok(c)) = opt.get() {
+                            return Ok(c.clone());
+                        }
+                    }
+                }
+                slot.code[0].get_or_init(|| self.compile(Unit::Kernel(item), Tier::Fast)).clone()
+            }
+        }
+    }
+
+    /// Counts a launch's run time towards kernel `k`'s promotion to the
+    /// optimised tier.
+    pub fn record_run(&self, k: usize, elapsed: Duration) {
+        let Some(slot) = self.slots.get(k) else { return };
+        if !self.desc.split || self.jit.config.tiers != TierPolicy::Adaptive {
+            return;
+        }
+        let ns = slot.run_ns.fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed) + elapsed.as_nanos() as u64;
+        if slot.code[1].get().is_some() || slot.tier_up_queued.load(Ordering::Relaxed) {
+            return;
+        }
+        let fast_compile = match slot.code[0].get() {
+            Some(Ok(c)) => c.compile_time,
+            _ => Duration::ZERO,
+        };
+        if Duration::from_nanos(ns) < TIER_UP_MIN.max(fast_compile) || slot.tier_up_queued.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let this = self.this.clone();
+        let item = self.desc.items[k];
+        tracing::debug!(
+            "JIT: kernel {} ran {:.1} ms in fast code; compiling it optimised",
+            self.desc.info.kernels[k].name,
+            ns as f64 / 1e6
+        );
+        background::submit(Priority::TierUp, move || {
+            if let Some(m) = this.upgrade() {
+                if let Some(slot) = m.slots.get(k) {
+                    let _ = slot.code[1].get_or_init(|| m.compile(Unit::Kernel(item), Tier::Optimized));
+                }
+            }
+        });
+    }
+
+    /// After the first launch: the other kernels, in the background, in
+    /// their first tier.
+    fn precompile_others(&self, launched: usize) {
+        if !self.jit.config.background || !self.desc.split {
+            return;
+        }
+        let tier = if self.jit.config.tiers == TierPolicy::OptimizedOnly { Tier::Optimized } else { Tier::Fast };
+        for k in (0..self.slots.len()).filter(|&k| k != launched) {
+            let this = self.this.clone();
+            let item = self.desc.items[k];
+            background::submit(Priority::Speculative, move || {
+                if let Some(m) = this.upgrade() {
+                    if let Some(slot) = m.slots.get(k) {
+                        let code = &slot.code[tier_index(tier)];
+                        if code.get().is_none() && slot.code[1].get().is_none() {
+                            let _ = code.get_or_init(|| m.compile(Unit::Kernel(item), tier));
+                        }
+                    }
+                }
+            });
+        }
+    }
+
+    fn parsed(&self) -> Result<&Parsed, ModuleError> {
+        self.parsed.get_or_init(|| parse(self.text.clone())).as_ref().map_err(Clone::clone)
+    }
+
+    fn unit_name(&self, unit: Unit) -> String {
+        match unit {
+            Unit::Module => "module".into(),
+            Unit::Variables => "variables".into(),
+            Unit::Kernel(item) => format!("kernel {item}"),
+        }
+    }
+
+    fn cached(&self, unit: Unit, tier: Tier) -> Option<Compiled> {
+        let cache = self.jit.cache.as_ref()?;
+        let payload = cache.load(&self.jit.unit_key(&self.hash, &self.unit_name(unit), Some(tier)))?;
+        let mut r = Reader { b: &payload, at: 0 };
+        let info = read_info(&mut r)?;
+        let object = payload.get(r.at..)?.to_vec();
+        Some(Compiled { object, info, tier, from_cache: true, compile_time: Duration::ZERO })
+    }
+
+    /// One unit in one tier: from the cache, or compiled (and cached).
+    fn compile(&self, unit: Unit, tier: Tier) -> Result<Arc<Compiled>, ModuleError> {
+        if let Some(c) = self.cached(unit, tier) {
+            return Ok(Arc::new(c));
+        }
+        let parsed = self.parsed()?;
+        let module = parsed.borrow_dependent();
+        let mut opts = self.jit.config.options.clone();
+        opts.tier = tier;
+        let start = compiler::profile::thread_cpu_time();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            compiler::compile_unit(module, parsed.borrow_owner(), &self.jit.target, &opts, unit)
+        }));
+        let compile_time = compiler::profile::thread_cpu_time().saturating_sub(start);
+        let compiled = match result {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => return Err(invalid(format!("{}{e}", self.located()))),
+            Err(_) => {
+                return Err(ModuleError {
+                    kind: ModuleErrorKind::Other,
+                    log: format!("{}the compiler failed on {} (a bug in anycuda)", self.located(), self.unit_name(unit)),
+                })
+            }
+        };
+        tracing::debug!(
+            "JIT: compiled {} of {} for {:?} ({tier:?}) in {:.1} ms",
+            self.unit_name(unit),
+            if self.source.is_empty() { "a module" } else { &self.source },
+            self.jit.target,
+            compile_time.as_secs_f64() * 1e3
+        );
+        if let Some(cache) = &self.jit.cache {
+            let mut payload = Vec::with_capacity(compiled.object.len() + 256);
+            write_info(&mut payload, &compiled.info);
+            payload.extend_from_slice(&compiled.object);
+            cache.store(&self.jit.unit_key(&self.hash, &self.unit_name(unit), Some(tier)), &payload);
+        }
+        Ok(Arc::new(Compiled { object: compiled.object, info: compiled.info, tier, from_cache: false, compile_time }))
+    }
+
+    fn located(&self) -> String {
+        if self.source.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", self.source)
+        }
+    }
+}
+
+impl Jit {
+    /// The cache key of one unit of the module whose text hashes to `hash`.
+    fn unit_key(&self, hash: &[u8; 32], unit: &str, tier: Option<Tier>) -> [u8; 32] {
+        let mut opts = self.config.options.clone();
+        opts.tier = tier.unwrap_or(Tier::Fast);
+        let options = if tier.is_some() { opts.fingerprint() } else { format!("{:?}", opts.warp) };
+        crate::cache::key(&[b"unit", hash, self.fingerprint.as_bytes(), options.as_bytes(), unit.as_bytes()])
+    }
+}
+
+/// Checks a parsed module for `jit`'s target and describes it.
+fn describe(jit: &Jit, module: &ptx::ast::Module) -> Result<Desc, ModuleError> {
+    if (module.version.major, module.version.minor) > (9, 9) {
+        return Err(ModuleError {
+            kind: ModuleErrorKind::UnsupportedPtxVersion,
+            log: format!("PTX ISA {}.{} is newer than this compiler knows", module.version.major, module.version.minor),
+        });
+    }
+    let info = compiler::describe_with_options(
+        module,
+        &compiler::Target::HostCpu,
+        &compiler::Options { warp: compiler::WarpMode::Off, ..jit.config.options.clone() },
+    );
+    let items = info
+        .kernels
+        .iter()
+        .map(|k| {
+            module
+                .symbol_by_name(&k.name)
+                .map(|s| module.symbol(s).item)
+                .ok_or_else(|| invalid(format!("kernel `{}` has no symbol", k.name)))
+        })
+        .collect::<Result<Vec<u32>, ModuleError>>()?;
+    Ok(Desc { info, target_sm: module.target.sm().unwrap_or(0), split: compiler::splits_into_units(module, &jit.target), items })
+}
+
+fn encode_desc(d: &Desc) -> Vec<u8> {
+    let mut w = Vec::new();
+    write_info(&mut w, &d.info);
+    w.extend_from_slice(&d.target_sm.to_le_bytes());
+    w.extend_from_slice(&(d.split as u32).to_le_bytes());
+    w.extend_from_slice(&(d.items.len() as u32).to_le_bytes());
+    for i in &d.items {
+        w.extend_from_slice(&i.to_le_bytes());
+    }
+    put_str(&mut w, "end");
+    w
+}
+
+fn decode_desc(p: &[u8]) -> Option<Desc> {
+    let mut r = Reader { b: p, at: 0 };
+    let info = read_info(&mut r)?;
+    let target_sm = r.u32()?;
+    let split = r.u32()? != 0;
+    let n = r.u32()? as usize;
+    if n != info.kernels.len() {
+        return None;
+    }
+    let items = (0..n).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
+    (r.string()? == "end" && r.at == p.len()).then_some(Desc { info, target_sm, split, items })
+}
