@@ -147,8 +147,8 @@ impl Driver {
         Ok(node)
     }
 
-    /// Marks `cap` invalidated; returns the error CUDA reports for the
-    /// offending call.
+    /// Marks `cap` invalidated (the first reason is kept and reported by
+    /// later calls and `cuStreamEndCapture`).
     pub(crate) fn invalidate_capture(&self, cap: &Capture, why: &str) {
         cap.invalidate(why);
     }

@@ -492,7 +492,7 @@ impl Driver {
             *lock(&child.owner) = Some(h);
         }
         if let NodeParams::MemFree(p) = &params {
-            self.claim_graph_free(*p, g.handle, &st)?;
+            self.claim_graph_free(*p, g.handle)?;
         }
         let local_id = st.next_local_id;
         st.next_local_id += 1;
@@ -598,13 +598,12 @@ impl Driver {
     }
 
     /// Checks that `ptr` can get a free node in graph `g` and records it.
-    fn claim_graph_free(&self, ptr: u64, g: u64, st: &GraphData) -> Result<()> {
+    fn claim_graph_free(&self, ptr: u64, g: u64) -> Result<()> {
         let m = self.graph_mem_at(ptr).ok_or_else(|| Error::invalid(format!("{ptr:#x} was not returned by a memory allocation node")))?;
         let mut by = lock(&m.freed_by);
         if by.is_some() {
             return Err(Error::invalid(format!("{ptr:#x} already has a free node")));
         }
-        let _ = st;
         *by = Some(g);
         Ok(())
     }
@@ -692,8 +691,9 @@ impl Driver {
                 }
                 p => p,
             };
-            let handle = map[&n.handle];
-            nodes.push(NodeData { handle, local_id: n.local_id, deps: n.deps.iter().map(|d| map[d]).collect(), params });
+            let Some(&handle) = map.get(&n.handle) else { continue };
+            let deps = n.deps.iter().filter_map(|d| map.get(d).copied()).collect();
+            nodes.push(NodeData { handle, local_id: n.local_id, deps, params });
             lock(&self.clone_origins).insert(handle, n.handle);
         }
         {

@@ -263,13 +263,15 @@ fn run_plan(plan: &Plan, prepared: &[Prepared], gens: &[u64], backend: &dyn crat
     for step in &plan.steps {
         match step {
             Step::Record(e) => {
-                e.complete(gens[g]);
+                if let Some(&gen) = gens.get(g) {
+                    e.complete(gen);
+                }
                 g += 1;
                 continue;
             }
             Step::Wait(e) => {
-                if failed.is_none() {
-                    e.wait_generation(gens[g]);
+                if let (Some(&gen), None) = (gens.get(g), &failed) {
+                    e.wait_generation(gen);
                 }
                 g += 1;
                 continue;
@@ -288,16 +290,16 @@ fn run_plan(plan: &Plan, prepared: &[Prepared], gens: &[u64], backend: &dyn crat
                 k.code.launch(k.index, &lp).map_err(Error::Fault)
             }
             Step::Copy(_) => {
-                let r = match (&prepared[p], &failed) {
-                    (Prepared::Copy(Some(c)), None) => c.run(backend),
+                let r = match (prepared.get(p), &failed) {
+                    (Some(Prepared::Copy(Some(c))), None) => c.run(backend),
                     _ => Ok(()),
                 };
                 p += 1;
                 r
             }
             Step::Memset(_) => {
-                let r = match (&prepared[p], &failed) {
-                    (Prepared::Memset(Some(m)), None) => m.run(backend),
+                let r = match (prepared.get(p), &failed) {
+                    (Some(Prepared::Memset(Some(m))), None) => m.run(backend),
                     _ => Ok(()),
                 };
                 p += 1;
