@@ -7,7 +7,8 @@
 // as a second handle to the same memory, query access and handles, and the
 // errors CUDA defines
 // (misaligned sizes, mapping over a mapping, unmapping part of one, freeing
-// a reservation that still has mappings, copying to memory without access).
+// a reservation that still has mappings, copying to memory without access,
+// more physical memory than the device has).
 // The driver functions come from cudaGetDriverEntryPointByVersion, i.e.
 // through cuGetProcAddress, as programs linked only with cudart get them.
 //@ variants: shared cu12
@@ -83,6 +84,11 @@ __global__ void add_one(unsigned *p, size_t n) {
 static unsigned want(size_t i, unsigned seed) { return (unsigned)(i * 2654435761u) ^ seed; }
 
 int main() {
+    // A 2 GiB device on anycuda's CPU backend: far less than the machine
+    // has, so free memory is exactly the device's size less what is
+    // allocated (with more, the machine's available memory would bound it
+    // and other processes would move it). Other drivers ignore it.
+    setenv("ANYCUDA_DEVICE_MEMORY", "2G", 1);
     CHECK(cudaFree(0));
     entry(pGranularity, "cuMemGetAllocationGranularity");
     entry(pReserve, "cuMemAddressReserve");
@@ -147,6 +153,10 @@ int main() {
     size_t free2 = 0;
     CHECK(cudaMemGetInfo(&free2, &total));
     EXPECT(free0 - free2 == chunk, "a %zu-byte allocation took %zu bytes", chunk, free0 - free2);
+
+    // Physical memory counts against the device's.
+    CUmemGenericAllocationHandle too_big;
+    DRV_ERR(pCreate(&too_big, (total / gran + 1) * gran, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY);
 
     // The pool grows: a second allocation right after the first.
     DRV(pCreate(&h2, chunk, &prop, 0));

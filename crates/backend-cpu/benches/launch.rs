@@ -26,7 +26,7 @@ fn info(needs_scheduler: bool) -> KernelInfo {
 }
 
 fn kernel(thread: ThreadFn, block: Option<BlockFn>) -> LoadedKernel {
-    LoadedKernel { thread, block, info: info(block.is_none()) }
+    LoadedKernel { thread, block, info: info(block.is_none()), code: Vec::new().into() }
 }
 
 unsafe extern "C" fn empty_thread(_p: *const u8, _c: *mut BlockCtx, x: u32, _y: u32, _z: u32) {
@@ -103,6 +103,28 @@ fn main() {
             large.as_secs_f64() * 1e6,
             large.as_secs_f64() * 1e9 / 256_000.0
         );
+    }
+
+    if want("time limit") {
+        // The bookkeeping of a launch time limit (watchdog registration,
+        // runner list): the same empty launches on an executor with a 60 s
+        // limit, alternating with the unlimited one.
+        let limited = Executor::new(ExecutorConfig { launch_timeout: Some(Duration::from_secs(60)), ..ExecutorConfig::default() });
+        for (grid, iterations) in [(1u32, 2000u32), (8, 500)] {
+            let (mut without, mut with) = (Vec::new(), Vec::new());
+            for _ in 0..3 {
+                without.push(time_launch(&exec, &fast, grid, 32, iterations));
+                with.push(time_launch(&limited, &fast, grid, 32, iterations));
+            }
+            without.sort();
+            with.sort();
+            println!(
+                "empty launch, fast path, {grid} block(s) x 32 threads, time limit: {:.2} us without, {:.2} us with a 60 s limit ({:.2}x)",
+                without[1].as_secs_f64() * 1e6,
+                with[1].as_secs_f64() * 1e6,
+                with[1].as_secs_f64() / without[1].as_secs_f64()
+            );
+        }
     }
 
     for threads in [32u32, 256, 1024] {

@@ -19,6 +19,8 @@ pub struct CpuBackend {
     props: DeviceProps,
     /// Live allocations made by this backend: address -> size.
     allocations: Mutex<BTreeMap<u64, usize>>,
+    /// The device's memory size and what is allocated of it.
+    budget: crate::limit::Budget,
     jit: Arc<jit::Jit>,
     /// Physical allocations of the virtual memory API.
     vmm: crate::vmm::VirtualMemory,
@@ -33,35 +35,59 @@ impl Default for CpuBackend {
 impl CpuBackend {
     /// The backend, its JIT configured from the environment.
     pub fn new() -> CpuBackend {
-        CpuBackend::with_jit(jit::JitConfig::from_env())
+        CpuBackend::with(jit::JitConfig::from_env(), crate::limit::Budget::from_system())
     }
 
+    /// What this backend's JIT has compiled and found in the cache.
+    pub fn jit_stats(&self) -> jit::JitStats {
+        self.jit.stats()
+    }
+
+    /// A backend whose JIT works as `config` says.
     pub fn with_jit(config: jit::JitConfig) -> CpuBackend {
+        CpuBackend::with(config, crate::limit::Budget::from_system())
+    }
+
+    /// A backend whose device has the memory `budget` describes (see
+    /// [`crate::limit`]).
+    pub fn with_budget(budget: crate::limit::Budget) -> CpuBackend {
+        CpuBackend::with(jit::JitConfig::from_env(), budget)
+    }
+
+    /// A backend with this JIT configuration and memory budget.
+    pub fn with(config: jit::JitConfig, budget: crate::limit::Budget) -> CpuBackend {
         let mut props = DeviceProps::host_cpu(0);
         props.multiprocessor_count = Executor::global().multiprocessors();
+        props.kernel_exec_timeout = Executor::global().launch_timeout().is_some();
+        props.total_mem = budget.total();
         props.virtual_memory_management = true;
         props.vmm_posix_fd = true;
         let jit = jit::Jit::new(compiler::Target::HostCpu, config);
-        CpuBackend { props, allocations: Mutex::new(BTreeMap::new()), jit, vmm: crate::vmm::VirtualMemory::default() }
-    }
-
-    fn allocated(&self) -> u64 {
-        self.allocations.lock().map(|a| a.values().map(|&s| s as u64).sum()).unwrap_or(0)
+        CpuBackend { props, allocations: Mutex::new(BTreeMap::new()), budget, jit, vmm: crate::vmm::VirtualMemory::default() }
     }
 
     fn allocate(&self, size: usize) -> Result<u64, BackendError> {
-        let p = crate::memory::allocate(size).ok_or(BackendError::OutOfMemory(size))?;
+        let size = size.max(1);
+        self.budget.reserve(size as u64).map_err(|why| BackendError::Exhausted { requested: size, why })?;
+        let Some(p) = crate::memory::allocate(size) else {
+            self.budget.release(size as u64);
+            return Err(BackendError::Exhausted { requested: size, why: "the system refused the memory".into() });
+        };
         let addr = p as u64;
-        if let Ok(mut a) = self.allocations.lock() {
-            a.insert(addr, size.max(1));
-        }
+        self.allocations.lock().unwrap_or_else(|e| e.into_inner()).insert(addr, size);
         Ok(addr)
     }
 
     fn release(&self, addr: u64) -> Result<(), BackendError> {
-        let size = self.allocations.lock().ok().and_then(|mut a| a.remove(&addr)).ok_or(BackendError::InvalidAddress { addr, len: 0 })?;
+        let size = self
+            .allocations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&addr)
+            .ok_or(BackendError::InvalidAddress { addr, len: 0 })?;
         // SAFETY: `addr` came from `allocate` with this size and was live.
         unsafe { crate::memory::release(addr as *mut u8, size) };
+        self.budget.release(size as u64);
         Ok(())
     }
 }
@@ -89,8 +115,7 @@ impl Backend for CpuBackend {
     }
 
     fn mem_info(&self, _device: usize) -> (u64, u64) {
-        let total = self.props.total_mem;
-        (total.saturating_sub(self.allocated() + self.vmm.physical_bytes()), total)
+        (self.budget.free(), self.budget.total())
     }
 
     fn alloc(&self, _device: usize, size: usize) -> Result<DevicePtr, BackendError> {
@@ -171,11 +196,16 @@ impl Backend for CpuBackend {
     }
 
     fn vmm_create(&self, _device: usize, size: usize) -> Result<u64, BackendError> {
-        self.vmm.create(size)
+        // Physical memory counts against the device's like any allocation
+        // (reservations hold none).
+        self.budget.reserve(size as u64).map_err(|why| BackendError::Exhausted { requested: size, why })?;
+        self.vmm.create(size).inspect_err(|_| self.budget.release(size as u64))
     }
 
     fn vmm_release(&self, mem: u64) -> Result<(), BackendError> {
-        self.vmm.release(mem)
+        let counted = self.vmm.release(mem)?;
+        self.budget.release(counted as u64);
+        Ok(())
     }
 
     fn vmm_map(&self, addr: DevicePtr, size: usize, mem: u64, offset: usize) -> Result<(), BackendError> {
@@ -195,6 +225,7 @@ impl Backend for CpuBackend {
     }
 
     fn vmm_import_fd(&self, _device: usize, fd: i32) -> Result<(u64, usize), BackendError> {
+        // The memory is the exporter's and counted where it was created.
         self.vmm.import_fd(fd)
     }
 }
@@ -206,8 +237,9 @@ pub struct CpuModule {
     jit: Arc<jit::JitModule>,
     kernels: Vec<KernelDesc>,
     globals: Vec<GlobalDesc>,
-    /// The variables' unit (or, for a module that does not split, the whole module).
-    shared: LoadedModule,
+    /// The variables' unit (or, for a module that does not split, the
+    /// whole module); none when the module has no variables.
+    shared: Option<LoadedModule>,
     /// The variables' symbols, defined in every kernel unit's link.
     shared_symbols: Vec<(String, usize)>,
     /// Per kernel: the code launches use now.
@@ -231,10 +263,18 @@ impl CpuModule {
     pub fn load(jit: &Arc<jit::Jit>, ptx: &str, options: &ModuleOptions) -> Result<CpuModule, ModuleError> {
         let module = jit.load(ptx, options)?;
         let shared_code = module.shared()?;
-        let shared = crate::loader::load(&shared_code.object).map_err(|e| other(e.to_string()))?;
+        let shared = if shared_code.object.is_empty() {
+            None
+        } else {
+            Some(crate::loader::load(&shared_code.object).map_err(|e| other(e.to_string()))?)
+        };
         let global_prefix = compiler::cpu_abi::KernelSymbols::global("");
-        let shared_symbols: Vec<(String, usize)> =
-            shared.symbols().filter(|(name, _)| name.starts_with(&global_prefix)).map(|(n, a)| (n.to_string(), a)).collect();
+        let shared_symbols: Vec<(String, usize)> = shared
+            .iter()
+            .flat_map(|m| m.symbols())
+            .filter(|(name, _)| name.starts_with(&global_prefix))
+            .map(|(n, a)| (n.to_string(), a))
+            .collect();
         // As NVIDIA reports them: the virtual architecture the PTX targets
         // (80 for compute_80, not the PTX ISA version), and the architecture
         // the code was compiled for (the device's, for JIT-compiled code).
@@ -265,7 +305,8 @@ impl CpuModule {
         let mut globals = Vec::new();
         for g in &info.globals {
             let address = shared
-                .symbol(&compiler::cpu_abi::KernelSymbols::global(&g.name))
+                .as_ref()
+                .and_then(|m| m.symbol(&compiler::cpu_abi::KernelSymbols::global(&g.name)))
                 .ok_or_else(|| other(format!("variable `{}` missing from its object", g.name)))?;
             globals.push(GlobalDesc {
                 name: g.name.clone(),
@@ -315,8 +356,9 @@ impl CpuModule {
             let kernel = unsafe { LoadedKernel::from_module(&unit, info) };
             (kernel, Some(unit))
         } else {
+            let whole = self.shared.as_ref().ok_or_else(|| other("the module's code is missing".into()))?;
             // SAFETY: the shared unit is the whole module, compiled for the host.
-            (unsafe { LoadedKernel::from_module(&self.shared, info) }, None)
+            (unsafe { LoadedKernel::from_module(whole, info) }, None)
         };
         let kernel = kernel.ok_or_else(|| other(format!("kernel `{name}` missing from its object")))?;
         let code = Arc::new(KernelCode { kernel, tier: compiled.tier, _unit: unit });
@@ -368,6 +410,7 @@ impl BackendModule for CpuModule {
             LaunchError::Assert { .. } => LaunchFault::Assert(e.to_string()),
             LaunchError::Deadlock { .. } => LaunchFault::Deadlock(e.to_string()),
             LaunchError::OutOfResources(_) | LaunchError::InvalidConfiguration(_) => LaunchFault::OutOfResources(e.to_string()),
+            LaunchError::Timeout { .. } => LaunchFault::Timeout(e.to_string()),
             LaunchError::Internal(_) => LaunchFault::Failed(e.to_string()),
         })
     }

@@ -45,6 +45,9 @@ pub enum LoadError {
 pub struct LoadedModule {
     dylib: LLVMOrcJITDylibRef,
     symbols: HashMap<String, usize>,
+    /// Where the module's machine code lies: one range per executable
+    /// section whose place could be found (see [`code_ranges`]).
+    code: Vec<(usize, usize)>,
 }
 
 // SAFETY: the JITDylib handle is only used under the global JIT lock (in
@@ -68,6 +71,12 @@ impl LoadedModule {
     /// Every symbol the object defines, with its address.
     pub fn symbols(&self) -> impl Iterator<Item = (&str, usize)> {
         self.symbols.iter().map(|(name, address)| (name.as_str(), *address))
+    }
+
+    /// The address ranges (start, end) of the module's machine code: the
+    /// kernel code a launch timeout may interrupt.
+    pub fn code_ranges(&self) -> &[(usize, usize)] {
+        &self.code
     }
 }
 
@@ -110,7 +119,8 @@ pub fn load_with(object: &[u8], extra: &[(String, usize)]) -> Result<LoadedModul
             if std::env::var_os("ANYCUDA_PERF_MAP").is_some() {
                 write_perf_map(&defined, &symbols);
             }
-            Ok(LoadedModule { dylib, symbols })
+            let code = code_ranges(object, &symbols);
+            Ok(LoadedModule { dylib, symbols, code })
         }
         Err(error) => {
             // SAFETY: as in `Drop`; a failed link may leave partial state,
@@ -142,6 +152,38 @@ fn perf_map_lines(defined: &[(String, u64)], symbols: &HashMap<String, usize>) -
         }
     }
     text
+}
+
+/// The linked place of each executable section of `object`: the JIT keeps
+/// a section's bytes together (one block per ELF section), so a global
+/// symbol's address less its offset in the section is the section's start.
+/// Sections without a global symbol, or whose symbols disagree, are left
+/// out.
+fn code_ranges(object: &[u8], symbols: &HashMap<String, usize>) -> Vec<(usize, usize)> {
+    use object::{ObjectSection, SectionIndex, SectionKind, SymbolSection};
+    let Ok(file) = object::File::parse(object) else { return Vec::new() };
+    let mut starts: HashMap<SectionIndex, Option<usize>> = HashMap::new();
+    for symbol in file.symbols() {
+        let SymbolSection::Section(index) = symbol.section() else { continue };
+        let Some(&address) = symbol.name().ok().and_then(|n| symbols.get(n)) else { continue };
+        let Some(start) = address.checked_sub(symbol.address() as usize) else { continue };
+        let entry = starts.entry(index).or_insert(Some(start));
+        if *entry != Some(start) {
+            *entry = None;
+        }
+    }
+    let mut ranges = Vec::new();
+    for section in file.sections() {
+        if section.kind() != SectionKind::Text || section.size() == 0 {
+            continue;
+        }
+        if let Some(Some(start)) = starts.get(&section.index()) {
+            ranges.push((*start, start + section.size() as usize));
+        } else {
+            tracing::debug!("code section {:?} of a module has no known place", section.name().unwrap_or("?"));
+        }
+    }
+    ranges
 }
 
 /// Global symbols the object defines (the ones `symbol` can find), with

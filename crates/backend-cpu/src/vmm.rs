@@ -107,6 +107,9 @@ pub fn set_access(addr: DevicePtr, size: usize, access: VmmAccess) -> Result<(),
 struct Physical {
     fd: libc::c_int,
     size: usize,
+    /// Imported from a descriptor: its memory is the exporter's, counted
+    /// where it was created.
+    imported: bool,
 }
 
 /// The physical allocations of one backend.
@@ -122,7 +125,7 @@ impl VirtualMemory {
         self.allocs.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Bytes of physical allocations alive.
+    /// Bytes of physical allocations alive (imports not counted).
     pub fn physical_bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
     }
@@ -142,13 +145,15 @@ impl VirtualMemory {
             unsafe { libc::close(fd) };
             return Err(BackendError::Other(e));
         }
-        Ok(self.insert(fd, size))
+        Ok(self.insert(fd, size, false))
     }
 
-    fn insert(&self, fd: libc::c_int, size: usize) -> u64 {
+    fn insert(&self, fd: libc::c_int, size: usize, imported: bool) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        self.allocs().insert(id, Physical { fd, size });
-        self.bytes.fetch_add(size as u64, Ordering::Relaxed);
+        self.allocs().insert(id, Physical { fd, size, imported });
+        if !imported {
+            self.bytes.fetch_add(size as u64, Ordering::Relaxed);
+        }
         id
     }
 
@@ -181,17 +186,21 @@ impl VirtualMemory {
         if d < 0 {
             return Err(BackendError::Other(os_error("duplicating an imported descriptor")));
         }
-        Ok((self.insert(d, size), size))
+        Ok((self.insert(d, size, true), size))
     }
 
     /// Closes an allocation's file: its pages are freed once no mapping
-    /// holds them.
-    pub fn release(&self, mem: u64) -> Result<(), BackendError> {
+    /// or other descriptor holds them. Returns the bytes it counted (0 for
+    /// an import).
+    pub fn release(&self, mem: u64) -> Result<usize, BackendError> {
         let p = self.allocs().remove(&mem).ok_or_else(|| BackendError::Other(format!("no physical allocation {mem}")))?;
         // SAFETY: the descriptor this allocation owned.
         unsafe { libc::close(p.fd) };
+        if p.imported {
+            return Ok(0);
+        }
         self.bytes.fetch_sub(p.size as u64, Ordering::Relaxed);
-        Ok(())
+        Ok(p.size)
     }
 
     /// Maps `size` bytes of `mem` from `offset` over the reserved range at
@@ -298,6 +307,29 @@ mod tests {
         unmap(a, GRANULARITY).expect("unmap");
         vm.release(mem2).expect("release");
         unreserve(r, 2 * size).expect("unreserve");
+    }
+
+    #[test]
+    fn physical_memory_counts_against_the_device_and_reservations_do_not() {
+        use driver::Backend;
+        let g = GRANULARITY as u64;
+        let b = crate::CpuBackend::with_budget(crate::limit::Budget::fixed(8 * g));
+        let free0 = b.mem_info(0).0;
+        let r = b.vmm_reserve(64 << 30, GRANULARITY, 0).expect("reserve");
+        assert_eq!(b.mem_info(0).0, free0, "a reservation is not memory");
+        let m = b.vmm_create(0, 4 * GRANULARITY).expect("fits");
+        assert_eq!(b.mem_info(0).0, free0 - 4 * g);
+        assert!(matches!(b.vmm_create(0, 8 * GRANULARITY), Err(BackendError::Exhausted { .. })), "past the device's memory");
+        let fd = b.vmm_export_fd(m).expect("export");
+        let (imported, _) = b.vmm_import_fd(0, fd).expect("import");
+        // SAFETY: the exported descriptor is ours.
+        unsafe { libc::close(fd) };
+        assert_eq!(b.mem_info(0).0, free0 - 4 * g, "an import is the exporter's memory, counted once");
+        b.vmm_release(imported).expect("release the import");
+        assert_eq!(b.mem_info(0).0, free0 - 4 * g);
+        b.vmm_release(m).expect("release");
+        assert_eq!(b.mem_info(0).0, free0);
+        b.vmm_unreserve(r, 64 << 30).expect("unreserve");
     }
 
     #[test]

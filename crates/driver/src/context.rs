@@ -273,6 +273,7 @@ impl Driver {
         if ctx.primary {
             return Err(Error::InvalidContext);
         }
+        crate::callback::check_context(&ctx, "cuCtxDestroy")?;
         self.teardown(&ctx);
         self.contexts.remove(h);
         with_stack(self.id, |s| {
@@ -370,9 +371,10 @@ impl Driver {
 
     /// `cuCtxSynchronize` (`ctx` 0: the current one).
     pub fn ctx_synchronize(&self, ctx: u64) -> Result<()> {
-        let c = self.ctx_or_current(ctx)?;
+        let ctx = self.ctx_or_current(ctx)?;
+        crate::callback::check_context(&ctx, "cuCtxSynchronize")?;
         self.check_capture_safe("cuCtxSynchronize")?;
-        c.synchronize()
+        ctx.synchronize()
     }
 
     fn limit_slot(limit: CUlimit) -> Result<fn(&mut Limits) -> &mut u64> {
@@ -467,6 +469,9 @@ impl Driver {
 
     pub fn primary_ctx_release(&self, dev: i32) -> Result<()> {
         let ctx = self.primary(dev)?.clone();
+        if lock(&ctx.st).refcount == 1 {
+            crate::callback::check_context(&ctx, "releasing the primary context")?;
+        }
         let now_zero = {
             let mut st = lock(&ctx.st);
             if st.refcount == 0 {
@@ -486,6 +491,7 @@ impl Driver {
     /// becomes inactive until retained again.
     pub fn primary_ctx_reset(&self, dev: i32) -> Result<()> {
         let ctx = self.primary(dev)?.clone();
+        crate::callback::check_context(&ctx, "cuDevicePrimaryCtxReset")?;
         self.teardown(&ctx);
         let mut st = lock(&ctx.st);
         st.active = false;

@@ -1,13 +1,13 @@
 //! Events: markers recorded into streams.
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Instant;
 
 use cuda_types::{CUevent_flags, CUevent_record_flags, CUevent_wait_flags};
 
 use crate::error::{Error, Result};
 use crate::handle::lock;
-use crate::stream::DepWait;
+use crate::stream::{DepWait, Stream};
 use crate::Driver;
 
 pub struct Event {
@@ -29,6 +29,9 @@ struct EventState {
     completed: u64,
     /// When the newest completed generation completed.
     time: Option<Instant>,
+    /// Where the records not yet completed sit: generation, stream and the
+    /// record's operation number (for checks of a host callback's waits).
+    sites: Vec<(u64, Weak<Stream>, u64)>,
 }
 
 impl Event {
@@ -65,6 +68,16 @@ impl Event {
         let mut st = lock(&self.st);
         st.recorded += 1;
         st.recorded
+    }
+
+    /// The stream and operation number of record `generation`, while it
+    /// has not completed.
+    pub(crate) fn site(&self, generation: u64) -> Option<(Arc<Stream>, u64)> {
+        let st = lock(&self.st);
+        if generation <= st.completed {
+            return None;
+        }
+        st.sites.iter().find(|(g, _, _)| *g == generation).and_then(|(_, s, seq)| Some((s.upgrade()?, *seq)))
     }
 
     /// The latest record's generation (0: never recorded).
@@ -131,20 +144,33 @@ impl Driver {
             self.refuse_legacy_implicit(&ctx, "cuEventRecord", true)?;
         }
         *lock(&ev.captured) = None;
-        let generation = {
-            let mut st = lock(&ev.st);
-            st.recorded += 1;
-            st.recorded
-        };
+        // The state stays locked until the record's site is noted, so no
+        // one sees the generation without it.
+        let mut st = lock(&ev.st);
+        st.recorded += 1;
+        let generation = st.recorded;
         let e2 = ev.clone();
         // The event completes after the stream has counted the record, so
         // that a stream query after an event synchronisation sees the
         // stream done.
         let after: crate::stream::After = Box::new(move || e2.complete(generation));
-        if let Err(e) = self.submit_then(&ctx, &s, Vec::new(), Box::new(|_| Ok(())), Some(after)) {
-            ev.complete(generation);
-            return Err(e);
-        }
+        let seq = match self.submit_then(&ctx, &s, Vec::new(), Box::new(|_| Ok(())), Some(after)) {
+            Ok(seq) => seq,
+            Err(e) => {
+                // The record will never run: it completes now, so that no
+                // one waits for it.
+                if generation > st.completed {
+                    st.completed = generation;
+                    st.time = Some(Instant::now());
+                }
+                drop(st);
+                ev.cv.notify_all();
+                return Err(e);
+            }
+        };
+        let done = st.completed;
+        st.sites.retain(|(g, _, _)| *g > done);
+        st.sites.push((generation, Arc::downgrade(&s), seq));
         Ok(())
     }
 
@@ -165,6 +191,7 @@ impl Driver {
         let ev = self.event(h)?;
         self.refuse_captured_event(&ev, "cuEventSynchronize")?;
         let g = ev.recorded_generation();
+        crate::callback::check_event(&ev, g, "cuEventSynchronize")?;
         ev.wait_generation(g);
         match self.contexts.get(ev.ctx_handle).and_then(|c| c.sticky_error()) {
             Some(e) => Err(e),

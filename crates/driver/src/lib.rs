@@ -31,6 +31,7 @@
 
 pub mod backend;
 mod capture;
+mod callback;
 mod context;
 mod error;
 mod event;
@@ -51,6 +52,8 @@ mod graph_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_callback;
+#[cfg(test)]
 mod vmm_tests;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -61,6 +64,7 @@ pub use backend::{
     MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, ParamDesc, VmmAccess,
 };
 pub use capture::{CaptureInfo, CaptureStatus, CAPTURE_MODE_GLOBAL, CAPTURE_MODE_RELAXED, CAPTURE_MODE_THREAD_LOCAL};
+pub use callback::in_callback;
 pub use context::{ClsDtor, Context, PrimaryState};
 pub use error::{Error, Result};
 pub use event::Event;
@@ -223,6 +227,10 @@ impl Driver {
             return Ok(());
         }
         let n = self.backend.device_count();
+        if n == 0 {
+            // As NVIDIA's driver on a machine without a GPU.
+            return Err(Error::NoDevice);
+        }
         let devices: Vec<DeviceProps> = (0..n).map(|d| self.backend.device_props(d)).collect();
         let primaries = (0..n).map(|d| context::Context::create(self, d, 0, true)).collect::<Result<Vec<_>>>()?;
         let pools = (0..n).map(|d| self.create_pool_internal(d)).collect();

@@ -233,6 +233,7 @@ impl Resolved {
 pub(crate) fn backend_err(e: crate::backend::BackendError) -> Error {
     match e {
         crate::backend::BackendError::OutOfMemory(n) => Error::OutOfMemory(format!("{n} bytes")),
+        crate::backend::BackendError::Exhausted { why, .. } => Error::OutOfMemory(why),
         crate::backend::BackendError::InvalidAddress { .. } => Error::InvalidValue(e.to_string()),
         crate::backend::BackendError::NotSupported(m) => Error::NotSupported(m),
         crate::backend::BackendError::Other(m) => Error::Unknown(m),
@@ -768,6 +769,10 @@ impl Driver {
         if ptr == 0 {
             return Ok(());
         }
+        if crate::callback::in_callback() {
+            let owner = self.pointer_info(ptr).and_then(|i| self.contexts.get(i.ctx));
+            crate::callback::check_context(owner.as_deref().unwrap_or(&ctx), "cuMemFree")?;
+        }
         self.check_capture_safe("cuMemFree")?;
         if let Some(m) = self.graph_mem_at(ptr) {
             // An allocation node's memory stays with its graph; freeing it
@@ -824,6 +829,7 @@ impl Driver {
     /// `cuMemFreeHost`.
     pub fn mem_free_host(&self, ptr: usize) -> Result<()> {
         let ctx = self.current_ctx()?;
+        crate::callback::check_context(&ctx, "cuMemFreeHost")?;
         self.check_capture_safe("cuMemFreeHost")?;
         let a = self
             .mem

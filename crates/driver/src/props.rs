@@ -79,6 +79,8 @@ pub struct DeviceProps {
     /// Virtual memory allocations can be exported as and imported from
     /// POSIX file descriptors (`Backend::vmm_export_fd`).
     pub vmm_posix_fd: bool,
+    /// Whether kernels have a run-time limit (`CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT`).
+    pub kernel_exec_timeout: bool,
 }
 
 impl DeviceProps {
@@ -140,6 +142,7 @@ impl DeviceProps {
             host_numa_id: 0,
             virtual_memory_management: false,
             vmm_posix_fd: false,
+            kernel_exec_timeout: false,
         }
     }
 
@@ -198,7 +201,7 @@ impl DeviceProps {
             A::CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT => 512,
             A::CU_DEVICE_ATTRIBUTE_GPU_OVERLAP => 1,
             A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT => i(self.multiprocessor_count),
-            A::CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT => 0,
+            A::CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT => b(self.kernel_exec_timeout),
             A::CU_DEVICE_ATTRIBUTE_INTEGRATED => b(self.integrated),
             A::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY => b(self.can_map_host_memory),
             A::CU_DEVICE_ATTRIBUTE_COMPUTE_MODE => 0,

@@ -43,11 +43,13 @@ pub enum StreamKind {
 
 /// Something to wait for before running an operation: `stream` having
 /// completed `seq` operations.
+#[derive(Clone)]
 pub(crate) struct Dep {
     pub stream: Arc<Stream>,
     pub seq: u64,
 }
 
+#[derive(Clone)]
 pub(crate) enum DepWait {
     Stream(Dep),
     /// An event's record generation (cuStreamWaitEvent).
@@ -71,6 +73,10 @@ struct Queue {
     /// A non-sticky failure of asynchronous work, reported (once) by the
     /// next synchronisation.
     error: Option<Error>,
+    /// The dependencies of the operation running now (operation
+    /// `completed + 1`), kept so that a host callback's waits can be
+    /// checked against them ([`Stream::pending_deps`]).
+    running: Vec<DepWait>,
 }
 
 pub struct Stream {
@@ -98,7 +104,7 @@ impl Stream {
             kind,
             flags,
             priority,
-            q: Mutex::new(Queue { ops: VecDeque::new(), submitted: 0, completed: 0, worker: false, error: None }),
+            q: Mutex::new(Queue { ops: VecDeque::new(), submitted: 0, completed: 0, worker: false, error: None, running: Vec::new() }),
             cv: Condvar::new(),
             capture: Mutex::new(None),
         }
@@ -161,6 +167,7 @@ impl Stream {
             let mut q = lock(&self.q);
             let (deps, work, after) = loop {
                 if let Some(op) = q.ops.pop_front() {
+                    q.running = op.0.clone();
                     break op;
                 }
                 // Work often follows work at once (a launch after a copy):
@@ -198,6 +205,7 @@ impl Stream {
                 }
             }
             q.completed += 1;
+            q.running.clear();
             drop(q);
             self.cv.notify_all();
             if let Some(after) = after {
@@ -227,6 +235,37 @@ impl Stream {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// The dependencies of the unfinished operations up to number `upto`
+    /// (the running one's included), and how many operations have
+    /// completed.
+    pub(crate) fn pending_deps(&self, upto: u64) -> (Vec<DepWait>, u64) {
+        let q = lock(&self.q);
+        let mut out = Vec::new();
+        if q.completed < upto && q.completed < q.submitted {
+            out.extend(q.running.iter().cloned());
+        }
+        // Queued operations are numbered after the running one.
+        let first_queued = q.submitted - q.ops.len() as u64 + 1;
+        for (i, (deps, _, _)) in q.ops.iter().enumerate() {
+            if first_queued + i as u64 > upto {
+                break;
+            }
+            out.extend(deps.iter().cloned());
+        }
+        (out, q.completed)
+    }
+
+    /// The number of the operation running now (valid on the worker
+    /// thread, inside that operation).
+    pub(crate) fn running_seq(&self) -> u64 {
+        lock(&self.q).completed + 1
+    }
+
+    /// The number of operations submitted so far.
+    pub(crate) fn submitted(&self) -> u64 {
+        lock(&self.q).submitted
     }
 
     /// Whether all submitted work has completed.

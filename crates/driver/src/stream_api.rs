@@ -15,6 +15,32 @@ use crate::Driver;
 /// A host function run in stream order; receives the stream's status.
 pub type HostCallback = Box<dyn FnOnce(Result<()>) + Send>;
 
+/// What new work on `stream` waits for under the legacy stream's rules:
+/// on the legacy stream, the blocking streams' unfinished work; on a
+/// blocking stream, the legacy stream's.
+fn implicit_deps(ctx: &Context, stream: &Arc<Stream>) -> Result<Vec<DepWait>> {
+    let mut deps = Vec::new();
+    match stream.kind() {
+        StreamKind::Legacy => {
+            for s in ctx.streams() {
+                if s.is_blocking() {
+                    if let Some(seq) = s.pending_tail() {
+                        deps.push(DepWait::Stream(Dep { stream: s, seq }));
+                    }
+                }
+            }
+        }
+        _ if stream.is_blocking() => {
+            let legacy = ctx.legacy_stream()?;
+            if let Some(seq) = legacy.pending_tail() {
+                deps.push(DepWait::Stream(Dep { stream: legacy, seq }));
+            }
+        }
+        _ => {}
+    }
+    Ok(deps)
+}
+
 impl Driver {
     /// Resolves a stream argument: 0 is the default stream (per-thread when
     /// `ptds`, i.e. for the `_ptsz`/`_ptds` entry points, else legacy),
@@ -68,29 +94,15 @@ impl Driver {
             self.refuse_legacy_implicit(ctx, "work", true)?;
         }
         let _g = lock(&ctx.submit_lock);
-        match stream.kind() {
-            StreamKind::Legacy => {
-                for s in ctx.streams() {
-                    if s.is_blocking() {
-                        if let Some(seq) = s.pending_tail() {
-                            deps.push(DepWait::Stream(Dep { stream: s, seq }));
-                        }
-                    }
-                }
-            }
-            _ if stream.is_blocking() => {
-                let legacy = ctx.legacy_stream()?;
-                if let Some(seq) = legacy.pending_tail() {
-                    deps.push(DepWait::Stream(Dep { stream: legacy, seq }));
-                }
-            }
-            _ => {}
-        }
+        deps.extend(implicit_deps(ctx, stream)?);
         stream.push(deps, work, after)
     }
 
     /// Runs `work` in stream order and waits for it; returns its result.
     pub(crate) fn run_sync(&self, ctx: &Context, stream: &Arc<Stream>, work: Box<dyn FnOnce() -> Result<()> + Send>) -> Result<()> {
+        if crate::callback::in_callback() {
+            crate::callback::check_new_op(stream, &implicit_deps(ctx, stream)?, "a synchronous operation")?;
+        }
         let slot: Arc<Mutex<Option<Result<()>>>> = Arc::new(Mutex::new(None));
         let out = slot.clone();
         let seq = self.submit(
@@ -165,6 +177,7 @@ impl Driver {
 
     pub fn stream_synchronize(&self, h: u64, ptds: bool) -> Result<()> {
         let (ctx, s) = self.resolve_stream(h, ptds)?;
+        crate::callback::check_stream(&s, "cuStreamSynchronize")?;
         self.refuse_if_capturing(&s, "cuStreamSynchronize")?;
         if s.kind() == StreamKind::Legacy {
             self.refuse_legacy_implicit(&ctx, "cuStreamSynchronize", true)?;
@@ -208,15 +221,17 @@ impl Driver {
             return Err(Error::invalid("cuStreamAddCallback flags must be 0"));
         }
         let (ctx, s) = self.resolve_stream(h, ptds)?;
+        let me = Arc::downgrade(&s);
         self.submit(
             &ctx,
             &s,
             Vec::new(),
             Box::new(move |sticky| {
-                cb(match sticky {
+                let status = match sticky {
                     Some(e) => Err(e.clone()),
                     None => Ok(()),
-                });
+                };
+                crate::callback::run(&me, || cb(status));
                 Ok(())
             }),
         )?;
@@ -231,11 +246,12 @@ impl Driver {
         if let Some(cap) = self.capturing(&s) {
             return self.capture_node(&s, &cap, crate::graph::NodeParams::Host(f)).map(|_| ());
         }
+        let me = Arc::downgrade(&s);
         self.run_async(
             &ctx,
             &s,
             Box::new(move || {
-                (f.call)();
+                crate::callback::run(&me, || (f.call)());
                 Ok(())
             }),
         )

@@ -23,6 +23,12 @@ pub enum Error {
     #[error("truncated {what}: {needed} bytes needed at offset {offset}, {available} available")]
     Truncated { what: &'static str, offset: u64, needed: u64, available: u64 },
 
+    /// Behind a pointer, a range the image's headers declare cannot be read
+    /// (see [`crate::Readable`]): the image is truncated or its sizes are
+    /// corrupt.
+    #[error("{what}: {needed} bytes declared at offset {offset} of the image, only {readable} readable (truncated image?)")]
+    Unreadable { what: &'static str, offset: u64, needed: u64, readable: u64 },
+
     #[error("unsupported {what} version {version}")]
     UnsupportedVersion { what: &'static str, version: u32 },
 

@@ -32,7 +32,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::decompress::{self, Codec, Stored};
+use crate::decompress::{self, Codec, Stored, MAX_DECOMPRESSED_SIZE};
 use crate::error::{Error, Result};
 use crate::read;
 use crate::select::{self, Policy, Ptx};
@@ -587,11 +587,26 @@ impl<'a> Fatbin<'a> {
     }
 }
 
-fn make_entry<'a>(index: usize, offset: u64, header: &'a [u8], raw: RawHeader, payload: &'a [u8]) -> Result<Entry<'a>> {
+/// Checks an entry header's sizes against each other before anything of
+/// its payload is read: the compressed stream lies within the payload, a
+/// raw payload holds the size it records, and no decoded size exceeds
+/// [`MAX_DECOMPRESSED_SIZE`].
+fn check_sizes(raw: &RawHeader, offset: u64) -> Result<Compression> {
     if u64::from(raw.compressed_size) > raw.payload_size {
         return Err(Error::CompressedTooLarge { offset, compressed: u64::from(raw.compressed_size), payload: raw.payload_size });
     }
     let compression = Compression::decide(raw.flags, raw.compressed_size, offset)?;
+    if raw.uncompressed_size > MAX_DECOMPRESSED_SIZE {
+        return Err(Error::ImplausibleSize { offset, size: raw.uncompressed_size });
+    }
+    if compression == Compression::None && raw.uncompressed_size > raw.payload_size {
+        return Err(Error::SizeMismatch { offset, what: "raw payload", expected: raw.uncompressed_size, actual: raw.payload_size });
+    }
+    Ok(compression)
+}
+
+fn make_entry<'a>(index: usize, offset: u64, header: &'a [u8], raw: RawHeader, payload: &'a [u8]) -> Result<Entry<'a>> {
+    let compression = check_sizes(&raw, offset)?;
     Ok(Entry {
         index,
         offset,
@@ -650,10 +665,7 @@ fn parse_members<'a>(
         let h = &body[start..start + len];
         let m = RawHeader::parse(h)?;
         let moff = body_at + start as u64;
-        if u64::from(m.compressed_size) > m.payload_size {
-            return Err(Error::CompressedTooLarge { offset: moff, compressed: u64::from(m.compressed_size), payload: m.payload_size });
-        }
-        let compression = Compression::decide(m.flags, m.compressed_size, moff)?;
+        let compression = check_sizes(&m, moff)?;
         let mstart = u64::from(m.size_or_start);
         // When the container records its decoded size, check the member
         // range now so a bad table fails at load, not at first use.

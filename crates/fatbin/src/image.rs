@@ -1,9 +1,10 @@
 //! Telling apart the image forms the driver API accepts.
 
+use std::cell::Cell;
 use std::ffi::{c_void, CStr};
 
 use crate::error::{Error, Result};
-use crate::fatbin::{fatbin_size, ArchVariant, Fatbin, FATBIN_HEADER_SIZE, FATBIN_MAGIC};
+use crate::fatbin::{fatbin_size, ArchVariant, EntryKind, Fatbin, ENTRY_HEADER_MIN, FATBIN_HEADER_SIZE, FATBIN_MAGIC};
 use crate::read;
 use crate::select::{Policy, Ptx};
 
@@ -18,6 +19,67 @@ pub const ELF_MAGIC: u32 = 0x464C_457F;
 pub const EM_CUDA: u16 = 190;
 /// Section type without file contents (.bss-like): not part of the extent.
 const SHT_NOBITS: u32 = 8;
+/// PTX text behind a pointer is scanned for its NUL in runs, each checked
+/// as a whole: the first ends at a multiple of `TEXT_RUN_MIN` bytes (a page
+/// on common machines), each next one is twice as long, up to
+/// `TEXT_RUN_MAX`, so a short text costs one check and a long one few.
+const TEXT_RUN_MIN: usize = 4 << 10;
+const TEXT_RUN_MAX: usize = 1 << 20;
+/// A check asks about at least this many bytes (its answer is remembered,
+/// see [`Remembered`]): neighbouring headers then cost one check.
+const CHECK_AHEAD: usize = 8 << 10;
+
+/// Which bytes of the caller's memory can be read without faulting.
+///
+/// The driver API passes module images as bare pointers; a truncated image
+/// whose headers declare more bytes than the caller mapped would make any
+/// reader fault. [`Image::from_ptr_checked`] asks this before it reads (or
+/// borrows) a range, so such an image gives [`Error::Unreadable`] instead.
+/// The crate itself has no way to ask the operating system; the caller
+/// supplies the answer (the driver library asks the kernel, tests know
+/// their buffers).
+pub trait Readable {
+    /// How many of the `len` bytes starting at address `addr` can be read,
+    /// counted from `addr`: `len` when all of them can, less when a byte
+    /// cannot (the first such byte's distance from `addr`, or less).
+    fn readable_prefix(&self, addr: usize, len: usize) -> usize;
+}
+
+/// A [`Readable`] that remembers the readable range it learnt last (asking
+/// for at least [`CHECK_AHEAD`] bytes each time), so that checks of nearby
+/// ranges (the headers of a fatbin, one after the other) ask the caller's
+/// `Readable`, which may be a system call, once.
+struct Remembered<'m> {
+    inner: &'m dyn Readable,
+    known: Cell<(usize, usize)>,
+}
+
+impl Readable for Remembered<'_> {
+    fn readable_prefix(&self, addr: usize, len: usize) -> usize {
+        let (lo, hi) = self.known.get();
+        if addr >= lo && addr < hi {
+            let room = hi - addr;
+            if room >= len {
+                return len;
+            }
+        }
+        let ask = len.max(CHECK_AHEAD).min(usize::MAX - addr);
+        let got = self.inner.readable_prefix(addr, ask).min(ask);
+        if got > 0 {
+            self.known.set((addr, addr + got));
+        }
+        got.min(len)
+    }
+}
+
+/// How [`Image::from_ptr_checked`] may touch memory.
+#[derive(Clone, Copy)]
+enum Access<'m> {
+    /// Every byte the headers describe is readable (the caller's contract).
+    Trusted,
+    /// Ranges are checked before they are read.
+    Checked(&'m dyn Readable),
+}
 
 /// A parsed fatbin wrapper. The fatbin it describes lives elsewhere in the
 /// caller's memory, at `fatbin_address`.
@@ -202,51 +264,93 @@ impl<'a> Image<'a> {
     /// with every byte its headers describe readable and unchanged for `'a`
     /// (a wrapper's fatbin pointer included), and PTX text NUL-terminated —
     /// the same contract NVIDIA's driver has. Headers that claim more memory
-    /// than the caller owns cannot be detected here.
+    /// than the caller owns cannot be detected here; use
+    /// [`Image::from_ptr_checked`] for that.
     #[allow(unsafe_code)]
     pub unsafe fn from_ptr(image: *const c_void) -> Result<Self> {
+        // SAFETY: the caller's contract is this function's.
+        unsafe { Self::from_ptr_with(image, Access::Trusted) }
+    }
+
+    /// [`Image::from_ptr`] for a caller that cannot promise the image is
+    /// whole: before any range is read or borrowed (the wrapper, the fatbin
+    /// header, the whole size the header declares, each ELF header table
+    /// and the ELF extent, each run of PTX text up to its NUL), `memory`
+    /// is asked whether it is readable, and a range that is not gives
+    /// [`Error::Unreadable`]. The sizes are the image's own: nothing past
+    /// what its headers declare is read, and the declared sizes are checked
+    /// against each other (a fatbin's entries must tile the size its header
+    /// declares) by [`Fatbin::parse`] before any payload is decoded.
+    ///
+    /// # Safety
+    /// `image` must be null or a pointer into the caller's address space,
+    /// and every byte `memory` reports readable must stay readable and
+    /// unchanged for `'a`.
+    #[allow(unsafe_code)]
+    pub unsafe fn from_ptr_checked(image: *const c_void, memory: &dyn Readable) -> Result<Self> {
+        let remembered = Remembered { inner: memory, known: Cell::new((0, 0)) };
+        // SAFETY: ranges are checked with `memory` (caller's contract).
+        unsafe { Self::from_ptr_with(image, Access::Checked(&remembered)) }
+    }
+
+    /// # Safety
+    /// As [`Image::from_ptr`] for `Access::Trusted`, as
+    /// [`Image::from_ptr_checked`] otherwise.
+    #[allow(unsafe_code)]
+    unsafe fn from_ptr_with(image: *const c_void, mem: Access<'_>) -> Result<Self> {
         let p = image.cast::<u8>();
         if p.is_null() {
             return Err(Error::NullPointer { what: "image" });
         }
+        // The first bytes are read one at a time so a PTX string shorter
+        // than a magic number is not overrun.
+        let avail = match mem {
+            Access::Trusted => 4,
+            Access::Checked(m) => m.readable_prefix(p as usize, 4).min(4),
+        };
         let mut head = [0u8; 4];
         for (i, slot) in head.iter_mut().enumerate() {
+            if i >= avail {
+                return Err(Error::Unreadable { what: "image", offset: 0, needed: 4, readable: avail as u64 });
+            }
             // SAFETY: bytes before the first NUL are part of the image
-            // whatever its form; none of the magics contains a NUL.
+            // whatever its form (none of the magics contains a NUL), and
+            // this one is readable (trusted or checked above).
             let b = unsafe { p.add(i).read() };
             if b == 0 {
                 // SAFETY: a NUL within the first 4 bytes: a C string.
-                return unsafe { ptx_at(p) };
+                return unsafe { ptx_at(p, mem) };
             }
             *slot = b;
         }
         match u32::from_le_bytes(head) {
             WRAPPER_MAGIC => {
-                // SAFETY: a wrapper is 24 bytes (caller's contract).
-                let w = Wrapper::parse(unsafe { raw(p, 0, WRAPPER_SIZE as u64)? })?;
+                // SAFETY: a wrapper is 24 bytes (caller's contract or checked).
+                let w = Wrapper::parse(unsafe { raw(p, 0, WRAPPER_SIZE as u64, mem, "fatbin wrapper")? })?;
                 let addr = usize::try_from(w.fatbin_address).map_err(|_| Error::Overflow { what: "fatbin address", offset: 8 })?;
                 if addr == 0 {
                     return Err(Error::NullPointer { what: "wrapper's fatbin" });
                 }
-                // SAFETY: the wrapper points to a fatbin (caller's contract).
-                let fatbin = unsafe { fatbin_at(addr as *const u8)? };
+                // SAFETY: the wrapper points to a fatbin (caller's contract
+                // or checked).
+                let fatbin = unsafe { fatbin_at(addr as *const u8, mem)? };
                 Ok(Image::Fatbin { wrapper: Some(w), fatbin })
             }
             FATBIN_MAGIC => Ok(Image::Fatbin {
                 wrapper: None,
                 // SAFETY: as above.
-                fatbin: unsafe { fatbin_at(p)? },
+                fatbin: unsafe { fatbin_at(p, mem)? },
             }),
             ELF_MAGIC => {
                 // SAFETY: each read covers header bytes the ELF header (or a
                 // header table it locates) describes.
-                let (extent, _) = elf_extent(|o, l| unsafe { raw(p, o, l) })?;
+                let (extent, _) = elf_extent(|o, l| unsafe { raw(p, o, l, mem, "ELF image") })?;
                 // SAFETY: the extent is what the headers describe.
-                let bytes = unsafe { raw(p, 0, extent)? };
+                let bytes = unsafe { raw(p, 0, extent, mem, "ELF image")? };
                 Ok(Image::Cubin(Cubin::parse(bytes)?))
             }
             // SAFETY: not a binary form, so NUL-terminated text.
-            _ => unsafe { ptx_at(p) },
+            _ => unsafe { ptx_at(p, mem) },
         }
     }
 
@@ -269,12 +373,14 @@ impl<'a> Image<'a> {
     }
 }
 
-/// `len` bytes at `p + offset`, with the arithmetic checked.
+/// `len` bytes at `p + offset`, with the arithmetic checked and, under
+/// `Access::Checked`, the bytes' readability.
 ///
 /// # Safety
-/// Those bytes must be readable for `'a`.
+/// Under `Access::Trusted` those bytes must be readable for `'a`; under
+/// `Access::Checked`, bytes the check reports readable must stay so.
 #[allow(unsafe_code)]
-unsafe fn raw<'a>(p: *const u8, offset: u64, len: u64) -> Result<&'a [u8]> {
+unsafe fn raw<'a>(p: *const u8, offset: u64, len: u64, mem: Access<'_>, what: &'static str) -> Result<&'a [u8]> {
     let overflow = Error::Overflow { what: "image address range", offset };
     let off = usize::try_from(offset).map_err(|_| overflow.clone())?;
     let n = usize::try_from(len).map_err(|_| overflow.clone())?;
@@ -282,27 +388,111 @@ unsafe fn raw<'a>(p: *const u8, offset: u64, len: u64) -> Result<&'a [u8]> {
     if end > isize::MAX as usize || (p as usize).checked_add(end).is_none() {
         return Err(overflow);
     }
-    // SAFETY: in range of the address space (checked) and readable (caller).
+    if let Access::Checked(m) = mem {
+        let got = m.readable_prefix(p as usize + off, n).min(n);
+        if got < n {
+            return Err(Error::Unreadable { what, offset, needed: len, readable: got as u64 });
+        }
+    }
+    // SAFETY: in range of the address space (checked) and readable (caller
+    // or checked).
     Ok(unsafe { std::slice::from_raw_parts(p.wrapping_add(off), n) })
 }
 
 /// # Safety
-/// `p` must point to a fatbin readable for `'a`.
+/// `p` must point to a fatbin readable for `'a` (`Access::Trusted`), or to
+/// memory whose readability `mem` reports.
 #[allow(unsafe_code)]
-unsafe fn fatbin_at<'a>(p: *const u8) -> Result<Fatbin<'a>> {
+unsafe fn fatbin_at<'a>(p: *const u8, mem: Access<'_>) -> Result<Fatbin<'a>> {
     // SAFETY: every fatbin starts with its 16-byte header.
-    let header = unsafe { raw(p, 0, FATBIN_HEADER_SIZE as u64)? };
+    let header = unsafe { raw(p, 0, FATBIN_HEADER_SIZE as u64, mem, "fatbin header")? };
     let total = fatbin_size(header)?;
-    // SAFETY: the header declares this many bytes.
-    Fatbin::parse(unsafe { raw(p, 0, total)? })
+    if let Access::Checked(m) = mem {
+        // SAFETY: ranges are checked with `m` (caller's contract).
+        unsafe { check_fatbin(p, total, m)? };
+    }
+    // SAFETY: the header declares this many bytes; under `Access::Checked`
+    // every part of them this crate reads was found readable above.
+    Fatbin::parse(unsafe { raw(p, 0, total, Access::Trusted, "fatbin")? })
+}
+
+/// Walks the entries of the fatbin at `p`, `total` bytes as its header
+/// declares, checking before each read that the bytes are readable: each
+/// entry's header, the payloads this crate decodes (PTX and concatenated
+/// containers), and the fatbin's last byte. The entries' sizes are checked
+/// against each other on the way: each header at least its fixed part, each
+/// payload within the declared total, the entries ending exactly there.
+/// ELF, LTO IR and unknown payloads are listed, never read, so they are not
+/// touched here (checking a whole fatbin costs about a microsecond per
+/// 4 KiB page through `process_vm_readv`, and most of a large fatbin is
+/// SASS nobody reads).
+///
+/// # Safety
+/// `p` must be a pointer into the caller's address space (its readability
+/// is what `m` reports).
+#[allow(unsafe_code)]
+unsafe fn check_fatbin(p: *const u8, total: u64, m: &dyn Readable) -> Result<()> {
+    let mem = Access::Checked(m);
+    // SAFETY (each `raw` below): checked with `m`.
+    let header = unsafe { raw(p, 0, FATBIN_HEADER_SIZE as u64, mem, "fatbin header")? };
+    let mut off = u64::from(read::u16_at(header, 6, "fatbin header")?);
+    while off < total {
+        let h = unsafe { raw(p, off, ENTRY_HEADER_MIN as u64, mem, "entry header")? };
+        let kind = EntryKind::from_raw(read::u16_at(h, 0, "entry header")?);
+        let size = u64::from(read::u32_at(h, 4, "entry header")?);
+        let payload = read::u64_at(h, 8, "entry header")?;
+        if size < ENTRY_HEADER_MIN as u64 {
+            return Err(Error::HeaderTooSmall { what: "entry header", offset: off, size, min: ENTRY_HEADER_MIN as u64 });
+        }
+        let payload_at = read::add(off, size, "entry payload", off)?;
+        let next = read::add(payload_at, payload, "entry payload", off)?;
+        if next > total {
+            return Err(Error::Truncated { what: "entry payload", offset: off, needed: next - off, available: total - off });
+        }
+        unsafe { raw(p, off, size, mem, "entry header")? };
+        if matches!(kind, EntryKind::Ptx | EntryKind::Concat) {
+            unsafe { raw(p, payload_at, payload, mem, "entry payload")? };
+        }
+        off = next;
+    }
+    if total > 0 {
+        unsafe { raw(p, total - 1, 1, mem, "fatbin")? };
+    }
+    Ok(())
 }
 
 /// # Safety
-/// `p` must point to a NUL-terminated string readable for `'a`.
+/// `p` must point to a NUL-terminated string readable for `'a`
+/// (`Access::Trusted`), or to memory whose readability `mem` reports.
 #[allow(unsafe_code)]
-unsafe fn ptx_at<'a>(p: *const u8) -> Result<Image<'a>> {
-    // SAFETY: NUL-terminated (caller).
-    let bytes = unsafe { CStr::from_ptr(p.cast()) }.to_bytes();
+unsafe fn ptx_at<'a>(p: *const u8, mem: Access<'_>) -> Result<Image<'a>> {
+    let m = match mem {
+        // SAFETY: NUL-terminated (caller).
+        Access::Trusted => return Ok(Image::Ptx(classify_text(unsafe { CStr::from_ptr(p.cast()) }.to_bytes())?)),
+        Access::Checked(m) => m,
+    };
+    // Runs end at multiples of their length, so a run never spans more
+    // pages than it must; each is checked before it is scanned.
+    let mut len = 0usize;
+    let mut run_len = TEXT_RUN_MIN;
+    loop {
+        let addr = (p as usize).checked_add(len).ok_or(Error::Overflow { what: "PTX text", offset: len as u64 })?;
+        let want = run_len - addr % run_len;
+        run_len = (run_len * 2).min(TEXT_RUN_MAX);
+        let got = m.readable_prefix(addr, want).min(want);
+        // SAFETY: `got` bytes from `addr` are readable (checked).
+        let run = unsafe { std::slice::from_raw_parts(addr as *const u8, got) };
+        if let Some(i) = run.iter().position(|&b| b == 0) {
+            len += i;
+            break;
+        }
+        len += got;
+        if got < want {
+            return Err(Error::Unreadable { what: "PTX text (no terminating NUL)", offset: len as u64, needed: 1, readable: 0 });
+        }
+    }
+    // SAFETY: the `len` bytes scanned above are readable.
+    let bytes = unsafe { std::slice::from_raw_parts(p, len) };
     Ok(Image::Ptx(classify_text(bytes)?))
 }
 

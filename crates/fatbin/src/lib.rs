@@ -5,15 +5,18 @@
 //! and a list of entries, each PTX text or an ELF cubin for one
 //! architecture, optionally LZ4- or Zstandard-compressed), a NUL-terminated
 //! PTX text, or a bare ELF cubin. This crate tells them apart
-//! ([`Image::parse`] for bytes, [`Image::from_ptr`] for a C pointer),
+//! ([`Image::parse`] for bytes, [`Image::from_ptr`] for a C pointer, and
+//! [`Image::from_ptr_checked`] when the pointer's memory may be shorter than
+//! the image's headers declare),
 //! lists the entries ([`Fatbin::entries`]), decodes payloads
 //! ([`Entry::data`], [`Entry::ptx_text`]) and picks the PTX to compile for a
 //! device ([`Fatbin::select_ptx`] with a [`Policy`]).
 //!
 //! It knows nothing of PTX syntax or of the driver; every length and offset
 //! in the input is checked, so malformed input gives an [`Error`], never a
-//! panic. The only `unsafe` is [`Image::from_ptr`], which has to trust the
-//! caller's pointer.
+//! panic. The only `unsafe` is [`Image::from_ptr`] and
+//! [`Image::from_ptr_checked`], which have to trust the caller's pointer
+//! (the second only as far as a [`Readable`] check says).
 //!
 //! ```
 //! # fn load(bytes: &[u8]) -> Result<(), fatbin::Error> {
@@ -40,5 +43,5 @@ pub use error::{Error, Result};
 pub use fatbin::{
     fatbin_size, ArchVariant, Compression, Entry, EntryKind, Fatbin, Flags, PtxVersion, ENTRY_HEADER_MIN, FATBIN_HEADER_SIZE, FATBIN_MAGIC,
 };
-pub use image::{Cubin, Image, Wrapper, ELF_MAGIC, EM_CUDA, WRAPPER_MAGIC, WRAPPER_SIZE};
+pub use image::{Cubin, Image, Readable, Wrapper, ELF_MAGIC, EM_CUDA, WRAPPER_MAGIC, WRAPPER_SIZE};
 pub use select::{runs_on, Policy, Ptx};

@@ -116,7 +116,9 @@ unsafe fn with_image(
     f: impl FnOnce(ModuleSource<'_>, ModuleOptions, &mut JitLog) -> Result<u64, Error>,
 ) -> Result<u64, Error> {
     let mut log = JitLog::default();
-    let r = match fatbin::Image::from_ptr(image) {
+    // The image's memory is checked before each range its headers declare
+    // is read, so a truncated image is an error rather than a fault.
+    let r = match fatbin::Image::from_ptr_checked(image, &crate::readable::ProcessMemory) {
         Ok(img) => f(ModuleSource::Image(&img), jit.options, &mut log),
         Err(e) => {
             let e = image_error(e);
@@ -619,6 +621,12 @@ unsafe fn link_add_data(
     }
     parse_jit(numOptions, options, optionValues)?;
     let name = if name.is_null() { "input" } else { cstr(name, "name")? };
+    // The caller's size is checked against its memory before any of it is
+    // read, as module images are (`readable`).
+    let readable = fatbin::Readable::readable_prefix(&crate::readable::ProcessMemory, data as usize, size);
+    if readable < size {
+        return Err(Error::InvalidValue(format!("{name}: {size} bytes of data given, only {readable} readable")));
+    }
     let bytes = std::slice::from_raw_parts(data as *const u8, size);
     link_add(state, typ, bytes, name)
 }

@@ -17,16 +17,19 @@
 //! call with the reason), `trace` (every call with its arguments and
 //! result); `ANYCUDA_LOG_FILE` appends to a file instead of stderr.
 //!
-//! The backend: [`backend()`] picks it with `ANYCUDA_BACKEND` (`cpu`, the
-//! default, or `mock` for the driver's tests).
+//! The backend: [`backend()`] picks it with `ANYCUDA_BACKEND` (`hip`, `cpu`,
+//! or `mock` for the driver's tests); by default the HIP backend when a HIP
+//! runtime with an AMD GPU is present, else the CPU.
 
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 pub mod errors;
 pub mod export_tables;
 pub mod exports;
+pub mod fork;
 pub mod md2;
 pub mod proc_address;
+pub mod readable;
 pub mod trace;
 mod util;
 
@@ -45,24 +48,47 @@ use driver::{Backend, Config, Driver};
 
 static DRIVER: OnceLock<Driver> = OnceLock::new();
 
-/// Environment variable choosing the backend: `cpu` (the default) runs
-/// kernels on the host's cores; `mock` is the driver's test backend (host
-/// memory, kernels are named Rust closures).
+/// Environment variable choosing the backend: `hip` runs kernels on AMD
+/// GPUs through the HIP runtime; `cpu` on the host's cores; `mock` is the
+/// driver's test backend (host memory, kernels are named Rust closures).
+/// Unset: HIP when its runtime loads and has a device, else the CPU.
 pub const BACKEND_ENV: &str = "ANYCUDA_BACKEND";
 
-/// The backend this library runs on.
+/// The backend this library runs on, and why, for the log.
 pub fn backend() -> Arc<dyn Backend> {
-    match std::env::var(BACKEND_ENV).as_deref() {
-        Ok("mock") => Arc::new(driver::mock::MockBackend::with_builtins(1)),
-        Ok(other) if other != "cpu" && !other.is_empty() => {
+    let (backend, why): (Arc<dyn Backend>, String) = match std::env::var(BACKEND_ENV).as_deref() {
+        Ok("mock") => (Arc::new(driver::mock::MockBackend::with_builtins(1)), format!("{BACKEND_ENV}=mock")),
+        Ok("cpu") => (Arc::new(backend_cpu::CpuBackend::new()), format!("{BACKEND_ENV}=cpu")),
+        Ok("hip") => match backend_hip::HipBackend::start() {
+            Ok(b) => (Arc::new(b), format!("{BACKEND_ENV}=hip")),
+            Err(e) => {
+                // Asked for explicitly: no silent fallback to another machine.
+                trace::log(trace::Level::Error, &format!("{BACKEND_ENV}=hip: {e}; no CUDA device is available"));
+                (Arc::new(driver::backend::NoDevices), format!("{BACKEND_ENV}=hip, which failed: {e}"))
+            }
+        },
+        Ok(other) if !other.is_empty() => {
             trace::log(trace::Level::Warn, &format!("{BACKEND_ENV}={other} is not a backend of this build; using the CPU"));
-            Arc::new(backend_cpu::CpuBackend::new())
+            (Arc::new(backend_cpu::CpuBackend::new()), format!("{BACKEND_ENV}={other} is unknown"))
         }
-        _ => Arc::new(backend_cpu::CpuBackend::new()),
-    }
+        _ => match backend_hip::HipBackend::start() {
+            Ok(b) => (Arc::new(b), "an AMD GPU was found through HIP".into()),
+            Err(e) => (Arc::new(backend_cpu::CpuBackend::new()), format!("no AMD GPU ({e})")),
+        },
+    };
+    trace::log(trace::Level::Info, &format!("backend: {} ({why})", backend.name()));
+    backend
 }
 
 /// The process's driver instance, created on first use.
 pub fn driver() -> &'static Driver {
-    DRIVER.get_or_init(|| Driver::new(backend(), Config::from_env()))
+    DRIVER.get_or_init(|| {
+        fork::install();
+        Driver::new(backend(), Config::from_env())
+    })
+}
+
+/// Whether the driver exists and `cuInit` succeeded (reads atomics only).
+fn driver_initialized() -> bool {
+    DRIVER.get().is_some_and(Driver::is_initialized)
 }

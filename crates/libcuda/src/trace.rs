@@ -37,6 +37,9 @@ impl Level {
 struct Sink {
     level: Level,
     file: Option<Mutex<std::fs::File>>,
+    /// The descriptor written to (the file's, or stderr's), for a forked
+    /// child, where a lock another thread of the parent held stays locked.
+    fd: i32,
 }
 
 fn sink() -> &'static Sink {
@@ -45,7 +48,11 @@ fn sink() -> &'static Sink {
         let level = std::env::var("ANYCUDA_LOG").map(|v| Level::parse(&v)).unwrap_or(Level::Off);
         let file = std::env::var_os("ANYCUDA_LOG_FILE")
             .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok().map(Mutex::new));
-        Sink { level, file }
+        let fd = file.as_ref().map_or(2, |f: &Mutex<std::fs::File>| {
+            use std::os::fd::AsRawFd;
+            f.lock().map_or(2, |f| f.as_raw_fd())
+        });
+        Sink { level, file, fd }
     })
 }
 
@@ -60,6 +67,12 @@ pub fn log(level: Level, msg: &str) {
         return;
     }
     let line = format!("[anycuda {:?}] {msg}\n", level);
+    if crate::fork::forked() {
+        // No locks in a forked child: one write(2) of the whole line.
+        // SAFETY: writes the line's bytes to an open descriptor.
+        let _ = unsafe { libc::write(sink().fd, line.as_ptr().cast(), line.len()) };
+        return;
+    }
     match &sink().file {
         Some(f) => {
             let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
@@ -73,6 +86,12 @@ pub fn log(level: Level, msg: &str) {
 
 /// Runs an API function's body: catches panics, maps the error, logs.
 pub fn call(name: &'static str, args: &[(&str, &dyn Debug)], f: impl FnOnce() -> Result<(), Error>) -> CUresult {
+    if let Some(code) = crate::fork::refuse(name) {
+        if enabled(Level::Debug) {
+            log(Level::Debug, &crate::fork::reason(name));
+        }
+        return code;
+    }
     let r = catch_unwind(AssertUnwindSafe(f));
     let (code, err) = match r {
         Ok(Ok(())) => (CUresult::CUDA_SUCCESS, None),
@@ -97,6 +116,9 @@ pub fn call(name: &'static str, args: &[(&str, &dyn Debug)], f: impl FnOnce() ->
 
 /// The body of every unimplemented export.
 pub fn unimplemented(name: &'static str) -> CUresult {
+    if let Some(code) = crate::fork::refuse(name) {
+        return code;
+    }
     static SEEN: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
     let first = {
         let mut s = SEEN.lock().unwrap_or_else(|e| e.into_inner());

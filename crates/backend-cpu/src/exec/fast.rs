@@ -89,6 +89,9 @@ where
     });
     let fp = FpState::save();
     let trap = TrapSlot::default();
+    if job.deadline.is_some() {
+        trap.watch(&job.cancel, &job.code);
+    }
     let registration = fault::register(&trap);
     trap.arm(coroutine.trap_handler(), limit);
     let result = coroutine.resume(());
@@ -96,7 +99,7 @@ where
     drop(registration);
     let error = match result {
         CoroutineResult::Return(Ok(())) => None,
-        CoroutineResult::Return(Err(fault)) => Some(fault.into_error(rt.block.get())),
+        CoroutineResult::Return(Err(fault)) => Some(fault.into_error(rt.block.get(), job.timeout)),
         CoroutineResult::Yield(()) => {
             // A runtime call ended the block (trap, assertion, misuse,
             // deadlock).

@@ -10,11 +10,18 @@
 //!
 //! The handler runs on an alternate signal stack so that a stack overflow
 //! (a hit on a coroutine's guard pages) can be handled too.
+//!
+//! The same redirection ends a block that runs past its launch's time
+//! limit: the watchdog (`timeout.rs`) sends [`interrupt_signal`] to the
+//! runner, and its handler abandons the coroutine if the thread was
+//! interrupted in the kernel's own machine code (never in a runtime
+//! function, libc or anycuda itself, which may hold locks: there it does
+//! nothing, and the watchdog tries again).
 
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::{c_int, c_void};
 use std::mem::MaybeUninit;
-use std::sync::atomic::{compiler_fence, AtomicUsize, Ordering};
+use std::sync::atomic::{compiler_fence, AtomicBool, AtomicUsize, Ordering};
 use std::sync::Once;
 
 use corosensei::trap::CoroutineTrapHandler;
@@ -29,14 +36,19 @@ pub(crate) struct Fault {
     pub address: usize,
     pub pc: usize,
     pub stack_overflow: bool,
+    /// Ended by the launch's time limit, not by a fault.
+    pub interrupted: bool,
 }
 
 /// What every kernel coroutine returns.
 pub(crate) type RunEnd = Result<(), Fault>;
 
 impl Fault {
-    pub(crate) fn into_error(self, block: [u32; 3]) -> LaunchError {
+    pub(crate) fn into_error(self, block: [u32; 3], limit: Option<std::time::Duration>) -> LaunchError {
         let address = self.address as u64;
+        if self.interrupted {
+            return LaunchError::Timeout { limit: limit.unwrap_or_default() };
+        }
         if self.stack_overflow {
             return LaunchError::StackOverflow { address, block };
         }
@@ -66,6 +78,16 @@ struct Armed {
 #[derive(Default)]
 pub(crate) struct TrapSlot {
     armed: Cell<Option<Armed>>,
+    watch: Cell<Option<Watch>>,
+}
+
+/// What the interrupt handler needs of a launch with a time limit: whether
+/// it is being ended, and where its kernel's machine code lies.
+#[derive(Clone, Copy)]
+struct Watch {
+    cancel: *const AtomicBool,
+    code: *const (usize, usize),
+    ranges: usize,
 }
 
 impl TrapSlot {
@@ -80,6 +102,14 @@ impl TrapSlot {
     pub(crate) fn disarm(&self) {
         compiler_fence(Ordering::SeqCst);
         self.armed.set(None);
+    }
+
+    /// Lets the interrupt handler end this slot's coroutines once `cancel`
+    /// is set, when interrupted inside `code`. Both must outlive the
+    /// slot's registration.
+    pub(crate) fn watch(&self, cancel: &AtomicBool, code: &[(usize, usize)]) {
+        self.watch.set(Some(Watch { cancel, code: code.as_ptr(), ranges: code.len() }));
+        compiler_fence(Ordering::SeqCst);
     }
 }
 
@@ -319,7 +349,7 @@ extern "C" fn on_fault(signal: c_int, info: *mut libc::siginfo_t, context: *mut 
                     || (sp < guard_top && sp >= armed.limit.saturating_sub(GUARD_BYTES)));
             // The coroutine ends now (`take` above disarmed the slot), so
             // later faults on this thread are not attributed to it.
-            let fault = Fault { signal, code, address, pc, stack_overflow: overflow };
+            let fault = Fault { signal, code, address, pc, stack_overflow: overflow, interrupted: false };
             if redirect(context, armed, fault) {
                 return;
             }
@@ -329,13 +359,167 @@ extern "C" fn on_fault(signal: c_int, info: *mut libc::siginfo_t, context: *mut 
     unsafe { chain(signal, info, context) }
 }
 
+/// The signal the watchdog sends to interrupt kernel code: a real-time
+/// signal near the top of the range (`SIGRTMAX - 4`), which few programs use.
+pub(crate) fn interrupt_signal() -> c_int {
+    libc::SIGRTMAX() - 4
+}
+
+/// The value our interrupts carry (`sigqueue`), telling them from the
+/// same signal sent by someone else.
+pub(crate) const INTERRUPT_TAG: usize = 0xA11C_0DA5_7111_E0F7;
+
+struct PreviousInterrupt(UnsafeCell<MaybeUninit<libc::sigaction>>);
+// SAFETY: as for `PreviousActions`.
+unsafe impl Sync for PreviousInterrupt {}
+static PREVIOUS_INTERRUPT: PreviousInterrupt = PreviousInterrupt(UnsafeCell::new(MaybeUninit::uninit()));
+
+/// Installs the interrupt handler once per process (executors with a
+/// launch time limit).
+pub(crate) fn install_interrupt() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let signal = interrupt_signal();
+        // SAFETY: as in `install`.
+        unsafe {
+            let previous = PREVIOUS_INTERRUPT.0.get().cast::<libc::sigaction>();
+            if libc::sigaction(signal, std::ptr::null(), previous) != 0 {
+                std::ptr::write_bytes(previous, 0, 1);
+            }
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_interrupt as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            if libc::sigaction(signal, &action, std::ptr::null_mut()) != 0 {
+                tracing::warn!("cannot install a handler for signal {signal}: launches past their time limit end only where they yield");
+            }
+        }
+    });
+}
+
+/// Lets the interrupt reach the calling thread even if the thread that
+/// created it blocked the signal (runners are the executor's own threads:
+/// stream workers and pool workers).
+pub(crate) fn unblock_interrupt() {
+    thread_local! { static DONE: Cell<bool> = const { Cell::new(false) }; }
+    if DONE.with(|done| done.replace(true)) {
+        return;
+    }
+    // SAFETY: a signal set built with sigemptyset/sigaddset, applied to the
+    // calling thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, interrupt_signal());
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Sends an interrupt to `thread`, which must be alive.
+pub(crate) fn interrupt(thread: libc::pthread_t) {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: the caller guarantees the thread is alive.
+    unsafe {
+        libc::pthread_sigqueue(thread, interrupt_signal(), libc::sigval { sival_ptr: INTERRUPT_TAG as *mut c_void });
+    }
+    #[cfg(not(target_env = "gnu"))]
+    // SAFETY: as above.
+    unsafe {
+        libc::pthread_kill(thread, interrupt_signal());
+    }
+}
+
+/// Whether `pc` lies in one of the `ranges` (start, end) at `code`.
+///
+/// # Safety
+/// `code` must point to `ranges` readable pairs.
+unsafe fn in_code(pc: usize, code: *const (usize, usize), ranges: usize) -> bool {
+    (0..ranges).any(|i| {
+        // SAFETY: per the contract.
+        let (start, end) = unsafe { *code.add(i) };
+        pc >= start && pc < end
+    })
+}
+
+extern "C" fn on_interrupt(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    // SAFETY: the kernel passes a valid siginfo.
+    let ours = unsafe { is_ours(info) };
+    if !ours {
+        // Someone else's signal: what would have happened without us.
+        // SAFETY: PREVIOUS_INTERRUPT was initialised before our handler was
+        // installed; forwarding the original arguments.
+        unsafe {
+            let previous = &*PREVIOUS_INTERRUPT.0.get().cast::<libc::sigaction>();
+            if previous.sa_sigaction == libc::SIG_DFL {
+                // The default action (termination), once this handler
+                // returns and the signal is no longer blocked.
+                let mut default: libc::sigaction = std::mem::zeroed();
+                default.sa_sigaction = libc::SIG_DFL;
+                libc::sigemptyset(&mut default.sa_mask);
+                libc::sigaction(signal, &default, std::ptr::null_mut());
+                libc::raise(signal);
+            } else if previous.sa_sigaction != libc::SIG_IGN {
+                chain_to(previous, signal, info, context);
+            }
+        }
+        return;
+    }
+    let slot = REGISTERED.try_with(|registered| registered.get()).unwrap_or(std::ptr::null());
+    // SAFETY: a registered slot outlives its registration (see `on_fault`).
+    let Some(slot) = (unsafe { slot.as_ref() }) else { return };
+    let Some(watch) = slot.watch.get() else { return };
+    // SAFETY: the watch's pointers outlive the registration (`watch`), and
+    // the context is the interrupted one.
+    unsafe {
+        if !(*watch.cancel).load(Ordering::Relaxed) {
+            return;
+        }
+        let (pc, _) = interrupted_pc_sp(context);
+        if !in_code(pc, watch.code, watch.ranges) {
+            return;
+        }
+        let Some(armed) = slot.armed.take() else { return };
+        let fault = Fault { signal, code: 0, address: pc, pc, stack_overflow: false, interrupted: true };
+        if !redirect(context, armed, fault) {
+            slot.armed.set(Some(armed));
+        }
+    }
+}
+
+/// Whether the signal was sent by [`interrupt`].
+///
+/// # Safety
+/// `info` must be the siginfo the kernel passed.
+unsafe fn is_ours(info: *mut libc::siginfo_t) -> bool {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: per the contract; `si_value` is valid for SI_QUEUE.
+    unsafe {
+        (*info).si_code == libc::SI_QUEUE && (*info).si_value().sival_ptr as usize == INTERRUPT_TAG
+    }
+    #[cfg(not(target_env = "gnu"))]
+    {
+        let _ = info;
+        true
+    }
+}
+
 /// Hands a fault that is not ours to the handler installed before us.
 unsafe fn chain(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
     let Some(index) = SIGNALS.iter().position(|&s| s == signal) else { return };
     // SAFETY: PREVIOUS[index] was initialised by `install` before our
-    // handler could run; the function pointers in it come from sigaction.
+    // handler could run.
+    unsafe { chain_to(PREVIOUS.0[index].get().cast::<libc::sigaction>(), signal, info, context) }
+}
+
+/// Hands a signal to the handler `previous` describes.
+///
+/// # Safety
+/// `previous` must have been initialised by `sigaction` (or zeroed) before
+/// our handler was installed.
+unsafe fn chain_to(previous: *const libc::sigaction, signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    // SAFETY: per the contract; the function pointers come from sigaction.
     unsafe {
-        let previous = &*PREVIOUS.0[index].get().cast::<libc::sigaction>();
+        let previous = &*previous;
         let handler = previous.sa_sigaction;
         if handler == libc::SIG_DFL || handler == libc::SIG_IGN {
             // Returning re-executes the faulting instruction, which now

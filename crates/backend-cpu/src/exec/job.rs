@@ -4,6 +4,7 @@
 use std::alloc::Layout;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use compiler::cpu_abi::{BlockCtx, BlockFn, ThreadFn};
 
@@ -89,6 +90,31 @@ pub(crate) struct Job {
     /// blocks are visibly waiting.
     pub yields: AtomicU64,
     pub printed: AtomicBool,
+    /// The launch's time limit and when it runs out (`timeout.rs`).
+    pub timeout: Option<Duration>,
+    pub deadline: Option<Instant>,
+    /// Set by the watchdog once the deadline passed: runners interrupted in
+    /// `code` abandon their block.
+    pub cancel: AtomicBool,
+    /// The kernel module's machine code (start, end).
+    pub code: Arc<[(usize, usize)]>,
+    /// Threads running blocks of a launch with a time limit.
+    runners: Mutex<Vec<libc::pthread_t>>,
+}
+
+/// A thread counted as running blocks of a job until dropped.
+pub(crate) struct Runner<'a> {
+    job: &'a Job,
+    thread: libc::pthread_t,
+}
+
+impl Drop for Runner<'_> {
+    fn drop(&mut self) {
+        let mut runners = self.job.runners.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = runners.iter().position(|&t| t == self.thread) {
+            runners.swap_remove(i);
+        }
+    }
 }
 
 impl Job {
@@ -178,7 +204,31 @@ impl Job {
             done: Condvar::new(),
             yields: AtomicU64::new(0),
             printed: AtomicBool::new(false),
+            timeout: shared.config.launch_timeout,
+            deadline: shared.config.launch_timeout.and_then(|t| Instant::now().checked_add(t)),
+            cancel: AtomicBool::new(false),
+            code: kernel.code.clone(),
+            runners: Mutex::new(Vec::new()),
         }))
+    }
+
+    /// Counts the calling thread as running blocks of this job (for a
+    /// launch with a time limit) until the guard is dropped.
+    pub(crate) fn runner(&self) -> Runner<'_> {
+        super::fault::unblock_interrupt();
+        // SAFETY: pthread_self has no preconditions.
+        let thread = unsafe { libc::pthread_self() };
+        self.runners.lock().unwrap_or_else(|p| p.into_inner()).push(thread);
+        Runner { job: self, thread }
+    }
+
+    /// Sends the interrupt signal to every thread running blocks of this
+    /// job. The lock keeps each of them inside the job (so alive) meanwhile.
+    pub(crate) fn interrupt_runners(&self) {
+        let runners = self.runners.lock().unwrap_or_else(|p| p.into_inner());
+        for &thread in runners.iter() {
+            super::fault::interrupt(thread);
+        }
     }
 
     pub(crate) fn params(&self) -> *const u8 {

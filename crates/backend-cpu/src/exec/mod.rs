@@ -18,6 +18,9 @@
 //! monitor thread adds workers when no block has finished for a while and
 //! blocks remain unclaimed, and cooperative launches get a worker per
 //! block from the start.
+//!
+//! A launch may have a time limit ([`ExecutorConfig::launch_timeout`]); a
+//! watchdog ends launches that run past it ([`timeout`]).
 
 mod fast;
 mod fault;
@@ -26,6 +29,7 @@ mod local;
 mod pool;
 pub mod runtime;
 mod sched;
+mod timeout;
 mod warp;
 mod warps;
 
@@ -63,6 +67,9 @@ pub enum LaunchError {
     Deadlock { block: [u32; 3], description: String },
     #[error("out of resources: {0}")]
     OutOfResources(String),
+    /// The launch ran longer than [`ExecutorConfig::launch_timeout`].
+    #[error("the launch ran longer than its time limit of {limit:?} (ANYCUDA_LAUNCH_TIMEOUT)")]
+    Timeout { limit: Duration },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -73,6 +80,11 @@ pub struct LoadedKernel {
     pub thread: ThreadFn,
     pub block: Option<BlockFn>,
     pub info: KernelInfo,
+    /// Where the module's machine code lies (start, end): a launch that
+    /// runs past its time limit is interrupted only there (see
+    /// `timeout.rs`). Empty for kernels not compiled by the compiler, which
+    /// can then only be stopped where they yield.
+    pub code: Arc<[(usize, usize)]>,
 }
 
 impl LoadedKernel {
@@ -92,6 +104,7 @@ impl LoadedKernel {
                 thread: std::mem::transmute::<usize, ThreadFn>(thread),
                 block: block.map(|address| std::mem::transmute::<usize, BlockFn>(address)),
                 info,
+                code: module.code_ranges().into(),
             })
         }
     }
@@ -127,6 +140,11 @@ pub struct ExecutorConfig {
     /// Where device `printf` and assertion messages go; C's `stdout` and
     /// `stderr` when `None`.
     pub output: Option<Arc<dyn OutputSink>>,
+    /// A launch running longer than this fails with
+    /// [`LaunchError::Timeout`]; `None` (the default): no limit, as on a GPU
+    /// without a display watchdog. `ANYCUDA_LAUNCH_TIMEOUT` sets it for
+    /// [`Executor::global`].
+    pub launch_timeout: Option<Duration>,
 }
 
 impl Default for ExecutorConfig {
@@ -139,6 +157,7 @@ impl Default for ExecutorConfig {
             heap_limit: DEFAULT_HEAP_LIMIT,
             stall_timeout: Duration::from_millis(20),
             output: None,
+            launch_timeout: None,
         }
     }
 }
@@ -152,6 +171,7 @@ impl std::fmt::Debug for ExecutorConfig {
             .field("block_stack_size", &self.block_stack_size)
             .field("heap_limit", &self.heap_limit)
             .field("stall_timeout", &self.stall_timeout)
+            .field("launch_timeout", &self.launch_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -164,13 +184,21 @@ pub struct Executor {
 impl Executor {
     pub fn new(config: ExecutorConfig) -> Executor {
         fault::install();
+        if config.launch_timeout.is_some() {
+            fault::install_interrupt();
+        }
         Executor { shared: pool::Shared::new(config) }
     }
 
     /// The process-wide executor with the default configuration.
     pub fn global() -> &'static Executor {
         static GLOBAL: OnceLock<Executor> = OnceLock::new();
-        GLOBAL.get_or_init(|| Executor::new(ExecutorConfig::default()))
+        GLOBAL.get_or_init(|| Executor::new(ExecutorConfig { launch_timeout: timeout::from_env(), ..ExecutorConfig::default() }))
+    }
+
+    /// The time limit of every launch, if any.
+    pub fn launch_timeout(&self) -> Option<Duration> {
+        self.shared.config.launch_timeout
     }
 
     /// `%nsmid`: the number of pool workers (the "multiprocessors").

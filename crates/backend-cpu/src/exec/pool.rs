@@ -147,6 +147,7 @@ impl Shared {
 /// Executes a launch: queue it for the pool when it has several blocks, run
 /// blocks on this thread as well, then wait for the rest.
 pub(crate) fn run_launch(shared: &Arc<Shared>, job: Arc<Job>) -> Result<(), LaunchError> {
+    let _watched = job.deadline.is_some().then(|| super::timeout::watch(&job));
     let pooled = job.nblocks > 1;
     if pooled {
         shared.submit(&job);
@@ -184,6 +185,7 @@ fn caller_smid(nsmid: u32) -> u32 {
 /// Claims and runs blocks of `job` until none are left.
 fn run_blocks(job: &Arc<Job>, smid: u32) {
     fault::prepare_thread();
+    let _runner = job.deadline.is_some().then(|| job.runner());
     let ran = local::with_local(|local| {
         if job.block_fn.is_some() {
             fast::run(job, local, smid);

@@ -71,6 +71,8 @@ pub(crate) struct SchedState {
     streak: usize,
     /// Rounds in which every runnable thread only yielded.
     spin_rounds: u32,
+    /// Per warp, the snapshot of its last matrix exchange.
+    snapshots: Vec<Vec<u8>>,
 }
 
 struct Env<'a> {
@@ -94,6 +96,9 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
     let mut ctx = job.block_ctx(smid, shared, (&rt as *const BlockRt).cast_mut().cast());
     let fp = FpState::save();
     let trap = TrapSlot::default();
+    if job.deadline.is_some() {
+        trap.watch(&job.cancel, &job.code);
+    }
     let _registration = fault::register(&trap);
     while let Some(index) = job.claim() {
         let block = job.block_index(index);
@@ -252,7 +257,7 @@ impl SchedState {
                 env.fp.restore();
                 let thread = env.rt.thread_coords(t);
                 tracing::debug!(block = ?env.block, ?thread, "fault: {fault:?}");
-                Err(fault.into_error(env.block))
+                Err(fault.into_error(env.block, env.job.timeout))
             }
             CoroutineResult::Yield(()) => match env.rt_slot(t).wait.get() {
                 Wait::Yield => self.on_yield(env, t).map(|()| false),
@@ -450,7 +455,19 @@ impl SchedState {
                 ops[lane as usize] = op;
             }
         }
-        let results = warp::compute(kind, group, &ops);
+        let results = if kind == WarpKind::Gather {
+            if self.snapshots.len() <= warp {
+                self.snapshots.resize_with(warp + 1, Vec::new);
+            }
+            let bytes = lanes(group).next().map_or(0, |l| ops[l as usize].b as usize);
+            let snap = &mut self.snapshots[warp];
+            // SAFETY: each lane of the group is parked inside
+            // `__anycuda_warp_gather`, whose source bytes live on its stack.
+            unsafe { warp::gather(group, &ops, bytes, snap) };
+            [snap.as_ptr() as u64; 32]
+        } else {
+            warp::compute(kind, group, &ops)
+        };
         for lane in lanes(group) {
             let t = warp as u32 * 32 + lane;
             env.rt_slot(t).result.set(results[lane as usize]);

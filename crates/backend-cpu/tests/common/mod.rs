@@ -60,12 +60,12 @@ pub fn info(name: &str, needs_scheduler: bool) -> KernelInfo {
 
 /// A kernel run on the scheduled path (one coroutine per thread).
 pub fn scheduled(thread: ThreadFn) -> LoadedKernel {
-    LoadedKernel { thread, block: None, info: info("scheduled", true) }
+    LoadedKernel { thread, block: None, info: info("scheduled", true), code: Vec::new().into() }
 }
 
 /// A kernel run on the fast path (whole blocks).
 pub fn fast(thread: ThreadFn, block: BlockFn) -> LoadedKernel {
-    LoadedKernel { thread, block: Some(block), info: info("fast", false) }
+    LoadedKernel { thread, block: Some(block), info: info("fast", false), code: Vec::new().into() }
 }
 
 /// A parameter buffer of 8-byte slots.

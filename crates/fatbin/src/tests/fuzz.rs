@@ -4,6 +4,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use super::raw_ptr::Guarded;
 use super::writer::{cubin, elf, entries, fatbin, ptx, Item};
 use super::{fake_sass, mixed, PTX80, PTX90};
 use crate::*;
@@ -105,9 +106,37 @@ fn exercise(bytes: &[u8]) {
         let _ = fb.sass_archs();
     }
     if let Ok(img) = Image::parse(bytes) {
-        for policy in [Policy::Strict, Policy::Nearest, Policy::Any] {
-            for target in [0, 52, 75, 86, 90, 100, u32::MAX] {
-                let _ = img.ptx(target, policy);
+        select_all(&img);
+    }
+    // The same bytes behind a pointer, ending where readable memory ends.
+    let g = Guarded::new(bytes);
+    if let Ok(img) = g.checked() {
+        select_all(&img);
+    }
+}
+
+fn select_all(img: &Image<'_>) {
+    for policy in [Policy::Strict, Policy::Nearest, Policy::Any] {
+        for target in [0, 52, 75, 86, 90, 100, u32::MAX] {
+            let _ = img.ptx(target, policy);
+        }
+    }
+}
+
+/// Every image of the corpus cut at every length: from bytes and from a
+/// pointer whose memory ends at the cut, an error or (text only) a
+/// shorter text, never a read past the cut or a panic.
+#[test]
+fn corpus_cut_at_every_offset() {
+    for img in corpus() {
+        let is_text = !matches!(Image::parse(&img), Ok(Image::Fatbin { .. } | Image::Cubin(_)));
+        for n in 0..img.len() {
+            let cut = &img[..n];
+            exercise(cut);
+            let g = Guarded::new(cut);
+            let r = g.checked();
+            if !is_text {
+                assert!(matches!(r, Err(Error::Unreadable { .. })), "cut at {n} of {}: {r:?}", img.len());
             }
         }
     }

@@ -374,9 +374,21 @@ fn size_mismatches_are_detected() {
     let fb = Fatbin::parse(&img).unwrap();
     assert!(matches!(fb.entries()[0].data(), Err(Error::MissingUncompressedSize { .. })));
     // ...and a size no LZ4 block of this length can produce is refused before allocating.
-    patch_u64(&mut img, E0 + 0x38, 1 << 40);
+    patch_u64(&mut img, E0 + 0x38, 1 << 20);
     let fb = Fatbin::parse(&img).unwrap();
     assert!(matches!(fb.entries()[0].data(), Err(Error::ImplausibleSize { .. })));
+    // A decoded size beyond the limit is refused from the header alone.
+    for codec in [None, Some(Codec::Lz4), Some(Codec::Zstd)] {
+        let e = ptx(80, PTX80);
+        let e = match codec {
+            None => e,
+            Some(Codec::Lz4) => e.lz4(),
+            Some(Codec::Zstd) => e.zstd(),
+        };
+        let mut img = entries(vec![e]);
+        patch_u64(&mut img, E0 + 0x38, MAX_DECOMPRESSED_SIZE + 1);
+        assert!(matches!(Fatbin::parse(&img), Err(Error::ImplausibleSize { .. })), "{codec:?}");
+    }
     // Zstandard without a header size uses the frame's own.
     let mut img = entries(vec![ptx(80, PTX80).zstd()]);
     patch_u64(&mut img, E0 + 0x38, 0);
@@ -387,9 +399,9 @@ fn size_mismatches_are_detected() {
     patch_u64(&mut img, E0 + 0x38, 5);
     let fb = Fatbin::parse(&img).unwrap();
     assert_eq!(fb.entries()[0].data().unwrap(), &PTX80.as_bytes()[..5]);
+    // A raw payload smaller than its recorded size is refused when parsing.
     patch_u64(&mut img, E0 + 0x38, 5000);
-    let fb = Fatbin::parse(&img).unwrap();
-    assert!(matches!(fb.entries()[0].data(), Err(Error::SizeMismatch { .. })));
+    assert!(matches!(Fatbin::parse(&img), Err(Error::SizeMismatch { expected: 5000, .. })));
 }
 
 #[test]
