@@ -30,8 +30,8 @@
 #![allow(clippy::too_many_arguments)]
 
 pub mod backend;
-mod capture;
 mod callback;
+mod capture;
 mod context;
 mod error;
 mod event;
@@ -63,8 +63,8 @@ pub use backend::{
     Backend, BackendError, BackendModule, DevicePtr, GlobalDesc, HostAddr, HostAllocation, KernelDesc, LaunchFault, LaunchParams,
     MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, ParamDesc, VmmAccess,
 };
-pub use capture::{CaptureInfo, CaptureStatus, CAPTURE_MODE_GLOBAL, CAPTURE_MODE_RELAXED, CAPTURE_MODE_THREAD_LOCAL};
 pub use callback::in_callback;
+pub use capture::{CaptureInfo, CaptureStatus, CAPTURE_MODE_GLOBAL, CAPTURE_MODE_RELAXED, CAPTURE_MODE_THREAD_LOCAL};
 pub use context::{ClsDtor, Context, PrimaryState};
 pub use error::{Error, Result};
 pub use event::Event;
