@@ -3,6 +3,7 @@
 // the graph several times, inspect its nodes, update the executable graph
 // from a second capture with another kernel argument (cudaGraphExecUpdate),
 // and build a small graph by hand (cudaGraphAddKernelNode with a dependency).
+//@ variants: shared cu12
 #include "common.cuh"
 
 #define N 4096

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use driver::backend::{
     Backend, BackendError, BackendModule, DevicePtr, GlobalDesc, HostAddr, HostAllocation, KernelDesc, LaunchFault, LaunchParams,
-    MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions,
+    MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, VmmAccess,
 };
 use driver::props::DeviceProps;
 
@@ -22,6 +22,8 @@ pub struct CpuBackend {
     /// The device's memory size and what is allocated of it.
     budget: crate::limit::Budget,
     jit: Arc<jit::Jit>,
+    /// Physical allocations of the virtual memory API.
+    vmm: crate::vmm::VirtualMemory,
 }
 
 impl Default for CpuBackend {
@@ -58,8 +60,10 @@ impl CpuBackend {
         props.multiprocessor_count = Executor::global().multiprocessors();
         props.kernel_exec_timeout = Executor::global().launch_timeout().is_some();
         props.total_mem = budget.total();
+        props.virtual_memory_management = true;
+        props.vmm_posix_fd = true;
         let jit = jit::Jit::new(compiler::Target::HostCpu, config);
-        CpuBackend { props, allocations: Mutex::new(BTreeMap::new()), budget, jit }
+        CpuBackend { props, allocations: Mutex::new(BTreeMap::new()), budget, jit, vmm: crate::vmm::VirtualMemory::default() }
     }
 
     fn allocate(&self, size: usize) -> Result<u64, BackendError> {
@@ -177,6 +181,52 @@ impl Backend for CpuBackend {
 
     fn load_module(&self, _device: usize, ptx: &str, options: &ModuleOptions) -> Result<Arc<dyn BackendModule>, ModuleError> {
         CpuModule::load(&self.jit, ptx, options).map(|m| Arc::new(m) as Arc<dyn BackendModule>)
+    }
+
+    fn vmm_granularity(&self, _device: usize) -> usize {
+        crate::vmm::GRANULARITY
+    }
+
+    fn vmm_reserve(&self, size: usize, align: usize, hint: DevicePtr) -> Result<DevicePtr, BackendError> {
+        crate::vmm::reserve(size, align, hint)
+    }
+
+    fn vmm_unreserve(&self, addr: DevicePtr, size: usize) -> Result<(), BackendError> {
+        crate::vmm::unreserve(addr, size)
+    }
+
+    fn vmm_create(&self, _device: usize, size: usize) -> Result<u64, BackendError> {
+        // Physical memory counts against the device's like any allocation
+        // (reservations hold none).
+        self.budget.reserve(size as u64).map_err(|why| BackendError::Exhausted { requested: size, why })?;
+        self.vmm.create(size).inspect_err(|_| self.budget.release(size as u64))
+    }
+
+    fn vmm_release(&self, mem: u64) -> Result<(), BackendError> {
+        let counted = self.vmm.release(mem)?;
+        self.budget.release(counted as u64);
+        Ok(())
+    }
+
+    fn vmm_map(&self, addr: DevicePtr, size: usize, mem: u64, offset: usize) -> Result<(), BackendError> {
+        self.vmm.map(addr, size, mem, offset)
+    }
+
+    fn vmm_unmap(&self, addr: DevicePtr, size: usize) -> Result<(), BackendError> {
+        crate::vmm::unmap(addr, size)
+    }
+
+    fn vmm_set_access(&self, addr: DevicePtr, size: usize, access: VmmAccess) -> Result<(), BackendError> {
+        crate::vmm::set_access(addr, size, access)
+    }
+
+    fn vmm_export_fd(&self, mem: u64) -> Result<i32, BackendError> {
+        self.vmm.export_fd(mem)
+    }
+
+    fn vmm_import_fd(&self, _device: usize, fd: i32) -> Result<(u64, usize), BackendError> {
+        // The memory is the exporter's and counted where it was created.
+        self.vmm.import_fd(fd)
     }
 }
 

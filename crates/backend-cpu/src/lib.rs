@@ -14,6 +14,7 @@ pub mod limit;
 pub mod loader;
 pub mod memory;
 pub mod printf;
+pub mod vmm;
 
 pub use compiler::cpu_abi::{BlockCtx, BlockFn, ThreadFn};
 pub use compiler::KernelInfo;

@@ -506,6 +506,129 @@ pub struct CUDA_HOST_NODE_PARAMS_v2 {
     pub ctx: CUcontext,
 }
 
+/// A memcpy node of the generic node API (`CUgraphNodeParams::memcpy`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CUDA_MEMCPY_NODE_PARAMS {
+    pub flags: c_int,
+    pub reserved: c_int,
+    pub copyCtx: CUcontext,
+    pub copyParams: CUDA_MEMCPY3D,
+}
+
+/// A memset node of the generic node API: [`CUDA_MEMSET_NODE_PARAMS`] and
+/// the context to run in.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CUDA_MEMSET_NODE_PARAMS_v2 {
+    pub dst: CUdeviceptr,
+    pub pitch: usize,
+    pub value: c_uint,
+    pub elementSize: c_uint,
+    pub width: usize,
+    pub height: usize,
+    pub ctx: CUcontext,
+}
+
+/// A child graph node of the generic node API.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CUDA_CHILD_GRAPH_NODE_PARAMS {
+    pub graph: CUgraph,
+    pub ownership: CUgraphChildGraphNodeOwnership,
+}
+
+/// An event record node; C overlays `ctx` with a green context.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CUDA_EVENT_RECORD_NODE_PARAMS {
+    pub event: CUevent,
+    pub ctx: CUcontext,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CUDA_EVENT_WAIT_NODE_PARAMS {
+    pub event: CUevent,
+}
+
+/// A memory allocation node (`cuGraphAddMemAllocNode`); `dptr` is written
+/// by the driver. The v1 and v2 layouts are the same.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CUDA_MEM_ALLOC_NODE_PARAMS {
+    pub poolProps: CUmemPoolProps,
+    pub accessDescs: *const CUmemAccessDesc,
+    pub accessDescCount: usize,
+    pub bytesize: usize,
+    pub dptr: CUdeviceptr,
+}
+pub type CUDA_MEM_ALLOC_NODE_PARAMS_v1 = CUDA_MEM_ALLOC_NODE_PARAMS;
+pub type CUDA_MEM_ALLOC_NODE_PARAMS_v2 = CUDA_MEM_ALLOC_NODE_PARAMS;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CUDA_MEM_FREE_NODE_PARAMS {
+    pub dptr: CUdeviceptr,
+}
+
+/// The node-type-specific part of [`CUgraphNodeParams`].
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union CUgraphNodeParams_params {
+    pub reserved1: [i64; 29],
+    pub kernel: CUDA_KERNEL_NODE_PARAMS_v3,
+    pub memcpy: CUDA_MEMCPY_NODE_PARAMS,
+    pub memset: CUDA_MEMSET_NODE_PARAMS_v2,
+    pub host: CUDA_HOST_NODE_PARAMS_v2,
+    pub graph: CUDA_CHILD_GRAPH_NODE_PARAMS,
+    pub eventWait: CUDA_EVENT_WAIT_NODE_PARAMS,
+    pub eventRecord: CUDA_EVENT_RECORD_NODE_PARAMS,
+    pub alloc: CUDA_MEM_ALLOC_NODE_PARAMS_v2,
+    pub free: CUDA_MEM_FREE_NODE_PARAMS,
+    pub asBytes: [u8; 232],
+}
+
+/// The generic node API's parameters (`cuGraphAddNode`,
+/// `cuGraphNodeSetParams`): the node type and its parameters.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CUgraphNodeParams {
+    pub type_: CUgraphNodeType,
+    pub reserved0: [c_int; 3],
+    pub params: CUgraphNodeParams_params,
+    pub reserved2: i64,
+}
+
+/// `cuGraphInstantiateWithParams`'s in/out argument.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CUDA_GRAPH_INSTANTIATE_PARAMS {
+    pub flags: u64,
+    pub hUploadStream: CUstream,
+    pub hErrNode_out: CUgraphNode,
+    pub result_out: CUgraphInstantiateResult,
+}
+
+/// What `cuGraphExecUpdate` (v2) reports.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CUgraphExecUpdateResultInfo {
+    pub result: CUgraphExecUpdateResult,
+    pub errorNode: CUgraphNode,
+    pub errorFromNode: CUgraphNode,
+}
+
+/// The annotation of a graph edge (CUDA 12.3 `_v2` graph functions).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CUgraphEdgeData {
+    pub from_port: u8,
+    pub to_port: u8,
+    pub type_: u8,
+    pub reserved: [u8; 5],
+}
+
 // Sizes, alignments and offsets of cuda.h's definitions, measured with a C
 // compiler on x86-64 Linux (LP64; aarch64 agrees).
 macro_rules! assert_layout {
@@ -549,4 +672,16 @@ mod layout {
     assert_layout!(CUDA_MEMSET_NODE_PARAMS, size 40, align 8, dst @ 0, pitch @ 8, value @ 16, elementSize @ 20, width @ 24, height @ 32);
     assert_layout!(CUDA_HOST_NODE_PARAMS, size 16, align 8, fn_ @ 0, userData @ 8);
     assert_layout!(CUDA_HOST_NODE_PARAMS_v2, size 32, align 8, fn_ @ 0, userData @ 8, syncMode @ 16, ctx @ 24);
+    assert_layout!(CUDA_MEMCPY_NODE_PARAMS, size 216, align 8, flags @ 0, reserved @ 4, copyCtx @ 8, copyParams @ 16);
+    assert_layout!(CUDA_MEMSET_NODE_PARAMS_v2, size 48, align 8, dst @ 0, pitch @ 8, value @ 16, elementSize @ 20, width @ 24, height @ 32, ctx @ 40);
+    assert_layout!(CUDA_CHILD_GRAPH_NODE_PARAMS, size 16, align 8, graph @ 0, ownership @ 8);
+    assert_layout!(CUDA_EVENT_RECORD_NODE_PARAMS, size 16, align 8, event @ 0, ctx @ 8);
+    assert_layout!(CUDA_EVENT_WAIT_NODE_PARAMS, size 8, align 8, event @ 0);
+    assert_layout!(CUDA_MEM_ALLOC_NODE_PARAMS, size 120, align 8, poolProps @ 0, accessDescs @ 88, accessDescCount @ 96, bytesize @ 104, dptr @ 112);
+    assert_layout!(CUDA_MEM_FREE_NODE_PARAMS, size 8, align 8, dptr @ 0);
+    assert_layout!(CUgraphNodeParams_params, size 232, align 8);
+    assert_layout!(CUgraphNodeParams, size 256, align 8, type_ @ 0, reserved0 @ 4, params @ 16, reserved2 @ 248);
+    assert_layout!(CUDA_GRAPH_INSTANTIATE_PARAMS, size 32, align 8, flags @ 0, hUploadStream @ 8, hErrNode_out @ 16, result_out @ 24);
+    assert_layout!(CUgraphExecUpdateResultInfo, size 24, align 8, result @ 0, errorNode @ 8, errorFromNode @ 16);
+    assert_layout!(CUgraphEdgeData, size 8, align 1, from_port @ 0, to_port @ 1, type_ @ 2, reserved @ 3);
 }

@@ -251,6 +251,17 @@ pub enum LaunchFault {
     Failed(String),
 }
 
+/// What a device may do with a range of the virtual memory API
+/// (`CUmemAccess_flags`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum VmmAccess {
+    /// No access: touching the range faults (every mapping starts so).
+    #[default]
+    None,
+    Read,
+    ReadWrite,
+}
+
 /// A machine that runs CUDA code.
 ///
 /// Object-safe and shared between threads: the driver calls it from API
@@ -307,6 +318,92 @@ pub trait Backend: Send + Sync {
     /// Compiles (or prepares) PTX for `device`. Called once per module and
     /// device; may be slow.
     fn load_module(&self, device: usize, ptx: &str, options: &ModuleOptions) -> Result<Arc<dyn BackendModule>, ModuleError>;
+
+    // ---- virtual memory management ----
+    //
+    // `cuMemAddressReserve`, `cuMemCreate`, `cuMemMap`, `cuMemSetAccess`
+    // and friends. The driver checks every argument against CUDA's rules
+    // and keeps all the bookkeeping (reservations, physical allocations
+    // and their handles, mappings, access); a backend only provides
+    // address space, physical memory and the mapping between them, and
+    // says it does by setting `DeviceProps::virtual_memory_management`.
+    // The defaults refuse with `NotSupported`, so a backend without the
+    // API needs nothing here.
+
+    /// The granularity of physical allocations, mappings and their
+    /// offsets, in bytes: a power of two and a multiple of the host page
+    /// size.
+    fn vmm_granularity(&self, _device: usize) -> usize {
+        2 << 20
+    }
+
+    /// Reserves `size` bytes of device address space (a multiple of the
+    /// host page size), aligned to `align` (a power of two, at least the
+    /// granularity); at `hint` when that is not 0 and the range there is
+    /// free, elsewhere otherwise. A reservation holds no memory: reserving
+    /// tens of GiB must cost nothing. Device accesses to a reserved range
+    /// that is not mapped fault.
+    fn vmm_reserve(&self, _size: usize, _align: usize, _hint: DevicePtr) -> Result<DevicePtr, BackendError> {
+        Err(BackendError::NotSupported("virtual memory management".into()))
+    }
+
+    /// Gives back a reservation, exactly as [`Backend::vmm_reserve`]
+    /// returned it. The driver has unmapped everything in it.
+    fn vmm_unreserve(&self, _addr: DevicePtr, _size: usize) -> Result<(), BackendError> {
+        Err(BackendError::NotSupported("virtual memory management".into()))
+    }
+
+    /// Allocates `size` bytes (a multiple of the granularity) of physical
+    /// memory on `device` that can be mapped at any number of addresses,
+    /// all seeing the same bytes. Returns an id of the backend's choosing.
+    fn vmm_create(&self, _device: usize, _size: usize) -> Result<u64, BackendError> {
+        Err(BackendError::NotSupported("virtual memory management".into()))
+    }
+
+    /// Frees a physical allocation. The driver calls it once no mapping
+    /// uses the memory and the application has released every handle to
+    /// it; the memory must then go back to the system.
+    fn vmm_release(&self, _mem: u64) -> Result<(), BackendError> {
+        Err(BackendError::NotSupported("virtual memory management".into()))
+    }
+
+    /// Maps `size` bytes of allocation `mem`, from byte `offset`, at
+    /// `addr`: a reserved, unmapped range; all three are multiples of the
+    /// granularity and the range lies within the allocation. A new
+    /// mapping is inaccessible until [`Backend::vmm_set_access`].
+    fn vmm_map(&self, _addr: DevicePtr, _size: usize, _mem: u64, _offset: usize) -> Result<(), BackendError> {
+        Err(BackendError::NotSupported("virtual memory management".into()))
+    }
+
+    /// Unmaps one range exactly as [`Backend::vmm_map`] mapped it; the
+    /// range stays reserved (and faults again on access). The driver has
+    /// waited for the device work that may use it.
+    fn vmm_unmap(&self, _addr: DevicePtr, _size: usize) -> Result<(), BackendError> {
+        Err(BackendError::NotSupported("virtual memory management".into()))
+    }
+
+    /// Sets what devices may do with a range made of whole mappings. Once
+    /// a range allows reading (writing), the driver's copies and memsets
+    /// read (write) it with [`Backend::copy_htod`] and friends, and kernels
+    /// use it like memory from [`Backend::alloc`].
+    fn vmm_set_access(&self, _addr: DevicePtr, _size: usize, _access: VmmAccess) -> Result<(), BackendError> {
+        Err(BackendError::NotSupported("virtual memory management".into()))
+    }
+
+    /// A new file descriptor sharing physical allocation `mem`
+    /// (`cuMemExportToShareableHandle`, `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`);
+    /// the caller owns it. Backends that implement it set
+    /// `DeviceProps::vmm_posix_fd`.
+    fn vmm_export_fd(&self, _mem: u64) -> Result<i32, BackendError> {
+        Err(BackendError::NotSupported("shareable virtual memory handles".into()))
+    }
+
+    /// A physical allocation sharing the memory behind file descriptor `fd`
+    /// (one [`Backend::vmm_export_fd`] made, in this process or another);
+    /// returns its id and size. `fd` stays the caller's.
+    fn vmm_import_fd(&self, _device: usize, _fd: i32) -> Result<(u64, usize), BackendError> {
+        Err(BackendError::NotSupported("shareable virtual memory handles".into()))
+    }
 }
 
 /// A module loaded by a backend. Dropping it releases its code and globals.

@@ -373,6 +373,7 @@ impl Driver {
     pub fn ctx_synchronize(&self, ctx: u64) -> Result<()> {
         let ctx = self.ctx_or_current(ctx)?;
         crate::callback::check_context(&ctx, "cuCtxSynchronize")?;
+        self.check_capture_safe("cuCtxSynchronize")?;
         ctx.synchronize()
     }
 

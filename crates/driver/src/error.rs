@@ -61,6 +61,34 @@ pub enum Error {
     CooperativeLaunchTooLarge(String),
     #[error("operation not permitted in the present state: {0}")]
     IllegalState(String),
+    /// The operation is not permitted while a stream capture is in
+    /// progress (it would have to run now, or synchronise with captured
+    /// work that never executes).
+    #[error("operation not permitted during stream capture: {0}")]
+    StreamCaptureUnsupported(String),
+    /// A capture sequence was invalidated earlier; it must be ended.
+    #[error("the stream capture was invalidated: {0}")]
+    StreamCaptureInvalidated(String),
+    #[error("operation would merge two independent capture sequences: {0}")]
+    StreamCaptureMerge(String),
+    #[error("capture was not initiated in this stream: {0}")]
+    StreamCaptureUnmatched(String),
+    #[error("the capture sequence has a fork that was not joined to the origin stream: {0}")]
+    StreamCaptureUnjoined(String),
+    #[error("dependency on work outside the capture sequence: {0}")]
+    StreamCaptureIsolation(String),
+    #[error("the legacy stream would depend on a capturing blocking stream: {0}")]
+    StreamCaptureImplicit(String),
+    #[error("the event was last recorded in a capturing stream: {0}")]
+    CapturedEvent(String),
+    #[error("capture must be ended on the thread that began it: {0}")]
+    StreamCaptureWrongThread(String),
+    /// A system call failed (writing a file the application asked for).
+    #[error("operating system error: {0}")]
+    OperatingSystem(String),
+    /// `cuGraphExecUpdate` could not apply the graph.
+    #[error("executable graph update failed: {0}")]
+    GraphExecUpdateFailure(String),
     /// A kernel faulted; the context is unusable from then on.
     #[error("kernel fault: {0}")]
     Fault(LaunchFault),

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Instant;
 
-use cuda_types::CUevent_flags;
+use cuda_types::{CUevent_flags, CUevent_record_flags, CUevent_wait_flags};
 
 use crate::error::{Error, Result};
 use crate::handle::lock;
@@ -16,6 +16,9 @@ pub struct Event {
     pub(crate) flags: u32,
     st: Mutex<EventState>,
     cv: Condvar,
+    /// Set while the event's latest record was made in a capturing
+    /// stream.
+    pub(crate) captured: Mutex<Option<crate::capture::CapturedRecord>>,
 }
 
 #[derive(Default)]
@@ -58,6 +61,15 @@ impl Event {
         }
     }
 
+    /// A new record generation, for a record made outside
+    /// [`Driver::event_record`] (an event record node of a graph).
+    pub(crate) fn begin_record(&self) -> u64 {
+        *lock(&self.captured) = None;
+        let mut st = lock(&self.st);
+        st.recorded += 1;
+        st.recorded
+    }
+
     /// The stream and operation number of record `generation`, while it
     /// has not completed.
     pub(crate) fn site(&self, generation: u64) -> Option<(Arc<Stream>, u64)> {
@@ -92,6 +104,7 @@ impl Driver {
             flags,
             st: Mutex::new(EventState::default()),
             cv: Condvar::new(),
+            captured: Mutex::new(None),
         });
         Ok(ev.handle)
     }
@@ -118,6 +131,19 @@ impl Driver {
         if ctx.handle != ev.ctx_handle {
             return Err(Error::handle("the event and the stream belong to different contexts"));
         }
+        let external = flags & CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL.0 != 0;
+        if let Some(cap) = self.capturing(&s) {
+            return self.capture_event_record(&ev, &s, &cap, external);
+        }
+        if external {
+            return Err(Error::invalid("CU_EVENT_RECORD_EXTERNAL is only valid during stream capture"));
+        }
+        if s.kind() == crate::stream::StreamKind::Legacy {
+            // Refused before the record exists: a record that is never
+            // submitted would never complete.
+            self.refuse_legacy_implicit(&ctx, "cuEventRecord", true)?;
+        }
+        *lock(&ev.captured) = None;
         // The state stays locked until the record's site is noted, so no
         // one sees the generation without it.
         let mut st = lock(&ev.st);
@@ -128,7 +154,20 @@ impl Driver {
         // that a stream query after an event synchronisation sees the
         // stream done.
         let after: crate::stream::After = Box::new(move || e2.complete(generation));
-        let seq = self.submit_then(&ctx, &s, Vec::new(), Box::new(|_| Ok(())), Some(after))?;
+        let seq = match self.submit_then(&ctx, &s, Vec::new(), Box::new(|_| Ok(())), Some(after)) {
+            Ok(seq) => seq,
+            Err(e) => {
+                // The record will never run: it completes now, so that no
+                // one waits for it.
+                if generation > st.completed {
+                    st.completed = generation;
+                    st.time = Some(Instant::now());
+                }
+                drop(st);
+                ev.cv.notify_all();
+                return Err(e);
+            }
+        };
         let done = st.completed;
         st.sites.retain(|(g, _, _)| *g > done);
         st.sites.push((generation, Arc::downgrade(&s), seq));
@@ -138,6 +177,7 @@ impl Driver {
     pub fn event_query(&self, h: u64) -> Result<()> {
         self.check_init()?;
         let ev = self.event(h)?;
+        self.refuse_captured_event(&ev, "cuEventQuery")?;
         let s = lock(&ev.st);
         if s.completed >= s.recorded {
             Ok(())
@@ -149,6 +189,7 @@ impl Driver {
     pub fn event_synchronize(&self, h: u64) -> Result<()> {
         self.check_init()?;
         let ev = self.event(h)?;
+        self.refuse_captured_event(&ev, "cuEventSynchronize")?;
         let g = ev.recorded_generation();
         crate::callback::check_event(&ev, g, "cuEventSynchronize")?;
         ev.wait_generation(g);
@@ -163,6 +204,8 @@ impl Driver {
         self.check_init()?;
         let a = self.event(start)?;
         let b = self.event(end)?;
+        self.refuse_captured_event(&a, "cuEventElapsedTime")?;
+        self.refuse_captured_event(&b, "cuEventElapsedTime")?;
         if a.timing_disabled() || b.timing_disabled() {
             return Err(Error::handle("an event was created with CU_EVENT_DISABLE_TIMING"));
         }
@@ -189,6 +232,10 @@ impl Driver {
         }
         let ev = self.event(h)?;
         let (ctx, s) = self.resolve_stream(stream, ptds)?;
+        let external = flags & CUevent_wait_flags::CU_EVENT_WAIT_EXTERNAL.0 != 0;
+        if self.capture_wait_event(&s, &ev, external)? {
+            return Ok(());
+        }
         let generation = ev.recorded_generation();
         if generation == 0 {
             return Ok(());

@@ -23,6 +23,12 @@ pub enum HandleKind {
     Kernel = 7,
     MemPool = 8,
     LinkState = 9,
+    Graph = 10,
+    GraphNode = 11,
+    GraphExec = 12,
+    /// A physical allocation of the virtual memory API
+    /// (`CUmemGenericAllocationHandle`).
+    MemHandle = 13,
 }
 
 // Handles live in 0x4k_xxxx_xxxx_xxx0: far from small integers (stream tags
@@ -57,6 +63,10 @@ pub fn handle_kind(h: u64) -> Option<HandleKind> {
         7 => HandleKind::Kernel,
         8 => HandleKind::MemPool,
         9 => HandleKind::LinkState,
+        10 => HandleKind::Graph,
+        11 => HandleKind::GraphNode,
+        12 => HandleKind::GraphExec,
+        13 => HandleKind::MemHandle,
         _ => return None,
     })
 }

@@ -37,6 +37,47 @@ pub struct LaunchConfig {
     pub cooperative: bool,
 }
 
+/// The parameter buffer of a launch of `desc`, laid out as its
+/// [`KernelDesc::params`] say, from either argument form.
+///
+/// # Safety
+/// With [`KernelArgs::Pointers`], the array must hold one valid pointer
+/// per kernel parameter, each to a value of the parameter's size.
+pub(crate) unsafe fn build_params(desc: &KernelDesc, args: KernelArgs<'_>) -> Result<Vec<u8>> {
+    let mut params = vec![0u8; desc.param_bytes as usize];
+    match args {
+        KernelArgs::Pointers(p) => {
+            if !desc.params.is_empty() && p.is_null() {
+                return Err(Error::invalid(format!("{} takes {} parameters but kernelParams is NULL", desc.name, desc.params.len())));
+            }
+            for (i, pd) in desc.params.iter().enumerate() {
+                // SAFETY: one pointer per parameter (caller's contract).
+                let src = unsafe { *p.add(i) } as *const u8;
+                if src.is_null() {
+                    return Err(Error::invalid(format!("kernelParams[{i}] is NULL")));
+                }
+                let (o, n) = (pd.offset as usize, pd.size as usize);
+                let dst = params.get_mut(o..o + n).ok_or_else(|| Error::Unknown(format!("parameter {i} outside the buffer")))?;
+                // SAFETY: the value has the parameter's size (contract).
+                dst.copy_from_slice(unsafe { std::slice::from_raw_parts(src, n) });
+            }
+        }
+        KernelArgs::Buffer(b) => {
+            if b.len() < params.len() {
+                return Err(Error::invalid(format!("parameter buffer of {} bytes, {} needs {}", b.len(), desc.name, params.len())));
+            }
+            let n = params.len();
+            params.copy_from_slice(&b[..n]);
+        }
+        KernelArgs::None => {
+            if !desc.params.is_empty() {
+                return Err(Error::invalid(format!("{} takes parameters, none given", desc.name)));
+            }
+        }
+    }
+    Ok(params)
+}
+
 /// The dynamic shared memory a kernel may use by default: what is left of
 /// the per-block default after its static shared memory.
 fn max_dynamic_shared(props: &DeviceProps, desc: &KernelDesc, attrs: &FuncAttrs) -> u32 {
@@ -85,7 +126,7 @@ impl Driver {
     }
 
     /// Checks a launch configuration the way NVIDIA's driver does.
-    fn check_config(&self, props: &DeviceProps, desc: &KernelDesc, attrs: &FuncAttrs, cfg: &LaunchConfig) -> Result<()> {
+    pub(crate) fn check_config(&self, props: &DeviceProps, desc: &KernelDesc, attrs: &FuncAttrs, cfg: &LaunchConfig) -> Result<()> {
         let [bx, by, bz] = cfg.block;
         let [gx, gy, gz] = cfg.grid;
         if bx == 0 || by == 0 || bz == 0 || gx == 0 || gy == 0 || gz == 0 {
@@ -156,44 +197,19 @@ impl Driver {
         let props = self.device_props(ctx.device as i32)?.clone();
         let attrs = *lock(&func.attrs);
         self.check_config(&props, &func.desc, &attrs, cfg)?;
-        let desc = &func.desc;
-        let mut params = vec![0u8; desc.param_bytes as usize];
-        match args {
-            KernelArgs::Pointers(p) => {
-                if !desc.params.is_empty() && p.is_null() {
-                    return Err(Error::invalid(format!("{} takes {} parameters but kernelParams is NULL", desc.name, desc.params.len())));
-                }
-                for (i, pd) in desc.params.iter().enumerate() {
-                    // SAFETY: one pointer per parameter (caller's contract).
-                    let src = unsafe { *p.add(i) } as *const u8;
-                    if src.is_null() {
-                        return Err(Error::invalid(format!("kernelParams[{i}] is NULL")));
-                    }
-                    let (o, n) = (pd.offset as usize, pd.size as usize);
-                    let dst = params.get_mut(o..o + n).ok_or_else(|| Error::Unknown(format!("parameter {i} outside the buffer")))?;
-                    // SAFETY: the value has the parameter's size (contract).
-                    dst.copy_from_slice(unsafe { std::slice::from_raw_parts(src, n) });
-                }
-            }
-            KernelArgs::Buffer(b) => {
-                if b.len() < params.len() {
-                    return Err(Error::invalid(format!("parameter buffer of {} bytes, {} needs {}", b.len(), desc.name, params.len())));
-                }
-                let n = params.len();
-                params.copy_from_slice(&b[..n]);
-            }
-            KernelArgs::None => {
-                if !desc.params.is_empty() {
-                    return Err(Error::invalid(format!("{} takes parameters, none given", desc.name)));
-                }
-            }
-        }
+        // SAFETY: the caller's contract on `args`.
+        let params = unsafe { build_params(&func.desc, args) }?;
         let code = func.code.clone();
         let index = func.index;
         // The kernel's code, compiled now if it was not: a kernel that
         // cannot be compiled fails its launch (not sticky), as the module
-        // load of a driver that compiles eagerly would have failed.
+        // load of a driver that compiles eagerly would have failed. A
+        // captured launch fails its capture call the same way.
         code.prepare(index).map_err(crate::module::module_error)?;
+        if let Some(cap) = self.capturing(&stream) {
+            let node = crate::graph::KernelNode::new(func.clone(), cfg, params);
+            return self.capture_node(&stream, &cap, crate::graph::NodeParams::Kernel(node)).map(|_| ());
+        }
         let cfg = *cfg;
         self.run_async(
             &ctx,

@@ -31,9 +31,12 @@
 
 pub mod backend;
 mod callback;
+mod capture;
 mod context;
 mod error;
 mod event;
+mod graph;
+mod graph_exec;
 pub mod handle;
 mod launch;
 mod memory;
@@ -42,29 +45,41 @@ mod module;
 pub mod props;
 mod stream;
 mod stream_api;
+mod vmm;
 
+#[cfg(test)]
+mod graph_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_callback;
+#[cfg(test)]
+mod vmm_tests;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub use backend::{
     Backend, BackendError, BackendModule, DevicePtr, GlobalDesc, HostAddr, HostAllocation, KernelDesc, LaunchFault, LaunchParams,
-    MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, ParamDesc,
+    MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, ParamDesc, VmmAccess,
 };
 pub use callback::in_callback;
+pub use capture::{CaptureInfo, CaptureStatus, CAPTURE_MODE_GLOBAL, CAPTURE_MODE_RELAXED, CAPTURE_MODE_THREAD_LOCAL};
 pub use context::{ClsDtor, Context, PrimaryState};
 pub use error::{Error, Result};
 pub use event::Event;
+pub use graph::{HostFn, KernelNodeInfo, KernelNodeSpec, MemAllocSpec, MemsetSpec, NodeInfo, NodeInfoIn};
+pub use graph_exec::{
+    InstantiateFailure, UpdateFailure, INSTANTIATE_AUTO_FREE_ON_LAUNCH, INSTANTIATE_DEVICE_LAUNCH, INSTANTIATE_UPLOAD,
+    INSTANTIATE_USE_NODE_PRIORITY,
+};
 pub use handle::{handle_kind, HandleKind};
 pub use launch::{FuncAttribute, KernelArgs, LaunchConfig};
 pub use memory::{MemLoc, Memcpy2D, Memcpy3D, MemoryType, PointerAttribute, PointerInfo, PoolAttribute};
 pub use module::{JitLog, LoadedImage, ModuleSource};
 pub use props::DeviceProps;
 pub use stream::{Stream, StreamKind};
+pub use vmm::{access_flags, access_from_flags, VmmProp, HANDLE_TYPE_POSIX_FD};
 
 use handle::{HandleKind as K, Registry};
 
@@ -137,6 +152,21 @@ pub struct Driver {
     mem: memory::MemTable,
     default_pools: OnceLock<Vec<u64>>,
     current_pools: Mutex<Vec<u64>>,
+    vmm: Mutex<vmm::VmmState>,
+    graphs: Registry<graph::Graph>,
+    graph_nodes: Registry<graph::NodeRef>,
+    graph_execs: Registry<graph_exec::GraphExec>,
+    /// Kernel node arguments handed out by `cuGraphKernelNodeGetParams`.
+    exposed_args: Mutex<std::collections::HashMap<u64, graph::ExposedArgs>>,
+    /// Cloned node -> the node it was cloned from.
+    clone_origins: Mutex<std::collections::HashMap<u64, u64>>,
+    /// Memory of allocation nodes.
+    graph_mem: Mutex<Vec<Arc<graph::GraphMem>>>,
+    /// Capture sequences in progress, and how many.
+    captures: Mutex<Vec<Arc<capture::Capture>>>,
+    active_captures: AtomicUsize,
+    /// High-water marks of graph memory: used, reserved.
+    graph_mem_high: [AtomicU64; 2],
 }
 
 impl Driver {
@@ -161,6 +191,16 @@ impl Driver {
             mem: memory::MemTable::default(),
             default_pools: OnceLock::new(),
             current_pools: Mutex::new(Vec::new()),
+            vmm: Mutex::new(vmm::VmmState::default()),
+            graphs: Registry::new(K::Graph),
+            graph_nodes: Registry::new(K::GraphNode),
+            graph_execs: Registry::new(K::GraphExec),
+            exposed_args: Mutex::new(std::collections::HashMap::new()),
+            clone_origins: Mutex::new(std::collections::HashMap::new()),
+            graph_mem: Mutex::new(Vec::new()),
+            captures: Mutex::new(Vec::new()),
+            active_captures: AtomicUsize::new(0),
+            graph_mem_high: [AtomicU64::new(0), AtomicU64::new(0)],
         }
     }
 

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use cuda_types::CUpointer_attribute as PA;
 
-use crate::backend::{Backend, DevicePtr, MemsetValue};
+use crate::backend::{Backend, DevicePtr, MemsetValue, VmmAccess};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::handle::lock;
@@ -46,6 +46,16 @@ pub(crate) enum AllocKind {
     Global {
         owner: u64,
     },
+    /// A mapping of the virtual memory API (`cuMemMap`): one entry per
+    /// mapping, with the allocation handle mapped and the access devices
+    /// have (the most any device has).
+    Vmm {
+        handle: u64,
+        access: VmmAccess,
+    },
+    /// The memory of a graph's memory allocation node (owned by the graph
+    /// and its executable graph, see `crate::graph::GraphMem`).
+    GraphMem,
 }
 
 #[derive(Debug)]
@@ -137,6 +147,70 @@ impl MemTable {
     fn buffer_id(&self) -> u64 {
         self.next_buffer_id.fetch_add(1, Ordering::Relaxed) + 1
     }
+
+    /// Records (or updates the access of) the mapping at `addr`. Mappings
+    /// belong to no context: they outlive context teardown, as the
+    /// reservations and allocations they join do.
+    pub(crate) fn insert_vmm(&self, addr: u64, size: usize, device: usize, handle: u64, access: VmmAccess) {
+        let mut m = lock(&self.map);
+        let buffer_id = m.get(&addr).map(|v| v.alloc.buffer_id).unwrap_or_else(|| self.buffer_id());
+        let a = Arc::new(Allocation {
+            kind: AllocKind::Vmm { handle, access },
+            ctx: 0,
+            device,
+            size,
+            device_base: addr,
+            host_base: None,
+            buffer_id,
+            sync_memops: Mutex::new(false),
+        });
+        m.insert(addr, View { alloc: a, host_view: false });
+    }
+
+    /// Records the memory of an allocation node.
+    pub(crate) fn insert_graph_mem(&self, addr: u64, size: usize, device: usize) {
+        self.insert(Allocation {
+            kind: AllocKind::GraphMem,
+            ctx: 0,
+            device,
+            size,
+            device_base: addr,
+            host_base: None,
+            buffer_id: self.buffer_id(),
+            sync_memops: Mutex::new(false),
+        });
+    }
+
+    /// Forgets the memory of an allocation node.
+    pub(crate) fn remove_graph_mem(&self, addr: u64) {
+        self.remove_at(addr, |a| a.kind == AllocKind::GraphMem);
+    }
+
+    /// Forgets the mapping at `addr`.
+    pub(crate) fn remove_vmm(&self, addr: u64) {
+        let mut m = lock(&self.map);
+        if m.get(&addr).is_some_and(|v| matches!(v.alloc.kind, AllocKind::Vmm { .. })) {
+            m.remove(&addr);
+        }
+    }
+
+    /// The end of the run of accessible mappings that starts with the one
+    /// at `base` and continues with mappings that begin where the previous
+    /// one ends.
+    fn vmm_run_end(&self, base: u64, need: VmmAccess, until: u64) -> u64 {
+        let m = lock(&self.map);
+        let mut end = base;
+        while end < until {
+            match m.get(&end) {
+                Some(v) => match v.alloc.kind {
+                    AllocKind::Vmm { access, .. } if access >= need => end += v.alloc.size as u64,
+                    _ => break,
+                },
+                None => break,
+            }
+        }
+        end
+    }
 }
 
 /// An address resolved for copying: device memory (through the backend) or
@@ -156,7 +230,7 @@ impl Resolved {
     }
 }
 
-fn backend_err(e: crate::backend::BackendError) -> Error {
+pub(crate) fn backend_err(e: crate::backend::BackendError) -> Error {
     match e {
         crate::backend::BackendError::OutOfMemory(n) => Error::OutOfMemory(format!("{n} bytes")),
         crate::backend::BackendError::Exhausted { why, .. } => Error::OutOfMemory(why),
@@ -219,6 +293,53 @@ fn memset_resolved(backend: &dyn Backend, dst: Resolved, value: MemsetValue, cou
     }
 }
 
+/// A checked copy, ready to run on a stream.
+#[derive(Debug, Clone)]
+pub(crate) struct CopyPlan {
+    pub dst: Resolved,
+    pub src: Resolved,
+    width: usize,
+    total: usize,
+    /// (destination, source) offsets of each row; empty when the whole
+    /// copy is one contiguous block.
+    rows: Vec<(usize, usize)>,
+}
+
+impl CopyPlan {
+    pub(crate) fn run(&self, backend: &dyn Backend) -> Result<()> {
+        if self.rows.is_empty() {
+            return copy_resolved(backend, self.dst, self.src, self.total);
+        }
+        for (d, s) in &self.rows {
+            copy_resolved(backend, self.dst.offset(*d), self.src.offset(*s), self.width)?;
+        }
+        Ok(())
+    }
+}
+
+/// A checked memset, ready to run on a stream.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MemsetPlan {
+    dst: Resolved,
+    pitch: usize,
+    row: usize,
+    value: MemsetValue,
+    width: usize,
+    height: usize,
+}
+
+impl MemsetPlan {
+    pub(crate) fn run(&self, backend: &dyn Backend) -> Result<()> {
+        if self.height == 1 || self.pitch == self.row {
+            return memset_resolved(backend, self.dst, self.value, self.width * self.height);
+        }
+        for y in 0..self.height {
+            memset_resolved(backend, self.dst.offset(y * self.pitch), self.value, self.width)?;
+        }
+        Ok(())
+    }
+}
+
 /// The memory type a pointer reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemoryType {
@@ -244,6 +365,11 @@ pub struct PointerInfo {
     pub pool: Option<u64>,
     pub legacy_ipc_capable: bool,
     pub sync_memops: bool,
+    /// `CUmemAccess_flags` devices have (read-write except for virtual
+    /// memory mappings, which say what `cuMemSetAccess` granted).
+    pub access_flags: u32,
+    /// `CUmemAllocationHandleType` bits the memory can be exported as.
+    pub allowed_handle_types: u64,
 }
 
 /// A pointer attribute's value, by C type: 32-bit values (`unsigned int`,
@@ -418,6 +544,11 @@ impl Driver {
             AllocKind::Global { .. } => (MemoryType::Device, false, None, false),
             AllocKind::Managed { .. } => (MemoryType::Device, true, None, false),
             AllocKind::Host { .. } | AllocKind::Registered { .. } => (MemoryType::Host, false, None, false),
+            AllocKind::Vmm { .. } | AllocKind::GraphMem => (MemoryType::Device, false, None, false),
+        };
+        let (access_flags, allowed_handle_types) = match a.kind {
+            AllocKind::Vmm { access, handle } => (crate::vmm::access_flags(access), self.vmm_handle_types(handle) as u64),
+            _ => (3, 0),
         };
         Some(PointerInfo {
             ctx: a.ctx,
@@ -432,6 +563,8 @@ impl Driver {
             pool,
             legacy_ipc_capable: ipc,
             sync_memops,
+            access_flags,
+            allowed_handle_types,
         })
     }
 
@@ -464,9 +597,9 @@ impl Driver {
             PA::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR => U64(i.range_start),
             PA::CU_POINTER_ATTRIBUTE_RANGE_SIZE => U64(i.range_size),
             PA::CU_POINTER_ATTRIBUTE_MAPPED => U32(1),
-            PA::CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES => U64(0),
+            PA::CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES => U64(i.allowed_handle_types),
             PA::CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE => U32(0),
-            PA::CU_POINTER_ATTRIBUTE_ACCESS_FLAGS => U32(3),
+            PA::CU_POINTER_ATTRIBUTE_ACCESS_FLAGS => U32(i.access_flags),
             PA::CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE => U64(i.pool.unwrap_or(0)),
             PA::CU_POINTER_ATTRIBUTE_MAPPING_SIZE => U64(i.range_size),
             PA::CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR => U64(i.range_start),
@@ -495,8 +628,36 @@ impl Driver {
     /// A device-side argument: must lie, with `len` bytes, in one
     /// allocation.
     pub(crate) fn resolve_device(&self, addr: u64, len: usize) -> Result<Resolved> {
-        let (a, base, host_view) = self.mem.find(addr).ok_or_else(|| Error::invalid(format!("{addr:#x} is not device memory")))?;
+        self.resolve_device_for(addr, len, true)
+    }
+
+    /// [`Self::resolve_device`] for memory that is only read (a copy's
+    /// source): read-only virtual memory mappings qualify.
+    pub(crate) fn resolve_device_src(&self, addr: u64, len: usize) -> Result<Resolved> {
+        self.resolve_device_for(addr, len, false)
+    }
+
+    fn resolve_device_for(&self, addr: u64, len: usize, write: bool) -> Result<Resolved> {
+        let Some((a, base, host_view)) = self.mem.find(addr) else {
+            if self.vmm_reserved(addr) {
+                return Err(Error::invalid(format!("{addr:#x} is reserved address space with no memory mapped (cuMemMap)")));
+            }
+            return Err(Error::invalid(format!("{addr:#x} is not device memory")));
+        };
         let off = (addr - base) as usize;
+        if let AllocKind::Vmm { .. } = a.kind {
+            let need = if write { VmmAccess::ReadWrite } else { VmmAccess::Read };
+            let until = addr.checked_add(len as u64).ok_or_else(|| Error::invalid("range overflows"))?;
+            let end = self.mem.vmm_run_end(base, need, until);
+            if end < until {
+                let why = if end == base { format!("{addr:#x}") } else { format!("{end:#x}, {} bytes in,", end - addr) };
+                return Err(Error::invalid(format!(
+                    "{len} bytes at {addr:#x}: the virtual memory at {why} is not mapped with {} access (cuMemMap, cuMemSetAccess)",
+                    if write { "read-write" } else { "read" }
+                )));
+            }
+            return Ok(Resolved::Device(addr));
+        }
         if len > a.size - off {
             return Err(Error::invalid(format!("{len} bytes at {addr:#x} overrun the {}-byte allocation at {base:#x}", a.size)));
         }
@@ -513,8 +674,12 @@ impl Driver {
     /// driver memory is checked like a device argument, anything else is
     /// pageable host memory.
     pub(crate) fn resolve_unified(&self, addr: u64, len: usize) -> Result<Resolved> {
-        if self.mem.find(addr).is_some() {
-            self.resolve_device(addr, len)
+        self.resolve_unified_for(addr, len, true)
+    }
+
+    fn resolve_unified_for(&self, addr: u64, len: usize, write: bool) -> Result<Resolved> {
+        if self.mem.find(addr).is_some() || self.vmm_reserved(addr) {
+            self.resolve_device_for(addr, len, write)
         } else if addr == 0 {
             Err(Error::invalid("NULL pointer"))
         } else {
@@ -522,12 +687,12 @@ impl Driver {
         }
     }
 
-    fn resolve_loc(&self, loc: MemLoc, len: usize) -> Result<Resolved> {
+    fn resolve_loc(&self, loc: MemLoc, len: usize, write: bool) -> Result<Resolved> {
         match loc {
             MemLoc::Host(0) => Err(Error::invalid("NULL host pointer")),
             MemLoc::Host(h) => Ok(Resolved::Host(h)),
-            MemLoc::Device(d) => self.resolve_device(d, len),
-            MemLoc::Unified(u) => self.resolve_unified(u, len),
+            MemLoc::Device(d) => self.resolve_device_for(d, len, write),
+            MemLoc::Unified(u) => self.resolve_unified_for(u, len, write),
             MemLoc::Array(_) => Err(Error::NotSupported("CUDA arrays".into())),
         }
     }
@@ -570,6 +735,7 @@ impl Driver {
     /// `cuMemAlloc`.
     pub fn mem_alloc(&self, size: usize) -> Result<u64> {
         let ctx = self.current_ctx()?;
+        self.check_capture_safe("cuMemAlloc")?;
         if size == 0 {
             return Err(Error::invalid("cannot allocate 0 bytes"));
         }
@@ -587,6 +753,7 @@ impl Driver {
             return Err(Error::invalid("zero width or height"));
         }
         let ctx = self.current_ctx()?;
+        self.check_capture_safe("cuMemAllocPitch")?;
         let align = 512usize;
         let pitch = width.checked_next_multiple_of(align).ok_or_else(|| Error::invalid("width too large"))?;
         let size = pitch.checked_mul(height).ok_or_else(|| Error::invalid("pitch * height overflows"))?;
@@ -606,6 +773,14 @@ impl Driver {
             let owner = self.pointer_info(ptr).and_then(|i| self.contexts.get(i.ctx));
             crate::callback::check_context(owner.as_deref().unwrap_or(&ctx), "cuMemFree")?;
         }
+        self.check_capture_safe("cuMemFree")?;
+        if let Some(m) = self.graph_mem_at(ptr) {
+            // An allocation node's memory stays with its graph; freeing it
+            // ends this launch's allocation.
+            let _ = ctx.synchronize();
+            m.live.store(false, std::sync::atomic::Ordering::Release);
+            return Ok(());
+        }
         let a = self
             .mem
             .remove_at(ptr, |a| {
@@ -623,7 +798,9 @@ impl Driver {
             AllocKind::Managed { .. } => self.backend.free_managed(a.device_base).map_err(backend_err),
             AllocKind::Host { .. } => self.backend.free_host(a.host_base.unwrap_or(0)).map_err(backend_err),
             AllocKind::Registered { .. } => self.backend.unregister_host(a.host_base.unwrap_or(0)).map_err(backend_err),
-            AllocKind::Global { .. } => Ok(()),
+            // Mappings are undone by cuMemUnmap (crate::vmm).
+            // Graph memory goes with its graph (Driver::collect_graph_mem).
+            AllocKind::Global { .. } | AllocKind::Vmm { .. } | AllocKind::GraphMem => Ok(()),
         }
     }
 
@@ -643,6 +820,7 @@ impl Driver {
         if size == 0 {
             return Err(Error::invalid("cannot allocate 0 bytes"));
         }
+        self.check_capture_safe("cuMemHostAlloc")?;
         let h = self.backend.alloc_host(size, flags).map_err(backend_err)?;
         self.record(&ctx, AllocKind::Host { flags }, size, h.device, Some(h.host));
         Ok(h.host)
@@ -652,6 +830,7 @@ impl Driver {
     pub fn mem_free_host(&self, ptr: usize) -> Result<()> {
         let ctx = self.current_ctx()?;
         crate::callback::check_context(&ctx, "cuMemFreeHost")?;
+        self.check_capture_safe("cuMemFreeHost")?;
         let a = self
             .mem
             .remove_at(ptr as u64, |a| matches!(a.kind, AllocKind::Host { .. }) && a.host_base == Some(ptr))
@@ -691,6 +870,7 @@ impl Driver {
             return Err(Error::invalid("NULL pointer or zero size"));
         }
         let ctx = self.current_ctx()?;
+        self.check_capture_safe("cuMemHostRegister")?;
         let end = ptr.checked_add(size).ok_or_else(|| Error::invalid("range overflows"))?;
         // Any overlap with a known range is a double registration.
         let overlaps = self.mem.find(ptr as u64).is_some() || self.mem.find((end - 1) as u64).is_some() || {
@@ -708,6 +888,7 @@ impl Driver {
     /// `cuMemHostUnregister`.
     pub fn mem_host_unregister(&self, ptr: usize) -> Result<()> {
         self.current_ctx()?;
+        self.check_capture_safe("cuMemHostUnregister")?;
         let a = self
             .mem
             .remove_at(ptr as u64, |a| matches!(a.kind, AllocKind::Registered { .. }) && a.host_base == Some(ptr))
@@ -727,6 +908,7 @@ impl Driver {
         if !self.device_props(ctx.device as i32)?.managed_memory {
             return Err(Error::NotSupported("managed memory".into()));
         }
+        self.check_capture_safe("cuMemAllocManaged")?;
         let p = self.backend.alloc_managed(ctx.device, size).map_err(backend_err)?;
         self.record(&ctx, AllocKind::Managed { flags }, size, p, Some(p as usize));
         Ok(p)
@@ -739,6 +921,33 @@ impl Driver {
     /// otherwise, with pageable sources snapshotted first.
     fn copy_on_stream(&self, stream: u64, ptds: bool, asynchronous: bool, dst: Resolved, src: Resolved, len: usize) -> Result<()> {
         let (ctx, s) = self.resolve_stream(stream, ptds)?;
+        if !asynchronous {
+            self.check_capture_safe("a synchronous copy")?;
+        }
+        if asynchronous {
+            if let Some(cap) = self.capturing(&s) {
+                // Host addresses stay unified so that a launch of the graph
+                // checks them again (pinned memory may have been freed).
+                let loc = |r: Resolved| match r {
+                    Resolved::Device(d) => MemLoc::Device(d),
+                    Resolved::Host(h) => MemLoc::Unified(h as u64),
+                };
+                let copy = Memcpy3D::from(Memcpy2D {
+                    src: loc(src),
+                    src_x: 0,
+                    src_y: 0,
+                    src_pitch: len,
+                    dst: loc(dst),
+                    dst_x: 0,
+                    dst_y: 0,
+                    dst_pitch: len,
+                    width: len,
+                    height: 1,
+                });
+                let node = crate::graph::MemcpyNode { ctx: ctx.handle, copy };
+                return self.capture_node(&s, &cap, crate::graph::NodeParams::Memcpy(node)).map(|_| ());
+            }
+        }
         let backend = self.backend.clone();
         if !asynchronous || is_pageable(&self.mem, dst) {
             return self.run_sync(&ctx, &s, Box::new(move || copy_resolved(&*backend, dst, src, len)));
@@ -780,7 +989,7 @@ impl Driver {
         if dst == 0 {
             return Err(Error::invalid("NULL host pointer"));
         }
-        let s = self.resolve_device(src, len)?;
+        let s = self.resolve_device_src(src, len)?;
         self.copy_on_stream(stream, ptds, asynchronous, Resolved::Host(dst), s, len)
     }
 
@@ -791,7 +1000,7 @@ impl Driver {
             return Ok(());
         }
         let d = self.resolve_device(dst, len)?;
-        let s = self.resolve_device(src, len)?;
+        let s = self.resolve_device_src(src, len)?;
         // SAFETY: both sides are driver memory.
         self.copy_on_stream(stream, ptds, asynchronous, d, s, len)
     }
@@ -807,7 +1016,7 @@ impl Driver {
             return Ok(());
         }
         let d = self.resolve_unified(dst, len)?;
-        let s = self.resolve_unified(src, len)?;
+        let s = self.resolve_unified_for(src, len, false)?;
         self.copy_on_stream(stream, ptds, asynchronous, d, s, len)
     }
 
@@ -850,11 +1059,37 @@ impl Driver {
     /// Host sides must be valid for the rows they describe.
     pub unsafe fn memcpy_3d(&self, c: &Memcpy3D, stream: u64, ptds: bool, asynchronous: bool) -> Result<()> {
         self.current_ctx()?;
+        let Some(plan) = self.plan_copy(c)? else {
+            return Ok(());
+        };
+        let (ctx, s) = self.resolve_stream(stream, ptds)?;
+        if !asynchronous {
+            self.check_capture_safe("a synchronous copy")?;
+        }
+        if asynchronous {
+            if let Some(cap) = self.capturing(&s) {
+                let node = crate::graph::MemcpyNode { ctx: ctx.handle, copy: *c };
+                return self.capture_node(&s, &cap, crate::graph::NodeParams::Memcpy(node)).map(|_| ());
+            }
+        }
+        let pageable = is_pageable(&self.mem, plan.dst) || is_pageable(&self.mem, plan.src);
+        let backend = self.backend.clone();
+        let work = move || plan.run(&*backend);
+        if asynchronous && !pageable {
+            self.run_async(&ctx, &s, Box::new(work))
+        } else {
+            self.run_sync(&ctx, &s, Box::new(work))
+        }
+    }
+
+    /// Checks a 3-D copy and resolves both sides; `None` when it copies
+    /// nothing.
+    pub(crate) fn plan_copy(&self, c: &Memcpy3D) -> Result<Option<CopyPlan>> {
         if c.src_lod != 0 || c.dst_lod != 0 {
             return Err(Error::invalid("LOD must be 0"));
         }
         if c.width == 0 || c.height == 0 || c.depth == 0 {
-            return Ok(());
+            return Ok(None);
         }
         let rows = c.height > 1 || c.depth > 1;
         if rows && (c.src_pitch < c.src_x + c.width || c.dst_pitch < c.dst_x + c.width) {
@@ -886,35 +1121,20 @@ impl Driver {
             MemLoc::Unified(u) => MemLoc::Unified(u + by as u64),
             other => other,
         };
-        let src = self.resolve_loc(offset_loc(c.src, s0), s1 - s0)?;
-        let dst = self.resolve_loc(offset_loc(c.dst, d0), d1 - d0)?;
-        let mut plan = Vec::with_capacity(c.height * c.depth);
-        for z in 0..c.depth {
-            for y in 0..c.height {
-                plan.push((z * c.dst_pitch * c.dst_height + y * c.dst_pitch, z * c.src_pitch * c.src_height + y * c.src_pitch));
-            }
-        }
+        let src = self.resolve_loc(offset_loc(c.src, s0), s1 - s0, false)?;
+        let dst = self.resolve_loc(offset_loc(c.dst, d0), d1 - d0, true)?;
         let contiguous =
             c.src_pitch == c.width && c.dst_pitch == c.width && (c.depth == 1 || (c.src_height == c.height && c.dst_height == c.height));
-        let width = c.width;
-        let total = width * c.height * c.depth;
-        let backend = self.backend.clone();
-        let work = move || -> Result<()> {
-            if contiguous {
-                return copy_resolved(&*backend, dst, src, total);
+        let mut rows = Vec::new();
+        if !contiguous {
+            rows.reserve(c.height * c.depth);
+            for z in 0..c.depth {
+                for y in 0..c.height {
+                    rows.push((z * c.dst_pitch * c.dst_height + y * c.dst_pitch, z * c.src_pitch * c.src_height + y * c.src_pitch));
+                }
             }
-            for (d, s) in &plan {
-                copy_resolved(&*backend, dst.offset(*d), src.offset(*s), width)?;
-            }
-            Ok(())
-        };
-        let (ctx, s) = self.resolve_stream(stream, ptds)?;
-        let pageable = is_pageable(&self.mem, dst) || is_pageable(&self.mem, src);
-        if asynchronous && !pageable {
-            self.run_async(&ctx, &s, Box::new(work))
-        } else {
-            self.run_sync(&ctx, &s, Box::new(work))
         }
+        Ok(Some(CopyPlan { dst, src, width: c.width, total: c.width * c.height * c.depth, rows }))
     }
 
     // ---- memset ----
@@ -939,35 +1159,52 @@ impl Driver {
         asynchronous: bool,
     ) -> Result<()> {
         self.current_ctx()?;
+        let Some(plan) = self.plan_memset(dst, pitch, value, width, height)? else {
+            return Ok(());
+        };
+        let (ctx, s) = self.resolve_stream(stream, ptds)?;
+        if !asynchronous {
+            self.check_capture_safe("a synchronous memset")?;
+        }
+        if asynchronous {
+            if let Some(cap) = self.capturing(&s) {
+                let node = crate::graph::MemsetNode { ctx: ctx.handle, dst, pitch, value, width, height };
+                return self.capture_node(&s, &cap, crate::graph::NodeParams::Memset(node)).map(|_| ());
+            }
+        }
+        let backend = self.backend.clone();
+        let work = move || plan.run(&*backend);
+        if asynchronous {
+            self.run_async(&ctx, &s, Box::new(work))
+        } else {
+            self.run_sync(&ctx, &s, Box::new(work))
+        }
+    }
+
+    /// Checks a 2-D memset and resolves its destination; `None` when it
+    /// sets nothing.
+    pub(crate) fn plan_memset(
+        &self,
+        dst: u64,
+        pitch: usize,
+        value: MemsetValue,
+        width: usize,
+        height: usize,
+    ) -> Result<Option<MemsetPlan>> {
         let es = value.element_size();
         if !dst.is_multiple_of(es as u64) {
             return Err(Error::invalid(format!("{dst:#x} is not aligned to {es} bytes")));
         }
         if width == 0 || height == 0 {
-            return Ok(());
+            return Ok(None);
         }
         let row = width.checked_mul(es).ok_or_else(|| Error::invalid("size overflows"))?;
         if height > 1 && pitch < row {
             return Err(Error::invalid("pitch smaller than the row"));
         }
         let span = (height - 1).checked_mul(pitch).and_then(|v| v.checked_add(row)).ok_or_else(|| Error::invalid("size overflows"))?;
-        let d = self.resolve_device(dst, span)?;
-        let (ctx, s) = self.resolve_stream(stream, ptds)?;
-        let backend = self.backend.clone();
-        let work = move || -> Result<()> {
-            if height == 1 || pitch == row {
-                return memset_resolved(&*backend, d, value, width * height);
-            }
-            for y in 0..height {
-                memset_resolved(&*backend, d.offset(y * pitch), value, width)?;
-            }
-            Ok(())
-        };
-        if asynchronous {
-            self.run_async(&ctx, &s, Box::new(work))
-        } else {
-            self.run_sync(&ctx, &s, Box::new(work))
-        }
+        let dst = self.resolve_device(dst, span)?;
+        Ok(Some(MemsetPlan { dst, pitch, row, value, width, height }))
     }
 
     // ---- pools and stream-ordered allocation ----
@@ -1088,7 +1325,7 @@ impl Driver {
     /// allocated at once (earlier than stream order requires, which no
     /// program can tell apart).
     pub fn mem_alloc_async(&self, size: usize, pool: Option<u64>, stream: u64, ptds: bool) -> Result<u64> {
-        let (ctx, _) = self.resolve_stream(stream, ptds)?;
+        let (ctx, s) = self.resolve_stream(stream, ptds)?;
         if size == 0 {
             return Err(Error::invalid("cannot allocate 0 bytes"));
         }
@@ -1097,6 +1334,22 @@ impl Driver {
             None => self.device_get_mem_pool(ctx.device as i32)?,
         };
         let pl = self.pool(pool)?;
+        if let Some(cap) = self.capturing(&s) {
+            // A memory allocation node: its address is fixed from now on.
+            let spec = crate::graph::MemAllocSpec {
+                alloc_type: 1,
+                handle_types: 0,
+                location_type: 1,
+                device: pl.device as i32,
+                access: Vec::new(),
+                bytesize: size,
+            };
+            let m = self.mem_alloc_node(&spec)?;
+            let addr = m.addr;
+            self.capture_node(&s, &cap, crate::graph::NodeParams::MemAlloc(m))?;
+            self.collect_graph_mem();
+            return Ok(addr);
+        }
         let p = self.backend.alloc(pl.device, size).map_err(backend_err)?;
         self.record(&ctx, AllocKind::Pool { pool }, size, p, None);
         let mut a = lock(&pl.attrs);
@@ -1109,6 +1362,21 @@ impl Driver {
     /// released in stream order.
     pub fn mem_free_async(&self, ptr: u64, stream: u64, ptds: bool) -> Result<()> {
         let (ctx, s) = self.resolve_stream(stream, ptds)?;
+        if let Some(cap) = self.capturing(&s) {
+            if self.graph_mem_at(ptr).is_none() {
+                return Err(Error::invalid(format!(
+                    "{ptr:#x} was not allocated in a graph: only graph allocations can be freed during stream capture"
+                )));
+            }
+            self.capture_node(&s, &cap, crate::graph::NodeParams::MemFree(ptr))?;
+            return Ok(());
+        }
+        if let Some(m) = self.graph_mem_at(ptr) {
+            // Graph memory stays with its graph; this ends the allocation
+            // of the graph's last launch.
+            m.live.store(false, std::sync::atomic::Ordering::Release);
+            return Ok(());
+        }
         let a = self
             .mem
             .remove_at(ptr, |a| matches!(a.kind, AllocKind::Device | AllocKind::Pool { .. }) && a.device_base == ptr)
@@ -1154,7 +1422,7 @@ impl Driver {
 
     /// Reads device memory (for module globals and tests).
     pub fn read_device(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
-        let s = self.resolve_device(src, dst.len())?;
+        let s = self.resolve_device_src(src, dst.len())?;
         copy_to_host(&*self.backend, dst, s)
     }
 }

@@ -65,8 +65,9 @@ pub struct MockBackend {
     ranges: Mutex<BTreeMap<usize, (usize, Option<Layout>)>>,
     kernels: Mutex<HashMap<String, MockKernel>>,
     allocated: AtomicU64,
-    /// Launches run so far.
-    pub launches: AtomicU64,
+    vmm: Mutex<MockVmm>,
+    /// Launches run so far (by every module).
+    pub launches: Arc<AtomicU64>,
     /// Modules loaded so far.
     pub loads: AtomicU64,
 }
@@ -81,11 +82,18 @@ impl MockBackend {
     /// `devices` devices described as the host CPU.
     pub fn new(devices: usize) -> MockBackend {
         MockBackend {
-            devices: (0..devices).map(|d| DeviceProps::host_cpu(d as u32)).collect(),
+            devices: (0..devices)
+                .map(|d| {
+                    let mut p = DeviceProps::host_cpu(d as u32);
+                    p.virtual_memory_management = true;
+                    p
+                })
+                .collect(),
             ranges: Mutex::new(BTreeMap::new()),
             kernels: Mutex::new(HashMap::new()),
             allocated: AtomicU64::new(0),
-            launches: AtomicU64::new(0),
+            vmm: Mutex::new(MockVmm { next_addr: MOCK_VMM_BASE, next_mem: 1, ..MockVmm::default() }),
+            launches: Arc::new(AtomicU64::new(0)),
             loads: AtomicU64::new(0),
         }
     }
@@ -161,10 +169,74 @@ impl MockBackend {
         }
         Ok(())
     }
+
+    /// The host memory behind `len` bytes at device address `addr`: one
+    /// piece for ordinary allocations, one per mapping crossed for virtual
+    /// memory (which lives at made-up addresses and is reached only through
+    /// this translation). Fails unless every byte is allocated, or mapped
+    /// with the access asked for.
+    fn host_pieces(&self, addr: u64, len: usize, write: bool) -> Result<Vec<(*mut u8, usize)>, BackendError> {
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        if self.check(addr, len).is_ok() {
+            return Ok(vec![(addr as *mut u8, len)]);
+        }
+        let bad = BackendError::InvalidAddress { addr, len };
+        let v = lock(&self.vmm);
+        let need = if write { VmmAccess::ReadWrite } else { VmmAccess::Read };
+        let mut pieces = Vec::new();
+        let (mut cur, end) = (addr, addr.checked_add(len as u64).ok_or(bad.clone())?);
+        while cur < end {
+            let (&base, m) = v.maps.range(..=cur).next_back().ok_or(bad.clone())?;
+            if cur - base >= m.size as u64 || m.access < need {
+                return Err(bad);
+            }
+            let (ptr, _) = v.phys.get(&m.mem).map(|p| (p.ptr, p.size)).ok_or(bad.clone())?;
+            let n = ((base + m.size as u64).min(end) - cur) as usize;
+            pieces.push(((ptr + m.offset + (cur - base) as usize) as *mut u8, n));
+            cur += n as u64;
+        }
+        Ok(pieces)
+    }
+}
+
+/// The mock's virtual memory granularity (NVIDIA GPUs report 2 MiB).
+pub const MOCK_VMM_GRANULARITY: usize = 2 << 20;
+
+/// Where the mock's virtual memory reservations start: far above the heap
+/// and below the mmap area of a 47-bit address space, so made-up addresses
+/// never meet real ones.
+const MOCK_VMM_BASE: u64 = 0x3000_0000_0000;
+
+#[derive(Default)]
+struct MockVmm {
+    next_addr: u64,
+    next_mem: u64,
+    reservations: BTreeMap<u64, usize>,
+    phys: HashMap<u64, MockPhys>,
+    maps: BTreeMap<u64, MockMap>,
+}
+
+struct MockPhys {
+    ptr: usize,
+    size: usize,
+    layout: Layout,
+}
+
+struct MockMap {
+    size: usize,
+    mem: u64,
+    offset: usize,
+    access: VmmAccess,
 }
 
 impl Drop for MockBackend {
     fn drop(&mut self) {
+        for (_, p) in std::mem::take(&mut lock(&self.vmm).phys) {
+            // SAFETY: allocated by vmm_create with this layout.
+            unsafe { std::alloc::dealloc(p.ptr as *mut u8, p.layout) };
+        }
         let ranges = std::mem::take(&mut *lock(&self.ranges));
         for (addr, (_, layout)) in ranges {
             if let Some(l) = layout {
@@ -228,32 +300,45 @@ impl Backend for MockBackend {
     }
 
     fn copy_htod(&self, dst: DevicePtr, src: &[u8]) -> Result<(), BackendError> {
-        self.check(dst, src.len())?;
-        // SAFETY: checked to lie in a live mock allocation.
-        unsafe { std::ptr::copy(src.as_ptr(), dst as *mut u8, src.len()) };
+        let mut at = 0;
+        for (p, n) in self.host_pieces(dst, src.len(), true)? {
+            // SAFETY: checked to lie in a live mock allocation or mapping.
+            unsafe { std::ptr::copy(src.as_ptr().add(at), p, n) };
+            at += n;
+        }
         Ok(())
     }
 
     fn copy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<(), BackendError> {
-        self.check(src, dst.len())?;
-        // SAFETY: as above.
-        unsafe { std::ptr::copy(src as *const u8, dst.as_mut_ptr(), dst.len()) };
+        let mut at = 0;
+        for (p, n) in self.host_pieces(src, dst.len(), false)? {
+            // SAFETY: as above.
+            unsafe { std::ptr::copy(p, dst.as_mut_ptr().add(at), n) };
+            at += n;
+        }
         Ok(())
     }
 
     fn copy_dtod(&self, dst: DevicePtr, src: DevicePtr, len: usize) -> Result<(), BackendError> {
-        self.check(dst, len)?;
-        self.check(src, len)?;
-        // SAFETY: as above; may overlap.
-        unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
-        Ok(())
+        let d = self.host_pieces(dst, len, true)?;
+        let s = self.host_pieces(src, len, false)?;
+        if let ([(d, _)], [(s, _)]) = (d.as_slice(), s.as_slice()) {
+            // SAFETY: as above; may overlap.
+            unsafe { std::ptr::copy(*s, *d, len) };
+            return Ok(());
+        }
+        let mut staged = vec![0u8; len];
+        self.copy_dtoh(&mut staged, src)?;
+        self.copy_htod(dst, &staged)
     }
 
     fn memset(&self, dst: DevicePtr, value: MemsetValue, count: usize) -> Result<(), BackendError> {
         let n = count * value.element_size();
-        self.check(dst, n)?;
-        // SAFETY: as above.
-        value.fill(unsafe { std::slice::from_raw_parts_mut(dst as *mut u8, n) });
+        for (p, n) in self.host_pieces(dst, n, true)? {
+            // SAFETY: as above; pieces split at mapping boundaries, which
+            // are multiples of every element size.
+            value.fill(unsafe { std::slice::from_raw_parts_mut(p, n) });
+        }
         Ok(())
     }
 
@@ -280,8 +365,109 @@ impl Backend for MockBackend {
                 .collect(),
             impls,
             globals,
-            launches: Arc::new(AtomicU64::new(0)),
+            launches: self.launches.clone(),
         }))
+    }
+
+    fn vmm_granularity(&self, _device: usize) -> usize {
+        MOCK_VMM_GRANULARITY
+    }
+
+    fn vmm_reserve(&self, size: usize, align: usize, hint: DevicePtr) -> Result<DevicePtr, BackendError> {
+        let mut v = lock(&self.vmm);
+        let free = |v: &MockVmm, a: u64| {
+            let end = a + size as u64;
+            let before = v.reservations.range(..end).next_back().is_none_or(|(&b, &n)| b + n as u64 <= a);
+            a >= MOCK_VMM_BASE && before
+        };
+        let addr = if hint != 0 && hint.is_multiple_of(align as u64) && free(&v, hint) {
+            hint
+        } else {
+            let a = v.next_addr.next_multiple_of(align as u64);
+            v.next_addr = a + size as u64;
+            a
+        };
+        v.reservations.insert(addr, size);
+        Ok(addr)
+    }
+
+    fn vmm_unreserve(&self, addr: DevicePtr, size: usize) -> Result<(), BackendError> {
+        let mut v = lock(&self.vmm);
+        match v.reservations.get(&addr) {
+            Some(&n) if n == size => {
+                v.reservations.remove(&addr);
+                Ok(())
+            }
+            _ => Err(BackendError::InvalidAddress { addr, len: size }),
+        }
+    }
+
+    fn vmm_create(&self, _device: usize, size: usize) -> Result<u64, BackendError> {
+        let layout = Layout::from_size_align(size.max(1), 4096).map_err(|_| BackendError::OutOfMemory(size))?;
+        // SAFETY: non-zero size.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        if p.is_null() {
+            return Err(BackendError::OutOfMemory(size));
+        }
+        self.allocated.fetch_add(size as u64, Ordering::Relaxed);
+        let mut v = lock(&self.vmm);
+        let id = v.next_mem;
+        v.next_mem += 1;
+        v.phys.insert(id, MockPhys { ptr: p as usize, size, layout });
+        Ok(id)
+    }
+
+    fn vmm_release(&self, mem: u64) -> Result<(), BackendError> {
+        let mut v = lock(&self.vmm);
+        if v.maps.values().any(|m| m.mem == mem) {
+            return Err(BackendError::Other(format!("mock: physical allocation {mem} released while mapped")));
+        }
+        let p = v.phys.remove(&mem).ok_or(BackendError::Other(format!("mock: no physical allocation {mem}")))?;
+        // SAFETY: allocated by vmm_create with this layout; nothing maps it.
+        unsafe { std::alloc::dealloc(p.ptr as *mut u8, p.layout) };
+        self.allocated.fetch_sub(p.size as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn vmm_map(&self, addr: DevicePtr, size: usize, mem: u64, offset: usize) -> Result<(), BackendError> {
+        let mut v = lock(&self.vmm);
+        let bad = BackendError::InvalidAddress { addr, len: size };
+        let reserved = v.reservations.range(..=addr).next_back().is_some_and(|(&b, &n)| addr + size as u64 <= b + n as u64);
+        let overlaps = v.maps.range(..addr + size as u64).next_back().is_some_and(|(&b, m)| b + m.size as u64 > addr);
+        let fits = v.phys.get(&mem).is_some_and(|p| offset + size <= p.size);
+        if !reserved || overlaps || !fits {
+            return Err(bad);
+        }
+        v.maps.insert(addr, MockMap { size, mem, offset, access: VmmAccess::None });
+        Ok(())
+    }
+
+    fn vmm_unmap(&self, addr: DevicePtr, size: usize) -> Result<(), BackendError> {
+        let mut v = lock(&self.vmm);
+        match v.maps.get(&addr) {
+            Some(m) if m.size == size => {
+                v.maps.remove(&addr);
+                Ok(())
+            }
+            _ => Err(BackendError::InvalidAddress { addr, len: size }),
+        }
+    }
+
+    fn vmm_set_access(&self, addr: DevicePtr, size: usize, access: VmmAccess) -> Result<(), BackendError> {
+        let mut v = lock(&self.vmm);
+        let end = addr + size as u64;
+        let mut covered = addr;
+        for (&b, m) in v.maps.range_mut(addr..end) {
+            if b != covered {
+                break;
+            }
+            m.access = access;
+            covered = b + m.size as u64;
+        }
+        if covered != end {
+            return Err(BackendError::InvalidAddress { addr, len: size });
+        }
+        Ok(())
     }
 }
 

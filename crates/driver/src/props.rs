@@ -73,6 +73,12 @@ pub struct DeviceProps {
     pub stream_priority_range: (i32, i32),
     pub max_persisting_l2_cache_size: u32,
     pub host_numa_id: i32,
+    /// The backend implements the virtual memory API (`cuMemCreate`,
+    /// `cuMemMap`...; `Backend::vmm_reserve` and friends).
+    pub virtual_memory_management: bool,
+    /// Virtual memory allocations can be exported as and imported from
+    /// POSIX file descriptors (`Backend::vmm_export_fd`).
+    pub vmm_posix_fd: bool,
     /// Whether kernels have a run-time limit (`CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT`).
     pub kernel_exec_timeout: bool,
 }
@@ -134,6 +140,8 @@ impl DeviceProps {
             stream_priority_range: (0, -5),
             max_persisting_l2_cache_size: 0,
             host_numa_id: 0,
+            virtual_memory_management: false,
+            vmm_posix_fd: false,
             kernel_exec_timeout: false,
         }
     }
@@ -278,8 +286,8 @@ impl DeviceProps {
             A::CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED => 1,
             A::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES => b(self.pageable_memory_access),
             A::CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST => b(self.integrated),
-            A::CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED => 0,
-            A::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED => 0,
+            A::CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED => b(self.virtual_memory_management),
+            A::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED => b(self.vmm_posix_fd),
             A::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED => 0,
             A::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED => 0,
             A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR => i(self.max_blocks_per_multiprocessor),

@@ -88,6 +88,8 @@ pub struct Stream {
     pub(crate) priority: i32,
     q: Mutex<Queue>,
     cv: Condvar,
+    /// The capture sequence this stream takes part in, if any.
+    pub(crate) capture: Mutex<Option<crate::capture::StreamCapture>>,
 }
 
 /// How long a worker thread waits for more work before exiting.
@@ -104,6 +106,7 @@ impl Stream {
             priority,
             q: Mutex::new(Queue { ops: VecDeque::new(), submitted: 0, completed: 0, worker: false, error: None, running: Vec::new() }),
             cv: Condvar::new(),
+            capture: Mutex::new(None),
         }
     }
 

@@ -56,7 +56,7 @@ impl Driver {
         Ok((ctx, s))
     }
 
-    fn resolve_stream_alive(&self, h: u64, ptds: bool) -> Result<(Arc<Context>, Arc<Stream>)> {
+    pub(crate) fn resolve_stream_alive(&self, h: u64, ptds: bool) -> Result<(Arc<Context>, Arc<Stream>)> {
         let legacy = CU_STREAM_LEGACY.addr() as u64;
         let per_thread = CU_STREAM_PER_THREAD.addr() as u64;
         if h == 0 || h == legacy || h == per_thread {
@@ -86,6 +86,13 @@ impl Driver {
         work: Work,
         after: Option<crate::stream::After>,
     ) -> Result<u64> {
+        // Work reaching a capturing stream here could not be captured
+        // (the operations that can be captured become graph nodes before
+        // this point); nor may the legacy stream wait for a capturing one.
+        self.refuse_if_capturing(stream, "work that cannot be captured")?;
+        if stream.kind() == StreamKind::Legacy {
+            self.refuse_legacy_implicit(ctx, "work", true)?;
+        }
         let _g = lock(&ctx.submit_lock);
         deps.extend(implicit_deps(ctx, stream)?);
         stream.push(deps, work, after)
@@ -150,11 +157,17 @@ impl Driver {
     /// `cuStreamDestroy`: returns at once; queued work still completes.
     pub fn stream_destroy(&self, h: u64) -> Result<()> {
         self.check_init()?;
-        self.streams.remove(h).map(|_| ()).ok_or_else(|| Error::handle(format!("{h:#x} is not a live stream")))
+        let s = self.streams.remove(h).ok_or_else(|| Error::handle(format!("{h:#x} is not a live stream")))?;
+        self.capture_stream_destroyed(&s);
+        Ok(())
     }
 
     pub fn stream_query(&self, h: u64, ptds: bool) -> Result<()> {
-        let (_, s) = self.resolve_stream(h, ptds)?;
+        let (ctx, s) = self.resolve_stream(h, ptds)?;
+        self.refuse_if_capturing(&s, "cuStreamQuery")?;
+        if s.kind() == StreamKind::Legacy {
+            self.refuse_legacy_implicit(&ctx, "cuStreamQuery", true)?;
+        }
         if s.is_idle() {
             Ok(())
         } else {
@@ -165,6 +178,10 @@ impl Driver {
     pub fn stream_synchronize(&self, h: u64, ptds: bool) -> Result<()> {
         let (ctx, s) = self.resolve_stream(h, ptds)?;
         crate::callback::check_stream(&s, "cuStreamSynchronize")?;
+        self.refuse_if_capturing(&s, "cuStreamSynchronize")?;
+        if s.kind() == StreamKind::Legacy {
+            self.refuse_legacy_implicit(&ctx, "cuStreamSynchronize", true)?;
+        }
         let r = s.synchronize();
         if let Some(e) = ctx.sticky_error() {
             return Err(e);
@@ -221,24 +238,23 @@ impl Driver {
         Ok(())
     }
 
-    /// `cuLaunchHostFunc`: runs `f` in stream order (not after a fault).
-    pub fn launch_host_func(&self, h: u64, ptds: bool, f: Box<dyn FnOnce() + Send>) -> Result<()> {
+    /// `cuLaunchHostFunc`: runs `f` in stream order (not after a fault);
+    /// in a capture, a host node.
+    pub fn launch_host_func(&self, h: u64, ptds: bool, f: impl Into<crate::graph::HostFn>) -> Result<()> {
+        let f = f.into();
         let (ctx, s) = self.resolve_stream(h, ptds)?;
+        if let Some(cap) = self.capturing(&s) {
+            return self.capture_node(&s, &cap, crate::graph::NodeParams::Host(f)).map(|_| ());
+        }
         let me = Arc::downgrade(&s);
         self.run_async(
             &ctx,
             &s,
             Box::new(move || {
-                crate::callback::run(&me, f);
+                crate::callback::run(&me, || (f.call)());
                 Ok(())
             }),
         )
-    }
-
-    /// Stream capture is not implemented: no stream is ever capturing.
-    pub fn stream_is_capturing(&self, h: u64, ptds: bool) -> Result<bool> {
-        self.resolve_stream_alive_checked(h, ptds)?;
-        Ok(false)
     }
 
     /// `cuStreamAttachMemAsync`: memory is always accessible; only checks.
@@ -285,7 +301,7 @@ impl Driver {
             return Err(Error::invalid(format!("unknown wait flags {flags:#x}")));
         }
         let (ctx, s) = self.resolve_stream(h, ptds)?;
-        let src = self.resolve_device(addr, n)?;
+        let src = self.resolve_device_src(addr, n)?;
         let backend = self.backend.clone();
         self.run_async(
             &ctx,

@@ -49,7 +49,7 @@ unsafe fn extra_buffer<'a>(extra: *mut *mut c_void) -> Result<&'a [u8], Error> {
     }
 }
 
-unsafe fn args<'a>(kernelParams: *mut *mut c_void, extra: *mut *mut c_void) -> Result<KernelArgs<'a>, Error> {
+pub(crate) unsafe fn args<'a>(kernelParams: *mut *mut c_void, extra: *mut *mut c_void) -> Result<KernelArgs<'a>, Error> {
     match (kernelParams.is_null(), extra.is_null()) {
         (false, false) => Err(Error::InvalidValue("both kernelParams and extra are given".into())),
         (false, true) => Ok(KernelArgs::Pointers(kernelParams as *const *const c_void)),

@@ -210,7 +210,7 @@ unsafe fn copy2d(p: *const CUDA_MEMCPY2D) -> Result<Memcpy2D, Error> {
     })
 }
 
-unsafe fn copy3d(p: *const CUDA_MEMCPY3D) -> Result<Memcpy3D, Error> {
+pub(crate) unsafe fn copy3d(p: *const CUDA_MEMCPY3D) -> Result<Memcpy3D, Error> {
     if p.is_null() {
         return Err(Error::InvalidValue("pCopy is NULL".into()));
     }

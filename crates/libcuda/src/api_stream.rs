@@ -21,6 +21,7 @@ fn e(h: CUevent) -> u64 {
 struct SendPtr(usize);
 // SAFETY: only carried across threads, used as CUDA's contract allows.
 unsafe impl Send for SendPtr {}
+unsafe impl Sync for SendPtr {}
 
 api! {
     fn cuStreamCreate(phStream: *mut CUstream, Flags: c_uint) {
@@ -136,20 +137,27 @@ api! {
     }
 }
 
-fn host_func(hStream: CUstream, ptds: bool, f: CUhostFn, userData: *mut c_void) -> Result<(), Error> {
+/// A C host function as the driver runs it (any number of times, from a
+/// driver thread, as CUDA's contract allows).
+pub(crate) fn host_fn(f: CUhostFn, userData: *mut c_void) -> Result<driver::HostFn, Error> {
     let Some(f) = f else {
         return Err(Error::InvalidValue("fn is NULL".into()));
     };
     let data = SendPtr(userData as usize);
-    drv()?.launch_host_func(
-        s(hStream),
-        ptds,
-        Box::new(move || {
+    Ok(driver::HostFn {
+        call: std::sync::Arc::new(move || {
             let data = data;
             // SAFETY: the caller's host function, called as the API promises.
             unsafe { f(data.0 as *mut c_void) };
         }),
-    )
+        fn_ptr: f as usize,
+        user_data: userData as usize,
+    })
+}
+
+fn host_func(hStream: CUstream, ptds: bool, f: CUhostFn, userData: *mut c_void) -> Result<(), Error> {
+    let f = host_fn(f, userData)?;
+    drv()?.launch_host_func(s(hStream), ptds, f)
 }
 
 api! {
@@ -173,80 +181,163 @@ api! {
     }
 }
 
+fn capture_status(st: driver::CaptureStatus) -> CUstreamCaptureStatus {
+    match st {
+        driver::CaptureStatus::None => CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE,
+        driver::CaptureStatus::Active => CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE,
+        driver::CaptureStatus::Invalidated => CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_INVALIDATED,
+    }
+}
+
+/// The dependency arrays `cuStreamGetCaptureInfo` hands out, per stream:
+/// valid until the next call on the stream (CUDA's contract), so each
+/// call replaces its stream's.
+type DepArrays = (Box<[CUgraphNode]>, Box<[CUgraphEdgeData]>);
+fn capture_arrays() -> &'static std::sync::Mutex<std::collections::HashMap<u64, DepArrays>> {
+    static A: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<u64, DepArrays>>> = std::sync::OnceLock::new();
+    A.get_or_init(Default::default)
+}
+
+/// Fills the optional outputs of the `cuStreamGetCaptureInfo` forms.
+unsafe fn capture_info(
+    hStream: CUstream,
+    ptds: bool,
+    status: *mut CUstreamCaptureStatus,
+    id: *mut u64,
+    graph: *mut CUgraph,
+    deps: *mut *const CUgraphNode,
+    edges: *mut *const CUgraphEdgeData,
+    count: *mut usize,
+) -> Result<(), Error> {
+    let out = Out::new(status, "captureStatus")?;
+    if !edges.is_null() && deps.is_null() {
+        return Err(Error::InvalidValue("edgeData_out needs dependencies_out".into()));
+    }
+    let info = drv()?.stream_capture_info(s(hStream), ptds)?;
+    out.set(capture_status(info.status));
+    set_opt(id, info.id);
+    set_opt(graph, CUgraph::from_addr(info.graph as usize));
+    set_opt(count, info.deps.len());
+    if !deps.is_null() || !edges.is_null() {
+        let nodes: Box<[CUgraphNode]> = info.deps.iter().map(|&d| CUgraphNode::from_addr(d as usize)).collect();
+        let data: Box<[CUgraphEdgeData]> = vec![CUgraphEdgeData::default(); info.deps.len()].into_boxed_slice();
+        let mut arrays = capture_arrays().lock().unwrap_or_else(|e| e.into_inner());
+        let slot = arrays.entry(s(hStream)).or_insert_with(|| (Box::new([]), Box::new([])));
+        *slot = (nodes, data);
+        set_opt(deps, if slot.0.is_empty() { std::ptr::null() } else { slot.0.as_ptr() });
+        set_opt(edges, if slot.1.is_empty() { std::ptr::null() } else { slot.1.as_ptr() });
+    }
+    Ok(())
+}
+
 api! {
     fn cuStreamIsCapturing / cuStreamIsCapturing_ptsz [ptds] (hStream: CUstream, captureStatus: *mut CUstreamCaptureStatus) {
         let out = Out::new(captureStatus, "captureStatus")?;
-        drv()?.stream_is_capturing(s(hStream), ptds)?;
-        out.set(CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
+        out.set(capture_status(drv()?.stream_capture_info(s(hStream), ptds)?.status));
         Ok(())
     }
 }
 
 api! {
     fn cuStreamGetCaptureInfo / cuStreamGetCaptureInfo_ptsz [ptds] (hStream: CUstream, captureStatus: *mut CUstreamCaptureStatus, id: *mut u64) {
-        let out = Out::new(captureStatus, "captureStatus")?;
-        drv()?.stream_is_capturing(s(hStream), ptds)?;
-        out.set(CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
-        set_opt(id, 0);
-        Ok(())
+        capture_info(hStream, ptds, captureStatus, id, std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut())
     }
 }
 
 api! {
     fn cuStreamGetCaptureInfo_v2 / cuStreamGetCaptureInfo_v2_ptsz [ptds] (hStream: CUstream, captureStatus_out: *mut CUstreamCaptureStatus, id_out: *mut u64, graph_out: *mut CUgraph, dependencies_out: *mut *const CUgraphNode, numDependencies_out: *mut usize) {
-        let out = Out::new(captureStatus_out, "captureStatus_out")?;
-        drv()?.stream_is_capturing(s(hStream), ptds)?;
-        out.set(CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
-        set_opt(id_out, 0);
-        set_opt(graph_out, CUgraph::NULL);
-        set_opt(dependencies_out, std::ptr::null());
-        set_opt(numDependencies_out, 0);
-        Ok(())
+        capture_info(hStream, ptds, captureStatus_out, id_out, graph_out, dependencies_out, std::ptr::null_mut(), numDependencies_out)
     }
 }
 
 api! {
-    fn cuStreamGetCaptureInfo_v3 / cuStreamGetCaptureInfo_v3_ptsz [ptds] (hStream: CUstream, captureStatus_out: *mut CUstreamCaptureStatus, id_out: *mut u64, graph_out: *mut CUgraph, dependencies_out: *mut *const CUgraphNode, edgeData_out: *mut *const c_void, numDependencies_out: *mut usize) {
-        let out = Out::new(captureStatus_out, "captureStatus_out")?;
-        drv()?.stream_is_capturing(s(hStream), ptds)?;
-        out.set(CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
-        set_opt(id_out, 0);
-        set_opt(graph_out, CUgraph::NULL);
-        set_opt(dependencies_out, std::ptr::null());
-        set_opt(edgeData_out, std::ptr::null());
-        set_opt(numDependencies_out, 0);
-        Ok(())
+    fn cuStreamGetCaptureInfo_v3 / cuStreamGetCaptureInfo_v3_ptsz [ptds] (hStream: CUstream, captureStatus_out: *mut CUstreamCaptureStatus, id_out: *mut u64, graph_out: *mut CUgraph, dependencies_out: *mut *const CUgraphNode, edgeData_out: *mut *const CUgraphEdgeData, numDependencies_out: *mut usize) {
+        capture_info(hStream, ptds, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out)
     }
 }
 
 api! {
     fn cuStreamBeginCapture_v2 / cuStreamBeginCapture_v2_ptsz [ptds] (hStream: CUstream, mode: CUstreamCaptureMode) {
-        drv()?.stream_is_capturing(s(hStream), ptds)?;
-        let _ = mode;
-        Err(Error::NotSupported("stream capture (CUDA graphs) is not implemented yet".into()))
+        drv()?.stream_begin_capture(s(hStream), ptds, mode.0)
     }
 }
 
 api! {
     fn cuStreamBeginCapture / cuStreamBeginCapture_ptsz [ptds] (hStream: CUstream) {
-        drv()?.stream_is_capturing(s(hStream), ptds)?;
-        Err(Error::NotSupported("stream capture (CUDA graphs) is not implemented yet".into()))
+        drv()?.stream_begin_capture(s(hStream), ptds, driver::CAPTURE_MODE_GLOBAL)
+    }
+}
+
+/// Node handles from a C array (NULL only when empty).
+pub(crate) unsafe fn node_list(p: *const CUgraphNode, n: usize, what: &str) -> Result<Vec<u64>, Error> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if p.is_null() {
+        return Err(Error::InvalidValue(format!("{what} is NULL with {n} entries")));
+    }
+    if n > 1 << 24 {
+        return Err(Error::InvalidValue(format!("{n} {what}")));
+    }
+    Ok((0..n).map(|i| p.add(i).read_unaligned().addr() as u64).collect())
+}
+
+/// Edge data must be default (zero): no node type defines ports.
+pub(crate) unsafe fn check_edge_data(p: *const CUgraphEdgeData, n: usize) -> Result<(), Error> {
+    if p.is_null() {
+        return Ok(());
+    }
+    for i in 0..n {
+        let e = p.add(i).read_unaligned();
+        if e != CUgraphEdgeData::default() {
+            return Err(Error::NotSupported(format!(
+                "edge data (ports {}/{}, type {}): only default edges are supported",
+                e.from_port, e.to_port, e.type_
+            )));
+        }
+    }
+    Ok(())
+}
+
+api! {
+    fn cuStreamBeginCaptureToGraph / cuStreamBeginCaptureToGraph_ptsz [ptds] (hStream: CUstream, hGraph: CUgraph, dependencies: *const CUgraphNode, dependencyData: *const CUgraphEdgeData, numDependencies: usize, mode: CUstreamCaptureMode) {
+        let deps = node_list(dependencies, numDependencies, "dependencies")?;
+        check_edge_data(dependencyData, numDependencies)?;
+        drv()?.stream_begin_capture_to_graph(s(hStream), ptds, hGraph.addr() as u64, &deps, mode.0)
+    }
+}
+
+api! {
+    fn cuStreamEndCapture / cuStreamEndCapture_ptsz [ptds] (hStream: CUstream, phGraph: *mut CUgraph) {
+        let out = Out::new(phGraph, "phGraph")?;
+        let r = drv()?.stream_end_capture(s(hStream), ptds);
+        out.set(CUgraph::from_addr(*r.as_ref().unwrap_or(&0) as usize));
+        r.map(|_| ())
+    }
+}
+
+api! {
+    fn cuStreamUpdateCaptureDependencies / cuStreamUpdateCaptureDependencies_ptsz [ptds] (hStream: CUstream, dependencies: *mut CUgraphNode, numDependencies: usize, flags: c_uint) {
+        let deps = node_list(dependencies, numDependencies, "dependencies")?;
+        drv()?.stream_update_capture_dependencies(s(hStream), ptds, &deps, flags)
+    }
+}
+
+api! {
+    fn cuStreamUpdateCaptureDependencies_v2 / cuStreamUpdateCaptureDependencies_v2_ptsz [ptds] (hStream: CUstream, dependencies: *mut CUgraphNode, dependencyData: *const CUgraphEdgeData, numDependencies: usize, flags: c_uint) {
+        let deps = node_list(dependencies, numDependencies, "dependencies")?;
+        check_edge_data(dependencyData, numDependencies)?;
+        drv()?.stream_update_capture_dependencies(s(hStream), ptds, &deps, flags)
     }
 }
 
 api! {
     fn cuThreadExchangeStreamCaptureMode(mode: *mut CUstreamCaptureMode) {
-        thread_local! {
-            static MODE: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-        }
         if mode.is_null() {
             return Err(Error::InvalidValue("mode is NULL".into()));
         }
         let new = mode.read_unaligned();
-        if new.0 > 2 {
-            return Err(Error::InvalidValue(format!("unknown capture mode {}", new.0)));
-        }
-        let old = MODE.with(|m| m.replace(new.0));
+        let old = drv()?.thread_exchange_capture_mode(new.0)?;
         mode.write_unaligned(CUstreamCaptureMode(old));
         Ok(())
     }

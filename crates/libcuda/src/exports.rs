@@ -12,10 +12,12 @@ use std::sync::OnceLock;
 
 pub use crate::api_context::*;
 pub use crate::api_device::*;
+pub use crate::api_graph::*;
 pub use crate::api_launch::*;
 pub use crate::api_memory::*;
 pub use crate::api_module::*;
 pub use crate::api_stream::*;
+pub use crate::api_vmm::*;
 pub use crate::export_tables::cuGetExportTable;
 pub use crate::proc_address::{cuGetProcAddress, cuGetProcAddress_v2};
 

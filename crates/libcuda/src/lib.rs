@@ -35,10 +35,12 @@ mod util;
 
 mod api_context;
 mod api_device;
+mod api_graph;
 mod api_launch;
 mod api_memory;
 mod api_module;
 mod api_stream;
+mod api_vmm;
 
 use std::sync::{Arc, OnceLock};
 
