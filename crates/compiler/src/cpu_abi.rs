@@ -15,7 +15,7 @@
 //! [`KernelInfo::params`] says; `ctx` points to the block's [`BlockCtx`],
 //! shared by all threads of the block.
 //!
-//! Compiled code calls the runtime functions listed in [`RUNTIME_SYMBOLS`];
+//! Compiled code calls the runtime functions listed in [`runtime`];
 //! the backend defines them when it loads the object. Every runtime call
 //! that involves other threads (barriers, warp collectives) may suspend the
 //! calling thread; the backend runs such kernels with one coroutine per
@@ -131,45 +131,159 @@ pub mod bar_red {
     pub const OR: u32 = 2;
 }
 
-/// The runtime functions compiled code may call, with their C signatures.
-/// `ctx` is `*mut BlockCtx`; `thread` the linear thread index; `site` the
-/// instruction's id. Functions marked "never returns" end the calling thread.
-pub const RUNTIME_SYMBOLS: &[(&str, &str)] = &[
-    // Block barriers. `count` 0 means every thread of the block.
-    ("__anycuda_barrier", "void (ctx, u32 thread, u32 id, u32 count, u32 site)"),
-    ("__anycuda_barrier_arrive", "void (ctx, u32 thread, u32 id, u32 count, u32 site)"),
-    ("__anycuda_barrier_red", "u32 (ctx, u32 thread, u32 id, u32 count, u32 op, u32 pred, u32 site)"),
-    // Warp collectives.
-    ("__anycuda_warp_sync", "void (ctx, u32 thread, u32 mask, u32 site)"),
-    // Returns the value in the low 32 bits and the predicate in bit 32.
-    ("__anycuda_shfl", "u64 (ctx, u32 thread, u32 mode, u32 value, u32 b, u32 c, u32 mask, u32 site)"),
-    ("__anycuda_vote", "u32 (ctx, u32 thread, u32 mode, u32 pred, u32 mask, u32 site)"),
-    // Returns the lane mask in the low 32 bits and, for `all`, the predicate in bit 32.
-    ("__anycuda_match", "u64 (ctx, u32 thread, u32 mode, u64 value, u32 mask, u32 site)"),
-    ("__anycuda_redux", "u32 (ctx, u32 thread, u32 op, u32 value, u32 mask, u32 site)"),
-    ("__anycuda_activemask", "u32 (ctx, u32 thread, u32 site)"),
-    // Warp matrix instructions: every lane of the warp hands over `bytes`
-    // bytes at `src`; returns the address of all 32 lanes' bytes, lane
-    // after lane (lanes that are not there read as zeros), valid until the
-    // warp's next collective. `scratch` (32 * `bytes`, or null) is memory
-    // of the caller an implementation may gather into and return.
-    ("__anycuda_warp_gather", "ptr (ctx, u32 thread, ptr src, u32 bytes, ptr scratch, u32 site)"),
-    // Thread termination (never return).
-    ("__anycuda_exit", "void (ctx, u32 thread)"),
-    ("__anycuda_trap", "void (ctx, u32 thread)"),
-    ("__anycuda_assertfail", "void (ctx, u32 thread, ptr message, ptr file, u32 line, ptr function, u64 char_size)"),
-    // Lets other threads run (inserted in loops that may spin on memory).
-    ("__anycuda_yield", "void (ctx, u32 thread)"),
-    // printf: `args` is the packed argument buffer of CUDA's vprintf.
-    ("__anycuda_vprintf", "i32 (ctx, u32 thread, ptr format, ptr args)"),
-    ("__anycuda_malloc", "ptr (ctx, u64 size)"),
-    ("__anycuda_free", "void (ctx, ptr)"),
-    ("__anycuda_clock64", "u64 (ctx)"),
-    ("__anycuda_globaltimer", "u64 (ctx)"),
-    ("__anycuda_nanosleep", "void (ctx, u32 ns)"),
-    // Whether a generic address points into the calling thread's local memory.
-    ("__anycuda_is_local", "u32 (ctx, u32 thread, u64 address)"),
-];
+/// The C types of runtime functions' parameters and results. Each is one
+/// LLVM type ([`AbiTy::llvm`]) and one Rust type ([`runtime_types`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AbiTy {
+    /// No result.
+    Void,
+    /// `*mut BlockCtx`.
+    Ctx,
+    U32,
+    I32,
+    U64,
+    /// `*const u8`
+    Bytes,
+    /// `*mut u8`
+    BytesMut,
+    /// `*const c_char`: a NUL-terminated string.
+    Str,
+    /// `*mut c_void`: heap memory.
+    Mem,
+}
+
+impl AbiTy {
+    /// The LLVM IR type.
+    pub fn llvm(self) -> &'static str {
+        match self {
+            AbiTy::Void => "void",
+            AbiTy::U32 | AbiTy::I32 => "i32",
+            AbiTy::U64 => "i64",
+            AbiTy::Ctx | AbiTy::Bytes | AbiTy::BytesMut | AbiTy::Str | AbiTy::Mem => "ptr",
+        }
+    }
+}
+
+/// A runtime function: its symbol and C signature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuntimeFn {
+    pub name: &'static str,
+    pub params: &'static [AbiTy],
+    pub ret: AbiTy,
+    /// Never returns (ends the calling thread).
+    pub noreturn: bool,
+}
+
+impl RuntimeFn {
+    /// The LLVM declaration every lowering of a call uses.
+    pub fn declaration(&self) -> String {
+        let params: Vec<&str> = self.params.iter().map(|p| p.llvm()).collect();
+        let attrs = if self.noreturn { " noreturn" } else { "" };
+        format!("declare {} @{}({}){attrs}", self.ret.llvm(), self.name, params.join(", "))
+    }
+}
+
+macro_rules! abi_rust_ty {
+    (Ctx) => { *mut BlockCtx };
+    (U32) => { u32 };
+    (I32) => { i32 };
+    (U64) => { u64 };
+    (Bytes) => { *const u8 };
+    (BytesMut) => { *mut u8 };
+    (Str) => { *const std::ffi::c_char };
+    (Mem) => { *mut c_void };
+}
+
+macro_rules! runtime_functions {
+    ($( $(#[$doc:meta])* $id:ident = $name:literal : fn($($p:ident),*) $(-> $r:ident)? $(, $noreturn:ident)? ;)*) => {
+        /// The runtime functions compiled code may call: one table from which
+        /// the lowering's declarations are generated ([`RuntimeFn::declaration`]),
+        /// the host's definitions are typed ([`runtime_types`]: the CPU backend
+        /// registers each definition as its type, so a signature that differs
+        /// does not compile), and the AMDGPU runtime library is checked (its
+        /// tests compare each definition with the table).
+        pub mod runtime {
+            use super::{AbiTy, RuntimeFn};
+            $(
+                $(#[$doc])*
+                pub const $id: RuntimeFn = RuntimeFn {
+                    name: $name,
+                    params: &[$(AbiTy::$p),*],
+                    ret: runtime_functions!(@ret $($r)?),
+                    noreturn: runtime_functions!(@noreturn $($noreturn)?),
+                };
+            )*
+            /// Every entry.
+            pub const ALL: &[RuntimeFn] = &[$($id),*];
+        }
+
+        /// The Rust function type of each runtime function, for backends that
+        /// define them in Rust.
+        #[allow(non_camel_case_types)]
+        pub mod runtime_types {
+            #[allow(unused_imports)]
+            use super::{BlockCtx, c_void};
+            $( pub type $id = unsafe extern "C" fn($(abi_rust_ty!($p)),*) $(-> abi_rust_ty!($r))?; )*
+        }
+    };
+    (@ret) => { AbiTy::Void };
+    (@ret $r:ident) => { AbiTy::$r };
+    (@noreturn) => { false };
+    (@noreturn noreturn) => { true };
+}
+
+runtime_functions! {
+    /// `bar.sync`: `count` 0 means every thread of the block.
+    BARRIER = "__anycuda_barrier": fn(Ctx, U32, U32, U32, U32);
+    /// `bar.arrive`.
+    BARRIER_ARRIVE = "__anycuda_barrier_arrive": fn(Ctx, U32, U32, U32, U32);
+    /// `bar.red`: (ctx, thread, id, count, op, pred, site).
+    BARRIER_RED = "__anycuda_barrier_red": fn(Ctx, U32, U32, U32, U32, U32, U32) -> U32;
+    /// `bar.warp.sync`: (ctx, thread, mask, site).
+    WARP_SYNC = "__anycuda_warp_sync": fn(Ctx, U32, U32, U32);
+    /// `shfl.sync`: (ctx, thread, mode, value, b, c, mask, site); the value
+    /// in the low 32 bits and the predicate in bit 32.
+    SHFL = "__anycuda_shfl": fn(Ctx, U32, U32, U32, U32, U32, U32, U32) -> U64;
+    /// `vote.sync`: (ctx, thread, mode, pred, mask, site).
+    VOTE = "__anycuda_vote": fn(Ctx, U32, U32, U32, U32, U32) -> U32;
+    /// `match.sync`: (ctx, thread, mode, value, mask, site); the lane mask in
+    /// the low 32 bits and, for `all`, the predicate in bit 32.
+    MATCH = "__anycuda_match": fn(Ctx, U32, U32, U64, U32, U32) -> U64;
+    /// `redux.sync`: (ctx, thread, op, value, mask, site).
+    REDUX = "__anycuda_redux": fn(Ctx, U32, U32, U32, U32, U32) -> U32;
+    /// `activemask`: (ctx, thread, site).
+    ACTIVEMASK = "__anycuda_activemask": fn(Ctx, U32, U32) -> U32;
+    /// Warp matrix instructions: every lane of the warp hands over `bytes`
+    /// bytes at `src`; returns the address of all 32 lanes' bytes, lane
+    /// after lane (lanes that are not there read as zeros), valid until the
+    /// warp's next collective. `scratch` (32 * `bytes`, or null) is memory
+    /// of the caller an implementation may gather into and return.
+    /// (ctx, thread, src, bytes, scratch, site).
+    WARP_GATHER = "__anycuda_warp_gather": fn(Ctx, U32, Bytes, U32, BytesMut, U32) -> Bytes;
+    /// `exit` in a called function: ends the thread.
+    EXIT = "__anycuda_exit": fn(Ctx, U32), noreturn;
+    /// `trap`.
+    TRAP = "__anycuda_trap": fn(Ctx, U32), noreturn;
+    /// A failed `assert`: (ctx, thread, message, file, line, function, char size).
+    ASSERTFAIL = "__anycuda_assertfail": fn(Ctx, U32, Str, Str, U32, Str, U64), noreturn;
+    /// Lets other threads run (inserted in loops that may spin on memory).
+    YIELD = "__anycuda_yield": fn(Ctx, U32);
+    /// printf: `args` is the packed argument buffer of CUDA's vprintf.
+    VPRINTF = "__anycuda_vprintf": fn(Ctx, U32, Str, Bytes) -> I32;
+    /// Device-side `malloc`.
+    MALLOC = "__anycuda_malloc": fn(Ctx, U64) -> Mem;
+    /// Device-side `free`.
+    FREE = "__anycuda_free": fn(Ctx, Mem);
+    /// `%clock64`.
+    CLOCK64 = "__anycuda_clock64": fn(Ctx) -> U64;
+    /// `%globaltimer`.
+    GLOBALTIMER = "__anycuda_globaltimer": fn(Ctx) -> U64;
+    /// `nanosleep`.
+    NANOSLEEP = "__anycuda_nanosleep": fn(Ctx, U32);
+    /// Whether a generic address points into the calling thread's local
+    /// memory: (ctx, thread, address).
+    IS_LOCAL = "__anycuda_is_local": fn(Ctx, U32, U64) -> U32;
+}
 
 /// Symbol names of a kernel's functions in the object.
 pub struct KernelSymbols;

@@ -36,6 +36,11 @@ impl<'m> ModuleCx<'m> {
         self.decls.entry(name.to_string()).or_insert_with(|| decl.to_string());
     }
 
+    /// Declares a runtime function, as the table in `cpu_abi` says.
+    pub fn declare_runtime(&mut self, f: &crate::cpu_abi::RuntimeFn) {
+        self.declare(f.name, &f.declaration());
+    }
+
     /// Adds a helper function (its full `define` text) if not yet present.
     pub fn helper(&mut self, name: &str, make: impl FnOnce() -> String) {
         if !self.helpers.contains_key(name) {
@@ -794,12 +799,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 if self.kernel {
                     self.out.terminate(format_args!("br label %{}", self.exit_label.clone()));
                 } else {
-                    self.runtime_noreturn("__anycuda_exit", "void @__anycuda_exit(ptr, i32)", "ptr %ctx, i32 %lin");
+                    self.runtime_noreturn(&crate::cpu_abi::runtime::EXIT, "ptr %ctx, i32 %lin");
                 }
                 Ok(())
             }
             Trap | Brkpt => {
-                self.runtime_noreturn("__anycuda_trap", "void @__anycuda_trap(ptr, i32)", "ptr %ctx, i32 %lin");
+                self.runtime_noreturn(&crate::cpu_abi::runtime::TRAP, "ptr %ctx, i32 %lin");
                 Ok(())
             }
             Mov => self.mov(inst),
@@ -823,7 +828,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Nanosleep => {
                 let args = self.b.args(inst);
                 let ns = self.get(&args[0], Ty::I32)?;
-                self.cx.declare("__anycuda_nanosleep", "declare void @__anycuda_nanosleep(ptr, i32)");
+                self.cx.declare_runtime(&crate::cpu_abi::runtime::NANOSLEEP);
                 self.out.op(format_args!("call void @__anycuda_nanosleep(ptr %ctx, {ns})"));
                 Ok(())
             }
@@ -1181,7 +1186,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             DynamicSmemSize => self.ctx_field(offsets::DYNAMIC_SHARED_BYTES, Ty::I32),
             TotalSmemSize | AggrSmemSize => self.ctx_field(offsets::SHARED_BYTES, Ty::I32),
             Clock | ClockHi | Clock64 => {
-                self.cx.declare("__anycuda_clock64", "declare i64 @__anycuda_clock64(ptr)");
+                self.cx.declare_runtime(&crate::cpu_abi::runtime::CLOCK64);
                 let t = self.out.def_scalar(Ty::I64, format_args!("call i64 @__anycuda_clock64(ptr %ctx)"));
                 match s {
                     Clock => self.out.def_scalar(Ty::I32, format_args!("trunc {t} to i32")),
@@ -1193,7 +1198,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 }
             }
             Globaltimer | GlobaltimerLo | GlobaltimerHi => {
-                self.cx.declare("__anycuda_globaltimer", "declare i64 @__anycuda_globaltimer(ptr)");
+                self.cx.declare_runtime(&crate::cpu_abi::runtime::GLOBALTIMER);
                 let t = self.out.def_scalar(Ty::I64, format_args!("call i64 @__anycuda_globaltimer(ptr %ctx)"));
                 match s {
                     GlobaltimerLo => self.out.def_scalar(Ty::I32, format_args!("trunc {t} to i32")),
@@ -1376,16 +1381,15 @@ impl<'c, 'm> FnLower<'c, 'm> {
     fn maybe_yield(&mut self, _inst: &Instruction) -> Res<()> {
         let spins = self.cx.a.facts.get(&self.item).is_some_and(|f| f.yield_points.contains(&self.stmt));
         if spins {
-            self.cx.declare("__anycuda_yield", "declare void @__anycuda_yield(ptr, i32)");
+            self.cx.declare_runtime(&crate::cpu_abi::runtime::YIELD);
             self.out.op(format_args!("call void @__anycuda_yield(ptr %ctx, i32 %lin)"));
         }
         Ok(())
     }
 
-    fn runtime_noreturn(&mut self, name: &str, decl: &str, args: &str) {
-        self.cx.declare(name, &format!("declare {decl} noreturn"));
-        let ret_ty = decl.split_whitespace().next().unwrap_or("void");
-        self.out.op(format_args!("call {ret_ty} @{name}({args})"));
+    fn runtime_noreturn(&mut self, f: &crate::cpu_abi::RuntimeFn, args: &str) {
+        self.cx.declare_runtime(f);
+        self.out.op(format_args!("call {} @{}({args})", f.ret.llvm(), f.name));
         self.out.terminate(format_args!("unreachable"));
     }
 
@@ -1411,7 +1415,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         self.out.terminate(format_args!("switch {idx}, label %{bad} [{cases} ]"));
         self.out.label(&bad);
-        self.runtime_noreturn("__anycuda_trap", "void @__anycuda_trap(ptr, i32)", "ptr %ctx, i32 %lin");
+        self.runtime_noreturn(&crate::cpu_abi::runtime::TRAP, "ptr %ctx, i32 %lin");
         Ok(())
     }
 
@@ -1553,20 +1557,20 @@ impl<'c, 'm> FnLower<'c, 'm> {
             "vprintf" => {
                 let fmt = self.param_arg(params, 0, Ty::Ptr)?;
                 let buf = self.param_arg(params, 1, Ty::Ptr)?;
-                self.cx.declare("__anycuda_vprintf", "declare i32 @__anycuda_vprintf(ptr, i32, ptr, ptr)");
+                self.cx.declare_runtime(&crate::cpu_abi::runtime::VPRINTF);
                 let r = self.out.def(Ty::I32, format_args!("call i32 @__anycuda_vprintf(ptr %ctx, i32 %lin, {fmt}, {buf})"));
                 self.param_result(rets, r)
             }
             "malloc" => {
                 let size = self.param_arg(params, 0, Ty::I64)?;
-                self.cx.declare("__anycuda_malloc", "declare ptr @__anycuda_malloc(ptr, i64)");
+                self.cx.declare_runtime(&crate::cpu_abi::runtime::MALLOC);
                 let r = self.out.def(Ty::Ptr, format_args!("call ptr @__anycuda_malloc(ptr %ctx, {size})"));
                 let r = self.convert(r, Ty::I64, false);
                 self.param_result(rets, r)
             }
             "free" => {
                 let p = self.param_arg(params, 0, Ty::Ptr)?;
-                self.cx.declare("__anycuda_free", "declare void @__anycuda_free(ptr, ptr)");
+                self.cx.declare_runtime(&crate::cpu_abi::runtime::FREE);
                 self.out.op(format_args!("call void @__anycuda_free(ptr %ctx, {p})"));
                 Ok(())
             }
@@ -1576,7 +1580,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let line = self.param_arg(params, 2, Ty::I32)?;
                 let func = self.param_arg(params, 3, Ty::Ptr)?;
                 let cs = self.param_arg(params, 4, Ty::I64)?;
-                self.cx.declare("__anycuda_assertfail", "declare void @__anycuda_assertfail(ptr, i32, ptr, ptr, i32, ptr, i64) noreturn");
+                self.cx.declare_runtime(&crate::cpu_abi::runtime::ASSERTFAIL);
                 self.out.op(format_args!("call void @__anycuda_assertfail(ptr %ctx, i32 %lin, {msg}, {file}, {line}, {func}, {cs})"));
                 self.out.terminate(format_args!("unreachable"));
                 Ok(())

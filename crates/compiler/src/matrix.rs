@@ -605,7 +605,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         };
         let site = self.cx.next_site;
         self.cx.next_site += 1;
-        self.cx.declare("__anycuda_warp_gather", "declare ptr @__anycuda_warp_gather(ptr, i32, ptr, i32, ptr, i32)");
+        self.cx.declare_runtime(&crate::cpu_abi::runtime::WARP_GATHER);
         let snap = self.out.def(
             Ty::Ptr,
             format_args!("call ptr @__anycuda_warp_gather(ptr %ctx, i32 %lin, ptr {buf}, i32 {}, ptr {scratch}, i32 {site})", slots * 8),

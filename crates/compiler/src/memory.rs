@@ -167,7 +167,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let off = self.bin("sub", &a, &base);
             self.icmp("ult", &off, &size)
         };
-        self.cx.declare("__anycuda_is_local", "declare i32 @__anycuda_is_local(ptr, i32, i64)");
+        self.cx.declare_runtime(&crate::cpu_abi::runtime::IS_LOCAL);
         let loc = self.out.def(Ty::I32, format_args!("call i32 @__anycuda_is_local(ptr %ctx, i32 %lin, {a})"));
         let in_local = self.icmp("ne", &loc, &V::int(Ty::I32, 0));
         let r = match space {

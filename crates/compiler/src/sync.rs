@@ -29,7 +29,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         if inst.has(b, Flag::Warp) {
             let mask = self.mask_arg(args, 0)?;
             let site = self.site();
-            self.cx.declare("__anycuda_warp_sync", "declare void @__anycuda_warp_sync(ptr, i32, i32, i32)");
+            self.cx.declare_runtime(&crate::cpu_abi::runtime::WARP_SYNC);
             self.out.op(format_args!("call void @__anycuda_warp_sync(ptr %ctx, i32 %lin, {mask}, i32 {site})"));
             return Ok(());
         }
@@ -40,7 +40,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 return Ok(());
             }
             let site = self.site();
-            self.cx.declare("__anycuda_barrier", "declare void @__anycuda_barrier(ptr, i32, i32, i32, i32)");
+            self.cx.declare_runtime(&crate::cpu_abi::runtime::BARRIER);
             self.out.op(format_args!("call void @__anycuda_barrier(ptr %ctx, i32 %lin, i32 16, i32 0, i32 {site})"));
             return Ok(());
         }
@@ -63,7 +63,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             };
             let p = self.zext(&pred, Ty::I32);
             let site = self.site();
-            self.cx.declare("__anycuda_barrier_red", "declare i32 @__anycuda_barrier_red(ptr, i32, i32, i32, i32, i32, i32)");
+            self.cx.declare_runtime(&crate::cpu_abi::runtime::BARRIER_RED);
             let r = self.out.def(
                 Ty::I32,
                 format_args!("call i32 @__anycuda_barrier_red(ptr %ctx, i32 %lin, {id}, {count}, i32 {op}, {p}, i32 {site})"),
@@ -80,8 +80,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
             None => V::int(Ty::I32, 0),
         };
         let site = self.site();
-        let f = if inst.has(b, Flag::Arrive) { "__anycuda_barrier_arrive" } else { "__anycuda_barrier" };
-        self.cx.declare(f, &format!("declare void @{f}(ptr, i32, i32, i32, i32)"));
+        let rt = if inst.has(b, Flag::Arrive) { crate::cpu_abi::runtime::BARRIER_ARRIVE } else { crate::cpu_abi::runtime::BARRIER };
+        self.cx.declare_runtime(&rt);
+        let f = rt.name;
         self.out.op(format_args!("call void @{f}(ptr %ctx, i32 %lin, {id}, {count}, i32 {site})"));
         Ok(())
     }
@@ -105,7 +106,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let c = self.get(&args[3], Ty::I32)?;
         let mask = self.mask_arg(args, 4)?;
         let site = self.site();
-        self.cx.declare("__anycuda_shfl", "declare i64 @__anycuda_shfl(ptr, i32, i32, i32, i32, i32, i32, i32)");
+        self.cx.declare_runtime(&crate::cpu_abi::runtime::SHFL);
         let r = self
             .out
             .def(Ty::I64, format_args!("call i64 @__anycuda_shfl(ptr %ctx, i32 %lin, i32 {mode}, {a}, {bb}, {c}, {mask}, i32 {site})"));
@@ -139,7 +140,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let p = self.zext(&p, Ty::I32);
         let mask = self.mask_arg(args, 2)?;
         let site = self.site();
-        self.cx.declare("__anycuda_vote", "declare i32 @__anycuda_vote(ptr, i32, i32, i32, i32, i32)");
+        self.cx.declare_runtime(&crate::cpu_abi::runtime::VOTE);
         let r = self.out.def(Ty::I32, format_args!("call i32 @__anycuda_vote(ptr %ctx, i32 %lin, i32 {mode}, {p}, {mask}, i32 {site})"));
         let r = if mode == vote::BALLOT { r } else { self.icmp("ne", &r, &V::int(Ty::I32, 0)) };
         self.set(&args[0], r)
@@ -154,7 +155,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let v = self.zext(&v, Ty::I64);
         let mask = self.mask_arg(args, 2)?;
         let site = self.site();
-        self.cx.declare("__anycuda_match", "declare i64 @__anycuda_match(ptr, i32, i32, i64, i32, i32)");
+        self.cx.declare_runtime(&crate::cpu_abi::runtime::MATCH);
         let r = self.out.def(Ty::I64, format_args!("call i64 @__anycuda_match(ptr %ctx, i32 %lin, i32 {mode}, {v}, {mask}, i32 {site})"));
         let m = self.trunc(&r, Ty::I32);
         let p = self.bin("lshr", &r, &V::int(Ty::I64, 32));
@@ -202,7 +203,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let v = self.get(&args[1], Ty::I32)?;
         let mask = self.mask_arg(args, 2)?;
         let site = self.site();
-        self.cx.declare("__anycuda_redux", "declare i32 @__anycuda_redux(ptr, i32, i32, i32, i32, i32)");
+        self.cx.declare_runtime(&crate::cpu_abi::runtime::REDUX);
         let r = self.out.def(Ty::I32, format_args!("call i32 @__anycuda_redux(ptr %ctx, i32 %lin, i32 {op}, {v}, {mask}, i32 {site})"));
         self.set(&args[0], r)
     }
@@ -210,7 +211,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     pub fn activemask(&mut self, inst: &Instruction) -> Res<()> {
         let args = self.b.args(inst);
         let site = self.site();
-        self.cx.declare("__anycuda_activemask", "declare i32 @__anycuda_activemask(ptr, i32, i32)");
+        self.cx.declare_runtime(&crate::cpu_abi::runtime::ACTIVEMASK);
         let r = self.out.def(Ty::I32, format_args!("call i32 @__anycuda_activemask(ptr %ctx, i32 %lin, i32 {site})"));
         self.set(&args[0], r)
     }
@@ -220,7 +221,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let args = self.b.args(inst);
         let mask = self.mask_arg(args, 1)?;
         let site = self.site();
-        self.cx.declare("__anycuda_vote", "declare i32 @__anycuda_vote(ptr, i32, i32, i32, i32, i32)");
+        self.cx.declare_runtime(&crate::cpu_abi::runtime::VOTE);
         let ballot = self
             .out
             .def(Ty::I32, format_args!("call i32 @__anycuda_vote(ptr %ctx, i32 %lin, i32 {}, i32 1, {mask}, i32 {site})", vote::BALLOT));

@@ -319,6 +319,19 @@ fn every_runtime_function_compiles_for_every_processor_family() {
         assert!(!ir.lines().any(|l| l.starts_with("declare") && l.contains(&format!(" @{f}("))), "{f} stays declared");
         assert!(ir.lines().any(|l| l.starts_with("define internal") && l.contains(&format!(" @{f}("))), "{f} is not defined");
     }
+    // Each definition has the signature of the runtime table.
+    let mut checked = 0;
+    for f in compiler::cpu_abi::runtime::ALL {
+        let Some(line) = ir.lines().find(|l| l.starts_with("define internal") && l.contains(&format!(" @{}(", f.name))) else { continue };
+        checked += 1;
+        let ret = line.trim_start_matches("define internal ").split_whitespace().next().unwrap_or_default();
+        let inside = line.split_once('(').and_then(|(_, r)| r.split_once(')')).map(|(a, _)| a).unwrap_or_default();
+        let params: Vec<&str> =
+            inside.split(',').map(|p| p.split_whitespace().next().unwrap_or_default()).filter(|p| !p.is_empty()).collect();
+        let want: Vec<&str> = f.params.iter().map(|p| p.llvm()).collect();
+        assert_eq!((ret, params), (f.ret.llvm(), want), "AMDGPU's {} differs from the runtime table: {line}", f.name);
+    }
+    assert!(checked >= 16, "only {checked} runtime functions compared");
     let problems: Vec<String> = std::thread::scope(|s| {
         let jobs: Vec<_> = ["gfx90a", "gfx1030", "gfx1100", "gfx1201"]
             .iter()

@@ -1,4 +1,4 @@
-//! The runtime functions compiled kernels call (`cpu_abi::RUNTIME_SYMBOLS`).
+//! The runtime functions compiled kernels call (`cpu_abi::runtime`).
 //!
 //! `ctx.runtime` points to the runner's [`BlockRt`]. On the scheduled path
 //! a call that involves other threads records what the thread waits for in
@@ -364,7 +364,7 @@ pub unsafe extern "C" fn __anycuda_activemask(ctx: *mut BlockCtx, _thread: u32, 
 const GATHER_MAX_BYTES: u32 = 1024;
 
 /// Warp matrix instructions: every lane's `bytes` bytes at `src`, lane
-/// after lane (`cpu_abi::RUNTIME_SYMBOLS`).
+/// after lane (`cpu_abi::runtime`).
 ///
 /// # Safety
 /// As for [`__anycuda_barrier`]; `src` points to `bytes` readable bytes.
@@ -631,28 +631,31 @@ pub unsafe extern "C" fn __anycuda_is_local(ctx: *mut BlockCtx, _thread: u32, ad
 
 /// Addresses of the runtime functions, by `cpu_abi` name.
 pub(crate) fn symbols() -> [(&'static str, usize); 21] {
+    use compiler::cpu_abi::{runtime, runtime_types};
+    // Each definition is cast to the table's type for it: a definition whose
+    // signature differs from the table does not compile.
     [
-        ("__anycuda_barrier", __anycuda_barrier as *const () as usize),
-        ("__anycuda_barrier_arrive", __anycuda_barrier_arrive as *const () as usize),
-        ("__anycuda_barrier_red", __anycuda_barrier_red as *const () as usize),
-        ("__anycuda_warp_sync", __anycuda_warp_sync as *const () as usize),
-        ("__anycuda_shfl", __anycuda_shfl as *const () as usize),
-        ("__anycuda_vote", __anycuda_vote as *const () as usize),
-        ("__anycuda_match", __anycuda_match as *const () as usize),
-        ("__anycuda_redux", __anycuda_redux as *const () as usize),
-        ("__anycuda_activemask", __anycuda_activemask as *const () as usize),
-        ("__anycuda_warp_gather", __anycuda_warp_gather as *const () as usize),
-        ("__anycuda_exit", __anycuda_exit as *const () as usize),
-        ("__anycuda_trap", __anycuda_trap as *const () as usize),
-        ("__anycuda_assertfail", __anycuda_assertfail as *const () as usize),
-        ("__anycuda_yield", __anycuda_yield as *const () as usize),
-        ("__anycuda_vprintf", __anycuda_vprintf as *const () as usize),
-        ("__anycuda_malloc", __anycuda_malloc as *const () as usize),
-        ("__anycuda_free", __anycuda_free as *const () as usize),
-        ("__anycuda_clock64", __anycuda_clock64 as *const () as usize),
-        ("__anycuda_globaltimer", __anycuda_globaltimer as *const () as usize),
-        ("__anycuda_nanosleep", __anycuda_nanosleep as *const () as usize),
-        ("__anycuda_is_local", __anycuda_is_local as *const () as usize),
+        (runtime::BARRIER.name, __anycuda_barrier as runtime_types::BARRIER as usize),
+        (runtime::BARRIER_ARRIVE.name, __anycuda_barrier_arrive as runtime_types::BARRIER_ARRIVE as usize),
+        (runtime::BARRIER_RED.name, __anycuda_barrier_red as runtime_types::BARRIER_RED as usize),
+        (runtime::WARP_SYNC.name, __anycuda_warp_sync as runtime_types::WARP_SYNC as usize),
+        (runtime::SHFL.name, __anycuda_shfl as runtime_types::SHFL as usize),
+        (runtime::VOTE.name, __anycuda_vote as runtime_types::VOTE as usize),
+        (runtime::MATCH.name, __anycuda_match as runtime_types::MATCH as usize),
+        (runtime::REDUX.name, __anycuda_redux as runtime_types::REDUX as usize),
+        (runtime::ACTIVEMASK.name, __anycuda_activemask as runtime_types::ACTIVEMASK as usize),
+        (runtime::WARP_GATHER.name, __anycuda_warp_gather as runtime_types::WARP_GATHER as usize),
+        (runtime::EXIT.name, __anycuda_exit as runtime_types::EXIT as usize),
+        (runtime::TRAP.name, __anycuda_trap as runtime_types::TRAP as usize),
+        (runtime::ASSERTFAIL.name, __anycuda_assertfail as runtime_types::ASSERTFAIL as usize),
+        (runtime::YIELD.name, __anycuda_yield as runtime_types::YIELD as usize),
+        (runtime::VPRINTF.name, __anycuda_vprintf as runtime_types::VPRINTF as usize),
+        (runtime::MALLOC.name, __anycuda_malloc as runtime_types::MALLOC as usize),
+        (runtime::FREE.name, __anycuda_free as runtime_types::FREE as usize),
+        (runtime::CLOCK64.name, __anycuda_clock64 as runtime_types::CLOCK64 as usize),
+        (runtime::GLOBALTIMER.name, __anycuda_globaltimer as runtime_types::GLOBALTIMER as usize),
+        (runtime::NANOSLEEP.name, __anycuda_nanosleep as runtime_types::NANOSLEEP as usize),
+        (runtime::IS_LOCAL.name, __anycuda_is_local as runtime_types::IS_LOCAL as usize),
     ]
 }
 
@@ -661,7 +664,7 @@ mod tests {
     #[test]
     fn every_abi_symbol_is_defined() {
         let ours: Vec<&str> = super::symbols().iter().map(|(name, _)| *name).collect();
-        let abi: Vec<&str> = compiler::cpu_abi::RUNTIME_SYMBOLS.iter().map(|(name, _)| *name).collect();
+        let abi: Vec<&str> = compiler::cpu_abi::runtime::ALL.iter().map(|f| f.name).collect();
         for name in &abi {
             assert!(ours.contains(name), "{name} is not implemented");
         }

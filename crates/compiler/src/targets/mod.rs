@@ -4,7 +4,7 @@
 //! The lowering of a kernel body is the same for every target: a `thread`
 //! function taking `(params, ctx, tid.x, tid.y, tid.z)` that reads block
 //! facts from a [`crate::cpu_abi::BlockCtx`] and calls the runtime functions
-//! of [`crate::cpu_abi::RUNTIME_SYMBOLS`]. A target supplies
+//! of [`crate::cpu_abi::runtime`]. A target supplies
 //! * the kernel entry points around the `thread` function, and
 //! * the runtime functions, either as definitions in the module or as
 //!   external symbols its loader resolves.

@@ -1,4 +1,4 @@
-//! The runtime functions of [`crate::cpu_abi::RUNTIME_SYMBOLS`] as LLVM IR
+//! The runtime functions of [`crate::cpu_abi::runtime`] as LLVM IR
 //! for AMD GPUs, with the semantics of the CPU backend
 //! (`backend-cpu/src/exec/warp.rs`) where the hardware allows.
 //!
@@ -873,7 +873,7 @@ declare double @llvm.copysign.f64(double, double)
         type Vote = unsafe extern "C" fn(*mut u8, u32, u32, u32, u32, u32) -> u32;
         type Match = unsafe extern "C" fn(*mut u8, u32, u32, u64, u32, u32) -> u64;
         type Active = unsafe extern "C" fn(*mut u8, u32, u32) -> u32;
-        // SAFETY: the signatures are those of cpu_abi::RUNTIME_SYMBOLS.
+        // SAFETY: the signatures are those of cpu_abi::runtime.
         let (f_shfl, f_vote, f_match, f_redux, f_active) = unsafe {
             (
                 ee.get_function::<Shfl>("__anycuda_shfl").expect("shfl"),
