@@ -473,7 +473,11 @@ fn mma_module(variants: &[Variant]) -> String {
 }
 
 fn mode(warp: bool) -> compiler::Options {
-    compiler::Options { warp: if warp { compiler::WarpMode::Always } else { compiler::WarpMode::Off }, strict_affine: false }
+    compiler::Options {
+        warp: if warp { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
+        strict_affine: false,
+        tier: compiler::Tier::Optimized,
+    }
 }
 
 #[test]
