@@ -2572,9 +2572,42 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let args = b.args(inst);
         let Some(t) = inst.ty(b) else { return self.invalid(format!("`{}` needs a type", inst.op.as_str())) };
         let ety = access_element(t);
-        let ordered = inst
-            .semantics(b)
-            .is_some_and(|s| s == ordering || matches!(s, Semantics::Volatile | Semantics::Relaxed | Semantics::Sc | Semantics::Mmio));
+        // Volatile, relaxed, acquire and release accesses to the block's
+        // own shared memory are plain ones here. In PTX, `.volatile` keeps
+        // an access from being cached in a register, removed or merged,
+        // and keeps volatile accesses in program order (it behaves as
+        // `.relaxed.sys`); `.relaxed` and `.acquire`/`.release` with a
+        // scope make an access morally strong, so it can synchronise with
+        // other threads' accesses to the same location. What can tell such
+        // an access from a plain one is only another thread accessing the
+        // location meanwhile, or ordering against the thread's other
+        // accesses that another thread observes. `.shared::cta` memory is
+        // reachable by the threads of the block only, and in warp mode they
+        // all run on the calling OS thread: the lanes of a warp execute
+        // each instruction together, and the block's warps take turns only
+        // at suspension points (barriers, the back edges of loops that may
+        // spin, `nanosleep`), where the warp function returns or calls the
+        // next warp, and LLVM cannot move a memory access across either.
+        // So every access to the window is made, and seen, by one OS
+        // thread in the order the warps execute them, which plain LLVM
+        // loads and stores keep (values and order within a thread); a
+        // release and the acquire that reads it are on that same thread,
+        // where program order already makes everything before the release
+        // visible after the acquire; and no thread of another block can
+        // read the location to observe an order of it against global
+        // accesses, which keep their own semantics. A loop that spins on
+        // such a location still suspends at its back edge
+        // (`layout::loop_may_spin` reads the semantics from the PTX), which
+        // is where another warp gets to store to it. Warp-synchronous code
+        // (the unrolled last-warp reduction, block scans over `volatile`
+        // shared arrays) then takes the vector paths of plain accesses.
+        // `.shared::cluster` may name another block's window: kept ordered.
+        let block_private =
+            matches!(self.cx.target, crate::Target::HostCpu) && matches!(inst.space(b), Some(StateSpace::Shared | StateSpace::SharedCta));
+        let ordered = !block_private
+            && inst
+                .semantics(b)
+                .is_some_and(|s| s == ordering || matches!(s, Semantics::Volatile | Semantics::Relaxed | Semantics::Sc | Semantics::Mmio));
         let (ptrs, uniform) = self.warp_address(&args[address], inst.space(b))?;
         let items = match args[data] {
             Operand::Vector(l) => b.list(l).to_vec(),

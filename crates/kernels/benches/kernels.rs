@@ -315,6 +315,52 @@ fn main() {
         rows.push(Row { name: "3-point smoothing, barrier in loop (100 iters)", native, ours });
     }
 
+    // Block scan over volatile shared memory, barriers in the loop: 6656
+    // blocks of 256 threads, each an inclusive scan of its 256 values.
+    // The same without `volatile` (plain shared accesses), for comparison.
+    for (kernel, name) in [
+        ("block_scan", "block scan, volatile shared, barriers in loop (6656x256)"),
+        ("block_scan_plain", "block scan, same without volatile (6656x256)"),
+    ] {
+        if !selected("scan") {
+            break;
+        }
+        let blocks = 6656usize;
+        let n = blocks * 256;
+        let input = DeviceVec::from_slice(&(0..n).map(|i| (i as u32).wrapping_mul(2654435761) >> 20).collect::<Vec<u32>>());
+        let k = prog.kernel(kernel).expect("block_scan");
+        let mut native = [0.0; 2];
+        let mut ours = [0.0; 2];
+        let mut reference = DeviceVec::from_slice(&vec![0u32; n]);
+        for (c, exec) in execs.iter().enumerate() {
+            let mut inp = DeviceVec::from_slice(&input);
+            let mut out = DeviceVec::from_slice(&vec![0u32; n]);
+            let mut ours_run = || {
+                launch(exec, k, [blocks as u32, 1, 1], [256, 1, 1], 0, &mut [Arg::U32(n as u32), inp.arg(), out.arg()])
+                    .expect("params")
+                    .expect("launch");
+            };
+            let parts = cores[c];
+            let rp = reference.as_mut_ptr() as usize;
+            let mut native_run = || {
+                par(blocks, parts, |r| {
+                    for b in r {
+                        // SAFETY: each block's slice is written by one thread.
+                        let o = unsafe { std::slice::from_raw_parts_mut((rp as *mut u32).add(b * 256), 256) };
+                        let mut acc = 0u32;
+                        for (o, &v) in o.iter_mut().zip(&input[b * 256..b * 256 + 256]) {
+                            acc = acc.wrapping_add(v);
+                            *o = acc;
+                        }
+                    }
+                });
+            };
+            (ours[c], native[c]) = best_pair(REPS, &mut ours_run, &mut native_run);
+            assert!(out.iter().eq(reference.iter()), "block scan result differs");
+        }
+        rows.push(Row { name, native, ours });
+    }
+
     // Tensor-core GEMM (wmma m16n16k16, f16 inputs, f32 accumulators)
     // against the same product in f32 on the same converted inputs. The
     // inputs are small integers, so both give identical results whatever
