@@ -99,8 +99,9 @@ pub struct Conditions {
 
 /// `d = (a + a_offset) - (b + b_offset)`, the distance between the same
 /// lane's addresses of two accesses through bases `a` and `b`, must be 0
-/// (when `equal` allows it) or at least `min` and at most 2^31 in
-/// magnitude.
+/// (when `equal` allows it), or at least `min` in magnitude and at least
+/// `min` away from `wrap` in magnitude (where lanes whose 32-bit index
+/// wrapped would meet).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Apart {
     pub a: Base,
@@ -109,6 +110,15 @@ pub struct Apart {
     pub b_offset: i64,
     pub equal: bool,
     pub min: u64,
+    pub wrap: u64,
+}
+
+impl Apart {
+    /// Whether a distance `d` keeps the lanes apart.
+    pub fn holds(&self, d: i64) -> bool {
+        let a = d.unsigned_abs();
+        (d == 0 && self.equal) || (a >= self.min && a.abs_diff(self.wrap) >= self.min)
+    }
 }
 
 /// A warp-uniform 64-bit value an address is formed from, known when a
@@ -645,23 +655,25 @@ fn apart(w: &Access, x: &Access) -> Option<(Option<Apart>, bool)> {
         (None, None) => false,
         _ => return None,
     };
-    // With one index (consecutive %tid.x, so lanes differ by 1..31, or by
-    // that plus 2^32 where the 32-bit value wraps), lane i's address minus
-    // lane j's is d + scale * (i - j): never within m of 0 when d = 0 and
-    // |scale| >= m, or when 31 |scale| + m <= |d| <= 2^31. Without an
-    // index every lane accesses the same address: apart when |d| >= m.
-    let (equal, min) = match fw.index {
-        Some(i) => (i.scale.unsigned_abs() >= m, 31 * i.scale.unsigned_abs() + m),
-        None => (false, m),
+    // With one index (consecutive %tid.x, so lanes differ by k in 1..31,
+    // or by k +- 2^32 where the 32-bit value wraps between them; widened
+    // values never differ by more), lane i's address minus lane j's is
+    // d + scale * (i - j): never within m of 0 when d = 0 and |scale| >=
+    // m, or when |d| is at least 31 |scale| + m away from both 0 and
+    // |scale| 2^32. Without an index every lane accesses the same
+    // address: apart when |d| >= m.
+    let (equal, min, wrap) = match fw.index {
+        Some(i) => (i.scale.unsigned_abs() >= m, 31 * i.scale.unsigned_abs() + m, i.scale.unsigned_abs() << 32),
+        None => (false, m, 0),
     };
     if fw.base == fx.base {
         let d = fw.offset.checked_sub(fx.offset)?;
-        let ok = (d == 0 && equal) || (d.unsigned_abs() >= min && d.unsigned_abs() <= 1 << 31);
+        let ok = Apart { a: fw.base, a_offset: 0, b: fx.base, b_offset: 0, equal, min, wrap }.holds(d);
         return ok.then_some((None, indexed));
     }
     // The condition is symmetric: one order of the two for each pair.
     let (a, b) = if (fw.base, fw.offset) <= (fx.base, fx.offset) { (fw, fx) } else { (fx, fw) };
-    Some((Some(Apart { a: a.base, a_offset: a.offset, b: b.base, b_offset: b.offset, equal, min }), indexed))
+    Some((Some(Apart { a: a.base, a_offset: a.offset, b: b.base, b_offset: b.offset, equal, min, wrap }), indexed))
 }
 
 /// The verdict for kernel `kernel` (an item index) of `m`.
@@ -805,7 +817,7 @@ mod tests {
         assert_eq!(kind(&v), Some(ExchangeKind::GlobalPair));
         // (Through two pointers: unless they are apart.)
         let c = conditions(&verdict(&kernel("red.global.add.u32 [%rd1], 1;\nred.global.max.u32 [%rd2], %r1;")));
-        assert_eq!(c.apart, vec![Apart { a: P, a_offset: 0, b: Q, b_offset: 0, equal: false, min: 4 }]);
+        assert_eq!(c.apart, vec![Apart { a: P, a_offset: 0, b: Q, b_offset: 0, equal: false, min: 4, wrap: 0 }]);
         // Nor do float additions (rounding depends on the order).
         let v = verdict(&kernel("$L1:\nred.global.add.f32 [%rd1], 1.0;\nbra $L1;"));
         assert_eq!(kind(&v), Some(ExchangeKind::RepeatedWrite));
@@ -821,7 +833,7 @@ mod tests {
             verdict(&kernel("ld.global.f32 %f1, [%rd5];\nld.global.f32 %f2, [%rd4];\nadd.f32 %f3, %f1, %f2;\nst.global.f32 [%rd4], %f3;"));
         let c = conditions(&v);
         assert!(c.one_dimensional);
-        assert_eq!(c.apart, vec![Apart { a: P, a_offset: 0, b: Q, b_offset: 0, equal: true, min: 128 }]);
+        assert_eq!(c.apart, vec![Apart { a: P, a_offset: 0, b: Q, b_offset: 0, equal: true, min: 128, wrap: 4 << 32 }]);
         // Through one pointer, each lane its own element: no distance to
         // check, only that the lanes have consecutive %tid.x.
         let c = conditions(&verdict(&kernel("ld.global.f32 %f1, [%rd4];\nadd.f32 %f2, %f1, %f1;\nst.global.f32 [%rd4], %f2;")));
@@ -830,13 +842,46 @@ mod tests {
         let c = conditions(&verdict(&kernel(
             "cvta.to.global.u64 %rd6, %rd2;\nadd.s64 %rd7, %rd6, %rd3;\nld.u32 %r2, [%rd7+8];\nst.u32 [%rd4], %r2;",
         )));
-        assert_eq!(c.apart, vec![Apart { a: P, a_offset: 0, b: Q, b_offset: 8, equal: true, min: 128 }]);
+        assert_eq!(c.apart, vec![Apart { a: P, a_offset: 0, b: Q, b_offset: 8, equal: true, min: 128, wrap: 4 << 32 }]);
         // Vector accesses: 16 bytes per lane.
         let c = conditions(&verdict(&kernel(
             "mul.wide.u32 %rd6, %r1, 16;\nadd.s64 %rd7, %rd1, %rd6;\nadd.s64 %rd8, %rd2, %rd6;\nld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd8];\n\
              st.global.v4.u32 [%rd7], {%r2, %r3, %r4, %r5};",
         )));
-        assert_eq!(c.apart, vec![Apart { a: P, a_offset: 0, b: Q, b_offset: 0, equal: true, min: 31 * 16 + 16 }]);
+        assert_eq!(c.apart, vec![Apart { a: P, a_offset: 0, b: Q, b_offset: 0, equal: true, min: 31 * 16 + 16, wrap: 16 << 32 }]);
+    }
+
+    #[test]
+    fn distances_near_a_wrapped_lane_do_not_keep_lanes_apart() {
+        let ap = Apart { a: P, a_offset: 0, b: Q, b_offset: 0, equal: true, min: 128, wrap: 4 << 32 };
+        for (d, ok) in [
+            (0i64, true),
+            (4, false),
+            (-124, false),
+            (128, true),
+            (-128, true),
+            (1 << 31, true),
+            (1 << 33, true),
+            ((4 << 32) - 128, true),
+            ((4 << 32) - 127, false),
+            (4 << 32, false),
+            (-(4 << 32) + 60, false),
+            ((4 << 32) + 128, true),
+            (1 << 40, true),
+        ] {
+            assert_eq!(ap.holds(d), ok, "{d}");
+        }
+        // Every distance the check accepts keeps every pair of lanes whose
+        // 32-bit indices differ by 1..31, wrapped or not, at least 4 bytes
+        // apart.
+        for d in [0i64, 128, 1000, (4 << 32) - 128, (4 << 32) + 128, -(4 << 32) - 128, 1 << 40] {
+            assert!(ap.holds(d));
+            for k in (-31i64..=31).filter(|&k| k != 0) {
+                for wrapped in [k, k + (1 << 32), k - (1 << 32)] {
+                    assert!((d + 4 * wrapped).unsigned_abs() >= 4, "d {d}, lanes {wrapped} apart");
+                }
+            }
+        }
     }
 
     #[test]

@@ -280,8 +280,15 @@ impl<'m> ModuleCx<'m> {
             let _ = writeln!(s, "  %c.ao{i} = add i64 %c.a{i}, {}\n  %c.bo{i} = add i64 %c.b{i}, {}", ap.a_offset, ap.b_offset);
             let _ = writeln!(s, "  %c.d{i} = sub i64 %c.ao{i}, %c.bo{i}\n  %c.nd{i} = sub i64 0, %c.d{i}");
             let _ = writeln!(s, "  %c.neg{i} = icmp slt i64 %c.d{i}, 0\n  %c.abs{i} = select i1 %c.neg{i}, i64 %c.nd{i}, i64 %c.d{i}");
-            let _ = writeln!(s, "  %c.far{i} = icmp uge i64 %c.abs{i}, {}\n  %c.near{i} = icmp ule i64 %c.abs{i}, {}", ap.min, 1u64 << 31);
-            let _ = writeln!(s, "  %c.apart{i} = and i1 %c.far{i}, %c.near{i}");
+            // |d| at least `min` from 0 and from `wrap` (`Apart::holds`).
+            let _ = writeln!(s, "  %c.far{i} = icmp uge i64 %c.abs{i}, {}", ap.min);
+            let _ = writeln!(s, "  %c.above{i} = icmp uge i64 %c.abs{i}, {w}\n  %c.up{i} = sub i64 %c.abs{i}, {w}", w = ap.wrap);
+            let _ = writeln!(
+                s,
+                "  %c.down{i} = sub i64 {w}, %c.abs{i}\n  %c.gap{i} = select i1 %c.above{i}, i64 %c.up{i}, i64 %c.down{i}",
+                w = ap.wrap
+            );
+            let _ = writeln!(s, "  %c.nowrap{i} = icmp uge i64 %c.gap{i}, {}\n  %c.apart{i} = and i1 %c.far{i}, %c.nowrap{i}", ap.min);
             if ap.equal {
                 let _ = writeln!(s, "  %c.same{i} = icmp eq i64 %c.d{i}, 0\n  %c.ok{i} = or i1 %c.same{i}, %c.apart{i}");
             } else {
