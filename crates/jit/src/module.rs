@@ -337,16 +337,18 @@ impl JitModule {
     }
 
     /// One line per kernel of a unit just compiled: how it runs and why
-    /// (`compiler::kernel_modes`); a warning where the mode may not give a
-    /// GPU's results (lanes of a warp not in lockstep).
+    /// (`compiler::kernel_modes`); at `info` where the mode may not give a
+    /// GPU's results (lanes of a warp not in lockstep, and the analysis
+    /// cannot tell whether the kernel synchronises its exchanges: most
+    /// such kernels, CUB's, do), else at `debug`.
     fn log_modes(&self, module: &Ast, src: &str, opts: &compiler::Options, unit: Unit) {
-        if matches!(unit, Unit::Variables) || !tracing::enabled!(tracing::Level::WARN) {
+        if matches!(unit, Unit::Variables) || !tracing::enabled!(tracing::Level::INFO) {
             return;
         }
         let exact_logged = tracing::enabled!(tracing::Level::DEBUG);
         for k in compiler::kernel_modes(module, src, &self.jit.target, opts, unit) {
             if !k.exact {
-                tracing::warn!("JIT: {}kernel `{}` runs {}", self.located(), k.name, k.why);
+                tracing::info!("JIT: {}kernel `{}` runs {}", self.located(), k.name, k.why);
             } else if exact_logged {
                 tracing::debug!("JIT: {}kernel `{}` runs {}", self.located(), k.name, k.why);
             }
