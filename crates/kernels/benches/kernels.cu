@@ -5,6 +5,11 @@ extern "C" __global__ void saxpy(int n, float a, const float* x, float* y) {
     if (i < n) y[i] = a * x[i] + y[i];
 }
 
+// The same with a grid-stride loop (a fixed grid covers any n).
+extern "C" __global__ void saxpy_grid(int n, float a, const float* x, float* y) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] = a * x[i] + y[i];
+}
+
 #define TILE 16
 extern "C" __global__ void sgemm_tiled(int n, const float* A, const float* B, float* C) {
     __shared__ float As[TILE][TILE];
