@@ -295,6 +295,12 @@ impl KernelSymbols {
     pub fn block(kernel: &str) -> String {
         format!("__anycuda_block.{kernel}")
     }
+    /// The warp version of a kernel whose block function runs its threads
+    /// one by one when the launch allows, and as warps otherwise
+    /// (internal to the object).
+    pub fn lockstep(kernel: &str) -> String {
+        format!("__anycuda_lockstep.{kernel}")
+    }
     /// The object symbol of a module-scope variable.
     pub fn global(name: &str) -> String {
         format!("__anycuda_global.{name}")

@@ -478,7 +478,7 @@ pub fn describe_for(m: &Module, a: &Analysis, target: &crate::Target, opts: &cra
     for k in &mut info.kernels {
         let item = m.symbol_by_name(&k.name).map(|s| m.symbol(s).item);
         if let Some(Item::Function(f)) = item.and_then(|i| m.items.get(i as usize)) {
-            if crate::warp::warp_capable(a, target, opts, item.unwrap_or(0), f) {
+            if crate::warp::warp_capable(m, a, target, opts, item.unwrap_or(0), f) {
                 k.lanes = crate::warp::W;
                 k.frame_bytes = crate::warp::frame_layout(a, item.unwrap_or(0), f).bytes;
             }
@@ -499,7 +499,7 @@ pub fn describe_unit(m: &Module, a: &Analysis, target: &crate::Target, opts: &cr
             if let Some(Item::Function(f)) = m.items.get(k as usize) {
                 if f.kind == FunctionKind::Entry && f.body.is_some() {
                     let mut info = describe_kernel(m, a, k, f);
-                    if crate::warp::warp_capable(a, target, opts, k, f) {
+                    if crate::warp::warp_capable(m, a, target, opts, k, f) {
                         info.lanes = crate::warp::W;
                         info.frame_bytes = crate::warp::frame_layout(a, k, f).bytes;
                     }

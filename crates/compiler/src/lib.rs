@@ -11,6 +11,7 @@ mod convert;
 pub mod cpu_abi;
 mod ir;
 pub mod layout;
+pub mod lockstep;
 mod lower;
 mod matrix;
 mod memory;
@@ -74,10 +75,19 @@ pub enum Unit {
 pub enum WarpMode {
     /// Never: every kernel runs one thread per call.
     Off,
-    /// For kernels whose threads wait for each other (barriers, warp
-    /// collectives, spin loops), which thread mode runs as one coroutine
-    /// per thread. Kernels without waiting run whole blocks as a loop over
-    /// threads, which LLVM vectorises as well and with less overhead.
+    /// The default: every kernel whose results could differ from a GPU's
+    /// when its threads run one after another, as far as warp mode can
+    /// lower it: kernels whose threads wait for each other (barriers, warp
+    /// collectives, spin loops), and kernels whose lanes may observe each
+    /// other's memory effects (`lockstep`: shared memory, global memory a
+    /// lane stores and another may read or overwrite). Only kernels the
+    /// lockstep analysis proves independent run whole blocks as a loop
+    /// over threads (the fast path).
+    Auto,
+    /// Only for kernels whose threads wait for each other, as before the
+    /// lockstep analysis (`ANYCUDA_WARP=wait`): faster for kernels that
+    /// exchange nothing between the lanes of a warp without synchronising,
+    /// wrong for warp-synchronous code.
     WhereThreadsWait,
     /// For every kernel warp mode can lower (tests of the warp lowering).
     Always,
@@ -85,12 +95,13 @@ pub enum WarpMode {
 
 impl Default for Options {
     /// From the environment variable `ANYCUDA_WARP`: `0` (off), `all`
-    /// (always); otherwise where threads wait.
+    /// (always), `wait` (where threads wait); otherwise automatic.
     fn default() -> Options {
         let warp = match std::env::var("ANYCUDA_WARP").as_deref() {
             Ok("0") => WarpMode::Off,
             Ok("all") => WarpMode::Always,
-            _ => WarpMode::WhereThreadsWait,
+            Ok("wait") => WarpMode::WhereThreadsWait,
+            _ => WarpMode::Auto,
         };
         Options { tier: Tier::Optimized, warp, strict_affine: false }
     }
@@ -101,6 +112,7 @@ impl Options {
     pub fn fingerprint(&self) -> String {
         let w = match self.warp {
             WarpMode::Off => "off",
+            WarpMode::Auto => "auto",
             WarpMode::WhereThreadsWait => "wait",
             WarpMode::Always => "all",
         };
@@ -259,6 +271,36 @@ pub fn splits_into_units_analysed(module: &ptx::ast::Module, target: &Target, a:
             }
             _ => true,
         })
+}
+
+/// How one kernel runs, and why (see [`kernel_modes`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelMode {
+    pub name: String,
+    /// As 32-lane warps; else one thread per call.
+    pub warp: bool,
+    /// Whether the mode gives the results of converged warps in lockstep.
+    pub exact: bool,
+    /// The reason, with source positions.
+    pub why: String,
+}
+
+/// The execution mode of each kernel a unit defines, with the reason
+/// (`lockstep` for the rule): what the JIT logs when it compiles them.
+/// `src` is the module's text.
+pub fn kernel_modes(module: &ptx::ast::Module, src: &str, target: &Target, opts: &Options, unit: Unit) -> Vec<KernelMode> {
+    let a = layout::Analysis::new(module);
+    let defined = a.unit_functions(module, unit).unwrap_or_default();
+    let mut out = Vec::new();
+    for (i, item) in module.items.iter().enumerate() {
+        let ptx::ast::Item::Function(f) = item else { continue };
+        if f.kind != ptx::ast::FunctionKind::Entry || f.body.is_none() || !defined.contains(&(i as u32)) {
+            continue;
+        }
+        let c = warp::choose_mode(module, src, &a, target, opts, i as u32, f);
+        out.push(KernelMode { name: f.name.to_string(), warp: c.warp, exact: c.exact, why: c.why });
+    }
+    out
 }
 
 /// Compiles one unit of a module. The object of a `Kernel` unit refers to

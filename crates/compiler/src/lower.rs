@@ -216,7 +216,10 @@ impl<'m> ModuleCx<'m> {
             if self.defined.as_ref().is_some_and(|d| !d.contains(&(idx as ItemId))) {
                 continue;
             }
-            let warp = f.kind == FunctionKind::Entry && crate::warp::warp_capable(&self.a, &self.target, &self.opts, idx as ItemId, f);
+            let choice =
+                (f.kind == FunctionKind::Entry && matches!(self.target, crate::Target::HostCpu) && self.opts.warp != crate::WarpMode::Off)
+                    .then(|| crate::warp::choose_mode(self.m, "", &self.a, &self.target, &self.opts, idx as ItemId, f));
+            let warp = choice.as_ref().is_some_and(|c| c.warp);
             let mut fl = FnLower::new(self, idx as ItemId, f, body);
             let text = if warp { fl.lower_warp()? } else { fl.lower()? };
             funcs.push_str(&text);
@@ -226,7 +229,21 @@ impl<'m> ModuleCx<'m> {
                     kernel.lanes = crate::warp::W;
                     kernel.frame_bytes = crate::warp::frame_layout(&self.a, idx as ItemId, f).bytes;
                 }
-                funcs.push_str(&crate::targets::kernel_entries(&self.target, &kernel)?);
+                match choice.and_then(|c| c.guarded) {
+                    Some(conditions) => {
+                        // The warp version, under a name of its own, for the
+                        // blocks whose launch does not meet the conditions.
+                        let mut fl = FnLower::new(self, idx as ItemId, f, body);
+                        let text = fl.lower_warp()?;
+                        let thread = global_name(&KernelSymbols::thread(f.name));
+                        let fallback = global_name(&KernelSymbols::lockstep(f.name));
+                        funcs.push_str(&text.replacen(&format!("define i32 {thread}("), &format!("define internal i32 {fallback}("), 1));
+                        let frame_bytes = crate::warp::frame_layout(&self.a, idx as ItemId, f).bytes;
+                        let check = self.condition_ir(f, &conditions);
+                        funcs.push_str(&guarded_block_function(&kernel.name, kernel.param_bytes, frame_bytes, &check));
+                    }
+                    None => funcs.push_str(&crate::targets::kernel_entries(&self.target, &kernel)?),
+                }
             }
         }
         let mut out = String::new();
@@ -245,6 +262,64 @@ impl<'m> ModuleCx<'m> {
         out.push_str(&crate::targets::runtime_library(&self.target, &self.decls)?);
         out.push_str("\nattributes #0 = { nounwind }\nattributes #1 = { nounwind strictfp }\nattributes #2 = { alwaysinline nounwind }\n");
         Ok(out)
+    }
+
+    /// IR lines computing `%ok`, whether a block's launch meets the
+    /// conditions of a guarded kernel (`lockstep::Conditions`), from
+    /// `%params` and `%ctx`.
+    fn condition_ir(&self, f: &Function, c: &crate::lockstep::Conditions) -> String {
+        let mut s = String::from("  %ok.0 = add i1 0, 1\n");
+        let mut last = "%ok.0".to_string();
+        let mut k = 0;
+        let mut and = |s: &mut String, v: &str| {
+            k += 1;
+            let _ = writeln!(s, "  %ok.{k} = and i1 {last}, {v}");
+            last = format!("%ok.{k}");
+        };
+        if c.one_dimensional {
+            let _ = writeln!(s, "  %c.pny = getelementptr i8, ptr %ctx, i64 4\n  %c.ny = load i32, ptr %c.pny, align 4");
+            let _ = writeln!(s, "  %c.pnz = getelementptr i8, ptr %ctx, i64 8\n  %c.nz = load i32, ptr %c.pnz, align 4");
+            let _ = writeln!(s, "  %c.y1 = icmp eq i32 %c.ny, 1\n  %c.z1 = icmp eq i32 %c.nz, 1\n  %c.oned = and i1 %c.y1, %c.z1");
+            and(&mut s, "%c.oned");
+        }
+        let (params, _) = layout::param_layout(f, &f.params);
+        let base = |s: &mut String, name: &str, b: crate::lockstep::Base| match b {
+            crate::lockstep::Base::None => {
+                let _ = writeln!(s, "  {name} = add i64 0, 0");
+            }
+            crate::lockstep::Base::Param(v) => {
+                let off = f.params.iter().position(|&p| p == v).and_then(|i| params.get(i)).map_or(0, |p| p.offset);
+                let _ = writeln!(s, "  {name}.p = getelementptr i8, ptr %params, i64 {off}\n  {name} = load i64, ptr {name}.p, align 8");
+            }
+            crate::lockstep::Base::Symbol(sym) => {
+                let g = global_name(&KernelSymbols::global(self.m.symbol(sym).name));
+                let _ = writeln!(s, "  {name} = ptrtoint ptr {g} to i64");
+            }
+        };
+        for (i, ap) in c.apart.iter().enumerate() {
+            base(&mut s, &format!("%c.a{i}"), ap.a);
+            base(&mut s, &format!("%c.b{i}"), ap.b);
+            let _ = writeln!(s, "  %c.ao{i} = add i64 %c.a{i}, {}\n  %c.bo{i} = add i64 %c.b{i}, {}", ap.a_offset, ap.b_offset);
+            let _ = writeln!(s, "  %c.d{i} = sub i64 %c.ao{i}, %c.bo{i}\n  %c.nd{i} = sub i64 0, %c.d{i}");
+            let _ = writeln!(s, "  %c.neg{i} = icmp slt i64 %c.d{i}, 0\n  %c.abs{i} = select i1 %c.neg{i}, i64 %c.nd{i}, i64 %c.d{i}");
+            // |d| at least `min` from 0 and from `wrap` (`Apart::holds`).
+            let _ = writeln!(s, "  %c.far{i} = icmp uge i64 %c.abs{i}, {}", ap.min);
+            let _ = writeln!(s, "  %c.above{i} = icmp uge i64 %c.abs{i}, {w}\n  %c.up{i} = sub i64 %c.abs{i}, {w}", w = ap.wrap);
+            let _ = writeln!(
+                s,
+                "  %c.down{i} = sub i64 {w}, %c.abs{i}\n  %c.gap{i} = select i1 %c.above{i}, i64 %c.up{i}, i64 %c.down{i}",
+                w = ap.wrap
+            );
+            let _ = writeln!(s, "  %c.nowrap{i} = icmp uge i64 %c.gap{i}, {}\n  %c.apart{i} = and i1 %c.far{i}, %c.nowrap{i}", ap.min);
+            if ap.equal {
+                let _ = writeln!(s, "  %c.same{i} = icmp eq i64 %c.d{i}, 0\n  %c.ok{i} = or i1 %c.same{i}, %c.apart{i}");
+            } else {
+                let _ = writeln!(s, "  %c.ok{i} = or i1 0, %c.apart{i}");
+            }
+            and(&mut s, &format!("%c.ok{i}"));
+        }
+        let _ = writeln!(s, "  %ok = or i1 0, {last}");
+        s
     }
 
     /// A module variable another unit of the module defines.
@@ -523,6 +598,80 @@ done:
   ret void
 }}
 "
+    )
+}
+
+/// The block function of a guarded kernel (`warp::ModeChoice::guarded`):
+/// `check` computes `%ok`, whether the launch meets the conditions under
+/// which running thread by thread is exact; if it does, every thread of
+/// the block in order (the fast path), else the block's warps one after
+/// another through the kernel's warp version (`KernelSymbols::lockstep`),
+/// whose frame lives on the stack (the kernel never suspends).
+pub fn guarded_block_function(kernel: &str, param_bytes: u32, frame_bytes: u32, check: &str) -> String {
+    let thread = global_name(&KernelSymbols::thread(kernel));
+    let warp = global_name(&KernelSymbols::lockstep(kernel));
+    let block = global_name(&KernelSymbols::block(kernel));
+    let ctx_bytes = std::mem::size_of::<crate::cpu_abi::BlockCtx>();
+    let param_bytes = param_bytes.max(1);
+    let frame_bytes = frame_bytes.max(crate::cpu_abi::warp_frame::HEADER_BYTES);
+    let suspended = crate::cpu_abi::warp_frame::SUSPENDED;
+    format!(
+        "define void {block}(ptr noalias readonly align 16 dereferenceable({param_bytes}) %params, ptr noalias align 8 dereferenceable({ctx_bytes}) %ctx) #0 {{
+entry:
+  %frame = alloca [{frame_bytes} x i8], align 64
+{check}  br i1 %ok, label %threads, label %warps
+threads:
+  %nx = load i32, ptr %ctx, align 4
+  %pny = getelementptr i8, ptr %ctx, i64 4
+  %ny = load i32, ptr %pny, align 4
+  %pnz = getelementptr i8, ptr %ctx, i64 8
+  %nz = load i32, ptr %pnz, align 4
+  %ez = icmp eq i32 %nz, 0
+  br i1 %ez, label %done, label %zloop
+zloop:
+  %z = phi i32 [0, %threads], [%z1, %zlatch]
+  br label %yloop
+yloop:
+  %y = phi i32 [0, %zloop], [%y1, %ylatch]
+  br label %xloop
+xloop:
+  %x = phi i32 [0, %yloop], [%x1, %xloop]
+  call void {thread}(ptr %params, ptr %ctx, i32 %x, i32 %y, i32 %z)
+  %x1 = add nuw i32 %x, 1
+  %xc = icmp ult i32 %x1, %nx
+  br i1 %xc, label %xloop, label %ylatch
+ylatch:
+  %y1 = add nuw i32 %y, 1
+  %yc = icmp ult i32 %y1, %ny
+  br i1 %yc, label %yloop, label %zlatch
+zlatch:
+  %z1 = add nuw i32 %z, 1
+  %zc = icmp ult i32 %z1, %nz
+  br i1 %zc, label %zloop, label %done
+warps:
+  %pn = getelementptr i8, ptr %ctx, i64 {nthreads}
+  %n = load i32, ptr %pn, align 4
+  %n31 = add i32 %n, 31
+  %nw = lshr i32 %n31, 5
+  %none = icmp eq i32 %nw, 0
+  br i1 %none, label %done, label %wloop
+wloop:
+  %w = phi i32 [0, %warps], [%w1, %wnext]
+  store i32 0, ptr %frame, align 64
+  br label %wcall
+wcall:
+  %r = call i32 {warp}(ptr %params, ptr %ctx, i32 %w, ptr %frame)
+  %again = icmp eq i32 %r, {suspended}
+  br i1 %again, label %wcall, label %wnext
+wnext:
+  %w1 = add nuw i32 %w, 1
+  %more = icmp ult i32 %w1, %nw
+  br i1 %more, label %wloop, label %done
+done:
+  ret void
+}}
+",
+        nthreads = offsets::NTHREADS
     )
 }
 

@@ -769,24 +769,19 @@ fn supported_form(b: &Body, i: &Instruction) -> bool {
     }
 }
 
-/// Whether a kernel runs in warp mode: on the host CPU, when the options
-/// allow it, the kernel calls no functions and every instruction is one
-/// warp mode lowers.
-pub fn warp_capable(a: &crate::layout::Analysis, target: &crate::Target, opts: &crate::Options, item: ItemId, f: &Function) -> bool {
+/// Why warp mode cannot lower a kernel, if it cannot: it calls functions,
+/// is too big for LLVM to compile as warps in reasonable time, or uses an
+/// instruction warp mode does not lower. `None` when it can.
+pub fn warp_obstacle(a: &crate::layout::Analysis, target: &crate::Target, item: ItemId, f: &Function) -> Option<&'static str> {
     if !matches!(target, crate::Target::HostCpu) {
-        return false;
+        return Some("the target runs its own warps");
     }
-    match opts.warp {
-        crate::WarpMode::Off => return false,
-        crate::WarpMode::WhereThreadsWait if !a.needs_scheduler(item) => return false,
-        _ => {}
-    }
-    let Some(b) = &f.body else { return false };
+    let Some(b) = &f.body else { return Some("the kernel has no body") };
     if a.reachable(item).len() != 1 {
-        return false;
+        return Some("it calls functions");
     }
     if b.regs.iter().any(|r| f.var(r.var).vector != 0) {
-        return false;
+        return Some("it has vector registers");
     }
     // Every block is reachable from the dispatch block and masked writes
     // keep each register's old value live, so after SSA construction a
@@ -797,28 +792,119 @@ pub fn warp_capable(a: &crate::layout::Analysis, target: &crate::Target, opts: &
     // follows the PTX control flow.
     let (_, _, blocks) = FnLower::number_blocks(b);
     if blocks as usize * b.regs.len() > WARP_PHI_BUDGET {
-        return false;
+        return Some("it has more than 4,096 blocks x registers");
     }
     for s in &b.statements {
         match s {
             Statement::Instruction(i) => {
                 if !supported(i.op) || !supported_form(b, i) {
-                    return false;
+                    return Some("it uses an instruction warp mode does not lower");
                 }
                 // bar.red reduces per thread; warps would need weights.
                 if matches!(i.op, Opcode::Bar | Opcode::Barrier) && i.has(b, Flag::Red) {
-                    return false;
+                    return Some("it uses `bar.red`");
                 }
                 if matches!(i.op, Opcode::Bar | Opcode::Barrier) && i.scope(b) == Some(Scope::Cluster) {
-                    return false;
+                    return Some("it uses cluster barriers");
                 }
             }
-            Statement::BranchTargets { .. } | Statement::CallTargets { .. } | Statement::CallPrototype { .. } => return false,
-            Statement::Decl(v) if f.var(*v).space == StateSpace::Param => return false,
+            Statement::BranchTargets { .. } => return Some("it uses indirect branches"),
+            Statement::CallTargets { .. } | Statement::CallPrototype { .. } => return Some("it calls functions"),
+            Statement::Decl(v) if f.var(*v).space == StateSpace::Param => return Some("it calls functions"),
             _ => {}
         }
     }
-    true
+    None
+}
+
+/// How a kernel runs on the host CPU, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModeChoice {
+    /// As 32-lane warps (else one thread per call).
+    pub warp: bool,
+    /// Thread by thread (the fast path) for blocks whose launch meets the
+    /// conditions, as warps for the others: the kernel is lowered both
+    /// ways and its block function checks the conditions
+    /// (`lower::guarded_block_function`).
+    pub guarded: Option<crate::lockstep::Conditions>,
+    /// Whether the mode gives the results of converged warps in lockstep
+    /// (warp mode always does; thread by thread when the lockstep analysis
+    /// finds that lanes cannot observe each other's memory effects).
+    pub exact: bool,
+    /// The reason, in words.
+    pub why: String,
+}
+
+/// The execution mode of kernel `item` under `opts` (see
+/// [`crate::WarpMode`] and `crate::lockstep`). `src` is the module's text,
+/// for positions in the reason (empty: none).
+pub fn choose_mode(
+    m: &Module,
+    src: &str,
+    a: &crate::layout::Analysis,
+    target: &crate::Target,
+    opts: &crate::Options,
+    item: ItemId,
+    f: &Function,
+) -> ModeChoice {
+    use crate::lockstep::Verdict;
+    if !matches!(target, crate::Target::HostCpu) {
+        return ModeChoice { warp: false, guarded: None, exact: true, why: "compiled for a GPU, which runs the warps".into() };
+    }
+    let waits = a.needs_scheduler(item);
+    let obstacle = warp_obstacle(a, target, item, f);
+    let verdict = crate::lockstep::analyse(m, a, item);
+    let explain = |v: &Verdict| if src.is_empty() { format!("{v:?}") } else { v.explain(m, src) };
+    let independent = verdict.independent();
+    let thread = |why: String| ModeChoice { warp: false, guarded: None, exact: independent, why };
+    let warp = |why: String| ModeChoice { warp: true, guarded: None, exact: true, why };
+    let wait_reason = "its threads wait for each other (barriers, warp collectives or spin loops)";
+    match opts.warp {
+        crate::WarpMode::Off => thread(format!("thread by thread (ANYCUDA_WARP=0); {}", explain(&verdict))),
+        crate::WarpMode::WhereThreadsWait | crate::WarpMode::Always if obstacle.is_some() => {
+            thread(format!("thread by thread: warp mode cannot run it ({}); {}", obstacle.unwrap_or_default(), explain(&verdict)))
+        }
+        crate::WarpMode::WhereThreadsWait if !waits => {
+            thread(format!("thread by thread (ANYCUDA_WARP=wait, no waiting); {}", explain(&verdict)))
+        }
+        crate::WarpMode::WhereThreadsWait => warp(format!("warp mode: {wait_reason}")),
+        crate::WarpMode::Always => warp("warp mode (ANYCUDA_WARP=all)".into()),
+        crate::WarpMode::Auto => match (&verdict, waits, obstacle) {
+            (Verdict::Independent(_), false, _) => thread(format!("thread by thread, the fast path: {}", explain(&verdict))),
+            (Verdict::IndependentIf(c), false, None) => ModeChoice {
+                warp: false,
+                guarded: Some(c.clone()),
+                exact: true,
+                why: format!("thread by thread, the fast path, {}; as 32-lane warps otherwise", c.explain(m)),
+            },
+            (_, true, None) => warp(format!("warp mode: {wait_reason}")),
+            (Verdict::Exchanges(_), false, None) => warp(format!("warp mode: {}", explain(&verdict))),
+            (Verdict::Independent(_), true, Some(o)) => {
+                thread(format!("thread by thread, one coroutine per thread: {wait_reason}, and warp mode cannot run it ({o})"))
+            }
+            (_, _, Some(o)) => thread(format!(
+                "thread by thread, which is not lockstep within a warp: {}; warp mode would keep the lanes in step but cannot run it \
+                 ({o}); results match a GPU's only if the kernel synchronises such exchanges (`__syncwarp`, barriers){}",
+                explain(&verdict),
+                if let Verdict::IndependentIf(_) = verdict { " or its launches meet those conditions" } else { "" }
+            )),
+        },
+    }
+}
+
+/// Whether a kernel runs in warp mode (see [`choose_mode`]).
+pub fn warp_capable(
+    m: &Module,
+    a: &crate::layout::Analysis,
+    target: &crate::Target,
+    opts: &crate::Options,
+    item: ItemId,
+    f: &Function,
+) -> bool {
+    if !matches!(target, crate::Target::HostCpu) || opts.warp == crate::WarpMode::Off {
+        return false;
+    }
+    choose_mode(m, "", a, target, opts, item, f).warp
 }
 
 /// `<0, 1, ..., 31>`
@@ -2486,9 +2572,42 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let args = b.args(inst);
         let Some(t) = inst.ty(b) else { return self.invalid(format!("`{}` needs a type", inst.op.as_str())) };
         let ety = access_element(t);
-        let ordered = inst
-            .semantics(b)
-            .is_some_and(|s| s == ordering || matches!(s, Semantics::Volatile | Semantics::Relaxed | Semantics::Sc | Semantics::Mmio));
+        // Volatile, relaxed, acquire and release accesses to the block's
+        // own shared memory are plain ones here. In PTX, `.volatile` keeps
+        // an access from being cached in a register, removed or merged,
+        // and keeps volatile accesses in program order (it behaves as
+        // `.relaxed.sys`); `.relaxed` and `.acquire`/`.release` with a
+        // scope make an access morally strong, so it can synchronise with
+        // other threads' accesses to the same location. What can tell such
+        // an access from a plain one is only another thread accessing the
+        // location meanwhile, or ordering against the thread's other
+        // accesses that another thread observes. `.shared::cta` memory is
+        // reachable by the threads of the block only, and in warp mode they
+        // all run on the calling OS thread: the lanes of a warp execute
+        // each instruction together, and the block's warps take turns only
+        // at suspension points (barriers, the back edges of loops that may
+        // spin, `nanosleep`), where the warp function returns or calls the
+        // next warp, and LLVM cannot move a memory access across either.
+        // So every access to the window is made, and seen, by one OS
+        // thread in the order the warps execute them, which plain LLVM
+        // loads and stores keep (values and order within a thread); a
+        // release and the acquire that reads it are on that same thread,
+        // where program order already makes everything before the release
+        // visible after the acquire; and no thread of another block can
+        // read the location to observe an order of it against global
+        // accesses, which keep their own semantics. A loop that spins on
+        // such a location still suspends at its back edge
+        // (`layout::loop_may_spin` reads the semantics from the PTX), which
+        // is where another warp gets to store to it. Warp-synchronous code
+        // (the unrolled last-warp reduction, block scans over `volatile`
+        // shared arrays) then takes the vector paths of plain accesses.
+        // `.shared::cluster` may name another block's window: kept ordered.
+        let block_private =
+            matches!(self.cx.target, crate::Target::HostCpu) && matches!(inst.space(b), Some(StateSpace::Shared | StateSpace::SharedCta));
+        let ordered = !block_private
+            && inst
+                .semantics(b)
+                .is_some_and(|s| s == ordering || matches!(s, Semantics::Volatile | Semantics::Relaxed | Semantics::Sc | Semantics::Mmio));
         let (ptrs, uniform) = self.warp_address(&args[address], inst.space(b))?;
         let items = match args[data] {
             Operand::Vector(l) => b.list(l).to_vec(),

@@ -289,3 +289,51 @@ fn a_tile_loop_is_lowered_twice_and_its_affine_version_switches_on_no_shape() {
     assert!(count(&body[slow..join]) >= 1, "{}", &body[slow..join]);
     assert_eq!(body.matches("\nvaff").count(), 1, "one region: the loads between the barriers");
 }
+
+/// A warp-synchronous step over shared memory, then a barrier; `{L}` and
+/// `{S}` are the qualifiers of the shared loads and store, `{G}` those of
+/// the global load.
+const SHARED_STEP: &str = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+.reg .b32 %r<12>;
+.reg .b64 %rd<4>;
+.shared .align 4 .b8 s[1024];
+ld.param.u64 %rd1, [p];
+mov.u32 %r1, %tid.x;
+mov.u32 %r2, s;
+shl.b32 %r3, %r1, 2;
+add.s32 %r4, %r2, %r3;
+ld{L}.shared.u32 %r5, [%r4];
+ld{L}.shared.u32 %r6, [%r4+4];
+add.s32 %r7, %r5, %r6;
+st{S}.shared.u32 [%r4], %r7;
+bar.sync 0;
+mul.wide.u32 %rd2, %r1, 4;
+add.s64 %rd3, %rd1, %rd2;
+ld{G}.global.u32 %r8, [%rd3];
+st.global.u32 [%rd3], %r8;
+ret;
+}
+"#;
+
+fn shared_step(load: &str, store: &str, global: &str) -> String {
+    ir(&SHARED_STEP.replace("{L}", load).replace("{S}", store).replace("{G}", global))
+}
+
+#[test]
+fn volatile_and_scoped_shared_accesses_compile_as_plain_ones_in_warp_mode() {
+    let plain = shared_step("", "", "");
+    assert!(!plain.contains("__anycuda_wload") && !plain.contains("__anycuda_wstore"), "{plain}");
+    for (load, store) in
+        [(".volatile", ".volatile"), (".relaxed.cta", ".relaxed.cta"), (".acquire.cta", ".release.cta"), (".relaxed.gpu", ".volatile")]
+    {
+        assert_eq!(shared_step(load, store, ""), plain, "{load}/{store}");
+    }
+    // Global memory, which other blocks' threads access at the same time,
+    // keeps its ordered lane-by-lane accesses.
+    assert!(shared_step("", "", ".volatile").contains("__anycuda_wload"));
+    assert!(shared_step("", "", ".relaxed.gpu").contains("__anycuda_wload"));
+}

@@ -347,6 +347,10 @@ impl JitModule {
         let info = read_info(&mut r)?;
         let object = payload.get(r.at..)?.to_vec();
         self.jit.cache_hits.fetch_add(1, Ordering::Relaxed);
+        for k in &info.kernels {
+            let mode = if k.lanes > 1 { "as 32-lane warps" } else { "thread by thread" };
+            tracing::debug!("JIT: {}kernel `{}` runs {mode} (code from the cache; why is logged when it compiles)", self.located(), k.name);
+        }
         Some(Compiled { object, info, tier, from_cache: true, compile_time: Duration::ZERO })
     }
 
@@ -386,6 +390,7 @@ impl JitModule {
             self.jit.target,
             compile_time.as_secs_f64() * 1e3
         );
+        self.log_modes(module, parsed.borrow_owner(), &opts, unit);
         if let Some(cache) = &self.jit.cache {
             let mut payload = Vec::with_capacity(compiled.object.len() + 256);
             write_info(&mut payload, &compiled.info);
@@ -393,6 +398,25 @@ impl JitModule {
             cache.store(&self.jit.unit_key(&self.hash, &self.unit_name(unit), Some(tier)), &payload);
         }
         Ok(Arc::new(Compiled { object: compiled.object, info: compiled.info, tier, from_cache: false, compile_time }))
+    }
+
+    /// One line per kernel of a unit just compiled: how it runs and why
+    /// (`compiler::kernel_modes`); at `info` where the mode may not give a
+    /// GPU's results (lanes of a warp not in lockstep, and the analysis
+    /// cannot tell whether the kernel synchronises its exchanges: most
+    /// such kernels, CUB's, do), else at `debug`.
+    fn log_modes(&self, module: &Ast, src: &str, opts: &compiler::Options, unit: Unit) {
+        if matches!(unit, Unit::Variables) || !tracing::enabled!(tracing::Level::INFO) {
+            return;
+        }
+        let exact_logged = tracing::enabled!(tracing::Level::DEBUG);
+        for k in compiler::kernel_modes(module, src, &self.jit.target, opts, unit) {
+            if !k.exact {
+                tracing::info!("JIT: {}kernel `{}` runs {}", self.located(), k.name, k.why);
+            } else if exact_logged {
+                tracing::debug!("JIT: {}kernel `{}` runs {}", self.located(), k.name, k.why);
+            }
+        }
     }
 
     fn located(&self) -> String {

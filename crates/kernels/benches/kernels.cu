@@ -5,6 +5,11 @@ extern "C" __global__ void saxpy(int n, float a, const float* x, float* y) {
     if (i < n) y[i] = a * x[i] + y[i];
 }
 
+// The same with a grid-stride loop (a fixed grid covers any n).
+extern "C" __global__ void saxpy_grid(int n, float a, const float* x, float* y) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] = a * x[i] + y[i];
+}
+
 #define TILE 16
 extern "C" __global__ void sgemm_tiled(int n, const float* A, const float* B, float* C) {
     __shared__ float As[TILE][TILE];
@@ -66,6 +71,40 @@ extern "C" __global__ void smooth(int iters, const float* in, float* out) {
         __syncthreads();
     }
     out[base + t] = s[t + 1];
+}
+
+// Inclusive scan of each block's 256 values (Hillis-Steele) over volatile
+// shared memory, with barriers inside the loop: nvcc makes every access to
+// `s` an `ld.volatile.shared` / `st.volatile.shared`.
+extern "C" __global__ void block_scan(int n, const unsigned* in, unsigned* out) {
+    volatile __shared__ unsigned s[256];
+    int t = threadIdx.x;
+    int i = blockIdx.x * 256 + t;
+    s[t] = i < n ? in[i] : 0u;
+    __syncthreads();
+    for (int off = 1; off < 256; off <<= 1) {
+        unsigned v = t >= off ? s[t - off] : 0u;
+        __syncthreads();
+        s[t] += v;
+        __syncthreads();
+    }
+    if (i < n) out[i] = s[t];
+}
+
+// The same scan without `volatile`: plain shared loads and stores.
+extern "C" __global__ void block_scan_plain(int n, const unsigned* in, unsigned* out) {
+    __shared__ unsigned s[256];
+    int t = threadIdx.x;
+    int i = blockIdx.x * 256 + t;
+    s[t] = i < n ? in[i] : 0u;
+    __syncthreads();
+    for (int off = 1; off < 256; off <<= 1) {
+        unsigned v = t >= off ? s[t - off] : 0u;
+        __syncthreads();
+        s[t] += v;
+        __syncthreads();
+    }
+    if (i < n) out[i] = s[t];
 }
 
 // Nothing but barriers: the cost of a block-wide barrier round trip.

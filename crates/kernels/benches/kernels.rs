@@ -108,13 +108,19 @@ fn main() {
     let cores = [1, threads()];
     let mut rows = Vec::new();
 
-    // saxpy, memory-bound.
-    if selected("saxpy") {
+    // saxpy, memory-bound: one thread per element, and a grid-stride loop
+    // over 1024 blocks.
+    for (kernel, name, grid) in
+        [("saxpy", "saxpy (16M floats)", None), ("saxpy_grid", "saxpy, grid-stride loop (16M floats)", Some(1024u32))]
+    {
+        if !selected("saxpy") {
+            break;
+        }
         let n = 1usize << 24;
         let x = DeviceVec::from_slice(&(0..n).map(|i| (i % 1000) as f32 * 0.5).collect::<Vec<f32>>());
         let mut y = DeviceVec::from_slice(&(0..n).map(|i| (i % 7) as f32).collect::<Vec<f32>>());
         let a = 2.5f32;
-        let k = prog.kernel("saxpy").expect("saxpy");
+        let k = prog.kernel(kernel).expect("saxpy");
         let mut native = [0.0; 2];
         let mut ours = [0.0; 2];
         for (c, exec) in execs.iter().enumerate() {
@@ -124,7 +130,7 @@ fn main() {
                 launch(
                     exec,
                     k,
-                    [(n as u32).div_ceil(256), 1, 1],
+                    [grid.unwrap_or((n as u32).div_ceil(256)), 1, 1],
                     [256, 1, 1],
                     0,
                     &mut [Arg::U32(n as u32), Arg::F32(a), xs.arg(), y.arg()],
@@ -144,7 +150,7 @@ fn main() {
             };
             (ours[c], native[c]) = best_pair(REPS, &mut ours_run, &mut native_run);
         }
-        rows.push(Row { name: "saxpy (16M floats)", native, ours });
+        rows.push(Row { name, native, ours });
     }
 
     // Shared-memory tiled SGEMM.
@@ -315,6 +321,52 @@ fn main() {
         rows.push(Row { name: "3-point smoothing, barrier in loop (100 iters)", native, ours });
     }
 
+    // Block scan over volatile shared memory, barriers in the loop: 6656
+    // blocks of 256 threads, each an inclusive scan of its 256 values.
+    // The same without `volatile` (plain shared accesses), for comparison.
+    for (kernel, name) in [
+        ("block_scan", "block scan, volatile shared, barriers in loop (6656x256)"),
+        ("block_scan_plain", "block scan, same without volatile (6656x256)"),
+    ] {
+        if !selected("scan") {
+            break;
+        }
+        let blocks = 6656usize;
+        let n = blocks * 256;
+        let input = DeviceVec::from_slice(&(0..n).map(|i| (i as u32).wrapping_mul(2654435761) >> 20).collect::<Vec<u32>>());
+        let k = prog.kernel(kernel).expect("block_scan");
+        let mut native = [0.0; 2];
+        let mut ours = [0.0; 2];
+        let mut reference = DeviceVec::from_slice(&vec![0u32; n]);
+        for (c, exec) in execs.iter().enumerate() {
+            let mut inp = DeviceVec::from_slice(&input);
+            let mut out = DeviceVec::from_slice(&vec![0u32; n]);
+            let mut ours_run = || {
+                launch(exec, k, [blocks as u32, 1, 1], [256, 1, 1], 0, &mut [Arg::U32(n as u32), inp.arg(), out.arg()])
+                    .expect("params")
+                    .expect("launch");
+            };
+            let parts = cores[c];
+            let rp = reference.as_mut_ptr() as usize;
+            let mut native_run = || {
+                par(blocks, parts, |r| {
+                    for b in r {
+                        // SAFETY: each block's slice is written by one thread.
+                        let o = unsafe { std::slice::from_raw_parts_mut((rp as *mut u32).add(b * 256), 256) };
+                        let mut acc = 0u32;
+                        for (o, &v) in o.iter_mut().zip(&input[b * 256..b * 256 + 256]) {
+                            acc = acc.wrapping_add(v);
+                            *o = acc;
+                        }
+                    }
+                });
+            };
+            (ours[c], native[c]) = best_pair(REPS, &mut ours_run, &mut native_run);
+            assert!(out.iter().eq(reference.iter()), "block scan result differs");
+        }
+        rows.push(Row { name, native, ours });
+    }
+
     // Tensor-core GEMM (wmma m16n16k16, f16 inputs, f32 accumulators)
     // against the same product in f32 on the same converted inputs. The
     // inputs are small integers, so both give identical results whatever
@@ -409,7 +461,8 @@ fn main() {
     println!("empty kernel launch, 1 block of 32 threads: {:.2} us", small * 1e6);
     println!("empty kernel launch, 1000 blocks of 256 threads: {:.2} us", wide * 1e6);
     println!("block barrier, 1 core: {barrier_ns:.2} ns per warp and barrier (1024 blocks of 256 threads, 100 barriers)");
-    println!("compile time of the benchmark module (8 kernels, parse + lower + O2 + codegen + load): {compile_ms:.1} ms");
+    let kernels = src.matches(".entry ").count();
+    println!("compile time of the benchmark module ({kernels} kernels, parse + lower + O2 + codegen + load): {compile_ms:.1} ms");
 }
 
 fn cpu_name() -> String {

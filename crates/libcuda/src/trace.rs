@@ -46,14 +46,109 @@ fn sink() -> &'static Sink {
     static SINK: OnceLock<Sink> = OnceLock::new();
     SINK.get_or_init(|| {
         let level = std::env::var("ANYCUDA_LOG").map(|v| Level::parse(&v)).unwrap_or(Level::Off);
-        let file = std::env::var_os("ANYCUDA_LOG_FILE")
-            .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok().map(Mutex::new));
+        let file = std::env::var_os("ANYCUDA_LOG_FILE").and_then(|p| {
+            // Never through a symbolic link: whoever can write the log's
+            // directory must not make the driver append to another file.
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(p)
+                .ok()
+                .map(Mutex::new)
+        });
         let fd = file.as_ref().map_or(2, |f: &Mutex<std::fs::File>| {
             use std::os::fd::AsRawFd;
             f.lock().map_or(2, |f| f.as_raw_fd())
         });
+        if level != Level::Off {
+            // Fails only if the process installed a subscriber of its own.
+            let _ = tracing::subscriber::set_global_default(Bridge { level });
+        }
         Sink { level, file, fd }
     })
+}
+
+/// Forwards the `tracing` events of the crates below this one (the JIT,
+/// the backends) to this log, at the level `ANYCUDA_LOG` selects. Spans
+/// are not kept: events are written as they come, their fields after the
+/// message.
+struct Bridge {
+    level: Level,
+}
+
+fn level_of(l: &tracing::Level) -> Level {
+    match *l {
+        tracing::Level::ERROR => Level::Error,
+        tracing::Level::WARN => Level::Warn,
+        tracing::Level::INFO => Level::Info,
+        tracing::Level::DEBUG => Level::Debug,
+        tracing::Level::TRACE => Level::Trace,
+    }
+}
+
+impl tracing::Subscriber for Bridge {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        // The level is its own, not `sink()`'s: installing the bridge asks
+        // this while the sink is being made.
+        level_of(metadata.level()) <= self.level
+    }
+
+    fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
+        use tracing::level_filters::LevelFilter;
+        Some(match self.level {
+            Level::Off => LevelFilter::OFF,
+            Level::Error => LevelFilter::ERROR,
+            Level::Warn => LevelFilter::WARN,
+            Level::Info => LevelFilter::INFO,
+            Level::Debug => LevelFilter::DEBUG,
+            Level::Trace => LevelFilter::TRACE,
+        })
+    }
+
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut text = Fields::default();
+        event.record(&mut text);
+        log(level_of(event.metadata().level()), &format!("{}{}", text.message, text.rest));
+    }
+
+    fn enter(&self, _: &tracing::span::Id) {}
+
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[derive(Default)]
+struct Fields {
+    message: String,
+    rest: String,
+}
+
+impl tracing::field::Visit for Fields {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "message" {
+            self.message.push_str(value);
+        } else {
+            let _ = std::fmt::Write::write_fmt(&mut self.rest, format_args!(" {}={value}", field.name()));
+        }
+    }
+
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn Debug) {
+        if field.name() == "message" {
+            let _ = std::fmt::Write::write_fmt(&mut self.message, format_args!("{value:?}"));
+        } else {
+            let _ = std::fmt::Write::write_fmt(&mut self.rest, format_args!(" {}={value:?}", field.name()));
+        }
+    }
 }
 
 /// Whether messages of `level` are written.

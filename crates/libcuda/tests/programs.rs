@@ -123,3 +123,62 @@ fn cuda_programs_pass_on_the_cpu() {
     let _ = std::fs::remove_dir_all(&cache);
     assert!(failures.is_empty(), "{} of {} programs failed:\n{}", failures.len(), exes.len(), failures.join("\n"));
 }
+
+/// `ANYCUDA_LOG=debug` says how each kernel runs and why, one line per
+/// kernel as the JIT compiles it (the JIT's `tracing` events reach the
+/// log), and warp-synchronous code gets the GPU's results by default.
+#[test]
+fn the_log_says_which_mode_each_kernel_runs_in_and_why() {
+    let exe = manifest().into_iter().find(|e| e.name == "warp_sync" && e.variant == "static").expect("warp_sync is built");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("modes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let log = dir.join("log");
+    let out = Command::new(&exe.path)
+        .env("LD_LIBRARY_PATH", driver_dir())
+        .env("ANYCUDA_CACHE_DIR", "off")
+        .env("ANYCUDA_LOG", "debug")
+        .env("ANYCUDA_LOG_FILE", &log)
+        .env_remove("ANYCUDA_WARP")
+        .env_remove("ANYCUDA_BACKEND")
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.ends_with("PASS warp_sync\n"), "{stdout}");
+    let text = std::fs::read_to_string(&log).expect("log written");
+    let _ = std::fs::remove_dir_all(&dir);
+    let line = |kernel: &str| text.lines().find(|l| l.contains(&format!("kernel `{kernel}` runs"))).unwrap_or_default().to_string();
+    let dct = line("_Z6dct8x8PKfPf");
+    assert!(dct.starts_with("[anycuda Debug] JIT:") && dct.contains("runs warp mode") && dct.contains("uses shared memory"), "{text}");
+    let exchange = line("_Z8exchangePViPi");
+    assert!(exchange.contains("runs warp mode") && exchange.contains("`st.volatile.global.u32` at "), "{text}");
+    let saxpy = line("_Z5saxpyifPKfPf");
+    assert!(saxpy.contains("thread by thread, the fast path, when the block has one dimension"), "{text}");
+    assert!(line("_Z9reduce256PKiPi").contains("its threads wait for each other"), "{text}");
+}
+
+/// `ANYCUDA_LOG_FILE` is never opened through a symbolic link: whoever can
+/// write the log's directory cannot make the driver append to another of
+/// the user's files. The program runs on, without the log.
+#[test]
+fn the_log_file_is_not_reached_through_a_symbolic_link() {
+    let exe = manifest().into_iter().find(|e| e.name == "warp_sync" && e.variant == "static").expect("warp_sync is built");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("log-link-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "the user's file\n").expect("write");
+    let link = dir.join("log");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&victim, &link).expect("symlink");
+    let out = Command::new(&exe.path)
+        .env("LD_LIBRARY_PATH", driver_dir())
+        .env("ANYCUDA_CACHE_DIR", "off")
+        .env("ANYCUDA_LOG", "debug")
+        .env("ANYCUDA_LOG_FILE", &link)
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let victim_text = std::fs::read_to_string(&victim).expect("read");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success() && stdout.ends_with("PASS warp_sync\n"), "{stdout}");
+    assert_eq!(victim_text, "the user's file\n");
+}

@@ -12,7 +12,7 @@ struct Family {
 /// How a family's module is compiled.
 #[derive(Clone, Copy)]
 struct Build {
-    warp_mode: bool,
+    warp: compiler::WarpMode,
     tier: compiler::Tier,
     /// One unit per kernel, linked against the variables' unit, as the JIT
     /// compiles them; otherwise the whole module at once.
@@ -22,11 +22,7 @@ struct Build {
 fn load_family(name: &str, build: Build) -> Result<Family, String> {
     let src = oracle::module_source(name)?;
     let module = ptx::parse(&src).map_err(|d| d.to_string())?;
-    let opts = compiler::Options {
-        warp: if build.warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
-        strict_affine: false,
-        tier: build.tier,
-    };
+    let opts = compiler::Options { warp: build.warp, strict_affine: false, tier: build.tier };
     let target = compiler::Target::HostCpu;
     let mut modules = Vec::new();
     let mut kernels = HashMap::new();
@@ -95,35 +91,44 @@ fn run(case: &oracle::Case, kernel: &LoadedKernel) -> Result<(), String> {
     case.check(&results)
 }
 
-/// Kernels compiled in warp mode where they allow it (the default).
+/// Every kernel compiled in warp mode where it allows it.
 #[test]
 fn oracle_cases_match_the_hardware_in_warp_mode() {
-    run_all(Build { warp_mode: true, tier: compiler::Tier::Optimized, units: false });
+    run_all(Build { warp: compiler::WarpMode::Always, tier: compiler::Tier::Optimized, units: false });
+}
+
+/// The default choice (`WarpMode::Auto`): thread by thread where the
+/// lockstep analysis allows, with the launch-time check of kernels whose
+/// lanes touch their own elements, warps elsewhere; as the JIT compiles
+/// kernels, in both tiers.
+#[test]
+fn oracle_cases_match_the_hardware_in_the_default_mode() {
+    run_all(Build { warp: compiler::WarpMode::Auto, tier: compiler::Tier::Fast, units: true });
+    run_all(Build { warp: compiler::WarpMode::Auto, tier: compiler::Tier::Optimized, units: true });
 }
 
 /// Every kernel compiled one thread per call (the mode kernels that warp
 /// mode does not cover use).
 #[test]
 fn oracle_cases_match_the_hardware_in_thread_mode() {
-    run_all(Build { warp_mode: false, tier: compiler::Tier::Optimized, units: false });
+    run_all(Build { warp: compiler::WarpMode::Off, tier: compiler::Tier::Optimized, units: false });
 }
 
 /// The fast tier, each kernel a unit of its own, in both modes: the code a
 /// kernel's first launches run.
 #[test]
 fn oracle_cases_match_the_hardware_in_the_fast_tier_kernel_by_kernel() {
-    run_all(Build { warp_mode: true, tier: compiler::Tier::Fast, units: true });
-    run_all(Build { warp_mode: false, tier: compiler::Tier::Fast, units: true });
+    run_all(Build { warp: compiler::WarpMode::Always, tier: compiler::Tier::Fast, units: true });
+    run_all(Build { warp: compiler::WarpMode::Off, tier: compiler::Tier::Fast, units: true });
 }
 
 /// Optimised units, as kernels that ran long are recompiled.
 #[test]
 fn oracle_cases_match_the_hardware_in_optimised_units() {
-    run_all(Build { warp_mode: true, tier: compiler::Tier::Optimized, units: true });
+    run_all(Build { warp: compiler::WarpMode::Always, tier: compiler::Tier::Optimized, units: true });
 }
 
 fn run_all(build: Build) {
-    let warp_mode = build.warp_mode;
     let oracle = oracle::load().expect("oracle loads");
     let mut families: HashMap<String, Result<Family, String>> = HashMap::new();
     let mut failures = Vec::new();
@@ -148,8 +153,8 @@ fn run_all(build: Build) {
         }
     }
     eprintln!(
-        "oracle ({} mode, {:?}{}): {passed} passed, {} failed",
-        if warp_mode { "warp" } else { "thread" },
+        "oracle ({:?} mode, {:?}{}): {passed} passed, {} failed",
+        build.warp,
         build.tier,
         if build.units { ", kernel by kernel" } else { "" },
         failures.len()

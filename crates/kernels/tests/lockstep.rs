@@ -1,0 +1,292 @@
+//! Warp-synchronous programs (`ptx/warp_sync.ptx`): lanes of a warp that
+//! exchange values through memory without barriers get the results of a
+//! GPU, whose converged warps execute each instruction for all lanes at
+//! once, in the default execution mode (`WarpMode::Auto`) and in warp mode,
+//! in both compiler tiers; kernels whose lanes cannot observe each other
+//! keep the fast path.
+
+use backend_cpu::{Executor, LoadedKernel};
+use compiler::{Options, Tier, WarpMode};
+use kernels::{as_bytes, launch, Arg, Program};
+
+fn exec() -> &'static Executor {
+    Executor::global()
+}
+
+fn program(warp: WarpMode, tier: Tier) -> Program {
+    Program::from_file_with("warp_sync.ptx", &Options { warp, tier, strict_affine: false }).expect("warp_sync.ptx compiles")
+}
+
+/// The modes and tiers that must give a GPU's results.
+fn exact_configurations() -> Vec<(WarpMode, Tier)> {
+    let mut v = Vec::new();
+    for warp in [WarpMode::Auto, WarpMode::Always] {
+        for tier in [Tier::Fast, Tier::Optimized] {
+            v.push((warp, tier));
+        }
+    }
+    v
+}
+
+fn runs_as_warps(k: &LoadedKernel) -> bool {
+    k.info.lanes == 32
+}
+
+fn runs_on_the_fast_path(k: &LoadedKernel) -> bool {
+    k.info.lanes == 1 && !k.info.needs_scheduler
+}
+
+fn input(n: usize) -> Vec<u32> {
+    (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761).rotate_left(7) ^ 0x5bd1_e995).collect()
+}
+
+#[test]
+fn shared_memory_transpose_without_barriers() {
+    for (warp, tier) in exact_configurations() {
+        let p = program(warp, tier);
+        let k = p.kernel("transpose_tile").expect("kernel");
+        assert!(runs_as_warps(k), "{warp:?}");
+        for threads in [256u32, 96, 32] {
+            let blocks = 5u32;
+            let n = (blocks * threads) as usize;
+            let mut inp = input(n);
+            let mut out = vec![0u32; n];
+            launch(exec(), k, [blocks, 1, 1], [threads, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out))])
+                .expect("params")
+                .expect("launch");
+            for g in 0..n {
+                let lane = g % 32;
+                let want = inp[g - lane + (lane & 3) * 8 + (lane >> 2)];
+                assert_eq!(out[g], want, "thread {g}, blocks of {threads}, {warp:?} {tier:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn shared_memory_butterfly_without_barriers() {
+    for (warp, tier) in exact_configurations() {
+        let p = program(warp, tier);
+        let k = p.kernel("butterfly_sum").expect("kernel");
+        assert!(runs_as_warps(k), "{warp:?}");
+        let (blocks, threads) = (4u32, 256u32);
+        let n = (blocks * threads) as usize;
+        let mut inp = input(n);
+        let mut out = vec![0u32; n];
+        launch(exec(), k, [blocks, 1, 1], [threads, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out))])
+            .expect("params")
+            .expect("launch");
+        for g in 0..n {
+            let first = g - g % 32;
+            let want = inp[first..first + 32].iter().fold(0u32, |a, &v| a.wrapping_add(v));
+            assert_eq!(out[g], want, "thread {g}, {warp:?} {tier:?}");
+        }
+    }
+}
+
+fn block_sums(inp: &[u32], per_block: usize) -> Vec<u32> {
+    inp.chunks(per_block).map(|c| c.iter().fold(0u32, |a, &v| a.wrapping_add(v))).collect()
+}
+
+#[test]
+fn unrolled_volatile_reduction_of_a_single_warp() {
+    for (warp, tier) in exact_configurations() {
+        let p = program(warp, tier);
+        let k = p.kernel("reduce_one_warp").expect("kernel");
+        assert!(runs_as_warps(k), "{warp:?}");
+        let blocks = 37u32;
+        let mut inp = input(blocks as usize * 64);
+        let mut out = vec![0u32; blocks as usize];
+        launch(exec(), k, [blocks, 1, 1], [32, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out))])
+            .expect("params")
+            .expect("launch");
+        assert_eq!(out, block_sums(&inp, 64), "{warp:?} {tier:?}");
+    }
+}
+
+#[test]
+fn last_warp_reduction_after_barriers() {
+    for (warp, tier) in exact_configurations() {
+        let p = program(warp, tier);
+        let k = p.kernel("reduce_last_warp").expect("kernel");
+        assert!(runs_as_warps(k), "{warp:?}");
+        let blocks = 19u32;
+        let mut inp = input(blocks as usize * 256);
+        let mut out = vec![0u32; blocks as usize];
+        launch(exec(), k, [blocks, 1, 1], [256, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out))])
+            .expect("params")
+            .expect("launch");
+        assert_eq!(out, block_sums(&inp, 256), "{warp:?} {tier:?}");
+    }
+}
+
+/// OUT = M X M^T for each 8x8 tile (row-major), M[r][n] = r*n + r + 1,
+/// in wrapping 32-bit arithmetic.
+fn transform8x8(x: &[u32]) -> Vec<u32> {
+    let m = |r: usize, n: usize| (r * n + r + 1) as u32;
+    let mut out = vec![0u32; x.len()];
+    for (t, tile) in x.chunks(64).enumerate() {
+        let mut mx = [[0u32; 8]; 8];
+        for r in 0..8 {
+            for c in 0..8 {
+                mx[r][c] = (0..8).fold(0u32, |a, n| a.wrapping_add(m(r, n).wrapping_mul(tile[n * 8 + c])));
+            }
+        }
+        for c in 0..8 {
+            for k in 0..8 {
+                out[t * 64 + c * 8 + k] = (0..8).fold(0u32, |a, n| a.wrapping_add(m(k, n).wrapping_mul(mx[c][n])));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn separable_8x8_transform_writing_columns_and_reading_rows() {
+    for (warp, tier) in exact_configurations() {
+        let p = program(warp, tier);
+        let k = p.kernel("transform8x8").expect("kernel");
+        assert!(runs_as_warps(k), "{warp:?}");
+        let tiles = 48usize;
+        let mut inp = input(tiles * 64);
+        let mut out = vec![0u32; tiles * 64];
+        launch(exec(), k, [(tiles / 8) as u32, 1, 1], [64, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out))])
+            .expect("params")
+            .expect("launch");
+        assert_eq!(out, transform8x8(&inp), "{warp:?} {tier:?}");
+    }
+}
+
+#[test]
+fn exchange_through_global_memory() {
+    for (warp, tier) in exact_configurations() {
+        let p = program(warp, tier);
+        let k = p.kernel("exchange_global").expect("kernel");
+        assert!(runs_as_warps(k), "{warp:?}");
+        let (blocks, threads) = (6u32, 128u32);
+        let n = (blocks * threads) as usize;
+        let mut buf = vec![0u32; n];
+        let mut out = vec![0u32; n];
+        launch(exec(), k, [blocks, 1, 1], [threads, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut buf)), Arg::Buf(as_bytes(&mut out))])
+            .expect("params")
+            .expect("launch");
+        for (g, v) in out.iter().enumerate() {
+            assert_eq!(*v, ((g ^ 1) * 3 + 1) as u32, "thread {g}, {warp:?} {tier:?}");
+        }
+    }
+}
+
+#[test]
+fn kernels_whose_lanes_cannot_observe_each_other_keep_the_fast_path() {
+    for tier in [Tier::Fast, Tier::Optimized] {
+        let p = program(WarpMode::Auto, tier);
+        let (blocks, threads) = (7u32, 192u32);
+        let n = (blocks * threads) as usize;
+
+        let k = p.kernel("fill_index").expect("kernel");
+        assert!(runs_on_the_fast_path(k));
+        let mut out = vec![0u32; n];
+        launch(exec(), k, [blocks, 1, 1], [threads, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("params").expect("launch");
+        assert!(out.iter().enumerate().all(|(g, &v)| v == 2 * g as u32));
+
+        let k = p.kernel("scale_readonly").expect("kernel");
+        assert!(runs_on_the_fast_path(k));
+        let mut inp: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
+        let mut out = vec![0f32; n];
+        launch(
+            exec(),
+            k,
+            [blocks, 1, 1],
+            [threads, 1, 1],
+            0,
+            &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out)), Arg::F32(3.0)],
+        )
+        .expect("params")
+        .expect("launch");
+        assert!(out.iter().zip(&inp).all(|(o, i)| *o == i * 3.0));
+
+        let k = p.kernel("count_classes").expect("kernel");
+        assert!(runs_on_the_fast_path(k));
+        let mut inp = input(5000);
+        let len = inp.len() as u32;
+        let mut counts = vec![0u32; 8];
+        launch(exec(), k, [3, 1, 1], [128, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut counts)), Arg::U32(len)])
+            .expect("params")
+            .expect("launch");
+        let mut want = [0u32; 8];
+        inp.iter().for_each(|v| want[(v & 7) as usize] += 1);
+        assert_eq!(counts, want);
+    }
+}
+
+#[test]
+fn explicit_modes_still_choose_as_told() {
+    // `ANYCUDA_WARP=0`: thread by thread everywhere; `wait`: warps only
+    // where threads wait (the barrier reduction), as before the analysis.
+    let p = program(WarpMode::Off, Tier::Fast);
+    for name in ["transpose_tile", "reduce_last_warp", "fill_index"] {
+        assert_eq!(p.kernel(name).expect("kernel").info.lanes, 1, "{name}");
+    }
+    let p = program(WarpMode::WhereThreadsWait, Tier::Fast);
+    assert_eq!(p.kernel("transpose_tile").expect("kernel").info.lanes, 1);
+    assert_eq!(p.kernel("reduce_last_warp").expect("kernel").info.lanes, 32);
+}
+
+/// Runs `axpy` over `buf` with `x` and `y` at element offsets `xo` and
+/// `yo`, `n` elements, in blocks of `block` threads.
+fn axpy(k: &LoadedKernel, buf: &mut [f32], xo: usize, yo: usize, n: usize, block: [u32; 3]) {
+    let per_block = (block[0] * block[1] * block[2]) as usize;
+    let base = buf.as_mut_ptr();
+    // SAFETY: both views lie inside `buf`, which outlives the launch; the
+    // kernel may write through the overlap, as the test intends.
+    let (x, y) = unsafe { (std::slice::from_raw_parts_mut(base.add(xo), n), std::slice::from_raw_parts_mut(base.add(yo), n)) };
+    launch(
+        exec(),
+        k,
+        [n.div_ceil(per_block) as u32, 1, 1],
+        block,
+        0,
+        &mut [Arg::Buf(as_bytes(x)), Arg::Buf(as_bytes(y)), Arg::F32(2.0), Arg::U32(n as u32)],
+    )
+    .expect("params")
+    .expect("launch");
+}
+
+#[test]
+fn own_element_kernels_run_thread_by_thread_when_the_launch_allows_and_as_warps_otherwise() {
+    for tier in [Tier::Fast, Tier::Optimized] {
+        let p = program(WarpMode::Auto, tier);
+        let k = p.kernel("axpy").expect("kernel");
+        assert!(runs_on_the_fast_path(k), "the block function chooses per launch");
+        let start: Vec<f32> = (0..4096).map(|i| (i % 97) as f32).collect();
+
+        // Separate arrays, far apart: the fast path's results.
+        let mut buf = start.clone();
+        axpy(k, &mut buf, 0, 2048, 2048, [256, 1, 1]);
+        assert!((0..2048).all(|i| buf[2048 + i] == 2.0 * start[i] + start[2048 + i]), "{tier:?}");
+
+        // x and y the same array: each lane reads and writes its own element.
+        let mut buf = start.clone();
+        axpy(k, &mut buf, 0, 0, 1024, [128, 1, 1]);
+        assert!((0..1024).all(|i| buf[i] == 3.0 * start[i]), "{tier:?}");
+
+        // y one element past x, in one warp: lane i reads x[i] = y[i - 1],
+        // which lane i - 1 stores. A converged warp loads every x before
+        // storing any y; one thread after another would see the stores.
+        let mut buf = start.clone();
+        axpy(k, &mut buf, 0, 1, 32, [32, 1, 1]);
+        for i in 0..32 {
+            assert_eq!(buf[1 + i], 2.0 * start[i] + start[1 + i], "element {i}, {tier:?}");
+        }
+
+        // A block of 16 x 2 threads: the kernel indexes with %tid.x only,
+        // so both rows of the warp update the same 16 elements together,
+        // each once as a converged warp does (thread by thread would add
+        // twice).
+        let mut buf = start.clone();
+        axpy(k, &mut buf, 0, 2048, 16, [16, 2, 1]);
+        for i in 0..16 {
+            assert_eq!(buf[2048 + i], 2.0 * start[i] + start[2048 + i], "element {i}, {tier:?}");
+        }
+    }
+}
