@@ -119,6 +119,7 @@ pub fn memory_and_errors(h: &Hip) {
     assert_eq!(hipcall!(h, hipMalloc: fn(*mut P, usize)(&mut too_big, 4 << 30)), OUT_OF_MEMORY);
     assert_eq!(hipcall!(h, hipFree: fn(P)(big)), SUCCESS);
     assert_eq!(hipcall!(h, hipFree: fn(P)(big)), INVALID_VALUE, "double free");
+    assert!(h.logged(&["hipFree -> hipErrorInvalidValue", &format!("{:#x}", big as usize), "not the start of an allocation"]));
     assert_eq!(hipcall!(h, hipFree: fn(P)(null_mut())), SUCCESS);
     let mut zero = 1 as P;
     assert_eq!(hipcall!(h, hipMalloc: fn(*mut P, usize)(&mut zero, 0)), SUCCESS);
@@ -411,8 +412,9 @@ pub fn grid_3d(h: &Hip) {
 }
 
 pub fn local_array(h: &Hip) {
-    // 48 threads per block: partial wavefronts on both architectures.
-    let (blocks, threads) = (2usize, 48usize);
+    // 96 threads per block: several wavefronts, the last one partial, on
+    // both architectures.
+    let (blocks, threads) = (2usize, 96usize);
     let n = blocks * threads;
     let idx: Vec<u32> = (0..n as u32).map(|g| ((g * 13 + 5) % 256) | (((g * 7 + 3) % 256) << 8)).collect();
     let (didx, out) = (h.upload(&idx), h.alloc(n * 4));
@@ -602,6 +604,7 @@ pub fn trap_fails_the_launch(h: &Hip) {
     let m = h.load_ptx(&kernel("globals"));
     let f = h.function(&m, "fail_if");
     assert_eq!(h.launch(f, [2, 1, 1], [64, 1, 1], 0, &Args::new().u32(1)), LAUNCH_FAILURE);
+    assert!(h.logged(&["`fail_if` failed on the emulator", "KernelTrap", "s_trap", "work-group (0, 0, 0)"]), "the log says why");
     // The runtime lives on: the same kernel without the trap runs.
     h.run(f, [2, 1, 1], [64, 1, 1], 0, &Args::new().u32(0));
     // A code object for another processor is refused.
@@ -609,6 +612,7 @@ pub fn trap_fails_the_launch(h: &Hip) {
     let object = super::compile(&kernel("vector_add"), other);
     let mut bad = null_mut();
     assert_eq!(hipcall!(h, hipModuleLoadData: fn(*mut P, *const c_void)(&mut bad, object.as_ptr() as *const c_void)), 209);
+    assert!(h.logged(&["hipModuleLoadData -> hipErrorNoBinaryForGpu", "the device is"]));
     let junk = [0u8; 256];
     assert_eq!(hipcall!(h, hipModuleLoadData: fn(*mut P, *const c_void)(&mut bad, junk.as_ptr() as *const c_void)), 200);
     h.unload(m);

@@ -39,6 +39,8 @@ pub struct Hip {
     pub arch: &'static str,
     /// `gcnArchName`, which chooses the compiler's target.
     pub gcn_arch_name: String,
+    /// The library's log file (`ANYCUDA_LOG_FILE`).
+    pub log: PathBuf,
 }
 
 // dlsym is thread-safe; the library serialises its own state.
@@ -60,11 +62,15 @@ pub fn hip(arch: &'static str) -> &'static Hip {
     static HIP: OnceLock<Hip> = OnceLock::new();
     let h = HIP.get_or_init(|| {
         std::env::set_var("ANYCUDA_HIP_EMULATED_ARCH", arch);
-        std::env::remove_var("ANYCUDA_LOG");
+        // The library's log, which tests read to see that failures say why.
+        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("hip-emulated-{arch}-{}.log", std::process::id()));
+        let _ = std::fs::remove_file(&log);
+        std::env::set_var("ANYCUDA_LOG", "debug");
+        std::env::set_var("ANYCUDA_LOG_FILE", &log);
         let path = CString::new(lib_path().to_string_lossy().as_bytes()).expect("path");
         let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         assert!(!handle.is_null(), "dlopen({}) failed", lib_path().display());
-        let mut hip = Hip { handle, arch, gcn_arch_name: String::new() };
+        let mut hip = Hip { handle, arch, gcn_arch_name: String::new(), log };
         assert_eq!(hipcall!(hip, hipInit: fn(c_uint)(0)), 0);
         let mut prop = vec![0u8; 4096];
         assert_eq!(hipcall!(hip, hipGetDevicePropertiesR0600: fn(*mut u8, c_int)(prop.as_mut_ptr(), 0)), 0);
@@ -89,6 +95,12 @@ impl Hip {
         assert!(!p.is_null(), "{name} is not exported");
         assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<P>());
         unsafe { std::mem::transmute_copy(&p) }
+    }
+
+    /// Whether the library's log has a line containing all of `words`.
+    pub fn logged(&self, words: &[&str]) -> bool {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        text.lines().any(|l| words.iter().all(|w| l.contains(w)))
     }
 
     pub fn error_name(&self, e: c_int) -> String {
