@@ -37,7 +37,7 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 
 REQ=scripts/cuda-toolkit-requirements.txt
-LAYOUT=2 # bump when the arrangement below changes
+LAYOUT="$ANYCUDA_TOOLKIT_LAYOUT" # scripts/env.sh; bump it there when the arrangement below changes
 ROOT="$ANYCUDA_TOOLKIT"
 STAMP_NAME=.anycuda-toolkit-stamp
 want_stamp="layout=$LAYOUT req=$(sha256sum "$REQ" | cut -d' ' -f1) arch=$(uname -m)"

@@ -34,6 +34,11 @@ impl CpuBackend {
         CpuBackend::with_jit(jit::JitConfig::from_env())
     }
 
+    /// What this backend's JIT has compiled and found in the cache.
+    pub fn jit_stats(&self) -> jit::JitStats {
+        self.jit.stats()
+    }
+
     pub fn with_jit(config: jit::JitConfig) -> CpuBackend {
         let mut props = DeviceProps::host_cpu(0);
         props.multiprocessor_count = Executor::global().multiprocessors();
@@ -162,8 +167,9 @@ pub struct CpuModule {
     jit: Arc<jit::JitModule>,
     kernels: Vec<KernelDesc>,
     globals: Vec<GlobalDesc>,
-    /// The variables' unit (or, for a module that does not split, the whole module).
-    shared: LoadedModule,
+    /// The variables' unit (or, for a module that does not split, the
+    /// whole module); none when the module has no variables.
+    shared: Option<LoadedModule>,
     /// The variables' symbols, defined in every kernel unit's link.
     shared_symbols: Vec<(String, usize)>,
     /// Per kernel: the code launches use now.
@@ -187,10 +193,18 @@ impl CpuModule {
     pub fn load(jit: &Arc<jit::Jit>, ptx: &str, options: &ModuleOptions) -> Result<CpuModule, ModuleError> {
         let module = jit.load(ptx, options)?;
         let shared_code = module.shared()?;
-        let shared = crate::loader::load(&shared_code.object).map_err(|e| other(e.to_string()))?;
+        let shared = if shared_code.object.is_empty() {
+            None
+        } else {
+            Some(crate::loader::load(&shared_code.object).map_err(|e| other(e.to_string()))?)
+        };
         let global_prefix = compiler::cpu_abi::KernelSymbols::global("");
-        let shared_symbols: Vec<(String, usize)> =
-            shared.symbols().filter(|(name, _)| name.starts_with(&global_prefix)).map(|(n, a)| (n.to_string(), a)).collect();
+        let shared_symbols: Vec<(String, usize)> = shared
+            .iter()
+            .flat_map(|m| m.symbols())
+            .filter(|(name, _)| name.starts_with(&global_prefix))
+            .map(|(n, a)| (n.to_string(), a))
+            .collect();
         // As NVIDIA reports them: the virtual architecture the PTX targets
         // (80 for compute_80, not the PTX ISA version), and the architecture
         // the code was compiled for (the device's, for JIT-compiled code).
@@ -221,7 +235,8 @@ impl CpuModule {
         let mut globals = Vec::new();
         for g in &info.globals {
             let address = shared
-                .symbol(&compiler::cpu_abi::KernelSymbols::global(&g.name))
+                .as_ref()
+                .and_then(|m| m.symbol(&compiler::cpu_abi::KernelSymbols::global(&g.name)))
                 .ok_or_else(|| other(format!("variable `{}` missing from its object", g.name)))?;
             globals.push(GlobalDesc {
                 name: g.name.clone(),
@@ -271,8 +286,9 @@ impl CpuModule {
             let kernel = unsafe { LoadedKernel::from_module(&unit, info) };
             (kernel, Some(unit))
         } else {
+            let whole = self.shared.as_ref().ok_or_else(|| other("the module's code is missing".into()))?;
             // SAFETY: the shared unit is the whole module, compiled for the host.
-            (unsafe { LoadedKernel::from_module(&self.shared, info) }, None)
+            (unsafe { LoadedKernel::from_module(whole, info) }, None)
         };
         let kernel = kernel.ok_or_else(|| other(format!("kernel `{name}` missing from its object")))?;
         let code = Arc::new(KernelCode { kernel, tier: compiled.tier, _unit: unit });

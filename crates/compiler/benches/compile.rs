@@ -46,7 +46,7 @@ fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &com
     println!("\n## {label}\n");
     let mut times: Vec<(Duration, String, usize)> = Vec::new();
     let mut profile = Profile::default();
-    let (mut parse, mut failed, mut ptx_bytes) = (Duration::ZERO, 0usize, 0usize);
+    let (mut parse, mut analyse, mut failed, mut ptx_bytes) = (Duration::ZERO, Duration::ZERO, 0usize, 0usize);
     compiler::profile::take();
     for path in files {
         let Ok(src) = std::fs::read_to_string(path) else { continue };
@@ -57,15 +57,20 @@ fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &com
             continue;
         };
         parse += t.elapsed();
+        // Once per module, as the JIT does.
+        let t = compiler::profile::thread_cpu_time();
+        let analysis = compiler::analyse(&module);
+        analyse += compiler::profile::thread_cpu_time().saturating_sub(t);
         let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
         for (idx, item) in module.items.iter().enumerate() {
             let Item::Function(f) = item else { continue };
             if f.kind != FunctionKind::Entry || f.body.is_none() {
                 continue;
             }
-            let unit = if matches!(target, compiler::Target::HostCpu) { compiler::Unit::Kernel(idx as u32) } else { compiler::Unit::Module };
+            let unit =
+                if matches!(target, compiler::Target::HostCpu) { compiler::Unit::Kernel(idx as u32) } else { compiler::Unit::Module };
             let t = compiler::profile::thread_cpu_time();
-            let r = compiler::compile_unit(&module, &src, target, opts, unit);
+            let r = compiler::compile_unit_analysed(&module, &src, target, opts, unit, &analysis);
             let d = compiler::profile::thread_cpu_time().saturating_sub(t);
             match r {
                 Ok(c) => times.push((d, format!("{name}: {}", f.name), c.object.len())),
@@ -78,11 +83,12 @@ fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &com
     let only: Vec<Duration> = times.iter().map(|t| t.0).collect();
     let total: Duration = only.iter().sum();
     println!(
-        "{} kernels ({} failed), {:.1} MB of PTX, parsed in {:.0} ms; per kernel: median {:.1} ms, p90 {:.1} ms, max {:.1} ms; total {:.2} s",
+        "{} kernels ({} failed), {:.1} MB of PTX, parsed in {:.0} ms, modules analysed in {:.0} ms; per kernel: median {:.1} ms, p90 {:.1} ms, max {:.1} ms; total {:.2} s",
         times.len(),
         failed,
         ptx_bytes as f64 / 1e6,
         ms(parse),
+        ms(analyse),
         ms(percentile(&only, 0.5)),
         ms(percentile(&only, 0.9)),
         ms(percentile(&only, 1.0)),

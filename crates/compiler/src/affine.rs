@@ -38,7 +38,7 @@ pub fn strides(f: &Function, b: &Body) -> Vec<Option<i64>> {
         for s in &b.statements {
             let Statement::Instruction(inst) = s else { continue };
             let args = b.args(inst);
-            let first_is_dest = crate::warp::writes_first_operand(inst.op);
+            let first_is_dest = crate::warp::writes_first(b, inst);
             let mut defs = Vec::new();
             if first_is_dest {
                 if let Some(&d) = args.first() {

@@ -916,24 +916,48 @@ fail:
         self.select(&isnan, &n, v)
     }
 
-    fn saturate(&mut self, v: &V) -> V {
-        // Clamp to [0, 1]; NaN gives 0.
+    /// PTX's `.sat`: clamps to [+0, 1], and -0 and NaN give +0.
+    ///
+    /// On AMDGPU the clamp is made on the value's bits. LLVM turns the
+    /// float form below into the hardware's clamp modifier, and what that
+    /// modifier does with -0 is not stated by AMD's ISA documents (an
+    /// instruction-set emulator keeps -0, where PTX wants +0); integer
+    /// compares are never folded into it, and are exact whatever the
+    /// hardware does. The host keeps the float form, which its instructions
+    /// implement as written.
+    pub(crate) fn saturate(&mut self, v: &V) -> V {
+        if matches!(self.cx.target, crate::Target::Amdgpu { .. }) {
+            return self.saturate_bits(v);
+        }
         let zero = V::float_bits(v.ty, 0);
-        let one = match v.ty {
-            Ty::Float => V::f32(0x3f80_0000),
-            Ty::Double => V::f64(0x3ff0_0000_0000_0000),
-            Ty::Half => V::half(0x3c00),
-            _ => V::bfloat(0x3f80),
-        };
+        let one = V::float_bits(v.ty, float_one_bits(v.ty));
         let gt0 = self.fcmp("ogt", v, &zero);
         let lo = self.select(&gt0, v, &zero);
         let lt1 = self.fcmp("olt", &lo, &one);
         self.select(&lt1, &lo, &one)
     }
 
+    /// [`Self::saturate`] on the bits: as a signed integer, every negative
+    /// value and -0 is below 1 (zero's own bits are 0), NaNs are above
+    /// infinity's bits, and the positive floats are ordered as their bits.
+    fn saturate_bits(&mut self, v: &V) -> V {
+        let it = v.ty.as_int();
+        let b = self.bitcast(v, it);
+        let zero = V::int(it, 0);
+        let one = V::int(it, float_one_bits(v.ty) as i128);
+        let inf = V::int(it, float_inf_bits(v.ty) as i128);
+        let below = self.icmp("slt", &b, &V::int(it, 1));
+        let nan = self.icmp("sgt", &b, &inf);
+        let to_zero = self.bin("or", &below, &nan);
+        let big = self.icmp("sge", &b, &one);
+        let capped = self.select(&big, &one, &b);
+        let r = self.select(&to_zero, &zero, &capped);
+        self.bitcast(&r, v.ty)
+    }
+
     /// A directed-rounding operation: a small strictfp helper that sets the
     /// rounding mode around one constrained operation.
-    fn rounded(&mut self, op: &str, args: &[&V], mode: Rounding) -> V {
+    pub(crate) fn rounded(&mut self, op: &str, args: &[&V], mode: Rounding) -> V {
         let ty = args[0].ty;
         let rm = match mode {
             Rounding::Rz => 0,
@@ -1428,7 +1452,7 @@ pub fn nan_blind_registers(b: &Body) -> Vec<bool> {
         if let Some(g) = inst.guard {
             regs.push(g.reg);
         }
-        let first_is_dest = crate::warp::writes_first_operand(inst.op);
+        let first_is_dest = crate::warp::writes_first(b, inst);
         for (k, &op) in args.iter().enumerate() {
             if k == 0 && first_is_dest {
                 continue;
@@ -1447,4 +1471,24 @@ pub fn nan_blind_registers(b: &Body) -> Vec<bool> {
         }
     }
     blind
+}
+
+/// The bits of 1.0 in a float type.
+pub(crate) fn float_one_bits(ty: Ty) -> u64 {
+    match ty {
+        Ty::Float => 0x3f80_0000,
+        Ty::Double => 0x3ff0_0000_0000_0000,
+        Ty::Half => 0x3c00,
+        _ => 0x3f80,
+    }
+}
+
+/// The bits of +infinity in a float type.
+pub(crate) fn float_inf_bits(ty: Ty) -> u64 {
+    match ty {
+        Ty::Float => 0x7f80_0000,
+        Ty::Double => 0x7ff0_0000_0000_0000,
+        Ty::Half => 0x7c00,
+        _ => 0x7f80,
+    }
 }

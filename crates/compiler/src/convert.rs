@@ -159,7 +159,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             } else {
                 self.call1(&format!("{f}.{}", sty.suffix()), &x)
             };
-            let r = if sat { self.cvt_saturate(&r) } else { r };
+            let r = if sat { self.saturate(&r) } else { r };
             let r = if ftz { self.flush(&r) } else { r };
             let r = self.canonical_nan(&r);
             return self.set(&args[0], r);
@@ -171,7 +171,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Type::F64 => {
                 let d = if sty == Ty::Double { x } else { self.out.def(Ty::Double, format_args!("fpext {x} to {VF64}")) };
                 if sat {
-                    self.cvt_saturate(&d)
+                    self.saturate(&d)
                 } else {
                     d
                 }
@@ -182,7 +182,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 };
                 let d = if sty == Ty::Double { x.clone() } else { self.out.def(Ty::Double, format_args!("fpext {x} to {VF64}")) };
                 let d = if relu { self.relu_double(&d) } else { d };
-                let d = if sat { self.cvt_saturate(&d) } else { d };
+                let d = if sat { self.saturate(&d) } else { d };
                 let mode = Self::mode_of(rnd);
                 let name = self.round_helper(fmt, mode, satfinite);
                 let (it, ft) = match dt {
@@ -211,20 +211,6 @@ impl<'c, 'm> FnLower<'c, 'm> {
             _ => return self.unsupported(format!("`{}`", self.describe(inst))),
         };
         self.set(&args[0], r)
-    }
-
-    fn cvt_saturate(&mut self, v: &V) -> V {
-        let zero = V::float_bits(v.ty, 0);
-        let one = match v.ty {
-            Ty::Float => V::f32(0x3f80_0000),
-            Ty::Double => V::f64(0x3ff0_0000_0000_0000),
-            Ty::Half => V::half(0x3c00),
-            _ => V::bfloat(0x3f80),
-        };
-        let gt0 = self.fcmp("ogt", v, &zero);
-        let lo = self.select(&gt0, v, &zero);
-        let lt1 = self.fcmp("olt", &lo, &one);
-        self.select(&lt1, &lo, &one)
     }
 
     /// An integer as a double rounded to odd (exact when it fits in 53 bits).
@@ -298,7 +284,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let bits = self.call_helper(&name, it, &[Ty::Double], &[&d]);
             self.bitcast(&bits, ft)
         };
-        let r = if sat { self.cvt_saturate(&r) } else { r };
+        let r = if sat { self.saturate(&r) } else { r };
         self.set(&args[0], r)
     }
 

@@ -148,6 +148,12 @@ pub const RUNTIME_SYMBOLS: &[(&str, &str)] = &[
     ("__anycuda_match", "u64 (ctx, u32 thread, u32 mode, u64 value, u32 mask, u32 site)"),
     ("__anycuda_redux", "u32 (ctx, u32 thread, u32 op, u32 value, u32 mask, u32 site)"),
     ("__anycuda_activemask", "u32 (ctx, u32 thread, u32 site)"),
+    // Warp matrix instructions: every lane of the warp hands over `bytes`
+    // bytes at `src`; returns the address of all 32 lanes' bytes, lane
+    // after lane (lanes that are not there read as zeros), valid until the
+    // warp's next collective. `scratch` (32 * `bytes`, or null) is memory
+    // of the caller an implementation may gather into and return.
+    ("__anycuda_warp_gather", "ptr (ctx, u32 thread, ptr src, u32 bytes, ptr scratch, u32 site)"),
     // Thread termination (never return).
     ("__anycuda_exit", "void (ctx, u32 thread)"),
     ("__anycuda_trap", "void (ctx, u32 thread)"),

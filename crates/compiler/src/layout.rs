@@ -40,7 +40,7 @@ pub fn is_dynamic_shared(d: &VarDecl) -> bool {
 }
 
 /// Facts about each function body.
-#[derive(Default, Debug)]
+#[derive(Default, Debug, Clone)]
 pub struct FunctionFacts {
     pub callees: HashSet<ItemId>,
     pub indirect_calls: bool,
@@ -53,6 +53,7 @@ pub struct FunctionFacts {
     pub yield_points: HashSet<usize>,
 }
 
+#[derive(Debug, Clone)]
 pub struct Analysis {
     pub facts: HashMap<ItemId, FunctionFacts>,
     pub address_taken: HashSet<ItemId>,
@@ -137,6 +138,11 @@ fn body_facts(m: &Module, item: ItemId, f: &Function, b: &Body) -> FunctionFacts
                         facts.waits = true;
                     }
                     Opcode::Shfl | Opcode::Vote | Opcode::Match | Opcode::Redux | Opcode::Activemask | Opcode::Elect => facts.waits = true,
+                    // Matrix collectives exchange the lanes' fragments; mbarriers
+                    // make threads wait for each other.
+                    Opcode::Mma | Opcode::Ldmatrix | Opcode::Stmatrix | Opcode::Movmatrix | Opcode::Mbarrier => facts.waits = true,
+                    Opcode::Wmma if inst.has(b, Flag::MmaOp) => facts.waits = true,
+                    Opcode::Cp if inst.has(b, Flag::Mbarrier) => facts.waits = true,
                     Opcode::Exit if !is_kernel => facts.waits = true,
                     Opcode::Bra => {
                         if let Some(Operand::Label(l)) = args.first() {

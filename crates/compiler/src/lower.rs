@@ -18,7 +18,7 @@ pub struct ModuleCx<'m> {
     pub opts: crate::Options,
     pub m: &'m Module<'m>,
     pub lines: LineIndex<'m>,
-    pub a: Analysis,
+    pub a: std::borrow::Cow<'m, Analysis>,
     /// Helper function definitions, by name (emitted once).
     pub helpers: BTreeMap<String, String>,
     /// External declarations (intrinsics, runtime), by name.
@@ -124,7 +124,24 @@ impl<'m> ModuleCx<'m> {
             opts: opts.clone(),
             m,
             lines: LineIndex::new(src),
-            a: Analysis::new(m),
+            a: std::borrow::Cow::Owned(Analysis::new(m)),
+            helpers: BTreeMap::new(),
+            decls: BTreeMap::new(),
+            next_site: 0,
+            unit: crate::Unit::Module,
+            defined: None,
+        }
+    }
+
+    /// The lowering of `m` with an analysis of it made before (see
+    /// [`crate::ModuleAnalysis`]).
+    pub fn with_analysis(m: &'m Module<'m>, src: &'m str, target: &crate::Target, opts: &crate::Options, a: &'m Analysis) -> ModuleCx<'m> {
+        ModuleCx {
+            target: target.clone(),
+            opts: opts.clone(),
+            m,
+            lines: LineIndex::new(src),
+            a: std::borrow::Cow::Borrowed(a),
             helpers: BTreeMap::new(),
             decls: BTreeMap::new(),
             next_site: 0,
@@ -823,6 +840,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Activemask => self.activemask(inst),
             Elect => self.elect(inst),
             Alloca => self.alloca_inst(inst),
+            Mma | Wmma | Ldmatrix | Stmatrix | Movmatrix => self.matrix(inst),
+            Cp | Mbarrier => self.async_copy(inst),
             Stacksave | Stackrestore => self.unsupported(format!("`{}`", self.describe(inst))),
             Add | Sub | Mul | Mad | Fma | Div | Rem | Abs | Neg | Min | Max | Addc | Subc | Madc | Mul24 | Mad24 | Sad | Popc | Clz
             | Bfind | Brev | Bfe | Bfi | Fns | Szext | Bmsk | Dp4a | Dp2a | And | Or | Xor | Not | Cnot | Lop3 | Shf | Shl | Shr | Prmt
@@ -1579,6 +1598,7 @@ fn ptx_modifier(o: &mut String, m: &Modifier) -> std::fmt::Result {
         Modifier::Cmp(c) => write!(o, ".{c}"),
         Modifier::Vec(n) => write!(o, ".v{n}"),
         Modifier::Flag(f) => write!(o, ".{f}"),
+        Modifier::Shape(s) if s.k == 0 => write!(o, ".m{}n{}", s.m, s.n),
         Modifier::Shape(s) => write!(o, ".m{}n{}k{}", s.m, s.n, s.k),
     }
 }

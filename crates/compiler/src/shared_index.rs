@@ -11,7 +11,7 @@
 //! the form when the kernel is compiled; the sum must provably not wrap
 //! around 32 bits, as the index is then added in 64-bit arithmetic.
 
-use crate::warp::{operand_registers, writes_first_operand};
+use crate::warp::{operand_registers, writes_first};
 use ptx::ast::*;
 
 /// An address register's value, as the lowering can rebuild it at a given
@@ -248,7 +248,7 @@ fn last_write(b: &Body, at: usize, r: RegId) -> Option<usize> {
 }
 
 fn writes(b: &Body, inst: &Instruction, r: RegId) -> bool {
-    if !writes_first_operand(inst.op) {
+    if !writes_first(b, inst) {
         return false;
     }
     let mut regs = Vec::new();

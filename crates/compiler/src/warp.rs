@@ -242,7 +242,7 @@ pub(crate) fn instruction_registers(b: &Body, inst: &Instruction, uses: &mut Vec
         uses.push(g.reg);
     }
     let args = b.args(inst);
-    let first_is_dest = writes_first_operand(inst.op);
+    let first_is_dest = writes_first(b, inst);
     for (k, &op) in args.iter().enumerate() {
         if k == 0 && first_is_dest {
             operand_registers(b, op, defs);
@@ -490,6 +490,14 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
     frame
 }
 
+/// Whether an instruction's first operand is a destination: for opcodes
+/// with forms of both kinds (`mbarrier.arrive state, [a]` and
+/// `mbarrier.init [a], n`, `wmma.load` and `wmma.store`), an address there
+/// is a source.
+pub(crate) fn writes_first(b: &Body, inst: &Instruction) -> bool {
+    writes_first_operand(inst.op) && b.args(inst).first().is_none_or(|a| a.address().is_none())
+}
+
 /// Whether an opcode's first operand is a destination.
 pub(crate) fn writes_first_operand(op: Opcode) -> bool {
     use Opcode::*;
@@ -518,7 +526,6 @@ pub(crate) fn writes_first_operand(op: Opcode) -> bool {
             | Sust
             | Sured
             | Cp
-            | Mbarrier
             | Stmatrix
             | Stackrestore
             | Multimem
@@ -572,7 +579,7 @@ fn block_local_registers(b: &Body, starts: &HashMap<usize, u32>) -> Vec<bool> {
         }
         let Statement::Instruction(inst) = s else { continue };
         let args = b.args(inst);
-        let first_is_dest = writes_first_operand(inst.op);
+        let first_is_dest = writes_first(b, inst);
         regs.clear();
         if let Some(g) = inst.guard {
             regs.push(g.reg);
@@ -734,15 +741,8 @@ fn supported(op: Opcode) -> bool {
             | Sust
             | Sured
             | Suq
-            | Mma
-            | Wmma
             | Wgmma
             | Tcgen05
-            | Ldmatrix
-            | Stmatrix
-            | Movmatrix
-            | Cp
-            | Mbarrier
             | Multimem
             | Tensormap
             | Clusterlaunchcontrol
@@ -835,7 +835,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         "%next.slot"
     }
 
-    fn mask(&self) -> V {
+    pub(crate) fn mask(&self) -> V {
         self.warp.as_ref().map(|w| w.mask.clone()).unwrap_or_else(|| V::int(Ty::I1, 1))
     }
 
@@ -1824,7 +1824,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         w.pending_affine = None;
         let args = self.b.args(inst);
         let Some(&Operand::Reg(dest)) = args.first() else { return Ok(()) };
-        if !writes_first_operand(inst.op) || self.stride(dest).is_none() {
+        if !writes_first(self.b, inst) || self.stride(dest).is_none() {
             return Ok(());
         }
         let Some(form) = crate::affine::form(self.f, self.b, inst) else { return Ok(()) };
@@ -1912,7 +1912,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// Where an address operand points, per lane (`<32 x ptr>`) or, when all
     /// lanes use the same address (a variable, a symbol: always valid
     /// memory), as one scalar pointer.
-    fn warp_address(&mut self, op: &Operand, space: Option<StateSpace>) -> Res<(V, bool)> {
+    pub(crate) fn warp_address(&mut self, op: &Operand, space: Option<StateSpace>) -> Res<(V, bool)> {
         let Some((base, off)) = op.address() else {
             return self.invalid("expected an address `[...]`");
         };

@@ -31,10 +31,17 @@ fn texture_instruction_is_named_with_its_position() {
 }
 
 #[test]
-fn tensor_core_instruction_is_named() {
-    let (what, line, _) = unsupported("wmma.load.a.sync.aligned.row.m16n16k16.f16 {%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r0}, [%rd1];");
-    assert!(what.contains("wmma.load.a.sync.aligned.row.m16n16k16.f16"), "{what}");
+fn tensor_core_forms_not_implemented_are_named() {
+    // sm_100's 8-bit ldmatrix, fp8 mma, Hopper's wgmma.
+    let (what, line, _) = unsupported("ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8 {%r1, %r2}, [%rd1];");
+    assert!(what.contains("ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8"), "{what}");
     assert_eq!(line, 12);
+    let (what, _, _) = unsupported(
+        "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f2, %f3, %f4};",
+    );
+    assert!(what.contains("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32") && what.contains("e4m3"), "{what}");
+    let (what, _, _) = unsupported("wgmma.fence.sync.aligned;");
+    assert!(what.contains("wgmma.fence.sync.aligned"), "{what}");
 }
 
 #[test]

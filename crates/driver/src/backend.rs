@@ -335,3 +335,63 @@ pub trait BackendModule: Send + Sync {
     /// device's limits and the kernel's requirements.
     fn launch(&self, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault>;
 }
+
+/// A backend with no devices: what the driver runs on when the backend it
+/// was asked for cannot start (`cuInit` then fails with
+/// `CUDA_ERROR_NO_DEVICE`, as NVIDIA's driver on a machine without a GPU).
+/// The driver calls nothing but `name` and `device_count` on it.
+pub struct NoDevices;
+
+impl Backend for NoDevices {
+    fn name(&self) -> &str {
+        "none"
+    }
+    fn device_count(&self) -> usize {
+        0
+    }
+    fn device_props(&self, _device: usize) -> DeviceProps {
+        DeviceProps::generic("none", crate::props::DEFAULT_COMPUTE_CAPABILITY)
+    }
+    fn mem_info(&self, _device: usize) -> (u64, u64) {
+        (0, 0)
+    }
+    fn alloc(&self, _device: usize, _size: usize) -> Result<DevicePtr, BackendError> {
+        Err(BackendError::NotSupported("no device".into()))
+    }
+    fn free(&self, _device: usize, _ptr: DevicePtr) -> Result<(), BackendError> {
+        Err(BackendError::NotSupported("no device".into()))
+    }
+    fn alloc_host(&self, _size: usize, _flags: u32) -> Result<HostAllocation, BackendError> {
+        Err(BackendError::NotSupported("no device".into()))
+    }
+    fn free_host(&self, _host: HostAddr) -> Result<(), BackendError> {
+        Err(BackendError::NotSupported("no device".into()))
+    }
+    fn register_host(&self, _host: HostAddr, _size: usize, _flags: u32) -> Result<DevicePtr, BackendError> {
+        Err(BackendError::NotSupported("no device".into()))
+    }
+    fn unregister_host(&self, _host: HostAddr) -> Result<(), BackendError> {
+        Err(BackendError::NotSupported("no device".into()))
+    }
+    fn alloc_managed(&self, _device: usize, _size: usize) -> Result<DevicePtr, BackendError> {
+        Err(BackendError::NotSupported("no device".into()))
+    }
+    fn free_managed(&self, _ptr: DevicePtr) -> Result<(), BackendError> {
+        Err(BackendError::NotSupported("no device".into()))
+    }
+    fn copy_htod(&self, _dst: DevicePtr, _src: &[u8]) -> Result<(), BackendError> {
+        Err(BackendError::NotSupported("no device".into()))
+    }
+    fn copy_dtoh(&self, _dst: &mut [u8], _src: DevicePtr) -> Result<(), BackendError> {
+        Err(BackendError::NotSupported("no device".into()))
+    }
+    fn copy_dtod(&self, _dst: DevicePtr, _src: DevicePtr, _len: usize) -> Result<(), BackendError> {
+        Err(BackendError::NotSupported("no device".into()))
+    }
+    fn memset(&self, _dst: DevicePtr, _value: MemsetValue, _count: usize) -> Result<(), BackendError> {
+        Err(BackendError::NotSupported("no device".into()))
+    }
+    fn load_module(&self, _device: usize, _ptx: &str, _options: &ModuleOptions) -> Result<Arc<dyn BackendModule>, ModuleError> {
+        Err(ModuleError { kind: ModuleErrorKind::Other, log: "no device".into() })
+    }
+}

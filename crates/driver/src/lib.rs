@@ -183,6 +183,10 @@ impl Driver {
             return Ok(());
         }
         let n = self.backend.device_count();
+        if n == 0 {
+            // As NVIDIA's driver on a machine without a GPU.
+            return Err(Error::NoDevice);
+        }
         let devices: Vec<DeviceProps> = (0..n).map(|d| self.backend.device_props(d)).collect();
         let primaries = (0..n).map(|d| context::Context::create(self, d, 0, true)).collect::<Result<Vec<_>>>()?;
         let pools = (0..n).map(|d| self.create_pool_internal(d)).collect();

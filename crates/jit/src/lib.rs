@@ -65,7 +65,7 @@ pub enum TierPolicy {
 }
 
 /// How a [`Jit`] compiles and caches.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct JitConfig {
     pub cache_dir: Option<PathBuf>,
     pub cache_limit: u64,
@@ -75,6 +75,35 @@ pub struct JitConfig {
     pub background: bool,
     /// The compiler options (the tier is set per compile).
     pub options: compiler::Options,
+    /// For tests: called with the unit's name before each compile (not for
+    /// cache hits), on the compiling thread.
+    pub before_compile: Option<CompileHook>,
+}
+
+impl std::fmt::Debug for JitConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JitConfig")
+            .field("cache_dir", &self.cache_dir)
+            .field("cache_limit", &self.cache_limit)
+            .field("tiers", &self.tiers)
+            .field("background", &self.background)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// See [`JitConfig::before_compile`].
+pub type CompileHook = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What a [`Jit`] has done since it was created.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JitStats {
+    /// Units compiled (each unit once per tier).
+    pub compiled: usize,
+    /// Units taken from the cache.
+    pub cache_hits: usize,
+    /// Module descriptions taken from the cache.
+    pub described_from_cache: usize,
 }
 
 impl JitConfig {
@@ -95,6 +124,7 @@ impl JitConfig {
             tiers,
             background: std::env::var("ANYCUDA_JIT_BACKGROUND").map_or(true, |v| v != "0"),
             options: compiler::Options::default(),
+            before_compile: None,
         }
     }
 
@@ -110,6 +140,7 @@ impl JitConfig {
             },
             background: false,
             options: compiler::Options::default(),
+            before_compile: None,
         }
     }
 }
@@ -120,13 +151,24 @@ pub struct Jit {
     fingerprint: String,
     config: JitConfig,
     cache: Option<cache::Cache>,
+    pub(crate) compiled: std::sync::atomic::AtomicUsize,
+    pub(crate) cache_hits: std::sync::atomic::AtomicUsize,
+    pub(crate) described_from_cache: std::sync::atomic::AtomicUsize,
 }
 
 impl Jit {
     pub fn new(target: compiler::Target, config: JitConfig) -> Arc<Jit> {
         let fingerprint = compiler::target_fingerprint(&target);
         let cache = config.cache_dir.as_deref().and_then(|d| cache::Cache::open(d, config.cache_limit));
-        Arc::new(Jit { target, fingerprint, config, cache })
+        Arc::new(Jit {
+            target,
+            fingerprint,
+            config,
+            cache,
+            compiled: Default::default(),
+            cache_hits: Default::default(),
+            described_from_cache: Default::default(),
+        })
     }
 
     pub fn target(&self) -> &compiler::Target {
@@ -135,6 +177,16 @@ impl Jit {
 
     pub fn config(&self) -> &JitConfig {
         &self.config
+    }
+
+    /// Counts of compiles and cache hits so far.
+    pub fn stats(&self) -> JitStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        JitStats {
+            compiled: self.compiled.load(Relaxed),
+            cache_hits: self.cache_hits.load(Relaxed),
+            described_from_cache: self.described_from_cache.load(Relaxed),
+        }
     }
 
     /// The cache in use, if any.

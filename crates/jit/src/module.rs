@@ -78,6 +78,8 @@ pub struct JitModule {
     hash: [u8; 32],
     source: String,
     parsed: OnceLock<Result<Parsed, ModuleError>>,
+    /// Made once, for every unit's compile.
+    analysis: OnceLock<compiler::ModuleAnalysis>,
     desc: Desc,
     slots: Vec<Slot>,
     /// The variables' unit (split modules) or the whole module.
@@ -101,11 +103,17 @@ impl JitModule {
         let desc_key = jit.unit_key(&hash, "description", None);
         let cached = jit.cache.as_ref().and_then(|c| c.load(&desc_key)).and_then(|p| decode_desc(&p));
         let described_from_cache = cached.is_some();
+        if described_from_cache {
+            jit.described_from_cache.fetch_add(1, Ordering::Relaxed);
+        }
+        let analysis = OnceLock::new();
         let (desc, parsed) = match cached {
             Some(d) => (d, OnceLock::new()),
             None => {
                 let parsed = parse(text.clone())?;
-                let desc = describe(&jit, parsed.borrow_dependent())?;
+                let a = compiler::analyse(parsed.borrow_dependent());
+                let desc = describe(&jit, parsed.borrow_dependent(), &a)?;
+                let _ = analysis.set(a);
                 if let Some(c) = &jit.cache {
                     c.store(&desc_key, &encode_desc(&desc));
                 }
@@ -126,6 +134,7 @@ impl JitModule {
             hash,
             source: options.source.clone(),
             parsed,
+            analysis,
             desc,
             slots,
             shared: OnceLock::new(),
@@ -159,12 +168,21 @@ impl JitModule {
     }
 
     /// The unit every kernel's code links against: the variables (split
-    /// modules) or the whole module. Compiled once; the backend loads it
-    /// with the module.
+    /// modules; an empty object when the module has none) or the whole
+    /// module. Compiled once; the backend loads it with the module.
     pub fn shared(&self) -> Result<Arc<Compiled>, ModuleError> {
         self.shared
             .get_or_init(|| {
-                if self.desc.split {
+                if self.desc.split && self.desc.info.globals.is_empty() {
+                    // Nothing to define: no object at all.
+                    Ok(Arc::new(Compiled {
+                        object: Vec::new(),
+                        info: ModuleInfo { kernels: Vec::new(), globals: Vec::new() },
+                        tier: Tier::Fast,
+                        from_cache: false,
+                        compile_time: Duration::ZERO,
+                    }))
+                } else if self.desc.split {
                     // Data and the functions initializers point to: fast code is enough.
                     self.compile(Unit::Variables, Tier::Fast)
                 } else {
@@ -288,6 +306,7 @@ impl JitModule {
         let mut r = Reader { b: &payload, at: 0 };
         let info = read_info(&mut r)?;
         let object = payload.get(r.at..)?.to_vec();
+        self.jit.cache_hits.fetch_add(1, Ordering::Relaxed);
         Some(Compiled { object, info, tier, from_cache: true, compile_time: Duration::ZERO })
     }
 
@@ -298,11 +317,16 @@ impl JitModule {
         }
         let parsed = self.parsed()?;
         let module = parsed.borrow_dependent();
+        if let Some(hook) = &self.jit.config.before_compile {
+            hook(&self.unit_name(unit));
+        }
+        self.jit.compiled.fetch_add(1, Ordering::Relaxed);
         let mut opts = self.jit.config.options.clone();
         opts.tier = tier;
         let start = compiler::profile::thread_cpu_time();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            compiler::compile_unit(module, parsed.borrow_owner(), &self.jit.target, &opts, unit)
+            let analysis = self.analysis.get_or_init(|| compiler::analyse(module));
+            compiler::compile_unit_analysed(module, parsed.borrow_owner(), &self.jit.target, &opts, unit, analysis)
         }));
         let compile_time = compiler::profile::thread_cpu_time().saturating_sub(start);
         let compiled = match result {
@@ -351,7 +375,7 @@ impl Jit {
 }
 
 /// Checks a parsed module for `jit`'s target and describes it.
-fn describe(jit: &Jit, module: &ptx::ast::Module) -> Result<Desc, ModuleError> {
+fn describe(jit: &Jit, module: &ptx::ast::Module, a: &compiler::ModuleAnalysis) -> Result<Desc, ModuleError> {
     if (module.version.major, module.version.minor) > (9, 9) {
         return Err(ModuleError {
             kind: ModuleErrorKind::UnsupportedPtxVersion,
@@ -373,7 +397,12 @@ fn describe(jit: &Jit, module: &ptx::ast::Module) -> Result<Desc, ModuleError> {
                 .ok_or_else(|| invalid(format!("kernel `{}` has no symbol", k.name)))
         })
         .collect::<Result<Vec<u32>, ModuleError>>()?;
-    Ok(Desc { info, target_sm: module.target.sm().unwrap_or(0), split: compiler::splits_into_units(module, &jit.target), items })
+    Ok(Desc {
+        info,
+        target_sm: module.target.sm().unwrap_or(0),
+        split: compiler::splits_into_units_analysed(module, &jit.target, a),
+        items,
+    })
 }
 
 fn encode_desc(d: &Desc) -> Vec<u8> {

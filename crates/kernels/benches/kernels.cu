@@ -74,3 +74,22 @@ extern "C" __global__ void barriers(int iters) {
 }
 
 extern "C" __global__ void empty() {}
+
+// Tensor-core GEMM through wmma: each warp computes a 16x16 tile of C
+// (4 warps, a 32x32 block tile), A and B half row-major, C float.
+#include <mma.h>
+extern "C" __global__ void wmma_gemm(int n, const half* A, const half* B, float* C) {
+    using namespace nvcuda;
+    int warp = threadIdx.x / 32;
+    int row = blockIdx.y * 32 + (warp / 2) * 16, col = blockIdx.x * 32 + (warp % 2) * 16;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+    wmma::fill_fragment(c, 0.0f);
+    for (int k = 0; k < n; k += 16) {
+        wmma::load_matrix_sync(a, A + row * n + k, n);
+        wmma::load_matrix_sync(b, B + k * n + col, n);
+        wmma::mma_sync(c, a, b, c);
+    }
+    wmma::store_matrix_sync(C + row * n + col, c, n, wmma::mem_row_major);
+}

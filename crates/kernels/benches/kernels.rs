@@ -15,7 +15,7 @@ use std::time::Instant;
 fn nvcc_ptx() -> String {
     let toolkit = std::env::var("ANYCUDA_TOOLKIT").map(PathBuf::from).unwrap_or_else(|_| {
         let home = std::env::var("HOME").unwrap_or_default();
-        PathBuf::from(home).join(".cache/anycuda/toolkit")
+        PathBuf::from(home).join(".cache/anycuda/toolkit-2")
     });
     let nvcc = toolkit.join("bin/nvcc");
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/kernels.cu");
@@ -315,6 +315,59 @@ fn main() {
         rows.push(Row { name: "3-point smoothing, barrier in loop (100 iters)", native, ours });
     }
 
+    // Tensor-core GEMM (wmma m16n16k16, f16 inputs, f32 accumulators)
+    // against the same product in f32 on the same converted inputs. The
+    // inputs are small integers, so both give identical results whatever
+    // the order of the additions.
+    if selected("wmma") {
+        let n = 256usize;
+        let av: Vec<f32> = (0..n * n).map(|i| ((i * 7) % 9) as f32 - 4.0).collect();
+        let bv: Vec<f32> = (0..n * n).map(|i| ((i * 5) % 7) as f32 - 3.0).collect();
+        let a16: Vec<u16> = av.iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
+        let b16: Vec<u16> = bv.iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
+        let k = prog.kernel("wmma_gemm").expect("wmma_gemm");
+        let mut native = [0.0; 2];
+        let mut ours = [0.0; 2];
+        let mut reference = DeviceVec::from_slice(&vec![0f32; n * n]);
+        for (c, exec) in execs.iter().enumerate() {
+            let (mut aa, mut bb) = (DeviceVec::from_slice(&a16), DeviceVec::from_slice(&b16));
+            let mut cc = DeviceVec::from_slice(&vec![0f32; n * n]);
+            let mut ours_run = || {
+                launch(
+                    exec,
+                    k,
+                    [(n / 32) as u32, (n / 32) as u32, 1],
+                    [128, 1, 1],
+                    0,
+                    &mut [Arg::U32(n as u32), aa.arg(), bb.arg(), cc.arg()],
+                )
+                .expect("params")
+                .expect("launch");
+            };
+            let parts = cores[c];
+            let rp = reference.as_mut_ptr() as usize;
+            let (a, b) = (&av, &bv);
+            let mut native_run = || {
+                par(n, parts, |rows| {
+                    for i in rows {
+                        // SAFETY: each row is written by one thread.
+                        let crow = unsafe { std::slice::from_raw_parts_mut((rp as *mut f32).add(i * n), n) };
+                        crow.iter_mut().for_each(|v| *v = 0.0);
+                        for kk in 0..n {
+                            let aik = a[i * n + kk];
+                            for (cv, bv) in crow.iter_mut().zip(&b[kk * n..kk * n + n]) {
+                                *cv += aik * bv;
+                            }
+                        }
+                    }
+                });
+            };
+            (ours[c], native[c]) = best_pair(REPS, &mut ours_run, &mut native_run);
+            assert!(cc.iter().zip(reference.iter()).all(|(x, y)| x == y), "wmma GEMM result differs");
+        }
+        rows.push(Row { name: "wmma GEMM 256, f16 in, f32 out, 16x16x16 tiles", native, ours });
+    }
+
     // Launch overhead of an empty kernel.
     let empty = prog.kernel("empty").expect("empty");
     let reps = 2000;
@@ -356,7 +409,7 @@ fn main() {
     println!("empty kernel launch, 1 block of 32 threads: {:.2} us", small * 1e6);
     println!("empty kernel launch, 1000 blocks of 256 threads: {:.2} us", wide * 1e6);
     println!("block barrier, 1 core: {barrier_ns:.2} ns per warp and barrier (1024 blocks of 256 threads, 100 barriers)");
-    println!("compile time of the benchmark module (7 kernels, parse + lower + O2 + codegen + load): {compile_ms:.1} ms");
+    println!("compile time of the benchmark module (8 kernels, parse + lower + O2 + codegen + load): {compile_ms:.1} ms");
 }
 
 fn cpu_name() -> String {

@@ -17,8 +17,9 @@
 //! call with the reason), `trace` (every call with its arguments and
 //! result); `ANYCUDA_LOG_FILE` appends to a file instead of stderr.
 //!
-//! The backend: [`backend()`] picks it with `ANYCUDA_BACKEND` (`cpu`, the
-//! default, or `mock` for the driver's tests).
+//! The backend: [`backend()`] picks it with `ANYCUDA_BACKEND` (`hip`, `cpu`,
+//! or `mock` for the driver's tests); by default the HIP backend when a HIP
+//! runtime with an AMD GPU is present, else the CPU.
 
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
@@ -43,21 +44,36 @@ use driver::{Backend, Config, Driver};
 
 static DRIVER: OnceLock<Driver> = OnceLock::new();
 
-/// Environment variable choosing the backend: `cpu` (the default) runs
-/// kernels on the host's cores; `mock` is the driver's test backend (host
-/// memory, kernels are named Rust closures).
+/// Environment variable choosing the backend: `hip` runs kernels on AMD
+/// GPUs through the HIP runtime; `cpu` on the host's cores; `mock` is the
+/// driver's test backend (host memory, kernels are named Rust closures).
+/// Unset: HIP when its runtime loads and has a device, else the CPU.
 pub const BACKEND_ENV: &str = "ANYCUDA_BACKEND";
 
-/// The backend this library runs on.
+/// The backend this library runs on, and why, for the log.
 pub fn backend() -> Arc<dyn Backend> {
-    match std::env::var(BACKEND_ENV).as_deref() {
-        Ok("mock") => Arc::new(driver::mock::MockBackend::with_builtins(1)),
-        Ok(other) if other != "cpu" && !other.is_empty() => {
+    let (backend, why): (Arc<dyn Backend>, String) = match std::env::var(BACKEND_ENV).as_deref() {
+        Ok("mock") => (Arc::new(driver::mock::MockBackend::with_builtins(1)), format!("{BACKEND_ENV}=mock")),
+        Ok("cpu") => (Arc::new(backend_cpu::CpuBackend::new()), format!("{BACKEND_ENV}=cpu")),
+        Ok("hip") => match backend_hip::HipBackend::start() {
+            Ok(b) => (Arc::new(b), format!("{BACKEND_ENV}=hip")),
+            Err(e) => {
+                // Asked for explicitly: no silent fallback to another machine.
+                trace::log(trace::Level::Error, &format!("{BACKEND_ENV}=hip: {e}; no CUDA device is available"));
+                (Arc::new(driver::backend::NoDevices), format!("{BACKEND_ENV}=hip, which failed: {e}"))
+            }
+        },
+        Ok(other) if !other.is_empty() => {
             trace::log(trace::Level::Warn, &format!("{BACKEND_ENV}={other} is not a backend of this build; using the CPU"));
-            Arc::new(backend_cpu::CpuBackend::new())
+            (Arc::new(backend_cpu::CpuBackend::new()), format!("{BACKEND_ENV}={other} is unknown"))
         }
-        _ => Arc::new(backend_cpu::CpuBackend::new()),
-    }
+        _ => match backend_hip::HipBackend::start() {
+            Ok(b) => (Arc::new(b), "an AMD GPU was found through HIP".into()),
+            Err(e) => (Arc::new(backend_cpu::CpuBackend::new()), format!("no AMD GPU ({e})")),
+        },
+    };
+    trace::log(trace::Level::Info, &format!("backend: {} ({why})", backend.name()));
+    backend
 }
 
 /// The process's driver instance, created on first use.

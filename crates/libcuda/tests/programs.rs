@@ -63,7 +63,7 @@ fn run(exe: &Exe, lib_dir: &Path, cache: &Path) -> Result<(), String> {
     let out = Command::new(&exe.path)
         .env("LD_LIBRARY_PATH", lib_dir)
         .env("ANYCUDA_CACHE_DIR", cache)
-        .env_remove("ANYCUDA_BACKEND")
+        .env("ANYCUDA_BACKEND", "cpu")
         .env_remove("ANYCUDA_LOG")
         .output()
         .map_err(|e| format!("cannot run: {e}"))?;

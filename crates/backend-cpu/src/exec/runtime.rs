@@ -359,6 +359,47 @@ pub unsafe extern "C" fn __anycuda_activemask(ctx: *mut BlockCtx, _thread: u32, 
     rt.warp_op(WarpKind::ActiveMask, site, LaneOp::default(), "activemask") as u32
 }
 
+/// The largest fragment exchange a lane may hand over (the biggest
+/// `mma` has 24 registers of 8 bytes).
+const GATHER_MAX_BYTES: u32 = 1024;
+
+/// Warp matrix instructions: every lane's `bytes` bytes at `src`, lane
+/// after lane (`cpu_abi::RUNTIME_SYMBOLS`).
+///
+/// # Safety
+/// As for [`__anycuda_barrier`]; `src` points to `bytes` readable bytes.
+pub unsafe extern "C" fn __anycuda_warp_gather(
+    ctx: *mut BlockCtx,
+    _thread: u32,
+    src: *const u8,
+    bytes: u32,
+    _scratch: *mut u8,
+    site: u32,
+) -> *const u8 {
+    // SAFETY: called from compiled code with its ctx.
+    let Some(rt) = (unsafe { runtime(ctx) }) else { return src };
+    if bytes > GATHER_MAX_BYTES {
+        rt.end(Some(LaunchError::Internal(format!("a warp exchange of {bytes} bytes per lane"))));
+    }
+    let op = LaneOp { value: src as u64, b: bytes, mask: u32::MAX, ..LaneOp::default() };
+    if rt.scheduled {
+        return rt.park(Wait::Warp { kind: WarpKind::Gather, site, op }) as usize as *const u8;
+    }
+    rt.fast_path_collective("a warp matrix instruction");
+    // A block of one thread: its lane alone.
+    thread_local! {
+        static ALONE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let mut ops = [LaneOp::default(); 32];
+    ops[0] = op;
+    ALONE.with(|buf| {
+        let mut buf = buf.borrow_mut();
+        // SAFETY: lane 0's address is `src`, readable per the contract.
+        unsafe { warp::gather(1, &ops, bytes as usize, &mut buf) };
+        buf.as_ptr()
+    })
+}
+
 /// `exit` (never returns).
 ///
 /// # Safety
@@ -589,7 +630,7 @@ pub unsafe extern "C" fn __anycuda_is_local(ctx: *mut BlockCtx, _thread: u32, ad
 }
 
 /// Addresses of the runtime functions, by `cpu_abi` name.
-pub(crate) fn symbols() -> [(&'static str, usize); 20] {
+pub(crate) fn symbols() -> [(&'static str, usize); 21] {
     [
         ("__anycuda_barrier", __anycuda_barrier as *const () as usize),
         ("__anycuda_barrier_arrive", __anycuda_barrier_arrive as *const () as usize),
@@ -600,6 +641,7 @@ pub(crate) fn symbols() -> [(&'static str, usize); 20] {
         ("__anycuda_match", __anycuda_match as *const () as usize),
         ("__anycuda_redux", __anycuda_redux as *const () as usize),
         ("__anycuda_activemask", __anycuda_activemask as *const () as usize),
+        ("__anycuda_warp_gather", __anycuda_warp_gather as *const () as usize),
         ("__anycuda_exit", __anycuda_exit as *const () as usize),
         ("__anycuda_trap", __anycuda_trap as *const () as usize),
         ("__anycuda_assertfail", __anycuda_assertfail as *const () as usize),

@@ -71,6 +71,8 @@ pub(crate) struct SchedState {
     streak: usize,
     /// Rounds in which every runnable thread only yielded.
     spin_rounds: u32,
+    /// Per warp, the snapshot of its last matrix exchange.
+    snapshots: Vec<Vec<u8>>,
 }
 
 struct Env<'a> {
@@ -450,7 +452,19 @@ impl SchedState {
                 ops[lane as usize] = op;
             }
         }
-        let results = warp::compute(kind, group, &ops);
+        let results = if kind == WarpKind::Gather {
+            if self.snapshots.len() <= warp {
+                self.snapshots.resize_with(warp + 1, Vec::new);
+            }
+            let bytes = lanes(group).next().map_or(0, |l| ops[l as usize].b as usize);
+            let snap = &mut self.snapshots[warp];
+            // SAFETY: each lane of the group is parked inside
+            // `__anycuda_warp_gather`, whose source bytes live on its stack.
+            unsafe { warp::gather(group, &ops, bytes, snap) };
+            [snap.as_ptr() as u64; 32]
+        } else {
+            warp::compute(kind, group, &ops)
+        };
         for lane in lanes(group) {
             let t = warp as u32 * 32 + lane;
             env.rt_slot(t).result.set(results[lane as usize]);

@@ -15,6 +15,8 @@ pub(crate) enum WarpKind {
     Match,
     Redux,
     ActiveMask,
+    /// A matrix instruction's exchange of fragments (`__anycuda_warp_gather`).
+    Gather,
 }
 
 impl WarpKind {
@@ -26,6 +28,7 @@ impl WarpKind {
             WarpKind::Match => "match.sync",
             WarpKind::Redux => "redux.sync",
             WarpKind::ActiveMask => "activemask",
+            WarpKind::Gather => "a warp matrix instruction",
         }
     }
 }
@@ -89,7 +92,8 @@ pub(crate) fn shfl_source(lane: u32, mode: u32, b: u32, c: u32) -> (u32, bool) {
 pub(crate) fn compute(kind: WarpKind, group: u32, ops: &[LaneOp; 32]) -> [u64; 32] {
     let mut out = [0u64; 32];
     match kind {
-        WarpKind::Sync => {}
+        // Gathers copy memory; the scheduler resolves them (`gather`).
+        WarpKind::Sync | WarpKind::Gather => {}
         WarpKind::ActiveMask => {
             for lane in lanes(group) {
                 out[lane as usize] = u64::from(group);
@@ -162,6 +166,22 @@ pub(crate) fn compute(kind: WarpKind, group: u32, ops: &[LaneOp; 32]) -> [u64; 3
         }
     }
     out
+}
+
+/// The snapshot of a gather: `bytes` bytes from each lane of `group`
+/// (`ops[lane].value` is their address), zeros for the other lanes.
+///
+/// # Safety
+/// Each address in `group` must point to `bytes` readable bytes.
+pub(crate) unsafe fn gather(group: u32, ops: &[LaneOp; 32], bytes: usize, out: &mut Vec<u8>) {
+    out.clear();
+    out.resize(32 * bytes, 0);
+    for lane in lanes(group) {
+        let src = ops[lane as usize].value as usize as *const u8;
+        // SAFETY: per the contract.
+        let from = unsafe { std::slice::from_raw_parts(src, bytes) };
+        out[lane as usize * bytes..(lane as usize + 1) * bytes].copy_from_slice(from);
+    }
 }
 
 #[cfg(test)]

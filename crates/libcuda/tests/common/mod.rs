@@ -43,7 +43,7 @@ impl Lib {
 
     /// The library as programs get it: the CPU backend, compiling real PTX.
     pub fn open_cpu() -> Lib {
-        choose_backend(None);
+        choose_backend(Some("cpu"));
         Lib::load()
     }
 

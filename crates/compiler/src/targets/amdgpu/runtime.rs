@@ -31,6 +31,7 @@ const DEFINED: &[&str] = &[
     "__anycuda_match",
     "__anycuda_redux",
     "__anycuda_activemask",
+    "__anycuda_warp_gather",
     "__anycuda_exit",
     "__anycuda_trap",
     "__anycuda_assertfail",
@@ -136,6 +137,7 @@ pub fn runtime_library(arch: &Arch, decls: &BTreeMap<String, String>) -> Result<
             "__anycuda_match" => match_sync(),
             "__anycuda_redux" => redux(),
             "__anycuda_activemask" => activemask(),
+            "__anycuda_warp_gather" => warp_gather(),
             "__anycuda_exit" => exit(),
             "__anycuda_trap" => trap("__anycuda_trap", "ptr %ctx, i32 %thread"),
             "__anycuda_assertfail" => {
@@ -341,6 +343,44 @@ fn warp_sync() -> String {
 /// `shfl.sync`: the source lane and range test of the PTX pseudo-code; a
 /// source lane that is not active gives the caller's own value, as on
 /// the CPU backend.
+/// Every lane's `bytes` bytes into the caller's `scratch`, lane after
+/// lane: word by word, each lane reading the 32 lanes' word with
+/// `ds_bpermute` (a warp's lanes run this together: `bytes` is the same
+/// for all of them).
+fn warp_gather() -> String {
+    format!(
+        "define internal ptr @__anycuda_warp_gather(ptr %ctx, i32 %thread, ptr %src, i32 %bytes, ptr %scratch, i32 %site) {ATTRS} {{
+entry:
+  %words = lshr i32 %bytes, 2
+  %none = icmp eq i32 %words, 0
+  br i1 %none, label %done, label %word
+word:
+  %w = phi i32 [0, %entry], [%w1, %next]
+  %wo = shl i32 %w, 2
+  %sp = getelementptr i8, ptr %src, i32 %wo
+  %v = load i32, ptr %sp, align 4
+  br label %lane
+lane:
+  %k = phi i32 [0, %word], [%k1, %lane]
+  %got = call i32 @__anycuda_amd.from_lane(i32 %k, i32 %v)
+  %row = mul i32 %k, %bytes
+  %at = add i32 %row, %wo
+  %dp = getelementptr i8, ptr %scratch, i32 %at
+  store i32 %got, ptr %dp, align 4
+  %k1 = add i32 %k, 1
+  %more = icmp ult i32 %k1, 32
+  br i1 %more, label %lane, label %next
+next:
+  %w1 = add i32 %w, 1
+  %wmore = icmp ult i32 %w1, %words
+  br i1 %wmore, label %word, label %done
+done:
+  ret ptr %scratch
+}}
+"
+    )
+}
+
 fn shfl() -> String {
     format!(
         "define internal i64 @__anycuda_shfl(ptr %ctx, i32 %thread, i32 %mode, i32 %value, i32 %b, i32 %c, i32 %mask, i32 %site) {ATTRS} {{

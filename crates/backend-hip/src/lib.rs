@@ -1,0 +1,454 @@
+//! AMD GPUs as a driver backend, through the HIP runtime.
+//!
+//! The runtime (`libamdhip64.so`, ROCm 6 or 7; ROCm 5 with
+//! `ANYCUDA_HIP_ARCH`) is loaded when the backend starts ([`api`]);
+//! nothing of ROCm is needed to build anycuda. Every HIP device is a CUDA
+//! device (warp size 32 whatever the wavefront size: a CUDA warp is half a
+//! wave64). Kernels come from the shared JIT (`crates/jit`) compiled for
+//! the device's processor (`gcnArchName`, with its features); a module is
+//! one code object, loaded with `hipModuleLoadData` when the module is
+//! loaded (its variables need addresses then).
+//!
+//! This layer is thin: memory, copies, memsets, module loading and launch
+//! map to HIP calls on the device's null stream, synchronously; the
+//! driver's stream threads order them (its streams, events and their
+//! semantics are the driver's, the same as on the CPU).
+
+pub mod api;
+
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::sync::{Arc, Mutex};
+
+use driver::backend::{
+    Backend, BackendError, BackendModule, DevicePtr, GlobalDesc, HostAddr, HostAllocation, KernelDesc, LaunchFault, LaunchParams,
+    MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, ParamDesc,
+};
+use driver::props::DeviceProps;
+
+use api::{attr, Hip};
+
+/// One HIP device as anycuda sees it.
+struct Device {
+    props: DeviceProps,
+    /// The compiler's target for this device (`gfx90a:sramecc+:xnack-`).
+    arch: String,
+    jit: Arc<jit::Jit>,
+}
+
+/// The HIP backend: every device of the loaded runtime.
+pub struct HipBackend {
+    hip: Arc<Hip>,
+    devices: Vec<Device>,
+    /// Host allocations made with `hipHostMalloc`: host address -> device address.
+    host: Mutex<HashMap<usize, u64>>,
+}
+
+/// Why the backend cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("the HIP runtime cannot be loaded: {0}")]
+    NoRuntime(String),
+    #[error("the HIP runtime has no device: {0}")]
+    NoDevice(String),
+}
+
+fn name_from(buf: &[u8]) -> String {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+impl HipBackend {
+    /// Loads the runtime and describes its devices.
+    pub fn start() -> Result<HipBackend, StartError> {
+        let hip = Hip::load().map_err(StartError::NoRuntime)?;
+        // SAFETY: plain calls with valid out-pointers.
+        unsafe {
+            hip.check((hip.init)(0), "hipInit").map_err(StartError::NoDevice)?;
+            let mut version = 0;
+            if (hip.runtime_get_version)(&mut version) == api::HIP_SUCCESS {
+                tracing::debug!("HIP runtime version {version}");
+            }
+            let mut n = 0;
+            hip.check((hip.get_device_count)(&mut n), "hipGetDeviceCount").map_err(StartError::NoDevice)?;
+            if n <= 0 {
+                return Err(StartError::NoDevice("hipGetDeviceCount reports 0 devices".into()));
+            }
+            let mut devices = Vec::new();
+            for d in 0..n {
+                devices.push(describe(&hip, d).map_err(StartError::NoDevice)?);
+            }
+            Ok(HipBackend { hip: Arc::new(hip), devices, host: Mutex::new(HashMap::new()) })
+        }
+    }
+
+    /// The compiler target of device `d`.
+    pub fn arch(&self, d: usize) -> Option<&str> {
+        self.devices.get(d).map(|x| x.arch.as_str())
+    }
+
+    fn set_device(&self, d: usize) -> Result<(), BackendError> {
+        // SAFETY: a plain call; the driver checked the index.
+        let e = unsafe { (self.hip.set_device)(d as i32) };
+        self.hip.check(e, "hipSetDevice").map_err(BackendError::Other)
+    }
+
+    fn mem_error(&self, e: api::HipError, what: &str, size: usize) -> BackendError {
+        if e == api::HIP_ERROR_OUT_OF_MEMORY {
+            BackendError::OutOfMemory(size)
+        } else {
+            BackendError::Other(format!("{what}: {}", self.hip.error_string(e)))
+        }
+    }
+}
+
+/// The description of HIP device `d`.
+///
+/// # Safety
+/// `hip` must be an initialised runtime and `d` one of its devices.
+unsafe fn describe(hip: &Hip, d: i32) -> Result<Device, String> {
+    let get = |a: i32| -> i32 {
+        let mut v = 0;
+        // SAFETY: valid out-pointer.
+        if unsafe { (hip.device_get_attribute)(&mut v, a, d) } == api::HIP_SUCCESS {
+            v
+        } else {
+            0
+        }
+    };
+    let mut name = [0u8; 256];
+    // SAFETY: the buffer is as long as we say.
+    unsafe { hip.check((hip.device_get_name)(name.as_mut_ptr().cast(), name.len() as i32, d), "hipDeviceGetName")? };
+    let mut total = 0usize;
+    // SAFETY: valid out-pointer.
+    unsafe { hip.check((hip.device_total_mem)(&mut total, d), "hipDeviceTotalMem")? };
+    let mut uuid = [0u8; 16];
+    let arch = match (std::env::var("ANYCUDA_HIP_ARCH"), hip.get_device_properties_r0600) {
+        (Ok(a), _) if !a.is_empty() => a,
+        (_, Some(props)) => {
+            let mut buf = vec![0u8; api::props_r0600::BUFFER];
+            // SAFETY: the buffer is larger than the struct.
+            unsafe { hip.check(props(buf.as_mut_ptr(), d), "hipGetDevicePropertiesR0600")? };
+            uuid.copy_from_slice(&buf[api::props_r0600::UUID..api::props_r0600::UUID + 16]);
+            name_from(&buf[api::props_r0600::GCN_ARCH_NAME..api::props_r0600::GCN_ARCH_NAME + 256])
+        }
+        (_, None) => return Err("this HIP runtime predates ROCm 6 (no hipGetDevicePropertiesR0600): set ANYCUDA_HIP_ARCH to the device's gcnArchName (e.g. gfx90a)".into()),
+    };
+    let target = compiler::Target::Amdgpu { arch: arch.clone() };
+    if compiler::target_fingerprint(&target).ends_with("|invalid") {
+        return Err(format!("device {d} is `{arch}`, a processor this compiler does not know"));
+    }
+    let cc = driver::props::compute_capability_from_env().unwrap_or(driver::props::DEFAULT_COMPUTE_CAPABILITY);
+    let mut props = DeviceProps::generic(&name_from(&name), cc);
+    props.total_mem = total as u64;
+    props.uuid = uuid;
+    let positive = |v: i32, default: u32| if v > 0 { v as u32 } else { default };
+    props.multiprocessor_count = positive(get(attr::MULTIPROCESSOR_COUNT), 1);
+    props.clock_rate_khz = positive(get(attr::CLOCK_RATE), props.clock_rate_khz);
+    props.memory_clock_rate_khz = positive(get(attr::MEMORY_CLOCK_RATE), props.memory_clock_rate_khz);
+    props.memory_bus_width = positive(get(attr::MEMORY_BUS_WIDTH), props.memory_bus_width);
+    props.l2_cache_size = positive(get(attr::L2_CACHE_SIZE), props.l2_cache_size);
+    props.max_threads_per_block = positive(get(attr::MAX_THREADS_PER_BLOCK), 1024).min(1024);
+    props.max_threads_per_multiprocessor = positive(get(attr::MAX_THREADS_PER_MULTIPROCESSOR), props.max_threads_per_multiprocessor);
+    let lds = positive(get(attr::MAX_SHARED_MEMORY_PER_BLOCK), 65536);
+    props.shared_mem_per_block = lds.min(49152);
+    props.shared_mem_per_block_optin = lds;
+    props.shared_mem_per_multiprocessor = props.shared_mem_per_multiprocessor.max(lds);
+    props.reserved_shared_mem_per_block = 0;
+    props.pci_bus = get(attr::PCI_BUS_ID).max(0) as u32;
+    props.pci_device = get(attr::PCI_DEVICE_ID).max(0) as u32;
+    props.pci_domain = get(attr::PCI_DOMAIN_ID).max(0) as u32;
+    props.integrated = get(attr::INTEGRATED) != 0;
+    props.managed_memory = get(attr::MANAGED_MEMORY) != 0;
+    props.cooperative_launch = false;
+    props.concurrent_kernels = get(attr::CONCURRENT_KERNELS) != 0;
+    // A CUDA warp is 32 lanes on every AMD GPU (half a wave64).
+    props.warp_size = 32;
+    let jit = jit::Jit::new(target, jit::JitConfig::from_env());
+    tracing::info!("HIP device {d}: {} ({arch})", props.name);
+    Ok(Device { props, arch, jit })
+}
+
+impl Backend for HipBackend {
+    fn name(&self) -> &str {
+        "hip"
+    }
+
+    fn device_count(&self) -> usize {
+        self.devices.len()
+    }
+
+    fn device_props(&self, device: usize) -> DeviceProps {
+        self.devices.get(device).map(|d| d.props.clone()).unwrap_or_else(|| DeviceProps::generic("missing", (8, 6)))
+    }
+
+    fn mem_info(&self, device: usize) -> (u64, u64) {
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: valid out-pointers.
+        if self.set_device(device).is_ok() && unsafe { (self.hip.mem_get_info)(&mut free, &mut total) } == api::HIP_SUCCESS {
+            (free as u64, total as u64)
+        } else {
+            (0, self.device_props(device).total_mem)
+        }
+    }
+
+    fn alloc(&self, device: usize, size: usize) -> Result<DevicePtr, BackendError> {
+        self.set_device(device)?;
+        let mut p = std::ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        let e = unsafe { (self.hip.malloc)(&mut p, size) };
+        if e != api::HIP_SUCCESS {
+            return Err(self.mem_error(e, "hipMalloc", size));
+        }
+        Ok(p as DevicePtr)
+    }
+
+    fn free(&self, _device: usize, ptr: DevicePtr) -> Result<(), BackendError> {
+        // SAFETY: the driver frees only what `alloc` returned.
+        let e = unsafe { (self.hip.free)(ptr as *mut c_void) };
+        self.hip.check(e, "hipFree").map_err(BackendError::Other)
+    }
+
+    fn alloc_host(&self, size: usize, _flags: u32) -> Result<HostAllocation, BackendError> {
+        let mut p = std::ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        let e = unsafe { (self.hip.host_malloc)(&mut p, size, api::HOST_MALLOC_MAPPED) };
+        if e != api::HIP_SUCCESS {
+            return Err(self.mem_error(e, "hipHostMalloc", size));
+        }
+        let mut d = std::ptr::null_mut();
+        // SAFETY: `p` is mapped host memory.
+        let e = unsafe { (self.hip.host_get_device_pointer)(&mut d, p, 0) };
+        let device = if e == api::HIP_SUCCESS { d as u64 } else { p as u64 };
+        if let Ok(mut h) = self.host.lock() {
+            h.insert(p as usize, device);
+        }
+        Ok(HostAllocation { host: p as HostAddr, device })
+    }
+
+    fn free_host(&self, host: HostAddr) -> Result<(), BackendError> {
+        if let Ok(mut h) = self.host.lock() {
+            h.remove(&host);
+        }
+        // SAFETY: the driver frees only what `alloc_host` returned.
+        let e = unsafe { (self.hip.host_free)(host as *mut c_void) };
+        self.hip.check(e, "hipHostFree").map_err(BackendError::Other)
+    }
+
+    fn register_host(&self, host: HostAddr, size: usize, _flags: u32) -> Result<DevicePtr, BackendError> {
+        // SAFETY: the driver checked the range is the caller's memory.
+        let e = unsafe { (self.hip.host_register)(host as *mut c_void, size, api::HOST_REGISTER_MAPPED) };
+        if e != api::HIP_SUCCESS {
+            return Err(self.mem_error(e, "hipHostRegister", size));
+        }
+        let mut d = std::ptr::null_mut();
+        // SAFETY: `host` is registered.
+        let e = unsafe { (self.hip.host_get_device_pointer)(&mut d, host as *mut c_void, 0) };
+        Ok(if e == api::HIP_SUCCESS { d as u64 } else { host as u64 })
+    }
+
+    fn unregister_host(&self, host: HostAddr) -> Result<(), BackendError> {
+        // SAFETY: the driver unregisters only what it registered.
+        let e = unsafe { (self.hip.host_unregister)(host as *mut c_void) };
+        self.hip.check(e, "hipHostUnregister").map_err(BackendError::Other)
+    }
+
+    fn alloc_managed(&self, device: usize, size: usize) -> Result<DevicePtr, BackendError> {
+        self.set_device(device)?;
+        let mut p = std::ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        let e = unsafe { (self.hip.malloc_managed)(&mut p, size, api::MEM_ATTACH_GLOBAL) };
+        if e != api::HIP_SUCCESS {
+            return Err(self.mem_error(e, "hipMallocManaged", size));
+        }
+        Ok(p as DevicePtr)
+    }
+
+    fn free_managed(&self, ptr: DevicePtr) -> Result<(), BackendError> {
+        // SAFETY: as for `free`.
+        let e = unsafe { (self.hip.free)(ptr as *mut c_void) };
+        self.hip.check(e, "hipFree").map_err(BackendError::Other)
+    }
+
+    fn copy_htod(&self, dst: DevicePtr, src: &[u8]) -> Result<(), BackendError> {
+        // SAFETY: the driver checked the destination range.
+        let e = unsafe { (self.hip.memcpy)(dst as *mut c_void, src.as_ptr().cast(), src.len(), api::MEMCPY_HOST_TO_DEVICE) };
+        self.hip.check(e, "hipMemcpy").map_err(BackendError::Other)
+    }
+
+    fn copy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<(), BackendError> {
+        // SAFETY: the driver checked the source range.
+        let e = unsafe { (self.hip.memcpy)(dst.as_mut_ptr().cast(), src as *const c_void, dst.len(), api::MEMCPY_DEVICE_TO_HOST) };
+        self.hip.check(e, "hipMemcpy").map_err(BackendError::Other)
+    }
+
+    fn copy_dtod(&self, dst: DevicePtr, src: DevicePtr, len: usize) -> Result<(), BackendError> {
+        // SAFETY: the driver checked both ranges.
+        let e = unsafe { (self.hip.memcpy)(dst as *mut c_void, src as *const c_void, len, api::MEMCPY_DEVICE_TO_DEVICE) };
+        self.hip.check(e, "hipMemcpy").map_err(BackendError::Other)
+    }
+
+    fn memset(&self, dst: DevicePtr, value: MemsetValue, count: usize) -> Result<(), BackendError> {
+        let p = dst as *mut c_void;
+        // SAFETY: the driver checked the range.
+        let e = unsafe {
+            match value {
+                MemsetValue::U8(v) => (self.hip.memset_d8)(p, v, count),
+                MemsetValue::U16(v) => (self.hip.memset_d16)(p, v, count),
+                MemsetValue::U32(v) => (self.hip.memset_d32)(p, v as i32, count),
+            }
+        };
+        self.hip.check(e, "hipMemset").map_err(BackendError::Other)
+    }
+
+    fn load_module(&self, device: usize, ptx: &str, options: &ModuleOptions) -> Result<Arc<dyn BackendModule>, ModuleError> {
+        let dev = self.devices.get(device).ok_or_else(|| other(format!("no HIP device {device}")))?;
+        self.set_device(device).map_err(|e| other(e.to_string()))?;
+        HipModule::load(self.hip.clone(), device, &dev.jit, ptx, options).map(|m| Arc::new(m) as Arc<dyn BackendModule>)
+    }
+}
+
+fn other(log: String) -> ModuleError {
+    ModuleError { kind: ModuleErrorKind::Other, log }
+}
+
+/// A module loaded on a HIP device: one code object.
+pub struct HipModule {
+    hip: Arc<Hip>,
+    device: usize,
+    module: api::Module,
+    kernels: Vec<KernelDesc>,
+    functions: Vec<api::Function>,
+    globals: Vec<GlobalDesc>,
+    info: String,
+}
+
+// SAFETY: HIP module and function handles may be used from any thread.
+unsafe impl Send for HipModule {}
+// SAFETY: as above; launches only read the handles.
+unsafe impl Sync for HipModule {}
+
+impl HipModule {
+    fn load(hip: Arc<Hip>, device: usize, jit: &Arc<jit::Jit>, ptx: &str, options: &ModuleOptions) -> Result<HipModule, ModuleError> {
+        let module = jit.load(ptx, options)?;
+        let code = module.shared()?;
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: the code object stays alive for the call (HIP copies it).
+        let e = unsafe { (hip.module_load_data)(&mut handle, code.object.as_ptr().cast()) };
+        hip.check(e, "hipModuleLoadData").map_err(|m| ModuleError { kind: ModuleErrorKind::Other, log: m })?;
+        let mut loaded = HipModule {
+            hip: hip.clone(),
+            device,
+            module: handle,
+            kernels: Vec::new(),
+            functions: Vec::new(),
+            globals: Vec::new(),
+            info: String::new(),
+        };
+        let target_sm = module.target_sm();
+        let ptx_version = if target_sm != 0 { target_sm } else { options.target };
+        let info = module.info();
+        let const_bytes: u32 = info.globals.iter().filter(|g| g.constant).map(|g| g.size as u32).sum();
+        for k in &info.kernels {
+            let name = CString::new(k.name.as_str()).map_err(|_| other(format!("kernel name {:?} has a NUL", k.name)))?;
+            let mut f = std::ptr::null_mut();
+            // SAFETY: valid module handle and name.
+            let e = unsafe { (hip.module_get_function)(&mut f, handle, name.as_ptr()) };
+            hip.check(e, &format!("hipModuleGetFunction({})", k.name)).map_err(other)?;
+            loaded.functions.push(f);
+            loaded.kernels.push(KernelDesc {
+                name: k.name.clone(),
+                params: k.params.iter().map(|p| ParamDesc { offset: p.offset, size: p.size, align: p.align }).collect(),
+                param_bytes: k.param_bytes,
+                static_shared_bytes: k.static_shared_bytes,
+                const_bytes,
+                local_bytes: k.local_bytes,
+                num_regs: 32,
+                reqntid: k.reqntid,
+                maxntid: k.maxntid,
+                min_blocks_per_sm: None,
+                ptx_version,
+                binary_version: options.target,
+            });
+        }
+        for g in &info.globals {
+            let name = CString::new(g.name.as_str()).map_err(|_| other(format!("variable name {:?} has a NUL", g.name)))?;
+            let (mut p, mut size) = (std::ptr::null_mut(), 0usize);
+            // SAFETY: valid module handle and name.
+            let e = unsafe { (hip.module_get_global)(&mut p, &mut size, handle, name.as_ptr()) };
+            hip.check(e, &format!("hipModuleGetGlobal({})", g.name)).map_err(other)?;
+            loaded.globals.push(GlobalDesc { name: g.name.clone(), address: p as u64, size, constant: g.constant, managed: g.managed });
+        }
+        loaded.info = format!("anycuda: module compiled for {:?} and loaded on HIP device {device}", jit.target());
+        Ok(loaded)
+    }
+}
+
+impl Drop for HipModule {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from hipModuleLoadData and no launch of it
+        // can still run (the driver drops modules after their work).
+        let _ = unsafe { (self.hip.module_unload)(self.module) };
+    }
+}
+
+impl BackendModule for HipModule {
+    fn kernels(&self) -> &[KernelDesc] {
+        &self.kernels
+    }
+
+    fn globals(&self) -> &[GlobalDesc] {
+        &self.globals
+    }
+
+    fn info_log(&self) -> String {
+        self.info.clone()
+    }
+
+    fn launch(&self, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault> {
+        let f = *self.functions.get(kernel).ok_or_else(|| LaunchFault::Failed(format!("no kernel {kernel}")))?;
+        // SAFETY: a plain call.
+        let e = unsafe { (self.hip.set_device)(self.device as i32) };
+        self.hip.check(e, "hipSetDevice").map_err(LaunchFault::Failed)?;
+        let mut params = launch.params.to_vec();
+        let mut size = params.len();
+        let mut extra = [
+            api::LAUNCH_PARAM_BUFFER_POINTER,
+            params.as_mut_ptr().cast::<c_void>(),
+            api::LAUNCH_PARAM_BUFFER_SIZE,
+            (&mut size as *mut usize).cast::<c_void>(),
+            api::LAUNCH_PARAM_END,
+        ];
+        let [gx, gy, gz] = launch.grid;
+        let [bx, by, bz] = launch.block;
+        // SAFETY: the function belongs to this module; the parameter buffer
+        // is laid out as the kernel's kernarg segment (the compiler's AMD
+        // entry takes the packed PTX parameter buffer) and outlives the call.
+        let e = unsafe {
+            (self.hip.module_launch_kernel)(
+                f,
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                launch.dynamic_shared_bytes,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                extra.as_mut_ptr(),
+            )
+        };
+        self.hip.check(e, "hipModuleLaunchKernel").map_err(LaunchFault::Failed)?;
+        // SAFETY: a plain call.
+        let e = unsafe { (self.hip.device_synchronize)() };
+        match e {
+            api::HIP_SUCCESS => Ok(()),
+            api::HIP_ERROR_ILLEGAL_ADDRESS => Err(LaunchFault::IllegalAddress { address: 0, detail: self.hip.error_string(e) }),
+            api::HIP_ERROR_ASSERT => Err(LaunchFault::Assert(self.hip.error_string(e))),
+            api::HIP_ERROR_LAUNCH_TIMEOUT => Err(LaunchFault::Timeout(self.hip.error_string(e))),
+            api::HIP_ERROR_LAUNCH_OUT_OF_RESOURCES => Err(LaunchFault::OutOfResources(self.hip.error_string(e))),
+            _ => Err(LaunchFault::Failed(self.hip.error_string(e))),
+        }
+    }
+}

@@ -1,0 +1,1466 @@
+//! Warp-level matrix instructions: `mma.sync`, `wmma.load`/`store`/`mma`,
+//! `ldmatrix`, `stmatrix` and `movmatrix`.
+//!
+//! Every one of them is a warp collective over fragments: each lane holds
+//! some elements of a matrix in its registers, at positions the PTX ISA
+//! gives per lane ("Matrix Fragments for mma.m16n8k16", ...). The lowering
+//! is the same in every mode and on every target once the fragments are
+//! tables: for each element a lane produces, which lane and which register
+//! element it reads. Only the exchange differs:
+//!
+//! * warp mode (every register a `<32 x T>` vector): a gather of lanes is a
+//!   constant `shufflevector`, and the arithmetic runs on whole vectors, so
+//!   an `mma` is a few dozen vector FMAs for the whole warp;
+//! * thread mode (one thread per call): the lanes hand their fragment
+//!   registers to `__anycuda_warp_gather`, a warp collective that returns a
+//!   snapshot of all 32 lanes' registers (the CPU backend copies them once
+//!   per warp; AMDGPU reads them with `ds_bpermute`), and each lane reads
+//!   the elements it needs from the snapshot through constant tables
+//!   indexed by its lane, then computes its own elements of the result: the
+//!   warp computes the product once, each lane its share.
+//!
+//! Arithmetic (PTX ISA, `mma`, "Precision and rounding"): "Element-wise
+//! multiplication of matrix A and B is performed with at least single
+//! precision. When .ctype or .dtype is .f32, accumulation of the
+//! intermediate values is performed with at least single precision. When
+//! both .ctype and .dtype are specified as .f16, the accumulation is
+//! performed with at least half precision. The accumulation order, rounding
+//! and handling of subnormal inputs are unspecified." The order chosen
+//! here, for every floating-point type: each element of D starts from its
+//! element of C (converted to f32 exactly when C is f16) and adds the
+//! products in increasing k, one f32 fused multiply-add each (round to
+//! nearest even; f16, bf16 and tf32 products are exact in f32 and subnormal
+//! inputs are kept), and an f16 result is the f32 sum rounded once to f16.
+//! tf32 operands use the upper 19 bits of their register (the low 13 are
+//! ignored, as `wgmma` states: "will truncate lower 13 bits of the 32-bit
+//! input data before multiplication"). NaN results are NVIDIA's canonical
+//! NaN. For `.f64`: "Precision of the element-wise multiplication and
+//! addition operation is identical to that of .f64 precision fused
+//! multiply-add", rounded as `.rn` (default), `.rz`, `.rm` or `.rp` says,
+//! in the same order. Integers: "The integer mma operation is performed with
+//! .s32 accumulators. The .satfinite qualifier indicates that on overflow,
+//! the accumulated value is limited to the range MIN_INT32..MAX_INT32 ...
+//! If .satfinite is not specified, the accumulated value is wrapped
+//! instead": the exact sum of C and the products is clamped (`.satfinite`)
+//! or wrapped to 32 bits. Single-bit: "computes the XOR, AND respectively
+//! of a k-bit row of A with a k-bit column of B, then counts the number of
+//! set bits in the result (popc). This result is added to the corresponding
+//! element of C" (wrapping).
+//!
+//! `wmma` fragments: "The distribution of fragments loaded by the threads
+//! in a warp is unspecified and is target architecture dependent". The
+//! layout chosen here tiles each wmma matrix with the `mma` fragment of the
+//! same type (`m16n8k16` for f16/bf16/s8/u8, `m16n8k8` for tf32, `m8n8k4`
+//! for f64, `m8n8k32` for s4/u4, `m8n8k128` for b1; an 8-row matrix takes
+//! the first eight rows of the 16-row fragment); tiles follow each other
+//! in rows, then columns; a fragment with more registers than its tiles
+//! fill (the f16 A and B fragments of eight registers) repeats them.
+//! `wmma.load` writes every copy and `wmma.mma` reads the first.
+
+use crate::ir::{Ty, V};
+use crate::lower::{FnLower, Res};
+use ptx::ast::*;
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// Lanes of a warp.
+const W: usize = 32;
+
+/// Element formats of matrix fragments. `B1` elements are 32-bit words
+/// of 32 single-bit elements (the multiply works on whole words).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Elem {
+    F16,
+    Bf16,
+    Tf32,
+    F32,
+    F64,
+    S8,
+    U8,
+    S4,
+    U4,
+    S32,
+    B1,
+}
+
+impl Elem {
+    pub fn bits(self) -> u32 {
+        match self {
+            Elem::F16 | Elem::Bf16 => 16,
+            Elem::Tf32 | Elem::F32 | Elem::S32 | Elem::B1 => 32,
+            Elem::F64 => 64,
+            Elem::S8 | Elem::U8 => 8,
+            Elem::S4 | Elem::U4 => 4,
+        }
+    }
+
+    fn from_type(t: Type) -> Option<Elem> {
+        Some(match t {
+            Type::F16 => Elem::F16,
+            Type::Bf16 => Elem::Bf16,
+            Type::Tf32 => Elem::Tf32,
+            Type::F32 => Elem::F32,
+            Type::F64 => Elem::F64,
+            Type::S8 => Elem::S8,
+            Type::U8 => Elem::U8,
+            Type::S4 => Elem::S4,
+            Type::U4 => Elem::U4,
+            Type::S32 => Elem::S32,
+            Type::B1 => Elem::B1,
+            _ => return None,
+        })
+    }
+
+    fn is_float(self) -> bool {
+        matches!(self, Elem::F16 | Elem::Bf16 | Elem::Tf32 | Elem::F32 | Elem::F64)
+    }
+
+    /// The type products and sums are computed in.
+    fn compute_ty(self) -> Ty {
+        match self {
+            Elem::F64 => Ty::Double,
+            e if e.is_float() => Ty::Float,
+            _ => Ty::I64,
+        }
+    }
+}
+
+/// Where a fragment element lies: which of the warp's matrix products
+/// (`mma.m8n8k4` with f16 computes four), its row and its column. For `B1`
+/// the column of A and the row of B count 32-bit words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Pos {
+    pub batch: u8,
+    pub row: u16,
+    pub col: u16,
+}
+
+/// A fragment: `regs` registers of `per_reg` elements each, element `e`
+/// (register `e / per_reg`, bits from `(e % per_reg) * bits`) of lane `l`
+/// at `pos[e][l]`.
+#[derive(Clone, Debug)]
+pub struct Frag {
+    pub elem: Elem,
+    pub regs: u32,
+    pub per_reg: u32,
+    pub pos: Vec<[Pos; W]>,
+}
+
+impl Frag {
+    fn new(elem: Elem, per_reg: u32, count: u32, at: impl Fn(u32, u32) -> Pos) -> Frag {
+        let pos = (0..count).map(|i| std::array::from_fn(|l| at(l as u32, i))).collect();
+        Frag { elem, regs: count / per_reg, per_reg, pos }
+    }
+
+    /// Register width in bits (32, or 64 for f64).
+    pub fn reg_bits(&self) -> u32 {
+        if self.elem == Elem::F64 {
+            64
+        } else {
+            32
+        }
+    }
+
+    /// The lane and element holding each position, the first copy where
+    /// the fragment repeats itself.
+    pub fn index(&self) -> HashMap<Pos, (u32, u32)> {
+        let mut map = HashMap::new();
+        for (e, lanes) in self.pos.iter().enumerate() {
+            for (l, p) in lanes.iter().enumerate() {
+                map.entry(*p).or_insert((l as u32, e as u32));
+            }
+        }
+        map
+    }
+
+    /// The elements of the first `rows` rows, in whole registers.
+    fn top_rows(&self, rows: u16) -> Option<Frag> {
+        let mut pos = Vec::new();
+        for r in 0..self.regs as usize {
+            let chunk = &self.pos[r * self.per_reg as usize..(r + 1) * self.per_reg as usize];
+            let inside = chunk.iter().all(|lanes| lanes.iter().all(|p| p.row < rows));
+            let outside = chunk.iter().all(|lanes| lanes.iter().all(|p| p.row >= rows));
+            if inside {
+                pos.extend_from_slice(chunk);
+            } else if !outside {
+                return None;
+            }
+        }
+        Some(Frag { elem: self.elem, regs: pos.len() as u32 / self.per_reg, per_reg: self.per_reg, pos })
+    }
+
+    fn shifted(&self, drow: u16, dcol: u16) -> Vec<[Pos; W]> {
+        self.pos.iter().map(|lanes| lanes.map(|p| Pos { batch: p.batch, row: p.row + drow, col: p.col + dcol })).collect()
+    }
+}
+
+fn at(row: u32, col: u32) -> Pos {
+    Pos { batch: 0, row: row as u16, col: col as u16 }
+}
+
+/// Which matrix of `D = A * B + C` a fragment holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Which {
+    A,
+    B,
+    C,
+}
+
+/// The accumulator fragment of the 16x8 shapes (`c0..c3`), `per_reg`
+/// elements a register.
+fn acc_16x8(elem: Elem, per_reg: u32) -> Frag {
+    Frag::new(elem, per_reg, 4, |l, i| at((l >> 2) + 8 * (i >> 1), (l % 4) * 2 + (i & 1)))
+}
+
+/// The accumulator fragment of the 8x8 shapes other than f16 m8n8k4.
+fn acc_8x8(elem: Elem) -> Frag {
+    Frag::new(elem, 1, 2, |l, i| at(l >> 2, (l % 4) * 2 + i))
+}
+
+/// Fragments of `mma.sync` shapes, from the PTX ISA's "Matrix Fragments
+/// for mma.mMnNkK" sections (`row_major` says the `.alayout`/`.blayout`
+/// of the m8n8k4 f16 shape, the only one with a choice).
+pub fn mma_fragment(shape: Shape, which: Which, elem: Elem, row_major: bool) -> Option<Frag> {
+    use Elem::*;
+    let (m, n, k) = (shape.m, shape.n, shape.k);
+    let gid = |l: u32| l >> 2;
+    let tig = |l: u32| l % 4;
+    let f = match (m, n, k, which, elem) {
+        // m8n8k4 with f16: four products, one per quad pair (lanes 4q..4q+3
+        // and 16+4q..16+4q+3); the high group holds rows (or columns) 4-7.
+        (8, 8, 4, _, F16 | F32) if which != Which::C || elem == F16 || elem == F32 => {
+            let batch = |l: u32| ((l / 4) % 4) as u8;
+            let hi = |l: u32| if l >= 16 { 4 } else { 0 };
+            let p = |l: u32, row: u32, col: u32| Pos { batch: batch(l), row: row as u16, col: col as u16 };
+            match which {
+                Which::A if elem == F16 => {
+                    if row_major {
+                        Frag::new(F16, 2, 4, |l, i| p(l, l % 4 + hi(l), i))
+                    } else {
+                        Frag::new(F16, 2, 4, |l, i| p(l, i % 4 + hi(l), l % 4))
+                    }
+                }
+                Which::B if elem == F16 => {
+                    if row_major {
+                        Frag::new(F16, 2, 4, |l, i| p(l, l % 4, i + hi(l)))
+                    } else {
+                        Frag::new(F16, 2, 4, |l, i| p(l, i, l % 4 + hi(l)))
+                    }
+                }
+                Which::C if elem == F16 => Frag::new(F16, 2, 8, |l, i| p(l, l % 4 + hi(l), i)),
+                Which::C => Frag::new(F32, 1, 8, |l, i| p(l, (l & 1) + (i & 2) + hi(l), (i & 4) + (l & 2) + (i & 1))),
+                _ => return None,
+            }
+        }
+        (8, 8, 4, Which::A, F64) => Frag::new(F64, 1, 1, |l, _| at(l >> 2, l % 4)),
+        (8, 8, 4, Which::B, F64) => Frag::new(F64, 1, 1, |l, _| at(l % 4, l >> 2)),
+        (8, 8, 4, Which::C, F64) => acc_8x8(F64),
+        (8, 8, 16, Which::A, S8 | U8) => Frag::new(elem, 4, 4, |l, i| at(gid(l), tig(l) * 4 + i)),
+        (8, 8, 16, Which::B, S8 | U8) => Frag::new(elem, 4, 4, |l, i| at(tig(l) * 4 + i, gid(l))),
+        (8, 8, 32, Which::A, S4 | U4) => Frag::new(elem, 8, 8, |l, i| at(gid(l), tig(l) * 8 + i)),
+        (8, 8, 32, Which::B, S4 | U4) => Frag::new(elem, 8, 8, |l, i| at(tig(l) * 8 + i, gid(l))),
+        (8, 8, 128, Which::A, B1) => Frag::new(B1, 1, 1, |l, _| at(gid(l), tig(l))),
+        (8, 8, 128, Which::B, B1) => Frag::new(B1, 1, 1, |l, _| at(tig(l), gid(l))),
+        (8, 8, 16 | 32 | 128, Which::C, S32) => acc_8x8(S32),
+        (16, 8, 4, Which::A, Tf32 | F64) => Frag::new(elem, 1, 2, |l, i| at(gid(l) + 8 * i, tig(l))),
+        (16, 8, 4, Which::B, Tf32 | F64) => Frag::new(elem, 1, 1, |l, _| at(tig(l), gid(l))),
+        (16, 8, 8, Which::A, F16 | Bf16) => Frag::new(elem, 2, 4, |l, i| at(gid(l) + 8 * (i >> 1), tig(l) * 2 + (i & 1))),
+        (16, 8, 8, Which::B, F16 | Bf16) => Frag::new(elem, 2, 2, |l, i| at(tig(l) * 2 + i, gid(l))),
+        (16, 8, 8, Which::A, Tf32 | F64) => Frag::new(elem, 1, 4, |l, i| at(gid(l) + 8 * (i & 1), tig(l) + 4 * (i >> 1))),
+        (16, 8, 8, Which::B, Tf32 | F64) => Frag::new(elem, 1, 2, |l, i| at(tig(l) + 4 * i, gid(l))),
+        (16, 8, 16, Which::A, F16 | Bf16) => {
+            Frag::new(elem, 2, 8, |l, i| at(gid(l) + 8 * ((i >> 1) & 1), tig(l) * 2 + (i & 1) + 8 * (i >> 2)))
+        }
+        (16, 8, 16, Which::B, F16 | Bf16) => Frag::new(elem, 2, 4, |l, i| at(tig(l) * 2 + (i & 1) + 8 * (i >> 1), gid(l))),
+        (16, 8, 16, Which::A, F64) => Frag::new(F64, 1, 8, |l, i| at(gid(l) + 8 * (i % 2), 4 * (i / 2) + tig(l))),
+        (16, 8, 16, Which::B, F64) => Frag::new(F64, 1, 4, |l, i| at(tig(l) + 4 * i, gid(l))),
+        (16, 8, 16, Which::A, S8 | U8) => Frag::new(elem, 4, 8, |l, i| at(gid(l) + 8 * (i >> 2), tig(l) * 4 + (i & 3))),
+        (16, 8, 16, Which::B, S8 | U8) => Frag::new(elem, 4, 4, |l, i| at(tig(l) * 4 + i, gid(l))),
+        (16, 8, 32, Which::A, S8 | U8) => {
+            Frag::new(elem, 4, 16, |l, i| at(gid(l) + 8 * ((i >> 2) & 1), tig(l) * 4 + (i & 3) + 16 * (i >> 3)))
+        }
+        (16, 8, 32, Which::B, S8 | U8) => Frag::new(elem, 4, 8, |l, i| at(tig(l) * 4 + (i & 3) + 16 * (i >> 2), gid(l))),
+        (16, 8, 32, Which::A, S4 | U4) => Frag::new(elem, 8, 16, |l, i| at(gid(l) + 8 * (i >> 3), tig(l) * 8 + (i & 7))),
+        (16, 8, 32, Which::B, S4 | U4) => Frag::new(elem, 8, 8, |l, i| at(tig(l) * 8 + i, gid(l))),
+        (16, 8, 64, Which::A, S4 | U4) => {
+            Frag::new(elem, 8, 32, |l, i| at(gid(l) + 8 * ((i >> 3) & 1), tig(l) * 8 + (i & 7) + 32 * (i >> 4)))
+        }
+        (16, 8, 64, Which::B, S4 | U4) => Frag::new(elem, 8, 16, |l, i| at(tig(l) * 8 + (i & 7) + 32 * (i >> 3), gid(l))),
+        (16, 8, 128, Which::A, B1) => Frag::new(B1, 1, 2, |l, i| at(gid(l) + 8 * i, tig(l))),
+        (16, 8, 128, Which::B, B1) => Frag::new(B1, 1, 1, |l, _| at(tig(l), gid(l))),
+        // The ISA's column formula for a32..a63 reads `(threadID_in_group *
+        // 32) + i`; the figure and every other shape take `i & 0x1F`.
+        (16, 8, 256, Which::A, B1) => Frag::new(B1, 1, 4, |l, i| at(gid(l) + 8 * (i & 1), tig(l) + 4 * (i >> 1))),
+        (16, 8, 256, Which::B, B1) => Frag::new(B1, 1, 2, |l, i| at(tig(l) + 4 * i, gid(l))),
+        (16, 8, _, Which::C, F32 | S32 | F64) => acc_16x8(elem, 1),
+        (16, 8, _, Which::C, F16) => acc_16x8(F16, 2),
+        _ => return None,
+    };
+    Some(f)
+}
+
+/// How D's elements combine A, B and C.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Combine {
+    /// Fused multiply-adds in increasing k; the rounding of `.f64`.
+    Float(Rounding),
+    /// The exact sum, clamped to 32 bits with `.satfinite`, else wrapped.
+    Int { saturate: bool },
+    /// popc of the AND (`and`) or XOR of 32-bit words, added.
+    Bits { and: bool },
+}
+
+/// A warp's `D = A * B + C`: the fragments of the four matrices and the
+/// product's depth (in 32-bit words for single-bit matrices).
+#[derive(Clone, Debug)]
+pub struct MatrixProduct {
+    pub k: u32,
+    pub a: Frag,
+    pub b: Frag,
+    pub c: Frag,
+    pub d: Frag,
+    pub combine: Combine,
+}
+
+/// The base fragment a wmma matrix is tiled with, and its tile size.
+fn wmma_tile(which: Which, elem: Elem, acc: Elem) -> Option<(Frag, u16, u16)> {
+    let s = |m, n, k| Shape { m, n, k };
+    Some(match (which, elem) {
+        (Which::A, Elem::F16 | Elem::Bf16 | Elem::S8 | Elem::U8) => (mma_fragment(s(16, 8, 16), Which::A, elem, true)?, 16, 16),
+        (Which::B, Elem::F16 | Elem::Bf16 | Elem::S8 | Elem::U8) => (mma_fragment(s(16, 8, 16), Which::B, elem, true)?, 16, 8),
+        (Which::A, Elem::Tf32) => (mma_fragment(s(16, 8, 8), Which::A, elem, true)?, 16, 8),
+        (Which::B, Elem::Tf32) => (mma_fragment(s(16, 8, 8), Which::B, elem, true)?, 8, 8),
+        (Which::A, Elem::F64) => (mma_fragment(s(8, 8, 4), which, elem, true)?, 8, 4),
+        (Which::B, Elem::F64) => (mma_fragment(s(8, 8, 4), which, elem, true)?, 4, 8),
+        (Which::A, Elem::S4 | Elem::U4) => (mma_fragment(s(8, 8, 32), which, elem, true)?, 8, 32),
+        (Which::B, Elem::S4 | Elem::U4) => (mma_fragment(s(8, 8, 32), which, elem, true)?, 32, 8),
+        (Which::A, Elem::B1) => (mma_fragment(s(8, 8, 128), which, elem, true)?, 8, 4),
+        (Which::B, Elem::B1) => (mma_fragment(s(8, 8, 128), which, elem, true)?, 4, 8),
+        (Which::C, _) => match (acc, elem) {
+            (Elem::F64, _) => (acc_8x8(Elem::F64), 8, 8),
+            (_, Elem::S4 | Elem::U4 | Elem::B1) => (acc_8x8(Elem::S32), 8, 8),
+            (Elem::F16, _) => (acc_16x8(Elem::F16, 2), 16, 8),
+            (a, _) => (acc_16x8(a, 1), 16, 8),
+        },
+        _ => return None,
+    })
+}
+
+/// The fragment of one wmma matrix: `elem` is the element type of the
+/// multiplicands, `acc` the accumulator's (for `Which::C`).
+pub fn wmma_fragment(shape: Shape, which: Which, elem: Elem, acc: Elem) -> Option<Frag> {
+    let (rows, cols) = match which {
+        Which::A => (shape.m, shape.k),
+        Which::B => (shape.k, shape.n),
+        Which::C => (shape.m, shape.n),
+    };
+    // Single-bit columns (of A) and rows (of B) count words.
+    let (rows, cols) = match (which, elem) {
+        (Which::A, Elem::B1) => (rows, cols / 32),
+        (Which::B, Elem::B1) => (rows / 32, cols),
+        _ => (rows, cols),
+    };
+    let (tile, th, tw) = wmma_tile(which, elem, acc)?;
+    let tile = if rows < th { tile.top_rows(rows)? } else { tile };
+    let (th, tw) = (th.min(rows), tw);
+    if rows % th != 0 || cols % tw != 0 {
+        return None;
+    }
+    let mut pos = Vec::new();
+    for tr in 0..rows / th {
+        for tc in 0..cols / tw {
+            pos.extend(tile.shifted(tr * th, tc * tw));
+        }
+    }
+    let per_reg = tile.per_reg;
+    let regs = wmma_registers(shape, which, elem, acc)?;
+    let filled = pos.len() as u32 / per_reg;
+    if filled == 0 || regs % filled != 0 {
+        return None;
+    }
+    let once = pos.clone();
+    while (pos.len() as u32) < regs * per_reg {
+        pos.extend_from_slice(&once);
+    }
+    Some(Frag { elem: tile.elem, regs, per_reg, pos })
+}
+
+/// Registers of a wmma fragment ("Matrix Fragments for WMMA").
+fn wmma_registers(shape: Shape, which: Which, elem: Elem, acc: Elem) -> Option<u32> {
+    use Elem::*;
+    let sh = (shape.m, shape.n, shape.k);
+    Some(match (which, elem) {
+        (Which::C, _) => match (acc, sh) {
+            (F16, (16, 16, 16) | (32, 8, 16) | (8, 32, 16)) => 4,
+            (F32 | S32, (16, 16, 16) | (32, 8, 16) | (8, 32, 16) | (16, 16, 8)) => 8,
+            (F64, (8, 8, 4)) | (S32, (8, 8, 32) | (8, 8, 128)) => 2,
+            _ => return None,
+        },
+        (_, F16) if matches!(sh, (16, 16, 16) | (32, 8, 16) | (8, 32, 16)) => 8,
+        (Which::A, Bf16) => match sh {
+            (16, 16, 16) => 4,
+            (8, 32, 16) => 2,
+            (32, 8, 16) => 8,
+            _ => return None,
+        },
+        (Which::B, Bf16) => match sh {
+            (16, 16, 16) => 4,
+            (8, 32, 16) => 8,
+            (32, 8, 16) => 2,
+            _ => return None,
+        },
+        (Which::A, S8 | U8) => match sh {
+            (16, 16, 16) => 2,
+            (8, 32, 16) => 1,
+            (32, 8, 16) => 4,
+            _ => return None,
+        },
+        (Which::B, S8 | U8) => match sh {
+            (16, 16, 16) => 2,
+            (8, 32, 16) => 4,
+            (32, 8, 16) => 1,
+            _ => return None,
+        },
+        (_, Tf32) if sh == (16, 16, 8) => 4,
+        (_, F64) if sh == (8, 8, 4) => 1,
+        (_, S4 | U4) if sh == (8, 8, 32) => 1,
+        (_, B1) if sh == (8, 8, 128) => 1,
+        _ => return None,
+    })
+}
+
+/// The default wmma stride: the leading dimension ("Matrix Storage for WMMA").
+fn wmma_default_stride(shape: Shape, which: Which, row_major: bool) -> u32 {
+    let (rows, cols) = match which {
+        Which::A => (shape.m, shape.k),
+        Which::B => (shape.k, shape.n),
+        Which::C => (shape.m, shape.n),
+    };
+    u32::from(if row_major { cols } else { rows })
+}
+
+/// The product an `mma` or `wmma.mma` instruction computes, or why not.
+fn product_spec(shape: Shape, types: [Type; 4], wmma: bool, row_major: [bool; 2], combine: Combine) -> Result<MatrixProduct, String> {
+    let elem = |t: Type| Elem::from_type(t).ok_or_else(|| format!("matrix element type `.{t}`"));
+    let [dt, at, bt, ct] = types;
+    let (d, a, b, c) = (elem(dt)?, elem(at)?, elem(bt)?, elem(ct)?);
+    let unsupported = || format!("shape .m{}n{}k{} with these types", shape.m, shape.n, shape.k);
+    let frag = |which: Which, e: Elem| -> Result<Frag, String> {
+        let f = if wmma {
+            wmma_fragment(shape, which, if which == Which::C { a } else { e }, e)
+        } else {
+            let rm = match which {
+                Which::A => row_major[0],
+                Which::B => row_major[1],
+                Which::C => true,
+            };
+            mma_fragment(shape, which, e, rm)
+        };
+        f.ok_or_else(unsupported)
+    };
+    let fa = frag(Which::A, a)?;
+    let fb = frag(Which::B, b)?;
+    let fc = frag(Which::C, c)?;
+    let fd = frag(Which::C, d)?;
+    let k = if a == Elem::B1 { u32::from(shape.k) / 32 } else { u32::from(shape.k) };
+    let ok = match (a, b) {
+        (Elem::F16, Elem::F16) => matches!(c, Elem::F16 | Elem::F32) && matches!(d, Elem::F16 | Elem::F32),
+        (Elem::Bf16, Elem::Bf16) | (Elem::Tf32, Elem::Tf32) => c == Elem::F32 && d == Elem::F32,
+        (Elem::F64, Elem::F64) => c == Elem::F64 && d == Elem::F64,
+        (Elem::S8 | Elem::U8, Elem::S8 | Elem::U8) | (Elem::S4 | Elem::U4, Elem::S4 | Elem::U4) => c == Elem::S32 && d == Elem::S32,
+        (Elem::B1, Elem::B1) => c == Elem::S32 && d == Elem::S32,
+        _ => false,
+    };
+    if !ok {
+        return Err(unsupported());
+    }
+    let combine = match (a, combine) {
+        (Elem::B1, Combine::Bits { .. }) => combine,
+        (Elem::B1, _) => return Err("single-bit mma without `.and.popc` or `.xor.popc`".into()),
+        (_, Combine::Bits { .. }) => return Err("`.popc` on a non-single-bit mma".into()),
+        (e, Combine::Int { .. }) if !e.is_float() => combine,
+        (e, Combine::Float(_)) if e.is_float() => combine,
+        (e, _) if e.is_float() => Combine::Float(Rounding::Rn),
+        _ => Combine::Int { saturate: false },
+    };
+    Ok(MatrixProduct { k, a: fa, b: fb, c: fc, d: fd, combine })
+}
+
+/// How a lane reads other lanes' fragment elements.
+enum Exchange {
+    /// Warp mode: the registers themselves, one vector per register.
+    Vectors { a: Vec<V>, b: Vec<V>, c: Vec<V> },
+    /// Thread mode: the snapshot of every lane's registers (`slots` i64
+    /// slots per lane: A's, then B's, then C's) and this lane's index.
+    Snapshot { snap: V, lane: V, slots: u32 },
+}
+
+impl<'c, 'm> FnLower<'c, 'm> {
+    /// Warp-level matrix instructions (see the module notes).
+    pub fn matrix(&mut self, inst: &Instruction) -> Res<()> {
+        match inst.op {
+            Opcode::Mma => self.mma(inst),
+            Opcode::Wmma if inst.has(self.b, Flag::MmaOp) => self.mma(inst),
+            Opcode::Wmma => self.wmma_memory(inst),
+            Opcode::Ldmatrix => self.ldmatrix(inst),
+            Opcode::Stmatrix => self.stmatrix(inst),
+            Opcode::Movmatrix => self.movmatrix(inst),
+            _ => self.unsupported(format!("instruction `{}`", self.describe(inst))),
+        }
+    }
+
+    fn vector_operands(&self, op: &Operand) -> Vec<Operand> {
+        match *op {
+            Operand::Vector(l) => self.b.list(l).to_vec(),
+            other => vec![other],
+        }
+    }
+
+    /// Registers of a fragment operand, as integers of `bits` bits.
+    fn fragment_values(&mut self, op: &Operand, regs: u32, bits: u32, what: &str) -> Res<Vec<V>> {
+        let items = self.vector_operands(op);
+        if items.len() as u32 != regs {
+            return self.invalid(format!("{what} needs {regs} registers, {} given", items.len()));
+        }
+        let mut out = Vec::new();
+        for it in &items {
+            out.push(self.get(it, Ty::int(bits))?);
+        }
+        Ok(out)
+    }
+
+    fn mma(&mut self, inst: &Instruction) -> Res<()> {
+        let b = self.b;
+        let wmma = inst.op == Opcode::Wmma;
+        let Some(shape) = inst.shape(b) else { return self.invalid("mma needs a shape") };
+        let types: Vec<Type> = inst.types(b).collect();
+        let types = match types.as_slice() {
+            [d, a, bt, c] => [*d, *a, *bt, *c],
+            // wmma.mma's f16 form names D and C only.
+            [d, c] if wmma => [*d, Type::F16, Type::F16, *c],
+            _ => return self.invalid(format!("`{}` needs its D, A, B and C types", self.describe(inst))),
+        };
+        let layouts: Vec<bool> = b
+            .mods(inst)
+            .iter()
+            .filter_map(|m| match m {
+                Modifier::Flag(Flag::Row) => Some(true),
+                Modifier::Flag(Flag::Col) => Some(false),
+                _ => None,
+            })
+            .collect();
+        let row_major = [layouts.first().copied().unwrap_or(true), layouts.get(1).copied().unwrap_or(false)];
+        let combine = if inst.has(b, Flag::Popc) {
+            Combine::Bits { and: inst.has(b, Flag::And) }
+        } else if types[1].is_float() || matches!(types[1], Type::Tf32) {
+            Combine::Float(inst.rounding(b).unwrap_or(Rounding::Rn))
+        } else {
+            Combine::Int { saturate: inst.has(b, Flag::Satfinite) }
+        };
+        if matches!(combine, Combine::Float(r) if r != Rounding::Rn) && types[1] != Type::F64 {
+            return self.invalid(format!("rounding `.{}` on a non-f64 mma", inst.rounding(b).map_or("", |r| r.as_str())));
+        }
+        let spec = match product_spec(shape, types, wmma, row_major, combine) {
+            Ok(s) => s,
+            Err(why) => return self.unsupported(format!("`{}`: {why}", self.describe(inst))),
+        };
+        let args = b.args(inst);
+        if args.len() != 4 {
+            return self.invalid("mma takes d, a, b, c");
+        }
+        let av = self.fragment_values(&args[1], spec.a.regs, spec.a.reg_bits(), "operand a")?;
+        let bv = self.fragment_values(&args[2], spec.b.regs, spec.b.reg_bits(), "operand b")?;
+        let cv = self.fragment_values(&args[3], spec.c.regs, spec.c.reg_bits(), "operand c")?;
+        let dests = self.vector_operands(&args[0]);
+        if dests.len() as u32 != spec.d.regs {
+            return self.invalid(format!("operand d needs {} registers, {} given", spec.d.regs, dests.len()));
+        }
+        let x = if self.warp.is_some() {
+            Exchange::Vectors { a: av, b: bv, c: cv }
+        } else {
+            let regs: Vec<V> = av.into_iter().chain(bv).chain(cv).collect();
+            self.gather_lanes(&regs)?
+        };
+        let d = self.product(&spec, &x)?;
+        for (op, v) in dests.iter().zip(d) {
+            self.set(op, v)?;
+        }
+        Ok(())
+    }
+
+    /// Thread mode: every lane's `regs` (zero-extended to 64-bit slots) in
+    /// one snapshot, through the runtime's warp collective.
+    fn gather_lanes(&mut self, regs: &[V]) -> Res<Exchange> {
+        let slots = regs.len() as u32;
+        let buf = self.out.alloca(&format!("[{slots} x i64]"), 8);
+        for (i, r) in regs.iter().enumerate() {
+            let w = self.convert(r.clone(), Ty::I64, false);
+            let p = self.out.def(Ty::Ptr, format_args!("getelementptr i64, ptr {buf}, i64 {i}"));
+            self.out.op(format_args!("store {w}, {p}, align 8"));
+        }
+        // Targets that gather into the caller's memory get room for 32 lanes.
+        let scratch = match self.cx.target {
+            crate::Target::HostCpu => "null".to_string(),
+            _ => self.out.alloca(&format!("[{} x i64]", slots * W as u32), 8),
+        };
+        let site = self.cx.next_site;
+        self.cx.next_site += 1;
+        self.cx.declare("__anycuda_warp_gather", "declare ptr @__anycuda_warp_gather(ptr, i32, ptr, i32, ptr, i32)");
+        let snap = self.out.def(
+            Ty::Ptr,
+            format_args!("call ptr @__anycuda_warp_gather(ptr %ctx, i32 %lin, ptr {buf}, i32 {}, ptr {scratch}, i32 {site})", slots * 8),
+        );
+        let lane = self.out.def(Ty::I32, format_args!("and i32 %lin, 31"));
+        Ok(Exchange::Snapshot { snap, lane, slots })
+    }
+
+    /// The raw bits of element `e` of a register value.
+    fn element_bits(&mut self, reg: &V, e: u32, f: &Frag) -> V {
+        let bits = f.elem.bits();
+        let sub = e % f.per_reg;
+        let wide = reg.ty;
+        let v = if sub == 0 { reg.clone() } else { self.bin("lshr", reg, &V::int(wide, i128::from(sub * bits))) };
+        let t = Ty::int(bits.max(8));
+        let v = self.trunc(&v, t);
+        if bits == 4 {
+            self.bin("and", &v, &V::int(Ty::I8, 0xf))
+        } else {
+            v
+        }
+    }
+
+    /// Raw element bits as the value products are computed with.
+    fn element_value(&mut self, raw: &V, elem: Elem) -> V {
+        match elem {
+            Elem::F16 => {
+                let h = self.bitcast(raw, Ty::Half);
+                self.out.def(Ty::Float, format_args!("fpext {h} to {}", Ty::Float))
+            }
+            Elem::Bf16 => {
+                let h = self.bitcast(raw, Ty::Bfloat);
+                self.out.def(Ty::Float, format_args!("fpext {h} to {}", Ty::Float))
+            }
+            Elem::Tf32 => {
+                let m = self.bin("and", raw, &V::int(Ty::I32, 0xffff_e000u32 as i128));
+                self.bitcast(&m, Ty::Float)
+            }
+            Elem::F32 => self.bitcast(raw, Ty::Float),
+            Elem::F64 => self.bitcast(raw, Ty::Double),
+            Elem::S8 | Elem::S32 => self.sext(raw, Ty::I64),
+            Elem::S4 => {
+                let s = self.bin("shl", raw, &V::int(Ty::I8, 4));
+                let s = self.bin("ashr", &s, &V::int(Ty::I8, 4));
+                self.sext(&s, Ty::I64)
+            }
+            Elem::U8 | Elem::U4 | Elem::B1 => self.zext(raw, Ty::I64),
+        }
+    }
+
+    /// The registers of D.
+    fn product(&mut self, p: &MatrixProduct, x: &Exchange) -> Res<Vec<V>> {
+        let ai = p.a.index();
+        let bi = p.b.index();
+        let ci = p.c.index();
+        let cty = p.a.elem.compute_ty();
+        let nd = p.d.pos.len();
+        // Where each lane's elements come from, for each element of D.
+        let source = |idx: &HashMap<Pos, (u32, u32)>, pos: Pos| idx.get(&pos).copied();
+        let mut results: Vec<V> = Vec::with_capacity(nd);
+        match x {
+            Exchange::Vectors { a, b, c } => {
+                results = self.warp_product(p, a, b, c)?;
+            }
+            Exchange::Snapshot { snap, lane, slots } => {
+                let (na, nb) = (p.a.regs, p.b.regs);
+                let kk = p.k as usize;
+                // Per D element: C's source, then A's and B's for each k,
+                // as bit offsets in the snapshot, for each lane.
+                let mut table: Vec<u32> = Vec::with_capacity(nd * (1 + 2 * kk) * W);
+                let bit = |base: u32, f: &Frag, (sl, se): (u32, u32)| -> u32 {
+                    (sl * slots + base + se / f.per_reg) * 64 + (se % f.per_reg) * f.elem.bits()
+                };
+                for e in 0..nd {
+                    let dpos = p.d.pos[e];
+                    for l in 0..W {
+                        let Some(s) = source(&ci, dpos[l]) else { return self.invalid("mma fragments do not cover C") };
+                        table.push(bit(na + nb, &p.c, s));
+                    }
+                    for k in 0..kk {
+                        for l in 0..W {
+                            let pos = dpos[l];
+                            let pa = Pos { batch: pos.batch, row: pos.row, col: k as u16 };
+                            let Some(s) = source(&ai, pa) else { return self.invalid("mma fragments do not cover A") };
+                            table.push(bit(0, &p.a, s));
+                        }
+                        for l in 0..W {
+                            let pos = dpos[l];
+                            let pb = Pos { batch: pos.batch, row: k as u16, col: pos.col };
+                            let Some(s) = source(&bi, pb) else { return self.invalid("mma fragments do not cover B") };
+                            table.push(bit(na, &p.b, s));
+                        }
+                    }
+                }
+                let tab = self.constant_table(&table);
+                let per_e = (1 + 2 * kk) * W;
+                for e in 0..nd {
+                    let base = e * per_e;
+                    let craw = self.snapshot_element(snap, &tab, &V::int(Ty::I32, base as i128), lane, p.c.elem.bits());
+                    let acc0 = self.element_value(&craw, p.c.elem);
+                    let acc0 = self.as_compute(&acc0, cty);
+                    // A loop over k with the accumulator in a phi.
+                    let (pre, body, done) = (self.out.fresh_label("kpre"), self.out.fresh_label("k"), self.out.fresh_label("kdone"));
+                    self.out.terminate(format_args!("br label %{pre}"));
+                    self.out.label(&pre);
+                    self.out.terminate(format_args!("br label %{body}"));
+                    self.out.label(&body);
+                    let (knext, accnext) = (self.out.fresh("kn"), self.out.fresh("accn"));
+                    let k = self.out.def(Ty::I32, format_args!("phi i32 [0, %{pre}], [{knext}, %{body}]"));
+                    let acc = self.out.def(cty, format_args!("phi {cty} [{}, %{pre}], [{accnext}, %{body}]", acc0.s));
+                    let at = self.bin("mul", &k, &V::int(Ty::I32, 2 * W as i128));
+                    let at = self.bin("add", &at, &V::int(Ty::I32, (base + W) as i128));
+                    let araw = self.snapshot_element(snap, &tab, &at, lane, p.a.elem.bits());
+                    let at_b = self.bin("add", &at, &V::int(Ty::I32, W as i128));
+                    let braw = self.snapshot_element(snap, &tab, &at_b, lane, p.b.elem.bits());
+                    let av = self.element_value(&araw, p.a.elem);
+                    let bv = self.element_value(&braw, p.b.elem);
+                    let next = self.accumulate(p.combine, &acc, &av, &bv, cty);
+                    // The loop's new accumulator under the name the phi reads.
+                    self.out.op(format_args!("{accnext} = bitcast {next} to {}", next.ty));
+                    self.out.op(format_args!("{knext} = add i32 {}, 1", k.s));
+                    let more = self.out.def(Ty::I1, format_args!("icmp ult i32 {knext}, {}", p.k));
+                    self.out.terminate(format_args!("br {more}, label %{body}, label %{done}"));
+                    self.out.label(&done);
+                    results.push(V::new(cty, accnext));
+                }
+            }
+        }
+        // D's registers from its elements.
+        let rbits = p.d.reg_bits();
+        let rty = Ty::int(rbits);
+        let mut regs = Vec::new();
+        for r in 0..p.d.regs {
+            let mut acc: Option<V> = None;
+            for s in 0..p.d.per_reg {
+                let e = (r * p.d.per_reg + s) as usize;
+                let raw = self.finish(p, &results[e])?;
+                let w = self.zext(&raw, rty);
+                let w = if s == 0 { w } else { self.bin("shl", &w, &V::int(rty, i128::from(s * p.d.elem.bits()))) };
+                acc = Some(match acc {
+                    None => w,
+                    Some(a) => self.bin("or", &a, &w),
+                });
+            }
+            regs.push(acc.unwrap_or_else(|| V::int(rty, 0)));
+        }
+        Ok(regs)
+    }
+
+    /// Warp mode: the whole warp's product as one small matrix product.
+    /// Each fragment element vector (converted once) is stored whole; the
+    /// rows of B and C are gathered from those with constant indices;
+    /// each row of D is its row of C plus the products in increasing k as
+    /// vectors across the row (`<N x T>` fused multiply-adds of a
+    /// broadcast A element and a row of B); D's fragment elements are
+    /// gathered back per lane.
+    fn warp_product(&mut self, p: &MatrixProduct, a: &[V], b: &[V], c: &[V]) -> Res<Vec<V>> {
+        let cty = p.a.elem.compute_ty();
+        let t = cty.name();
+        let batches = p.d.pos.iter().flat_map(|l| l.iter().map(|q| q.batch)).max().unwrap_or(0) as usize + 1;
+        let rows = p.d.pos.iter().flat_map(|l| l.iter().map(|q| q.row)).max().unwrap_or(0) as usize + 1;
+        let cols = p.d.pos.iter().flat_map(|l| l.iter().map(|q| q.col)).max().unwrap_or(0) as usize + 1;
+        let k = p.k as usize;
+        let mut cache: HashMap<(u8, u32), V> = HashMap::new();
+        // Element vectors, stored whole: element e of lane l at e * 32 + l.
+        let mut staged = Vec::new();
+        for (which, f, regs, target) in [(0u8, &p.a, a, p.a.elem), (1, &p.b, b, p.b.elem), (2, &p.c, c, p.d.elem)] {
+            let buf = self.out.alloca(&format!("[{} x {t}]", f.pos.len() * W), 64);
+            for e in 0..f.pos.len() {
+                let v = self.fragment_element(&mut cache, which, regs, f, e as u32, target);
+                let ptr = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr {t}, ptr {buf}, i64 {}", e * W));
+                self.out.op(format_args!("store {v}, {ptr}"));
+            }
+            staged.push((buf, f.index()));
+        }
+        let slot = |idx: &HashMap<Pos, (u32, u32)>, q: Pos| -> Option<usize> { idx.get(&q).map(|&(l, e)| e as usize * W + l as usize) };
+        // B's rows (k by k) in a buffer; A's elements through a table.
+        let bbuf = self.out.alloca(&format!("[{} x {t}]", batches * k * cols), 64);
+        let mut atab = Vec::with_capacity(batches * rows * k);
+        for bt in 0..batches {
+            for kk in 0..k {
+                let mut idx = Vec::with_capacity(cols);
+                for j in 0..cols {
+                    let q = Pos { batch: bt as u8, row: kk as u16, col: j as u16 };
+                    let Some(i) = slot(&staged[1].1, q) else { return self.invalid("mma fragments do not cover B") };
+                    idx.push(i);
+                }
+                let row = self.gather_const(&staged[1].0, cty, &idx);
+                let ptr = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr {t}, ptr {bbuf}, i64 {}", (bt * k + kk) * cols));
+                self.out.op(format_args!("store <{cols} x {t}> {row}, {ptr}"));
+            }
+            for r in 0..rows {
+                for kk in 0..k {
+                    let q = Pos { batch: bt as u8, row: r as u16, col: kk as u16 };
+                    let Some(i) = slot(&staged[0].1, q) else { return self.invalid("mma fragments do not cover A") };
+                    atab.push(i as u32);
+                }
+            }
+        }
+        let atab = self.constant_table(&atab);
+        let dbuf = self.out.alloca(&format!("[{} x {t}]", batches * rows * cols), 64);
+        let vt = format!("<{cols} x {t}>");
+        for r in 0..batches * rows {
+            let (bt, row) = (r / rows, r % rows);
+            let mut idx = Vec::with_capacity(cols);
+            for j in 0..cols {
+                let q = Pos { batch: bt as u8, row: row as u16, col: j as u16 };
+                let Some(i) = slot(&staged[2].1, q) else { return self.invalid("mma fragments do not cover C") };
+                idx.push(i);
+            }
+            let acc0 = self.gather_const(&staged[2].0, cty, &idx);
+            let (pre, body, done) = (self.out.fresh_label("wkpre"), self.out.fresh_label("wk"), self.out.fresh_label("wkdone"));
+            self.out.terminate(format_args!("br label %{pre}"));
+            self.out.label(&pre);
+            self.out.terminate(format_args!("br label %{body}"));
+            self.out.label(&body);
+            let (kn, accn, kk, acc) = (self.out.fresh("kn"), self.out.fresh("accn"), self.out.fresh("k"), self.out.fresh("acc"));
+            self.out.op(format_args!("{kk} = phi i64 [0, %{pre}], [{kn}, %{body}]"));
+            self.out.op(format_args!("{acc} = phi {vt} [{acc0}, %{pre}], [{accn}, %{body}]"));
+            let (ti, tp, ai, ap, ax, ins, asp) = (
+                self.out.fresh("ti"),
+                self.out.fresh("tp"),
+                self.out.fresh("ai"),
+                self.out.fresh("ap"),
+                self.out.fresh("ax"),
+                self.out.fresh("ins"),
+                self.out.fresh("asp"),
+            );
+            self.out.op(format_args!("{ti} = add i64 {kk}, {}", r * k));
+            self.out.op(format_args!("{tp} = getelementptr i32, ptr {atab}, i64 {ti}"));
+            self.out.op(format_args!("{ai} = load i32, ptr {tp}, align 4"));
+            self.out.op(format_args!("{ap} = getelementptr {t}, ptr {}, i32 {ai}", staged[0].0));
+            self.out.op(format_args!("{ax} = load {t}, ptr {ap}"));
+            self.out.op(format_args!("{ins} = insertelement {vt} poison, {t} {ax}, i32 0"));
+            self.out.op(format_args!("{asp} = shufflevector {vt} {ins}, {vt} poison, <{cols} x i32> zeroinitializer"));
+            let (bi, bi2, bp, brow) = (self.out.fresh("bi"), self.out.fresh("bi"), self.out.fresh("bp"), self.out.fresh("brow"));
+            self.out.op(format_args!("{bi} = mul i64 {kk}, {cols}"));
+            self.out.op(format_args!("{bi2} = add i64 {bi}, {}", bt * k * cols));
+            self.out.op(format_args!("{bp} = getelementptr {t}, ptr {bbuf}, i64 {bi2}"));
+            self.out.op(format_args!("{brow} = load {vt}, ptr {bp}, align 4"));
+            match p.combine {
+                Combine::Float(rd) if cty == Ty::Double && rd != Rounding::Rn => {
+                    let f = self.directed_row_fma(cols, rd);
+                    self.out.op(format_args!("{accn} = call {vt} @{f}({vt} {asp}, {vt} {brow}, {vt} {acc})"));
+                }
+                Combine::Float(_) => {
+                    let f = format!("llvm.fma.v{cols}{}", cty.scalar_suffix());
+                    self.cx.declare(&f, &format!("declare {vt} @{f}({vt}, {vt}, {vt})"));
+                    self.out.op(format_args!("{accn} = call {vt} @{f}({vt} {asp}, {vt} {brow}, {vt} {acc})"));
+                }
+                Combine::Int { .. } => {
+                    let m = self.out.fresh("m");
+                    self.out.op(format_args!("{m} = mul {vt} {asp}, {brow}"));
+                    self.out.op(format_args!("{accn} = add {vt} {acc}, {m}"));
+                }
+                Combine::Bits { and } => {
+                    let (x, n) = (self.out.fresh("x"), self.out.fresh("n"));
+                    self.out.op(format_args!("{x} = {} {vt} {asp}, {brow}", if and { "and" } else { "xor" }));
+                    let f = format!("llvm.ctpop.v{cols}i64");
+                    self.cx.declare(&f, &format!("declare {vt} @{f}({vt})"));
+                    self.out.op(format_args!("{n} = call {vt} @{f}({vt} {x})"));
+                    self.out.op(format_args!("{accn} = add {vt} {acc}, {n}"));
+                }
+            }
+            self.out.op(format_args!("{kn} = add i64 {kk}, 1"));
+            let more = self.out.fresh("more");
+            self.out.op(format_args!("{more} = icmp ult i64 {kn}, {k}"));
+            self.out.terminate(format_args!("br i1 {more}, label %{body}, label %{done}"));
+            self.out.label(&done);
+            let rowp = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr {t}, ptr {dbuf}, i64 {}", r * cols));
+            self.out.op(format_args!("store {vt} {accn}, {rowp}, align 4"));
+        }
+        // D's elements per lane.
+        let mut results = Vec::new();
+        for lanes in &p.d.pos {
+            let idx: Vec<usize> = lanes.iter().map(|q| (q.batch as usize * rows + q.row as usize) * cols + q.col as usize).collect();
+            let v = self.gather_const(&dbuf, cty, &idx);
+            results.push(V::new(cty, v));
+        }
+        Ok(results)
+    }
+
+    /// `<n x ty>` loaded from `base` at the constant element indices `idx`.
+    fn gather_const(&mut self, base: &str, ty: Ty, idx: &[usize]) -> String {
+        let n = idx.len();
+        let t = ty.name();
+        let list: Vec<String> = idx.iter().map(|i| format!("i64 {i}")).collect();
+        let ptrs = self.out.fresh("gp");
+        self.out.op(format_args!("{ptrs} = getelementptr {t}, ptr {base}, <{n} x i64> <{}>", list.join(", ")));
+        let sfx = ty.scalar_suffix();
+        let g = format!("llvm.masked.gather.v{n}{sfx}.v{n}p0");
+        self.cx.declare(&g, &format!("declare <{n} x {t}> @{g}(<{n} x ptr>, i32, <{n} x i1>, <{n} x {t}>)"));
+        let v = self.out.fresh("g");
+        let align = ty.bits() / 8;
+        self.out.op(format_args!(
+            "{v} = call <{n} x {t}> @{g}(<{n} x ptr> {ptrs}, i32 {align}, <{n} x i1> splat (i1 true), <{n} x {t}> poison)"
+        ));
+        v
+    }
+
+    /// A `<n x double>` fused multiply-add in a directed rounding mode.
+    fn directed_row_fma(&mut self, n: usize, r: Rounding) -> String {
+        let rm = match r {
+            Rounding::Rz => 0,
+            Rounding::Rp => 2,
+            Rounding::Rm => 3,
+            _ => 1,
+        };
+        let name = format!("__anycuda_fma_v{n}f64_{r}");
+        let intr = format!("llvm.experimental.constrained.fma.v{n}f64");
+        let vt = format!("<{n} x double>");
+        self.cx.declare(&intr, &format!("declare {vt} @{intr}({vt}, {vt}, {vt}, metadata, metadata)"));
+        self.cx.declare("llvm.set.rounding", "declare void @llvm.set.rounding(i32)");
+        let text = format!(
+            "define internal {vt} @{name}({vt} %a, {vt} %b, {vt} %c) #1 {{\n  call void @llvm.set.rounding(i32 {rm}) #1\n  %r = call {vt} @{intr}({vt} %a, {vt} %b, {vt} %c, metadata !\"round.dynamic\", metadata !\"fpexcept.ignore\") #1\n  call void @llvm.set.rounding(i32 1) #1\n  ret {vt} %r\n}}\n"
+        );
+        self.cx.helper(&name, || text);
+        name
+    }
+
+    /// A fragment element as a compute value, per register vector (warp
+    /// mode), converted once.
+    fn fragment_element(&mut self, cache: &mut HashMap<(u8, u32), V>, which: u8, regs: &[V], f: &Frag, e: u32, target: Elem) -> V {
+        if let Some(v) = cache.get(&(which, e)) {
+            return v.clone();
+        }
+        let raw = self.element_bits(&regs[(e / f.per_reg) as usize], e, f);
+        let v = self.element_value(&raw, f.elem);
+        let v = if which == 2 { self.as_compute(&v, target_compute(target, f.elem)) } else { v };
+        cache.insert((which, e), v.clone());
+        v
+    }
+
+    fn as_compute(&mut self, v: &V, cty: Ty) -> V {
+        if v.ty == cty {
+            return v.clone();
+        }
+        if v.ty == Ty::Float && cty == Ty::Double {
+            return self.out.def(Ty::Double, format_args!("fpext {v} to {}", Ty::Double));
+        }
+        v.clone()
+    }
+
+    /// One step of the product: `acc + a * b` as `combine` says.
+    fn accumulate(&mut self, combine: Combine, acc: &V, a: &V, b: &V, cty: Ty) -> V {
+        match combine {
+            Combine::Float(r) => {
+                if cty == Ty::Double && r != Rounding::Rn {
+                    return self.rounded("fma", &[a, b, acc], r);
+                }
+                self.call3(&format!("llvm.fma.{}", cty.scalar_suffix()), a, b, acc)
+            }
+            Combine::Int { .. } => {
+                let m = self.bin("mul", a, b);
+                self.bin("add", acc, &m)
+            }
+            Combine::Bits { and } => {
+                let a32 = self.trunc(a, Ty::I32);
+                let b32 = self.trunc(b, Ty::I32);
+                let x = self.bin(if and { "and" } else { "xor" }, &a32, &b32);
+                let n = self.call1("llvm.ctpop.i32", &x);
+                let n = self.zext(&n, Ty::I64);
+                self.bin("add", acc, &n)
+            }
+        }
+    }
+
+    /// A D element's bits from its computed value.
+    fn finish(&mut self, p: &MatrixProduct, v: &V) -> Res<V> {
+        Ok(match p.d.elem {
+            Elem::F32 => {
+                let c = self.canonical_nan(v);
+                self.bitcast(&c, Ty::I32)
+            }
+            Elem::F16 => {
+                let h = self.out.def(Ty::Half, format_args!("fptrunc {v} to {}", Ty::Half));
+                let h = self.canonical_nan(&h);
+                self.bitcast(&h, Ty::I16)
+            }
+            Elem::F64 => self.bitcast(v, Ty::I64),
+            Elem::S32 => {
+                let v = if matches!(p.combine, Combine::Int { saturate: true }) {
+                    let lo = self.call2("llvm.smax.i64", v, &V::int(Ty::I64, i128::from(i32::MIN)));
+                    self.call2("llvm.smin.i64", &lo, &V::int(Ty::I64, i128::from(i32::MAX)))
+                } else {
+                    v.clone()
+                };
+                self.trunc(&v, Ty::I32)
+            }
+            other => return self.invalid(format!("a D matrix of {other:?} elements")),
+        })
+    }
+
+    /// A module constant holding `table`; returns its address.
+    fn constant_table(&mut self, table: &[u32]) -> String {
+        let mut text = String::new();
+        for (i, v) in table.iter().enumerate() {
+            if i > 0 {
+                text.push_str(", ");
+            }
+            let _ = write!(text, "i32 {}", *v as i32);
+        }
+        let name = format!("__anycuda_mtab.{}", self.cx.helpers.len());
+        let def = format!("@\"{name}\" = internal unnamed_addr constant [{} x i32] [{text}], align 4", table.len());
+        self.cx.helper(&name, || def);
+        format!("@\"{name}\"")
+    }
+
+    /// Thread mode: the `bits`-bit element whose bit offset in the
+    /// snapshot is `table[index + lane]`.
+    fn snapshot_element(&mut self, snap: &V, table: &str, index: &V, lane: &V, bits: u32) -> V {
+        let i = self.bin("add", index, lane);
+        let i64v = self.zext(&i, Ty::I64);
+        let tp = self.out.def(Ty::Ptr, format_args!("getelementptr i32, ptr {table}, {i64v}"));
+        let off = self.out.def(Ty::I32, format_args!("load i32, {tp}, align 4"));
+        let slot = self.bin("lshr", &off, &V::int(Ty::I32, 6));
+        let slot = self.zext(&slot, Ty::I64);
+        let sp = self.out.def(Ty::Ptr, format_args!("getelementptr i64, {snap}, {slot}"));
+        let word = self.out.def(Ty::I64, format_args!("load i64, {sp}, align 8"));
+        let sh = self.bin("and", &off, &V::int(Ty::I32, 63));
+        let sh = self.zext(&sh, Ty::I64);
+        let v = self.bin("lshr", &word, &sh);
+        let v = self.trunc(&v, Ty::int(bits.max(8)));
+        if bits == 4 {
+            self.bin("and", &v, &V::int(Ty::I8, 0xf))
+        } else {
+            v
+        }
+    }
+
+    // ---- ldmatrix / stmatrix / movmatrix ------------------------------------------------
+
+    /// `.x1`/`.x2`/`.x4`.
+    fn matrix_count(&self, inst: &Instruction) -> Res<u32> {
+        let b = self.b;
+        Ok(if inst.has(b, Flag::X1) {
+            1
+        } else if inst.has(b, Flag::X2) {
+            2
+        } else if inst.has(b, Flag::X4) {
+            4
+        } else {
+            return self.invalid(format!("`{}` needs .x1, .x2 or .x4", inst.op));
+        })
+    }
+
+    /// The b16 8x8 forms sm_75 to sm_90 have; the m16n16/m8n16/b8 forms
+    /// of sm_100 are not lowered.
+    fn check_m8n8_b16(&self, inst: &Instruction) -> Res<()> {
+        let shape = inst.shape(self.b);
+        let ty = inst.ty(self.b);
+        if shape != Some(Shape { m: 8, n: 8, k: 0 }) && shape.is_some() || ty != Some(Type::B16) {
+            return self.unsupported(format!("`{}` (only the .m8n8 .b16 form is implemented)", self.describe(inst)));
+        }
+        Ok(())
+    }
+
+    /// Each lane's row address of a matrix instruction, as an i64 value
+    /// (a pointer's bits).
+    fn row_addresses(&mut self, inst: &Instruction, op: &Operand) -> Res<V> {
+        let space = inst.space(self.b);
+        let p = if self.warp.is_some() {
+            let (p, uniform) = self.warp_address(op, space)?;
+            if uniform {
+                self.vec(p)
+            } else {
+                p
+            }
+        } else {
+            self.address(op, space)?
+        };
+        Ok(self.out.def(Ty::I64, format_args!("ptrtoint {p} to {}", Ty::I64)))
+    }
+
+    /// Warp mode: `v`'s lanes rearranged (lane l takes lane `from[l]`).
+    fn permute_const(&mut self, v: &V, from: impl Fn(usize) -> usize) -> V {
+        let m: Vec<String> = (0..W).map(|l| format!("i32 {}", from(l))).collect();
+        self.out.def(v.ty, format_args!("shufflevector {v}, {} poison, <{W} x i32> <{}>", v.type_name(), m.join(", ")))
+    }
+
+    /// A constant per-lane i64 vector.
+    fn lane_consts(f: impl Fn(usize) -> i64) -> V {
+        let items: Vec<String> = (0..W).map(|l| format!("i64 {}", f(l))).collect();
+        V::new(Ty::I64, format!("<{}>", items.join(", ")))
+    }
+
+    /// Loads (or stores, with `value`) `ty` at `addr` (an i64 value) for
+    /// the executing lanes.
+    fn lane_access(&mut self, addr: &V, ty: Ty, value: Option<&V>) -> V {
+        let p = self.out.def(Ty::Ptr, format_args!("inttoptr {addr} to {}", Ty::Ptr));
+        let size = ty.bits() / 8;
+        if self.warp.is_none() {
+            return match value {
+                None => self.out.def(ty, format_args!("load {}, {p}, align {size}", ty.name())),
+                Some(v) => {
+                    self.out.op(format_args!("store {v}, {p}, align {size}"));
+                    v.clone()
+                }
+            };
+        }
+        // Every lane: the instructions are `.aligned` (a warp whose lanes do
+        // not all execute them is undefined behaviour), and an unmasked
+        // gather or scatter needs no branch per lane where the target has
+        // no instruction for it.
+        let mask = format!("<{W} x i1> splat (i1 true)");
+        let sfx = ty.suffix();
+        match value {
+            None => {
+                let g = format!("llvm.masked.gather.{sfx}.v{W}p0");
+                self.cx.declare(&g, &format!("declare {ty} @{g}(<{W} x ptr>, i32, <{W} x i1>, {ty})"));
+                self.out.def(ty, format_args!("call {ty} @{g}({p}, i32 {size}, {mask}, {ty} poison)"))
+            }
+            Some(v) => {
+                let s = format!("llvm.masked.scatter.{sfx}.v{W}p0");
+                self.cx.declare(&s, &format!("declare void @{s}({ty}, <{W} x ptr>, i32, <{W} x i1>)"));
+                self.out.op(format_args!("call void @{s}({v}, {p}, i32 {size}, {mask})"));
+                v.clone()
+            }
+        }
+    }
+
+    /// The address of row `row(l)` of matrix `i` for each lane: the row
+    /// addresses held by lanes `8i + row`.
+    fn matrix_row(&mut self, x: &Exchange, addrs: &V, i: u32, row: impl Fn(usize) -> usize) -> V {
+        match x {
+            Exchange::Vectors { .. } => self.permute_const(addrs, |l| 8 * i as usize + row(l)),
+            Exchange::Snapshot { snap, lane, slots } => {
+                // row(l) is one of the shapes below: a function of l's bits.
+                let r = self.lane_row(lane, &row);
+                let src = self.bin("add", &r, &V::int(Ty::I32, i128::from(8 * i)));
+                let idx = self.bin("mul", &src, &V::int(Ty::I32, i128::from(*slots)));
+                let idx = self.zext(&idx, Ty::I64);
+                let sp = self.out.def(Ty::Ptr, format_args!("getelementptr i64, {snap}, {idx}"));
+                self.out.def(Ty::I64, format_args!("load i64, {sp}, align 8"))
+            }
+        }
+    }
+
+    /// Thread mode: `row(lane)` through a 32-entry table.
+    fn lane_row(&mut self, lane: &V, row: &dyn Fn(usize) -> usize) -> V {
+        let table: Vec<u32> = (0..W).map(|l| row(l) as u32).collect();
+        let tab = self.constant_table(&table);
+        let l64 = self.zext(lane, Ty::I64);
+        let p = self.out.def(Ty::Ptr, format_args!("getelementptr i32, ptr {tab}, {l64}"));
+        self.out.def(Ty::I32, format_args!("load i32, {p}, align 4"))
+    }
+
+    /// A per-lane constant as a value of the mode (thread mode: a table).
+    fn per_lane(&mut self, x: &Exchange, f: impl Fn(usize) -> i64) -> V {
+        match x {
+            Exchange::Vectors { .. } => Self::lane_consts(f),
+            Exchange::Snapshot { lane, .. } => {
+                let r = self.lane_row(lane, &|l| f(l) as usize);
+                self.zext(&r, Ty::I64)
+            }
+        }
+    }
+
+    fn ldmatrix(&mut self, inst: &Instruction) -> Res<()> {
+        self.check_m8n8_b16(inst)?;
+        let n = self.matrix_count(inst)?;
+        let trans = inst.has(self.b, Flag::Trans);
+        let args = self.b.args(inst);
+        let dests = self.vector_operands(&args[0]);
+        if dests.len() as u32 != n {
+            return self.invalid(format!("ldmatrix .x{n} needs {n} destination registers"));
+        }
+        let addrs = self.row_addresses(inst, &args[1])?;
+        let x = if self.warp.is_some() {
+            Exchange::Vectors { a: Vec::new(), b: Vec::new(), c: Vec::new() }
+        } else {
+            self.gather_lanes(std::slice::from_ref(&addrs))?
+        };
+        for i in 0..n {
+            let v = if !trans {
+                // Lane l: row l/4, columns 2(l%4) and 2(l%4)+1.
+                let row = self.matrix_row(&x, &addrs, i, |l| l / 4);
+                let off = self.per_lane(&x, |l| 4 * (l % 4) as i64);
+                let a = self.bin("add", &row, &off);
+                self.lane_access(&a, Ty::I32, None)
+            } else {
+                // Lane l: column l/4 of rows 2(l%4) and 2(l%4)+1.
+                let off = self.per_lane(&x, |l| 2 * (l / 4) as i64);
+                let r0 = self.matrix_row(&x, &addrs, i, |l| 2 * (l % 4));
+                let r1 = self.matrix_row(&x, &addrs, i, |l| 2 * (l % 4) + 1);
+                let a0 = self.bin("add", &r0, &off);
+                let a1 = self.bin("add", &r1, &off);
+                let lo = self.lane_access(&a0, Ty::I16, None);
+                let hi = self.lane_access(&a1, Ty::I16, None);
+                let lo = self.zext(&lo, Ty::I32);
+                let hi = self.zext(&hi, Ty::I32);
+                let hi = self.bin("shl", &hi, &V::int(Ty::I32, 16));
+                self.bin("or", &lo, &hi)
+            };
+            self.set(&dests[i as usize], v)?;
+        }
+        Ok(())
+    }
+
+    fn stmatrix(&mut self, inst: &Instruction) -> Res<()> {
+        self.check_m8n8_b16(inst)?;
+        let n = self.matrix_count(inst)?;
+        let trans = inst.has(self.b, Flag::Trans);
+        let args = self.b.args(inst);
+        let srcs = self.vector_operands(&args[1]);
+        if srcs.len() as u32 != n {
+            return self.invalid(format!("stmatrix .x{n} needs {n} source registers"));
+        }
+        let addrs = self.row_addresses(inst, &args[0])?;
+        let mut vals = Vec::new();
+        for s in &srcs {
+            vals.push(self.get(s, Ty::I32)?);
+        }
+        let x = if self.warp.is_some() {
+            Exchange::Vectors { a: Vec::new(), b: Vec::new(), c: Vec::new() }
+        } else {
+            self.gather_lanes(std::slice::from_ref(&addrs))?
+        };
+        for i in 0..n {
+            let v = &vals[i as usize];
+            if !trans {
+                let row = self.matrix_row(&x, &addrs, i, |l| l / 4);
+                let off = self.per_lane(&x, |l| 4 * (l % 4) as i64);
+                let a = self.bin("add", &row, &off);
+                self.lane_access(&a, Ty::I32, Some(v));
+            } else {
+                // Element (row l/4, column c) goes to row c of memory.
+                let off = self.per_lane(&x, |l| 2 * (l / 4) as i64);
+                let r0 = self.matrix_row(&x, &addrs, i, |l| 2 * (l % 4));
+                let r1 = self.matrix_row(&x, &addrs, i, |l| 2 * (l % 4) + 1);
+                let a0 = self.bin("add", &r0, &off);
+                let a1 = self.bin("add", &r1, &off);
+                let lo = self.trunc(v, Ty::I16);
+                let hi = self.bin("lshr", v, &V::int(Ty::I32, 16));
+                let hi = self.trunc(&hi, Ty::I16);
+                self.lane_access(&a0, Ty::I16, Some(&lo));
+                self.lane_access(&a1, Ty::I16, Some(&hi));
+            }
+        }
+        Ok(())
+    }
+
+    /// `movmatrix.sync.aligned.m8n8.trans.b16 d, a`: lane l's `d` holds
+    /// elements (2(l%4), l/4) and (2(l%4)+1, l/4) of the matrix whose
+    /// element (r, c) is half c%2 of lane 4r + c/2's `a`.
+    fn movmatrix(&mut self, inst: &Instruction) -> Res<()> {
+        self.check_m8n8_b16(inst)?;
+        if !inst.has(self.b, Flag::Trans) {
+            return self.invalid("movmatrix needs .trans");
+        }
+        let args = self.b.args(inst);
+        let a = self.get(&args[1], Ty::I32)?;
+        let src = |l: usize, hi: usize| -> (usize, usize) {
+            let (r, c) = (2 * (l % 4) + hi, l / 4);
+            (4 * r + c / 2, c % 2)
+        };
+        let d = if self.warp.is_some() {
+            let halves = self.out.def(Ty::I16, format_args!("bitcast {a} to <{} x i16>", 2 * W));
+            let m: Vec<String> = (0..2 * W)
+                .map(|j| {
+                    let (sl, sub) = src(j / 2, j % 2);
+                    format!("i32 {}", 2 * sl + sub)
+                })
+                .collect();
+            let t = format!("<{} x i16>", 2 * W);
+            let s = self.out.fresh("mv");
+            self.out.op(format_args!("{s} = shufflevector {t} {}, {t} poison, <{} x i32> <{}>", halves.s, 2 * W, m.join(", ")));
+            self.out.def(Ty::I32, format_args!("bitcast {t} {s} to {}", Ty::I32))
+        } else {
+            let Exchange::Snapshot { snap, lane, .. } = self.gather_lanes(std::slice::from_ref(&a))? else {
+                return self.invalid("movmatrix: no snapshot");
+            };
+            let mut parts = Vec::new();
+            for hi in 0..2 {
+                // Bit offset of the source half in the snapshot (one slot a lane).
+                let table: Vec<u32> = (0..W)
+                    .map(|l| {
+                        let (sl, sub) = src(l, hi);
+                        (sl * 64 + sub * 16) as u32
+                    })
+                    .collect();
+                let tab = self.constant_table(&table);
+                let v = self.snapshot_element(&snap, &tab, &V::int(Ty::I32, 0), &lane, 16);
+                parts.push(self.zext(&v, Ty::I32));
+            }
+            let hi = self.bin("shl", &parts[1], &V::int(Ty::I32, 16));
+            self.bin("or", &parts[0], &hi)
+        };
+        self.set(&args[0], d)
+    }
+
+    // ---- wmma.load / wmma.store ---------------------------------------------------------
+
+    fn wmma_memory(&mut self, inst: &Instruction) -> Res<()> {
+        let b = self.b;
+        let store = inst.has(b, Flag::Store);
+        if !store && !inst.has(b, Flag::Load) {
+            return self.unsupported(format!("`{}`", self.describe(inst)));
+        }
+        let Some(shape) = inst.shape(b) else { return self.invalid("wmma needs a shape") };
+        let which = if inst.has(b, Flag::A) {
+            Which::A
+        } else if inst.has(b, Flag::Bfmt) {
+            Which::B
+        } else if inst.has(b, Flag::C) || inst.has(b, Flag::D) {
+            Which::C
+        } else {
+            return self.invalid("wmma.load needs .a, .b or .c");
+        };
+        let row_major = if inst.has(b, Flag::Row) {
+            true
+        } else if inst.has(b, Flag::Col) {
+            false
+        } else {
+            return self.invalid("wmma.load/store needs .row or .col");
+        };
+        let Some(t) = inst.ty(b) else { return self.invalid("wmma.load/store needs a type") };
+        let Some(elem) = Elem::from_type(t) else { return self.unsupported(format!("`{}`: element type `.{t}`", self.describe(inst))) };
+        // An accumulator's type is its own; multiplicands' accumulators do
+        // not matter here.
+        let acc = elem;
+        let mult = match (which, elem) {
+            (Which::C, Elem::S32) => {
+                // s32 accumulators tile like f32 for 8-bit inputs; the
+                // m8n8 shapes (sub-byte and single-bit) have 8x8 tiles.
+                if shape.m == 8 && shape.n == 8 {
+                    Elem::S4
+                } else {
+                    Elem::S8
+                }
+            }
+            (Which::C, Elem::F64) => Elem::F64,
+            (Which::C, _) => Elem::F16,
+            _ => elem,
+        };
+        let Some(f) = wmma_fragment(shape, which, mult, acc) else {
+            return self.unsupported(format!("`{}`: this shape and type", self.describe(inst)));
+        };
+        let args = b.args(inst);
+        let (addr_op, frag_op) = if store { (args[0], args[1]) } else { (args[1], args[0]) };
+        let stride = match args.get(2) {
+            Some(s) => self.get(s, Ty::I32)?,
+            None => V::int(Ty::I32, i128::from(wmma_default_stride(shape, which, row_major))),
+        };
+        let space = inst.space(b);
+        let base = if self.warp.is_some() {
+            let (p, uniform) = self.warp_address(&addr_op, space)?;
+            if uniform {
+                self.vec(p)
+            } else {
+                p
+            }
+        } else {
+            self.address(&addr_op, space)?
+        };
+        let base = self.out.def(Ty::I64, format_args!("ptrtoint {base} to {}", Ty::I64));
+        let stride64 = self.sext(&stride, Ty::I64);
+        let bits = f.elem.bits();
+        // Per element: byte offset = (major * stride + minor) * bits / 8.
+        let ety = Ty::int(bits.max(8));
+        let rbits = f.reg_bits();
+        let rty = Ty::int(rbits);
+        let nregs = f.regs as usize;
+        let regs_in: Vec<V> = if store { self.fragment_values(&frag_op, f.regs, rbits, "the fragment")? } else { Vec::new() };
+        let dests = if store { Vec::new() } else { self.vector_operands(&frag_op) };
+        if !store && dests.len() != nregs {
+            return self.invalid(format!("the fragment needs {nregs} registers, {} given", dests.len()));
+        }
+        let per = f.per_reg as usize;
+        // Registers whose elements are consecutive in memory in every lane
+        // (sub-byte ones always are) move as whole registers.
+        let coord = |p: Pos| -> (i64, i64) {
+            // (major, minor): the leading dimension's index and the offset in it.
+            if row_major {
+                (i64::from(p.row), i64::from(p.col))
+            } else {
+                (i64::from(p.col), i64::from(p.row))
+            }
+        };
+        // Single-bit words count 32 elements, one word per column step.
+        let minor_scale = if f.elem == Elem::B1 { 32 } else { 1 };
+        let x_lane = if self.warp.is_some() { None } else { Some(self.out.def(Ty::I32, format_args!("and i32 %lin, 31"))) };
+        let mut written: HashMap<usize, V> = HashMap::new();
+        for r in 0..nregs {
+            let elems: Vec<usize> = (r * per..(r + 1) * per).collect();
+            let whole = (0..W).all(|l| {
+                let (m0, n0) = coord(f.pos[elems[0]][l]);
+                elems.iter().enumerate().all(|(j, &e)| coord(f.pos[e][l]) == (m0, n0 + j as i64))
+            });
+            let offset_of = |s: &mut Self, e: usize| -> V {
+                let (majors, minors): (Vec<i64>, Vec<i64>) = (0..W).map(|l| coord(f.pos[e][l])).unzip();
+                let (mj, mn) = match &x_lane {
+                    None => (Self::lane_consts(|l| majors[l]), Self::lane_consts(|l| minors[l] * minor_scale)),
+                    Some(lane) => {
+                        let mj = s.lane_row(lane, &|l| majors[l] as usize);
+                        let mn = s.lane_row(lane, &|l| (minors[l] * minor_scale) as usize);
+                        (s.zext(&mj, Ty::I64), s.zext(&mn, Ty::I64))
+                    }
+                };
+                let o = s.bin("mul", &mj, &stride64);
+                let o = s.bin("add", &o, &mn);
+                // Single-bit words: their index counts bits.
+                let o = s.bin("mul", &o, &V::int(Ty::I64, i128::from(if f.elem == Elem::B1 { 1 } else { bits })));
+                let o = s.bin("lshr", &o, &V::int(Ty::I64, 3));
+                s.bin("add", &base, &o)
+            };
+            if whole || bits < 8 {
+                let a = offset_of(self, elems[0]);
+                if store {
+                    self.lane_access(&a, rty, Some(&regs_in[r]));
+                } else {
+                    let v = self.lane_access(&a, rty, None);
+                    written.insert(r, v);
+                }
+                continue;
+            }
+            if store {
+                for (j, &e) in elems.iter().enumerate() {
+                    let a = offset_of(self, e);
+                    let v =
+                        if j == 0 { regs_in[r].clone() } else { self.bin("lshr", &regs_in[r], &V::int(rty, (j as u32 * bits) as i128)) };
+                    let v = self.trunc(&v, ety);
+                    self.lane_access(&a, ety, Some(&v));
+                }
+            } else {
+                let mut acc: Option<V> = None;
+                for (j, &e) in elems.iter().enumerate() {
+                    let a = offset_of(self, e);
+                    let v = self.lane_access(&a, ety, None);
+                    let w = self.zext(&v, rty);
+                    let w = if j == 0 { w } else { self.bin("shl", &w, &V::int(rty, (j as u32 * bits) as i128)) };
+                    acc = Some(match acc {
+                        None => w,
+                        Some(p) => self.bin("or", &p, &w),
+                    });
+                }
+                written.insert(r, acc.unwrap_or_else(|| V::int(rty, 0)));
+            }
+        }
+        for (r, d) in dests.iter().enumerate() {
+            if let Some(v) = written.remove(&r) {
+                self.set(d, v)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The compute type C converts to for a given D element type.
+fn target_compute(d: Elem, c: Elem) -> Ty {
+    if d == Elem::F64 || c == Elem::F64 {
+        Ty::Double
+    } else if c.is_float() {
+        Ty::Float
+    } else {
+        Ty::I64
+    }
+}

@@ -1,0 +1,188 @@
+//! The JIT compiles only what is launched, each kernel on its own, and
+//! never makes a launch wait for another kernel's compile.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use driver::backend::ModuleOptions;
+use jit::{Jit, JitConfig, TierPolicy};
+
+/// A module of `n` kernels `k0`..`k{n-1}`, each storing its index, and,
+/// with `variable`, a `.global` counter every kernel increments.
+fn module(n: usize, variable: bool) -> String {
+    let mut s = String::from(".version 7.0\n.target sm_80\n.address_size 64\n");
+    if variable {
+        s.push_str(".global .align 4 .u32 counter = 7;\n");
+    }
+    for i in 0..n {
+        s.push_str(&format!(".visible .entry k{i}(.param .u64 out)\n{{\n.reg .b32 %r<3>;\n.reg .b64 %rd<3>;\n"));
+        s.push_str("ld.param.u64 %rd1, [out];\n");
+        s.push_str(&format!("mov.u32 %r1, {i};\nst.global.u32 [%rd1], %r1;\n"));
+        if variable {
+            s.push_str("mov.u64 %rd2, counter;\natom.global.add.u32 %r2, [%rd2], 1;\n");
+        }
+        s.push_str("ret;\n}\n");
+    }
+    s
+}
+
+fn config(tiers: TierPolicy, background: bool) -> JitConfig {
+    let mut c = JitConfig::uncached(compiler::Tier::Fast);
+    c.tiers = tiers;
+    c.background = background;
+    c
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("anycuda-jit-lazy-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+#[test]
+fn loading_a_module_compiles_none_of_its_kernels() {
+    let jit = Jit::new(compiler::Target::HostCpu, config(TierPolicy::FastOnly, false));
+    let m = jit.load(&module(40, false), &ModuleOptions::default()).expect("load");
+    assert_eq!(m.info().kernels.len(), 40);
+    assert!(m.splits());
+    // Nothing to define for the variables either.
+    assert!(m.shared().expect("shared").object.is_empty());
+    assert_eq!(jit.stats().compiled, 0, "a load compiled something");
+    let k = m.kernel(17).expect("kernel 17");
+    assert_eq!(k.info.kernels.len(), 1);
+    assert_eq!(k.info.kernels[0].name, "k17");
+    assert_eq!(jit.stats().compiled, 1);
+    // Asked again: the same code, no compile.
+    let again = m.kernel(17).expect("kernel 17 again");
+    assert!(Arc::ptr_eq(&k, &again));
+    assert_eq!(jit.stats().compiled, 1);
+}
+
+#[test]
+fn a_module_with_variables_compiles_them_alone_at_first() {
+    let jit = Jit::new(compiler::Target::HostCpu, config(TierPolicy::FastOnly, false));
+    let m = jit.load(&module(10, true), &ModuleOptions::default()).expect("load");
+    let vars = m.shared().expect("variables");
+    assert_eq!(vars.info.globals.len(), 1);
+    assert!(vars.info.kernels.is_empty(), "the variables' unit defines kernels");
+    assert_eq!(jit.stats().compiled, 1);
+    let k = m.kernel(3).expect("kernel");
+    assert!(k.info.globals.is_empty(), "a kernel unit defines the variables again");
+    assert_eq!(jit.stats().compiled, 2);
+}
+
+#[test]
+fn a_warm_cache_needs_neither_parse_nor_compile() {
+    let dir = temp_dir("warm");
+    let mut c = config(TierPolicy::FastOnly, false);
+    c.cache_dir = Some(dir.clone());
+    c.cache_limit = jit::cache::DEFAULT_LIMIT;
+    let text = module(20, true);
+    let cold = Jit::new(compiler::Target::HostCpu, c.clone());
+    let m = cold.load(&text, &ModuleOptions::default()).expect("load");
+    m.shared().expect("variables");
+    let object = m.kernel(5).expect("kernel").object.clone();
+    assert_eq!(cold.stats().compiled, 2);
+    let warm = Jit::new(compiler::Target::HostCpu, c);
+    let m = warm.load(&text, &ModuleOptions::default()).expect("load");
+    assert!(m.described_from_cache());
+    m.shared().expect("variables");
+    let k = m.kernel(5).expect("kernel");
+    assert!(k.from_cache);
+    assert_eq!(k.object, object);
+    let s = warm.stats();
+    assert_eq!((s.compiled, s.cache_hits, s.described_from_cache), (0, 2, 1), "{s:?}");
+    // A kernel nobody compiled before is compiled, and only it.
+    m.kernel(6).expect("kernel 6");
+    assert_eq!(warm.stats().compiled, 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_launch_never_waits_for_another_kernels_compile() {
+    // The background compile of k1 blocks in the hook until released.
+    let (blocked_tx, blocked_rx) = mpsc::channel::<()>();
+    let release = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+    let hook_release = release.clone();
+    let blocked_tx = Mutex::new(blocked_tx);
+    let mut c = config(TierPolicy::FastOnly, true);
+    let text = module(3, false);
+    let parsed = ptx::parse(&text).expect("parse");
+    let item_of = |name: &str| parsed.symbol(parsed.symbol_by_name(name).expect("symbol")).item;
+    let slow = format!("kernel {}", item_of("k1"));
+    c.before_compile = Some(Arc::new(move |unit: &str| {
+        if unit == slow {
+            let _ = blocked_tx.lock().map(|t| t.send(()));
+            let (lock, cv) = &*hook_release;
+            let mut go = lock.lock().unwrap_or_else(|e| e.into_inner());
+            // Bounded, so that a failing test cannot hang the process.
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            while !*go && std::time::Instant::now() < deadline {
+                go = cv.wait_timeout(go, Duration::from_millis(100)).unwrap_or_else(|e| e.into_inner()).0;
+            }
+        }
+    }));
+    let jit = Jit::new(compiler::Target::HostCpu, c);
+    let m = jit.load(&text, &ModuleOptions::default()).expect("load");
+    // The first launch of k0 compiles it and queues k1 and k2 behind it.
+    m.kernel(0).expect("k0");
+    blocked_rx.recv_timeout(Duration::from_secs(60)).expect("k1's background compile never started");
+    // While k1's compile is stuck: k0 (compiled) and k2 (compiled by
+    // whoever gets to it first) are ready without waiting for k1.
+    let done = Arc::new(AtomicBool::new(false));
+    let (m2, done2) = (m.clone(), done.clone());
+    let t = std::thread::spawn(move || {
+        m2.kernel(0).expect("k0 again");
+        m2.kernel(2).expect("k2");
+        done2.store(true, Ordering::SeqCst);
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !done.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let waited = !done.load(Ordering::SeqCst);
+    {
+        let (lock, cv) = &*release;
+        *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        cv.notify_all();
+    }
+    t.join().expect("launch thread");
+    assert!(!waited, "a launch of k0 or k2 waited for k1's compile");
+    // k1 itself is the background's work, and is ready afterwards.
+    assert_eq!(m.kernel(1).expect("k1").info.kernels[0].name, "k1");
+}
+
+#[test]
+fn kernels_that_run_long_are_recompiled_optimised_in_the_background() {
+    let jit = Jit::new(compiler::Target::HostCpu, config(TierPolicy::Adaptive, false));
+    let m = jit.load(&module(2, false), &ModuleOptions::default()).expect("load");
+    let first = m.kernel(1).expect("kernel");
+    assert_eq!(first.tier, compiler::Tier::Fast);
+    // Short runs do not promote it.
+    m.record_run(1, Duration::from_micros(100));
+    jit::wait_for_background_compiles();
+    assert_eq!(m.kernel(1).expect("kernel").tier, compiler::Tier::Fast);
+    // Past the threshold it is compiled optimised, and later asks get that.
+    m.record_run(1, jit::TIER_UP_MIN + first.compile_time);
+    jit::wait_for_background_compiles();
+    let later = m.kernel(1).expect("kernel");
+    assert_eq!(later.tier, compiler::Tier::Optimized);
+    assert_eq!(later.info.kernels[0].name, "k1");
+    // The other kernel was never launched: nothing promoted it.
+    assert_eq!(jit.stats().compiled, 2);
+}
+
+#[test]
+fn a_kernel_that_cannot_compile_fails_alone_with_its_position() {
+    let text = ".version 7.0\n.target sm_80\n.address_size 64\n\
+        .visible .entry good(.param .u64 p)\n{\nret;\n}\n\
+        .visible .entry bad(.param .u64 p)\n{\n.reg .b32 %r<2>;\ntex.1d.v4.s32.s32 {%r1, %r1, %r1, %r1}, [p, {%r1}];\nret;\n}\n";
+    let jit = Jit::new(compiler::Target::HostCpu, config(TierPolicy::FastOnly, false));
+    let m = jit.load(text, &ModuleOptions { source: "bad.ptx".into(), ..Default::default() }).expect("the load only checks syntax");
+    m.kernel(0).expect("the good kernel compiles");
+    let e = m.kernel(1).expect_err("the bad kernel compiled");
+    assert_eq!(e.kind, driver::backend::ModuleErrorKind::InvalidPtx);
+    assert!(e.log.contains("bad.ptx: ") && e.log.contains("11:"), "{}", e.log);
+}
