@@ -507,36 +507,47 @@ pub fn f64_ops(h: &Hip) {
     h.unload(m);
 }
 
-/// What `cvt.sat.f32.f32` (and `add.sat.f32`) give on the emulator for
-/// the edge values. Every input but -0 must give PTX's result. For -0 PTX
-/// says +0; the compiled code saturates with the hardware's clamp bit
-/// (`v_cvt_f64_f32 ... clamp`, `v_max_f32 ... clamp`), which the emulator
-/// applies keeping the sign of -0 (what hardware does is not documented):
-/// add.sat then gives -0, and cvt.sat, whose f64 -> f32 rounding routine
-/// does not expect a negative input, +inf. The test accepts exactly those
-/// two outcomes for -0 until the lowering no longer depends on the clamp
-/// bit's sign, and prints what it saw.
+/// Edge values for saturation: -0, +0, -1, 2, 0.5, 1, 1 - ulp, 1 + ulp,
+/// the smallest denormals of each sign, NaNs of each sign, the infinities,
+/// the smallest normal, -0.5.
+const SAT_INPUTS: [u32; 16] = [
+    0x8000_0000,
+    0x0000_0000,
+    0xbf80_0000,
+    0x4000_0000,
+    0x3f00_0000,
+    0x3f80_0000,
+    0x3f7f_ffff,
+    0x3f80_0001,
+    0x8000_0001,
+    0x0000_0001,
+    0x7fc0_0000,
+    0xffc0_0000,
+    0x7f80_0000,
+    0xff80_0000,
+    0x0080_0000,
+    0xbf00_0000,
+];
+
+/// PTX's saturation: clamp to [0, 1]; NaN and -0 give +0; without .ftz
+/// denormals stay.
+fn ptx_sat(x: u32) -> u32 {
+    let v = f32::from_bits(x);
+    if v.is_nan() || v <= 0.0 {
+        0
+    } else if v >= 1.0 {
+        0x3f80_0000
+    } else {
+        x
+    }
+}
+
+/// `cvt.sat.f32.f32` and `add.sat.f32` on the emulator give PTX's result
+/// for every edge value, -0 included (the compiled code clamps the bits
+/// with integer compares, not with the hardware's clamp bit).
 pub fn cvt_sat_edges(h: &Hip) {
-    let inputs: [u32; 16] = [
-        0x8000_0000, // -0
-        0x0000_0000, // +0
-        0xbf80_0000, // -1
-        0x4000_0000, // 2
-        0x3f00_0000, // 0.5
-        0x3f80_0000, // 1
-        0x3f7f_ffff, // 1 - ulp
-        0x3f80_0001, // 1 + ulp
-        0x8000_0001, // -smallest denormal
-        0x0000_0001, // +smallest denormal
-        0x7fc0_0000, // qNaN
-        0xffc0_0000, // -qNaN
-        0x7f80_0000, // +inf
-        0xff80_0000, // -inf
-        0x0080_0000, // smallest normal
-        0xbf00_0000, // -0.5
-    ];
-    let n = inputs.len();
-    let din = h.upload(&inputs);
+    let n = SAT_INPUTS.len();
+    let din = h.upload(&SAT_INPUTS);
     let out = h.alloc(2 * n * 4);
     let m = h.load_ptx(&kernel("cvt_sat"));
     let f = h.function(&m, "cvt_sat");
@@ -544,24 +555,73 @@ pub fn cvt_sat_edges(h: &Hip) {
     let got: Vec<u32> = h.download(&out, 2 * n);
     let (cvt, add) = got.split_at(n);
     let mut table = String::new();
-    for (i, &x) in inputs.iter().enumerate() {
-        // PTX: clamp to [0, 1]; NaN gives +0; no .ftz, so denormals stay.
-        let v = f32::from_bits(x);
-        let ptx = if v.is_nan() || v <= 0.0 {
-            0
-        } else if v >= 1.0 {
-            0x3f80_0000
-        } else {
-            x
-        };
-        table.push_str(&format!("  {x:#010x}: cvt.sat {:#010x}, add.sat {:#010x} (PTX {ptx:#010x})\n", cvt[i], add[i]));
-        if x != 0x8000_0000 {
-            assert_eq!((cvt[i], add[i]), (ptx, ptx), "saturating {x:#010x} on {}:\n{table}", h.arch);
-        }
+    for (i, &x) in SAT_INPUTS.iter().enumerate() {
+        table.push_str(&format!("  {x:#010x}: cvt.sat {:#010x}, add.sat {:#010x} (PTX {:#010x})\n", cvt[i], add[i], ptx_sat(x)));
     }
     eprintln!("cvt.sat.f32.f32 and add.sat.f32 on the emulated {}:\n{table}", h.arch);
-    assert!(cvt[0] == 0 || cvt[0] == 0x7f80_0000, "cvt.sat.f32.f32(-0) = {:#010x}", cvt[0]);
-    assert!(add[0] == 0 || add[0] == 0x8000_0000, "add.sat.f32(-0, -0) = {:#010x}", add[0]);
+    for (i, &x) in SAT_INPUTS.iter().enumerate() {
+        assert_eq!((cvt[i], add[i]), (ptx_sat(x), ptx_sat(x)), "saturating {x:#010x} on {}:\n{table}", h.arch);
+    }
+    h.unload(m);
+}
+
+/// The assembler and linker of LLVM 19.
+fn llvm_tool(name: &str) -> std::path::PathBuf {
+    for p in [format!("{name}-19"), format!("/usr/lib/llvm-19/bin/{name}")] {
+        if std::process::Command::new(&p).arg("--version").output().is_ok_and(|o| o.status.success()) {
+            return p.into();
+        }
+    }
+    panic!("{name}-19 is missing (Debian: clang-19, lld-19)");
+}
+
+/// The emulator's clamp bit (`v_max_f32 ... clamp`, assembled): it clamps
+/// to [0, 1] and turns NaN into +0, but keeps the sign of -0, where PTX's
+/// saturation gives +0 (AMD's ISA documents do not say what hardware does).
+/// The kernel keeps denormals (FLOAT_DENORM_MODE 3, as anycuda's kernels
+/// without .ftz). The code object is a hand-written one with two pointer
+/// arguments in its metadata, launched with `kernelParams`.
+pub fn clamp_bit_on_edges(h: &Hip) {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("clamp-{}-{}", h.arch, std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/kernels/clamp_probe_{}.s", h.arch));
+    let (obj, hsaco) = (dir.join("clamp.o"), dir.join("clamp.hsaco"));
+    let mcpu = format!("-mcpu={}", h.arch);
+    let run = |tool: &str, args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new(llvm_tool(tool)).args(args).output().expect("runs");
+        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    run(
+        "clang",
+        &[
+            "-x".as_ref(),
+            "assembler".as_ref(),
+            "-target".as_ref(),
+            "amdgcn-amd-amdhsa".as_ref(),
+            mcpu.as_ref(),
+            "-c".as_ref(),
+            "-o".as_ref(),
+            obj.as_os_str(),
+            src.as_os_str(),
+        ],
+    );
+    run("ld.lld", &["-shared".as_ref(), obj.as_os_str(), "-o".as_ref(), hsaco.as_os_str()]);
+    let object = std::fs::read(&hsaco).expect("code object");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let m = h.load_object(&object);
+    let f = h.function(&m, "clamp_probe");
+    let n = SAT_INPUTS.len();
+    let (din, out) = (h.upload(&SAT_INPUTS), h.alloc(n * 4));
+    let mut params = [&din.ptr as *const P as P, &out.ptr as *const P as P];
+    let e = hipcall!(h, hipModuleLaunchKernel: fn(P, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, P, *mut P, *mut P)(
+        f, 1, 1, 1, n as c_uint, 1, 1, 0, null_mut(), params.as_mut_ptr(), null_mut()));
+    h.check(e, "clamp_probe");
+    let got: Vec<u32> = h.download(&out, n);
+    for (i, &x) in SAT_INPUTS.iter().enumerate() {
+        let want = if x == 0x8000_0000 { 0x8000_0000 } else { ptx_sat(x) };
+        assert_eq!(got[i], want, "clamp({x:#010x}) on the emulated {}", h.arch);
+    }
     h.unload(m);
 }
 
