@@ -21,6 +21,13 @@ need beyond its checks:
   has; a `flat_*` access whose address lies in one is redirected, lane by
   lane, to the group's LDS or to the lane's private bytes. (The emulator
   otherwise reads 0 for both apertures and would access host address 0.)
+- LDS is a reserved window covering every 32-bit LDS address: the emulator
+  reads and writes back LDS for inactive lanes too, at whatever address
+  their registers hold.
+- Emulator errors found by running compiled kernels: ds_(b)permute_b32
+  lane numbers and inactive lanes, gfx9 flat_* offsets of 2048-4095,
+  gfx90a global_* atomics' returned value, cache invalidations its decoder
+  does not know (see the handlers below).
 - s_trap ends the launch with an error instead of jumping to a trap
   handler that does not exist.
 - The host's MXCSR (rounding mode, denormal flags) is restored after every
@@ -46,8 +53,14 @@ SLOT_PRIVATE = 209
 SLOT_LDS = 211
 # src_shared_base, src_shared_limit, src_private_base, src_private_limit.
 APERTURE_REGS = {235: SHARED_HI, 236: SHARED_HI, 237: PRIVATE_HI, 238: PRIVATE_HI}
-# LDS the emulator addresses (its LDS parameter is 16384 dwords).
+# LDS a work-group may have (the emulator's LDS parameter is 16384 dwords).
 LDS_BYTES = 65536
+# The LDS window: every 32-bit LDS address and then some. The emulator
+# reads (and writes back) LDS for inactive lanes too, at whatever address
+# their registers hold; the hardware does not touch memory for them, and
+# bounds LDS accesses. A reserved, never-committed mapping this large keeps
+# those accesses inside memory of the double's own.
+LDS_WINDOW = (1 << 32) + (1 << 18)
 # Instructions one wavefront may run between two barriers.
 STEP_LIMIT = 20_000_000
 
@@ -107,7 +120,22 @@ def init(emu_dir):
     lib, _ = emu._get_ftz_lib()
     if lib is None:
         raise RuntimeError("the emulator could not build its MXCSR helper (is clang on PATH?)")
-    _h.update(run=run, emu=emu, st=st, fpcr=lib)
+    _h.update(run=run, emu=emu, st=st, fpcr=lib, lds=_lds_window())
+
+
+def _lds_window():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    # PROT_READ | PROT_WRITE; MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE
+    addr = libc.mmap(None, LDS_WINDOW, 3, 0x02 | 0x20 | 0x4000, -1, 0)
+    if addr in (None, ctypes.c_void_p(-1).value):
+        raise OSError(ctypes.get_errno(), "cannot reserve the LDS window")
+
+    def release():  # MADV_DONTNEED: drop the pages a launch touched
+        libc.madvise(addr, LDS_WINDOW, 4)
+    return addr, release
 
 
 def load(handle, path, arch, out):
@@ -115,6 +143,18 @@ def load(handle, path, arch, out):
     run = _h["run"]
     elf, base = run.load(path.decode())
     image = run._keep.pop()  # run.load keeps the image alive; the module owns it now
+    # Cache invalidations mean nothing in a sequential emulator, and the
+    # emulator cannot decode these: run.load turns gfx11's buffer_gl0_inv
+    # into s_nop, but its word for buffer_gl1_inv is not gfx11's
+    # (0xe0b00000, emitted with release fences); gfx90a's
+    # buffer_wbinvl1(_vol) (acquire fences) are not in the emulator's CDNA3
+    # tables. Each becomes two s_nop.
+    cache_ops = {"rdna3": (0xE0B00000,), "cdna": (0xE0F80000, 0xE0FC0000)}[arch]
+    text = [s for s in elf.sh if s["sname"] == ".text"][0]
+    words = (ctypes.c_uint32 * (text["size"] // 4)).from_address(base + text["addr"])
+    for i in range(len(words) - 1):
+        if words[i] in cache_ops and words[i + 1] == 0:
+            words[i] = words[i + 1] = 0xBF800000
     if arch == "cdna":
         import shutil
         if shutil.which("llvm-objdump-19") is None:
@@ -155,8 +195,7 @@ def launch(addr):
     queue = ctypes.create_string_buffer(256)
     stride = r.private_stride
     private = ctypes.create_string_buffer(max(waves * wave * stride, 16))
-    lds = ctypes.create_string_buffer(LDS_BYTES)
-    lds_addr = ctypes.addressof(lds)
+    lds_addr, lds_release = _h["lds"]
 
     def user_sgprs(region):
         props, ud = r.properties, []
@@ -192,6 +231,7 @@ def launch(addr):
                                             (gx, gy, gz), ka, user_sgprs, ctypes.addressof(private), stride, lds_addr)
     finally:
         fpcr.set_fpcr(saved)
+        lds_release()
     r.steps = steps
 
 

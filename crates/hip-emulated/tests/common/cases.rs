@@ -445,6 +445,22 @@ pub fn dynamic_shared(h: &Hip) {
         assert_eq!(got[g], input[b * threads + threads - 1 - t], "out[{g}]");
         assert_eq!(got_tags[g], b as u32, "tags[{g}]");
     }
+    // Block-strided loops: 1000 and 12000 words (47 KiB) per block.
+    let f = h.function(&m, "reverse_loop");
+    for n in [1000usize, 12000] {
+        let blocks = 3usize;
+        let input: Vec<u32> = (0..(blocks * n) as u32).map(|i| i.wrapping_mul(7) ^ 0x5555).collect();
+        let (din, out) = (h.upload(&input), h.alloc(blocks * n * 4));
+        h.run(f, [blocks as u32, 1, 1], [128, 1, 1], (n * 4) as u32, &Args::new().ptr(&din).ptr(&out).u32(n as u32));
+        let got: Vec<u32> = h.download(&out, blocks * n);
+        for b in 0..blocks {
+            for i in 0..n {
+                assert_eq!(got[b * n + i], input[b * n + n - 1 - i], "n = {n}: out[{b}][{i}]");
+            }
+        }
+        h.free(din);
+        h.free(out);
+    }
     h.unload(m);
 }
 
