@@ -318,6 +318,13 @@ def _install(emu):
 
     # flat_*: addresses in the apertures go to the lane's private bytes or
     # to the group's LDS, both host memory the emulator's vmem reaches.
+    def remap(ctx, lo, hi, lane):
+        region = u64(ctx.rsgpr_dyn(c(SLOT_PRIVATE)), ctx.rsgpr_dyn(c(SLOT_PRIVATE + 1)))
+        stride = ctx.rsgpr_dyn(c(emu.SCRATCH_STRIDE_IDX)).cast(U64)
+        private = region + lane.cast(U64) * stride + lo.cast(U64)
+        shared = u64(ctx.rsgpr_dyn(c(SLOT_LDS)), ctx.rsgpr_dyn(c(SLOT_LDS + 1))) + lo.cast(U64)
+        return hi.eq(c(PRIVATE_HI)).where(private, hi.eq(c(SHARED_HI)).where(shared, u64(lo, hi)))
+
     class FlatCtx(Ctx):
         __slots__ = ()
         addr_regs = (None, None)
@@ -337,11 +344,7 @@ def _install(emu):
                 return Ctx.rvgpr_dyn(self, reg, lane, valid)
             lo = Ctx.rvgpr_dyn(self, lo_reg, lane, valid)
             hi = Ctx.rvgpr_dyn(self, hi_reg, lane, valid)
-            region = u64(self.rsgpr_dyn(c(SLOT_PRIVATE)), self.rsgpr_dyn(c(SLOT_PRIVATE + 1)))
-            stride = self.rsgpr_dyn(c(emu.SCRATCH_STRIDE_IDX)).cast(U64)
-            private = region + lane.cast(U64) * stride + lo.cast(U64)
-            shared = u64(self.rsgpr_dyn(c(SLOT_LDS)), self.rsgpr_dyn(c(SLOT_LDS + 1))) + lo.cast(U64)
-            addr = hi.eq(c(PRIVATE_HI)).where(private, hi.eq(c(SHARED_HI)).where(shared, u64(lo, hi)))
+            addr = remap(self, lo, hi, lane)
             if reg is lo_reg:
                 return addr.cast(dtypes.uint32)
             return (addr >> UOp.const(32, U64)).cast(dtypes.uint32)
@@ -363,6 +366,48 @@ def _install(emu):
 
     for kind in (emu.ir3.FLAT, emu.irc.FLAT):
         emu._INST_HANDLERS[kind] = flat_handler(emu._INST_HANDLERS[kind])
+
+    # 64-bit compare-and-swap (flat_/global_atomic_cmpswap_b64, _x2): its
+    # data is 128 bits (the new value, then the compared one), which the
+    # emulator reads as one 32-bit register, so the comparison never held.
+    def cmpswap64_handler(orig, flat):
+        def handler(inst, ctx):
+            if emu._op_name(inst) not in ("FLAT_ATOMIC_CMPSWAP_B64", "GLOBAL_ATOMIC_CMPSWAP_B64",
+                                          "FLAT_ATOMIC_CMPSWAP_X2", "GLOBAL_ATOMIC_CMPSWAP_X2"):
+                return orig(inst, ctx)
+            exec_mask = ctx.rexec()
+            addr_reg, data, vdst = (ctx.inst_field(getattr(type(inst), f)) for f in ("addr", "data", "vdst"))
+            off_field = type(inst).offset
+            unsigned = flat and isinstance(inst, emu.irc.FLAT)
+            offset = (ctx.inst_field(off_field).cast(dtypes.int) if unsigned else ctx.inst_field_signed(off_field))
+            saddr = ctx.optional_field(inst, "saddr")
+            lane = ctx.range()
+            active = emu._lane_active(exec_mask, lane)
+            lo, hi = ctx.rvgpr_dyn(addr_reg, lane), ctx.rvgpr_dyn(addr_reg + c(1), lane)
+            if flat:
+                base = remap(ctx, lo, hi, lane)
+            else:
+                use_saddr = saddr < c(124)
+                sbase = u64(ctx.rsgpr_dyn(saddr), ctx.rsgpr_dyn(saddr + c(1))) + lo.cast(U64)
+                base = use_saddr.where(sbase, u64(lo, hi))
+            addr = base + offset.cast(dtypes.int64).cast(U64)
+            mem = ctx.vmem
+            w0 = mem.index((addr >> UOp.const(2, U64)).valid(active))
+            w1 = mem.index(((addr + UOp.const(4, U64)) >> UOp.const(2, U64)).valid(active))
+            old0, old1 = w0.load(), w1.load()
+            src0, src1 = ctx.rvgpr_dyn(data, lane), ctx.rvgpr_dyn(data + c(1), lane)
+            cmp0, cmp1 = ctx.rvgpr_dyn(data + c(2), lane), ctx.rvgpr_dyn(data + c(3), lane)
+            hit = active & old0.eq(cmp0) & old1.eq(cmp1)
+            writes = UOp.group(w0.store(hit.where(src0, old0)), w1.store(hit.where(src1, old1)))
+            stores = [writes]
+            if emu._iattr(inst, "glc"):
+                stores += [ctx.wvgpr_dyn(vdst, lane, old0, exec_mask, after=writes),
+                           ctx.wvgpr_dyn(vdst + c(1), lane, old1, exec_mask, after=writes)]
+            return UOp.sink(UOp.group(*stores).end(lane), *ctx.inc_pc())
+        return handler
+
+    for kind, flat in ((emu.ir3.FLAT, True), (emu.irc.FLAT, True), (emu.ir3.GLOBAL, False), (emu.irc.GLOBAL, False)):
+        emu._INST_HANDLERS[kind] = cmpswap64_handler(emu._INST_HANDLERS[kind], flat)
 
     emu._INST_HANDLERS[emu.irc.MUBUF] = _mubuf_handler(emu, emu._INST_HANDLERS[emu.irc.MUBUF])
 

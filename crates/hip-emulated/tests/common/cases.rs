@@ -390,6 +390,36 @@ pub fn atomics(h: &Hip) {
     h.unload(m);
 }
 
+/// 64-bit atomics on global memory (min, max, signed and unsigned, add)
+/// and compare-and-swap loops through a generic pointer and on a module
+/// variable (LLVM makes the 64-bit min and max compare-and-swap loops too).
+pub fn atomics_64(h: &Hip) {
+    let n = 200usize;
+    let mut r = lcg(7);
+    let vals: Vec<u64> = (0..n).map(|_| r() << 11 | r() & 0x7ff).collect();
+    let counters = h.upload(&[u64::MAX, 0, i64::MAX as u64, i64::MIN as u64, 0, 0]);
+    let (dvals, seen) = (h.upload(&vals), h.alloc(n * 8));
+    let m = h.load_ptx(&kernel("atomics_64"));
+    let f = h.function(&m, "atomics_64");
+    h.run(f, [2, 1, 1], [128, 1, 1], 0, &Args::new().ptr(&counters).ptr(&dvals).ptr(&seen).u32(n as u32));
+    let c: Vec<u64> = h.download(&counters, 6);
+    let sum = vals.iter().fold(0u64, |a, &v| a.wrapping_add(v));
+    assert_eq!(c[0], *vals.iter().min().expect("vals"), "min.u64");
+    assert_eq!(c[1], *vals.iter().max().expect("vals"), "max.u64");
+    assert_eq!(c[2] as i64, vals.iter().map(|&v| v as i64).min().expect("vals"), "min.s64");
+    assert_eq!(c[3] as i64, vals.iter().map(|&v| v as i64).max().expect("vals"), "max.s64");
+    assert_eq!(c[4], sum, "add.u64");
+    assert_eq!(c[5], sum, "compare-and-swap loop");
+    let seen: Vec<u64> = h.download(&seen, n);
+    assert_eq!(seen.iter().filter(|&&s| s == 0).count(), 1, "one first swap found the initial value");
+    let total = std::ffi::CString::new(compiler::cpu_abi::KernelSymbols::global("total")).expect("name");
+    let mut p = null_mut();
+    let e = hipcall!(h, hipModuleGetGlobal: fn(*mut P, *mut usize, P, *const c_char)(&mut p, null_mut(), m.handle, total.as_ptr()));
+    h.check(e, "hipModuleGetGlobal(total)");
+    assert_eq!(unsafe { *(p as *const u64) }, sum, "compare-and-swap loop on a module variable");
+    h.unload(m);
+}
+
 pub fn grid_3d(h: &Hip) {
     let (grid, block) = ([3u32, 2, 2], [4u32, 2, 2]);
     let (w, hh, d) = ((grid[0] * block[0]) as usize, (grid[1] * block[1]) as usize, (grid[2] * block[2]) as usize);
