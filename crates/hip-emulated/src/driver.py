@@ -26,8 +26,10 @@ need beyond its checks:
   their registers hold.
 - Emulator errors found by running compiled kernels: ds_(b)permute_b32
   lane numbers and inactive lanes, gfx9 flat_* offsets of 2048-4095,
-  gfx90a global_* atomics' returned value, cache invalidations its decoder
-  does not know (see the handlers below).
+  gfx90a global_* atomics' returned value, 64-bit compare-and-swap, cache
+  invalidations its decoder does not know (see the handlers below), and
+  the inline constant 1/(2 pi) (operand 248), which the emulator
+  overwrites with s_getreg's HW_ID: v_sin_f32/v_cos_f32 then always gave 0.
 - s_trap ends the launch with an error instead of jumping to a trap
   handler that does not exist.
 - The host's MXCSR (rounding mode, denormal flags) is restored after every
@@ -246,6 +248,10 @@ def _run_group(emu, programs, r, arch, wave, threads, waves, block, gid, ka, use
         s = emu._init_wave(r.entry, w * wave, threads, *block, ka, r.rsrc2, stride, arch, *gid, user_sgprs(region), wave)
         for reg, hi in APERTURE_REGS.items():
             s._write_sgpr(reg, hi)
+        # The emulator keeps s_getreg's HW_ID at index 248, which is also the
+        # inline constant 1/(2*pi) (v_sin/v_cos arguments are multiplied by
+        # it): the constant wins.
+        s._write_sgpr(248, 0x3E22F983)
         s._write_sgpr(SLOT_PRIVATE, region & 0xFFFFFFFF)
         s._write_sgpr(SLOT_PRIVATE + 1, region >> 32)
         s._write_sgpr(SLOT_LDS, lds & 0xFFFFFFFF)

@@ -553,6 +553,25 @@ pub fn f64_ops(h: &Hip) {
     h.unload(m);
 }
 
+/// `sin.approx.f32` and `cos.approx.f32` on [-pi, pi] within PTX's bound
+/// (2^-20.9 absolute).
+pub fn trig_approx(h: &Hip) {
+    let n = 256usize;
+    let x: Vec<f32> = (0..n).map(|i| -std::f32::consts::PI + 2.0 * std::f32::consts::PI * i as f32 / n as f32).collect();
+    let (din, out) = (h.upload(&x), h.alloc(n * 8));
+    let m = h.load_ptx(&kernel("trig_approx"));
+    let f = h.function(&m, "trig_approx");
+    h.run(f, [2, 1, 1], [128, 1, 1], 0, &Args::new().ptr(&din).ptr(&out).u32(n as u32));
+    let got: Vec<f32> = h.download(&out, 2 * n);
+    let bound = 2f64.powf(-20.9);
+    for i in 0..n {
+        let a = f64::from(x[i]);
+        assert!((f64::from(got[2 * i]) - a.sin()).abs() <= bound, "sin.approx({a}) = {}", got[2 * i]);
+        assert!((f64::from(got[2 * i + 1]) - a.cos()).abs() <= bound, "cos.approx({a}) = {}", got[2 * i + 1]);
+    }
+    h.unload(m);
+}
+
 /// Edge values for saturation: -0, +0, -1, 2, 0.5, 1, 1 - ulp, 1 + ulp,
 /// the smallest denormals of each sign, NaNs of each sign, the infinities,
 /// the smallest normal, -0.5.
