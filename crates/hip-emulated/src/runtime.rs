@@ -16,9 +16,9 @@ use crate::error::{self, fail, HipError, Result};
 use crate::log::{self, debug, trace};
 use crate::memory::Memory;
 
-/// Bytes of stack per work-item for kernels whose calls the compiler could
-/// not bound (`USES_DYNAMIC_STACK`), on top of nothing: the private segment
-/// is the larger of this and the kernel's fixed size.
+/// Private memory per work-item for kernels whose stack the compiler could
+/// not bound (`USES_DYNAMIC_STACK`: recursion, indirect calls): the larger
+/// of this and the kernel's fixed private segment size.
 pub const DYNAMIC_STACK_BYTES: u64 = 8 << 10;
 
 /// A loaded code object.

@@ -640,17 +640,13 @@ fn llvm_tool(name: &str) -> std::path::PathBuf {
     panic!("{name}-19 is missing (Debian: clang-19, lld-19)");
 }
 
-/// The emulator's clamp bit (`v_max_f32 ... clamp`, assembled): it clamps
-/// to [0, 1] and turns NaN into +0, but keeps the sign of -0, where PTX's
-/// saturation gives +0 (AMD's ISA documents do not say what hardware does).
-/// The kernel keeps denormals (FLOAT_DENORM_MODE 3, as anycuda's kernels
-/// without .ftz). The code object is a hand-written one with two pointer
-/// arguments in its metadata, launched with `kernelParams`.
-pub fn clamp_bit_on_edges(h: &Hip) {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("clamp-{}-{}", h.arch, std::process::id()));
+/// `tests/kernels/<name>_<arch>.s` assembled and linked into a code object
+/// by LLVM 19's tools.
+fn assemble(h: &Hip, name: &str) -> Vec<u8> {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}-{}", h.arch, std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/kernels/clamp_probe_{}.s", h.arch));
-    let (obj, hsaco) = (dir.join("clamp.o"), dir.join("clamp.hsaco"));
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/kernels/{name}_{}.s", h.arch));
+    let (obj, hsaco) = (dir.join("kernel.o"), dir.join("kernel.hsaco"));
     let mcpu = format!("-mcpu={}", h.arch);
     let run = |tool: &str, args: &[&std::ffi::OsStr]| {
         let out = std::process::Command::new(llvm_tool(tool)).args(args).output().expect("runs");
@@ -673,7 +669,35 @@ pub fn clamp_bit_on_edges(h: &Hip) {
     run("ld.lld", &["-shared".as_ref(), obj.as_os_str(), "-o".as_ref(), hsaco.as_os_str()]);
     let object = std::fs::read(&hsaco).expect("code object");
     let _ = std::fs::remove_dir_all(&dir);
+    object
+}
 
+/// Hidden arguments the metadata lists are filled by the runtime: block
+/// counts, group sizes, remainders (0: the grid is counted in groups),
+/// grid dimensions, dynamic LDS size. An assembled kernel copies them out;
+/// its one explicit argument is given with `kernelParams`.
+pub fn hidden_arguments(h: &Hip) {
+    let object = assemble(h, "hidden_args");
+    let m = h.load_object(&object);
+    let f = h.function(&m, "hidden_probe");
+    let out = h.alloc(32);
+    let mut params = [&out.ptr as *const P as P];
+    let e = hipcall!(h, hipModuleLaunchKernel: fn(P, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, P, *mut P, *mut P)(
+        f, 3, 2, 1, 5, 1, 1, 128, null_mut(), params.as_mut_ptr(), null_mut()));
+    h.check(e, "hidden_probe");
+    let got: Vec<u32> = h.download(&out, 8);
+    assert_eq!(got, vec![3, 2, 1, 5 | 1 << 16, 1, 0, 2, 128], "block counts, group sizes, remainders, dimensions, dynamic LDS");
+    h.unload(m);
+}
+
+/// The emulator's clamp bit (`v_max_f32 ... clamp`, assembled): it clamps
+/// to [0, 1] and turns NaN into +0, but keeps the sign of -0, where PTX's
+/// saturation gives +0 (AMD's ISA documents do not say what hardware does).
+/// The kernel keeps denormals (FLOAT_DENORM_MODE 3, as anycuda's kernels
+/// without .ftz). The code object is a hand-written one with two pointer
+/// arguments in its metadata, launched with `kernelParams`.
+pub fn clamp_bit_on_edges(h: &Hip) {
+    let object = assemble(h, "clamp_probe");
     let m = h.load_object(&object);
     let f = h.function(&m, "clamp_probe");
     let n = SAT_INPUTS.len();

@@ -255,7 +255,7 @@ macro_rules! every_case {
         $crate::every_case!($arch;
             device_and_properties, memory_and_errors, streams_and_events,
             vector_add, tiled_matmul, warp_ops, atomics, atomics_64, grid_3d, local_array,
-            dynamic_shared, calls, f64_ops, trig_approx, cvt_sat_edges, clamp_bit_on_edges, globals, trap_fails_the_launch);
+            dynamic_shared, calls, f64_ops, trig_approx, cvt_sat_edges, clamp_bit_on_edges, hidden_arguments, globals, trap_fails_the_launch);
     };
     ($arch:literal; $($case:ident),* $(,)?) => {
         $(
