@@ -1,0 +1,174 @@
+//! Memory: device, pinned host, registered host and managed allocations
+//! are all host memory (device pointers are host addresses, which is what
+//! lets the emulator run kernels in-process). The double keeps the ranges
+//! so that frees, copies and memsets are checked as a driver checks them.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::collections::BTreeMap;
+
+use crate::device::TOTAL_MEMORY;
+use crate::error::{fail, Result, HOST_MEMORY_ALREADY_REGISTERED, HOST_MEMORY_NOT_REGISTERED, INVALID_VALUE, OUT_OF_MEMORY};
+
+/// Alignment of every allocation (HIP guarantees at least 256 bytes).
+pub const ALIGN: usize = 256;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `hipMalloc`
+    Device,
+    /// `hipHostMalloc`
+    Host,
+    /// `hipHostRegister`: the caller's memory.
+    Registered,
+    /// `hipMallocManaged`
+    Managed,
+}
+
+struct Range {
+    size: usize,
+    kind: Kind,
+    /// The layout it was allocated with; `None` for registered memory.
+    layout: Option<Layout>,
+}
+
+#[derive(Default)]
+pub struct Memory {
+    ranges: BTreeMap<usize, Range>,
+    /// Bytes of device and managed memory in use.
+    used: usize,
+}
+
+impl Memory {
+    /// Bytes of device memory not in use (`hipMemGetInfo`).
+    pub fn free_bytes(&self) -> usize {
+        TOTAL_MEMORY - self.used
+    }
+
+    /// A new zeroed allocation of `size` bytes (never 0).
+    pub fn allocate(&mut self, size: usize, kind: Kind) -> Result<usize> {
+        debug_assert!(size > 0 && kind != Kind::Registered);
+        let counted = matches!(kind, Kind::Device | Kind::Managed);
+        if counted && size > self.free_bytes() {
+            fail!(OUT_OF_MEMORY, "{size} bytes requested, {} of the device's {TOTAL_MEMORY} free", self.free_bytes());
+        }
+        let Ok(layout) = Layout::from_size_align(size.next_multiple_of(ALIGN), ALIGN) else {
+            fail!(OUT_OF_MEMORY, "{size} bytes cannot be allocated");
+        };
+        // SAFETY: the layout's size is not zero.
+        let p = unsafe { alloc_zeroed(layout) };
+        if p.is_null() {
+            fail!(OUT_OF_MEMORY, "the host could not allocate {size} bytes");
+        }
+        if counted {
+            self.used += size;
+        }
+        self.ranges.insert(p as usize, Range { size, kind, layout: Some(layout) });
+        Ok(p as usize)
+    }
+
+    /// Frees the allocation starting at `addr`, which must be of one of `kinds`.
+    pub fn free(&mut self, addr: usize, kinds: &[Kind], what: &str) -> Result<()> {
+        match self.ranges.get(&addr) {
+            Some(r) if kinds.contains(&r.kind) => {}
+            Some(r) => fail!(INVALID_VALUE, "{what}({addr:#x}): the pointer is {:?} memory", r.kind),
+            None => fail!(INVALID_VALUE, "{what}({addr:#x}): not the start of an allocation"),
+        }
+        let Some(r) = self.ranges.remove(&addr) else { return Ok(()) };
+        if matches!(r.kind, Kind::Device | Kind::Managed) {
+            self.used -= r.size;
+        }
+        if let Some(layout) = r.layout {
+            // SAFETY: allocated by `allocate` with this layout and removed
+            // from the table, so freed once.
+            unsafe { dealloc(addr as *mut u8, layout) };
+        }
+        Ok(())
+    }
+
+    /// `hipHostRegister`: the range must not overlap a known one.
+    pub fn register(&mut self, addr: usize, size: usize) -> Result<()> {
+        let end = addr.saturating_add(size);
+        if let Some((&start, r)) = self.ranges.range(..end).next_back() {
+            if start + r.size > addr {
+                fail!(HOST_MEMORY_ALREADY_REGISTERED, "[{addr:#x}, {end:#x}) overlaps {:?} memory at {start:#x}", r.kind);
+            }
+        }
+        self.ranges.insert(addr, Range { size, kind: Kind::Registered, layout: None });
+        Ok(())
+    }
+
+    pub fn unregister(&mut self, addr: usize) -> Result<()> {
+        match self.ranges.get(&addr) {
+            Some(r) if r.kind == Kind::Registered => {
+                self.ranges.remove(&addr);
+                Ok(())
+            }
+            _ => fail!(HOST_MEMORY_NOT_REGISTERED, "hipHostUnregister({addr:#x}): not the start of a registered range"),
+        }
+    }
+
+    /// The allocation holding `addr`: its start, size and kind.
+    pub fn find(&self, addr: usize) -> Option<(usize, usize, Kind)> {
+        let (&start, r) = self.ranges.range(..=addr).next_back()?;
+        (addr < start + r.size.max(1)).then_some((start, r.size, r.kind))
+    }
+
+    /// Checks that `[addr, addr + len)` lies in one allocation the device can reach.
+    pub fn check_device_range(&self, addr: usize, len: usize, what: &str) -> Result<()> {
+        if addr == 0 {
+            fail!(INVALID_VALUE, "{what}: NULL pointer");
+        }
+        let Some((start, size, _)) = self.find(addr) else {
+            fail!(INVALID_VALUE, "{what}: {addr:#x} is not in memory the device can reach (not allocated, pinned or registered)");
+        };
+        if len > start + size - addr {
+            fail!(INVALID_VALUE, "{what}: {len} bytes at {addr:#x} run past the end of the allocation [{start:#x}, +{size})");
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Memory {
+    fn drop(&mut self) {
+        for (addr, r) in std::mem::take(&mut self.ranges) {
+            if let Some(layout) = r.layout {
+                // SAFETY: allocated by `allocate` with this layout.
+                unsafe { dealloc(addr as *mut u8, layout) };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocations_are_counted_found_and_checked() {
+        let mut m = Memory::default();
+        let a = m.allocate(1000, Kind::Device).expect("alloc");
+        assert_eq!(a % ALIGN, 0);
+        assert_eq!(m.free_bytes(), TOTAL_MEMORY - 1000);
+        assert_eq!(m.find(a + 999), Some((a, 1000, Kind::Device)));
+        assert!(m.check_device_range(a + 10, 990, "t").is_ok());
+        assert_eq!(m.check_device_range(a + 10, 991, "t").map_err(|e| e.code), Err(INVALID_VALUE));
+        assert_eq!(m.allocate(TOTAL_MEMORY, Kind::Device).map_err(|e| e.code), Err(OUT_OF_MEMORY));
+        assert_eq!(m.free(a + 1, &[Kind::Device], "hipFree").map_err(|e| e.code), Err(INVALID_VALUE));
+        assert_eq!(m.free(a, &[Kind::Host], "hipHostFree").map_err(|e| e.code), Err(INVALID_VALUE));
+        m.free(a, &[Kind::Device], "hipFree").expect("free");
+        assert_eq!(m.free_bytes(), TOTAL_MEMORY);
+        assert!(m.find(a).is_none());
+    }
+
+    #[test]
+    fn registration_refuses_overlaps() {
+        let mut m = Memory::default();
+        let buf = vec![0u8; 4096];
+        let p = buf.as_ptr() as usize;
+        m.register(p, 4096).expect("register");
+        assert_eq!(m.register(p + 100, 10).map_err(|e| e.code), Err(HOST_MEMORY_ALREADY_REGISTERED));
+        assert_eq!(m.unregister(p + 1).map_err(|e| e.code), Err(HOST_MEMORY_NOT_REGISTERED));
+        m.unregister(p).expect("unregister");
+        assert_eq!(m.unregister(p).map_err(|e| e.code), Err(HOST_MEMORY_NOT_REGISTERED));
+    }
+}
