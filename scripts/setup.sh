@@ -4,8 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# libopenblas-dev: the CPU BLAS the cuBLAS GEMM benchmark measures against
+# (crates/cublas/benches/gemm.rs).
 need_pkgs=()
-for p in llvm-19-dev libpolly-19-dev libzstd-dev zlib1g-dev lld-19 build-essential pkg-config python3 python3-pip; do
+for p in llvm-19-dev libpolly-19-dev libzstd-dev zlib1g-dev lld-19 build-essential pkg-config python3 python3-pip \
+    libopenblas-dev; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then

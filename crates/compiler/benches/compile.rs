@@ -63,7 +63,8 @@ fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &com
             if f.kind != FunctionKind::Entry || f.body.is_none() {
                 continue;
             }
-            let unit = if matches!(target, compiler::Target::HostCpu) { compiler::Unit::Kernel(idx as u32) } else { compiler::Unit::Module };
+            let unit =
+                if matches!(target, compiler::Target::HostCpu) { compiler::Unit::Kernel(idx as u32) } else { compiler::Unit::Module };
             let t = compiler::profile::thread_cpu_time();
             let r = compiler::compile_unit(&module, &src, target, opts, unit);
             let d = compiler::profile::thread_cpu_time().saturating_sub(t);

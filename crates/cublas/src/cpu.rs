@@ -6,7 +6,6 @@
 //! through `gemm`).
 
 use gemm::Parallelism;
-use half::{bf16, f16};
 use num_complex::{Complex32, Complex64};
 use rayon::prelude::*;
 
@@ -89,7 +88,7 @@ complex_elem!(Complex32, f32, DType::C32);
 complex_elem!(Complex64, f64, DType::C64);
 
 /// Whether `[ptr, ptr + bytes)` lies in one allocation the driver knows.
-fn in_device_memory(ptr: u64, bytes: u64) -> bool {
+pub(crate) fn in_device_memory(ptr: u64, bytes: u64) -> bool {
     if bytes == 0 {
         return true;
     }
@@ -100,13 +99,13 @@ fn in_device_memory(ptr: u64, bytes: u64) -> bool {
     }
 }
 
-fn par() -> Parallelism {
+pub(crate) fn par() -> Parallelism {
     Parallelism::Rayon(0)
 }
 
 /// Products at most this many multiply-adds run one per thread when a
 /// batch has several (instead of each on all threads).
-const SMALL_PRODUCT: i64 = 1 << 18;
+pub(crate) const SMALL_PRODUCT: i64 = 1 << 18;
 
 /// Element strides `(row, column)` of `op(X)` for `X` stored column-major
 /// with leading dimension `ld`.
@@ -118,232 +117,13 @@ fn strides(op: Op, ld: i64) -> (isize, isize) {
     }
 }
 
-/// `C = alpha op(A) op(B) + beta C` on one product whose operands all have
-/// the arithmetic's element type.
-///
-/// # Safety
-/// The operands must be valid for their shapes.
-#[allow(clippy::too_many_arguments)]
-unsafe fn gemm_typed<T: Elem>(call: &Gemm, a: u64, b: u64, c: u64, alpha: T, beta: T, beta_zero: bool, par: Parallelism) {
-    let (m, n, k) = (call.m as usize, call.n as usize, call.k as usize);
-    let (a_rs, a_cs) = strides(call.ta, call.a.ld);
-    let (b_rs, b_cs) = strides(call.tb, call.b.ld);
-    // SAFETY: the caller's promise; gemm computes dst = g_alpha dst +
-    // g_beta lhs rhs and reads dst only when asked to.
-    unsafe {
-        gemm::gemm::<T>(
-            m,
-            n,
-            k,
-            c as *mut T,
-            call.c.ld as isize,
-            1,
-            !beta_zero,
-            a as *const T,
-            a_cs,
-            a_rs,
-            b as *const T,
-            b_cs,
-            b_rs,
-            beta,
-            alpha,
-            false,
-            call.ta == Op::C,
-            call.tb == Op::C,
-            par,
-        )
-    }
-}
-
-/// `C = beta C` (`beta == 0` writes zeros without reading C).
-///
-/// # Safety
-/// C must be valid for `m x n` with its leading dimension.
-unsafe fn scale_c(call: &Gemm, c: u64, beta: Complex64) {
-    let dt = call.c.dtype;
-    for j in 0..call.n {
-        for i in 0..call.m {
-            let idx = (i + j * call.c.ld) as isize;
-            // SAFETY: within C, per the caller.
-            unsafe {
-                let v = if beta == Complex64::new(0.0, 0.0) { beta } else { beta * dt.read(c, idx) };
-                dt.write(c, idx, v);
-            }
-        }
-    }
-}
-
-/// A stored `rows x cols` 16-bit (or f32) matrix as contiguous f32
-/// (leading dimension `rows`).
-///
-/// # Safety
-/// The matrix must be readable.
-unsafe fn widen(ptr: u64, dtype: DType, rows: i64, cols: i64, ld: i64) -> Vec<f32> {
-    let (r, c) = (rows as usize, cols as usize);
-    let mut out = vec![0f32; r * c];
-    out.par_chunks_mut(r.max(1)).enumerate().for_each(|(j, col)| {
-        let src = ptr + (j as u64) * (ld as u64) * dtype.size() as u64;
-        // SAFETY: column j of the matrix, `r` elements.
-        unsafe {
-            match dtype {
-                DType::F16 => half::slice::HalfFloatSliceExt::convert_to_f32_slice(std::slice::from_raw_parts(src as *const f16, r), col),
-                DType::BF16 => half::slice::HalfFloatSliceExt::convert_to_f32_slice(std::slice::from_raw_parts(src as *const bf16, r), col),
-                _ => col.copy_from_slice(std::slice::from_raw_parts(src as *const f32, r)),
-            }
-        }
-    });
-    out
-}
-
-/// Writes a contiguous f32 `rows x cols` matrix into a stored 16-bit one,
-/// rounding to nearest even.
-///
-/// # Safety
-/// The destination must be writable.
-unsafe fn narrow(buf: &[f32], ptr: u64, dtype: DType, rows: i64, cols: i64, ld: i64) {
-    let r = rows as usize;
-    buf.par_chunks(r.max(1)).enumerate().take(cols as usize).for_each(|(j, col)| {
-        let dst = ptr + (j as u64) * (ld as u64) * dtype.size() as u64;
-        // SAFETY: column j of the destination, `r` elements.
-        unsafe {
-            match dtype {
-                DType::F16 => {
-                    half::slice::HalfFloatSliceExt::convert_from_f32_slice(std::slice::from_raw_parts_mut(dst as *mut f16, r), col)
-                }
-                DType::BF16 => {
-                    half::slice::HalfFloatSliceExt::convert_from_f32_slice(std::slice::from_raw_parts_mut(dst as *mut bf16, r), col)
-                }
-                _ => std::slice::from_raw_parts_mut(dst as *mut f32, r).copy_from_slice(col),
-            }
-        }
-    });
-}
-
-/// One product of a call, at the given operand addresses.
-///
-/// # Safety
-/// The operands must be valid for the call's shapes.
-unsafe fn gemm_one(call: &Gemm, a: u64, b: u64, c: u64, alpha: Complex64, beta: Complex64, par: Parallelism) {
-    if call.m == 0 || call.n == 0 {
-        return;
-    }
-    let zero = Complex64::new(0.0, 0.0);
-    if call.k == 0 || alpha == zero {
-        // SAFETY: the caller's promise.
-        unsafe { scale_c(call, c, beta) };
-        return;
-    }
-    let beta_zero = beta == zero;
-    // SAFETY (all arms): the caller's promise; converted copies are
-    // contiguous with leading dimension = rows.
-    unsafe {
-        match call.compute {
-            Compute::F64 => gemm_typed::<f64>(call, a, b, c, alpha.re, beta.re, beta_zero, par),
-            Compute::C32 => gemm_typed::<Complex32>(call, a, b, c, Complex32::from_c64(alpha), Complex32::from_c64(beta), beta_zero, par),
-            Compute::C64 => gemm_typed::<Complex64>(call, a, b, c, alpha, beta, beta_zero, par),
-            Compute::F32 => {
-                let (al, be) = (alpha.re as f32, beta.re as f32);
-                if call.a.dtype == DType::F32 && call.b.dtype == DType::F32 && call.c.dtype == DType::F32 {
-                    return gemm_typed::<f32>(call, a, b, c, al, be, beta_zero, par);
-                }
-                // Widen what is not f32 into contiguous copies.
-                let (ar, ac) = if call.ta == Op::N { (call.m, call.k) } else { (call.k, call.m) };
-                let (br, bc) = if call.tb == Op::N { (call.k, call.n) } else { (call.n, call.k) };
-                let wa;
-                let (pa, lda) = if call.a.dtype == DType::F32 {
-                    (a, call.a.ld)
-                } else {
-                    wa = widen(a, call.a.dtype, ar, ac, call.a.ld);
-                    (wa.as_ptr() as u64, ar)
-                };
-                let wb;
-                let (pb, ldb) = if call.b.dtype == DType::F32 {
-                    (b, call.b.ld)
-                } else {
-                    wb = widen(b, call.b.dtype, br, bc, call.b.ld);
-                    (wb.as_ptr() as u64, br)
-                };
-                let mut sub = *call;
-                sub.a = Mat { ptr: pa, ld: lda, dtype: DType::F32 };
-                sub.b = Mat { ptr: pb, ld: ldb, dtype: DType::F32 };
-                if call.c.dtype == DType::F32 {
-                    gemm_typed::<f32>(&sub, pa, pb, c, al, be, beta_zero, par);
-                } else {
-                    let mut wc =
-                        if beta_zero { vec![0f32; (call.m * call.n) as usize] } else { widen(c, call.c.dtype, call.m, call.n, call.c.ld) };
-                    sub.c = Mat { ptr: wc.as_mut_ptr() as u64, ld: call.m, dtype: DType::F32 };
-                    gemm_typed::<f32>(&sub, pa, pb, wc.as_mut_ptr() as u64, al, be, beta_zero, par);
-                    narrow(&wc, c, call.c.dtype, call.m, call.n, call.c.ld);
-                }
-            }
-        }
-    }
-}
-
 /// Reads entry `i` of a pointer array in device memory.
 ///
 /// # Safety
 /// The array must hold at least `i + 1` entries.
-unsafe fn entry(array: u64, i: i64) -> u64 {
+pub(crate) unsafe fn entry(array: u64, i: i64) -> u64 {
     // SAFETY: the caller's promise.
     unsafe { std::ptr::read_unaligned((array + 8 * i as u64) as *const u64) }
-}
-
-fn gemm_extents(call: &Gemm) -> (u64, u64, u64) {
-    let (ar, ac) = if call.ta == Op::N { (call.m, call.k) } else { (call.k, call.m) };
-    let (br, bc) = if call.tb == Op::N { (call.k, call.n) } else { (call.n, call.k) };
-    let reads = call.k > 0;
-    (
-        if reads { matrix_extent(ar, ac, call.a.ld, call.a.dtype.size()) } else { 0 },
-        if reads { matrix_extent(br, bc, call.b.ld, call.b.dtype.size()) } else { 0 },
-        matrix_extent(call.m, call.n, call.c.ld, call.c.dtype.size()),
-    )
-}
-
-fn run_gemm(call: Gemm) {
-    // SAFETY (block): device scalars and every operand were checked to lie
-    // in device memory when the call was made; pointer-array entries are
-    // checked here, before use.
-    unsafe {
-        let alpha = call.alpha.get();
-        let beta = call.beta.get();
-        let count = call.batch.count();
-        let small = call.m * call.n * call.k <= SMALL_PRODUCT && count > 1;
-        let addr = |i: i64| -> Option<(u64, u64, u64)> {
-            match call.batch {
-                Batch::One => Some((call.a.ptr, call.b.ptr, call.c.ptr)),
-                Batch::Strided { a, b, c, .. } => Some((
-                    (call.a.ptr as i64 + i * a * call.a.dtype.size() as i64) as u64,
-                    (call.b.ptr as i64 + i * b * call.b.dtype.size() as i64) as u64,
-                    (call.c.ptr as i64 + i * c * call.c.dtype.size() as i64) as u64,
-                )),
-                Batch::Pointers { a, b, c, .. } => {
-                    let (pa, pb, pc) = (entry(a, i), entry(b, i), entry(c, i));
-                    let (ea, eb, ec) = gemm_extents(&call);
-                    for (name, p, e) in [("A", pa, ea), ("B", pb, eb), ("C", pc, ec)] {
-                        if !in_device_memory(p, e) {
-                            error!("gemm batch entry {i}: matrix {name} at {p:#x} ({e} bytes) is not in device memory; the product was skipped");
-                            return None;
-                        }
-                    }
-                    Some((pa, pb, pc))
-                }
-            }
-        };
-        if small {
-            (0..count).into_par_iter().for_each(|i| {
-                if let Some((a, b, c)) = addr(i) {
-                    gemm_one(&call, a, b, c, alpha, beta, Parallelism::None);
-                }
-            });
-        } else {
-            for i in 0..count {
-                if let Some((a, b, c)) = addr(i) {
-                    gemm_one(&call, a, b, c, alpha, beta, par());
-                }
-            }
-        }
-    }
 }
 
 /// Solves one triangular system set (see [`Trsm`]).
@@ -720,24 +500,29 @@ impl Backend for Cpu {
     }
 
     fn gemm(&self, q: Queue, call: Gemm) -> Result<()> {
-        let supported = match call.compute {
-            Compute::F32 => [call.a.dtype, call.b.dtype, call.c.dtype].iter().all(|d| matches!(d, DType::F16 | DType::BF16 | DType::F32)),
-            c => {
-                let want = match c {
-                    Compute::F64 => DType::F64,
-                    Compute::C32 => DType::C32,
-                    _ => DType::C64,
-                };
-                [call.a.dtype, call.b.dtype, call.c.dtype].iter().all(|d| *d == want)
+        self.matmul(q, Matmul::from_gemm(&call))
+    }
+
+    fn matmul(&self, q: Queue, call: Matmul) -> Result<()> {
+        let (a, b, c, d) = (call.a.dtype, call.b.dtype, call.c.dtype, call.d.dtype);
+        let real = |t: DType| matches!(t, DType::F16 | DType::BF16 | DType::F32);
+        let supported = c == d
+            && match call.compute {
+                Compute::F32 => (real(a) || a == DType::I8) && (real(b) || b == DType::I8) && real(d),
+                Compute::F64 => [a, b, d].iter().all(|t| *t == DType::F64),
+                Compute::C32 => [a, b, d].iter().all(|t| *t == DType::C32),
+                Compute::C64 => [a, b, d].iter().all(|t| *t == DType::C64),
+                Compute::I32 => a == DType::I8 && b == DType::I8 && d == DType::I32 && call.epilogue.is_none(),
             }
-        };
+            && (call.epilogue.is_none() || matches!(call.compute, Compute::F32 | Compute::F64));
         if !supported {
             return Err(Error::unsupported(format!(
-                "no CPU product for A {:?}, B {:?}, C {:?} with {:?} arithmetic",
-                call.a.dtype, call.b.dtype, call.c.dtype, call.compute
+                "no CPU product for A {a:?}, B {b:?}, C {c:?}, D {d:?} with {:?} arithmetic{}",
+                call.compute,
+                if call.epilogue.is_none() { "" } else { " and an epilogue" }
             )));
         }
-        enqueue(q, move || run_gemm(call))
+        enqueue(q, move || crate::product::run(call))
     }
 
     fn trsm(&self, q: Queue, call: Trsm) -> Result<()> {

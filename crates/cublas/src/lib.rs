@@ -20,5 +20,6 @@ pub mod handle;
 pub mod log;
 pub mod logger;
 pub mod lt;
+pub mod product;
 pub mod status;
 pub mod types;
