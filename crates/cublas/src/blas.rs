@@ -47,7 +47,7 @@ pub struct GemmArgs {
 }
 
 /// Checks a strided batch: every matrix of it must lie in device memory.
-fn check_strided(ptr: u64, extent: u64, stride_bytes: i64, count: i64, what: &str) -> Result<()> {
+pub fn check_strided(ptr: u64, extent: u64, stride_bytes: i64, count: i64, what: &str) -> Result<()> {
     if extent == 0 || count == 0 {
         return Ok(());
     }

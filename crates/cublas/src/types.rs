@@ -132,18 +132,46 @@ impl DType {
 }
 
 pub fn cuda_type_name(t: i32) -> String {
-    match t {
-        CUDA_R_16F => "CUDA_R_16F".into(),
-        CUDA_R_16BF => "CUDA_R_16BF".into(),
-        CUDA_R_32F => "CUDA_R_32F".into(),
-        CUDA_R_64F => "CUDA_R_64F".into(),
-        CUDA_C_32F => "CUDA_C_32F".into(),
-        CUDA_C_64F => "CUDA_C_64F".into(),
-        CUDA_R_8I => "CUDA_R_8I".into(),
-        CUDA_R_32I => "CUDA_R_32I".into(),
-        CUDA_C_16F => "CUDA_C_16F".into(),
-        CUDA_C_16BF => "CUDA_C_16BF".into(),
-        _ => format!("cudaDataType {t}"),
+    const NAMES: [&str; 35] = [
+        "CUDA_R_32F",
+        "CUDA_R_64F",
+        "CUDA_R_16F",
+        "CUDA_R_8I",
+        "CUDA_C_32F",
+        "CUDA_C_64F",
+        "CUDA_C_16F",
+        "CUDA_C_8I",
+        "CUDA_R_8U",
+        "CUDA_C_8U",
+        "CUDA_R_32I",
+        "CUDA_C_32I",
+        "CUDA_R_32U",
+        "CUDA_C_32U",
+        "CUDA_R_16BF",
+        "CUDA_C_16BF",
+        "CUDA_R_4I",
+        "CUDA_C_4I",
+        "CUDA_R_4U",
+        "CUDA_C_4U",
+        "CUDA_R_16I",
+        "CUDA_C_16I",
+        "CUDA_R_16U",
+        "CUDA_C_16U",
+        "CUDA_R_64I",
+        "CUDA_C_64I",
+        "CUDA_R_64U",
+        "CUDA_C_64U",
+        "CUDA_R_8F_E4M3",
+        "CUDA_R_8F_E5M2",
+        "CUDA_R_8F_UE8M0",
+        "CUDA_R_6F_E2M3",
+        "CUDA_R_6F_E3M2",
+        "CUDA_R_4F_E2M1",
+        "CUDA_R_8F_UE5M3",
+    ];
+    match usize::try_from(t).ok().and_then(|i| NAMES.get(i)) {
+        Some(n) => n.to_string(),
+        None => format!("cudaDataType {t}"),
     }
 }
 
