@@ -34,14 +34,37 @@ pub const OWNED: u64 = 1;
 pub trait Record: Copy {
     const TAG: u64;
     const NAME: &'static str;
-    /// The size of NVIDIA's opaque type, in 8-byte words (what `...Create`
-    /// allocates, so that code copying the opaque type reads only memory
-    /// that is there).
+    /// The size of NVIDIA's opaque type in the newest headers, in 8-byte
+    /// words (what `...Create` allocates, so that code copying the opaque
+    /// type reads only memory that is there). The record itself fits the
+    /// smallest size any supported header gives the type (CUDA 12's).
     const WORDS: usize;
     fn tag(&self) -> u64;
     fn set_tag(&mut self, tag: u64);
     /// `(offset, size)` of an attribute's storage.
     fn field(attr: i32) -> Option<(usize, usize)>;
+    /// The size of an attribute that is not stored because anycuda
+    /// supports only its default, zero: setting zero is accepted, anything
+    /// else is `NOT_SUPPORTED`, and it reads as zero.
+    fn fixed(_attr: i32) -> Option<usize> {
+        None
+    }
+}
+
+/// Where an attribute lives: stored at an offset, or fixed at zero.
+enum Slot {
+    Stored(usize, usize),
+    Zero(usize),
+}
+
+fn slot<T: Record>(attr: i32) -> Result<Slot> {
+    if let Some((off, len)) = T::field(attr) {
+        return Ok(Slot::Stored(off, len));
+    }
+    match T::fixed(attr) {
+        Some(len) => Ok(Slot::Zero(len)),
+        None => Err(Error::invalid(format!("{attr} is not an attribute of a {}", T::NAME))),
+    }
 }
 
 /// A copy of the initialised descriptor at `p`, or `INVALID_VALUE`.
@@ -114,19 +137,33 @@ pub unsafe fn destroy<T: Record>(p: *mut T) -> Result<()> {
 /// `size` bytes.
 pub unsafe fn set_attribute<T: Record>(p: *mut T, attr: i32, buf: *const u8, size: usize) -> Result<()> {
     let mut v = read(p.cast_const(), "the descriptor")?;
-    let (off, len) = T::field(attr).ok_or_else(|| Error::invalid(format!("{attr} is not an attribute of a {}", T::NAME)))?;
+    let slot = slot::<T>(attr)?;
     if buf.is_null() {
         return Err(Error::invalid("buf is NULL"));
     }
+    let len = match slot {
+        Slot::Stored(_, len) | Slot::Zero(len) => len,
+    };
     if size != len {
         return Err(Error::invalid(format!("attribute {attr} of a {} takes {len} bytes, not {size}", T::NAME)));
     }
-    // SAFETY: `off + len` lies inside `T` (the field table); `buf` holds
-    // `len` bytes, the caller's promise; then the descriptor is written
-    // back whole.
-    unsafe {
-        std::ptr::copy_nonoverlapping(buf, (&mut v as *mut T).cast::<u8>().add(off), len);
-        std::ptr::write_unaligned(p, v);
+    match slot {
+        // SAFETY: `off + len` lies inside `T` (the field table); `buf`
+        // holds `len` bytes, the caller's promise; then the descriptor is
+        // written back whole.
+        Slot::Stored(off, len) => unsafe {
+            std::ptr::copy_nonoverlapping(buf, (&mut v as *mut T).cast::<u8>().add(off), len);
+            std::ptr::write_unaligned(p, v);
+        },
+        Slot::Zero(len) => {
+            // SAFETY: `len` bytes, the caller's promise.
+            if unsafe { std::slice::from_raw_parts(buf, len) }.iter().any(|&b| b != 0) {
+                return Err(Error::unsupported(format!(
+                    "attribute {attr} of a {} (grouped batches) is not supported by anycuda's cuBLASLt yet; only its default is",
+                    T::NAME
+                )));
+            }
+        }
     }
     Ok(())
 }
@@ -138,7 +175,10 @@ pub unsafe fn set_attribute<T: Record>(p: *mut T, attr: i32, buf: *const u8, siz
 /// `buf` must be writable for `size` bytes and `written` NULL or writable.
 pub unsafe fn get_attribute<T: Record>(p: *const T, attr: i32, buf: *mut u8, size: usize, written: *mut usize) -> Result<()> {
     let v = read(p, "the descriptor")?;
-    let (off, len) = T::field(attr).ok_or_else(|| Error::invalid(format!("{attr} is not an attribute of a {}", T::NAME)))?;
+    let slot = slot::<T>(attr)?;
+    let len = match slot {
+        Slot::Stored(_, len) | Slot::Zero(len) => len,
+    };
     // SAFETY (block): the caller's promises; `off + len` lies inside `T`.
     unsafe {
         if size == 0 {
@@ -154,7 +194,10 @@ pub unsafe fn get_attribute<T: Record>(p: *const T, attr: i32, buf: *mut u8, siz
         if size != len {
             return Err(Error::invalid(format!("attribute {attr} of a {} takes {len} bytes, not {size}", T::NAME)));
         }
-        std::ptr::copy_nonoverlapping((&v as *const T).cast::<u8>().add(off), buf, len);
+        match slot {
+            Slot::Stored(off, len) => std::ptr::copy_nonoverlapping((&v as *const T).cast::<u8>().add(off), buf, len),
+            Slot::Zero(len) => std::ptr::write_bytes(buf, 0, len),
+        }
         if !written.is_null() {
             *written = len;
         }
@@ -163,12 +206,15 @@ pub unsafe fn get_attribute<T: Record>(p: *const T, attr: i32, buf: *mut u8, siz
 }
 
 macro_rules! record {
-    ($t:ty, $tag:expr, $name:expr, $words:expr) => {
-        const _: () = assert!(size_of::<$t>() <= $words * 8 && std::mem::align_of::<$t>() <= 8);
+    ($t:ty, $tag:expr, $name:expr, $words:expr, $min_words:expr) => {
+        const _: () = assert!(size_of::<$t>() <= $min_words * 8 && $min_words <= $words && std::mem::align_of::<$t>() <= 8);
         impl Record for $t {
             const TAG: u64 = $tag;
             const NAME: &'static str = $name;
             const WORDS: usize = $words;
+            fn fixed(attr: i32) -> Option<usize> {
+                Self::fixed_fields(attr)
+            }
             fn tag(&self) -> u64 {
                 self.tag
             }
@@ -215,32 +261,11 @@ pub struct Layout {
     pub batch_mode: u32,
     pub batch_stride: i64,
     pub plane_offset: i64,
-    pub rows_array: u64,
-    pub cols_array: u64,
-    pub ld_array: u64,
-    pub rows_cols_width: i32,
-    pub ld_width: i32,
 }
 
 impl Layout {
     pub fn new(dtype: u32, rows: u64, cols: u64, ld: i64) -> Layout {
-        Layout {
-            tag: LAYOUT_TAG,
-            dtype,
-            order: 0,
-            rows,
-            cols,
-            ld,
-            batch_count: 1,
-            batch_mode: 0,
-            batch_stride: 0,
-            plane_offset: 0,
-            rows_array: 0,
-            cols_array: 0,
-            ld_array: 0,
-            rows_cols_width: 0,
-            ld_width: 0,
-        }
+        Layout { tag: LAYOUT_TAG, dtype, order: 0, rows, cols, ld, batch_count: 1, batch_mode: 0, batch_stride: 0, plane_offset: 0 }
     }
 
     fn fields(attr: i32) -> Option<(usize, usize)> {
@@ -254,16 +279,21 @@ impl Layout {
             6 => at!(Layout, batch_stride),
             7 => at!(Layout, plane_offset),
             8 => at!(Layout, batch_mode),
-            9 => at!(Layout, rows_array),
-            10 => at!(Layout, cols_array),
-            11 => at!(Layout, ld_array),
-            12 => at!(Layout, rows_cols_width),
-            13 => at!(Layout, ld_width),
             _ => return None,
         })
     }
+
+    /// The grouped-batch attributes (arrays of rows, columns, leading
+    /// dimensions and their integer widths): only their defaults.
+    fn fixed_fields(attr: i32) -> Option<usize> {
+        match attr {
+            9..=11 => Some(8),
+            12 | 13 => Some(4),
+            _ => None,
+        }
+    }
 }
-record!(Layout, LAYOUT_TAG, "cublasLtMatrixLayout_t", 14);
+record!(Layout, LAYOUT_TAG, "cublasLtMatrixLayout_t", 14, 8);
 
 // ---- cublasLtMatmulDesc_t --------------------------------------------------
 
@@ -314,6 +344,10 @@ pub struct Desc {
 }
 
 impl Desc {
+    fn fixed_fields(_attr: i32) -> Option<usize> {
+        None
+    }
+
     pub fn new(compute: i32, scale: i32) -> Desc {
         Desc {
             tag: DESC_TAG,
@@ -398,7 +432,7 @@ impl Desc {
         })
     }
 }
-record!(Desc, DESC_TAG, "cublasLtMatmulDesc_t", 32);
+record!(Desc, DESC_TAG, "cublasLtMatmulDesc_t", 32, 32);
 
 // ---- cublasLtMatmulPreference_t --------------------------------------------
 
@@ -422,6 +456,10 @@ pub struct Pref {
 }
 
 impl Pref {
+    fn fixed_fields(_attr: i32) -> Option<usize> {
+        None
+    }
+
     pub fn new() -> Pref {
         Pref {
             tag: PREF_TAG,
@@ -464,7 +502,7 @@ impl Default for Pref {
         Pref::new()
     }
 }
-record!(Pref, PREF_TAG, "cublasLtMatmulPreference_t", 12);
+record!(Pref, PREF_TAG, "cublasLtMatmulPreference_t", 12, 8);
 
 // ---- cublasLtMatmulAlgo_t --------------------------------------------------
 
@@ -489,6 +527,10 @@ pub struct Algo {
 }
 
 impl Algo {
+    fn fixed_fields(_attr: i32) -> Option<usize> {
+        None
+    }
+
     pub fn new(compute: i32) -> Algo {
         Algo {
             tag: ALGO_TAG,
@@ -545,7 +587,7 @@ impl Algo {
         Ok(())
     }
 }
-record!(Algo, ALGO_TAG, "cublasLtMatmulAlgo_t", 8);
+record!(Algo, ALGO_TAG, "cublasLtMatmulAlgo_t", 8, 8);
 
 // ---- cublasLtMatrixTransformDesc_t -----------------------------------------
 
@@ -561,6 +603,10 @@ pub struct TransformDesc {
 }
 
 impl TransformDesc {
+    fn fixed_fields(_attr: i32) -> Option<usize> {
+        None
+    }
+
     pub fn new(scale: i32) -> TransformDesc {
         TransformDesc { tag: TRANSFORM_TAG, scale, pointer_mode: 0, transa: 0, transb: 0 }
     }
@@ -575,7 +621,7 @@ impl TransformDesc {
         })
     }
 }
-record!(TransformDesc, TRANSFORM_TAG, "cublasLtMatrixTransformDesc_t", 8);
+record!(TransformDesc, TRANSFORM_TAG, "cublasLtMatrixTransformDesc_t", 8, 8);
 
 /// `cublasLtMatmulHeuristicResult_t`.
 #[repr(C)]

@@ -643,6 +643,10 @@ fn descriptors_keep_attributes_and_check_sizes() {
         set(l.layout_set, lay, LAYOUT_STRIDED_BATCH_OFFSET, -5i64);
         assert_eq!(get::<i32>(lget, lay, LAYOUT_ORDER), ROW);
         assert_eq!(get::<i64>(lget, lay, LAYOUT_STRIDED_BATCH_OFFSET), -5);
+        // Grouped batches: only the defaults.
+        set(l.layout_set, lay, 9, 0u64);
+        assert_eq!(get::<u64>(lget, lay, 9), 0);
+        assert_eq!((l.layout_set)(lay, 9, (&8u64 as *const u64).cast(), 8), NOT_SUPPORTED, "a grouped rows array");
         assert_eq!((l.layout_set)(lay, 99, [0u8; 8].as_ptr().cast(), 4), INVALID, "unknown attribute");
         assert_eq!((l.layout_set)(lay, 1, std::ptr::null(), 4), INVALID, "NULL buf");
         let mut v = 0u64;
@@ -727,10 +731,11 @@ fn descriptors_keep_attributes_and_check_sizes() {
 
         // Descriptors in the caller's memory (cublasLt...Init).
         let init: unsafe extern "C" fn(H, usize, i32, u64, u64, i64) -> i32 = e.lt.f("cublasLtMatrixLayoutInit_internal");
-        let mut mem = [0u64; 14];
+        // CUDA 12's headers give the layout 8 words, CUDA 13's 14.
+        let mut mem = [0u64; 8];
         let lp: H = mem.as_mut_ptr().cast();
-        assert_eq!(init(lp, 8, 0, 4, 4, 4), ALLOC_FAILED, "too little memory");
-        assert_eq!(init(lp, 112, 0, 4, 5, 6), 0);
+        assert_eq!(init(lp, 56, 0, 4, 4, 4), ALLOC_FAILED, "too little memory");
+        assert_eq!(init(lp, 64, 0, 4, 5, 6), 0);
         assert_eq!(get::<u64>(lget, lp, 3), 5);
         assert_eq!((l.layout_destroy)(lp), 0);
         assert_eq!(lget(lp, 3, [0u8; 8].as_mut_ptr().cast(), 8, std::ptr::null_mut()), INVALID, "a destroyed descriptor");
@@ -742,8 +747,8 @@ fn descriptors_keep_attributes_and_check_sizes() {
         assert_eq!(dinit(dmem.as_mut_ptr().cast(), 256, C64F, T::D.cuda()), 0);
         assert_eq!(get::<i32>(dget, dmem.as_mut_ptr().cast(), 0), C64F);
         let pinit: unsafe extern "C" fn(H, usize) -> i32 = e.lt.f("cublasLtMatmulPreferenceInit_internal");
-        let mut pmem = [0u64; 12];
-        assert_eq!(pinit(pmem.as_mut_ptr().cast(), 96), 0);
+        let mut pmem = [0u64; 8];
+        assert_eq!(pinit(pmem.as_mut_ptr().cast(), 64), 0);
         assert_eq!(get::<u32>(pget, pmem.as_mut_ptr().cast(), 8), 256);
     }
 }
