@@ -171,8 +171,53 @@ unsafe fn real_epilogue<T: Acc + PartialOrd>(
         unsafe { T::load(bv.dtype, bias, 1, &mut b) };
     }
     let base = Addr(dst as usize);
+    let act = |x: T| match e.act {
+        Activation::None => x,
+        Activation::Relu => {
+            if x < T::zero() {
+                T::zero()
+            } else {
+                x
+            }
+        }
+        Activation::Gelu => gelu(x),
+    };
     let column = |j: i64| {
         let col = (base.0 as *mut T).wrapping_offset(j as isize * cs);
+        if rs == 1 {
+            // A contiguous column: one simple loop per step, which the
+            // compiler vectorises (all but GELU's tanh).
+            // SAFETY: column j of the destination, m elements, the caller's
+            // promise; columns are disjoint between tasks.
+            let v = unsafe { std::slice::from_raw_parts_mut(col, m as usize) };
+            if !b.is_empty() {
+                for (x, y) in v.iter_mut().zip(&b) {
+                    *x = *x + *y;
+                }
+            }
+            if let Some(ax) = e.aux {
+                for (i, x) in v.iter().enumerate() {
+                    // SAFETY: element (i, j) of the aux matrix, checked.
+                    unsafe { ax.dtype.write(aux, i as isize + (j * ax.ld) as isize, x.to_c64()) };
+                }
+            }
+            match e.act {
+                Activation::None => {}
+                Activation::Relu => {
+                    for x in v.iter_mut() {
+                        if *x < T::zero() {
+                            *x = T::zero();
+                        }
+                    }
+                }
+                Activation::Gelu => {
+                    for x in v.iter_mut() {
+                        *x = gelu(*x);
+                    }
+                }
+            }
+            return;
+        }
         for i in 0..m {
             let p = col.wrapping_offset(i as isize * rs);
             // SAFETY: element (i, j) of the destination, the caller's
@@ -185,17 +230,7 @@ unsafe fn real_epilogue<T: Acc + PartialOrd>(
                 if let Some(ax) = e.aux {
                     ax.dtype.write(aux, (i + j * ax.ld) as isize, x.to_c64());
                 }
-                *p = match e.act {
-                    Activation::None => x,
-                    Activation::Relu => {
-                        if x < T::zero() {
-                            T::zero()
-                        } else {
-                            x
-                        }
-                    }
-                    Activation::Gelu => gelu(x),
-                };
+                *p = act(x);
             }
         }
     };
@@ -206,13 +241,71 @@ unsafe fn real_epilogue<T: Acc + PartialOrd>(
     }
 }
 
+/// A scratch buffer from the calling thread's pool. Products convert up
+/// to three matrices; fresh allocations of that size would be new pages on
+/// every call (mmap, a fault per page, munmap with its TLB shootdowns), a
+/// cost that shows on small products. Each thread keeps the last few
+/// buffers it returned, up to `POOL_BYTES` in all.
+struct Scratch {
+    words: Vec<u64>,
+}
+
+const POOL_BUFFERS: usize = 4;
+const POOL_BYTES: usize = 256 << 20;
+
+thread_local! {
+    static POOL: std::cell::RefCell<Vec<Vec<u64>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Scratch {
+    /// A buffer of at least `n` elements of `T` (contents unspecified but
+    /// initialised: every bit pattern is a value of the arithmetic types).
+    fn take<T: Acc>(n: usize) -> Scratch {
+        const { assert!(std::mem::align_of::<T>() <= 8) };
+        let words = (n * std::mem::size_of::<T>()).div_ceil(8).max(1);
+        let reused = POOL
+            .try_with(|p| {
+                let mut p = p.borrow_mut();
+                let i = p.iter().position(|v| v.len() >= words)?;
+                Some(p.swap_remove(i))
+            })
+            .ok()
+            .flatten();
+        Scratch { words: reused.unwrap_or_else(|| vec![0u64; words]) }
+    }
+
+    fn slice<T: Acc>(&mut self, n: usize) -> &mut [T] {
+        assert!(n * std::mem::size_of::<T>() <= self.words.len() * 8);
+        // SAFETY: in bounds (checked), aligned (u64 storage, T's alignment
+        // at most 8), and every bit pattern is a valid T.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr().cast::<T>(), n) }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let v = std::mem::take(&mut self.words);
+        let _ = POOL.try_with(|p| {
+            let mut p = p.borrow_mut();
+            p.push(v);
+            // Keep the largest few, within the byte budget.
+            p.sort_by_key(|v| std::cmp::Reverse(v.len()));
+            p.truncate(POOL_BUFFERS);
+            while p.iter().map(|v| v.len() * 8).sum::<usize>() > POOL_BYTES {
+                p.remove(0);
+            }
+        });
+    }
+}
+
 /// A matrix in the arithmetic's type: where it is, its strides, and the
 /// converted copy that holds it (if it was converted).
 struct Operand<T> {
     ptr: *const T,
     rs: isize,
     cs: isize,
-    _copy: Vec<T>,
+    _copy: Option<Scratch>,
+    _t: std::marker::PhantomData<T>,
 }
 
 /// `view`'s `rows x cols` matrix at its address as `T`: in place when it
@@ -223,10 +316,17 @@ struct Operand<T> {
 /// The matrix must be readable.
 unsafe fn operand<T: Acc>(view: View, rows: i64, cols: i64, par: bool) -> Operand<T> {
     if view.dtype == T::DTYPE {
-        return Operand { ptr: view.ptr as *const T, rs: view.rs as isize, cs: view.cs as isize, _copy: Vec::new() };
+        return Operand {
+            ptr: view.ptr as *const T,
+            rs: view.rs as isize,
+            cs: view.cs as isize,
+            _copy: None,
+            _t: std::marker::PhantomData,
+        };
     }
     let (r, c) = (rows as usize, cols as usize);
-    let mut copy = vec![T::zero(); r * c];
+    let mut scratch = Scratch::take::<T>(r * c);
+    let copy = scratch.slice::<T>(r * c);
     let size = view.dtype.size() as u64;
     let base = view.ptr;
     // Rows of a row-major matrix, columns otherwise.
@@ -243,7 +343,8 @@ unsafe fn operand<T: Acc>(view: View, rows: i64, cols: i64, par: bool) -> Operan
         copy.chunks_mut(len.max(1)).enumerate().for_each(convert);
     }
     let (rs, cs) = if row_major { (c as isize, 1) } else { (1, r as isize) };
-    Operand { ptr: copy.as_ptr(), rs, cs, _copy: copy }
+    let ptr = copy.as_ptr();
+    Operand { ptr, rs, cs, _copy: Some(scratch), _t: std::marker::PhantomData }
 }
 
 /// The addresses of one product's operands.
@@ -272,22 +373,25 @@ unsafe fn product<T: Acc>(p: &Matmul, x: Addrs, alpha: T, beta: T, alpha_zero: b
     // SAFETY (block): the caller's promise for every operand; converted
     // copies and the buffer are sized for their shapes.
     unsafe {
-        let mut buf: Vec<T> = Vec::new();
-        let (dst, drs, dcs): (*mut T, isize, isize) = if direct {
-            if !beta_zero && !in_place {
-                // D starts as C (same type), then accumulates in place.
-                copy_matrix::<T>(cview, dview, m, n);
+        let mn = (m * n) as usize;
+        let mut scratch = if direct { None } else { Some(Scratch::take::<T>(mn)) };
+        let (dst, drs, dcs): (*mut T, isize, isize) = match scratch.as_mut() {
+            None => {
+                if !beta_zero && !in_place {
+                    // D starts as C (same type), then accumulates in place.
+                    copy_matrix::<T>(cview, dview, m, n);
+                }
+                (x.d as *mut T, dview.rs as isize, dview.cs as isize)
             }
-            (x.d as *mut T, dview.rs as isize, dview.cs as isize)
-        } else {
-            buf = if beta_zero {
-                vec![T::zero(); (m * n) as usize]
-            } else {
-                let mut w = vec![T::zero(); (m * n) as usize];
-                load_col_major(cview, m, n, &mut w);
-                w
-            };
-            (buf.as_mut_ptr(), 1, m as isize)
+            Some(s) => {
+                // With beta zero the buffer is written before it is read
+                // (by the product, or with zeros below).
+                let buf = s.slice::<T>(mn);
+                if !beta_zero {
+                    load_col_major(cview, m, n, buf);
+                }
+                (buf.as_mut_ptr(), 1, m as isize)
+            }
         };
         if k > 0 && !alpha_zero {
             let ((ar, ac), (br, bc)) = p.stored_shapes();
@@ -330,8 +434,8 @@ unsafe fn product<T: Acc>(p: &Matmul, x: Addrs, alpha: T, beta: T, alpha_zero: b
         if !p.epilogue.is_none() {
             T::epilogue(dst, m, n, drs, dcs, &p.epilogue, x.bias, x.aux);
         }
-        if !direct {
-            store_col_major(&buf, dview, m, n, parallel);
+        if let Some(s) = scratch.as_mut() {
+            store_col_major(s.slice::<T>(mn), dview, m, n, parallel);
         }
     }
 }
@@ -391,10 +495,13 @@ unsafe fn store_col_major<T: Acc>(buf: &[T], view: View, m: i64, n: i64, par: bo
 /// Every operand must be valid for the call's shapes.
 unsafe fn integer_product<T: Acc + Into<f64>>(p: &Matmul, x: Addrs, alpha: i32, beta: i32, par: Parallelism) {
     let (m, n, k) = (p.m, p.n, p.k);
-    let mut prod = vec![T::zero(); (m * n) as usize];
+    let mut scratch = Scratch::take::<T>((m * n) as usize);
+    let prod = scratch.slice::<T>((m * n) as usize);
     // SAFETY (block): the caller's promise.
     unsafe {
-        if k > 0 && alpha != 0 {
+        if k == 0 || alpha == 0 {
+            prod.fill(T::zero());
+        } else {
             let ((ar, ac), (br, bc)) = p.stored_shapes();
             let parallel = !matches!(par, Parallelism::None);
             let a = operand::<T>(p.a.at(x.a), ar, ac, parallel);
