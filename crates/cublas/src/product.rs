@@ -327,24 +327,53 @@ unsafe fn operand<T: Acc>(view: View, rows: i64, cols: i64, par: bool) -> Operan
     let (r, c) = (rows as usize, cols as usize);
     let mut scratch = Scratch::take::<T>(r * c);
     let copy = scratch.slice::<T>(r * c);
-    let size = view.dtype.size() as u64;
-    let base = view.ptr;
     // Rows of a row-major matrix, columns otherwise.
     let row_major = view.cs == 1 && view.rs != 1;
-    let (len, step, inc) = if row_major { (c, view.rs, 1) } else { (r, view.cs, view.rs as isize) };
-    let convert = |(l, out): (usize, &mut [T])| {
-        let src = base.wrapping_add((l as u64).wrapping_mul(step as u64).wrapping_mul(size));
-        // SAFETY: line `l` of the matrix, `len` elements `inc` apart.
-        unsafe { T::load(view.dtype, src, inc, out) };
-    };
-    if par && r * c >= 1 << 16 {
-        copy.par_chunks_mut(len.max(1)).enumerate().for_each(convert);
-    } else {
-        copy.chunks_mut(len.max(1)).enumerate().for_each(convert);
-    }
+    let (lines, len, step, inc) = if row_major { (r, c, view.rs, 1) } else { (c, r, view.cs, view.rs as isize) };
+    // SAFETY: the caller's promise: `lines` lines of `len` elements.
+    unsafe { convert_lines(view.dtype, view.ptr, lines, len, step, inc, copy, par) };
     let (rs, cs) = if row_major { (c as isize, 1) } else { (1, r as isize) };
     let ptr = copy.as_ptr();
     Operand { ptr, rs, cs, _copy: Some(scratch), _t: std::marker::PhantomData }
+}
+
+/// Elements a conversion task takes at least (below this, one task).
+const CONVERT_CHUNK: usize = 1 << 15;
+
+/// Converts `lines` lines of `len` elements (line `l` at `src + l step`
+/// elements, its elements `inc` apart) into the contiguous `out`. Lines
+/// that follow each other without a gap are one run, converted in large
+/// pieces: a conversion call per short column costs more than its work.
+///
+/// # Safety
+/// The source lines must be readable.
+#[allow(clippy::too_many_arguments)]
+unsafe fn convert_lines<T: Acc>(dtype: DType, src: u64, lines: usize, len: usize, step: i64, inc: isize, out: &mut [T], par: bool) {
+    let size = dtype.size() as u64;
+    if inc == 1 && step == len as i64 {
+        let convert = |(i, piece): (usize, &mut [T])| {
+            let from = src.wrapping_add((i * CONVERT_CHUNK) as u64 * size);
+            // SAFETY: a piece of the contiguous run, the caller's promise.
+            unsafe { T::load(dtype, from, 1, piece) };
+        };
+        if par && out.len() > CONVERT_CHUNK {
+            out.par_chunks_mut(CONVERT_CHUNK).enumerate().for_each(convert);
+        } else {
+            out.chunks_mut(CONVERT_CHUNK).enumerate().for_each(convert);
+        }
+        return;
+    }
+    let convert = |(l, line): (usize, &mut [T])| {
+        let from = src.wrapping_add((l as u64).wrapping_mul(step as u64).wrapping_mul(size));
+        // SAFETY: line `l`, `len` elements `inc` apart.
+        unsafe { T::load(dtype, from, inc, line) };
+    };
+    debug_assert_eq!(out.len(), lines * len);
+    if par && out.len() >= 1 << 16 {
+        out.par_chunks_mut(len.max(1)).enumerate().for_each(convert);
+    } else {
+        out.chunks_mut(len.max(1)).enumerate().for_each(convert);
+    }
 }
 
 /// The addresses of one product's operands.
@@ -462,11 +491,8 @@ unsafe fn copy_matrix<T: Copy>(src: View, dst: View, m: i64, n: i64) {
 /// # Safety
 /// The matrix must be readable.
 unsafe fn load_col_major<T: Acc>(view: View, m: i64, n: i64, out: &mut [T]) {
-    for (j, col) in out.chunks_mut(m.max(1) as usize).enumerate().take(n as usize) {
-        let src = view.ptr.wrapping_add((j as u64).wrapping_mul(view.cs as u64).wrapping_mul(view.dtype.size() as u64));
-        // SAFETY: column j, m elements rs apart.
-        unsafe { T::load(view.dtype, src, view.rs as isize, col) };
-    }
+    // SAFETY: the caller's promise: n columns of m elements.
+    unsafe { convert_lines(view.dtype, view.ptr, n as usize, m as usize, view.cs, view.rs as isize, out, true) };
 }
 
 /// Rounds the column-major `buf` into `view`'s `m x n` matrix.
@@ -475,8 +501,24 @@ unsafe fn load_col_major<T: Acc>(view: View, m: i64, n: i64, out: &mut [T]) {
 /// The matrix must be writable.
 unsafe fn store_col_major<T: Acc>(buf: &[T], view: View, m: i64, n: i64, par: bool) {
     let base = view.ptr;
+    let size = view.dtype.size() as u64;
+    if view.rs == 1 && view.cs == m {
+        // One contiguous run, stored in large pieces.
+        let store = |(i, piece): (usize, &[T])| {
+            let dst = base.wrapping_add((i * CONVERT_CHUNK) as u64 * size);
+            // SAFETY: a piece of the contiguous destination; pieces are
+            // disjoint.
+            unsafe { T::store(piece, view.dtype, dst, 1) };
+        };
+        if par && buf.len() > CONVERT_CHUNK {
+            buf.par_chunks(CONVERT_CHUNK).enumerate().for_each(store);
+        } else {
+            buf.chunks(CONVERT_CHUNK).enumerate().for_each(store);
+        }
+        return;
+    }
     let store = |(j, col): (usize, &[T])| {
-        let dst = base.wrapping_add((j as u64).wrapping_mul(view.cs as u64).wrapping_mul(view.dtype.size() as u64));
+        let dst = base.wrapping_add((j as u64).wrapping_mul(view.cs as u64).wrapping_mul(size));
         // SAFETY: column j, m elements rs apart; columns are disjoint.
         unsafe { T::store(col, view.dtype, dst, view.rs as isize) };
     };
