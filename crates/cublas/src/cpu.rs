@@ -385,7 +385,88 @@ fn run_level1(n: i64, call: Level1) {
             DType::F64 => level1_typed::<f64>(n, call),
             DType::C32 => level1_typed::<Complex32>(n, call),
             DType::C64 => level1_typed::<Complex64>(n, call),
+            DType::F16 | DType::BF16 => level1_widened(n, call),
             other => error!("level-1 operation on {other:?} is not supported"),
+        }
+    }
+}
+
+/// Element `i` of a vector, read exactly as a complex double.
+///
+/// # Safety
+/// The element must be readable.
+unsafe fn get(v: &Vector, i: i64) -> Complex64 {
+    // SAFETY: the caller's promise.
+    unsafe { v.dtype.read(v.ptr, (i * v.inc) as isize) }
+}
+
+/// Level-1 operations on 16-bit vectors (the `...Ex` functions): elements
+/// are read exactly, combined in f64 (at least the f32 execution type
+/// cuBLAS documents) and rounded once into the vector's type.
+///
+/// # Safety
+/// The vectors were checked when the call was made.
+unsafe fn level1_widened(n: i64, call: Level1) {
+    let zero = Complex64::new(0.0, 0.0);
+    // SAFETY (block): the caller's promise.
+    unsafe {
+        match call {
+            Level1::Axpy { alpha, x, y } => {
+                let a = alpha.get();
+                for i in 0..n {
+                    y.dtype.write(y.ptr, (i * y.inc) as isize, a * get(&x, i) + get(&y, i));
+                }
+            }
+            Level1::Scal { alpha, x } => {
+                let a = alpha.get();
+                for i in 0..n {
+                    x.dtype.write(x.ptr, (i * x.inc) as isize, a * get(&x, i));
+                }
+            }
+            Level1::Copy { x, y } => {
+                for i in 0..n {
+                    y.dtype.write(y.ptr, (i * y.inc) as isize, get(&x, i));
+                }
+            }
+            Level1::Swap { x, y } => {
+                for i in 0..n {
+                    let (a, b) = (get(&x, i), get(&y, i));
+                    x.dtype.write(x.ptr, (i * x.inc) as isize, b);
+                    y.dtype.write(y.ptr, (i * y.inc) as isize, a);
+                }
+            }
+            Level1::Dot { x, y, conj, out } => {
+                let mut s = zero;
+                for i in 0..n {
+                    let a = get(&x, i);
+                    s += if conj { a.conj() } else { a } * get(&y, i);
+                }
+                write_out(out, s, 0);
+            }
+            Level1::Nrm2 { x, out } => {
+                // 16-bit values squared cannot overflow or underflow f64.
+                let s: f64 = (0..n).map(|i| get(&x, i).norm_sqr()).sum();
+                write_out(out, Complex64::new(s.sqrt(), 0.0), 0);
+            }
+            Level1::Asum { x, out } => {
+                let s: f64 = (0..n).map(|i| abs1(get(&x, i))).sum();
+                write_out(out, Complex64::new(s, 0.0), 0);
+            }
+            Level1::Iamax { x, min, out } => {
+                let mut best = 0i64;
+                if n > 0 {
+                    let mut bv = abs1(get(&x, 0));
+                    best = 1;
+                    for i in 1..n {
+                        let v = abs1(get(&x, i));
+                        if (if min { v < bv } else { v > bv }) || (bv.is_nan() && !v.is_nan()) {
+                            bv = v;
+                            best = i + 1;
+                        }
+                    }
+                }
+                write_out(out, zero, best);
+            }
         }
     }
 }
