@@ -326,7 +326,7 @@ fn main() {
         // linear layer) against SGEMM plus the same epilogue.
         let bias: Vec<f32> = (0..m).map(|i| (i % 7) as f32 * 0.1 - 0.3).collect();
         let dbias = e.upload(&bias);
-        let lt = lt_setup(&e, m, n, k, ta, tb, dbias);
+        let lt = lt_setup(e, m, n, k, ta, tb, dbias);
         let matmul: LtMatmul = e.lt.f("cublasLtMatmul");
         compare(
             "Lt+bias",
@@ -379,7 +379,7 @@ fn main() {
                 }
             },
         );
-        lt.destroy(&e);
+        lt.destroy(e);
         if m * n * k <= 1 << 30 {
             let ad: Vec<f64> = af.iter().map(|&x| x as f64).collect();
             let bd: Vec<f64> = bf.iter().map(|&x| x as f64).collect();

@@ -1235,13 +1235,11 @@ fn l1_exec(t: DType) -> Option<DType> {
 /// Checks an `...Ex` call's types against cuBLAS's table: x (and y) of one
 /// floating type, the execution type that type takes, and `others` (scalar
 /// or result types) as the table requires. Returns x's type.
-fn l1_ex_types(
-    what: &str,
-    x: c_int,
-    y: Option<c_int>,
-    exec: c_int,
-    others: &[(&str, c_int, fn(DType) -> DType)],
-) -> crate::status::Result<DType> {
+/// A further type an `...Ex` call passes: its name, its `cudaDataType`,
+/// and the type it must be, given x's.
+type TypeRule<'a> = (&'a str, c_int, fn(DType) -> DType);
+
+fn l1_ex_types(what: &str, x: c_int, y: Option<c_int>, exec: c_int, others: &[TypeRule<'_>]) -> crate::status::Result<DType> {
     use crate::types::cuda_type_name as name;
     let xd = DType::from_cuda(x)?;
     let combo = || {

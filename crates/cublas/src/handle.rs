@@ -176,7 +176,11 @@ pub fn destroy(h: HandleT) -> Result<()> {
 /// readable (`process_vm_readv` on this process; where that system call is
 /// not allowed, a plain read, which is what NVIDIA's library does with the
 /// handles and descriptors it is given).
-pub fn read_user<T: Copy>(p: *const T) -> Option<T> {
+///
+/// # Safety
+/// `T` must be plain data (any bytes are a value). Where the system call
+/// is refused, `p` must be NULL or readable.
+pub unsafe fn read_user<T: Copy>(p: *const T) -> Option<T> {
     if p.is_null() {
         return None;
     }
@@ -192,7 +196,7 @@ pub fn read_user<T: Copy>(p: *const T) -> Option<T> {
     }
     let err = std::io::Error::last_os_error().raw_os_error();
     if n < 0 && matches!(err, Some(libc::EPERM) | Some(libc::ENOSYS)) {
-        // SAFETY: no way to check here; the caller's pointer, as NVIDIA's.
+        // SAFETY: the caller's promise for this case.
         return Some(unsafe { std::ptr::read_unaligned(p) });
     }
     None

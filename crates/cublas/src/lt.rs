@@ -76,7 +76,9 @@ fn resolve(h: LtHandleT) -> Result<Target> {
         let lt = unsafe { &*h.cast::<LtHandle>() };
         return Ok(Target { ctx: lt.header.ctx, backend: lt.backend });
     }
-    match read_user(h.cast_const().cast::<Header>()) {
+    // SAFETY: a header is plain data; the pointer is the caller's, read
+    // without faulting where the kernel allows it.
+    match unsafe { read_user(h.cast_const().cast::<Header>()) } {
         Some(hd) if hd.magic == BLAS_MAGIC => Ok(Target { ctx: hd.ctx, backend: backend_for(hd.device)? }),
         _ => Err(Error::not_initialized(format!("{h:p} is not a live cuBLASLt (or cuBLAS) handle"))),
     }

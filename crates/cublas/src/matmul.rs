@@ -11,6 +11,9 @@
 //! as a whole when a heuristic query, an algorithm check or a matmul uses
 //! it, where what anycuda does not implement fails with
 //! `CUBLAS_STATUS_NOT_SUPPORTED` and a log line naming it.
+// The descriptor pointers are the C ABI's, read without faulting (or
+// refused) before use.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use std::mem::{offset_of, size_of};
 
@@ -72,7 +75,9 @@ pub fn read<T: Record>(p: *const T, what: &str) -> Result<T> {
     if p.is_null() {
         return Err(Error::invalid(format!("{what} is NULL")));
     }
-    match read_user(p) {
+    // SAFETY: descriptors are plain data; the pointer is the caller's, read
+    // without faulting where the kernel allows it.
+    match unsafe { read_user(p) } {
         Some(v) if v.tag() & !OWNED == T::TAG => Ok(v),
         Some(_) => Err(Error::invalid(format!("{what} ({p:p}) is not an initialised {} (never created, or destroyed)", T::NAME))),
         None => Err(Error::invalid(format!("{what} ({p:p}) is not readable memory"))),

@@ -235,9 +235,9 @@ unsafe fn real_epilogue<T: Acc + PartialOrd>(
         }
     };
     if m * n >= 1 << 16 {
-        (0..n).into_par_iter().for_each(&column);
+        (0..n).into_par_iter().for_each(column);
     } else {
-        (0..n).for_each(&column);
+        (0..n).for_each(column);
     }
 }
 
