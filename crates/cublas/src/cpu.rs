@@ -126,89 +126,149 @@ pub(crate) unsafe fn entry(array: u64, i: i64) -> u64 {
     unsafe { std::ptr::read_unaligned((array + 8 * i as u64) as *const u64) }
 }
 
-/// Solves one triangular system set (see [`Trsm`]).
+/// Rows of the diagonal blocks of a triangular solve: each is solved by
+/// substitution, and the rows it feeds are updated by one matrix product.
+const TRSM_BLOCK: i64 = 64;
+
+/// The triangular matrix of a left solve, `op(A)` as the solve sees it:
+/// element `(i, j)` at `p + i rs + j cs` (conjugated when `conj`).
+#[derive(Clone, Copy)]
+struct Tri<T> {
+    p: *const T,
+    rs: isize,
+    cs: isize,
+    conj: bool,
+    lower: bool,
+    unit: bool,
+}
+
+// SAFETY: the tasks using it only read A.
+unsafe impl<T> Send for Tri<T> {}
+unsafe impl<T> Sync for Tri<T> {}
+
+/// A raw pointer rayon's tasks may share (each task touches its own
+/// columns of B).
+#[derive(Clone, Copy)]
+struct Shared<T>(*mut T);
+// SAFETY: the tasks using it write disjoint elements.
+unsafe impl<T> Send for Shared<T> {}
+unsafe impl<T> Sync for Shared<T> {}
+
+impl<T: Elem> Tri<T> {
+    /// Element (i, j).
+    ///
+    /// # Safety
+    /// (i, j) must lie in the matrix.
+    unsafe fn at(&self, i: i64, j: i64) -> T {
+        // SAFETY: the caller's promise.
+        let v = unsafe { *self.p.offset(i as isize * self.rs + j as isize * self.cs) };
+        if self.conj {
+            v.conj()
+        } else {
+            v
+        }
+    }
+}
+
+/// Solves `op(A) X = alpha B` in place of the `m x n` matrix B (element
+/// `(i, j)` at `b + i brs + j bcs`), blocked: substitution on each
+/// diagonal block of `TRSM_BLOCK` rows, then one product (the `gemm`
+/// crate, all cores) updating the rows that block feeds.
+///
+/// # Safety
+/// A (m x m) and B must be valid for their shapes.
+#[allow(clippy::too_many_arguments)]
+unsafe fn solve_left<T: Elem>(t: Tri<T>, m: i64, n: i64, b: *mut T, brs: isize, bcs: isize, alpha: T, par: Parallelism) {
+    let bp = Shared(b);
+    // SAFETY (block): elements of B, the caller's promise; columns are
+    // disjoint between tasks.
+    unsafe {
+        let scale = |j: i64| {
+            let bp = bp;
+            for i in 0..m {
+                let e = bp.0.offset(i as isize * brs + j as isize * bcs);
+                *e = alpha * *e;
+            }
+        };
+        (0..n).into_par_iter().for_each(scale);
+        let starts: Vec<i64> = (0..m).step_by(TRSM_BLOCK as usize).collect();
+        let order: Vec<i64> = if t.lower { starts } else { starts.into_iter().rev().collect() };
+        for k0 in order {
+            let k1 = (k0 + TRSM_BLOCK).min(m);
+            // Substitution on the diagonal block, column by column.
+            let substitute = |j: i64| {
+                let bp = bp;
+                let x = |i: i64| bp.0.offset(i as isize * brs + j as isize * bcs);
+                // Row i from the rows [lo, hi) already solved.
+                let step = |i: i64, lo: i64, hi: i64| {
+                    let mut s = *x(i);
+                    for p in lo..hi {
+                        s = s - t.at(i, p) * *x(p);
+                    }
+                    *x(i) = if t.unit { s } else { s / t.at(i, i) };
+                };
+                if t.lower {
+                    for i in k0..k1 {
+                        step(i, k0, i);
+                    }
+                } else {
+                    for i in (k0..k1).rev() {
+                        step(i, i + 1, k1);
+                    }
+                }
+            };
+            (0..n).into_par_iter().for_each(substitute);
+            // The rows below (lower) or above (upper) the block lose its
+            // contribution: B[r] -= op(A)[r, k] X[k].
+            let (r0, r1) = if t.lower { (k1, m) } else { (0, k0) };
+            if r1 > r0 {
+                gemm::gemm::<T>(
+                    (r1 - r0) as usize,
+                    n as usize,
+                    (k1 - k0) as usize,
+                    b.offset(r0 as isize * brs),
+                    bcs,
+                    brs,
+                    true,
+                    t.p.offset(r0 as isize * t.rs + k0 as isize * t.cs),
+                    t.cs,
+                    t.rs,
+                    b.offset(k0 as isize * brs),
+                    bcs,
+                    brs,
+                    T::one(),
+                    T::zero() - T::one(),
+                    false,
+                    t.conj,
+                    false,
+                    par,
+                );
+            }
+        }
+    }
+}
+
+/// Solves one triangular system set (see [`Trsm`]). A right solve
+/// `X op(A) = alpha B` is the left solve `op(A)^T X^T = alpha B^T`: the
+/// same memory with rows and columns exchanged.
 ///
 /// # Safety
 /// A and B must be valid for the call's shapes.
-unsafe fn trsm_typed<T: Elem>(call: &Trsm, a: u64, b: u64, alpha: T) {
-    let na = if call.side == Side::Left { call.m } else { call.n };
-    let lda = call.a.ld;
-    let ldb = call.b.ld;
-    // op(A)[i][j]
-    let get = |i: i64, j: i64| -> T {
-        let ap = a as usize as *const T;
-        // SAFETY: i, j < na, inside A.
-        unsafe {
-            match call.trans {
-                Op::N => *ap.offset((i + j * lda) as isize),
-                Op::T => *ap.offset((j + i * lda) as isize),
-                Op::C => (*ap.offset((j + i * lda) as isize)).conj(),
-            }
-        }
-    };
+unsafe fn trsm_typed<T: Elem>(call: &Trsm, a: u64, b: u64, alpha: T, par: Parallelism) {
+    let lda = call.a.ld as isize;
+    let ldb = call.b.ld as isize;
+    // op(A): strides and which triangle it is.
+    let (rs, cs) = if call.trans == Op::N { (1, lda) } else { (lda, 1) };
     let lower = (call.fill == Fill::Lower) != call.trans.transposed();
-    let diag = |i: i64| if call.unit { T::one() } else { get(i, i) };
-    let bp = b as usize;
-    let _ = na;
-    match call.side {
-        Side::Left => {
-            // Column by column: op(A) x = alpha b.
-            (0..call.n).into_par_iter().for_each(|col| {
-                let x = (bp as *mut T).wrapping_offset((col * ldb) as isize);
-                // SAFETY: column `col` of B, m elements.
-                let x = unsafe { std::slice::from_raw_parts_mut(x, call.m as usize) };
-                for v in x.iter_mut() {
-                    *v = alpha * *v;
-                }
-                let m = call.m;
-                if lower {
-                    for i in 0..m {
-                        let mut s = x[i as usize];
-                        for j in 0..i {
-                            s = s - get(i, j) * x[j as usize];
-                        }
-                        x[i as usize] = s / diag(i);
-                    }
-                } else {
-                    for i in (0..m).rev() {
-                        let mut s = x[i as usize];
-                        for j in i + 1..m {
-                            s = s - get(i, j) * x[j as usize];
-                        }
-                        x[i as usize] = s / diag(i);
-                    }
-                }
-            });
-        }
-        Side::Right => {
-            // Row by row: x op(A) = alpha b.
-            (0..call.m).into_par_iter().for_each(|row| {
-                let at = |j: i64| (bp as *mut T).wrapping_offset((row + j * ldb) as isize);
-                let n = call.n;
-                let mut x: Vec<T> = (0..n).map(|j| alpha * unsafe { *at(j) }).collect();
-                if !lower {
-                    for j in 0..n {
-                        let mut s = x[j as usize];
-                        for i in 0..j {
-                            s = s - x[i as usize] * get(i, j);
-                        }
-                        x[j as usize] = s / diag(j);
-                    }
-                } else {
-                    for j in (0..n).rev() {
-                        let mut s = x[j as usize];
-                        for i in j + 1..n {
-                            s = s - x[i as usize] * get(i, j);
-                        }
-                        x[j as usize] = s / diag(j);
-                    }
-                }
-                for j in 0..n {
-                    // SAFETY: element (row, j) of B; rows are disjoint
-                    // between tasks.
-                    unsafe { *at(j) = x[j as usize] };
-                }
-            });
+    let conj = call.trans == Op::C;
+    let (p, unit) = (a as usize as *const T, call.unit);
+    // SAFETY: the caller's promise.
+    unsafe {
+        match call.side {
+            Side::Left => solve_left(Tri { p, rs, cs, conj, lower, unit }, call.m, call.n, b as usize as *mut T, 1, ldb, alpha, par),
+            Side::Right => {
+                solve_left(Tri { p, rs: cs, cs: rs, conj, lower: !lower, unit }, call.n, call.m, b as usize as *mut T, ldb, 1, alpha, par)
+            }
         }
     }
 }
@@ -219,11 +279,11 @@ fn run_trsm(call: Trsm) {
     unsafe {
         let alpha = call.alpha.get();
         let na = if call.side == Side::Left { call.m } else { call.n };
-        let one = |a: u64, b: u64| match call.a.dtype {
-            DType::F32 => trsm_typed::<f32>(&call, a, b, f32::from_c64(alpha)),
-            DType::F64 => trsm_typed::<f64>(&call, a, b, alpha.re),
-            DType::C32 => trsm_typed::<Complex32>(&call, a, b, Complex32::from_c64(alpha)),
-            DType::C64 => trsm_typed::<Complex64>(&call, a, b, alpha),
+        let one = |a: u64, b: u64, par: Parallelism| match call.a.dtype {
+            DType::F32 => trsm_typed::<f32>(&call, a, b, f32::from_c64(alpha), par),
+            DType::F64 => trsm_typed::<f64>(&call, a, b, alpha.re, par),
+            DType::C32 => trsm_typed::<Complex32>(&call, a, b, Complex32::from_c64(alpha), par),
+            DType::C64 => trsm_typed::<Complex64>(&call, a, b, alpha, par),
             other => error!("trsm on {other:?} is not supported"),
         };
         if call.m == 0 || call.n == 0 {
@@ -239,10 +299,11 @@ fn run_trsm(call: Trsm) {
                         error!("trsm batch entry {i}: A at {pa:#x} or B at {pb:#x} is not in device memory; the solve was skipped");
                         return;
                     }
-                    one(pa, pb);
+                    // Solves of a batch run one per thread.
+                    one(pa, pb, Parallelism::None);
                 });
             }
-            _ => one(call.a.ptr, call.b.ptr),
+            _ => one(call.a.ptr, call.b.ptr, par()),
         }
     }
 }
