@@ -154,6 +154,13 @@ struct Shared<T>(*mut T);
 unsafe impl<T> Send for Shared<T> {}
 unsafe impl<T> Sync for Shared<T> {}
 
+impl<T> Shared<T> {
+    /// The pointer (a method, so that closures capture the whole wrapper).
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
 impl<T: Elem> Tri<T> {
     /// Element (i, j).
     ///
@@ -184,9 +191,8 @@ unsafe fn solve_left<T: Elem>(t: Tri<T>, m: i64, n: i64, b: *mut T, brs: isize, 
     // disjoint between tasks.
     unsafe {
         let scale = |j: i64| {
-            let bp = bp;
             for i in 0..m {
-                let e = bp.0.offset(i as isize * brs + j as isize * bcs);
+                let e = bp.get().offset(i as isize * brs + j as isize * bcs);
                 *e = alpha * *e;
             }
         };
@@ -197,8 +203,7 @@ unsafe fn solve_left<T: Elem>(t: Tri<T>, m: i64, n: i64, b: *mut T, brs: isize, 
             let k1 = (k0 + TRSM_BLOCK).min(m);
             // Substitution on the diagonal block, column by column.
             let substitute = |j: i64| {
-                let bp = bp;
-                let x = |i: i64| bp.0.offset(i as isize * brs + j as isize * bcs);
+                let x = |i: i64| bp.get().offset(i as isize * brs + j as isize * bcs);
                 // Row i from the rows [lo, hi) already solved.
                 let step = |i: i64, lo: i64, hi: i64| {
                     let mut s = *x(i);
