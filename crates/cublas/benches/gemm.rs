@@ -5,7 +5,7 @@
 //! SGEMM (OpenBLAS has no f16 product, and the f32 product of the same
 //! shape is the work the CPU does for it); the cuBLASLt matmul (f32 with a
 //! bias and ReLU epilogue) against OpenBLAS SGEMM followed by the same
-//! epilogue in a plain loop.
+//! epilogue in a plain loop; STRSM (left, lower) against `cblas_strsm`.
 //!
 //! The machine the project runs on is shared, so each shape is measured in
 //! rounds that alternate the two libraries; each round takes the best of a
@@ -435,6 +435,42 @@ fn main() {
             }
         }
         for p in [da, db, dc, dha, dhb, dhc, dbias] {
+            e.free(p);
+        }
+    }
+    // Triangular solves (left, lower, not transposed): the blocked solve
+    // against OpenBLAS's cblas_strsm. B is restored from a copy before each
+    // solve on both sides (the copy is timed on both).
+    let strsm: unsafe extern "C" fn(H, i32, i32, i32, i32, i32, i32, P, P, i32, H, i32) -> i32 = e.blas.f("cublasStrsm_v2");
+    let strsm_ref: unsafe extern "C" fn(i32, i32, i32, i32, i32, i32, i32, f32, *const f32, i32, *mut f32, i32) =
+        unsafe { std::mem::transmute(libc::dlsym(blas, c"cblas_strsm".as_ptr())) };
+    let memcpy_dtod: unsafe extern "C" fn(u64, u64, usize) -> i32 = e.cuda.f("cuMemcpyDtoD_v2");
+    for (m, n) in [(512usize, 512usize), (1024, 1024)] {
+        if only.as_ref().is_some_and(|o| !o.contains(&m)) {
+            continue;
+        }
+        let a: Vec<f32> =
+            (0..m * m).map(|i| if i % (m + 1) == 0 { 2.0 + (i % 3) as f32 } else { ((i * 7) % 13) as f32 / 13.0 / m as f32 }).collect();
+        let b0: Vec<f32> = (0..m * n).map(|i| ((i * 5) % 11) as f32 / 11.0 - 0.5).collect();
+        let mut bh = b0.clone();
+        let (da, db, db0) = (e.upload(&a), e.upload(&b0), e.upload(&b0));
+        let one = 1f32;
+        compare(
+            "STRSM",
+            &format!("{m}x{n} LLNN"),
+            (m * m * n) as f64,
+            rounds,
+            &mut || unsafe {
+                assert_eq!(memcpy_dtod(db, db0, m * n * 4), 0);
+                assert_eq!(strsm(h, 0, 0, 0, 0, m as i32, n as i32, (&one as *const f32).cast(), da as P, m as i32, db as H, m as i32), 0);
+                e.sync();
+            },
+            &mut || unsafe {
+                bh.copy_from_slice(&b0);
+                strsm_ref(102, 141, 122, 111, 131, m as i32, n as i32, 1.0, a.as_ptr(), m as i32, bh.as_mut_ptr(), m as i32);
+            },
+        );
+        for p in [da, db, db0] {
             e.free(p);
         }
     }

@@ -201,24 +201,50 @@ unsafe fn solve_left<T: Elem>(t: Tri<T>, m: i64, n: i64, b: *mut T, brs: isize, 
         let order: Vec<i64> = if t.lower { starts } else { starts.into_iter().rev().collect() };
         for k0 in order {
             let k1 = (k0 + TRSM_BLOCK).min(m);
-            // Substitution on the diagonal block, column by column.
+            // Substitution on the diagonal block, column by column, on a
+            // contiguous copy of the block (conjugated as op(A) is) so that
+            // each step is one vectorisable update of a contiguous column.
+            let kb = (k1 - k0) as usize;
+            let mut d = vec![T::zero(); kb * kb];
+            for (jj, col) in d.chunks_mut(kb).enumerate() {
+                for (ii, v) in col.iter_mut().enumerate() {
+                    *v = t.at(k0 + ii as i64, k0 + jj as i64);
+                }
+            }
+            let d = &d;
             let substitute = |j: i64| {
-                let x = |i: i64| bp.get().offset(i as isize * brs + j as isize * bcs);
-                // Row i from the rows [lo, hi) already solved.
-                let step = |i: i64, lo: i64, hi: i64| {
-                    let mut s = *x(i);
-                    for p in lo..hi {
-                        s = s - t.at(i, p) * *x(p);
-                    }
-                    *x(i) = if t.unit { s } else { s / t.at(i, i) };
+                let first = bp.get().offset(k0 as isize * brs + j as isize * bcs);
+                let mut gathered = Vec::new();
+                let x: &mut [T] = if brs == 1 {
+                    std::slice::from_raw_parts_mut(first, kb)
+                } else {
+                    gathered.extend((0..kb).map(|i| *first.offset(i as isize * brs)));
+                    &mut gathered
                 };
                 if t.lower {
-                    for i in k0..k1 {
-                        step(i, k0, i);
+                    for i in 0..kb {
+                        if !t.unit {
+                            x[i] = x[i] / d[i + i * kb];
+                        }
+                        let xi = x[i];
+                        for (v, a) in x[i + 1..].iter_mut().zip(&d[i * kb + i + 1..(i + 1) * kb]) {
+                            *v = *v - *a * xi;
+                        }
                     }
                 } else {
-                    for i in (k0..k1).rev() {
-                        step(i, i + 1, k1);
+                    for i in (0..kb).rev() {
+                        if !t.unit {
+                            x[i] = x[i] / d[i + i * kb];
+                        }
+                        let xi = x[i];
+                        for (v, a) in x[..i].iter_mut().zip(&d[i * kb..i * kb + i]) {
+                            *v = *v - *a * xi;
+                        }
+                    }
+                }
+                if brs != 1 {
+                    for (i, v) in gathered.iter().enumerate() {
+                        *first.offset(i as isize * brs) = *v;
                     }
                 }
             };
