@@ -118,9 +118,12 @@ fn main() {
     let dgemm: Gemm = e.blas.f("cublasDgemm_v2");
     let hgemm: Gemm = e.blas.f("cublasHgemm");
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let var = |v: &str| std::env::var(v).unwrap_or_else(|_| "unset".into());
     println!(
-        "threads: {threads}, OPENBLAS_CORETYPE={}, {rounds} alternating rounds per line",
-        std::env::var("OPENBLAS_CORETYPE").unwrap_or_default()
+        "CPUs: {threads}, RAYON_NUM_THREADS={}, OPENBLAS_NUM_THREADS={}, OPENBLAS_CORETYPE={}, {rounds} alternating rounds per line",
+        var("RAYON_NUM_THREADS"),
+        var("OPENBLAS_NUM_THREADS"),
+        var("OPENBLAS_CORETYPE")
     );
     println!("GF/s: median round (range); ratio = OpenBLAS time / anycuda time");
     // What a call costs besides its arithmetic: a 1 x 1 x 1 SGEMM (the
