@@ -1220,6 +1220,196 @@ reduce!(cublasIdamin_v2, cublasIdamin_v2_64, L1::Iamax { min: true, wide: false 
 reduce!(cublasIcamin_v2, cublasIcamin_v2_64, L1::Iamax { min: true, wide: false }, L1::Iamax { min: true, wide: true }, DType::C32);
 reduce!(cublasIzamin_v2, cublasIzamin_v2_64, L1::Iamax { min: true, wide: false }, L1::Iamax { min: true, wide: true }, DType::C64);
 
+// ---- level 1, mixed precision (...Ex) --------------------------------------
+
+/// The execution type cuBLAS's `...Ex` level-1 tables give vectors of
+/// type `t` (16-bit floats execute in f32).
+fn l1_exec(t: DType) -> Option<DType> {
+    match t {
+        DType::F16 | DType::BF16 | DType::F32 => Some(DType::F32),
+        DType::F64 | DType::C32 | DType::C64 => Some(t),
+        DType::I8 | DType::I32 => None,
+    }
+}
+
+/// Checks an `...Ex` call's types against cuBLAS's table: x (and y) of one
+/// floating type, the execution type that type takes, and `others` (scalar
+/// or result types) as the table requires. Returns x's type.
+/// A further type an `...Ex` call passes: its name, its `cudaDataType`,
+/// and the type it must be, given x's.
+type TypeRule<'a> = (&'a str, c_int, fn(DType) -> DType);
+
+fn l1_ex_types(what: &str, x: c_int, y: Option<c_int>, exec: c_int, others: &[TypeRule<'_>]) -> crate::status::Result<DType> {
+    use crate::types::cuda_type_name as name;
+    let xd = DType::from_cuda(x)?;
+    let combo = || {
+        let mut s = format!("{what}: x {}", name(x));
+        if let Some(y) = y {
+            s += &format!(", y {}", name(y));
+        }
+        for (n, t, _) in others {
+            s += &format!(", {n} {}", name(*t));
+        }
+        s + &format!(", execution {}", name(exec))
+    };
+    let want_exec = l1_exec(xd).ok_or_else(|| Error::unsupported(format!("{}: integer vectors are not in cuBLAS's table", combo())))?;
+    if y.is_some_and(|y| y != x) || exec != want_exec.cuda() || others.iter().any(|(_, t, f)| *t != f(xd).cuda()) {
+        return Err(Error::unsupported(format!("{}: not a combination cuBLAS supports", combo())));
+    }
+    Ok(xd)
+}
+
+fn same(t: DType) -> DType {
+    t
+}
+
+fn exec_of(t: DType) -> DType {
+    l1_exec(t).unwrap_or(t)
+}
+
+/// The real type of a vector's norm.
+fn real_of(t: DType) -> DType {
+    match t {
+        DType::C32 => DType::F32,
+        DType::C64 => DType::F64,
+        t => t,
+    }
+}
+
+fn dot_ex(
+    h: HandleT,
+    n: i64,
+    x: P,
+    xt: c_int,
+    incx: i64,
+    y: P,
+    yt: c_int,
+    incy: i64,
+    r: PM,
+    rt: c_int,
+    exec: c_int,
+    conj: bool,
+) -> crate::status::Result<()> {
+    handle::with(h, |_| Ok(()))?;
+    let t = l1_ex_types(if conj { "cublasDotcEx" } else { "cublasDotEx" }, xt, Some(yt), exec, &[("result", rt, same)])?;
+    blas::level1(h, L1::Dot { conj }, n, None, x, incx, y, incy, t, r)
+}
+
+macro_rules! dot_ex_fns {
+    ($name:ident, $name64:ident, $conj:expr) => {
+        pub unsafe extern "C" fn $name(
+            h: HandleT,
+            n: c_int,
+            x: P,
+            xt: c_int,
+            incx: c_int,
+            y: P,
+            yt: c_int,
+            incy: c_int,
+            r: PM,
+            rt: c_int,
+            exec: c_int,
+        ) -> Status {
+            api(stringify!($name), || dot_ex(h, n as i64, x, xt, incx as i64, y, yt, incy as i64, r, rt, exec, $conj))
+        }
+        pub unsafe extern "C" fn $name64(
+            h: HandleT,
+            n: i64,
+            x: P,
+            xt: c_int,
+            incx: i64,
+            y: P,
+            yt: c_int,
+            incy: i64,
+            r: PM,
+            rt: c_int,
+            exec: c_int,
+        ) -> Status {
+            api(stringify!($name64), || dot_ex(h, n, x, xt, incx, y, yt, incy, r, rt, exec, $conj))
+        }
+    };
+}
+dot_ex_fns!(cublasDotEx, cublasDotEx_64, false);
+dot_ex_fns!(cublasDotcEx, cublasDotcEx_64, true);
+
+fn axpy_ex(
+    h: HandleT,
+    n: i64,
+    alpha: P,
+    at: c_int,
+    x: P,
+    xt: c_int,
+    incx: i64,
+    y: PM,
+    yt: c_int,
+    incy: i64,
+    exec: c_int,
+) -> crate::status::Result<()> {
+    handle::with(h, |_| Ok(()))?;
+    let t = l1_ex_types("cublasAxpyEx", xt, Some(yt), exec, &[("alpha", at, exec_of)])?;
+    blas::level1(h, L1::Axpy, n, Some((alpha, exec_of(t))), x, incx, y, incy, t, std::ptr::null_mut())
+}
+
+pub unsafe extern "C" fn cublasAxpyEx(
+    h: HandleT,
+    n: c_int,
+    alpha: P,
+    at: c_int,
+    x: P,
+    xt: c_int,
+    incx: c_int,
+    y: PM,
+    yt: c_int,
+    incy: c_int,
+    exec: c_int,
+) -> Status {
+    api("cublasAxpyEx", || axpy_ex(h, n as i64, alpha, at, x, xt, incx as i64, y, yt, incy as i64, exec))
+}
+
+pub unsafe extern "C" fn cublasAxpyEx_64(
+    h: HandleT,
+    n: i64,
+    alpha: P,
+    at: c_int,
+    x: P,
+    xt: c_int,
+    incx: i64,
+    y: PM,
+    yt: c_int,
+    incy: i64,
+    exec: c_int,
+) -> Status {
+    api("cublasAxpyEx_64", || axpy_ex(h, n, alpha, at, x, xt, incx, y, yt, incy, exec))
+}
+
+fn nrm2_ex(h: HandleT, n: i64, x: P, xt: c_int, incx: i64, r: PM, rt: c_int, exec: c_int) -> crate::status::Result<()> {
+    handle::with(h, |_| Ok(()))?;
+    let t = l1_ex_types("cublasNrm2Ex", xt, None, exec, &[("result", rt, real_of)])?;
+    blas::level1(h, L1::Nrm2, n, None, x, incx, std::ptr::null(), 1, t, r)
+}
+
+pub unsafe extern "C" fn cublasNrm2Ex(h: HandleT, n: c_int, x: P, xt: c_int, incx: c_int, r: PM, rt: c_int, exec: c_int) -> Status {
+    api("cublasNrm2Ex", || nrm2_ex(h, n as i64, x, xt, incx as i64, r, rt, exec))
+}
+
+pub unsafe extern "C" fn cublasNrm2Ex_64(h: HandleT, n: i64, x: P, xt: c_int, incx: i64, r: PM, rt: c_int, exec: c_int) -> Status {
+    api("cublasNrm2Ex_64", || nrm2_ex(h, n, x, xt, incx, r, rt, exec))
+}
+
+fn scal_ex(h: HandleT, n: i64, alpha: P, at: c_int, x: PM, xt: c_int, incx: i64, exec: c_int) -> crate::status::Result<()> {
+    handle::with(h, |_| Ok(()))?;
+    let t = l1_ex_types("cublasScalEx", xt, None, exec, &[("alpha", at, exec_of)])?;
+    blas::level1(h, L1::Scal, n, Some((alpha, exec_of(t))), x, incx, std::ptr::null(), 1, t, std::ptr::null_mut())
+}
+
+pub unsafe extern "C" fn cublasScalEx(h: HandleT, n: c_int, alpha: P, at: c_int, x: PM, xt: c_int, incx: c_int, exec: c_int) -> Status {
+    api("cublasScalEx", || scal_ex(h, n as i64, alpha, at, x, xt, incx as i64, exec))
+}
+
+pub unsafe extern "C" fn cublasScalEx_64(h: HandleT, n: i64, alpha: P, at: c_int, x: PM, xt: c_int, incx: i64, exec: c_int) -> Status {
+    api("cublasScalEx_64", || scal_ex(h, n, alpha, at, x, xt, incx, exec))
+}
+
 // ---- level 2 ---------------------------------------------------------------
 
 macro_rules! gemv {

@@ -70,6 +70,9 @@ pub enum Compute {
     F64,
     C32,
     C64,
+    /// 8-bit integer inputs, 32-bit integer accumulation, scalars and
+    /// output (`CUBLAS_COMPUTE_32I`).
+    I32,
 }
 
 /// `C = alpha op(A) op(B) + beta C`, for each matrix of the batch.
@@ -87,6 +90,161 @@ pub struct Gemm {
     pub c: Mat,
     pub compute: Compute,
     pub batch: Batch,
+}
+
+/// A stored matrix of any layout: element `(i, j)` is at
+/// `ptr + (i * rs + j * cs) * size` (column-major: `rs = 1, cs = ld`;
+/// row-major: `rs = ld, cs = 1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct View {
+    pub ptr: u64,
+    pub rs: i64,
+    pub cs: i64,
+    pub dtype: DType,
+}
+
+impl View {
+    pub fn col_major(ptr: u64, ld: i64, dtype: DType) -> View {
+        View { ptr, rs: 1, cs: ld, dtype }
+    }
+
+    /// The bytes a `rows x cols` matrix of this layout spans (0 when
+    /// empty).
+    pub fn extent(&self, rows: i64, cols: i64) -> u64 {
+        if rows <= 0 || cols <= 0 {
+            return 0;
+        }
+        ((rows - 1) as u64 * self.rs as u64 + (cols - 1) as u64 * self.cs as u64 + 1) * self.dtype.size() as u64
+    }
+
+    /// The same layout at another address.
+    pub fn at(self, ptr: u64) -> View {
+        View { ptr, ..self }
+    }
+}
+
+/// The point-wise function a matmul epilogue applies last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    None,
+    /// `max(x, 0)`.
+    Relu,
+    /// GELU in its tanh form: `x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+    Gelu,
+}
+
+/// A bias vector (one element per row of the result, packed), added to
+/// every column before the activation.
+#[derive(Debug, Clone, Copy)]
+pub struct Bias {
+    pub ptr: u64,
+    pub dtype: DType,
+    /// Elements from one batch entry's vector to the next.
+    pub stride: i64,
+}
+
+/// Where an epilogue also stores the activation's input (`*_AUX`
+/// epilogues): an `m x n` column-major matrix.
+#[derive(Debug, Clone, Copy)]
+pub struct Aux {
+    pub ptr: u64,
+    pub ld: i64,
+    pub dtype: DType,
+    /// Elements from one batch entry's matrix to the next.
+    pub stride: i64,
+}
+
+/// What a matmul does to `alpha op(A) op(B) + beta C` before storing it:
+/// add a bias, keep the sum, apply an activation.
+#[derive(Debug, Clone, Copy)]
+pub struct Epilogue {
+    pub act: Activation,
+    pub bias: Option<Bias>,
+    pub aux: Option<Aux>,
+}
+
+impl Epilogue {
+    pub const NONE: Epilogue = Epilogue { act: Activation::None, bias: None, aux: None };
+
+    pub fn is_none(&self) -> bool {
+        self.act == Activation::None && self.bias.is_none() && self.aux.is_none()
+    }
+}
+
+/// Where each product of a matmul batch finds its matrices.
+#[derive(Debug, Clone, Copy)]
+pub enum MatmulBatch {
+    /// Matrix `i` of each operand at its view's address plus `i` strides
+    /// (elements).
+    Strided { count: i64, a: i64, b: i64, c: i64, d: i64 },
+    /// Matrix `i` of each operand at the address in entry `i` of an array
+    /// in device memory (read when the work runs).
+    Pointers { count: i64, a: u64, b: u64, c: u64, d: u64 },
+}
+
+impl MatmulBatch {
+    pub fn count(self) -> i64 {
+        match self {
+            MatmulBatch::Strided { count, .. } | MatmulBatch::Pointers { count, .. } => count,
+        }
+    }
+}
+
+/// `D = epilogue(alpha op(A) op(B) + beta C)` for each product of the
+/// batch (cuBLASLt's matmul; cuBLAS's GEMMs are the case `C = D`,
+/// column-major, no epilogue). `C` is not read when `beta == 0`; `A` and
+/// `B` are not read when `alpha == 0` or `k == 0`.
+#[derive(Debug, Clone, Copy)]
+pub struct Matmul {
+    pub ta: Op,
+    pub tb: Op,
+    pub m: i64,
+    pub n: i64,
+    pub k: i64,
+    pub alpha: Scalar,
+    pub beta: Scalar,
+    pub a: View,
+    pub b: View,
+    pub c: View,
+    pub d: View,
+    pub compute: Compute,
+    pub batch: MatmulBatch,
+    pub epilogue: Epilogue,
+}
+
+impl Matmul {
+    /// The stored shapes `(rows, cols)` of A and B.
+    pub fn stored_shapes(&self) -> ((i64, i64), (i64, i64)) {
+        let a = if self.ta == Op::N { (self.m, self.k) } else { (self.k, self.m) };
+        let b = if self.tb == Op::N { (self.k, self.n) } else { (self.n, self.k) };
+        (a, b)
+    }
+
+    /// The cuBLAS GEMM `call` as a matmul.
+    pub fn from_gemm(call: &Gemm) -> Matmul {
+        let batch = match call.batch {
+            Batch::One => MatmulBatch::Strided { count: 1, a: 0, b: 0, c: 0, d: 0 },
+            Batch::Strided { count, a, b, c } => MatmulBatch::Strided { count, a, b, c, d: c },
+            Batch::Pointers { count, a, b, c } => MatmulBatch::Pointers { count, a, b, c, d: c },
+        };
+        let c = View::col_major(call.c.ptr, call.c.ld, call.c.dtype);
+        Matmul {
+            ta: call.ta,
+            tb: call.tb,
+            m: call.m,
+            n: call.n,
+            k: call.k,
+            alpha: call.alpha,
+            beta: call.beta,
+            a: View::col_major(call.a.ptr, call.a.ld, call.a.dtype),
+            b: View::col_major(call.b.ptr, call.b.ld, call.b.dtype),
+            c,
+            d: c,
+            compute: call.compute,
+            batch,
+            epilogue: Epilogue::NONE,
+        }
+    }
 }
 
 /// `op(A) X = alpha B` (left) or `X op(A) = alpha B` (right), `X`
@@ -201,6 +359,8 @@ pub struct Ger {
 pub trait Backend: Send + Sync {
     fn name(&self) -> &'static str;
     fn gemm(&self, q: Queue, call: Gemm) -> Result<()>;
+    /// cuBLASLt's matmul (layouts, separate C and D, epilogues).
+    fn matmul(&self, q: Queue, call: Matmul) -> Result<()>;
     fn trsm(&self, q: Queue, call: Trsm) -> Result<()>;
     fn level1(&self, q: Queue, n: i64, call: Level1) -> Result<()>;
     fn gemv(&self, q: Queue, call: Gemv) -> Result<()>;

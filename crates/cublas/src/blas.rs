@@ -47,7 +47,7 @@ pub struct GemmArgs {
 }
 
 /// Checks a strided batch: every matrix of it must lie in device memory.
-fn check_strided(ptr: u64, extent: u64, stride_bytes: i64, count: i64, what: &str) -> Result<()> {
+pub fn check_strided(ptr: u64, extent: u64, stride_bytes: i64, count: i64, what: &str) -> Result<()> {
     if extent == 0 || count == 0 {
         return Ok(());
     }
@@ -164,7 +164,7 @@ pub fn ex_types(compute: i32, a: i32, b: i32, c: i32) -> Result<(Compute, DType,
             _ => return Err(Error::unsupported(format!("{}: 16-bit compute needs f16 A, B and C", combo()))),
         },
         C32F | C32F_PEDANTIC => match (ad, cd) {
-            (F16, F16) | (BF16, BF16) | (F16, F32) | (BF16, F32) | (F32, F32) => (Compute::F32, F32),
+            (F16, F16) | (BF16, BF16) | (F16, F32) | (BF16, F32) | (F32, F32) | (I8, F32) => (Compute::F32, F32),
             (C32, C32) => (Compute::C32, C32),
             _ => return Err(Error::unsupported(format!("{}: not a combination cuBLAS supports", combo()))),
         },
@@ -178,9 +178,10 @@ pub fn ex_types(compute: i32, a: i32, b: i32, c: i32) -> Result<(Compute, DType,
             (C64, C64) => (Compute::C64, C64),
             _ => return Err(Error::unsupported(format!("{}: 64-bit compute takes f64 or c64 matrices", combo()))),
         },
-        C32I | C32I_PEDANTIC => {
-            return Err(Error::unsupported(format!("{}: integer GEMM is not supported by anycuda's cuBLAS yet", combo())))
-        }
+        C32I | C32I_PEDANTIC => match (ad, cd) {
+            (I8, I32) => (Compute::I32, I32),
+            _ => return Err(Error::unsupported(format!("{}: 32-bit integer compute takes 8-bit integer A and B, 32-bit C", combo()))),
+        },
         _ => return Err(Error::invalid(format!("computeType {compute} is not a cublasComputeType_t"))),
     };
     Ok((r.0, r.1, [ad, ad, cd]))

@@ -6,7 +6,6 @@
 //! through `gemm`).
 
 use gemm::Parallelism;
-use half::{bf16, f16};
 use num_complex::{Complex32, Complex64};
 use rayon::prelude::*;
 
@@ -89,7 +88,7 @@ complex_elem!(Complex32, f32, DType::C32);
 complex_elem!(Complex64, f64, DType::C64);
 
 /// Whether `[ptr, ptr + bytes)` lies in one allocation the driver knows.
-fn in_device_memory(ptr: u64, bytes: u64) -> bool {
+pub(crate) fn in_device_memory(ptr: u64, bytes: u64) -> bool {
     if bytes == 0 {
         return true;
     }
@@ -100,13 +99,13 @@ fn in_device_memory(ptr: u64, bytes: u64) -> bool {
     }
 }
 
-fn par() -> Parallelism {
+pub(crate) fn par() -> Parallelism {
     Parallelism::Rayon(0)
 }
 
 /// Products at most this many multiply-adds run one per thread when a
 /// batch has several (instead of each on all threads).
-const SMALL_PRODUCT: i64 = 1 << 18;
+pub(crate) const SMALL_PRODUCT: i64 = 1 << 18;
 
 /// Element strides `(row, column)` of `op(X)` for `X` stored column-major
 /// with leading dimension `ld`.
@@ -118,317 +117,189 @@ fn strides(op: Op, ld: i64) -> (isize, isize) {
     }
 }
 
-/// `C = alpha op(A) op(B) + beta C` on one product whose operands all have
-/// the arithmetic's element type.
-///
-/// # Safety
-/// The operands must be valid for their shapes.
-#[allow(clippy::too_many_arguments)]
-unsafe fn gemm_typed<T: Elem>(call: &Gemm, a: u64, b: u64, c: u64, alpha: T, beta: T, beta_zero: bool, par: Parallelism) {
-    let (m, n, k) = (call.m as usize, call.n as usize, call.k as usize);
-    let (a_rs, a_cs) = strides(call.ta, call.a.ld);
-    let (b_rs, b_cs) = strides(call.tb, call.b.ld);
-    // SAFETY: the caller's promise; gemm computes dst = g_alpha dst +
-    // g_beta lhs rhs and reads dst only when asked to.
-    unsafe {
-        gemm::gemm::<T>(
-            m,
-            n,
-            k,
-            c as *mut T,
-            call.c.ld as isize,
-            1,
-            !beta_zero,
-            a as *const T,
-            a_cs,
-            a_rs,
-            b as *const T,
-            b_cs,
-            b_rs,
-            beta,
-            alpha,
-            false,
-            call.ta == Op::C,
-            call.tb == Op::C,
-            par,
-        )
-    }
-}
-
-/// `C = beta C` (`beta == 0` writes zeros without reading C).
-///
-/// # Safety
-/// C must be valid for `m x n` with its leading dimension.
-unsafe fn scale_c(call: &Gemm, c: u64, beta: Complex64) {
-    let dt = call.c.dtype;
-    for j in 0..call.n {
-        for i in 0..call.m {
-            let idx = (i + j * call.c.ld) as isize;
-            // SAFETY: within C, per the caller.
-            unsafe {
-                let v = if beta == Complex64::new(0.0, 0.0) { beta } else { beta * dt.read(c, idx) };
-                dt.write(c, idx, v);
-            }
-        }
-    }
-}
-
-/// A stored `rows x cols` 16-bit (or f32) matrix as contiguous f32
-/// (leading dimension `rows`).
-///
-/// # Safety
-/// The matrix must be readable.
-unsafe fn widen(ptr: u64, dtype: DType, rows: i64, cols: i64, ld: i64) -> Vec<f32> {
-    let (r, c) = (rows as usize, cols as usize);
-    let mut out = vec![0f32; r * c];
-    out.par_chunks_mut(r.max(1)).enumerate().for_each(|(j, col)| {
-        let src = ptr + (j as u64) * (ld as u64) * dtype.size() as u64;
-        // SAFETY: column j of the matrix, `r` elements.
-        unsafe {
-            match dtype {
-                DType::F16 => half::slice::HalfFloatSliceExt::convert_to_f32_slice(std::slice::from_raw_parts(src as *const f16, r), col),
-                DType::BF16 => half::slice::HalfFloatSliceExt::convert_to_f32_slice(std::slice::from_raw_parts(src as *const bf16, r), col),
-                _ => col.copy_from_slice(std::slice::from_raw_parts(src as *const f32, r)),
-            }
-        }
-    });
-    out
-}
-
-/// Writes a contiguous f32 `rows x cols` matrix into a stored 16-bit one,
-/// rounding to nearest even.
-///
-/// # Safety
-/// The destination must be writable.
-unsafe fn narrow(buf: &[f32], ptr: u64, dtype: DType, rows: i64, cols: i64, ld: i64) {
-    let r = rows as usize;
-    buf.par_chunks(r.max(1)).enumerate().take(cols as usize).for_each(|(j, col)| {
-        let dst = ptr + (j as u64) * (ld as u64) * dtype.size() as u64;
-        // SAFETY: column j of the destination, `r` elements.
-        unsafe {
-            match dtype {
-                DType::F16 => {
-                    half::slice::HalfFloatSliceExt::convert_from_f32_slice(std::slice::from_raw_parts_mut(dst as *mut f16, r), col)
-                }
-                DType::BF16 => {
-                    half::slice::HalfFloatSliceExt::convert_from_f32_slice(std::slice::from_raw_parts_mut(dst as *mut bf16, r), col)
-                }
-                _ => std::slice::from_raw_parts_mut(dst as *mut f32, r).copy_from_slice(col),
-            }
-        }
-    });
-}
-
-/// One product of a call, at the given operand addresses.
-///
-/// # Safety
-/// The operands must be valid for the call's shapes.
-unsafe fn gemm_one(call: &Gemm, a: u64, b: u64, c: u64, alpha: Complex64, beta: Complex64, par: Parallelism) {
-    if call.m == 0 || call.n == 0 {
-        return;
-    }
-    let zero = Complex64::new(0.0, 0.0);
-    if call.k == 0 || alpha == zero {
-        // SAFETY: the caller's promise.
-        unsafe { scale_c(call, c, beta) };
-        return;
-    }
-    let beta_zero = beta == zero;
-    // SAFETY (all arms): the caller's promise; converted copies are
-    // contiguous with leading dimension = rows.
-    unsafe {
-        match call.compute {
-            Compute::F64 => gemm_typed::<f64>(call, a, b, c, alpha.re, beta.re, beta_zero, par),
-            Compute::C32 => gemm_typed::<Complex32>(call, a, b, c, Complex32::from_c64(alpha), Complex32::from_c64(beta), beta_zero, par),
-            Compute::C64 => gemm_typed::<Complex64>(call, a, b, c, alpha, beta, beta_zero, par),
-            Compute::F32 => {
-                let (al, be) = (alpha.re as f32, beta.re as f32);
-                if call.a.dtype == DType::F32 && call.b.dtype == DType::F32 && call.c.dtype == DType::F32 {
-                    return gemm_typed::<f32>(call, a, b, c, al, be, beta_zero, par);
-                }
-                // Widen what is not f32 into contiguous copies.
-                let (ar, ac) = if call.ta == Op::N { (call.m, call.k) } else { (call.k, call.m) };
-                let (br, bc) = if call.tb == Op::N { (call.k, call.n) } else { (call.n, call.k) };
-                let wa;
-                let (pa, lda) = if call.a.dtype == DType::F32 {
-                    (a, call.a.ld)
-                } else {
-                    wa = widen(a, call.a.dtype, ar, ac, call.a.ld);
-                    (wa.as_ptr() as u64, ar)
-                };
-                let wb;
-                let (pb, ldb) = if call.b.dtype == DType::F32 {
-                    (b, call.b.ld)
-                } else {
-                    wb = widen(b, call.b.dtype, br, bc, call.b.ld);
-                    (wb.as_ptr() as u64, br)
-                };
-                let mut sub = *call;
-                sub.a = Mat { ptr: pa, ld: lda, dtype: DType::F32 };
-                sub.b = Mat { ptr: pb, ld: ldb, dtype: DType::F32 };
-                if call.c.dtype == DType::F32 {
-                    gemm_typed::<f32>(&sub, pa, pb, c, al, be, beta_zero, par);
-                } else {
-                    let mut wc =
-                        if beta_zero { vec![0f32; (call.m * call.n) as usize] } else { widen(c, call.c.dtype, call.m, call.n, call.c.ld) };
-                    sub.c = Mat { ptr: wc.as_mut_ptr() as u64, ld: call.m, dtype: DType::F32 };
-                    gemm_typed::<f32>(&sub, pa, pb, wc.as_mut_ptr() as u64, al, be, beta_zero, par);
-                    narrow(&wc, c, call.c.dtype, call.m, call.n, call.c.ld);
-                }
-            }
-        }
-    }
-}
-
 /// Reads entry `i` of a pointer array in device memory.
 ///
 /// # Safety
 /// The array must hold at least `i + 1` entries.
-unsafe fn entry(array: u64, i: i64) -> u64 {
+pub(crate) unsafe fn entry(array: u64, i: i64) -> u64 {
     // SAFETY: the caller's promise.
     unsafe { std::ptr::read_unaligned((array + 8 * i as u64) as *const u64) }
 }
 
-fn gemm_extents(call: &Gemm) -> (u64, u64, u64) {
-    let (ar, ac) = if call.ta == Op::N { (call.m, call.k) } else { (call.k, call.m) };
-    let (br, bc) = if call.tb == Op::N { (call.k, call.n) } else { (call.n, call.k) };
-    let reads = call.k > 0;
-    (
-        if reads { matrix_extent(ar, ac, call.a.ld, call.a.dtype.size()) } else { 0 },
-        if reads { matrix_extent(br, bc, call.b.ld, call.b.dtype.size()) } else { 0 },
-        matrix_extent(call.m, call.n, call.c.ld, call.c.dtype.size()),
-    )
+/// Rows of the diagonal blocks of a triangular solve: each is solved by
+/// substitution, and the rows it feeds are updated by one matrix product.
+const TRSM_BLOCK: i64 = 64;
+
+/// The triangular matrix of a left solve, `op(A)` as the solve sees it:
+/// element `(i, j)` at `p + i rs + j cs` (conjugated when `conj`).
+#[derive(Clone, Copy)]
+struct Tri<T> {
+    p: *const T,
+    rs: isize,
+    cs: isize,
+    conj: bool,
+    lower: bool,
+    unit: bool,
 }
 
-fn run_gemm(call: Gemm) {
-    // SAFETY (block): device scalars and every operand were checked to lie
-    // in device memory when the call was made; pointer-array entries are
-    // checked here, before use.
+// SAFETY: the tasks using it only read A.
+unsafe impl<T> Send for Tri<T> {}
+unsafe impl<T> Sync for Tri<T> {}
+
+/// A raw pointer rayon's tasks may share (each task touches its own
+/// columns of B).
+#[derive(Clone, Copy)]
+struct Shared<T>(*mut T);
+// SAFETY: the tasks using it write disjoint elements.
+unsafe impl<T> Send for Shared<T> {}
+unsafe impl<T> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    /// The pointer (a method, so that closures capture the whole wrapper).
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+impl<T: Elem> Tri<T> {
+    /// Element (i, j).
+    ///
+    /// # Safety
+    /// (i, j) must lie in the matrix.
+    unsafe fn at(&self, i: i64, j: i64) -> T {
+        // SAFETY: the caller's promise.
+        let v = unsafe { *self.p.offset(i as isize * self.rs + j as isize * self.cs) };
+        if self.conj {
+            v.conj()
+        } else {
+            v
+        }
+    }
+}
+
+/// Solves `op(A) X = alpha B` in place of the `m x n` matrix B (element
+/// `(i, j)` at `b + i brs + j bcs`), blocked: substitution on each
+/// diagonal block of `TRSM_BLOCK` rows, then one product (the `gemm`
+/// crate, all cores) updating the rows that block feeds.
+///
+/// # Safety
+/// A (m x m) and B must be valid for their shapes.
+#[allow(clippy::too_many_arguments)]
+unsafe fn solve_left<T: Elem>(t: Tri<T>, m: i64, n: i64, b: *mut T, brs: isize, bcs: isize, alpha: T, par: Parallelism) {
+    let bp = Shared(b);
+    // SAFETY (block): elements of B, the caller's promise; columns are
+    // disjoint between tasks.
     unsafe {
-        let alpha = call.alpha.get();
-        let beta = call.beta.get();
-        let count = call.batch.count();
-        let small = call.m * call.n * call.k <= SMALL_PRODUCT && count > 1;
-        let addr = |i: i64| -> Option<(u64, u64, u64)> {
-            match call.batch {
-                Batch::One => Some((call.a.ptr, call.b.ptr, call.c.ptr)),
-                Batch::Strided { a, b, c, .. } => Some((
-                    (call.a.ptr as i64 + i * a * call.a.dtype.size() as i64) as u64,
-                    (call.b.ptr as i64 + i * b * call.b.dtype.size() as i64) as u64,
-                    (call.c.ptr as i64 + i * c * call.c.dtype.size() as i64) as u64,
-                )),
-                Batch::Pointers { a, b, c, .. } => {
-                    let (pa, pb, pc) = (entry(a, i), entry(b, i), entry(c, i));
-                    let (ea, eb, ec) = gemm_extents(&call);
-                    for (name, p, e) in [("A", pa, ea), ("B", pb, eb), ("C", pc, ec)] {
-                        if !in_device_memory(p, e) {
-                            error!("gemm batch entry {i}: matrix {name} at {p:#x} ({e} bytes) is not in device memory; the product was skipped");
-                            return None;
-                        }
-                    }
-                    Some((pa, pb, pc))
-                }
+        let scale = |j: i64| {
+            for i in 0..m {
+                let e = bp.get().offset(i as isize * brs + j as isize * bcs);
+                *e = alpha * *e;
             }
         };
-        if small {
-            (0..count).into_par_iter().for_each(|i| {
-                if let Some((a, b, c)) = addr(i) {
-                    gemm_one(&call, a, b, c, alpha, beta, Parallelism::None);
+        (0..n).into_par_iter().for_each(scale);
+        let starts: Vec<i64> = (0..m).step_by(TRSM_BLOCK as usize).collect();
+        let order: Vec<i64> = if t.lower { starts } else { starts.into_iter().rev().collect() };
+        for k0 in order {
+            let k1 = (k0 + TRSM_BLOCK).min(m);
+            // Substitution on the diagonal block, column by column, on a
+            // contiguous copy of the block (conjugated as op(A) is) so that
+            // each step is one vectorisable update of a contiguous column.
+            let kb = (k1 - k0) as usize;
+            let mut d = vec![T::zero(); kb * kb];
+            for (jj, col) in d.chunks_mut(kb).enumerate() {
+                for (ii, v) in col.iter_mut().enumerate() {
+                    *v = t.at(k0 + ii as i64, k0 + jj as i64);
                 }
-            });
-        } else {
-            for i in 0..count {
-                if let Some((a, b, c)) = addr(i) {
-                    gemm_one(&call, a, b, c, alpha, beta, par());
+            }
+            let d = &d;
+            let substitute = |j: i64| {
+                let first = bp.get().offset(k0 as isize * brs + j as isize * bcs);
+                let mut gathered = Vec::new();
+                let x: &mut [T] = if brs == 1 {
+                    std::slice::from_raw_parts_mut(first, kb)
+                } else {
+                    gathered.extend((0..kb).map(|i| *first.offset(i as isize * brs)));
+                    &mut gathered
+                };
+                if t.lower {
+                    for i in 0..kb {
+                        if !t.unit {
+                            x[i] = x[i] / d[i + i * kb];
+                        }
+                        let xi = x[i];
+                        for (v, a) in x[i + 1..].iter_mut().zip(&d[i * kb + i + 1..(i + 1) * kb]) {
+                            *v = *v - *a * xi;
+                        }
+                    }
+                } else {
+                    for i in (0..kb).rev() {
+                        if !t.unit {
+                            x[i] = x[i] / d[i + i * kb];
+                        }
+                        let xi = x[i];
+                        for (v, a) in x[..i].iter_mut().zip(&d[i * kb..i * kb + i]) {
+                            *v = *v - *a * xi;
+                        }
+                    }
                 }
+                if brs != 1 {
+                    for (i, v) in gathered.iter().enumerate() {
+                        *first.offset(i as isize * brs) = *v;
+                    }
+                }
+            };
+            (0..n).into_par_iter().for_each(substitute);
+            // The rows below (lower) or above (upper) the block lose its
+            // contribution: B[r] -= op(A)[r, k] X[k].
+            let (r0, r1) = if t.lower { (k1, m) } else { (0, k0) };
+            if r1 > r0 {
+                gemm::gemm::<T>(
+                    (r1 - r0) as usize,
+                    n as usize,
+                    (k1 - k0) as usize,
+                    b.offset(r0 as isize * brs),
+                    bcs,
+                    brs,
+                    true,
+                    t.p.offset(r0 as isize * t.rs + k0 as isize * t.cs),
+                    t.cs,
+                    t.rs,
+                    b.offset(k0 as isize * brs),
+                    bcs,
+                    brs,
+                    T::one(),
+                    T::zero() - T::one(),
+                    false,
+                    t.conj,
+                    false,
+                    par,
+                );
             }
         }
     }
 }
 
-/// Solves one triangular system set (see [`Trsm`]).
+/// Solves one triangular system set (see [`Trsm`]). A right solve
+/// `X op(A) = alpha B` is the left solve `op(A)^T X^T = alpha B^T`: the
+/// same memory with rows and columns exchanged.
 ///
 /// # Safety
 /// A and B must be valid for the call's shapes.
-unsafe fn trsm_typed<T: Elem>(call: &Trsm, a: u64, b: u64, alpha: T) {
-    let na = if call.side == Side::Left { call.m } else { call.n };
-    let lda = call.a.ld;
-    let ldb = call.b.ld;
-    // op(A)[i][j]
-    let get = |i: i64, j: i64| -> T {
-        let ap = a as usize as *const T;
-        // SAFETY: i, j < na, inside A.
-        unsafe {
-            match call.trans {
-                Op::N => *ap.offset((i + j * lda) as isize),
-                Op::T => *ap.offset((j + i * lda) as isize),
-                Op::C => (*ap.offset((j + i * lda) as isize)).conj(),
-            }
-        }
-    };
+unsafe fn trsm_typed<T: Elem>(call: &Trsm, a: u64, b: u64, alpha: T, par: Parallelism) {
+    let lda = call.a.ld as isize;
+    let ldb = call.b.ld as isize;
+    // op(A): strides and which triangle it is.
+    let (rs, cs) = if call.trans == Op::N { (1, lda) } else { (lda, 1) };
     let lower = (call.fill == Fill::Lower) != call.trans.transposed();
-    let diag = |i: i64| if call.unit { T::one() } else { get(i, i) };
-    let bp = b as usize;
-    let _ = na;
-    match call.side {
-        Side::Left => {
-            // Column by column: op(A) x = alpha b.
-            (0..call.n).into_par_iter().for_each(|col| {
-                let x = (bp as *mut T).wrapping_offset((col * ldb) as isize);
-                // SAFETY: column `col` of B, m elements.
-                let x = unsafe { std::slice::from_raw_parts_mut(x, call.m as usize) };
-                for v in x.iter_mut() {
-                    *v = alpha * *v;
-                }
-                let m = call.m;
-                if lower {
-                    for i in 0..m {
-                        let mut s = x[i as usize];
-                        for j in 0..i {
-                            s = s - get(i, j) * x[j as usize];
-                        }
-                        x[i as usize] = s / diag(i);
-                    }
-                } else {
-                    for i in (0..m).rev() {
-                        let mut s = x[i as usize];
-                        for j in i + 1..m {
-                            s = s - get(i, j) * x[j as usize];
-                        }
-                        x[i as usize] = s / diag(i);
-                    }
-                }
-            });
-        }
-        Side::Right => {
-            // Row by row: x op(A) = alpha b.
-            (0..call.m).into_par_iter().for_each(|row| {
-                let at = |j: i64| (bp as *mut T).wrapping_offset((row + j * ldb) as isize);
-                let n = call.n;
-                let mut x: Vec<T> = (0..n).map(|j| alpha * unsafe { *at(j) }).collect();
-                if !lower {
-                    for j in 0..n {
-                        let mut s = x[j as usize];
-                        for i in 0..j {
-                            s = s - x[i as usize] * get(i, j);
-                        }
-                        x[j as usize] = s / diag(j);
-                    }
-                } else {
-                    for j in (0..n).rev() {
-                        let mut s = x[j as usize];
-                        for i in j + 1..n {
-                            s = s - x[i as usize] * get(i, j);
-                        }
-                        x[j as usize] = s / diag(j);
-                    }
-                }
-                for j in 0..n {
-                    // SAFETY: element (row, j) of B; rows are disjoint
-                    // between tasks.
-                    unsafe { *at(j) = x[j as usize] };
-                }
-            });
+    let conj = call.trans == Op::C;
+    let (p, unit) = (a as usize as *const T, call.unit);
+    // SAFETY: the caller's promise.
+    unsafe {
+        match call.side {
+            Side::Left => solve_left(Tri { p, rs, cs, conj, lower, unit }, call.m, call.n, b as usize as *mut T, 1, ldb, alpha, par),
+            Side::Right => {
+                solve_left(Tri { p, rs: cs, cs: rs, conj, lower: !lower, unit }, call.n, call.m, b as usize as *mut T, ldb, 1, alpha, par)
+            }
         }
     }
 }
@@ -439,11 +310,11 @@ fn run_trsm(call: Trsm) {
     unsafe {
         let alpha = call.alpha.get();
         let na = if call.side == Side::Left { call.m } else { call.n };
-        let one = |a: u64, b: u64| match call.a.dtype {
-            DType::F32 => trsm_typed::<f32>(&call, a, b, f32::from_c64(alpha)),
-            DType::F64 => trsm_typed::<f64>(&call, a, b, alpha.re),
-            DType::C32 => trsm_typed::<Complex32>(&call, a, b, Complex32::from_c64(alpha)),
-            DType::C64 => trsm_typed::<Complex64>(&call, a, b, alpha),
+        let one = |a: u64, b: u64, par: Parallelism| match call.a.dtype {
+            DType::F32 => trsm_typed::<f32>(&call, a, b, f32::from_c64(alpha), par),
+            DType::F64 => trsm_typed::<f64>(&call, a, b, alpha.re, par),
+            DType::C32 => trsm_typed::<Complex32>(&call, a, b, Complex32::from_c64(alpha), par),
+            DType::C64 => trsm_typed::<Complex64>(&call, a, b, alpha, par),
             other => error!("trsm on {other:?} is not supported"),
         };
         if call.m == 0 || call.n == 0 {
@@ -459,10 +330,11 @@ fn run_trsm(call: Trsm) {
                         error!("trsm batch entry {i}: A at {pa:#x} or B at {pb:#x} is not in device memory; the solve was skipped");
                         return;
                     }
-                    one(pa, pb);
+                    // Solves of a batch run one per thread.
+                    one(pa, pb, Parallelism::None);
                 });
             }
-            _ => one(call.a.ptr, call.b.ptr),
+            _ => one(call.a.ptr, call.b.ptr, par()),
         }
     }
 }
@@ -605,7 +477,88 @@ fn run_level1(n: i64, call: Level1) {
             DType::F64 => level1_typed::<f64>(n, call),
             DType::C32 => level1_typed::<Complex32>(n, call),
             DType::C64 => level1_typed::<Complex64>(n, call),
+            DType::F16 | DType::BF16 => level1_widened(n, call),
             other => error!("level-1 operation on {other:?} is not supported"),
+        }
+    }
+}
+
+/// Element `i` of a vector, read exactly as a complex double.
+///
+/// # Safety
+/// The element must be readable.
+unsafe fn get(v: &Vector, i: i64) -> Complex64 {
+    // SAFETY: the caller's promise.
+    unsafe { v.dtype.read(v.ptr, (i * v.inc) as isize) }
+}
+
+/// Level-1 operations on 16-bit vectors (the `...Ex` functions): elements
+/// are read exactly, combined in f64 (at least the f32 execution type
+/// cuBLAS documents) and rounded once into the vector's type.
+///
+/// # Safety
+/// The vectors were checked when the call was made.
+unsafe fn level1_widened(n: i64, call: Level1) {
+    let zero = Complex64::new(0.0, 0.0);
+    // SAFETY (block): the caller's promise.
+    unsafe {
+        match call {
+            Level1::Axpy { alpha, x, y } => {
+                let a = alpha.get();
+                for i in 0..n {
+                    y.dtype.write(y.ptr, (i * y.inc) as isize, a * get(&x, i) + get(&y, i));
+                }
+            }
+            Level1::Scal { alpha, x } => {
+                let a = alpha.get();
+                for i in 0..n {
+                    x.dtype.write(x.ptr, (i * x.inc) as isize, a * get(&x, i));
+                }
+            }
+            Level1::Copy { x, y } => {
+                for i in 0..n {
+                    y.dtype.write(y.ptr, (i * y.inc) as isize, get(&x, i));
+                }
+            }
+            Level1::Swap { x, y } => {
+                for i in 0..n {
+                    let (a, b) = (get(&x, i), get(&y, i));
+                    x.dtype.write(x.ptr, (i * x.inc) as isize, b);
+                    y.dtype.write(y.ptr, (i * y.inc) as isize, a);
+                }
+            }
+            Level1::Dot { x, y, conj, out } => {
+                let mut s = zero;
+                for i in 0..n {
+                    let a = get(&x, i);
+                    s += if conj { a.conj() } else { a } * get(&y, i);
+                }
+                write_out(out, s, 0);
+            }
+            Level1::Nrm2 { x, out } => {
+                // 16-bit values squared cannot overflow or underflow f64.
+                let s: f64 = (0..n).map(|i| get(&x, i).norm_sqr()).sum();
+                write_out(out, Complex64::new(s.sqrt(), 0.0), 0);
+            }
+            Level1::Asum { x, out } => {
+                let s: f64 = (0..n).map(|i| abs1(get(&x, i))).sum();
+                write_out(out, Complex64::new(s, 0.0), 0);
+            }
+            Level1::Iamax { x, min, out } => {
+                let mut best = 0i64;
+                if n > 0 {
+                    let mut bv = abs1(get(&x, 0));
+                    best = 1;
+                    for i in 1..n {
+                        let v = abs1(get(&x, i));
+                        if (if min { v < bv } else { v > bv }) || (bv.is_nan() && !v.is_nan()) {
+                            bv = v;
+                            best = i + 1;
+                        }
+                    }
+                }
+                write_out(out, zero, best);
+            }
         }
     }
 }
@@ -720,24 +673,29 @@ impl Backend for Cpu {
     }
 
     fn gemm(&self, q: Queue, call: Gemm) -> Result<()> {
-        let supported = match call.compute {
-            Compute::F32 => [call.a.dtype, call.b.dtype, call.c.dtype].iter().all(|d| matches!(d, DType::F16 | DType::BF16 | DType::F32)),
-            c => {
-                let want = match c {
-                    Compute::F64 => DType::F64,
-                    Compute::C32 => DType::C32,
-                    _ => DType::C64,
-                };
-                [call.a.dtype, call.b.dtype, call.c.dtype].iter().all(|d| *d == want)
+        self.matmul(q, Matmul::from_gemm(&call))
+    }
+
+    fn matmul(&self, q: Queue, call: Matmul) -> Result<()> {
+        let (a, b, c, d) = (call.a.dtype, call.b.dtype, call.c.dtype, call.d.dtype);
+        let real = |t: DType| matches!(t, DType::F16 | DType::BF16 | DType::F32);
+        let supported = c == d
+            && match call.compute {
+                Compute::F32 => (real(a) || a == DType::I8) && (real(b) || b == DType::I8) && real(d),
+                Compute::F64 => [a, b, d].iter().all(|t| *t == DType::F64),
+                Compute::C32 => [a, b, d].iter().all(|t| *t == DType::C32),
+                Compute::C64 => [a, b, d].iter().all(|t| *t == DType::C64),
+                Compute::I32 => a == DType::I8 && b == DType::I8 && d == DType::I32 && call.epilogue.is_none(),
             }
-        };
+            && (call.epilogue.is_none() || matches!(call.compute, Compute::F32 | Compute::F64));
         if !supported {
             return Err(Error::unsupported(format!(
-                "no CPU product for A {:?}, B {:?}, C {:?} with {:?} arithmetic",
-                call.a.dtype, call.b.dtype, call.c.dtype, call.compute
+                "no CPU product for A {a:?}, B {b:?}, C {c:?}, D {d:?} with {:?} arithmetic{}",
+                call.compute,
+                if call.epilogue.is_none() { "" } else { " and an epilogue" }
             )));
         }
-        enqueue(q, move || run_gemm(call))
+        enqueue(q, move || crate::product::run(call))
     }
 
     fn trsm(&self, q: Queue, call: Trsm) -> Result<()> {

@@ -30,7 +30,24 @@ pub struct Settings {
     pub emulation_strategy: i32,
 }
 
+/// What every handle of the library begins with. NVIDIA documents that a
+/// `cublasHandle_t` may be used as a `cublasLtHandle_t` (PyTorch does so):
+/// the cuBLASLt entry points, which live in another shared object with its
+/// own handle table, recognise a cuBLAS handle by this header.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub magic: u64,
+    pub ctx: usize,
+    pub device: i32,
+}
+
+/// `Header::magic` of a live cuBLAS handle ("anycBLAS").
+pub const BLAS_MAGIC: u64 = 0x5341_4c42_6379_6e61;
+
+#[repr(C)]
 pub struct Handle {
+    pub magic: u64,
     pub ctx: usize,
     pub device: i32,
     pub settings: Mutex<Settings>,
@@ -101,7 +118,7 @@ fn live() -> MutexGuard<'static, HashSet<usize>> {
 
 /// The backend for the device: the CPU implementation wherever device
 /// memory is host memory the host can address (anycuda's CPU device).
-fn backend_for(device: i32) -> Result<&'static dyn Backend> {
+pub fn backend_for(device: i32) -> Result<&'static dyn Backend> {
     let d = driver()?;
     let integrated = d.attribute(cuda::ATTR_INTEGRATED, device)?;
     let pageable = d.attribute(cuda::ATTR_PAGEABLE_MEMORY_ACCESS, device)?;
@@ -119,6 +136,7 @@ pub fn create() -> Result<HandleT> {
     let (ctx, device) = d.current_context()?;
     let backend = backend_for(device)?;
     let h = Box::new(Handle {
+        magic: BLAS_MAGIC,
         ctx: ctx as usize,
         device,
         settings: Mutex::new(Settings {
@@ -143,7 +161,8 @@ pub fn destroy(h: HandleT) -> Result<()> {
         return Err(Error::not_initialized(format!("{h:p} is not a live cuBLAS handle")));
     }
     // SAFETY: created by `create`, removed from the live set exactly once.
-    let handle = unsafe { Box::from_raw(h.cast::<Handle>()) };
+    let mut handle = unsafe { Box::from_raw(h.cast::<Handle>()) };
+    handle.magic = 0;
     // Work still queued keeps only copies of what it needs; wait for it
     // so that destroying a handle orders like NVIDIA's (which synchronizes).
     if let Ok(d) = driver() {
@@ -151,6 +170,36 @@ pub fn destroy(h: HandleT) -> Result<()> {
         let _ = d.synchronize(handle.settings().stream as cuda::CUstream);
     }
     Ok(())
+}
+
+/// Copies a `T` from `p` without faulting: `None` when the memory is not
+/// readable (`process_vm_readv` on this process; where that system call is
+/// not allowed, a plain read, which is what NVIDIA's library does with the
+/// handles and descriptors it is given).
+///
+/// # Safety
+/// `T` must be plain data (any bytes are a value). Where the system call
+/// is refused, `p` must be NULL or readable.
+pub unsafe fn read_user<T: Copy>(p: *const T) -> Option<T> {
+    if p.is_null() {
+        return None;
+    }
+    let size = std::mem::size_of::<T>();
+    let mut out = std::mem::MaybeUninit::<T>::uninit();
+    let local = libc::iovec { iov_base: out.as_mut_ptr().cast(), iov_len: size };
+    let remote = libc::iovec { iov_base: p as *mut c_void, iov_len: size };
+    // SAFETY: the kernel checks the remote range; the local one is `out`.
+    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    if n == size as isize {
+        // SAFETY: fully written by the kernel; T is plain data.
+        return Some(unsafe { out.assume_init() });
+    }
+    let err = std::io::Error::last_os_error().raw_os_error();
+    if n < 0 && matches!(err, Some(libc::EPERM) | Some(libc::ENOSYS)) {
+        // SAFETY: the caller's promise for this case.
+        return Some(unsafe { std::ptr::read_unaligned(p) });
+    }
+    None
 }
 
 /// Runs `f` with the live handle `h`.

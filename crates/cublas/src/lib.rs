@@ -20,5 +20,7 @@ pub mod handle;
 pub mod log;
 pub mod logger;
 pub mod lt;
+pub mod matmul;
+pub mod product;
 pub mod status;
 pub mod types;

@@ -26,13 +26,18 @@ pub enum DType {
     F64,
     C32,
     C64,
+    /// 8-bit integers (the inputs of integer products).
+    I8,
+    /// 32-bit integers (their accumulator, output and scalars).
+    I32,
 }
 
 impl DType {
     pub fn size(self) -> usize {
         match self {
+            DType::I8 => 1,
             DType::F16 | DType::BF16 => 2,
-            DType::F32 => 4,
+            DType::F32 | DType::I32 => 4,
             DType::F64 | DType::C32 => 8,
             DType::C64 => 16,
         }
@@ -51,7 +56,14 @@ impl DType {
             CUDA_R_64F => DType::F64,
             CUDA_C_32F => DType::C32,
             CUDA_C_64F => DType::C64,
-            CUDA_R_8I | CUDA_R_32I | CUDA_C_16F | CUDA_C_16BF => {
+            CUDA_R_8I => DType::I8,
+            CUDA_R_32I => DType::I32,
+            CUDA_C_16F | CUDA_C_16BF => {
+                return Err(Error::unsupported(format!("data type {} is not supported by anycuda's cuBLAS yet", cuda_type_name(t))))
+            }
+            // The other cudaDataType values: 4-, 6- and 8-bit floats,
+            // unsigned and complex integers, 16-bit and 64-bit integers.
+            7..=9 | 11..=13 | 16..=34 => {
                 return Err(Error::unsupported(format!("data type {} is not supported by anycuda's cuBLAS yet", cuda_type_name(t))))
             }
             _ => return Err(Error::invalid(format!("unknown cudaDataType {t}"))),
@@ -66,6 +78,8 @@ impl DType {
             DType::F64 => CUDA_R_64F,
             DType::C32 => CUDA_C_32F,
             DType::C64 => CUDA_C_64F,
+            DType::I8 => CUDA_R_8I,
+            DType::I32 => CUDA_R_32I,
         }
     }
 
@@ -88,11 +102,14 @@ impl DType {
                     Complex64::new(c.re as f64, c.im as f64)
                 }
                 DType::C64 => std::ptr::read_unaligned(a as *const Complex64),
+                DType::I8 => Complex64::new(std::ptr::read_unaligned(a as *const i8) as f64, 0.0),
+                DType::I32 => Complex64::new(std::ptr::read_unaligned(a as *const i32) as f64, 0.0),
             }
         }
     }
 
-    /// Writes `v` (rounded to nearest even) as element `i` of `p`.
+    /// Writes `v` (rounded to nearest even; integers rounded to nearest
+    /// and saturated) as element `i` of `p`.
     ///
     /// # Safety
     /// `p + i * size` must be writable.
@@ -107,24 +124,54 @@ impl DType {
                 DType::F64 => std::ptr::write_unaligned(a as *mut f64, v.re),
                 DType::C32 => std::ptr::write_unaligned(a as *mut Complex32, Complex32::new(v.re as f32, v.im as f32)),
                 DType::C64 => std::ptr::write_unaligned(a as *mut Complex64, v),
+                DType::I8 => std::ptr::write_unaligned(a as *mut i8, v.re.round_ties_even() as i8),
+                DType::I32 => std::ptr::write_unaligned(a as *mut i32, v.re.round_ties_even() as i32),
             }
         }
     }
 }
 
 pub fn cuda_type_name(t: i32) -> String {
-    match t {
-        CUDA_R_16F => "CUDA_R_16F".into(),
-        CUDA_R_16BF => "CUDA_R_16BF".into(),
-        CUDA_R_32F => "CUDA_R_32F".into(),
-        CUDA_R_64F => "CUDA_R_64F".into(),
-        CUDA_C_32F => "CUDA_C_32F".into(),
-        CUDA_C_64F => "CUDA_C_64F".into(),
-        CUDA_R_8I => "CUDA_R_8I".into(),
-        CUDA_R_32I => "CUDA_R_32I".into(),
-        CUDA_C_16F => "CUDA_C_16F".into(),
-        CUDA_C_16BF => "CUDA_C_16BF".into(),
-        _ => format!("cudaDataType {t}"),
+    const NAMES: [&str; 35] = [
+        "CUDA_R_32F",
+        "CUDA_R_64F",
+        "CUDA_R_16F",
+        "CUDA_R_8I",
+        "CUDA_C_32F",
+        "CUDA_C_64F",
+        "CUDA_C_16F",
+        "CUDA_C_8I",
+        "CUDA_R_8U",
+        "CUDA_C_8U",
+        "CUDA_R_32I",
+        "CUDA_C_32I",
+        "CUDA_R_32U",
+        "CUDA_C_32U",
+        "CUDA_R_16BF",
+        "CUDA_C_16BF",
+        "CUDA_R_4I",
+        "CUDA_C_4I",
+        "CUDA_R_4U",
+        "CUDA_C_4U",
+        "CUDA_R_16I",
+        "CUDA_C_16I",
+        "CUDA_R_16U",
+        "CUDA_C_16U",
+        "CUDA_R_64I",
+        "CUDA_C_64I",
+        "CUDA_R_64U",
+        "CUDA_C_64U",
+        "CUDA_R_8F_E4M3",
+        "CUDA_R_8F_E5M2",
+        "CUDA_R_8F_UE8M0",
+        "CUDA_R_6F_E2M3",
+        "CUDA_R_6F_E3M2",
+        "CUDA_R_4F_E2M1",
+        "CUDA_R_8F_UE5M3",
+    ];
+    match usize::try_from(t).ok().and_then(|i| NAMES.get(i)) {
+        Some(n) => n.to_string(),
+        None => format!("cudaDataType {t}"),
     }
 }
 

@@ -64,12 +64,13 @@ fn gemm_argument_checks() {
                 "cublasGemmEx",
             );
         // f64 matrices with f32 compute, f16 output with 64F compute, A/B
-        // of different types, 8-bit integers: not in cuBLAS's table (or
-        // not here yet).
+        // of different types, 8-bit integers into 8-bit ones, 8-bit floats:
+        // not in cuBLAS's table (or not here yet).
         assert_eq!(ex(h, 0, 0, 2, 2, 2, pa, a as P, 1, 2, a as P, 1, 2, pb, c as H, 1, 2, 68, -1), NOT_SUPPORTED);
         assert_eq!(ex(h, 0, 0, 2, 2, 2, pa, a as P, 2, 2, a as P, 2, 2, pb, c as H, 2, 2, 70, -1), NOT_SUPPORTED);
         assert_eq!(ex(h, 0, 0, 2, 2, 2, pa, a as P, 2, 2, a as P, 0, 2, pb, c as H, 0, 2, 68, -1), NOT_SUPPORTED);
-        assert_eq!(ex(h, 0, 0, 2, 2, 2, pa, a as P, 3, 2, a as P, 3, 2, pb, c as H, 10, 2, 72, -1), NOT_SUPPORTED);
+        assert_eq!(ex(h, 0, 0, 2, 2, 2, pa, a as P, 3, 2, a as P, 3, 2, pb, c as H, 3, 2, 72, -1), NOT_SUPPORTED);
+        assert_eq!(ex(h, 0, 0, 2, 2, 2, pa, a as P, 28, 2, a as P, 28, 2, pb, c as H, 0, 2, 68, -1), NOT_SUPPORTED);
         assert_eq!(ex(h, 0, 0, 2, 2, 2, pa, a as P, 0, 2, a as P, 0, 2, pb, c as H, 0, 2, 12345, -1), INVALID, "bad compute type");
         assert_eq!(ex(h, 0, 0, 2, 2, 2, pa, a as P, 0, 2, a as P, 0, 2, pb, c as H, 0, 2, 68, 5000), INVALID, "bad algo");
         // Only the valid 4x4 product ran: the rest of C is as it was.
@@ -208,9 +209,12 @@ fn exports(path: &std::path::Path) -> Vec<(String, String)> {
 
 #[test]
 fn exported_symbols_carry_nvidia_versions() {
-    for (lib, soname) in
-        [("libcublas.so", "libcublas.so.13"), ("libcublas12.so", "libcublas.so.12"), ("libcublasLt.so", "libcublasLt.so.13")]
-    {
+    for (lib, soname) in [
+        ("libcublas.so", "libcublas.so.13"),
+        ("libcublas12.so", "libcublas.so.12"),
+        ("libcublasLt.so", "libcublasLt.so.13"),
+        ("libcublasLt12.so", "libcublasLt.so.12"),
+    ] {
         let path = common::built(lib);
         let syms = exports(&path);
         assert!(!syms.is_empty(), "{lib} exports nothing");

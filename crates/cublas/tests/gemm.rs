@@ -114,8 +114,16 @@ fn run(c: Case, seed: u64) -> Result<(), String> {
             }
         }
     }
-    let alpha = c.scale.round(C64::new(0.75, if c.scale.complex() { 0.25 } else { 0.0 }));
-    let beta = if c.beta_zero { C64::new(0.0, 0.0) } else { c.scale.round(C64::new(-0.5, if c.scale.complex() { 0.125 } else { 0.0 })) };
+    // Integer scalars for integer products.
+    let int = c.scale == T::I32;
+    let alpha = if int { C64::new(3.0, 0.0) } else { c.scale.round(C64::new(0.75, if c.scale.complex() { 0.25 } else { 0.0 })) };
+    let beta = if c.beta_zero {
+        C64::new(0.0, 0.0)
+    } else if int {
+        C64::new(-2.0, 0.0)
+    } else {
+        c.scale.round(C64::new(-0.5, if c.scale.complex() { 0.125 } else { 0.0 }))
+    };
     let da = e.upload(&c.at.encode(&a));
     let db = e.upload(&c.at.encode(&b));
     let dc = e.upload(&c.ct.encode(&cm));
@@ -567,6 +575,7 @@ const COMPUTE_32F_PEDANTIC: i32 = 69;
 const COMPUTE_64F: i32 = 70;
 const COMPUTE_32F_FAST_16F: i32 = 74;
 const COMPUTE_32F_FAST_TF32: i32 = 77;
+const COMPUTE_32I: i32 = 72;
 
 #[test]
 fn gemm_ex_type_combinations() {
@@ -583,9 +592,16 @@ fn gemm_ex_type_combinations() {
         (T::C, T::C, T::C, COMPUTE_32F),
         (T::D, T::D, T::D, COMPUTE_64F),
         (T::Z, T::Z, T::Z, COMPUTE_64F),
+        (T::I8, T::S, T::S, COMPUTE_32F),
+        (T::I8, T::I32, T::I32, COMPUTE_32I),
     ];
     for (i, (ab, c, scale, compute)) in combos.into_iter().enumerate() {
-        let u = if matches!(ab, T::D | T::Z) { U64 } else { U32 };
+        // Integer products are exact.
+        let u = match ab {
+            T::D | T::Z => U64,
+            T::I8 if c == T::I32 => 0.0,
+            _ => U32,
+        };
         let batches: &[Batch] = if i % 2 == 0 { &ALL } else { &[Batch::One] };
         sweep(base(ab, c, scale, u, Api::Ex(compute, i % 3 == 0)), batches);
     }

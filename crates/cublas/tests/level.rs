@@ -422,11 +422,19 @@ fn trsm_and_trsm_batched_against_reference() {
             for uplo in [0, 1] {
                 for trans in [0, 1, 2] {
                     for diag in [0, 1] {
-                        for (device, batched) in [(false, false), (true, false), (false, true), (true, true)] {
+                        // Small systems, and ones of several diagonal blocks
+                        // (the solve is blocked by 64 rows) with products
+                        // between them.
+                        for (device, batched, m, n) in [
+                            (false, false, 7usize, 5usize),
+                            (true, false, 7, 5),
+                            (false, true, 7, 5),
+                            (true, true, 7, 5),
+                            (false, false, 80, 72),
+                        ] {
                             seed += 1;
                             let mut rng = Rng::new(seed);
                             e.pointer_mode(h, device);
-                            let (m, n) = (7usize, 5usize);
                             let na = if side == 0 { m } else { n };
                             let (lda, ldb) = (na + 2, m + 1);
                             let count: usize = if batched { 3 } else { 1 };
@@ -500,17 +508,23 @@ fn trsm_and_trsm_batched_against_reference() {
                                 for j in 0..n {
                                     for i in 0..m {
                                         let mut s = C64::new(0.0, 0.0);
+                                        let mut mag = 0.0;
                                         if side == 0 {
                                             for p2 in 0..m {
                                                 s += opa(i, p2) * x[p2 + j * ldb];
+                                                mag += (opa(i, p2) * x[p2 + j * ldb]).norm();
                                             }
                                         } else {
                                             for p2 in 0..n {
                                                 s += x[i + p2 * ldb] * opa(p2, j);
+                                                mag += (x[i + p2 * ldb] * opa(p2, j)).norm();
                                             }
                                         }
                                         let want = alpha * b[i + j * ldb];
-                                        if st != 0 || !close(s, want, 64.0 * t.eps() * (1.0 + want.norm())) {
+                                        // A backward-stable solve's residual: a few
+                                        // ulps per term of the row.
+                                        let tol = 8.0 * (na as f64 + 2.0) * t.eps() * (mag + want.norm());
+                                        if st != 0 || !close(s, want, tol) {
                                             failures.push(format!("{p}trsm side={side} uplo={uplo} trans={trans} diag={diag} device={device} batched={batched}: status {st}, residual at [{i},{j}] {s} vs {want}"));
                                         }
                                     }
@@ -599,4 +613,132 @@ fn work_is_ordered_on_the_handle_stream() {
         e.destroy(h);
         assert_eq!(e.cuda.f::<unsafe extern "C" fn(H) -> i32>("cuStreamDestroy_v2")(stream), 0);
     }
+}
+
+/// The `...Ex` level-1 functions (cuBLAS's mixed-precision table: 16-bit
+/// vectors execute in f32) against an f64 reference, and the type
+/// combinations outside the table.
+#[test]
+fn ex_functions_against_reference() {
+    let e = env();
+    let h = e.handle();
+    let mut failures = Vec::new();
+    let mut seed = 500;
+    // (vector type, execution type, norm type)
+    let types = [(T::H, T::S, T::H), (T::BF, T::S, T::BF), (T::S, T::S, T::S), (T::D, T::D, T::D), (T::C, T::C, T::S), (T::Z, T::Z, T::D)];
+    type DotEx = unsafe extern "C" fn(H, i32, P, i32, i32, P, i32, i32, H, i32, i32) -> i32;
+    type AxpyEx = unsafe extern "C" fn(H, i32, P, i32, P, i32, i32, H, i32, i32, i32) -> i32;
+    type Nrm2Ex = unsafe extern "C" fn(H, i32, P, i32, i32, H, i32, i32) -> i32;
+    type ScalEx = unsafe extern "C" fn(H, i32, P, i32, H, i32, i32, i32) -> i32;
+    let dot: DotEx = e.blas.f("cublasDotEx");
+    let dotc: DotEx = e.blas.f("cublasDotcEx");
+    let axpy: AxpyEx = e.blas.f("cublasAxpyEx");
+    let nrm2: Nrm2Ex = e.blas.f("cublasNrm2Ex");
+    let scal: ScalEx = e.blas.f("cublasScalEx");
+    for (t, ex, rt) in types {
+        for n in [1usize, 33] {
+            for (incx, incy) in [(1i64, 1i64), (2, -1)] {
+                for device in [false, true] {
+                    seed += 1;
+                    let mut rng = Rng::new(seed);
+                    e.pointer_mode(h, device);
+                    let x = t.random(vlen(n, incx), &mut rng);
+                    let y = t.random(vlen(n, incy), &mut rng);
+                    let (dx, dy) = (e.upload(&t.encode(&x)), e.upload(&t.encode(&y)));
+                    let xs: Vec<C64> = (0..n).map(|i| x[vidx(i, n, incx)]).collect();
+                    let ys: Vec<C64> = (0..n).map(|i| y[vidx(i, n, incy)]).collect();
+                    let alpha = ex.round(C64::new(0.625, if ex.complex() { -0.375 } else { 0.0 }));
+                    let mut keep = Vec::new();
+                    let pa = scalar(ex, alpha, device, &mut keep);
+                    let tag = format!("{t:?} n={n} incx={incx} incy={incy} device={device}");
+                    let u = 2f64.powi(-24);
+                    unsafe {
+                        // dot and dotc
+                        for (f, conj) in [(dot, false), (dotc, true)] {
+                            let mut r = Result::new(t.size(), device);
+                            let st = f(
+                                h,
+                                n as i32,
+                                dx as P,
+                                t.cuda(),
+                                incx as i32,
+                                dy as P,
+                                t.cuda(),
+                                incy as i32,
+                                r.ptr(),
+                                t.cuda(),
+                                ex.cuda(),
+                            );
+                            let want: C64 = xs.iter().zip(&ys).map(|(a, b)| if conj { a.conj() * b } else { a * b }).sum();
+                            let mag: f64 = xs.iter().zip(&ys).map(|(a, b)| a.norm() * b.norm()).sum();
+                            let got = t.decode(&r.bytes())[0];
+                            if st != 0 || !close(got, want, 2.0 * t.eps() * want.norm() + (n as f64 + 2.0) * u * mag + 1e-300) {
+                                failures.push(format!("{tag} dot(conj={conj}): status {st}, {got} want {want}"));
+                            }
+                        }
+                        // nrm2
+                        let mut r = Result::new(rt.size(), device);
+                        let st = nrm2(h, n as i32, dx as P, t.cuda(), incx as i32, r.ptr(), rt.cuda(), ex.cuda());
+                        let want = xs.iter().map(|a| a.norm_sqr()).sum::<f64>().sqrt();
+                        let got = rt.decode(&r.bytes())[0];
+                        if st != 0 || !close(got, C64::new(want, 0.0), 2.0 * rt.eps() * want + 4.0 * u * want + 1e-300) {
+                            failures.push(format!("{tag} nrm2: status {st}, {got} want {want}"));
+                        }
+                        // axpy: y = alpha x + y, then scal: x = alpha x.
+                        let st =
+                            axpy(h, n as i32, pa, ex.cuda(), dx as P, t.cuda(), incx as i32, dy as H, t.cuda(), incy as i32, ex.cuda());
+                        let st2 = scal(h, n as i32, pa, ex.cuda(), dx as H, t.cuda(), incx as i32, ex.cuda());
+                        e.sync();
+                        let gy = t.decode(&e.download::<u8>(dy, y.len() * t.size()));
+                        let gx = t.decode(&e.download::<u8>(dx, x.len() * t.size()));
+                        if st != 0 || st2 != 0 {
+                            failures.push(format!("{tag} axpy/scal: status {st}/{st2}"));
+                        }
+                        for i in 0..n {
+                            let wy = alpha * xs[i] + ys[i];
+                            let wx = alpha * xs[i];
+                            let (py, px) = (vidx(i, n, incy), vidx(i, n, incx));
+                            if !close(
+                                gy[py],
+                                wy,
+                                2.0 * t.eps() * wy.norm() + 4.0 * u * (alpha.norm() * xs[i].norm() + ys[i].norm()) + 1e-300,
+                            ) {
+                                failures.push(format!("{tag} axpy y[{i}] = {}, want {wy}", gy[py]));
+                            }
+                            if !close(gx[px], wx, 2.0 * t.eps() * wx.norm() + 4.0 * u * wx.norm() + 1e-300) {
+                                failures.push(format!("{tag} scal x[{i}] = {}, want {wx}", gx[px]));
+                            }
+                        }
+                    }
+                    e.free(dx);
+                    e.free(dy);
+                    if device {
+                        e.free(pa as u64);
+                    }
+                }
+            }
+        }
+    }
+    e.pointer_mode(h, false);
+    // Outside cuBLAS's table: NOT_SUPPORTED; not a type at all: INVALID_VALUE.
+    let dx = e.upload(&[0u8; 64]);
+    let mut r = [0u8; 16];
+    let one = 1f32;
+    unsafe {
+        let rp: H = r.as_mut_ptr().cast();
+        let (hh, s, d, i8t) = (T::H.cuda(), T::S.cuda(), T::D.cuda(), 3);
+        assert_eq!(dot(h, 4, dx as P, hh, 1, dx as P, hh, 1, rp, s, s), 15, "f16 dot with an f32 result");
+        assert_eq!(dot(h, 4, dx as P, hh, 1, dx as P, hh, 1, rp, hh, hh), 15, "f16 execution");
+        assert_eq!(dot(h, 4, dx as P, s, 1, dx as P, d, 1, rp, s, s), 15, "x and y of different types");
+        assert_eq!(dot(h, 4, dx as P, i8t, 1, dx as P, i8t, 1, rp, i8t, s), 15, "8-bit integers");
+        assert_eq!(dot(h, 4, dx as P, 99, 1, dx as P, 99, 1, rp, 99, s), 7, "not a cudaDataType");
+        assert_eq!(nrm2(h, 4, dx as P, T::C.cuda(), 1, rp, T::C.cuda(), T::C.cuda()), 15, "complex norm type");
+        assert_eq!(axpy(h, 4, (&one as *const f32).cast(), hh, dx as P, hh, 1, dx as H, hh, 1, s), 15, "f16 alpha");
+        assert_eq!(scal(h, 4, (&one as *const f32).cast(), d, dx as H, s, 1, s), 15, "f64 alpha for f32 x");
+        assert_eq!(dot(std::ptr::null_mut(), 4, dx as P, s, 1, dx as P, s, 1, rp, s, s), 1, "NULL handle");
+        assert_eq!(nrm2(h, 4, dx as P, s, 1, std::ptr::null_mut(), s, s), 7, "NULL result");
+    }
+    e.free(dx);
+    e.destroy(h);
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }

@@ -12,13 +12,17 @@ pub enum T {
     D,
     C,
     Z,
+    /// 8-bit and 32-bit integers.
+    I8,
+    I32,
 }
 
 impl T {
     pub fn size(self) -> usize {
         match self {
+            T::I8 => 1,
             T::H | T::BF => 2,
-            T::S => 4,
+            T::S | T::I32 => 4,
             T::D | T::C => 8,
             T::Z => 16,
         }
@@ -35,6 +39,8 @@ impl T {
             T::D => 1,
             T::C => 4,
             T::Z => 5,
+            T::I8 => 3,
+            T::I32 => 10,
         }
     }
     /// Unit roundoff of the type's storage.
@@ -44,6 +50,7 @@ impl T {
             T::BF => 2f64.powi(-8),
             T::S | T::C => 2f64.powi(-24),
             T::D | T::Z => 2f64.powi(-53),
+            T::I8 | T::I32 => 0.0,
         }
     }
     pub fn encode(self, v: &[C64]) -> Vec<u8> {
@@ -62,6 +69,8 @@ impl T {
                     out.extend_from_slice(&x.re.to_le_bytes());
                     out.extend_from_slice(&x.im.to_le_bytes());
                 }
+                T::I8 => out.push(x.re as i8 as u8),
+                T::I32 => out.extend_from_slice(&(x.re as i32).to_le_bytes()),
             }
         }
         out
@@ -77,6 +86,8 @@ impl T {
                     C64::new(f32::from_le_bytes(c[..4].try_into().unwrap()) as f64, f32::from_le_bytes(c[4..].try_into().unwrap()) as f64)
                 }
                 T::Z => C64::new(f64::from_le_bytes(c[..8].try_into().unwrap()), f64::from_le_bytes(c[8..].try_into().unwrap())),
+                T::I8 => C64::new(c[0] as i8 as f64, 0.0),
+                T::I32 => C64::new(i32::from_le_bytes(c.try_into().unwrap()) as f64, 0.0),
             })
             .collect()
     }
@@ -86,7 +97,18 @@ impl T {
     }
     /// Random values, exactly representable in this type.
     pub fn random(self, n: usize, rng: &mut super::Rng) -> Vec<C64> {
-        (0..n).map(|_| self.round(C64::new(rng.next(), if self.complex() { rng.next() } else { 0.0 }))).collect()
+        let scale = match self {
+            T::I8 => 128.0,
+            T::I32 => 1000.0,
+            _ => 1.0,
+        };
+        (0..n)
+            .map(|_| {
+                let re = rng.next() * scale;
+                let re = if scale > 1.0 { re.floor() } else { re };
+                self.round(C64::new(re, if self.complex() { rng.next() } else { 0.0 }))
+            })
+            .collect()
     }
 }
 

@@ -1,4 +1,5 @@
-//! Loading the built libcuda.so and libcublas for the integration tests.
+//! Loading the built libcuda.so, libcublas and libcublasLt for the
+//! integration tests.
 //!
 //! Cargo builds the dev-dependencies' cdylibs (`libcuda.so`,
 //! `libcublas.so`) into the `deps` directory of the test executables (and a
@@ -29,6 +30,9 @@ unsafe impl Send for Lib {}
 unsafe impl Sync for Lib {}
 
 impl Lib {
+    pub fn open_path(path: PathBuf) -> Lib {
+        Lib::open(path)
+    }
     fn open(path: PathBuf) -> Lib {
         let c = CString::new(path.to_string_lossy().as_bytes()).expect("path");
         let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
@@ -50,6 +54,7 @@ impl Lib {
 pub struct Env {
     pub cuda: Lib,
     pub blas: Lib,
+    pub lt: Lib,
 }
 
 /// The driver (CPU backend) and libcublas.so, loaded once per test
@@ -61,7 +66,8 @@ pub fn env() -> &'static Env {
         std::env::set_var("ANYCUDA_BACKEND", "cpu");
         let cuda = Lib::open(built("libcuda.so"));
         let blas = Lib::open(built("libcublas.so"));
-        let e = Env { cuda, blas };
+        let lt = Lib::open(built("libcublasLt.so"));
+        let e = Env { cuda, blas, lt };
         unsafe {
             let init: unsafe extern "C" fn(u32) -> i32 = e.cuda.f("cuInit");
             assert_eq!(init(0), 0);

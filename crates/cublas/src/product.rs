@@ -1,0 +1,677 @@
+//! The CPU matrix products behind every GEMM and cuBLASLt matmul:
+//! `D = epilogue(alpha op(A) op(B) + beta C)` for matrices of any layout
+//! (row and column strides), on the `gemm` crate (all cores through
+//! rayon).
+//!
+//! A product runs in its arithmetic's type `T` (f32, f64, c32, c64).
+//! Operands already of type `T` are used where they lie; others (16-bit
+//! floats, 8-bit integers) are converted into contiguous copies first. The
+//! result is accumulated in `D` itself when `D` has type `T`, otherwise in
+//! a column-major buffer that is rounded once into `D` at the end, after
+//! the epilogue (bias, activation) ran on the full-precision values.
+//! Integer products (8-bit inputs, 32-bit accumulation) are computed
+//! exactly in floating point (f32 while `k <= 1024`, f64 beyond: every
+//! partial sum is an integer the type represents) and combined with the
+//! integer alpha and beta in wrapping 32-bit arithmetic.
+
+use gemm::Parallelism;
+use half::{bf16, f16};
+use num_complex::{Complex32, Complex64};
+use rayon::prelude::*;
+
+use crate::backend::{Activation, Compute, Epilogue, Matmul, MatmulBatch, View};
+use crate::cpu::{entry, in_device_memory, par, Elem, SMALL_PRODUCT};
+use crate::log::error;
+use crate::types::{DType, Op};
+
+/// An arithmetic type: conversions from and to the stored element types,
+/// and the epilogue.
+pub trait Acc: Elem {
+    /// Converts `dst.len()` elements of type `dtype` at `src`, `inc`
+    /// elements apart, into `dst`.
+    ///
+    /// # Safety
+    /// The source elements must be readable.
+    unsafe fn load(dtype: DType, src: u64, inc: isize, dst: &mut [Self]) {
+        for (i, v) in dst.iter_mut().enumerate() {
+            // SAFETY: the caller's promise.
+            *v = Self::from_c64(unsafe { dtype.read(src, i as isize * inc) });
+        }
+    }
+
+    /// Rounds `src` into `src.len()` elements of type `dtype` at `dst`,
+    /// `inc` elements apart.
+    ///
+    /// # Safety
+    /// The destination elements must be writable.
+    unsafe fn store(src: &[Self], dtype: DType, dst: u64, inc: isize) {
+        for (i, v) in src.iter().enumerate() {
+            // SAFETY: the caller's promise.
+            unsafe { dtype.write(dst, i as isize * inc, v.to_c64()) };
+        }
+    }
+
+    /// Applies the epilogue to the `m x n` matrix at `dst` (element
+    /// `(i, j)` at `dst + i rs + j cs`). Real types only: a matmul with an
+    /// epilogue on complex matrices is refused when it is called.
+    ///
+    /// # Safety
+    /// `dst`, and the bias and aux matrix the epilogue names at `bias` and
+    /// `aux`, must be valid for the shape.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn epilogue(_dst: *mut Self, _m: i64, _n: i64, _rs: isize, _cs: isize, _e: &Epilogue, _bias: u64, _aux: u64) {
+        error!("internal error: an epilogue on complex matrices reached the CPU product; the epilogue was not applied");
+    }
+}
+
+impl Acc for f32 {
+    unsafe fn load(dtype: DType, src: u64, inc: isize, dst: &mut [f32]) {
+        use half::slice::HalfFloatSliceExt;
+        let n = dst.len();
+        // SAFETY (all arms): the caller's promise.
+        unsafe {
+            match (dtype, inc) {
+                (DType::F16, 1) => std::slice::from_raw_parts(src as *const f16, n).convert_to_f32_slice(dst),
+                (DType::BF16, 1) => std::slice::from_raw_parts(src as *const bf16, n).convert_to_f32_slice(dst),
+                (DType::F32, 1) => dst.copy_from_slice(std::slice::from_raw_parts(src as *const f32, n)),
+                (DType::I8, 1) => {
+                    for (d, s) in dst.iter_mut().zip(std::slice::from_raw_parts(src as *const i8, n)) {
+                        *d = *s as f32;
+                    }
+                }
+                _ => {
+                    for (i, v) in dst.iter_mut().enumerate() {
+                        *v = dtype.read(src, i as isize * inc).re as f32;
+                    }
+                }
+            }
+        }
+    }
+
+    unsafe fn store(src: &[f32], dtype: DType, dst: u64, inc: isize) {
+        use half::slice::HalfFloatSliceExt;
+        let n = src.len();
+        // SAFETY (all arms): the caller's promise.
+        unsafe {
+            match (dtype, inc) {
+                (DType::F16, 1) => std::slice::from_raw_parts_mut(dst as *mut f16, n).convert_from_f32_slice(src),
+                (DType::BF16, 1) => std::slice::from_raw_parts_mut(dst as *mut bf16, n).convert_from_f32_slice(src),
+                (DType::F32, 1) => std::slice::from_raw_parts_mut(dst as *mut f32, n).copy_from_slice(src),
+                // Rounding from f32, not through f64 (which could round
+                // twice on the way to a 16-bit type).
+                (DType::F16, _) => {
+                    for (i, v) in src.iter().enumerate() {
+                        std::ptr::write_unaligned((dst as *mut f16).offset(i as isize * inc), f16::from_f32(*v));
+                    }
+                }
+                (DType::BF16, _) => {
+                    for (i, v) in src.iter().enumerate() {
+                        std::ptr::write_unaligned((dst as *mut bf16).offset(i as isize * inc), bf16::from_f32(*v));
+                    }
+                }
+                _ => {
+                    for (i, v) in src.iter().enumerate() {
+                        dtype.write(dst, i as isize * inc, Complex64::new(*v as f64, 0.0));
+                    }
+                }
+            }
+        }
+    }
+
+    unsafe fn epilogue(dst: *mut f32, m: i64, n: i64, rs: isize, cs: isize, e: &Epilogue, bias: u64, aux: u64) {
+        // SAFETY: the caller's promise.
+        unsafe { real_epilogue(dst, m, n, rs, cs, e, bias, aux, gelu_f32) }
+    }
+}
+
+impl Acc for f64 {
+    unsafe fn epilogue(dst: *mut f64, m: i64, n: i64, rs: isize, cs: isize, e: &Epilogue, bias: u64, aux: u64) {
+        // SAFETY: the caller's promise.
+        unsafe { real_epilogue(dst, m, n, rs, cs, e, bias, aux, gelu_f64) }
+    }
+}
+impl Acc for Complex32 {}
+impl Acc for Complex64 {}
+
+/// GELU in its tanh form, cuBLASLt's: `x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+fn gelu_f32(x: f32) -> f32 {
+    const K: f32 = 0.797_884_6; // sqrt(2/pi)
+    0.5 * x * (1.0 + (K * (x + 0.044715 * x * x * x)).tanh())
+}
+
+fn gelu_f64(x: f64) -> f64 {
+    const K: f64 = 0.797_884_560_802_865_4; // sqrt(2/pi)
+    0.5 * x * (1.0 + (K * (x + 0.044715 * x * x * x)).tanh())
+}
+
+/// A raw address that can cross to rayon's threads (each task touches its
+/// own columns).
+#[derive(Clone, Copy)]
+struct Addr(usize);
+
+/// The epilogue for real types: `x + bias[i]`, stored to the aux matrix
+/// when asked, then the activation. ReLU keeps NaN (only values below zero
+/// become zero).
+#[allow(clippy::too_many_arguments)]
+unsafe fn real_epilogue<T: Acc + PartialOrd>(
+    dst: *mut T,
+    m: i64,
+    n: i64,
+    rs: isize,
+    cs: isize,
+    e: &Epilogue,
+    bias: u64,
+    aux: u64,
+    gelu: fn(T) -> T,
+) {
+    let mut b = Vec::new();
+    if let Some(bv) = e.bias {
+        b = vec![T::zero(); m as usize];
+        // SAFETY: the bias vector (m packed elements) was checked.
+        unsafe { T::load(bv.dtype, bias, 1, &mut b) };
+    }
+    let base = Addr(dst as usize);
+    let act = |x: T| match e.act {
+        Activation::None => x,
+        Activation::Relu => {
+            if x < T::zero() {
+                T::zero()
+            } else {
+                x
+            }
+        }
+        Activation::Gelu => gelu(x),
+    };
+    let column = |j: i64| {
+        let col = (base.0 as *mut T).wrapping_offset(j as isize * cs);
+        if rs == 1 {
+            // A contiguous column: one simple loop per step, which the
+            // compiler vectorises (all but GELU's tanh).
+            // SAFETY: column j of the destination, m elements, the caller's
+            // promise; columns are disjoint between tasks.
+            let v = unsafe { std::slice::from_raw_parts_mut(col, m as usize) };
+            if !b.is_empty() {
+                for (x, y) in v.iter_mut().zip(&b) {
+                    *x = *x + *y;
+                }
+            }
+            if let Some(ax) = e.aux {
+                for (i, x) in v.iter().enumerate() {
+                    // SAFETY: element (i, j) of the aux matrix, checked.
+                    unsafe { ax.dtype.write(aux, i as isize + (j * ax.ld) as isize, x.to_c64()) };
+                }
+            }
+            match e.act {
+                Activation::None => {}
+                Activation::Relu => {
+                    for x in v.iter_mut() {
+                        if *x < T::zero() {
+                            *x = T::zero();
+                        }
+                    }
+                }
+                Activation::Gelu => {
+                    for x in v.iter_mut() {
+                        *x = gelu(*x);
+                    }
+                }
+            }
+            return;
+        }
+        for i in 0..m {
+            let p = col.wrapping_offset(i as isize * rs);
+            // SAFETY: element (i, j) of the destination, the caller's
+            // promise; columns are disjoint between tasks.
+            unsafe {
+                let mut x = *p;
+                if !b.is_empty() {
+                    x = x + b[i as usize];
+                }
+                if let Some(ax) = e.aux {
+                    ax.dtype.write(aux, (i + j * ax.ld) as isize, x.to_c64());
+                }
+                *p = act(x);
+            }
+        }
+    };
+    if m * n >= 1 << 16 {
+        (0..n).into_par_iter().for_each(column);
+    } else {
+        (0..n).for_each(column);
+    }
+}
+
+/// A scratch buffer from the calling thread's pool. Products convert up
+/// to three matrices; fresh allocations of that size would be new pages on
+/// every call (mmap, a fault per page, munmap with its TLB shootdowns), a
+/// cost that shows on small products. Each thread keeps the last few
+/// buffers it returned, up to `POOL_BYTES` in all.
+struct Scratch {
+    words: Vec<u64>,
+}
+
+const POOL_BUFFERS: usize = 4;
+const POOL_BYTES: usize = 256 << 20;
+
+thread_local! {
+    static POOL: std::cell::RefCell<Vec<Vec<u64>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Scratch {
+    /// A buffer of at least `n` elements of `T` (contents unspecified but
+    /// initialised: every bit pattern is a value of the arithmetic types).
+    fn take<T: Acc>(n: usize) -> Scratch {
+        const { assert!(std::mem::align_of::<T>() <= 8) };
+        let words = (n * std::mem::size_of::<T>()).div_ceil(8).max(1);
+        let reused = POOL
+            .try_with(|p| {
+                let mut p = p.borrow_mut();
+                let i = p.iter().position(|v| v.len() >= words)?;
+                Some(p.swap_remove(i))
+            })
+            .ok()
+            .flatten();
+        Scratch { words: reused.unwrap_or_else(|| vec![0u64; words]) }
+    }
+
+    fn slice<T: Acc>(&mut self, n: usize) -> &mut [T] {
+        assert!(n * std::mem::size_of::<T>() <= self.words.len() * 8);
+        // SAFETY: in bounds (checked), aligned (u64 storage, T's alignment
+        // at most 8), and every bit pattern is a valid T.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr().cast::<T>(), n) }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let v = std::mem::take(&mut self.words);
+        let _ = POOL.try_with(|p| {
+            let mut p = p.borrow_mut();
+            p.push(v);
+            // Keep the largest few, within the byte budget.
+            p.sort_by_key(|v| std::cmp::Reverse(v.len()));
+            p.truncate(POOL_BUFFERS);
+            while p.iter().map(|v| v.len() * 8).sum::<usize>() > POOL_BYTES {
+                p.remove(0);
+            }
+        });
+    }
+}
+
+/// A matrix in the arithmetic's type: where it is, its strides, and the
+/// converted copy that holds it (if it was converted).
+struct Operand<T> {
+    ptr: *const T,
+    rs: isize,
+    cs: isize,
+    _copy: Option<Scratch>,
+    _t: std::marker::PhantomData<T>,
+}
+
+/// `view`'s `rows x cols` matrix at its address as `T`: in place when it
+/// has type `T`, else a converted contiguous copy that keeps its major
+/// order (so that the conversions read memory in order).
+///
+/// # Safety
+/// The matrix must be readable.
+unsafe fn operand<T: Acc>(view: View, rows: i64, cols: i64, par: bool) -> Operand<T> {
+    if view.dtype == T::DTYPE {
+        return Operand {
+            ptr: view.ptr as *const T,
+            rs: view.rs as isize,
+            cs: view.cs as isize,
+            _copy: None,
+            _t: std::marker::PhantomData,
+        };
+    }
+    let (r, c) = (rows as usize, cols as usize);
+    let mut scratch = Scratch::take::<T>(r * c);
+    let copy = scratch.slice::<T>(r * c);
+    // Rows of a row-major matrix, columns otherwise.
+    let row_major = view.cs == 1 && view.rs != 1;
+    let (lines, len, step, inc) = if row_major { (r, c, view.rs, 1) } else { (c, r, view.cs, view.rs as isize) };
+    // SAFETY: the caller's promise: `lines` lines of `len` elements.
+    unsafe { convert_lines(view.dtype, view.ptr, lines, len, step, inc, copy, par) };
+    let (rs, cs) = if row_major { (c as isize, 1) } else { (1, r as isize) };
+    let ptr = copy.as_ptr();
+    Operand { ptr, rs, cs, _copy: Some(scratch), _t: std::marker::PhantomData }
+}
+
+/// Elements a conversion task takes at least (below this, one task).
+const CONVERT_CHUNK: usize = 1 << 15;
+
+/// Converts `lines` lines of `len` elements (line `l` at `src + l step`
+/// elements, its elements `inc` apart) into the contiguous `out`. Lines
+/// that follow each other without a gap are one run, converted in large
+/// pieces: a conversion call per short column costs more than its work.
+///
+/// # Safety
+/// The source lines must be readable.
+#[allow(clippy::too_many_arguments)]
+unsafe fn convert_lines<T: Acc>(dtype: DType, src: u64, lines: usize, len: usize, step: i64, inc: isize, out: &mut [T], par: bool) {
+    let size = dtype.size() as u64;
+    if inc == 1 && step == len as i64 {
+        let convert = |(i, piece): (usize, &mut [T])| {
+            let from = src.wrapping_add((i * CONVERT_CHUNK) as u64 * size);
+            // SAFETY: a piece of the contiguous run, the caller's promise.
+            unsafe { T::load(dtype, from, 1, piece) };
+        };
+        if par && out.len() > CONVERT_CHUNK {
+            out.par_chunks_mut(CONVERT_CHUNK).enumerate().for_each(convert);
+        } else {
+            out.chunks_mut(CONVERT_CHUNK).enumerate().for_each(convert);
+        }
+        return;
+    }
+    let convert = |(l, line): (usize, &mut [T])| {
+        let from = src.wrapping_add((l as u64).wrapping_mul(step as u64).wrapping_mul(size));
+        // SAFETY: line `l`, `len` elements `inc` apart.
+        unsafe { T::load(dtype, from, inc, line) };
+    };
+    debug_assert_eq!(out.len(), lines * len);
+    if par && out.len() >= 1 << 16 {
+        out.par_chunks_mut(len.max(1)).enumerate().for_each(convert);
+    } else {
+        out.chunks_mut(len.max(1)).enumerate().for_each(convert);
+    }
+}
+
+/// The addresses of one product's operands.
+#[derive(Debug, Clone, Copy)]
+struct Addrs {
+    a: u64,
+    b: u64,
+    c: u64,
+    d: u64,
+    bias: u64,
+    aux: u64,
+}
+
+/// One product in arithmetic `T` (see the module's notes).
+///
+/// # Safety
+/// Every operand must be valid for the call's shapes.
+#[allow(clippy::too_many_arguments)]
+unsafe fn product<T: Acc>(p: &Matmul, x: Addrs, alpha: T, beta: T, alpha_zero: bool, beta_zero: bool, par: Parallelism) {
+    let (m, n, k) = (p.m, p.n, p.k);
+    let parallel = !matches!(par, Parallelism::None);
+    let dview = p.d.at(x.d);
+    let cview = p.c.at(x.c);
+    let direct = p.d.dtype == T::DTYPE;
+    let in_place = x.c == x.d && p.c.rs == p.d.rs && p.c.cs == p.d.cs;
+    // SAFETY (block): the caller's promise for every operand; converted
+    // copies and the buffer are sized for their shapes.
+    unsafe {
+        let mn = (m * n) as usize;
+        let mut scratch = if direct { None } else { Some(Scratch::take::<T>(mn)) };
+        let (dst, drs, dcs): (*mut T, isize, isize) = match scratch.as_mut() {
+            None => {
+                if !beta_zero && !in_place {
+                    // D starts as C (same type), then accumulates in place.
+                    copy_matrix::<T>(cview, dview, m, n);
+                }
+                (x.d as *mut T, dview.rs as isize, dview.cs as isize)
+            }
+            Some(s) => {
+                // With beta zero the buffer is written before it is read
+                // (by the product, or with zeros below).
+                let buf = s.slice::<T>(mn);
+                if !beta_zero {
+                    load_col_major(cview, m, n, buf);
+                }
+                (buf.as_mut_ptr(), 1, m as isize)
+            }
+        };
+        if k > 0 && !alpha_zero {
+            let ((ar, ac), (br, bc)) = p.stored_shapes();
+            let a = operand::<T>(p.a.at(x.a), ar, ac, parallel);
+            let b = operand::<T>(p.b.at(x.b), br, bc, parallel);
+            let (a_rs, a_cs) = if p.ta == Op::N { (a.rs, a.cs) } else { (a.cs, a.rs) };
+            let (b_rs, b_cs) = if p.tb == Op::N { (b.rs, b.cs) } else { (b.cs, b.rs) };
+            // gemm computes dst = g_alpha dst + g_beta lhs rhs, reading dst
+            // only when asked to.
+            gemm::gemm::<T>(
+                m as usize,
+                n as usize,
+                k as usize,
+                dst,
+                dcs,
+                drs,
+                !beta_zero,
+                a.ptr,
+                a_cs,
+                a_rs,
+                b.ptr,
+                b_cs,
+                b_rs,
+                beta,
+                alpha,
+                false,
+                p.ta == Op::C,
+                p.tb == Op::C,
+                par,
+            );
+        } else {
+            // No product: D = beta C (C never read when beta is zero).
+            for j in 0..n {
+                for i in 0..m {
+                    let e = dst.offset(i as isize * drs + j as isize * dcs);
+                    *e = if beta_zero { T::zero() } else { beta * *e };
+                }
+            }
+        }
+        if !p.epilogue.is_none() {
+            T::epilogue(dst, m, n, drs, dcs, &p.epilogue, x.bias, x.aux);
+        }
+        if let Some(s) = scratch.as_mut() {
+            store_col_major(s.slice::<T>(mn), dview, m, n, parallel);
+        }
+    }
+}
+
+/// Copies an `m x n` matrix between two layouts of the same type.
+///
+/// # Safety
+/// Both must be valid for the shape.
+unsafe fn copy_matrix<T: Copy>(src: View, dst: View, m: i64, n: i64) {
+    for j in 0..n {
+        for i in 0..m {
+            // SAFETY: element (i, j) of each, the caller's promise.
+            unsafe {
+                let s = (src.ptr as *const T).offset((i * src.rs + j * src.cs) as isize);
+                let d = (dst.ptr as *mut T).offset((i * dst.rs + j * dst.cs) as isize);
+                *d = *s;
+            }
+        }
+    }
+}
+
+/// Converts `view`'s `m x n` matrix into the column-major `out`.
+///
+/// # Safety
+/// The matrix must be readable.
+unsafe fn load_col_major<T: Acc>(view: View, m: i64, n: i64, out: &mut [T]) {
+    // SAFETY: the caller's promise: n columns of m elements.
+    unsafe { convert_lines(view.dtype, view.ptr, n as usize, m as usize, view.cs, view.rs as isize, out, true) };
+}
+
+/// Rounds the column-major `buf` into `view`'s `m x n` matrix.
+///
+/// # Safety
+/// The matrix must be writable.
+unsafe fn store_col_major<T: Acc>(buf: &[T], view: View, m: i64, n: i64, par: bool) {
+    let base = view.ptr;
+    let size = view.dtype.size() as u64;
+    if view.rs == 1 && view.cs == m {
+        // One contiguous run, stored in large pieces.
+        let store = |(i, piece): (usize, &[T])| {
+            let dst = base.wrapping_add((i * CONVERT_CHUNK) as u64 * size);
+            // SAFETY: a piece of the contiguous destination; pieces are
+            // disjoint.
+            unsafe { T::store(piece, view.dtype, dst, 1) };
+        };
+        if par && buf.len() > CONVERT_CHUNK {
+            buf.par_chunks(CONVERT_CHUNK).enumerate().for_each(store);
+        } else {
+            buf.chunks(CONVERT_CHUNK).enumerate().for_each(store);
+        }
+        return;
+    }
+    let store = |(j, col): (usize, &[T])| {
+        let dst = base.wrapping_add((j as u64).wrapping_mul(view.cs as u64).wrapping_mul(size));
+        // SAFETY: column j, m elements rs apart; columns are disjoint.
+        unsafe { T::store(col, view.dtype, dst, view.rs as isize) };
+    };
+    let chunk = m.max(1) as usize;
+    if par && m * n >= 1 << 16 {
+        buf.par_chunks(chunk).enumerate().take(n as usize).for_each(store);
+    } else {
+        buf.chunks(chunk).enumerate().take(n as usize).for_each(store);
+    }
+}
+
+/// An integer product: `D = alpha P + beta C` in wrapping 32-bit
+/// arithmetic, `P = op(A) op(B)` computed exactly in `T`.
+///
+/// # Safety
+/// Every operand must be valid for the call's shapes.
+unsafe fn integer_product<T: Acc + Into<f64>>(p: &Matmul, x: Addrs, alpha: i32, beta: i32, par: Parallelism) {
+    let (m, n, k) = (p.m, p.n, p.k);
+    let mut scratch = Scratch::take::<T>((m * n) as usize);
+    let prod = scratch.slice::<T>((m * n) as usize);
+    // SAFETY (block): the caller's promise.
+    unsafe {
+        if k == 0 || alpha == 0 {
+            prod.fill(T::zero());
+        } else {
+            let ((ar, ac), (br, bc)) = p.stored_shapes();
+            let parallel = !matches!(par, Parallelism::None);
+            let a = operand::<T>(p.a.at(x.a), ar, ac, parallel);
+            let b = operand::<T>(p.b.at(x.b), br, bc, parallel);
+            let (a_rs, a_cs) = if p.ta == Op::N { (a.rs, a.cs) } else { (a.cs, a.rs) };
+            let (b_rs, b_cs) = if p.tb == Op::N { (b.rs, b.cs) } else { (b.cs, b.rs) };
+            gemm::gemm::<T>(
+                m as usize,
+                n as usize,
+                k as usize,
+                prod.as_mut_ptr(),
+                m as isize,
+                1,
+                false,
+                a.ptr,
+                a_cs,
+                a_rs,
+                b.ptr,
+                b_cs,
+                b_rs,
+                T::zero(),
+                T::one(),
+                false,
+                false,
+                false,
+                par,
+            );
+        }
+        let (c, d) = (p.c.at(x.c), p.d.at(x.d));
+        for j in 0..n {
+            for i in 0..m {
+                // Exact integers: the wrap to 32 bits is the accumulator's.
+                let acc = Into::<f64>::into(prod[(i + j * m) as usize]) as i64 as i32;
+                let mut v = alpha.wrapping_mul(acc);
+                if beta != 0 {
+                    let cv = std::ptr::read_unaligned((c.ptr as *const i32).offset((i * c.rs + j * c.cs) as isize));
+                    v = v.wrapping_add(beta.wrapping_mul(cv));
+                }
+                std::ptr::write_unaligned((d.ptr as *mut i32).offset((i * d.rs + j * d.cs) as isize), v);
+            }
+        }
+    }
+}
+
+/// One product of a matmul in its arithmetic.
+///
+/// # Safety
+/// Every operand must be valid for the call's shapes.
+unsafe fn dispatch(p: &Matmul, x: Addrs, alpha: Complex64, beta: Complex64, par: Parallelism) {
+    if p.m == 0 || p.n == 0 {
+        return;
+    }
+    let zero = Complex64::new(0.0, 0.0);
+    let (az, bz) = (alpha == zero, beta == zero);
+    // SAFETY (all arms): the caller's promise.
+    unsafe {
+        match p.compute {
+            Compute::F32 => product::<f32>(p, x, alpha.re as f32, beta.re as f32, az, bz, par),
+            Compute::F64 => product::<f64>(p, x, alpha.re, beta.re, az, bz, par),
+            Compute::C32 => product::<Complex32>(p, x, Complex32::from_c64(alpha), Complex32::from_c64(beta), az, bz, par),
+            Compute::C64 => product::<Complex64>(p, x, alpha, beta, az, bz, par),
+            Compute::I32 => {
+                let (al, be) = (alpha.re as i32, beta.re as i32);
+                // |a b| <= 2^14: sums of up to 1024 products stay below 2^24.
+                if p.k <= 1024 {
+                    integer_product::<f32>(p, x, al, be, par)
+                } else {
+                    integer_product::<f64>(p, x, al, be, par)
+                }
+            }
+        }
+    }
+}
+
+/// Runs a checked matmul: every product of its batch, small ones one per
+/// thread, large ones each on all threads.
+pub fn run(call: Matmul) {
+    // SAFETY (block): device scalars and every operand were checked to lie
+    // in device memory when the call was made; pointer-array entries are
+    // checked here, before use.
+    unsafe {
+        let alpha = call.alpha.get();
+        let beta = call.beta.get();
+        let count = call.batch.count();
+        let small = call.m * call.n * call.k.max(1) <= SMALL_PRODUCT && count > 1;
+        let ((ar, ac), (br, bc)) = call.stored_shapes();
+        let reads_ab = call.k > 0 && alpha != Complex64::new(0.0, 0.0);
+        let reads_c = beta != Complex64::new(0.0, 0.0);
+        let bias = call.epilogue.bias;
+        let aux = call.epilogue.aux;
+        let addr = |i: i64| -> Option<Addrs> {
+            let step =
+                |v: &View, stride: i64| (v.ptr as i64).wrapping_add(i.wrapping_mul(stride).wrapping_mul(v.dtype.size() as i64)) as u64;
+            let (a, b, c, d) = match call.batch {
+                MatmulBatch::Strided { a, b, c, d, .. } => (step(&call.a, a), step(&call.b, b), step(&call.c, c), step(&call.d, d)),
+                MatmulBatch::Pointers { a, b, c, d, .. } => {
+                    let (pa, pb, pc, pd) = (entry(a, i), entry(b, i), entry(c, i), entry(d, i));
+                    let checks = [
+                        ("A", pa, if reads_ab { call.a.extent(ar, ac) } else { 0 }),
+                        ("B", pb, if reads_ab { call.b.extent(br, bc) } else { 0 }),
+                        ("C", pc, if reads_c { call.c.extent(call.m, call.n) } else { 0 }),
+                        ("D", pd, call.d.extent(call.m, call.n)),
+                    ];
+                    for (name, p, e) in checks {
+                        if !in_device_memory(p, e) {
+                            error!("batch entry {i}: matrix {name} at {p:#x} ({e} bytes) is not in device memory; the product was skipped");
+                            return None;
+                        }
+                    }
+                    (pa, pb, pc, pd)
+                }
+            };
+            let bias = bias.map_or(0, |b| (b.ptr as i64).wrapping_add(i.wrapping_mul(b.stride).wrapping_mul(b.dtype.size() as i64)) as u64);
+            let aux = aux.map_or(0, |x| (x.ptr as i64).wrapping_add(i.wrapping_mul(x.stride).wrapping_mul(x.dtype.size() as i64)) as u64);
+            Some(Addrs { a, b, c, d, bias, aux })
+        };
+        if small {
+            (0..count).into_par_iter().for_each(|i| {
+                if let Some(x) = addr(i) {
+                    dispatch(&call, x, alpha, beta, Parallelism::None);
+                }
+            });
+        } else {
+            for i in 0..count {
+                if let Some(x) = addr(i) {
+                    dispatch(&call, x, alpha, beta, par());
+                }
+            }
+        }
+    }
+}
