@@ -356,7 +356,10 @@ impl HipModule {
             loaded.functions.push(f);
         }
         for g in &info.globals {
-            let name = CString::new(g.name.as_str()).map_err(|_| other(format!("variable name {:?} has a NUL", g.name)))?;
+            // The code object names a module variable as the compiler's
+            // symbol table says, which is not its PTX name.
+            let symbol = compiler::cpu_abi::KernelSymbols::global(&g.name);
+            let name = CString::new(symbol).map_err(|_| other(format!("variable name {:?} has a NUL", g.name)))?;
             let (mut p, mut size) = (std::ptr::null_mut(), 0usize);
             // SAFETY: valid module handle and name.
             let e = unsafe { (hip.module_get_global)(&mut p, &mut size, handle, name.as_ptr()) };

@@ -44,6 +44,19 @@ impl<'c, 'm> FnLower<'c, 'm> {
             self.out.op(format_args!("call void @__anycuda_barrier(ptr %ctx, i32 %lin, i32 16, i32 0, i32 {site})"));
             return Ok(());
         }
+        // AMD GPUs have one barrier per workgroup (`s_barrier`), which every
+        // wavefront of the block must reach: a barrier for part of the
+        // block (a thread count) or an arrival that does not wait cannot be
+        // built on it, and on wave64 two warps share a wavefront, so one
+        // cannot wait for the other. Refused rather than run wrong.
+        let counted = if inst.has(b, Flag::Red) { args.len() == 4 } else { args.len() >= 2 };
+        if matches!(self.cx.target, crate::Target::Amdgpu { .. }) && (counted || inst.has(b, Flag::Arrive)) {
+            let form =
+                if inst.has(b, Flag::Arrive) { "an arrival without waiting (`bar.arrive`)" } else { "a barrier with a thread count" };
+            return self.unsupported(format!(
+                "{form} (a named barrier for part of the block) on AMD GPUs: their one barrier per workgroup waits for every wavefront"
+            ));
+        }
         if inst.has(b, Flag::Red) {
             // bar.red.op.type d, a{, b}, {!}c
             let id = self.get(&args[1], Ty::I32)?;

@@ -22,6 +22,9 @@ pub enum Kind {
     Registered,
     /// `hipMallocManaged`
     Managed,
+    /// A loaded code object's image (its variables are device memory, which
+    /// `hipModuleGetGlobal` hands out and programs copy to and from).
+    Module,
 }
 
 struct Range {
@@ -95,6 +98,17 @@ impl Memory {
         }
         self.ranges.insert(addr, Range { size, kind: Kind::Registered, layout: None });
         Ok(())
+    }
+
+    /// A code object mapped at `[addr, addr + size)`; freed by unloading.
+    pub fn add_module(&mut self, addr: usize, size: usize) {
+        self.ranges.insert(addr, Range { size, kind: Kind::Module, layout: None });
+    }
+
+    pub fn remove_module(&mut self, addr: usize) {
+        if self.ranges.get(&addr).is_some_and(|r| r.kind == Kind::Module) {
+            self.ranges.remove(&addr);
+        }
     }
 
     pub fn unregister(&mut self, addr: usize) -> Result<()> {

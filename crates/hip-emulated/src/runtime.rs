@@ -182,6 +182,7 @@ impl Runtime {
         }
         let module = Module { base, extent, symbols: code.symbols, kernels: code.kernels };
         debug!("module {handle:#x}: {} kernel(s) mapped at {base:#x} ({extent} bytes)", module.kernels.len());
+        self.memory().add_module(base, extent);
         self.objects().modules.insert(handle, Arc::new(module));
         Ok(handle)
     }
@@ -189,10 +190,12 @@ impl Runtime {
     pub fn unload_module(&self, handle: u64) -> Result<()> {
         {
             let mut o = self.objects();
-            if o.modules.remove(&handle).is_none() {
+            let Some(m) = o.modules.remove(&handle) else {
                 fail!(error::INVALID_HANDLE, "module {handle:#x} is not loaded");
-            }
+            };
             o.functions.retain(|_, f| f.module != handle);
+            drop(o);
+            self.memory().remove_module(m.base);
         }
         self.with_emulator(|emu| emu.unload(handle).map_err(|w| HipError::new(error::UNKNOWN, w)))
     }

@@ -76,7 +76,8 @@ pub fn backend() -> Arc<dyn Backend> {
             Err(e) => (Arc::new(backend_cpu::CpuBackend::new()), format!("no AMD GPU ({e})")),
         },
     };
-    trace::log(trace::Level::Info, &format!("backend: {} ({why})", backend.name()));
+    let devices: Vec<String> = (0..backend.device_count()).map(|d| format!("{d}: {}", backend.device_props(d).name)).collect();
+    trace::log(trace::Level::Info, &format!("backend: {} ({why}); devices: {}", backend.name(), devices.join(", ")));
     backend
 }
 

@@ -47,6 +47,13 @@ impl Lib {
         Lib::load()
     }
 
+    /// The library on the HIP backend (tests set `ANYCUDA_HIP_LIBRARY` to
+    /// the HIP runtime's test double before).
+    pub fn open_hip() -> Lib {
+        choose_backend(Some("hip"));
+        Lib::load()
+    }
+
     fn load() -> Lib {
         let path = CString::new(lib_path().to_string_lossy().as_bytes()).expect("path");
         let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };

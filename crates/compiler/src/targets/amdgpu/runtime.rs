@@ -243,9 +243,10 @@ const BLOCK_BARRIER: &str = "  fence syncscope(\"workgroup\") release
   fence syncscope(\"workgroup\") acquire
 ";
 
-/// `bar.sync`/`barrier.sync`/`bar.arrive`: every wavefront of the block
-/// takes part; barrier ids and thread counts are not modelled (an id out
-/// of range traps, as it fails the launch on the CPU).
+/// `bar.sync`/`barrier.sync` of the whole block: every wavefront takes
+/// part, whatever the id (the lowering refuses thread counts and
+/// `bar.arrive` on AMD GPUs; an id out of range traps, as it fails the
+/// launch on the CPU).
 fn barrier(name: &str) -> String {
     format!(
         "define internal void @{name}(ptr %ctx, i32 %thread, i32 %id, i32 %count, i32 %site) {ATTRS} {{
