@@ -462,10 +462,9 @@ impl Driver {
         if tex.filter > 1 || tex.mipmap_filter > 1 {
             return Err(Error::invalid(format!("filter mode {} / mipmap filter mode {}", tex.filter, tex.mipmap_filter)));
         }
-        if !float && bytes == 4 && !as_integer {
-            return Err(Error::invalid("32-bit integer textures cannot be read as normalized floats (set CU_TRSF_READ_AS_INTEGER)"));
-        }
-        let returns_float = float || !as_integer;
+        // 32-bit integers have no normalized form: they are always read
+        // as integers (cudart leaves the flag clear for them).
+        let returns_float = float || (!as_integer && bytes < 4);
         if tex.filter == 1 && !returns_float {
             return Err(Error::invalid("linear filtering needs a texture that returns floats"));
         }
