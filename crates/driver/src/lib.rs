@@ -55,6 +55,8 @@ mod tests;
 #[cfg(test)]
 mod tests_callback;
 #[cfg(test)]
+mod texture_tests;
+#[cfg(test)]
 mod vmm_tests;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
