@@ -40,7 +40,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         let handle = match parts[0] {
             Operand::Reg(_) => self.get(&parts[0], Ty::I64)?,
-            _ => return self.unsupported(format!("`{}` on a module-scope `.texref`/`.surfref` (only object handles)", self.describe(inst))),
+            _ => {
+                return self.unsupported(format!("`{}` on a module-scope `.texref`/`.surfref` (only object handles)", self.describe(inst)))
+            }
         };
         let coords: Vec<Operand> = match parts[1] {
             Operand::Vector(l) => b.list(l).to_vec(),
@@ -232,7 +234,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
         Ok(())
     }
 
-    /// `txq.query.b32 d, [a]` and `suq.query.b32 d, [a]`.
+    /// `txq.query.b32 d, [a]` and `suq.query.b32 d, [a]`. The address
+    /// mode queries are not answered: the ISA does not say how their
+    /// values are encoded for texture objects.
     pub fn txq(&mut self, inst: &Instruction) -> Res<()> {
         let b = self.b;
         let args = b.args(inst);
@@ -247,21 +251,19 @@ impl<'c, 'm> FnLower<'c, 'm> {
             (Flag::NumMipmapLevels, tex::Q_NUM_MIPMAP_LEVELS),
             (Flag::NormalizedCoords, tex::Q_NORMALIZED_COORDS),
             (Flag::FilterMode, tex::Q_FILTER_MODE),
-            (Flag::AddrMode0, tex::Q_ADDR_MODE_0),
-            (Flag::AddrMode1, tex::Q_ADDR_MODE_0 + 1),
-            (Flag::AddrMode2, tex::Q_ADDR_MODE_0 + 2),
             (Flag::NumSamples, tex::Q_NUM_SAMPLES),
         ];
         let Some(q) = queries.iter().find(|(f, _)| inst.has(b, *f)).map(|(_, q)| *q) else {
             return self.unsupported(format!("`{}` (query)", self.describe(inst)));
         };
+        // `[%rd]` parses as an address with no offset.
         let handle = match args[1] {
             Operand::Bracket(l) => match b.list(l) {
                 [h @ Operand::Reg(_)] => *h,
                 _ => return self.unsupported(format!("`{}` on a module-scope reference (only object handles)", self.describe(inst))),
             },
-            h @ Operand::Reg(_) => h,
-            _ => return self.invalid("expected `[handle]`"),
+            Operand::AddrReg(r, 0) => Operand::Reg(r),
+            _ => return self.unsupported(format!("`{}` on a module-scope reference (only object handles)", self.describe(inst))),
         };
         let h = self.get(&handle, Ty::I64)?;
         self.cx.declare_runtime(&runtime::TXQ);

@@ -209,7 +209,9 @@ fn check_desc(d: &ArrayDesc) -> Result<ArrayDesc> {
     }
     if format::channel(d.format).is_none() {
         return Err(match d.format {
-            0x90..=0xbf | 0xcc..=0xff => Error::NotSupported(format!("array format {:#x} (compressed, YUV or other special formats)", d.format)),
+            0x90..=0xbf | 0xcc..=0xff => {
+                Error::NotSupported(format!("array format {:#x} (compressed, YUV or other special formats)", d.format))
+            }
             _ => Error::invalid(format!("{:#x} is not an array format", d.format)),
         });
     }
@@ -369,7 +371,16 @@ impl Driver {
     /// pitch, rows per slice), after checking that the region of
     /// `width` bytes x `height` rows x `depth` slices at (`x` bytes, `y`,
     /// `z`) lies inside it.
-    pub(crate) fn array_extent(&self, h: u64, x: usize, y: usize, z: usize, width: usize, height: usize, depth: usize) -> Result<(u64, usize, usize)> {
+    pub(crate) fn array_extent(
+        &self,
+        h: u64,
+        x: usize,
+        y: usize,
+        z: usize,
+        width: usize,
+        height: usize,
+        depth: usize,
+    ) -> Result<(u64, usize, usize)> {
         let a = self.array(h)?;
         let pitch = a.pitch();
         let rows = a.desc.rows();
@@ -420,7 +431,14 @@ impl Driver {
                 if ptr == 0 || !ptr.is_multiple_of(32) {
                     return Err(Error::invalid(format!("pitched texture memory at {ptr:#x} is not aligned to 32 bytes")));
                 }
-                if width == 0 || height == 0 || width > 131072 || height > 65000 || pitch < width * es || !pitch.is_multiple_of(32) || pitch > 2097120 {
+                if width == 0
+                    || height == 0
+                    || width > 131072
+                    || height > 65000
+                    || pitch < width * es
+                    || !pitch.is_multiple_of(32)
+                    || pitch > 2097120
+                {
                     return Err(Error::invalid(format!("pitched texture of {width} x {height} elements, pitch {pitch}")));
                 }
                 self.resolve_device(ptr, pitch * (height - 1) + width * es)?;
@@ -581,7 +599,16 @@ pub mod device {
 
     impl TexDesc {
         #[allow(clippy::too_many_arguments)]
-        pub fn new(magic: u32, a: &ArrayDesc, base: u64, pitch: usize, levels: u32, mut flags: u32, address: [u32; 3], border: [f32; 4]) -> TexDesc {
+        pub fn new(
+            magic: u32,
+            a: &ArrayDesc,
+            base: u64,
+            pitch: usize,
+            levels: u32,
+            mut flags: u32,
+            address: [u32; 3],
+            border: [f32; 4],
+        ) -> TexDesc {
             let layered = a.flags & super::array_flags::LAYERED != 0;
             let cube = a.flags & super::array_flags::CUBEMAP != 0;
             if layered {
@@ -841,7 +868,8 @@ pub mod device {
             Geometry::A1d => ([fc(1), 0.0, 0.0], clamp_layer(c[0])),
             Geometry::A2d => ([fc(1), fc(2), 0.0], clamp_layer(c[0])),
             Geometry::Cube | Geometry::Acube => {
-                let (base, x, y, z) = if f.geometry == Geometry::Acube { (c[0] * 6, fc(1), fc(2), fc(3)) } else { (0, fc(0), fc(1), fc(2)) };
+                let (base, x, y, z) =
+                    if f.geometry == Geometry::Acube { (c[0] * 6, fc(1), fc(2), fc(3)) } else { (0, fc(0), fc(1), fc(2)) };
                 let (face, s, t) = cube_face(x, y, z);
                 normalized = true;
                 modes = [1; 3];
@@ -966,11 +994,20 @@ pub mod device {
         Zero,
     }
 
-    /// Where a surface access goes: `Ok(Some(addr))`, `Ok(None)` (ignored
-    /// or zero), or `Err(())` (the access traps).
-    ///
-    /// `x` is a byte offset (`.b` accesses); `bytes` the access size.
-    pub fn surface_address(d: &TexDesc, g: SurfGeometry, c: [u32; 4], bytes: u64, clamp: Clamp) -> std::result::Result<Option<u64>, ()> {
+    /// Where a surface access goes.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Access {
+        /// This address.
+        At(u64),
+        /// Nowhere: a load reads zeros, a store is dropped (`.zero`).
+        Zero,
+        /// Out of range in the `.trap` mode.
+        Trap,
+    }
+
+    /// Where a surface access goes. `x` is a byte offset (`.b` accesses);
+    /// `bytes` the access size.
+    pub fn surface_address(d: &TexDesc, g: SurfGeometry, c: [u32; 4], bytes: u64, clamp: Clamp) -> Access {
         let (x, y, z, layer) = match g {
             SurfGeometry::D1 => (c[0], 0, 0, 0),
             SurfGeometry::D2 => (c[0], c[1], 0, 0),
@@ -990,8 +1027,8 @@ pub mod device {
         }
         if !inside {
             match clamp {
-                Clamp::Trap => return Err(()),
-                Clamp::Zero => return Ok(None),
+                Clamp::Trap => return Access::Trap,
+                Clamp::Zero => return Access::Zero,
                 Clamp::Clamp => {
                     for k in 0..3 {
                         v[k] = v[k].clamp(0, limits[k].max(0));
@@ -1002,7 +1039,7 @@ pub mod device {
         }
         let layer = layer.min(u64::from(d.layers.max(1)) - 1);
         let slice = if d.dims == 3 { v[2] as u64 } else { layer };
-        Ok(Some(d.base + slice * d.slice + v[1] as u64 * d.pitch + v[0] as u64))
+        Access::At(d.base + slice * d.slice + v[1] as u64 * d.pitch + v[0] as u64)
     }
 
     /// `txq`/`suq` queries.
@@ -1108,7 +1145,10 @@ mod tests {
         let d = TexDesc::new(TEX_MAGIC, &a, data.as_ptr() as u64, 4, 1, 0, [1; 3], [0.0; 4]);
         let f = Fetch { geometry: Geometry::Cube, ..FETCH_2D };
         let at = |x: f32, y: f32, z: f32| f32::from_bits(unsafe { sample(&d, &f, [x.to_bits(), y.to_bits(), z.to_bits(), 0]) }[0]);
-        assert_eq!([at(1.0, 0.2, 0.1), at(-1.0, 0.2, 0.1), at(0.1, 2.0, 0.3), at(0.1, -2.0, 0.3), at(0.1, 0.2, 3.0), at(0.1, 0.2, -3.0)], [0.0, 10.0, 20.0, 30.0, 40.0, 50.0]);
+        assert_eq!(
+            [at(1.0, 0.2, 0.1), at(-1.0, 0.2, 0.1), at(0.1, 2.0, 0.3), at(0.1, -2.0, 0.3), at(0.1, 0.2, 3.0), at(0.1, 0.2, -3.0)],
+            [0.0, 10.0, 20.0, 30.0, 40.0, 50.0]
+        );
     }
 
     #[test]
@@ -1128,14 +1168,16 @@ mod tests {
     #[test]
     fn surface_bounds() {
         let data = [0u32; 8];
-        let a = ArrayDesc { width: 4, height: 2, format: format::U32, channels: 1, flags: array_flags::SURFACE_LDST, ..ArrayDesc::default() };
+        let a =
+            ArrayDesc { width: 4, height: 2, format: format::U32, channels: 1, flags: array_flags::SURFACE_LDST, ..ArrayDesc::default() };
         let d = TexDesc::new(SURF_MAGIC, &a, data.as_ptr() as u64, 16, 1, 0, [1; 3], [0.0; 4]);
         let base = data.as_ptr() as u64;
         let at = |x: i32, y: i32, c: Clamp| surface_address(&d, SurfGeometry::D2, [x as u32, y as u32, 0, 0], 4, c);
-        assert_eq!(at(12, 1, Clamp::Trap), Ok(Some(base + 28)));
-        assert_eq!(at(16, 1, Clamp::Trap), Err(()));
-        assert_eq!(at(16, 1, Clamp::Zero), Ok(None));
-        assert_eq!(at(40, 5, Clamp::Clamp), Ok(Some(base + 28)));
-        assert_eq!(at(-4, 0, Clamp::Clamp), Ok(Some(base)));
+        assert_eq!(at(12, 1, Clamp::Trap), Access::At(base + 28));
+        assert_eq!(at(16, 1, Clamp::Trap), Access::Trap);
+        assert_eq!(at(16, 1, Clamp::Zero), Access::Zero);
+        assert_eq!(at(40, 5, Clamp::Clamp), Access::At(base + 28));
+        assert_eq!(at(-4, 0, Clamp::Clamp), Access::At(base));
+        assert_eq!(at(2, 0, Clamp::Trap), Access::Trap, "misaligned");
     }
 }

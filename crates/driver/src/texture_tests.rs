@@ -65,16 +65,16 @@ fn array_shapes_are_checked_as_cuda_does() {
         assert!(matches!(d.array_descriptor(h), Err(Error::InvalidHandle(_))));
     }
     let bad = [
-        desc(100, 50, 0, format::FLOAT, 3, 0),             // 3 channels
-        desc(100, 50, 0, 0x7, 1, 0),                       // no such format
-        desc(0, 50, 0, format::FLOAT, 1, 0),               // zero width
-        desc(16, 0, 4, format::FLOAT, 1, 0),               // depth without height
-        desc(8, 9, 6, format::FLOAT, 1, af::CUBEMAP),      // faces not square
-        desc(8, 8, 7, format::FLOAT, 1, af::CUBEMAP),      // not 6 faces
-        desc(16, 16, 0, format::FLOAT, 1, af::LAYERED),    // no layers
-        desc(200_000, 0, 0, format::FLOAT, 1, 0),          // too wide
-        desc(8, 8, 0, format::UNORM_INT8X1 + 2, 2, 0),     // implied 4 channels
-        desc(8, 8, 0, format::FLOAT, 1, 0x8000),           // unknown flag
+        desc(100, 50, 0, format::FLOAT, 3, 0),          // 3 channels
+        desc(100, 50, 0, 0x7, 1, 0),                    // no such format
+        desc(0, 50, 0, format::FLOAT, 1, 0),            // zero width
+        desc(16, 0, 4, format::FLOAT, 1, 0),            // depth without height
+        desc(8, 9, 6, format::FLOAT, 1, af::CUBEMAP),   // faces not square
+        desc(8, 8, 7, format::FLOAT, 1, af::CUBEMAP),   // not 6 faces
+        desc(16, 16, 0, format::FLOAT, 1, af::LAYERED), // no layers
+        desc(200_000, 0, 0, format::FLOAT, 1, 0),       // too wide
+        desc(8, 8, 0, format::UNORM_INT8X1 + 2, 2, 0),  // implied 4 channels
+        desc(8, 8, 0, format::FLOAT, 1, 0x8000),        // unknown flag
     ];
     for a in &bad {
         assert!(matches!(d.array_create(a), Err(Error::InvalidValue(_))), "{a:?}");
@@ -101,7 +101,18 @@ fn copies_to_from_and_between_arrays() {
     }
     // Array to array (a 2-D copy), then device memory.
     let b = d.array_create(&desc(6, 4, 3, format::U16, 2, 0)).expect("array");
-    let c2 = Memcpy2D { src: MemLoc::Array(a), src_x: 0, src_y: 0, src_pitch: 0, dst: MemLoc::Array(b), dst_x: 0, dst_y: 0, dst_pitch: 0, width: 24, height: 4 };
+    let c2 = Memcpy2D {
+        src: MemLoc::Array(a),
+        src_x: 0,
+        src_y: 0,
+        src_pitch: 0,
+        dst: MemLoc::Array(b),
+        dst_x: 0,
+        dst_y: 0,
+        dst_pitch: 0,
+        width: 24,
+        height: 4,
+    };
     unsafe { d.memcpy_2d(&c2, 0, false, false) }.expect("array to array");
     let dev = d.mem_alloc(96).expect("alloc");
     let c3 = Memcpy2D { src: MemLoc::Array(b), dst: MemLoc::Device(dev), dst_pitch: 24, ..c2 };
@@ -180,7 +191,10 @@ fn texture_objects_describe_their_resource() {
     // Errors.
     let int_array = d.array_create(&desc(4, 2, 0, format::S8, 1, 0)).expect("array");
     let as_int = TextureDesc { filter: 1, flags: crate::texture::tex_flags::READ_AS_INTEGER, ..TextureDesc::default() };
-    assert!(matches!(d.tex_object_create(Resource::Array(int_array), &as_int, None), Err(Error::InvalidValue(_))), "linear filtering of integers");
+    assert!(
+        matches!(d.tex_object_create(Resource::Array(int_array), &as_int, None), Err(Error::InvalidValue(_))),
+        "linear filtering of integers"
+    );
     let bad_mode = TextureDesc { address: [4, 0, 0], ..TextureDesc::default() };
     assert!(matches!(d.tex_object_create(Resource::Array(a), &bad_mode, None), Err(Error::InvalidValue(_))));
     d.array_destroy(a).expect("destroy");
@@ -212,7 +226,10 @@ fn surface_objects_need_load_store_arrays() {
     let dsc = read_desc(&d, s);
     assert_eq!((dsc.magic, dsc.layers, dsc.pitch, dsc.slice), (device::SURF_MAGIC, 3, 64, 512));
     let p = d.mem_alloc(256).expect("alloc");
-    assert!(matches!(d.surf_object_create(Resource::Linear { ptr: p, format: format::FLOAT, channels: 1, size: 256 }), Err(Error::InvalidValue(_))));
+    assert!(matches!(
+        d.surf_object_create(Resource::Linear { ptr: p, format: format::FLOAT, channels: 1, size: 256 }),
+        Err(Error::InvalidValue(_))
+    ));
     d.tex_object_destroy(s, true).expect("destroy");
     assert!(d.tex_object_destroy(s, true).is_err());
 }

@@ -3,7 +3,7 @@
 //! (`driver::texture::device`) on the object's descriptor.
 
 use compiler::cpu_abi::{tex, BlockCtx};
-use driver::texture::device::{self, Clamp, Fetch, Geometry, Ret, SurfGeometry, TexDesc};
+use driver::texture::device::{self, Access, Clamp, Fetch, Geometry, Ret, SurfGeometry, TexDesc};
 
 use super::runtime::illegal_address;
 
@@ -15,7 +15,9 @@ use super::runtime::illegal_address;
 /// Called from compiled code with its ctx; `handle` is read if it looks
 /// like a descriptor's address.
 unsafe fn descriptor<'a>(ctx: *mut BlockCtx, handle: u64, magic: u32) -> Option<&'a TexDesc> {
+    let kind = if magic == device::TEX_MAGIC { "texture" } else { "surface" };
     if handle == 0 || !handle.is_multiple_of(8) {
+        tracing::debug!("{handle:#x} is not a {kind} object handle");
         // SAFETY: per the contract.
         unsafe { illegal_address(ctx, handle) };
         return None;
@@ -24,6 +26,7 @@ unsafe fn descriptor<'a>(ctx: *mut BlockCtx, handle: u64, magic: u32) -> Option<
     // is host memory here); a wild one faults like any kernel access.
     let d = unsafe { &*(handle as *const TexDesc) };
     if d.magic != magic {
+        tracing::debug!("{handle:#x} is not a live {kind} object (destroyed, or another kind of object)");
         // SAFETY: per the contract.
         unsafe { illegal_address(ctx, handle) };
         return None;
@@ -36,7 +39,17 @@ unsafe fn descriptor<'a>(ctx: *mut BlockCtx, handle: u64, magic: u32) -> Option<
 /// # Safety
 /// Called from compiled code; `out` holds 4 words.
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn __anycuda_tex(ctx: *mut BlockCtx, _thread: u32, handle: u64, op: u32, c0: u32, c1: u32, c2: u32, c3: u32, out: *mut u8) -> u32 {
+pub unsafe extern "C" fn __anycuda_tex(
+    ctx: *mut BlockCtx,
+    _thread: u32,
+    handle: u64,
+    op: u32,
+    c0: u32,
+    c1: u32,
+    c2: u32,
+    c3: u32,
+    out: *mut u8,
+) -> u32 {
     // SAFETY: per the contract.
     let Some(d) = (unsafe { descriptor(ctx, handle, device::TEX_MAGIC) }) else { return 0 };
     let geometry = match op & tex::GEOMETRY_MASK {
@@ -92,18 +105,31 @@ fn surface_access(op: u32) -> (u64, u64, Clamp) {
 /// # Safety
 /// Called from compiled code; `out` holds the access's bytes.
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn __anycuda_suld(ctx: *mut BlockCtx, _thread: u32, handle: u64, op: u32, c0: u32, c1: u32, c2: u32, c3: u32, out: *mut u8) {
+pub unsafe extern "C" fn __anycuda_suld(
+    ctx: *mut BlockCtx,
+    _thread: u32,
+    handle: u64,
+    op: u32,
+    c0: u32,
+    c1: u32,
+    c2: u32,
+    c3: u32,
+    out: *mut u8,
+) {
     // SAFETY: per the contract.
     let Some(d) = (unsafe { descriptor(ctx, handle, device::SURF_MAGIC) }) else { return };
     let (size, n, clamp) = surface_access(op);
     let bytes = size * n;
     match device::surface_address(d, surface_geometry(op), [c0, c1, c2, c3], bytes, clamp) {
         // SAFETY: inside the surface; out holds `bytes`.
-        Ok(Some(a)) => unsafe { std::ptr::copy_nonoverlapping(a as *const u8, out, bytes as usize) },
+        Access::At(a) => unsafe { std::ptr::copy_nonoverlapping(a as *const u8, out, bytes as usize) },
         // SAFETY: out holds `bytes`.
-        Ok(None) => unsafe { std::ptr::write_bytes(out, 0, bytes as usize) },
-        // SAFETY: per the contract.
-        Err(()) => unsafe { illegal_address(ctx, handle) },
+        Access::Zero => unsafe { std::ptr::write_bytes(out, 0, bytes as usize) },
+        Access::Trap => {
+            tracing::debug!("suld.trap out of range of surface {handle:#x} at ({c0}, {c1}, {c2}, {c3})");
+            // SAFETY: per the contract.
+            unsafe { illegal_address(ctx, handle) }
+        }
     }
 }
 
@@ -112,17 +138,30 @@ pub unsafe extern "C" fn __anycuda_suld(ctx: *mut BlockCtx, _thread: u32, handle
 /// # Safety
 /// Called from compiled code; `data` holds the access's bytes.
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn __anycuda_sust(ctx: *mut BlockCtx, _thread: u32, handle: u64, op: u32, c0: u32, c1: u32, c2: u32, c3: u32, data: *const u8) {
+pub unsafe extern "C" fn __anycuda_sust(
+    ctx: *mut BlockCtx,
+    _thread: u32,
+    handle: u64,
+    op: u32,
+    c0: u32,
+    c1: u32,
+    c2: u32,
+    c3: u32,
+    data: *const u8,
+) {
     // SAFETY: per the contract.
     let Some(d) = (unsafe { descriptor(ctx, handle, device::SURF_MAGIC) }) else { return };
     let (size, n, clamp) = surface_access(op);
     let bytes = size * n;
     match device::surface_address(d, surface_geometry(op), [c0, c1, c2, c3], bytes, clamp) {
         // SAFETY: inside the surface; data holds `bytes`.
-        Ok(Some(a)) => unsafe { std::ptr::copy_nonoverlapping(data, a as *mut u8, bytes as usize) },
-        Ok(None) => {}
-        // SAFETY: per the contract.
-        Err(()) => unsafe { illegal_address(ctx, handle) },
+        Access::At(a) => unsafe { std::ptr::copy_nonoverlapping(data, a as *mut u8, bytes as usize) },
+        Access::Zero => {}
+        Access::Trap => {
+            tracing::debug!("sust.trap out of range of surface {handle:#x} at ({c0}, {c1}, {c2}, {c3})");
+            // SAFETY: per the contract.
+            unsafe { illegal_address(ctx, handle) }
+        }
     }
 }
 
@@ -132,6 +171,7 @@ pub unsafe extern "C" fn __anycuda_sust(ctx: *mut BlockCtx, _thread: u32, handle
 /// Called from compiled code.
 pub unsafe extern "C" fn __anycuda_txq(ctx: *mut BlockCtx, _thread: u32, handle: u64, query: u32) -> u32 {
     if handle == 0 || !handle.is_multiple_of(8) {
+        tracing::debug!("txq/suq: {handle:#x} is not a texture or surface object handle");
         // SAFETY: per the contract.
         unsafe { illegal_address(ctx, handle) };
         return 0;
@@ -139,6 +179,7 @@ pub unsafe extern "C" fn __anycuda_txq(ctx: *mut BlockCtx, _thread: u32, handle:
     // SAFETY: as in `descriptor`; either kind of object.
     let d = unsafe { &*(handle as *const TexDesc) };
     if d.magic != device::TEX_MAGIC && d.magic != device::SURF_MAGIC {
+        tracing::debug!("txq/suq: {handle:#x} is not a live texture or surface object");
         // SAFETY: per the contract.
         unsafe { illegal_address(ctx, handle) };
         return 0;
