@@ -20,6 +20,16 @@ __global__ void sample2d(cudaTextureObject_t t, const float2 *c, float *out, int
     if (i < n) out[i] = tex2D<float>(t, c[i].x, c[i].y);
 }
 
+__global__ void sample1d(cudaTextureObject_t t, const float *c, float *out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = tex1D<float>(t, c[i]);
+}
+
+__global__ void sample_rgba(cudaTextureObject_t t, float4 *out) {
+    int x = threadIdx.x, y = blockIdx.x;
+    out[y * W + x] = tex2D<float4>(t, x + 0.5f, y + 0.5f);
+}
+
 __global__ void sample_layered(cudaTextureObject_t t, const float2 *c, float *out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = tex2DLayered<float>(t, c[i].x, c[i].y, i % L);
@@ -170,6 +180,112 @@ int main() {
             }
             CHECK(cudaDestroyTextureObject(t));
         }
+
+    // A 2-D texture over pitched device memory (cudaMallocPitch), linear
+    // filtering with unnormalised coordinates and clamping.
+    {
+        float *pitched;
+        size_t pitch;
+        CHECK(cudaMallocPitch(&pitched, &pitch, W * sizeof(float), H));
+        CHECK(cudaMemcpy2D(pitched, pitch, h2, W * sizeof(float), W * sizeof(float), H, cudaMemcpyHostToDevice));
+        cudaResourceDesc rd = {};
+        rd.resType = cudaResourceTypePitch2D;
+        rd.res.pitch2D.devPtr = pitched;
+        rd.res.pitch2D.desc = fd;
+        rd.res.pitch2D.width = W;
+        rd.res.pitch2D.height = H;
+        rd.res.pitch2D.pitchInBytes = pitch;
+        cudaTextureDesc td = {};
+        td.addressMode[0] = td.addressMode[1] = cudaAddressModeClamp;
+        td.filterMode = cudaFilterModeLinear;
+        td.readMode = cudaReadModeElementType;
+        cudaTextureObject_t t;
+        CHECK(cudaCreateTextureObject(&t, &rd, &td, nullptr));
+        float2 pc[N];
+        for (int i = 0; i < N; i++) pc[i] = make_float2(hc[i].x * W, hc[i].y * H);
+        CHECK(cudaMemcpy(dc, pc, sizeof pc, cudaMemcpyHostToDevice));
+        sample2d<<<N / 64, 64>>>(t, dc, dout, N);
+        CHECK_KERNEL();
+        CHECK(cudaMemcpy(hout, dout, sizeof hout, cudaMemcpyDeviceToHost));
+        for (int i = 0; i < N; i++) {
+            float want = ref2d(h2, W, H, pc[i].x / W, pc[i].y / H, cudaAddressModeClamp, true);
+            EXPECT(fabsf(hout[i] - want) <= 1e-4f, "pitch2D linear (%g, %g): %g want %g", pc[i].x, pc[i].y, hout[i], want);
+        }
+        // Each texture operation reads the memory as it is at launch.
+        CHECK(cudaMemset2D(pitched, pitch, 0, W * sizeof(float), H));
+        sample2d<<<N / 64, 64>>>(t, dc, dout, N);
+        CHECK_KERNEL();
+        CHECK(cudaMemcpy(hout, dout, sizeof hout, cudaMemcpyDeviceToHost));
+        for (int i = 0; i < N; i++) EXPECT(hout[i] == 0.0f, "pitch2D after memset [%d]: %g", i, hout[i]);
+        CHECK(cudaDestroyTextureObject(t));
+        CHECK(cudaFree(pitched));
+        CHECK(cudaMemcpy(dc, hc, sizeof hc, cudaMemcpyHostToDevice));
+    }
+
+    // 1-D array, linear filtering with wrapping normalised coordinates: the
+    // taps at both ends wrap around.
+    {
+        const int n1 = 10;
+        float h1[n1];
+        for (int i = 0; i < n1; i++) h1[i] = (float)(i * i) - 7.0f;
+        cudaArray_t a1;
+        CHECK(cudaMallocArray(&a1, &fd, n1));
+        CHECK(cudaMemcpy2DToArray(a1, 0, 0, h1, sizeof h1, sizeof h1, 1, cudaMemcpyHostToDevice));
+        cudaTextureObject_t t = make_tex(a1, cudaAddressModeWrap, true, true);
+        float c1[N], *d1;
+        for (int i = 0; i < N; i++) c1[i] = -1.5f + 3.0f * i / N + 0.0013f;
+        CHECK(cudaMalloc(&d1, sizeof c1));
+        CHECK(cudaMemcpy(d1, c1, sizeof c1, cudaMemcpyHostToDevice));
+        sample1d<<<N / 64, 64>>>(t, d1, dout, N);
+        CHECK_KERNEL();
+        CHECK(cudaMemcpy(hout, dout, sizeof hout, cudaMemcpyDeviceToHost));
+        for (int i = 0; i < N; i++) {
+            float xb = c1[i] * n1 - 0.5f;
+            int k = (int)floorf(xb);
+            float a = rintf(frac(xb) * 256.0f) / 256.0f;
+            float want = (1 - a) * texel(h1, n1, 1, k, 0, cudaAddressModeWrap, 0) + a * texel(h1, n1, 1, k + 1, 0, cudaAddressModeWrap, 0);
+            EXPECT(fabsf(hout[i] - want) <= 1e-4f, "1d linear wrap (%g): %g want %g", c1[i], hout[i], want);
+        }
+        CHECK(cudaFree(d1));
+        CHECK(cudaDestroyTextureObject(t));
+        CHECK(cudaFreeArray(a1));
+    }
+
+    // uchar4 with sRGB: colour channels are decoded, alpha is not.
+    {
+        static uchar4 hq[W * H];
+        for (int i = 0; i < W * H; i++) hq[i] = make_uchar4(i * 2, 255 - i, (i * 7) % 256, i);
+        cudaChannelFormatDesc qd = cudaCreateChannelDesc<uchar4>();
+        cudaArray_t aq;
+        CHECK(cudaMallocArray(&aq, &qd, W, H));
+        CHECK(cudaMemcpy2DToArray(aq, 0, 0, hq, W * sizeof(uchar4), W * sizeof(uchar4), H, cudaMemcpyHostToDevice));
+        cudaResourceDesc rd = {};
+        rd.resType = cudaResourceTypeArray;
+        rd.res.array.array = aq;
+        cudaTextureDesc td = {};
+        td.readMode = cudaReadModeNormalizedFloat;
+        td.sRGB = 1;
+        cudaTextureObject_t t;
+        CHECK(cudaCreateTextureObject(&t, &rd, &td, nullptr));
+        float4 *dq, hres[W * H];
+        CHECK(cudaMalloc(&dq, sizeof hres));
+        sample_rgba<<<H, W>>>(t, dq);
+        CHECK_KERNEL();
+        CHECK(cudaMemcpy(hres, dq, sizeof hres, cudaMemcpyDeviceToHost));
+        auto lin = [](unsigned char v) {
+            float c = v / 255.0f;
+            return c <= 0.04045f ? c / 12.92f : powf((c + 0.055f) / 1.055f, 2.4f);
+        };
+        for (int i = 0; i < W * H; i++) {
+            float4 w = make_float4(lin(hq[i].x), lin(hq[i].y), lin(hq[i].z), hq[i].w / 255.0f);
+            EXPECT(fabsf(hres[i].x - w.x) <= 1e-6f && fabsf(hres[i].y - w.y) <= 1e-6f && fabsf(hres[i].z - w.z) <= 1e-6f &&
+                       hres[i].w == w.w,
+                   "sRGB [%d]: %g %g %g %g want %g %g %g %g", i, hres[i].x, hres[i].y, hres[i].z, hres[i].w, w.x, w.y, w.z, w.w);
+        }
+        CHECK(cudaFree(dq));
+        CHECK(cudaDestroyTextureObject(t));
+        CHECK(cudaFreeArray(aq));
+    }
 
     // tex2Dgather: the four texels of the bilinear footprint, in the order
     // (i, j+1), (i+1, j+1), (i+1, j), (i, j), clamped.

@@ -428,8 +428,8 @@ impl Driver {
             Resource::Pitch2D { ptr, format, channels, width, height, pitch } => {
                 let d = check_linear(format, channels)?;
                 let es = d.element_size();
-                if ptr == 0 || !ptr.is_multiple_of(32) {
-                    return Err(Error::invalid(format!("pitched texture memory at {ptr:#x} is not aligned to 32 bytes")));
+                if ptr == 0 || !ptr.is_multiple_of(256) {
+                    return Err(Error::invalid(format!("pitched texture memory at {ptr:#x} is not aligned to 256 bytes")));
                 }
                 if width == 0
                     || height == 0
