@@ -113,6 +113,9 @@ pub struct Array {
     pub size: usize,
     /// The mipmapped array this is a level of (destroyed with it).
     pub parent: Option<u64>,
+    /// The format as created (a format with an implied channel count is
+    /// stored as its plain format in `desc`).
+    pub given_format: u32,
 }
 
 impl Array {
@@ -257,7 +260,7 @@ fn check_desc(d: &ArrayDesc) -> Result<ArrayDesc> {
 }
 
 impl Driver {
-    fn new_array(&self, desc: &ArrayDesc, parent: Option<u64>) -> Result<Arc<Array>> {
+    fn new_array(&self, desc: &ArrayDesc, given_format: u32, parent: Option<u64>) -> Result<Arc<Array>> {
         let ctx = self.current_ctx()?;
         let size = desc
             .element_size()
@@ -266,7 +269,7 @@ impl Driver {
             .and_then(|v| v.checked_mul(desc.slices()))
             .ok_or_else(|| Error::invalid("array size overflows"))?;
         let base = self.backend.alloc(ctx.device, size).map_err(backend_err)?;
-        Ok(self.textures.arrays.insert_with(|h| Array { handle: h, ctx: ctx.handle, device: ctx.device, desc: *desc, base, size, parent }))
+        Ok(self.textures.arrays.insert_with(|h| Array { handle: h, ctx: ctx.handle, device: ctx.device, desc: *desc, base, size, parent, given_format }))
     }
 
     /// `cuArrayCreate` / `cuArray3DCreate`.
@@ -274,7 +277,7 @@ impl Driver {
         let d = check_desc(desc)?;
         self.current_ctx()?;
         self.check_capture_safe("cuArrayCreate")?;
-        Ok(self.new_array(&d, None)?.handle)
+        Ok(self.new_array(&d, desc.format, None)?.handle)
     }
 
     /// The live array `h`.
@@ -301,7 +304,8 @@ impl Driver {
 
     /// `cuArrayGetDescriptor` / `cuArray3DGetDescriptor`.
     pub fn array_descriptor(&self, h: u64) -> Result<ArrayDesc> {
-        Ok(self.array(h)?.desc)
+        let a = self.array(h)?;
+        Ok(ArrayDesc { format: a.given_format, ..a.desc })
     }
 
     /// `cuMipmappedArrayCreate`: level `l` is `max(1, size >> l)` in each
@@ -329,7 +333,7 @@ impl Driver {
                 depth: if layered { d.depth } else { shrink(d.depth) },
                 ..d
             };
-            match self.new_array(&level, Some(handle)) {
+            match self.new_array(&level, desc.format, Some(handle)) {
                 Ok(a) => arrays.push(a),
                 Err(e) => {
                     for a in &arrays {

@@ -59,7 +59,7 @@ fn array_shapes_are_checked_as_cuda_does() {
     for a in &ok {
         let h = d.array_create(a).unwrap_or_else(|e| panic!("{a:?}: {e}"));
         let got = d.array_descriptor(h).expect("descriptor");
-        assert_eq!((got.width, got.height, got.depth, got.channels, got.flags), (a.width, a.height, a.depth, a.channels, a.flags));
+        assert_eq!(got, *a, "the descriptor as created");
         d.array_destroy(h).expect("destroy");
         assert!(matches!(d.array_destroy(h), Err(Error::InvalidHandle(_))), "destroyed twice");
         assert!(matches!(d.array_descriptor(h), Err(Error::InvalidHandle(_))));
