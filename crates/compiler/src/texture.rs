@@ -36,14 +36,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
         };
         let parts: Vec<Operand> = b.list(l).to_vec();
         if parts.len() != 2 {
-            return self.unsupported(format!("`{}` with a separate sampler or a module-scope texture reference", self.describe(inst)));
+            return self.unsupported(format!("`{}` with a separate sampler", self.describe(inst)));
         }
-        let handle = match parts[0] {
-            Operand::Reg(_) => self.get(&parts[0], Ty::I64)?,
-            _ => {
-                return self.unsupported(format!("`{}` on a module-scope `.texref`/`.surfref` (only object handles)", self.describe(inst)))
-            }
-        };
+        let handle = self.object_handle(inst, &parts[0])?;
         let coords: Vec<Operand> = match parts[1] {
             Operand::Vector(l) => b.list(l).to_vec(),
             other => vec![other],
@@ -62,6 +57,35 @@ impl<'c, 'm> FnLower<'c, 'm> {
             };
         }
         Ok((handle, c))
+    }
+
+    /// The object handle an operand names: a 64-bit register, or a
+    /// module-scope `.texref`/`.surfref`, an 8-byte variable in which the
+    /// driver keeps the bound object's handle (`cuTexRefSetArray`...).
+    fn object_handle(&mut self, inst: &Instruction, op: &Operand) -> Res<V> {
+        match *op {
+            Operand::Reg(r) => {
+                if self.reg_tys[r as usize].bits() != 64 {
+                    return self.invalid(format!("`{}`: a texture or surface object handle is a 64-bit register", self.describe(inst)));
+                }
+                self.get(op, Ty::I64)
+            }
+            Operand::Global(s) => {
+                let is_ref = self
+                    .cx
+                    .m
+                    .variable(s)
+                    .is_some_and(|v| matches!(v.decl.ty, Type::Texref | Type::Surfref) && v.decl.space == StateSpace::Global);
+                if !is_ref {
+                    let name = self.cx.m.symbol(s).name;
+                    return self.unsupported(format!("`{}` on `{name}` (only object handles and .global texture or surface references)", self.describe(inst)));
+                }
+                let p = self.symbol_address_value(s)?;
+                let p = self.convert(p, Ty::Ptr, false);
+                Ok(self.out.def(Ty::I64, format_args!("load volatile i64, {p}, align 8")))
+            }
+            _ => self.unsupported(format!("`{}` (the texture operand must be a handle or a texture reference)", self.describe(inst))),
+        }
     }
 
     fn tex_out(&mut self, dst: &Operand, buf: &str, n: usize) -> Res<Option<RegId>> {
@@ -257,15 +281,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
             return self.unsupported(format!("`{}` (query)", self.describe(inst)));
         };
         // `[%rd]` parses as an address with no offset.
+        // `[%rd]` and `[tex]` parse as addresses with no offset.
         let handle = match args[1] {
             Operand::Bracket(l) => match b.list(l) {
-                [h @ Operand::Reg(_)] => *h,
-                _ => return self.unsupported(format!("`{}` on a module-scope reference (only object handles)", self.describe(inst))),
+                [h] => *h,
+                _ => return self.invalid("expected `[handle]`"),
             },
             Operand::AddrReg(r, 0) => Operand::Reg(r),
-            _ => return self.unsupported(format!("`{}` on a module-scope reference (only object handles)", self.describe(inst))),
+            Operand::AddrGlobal(s, 0) => Operand::Global(s),
+            _ => return self.invalid("expected `[handle]`"),
         };
-        let h = self.get(&handle, Ty::I64)?;
+        let h = self.object_handle(inst, &handle)?;
         self.cx.declare_runtime(&runtime::TXQ);
         let r = self.out.def(Ty::I32, format_args!("call i32 @__anycuda_txq(ptr %ctx, i32 %lin, {h}, i32 {q})"));
         self.set(&args[0], r)
