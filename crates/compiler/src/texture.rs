@@ -78,7 +78,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     .is_some_and(|v| matches!(v.decl.ty, Type::Texref | Type::Surfref) && v.decl.space == StateSpace::Global);
                 if !is_ref {
                     let name = self.cx.m.symbol(s).name;
-                    return self.unsupported(format!("`{}` on `{name}` (only object handles and .global texture or surface references)", self.describe(inst)));
+                    return self.unsupported(format!(
+                        "`{}` on `{name}` (only object handles and .global texture or surface references)",
+                        self.describe(inst)
+                    ));
                 }
                 let p = self.symbol_address_value(s)?;
                 let p = self.convert(p, Ty::Ptr, false);

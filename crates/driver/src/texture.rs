@@ -192,12 +192,46 @@ pub(crate) struct State {
     arrays: Registry<Array>,
     mipmapped: Registry<MipmappedArray>,
     objects: Mutex<HashMap<u64, TexObject>>,
+    /// Texture and surface references by handle (the address of the
+    /// module variable that holds the bound object's handle).
+    refs: Mutex<HashMap<u64, Arc<TexRef>>>,
 }
 
 impl Default for State {
     fn default() -> Self {
-        State { arrays: Registry::new(HandleKind::Array), mipmapped: Registry::new(HandleKind::MipmappedArray), objects: Mutex::default() }
+        State {
+            arrays: Registry::new(HandleKind::Array),
+            mipmapped: Registry::new(HandleKind::MipmappedArray),
+            objects: Mutex::default(),
+            refs: Mutex::default(),
+        }
     }
+}
+
+/// A module's `.texref` or `.surfref` (`cuModuleGetTexRef`,
+/// `cuModuleGetSurfRef`). Kernels read the handle of the object the
+/// reference is bound to from the module variable; every change of the
+/// binding or its parameters makes a new object and stores its handle
+/// there.
+#[derive(Debug)]
+pub struct TexRef {
+    pub module: u64,
+    /// The module variable: its address is the reference's handle.
+    pub slot: u64,
+    pub surface: bool,
+    pub state: Mutex<TexRefState>,
+}
+
+/// What a texture reference is set to.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TexRefState {
+    /// `cuTexRefSetFormat` (for linear and pitched memory).
+    pub format: u32,
+    pub channels: u32,
+    pub texture: TextureDesc,
+    pub bound: Option<Resource>,
+    /// The object made for the binding (0: none yet).
+    pub object: u64,
 }
 
 /// Checks an array shape as `cuArray3DCreate` does.
@@ -269,7 +303,16 @@ impl Driver {
             .and_then(|v| v.checked_mul(desc.slices()))
             .ok_or_else(|| Error::invalid("array size overflows"))?;
         let base = self.backend.alloc(ctx.device, size).map_err(backend_err)?;
-        Ok(self.textures.arrays.insert_with(|h| Array { handle: h, ctx: ctx.handle, device: ctx.device, desc: *desc, base, size, parent, given_format }))
+        Ok(self.textures.arrays.insert_with(|h| Array {
+            handle: h,
+            ctx: ctx.handle,
+            device: ctx.device,
+            desc: *desc,
+            base,
+            size,
+            parent,
+            given_format,
+        }))
     }
 
     /// `cuArrayCreate` / `cuArray3DCreate`.
@@ -548,6 +591,98 @@ impl Driver {
         lock(&self.textures.objects).remove(&h);
         let _ = self.backend.copy_htod(h, &[0u8; 4]);
         self.backend.free(obj.device, h).map_err(backend_err)
+    }
+}
+
+impl Driver {
+    /// `cuModuleGetTexRef` / `cuModuleGetSurfRef`: the module's `.global`
+    /// reference `name` (an 8-byte variable); the same handle every time.
+    pub fn module_get_texref(&self, module: u64, name: &str, surface: bool) -> Result<u64> {
+        let (slot, size) = self.module_get_global(module, name)?;
+        if size != 8 {
+            return Err(Error::NotFound(format!("{name:?} is not a texture or surface reference of the module")));
+        }
+        let mut refs = lock(&self.textures.refs);
+        if let Some(r) = refs.get(&slot) {
+            if r.surface != surface {
+                return Err(Error::NotFound(format!(
+                    "{name:?} is already used as a {} reference",
+                    if r.surface { "surface" } else { "texture" }
+                )));
+            }
+            return Ok(slot);
+        }
+        refs.insert(slot, Arc::new(TexRef { module, slot, surface, state: Mutex::default() }));
+        Ok(slot)
+    }
+
+    /// The live reference `h` of the given kind.
+    pub fn texref(&self, h: u64, surface: bool) -> Result<Arc<TexRef>> {
+        let r = lock(&self.textures.refs).get(&h).cloned().filter(|r| r.surface == surface);
+        let r = r.ok_or_else(|| Error::handle(format!("{h:#x} is not a {} reference", if surface { "surface" } else { "texture" })))?;
+        self.module(r.module).map_err(|_| Error::handle(format!("{h:#x} belongs to an unloaded module")))?;
+        Ok(r)
+    }
+
+    /// Changes a reference and rebinds it: the object for the new state
+    /// replaces the old one in the module variable (after the context's
+    /// work, which may still read the old one, is done). A binding whose
+    /// format is not known yet (memory bound before `cuTexRefSetFormat`)
+    /// waits for it.
+    pub fn texref_update(&self, h: u64, surface: bool, change: impl FnOnce(&mut TexRefState) -> Result<()>) -> Result<()> {
+        let r = self.texref(h, surface)?;
+        let mut st = lock(&r.state);
+        let mut next = *st;
+        change(&mut next)?;
+        let ready = match next.bound {
+            Some(Resource::Linear { format, .. } | Resource::Pitch2D { format, .. }) => format != 0,
+            Some(_) => true,
+            None => false,
+        };
+        let new = match next.bound {
+            Some(res) if ready => {
+                if surface {
+                    self.surf_object_create(res)?
+                } else {
+                    self.tex_object_create(res, &next.texture, None)?
+                }
+            }
+            _ => 0,
+        };
+        let ctx = self.current_ctx()?;
+        let _ = ctx.synchronize();
+        if let Err(e) = self.backend.copy_htod(r.slot, &new.to_le_bytes()) {
+            if new != 0 {
+                let _ = self.tex_object_destroy(new, surface);
+            }
+            return Err(backend_err(e));
+        }
+        if st.object != 0 {
+            let _ = self.tex_object_destroy(st.object, surface);
+        }
+        next.object = new;
+        *st = next;
+        Ok(())
+    }
+
+    /// The state of a texture reference.
+    pub fn texref_state(&self, h: u64, surface: bool) -> Result<TexRefState> {
+        Ok(*lock(&self.texref(h, surface)?.state))
+    }
+
+    /// Forgets the references of an unloaded module and frees their objects.
+    pub(crate) fn forget_texrefs(&self, module: u64) {
+        let gone: Vec<Arc<TexRef>> = {
+            let mut refs = lock(&self.textures.refs);
+            let keys: Vec<u64> = refs.iter().filter(|(_, r)| r.module == module).map(|(k, _)| *k).collect();
+            keys.iter().filter_map(|k| refs.remove(k)).collect()
+        };
+        for r in gone {
+            let object = lock(&r.state).object;
+            if object != 0 {
+                let _ = self.tex_object_destroy(object, r.surface);
+            }
+        }
     }
 }
 

@@ -1,13 +1,13 @@
 //! CUDA arrays, mipmapped arrays, array copies, texture and surface
 //! objects.
 
-use std::ffi::{c_uint, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 
 use cuda_types::*;
 use driver::texture::{ArrayDesc, Resource, TextureDesc, ViewDesc};
 use driver::{Error, MemLoc, Memcpy3D};
 
-use crate::util::{api, drv, Out};
+use crate::util::{api, cstr, drv, Out};
 
 fn arr(h: CUarray) -> u64 {
     h.addr() as u64
@@ -372,5 +372,269 @@ api! {
         let o = drv()?.tex_object(surfObject, true)?;
         out.set(resource_desc(&o.resource));
         Ok(())
+    }
+}
+
+// ---- module texture and surface references (the legacy API) ----
+
+fn tr(h: CUtexref) -> u64 {
+    h.addr() as u64
+}
+
+api! {
+    fn cuModuleGetTexRef(pTexRef: *mut CUtexref, hmod: CUmodule, name: *const c_char) {
+        let out = Out::new(pTexRef, "pTexRef")?;
+        let name = cstr(name, "name")?;
+        let h = drv()?.module_get_texref(hmod.addr() as u64, name, false)?;
+        out.set(CUtexref(h as *mut _));
+        Ok(())
+    }
+}
+
+api! {
+    fn cuModuleGetSurfRef(pSurfRef: *mut CUsurfref, hmod: CUmodule, name: *const c_char) {
+        let out = Out::new(pSurfRef, "pSurfRef")?;
+        let name = cstr(name, "name")?;
+        let h = drv()?.module_get_texref(hmod.addr() as u64, name, true)?;
+        out.set(CUsurfref(h as *mut _));
+        Ok(())
+    }
+}
+
+/// `CU_TRSA_OVERRIDE_FORMAT`: the only flag of `cuTexRefSetArray`.
+const TRSA_OVERRIDE_FORMAT: c_uint = 1;
+
+api! {
+    fn cuTexRefSetArray(hTexRef: CUtexref, hArray: CUarray, Flags: c_uint) {
+        if Flags != TRSA_OVERRIDE_FORMAT {
+            return Err(Error::InvalidValue(format!("flags {Flags:#x} (must be CU_TRSA_OVERRIDE_FORMAT)")));
+        }
+        let d = drv()?;
+        let a = d.array(arr(hArray))?;
+        d.texref_update(tr(hTexRef), false, |st| {
+            st.bound = Some(Resource::Array(a.handle));
+            (st.format, st.channels) = (a.desc.format, a.desc.channels);
+            Ok(())
+        })
+    }
+}
+
+api! {
+    fn cuTexRefSetMipmappedArray(hTexRef: CUtexref, hMipmappedArray: CUmipmappedArray, Flags: c_uint) {
+        if Flags != TRSA_OVERRIDE_FORMAT {
+            return Err(Error::InvalidValue(format!("flags {Flags:#x} (must be CU_TRSA_OVERRIDE_FORMAT)")));
+        }
+        let d = drv()?;
+        let m = d.mipmapped_array(hMipmappedArray.addr() as u64)?;
+        d.texref_update(tr(hTexRef), false, |st| {
+            st.bound = Some(Resource::Mipmapped(m.handle));
+            (st.format, st.channels) = (m.desc.format, m.desc.channels);
+            Ok(())
+        })
+    }
+}
+
+/// Binds linear memory as NVIDIA's driver does: the reference starts at
+/// `dptr` rounded down to the texture alignment, and the offset of `dptr`
+/// from there (in bytes) is returned for the kernel to add.
+unsafe fn set_address(ByteOffset: *mut usize, hTexRef: CUtexref, dptr: CUdeviceptr, bytes: usize) -> Result<(), Error> {
+    let d = drv()?;
+    let base = dptr & !255;
+    let offset = (dptr - base) as usize;
+    let size = bytes.checked_add(offset).ok_or_else(|| Error::InvalidValue("size overflows".into()))?;
+    d.texref_update(tr(hTexRef), false, |st| {
+        st.bound = (dptr != 0).then_some(Resource::Linear { ptr: base, format: st.format, channels: st.channels, size });
+        Ok(())
+    })?;
+    crate::util::set_opt(ByteOffset, offset);
+    Ok(())
+}
+
+api! {
+    fn cuTexRefSetAddress_v2(ByteOffset: *mut usize, hTexRef: CUtexref, dptr: CUdeviceptr, bytes: usize) {
+        set_address(ByteOffset, hTexRef, dptr, bytes)
+    }
+}
+
+unsafe fn set_address_2d(hTexRef: CUtexref, desc: *const CUDA_ARRAY_DESCRIPTOR, dptr: CUdeviceptr, Pitch: usize) -> Result<(), Error> {
+    let a = read(desc, "desc")?;
+    drv()?.texref_update(tr(hTexRef), false, |st| {
+        (st.format, st.channels) = (a.Format.0, a.NumChannels);
+        st.bound = Some(Resource::Pitch2D {
+            ptr: dptr,
+            format: a.Format.0,
+            channels: a.NumChannels,
+            width: a.Width,
+            height: a.Height,
+            pitch: Pitch,
+        });
+        Ok(())
+    })
+}
+
+api! {
+    fn cuTexRefSetAddress2D_v3(hTexRef: CUtexref, desc: *const CUDA_ARRAY_DESCRIPTOR, dptr: CUdeviceptr, Pitch: usize) {
+        set_address_2d(hTexRef, desc, dptr, Pitch)
+    }
+}
+
+api! {
+    fn cuTexRefSetAddress2D_v2(hTexRef: CUtexref, desc: *const CUDA_ARRAY_DESCRIPTOR, dptr: CUdeviceptr, Pitch: usize) {
+        set_address_2d(hTexRef, desc, dptr, Pitch)
+    }
+}
+
+api! {
+    fn cuTexRefSetFormat(hTexRef: CUtexref, fmt: CUarray_format, NumPackedComponents: c_int) {
+        let channels = c_uint::try_from(NumPackedComponents).map_err(|_| Error::InvalidValue(format!("{NumPackedComponents} components")))?;
+        drv()?.texref_update(tr(hTexRef), false, |st| {
+            (st.format, st.channels) = (fmt.0, channels);
+            match &mut st.bound {
+                Some(Resource::Linear { format, channels: c, .. }) | Some(Resource::Pitch2D { format, channels: c, .. }) => {
+                    (*format, *c) = (fmt.0, channels);
+                }
+                _ => {}
+            }
+            Ok(())
+        })
+    }
+}
+
+api! {
+    fn cuTexRefSetAddressMode(hTexRef: CUtexref, dim: c_int, am: c_uint) {
+        let dim = usize::try_from(dim).ok().filter(|d| *d < 3).ok_or_else(|| Error::InvalidValue(format!("dimension {dim}")))?;
+        if am > 3 {
+            return Err(Error::InvalidValue(format!("address mode {am}")));
+        }
+        drv()?.texref_update(tr(hTexRef), false, |st| {
+            st.texture.address[dim] = am;
+            Ok(())
+        })
+    }
+}
+
+api! {
+    fn cuTexRefSetFilterMode(hTexRef: CUtexref, fm: c_uint) {
+        if fm > 1 {
+            return Err(Error::InvalidValue(format!("filter mode {fm}")));
+        }
+        drv()?.texref_update(tr(hTexRef), false, |st| {
+            st.texture.filter = fm;
+            Ok(())
+        })
+    }
+}
+
+api! {
+    fn cuTexRefSetFlags(hTexRef: CUtexref, Flags: c_uint) {
+        drv()?.texref_update(tr(hTexRef), false, |st| {
+            st.texture.flags = Flags;
+            Ok(())
+        })
+    }
+}
+
+api! {
+    fn cuTexRefSetBorderColor(hTexRef: CUtexref, pBorderColor: *const f32) {
+        let c = read(pBorderColor.cast::<[f32; 4]>(), "pBorderColor")?;
+        drv()?.texref_update(tr(hTexRef), false, |st| {
+            st.texture.border = c;
+            Ok(())
+        })
+    }
+}
+
+api! {
+    fn cuTexRefGetAddress_v2(pdptr: *mut CUdeviceptr, hTexRef: CUtexref) {
+        let out = Out::new(pdptr, "pdptr")?;
+        match drv()?.texref_state(tr(hTexRef), false)?.bound {
+            Some(Resource::Linear { ptr, .. } | Resource::Pitch2D { ptr, .. }) => {
+                out.set(ptr);
+                Ok(())
+            }
+            _ => Err(Error::InvalidValue("the texture reference is not bound to memory".into())),
+        }
+    }
+}
+
+api! {
+    fn cuTexRefGetArray(phArray: *mut CUarray, hTexRef: CUtexref) {
+        let out = Out::new(phArray, "phArray")?;
+        match drv()?.texref_state(tr(hTexRef), false)?.bound {
+            Some(Resource::Array(h)) => {
+                out.set(to_array(h));
+                Ok(())
+            }
+            _ => Err(Error::InvalidValue("the texture reference is not bound to an array".into())),
+        }
+    }
+}
+
+api! {
+    fn cuTexRefGetAddressMode(pam: *mut c_uint, hTexRef: CUtexref, dim: c_int) {
+        let out = Out::new(pam, "pam")?;
+        let dim = usize::try_from(dim).ok().filter(|d| *d < 3).ok_or_else(|| Error::InvalidValue(format!("dimension {dim}")))?;
+        out.set(drv()?.texref_state(tr(hTexRef), false)?.texture.address[dim]);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuTexRefGetFilterMode(pfm: *mut c_uint, hTexRef: CUtexref) {
+        let out = Out::new(pfm, "pfm")?;
+        out.set(drv()?.texref_state(tr(hTexRef), false)?.texture.filter);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuTexRefGetFlags(pFlags: *mut c_uint, hTexRef: CUtexref) {
+        let out = Out::new(pFlags, "pFlags")?;
+        out.set(drv()?.texref_state(tr(hTexRef), false)?.texture.flags);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuTexRefGetFormat(pFormat: *mut CUarray_format, pNumChannels: *mut c_int, hTexRef: CUtexref) {
+        let st = drv()?.texref_state(tr(hTexRef), false)?;
+        crate::util::set_opt(pFormat, CUarray_format(st.format));
+        crate::util::set_opt(pNumChannels, st.channels as c_int);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuTexRefGetBorderColor(pBorderColor: *mut f32, hTexRef: CUtexref) {
+        let out = Out::new(pBorderColor.cast::<[f32; 4]>(), "pBorderColor")?;
+        out.set(drv()?.texref_state(tr(hTexRef), false)?.texture.border);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuSurfRefSetArray(hSurfRef: CUsurfref, hArray: CUarray, Flags: c_uint) {
+        if Flags != 0 {
+            return Err(Error::InvalidValue(format!("flags {Flags:#x} (must be 0)")));
+        }
+        let d = drv()?;
+        let a = d.array(arr(hArray))?;
+        d.texref_update(hSurfRef.addr() as u64, true, |st| {
+            st.bound = Some(Resource::Array(a.handle));
+            Ok(())
+        })
+    }
+}
+
+api! {
+    fn cuSurfRefGetArray(phArray: *mut CUarray, hSurfRef: CUsurfref) {
+        let out = Out::new(phArray, "phArray")?;
+        match drv()?.texref_state(hSurfRef.addr() as u64, true)?.bound {
+            Some(Resource::Array(h)) => {
+                out.set(to_array(h));
+                Ok(())
+            }
+            _ => Err(Error::InvalidValue("the surface reference is not bound to an array".into())),
+        }
     }
 }

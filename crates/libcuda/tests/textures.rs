@@ -78,6 +78,19 @@ const PTX: &str = concat!(
     " tex.2d.v4.f32.f32 {%f2, %f3, %f4, %f5}, [%rd1, {%f1, %f1}];\n",
     " st.global.f32 [%rd2], %f2;\n",
     " ret;\n}\n",
+    // module-scope texture and surface references
+    ".global .texref tref;\n.global .surfref sref;\n",
+    ".visible .entry by_ref(.param .u64 out) {\n",
+    " .reg .b64 %rd<3>; .reg .b32 %r<8>;\n",
+    " ld.param.u64 %rd1, [out]; mov.u32 %r1, 3;\n",
+    " tex.1d.v4.s32.s32 {%r2, %r3, %r4, %r5}, [tref, {%r1}];\n",
+    " st.global.u32 [%rd1], %r2;\n",
+    " txq.width.b32 %r6, [tref];\n",
+    " st.global.u32 [%rd1+4], %r6;\n",
+    " mov.u32 %r1, 4;\n",
+    " suld.b.1d.b32.trap {%r2}, [sref, {%r1}];\n",
+    " st.global.u32 [%rd1+8], %r2;\n",
+    " ret;\n}\n",
     // refused forms
     ".visible .entry level(.param .u64 t, .param .u64 out) {\n",
     " .reg .b64 %rd<3>; .reg .f32 %f<8>;\n",
@@ -133,6 +146,15 @@ fn texture_and_surface_instructions_and_errors() {
         cuSurfObjectCreate: fn(*mut u64, *const CUDA_RESOURCE_DESC);
         cuSurfObjectDestroy: fn(u64);
         cuModuleGetTexRef: fn(*mut Ptr, Ptr, *const i8);
+        cuModuleGetSurfRef: fn(*mut Ptr, Ptr, *const i8);
+        cuTexRefSetFormat: fn(Ptr, CUarray_format, i32);
+        cuTexRefSetAddress_v2: fn(*mut usize, Ptr, Dptr, usize);
+        cuTexRefSetFlags: fn(Ptr, u32);
+        cuTexRefGetAddress_v2: fn(*mut Dptr, Ptr);
+        cuTexRefGetFormat: fn(*mut CUarray_format, *mut i32, Ptr);
+        cuTexRefSetArray: fn(Ptr, Ptr, u32);
+        cuSurfRefSetArray: fn(Ptr, Ptr, u32);
+        cuMemcpyHtoD_v2: fn(Dptr, *const c_void, usize);
     );
     unsafe {
         assert_eq!(cuInit(0), SUCCESS);
@@ -327,8 +349,47 @@ fn texture_and_surface_instructions_and_errors() {
         assert_eq!((dl3.Width, dl3.Height), (1, 1));
         assert_eq!(cuMipmappedArrayGetLevel(&mut lvl, mip, 4), INVALID_VALUE);
         assert_eq!(cuMipmappedArrayDestroy(mip), SUCCESS);
+        // Texture and surface references: linear memory bound before its
+        // format is set, read as integers; a 1-D surface.
         let mut r: Ptr = null_mut();
-        assert_eq!(cuModuleGetTexRef(&mut r, m, c"tex".as_ptr()), NOT_SUPPORTED, "legacy texture references");
+        assert_eq!(cuModuleGetTexRef(&mut r, m, c"nosuch".as_ptr()), NOT_FOUND);
+        assert_eq!(cuModuleGetTexRef(&mut r, m, c"tref".as_ptr()), SUCCESS);
+        let mut r2: Ptr = null_mut();
+        assert_eq!(cuModuleGetTexRef(&mut r2, m, c"tref".as_ptr()), SUCCESS);
+        assert_eq!(r, r2, "one reference per variable");
+        let ints: Vec<i32> = (0..64).map(|i| i * 3 - 50).collect();
+        let lin = alloc(256);
+        assert_eq!(cuMemcpyHtoD_v2(lin, ints.as_ptr().cast(), 256), SUCCESS);
+        let mut offset = 99usize;
+        assert_eq!(cuTexRefSetAddress_v2(&mut offset, r, lin + 8, 200), SUCCESS);
+        assert_eq!(offset, 8, "the offset from the aligned start");
+        assert_eq!(cuTexRefSetFormat(r, CUarray_format::CU_AD_FORMAT_SIGNED_INT32, 1), SUCCESS);
+        assert_eq!(cuTexRefSetFlags(r, 1), SUCCESS);
+        let mut got_ptr: Dptr = 0;
+        assert_eq!(cuTexRefGetAddress_v2(&mut got_ptr, r), SUCCESS);
+        assert_eq!(got_ptr, lin);
+        let (mut f, mut n) = (CUarray_format(0), 0i32);
+        assert_eq!(cuTexRefGetFormat(&mut f, &mut n, r), SUCCESS);
+        assert_eq!((f, n), (CUarray_format::CU_AD_FORMAT_SIGNED_INT32, 1));
+        let mut sr: Ptr = null_mut();
+        assert_eq!(cuModuleGetSurfRef(&mut sr, m, c"sref".as_ptr()), SUCCESS);
+        assert_eq!(cuSurfRefSetArray(sr, a4, 0), INVALID_VALUE, "not a load/store array");
+        assert_eq!(cuSurfRefSetArray(sr, a1l, 0), INVALID_VALUE, "not a load/store array");
+        assert_eq!(cuSurfRefSetArray(sr, a64, 0), SUCCESS);
+        let mut ro = out;
+        let mut args = [(&mut ro as *mut u64).cast()];
+        assert_eq!(launch(func("by_ref"), &mut args), SUCCESS);
+        assert_eq!(cuCtxSynchronize(), SUCCESS);
+        let mut rv = [0u32; 3];
+        assert_eq!(cuMemcpyDtoH_v2(rv.as_mut_ptr().cast(), out, 12), SUCCESS);
+        assert_eq!(rv, [ints[3] as u32, 52, (words[0] >> 32) as u32], "texel 3, width 208/4, surface word 1");
+        // Rebinding to an array takes effect for later launches.
+        assert_eq!(cuTexRefSetArray(r, a1l, 0), INVALID_VALUE, "flags must be CU_TRSA_OVERRIDE_FORMAT");
+        assert_eq!(cuTexRefSetArray(r, a1l, 1), SUCCESS);
+        assert_eq!(launch(func("by_ref"), &mut args), SUCCESS);
+        assert_eq!(cuCtxSynchronize(), SUCCESS);
+        assert_eq!(cuMemcpyDtoH_v2(rv.as_mut_ptr().cast(), out, 8), SUCCESS);
+        assert_eq!(&rv[..2], &[13, 4], "texel 3 of layer 0 of the 1-D layered array, width 4");
 
         // Refused instructions fail their launch with INVALID_PTX.
         let (mut tt, mut oo) = (t, out);
