@@ -245,9 +245,10 @@ fn check_desc(d: &ArrayDesc) -> Result<ArrayDesc> {
         d.format = f;
     }
     if format::channel(d.format).is_none() {
-        return Err(match d.format {
-            0x90..=0xbf | 0xcc..=0xff => {
-                Error::NotSupported(format!("array format {:#x} (compressed, YUV or other special formats)", d.format))
+        let f = cuda_types::CUarray_format(d.format);
+        return Err(match f.name() {
+            Some(name) if f != cuda_types::CUarray_format::CU_AD_FORMAT_MAX => {
+                Error::NotSupported(format!("array format {name} (compressed, packed and YUV formats)"))
             }
             _ => Error::invalid(format!("{:#x} is not an array format", d.format)),
         });
@@ -1302,6 +1303,16 @@ mod tests {
         let d = TexDesc::new(TEX_MAGIC, &a, s8.as_ptr() as u64, 2, 1, NORMALIZED_FLOAT, [1; 3], [0.0; 4]);
         let r = unsafe { sample(&d, &FETCH_2D, f2(0.5, 0.5)) }.map(f32::from_bits);
         assert_eq!(r, [-1.0, 1.0, 0.0, 1.0]);
+    }
+
+    #[test]
+    fn half_textures_read_as_floats() {
+        // 1.0, -2.5, the smallest subnormal, infinity
+        let data: [u16; 4] = [0x3c00, 0xc100, 0x0001, 0x7c00];
+        let a = ArrayDesc { width: 1, height: 1, format: format::HALF, channels: 4, ..ArrayDesc::default() };
+        let d = TexDesc::new(TEX_MAGIC, &a, data.as_ptr() as u64, 8, 1, 0, [1; 3], [0.0; 4]);
+        let r = unsafe { sample(&d, &FETCH_2D, f2(0.5, 0.5)) }.map(f32::from_bits);
+        assert_eq!(r, [1.0, -2.5, 2.0f32.powi(-24), f32::INFINITY]);
     }
 
     #[test]

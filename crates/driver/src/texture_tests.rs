@@ -81,6 +81,8 @@ fn array_shapes_are_checked_as_cuda_does() {
     }
     assert!(matches!(d.array_create(&desc(8, 8, 0, format::FLOAT, 1, af::SPARSE)), Err(Error::NotSupported(_))));
     assert!(matches!(d.array_create(&desc(8, 8, 0, 0x91, 1, 0)), Err(Error::NotSupported(_))), "BC1 is named as unsupported");
+    assert!(matches!(d.array_create(&desc(8, 8, 0, 0x50, 1, 0)), Err(Error::NotSupported(_))), "10-10-10-2 too");
+    assert!(matches!(d.array_create(&desc(8, 8, 0, 0x7fff_ffff, 1, 0)), Err(Error::InvalidValue(_))), "the MAX marker is no format");
 }
 
 #[test]
@@ -148,6 +150,12 @@ fn mipmapped_arrays_halve_each_level() {
     assert!(matches!(d.array_destroy(level), Err(Error::InvalidHandle(_))), "levels belong to the mipmapped array");
     assert!(matches!(d.mipmapped_array_create(&desc(20, 7, 0, format::FLOAT, 1, 0), 6), Err(Error::InvalidValue(_))), "too many levels");
     assert!(matches!(d.mipmapped_array_create(&desc(20, 7, 0, format::FLOAT, 1, 0), 0), Err(Error::InvalidValue(_))));
+    // A texture over it samples level 0 and reports its levels.
+    let t = d.tex_object_create(Resource::Mipmapped(m), &TextureDesc::default(), None).expect("texture");
+    let td = read_desc(&d, t);
+    assert_eq!((td.width, td.height, td.levels), (20, 7, 5));
+    assert_eq!(device::query(&td, device::query::NUM_MIPMAP_LEVELS), 5);
+    d.tex_object_destroy(t, false).expect("destroy");
     d.mipmapped_array_destroy(m).expect("destroy");
     assert!(matches!(d.array_descriptor(level), Err(Error::InvalidHandle(_))), "levels go with it");
     assert!(matches!(d.mipmapped_array_destroy(m), Err(Error::InvalidHandle(_))));
