@@ -948,12 +948,18 @@ pub mod device {
         (f * 256.0).round() / 256.0
     }
 
-    /// A float coordinate scaled to texel space.
+    /// A float coordinate scaled to texel space, kept within ±2^31 texels
+    /// (far outside any texture: the address mode gives the same texel
+    /// classes, and index arithmetic cannot overflow).
     fn scale(c: f32, n: u32, normalized: bool) -> f32 {
-        if normalized {
-            c * n as f32
+        const LIMIT: f32 = 2_147_483_648.0;
+        let u = if normalized { c * n as f32 } else { c };
+        // NaN reads as 0 (an assumption: the hardware's conversion to
+        // fixed point is not documented).
+        if u.is_nan() {
+            0.0
         } else {
-            c
+            u.clamp(-LIMIT, LIMIT)
         }
     }
 
@@ -1009,11 +1015,11 @@ pub mod device {
             Geometry::A2d => ([fc(1), fc(2), 0.0], clamp_layer(c[0])),
             Geometry::Cube | Geometry::Acube => {
                 let (base, x, y, z) =
-                    if f.geometry == Geometry::Acube { (c[0] * 6, fc(1), fc(2), fc(3)) } else { (0, fc(0), fc(1), fc(2)) };
+                    if f.geometry == Geometry::Acube { (c[0].saturating_mul(6), fc(1), fc(2), fc(3)) } else { (0, fc(0), fc(1), fc(2)) };
                 let (face, s, t) = cube_face(x, y, z);
                 normalized = true;
                 modes = [1; 3];
-                ([s, t, 0.0], u64::from((base + face).min(layers - 1)))
+                ([s, t, 0.0], u64::from(base.saturating_add(face).min(layers - 1)))
             }
         };
         let dims = match f.geometry {
@@ -1159,6 +1165,10 @@ pub mod device {
         let row = i64::from(d.width) * d.element_size() as i64;
         let limits = [row - bytes as i64, i64::from(d.height) - 1, i64::from(d.depth) - 1];
         let mut v = [x, y, z];
+        if limits[0] < 0 {
+            // The access is wider than a row: nothing to clamp to.
+            return if clamp == Clamp::Zero { Access::Zero } else { Access::Trap };
+        }
         let mut inside = layer < u64::from(d.layers.max(1)) && x.rem_euclid(bytes as i64) == 0;
         for k in 0..3 {
             if v[k] < 0 || v[k] > limits[k] {
@@ -1269,6 +1279,18 @@ mod tests {
     }
 
     #[test]
+    fn huge_and_nan_coordinates_stay_inside() {
+        let data: Vec<f32> = (0..12).map(|v| v as f32).collect();
+        for (flags, mode) in [(LINEAR_FILTER | NORMALIZED, 0), (LINEAR_FILTER | NORMALIZED, 2), (LINEAR_FILTER, 1), (0, 3)] {
+            let d = desc_2d(&data, 4, 3, flags, mode);
+            for x in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 3.0e38, -3.0e38] {
+                let v = f32::from_bits(unsafe { sample(&d, &FETCH_2D, f2(x, 0.5)) }[0]);
+                assert!(v.is_finite(), "{x} in mode {mode}: {v}");
+            }
+        }
+    }
+
+    #[test]
     fn gather_returns_the_footprint() {
         let data: Vec<f32> = (0..9).map(|v| v as f32).collect(); // 3 x 3
         let d = desc_2d(&data, 3, 3, 0, 1);
@@ -1329,5 +1351,7 @@ mod tests {
         assert_eq!(at(40, 5, Clamp::Clamp), Access::At(base + 28));
         assert_eq!(at(-4, 0, Clamp::Clamp), Access::At(base));
         assert_eq!(at(2, 0, Clamp::Trap), Access::Trap, "misaligned");
+        let wide = |c| surface_address(&d, SurfGeometry::D2, [0, 0, 0, 0], 32, c);
+        assert_eq!((wide(Clamp::Clamp), wide(Clamp::Zero)), (Access::Trap, Access::Zero), "wider than a row");
     }
 }
