@@ -96,9 +96,9 @@ const BROKEN: &str = "\
 .visible .entry bad(.param .u64 p)
 {
     .reg .u64 %rd<2>;
-    .reg .f32 %f<6>;
+    .reg .b32 %r<2>;
     ld.param.u64 %rd0, [p];
-    tex.2d.v4.f32.f32 {%f0, %f1, %f2, %f3}, [%rd0, {%f4, %f5}];
+    sured.b.add.2d.u32.trap [%rd0, {%r0, %r0}], %r1;
     ret;
 }
 ";
@@ -112,7 +112,7 @@ fn ptx_reports_a_kernel_that_does_not_compile() {
     let (out, _) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains("kernel good: ok ("), "{out}");
-    let want = format!("kernel bad: error: {}:20:5: unsupported: instruction `tex.2d.v4.f32.f32`", file.display());
+    let want = format!("kernel bad: error: {}:20:5: unsupported: instruction `sured.b.add.2d.u32.trap`", file.display());
     assert!(out.contains(&want), "no `{want}` in:\n{out}");
     assert!(out.contains("FAILED: 1 of 2 kernel(s) do not compile"), "{out}");
 }

@@ -131,6 +131,47 @@ pub mod bar_red {
     pub const OR: u32 = 2;
 }
 
+/// Texture and surface instructions: the operation word of
+/// `__anycuda_tex`, `__anycuda_suld`/`sust` and `__anycuda_txq`.
+pub mod tex {
+    /// Geometry (bits 0..3) of `tex`/`tld4` and `suld`/`sust`.
+    pub const D1: u32 = 1;
+    pub const D2: u32 = 2;
+    pub const D3: u32 = 3;
+    pub const A1D: u32 = 4;
+    pub const A2D: u32 = 5;
+    pub const CUBE: u32 = 6;
+    pub const ACUBE: u32 = 7;
+    pub const GEOMETRY_MASK: u32 = 0xf;
+    /// `tex`: the coordinates are `.s32` texel indices.
+    pub const INT_COORDS: u32 = 0x10;
+    /// `tex`: the result type (bits 5..6).
+    pub const RESULT_SHIFT: u32 = 5;
+    pub const RESULT_F32: u32 = 0;
+    pub const RESULT_S32: u32 = 1;
+    pub const RESULT_U32: u32 = 2;
+    /// `tld4`: the component plus one (bits 8..10); 0 for `tex`.
+    pub const GATHER_SHIFT: u32 = 8;
+    /// `suld`/`sust`: log2 of the element's bytes (bits 4..5), log2 of the
+    /// vector length (bits 6..7), the out-of-range mode (bits 8..9).
+    pub const SIZE_SHIFT: u32 = 4;
+    pub const VEC_SHIFT: u32 = 6;
+    pub const CLAMP_SHIFT: u32 = 8;
+    pub const TRAP: u32 = 0;
+    pub const CLAMP: u32 = 1;
+    pub const ZERO: u32 = 2;
+    /// `txq`/`suq` queries.
+    pub const Q_WIDTH: u32 = 0;
+    pub const Q_HEIGHT: u32 = 1;
+    pub const Q_DEPTH: u32 = 2;
+    pub const Q_ARRAY_SIZE: u32 = 3;
+    pub const Q_NUM_MIPMAP_LEVELS: u32 = 4;
+    pub const Q_NORMALIZED_COORDS: u32 = 5;
+    pub const Q_FILTER_MODE: u32 = 6;
+    pub const Q_ADDR_MODE_0: u32 = 7;
+    pub const Q_NUM_SAMPLES: u32 = 10;
+}
+
 /// The C types of runtime functions' parameters and results. Each is one
 /// LLVM type ([`AbiTy::llvm`]) and one Rust type ([`runtime_types`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -283,6 +324,16 @@ runtime_functions! {
     /// Whether a generic address points into the calling thread's local
     /// memory: (ctx, thread, address).
     IS_LOCAL = "__anycuda_is_local": fn(Ctx, U32, U64) -> U32;
+    /// `tex`/`tld4` through a texture object: (ctx, thread, handle, op
+    /// ([`tex`]), the four coordinate words as written, out: 4 x u32).
+    /// Returns 1 (the texel is resident).
+    TEX = "__anycuda_tex": fn(Ctx, U32, U64, U32, U32, U32, U32, U32, BytesMut) -> U32;
+    /// `suld.b`: (ctx, thread, handle, op, coordinates, out).
+    SULD = "__anycuda_suld": fn(Ctx, U32, U64, U32, U32, U32, U32, U32, BytesMut);
+    /// `sust.b`: (ctx, thread, handle, op, coordinates, data).
+    SUST = "__anycuda_sust": fn(Ctx, U32, U64, U32, U32, U32, U32, U32, Bytes);
+    /// `txq`/`suq`: (ctx, thread, handle, query).
+    TXQ = "__anycuda_txq": fn(Ctx, U32, U64, U32) -> U32;
 }
 
 /// Symbol names of a kernel's functions in the object.

@@ -20,6 +20,7 @@ mod shared_index;
 pub mod softfloat;
 mod sync;
 mod targets;
+mod texture;
 mod warp;
 
 use thiserror::Error;

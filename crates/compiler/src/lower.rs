@@ -996,6 +996,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Alloca => self.alloca_inst(inst),
             Mma | Wmma | Ldmatrix | Stmatrix | Movmatrix => self.matrix(inst),
             Cp | Mbarrier => self.async_copy(inst),
+            Tex | Tld4 => self.tex(inst),
+            Suld => self.suld(inst),
+            Sust => self.sust(inst),
+            Txq | Suq => self.txq(inst),
             Stacksave | Stackrestore => self.unsupported(format!("`{}`", self.describe(inst))),
             Add | Sub | Mul | Mad | Fma | Div | Rem | Abs | Neg | Min | Max | Addc | Subc | Madc | Mul24 | Mad24 | Sad | Popc | Clz
             | Bfind | Brev | Bfe | Bfi | Fns | Szext | Bmsk | Dp4a | Dp2a | And | Or | Xor | Not | Cnot | Lop3 | Shf | Shl | Shr | Prmt

@@ -246,6 +246,49 @@ pub struct CUDA_ARRAY3D_DESCRIPTOR_v1 {
     pub Flags: c_uint,
 }
 
+/// `CUDA_RESOURCE_DESC`: what a texture or surface object reads. `res` is
+/// the C union (array, mipmap, linear, pitch2D), decoded by the driver
+/// according to `resType`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CUDA_RESOURCE_DESC {
+    pub resType: c_uint,
+    pub _pad: c_uint,
+    pub res: [u64; 16],
+    pub flags: c_uint,
+}
+
+/// `CUDA_TEXTURE_DESC`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CUDA_TEXTURE_DESC {
+    pub addressMode: [c_uint; 3],
+    pub filterMode: c_uint,
+    pub flags: c_uint,
+    pub maxAnisotropy: c_uint,
+    pub mipmapFilterMode: c_uint,
+    pub mipmapLevelBias: f32,
+    pub minMipmapLevelClamp: f32,
+    pub maxMipmapLevelClamp: f32,
+    pub borderColor: [f32; 4],
+    pub reserved: [c_int; 12],
+}
+
+/// `CUDA_RESOURCE_VIEW_DESC`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CUDA_RESOURCE_VIEW_DESC {
+    pub format: c_uint,
+    pub width: usize,
+    pub height: usize,
+    pub depth: usize,
+    pub firstMipmapLevel: c_uint,
+    pub lastMipmapLevel: c_uint,
+    pub firstLayer: c_uint,
+    pub lastLayer: c_uint,
+    pub reserved: [c_uint; 16],
+}
+
 /// The L2 access policy window of a launch or stream attribute.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -657,6 +700,9 @@ mod layout {
     assert_layout!(CUDA_ARRAY3D_DESCRIPTOR, size 40, align 8, Width @ 0, Height @ 8, Depth @ 16, Format @ 24, NumChannels @ 28, Flags @ 32);
     assert_layout!(CUDA_ARRAY_DESCRIPTOR_v1, size 16, align 4, Width @ 0, Height @ 4, Format @ 8, NumChannels @ 12);
     assert_layout!(CUDA_ARRAY3D_DESCRIPTOR_v1, size 24, align 4, Width @ 0, Height @ 4, Depth @ 8, Format @ 12, NumChannels @ 16, Flags @ 20);
+    assert_layout!(CUDA_RESOURCE_DESC, size 144, align 8, resType @ 0, res @ 8, flags @ 136);
+    assert_layout!(CUDA_TEXTURE_DESC, size 104, align 4, addressMode @ 0, filterMode @ 12, flags @ 16, maxAnisotropy @ 20, mipmapFilterMode @ 24, mipmapLevelBias @ 28, minMipmapLevelClamp @ 32, maxMipmapLevelClamp @ 36, borderColor @ 40, reserved @ 56);
+    assert_layout!(CUDA_RESOURCE_VIEW_DESC, size 112, align 8, format @ 0, width @ 8, height @ 16, depth @ 24, firstMipmapLevel @ 32, lastMipmapLevel @ 36, firstLayer @ 40, lastLayer @ 44, reserved @ 48);
     assert_layout!(CUaccessPolicyWindow, size 32, align 8, base_ptr @ 0, num_bytes @ 8, hitRatio @ 16, hitProp @ 20, missProp @ 24);
     assert_layout!(CUlaunchMemSyncDomainMap, size 2, align 1, default_ @ 0, remote @ 1);
     assert_layout!(CUlaunchAttributeValue, size 64, align 8, pad @ 0);

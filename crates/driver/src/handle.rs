@@ -29,6 +29,10 @@ pub enum HandleKind {
     /// A physical allocation of the virtual memory API
     /// (`CUmemGenericAllocationHandle`).
     MemHandle = 13,
+    /// A CUDA array (`CUarray`).
+    Array = 14,
+    /// A mipmapped array (`CUmipmappedArray`).
+    MipmappedArray = 15,
 }
 
 // Handles live in 0x4k_xxxx_xxxx_xxx0: far from small integers (stream tags
@@ -67,6 +71,8 @@ pub fn handle_kind(h: u64) -> Option<HandleKind> {
         11 => HandleKind::GraphNode,
         12 => HandleKind::GraphExec,
         13 => HandleKind::MemHandle,
+        14 => HandleKind::Array,
+        15 => HandleKind::MipmappedArray,
         _ => return None,
     })
 }

@@ -45,6 +45,7 @@ mod module;
 pub mod props;
 mod stream;
 mod stream_api;
+pub mod texture;
 mod vmm;
 
 #[cfg(test)]
@@ -53,6 +54,8 @@ mod graph_tests;
 mod tests;
 #[cfg(test)]
 mod tests_callback;
+#[cfg(test)]
+mod texture_tests;
 #[cfg(test)]
 mod vmm_tests;
 
@@ -167,6 +170,8 @@ pub struct Driver {
     active_captures: AtomicUsize,
     /// High-water marks of graph memory: used, reserved.
     graph_mem_high: [AtomicU64; 2],
+    /// CUDA arrays, texture and surface objects.
+    textures: texture::State,
 }
 
 impl Driver {
@@ -201,6 +206,7 @@ impl Driver {
             captures: Mutex::new(Vec::new()),
             active_captures: AtomicUsize::new(0),
             graph_mem_high: [AtomicU64::new(0), AtomicU64::new(0)],
+            textures: texture::State::default(),
         }
     }
 

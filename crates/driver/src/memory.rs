@@ -429,7 +429,7 @@ pub enum MemLoc {
     Device(u64),
     /// Either, decided from the address (`CU_MEMORYTYPE_UNIFIED`).
     Unified(u64),
-    /// A CUDA array (`CU_MEMORYTYPE_ARRAY`); arrays are not implemented.
+    /// A CUDA array (`CU_MEMORYTYPE_ARRAY`): its handle.
     Array(u64),
 }
 
@@ -693,7 +693,7 @@ impl Driver {
             MemLoc::Host(h) => Ok(Resolved::Host(h)),
             MemLoc::Device(d) => self.resolve_device_for(d, len, write),
             MemLoc::Unified(u) => self.resolve_unified_for(u, len, write),
-            MemLoc::Array(_) => Err(Error::NotSupported("CUDA arrays".into())),
+            MemLoc::Array(h) => Err(Error::invalid(format!("array {h:#x} used where memory was expected"))),
         }
     }
 
@@ -1047,7 +1047,8 @@ impl Driver {
     /// # Safety
     /// Host sides must be valid for the rows they describe.
     pub unsafe fn memcpy_2d(&self, c: &Memcpy2D, stream: u64, ptds: bool, asynchronous: bool) -> Result<()> {
-        if c.height > 1 && (c.src_pitch < c.width + c.src_x || c.dst_pitch < c.width + c.dst_x) {
+        let short = |loc: MemLoc, pitch: usize, x: usize| !matches!(loc, MemLoc::Array(_)) && pitch < c.width + x;
+        if c.height > 1 && (short(c.src, c.src_pitch, c.src_x) || short(c.dst, c.dst_pitch, c.dst_x)) {
             return Err(Error::invalid("pitch smaller than the row"));
         }
         self.memcpy_3d(&Memcpy3D::from(*c), stream, ptds, asynchronous)
@@ -1091,6 +1092,18 @@ impl Driver {
         if c.width == 0 || c.height == 0 || c.depth == 0 {
             return Ok(None);
         }
+        // An array side: its own pitch and height, and its memory.
+        let mut c = *c;
+        let mut arrays = [None, None];
+        if let MemLoc::Array(h) = c.src {
+            let (base, pitch, rows) = self.array_extent(h, c.src_x, c.src_y, c.src_z, c.width, c.height, c.depth)?;
+            (c.src_pitch, c.src_height, arrays[0]) = (pitch, rows, Some(base));
+        }
+        if let MemLoc::Array(h) = c.dst {
+            let (base, pitch, rows) = self.array_extent(h, c.dst_x, c.dst_y, c.dst_z, c.width, c.height, c.depth)?;
+            (c.dst_pitch, c.dst_height, arrays[1]) = (pitch, rows, Some(base));
+        }
+        let c = &c;
         let rows = c.height > 1 || c.depth > 1;
         if rows && (c.src_pitch < c.src_x + c.width || c.dst_pitch < c.dst_x + c.width) {
             return Err(Error::invalid("pitch smaller than the row"));
@@ -1121,8 +1134,14 @@ impl Driver {
             MemLoc::Unified(u) => MemLoc::Unified(u + by as u64),
             other => other,
         };
-        let src = self.resolve_loc(offset_loc(c.src, s0), s1 - s0, false)?;
-        let dst = self.resolve_loc(offset_loc(c.dst, d0), d1 - d0, true)?;
+        let src = match arrays[0] {
+            Some(base) => Resolved::Device(base + s0 as u64),
+            None => self.resolve_loc(offset_loc(c.src, s0), s1 - s0, false)?,
+        };
+        let dst = match arrays[1] {
+            Some(base) => Resolved::Device(base + d0 as u64),
+            None => self.resolve_loc(offset_loc(c.dst, d0), d1 - d0, true)?,
+        };
         let contiguous =
             c.src_pitch == c.width && c.dst_pitch == c.width && (c.depth == 1 || (c.src_height == c.height && c.dst_height == c.height));
         let mut rows = Vec::new();

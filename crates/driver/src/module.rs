@@ -303,6 +303,7 @@ impl Driver {
     }
 
     fn drop_module(&self, m: &Module) {
+        self.forget_texrefs(m.handle);
         for f in &m.functions {
             self.functions.remove(*f);
         }

@@ -17,6 +17,7 @@ pub use crate::api_launch::*;
 pub use crate::api_memory::*;
 pub use crate::api_module::*;
 pub use crate::api_stream::*;
+pub use crate::api_texture::*;
 pub use crate::api_vmm::*;
 pub use crate::export_tables::cuGetExportTable;
 pub use crate::proc_address::{cuGetProcAddress, cuGetProcAddress_v2};

@@ -40,6 +40,7 @@ mod api_launch;
 mod api_memory;
 mod api_module;
 mod api_stream;
+mod api_texture;
 mod api_vmm;
 
 use std::sync::{Arc, OnceLock};

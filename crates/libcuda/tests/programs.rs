@@ -13,7 +13,7 @@ use std::sync::Mutex;
 /// Programs using features not implemented yet. They must fail cleanly
 /// (their own error report naming the unsupported operation, no crash);
 /// when one starts passing, this list must shrink.
-const UNSUPPORTED: &[(&str, &str)] = &[("texture_surface", "cudaErrorNotSupported")];
+const UNSUPPORTED: &[(&str, &str)] = &[];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -29,6 +29,7 @@ mod local;
 mod pool;
 pub mod runtime;
 mod sched;
+mod texture;
 mod timeout;
 mod warp;
 mod warps;

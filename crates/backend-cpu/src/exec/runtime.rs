@@ -629,8 +629,20 @@ pub unsafe extern "C" fn __anycuda_is_local(ctx: *mut BlockCtx, _thread: u32, ad
     u32::from(address >= low as u64 && address < high as u64)
 }
 
+/// Ends the launch with an illegal memory access at `address` (a runtime
+/// function that found a bad address or handle).
+///
+/// # Safety
+/// As for [`__anycuda_barrier`].
+pub(crate) unsafe fn illegal_address(ctx: *mut BlockCtx, address: u64) {
+    // SAFETY: called from a runtime function with the kernel's ctx.
+    if let Some(rt) = unsafe { runtime(ctx) } {
+        rt.end(Some(LaunchError::IllegalAddress { address }));
+    }
+}
+
 /// Addresses of the runtime functions, by `cpu_abi` name.
-pub(crate) fn symbols() -> [(&'static str, usize); 21] {
+pub(crate) fn symbols() -> [(&'static str, usize); 25] {
     use compiler::cpu_abi::{runtime, runtime_types};
     // Each definition is cast to the table's type for it: a definition whose
     // signature differs from the table does not compile.
@@ -656,6 +668,10 @@ pub(crate) fn symbols() -> [(&'static str, usize); 21] {
         (runtime::GLOBALTIMER.name, __anycuda_globaltimer as runtime_types::GLOBALTIMER as usize),
         (runtime::NANOSLEEP.name, __anycuda_nanosleep as runtime_types::NANOSLEEP as usize),
         (runtime::IS_LOCAL.name, __anycuda_is_local as runtime_types::IS_LOCAL as usize),
+        (runtime::TEX.name, super::texture::__anycuda_tex as runtime_types::TEX as usize),
+        (runtime::SULD.name, super::texture::__anycuda_suld as runtime_types::SULD as usize),
+        (runtime::SUST.name, super::texture::__anycuda_sust as runtime_types::SUST as usize),
+        (runtime::TXQ.name, super::texture::__anycuda_txq as runtime_types::TXQ as usize),
     ]
 }
 

@@ -45,7 +45,8 @@ const DEFINED: &[&str] = &[
 ];
 
 /// Runtime functions with no AMDGPU implementation yet.
-const MISSING: &[&str] = &["__anycuda_vprintf", "__anycuda_malloc", "__anycuda_free"];
+const MISSING: &[&str] =
+    &["__anycuda_vprintf", "__anycuda_malloc", "__anycuda_free", "__anycuda_tex", "__anycuda_suld", "__anycuda_sust", "__anycuda_txq"];
 
 /// Attributes of every runtime function.
 const ATTRS: &str = "alwaysinline nounwind convergent";

@@ -1,0 +1,199 @@
+//! The texture and surface runtime functions (`cpu_abi::tex`): decode the
+//! operation word and run the driver's software sampler
+//! (`driver::texture::device`) on the object's descriptor.
+
+use compiler::cpu_abi::{tex, BlockCtx};
+use driver::texture::device::{self, Access, Clamp, Fetch, Geometry, Ret, SurfGeometry, TexDesc};
+
+use super::runtime::illegal_address;
+
+/// The descriptor behind a handle, or the launch fails with an illegal
+/// address (a null, misaligned or destroyed handle, or one of the other
+/// kind).
+///
+/// # Safety
+/// Called from compiled code with its ctx; `handle` is read if it looks
+/// like a descriptor's address.
+unsafe fn descriptor<'a>(ctx: *mut BlockCtx, handle: u64, magic: u32) -> Option<&'a TexDesc> {
+    let kind = if magic == device::TEX_MAGIC { "texture" } else { "surface" };
+    if handle == 0 || !handle.is_multiple_of(8) {
+        tracing::debug!("{handle:#x} is not a {kind} object handle");
+        // SAFETY: per the contract.
+        unsafe { illegal_address(ctx, handle) };
+        return None;
+    }
+    // SAFETY: the handle is a descriptor's device address (device memory
+    // is host memory here); a wild one faults like any kernel access.
+    let d = unsafe { &*(handle as *const TexDesc) };
+    if d.magic != magic {
+        tracing::debug!("{handle:#x} is not a live {kind} object (destroyed, or another kind of object)");
+        // SAFETY: per the contract.
+        unsafe { illegal_address(ctx, handle) };
+        return None;
+    }
+    Some(d)
+}
+
+/// `tex` and `tld4`.
+///
+/// # Safety
+/// Called from compiled code; `out` holds 4 words.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __anycuda_tex(
+    ctx: *mut BlockCtx,
+    _thread: u32,
+    handle: u64,
+    op: u32,
+    c0: u32,
+    c1: u32,
+    c2: u32,
+    c3: u32,
+    out: *mut u8,
+) -> u32 {
+    // SAFETY: per the contract.
+    let Some(d) = (unsafe { descriptor(ctx, handle, device::TEX_MAGIC) }) else { return 0 };
+    let geometry = match op & tex::GEOMETRY_MASK {
+        tex::D1 => Geometry::D1,
+        tex::D2 => Geometry::D2,
+        tex::D3 => Geometry::D3,
+        tex::A1D => Geometry::A1d,
+        tex::A2D => Geometry::A2d,
+        tex::CUBE => Geometry::Cube,
+        _ => Geometry::Acube,
+    };
+    let result = match (op >> tex::RESULT_SHIFT) & 3 {
+        tex::RESULT_S32 => Ret::S32,
+        tex::RESULT_U32 => Ret::U32,
+        _ => Ret::F32,
+    };
+    let gather = match (op >> tex::GATHER_SHIFT) & 7 {
+        0 => None,
+        g => Some(g - 1),
+    };
+    let f = Fetch { geometry, int_coords: op & tex::INT_COORDS != 0, result, gather };
+    // SAFETY: a live descriptor.
+    let v = unsafe { device::sample(d, &f, [c0, c1, c2, c3]) };
+    // SAFETY: out holds 4 words.
+    unsafe { out.cast::<[u32; 4]>().write_unaligned(v) };
+    1
+}
+
+fn surface_geometry(op: u32) -> SurfGeometry {
+    match op & tex::GEOMETRY_MASK {
+        tex::D1 => SurfGeometry::D1,
+        tex::D2 => SurfGeometry::D2,
+        tex::D3 => SurfGeometry::D3,
+        tex::A1D => SurfGeometry::A1d,
+        _ => SurfGeometry::A2d,
+    }
+}
+
+/// (element bytes, elements, clamp mode) of a surface access.
+fn surface_access(op: u32) -> (u64, u64, Clamp) {
+    let size = 1u64 << ((op >> tex::SIZE_SHIFT) & 3);
+    let n = 1u64 << ((op >> tex::VEC_SHIFT) & 3);
+    let clamp = match (op >> tex::CLAMP_SHIFT) & 3 {
+        tex::CLAMP => Clamp::Clamp,
+        tex::ZERO => Clamp::Zero,
+        _ => Clamp::Trap,
+    };
+    (size, n, clamp)
+}
+
+/// `suld.b`.
+///
+/// # Safety
+/// Called from compiled code; `out` holds the access's bytes.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __anycuda_suld(
+    ctx: *mut BlockCtx,
+    _thread: u32,
+    handle: u64,
+    op: u32,
+    c0: u32,
+    c1: u32,
+    c2: u32,
+    c3: u32,
+    out: *mut u8,
+) {
+    // SAFETY: per the contract.
+    let Some(d) = (unsafe { descriptor(ctx, handle, device::SURF_MAGIC) }) else { return };
+    let (size, n, clamp) = surface_access(op);
+    let bytes = size * n;
+    match device::surface_address(d, surface_geometry(op), [c0, c1, c2, c3], bytes, clamp) {
+        // SAFETY: inside the surface; out holds `bytes`.
+        Access::At(a) => unsafe { std::ptr::copy_nonoverlapping(a as *const u8, out, bytes as usize) },
+        // SAFETY: out holds `bytes`.
+        Access::Zero => unsafe { std::ptr::write_bytes(out, 0, bytes as usize) },
+        Access::Trap => {
+            tracing::debug!("suld.trap out of range of surface {handle:#x} at ({c0}, {c1}, {c2}, {c3})");
+            // SAFETY: per the contract.
+            unsafe { illegal_address(ctx, handle) }
+        }
+    }
+}
+
+/// `sust.b`.
+///
+/// # Safety
+/// Called from compiled code; `data` holds the access's bytes.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __anycuda_sust(
+    ctx: *mut BlockCtx,
+    _thread: u32,
+    handle: u64,
+    op: u32,
+    c0: u32,
+    c1: u32,
+    c2: u32,
+    c3: u32,
+    data: *const u8,
+) {
+    // SAFETY: per the contract.
+    let Some(d) = (unsafe { descriptor(ctx, handle, device::SURF_MAGIC) }) else { return };
+    let (size, n, clamp) = surface_access(op);
+    let bytes = size * n;
+    match device::surface_address(d, surface_geometry(op), [c0, c1, c2, c3], bytes, clamp) {
+        // SAFETY: inside the surface; data holds `bytes`.
+        Access::At(a) => unsafe { std::ptr::copy_nonoverlapping(data, a as *mut u8, bytes as usize) },
+        Access::Zero => {}
+        Access::Trap => {
+            tracing::debug!("sust.trap out of range of surface {handle:#x} at ({c0}, {c1}, {c2}, {c3})");
+            // SAFETY: per the contract.
+            unsafe { illegal_address(ctx, handle) }
+        }
+    }
+}
+
+/// `txq` and `suq`.
+///
+/// # Safety
+/// Called from compiled code.
+pub unsafe extern "C" fn __anycuda_txq(ctx: *mut BlockCtx, _thread: u32, handle: u64, query: u32) -> u32 {
+    if handle == 0 || !handle.is_multiple_of(8) {
+        tracing::debug!("txq/suq: {handle:#x} is not a texture or surface object handle");
+        // SAFETY: per the contract.
+        unsafe { illegal_address(ctx, handle) };
+        return 0;
+    }
+    // SAFETY: as in `descriptor`; either kind of object.
+    let d = unsafe { &*(handle as *const TexDesc) };
+    if d.magic != device::TEX_MAGIC && d.magic != device::SURF_MAGIC {
+        tracing::debug!("txq/suq: {handle:#x} is not a live texture or surface object");
+        // SAFETY: per the contract.
+        unsafe { illegal_address(ctx, handle) };
+        return 0;
+    }
+    let q = match query {
+        tex::Q_WIDTH => device::query::WIDTH,
+        tex::Q_HEIGHT => device::query::HEIGHT,
+        tex::Q_DEPTH => device::query::DEPTH,
+        tex::Q_ARRAY_SIZE => device::query::ARRAY_SIZE,
+        tex::Q_NUM_MIPMAP_LEVELS => device::query::NUM_MIPMAP_LEVELS,
+        tex::Q_NORMALIZED_COORDS => device::query::NORMALIZED_COORDS,
+        tex::Q_FILTER_MODE => device::query::FILTER_MODE,
+        q @ 7..=9 => device::query::ADDR_MODE_0 + (q - tex::Q_ADDR_MODE_0),
+        _ => device::query::NUM_SAMPLES,
+    };
+    device::query(d, q)
+}

@@ -1,0 +1,1357 @@
+//! CUDA arrays, mipmapped arrays, texture objects and surface objects.
+//!
+//! An array is one device allocation holding its elements packed: rows of
+//! `width * element size` bytes, `height` rows per slice, and one slice per
+//! depth index, layer or cubemap face. Copies address it through
+//! [`Driver::array_extent`], which `plan_copy` uses for `CU_MEMORYTYPE_ARRAY`
+//! sides.
+//!
+//! A texture or surface object is a [`device::TexDesc`] the driver writes
+//! into device memory; the object's handle is that descriptor's device
+//! address, so compiled code reads everything it needs from the handle
+//! alone. How a descriptor is sampled is [`device`]: plain Rust over the
+//! descriptor, which every backend that runs Rust device code (the CPU's)
+//! calls from its runtime functions.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, Result};
+use crate::handle::{lock, HandleKind, Registry};
+use crate::memory::backend_err;
+use crate::Driver;
+
+pub use device::TexDesc;
+
+/// `CUarray_format` values and what one channel is.
+pub mod format {
+    pub const U8: u32 = 0x1;
+    pub const U16: u32 = 0x2;
+    pub const U32: u32 = 0x3;
+    pub const S8: u32 = 0x8;
+    pub const S16: u32 = 0x9;
+    pub const S32: u32 = 0xa;
+    pub const HALF: u32 = 0x10;
+    pub const FLOAT: u32 = 0x20;
+    // Formats with an implied channel count (CUDA 11.5+).
+    pub const UNORM_INT8X1: u32 = 0xc0;
+    pub const SNORM_INT16X4: u32 = 0xcb;
+
+    /// (bytes per channel, signed, float) of a format this driver stores;
+    /// `None` for anything else.
+    pub fn channel(f: u32) -> Option<(u32, bool, bool)> {
+        Some(match f {
+            U8 => (1, false, false),
+            U16 => (2, false, false),
+            U32 => (4, false, false),
+            S8 => (1, true, false),
+            S16 => (2, true, false),
+            S32 => (4, true, false),
+            HALF => (2, true, true),
+            FLOAT => (4, true, true),
+            _ => return None,
+        })
+    }
+
+    /// The plain format and channel count of a format with an implied
+    /// channel count (`CU_AD_FORMAT_UNORM_INT8X1` ... `SNORM_INT16X4`).
+    pub fn implied(f: u32) -> Option<(u32, u32)> {
+        if !(UNORM_INT8X1..=SNORM_INT16X4).contains(&f) {
+            return None;
+        }
+        let i = f - UNORM_INT8X1;
+        let base = [U8, U16, S8, S16][(i / 3) as usize];
+        Some((base, [1, 2, 4][(i % 3) as usize]))
+    }
+}
+
+/// `CUDA_ARRAY3D_*` flags.
+pub mod array_flags {
+    pub const LAYERED: u32 = 0x1;
+    pub const SURFACE_LDST: u32 = 0x2;
+    pub const CUBEMAP: u32 = 0x4;
+    pub const TEXTURE_GATHER: u32 = 0x8;
+    pub const DEPTH_TEXTURE: u32 = 0x10;
+    pub const COLOR_ATTACHMENT: u32 = 0x20;
+    pub const SPARSE: u32 = 0x40;
+    pub const DEFERRED_MAPPING: u32 = 0x80;
+}
+
+/// An array's shape as `CUDA_ARRAY3D_DESCRIPTOR` gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ArrayDesc {
+    pub width: usize,
+    pub height: usize,
+    pub depth: usize,
+    pub format: u32,
+    pub channels: u32,
+    pub flags: u32,
+}
+
+impl ArrayDesc {
+    /// Bytes per element (all channels).
+    pub fn element_size(&self) -> usize {
+        format::channel(self.format).map_or(0, |(b, _, _)| b as usize) * self.channels as usize
+    }
+    fn rows(&self) -> usize {
+        self.height.max(1)
+    }
+    /// Slices: depth of a 3-D array, layers, or faces.
+    fn slices(&self) -> usize {
+        self.depth.max(1)
+    }
+}
+
+/// A CUDA array.
+#[derive(Debug)]
+pub struct Array {
+    pub handle: u64,
+    pub ctx: u64,
+    pub device: usize,
+    pub desc: ArrayDesc,
+    pub base: u64,
+    pub size: usize,
+    /// The mipmapped array this is a level of (destroyed with it).
+    pub parent: Option<u64>,
+    /// The format as created (a format with an implied channel count is
+    /// stored as its plain format in `desc`).
+    pub given_format: u32,
+}
+
+impl Array {
+    pub fn pitch(&self) -> usize {
+        self.desc.width * self.desc.element_size()
+    }
+}
+
+/// A mipmapped array: one array per level.
+#[derive(Debug)]
+pub struct MipmappedArray {
+    pub handle: u64,
+    pub desc: ArrayDesc,
+    pub levels: Vec<Arc<Array>>,
+}
+
+/// A live texture or surface object (its handle is its descriptor's address).
+#[derive(Debug, Clone)]
+pub struct TexObject {
+    pub ctx: u64,
+    pub device: usize,
+    pub resource: Resource,
+    pub texture: Option<TextureDesc>,
+    pub view: Option<ViewDesc>,
+}
+
+/// `CUDA_RESOURCE_DESC`, decoded.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Resource {
+    Array(u64),
+    Mipmapped(u64),
+    Linear { ptr: u64, format: u32, channels: u32, size: usize },
+    Pitch2D { ptr: u64, format: u32, channels: u32, width: usize, height: usize, pitch: usize },
+}
+
+/// `CUDA_TEXTURE_DESC`, as given.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct TextureDesc {
+    pub address: [u32; 3],
+    pub filter: u32,
+    pub flags: u32,
+    pub max_anisotropy: u32,
+    pub mipmap_filter: u32,
+    pub mipmap_bias: f32,
+    pub min_lod: f32,
+    pub max_lod: f32,
+    pub border: [f32; 4],
+}
+
+/// `CUDA_TEXTURE_DESC` flags.
+pub mod tex_flags {
+    pub const READ_AS_INTEGER: u32 = 0x1;
+    pub const NORMALIZED_COORDINATES: u32 = 0x2;
+    pub const SRGB: u32 = 0x10;
+    pub const DISABLE_TRILINEAR_OPTIMIZATION: u32 = 0x20;
+    pub const SEAMLESS_CUBEMAP: u32 = 0x40;
+}
+
+/// `CUDA_RESOURCE_VIEW_DESC`, as given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ViewDesc {
+    pub format: u32,
+    pub width: usize,
+    pub height: usize,
+    pub depth: usize,
+    pub first_level: u32,
+    pub last_level: u32,
+    pub first_layer: u32,
+    pub last_layer: u32,
+}
+
+/// Arrays and objects of one driver.
+pub(crate) struct State {
+    arrays: Registry<Array>,
+    mipmapped: Registry<MipmappedArray>,
+    objects: Mutex<HashMap<u64, TexObject>>,
+    /// Texture and surface references by handle (the address of the
+    /// module variable that holds the bound object's handle).
+    refs: Mutex<HashMap<u64, Arc<TexRef>>>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            arrays: Registry::new(HandleKind::Array),
+            mipmapped: Registry::new(HandleKind::MipmappedArray),
+            objects: Mutex::default(),
+            refs: Mutex::default(),
+        }
+    }
+}
+
+/// A module's `.texref` or `.surfref` (`cuModuleGetTexRef`,
+/// `cuModuleGetSurfRef`). Kernels read the handle of the object the
+/// reference is bound to from the module variable; every change of the
+/// binding or its parameters makes a new object and stores its handle
+/// there.
+#[derive(Debug)]
+pub struct TexRef {
+    pub module: u64,
+    /// The module variable: its address is the reference's handle.
+    pub slot: u64,
+    pub surface: bool,
+    pub state: Mutex<TexRefState>,
+}
+
+/// What a texture reference is set to.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TexRefState {
+    /// `cuTexRefSetFormat` (for linear and pitched memory).
+    pub format: u32,
+    pub channels: u32,
+    pub texture: TextureDesc,
+    pub bound: Option<Resource>,
+    /// The object made for the binding (0: none yet).
+    pub object: u64,
+}
+
+/// Checks an array shape as `cuArray3DCreate` does.
+fn check_desc(d: &ArrayDesc) -> Result<ArrayDesc> {
+    use array_flags::*;
+    let mut d = *d;
+    if let Some((f, n)) = format::implied(d.format) {
+        if d.channels != n {
+            return Err(Error::invalid(format!("format {:#x} has {n} channels, not {}", d.format, d.channels)));
+        }
+        d.format = f;
+    }
+    if format::channel(d.format).is_none() {
+        let f = cuda_types::CUarray_format(d.format);
+        return Err(match f.name() {
+            Some(name) if f != cuda_types::CUarray_format::CU_AD_FORMAT_MAX => {
+                Error::NotSupported(format!("array format {name} (compressed, packed and YUV formats)"))
+            }
+            _ => Error::invalid(format!("{:#x} is not an array format", d.format)),
+        });
+    }
+    if !matches!(d.channels, 1 | 2 | 4) {
+        return Err(Error::invalid(format!("{} channels (1, 2 or 4)", d.channels)));
+    }
+    let known = LAYERED | SURFACE_LDST | CUBEMAP | TEXTURE_GATHER | DEPTH_TEXTURE | COLOR_ATTACHMENT | SPARSE | DEFERRED_MAPPING | 0x100;
+    if d.flags & !known != 0 {
+        return Err(Error::invalid(format!("unknown array flags {:#x}", d.flags & !known)));
+    }
+    if d.flags & (SPARSE | DEFERRED_MAPPING) != 0 {
+        return Err(Error::NotSupported("sparse and deferred-mapping arrays".into()));
+    }
+    if d.width == 0 {
+        return Err(Error::invalid("array width is 0"));
+    }
+    let layered = d.flags & LAYERED != 0;
+    let cube = d.flags & CUBEMAP != 0;
+    let (w, h, dp) = (d.width, d.height, d.depth);
+    let ok = if cube {
+        // Faces are square; 6 faces, or 6 per layer.
+        w == h && dp > 0 && dp.is_multiple_of(6) && (layered || dp == 6) && w <= 32768 && dp <= 6 * 2046
+    } else if layered {
+        dp > 0 && dp <= 2048 && w <= 32768 && h <= 32768
+    } else if dp > 0 {
+        h > 0 && w <= 16384 && h <= 16384 && dp <= 16384
+    } else if h > 0 {
+        w <= 131072 && h <= 65536
+    } else {
+        w <= 131072
+    };
+    if !ok {
+        return Err(Error::invalid(format!(
+            "array of {w} x {h} x {dp}{}{} is not a valid shape or exceeds the device's limits",
+            if layered { ", layered" } else { "" },
+            if cube { ", cubemap" } else { "" }
+        )));
+    }
+    if d.flags & TEXTURE_GATHER != 0 && (h == 0 || dp != 0 || layered || cube) {
+        return Err(Error::invalid("texture gather is only for 2-D arrays"));
+    }
+    Ok(d)
+}
+
+impl Driver {
+    fn new_array(&self, desc: &ArrayDesc, given_format: u32, parent: Option<u64>) -> Result<Arc<Array>> {
+        let ctx = self.current_ctx()?;
+        let size = desc
+            .element_size()
+            .checked_mul(desc.width)
+            .and_then(|v| v.checked_mul(desc.rows()))
+            .and_then(|v| v.checked_mul(desc.slices()))
+            .ok_or_else(|| Error::invalid("array size overflows"))?;
+        let base = self.backend.alloc(ctx.device, size).map_err(backend_err)?;
+        Ok(self.textures.arrays.insert_with(|h| Array {
+            handle: h,
+            ctx: ctx.handle,
+            device: ctx.device,
+            desc: *desc,
+            base,
+            size,
+            parent,
+            given_format,
+        }))
+    }
+
+    /// `cuArrayCreate` / `cuArray3DCreate`.
+    pub fn array_create(&self, desc: &ArrayDesc) -> Result<u64> {
+        let d = check_desc(desc)?;
+        self.current_ctx()?;
+        self.check_capture_safe("cuArrayCreate")?;
+        Ok(self.new_array(&d, desc.format, None)?.handle)
+    }
+
+    /// The live array `h`.
+    pub fn array(&self, h: u64) -> Result<Arc<Array>> {
+        self.textures.arrays.get(h).ok_or_else(|| Error::handle(format!("{h:#x} is not a CUDA array")))
+    }
+
+    /// `cuArrayDestroy`: waits for the device's work, as with `cuMemFree`.
+    pub fn array_destroy(&self, h: u64) -> Result<()> {
+        let a = self.array(h)?;
+        if a.parent.is_some() {
+            return Err(Error::handle(format!("{h:#x} is a level of a mipmapped array (cuMipmappedArrayDestroy frees it)")));
+        }
+        self.textures.arrays.remove(h);
+        self.free_array(&a)
+    }
+
+    fn free_array(&self, a: &Array) -> Result<()> {
+        if let Some(ctx) = self.contexts.get(a.ctx) {
+            let _ = ctx.synchronize();
+        }
+        self.backend.free(a.device, a.base).map_err(backend_err)
+    }
+
+    /// `cuArrayGetDescriptor` / `cuArray3DGetDescriptor`.
+    pub fn array_descriptor(&self, h: u64) -> Result<ArrayDesc> {
+        let a = self.array(h)?;
+        Ok(ArrayDesc { format: a.given_format, ..a.desc })
+    }
+
+    /// `cuMipmappedArrayCreate`: level `l` is `max(1, size >> l)` in each
+    /// dimension the array has (layers and faces stay).
+    pub fn mipmapped_array_create(&self, desc: &ArrayDesc, levels: u32) -> Result<u64> {
+        let d = check_desc(desc)?;
+        self.current_ctx()?;
+        if levels == 0 {
+            return Err(Error::invalid("a mipmapped array needs at least one level"));
+        }
+        let cube = d.flags & array_flags::CUBEMAP != 0;
+        let layered = d.flags & (array_flags::LAYERED | array_flags::CUBEMAP) != 0;
+        let largest = d.width.max(d.height).max(if layered { 0 } else { d.depth });
+        let max_levels = usize::BITS - largest.leading_zeros();
+        if levels > max_levels {
+            return Err(Error::invalid(format!("{levels} levels for a largest extent of {largest} (at most {max_levels})")));
+        }
+        let mut arrays = Vec::with_capacity(levels as usize);
+        let handle = crate::handle::new_handle(HandleKind::MipmappedArray);
+        for l in 0..levels {
+            let shrink = |v: usize| if v == 0 { 0 } else { (v >> l).max(1) };
+            let level = ArrayDesc {
+                width: shrink(d.width),
+                height: if cube { shrink(d.width) } else { shrink(d.height) },
+                depth: if layered { d.depth } else { shrink(d.depth) },
+                ..d
+            };
+            match self.new_array(&level, desc.format, Some(handle)) {
+                Ok(a) => arrays.push(a),
+                Err(e) => {
+                    for a in &arrays {
+                        self.textures.arrays.remove(a.handle);
+                        let _ = self.free_array(a);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        self.textures.mipmapped.insert_existing(handle, MipmappedArray { handle, desc: d, levels: arrays });
+        Ok(handle)
+    }
+
+    pub fn mipmapped_array(&self, h: u64) -> Result<Arc<MipmappedArray>> {
+        self.textures.mipmapped.get(h).ok_or_else(|| Error::handle(format!("{h:#x} is not a mipmapped array")))
+    }
+
+    /// `cuMipmappedArrayGetLevel`.
+    pub fn mipmapped_array_level(&self, h: u64, level: u32) -> Result<u64> {
+        let m = self.mipmapped_array(h)?;
+        m.levels
+            .get(level as usize)
+            .map(|a| a.handle)
+            .ok_or_else(|| Error::invalid(format!("level {level} of a mipmapped array of {} levels", m.levels.len())))
+    }
+
+    /// `cuMipmappedArrayDestroy`.
+    pub fn mipmapped_array_destroy(&self, h: u64) -> Result<()> {
+        let m = self.textures.mipmapped.remove(h).ok_or_else(|| Error::handle(format!("{h:#x} is not a mipmapped array")))?;
+        for a in &m.levels {
+            self.textures.arrays.remove(a.handle);
+            self.free_array(a)?;
+        }
+        Ok(())
+    }
+
+    /// An array side of a copy: (device address of its first byte, row
+    /// pitch, rows per slice), after checking that the region of
+    /// `width` bytes x `height` rows x `depth` slices at (`x` bytes, `y`,
+    /// `z`) lies inside it.
+    pub(crate) fn array_extent(
+        &self,
+        h: u64,
+        x: usize,
+        y: usize,
+        z: usize,
+        width: usize,
+        height: usize,
+        depth: usize,
+    ) -> Result<(u64, usize, usize)> {
+        let a = self.array(h)?;
+        let pitch = a.pitch();
+        let rows = a.desc.rows();
+        let slices = a.desc.slices();
+        let fits = |o: usize, n: usize, max: usize| o.checked_add(n).is_some_and(|e| e <= max);
+        if !fits(x, width, pitch) || !fits(y, height, rows) || !fits(z, depth, slices) {
+            return Err(Error::invalid(format!(
+                "a copy of {width} bytes x {height} x {depth} at ({x}, {y}, {z}) does not fit the array of {pitch} bytes x {rows} x {slices}"
+            )));
+        }
+        let es = a.desc.element_size();
+        if !x.is_multiple_of(es) || !width.is_multiple_of(es) {
+            return Err(Error::invalid(format!("array copies move whole {es}-byte elements ({width} bytes at byte {x})")));
+        }
+        Ok((a.base, pitch, rows))
+    }
+
+    // ---- texture and surface objects ----
+
+    fn resource_view(&self, r: &Resource) -> Result<(ArrayDesc, u64, usize, u32)> {
+        // (shape, base, pitch, levels)
+        match *r {
+            Resource::Array(h) => {
+                let a = self.array(h)?;
+                Ok((a.desc, a.base, a.pitch(), 1))
+            }
+            Resource::Mipmapped(h) => {
+                let m = self.mipmapped_array(h)?;
+                let a = &m.levels[0];
+                Ok((a.desc, a.base, a.pitch(), m.levels.len() as u32))
+            }
+            Resource::Linear { ptr, format, channels, size } => {
+                let d = check_linear(format, channels)?;
+                let es = d.element_size();
+                if ptr == 0 || !ptr.is_multiple_of(256) {
+                    return Err(Error::invalid(format!("linear texture memory at {ptr:#x} is not aligned to 256 bytes")));
+                }
+                self.resolve_device(ptr, size)?;
+                let width = size / es;
+                if width == 0 || width > 1 << 28 {
+                    return Err(Error::invalid(format!("{size} bytes is not 1 to 2^28 elements of {es} bytes")));
+                }
+                Ok((ArrayDesc { width, ..d }, ptr, size, 1))
+            }
+            Resource::Pitch2D { ptr, format, channels, width, height, pitch } => {
+                let d = check_linear(format, channels)?;
+                let es = d.element_size();
+                if ptr == 0 || !ptr.is_multiple_of(256) {
+                    return Err(Error::invalid(format!("pitched texture memory at {ptr:#x} is not aligned to 256 bytes")));
+                }
+                if width == 0
+                    || height == 0
+                    || width > 131072
+                    || height > 65000
+                    || pitch < width * es
+                    || !pitch.is_multiple_of(32)
+                    || pitch > 2097120
+                {
+                    return Err(Error::invalid(format!("pitched texture of {width} x {height} elements, pitch {pitch}")));
+                }
+                self.resolve_device(ptr, pitch * (height - 1) + width * es)?;
+                Ok((ArrayDesc { width, height, ..d }, ptr, pitch, 1))
+            }
+        }
+    }
+
+    fn write_object(&self, obj: TexObject, desc: &TexDesc) -> Result<u64> {
+        let bytes = desc.to_bytes();
+        let p = self.backend.alloc(obj.device, bytes.len()).map_err(backend_err)?;
+        if let Err(e) = self.backend.copy_htod(p, &bytes) {
+            let _ = self.backend.free(obj.device, p);
+            return Err(backend_err(e));
+        }
+        lock(&self.textures.objects).insert(p, obj);
+        Ok(p)
+    }
+
+    /// `cuTexObjectCreate`.
+    pub fn tex_object_create(&self, resource: Resource, tex: &TextureDesc, view: Option<ViewDesc>) -> Result<u64> {
+        let ctx = self.current_ctx()?;
+        let (shape, base, pitch, levels) = self.resource_view(&resource)?;
+        if view.is_some() && !matches!(resource, Resource::Array(_) | Resource::Mipmapped(_)) {
+            return Err(Error::invalid("a resource view is only for arrays and mipmapped arrays"));
+        }
+        if let Some(v) = view {
+            if v.format != 0 || v.first_level != 0 || v.first_layer != 0 {
+                return Err(Error::NotSupported("resource views that change format or start at another level or layer".into()));
+            }
+        }
+        let (bytes, signed, float) = format::channel(shape.format).unwrap_or((4, false, false));
+        let as_integer = tex.flags & tex_flags::READ_AS_INTEGER != 0;
+        for (i, m) in tex.address.iter().enumerate() {
+            if *m > 3 {
+                return Err(Error::invalid(format!("address mode {m} in dimension {i}")));
+            }
+        }
+        if tex.filter > 1 || tex.mipmap_filter > 1 {
+            return Err(Error::invalid(format!("filter mode {} / mipmap filter mode {}", tex.filter, tex.mipmap_filter)));
+        }
+        // 32-bit integers have no normalized form: they are always read
+        // as integers (cudart leaves the flag clear for them).
+        let returns_float = float || (!as_integer && bytes < 4);
+        if tex.filter == 1 && !returns_float {
+            return Err(Error::invalid("linear filtering needs a texture that returns floats"));
+        }
+        let _ = signed;
+        let linear_resource = matches!(resource, Resource::Linear { .. });
+        let mut flags = 0;
+        if tex.flags & tex_flags::NORMALIZED_COORDINATES != 0 && !linear_resource {
+            flags |= device::NORMALIZED;
+        }
+        if returns_float && !float {
+            flags |= device::NORMALIZED_FLOAT;
+        }
+        if tex.flags & tex_flags::SRGB != 0 {
+            flags |= device::SRGB;
+        }
+        if tex.filter == 1 && !linear_resource {
+            flags |= device::LINEAR_FILTER;
+        }
+        if linear_resource {
+            flags |= device::LINEAR_RESOURCE;
+        }
+        let desc = device::TexDesc::new(device::TEX_MAGIC, &shape, base, pitch, levels, flags, tex.address, tex.border);
+        let obj = TexObject { ctx: ctx.handle, device: ctx.device, resource, texture: Some(*tex), view };
+        self.write_object(obj, &desc)
+    }
+
+    /// `cuSurfObjectCreate`: arrays made with `CUDA_ARRAY3D_SURFACE_LDST`.
+    pub fn surf_object_create(&self, resource: Resource) -> Result<u64> {
+        let ctx = self.current_ctx()?;
+        let Resource::Array(h) = resource else {
+            return Err(Error::invalid("a surface object's resource must be an array"));
+        };
+        let a = self.array(h)?;
+        if a.desc.flags & array_flags::SURFACE_LDST == 0 {
+            return Err(Error::invalid("the array was not created with CUDA_ARRAY3D_SURFACE_LDST"));
+        }
+        let desc = device::TexDesc::new(device::SURF_MAGIC, &a.desc, a.base, a.pitch(), 1, 0, [1; 3], [0.0; 4]);
+        let obj = TexObject { ctx: ctx.handle, device: ctx.device, resource, texture: None, view: None };
+        self.write_object(obj, &desc)
+    }
+
+    /// The live object `h` of the given kind.
+    pub fn tex_object(&self, h: u64, surface: bool) -> Result<TexObject> {
+        lock(&self.textures.objects)
+            .get(&h)
+            .filter(|o| o.texture.is_none() == surface)
+            .cloned()
+            .ok_or_else(|| Error::invalid(format!("{h:#x} is not a {} object", if surface { "surface" } else { "texture" })))
+    }
+
+    /// `cuTexObjectDestroy` / `cuSurfObjectDestroy`. The descriptor is
+    /// overwritten before its memory is freed, so a kernel still holding
+    /// the handle fails instead of reading stale data.
+    pub fn tex_object_destroy(&self, h: u64, surface: bool) -> Result<()> {
+        let obj = self.tex_object(h, surface)?;
+        if let Some(ctx) = self.contexts.get(obj.ctx) {
+            let _ = ctx.synchronize();
+        }
+        lock(&self.textures.objects).remove(&h);
+        let _ = self.backend.copy_htod(h, &[0u8; 4]);
+        self.backend.free(obj.device, h).map_err(backend_err)
+    }
+}
+
+impl Driver {
+    /// `cuModuleGetTexRef` / `cuModuleGetSurfRef`: the module's `.global`
+    /// reference `name` (an 8-byte variable); the same handle every time.
+    pub fn module_get_texref(&self, module: u64, name: &str, surface: bool) -> Result<u64> {
+        let (slot, size) = self.module_get_global(module, name)?;
+        if size != 8 {
+            return Err(Error::NotFound(format!("{name:?} is not a texture or surface reference of the module")));
+        }
+        let mut refs = lock(&self.textures.refs);
+        if let Some(r) = refs.get(&slot) {
+            if r.surface != surface {
+                return Err(Error::NotFound(format!(
+                    "{name:?} is already used as a {} reference",
+                    if r.surface { "surface" } else { "texture" }
+                )));
+            }
+            return Ok(slot);
+        }
+        refs.insert(slot, Arc::new(TexRef { module, slot, surface, state: Mutex::default() }));
+        Ok(slot)
+    }
+
+    /// The live reference `h` of the given kind.
+    pub fn texref(&self, h: u64, surface: bool) -> Result<Arc<TexRef>> {
+        let r = lock(&self.textures.refs).get(&h).cloned().filter(|r| r.surface == surface);
+        let r = r.ok_or_else(|| Error::handle(format!("{h:#x} is not a {} reference", if surface { "surface" } else { "texture" })))?;
+        self.module(r.module).map_err(|_| Error::handle(format!("{h:#x} belongs to an unloaded module")))?;
+        Ok(r)
+    }
+
+    /// Changes a reference and rebinds it: the object for the new state
+    /// replaces the old one in the module variable (after the context's
+    /// work, which may still read the old one, is done). A binding whose
+    /// format is not known yet (memory bound before `cuTexRefSetFormat`)
+    /// waits for it.
+    pub fn texref_update(&self, h: u64, surface: bool, change: impl FnOnce(&mut TexRefState) -> Result<()>) -> Result<()> {
+        let r = self.texref(h, surface)?;
+        let mut st = lock(&r.state);
+        let mut next = *st;
+        change(&mut next)?;
+        let ready = match next.bound {
+            Some(Resource::Linear { format, .. } | Resource::Pitch2D { format, .. }) => format != 0,
+            Some(_) => true,
+            None => false,
+        };
+        let new = match next.bound {
+            Some(res) if ready => {
+                if surface {
+                    self.surf_object_create(res)?
+                } else {
+                    self.tex_object_create(res, &next.texture, None)?
+                }
+            }
+            _ => 0,
+        };
+        let ctx = self.current_ctx()?;
+        let _ = ctx.synchronize();
+        if let Err(e) = self.backend.copy_htod(r.slot, &new.to_le_bytes()) {
+            if new != 0 {
+                let _ = self.tex_object_destroy(new, surface);
+            }
+            return Err(backend_err(e));
+        }
+        if st.object != 0 {
+            let _ = self.tex_object_destroy(st.object, surface);
+        }
+        next.object = new;
+        *st = next;
+        Ok(())
+    }
+
+    /// The state of a texture reference.
+    pub fn texref_state(&self, h: u64, surface: bool) -> Result<TexRefState> {
+        Ok(*lock(&self.texref(h, surface)?.state))
+    }
+
+    /// Forgets the references of an unloaded module and frees their objects.
+    pub(crate) fn forget_texrefs(&self, module: u64) {
+        let gone: Vec<Arc<TexRef>> = {
+            let mut refs = lock(&self.textures.refs);
+            let keys: Vec<u64> = refs.iter().filter(|(_, r)| r.module == module).map(|(k, _)| *k).collect();
+            keys.iter().filter_map(|k| refs.remove(k)).collect()
+        };
+        for r in gone {
+            let object = lock(&r.state).object;
+            if object != 0 {
+                let _ = self.tex_object_destroy(object, r.surface);
+            }
+        }
+    }
+}
+
+fn check_linear(format: u32, channels: u32) -> Result<ArrayDesc> {
+    let d = check_desc(&ArrayDesc { width: 1, format, channels, ..ArrayDesc::default() })?;
+    Ok(ArrayDesc { width: 0, ..d })
+}
+
+/// The device side: the descriptor compiled code reads through a handle,
+/// and texture sampling and surface access in software.
+pub mod device {
+    use super::ArrayDesc;
+
+    pub const TEX_MAGIC: u32 = 0x5845_5441; // "ATEX"
+    pub const SURF_MAGIC: u32 = 0x5255_5341; // "ASUR"
+
+    // TexDesc::flags
+    pub const NORMALIZED: u32 = 1;
+    pub const NORMALIZED_FLOAT: u32 = 2;
+    pub const SRGB: u32 = 4;
+    pub const LINEAR_FILTER: u32 = 8;
+    pub const LAYERED: u32 = 16;
+    pub const CUBEMAP: u32 = 32;
+    pub const LINEAR_RESOURCE: u32 = 64;
+
+    /// A texture or surface object in device memory. The layout is part of
+    /// the device ABI.
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct TexDesc {
+        pub magic: u32,
+        /// `CUarray_format` of one channel.
+        pub format: u32,
+        pub channels: u32,
+        pub flags: u32,
+        /// `CUaddress_mode` per dimension.
+        pub address: [u32; 3],
+        /// 1, 2 or 3 (a layered or cubemap array counts its faces' dimensions).
+        pub dims: u32,
+        pub width: u32,
+        pub height: u32,
+        pub depth: u32,
+        pub layers: u32,
+        pub levels: u32,
+        pub _pad: u32,
+        pub base: u64,
+        /// Bytes from one row to the next.
+        pub pitch: u64,
+        /// Bytes from one slice (depth index, layer, face) to the next.
+        pub slice: u64,
+        pub border: [f32; 4],
+    }
+
+    impl TexDesc {
+        #[allow(clippy::too_many_arguments)]
+        pub fn new(
+            magic: u32,
+            a: &ArrayDesc,
+            base: u64,
+            pitch: usize,
+            levels: u32,
+            mut flags: u32,
+            address: [u32; 3],
+            border: [f32; 4],
+        ) -> TexDesc {
+            let layered = a.flags & super::array_flags::LAYERED != 0;
+            let cube = a.flags & super::array_flags::CUBEMAP != 0;
+            if layered {
+                flags |= LAYERED;
+            }
+            if cube {
+                flags |= CUBEMAP;
+            }
+            let dims = if a.height == 0 {
+                1
+            } else if a.depth == 0 || layered || cube {
+                2
+            } else {
+                3
+            };
+            let rows = a.height.max(1);
+            TexDesc {
+                magic,
+                format: a.format,
+                channels: a.channels,
+                flags,
+                address,
+                dims,
+                width: a.width as u32,
+                height: rows as u32,
+                depth: if dims == 3 { a.depth as u32 } else { 1 },
+                layers: if layered || cube { a.depth as u32 } else { 1 },
+                levels,
+                _pad: 0,
+                base,
+                pitch: pitch as u64,
+                slice: (pitch * rows) as u64,
+                border,
+            }
+        }
+
+        pub fn to_bytes(&self) -> Vec<u8> {
+            let p = (self as *const TexDesc).cast::<u8>();
+            // SAFETY: a plain repr(C) value without padding holes that matter.
+            unsafe { std::slice::from_raw_parts(p, std::mem::size_of::<TexDesc>()) }.to_vec()
+        }
+
+        fn element_size(&self) -> u64 {
+            super::format::channel(self.format).map_or(4, |(b, _, _)| u64::from(b)) * u64::from(self.channels)
+        }
+    }
+
+    /// Texture geometries of `tex`/`tld4` (the PTX's coordinate layouts).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Geometry {
+        D1,
+        D2,
+        D3,
+        A1d,
+        A2d,
+        Cube,
+        Acube,
+    }
+
+    /// What a fetch returns.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Ret {
+        F32,
+        S32,
+        U32,
+    }
+
+    /// One `tex` or `tld4`.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Fetch {
+        pub geometry: Geometry,
+        /// Coordinates are `.s32` texel indices.
+        pub int_coords: bool,
+        pub result: Ret,
+        /// `tld4` component (0..3).
+        pub gather: Option<u32>,
+    }
+
+    fn half_to_f32(h: u16) -> f32 {
+        let sign = u32::from(h >> 15) << 31;
+        let exp = u32::from((h >> 10) & 0x1f);
+        let man = u32::from(h & 0x3ff);
+        let bits = if exp == 0 {
+            if man == 0 {
+                sign
+            } else {
+                // subnormal: normalise
+                let mut e = 127 - 15 + 1;
+                let mut m = man;
+                while m & 0x400 == 0 {
+                    m <<= 1;
+                    e -= 1;
+                }
+                sign | (e << 23) | ((m & 0x3ff) << 13)
+            }
+        } else if exp == 31 {
+            sign | 0x7f80_0000 | (man << 13)
+        } else {
+            sign | ((exp + 127 - 15) << 23) | (man << 13)
+        };
+        f32::from_bits(bits)
+    }
+
+    /// A texel's channels: raw integers (sign-extended) or f32 bits.
+    ///
+    /// # Safety
+    /// `d.base` must address the descriptor's memory.
+    unsafe fn texel(d: &TexDesc, x: u64, y: u64, z: u64) -> [u32; 4] {
+        let (bytes, signed, float) = super::format::channel(d.format).unwrap_or((4, false, false));
+        let addr = d.base + z * d.slice + y * d.pitch + x * d.element_size();
+        let mut v = [0u32; 4];
+        for (c, out) in v.iter_mut().enumerate().take(d.channels as usize) {
+            let p = (addr + c as u64 * u64::from(bytes)) as *const u8;
+            // SAFETY: inside the resource (coordinates were resolved).
+            *out = unsafe {
+                match (bytes, signed, float) {
+                    (1, false, _) => u32::from(p.read()),
+                    (1, true, _) => p.cast::<i8>().read() as i32 as u32,
+                    (2, _, true) => half_to_f32(p.cast::<u16>().read_unaligned()).to_bits(),
+                    (2, false, _) => u32::from(p.cast::<u16>().read_unaligned()),
+                    (2, true, _) => p.cast::<i16>().read_unaligned() as i32 as u32,
+                    _ => p.cast::<u32>().read_unaligned(),
+                }
+            };
+        }
+        v
+    }
+
+    fn srgb_to_linear(c: f32) -> f32 {
+        if c <= 0.04045 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    }
+
+    /// A texel as the fetch returns it: floats (converted per the read
+    /// mode) or integers; missing channels read as 0 and alpha as 1.
+    fn convert(d: &TexDesc, raw: [u32; 4], float_result: bool) -> [u32; 4] {
+        let (bytes, signed, float) = super::format::channel(d.format).unwrap_or((4, false, false));
+        let n = d.channels as usize;
+        let mut out = [0u32; 4];
+        for (c, o) in out.iter_mut().enumerate() {
+            if c >= n {
+                *o = if c == 3 {
+                    if float_result {
+                        1.0f32.to_bits()
+                    } else {
+                        1
+                    }
+                } else {
+                    0
+                };
+                continue;
+            }
+            *o = if float || !float_result || d.flags & NORMALIZED_FLOAT == 0 {
+                raw[c]
+            } else {
+                let max = ((1u64 << (bytes * 8 - u32::from(signed))) - 1) as f32;
+                let v = if signed { (raw[c] as i32 as f32 / max).max(-1.0) } else { raw[c] as f32 / max };
+                let v = if d.flags & SRGB != 0 && c < 3 && !signed { srgb_to_linear(v) } else { v };
+                v.to_bits()
+            };
+        }
+        out
+    }
+
+    /// Applies an address mode to texel index `i` of `n`; `None`: the
+    /// border colour.
+    fn address(i: i64, n: u32, mode: u32, normalized: bool) -> Option<u64> {
+        let n = i64::from(n.max(1));
+        // Wrap and mirror need normalised coordinates; otherwise they clamp.
+        let mode = if !normalized && (mode == 0 || mode == 2) { 1 } else { mode };
+        Some(match mode {
+            0 => i.rem_euclid(n),
+            2 => {
+                let m = i.rem_euclid(2 * n);
+                if m >= n {
+                    2 * n - 1 - m
+                } else {
+                    m
+                }
+            }
+            3 => {
+                if i < 0 || i >= n {
+                    return None;
+                }
+                i
+            }
+            _ => i.clamp(0, n - 1),
+        } as u64)
+    }
+
+    /// The linear filter's weight for fraction `f`: 9-bit fixed point with
+    /// 8 fractional bits (CUDA programming guide, texture fetching).
+    fn weight(f: f32) -> f32 {
+        (f * 256.0).round() / 256.0
+    }
+
+    /// A float coordinate scaled to texel space, kept within ±2^31 texels
+    /// (far outside any texture: the address mode gives the same texel
+    /// classes, and index arithmetic cannot overflow).
+    fn scale(c: f32, n: u32, normalized: bool) -> f32 {
+        const LIMIT: f32 = 2_147_483_648.0;
+        let u = if normalized { c * n as f32 } else { c };
+        // NaN reads as 0 (an assumption: the hardware's conversion to
+        // fixed point is not documented).
+        if u.is_nan() {
+            0.0
+        } else {
+            u.clamp(-LIMIT, LIMIT)
+        }
+    }
+
+    /// Picks a cubemap face and its normalised coordinates from a
+    /// direction (CUDA programming guide, cubemap textures).
+    fn cube_face(x: f32, y: f32, z: f32) -> (u32, f32, f32) {
+        let (ax, ay, az) = (x.abs(), y.abs(), z.abs());
+        let (face, m, s, t) = if ax >= ay && ax >= az {
+            if x >= 0.0 {
+                (0, ax, -z, -y)
+            } else {
+                (1, ax, z, -y)
+            }
+        } else if ay >= az {
+            if y >= 0.0 {
+                (2, ay, x, z)
+            } else {
+                (3, ay, x, -z)
+            }
+        } else if z >= 0.0 {
+            (4, az, x, -y)
+        } else {
+            (5, az, -x, -y)
+        };
+        (face, (s / m + 1.0) * 0.5, (t / m + 1.0) * 0.5)
+    }
+
+    /// Samples a texture object. Returns the four result registers.
+    ///
+    /// # Safety
+    /// `d` must be a live texture descriptor whose memory is readable.
+    pub unsafe fn sample(d: &TexDesc, f: &Fetch, c: [u32; 4]) -> [u32; 4] {
+        let float_result = f.result == Ret::F32;
+        let fc = |i: usize| f32::from_bits(c[i]);
+        let layers = d.layers.max(1);
+        let clamp_layer = |l: u32| u64::from(l.min(layers - 1));
+        // (coordinates, layer/face slice, normalized, address modes, dims)
+        let mut normalized = d.flags & NORMALIZED != 0;
+        let mut modes = d.address;
+        let (coords, slice): ([f32; 3], u64) = match f.geometry {
+            Geometry::D1 | Geometry::D2 | Geometry::D3 if f.int_coords => {
+                let idx = [c[0] as i32, c[1] as i32, c[2] as i32];
+                return unsafe { fetch_int(d, f, idx, 0) };
+            }
+            Geometry::A1d | Geometry::A2d if f.int_coords => {
+                let idx = [c[1] as i32, c[2] as i32, 0];
+                return unsafe { fetch_int(d, f, idx, clamp_layer(c[0])) };
+            }
+            Geometry::D1 => ([fc(0), 0.0, 0.0], 0),
+            Geometry::D2 => ([fc(0), fc(1), 0.0], 0),
+            Geometry::D3 => ([fc(0), fc(1), fc(2)], 0),
+            Geometry::A1d => ([fc(1), 0.0, 0.0], clamp_layer(c[0])),
+            Geometry::A2d => ([fc(1), fc(2), 0.0], clamp_layer(c[0])),
+            Geometry::Cube | Geometry::Acube => {
+                let (base, x, y, z) =
+                    if f.geometry == Geometry::Acube { (c[0].saturating_mul(6), fc(1), fc(2), fc(3)) } else { (0, fc(0), fc(1), fc(2)) };
+                let (face, s, t) = cube_face(x, y, z);
+                normalized = true;
+                modes = [1; 3];
+                ([s, t, 0.0], u64::from(base.saturating_add(face).min(layers - 1)))
+            }
+        };
+        let dims = match f.geometry {
+            Geometry::D1 | Geometry::A1d => 1,
+            Geometry::D3 => 3,
+            _ => 2,
+        }
+        .min(d.dims as usize)
+        .max(1);
+        let size = [d.width, d.height, d.depth];
+        let border = |float: bool| -> [u32; 4] {
+            if float {
+                d.border.map(f32::to_bits)
+            } else {
+                d.border.map(|b| b as i32 as u32)
+            }
+        };
+        let tap = |idx: [i64; 3]| -> [u32; 4] {
+            let mut at = [0u64; 3];
+            for k in 0..dims {
+                match address(idx[k], size[k], modes[k], normalized) {
+                    Some(v) => at[k] = v,
+                    None => return border(float_result),
+                }
+            }
+            let z = if dims == 3 { at[2] } else { slice };
+            // SAFETY: in range after addressing.
+            convert(d, unsafe { texel(d, at[0], at[1], z) }, float_result)
+        };
+        let linear = d.flags & LINEAR_FILTER != 0 && float_result;
+        if let Some(comp) = f.gather {
+            // tld4: the four texels of the bilinear footprint.
+            let u = scale(coords[0], size[0], normalized) - 0.5;
+            let v = scale(coords[1], size[1], normalized) - 0.5;
+            let (i, j) = (u.floor() as i64, v.floor() as i64);
+            let order = [[i, j + 1], [i + 1, j + 1], [i + 1, j], [i, j]];
+            return order.map(|[x, y]| tap([x, y, 0])[comp as usize & 3]);
+        }
+        if !linear {
+            let mut idx = [0i64; 3];
+            for k in 0..dims {
+                idx[k] = scale(coords[k], size[k], normalized).floor() as i64;
+            }
+            return tap(idx);
+        }
+        let mut base = [0i64; 3];
+        let mut w = [[1.0f32, 0.0]; 3];
+        for k in 0..dims {
+            let u = scale(coords[k], size[k], normalized) - 0.5;
+            let i = u.floor();
+            let a = weight(u - i);
+            base[k] = i as i64;
+            w[k] = [1.0 - a, a];
+        }
+        let mut acc = [0.0f32; 4];
+        let n = 1usize << dims;
+        for corner in 0..n {
+            let mut idx = base;
+            let mut wt = 1.0f32;
+            for k in 0..dims {
+                let b = (corner >> k) & 1;
+                idx[k] += b as i64;
+                wt *= w[k][b];
+            }
+            if wt == 0.0 {
+                continue;
+            }
+            let t = tap(idx);
+            for ch in 0..4 {
+                acc[ch] += wt * f32::from_bits(t[ch]);
+            }
+        }
+        acc.map(f32::to_bits)
+    }
+
+    /// A fetch with integer texel coordinates (`tex1Dfetch` and the
+    /// `.s32` coordinate forms): point sampling; linear memory reads
+    /// zeros outside its range.
+    unsafe fn fetch_int(d: &TexDesc, f: &Fetch, idx: [i32; 3], slice: u64) -> [u32; 4] {
+        let float_result = f.result == Ret::F32;
+        let dims = (d.dims as usize).max(1);
+        let size = [d.width, d.height, d.depth];
+        let mut at = [0u64; 3];
+        for k in 0..dims {
+            let i = i64::from(idx[k]);
+            if d.flags & LINEAR_RESOURCE != 0 {
+                if i < 0 || i >= i64::from(size[k]) {
+                    return convert(d, [0; 4], float_result);
+                }
+                at[k] = i as u64;
+                continue;
+            }
+            match address(i, size[k], d.address[k], false) {
+                Some(v) => at[k] = v,
+                None => return if float_result { d.border.map(f32::to_bits) } else { d.border.map(|b| b as i32 as u32) },
+            }
+        }
+        let z = if dims == 3 { at[2] } else { slice };
+        // SAFETY: in range.
+        convert(d, unsafe { texel(d, at[0], at[1], z) }, float_result)
+    }
+
+    /// Surface geometries of `suld`/`sust`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum SurfGeometry {
+        D1,
+        D2,
+        D3,
+        A1d,
+        A2d,
+    }
+
+    /// Out-of-range handling of `suld`/`sust`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Clamp {
+        Trap,
+        Clamp,
+        Zero,
+    }
+
+    /// Where a surface access goes.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Access {
+        /// This address.
+        At(u64),
+        /// Nowhere: a load reads zeros, a store is dropped (`.zero`).
+        Zero,
+        /// Out of range in the `.trap` mode.
+        Trap,
+    }
+
+    /// Where a surface access goes. `x` is a byte offset (`.b` accesses);
+    /// `bytes` the access size.
+    pub fn surface_address(d: &TexDesc, g: SurfGeometry, c: [u32; 4], bytes: u64, clamp: Clamp) -> Access {
+        let (x, y, z, layer) = match g {
+            SurfGeometry::D1 => (c[0], 0, 0, 0),
+            SurfGeometry::D2 => (c[0], c[1], 0, 0),
+            SurfGeometry::D3 => (c[0], c[1], c[2], 0),
+            SurfGeometry::A1d => (c[1], 0, 0, c[0]),
+            SurfGeometry::A2d => (c[1], c[2], 0, c[0]),
+        };
+        let (x, y, z, layer) = (i64::from(x as i32), i64::from(y as i32), i64::from(z as i32), u64::from(layer));
+        let row = i64::from(d.width) * d.element_size() as i64;
+        let limits = [row - bytes as i64, i64::from(d.height) - 1, i64::from(d.depth) - 1];
+        let mut v = [x, y, z];
+        if limits[0] < 0 {
+            // The access is wider than a row: nothing to clamp to.
+            return if clamp == Clamp::Zero { Access::Zero } else { Access::Trap };
+        }
+        let mut inside = layer < u64::from(d.layers.max(1)) && x.rem_euclid(bytes as i64) == 0;
+        for k in 0..3 {
+            if v[k] < 0 || v[k] > limits[k] {
+                inside = false;
+            }
+        }
+        if !inside {
+            match clamp {
+                Clamp::Trap => return Access::Trap,
+                Clamp::Zero => return Access::Zero,
+                Clamp::Clamp => {
+                    for k in 0..3 {
+                        v[k] = v[k].clamp(0, limits[k].max(0));
+                    }
+                    v[0] -= v[0].rem_euclid(bytes as i64);
+                }
+            }
+        }
+        let layer = layer.min(u64::from(d.layers.max(1)) - 1);
+        let slice = if d.dims == 3 { v[2] as u64 } else { layer };
+        Access::At(d.base + slice * d.slice + v[1] as u64 * d.pitch + v[0] as u64)
+    }
+
+    /// `txq`/`suq` queries.
+    pub mod query {
+        pub const WIDTH: u32 = 0;
+        pub const HEIGHT: u32 = 1;
+        pub const DEPTH: u32 = 2;
+        pub const ARRAY_SIZE: u32 = 3;
+        pub const NUM_MIPMAP_LEVELS: u32 = 4;
+        pub const NORMALIZED_COORDS: u32 = 5;
+        pub const FILTER_MODE: u32 = 6;
+        pub const ADDR_MODE_0: u32 = 7;
+        pub const NUM_SAMPLES: u32 = 10;
+    }
+
+    /// Answers a `txq`/`suq` query.
+    pub fn query(d: &TexDesc, q: u32) -> u32 {
+        match q {
+            query::WIDTH => d.width,
+            query::HEIGHT => d.height,
+            query::DEPTH => d.depth,
+            query::ARRAY_SIZE => {
+                if d.flags & CUBEMAP != 0 {
+                    d.layers / 6
+                } else {
+                    d.layers
+                }
+            }
+            query::NUM_MIPMAP_LEVELS => d.levels,
+            query::NORMALIZED_COORDS => u32::from(d.flags & NORMALIZED != 0),
+            query::FILTER_MODE => u32::from(d.flags & LINEAR_FILTER != 0),
+            7..=9 => d.address[(q - query::ADDR_MODE_0) as usize],
+            query::NUM_SAMPLES => 0,
+            _ => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::device::*;
+    use super::*;
+
+    fn desc_2d(data: &[f32], w: u32, h: u32, flags: u32, mode: u32) -> TexDesc {
+        let a = ArrayDesc { width: w as usize, height: h as usize, format: format::FLOAT, channels: 1, ..ArrayDesc::default() };
+        TexDesc::new(TEX_MAGIC, &a, data.as_ptr() as u64, 4 * w as usize, 1, flags, [mode; 3], [7.0, 0.0, 0.0, 0.0])
+    }
+
+    fn f2(x: f32, y: f32) -> [u32; 4] {
+        [x.to_bits(), y.to_bits(), 0, 0]
+    }
+
+    const FETCH_2D: Fetch = Fetch { geometry: Geometry::D2, int_coords: false, result: Ret::F32, gather: None };
+
+    #[test]
+    fn point_sampling_and_address_modes() {
+        let data: Vec<f32> = (0..12).map(|v| v as f32).collect(); // 4 x 3
+        let s = |d: &TexDesc, x: f32, y: f32| f32::from_bits(unsafe { sample(d, &FETCH_2D, f2(x, y)) }[0]);
+        let clamp = desc_2d(&data, 4, 3, 0, 1);
+        assert_eq!(s(&clamp, 1.5, 2.5), 9.0);
+        assert_eq!(s(&clamp, -3.0, 0.2), 0.0);
+        assert_eq!(s(&clamp, 9.0, 9.0), 11.0);
+        let border = desc_2d(&data, 4, 3, 0, 3);
+        assert_eq!(s(&border, 4.0, 0.5), 7.0);
+        assert_eq!(s(&border, -0.01, 0.5), 7.0);
+        let wrap = desc_2d(&data, 4, 3, NORMALIZED, 0);
+        assert_eq!(s(&wrap, 1.0 + 1.5 / 4.0, -1.0 + 0.5 / 3.0), 1.0);
+        let mirror = desc_2d(&data, 4, 3, NORMALIZED, 2);
+        // x in texels: 4.5 -> mirrored to 3, 5.5 -> 2, -0.5 -> 0
+        assert_eq!(s(&mirror, 4.5 / 4.0, 0.1), 3.0);
+        assert_eq!(s(&mirror, 5.5 / 4.0, 0.1), 2.0);
+        assert_eq!(s(&mirror, -0.5 / 4.0, 0.1), 0.0);
+        // Wrap without normalised coordinates clamps.
+        let wrap_unnorm = desc_2d(&data, 4, 3, 0, 0);
+        assert_eq!(s(&wrap_unnorm, 5.5, 0.5), 3.0);
+    }
+
+    #[test]
+    fn linear_filter_uses_8_bit_weights() {
+        let data = [0.0f32, 1.0, 0.0, 1.0];
+        let d = desc_2d(&data, 2, 2, LINEAR_FILTER, 1);
+        // x = 0.5 + 0.3: alpha = 0.3 -> round(76.8)/256 = 77/256
+        let v = f32::from_bits(unsafe { sample(&d, &FETCH_2D, f2(0.8, 0.5)) }[0]);
+        assert_eq!(v, 77.0 / 256.0);
+        let v = f32::from_bits(unsafe { sample(&d, &FETCH_2D, f2(0.5 + 1.0 / 1024.0, 0.5)) }[0]);
+        assert_eq!(v, 0.0, "a fraction under half a step rounds to 0");
+    }
+
+    #[test]
+    fn huge_and_nan_coordinates_stay_inside() {
+        let data: Vec<f32> = (0..12).map(|v| v as f32).collect();
+        for (flags, mode) in [(LINEAR_FILTER | NORMALIZED, 0), (LINEAR_FILTER | NORMALIZED, 2), (LINEAR_FILTER, 1), (0, 3)] {
+            let d = desc_2d(&data, 4, 3, flags, mode);
+            for x in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 3.0e38, -3.0e38] {
+                let v = f32::from_bits(unsafe { sample(&d, &FETCH_2D, f2(x, 0.5)) }[0]);
+                assert!(v.is_finite(), "{x} in mode {mode}: {v}");
+            }
+        }
+    }
+
+    #[test]
+    fn gather_returns_the_footprint() {
+        let data: Vec<f32> = (0..9).map(|v| v as f32).collect(); // 3 x 3
+        let d = desc_2d(&data, 3, 3, 0, 1);
+        let f = Fetch { gather: Some(0), ..FETCH_2D };
+        let r = unsafe { sample(&d, &f, f2(1.2, 1.7)) }.map(f32::from_bits);
+        // footprint i = 0..1, j = 1..2: (0,2), (1,2), (1,1), (0,1)
+        assert_eq!(r, [6.0, 7.0, 4.0, 3.0]);
+    }
+
+    #[test]
+    fn cube_faces() {
+        let data: Vec<f32> = (0..6).map(|v| v as f32 * 10.0).collect(); // 1x1 faces
+        let a = ArrayDesc { width: 1, height: 1, depth: 6, format: format::FLOAT, channels: 1, flags: array_flags::CUBEMAP };
+        let d = TexDesc::new(TEX_MAGIC, &a, data.as_ptr() as u64, 4, 1, 0, [1; 3], [0.0; 4]);
+        let f = Fetch { geometry: Geometry::Cube, ..FETCH_2D };
+        let at = |x: f32, y: f32, z: f32| f32::from_bits(unsafe { sample(&d, &f, [x.to_bits(), y.to_bits(), z.to_bits(), 0]) }[0]);
+        assert_eq!(
+            [at(1.0, 0.2, 0.1), at(-1.0, 0.2, 0.1), at(0.1, 2.0, 0.3), at(0.1, -2.0, 0.3), at(0.1, 0.2, 3.0), at(0.1, 0.2, -3.0)],
+            [0.0, 10.0, 20.0, 30.0, 40.0, 50.0]
+        );
+    }
+
+    #[test]
+    fn normalized_float_reads() {
+        let data: [u8; 4] = [0, 255, 128, 7];
+        let a = ArrayDesc { width: 1, height: 1, format: format::U8, channels: 4, ..ArrayDesc::default() };
+        let d = TexDesc::new(TEX_MAGIC, &a, data.as_ptr() as u64, 4, 1, NORMALIZED_FLOAT, [1; 3], [0.0; 4]);
+        let r = unsafe { sample(&d, &FETCH_2D, f2(0.5, 0.5)) }.map(f32::from_bits);
+        assert_eq!(r, [0.0, 1.0, 128.0 / 255.0, 7.0 / 255.0]);
+        let s8: [i8; 2] = [-128, 127];
+        let a = ArrayDesc { width: 1, height: 1, format: format::S8, channels: 2, ..ArrayDesc::default() };
+        let d = TexDesc::new(TEX_MAGIC, &a, s8.as_ptr() as u64, 2, 1, NORMALIZED_FLOAT, [1; 3], [0.0; 4]);
+        let r = unsafe { sample(&d, &FETCH_2D, f2(0.5, 0.5)) }.map(f32::from_bits);
+        assert_eq!(r, [-1.0, 1.0, 0.0, 1.0]);
+    }
+
+    #[test]
+    fn half_textures_read_as_floats() {
+        // 1.0, -2.5, the smallest subnormal, infinity
+        let data: [u16; 4] = [0x3c00, 0xc100, 0x0001, 0x7c00];
+        let a = ArrayDesc { width: 1, height: 1, format: format::HALF, channels: 4, ..ArrayDesc::default() };
+        let d = TexDesc::new(TEX_MAGIC, &a, data.as_ptr() as u64, 8, 1, 0, [1; 3], [0.0; 4]);
+        let r = unsafe { sample(&d, &FETCH_2D, f2(0.5, 0.5)) }.map(f32::from_bits);
+        assert_eq!(r, [1.0, -2.5, 2.0f32.powi(-24), f32::INFINITY]);
+    }
+
+    #[test]
+    fn surface_bounds() {
+        let data = [0u32; 8];
+        let a =
+            ArrayDesc { width: 4, height: 2, format: format::U32, channels: 1, flags: array_flags::SURFACE_LDST, ..ArrayDesc::default() };
+        let d = TexDesc::new(SURF_MAGIC, &a, data.as_ptr() as u64, 16, 1, 0, [1; 3], [0.0; 4]);
+        let base = data.as_ptr() as u64;
+        let at = |x: i32, y: i32, c: Clamp| surface_address(&d, SurfGeometry::D2, [x as u32, y as u32, 0, 0], 4, c);
+        assert_eq!(at(12, 1, Clamp::Trap), Access::At(base + 28));
+        assert_eq!(at(16, 1, Clamp::Trap), Access::Trap);
+        assert_eq!(at(16, 1, Clamp::Zero), Access::Zero);
+        assert_eq!(at(40, 5, Clamp::Clamp), Access::At(base + 28));
+        assert_eq!(at(-4, 0, Clamp::Clamp), Access::At(base));
+        assert_eq!(at(2, 0, Clamp::Trap), Access::Trap, "misaligned");
+        let wide = |c| surface_address(&d, SurfGeometry::D2, [0, 0, 0, 0], 32, c);
+        assert_eq!((wide(Clamp::Clamp), wide(Clamp::Zero)), (Access::Trap, Access::Zero), "wider than a row");
+    }
+}
