@@ -283,6 +283,30 @@ runtime_functions! {
     /// Whether a generic address points into the calling thread's local
     /// memory: (ctx, thread, address).
     IS_LOCAL = "__anycuda_is_local": fn(Ctx, U32, U64) -> U32;
+    /// Checked mode (`Options::memcheck`): an access the inline test could
+    /// not prove good, (ctx, thread, address, access, cache, where).
+    /// `access` packs the size, direction and state space ([`memcheck`]);
+    /// `cache` is the caller's `[low, length]` pair of u64, which a good
+    /// access sets to the range it lies in (the allocation, shared window
+    /// or local memory) for the next inline tests; `where` names the
+    /// function and the PTX line. A bad access ends the launch and does not
+    /// return.
+    MEMCHECK = "__anycuda_memcheck": fn(Ctx, U32, U64, U32, BytesMut, Str);
+}
+
+/// The `access` argument of [`runtime::MEMCHECK`]: bits 0-15 the size in
+/// bytes, then the direction bits, then the state space in bits 20-23.
+pub mod memcheck {
+    pub const SIZE_MASK: u32 = 0xffff;
+    pub const READ: u32 = 1 << 16;
+    pub const WRITE: u32 = 1 << 17;
+    pub const SPACE_SHIFT: u32 = 20;
+    /// Generic: global, shared or local, whichever window the address is in.
+    pub const GENERIC: u32 = 0;
+    pub const GLOBAL: u32 = 1;
+    pub const SHARED: u32 = 2;
+    pub const LOCAL: u32 = 3;
+    pub const CONST: u32 = 4;
 }
 
 /// Symbol names of a kernel's functions in the object.

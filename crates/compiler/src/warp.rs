@@ -859,6 +859,9 @@ pub fn choose_mode(
     let thread = |why: String| ModeChoice { warp: false, guarded: None, exact: independent, why };
     let warp = |why: String| ModeChoice { warp: true, guarded: None, exact: true, why };
     let wait_reason = "its threads wait for each other (barriers, warp collectives or spin loops)";
+    if opts.memcheck {
+        return thread(format!("thread by thread (ANYCUDA_MEMCHECK checks each thread's accesses); {}", explain(&verdict)));
+    }
     match opts.warp {
         crate::WarpMode::Off => thread(format!("thread by thread (ANYCUDA_WARP=0); {}", explain(&verdict))),
         crate::WarpMode::WhereThreadsWait | crate::WarpMode::Always if obstacle.is_some() => {

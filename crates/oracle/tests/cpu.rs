@@ -22,7 +22,7 @@ struct Build {
 fn load_family(name: &str, build: Build) -> Result<Family, String> {
     let src = oracle::module_source(name)?;
     let module = ptx::parse(&src).map_err(|d| d.to_string())?;
-    let opts = compiler::Options { warp: build.warp, strict_affine: false, tier: build.tier };
+    let opts = compiler::Options { warp: build.warp, strict_affine: false, memcheck: false, tier: build.tier };
     let target = compiler::Target::HostCpu;
     let mut modules = Vec::new();
     let mut kernels = HashMap::new();

@@ -59,6 +59,8 @@ impl Drop for AlignedBuf {
 
 pub(crate) struct Job {
     pub id: u64,
+    /// The kernel's name, for reports.
+    pub kernel_name: String,
     pub shared: Arc<Shared>,
     pub thread_fn: ThreadFn,
     pub block_fn: Option<BlockFn>,
@@ -178,6 +180,7 @@ impl Job {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         Ok(Arc::new(Job {
             id,
+            kernel_name: kernel.info.name.clone(),
             shared: shared.clone(),
             thread_fn: kernel.thread,
             block_fn: if info.needs_scheduler { None } else { kernel.block },
