@@ -138,6 +138,30 @@ DONE:
     ret;
 }
 
+// Thread 0 writes 32-bit words at p, p + 4, ... while below p + bytes: the
+// accesses after the first are decided by the inline test against the
+// range the first one found.
+.visible .entry fill(.param .u64 p, .param .u64 bytes)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<6>;
+    mov.u32 %r1, %tid.x;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra DONE;
+    ld.param.u64 %rd1, [p];
+    ld.param.u64 %rd2, [bytes];
+    mov.u64 %rd3, 0;
+LOOP:
+    add.s64 %rd4, %rd1, %rd3;
+    st.global.u32 [%rd4], %r1;
+    add.s64 %rd3, %rd3, 4;
+    setp.lt.u64 %p2, %rd3, %rd2;
+    @%p2 bra LOOP;
+DONE:
+    ret;
+}
+
 .global .align 4 .u32 counters[4];
 
 // counters[i] += 1 for i = index.
@@ -257,7 +281,7 @@ fn null_and_misaligned_accesses_fail_as_on_nvidia() {
     let f = fixture(true);
     let (address, report) = illegal(f.launch("store_at", 1, 1, 0, &[0, 16]));
     assert_eq!(address, 16);
-    assert!(report.contains("null pointer"), "{report}");
+    assert!(report.contains("address 0x10 is a null pointer plus 16"), "{report}");
     let p = f.alloc(64);
     match f.launch("store_at", 1, 1, 0, &[p, 2]) {
         Err(LaunchFault::MisalignedAddress { address, detail }) => {
@@ -307,6 +331,7 @@ fn dynamic_shared_memory_and_local_memory_through_generic_addresses() {
     assert_eq!(f.read_u32(out, 32), (0..32).map(|t| 2 * t).collect::<Vec<u32>>());
     let (_, report) = illegal(f.launch("dynamic_tile", 1, 32, 64, &[out]));
     assert!(report.contains("invalid generic write of size 4 bytes") && report.contains("thread (16,0,0)"), "{report}");
+    assert!(report.contains("is shared memory offset 64, out of bounds: the block has 64 bytes of shared memory"), "{report}");
 }
 
 #[test]
@@ -315,4 +340,19 @@ fn module_variables_are_checked() {
     f.launch("bump", 1, 1, 0, &[3]).expect("the last counter");
     let (_, report) = illegal(f.launch("bump", 1, 1, 0, &[4]));
     assert!(report.contains("0 bytes past the end of a 16-byte module variable"), "{report}");
+}
+
+#[test]
+fn a_loop_running_past_its_allocation_is_caught_after_its_good_accesses() {
+    let f = fixture(true);
+    let p = f.alloc(64);
+    f.launch("fill", 1, 1, 0, &[p, 64]).expect("in bounds");
+    let (address, report) = illegal(f.launch("fill", 1, 1, 0, &[p, 68]));
+    assert_eq!(address, p + 64);
+    assert!(report.contains("0 bytes past the end of a 64-byte device allocation"), "{report}");
+    // The last word starts inside a 62-byte allocation and ends past it.
+    let q = f.alloc(62);
+    let (address, report) = illegal(f.launch("fill", 1, 1, 0, &[q, 62]));
+    assert_eq!(address, q + 60);
+    assert!(report.contains("the access ends 2 bytes past its end"), "{report}");
 }

@@ -234,6 +234,12 @@ pub fn emit_ir(module: &ptx::ast::Module, src: &str) -> Result<String, CompileEr
     cx.lower_module()
 }
 
+/// [`emit_ir`] with explicit options.
+pub fn emit_ir_with_options(module: &ptx::ast::Module, src: &str, opts: &Options) -> Result<String, CompileError> {
+    let mut cx = lower::ModuleCx::new(module, src, &Target::HostCpu, opts);
+    cx.lower_module()
+}
+
 /// Compiles a parsed module for `target`. `src` is the module's source text
 /// (for error positions).
 pub fn compile(module: &ptx::ast::Module, src: &str, target: &Target) -> Result<CompiledModule, CompileError> {
