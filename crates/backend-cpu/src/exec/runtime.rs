@@ -724,15 +724,22 @@ pub unsafe extern "C" fn __anycuda_memcheck(ctx: *mut BlockCtx, thread: u32, add
 fn describe_bad_address(address: u64, size: u64, space: u32, shared: (u64, u64), local: (u64, u64)) -> String {
     use compiler::cpu_abi::memcheck as mc;
     let end = address.saturating_add(size);
-    if space == mc::SHARED || space == mc::GENERIC && address >= shared.0 && address < shared.0 + shared.1.max(1) {
+    if space == mc::SHARED {
         let offset = address.wrapping_sub(shared.0) as i64;
         return format!("shared address {offset:#x} (offset {offset}) is out of bounds: the block has {} bytes of shared memory", shared.1);
+    }
+    if space == mc::GENERIC && address >= shared.0 && address - shared.0 < shared.1 + 4096 {
+        let offset = address - shared.0;
+        return format!(
+            "generic address {address:#x} is shared memory offset {offset}, out of bounds: the block has {} bytes of shared memory",
+            shared.1
+        );
     }
     if space == mc::LOCAL {
         return format!("address {address:#x} is outside the thread's local memory [{:#x}, {:#x})", local.0, local.0 + local.1);
     }
     if address < 4096 {
-        return format!("address {address:#x} is a null pointer's neighbourhood: no allocation holds it");
+        return format!("address {address:#x} is a null pointer plus {address}: no allocation holds it");
     }
     if let Some(r) = crate::memcheck::freed(address) {
         if crate::memcheck::containing(address, 1).is_none() {
