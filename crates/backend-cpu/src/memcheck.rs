@@ -23,6 +23,9 @@ pub enum Kind {
     Mapped,
     Variable,
     Heap,
+    /// A launch's parameter buffer or grid-sync workspace (kept only in
+    /// checked mode).
+    LaunchData,
 }
 
 impl Kind {
@@ -35,6 +38,7 @@ impl Kind {
             Kind::Mapped => "virtual memory mapping",
             Kind::Variable => "module variable",
             Kind::Heap => "in-kernel malloc block",
+            Kind::LaunchData => "launch's parameters or workspace",
         }
     }
 }
@@ -57,6 +61,13 @@ const FREED_KEPT: usize = 512;
 
 static LIVE: RwLock<BTreeMap<u64, Range>> = RwLock::new(BTreeMap::new());
 static FREED: Mutex<VecDeque<Range>> = Mutex::new(VecDeque::new());
+
+/// Whether checked mode is on for this process (`ANYCUDA_MEMCHECK`, read
+/// once): ranges that come and go with every launch are kept only then.
+pub fn enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(compiler::memcheck_from_env)
+}
 
 /// Records a range that kernels may now touch. Empty ranges are not kept.
 pub fn track(start: u64, len: u64, kind: Kind) {

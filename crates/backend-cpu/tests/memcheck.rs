@@ -183,9 +183,16 @@ struct Fixture {
     module: Arc<dyn BackendModule>,
 }
 
-fn fixture(memcheck: bool) -> Fixture {
+/// One fixture per way of running kernels: thread by thread, and as
+/// 32-lane warps (every kernel warp mode can lower).
+fn fixtures() -> Vec<Fixture> {
+    [compiler::WarpMode::Off, compiler::WarpMode::Always].into_iter().map(|w| fixture(true, w)).collect()
+}
+
+fn fixture(memcheck: bool, warp: compiler::WarpMode) -> Fixture {
     let mut config = jit::JitConfig::uncached(compiler::Tier::Fast);
     config.options.memcheck = memcheck;
+    config.options.warp = warp;
     let backend = CpuBackend::with_jit(config);
     let module = backend.load_module(0, PTX, &ModuleOptions { target: 70, ..Default::default() }).expect("the module loads");
     Fixture { backend, module }
@@ -199,7 +206,8 @@ impl Fixture {
     fn launch(&self, kernel: &str, grid: u32, block: u32, dynamic: u32, args: &[u64]) -> Result<(), LaunchFault> {
         let k = self.module.kernels().iter().position(|k| k.name == kernel).expect("kernel");
         let params: Vec<u8> = args.iter().flat_map(|a| a.to_le_bytes()).collect();
-        let launch = LaunchParams { grid: [grid, 1, 1], block: [block, 1, 1], dynamic_shared_bytes: dynamic, params: &params, cooperative: false };
+        let launch =
+            LaunchParams { grid: [grid, 1, 1], block: [block, 1, 1], dynamic_shared_bytes: dynamic, params: &params, cooperative: false };
         self.module.launch(k, &launch)
     }
 
@@ -225,134 +233,143 @@ fn illegal(r: Result<(), LaunchFault>) -> (u64, String) {
 
 #[test]
 fn a_read_just_past_an_allocation_is_reported_with_its_thread_and_line() {
-    let f = fixture(true);
-    let n = 40;
-    let input = f.alloc(n * 4);
-    let output = f.alloc(n * 4);
-    f.write_f32(input, &(0..n).map(|i| i as f32).collect::<Vec<_>>());
-    // Correct: every element copied, nothing reported.
-    f.launch("copy", 2, 32, 0, &[input, output, n as u64]).expect("a correct launch");
-    assert_eq!(f.read_u32(output, n)[39], 39f32.to_bits());
-    // One element too many: thread 8 of block 1 reads in[40].
-    let (address, report) = illegal(f.launch("copy", 2, 32, 0, &[input, output, n as u64 + 1]));
-    assert_eq!(address, input + 160);
-    let line = PTX.lines().position(|l| l.contains("ld.global.f32 %f1")).expect("the load") + 1;
-    let place = format!("at kernel copy in copy (PTX line {line}, kernels.cu:12:5)");
-    for want in [
-        "invalid __global__ read of size 4 bytes",
-        place.as_str(),
-        "by thread (8,0,0) in block (1,0,0)",
-        "is 0 bytes past the end of a 160-byte device allocation",
-    ] {
-        assert!(report.contains(want), "`{want}` missing from: {report}");
+    for f in fixtures() {
+        let n = 40;
+        let input = f.alloc(n * 4);
+        let output = f.alloc(n * 4);
+        f.write_f32(input, &(0..n).map(|i| i as f32).collect::<Vec<_>>());
+        // Correct: every element copied, nothing reported.
+        f.launch("copy", 2, 32, 0, &[input, output, n as u64]).expect("a correct launch");
+        assert_eq!(f.read_u32(output, n)[39], 39f32.to_bits());
+        // One element too many: thread 8 of block 1 reads in[40].
+        let (address, report) = illegal(f.launch("copy", 2, 32, 0, &[input, output, n as u64 + 1]));
+        assert_eq!(address, input + 160);
+        let line = PTX.lines().position(|l| l.contains("ld.global.f32 %f1")).expect("the load") + 1;
+        let place = format!("at kernel copy in copy (PTX line {line}, kernels.cu:12:5)");
+        for want in [
+            "invalid __global__ read of size 4 bytes",
+            place.as_str(),
+            "by thread (8,0,0) in block (1,0,0)",
+            "is 0 bytes past the end of a 160-byte device allocation",
+        ] {
+            assert!(report.contains(want), "`{want}` missing from: {report}");
+        }
     }
 }
 
 #[test]
 fn a_write_just_past_an_allocation_is_reported() {
-    let f = fixture(true);
-    let p = f.alloc(64);
-    f.launch("store_at", 1, 32, 0, &[p, 60]).expect("the last element is in bounds");
-    assert_eq!(f.read_u32(p + 60, 1), [7]);
-    let (address, report) = illegal(f.launch("store_at", 1, 32, 0, &[p, 64]));
-    assert_eq!(address, p + 64);
-    assert!(report.contains("invalid generic write of size 4 bytes"), "{report}");
-    assert!(report.contains("by thread (0,0,0) in block (0,0,0)"), "{report}");
-    assert!(report.contains("0 bytes past the end of a 64-byte device allocation"), "{report}");
-    // An access that starts inside but runs past the end.
-    let p2 = f.alloc(62);
-    let (_, report) = illegal(f.launch("store_at", 1, 1, 0, &[p2, 60]));
-    assert!(report.contains("runs") || report.contains("ends 2 bytes past its end"), "{report}");
+    for f in fixtures() {
+        let p = f.alloc(64);
+        f.launch("store_at", 1, 32, 0, &[p, 60]).expect("the last element is in bounds");
+        assert_eq!(f.read_u32(p + 60, 1), [7]);
+        let (address, report) = illegal(f.launch("store_at", 1, 32, 0, &[p, 64]));
+        assert_eq!(address, p + 64);
+        assert!(report.contains("invalid generic write of size 4 bytes"), "{report}");
+        assert!(report.contains("by thread (0,0,0) in block (0,0,0)"), "{report}");
+        assert!(report.contains("0 bytes past the end of a 64-byte device allocation"), "{report}");
+        // An access that starts inside but runs past the end.
+        let p2 = f.alloc(62);
+        let (_, report) = illegal(f.launch("store_at", 1, 1, 0, &[p2, 60]));
+        assert!(report.contains("runs") || report.contains("ends 2 bytes past its end"), "{report}");
+    }
 }
 
 #[test]
 fn freed_memory_is_reported_as_freed() {
-    let f = fixture(true);
-    let p = f.alloc(256);
-    f.launch("store_at", 1, 1, 0, &[p, 8]).expect("live memory");
-    f.backend.free(0, p).expect("free");
-    let (address, report) = illegal(f.launch("store_at", 1, 1, 0, &[p, 8]));
-    assert_eq!(address, p + 8);
-    assert!(report.contains("8 bytes inside a 256-byte device allocation") && report.contains("that was freed"), "{report}");
+    for f in fixtures() {
+        let p = f.alloc(256);
+        f.launch("store_at", 1, 1, 0, &[p, 8]).expect("live memory");
+        f.backend.free(0, p).expect("free");
+        let (address, report) = illegal(f.launch("store_at", 1, 1, 0, &[p, 8]));
+        assert_eq!(address, p + 8);
+        assert!(report.contains("8 bytes inside a 256-byte device allocation") && report.contains("that was freed"), "{report}");
+    }
 }
 
 #[test]
 fn null_and_misaligned_accesses_fail_as_on_nvidia() {
-    let f = fixture(true);
-    let (address, report) = illegal(f.launch("store_at", 1, 1, 0, &[0, 16]));
-    assert_eq!(address, 16);
-    assert!(report.contains("address 0x10 is a null pointer plus 16"), "{report}");
-    let p = f.alloc(64);
-    match f.launch("store_at", 1, 1, 0, &[p, 2]) {
-        Err(LaunchFault::MisalignedAddress { address, detail }) => {
-            assert_eq!(address, p + 2);
-            assert!(detail.contains("misaligned (not a multiple of 4)"), "{detail}");
+    for f in fixtures() {
+        let (address, report) = illegal(f.launch("store_at", 1, 1, 0, &[0, 16]));
+        assert_eq!(address, 16);
+        assert!(report.contains("address 0x10 is a null pointer plus 16"), "{report}");
+        let p = f.alloc(64);
+        match f.launch("store_at", 1, 1, 0, &[p, 2]) {
+            Err(LaunchFault::MisalignedAddress { address, detail }) => {
+                assert_eq!(address, p + 2);
+                assert!(detail.contains("misaligned (not a multiple of 4)"), "{detail}");
+            }
+            other => panic!("expected a misaligned address, got {other:?}"),
         }
-        other => panic!("expected a misaligned address, got {other:?}"),
     }
 }
 
 #[test]
 fn vector_and_atomic_accesses_are_checked_whole() {
-    let f = fixture(true);
-    let p = f.alloc(32 * 16);
-    let total = f.alloc(4);
-    let ones: Vec<f32> = vec![f32::from_bits(1); 32 * 4];
-    f.write_f32(p, &ones);
-    f.backend.memset(total, driver::backend::MemsetValue::U8(0), 4).expect("memset");
-    f.launch("vec_sum", 1, 32, 0, &[p, total]).expect("in bounds");
-    assert_eq!(f.read_u32(total, 1), [128]);
-    // 33 threads: thread 32's 16-byte vector lies past the end.
-    let (address, report) = illegal(f.launch("vec_sum", 1, 33, 0, &[p, total]));
-    assert_eq!(address, p + 32 * 16);
-    assert!(report.contains("invalid __global__ read of size 16 bytes") && report.contains("thread (32,0,0)"), "{report}");
-    // The atomic's target past its allocation.
-    let (address, report) = illegal(f.launch("vec_sum", 1, 1, 0, &[p, total + 4]));
-    assert_eq!(address, total + 4);
-    assert!(report.contains("invalid __global__ atomic of size 4 bytes"), "{report}");
+    for f in fixtures() {
+        let p = f.alloc(32 * 16);
+        let total = f.alloc(4);
+        let ones: Vec<f32> = vec![f32::from_bits(1); 32 * 4];
+        f.write_f32(p, &ones);
+        f.backend.memset(total, driver::backend::MemsetValue::U8(0), 4).expect("memset");
+        f.launch("vec_sum", 1, 32, 0, &[p, total]).expect("in bounds");
+        assert_eq!(f.read_u32(total, 1), [128]);
+        // 33 threads: thread 32's 16-byte vector lies past the end.
+        let (address, report) = illegal(f.launch("vec_sum", 1, 33, 0, &[p, total]));
+        assert_eq!(address, p + 32 * 16);
+        assert!(report.contains("invalid __global__ read of size 16 bytes") && report.contains("thread (32,0,0)"), "{report}");
+        // The atomic's target past its allocation.
+        let (address, report) = illegal(f.launch("vec_sum", 1, 1, 0, &[p, total + 4]));
+        assert_eq!(address, total + 4);
+        assert!(report.contains("invalid __global__ atomic of size 4 bytes"), "{report}");
+    }
 }
 
 #[test]
 fn shared_memory_past_its_size_is_reported() {
-    let f = fixture(true);
-    let out = f.alloc(4);
-    f.launch("shared_tile", 1, 16, 0, &[out]).expect("16 threads fill the 64-byte tile");
-    assert_eq!(f.read_u32(out, 1), [(0..16).sum::<u32>()]);
-    let (_, report) = illegal(f.launch("shared_tile", 1, 17, 0, &[out]));
-    assert!(report.contains("invalid __shared__ write of size 4 bytes") && report.contains("thread (16,0,0)"), "{report}");
-    assert!(report.contains("shared address 0x40 (offset 64) is out of bounds: the block has 64 bytes of shared memory"), "{report}");
+    for f in fixtures() {
+        let out = f.alloc(4);
+        f.launch("shared_tile", 1, 16, 0, &[out]).expect("16 threads fill the 64-byte tile");
+        assert_eq!(f.read_u32(out, 1), [(0..16).sum::<u32>()]);
+        let (_, report) = illegal(f.launch("shared_tile", 1, 17, 0, &[out]));
+        assert!(report.contains("invalid __shared__ write of size 4 bytes") && report.contains("thread (16,0,0)"), "{report}");
+        assert!(report.contains("shared address 0x40 (offset 64) is out of bounds: the block has 64 bytes of shared memory"), "{report}");
+    }
 }
 
 #[test]
 fn dynamic_shared_memory_and_local_memory_through_generic_addresses() {
-    let f = fixture(true);
-    let out = f.alloc(32 * 4);
-    f.launch("dynamic_tile", 1, 32, 128, &[out]).expect("128 bytes of dynamic shared memory");
-    assert_eq!(f.read_u32(out, 32), (0..32).map(|t| 2 * t).collect::<Vec<u32>>());
-    let (_, report) = illegal(f.launch("dynamic_tile", 1, 32, 64, &[out]));
-    assert!(report.contains("invalid generic write of size 4 bytes") && report.contains("thread (16,0,0)"), "{report}");
-    assert!(report.contains("is shared memory offset 64, out of bounds: the block has 64 bytes of shared memory"), "{report}");
+    for f in fixtures() {
+        let out = f.alloc(32 * 4);
+        f.launch("dynamic_tile", 1, 32, 128, &[out]).expect("128 bytes of dynamic shared memory");
+        assert_eq!(f.read_u32(out, 32), (0..32).map(|t| 2 * t).collect::<Vec<u32>>());
+        let (_, report) = illegal(f.launch("dynamic_tile", 1, 32, 64, &[out]));
+        assert!(report.contains("invalid generic write of size 4 bytes") && report.contains("thread (16,0,0)"), "{report}");
+        assert!(report.contains("is shared memory offset 64, out of bounds: the block has 64 bytes of shared memory"), "{report}");
+    }
 }
 
 #[test]
 fn module_variables_are_checked() {
-    let f = fixture(true);
-    f.launch("bump", 1, 1, 0, &[3]).expect("the last counter");
-    let (_, report) = illegal(f.launch("bump", 1, 1, 0, &[4]));
-    assert!(report.contains("0 bytes past the end of a 16-byte module variable"), "{report}");
+    for f in fixtures() {
+        f.launch("bump", 1, 1, 0, &[3]).expect("the last counter");
+        let (_, report) = illegal(f.launch("bump", 1, 1, 0, &[4]));
+        assert!(report.contains("0 bytes past the end of a 16-byte module variable"), "{report}");
+    }
 }
 
 #[test]
 fn a_loop_running_past_its_allocation_is_caught_after_its_good_accesses() {
-    let f = fixture(true);
-    let p = f.alloc(64);
-    f.launch("fill", 1, 1, 0, &[p, 64]).expect("in bounds");
-    let (address, report) = illegal(f.launch("fill", 1, 1, 0, &[p, 68]));
-    assert_eq!(address, p + 64);
-    assert!(report.contains("0 bytes past the end of a 64-byte device allocation"), "{report}");
-    // The last word starts inside a 62-byte allocation and ends past it.
-    let q = f.alloc(62);
-    let (address, report) = illegal(f.launch("fill", 1, 1, 0, &[q, 62]));
-    assert_eq!(address, q + 60);
-    assert!(report.contains("the access ends 2 bytes past its end"), "{report}");
+    for f in fixtures() {
+        let p = f.alloc(64);
+        f.launch("fill", 1, 1, 0, &[p, 64]).expect("in bounds");
+        let (address, report) = illegal(f.launch("fill", 1, 1, 0, &[p, 68]));
+        assert_eq!(address, p + 64);
+        assert!(report.contains("0 bytes past the end of a 64-byte device allocation"), "{report}");
+        // The last word starts inside a 62-byte allocation and ends past it.
+        let q = f.alloc(62);
+        let (address, report) = illegal(f.launch("fill", 1, 1, 0, &[q, 62]));
+        assert_eq!(address, q + 60);
+        assert!(report.contains("the access ends 2 bytes past its end"), "{report}");
+    }
 }

@@ -292,6 +292,10 @@ runtime_functions! {
     /// function and the PTX line. A bad access ends the launch and does not
     /// return.
     MEMCHECK = "__anycuda_memcheck": fn(Ctx, U32, U64, U32, BytesMut, Str);
+    /// [`MEMCHECK`] for a warp (warp mode): (ctx, first thread of the warp,
+    /// the 32 lanes' addresses as u64, the lanes that access, access,
+    /// cache, where, the warp's frame, which holds its local memory).
+    MEMCHECK_WARP = "__anycuda_memcheck_warp": fn(Ctx, U32, Bytes, U32, U32, BytesMut, Str, Bytes);
 }
 
 /// The `access` argument of [`runtime::MEMCHECK`]: bits 0-15 the size in

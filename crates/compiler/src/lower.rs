@@ -93,7 +93,8 @@ pub struct FnLower<'c, 'm> {
     pub nan_blind: Vec<bool>,
     /// Checked mode: per state space, the function's `[low, length]` cache
     /// of the last range an access was found in (see `memcheck.rs`).
-    pub memcheck_caches: [Option<String>; 5],
+    /// (Index 5: the lanes' addresses of a warp-mode check.)
+    pub memcheck_caches: [Option<String>; 6],
 }
 
 pub fn reg_ty(t: Type) -> Ty {

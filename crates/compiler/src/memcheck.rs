@@ -13,6 +13,10 @@
 //! success, and on failure reports the access and ends the launch. A loop
 //! over one allocation thus pays two compares and a mask test per access.
 //!
+//! In warp mode the same test runs on the 32 lanes' addresses as vectors,
+//! and only lanes that execute the access count; a warp with a lane that
+//! fails it calls `__anycuda_memcheck_warp` with all the lanes' addresses.
+//!
 //! Unchecked compiles never reach this module: every hook returns at once
 //! when the option is off, so their code is what it was.
 
@@ -47,20 +51,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         if !self.memcheck_on() || size == 0 {
             return;
         }
-        let code = match space {
-            None => mc::GENERIC,
-            Some(StateSpace::Global) => mc::GLOBAL,
-            Some(StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster) => mc::SHARED,
-            Some(StateSpace::Local) => mc::LOCAL,
-            Some(StateSpace::Const) => mc::CONST,
-            _ => return,
-        };
-        let dir = match access {
-            Access::Read => mc::READ,
-            Access::Write => mc::WRITE,
-            Access::ReadWrite => mc::READ | mc::WRITE,
-        };
-        let info = (size.min(mc::SIZE_MASK)) | dir | (code << mc::SPACE_SHIFT);
+        let Some((code, info)) = access_info(space, size, access) else { return };
         let cache = self.memcheck_cache(code as usize);
         let place = self.memcheck_place();
         let a = self.out.def_scalar(Ty::I64, format_args!("ptrtoint {p} to i64"));
@@ -84,9 +75,75 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.terminate(format_args!("br {likely}, label %{good}, label %{miss}"));
         self.out.label(&miss);
         self.cx.declare_runtime(&runtime::MEMCHECK);
+        self.out.op(format_args!("call void @{}(ptr %ctx, i32 %lin, {a}, i32 {info}, ptr {cache}, ptr {place})", runtime::MEMCHECK.name));
+        self.out.terminate(format_args!("br label %{good}"));
+        self.out.label(&good);
+    }
+
+    /// Whether this warp-mode function's accesses are checked.
+    pub fn memcheck_lanes_on(&self) -> bool {
+        self.cx.opts.memcheck && matches!(self.cx.target, crate::Target::HostCpu) && self.warp.is_some()
+    }
+
+    /// Warp mode: checks the access of `size` bytes each executing lane
+    /// makes at its pointer of `ptrs` (one pointer for all lanes when
+    /// `uniform`). The same inline test runs on all lanes as vectors; a
+    /// lane that fails it sends the warp's addresses to
+    /// `__anycuda_memcheck_warp`.
+    pub fn check_lanes(&mut self, ptrs: &V, uniform: bool, space: Option<StateSpace>, size: u32, access: Access) {
+        if !self.memcheck_lanes_on() || size == 0 {
+            return;
+        }
+        let Some((code, info)) = access_info(space, size, access) else { return };
+        let cache = self.memcheck_cache(code as usize);
+        let place = self.memcheck_place();
+        let n = crate::ir::lanes();
+        let a = if uniform {
+            let s = self.out.def_scalar(Ty::I64, format_args!("ptrtoint {ptrs} to i64"));
+            self.vec(s)
+        } else {
+            self.out.def(Ty::I64, format_args!("ptrtoint {ptrs} to <{n} x i64>"))
+        };
+        let low = self.out.def_scalar(Ty::I64, format_args!("load i64, ptr {cache}, align 8"));
+        let lenp = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, ptr {cache}, i64 8"));
+        let len = self.out.def_scalar(Ty::I64, format_args!("load i64, {lenp}, align 8"));
+        let low = self.vec(low);
+        let len = self.vec(len);
+        let d = self.out.def(Ty::I64, format_args!("sub {a}, {}", low.s));
+        let inside = self.out.def(Ty::I1, format_args!("icmp ult {d}, {}", len.s));
+        let end = self.out.def(Ty::I64, format_args!("add {d}, {}", V::int(Ty::I64, i128::from(size)).s));
+        let fits = self.out.def(Ty::I1, format_args!("icmp ule {end}, {}", len.s));
+        let mut ok = self.out.def(Ty::I1, format_args!("and {inside}, {}", fits.s));
+        if size > 1 && size.is_power_of_two() {
+            let low_bits = self.out.def(Ty::I64, format_args!("and {a}, {}", V::int(Ty::I64, i128::from(size - 1)).s));
+            let aligned = self.out.def(Ty::I1, format_args!("icmp eq {low_bits}, zeroinitializer"));
+            ok = self.out.def(Ty::I1, format_args!("and {ok}, {}", aligned.s));
+        }
+        let bad = self.out.def(Ty::I1, format_args!("xor {ok}, {}", V::int(Ty::I1, 1).s));
+        let mask = self.mask();
+        let mask = self.vec(mask);
+        let bad = self.out.def(Ty::I1, format_args!("and {bad}, {}", mask.s));
+        let any = self.any(&bad);
+        self.cx.declare("llvm.expect.i1", "declare i1 @llvm.expect.i1(i1, i1)");
+        let unlikely = self.out.def_scalar(Ty::I1, format_args!("call i1 @llvm.expect.i1({any}, i1 false)"));
+        let miss = self.out.fresh_label("mcmiss");
+        let good = self.out.fresh_label("mcok");
+        self.out.terminate(format_args!("br {unlikely}, label %{miss}, label %{good}"));
+        self.out.label(&miss);
+        let lanes = match &self.memcheck_caches[5] {
+            Some(l) => l.clone(),
+            None => {
+                let l = self.out.alloca(&format!("[{n} x i64]"), 8);
+                self.memcheck_caches[5] = Some(l.clone());
+                l
+            }
+        };
+        self.out.op(format_args!("store {a}, ptr {lanes}, align 8"));
+        let bits = self.bits(&mask);
+        self.cx.declare_runtime(&runtime::MEMCHECK_WARP);
         self.out.op(format_args!(
-            "call void @{}(ptr %ctx, i32 %lin, {a}, i32 {info}, ptr {cache}, ptr {place})",
-            runtime::MEMCHECK.name
+            "call void @{}(ptr %ctx, i32 %wbase, ptr {lanes}, {bits}, i32 {info}, ptr {cache}, ptr {place}, ptr %frame)",
+            runtime::MEMCHECK_WARP.name
         ));
         self.out.terminate(format_args!("br label %{good}"));
         self.out.label(&good);
@@ -145,4 +202,23 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.cx.helper(&name, || def);
         format!("@\"{name}\"")
     }
+}
+
+/// The state space's code and the runtime's `access` argument; None for
+/// parameter space, which is not checked.
+fn access_info(space: Option<StateSpace>, size: u32, access: Access) -> Option<(u32, u32)> {
+    let code = match space {
+        None => mc::GENERIC,
+        Some(StateSpace::Global) => mc::GLOBAL,
+        Some(StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster) => mc::SHARED,
+        Some(StateSpace::Local) => mc::LOCAL,
+        Some(StateSpace::Const) => mc::CONST,
+        _ => return None,
+    };
+    let dir = match access {
+        Access::Read => mc::READ,
+        Access::Write => mc::WRITE,
+        Access::ReadWrite => mc::READ | mc::WRITE,
+    };
+    Some((code, size.min(mc::SIZE_MASK) | dir | (code << mc::SPACE_SHIFT)))
 }

@@ -34,8 +34,12 @@ fn opts(memcheck: bool) -> Options {
 }
 
 fn ir(memcheck: bool) -> String {
+    ir_with(memcheck, WarpMode::Auto)
+}
+
+fn ir_with(memcheck: bool, warp: WarpMode) -> String {
     let module = ptx::parse(SRC).unwrap_or_else(|d| panic!("test PTX must parse: {d}"));
-    compiler::emit_ir_with_options(&module, SRC, &opts(memcheck)).expect("compiles")
+    compiler::emit_ir_with_options(&module, SRC, &Options { warp, ..opts(memcheck) }).expect("compiles")
 }
 
 fn calls(ir: &str) -> Vec<&str> {
@@ -45,7 +49,7 @@ fn calls(ir: &str) -> Vec<&str> {
 #[test]
 fn every_access_but_parameters_is_checked_once_with_its_size_direction_and_space() {
     use compiler::cpu_abi::memcheck as mc;
-    let ir = ir(true);
+    let ir = ir_with(true, WarpMode::Off);
     let calls = calls(&ir);
     let info = |size: u32, dir: u32, space: u32| format!("i32 {}", size | dir | space << mc::SPACE_SHIFT);
     let want = [
@@ -69,18 +73,24 @@ fn every_access_but_parameters_is_checked_once_with_its_size_direction_and_space
 
 #[test]
 fn unchecked_code_has_no_checks_and_a_different_cache_key() {
-    let ir = ir(false);
-    assert!(calls(&ir).is_empty() && !ir.contains("mcmiss") && !ir.contains("__anycuda_mcplace"));
+    for warp in [WarpMode::Off, WarpMode::Auto] {
+        let ir = ir_with(false, warp);
+        assert!(calls(&ir).is_empty() && !ir.contains("__anycuda_memcheck") && !ir.contains("mcmiss") && !ir.contains("__anycuda_mcplace"));
+    }
     assert_ne!(opts(true).fingerprint(), opts(false).fingerprint());
     assert!(opts(true).fingerprint().contains("memcheck"));
 }
 
 #[test]
-fn checked_kernels_run_thread_by_thread() {
+fn checked_kernels_keep_their_mode_and_warps_check_every_lane() {
     let module = ptx::parse(SRC).expect("parses");
     let target = compiler::Target::HostCpu;
-    let modes = compiler::kernel_modes(&module, SRC, &target, &opts(false), compiler::Unit::Module);
-    assert!(modes[0].warp, "a kernel with a barrier runs as warps unchecked");
     let modes = compiler::kernel_modes(&module, SRC, &target, &opts(true), compiler::Unit::Module);
-    assert!(!modes[0].warp && modes[0].why.contains("ANYCUDA_MEMCHECK"), "{:?}", modes[0].why);
+    assert!(modes[0].warp, "a kernel with a barrier runs as warps, checked or not");
+    let ir = ir(true);
+    // In warp mode every access goes to the warp's check (thread mode's
+    // function is not there: the kernel has only its warp version).
+    let warp_calls = ir.lines().filter(|l| l.contains("call void @__anycuda_memcheck_warp(")).count();
+    assert_eq!(warp_calls, 6, "{ir}");
+    assert!(ir.contains("call i1 @llvm.vector.reduce.or.v32i1"));
 }

@@ -475,7 +475,8 @@ fn mma_module(variants: &[Variant]) -> String {
 fn mode(warp: bool) -> compiler::Options {
     compiler::Options {
         warp: if warp { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
-        strict_affine: false, memcheck: false,
+        strict_affine: false,
+        memcheck: false,
         tier: compiler::Tier::Optimized,
     }
 }

@@ -119,6 +119,17 @@ impl Drop for Runner<'_> {
     }
 }
 
+impl Drop for Job {
+    fn drop(&mut self) {
+        if crate::memcheck::enabled() {
+            crate::memcheck::untrack(self.params.ptr() as u64);
+            if let Some(w) = &self._workspace {
+                crate::memcheck::untrack(w.ptr() as u64);
+            }
+        }
+    }
+}
+
 impl Job {
     pub(crate) fn new(
         shared: &Arc<Shared>,
@@ -176,6 +187,14 @@ impl Job {
         } else {
             None
         };
+        if crate::memcheck::enabled() {
+            // Kernels may read the parameter buffer through generic
+            // addresses, and cooperative groups use the workspace.
+            crate::memcheck::track(param_buf.ptr() as u64, params.len() as u64, crate::memcheck::Kind::LaunchData);
+            if let Some(w) = &workspace {
+                crate::memcheck::track(w.ptr() as u64, GRID_SYNC_WORKSPACE as u64, crate::memcheck::Kind::LaunchData);
+            }
+        }
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         Ok(Arc::new(Job {

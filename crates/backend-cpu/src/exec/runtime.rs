@@ -646,27 +646,86 @@ pub unsafe extern "C" fn __anycuda_is_local(ctx: *mut BlockCtx, _thread: u32, ad
 /// # Safety
 /// As for [`__anycuda_barrier`]; `cache` points to two u64, `place` to a
 /// NUL-terminated string.
-pub unsafe extern "C" fn __anycuda_memcheck(ctx: *mut BlockCtx, thread: u32, address: u64, access: u32, cache: *mut u8, place: *const c_char) {
-    use compiler::cpu_abi::memcheck as mc;
+pub unsafe extern "C" fn __anycuda_memcheck(
+    ctx: *mut BlockCtx,
+    thread: u32,
+    address: u64,
+    access: u32,
+    cache: *mut u8,
+    place: *const c_char,
+) {
     // SAFETY: called from compiled code with its ctx.
     let Some(rt) = (unsafe { runtime(ctx) }) else { return };
+    // SAFETY: per the contract.
+    unsafe { memcheck_one(rt, ctx, rt.thread_index(thread), address, access, cache, place, (0, 0)) };
+}
+
+/// [`__anycuda_memcheck`] for the lanes of a warp (warp mode): each lane of
+/// `mask` accessed `addresses[lane]`; `first` is the warp's first thread
+/// and `frame` its frame, where its local memory lies.
+///
+/// # Safety
+/// As for [`__anycuda_memcheck`]; `addresses` points to 32 u64.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __anycuda_memcheck_warp(
+    ctx: *mut BlockCtx,
+    first: u32,
+    addresses: *const u8,
+    mask: u32,
+    access: u32,
+    cache: *mut u8,
+    place: *const c_char,
+    frame: *const u8,
+) {
+    // SAFETY: called from compiled code with its ctx.
+    let Some(rt) = (unsafe { runtime(ctx) }) else { return };
+    let frame = (frame as u64, u64::from(rt.job().frame_bytes));
+    for lane in 0..32u32 {
+        if mask & (1 << lane) == 0 {
+            continue;
+        }
+        // SAFETY: per the contract, 32 addresses.
+        let address = unsafe { addresses.cast::<u64>().add(lane as usize).read_unaligned() };
+        // SAFETY: per the contract.
+        unsafe { memcheck_one(rt, ctx, first + lane, address, access, cache, place, frame) };
+    }
+}
+
+/// Checks one thread's access; reports it and ends the launch when bad.
+/// `frame` is a warp's frame (holding its local memory), or empty.
+///
+/// # Safety
+/// As for [`__anycuda_memcheck`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn memcheck_one(
+    rt: &BlockRt,
+    ctx: *mut BlockCtx,
+    linear: u32,
+    address: u64,
+    access: u32,
+    cache: *mut u8,
+    place: *const c_char,
+    frame: (u64, u64),
+) {
+    use compiler::cpu_abi::memcheck as mc;
     let size = u64::from(access & mc::SIZE_MASK);
     let space = (access >> mc::SPACE_SHIFT) & 0xf;
     // SAFETY: `ctx` is the block's live context.
     let (shared_base, shared_bytes) = unsafe { ((*ctx).shared as u64, u64::from((*ctx).shared_bytes)) };
     let (low, high) = if rt.scheduled { rt.slot().stack.get() } else { rt.fast_stack.get() };
     let shared = (shared_base, shared_bytes);
-    let local = (low as u64, (high as u64).saturating_sub(low as u64));
+    let stack = (low as u64, (high as u64).saturating_sub(low as u64));
     let holds = |(start, len): (u64, u64)| address >= start && address.checked_add(size).is_some_and(|end| end <= start + len);
+    let local = if holds(frame) { Some(frame) } else { holds(stack).then_some(stack) };
     let found = match space {
         mc::SHARED => holds(shared).then_some(shared),
-        mc::LOCAL => holds(local).then_some(local),
+        mc::LOCAL => local,
         mc::GLOBAL | mc::CONST => crate::memcheck::containing(address, size).map(|r| (r.start, r.len)),
         _ => {
             if holds(shared) {
                 Some(shared)
-            } else if holds(local) {
-                Some(local)
+            } else if local.is_some() {
+                local
             } else {
                 crate::memcheck::containing(address, size).map(|r| (r.start, r.len))
             }
@@ -682,7 +741,8 @@ pub unsafe extern "C" fn __anycuda_memcheck(ctx: *mut BlockCtx, thread: u32, add
         return;
     }
     let block = rt.block.get();
-    let thread = rt.thread_coords(rt.thread_index(thread));
+    let [x, y, _] = rt.ntid;
+    let thread = [linear % x.max(1), (linear / x.max(1)) % y.max(1), linear / (x.max(1) * y.max(1))];
     // SAFETY: `place` is a constant string of the compiled code.
     let place = unsafe { c_text(place) };
     let what = match space {
@@ -700,7 +760,7 @@ pub unsafe extern "C" fn __anycuda_memcheck(ctx: *mut BlockCtx, thread: u32, add
     let why = if misaligned && found.is_some() {
         format!("address {address:#x} is misaligned (not a multiple of {size})")
     } else {
-        describe_bad_address(address, size, space, shared, local)
+        describe_bad_address(address, size, space, shared, stack)
     };
     let report = format!(
         "========= anycuda memcheck: invalid {what} {dir} of size {size} bytes\n\
@@ -777,7 +837,7 @@ fn describe_bad_address(address: u64, size: u64, space: u32, shared: (u64, u64),
 }
 
 /// Addresses of the runtime functions, by `cpu_abi` name.
-pub(crate) fn symbols() -> [(&'static str, usize); 22] {
+pub(crate) fn symbols() -> [(&'static str, usize); 23] {
     use compiler::cpu_abi::{runtime, runtime_types};
     // Each definition is cast to the table's type for it: a definition whose
     // signature differs from the table does not compile.
@@ -804,6 +864,7 @@ pub(crate) fn symbols() -> [(&'static str, usize); 22] {
         (runtime::NANOSLEEP.name, __anycuda_nanosleep as runtime_types::NANOSLEEP as usize),
         (runtime::IS_LOCAL.name, __anycuda_is_local as runtime_types::IS_LOCAL as usize),
         (runtime::MEMCHECK.name, __anycuda_memcheck as runtime_types::MEMCHECK as usize),
+        (runtime::MEMCHECK_WARP.name, __anycuda_memcheck_warp as runtime_types::MEMCHECK_WARP as usize),
     ]
 }
 
