@@ -65,7 +65,16 @@ pub struct BlockCtx {
     pub chain_last: u32,
     pub chain_wrap: u32,
     pub _pad2: u32,
+    /// Checked mode (`Options::memcheck`): [`MEMCHECK_SLOTS`] `[low, length]`
+    /// ranges an access was last found in, for all the threads the runner
+    /// runs (zero: none; see [`runtime::MEMCHECK`]). Each checked
+    /// instruction uses one slot, chosen when compiled, so that accesses to
+    /// different buffers do not evict each other.
+    pub memcheck: [[u64; 2]; MEMCHECK_SLOTS],
 }
+
+/// The number of range caches in [`BlockCtx::memcheck`].
+pub const MEMCHECK_SLOTS: usize = 16;
 
 /// Byte offsets of [`BlockCtx`] fields, for code generation.
 pub mod offsets {
@@ -88,6 +97,7 @@ pub mod offsets {
     pub const CHAIN_FIRST: usize = offset_of!(BlockCtx, chain_first);
     pub const CHAIN_LAST: usize = offset_of!(BlockCtx, chain_last);
     pub const CHAIN_WRAP: usize = offset_of!(BlockCtx, chain_wrap);
+    pub const MEMCHECK: usize = offset_of!(BlockCtx, memcheck);
 }
 
 /// `shfl.sync` modes (argument `mode` of `__anycuda_shfl`).

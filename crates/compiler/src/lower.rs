@@ -95,6 +95,9 @@ pub struct FnLower<'c, 'm> {
     /// of the last range an access was found in (see `memcheck.rs`).
     /// (Index 5: the lanes' addresses of a warp-mode check.)
     pub memcheck_caches: [Option<String>; 6],
+    /// Checked mode: the block context's cache slot the next checked
+    /// instruction uses.
+    pub memcheck_slot: usize,
 }
 
 pub fn reg_ty(t: Type) -> Ty {
@@ -700,6 +703,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             warp: None,
             nan_blind: crate::arith::nan_blind_registers(b),
             memcheck_caches: Default::default(),
+            memcheck_slot: 0,
         }
     }
 

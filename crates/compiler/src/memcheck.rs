@@ -1,9 +1,9 @@
 //! Checked mode (`Options::memcheck`, `ANYCUDA_MEMCHECK=1`): every memory
 //! access of a kernel is tested before it happens.
 //!
-//! Each function keeps, per state space, a cache of the last range an
-//! access was found in (`[low, length]`, two u64 on its stack, empty at
-//! entry). An access of `size` bytes at `a` is good without a call when
+//! The block context keeps, per state space, a cache of the last range an
+//! access was found in (`[low, length]`, two u64; local memory's is in
+//! each function's frame, empty at entry). An access of `size` bytes at `a` is good without a call when
 //! `a - low < length`, `a - low + size <= length` and `a` is a multiple of
 //! `size` (for power-of-two sizes: PTX requires natural alignment, of the
 //! whole vector for `.v2`/`.v4`). Otherwise the code calls
@@ -149,15 +149,26 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.label(&good);
     }
 
-    /// The function's cache for state space `code` (allocated and emptied
-    /// in the entry block on first use).
+    /// The cache of the next checked instruction accessing state space
+    /// `code`: one of the block context's slots, in turn (shared by every
+    /// thread the runner runs, so a kernel's threads find the range their
+    /// neighbours found, and accesses to different buffers do not evict
+    /// each other), except for local memory, which is each thread's own:
+    /// one cache in the function's frame, emptied at entry.
     fn memcheck_cache(&mut self, code: usize) -> String {
-        if let Some(c) = &self.memcheck_caches[code] {
-            return c.clone();
+        if code == mc::LOCAL as usize {
+            if let Some(c) = &self.memcheck_caches[code] {
+                return c.clone();
+            }
+            let c = self.out.alloca("[2 x i64]", 8);
+            let _ = writeln!(self.out.allocas, "  store [2 x i64] zeroinitializer, ptr {c}, align 8");
+            self.memcheck_caches[code] = Some(c.clone());
+            return c;
         }
-        let c = self.out.alloca("[2 x i64]", 8);
-        let _ = writeln!(self.out.allocas, "  store [2 x i64] zeroinitializer, ptr {c}, align 8");
-        self.memcheck_caches[code] = Some(c.clone());
+        let slot = self.memcheck_slot % crate::cpu_abi::MEMCHECK_SLOTS;
+        self.memcheck_slot += 1;
+        let c = self.out.fresh("mcc");
+        let _ = writeln!(self.out.allocas, "  {c} = getelementptr i8, ptr %ctx, i64 {}", crate::cpu_abi::offsets::MEMCHECK + 16 * slot);
         c
     }
 

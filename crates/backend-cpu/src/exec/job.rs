@@ -372,6 +372,7 @@ impl Job {
             chain_last: 0,
             chain_wrap: 0,
             _pad2: 0,
+            memcheck: [[0; 2]; compiler::cpu_abi::MEMCHECK_SLOTS],
         }
     }
 }

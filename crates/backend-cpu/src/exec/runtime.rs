@@ -563,6 +563,9 @@ pub unsafe extern "C" fn __anycuda_free(ctx: *mut BlockCtx, block: *mut c_void) 
     // SAFETY: called from compiled code with its ctx.
     if let Some(rt) = unsafe { runtime(ctx) } {
         crate::memcheck::untrack(block as u64);
+        // The block's cached ranges may hold the freed block.
+        // SAFETY: `ctx` is the block's live context.
+        unsafe { (*ctx).memcheck = [[0; 2]; compiler::cpu_abi::MEMCHECK_SLOTS] };
         rt.job().shared.heap.free(block.cast());
     }
 }
@@ -733,10 +736,15 @@ unsafe fn memcheck_one(
     };
     let misaligned = size > 1 && size.is_power_of_two() && address % size != 0;
     if let (Some((start, len)), false) = (found, misaligned) {
-        // SAFETY: per the contract, `cache` is the caller's two u64.
-        unsafe {
-            cache.cast::<u64>().write_unaligned(start);
-            cache.cast::<u64>().add(1).write_unaligned(len);
+        // The generic cache is the block's, shared by its threads: a
+        // thread's local memory is not cached there, so that another
+        // thread's access to it is still looked at.
+        if space != mc::GENERIC || found != local {
+            // SAFETY: per the contract, `cache` is the caller's two u64.
+            unsafe {
+                cache.cast::<u64>().write_unaligned(start);
+                cache.cast::<u64>().add(1).write_unaligned(len);
+            }
         }
         return;
     }
