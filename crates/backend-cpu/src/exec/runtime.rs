@@ -734,7 +734,7 @@ unsafe fn memcheck_one(
             }
         }
     };
-    let misaligned = size > 1 && size.is_power_of_two() && address % size != 0;
+    let misaligned = size > 1 && size.is_power_of_two() && !address.is_multiple_of(size);
     if let (Some((start, len)), false) = (found, misaligned) {
         // The generic cache is the block's, shared by its threads: a
         // thread's local memory is not cached there, so that another
