@@ -167,6 +167,18 @@ fn run_all(build: Build) {
                 Some(k) => run(case, k),
             },
         };
+        // A real finding: this recorded kernel reads `in[global id]` for
+        // 768 threads from a 4-byte input (unused, and harmless on the
+        // H200, where the read stays inside the allocation's granule), so
+        // checked mode must report it, as compute-sanitizer would.
+        let result = match (build.memcheck && case.kernel == "special_regs_3d", result) {
+            (true, Err(e)) if e.contains("invalid __global__ read of size 4 bytes") && e.contains("0 bytes past the end of a 4-byte") => {
+                Ok(())
+            }
+            (true, Err(e)) => Err(format!("reported, but not as the read past the input: {e}")),
+            (true, Ok(())) => Err("its read past the 4-byte input was not reported".into()),
+            (false, r) => r,
+        };
         match result {
             Ok(()) => passed += 1,
             Err(e) => failures.push(format!("{}/{}: {e}", case.family, case.kernel)),
