@@ -66,7 +66,7 @@ impl CpuBackend {
         CpuBackend { props, allocations: Mutex::new(BTreeMap::new()), budget, jit, vmm: crate::vmm::VirtualMemory::default() }
     }
 
-    fn allocate(&self, size: usize) -> Result<u64, BackendError> {
+    fn allocate(&self, size: usize, kind: crate::memcheck::Kind) -> Result<u64, BackendError> {
         let size = size.max(1);
         self.budget.reserve(size as u64).map_err(|why| BackendError::Exhausted { requested: size, why })?;
         let Some(p) = crate::memory::allocate(size) else {
@@ -75,6 +75,7 @@ impl CpuBackend {
         };
         let addr = p as u64;
         self.allocations.lock().unwrap_or_else(|e| e.into_inner()).insert(addr, size);
+        crate::memcheck::track(addr, size as u64, kind);
         Ok(addr)
     }
 
@@ -85,6 +86,7 @@ impl CpuBackend {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&addr)
             .ok_or(BackendError::InvalidAddress { addr, len: 0 })?;
+        crate::memcheck::untrack(addr);
         // SAFETY: `addr` came from `allocate` with this size and was live.
         unsafe { crate::memory::release(addr as *mut u8, size) };
         self.budget.release(size as u64);
@@ -119,7 +121,7 @@ impl Backend for CpuBackend {
     }
 
     fn alloc(&self, _device: usize, size: usize) -> Result<DevicePtr, BackendError> {
-        self.allocate(size)
+        self.allocate(size, crate::memcheck::Kind::Device)
     }
 
     fn free(&self, _device: usize, ptr: DevicePtr) -> Result<(), BackendError> {
@@ -128,7 +130,7 @@ impl Backend for CpuBackend {
 
     fn alloc_host(&self, size: usize, _flags: u32) -> Result<HostAllocation, BackendError> {
         // Host memory is device memory here: pinned or not, same address.
-        let a = self.allocate(size)?;
+        let a = self.allocate(size, crate::memcheck::Kind::PinnedHost)?;
         Ok(HostAllocation { host: a as HostAddr, device: a })
     }
 
@@ -136,16 +138,18 @@ impl Backend for CpuBackend {
         self.release(host as u64)
     }
 
-    fn register_host(&self, host: HostAddr, _size: usize, _flags: u32) -> Result<DevicePtr, BackendError> {
+    fn register_host(&self, host: HostAddr, size: usize, _flags: u32) -> Result<DevicePtr, BackendError> {
+        crate::memcheck::track(host as u64, size as u64, crate::memcheck::Kind::RegisteredHost);
         Ok(host as DevicePtr)
     }
 
-    fn unregister_host(&self, _host: HostAddr) -> Result<(), BackendError> {
+    fn unregister_host(&self, host: HostAddr) -> Result<(), BackendError> {
+        crate::memcheck::untrack(host as u64);
         Ok(())
     }
 
     fn alloc_managed(&self, _device: usize, size: usize) -> Result<DevicePtr, BackendError> {
-        self.allocate(size)
+        self.allocate(size, crate::memcheck::Kind::Managed)
     }
 
     fn free_managed(&self, ptr: DevicePtr) -> Result<(), BackendError> {
@@ -209,11 +213,15 @@ impl Backend for CpuBackend {
     }
 
     fn vmm_map(&self, addr: DevicePtr, size: usize, mem: u64, offset: usize) -> Result<(), BackendError> {
-        self.vmm.map(addr, size, mem, offset)
+        self.vmm.map(addr, size, mem, offset)?;
+        crate::memcheck::track(addr, size as u64, crate::memcheck::Kind::Mapped);
+        Ok(())
     }
 
     fn vmm_unmap(&self, addr: DevicePtr, size: usize) -> Result<(), BackendError> {
-        crate::vmm::unmap(addr, size)
+        crate::vmm::unmap(addr, size)?;
+        crate::memcheck::untrack_within(addr, size as u64);
+        Ok(())
     }
 
     fn vmm_set_access(&self, addr: DevicePtr, size: usize, access: VmmAccess) -> Result<(), BackendError> {
@@ -248,6 +256,14 @@ pub struct CpuModule {
     /// launches do not contend.
     code: Vec<std::sync::RwLock<Option<Arc<KernelCode>>>>,
     info: String,
+}
+
+impl Drop for CpuModule {
+    fn drop(&mut self) {
+        for g in &self.globals {
+            crate::memcheck::untrack(g.address);
+        }
+    }
 }
 
 /// One kernel's loaded code.
@@ -301,6 +317,9 @@ impl CpuModule {
             format!("anycuda: module loaded{from} and compiled for the host as one unit ({:?})", shared_code.tier)
         };
         let code = info.kernels.iter().map(|_| std::sync::RwLock::new(None)).collect();
+        for g in &globals {
+            crate::memcheck::track(g.address, g.size as u64, crate::memcheck::Kind::Variable);
+        }
         Ok(CpuModule { jit: module, kernels, globals, shared, shared_symbols, code, info: note })
     }
 
@@ -382,6 +401,8 @@ impl BackendModule for CpuModule {
         self.jit.record_run(kernel, start.elapsed());
         r.map_err(|e| match e {
             LaunchError::IllegalAddress { address } => LaunchFault::IllegalAddress { address, detail: e.to_string() },
+            LaunchError::Memcheck { address, misaligned: false, .. } => LaunchFault::IllegalAddress { address, detail: e.to_string() },
+            LaunchError::Memcheck { address, misaligned: true, .. } => LaunchFault::MisalignedAddress { address, detail: e.to_string() },
             LaunchError::MisalignedAddress { address } => LaunchFault::MisalignedAddress { address, detail: e.to_string() },
             LaunchError::IllegalInstruction { .. } => LaunchFault::IllegalInstruction(e.to_string()),
             LaunchError::StackOverflow { .. } => LaunchFault::StackOverflow(e.to_string()),

@@ -12,6 +12,7 @@ pub mod exec;
 pub mod heap;
 pub mod limit;
 pub mod loader;
+pub mod memcheck;
 pub mod memory;
 pub mod printf;
 pub mod vmm;

@@ -96,7 +96,9 @@ unsafe impl Sync for DeviceBuffer {}
 impl DeviceBuffer {
     /// `len` zeroed bytes; None when the memory is not there.
     pub fn zeroed(len: usize) -> Option<DeviceBuffer> {
-        allocate(len).map(|ptr| DeviceBuffer { ptr, len })
+        let ptr = allocate(len)?;
+        crate::memcheck::track(ptr as u64, len as u64, crate::memcheck::Kind::Device);
+        Some(DeviceBuffer { ptr, len })
     }
 
     /// A copy of `data`.
@@ -119,6 +121,7 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
+        crate::memcheck::untrack(self.ptr as u64);
         // SAFETY: `ptr` came from `allocate(len)` and dies with the buffer.
         unsafe { release(self.ptr, self.len) }
     }

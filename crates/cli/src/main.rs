@@ -2,6 +2,10 @@
 //!
 //! - `anycuda run [--log LEVEL] -- PROGRAM [ARGS...]` runs a program with
 //!   anycuda's `libcuda.so.1` in place of NVIDIA's driver ([`run`]).
+//! - `anycuda memcheck [--log LEVEL] -- PROGRAM [ARGS...]` runs it in
+//!   checked mode (`ANYCUDA_MEMCHECK=1`): every memory access of its
+//!   kernels is checked, and the first bad one is reported on stderr and
+//!   fails the launch with `cudaErrorIllegalAddress`.
 //! - `anycuda info` lists the devices as CUDA programs see them ([`info`]).
 //! - `anycuda ptx FILE...` parses and compiles PTX, reporting each kernel
 //!   ([`ptxcheck`]).
@@ -49,6 +53,23 @@ enum Command {
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROGRAM [ARGS]")]
         command: Vec<OsString>,
     },
+    /// Run a program as `run` does, in checked mode (sets ANYCUDA_MEMCHECK=1):
+    /// every load, store and atomic of its kernels is checked against the
+    /// live allocations, the block's shared memory and the thread's local
+    /// memory; the first bad access is reported on stderr (kernel, block,
+    /// thread, address, size, PTX line) and fails the launch with
+    /// cudaErrorIllegalAddress, as compute-sanitizer's memcheck does.
+    Memcheck {
+        /// As for `run`.
+        #[arg(long, value_name = "LEVEL", value_parser = LOG_LEVELS)]
+        log: Option<String>,
+        /// As for `run`.
+        #[arg(long, value_name = "FILE")]
+        log_file: Option<PathBuf>,
+        /// The program and its arguments (after `--`).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROGRAM [ARGS]")]
+        command: Vec<OsString>,
+    },
     /// Print the devices as CUDA sees them, the driver version, the kernel
     /// cache and the backend.
     Info,
@@ -75,7 +96,8 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { log, log_file, command } => run::run(log.as_deref(), log_file.as_deref(), &command),
+        Command::Run { log, log_file, command } => run::run(log.as_deref(), log_file.as_deref(), false, &command),
+        Command::Memcheck { log, log_file, command } => run::run(log.as_deref(), log_file.as_deref(), true, &command),
         Command::Info => info::info(),
         Command::Ptx { emit_ir, emit_obj, target, files } => ptxcheck::check(&files, emit_ir, emit_obj.as_deref(), target.as_deref()),
     }

@@ -28,7 +28,7 @@ const EXIT_ANYCUDA: u8 = 125;
 const EXIT_CANNOT_EXECUTE: u8 = 126;
 const EXIT_NOT_FOUND: u8 = 127;
 
-pub fn run(log: Option<&str>, log_file: Option<&Path>, command: &[OsString]) -> ExitCode {
+pub fn run(log: Option<&str>, log_file: Option<&Path>, memcheck: bool, command: &[OsString]) -> ExitCode {
     let Some((program, args)) = command.split_first() else {
         eprintln!("anycuda run: no program given (usage: anycuda run [--log LEVEL] -- PROGRAM [ARGS...])");
         return ExitCode::from(2);
@@ -55,6 +55,9 @@ pub fn run(log: Option<&str>, log_file: Option<&Path>, command: &[OsString]) -> 
     }
     if let Some(file) = log_file {
         cmd.env("ANYCUDA_LOG_FILE", file);
+    }
+    if memcheck {
+        cmd.env("ANYCUDA_MEMCHECK", "1");
     }
     // Only returns on failure.
     let e = cmd.exec();

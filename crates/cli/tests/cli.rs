@@ -272,3 +272,31 @@ fn run_without_a_program_is_a_usage_error() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("loud"));
 }
+
+/// `anycuda memcheck` runs a program in checked mode: a kernel's store just
+/// past its allocation is reported on stderr and fails with
+/// cudaErrorIllegalAddress (the program expects it and prints PASS).
+#[test]
+fn memcheck_reports_a_store_past_an_allocation() {
+    let exe = root().join("target/cuda-tests/bin/static/memcheck_errors");
+    assert!(exe.exists(), "{} is missing: build the CUDA test programs with scripts/build-cuda-tests.sh", exe.display());
+    let dir = scratch("memcheck");
+    let o = anycuda()
+        .arg("memcheck")
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("ANYCUDA_CACHE_DIR", dir.join("kernels"))
+        .env_remove("ANYCUDA_LIBRARY")
+        .env_remove("ANYCUDA_MEMCHECK")
+        .env("ANYCUDA_BACKEND", "cpu")
+        .env_remove("ANYCUDA_LOG")
+        .arg("--")
+        .arg(&exe)
+        .arg("write")
+        .output()
+        .expect("anycuda runs");
+    let (out, err) = text(&o);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(o.status.success() && out.ends_with("PASS memcheck_errors\n"), "{out}{err}");
+    assert!(err.contains("anycuda memcheck: invalid") && err.contains("write of size 4 bytes"), "{err}");
+    assert!(err.contains("0 bytes past the end of a 64-byte device allocation"), "{err}");
+}

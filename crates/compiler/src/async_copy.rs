@@ -131,6 +131,24 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let src_space = inst.spaces(b).nth(1);
         let dst = self.lane_pointer(&args[0], dst_space)?;
         let src = self.lane_pointer(&args[1], src_space)?;
+        // Checked mode: the destination's bytes, and the source's when their
+        // count is known when compiled (a register `src-size` is not checked).
+        let known = match rest.first() {
+            None => Some(size),
+            Some(Operand::Imm(n)) => Some((*n).clamp(0, size)),
+            Some(_) => None,
+        };
+        if self.warp.is_some() {
+            self.check_lanes(&dst, false, dst_space, size as u32, crate::memcheck::Access::Write);
+            if let Some(n) = known {
+                self.check_lanes(&src, false, src_space, n as u32, crate::memcheck::Access::Read);
+            }
+        } else {
+            self.check_access(&dst, dst_space, size as u32, crate::memcheck::Access::Write);
+            if let Some(n) = known {
+                self.check_access(&src, src_space, n as u32, crate::memcheck::Access::Read);
+            }
+        }
         let name = "__anycuda_cp_async";
         self.cx.declare("llvm.memcpy.p0.p0.i32", "declare void @llvm.memcpy.p0.p0.i32(ptr, ptr, i32, i1)");
         self.cx.declare("llvm.memset.p0.i32", "declare void @llvm.memset.p0.i32(ptr, i8, i32, i1)");

@@ -65,7 +65,16 @@ pub struct BlockCtx {
     pub chain_last: u32,
     pub chain_wrap: u32,
     pub _pad2: u32,
+    /// Checked mode (`Options::memcheck`): [`MEMCHECK_SLOTS`] `[low, length]`
+    /// ranges an access was last found in, for all the threads the runner
+    /// runs (zero: none; see [`runtime::MEMCHECK`]). Each checked
+    /// instruction uses one slot, chosen when compiled, so that accesses to
+    /// different buffers do not evict each other.
+    pub memcheck: [[u64; 2]; MEMCHECK_SLOTS],
 }
+
+/// The number of range caches in [`BlockCtx::memcheck`].
+pub const MEMCHECK_SLOTS: usize = 16;
 
 /// Byte offsets of [`BlockCtx`] fields, for code generation.
 pub mod offsets {
@@ -88,6 +97,7 @@ pub mod offsets {
     pub const CHAIN_FIRST: usize = offset_of!(BlockCtx, chain_first);
     pub const CHAIN_LAST: usize = offset_of!(BlockCtx, chain_last);
     pub const CHAIN_WRAP: usize = offset_of!(BlockCtx, chain_wrap);
+    pub const MEMCHECK: usize = offset_of!(BlockCtx, memcheck);
 }
 
 /// `shfl.sync` modes (argument `mode` of `__anycuda_shfl`).
@@ -334,6 +344,34 @@ runtime_functions! {
     SUST = "__anycuda_sust": fn(Ctx, U32, U64, U32, U32, U32, U32, U32, Bytes);
     /// `txq`/`suq`: (ctx, thread, handle, query).
     TXQ = "__anycuda_txq": fn(Ctx, U32, U64, U32) -> U32;
+    /// Checked mode (`Options::memcheck`): an access the inline test could
+    /// not prove good, (ctx, thread, address, access, cache, where).
+    /// `access` packs the size, direction and state space ([`memcheck`]);
+    /// `cache` is the caller's `[low, length]` pair of u64, which a good
+    /// access sets to the range it lies in (the allocation, shared window
+    /// or local memory) for the next inline tests; `where` names the
+    /// function and the PTX line. A bad access ends the launch and does not
+    /// return.
+    MEMCHECK = "__anycuda_memcheck": fn(Ctx, U32, U64, U32, BytesMut, Str);
+    /// [`MEMCHECK`] for a warp (warp mode): (ctx, first thread of the warp,
+    /// the 32 lanes' addresses as u64, the lanes that access, access,
+    /// cache, where, the warp's frame, which holds its local memory).
+    MEMCHECK_WARP = "__anycuda_memcheck_warp": fn(Ctx, U32, Bytes, U32, U32, BytesMut, Str, Bytes);
+}
+
+/// The `access` argument of [`runtime::MEMCHECK`]: bits 0-15 the size in
+/// bytes, then the direction bits, then the state space in bits 20-23.
+pub mod memcheck {
+    pub const SIZE_MASK: u32 = 0xffff;
+    pub const READ: u32 = 1 << 16;
+    pub const WRITE: u32 = 1 << 17;
+    pub const SPACE_SHIFT: u32 = 20;
+    /// Generic: global, shared or local, whichever window the address is in.
+    pub const GENERIC: u32 = 0;
+    pub const GLOBAL: u32 = 1;
+    pub const SHARED: u32 = 2;
+    pub const LOCAL: u32 = 3;
+    pub const CONST: u32 = 4;
 }
 
 /// Symbol names of a kernel's functions in the object.

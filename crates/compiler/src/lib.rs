@@ -14,6 +14,7 @@ pub mod layout;
 pub mod lockstep;
 mod lower;
 mod matrix;
+mod memcheck;
 mod memory;
 pub mod profile;
 mod shared_index;
@@ -42,6 +43,12 @@ pub struct Options {
     /// running, so a test can show that a kernel's addresses all took the
     /// affine path. Never set for programs.
     pub strict_affine: bool,
+    /// Checked mode (`ANYCUDA_MEMCHECK=1`, host target only): every load,
+    /// store, atomic and asynchronous or matrix copy of a kernel is checked
+    /// against the live allocations, the block's shared window and the
+    /// thread's local memory before it happens (see `memcheck.rs`); kernels
+    /// run thread by thread. Off, the code is exactly the unchecked code.
+    pub memcheck: bool,
 }
 
 /// Optimisation tiers: the same semantics, different compile and run times.
@@ -104,7 +111,7 @@ impl Default for Options {
             Ok("wait") => WarpMode::WhereThreadsWait,
             _ => WarpMode::Auto,
         };
-        Options { tier: Tier::Optimized, warp, strict_affine: false }
+        Options { tier: Tier::Optimized, warp, strict_affine: false, memcheck: memcheck_from_env() }
     }
 }
 
@@ -122,8 +129,15 @@ impl Options {
             Tier::Fast => "fast",
             Tier::Optimized => "opt",
         };
-        format!("warp={w}{strict},tier={tier}")
+        let memcheck = if self.memcheck { ",memcheck" } else { "" };
+        format!("warp={w}{strict}{memcheck},tier={tier}")
     }
+}
+
+/// Whether `ANYCUDA_MEMCHECK` asks for checked mode: set and neither empty,
+/// `0`, `off`, `no` nor `false`.
+pub fn memcheck_from_env() -> bool {
+    std::env::var("ANYCUDA_MEMCHECK").is_ok_and(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "0" | "off" | "no" | "false"))
 }
 
 /// Where a kernel parameter lives in the parameter buffer.
@@ -218,6 +232,12 @@ pub struct CompiledModule {
 /// and golden tests. `src` is the module's source text, for error positions.
 pub fn emit_ir(module: &ptx::ast::Module, src: &str) -> Result<String, CompileError> {
     let mut cx = lower::ModuleCx::new(module, src, &Target::HostCpu, &Options::default());
+    cx.lower_module()
+}
+
+/// [`emit_ir`] with explicit options.
+pub fn emit_ir_with_options(module: &ptx::ast::Module, src: &str, opts: &Options) -> Result<String, CompileError> {
+    let mut cx = lower::ModuleCx::new(module, src, &Target::HostCpu, opts);
     cx.lower_module()
 }
 

@@ -91,6 +91,13 @@ pub struct FnLower<'c, 'm> {
     /// Registers whose NaN payloads nothing observes (see
     /// `arith::nan_blind_registers`).
     pub nan_blind: Vec<bool>,
+    /// Checked mode: per state space, the function's `[low, length]` cache
+    /// of the last range an access was found in (see `memcheck.rs`).
+    /// (Index 5: the lanes' addresses of a warp-mode check.)
+    pub memcheck_caches: [Option<String>; 6],
+    /// Checked mode: the block context's cache slot the next checked
+    /// instruction uses.
+    pub memcheck_slot: usize,
 }
 
 pub fn reg_ty(t: Type) -> Ty {
@@ -695,6 +702,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             next_shadow: None,
             warp: None,
             nan_blind: crate::arith::nan_blind_registers(b),
+            memcheck_caches: Default::default(),
+            memcheck_slot: 0,
         }
     }
 

@@ -3,6 +3,7 @@
 use crate::cpu_abi::offsets;
 use crate::ir::{Ty, V};
 use crate::lower::{op_ty, FnLower, Res};
+use crate::memcheck::Access;
 use ptx::ast::*;
 
 fn is_shared(s: Option<StateSpace>) -> bool {
@@ -65,6 +66,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Operand::Vector(l) => b.list(l).to_vec(),
             other => vec![other],
         };
+        self.check_access(&addr, space, size as u32 * dests.len() as u32, Access::Read);
         for (k, d) in dests.iter().enumerate() {
             let p = if k == 0 {
                 addr.clone()
@@ -100,6 +102,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Operand::Vector(l) => b.list(l).to_vec(),
             other => vec![other],
         };
+        self.check_access(&addr, space, size as u32 * srcs.len() as u32, Access::Write);
         for (k, s) in srcs.iter().enumerate() {
             if matches!(s, Operand::Sink) {
                 continue;
@@ -194,6 +197,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let (addr_op, srcs) = if is_red { (&args[0], &args[1..]) } else { (&args[1], &args[2..]) };
         let space = inst.space(b);
         let addr = self.address(addr_op, space)?;
+        self.check_access(&addr, space, t.size(), Access::ReadWrite);
         let order = ordering(inst.semantics(b), true).unwrap_or("monotonic");
         let op = inst.flags(b).find(|f| {
             matches!(

@@ -1012,7 +1012,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let (starts, label_block, blocks) = Self::number_blocks(self.b);
         let consts = constant_registers(self.b);
         let block_local = block_local_registers(self.b, &starts);
-        let frame = frame_layout(&self.cx.a, self.item, self.f);
+        let mut frame = frame_layout(&self.cx.a, self.item, self.f);
+        if self.cx.opts.memcheck {
+            // Checked mode checks every load where it is: no index load is
+            // folded into the shared atomic that uses it.
+            frame.sunk.clear();
+        }
         let in_loop = loop_blocks(self.b, &starts, &label_block, blocks);
         self.warp = Some(WarpState {
             mask: V::int(Ty::I1, 1),
@@ -2613,6 +2618,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Operand::Vector(l) => b.list(l).to_vec(),
             other => vec![other],
         };
+        let access = if inst.op == Opcode::St { crate::memcheck::Access::Write } else { crate::memcheck::Access::Read };
+        self.check_lanes(&ptrs, uniform, inst.space(b), ety.bits() / 8 * items.len() as u32, access);
         Ok(MemoryAccess { signed: t.is_signed(), ety, size: ety.bits() / 8, ordered, ptrs, uniform, items })
     }
 
@@ -2708,6 +2715,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
             )
         });
         let Some(op) = op else { return self.invalid("atom needs an operation") };
+        if self.memcheck_lanes_on() {
+            let (p, uniform) = self.warp_address(addr_op, space)?;
+            self.check_lanes(&p, uniform, space, t.size(), crate::memcheck::Access::ReadWrite);
+        }
         let float = t.is_float();
         let ty = if float { op_ty(t) } else { Ty::int(t.bits()) };
         if !matches!(ty, Ty::I32 | Ty::I64 | Ty::Float | Ty::Double) || (float && !matches!(op, Flag::AddOp | Flag::Exch)) {

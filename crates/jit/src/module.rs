@@ -433,7 +433,14 @@ impl Jit {
     fn unit_key(&self, hash: &[u8; 32], unit: &str, tier: Option<Tier>) -> [u8; 32] {
         let mut opts = self.config.options.clone();
         opts.tier = tier.unwrap_or(Tier::Fast);
-        let options = if tier.is_some() { opts.fingerprint() } else { format!("{:?}", opts.warp) };
+        // Without a tier (a module's description, its variables): what
+        // changes them, the warp mode and checked mode (kernels run thread by
+        // thread there); unchecked keys stay as they were.
+        let options = match tier {
+            Some(_) => opts.fingerprint(),
+            None if opts.memcheck => format!("{:?},memcheck", opts.warp),
+            None => format!("{:?}", opts.warp),
+        };
         crate::cache::key(&[b"unit", hash, self.fingerprint.as_bytes(), options.as_bytes(), unit.as_bytes()])
     }
 }

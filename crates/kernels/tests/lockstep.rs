@@ -14,7 +14,8 @@ fn exec() -> &'static Executor {
 }
 
 fn program(warp: WarpMode, tier: Tier) -> Program {
-    Program::from_file_with("warp_sync.ptx", &Options { warp, tier, strict_affine: false }).expect("warp_sync.ptx compiles")
+    Program::from_file_with("warp_sync.ptx", &Options { warp, tier, strict_affine: false, memcheck: false })
+        .expect("warp_sync.ptx compiles")
 }
 
 /// The modes and tiers that must give a GPU's results.

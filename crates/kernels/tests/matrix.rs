@@ -476,6 +476,7 @@ fn mode(warp: bool) -> compiler::Options {
     compiler::Options {
         warp: if warp { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
         strict_affine: false,
+        memcheck: false,
         tier: compiler::Tier::Optimized,
     }
 }

@@ -32,6 +32,7 @@ fn barrier_rounds_of_whole_and_partial_blocks_in_both_modes() {
         let opts = compiler::Options {
             warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
             strict_affine: false,
+            memcheck: false,
             tier: compiler::Tier::Optimized,
         };
         let p = Program::from_file_with("barriers.ptx", &opts).expect("compiles");
@@ -320,6 +321,7 @@ fn warp_collectives_over_tiles_in_both_modes() {
         let opts = compiler::Options {
             warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
             strict_affine: false,
+            memcheck: false,
             tier: compiler::Tier::Optimized,
         };
         let p = Program::from_file_with("warp_groups.ptx", &opts).expect("compiles");
@@ -366,6 +368,7 @@ fn shared_atomics_from_masked_lanes_in_both_modes() {
         let opts = compiler::Options {
             warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
             strict_affine: false,
+            memcheck: false,
             tier: compiler::Tier::Optimized,
         };
         let p = Program::from_file_with("shared_atomics.ptx", &opts).expect("compiles");
@@ -391,6 +394,7 @@ fn shared_atomics_of_whole_warps_on_shared_words_in_both_modes() {
             let opts = compiler::Options {
                 warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
                 strict_affine: false,
+                memcheck: false,
                 tier: compiler::Tier::Optimized,
             };
             let p = Program::from_file_with("shared_atomics.ptx", &opts).expect("compiles");
@@ -416,6 +420,7 @@ fn nan_results_are_canonical_where_a_program_can_see_them() {
             let opts = compiler::Options {
                 warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
                 strict_affine: false,
+                memcheck: false,
                 tier: compiler::Tier::Optimized,
             };
             let p = Program::from_file_with("nan_chains.ptx", &opts).expect("compiles");
@@ -434,7 +439,8 @@ fn nan_results_are_canonical_where_a_program_can_see_them() {
 /// A program in warp mode for every kernel, compiled so that any lane
 /// comparison an affine bit should have spared traps.
 fn strict_affine_program(file: &str) -> Program {
-    let opts = compiler::Options { warp: compiler::WarpMode::Always, strict_affine: true, tier: compiler::Tier::Optimized };
+    let opts =
+        compiler::Options { warp: compiler::WarpMode::Always, strict_affine: true, memcheck: false, tier: compiler::Tier::Optimized };
     Program::from_file_with(file, &opts).expect("compiles")
 }
 
@@ -442,6 +448,7 @@ fn warp_program(file: &str, warp_mode: bool) -> Program {
     let opts = compiler::Options {
         warp: if warp_mode { compiler::WarpMode::Always } else { compiler::WarpMode::Off },
         strict_affine: false,
+        memcheck: false,
         tier: compiler::Tier::Optimized,
     };
     Program::from_file_with(file, &opts).expect("compiles")

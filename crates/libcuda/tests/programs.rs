@@ -60,11 +60,18 @@ fn driver_dir() -> PathBuf {
 }
 
 fn run(exe: &Exe, lib_dir: &Path, cache: &Path) -> Result<(), String> {
+    run_with(exe, lib_dir, cache, &[]).map(|_| ())
+}
+
+/// [`run`] with more environment variables; returns the program's stderr.
+fn run_with(exe: &Exe, lib_dir: &Path, cache: &Path, env: &[(&str, &str)]) -> Result<String, String> {
     let out = Command::new(&exe.path)
         .env("LD_LIBRARY_PATH", lib_dir)
         .env("ANYCUDA_CACHE_DIR", cache)
         .env("ANYCUDA_BACKEND", "cpu")
         .env_remove("ANYCUDA_LOG")
+        .env_remove("ANYCUDA_MEMCHECK")
+        .envs(env.iter().copied())
         .output()
         .map_err(|e| format!("cannot run: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -72,7 +79,7 @@ fn run(exe: &Exe, lib_dir: &Path, cache: &Path) -> Result<(), String> {
     let tail: String = stdout.lines().rev().take(4).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join(" | ");
     if let Some((_, error)) = UNSUPPORTED.iter().find(|(n, _)| *n == exe.name) {
         return if out.status.code() == Some(1) && (stdout.contains(error) || stderr.contains(error)) {
-            Ok(())
+            Ok(stderr)
         } else {
             Err(format!("expected a clean failure with {error}, got {:?}: {tail} {stderr}", out.status))
         };
@@ -90,7 +97,7 @@ fn run(exe: &Exe, lib_dir: &Path, cache: &Path) -> Result<(), String> {
             return Err(format!("stdout differs from {}:\n--- got ---\n{stdout}--- want ---\n{want}", expected.display()));
         }
     }
-    Ok(())
+    Ok(stderr)
 }
 
 #[test]
@@ -181,4 +188,128 @@ fn the_log_file_is_not_reached_through_a_symbolic_link() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(out.status.success() && stdout.ends_with("PASS warp_sync\n"), "{stdout}");
     assert_eq!(victim_text, "the user's file\n");
+}
+
+/// Checked mode (`ANYCUDA_MEMCHECK=1`): `memcheck_errors` makes each kind of
+/// memory error in turn; each fails the launch with the CUDA error NVIDIA's
+/// driver gives (the program checks it, sticky, and prints PASS) and is
+/// reported on stderr with the kernel, thread, block, access and the
+/// source line from the PTX's `.loc` (the program is built with -lineinfo).
+#[test]
+fn memcheck_reports_each_kind_of_error_where_it_happens() {
+    let exe = manifest().into_iter().find(|e| e.name == "memcheck_errors" && e.variant == "static").expect("memcheck_errors is built");
+    let src = std::fs::read_to_string(root().join("tests/cuda/memcheck_errors.cu")).expect("source");
+    let line = |tag: &str| src.lines().position(|l| l.contains(tag)).expect("tagged line") + 1;
+    let lib_dir = driver_dir();
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("memcheck-cache-{}", std::process::id()));
+    let cases = [
+        (
+            "read",
+            "invalid __global__ read of size 4 bytes",
+            "_Z5scalePKfPfi",
+            line("LINE_SCALE"),
+            "thread (8,0,0) in block (1,0,0)",
+            "is 0 bytes past the end of a 160-byte device allocation",
+        ),
+        (
+            "write",
+            "invalid __global__ write of size 4 bytes",
+            "_Z8store_atPcx",
+            line("LINE_STORE"),
+            "thread (0,0,0) in block (0,0,0)",
+            "is 0 bytes past the end of a 64-byte device allocation",
+        ),
+        (
+            "freed",
+            "invalid __global__ write of size 4 bytes",
+            "_Z8store_atPcx",
+            line("LINE_STORE"),
+            "thread (0,0,0)",
+            "is 8 bytes inside a 64-byte device allocation",
+        ),
+        (
+            "shared",
+            "invalid __shared__ write of size 4 bytes",
+            "_Z10shared_sumPi",
+            line("LINE_SHARED"),
+            "thread (32,0,0) in block (0,0,0)",
+            "(offset 128) is out of bounds: the block has 128 bytes of shared memory",
+        ),
+        (
+            "misaligned",
+            "invalid __global__ write of size 4 bytes",
+            "_Z8store_atPcx",
+            line("LINE_STORE"),
+            "thread (0,0,0)",
+            "is misaligned (not a multiple of 4)",
+        ),
+        (
+            "null",
+            "invalid __global__ write of size 4 bytes",
+            "_Z8store_atPcx",
+            line("LINE_STORE"),
+            "thread (0,0,0)",
+            "address 0x10 is a null pointer plus 16",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (mode, access, kernel, line, thread, why) in cases {
+        let out = Command::new(&exe.path)
+            .arg(mode)
+            .env("LD_LIBRARY_PATH", &lib_dir)
+            .env("ANYCUDA_CACHE_DIR", &cache)
+            .env("ANYCUDA_BACKEND", "cpu")
+            .env("ANYCUDA_MEMCHECK", "1")
+            .env_remove("ANYCUDA_LOG")
+            .output()
+            .expect("runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let place = format!("memcheck_errors.cu:{line}:");
+        let wants = [access, kernel, place.as_str(), thread, why];
+        if !out.status.success() || !stdout.ends_with("PASS memcheck_errors\n") || wants.iter().any(|w| !stderr.contains(w)) {
+            failures.push(format!("{mode}: want {wants:?}\n{stdout}{stderr}"));
+        }
+        if stderr.matches("anycuda memcheck:").count() != 1 {
+            failures.push(format!("{mode}: one report expected:\n{stderr}"));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&cache);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Checked mode reports nothing for correct programs: every program of
+/// `tests/cuda` (static cudart) passes in checked mode with no report, but
+/// `error_illegal_address`, whose wild store is reported as well as failing.
+#[test]
+fn correct_programs_pass_in_memcheck_mode_without_a_report() {
+    let exes: Vec<Exe> = manifest().into_iter().filter(|e| e.variant == "static").collect();
+    assert!(exes.len() >= 55, "{} static programs", exes.len());
+    let lib_dir = driver_dir();
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("memcheck-all-cache-{}", std::process::id()));
+    let queue = Mutex::new(exes.iter().collect::<VecDeque<_>>());
+    let failures = Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 4);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                while let Some(exe) = queue.lock().ok().and_then(|mut q| q.pop_front()) {
+                    let r = run_with(exe, &lib_dir, &cache, &[("ANYCUDA_MEMCHECK", "1")]);
+                    let problem = match r {
+                        Err(e) => Some(e),
+                        Ok(stderr) if exe.name == "error_illegal_address" => (!stderr
+                            .contains("anycuda memcheck: invalid __global__ write of size 4 bytes"))
+                        .then(|| format!("no report: {stderr}")),
+                        Ok(stderr) => stderr.contains("anycuda memcheck").then(|| format!("reported: {stderr}")),
+                    };
+                    if let (Some(p), Ok(mut f)) = (problem, failures.lock()) {
+                        f.push(format!("{}: {p}", exe.name));
+                    }
+                }
+            });
+        }
+    });
+    let _ = std::fs::remove_dir_all(&cache);
+    let failures = failures.into_inner().unwrap_or_default();
+    assert!(failures.is_empty(), "{} of {} programs failed in memcheck mode:\n{}", failures.len(), exes.len(), failures.join("\n"));
 }

@@ -59,6 +59,8 @@ impl Drop for AlignedBuf {
 
 pub(crate) struct Job {
     pub id: u64,
+    /// The kernel's name, for reports.
+    pub kernel_name: String,
     pub shared: Arc<Shared>,
     pub thread_fn: ThreadFn,
     pub block_fn: Option<BlockFn>,
@@ -113,6 +115,17 @@ impl Drop for Runner<'_> {
         let mut runners = self.job.runners.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(i) = runners.iter().position(|&t| t == self.thread) {
             runners.swap_remove(i);
+        }
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        if crate::memcheck::enabled() {
+            crate::memcheck::untrack(self.params.ptr() as u64);
+            if let Some(w) = &self._workspace {
+                crate::memcheck::untrack(w.ptr() as u64);
+            }
         }
     }
 }
@@ -174,10 +187,19 @@ impl Job {
         } else {
             None
         };
+        if crate::memcheck::enabled() {
+            // Kernels may read the parameter buffer through generic
+            // addresses, and cooperative groups use the workspace.
+            crate::memcheck::track(param_buf.ptr() as u64, params.len() as u64, crate::memcheck::Kind::LaunchData);
+            if let Some(w) = &workspace {
+                crate::memcheck::track(w.ptr() as u64, GRID_SYNC_WORKSPACE as u64, crate::memcheck::Kind::LaunchData);
+            }
+        }
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         Ok(Arc::new(Job {
             id,
+            kernel_name: kernel.info.name.clone(),
             shared: shared.clone(),
             thread_fn: kernel.thread,
             block_fn: if info.needs_scheduler { None } else { kernel.block },
@@ -350,6 +372,7 @@ impl Job {
             chain_last: 0,
             chain_wrap: 0,
             _pad2: 0,
+            memcheck: [[0; 2]; compiler::cpu_abi::MEMCHECK_SLOTS],
         }
     }
 }

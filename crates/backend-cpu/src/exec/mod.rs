@@ -73,6 +73,10 @@ pub enum LaunchError {
     Timeout { limit: Duration },
     #[error("internal error: {0}")]
     Internal(String),
+    /// Checked mode (`ANYCUDA_MEMCHECK`) found a bad access; `report` says
+    /// which (kernel, block, thread, address, size, direction, PTX line).
+    #[error("{report}")]
+    Memcheck { address: u64, misaligned: bool, report: String },
 }
 
 /// A kernel ready to launch: its compiled functions and description.

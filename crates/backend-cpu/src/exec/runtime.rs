@@ -544,7 +544,13 @@ pub unsafe extern "C" fn __anycuda_vprintf(ctx: *mut BlockCtx, _thread: u32, for
 pub unsafe extern "C" fn __anycuda_malloc(ctx: *mut BlockCtx, size: u64) -> *mut c_void {
     // SAFETY: called from compiled code with its ctx.
     match unsafe { runtime(ctx) } {
-        Some(rt) => rt.job().shared.heap.alloc(size).cast(),
+        Some(rt) => {
+            let block = rt.job().shared.heap.alloc(size);
+            if !block.is_null() {
+                crate::memcheck::track(block as u64, size, crate::memcheck::Kind::Heap);
+            }
+            block.cast()
+        }
         None => std::ptr::null_mut(),
     }
 }
@@ -556,6 +562,10 @@ pub unsafe extern "C" fn __anycuda_malloc(ctx: *mut BlockCtx, size: u64) -> *mut
 pub unsafe extern "C" fn __anycuda_free(ctx: *mut BlockCtx, block: *mut c_void) {
     // SAFETY: called from compiled code with its ctx.
     if let Some(rt) = unsafe { runtime(ctx) } {
+        crate::memcheck::untrack(block as u64);
+        // The block's cached ranges may hold the freed block.
+        // SAFETY: `ctx` is the block's live context.
+        unsafe { (*ctx).memcheck = [[0; 2]; compiler::cpu_abi::MEMCHECK_SLOTS] };
         rt.job().shared.heap.free(block.cast());
     }
 }
@@ -641,8 +651,213 @@ pub(crate) unsafe fn illegal_address(ctx: *mut BlockCtx, address: u64) {
     }
 }
 
+/// Checked mode: an access the compiled code's inline test could not prove
+/// good (see `compiler/src/memcheck.rs`). A good one refills the caller's
+/// cache with the range it lies in; a bad one is reported on the program's
+/// stderr (as compute-sanitizer reports) and ends the launch with
+/// `CUDA_ERROR_ILLEGAL_ADDRESS`, or `CUDA_ERROR_MISALIGNED_ADDRESS` for an
+/// address that is not a multiple of the access size.
+///
+/// # Safety
+/// As for [`__anycuda_barrier`]; `cache` points to two u64, `place` to a
+/// NUL-terminated string.
+pub unsafe extern "C" fn __anycuda_memcheck(
+    ctx: *mut BlockCtx,
+    thread: u32,
+    address: u64,
+    access: u32,
+    cache: *mut u8,
+    place: *const c_char,
+) {
+    // SAFETY: called from compiled code with its ctx.
+    let Some(rt) = (unsafe { runtime(ctx) }) else { return };
+    // SAFETY: per the contract.
+    unsafe { memcheck_one(rt, ctx, rt.thread_index(thread), address, access, cache, place, (0, 0)) };
+}
+
+/// [`__anycuda_memcheck`] for the lanes of a warp (warp mode): each lane of
+/// `mask` accessed `addresses[lane]`; `first` is the warp's first thread
+/// and `frame` its frame, where its local memory lies.
+///
+/// # Safety
+/// As for [`__anycuda_memcheck`]; `addresses` points to 32 u64.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __anycuda_memcheck_warp(
+    ctx: *mut BlockCtx,
+    first: u32,
+    addresses: *const u8,
+    mask: u32,
+    access: u32,
+    cache: *mut u8,
+    place: *const c_char,
+    frame: *const u8,
+) {
+    // SAFETY: called from compiled code with its ctx.
+    let Some(rt) = (unsafe { runtime(ctx) }) else { return };
+    let frame = (frame as u64, u64::from(rt.job().frame_bytes));
+    for lane in 0..32u32 {
+        if mask & (1 << lane) == 0 {
+            continue;
+        }
+        // SAFETY: per the contract, 32 addresses.
+        let address = unsafe { addresses.cast::<u64>().add(lane as usize).read_unaligned() };
+        // SAFETY: per the contract.
+        unsafe { memcheck_one(rt, ctx, first + lane, address, access, cache, place, frame) };
+    }
+}
+
+/// Checks one thread's access; reports it and ends the launch when bad.
+/// `frame` is a warp's frame (holding its local memory), or empty.
+///
+/// # Safety
+/// As for [`__anycuda_memcheck`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn memcheck_one(
+    rt: &BlockRt,
+    ctx: *mut BlockCtx,
+    linear: u32,
+    address: u64,
+    access: u32,
+    cache: *mut u8,
+    place: *const c_char,
+    frame: (u64, u64),
+) {
+    use compiler::cpu_abi::memcheck as mc;
+    let size = u64::from(access & mc::SIZE_MASK);
+    let space = (access >> mc::SPACE_SHIFT) & 0xf;
+    // SAFETY: `ctx` is the block's live context.
+    let (shared_base, shared_bytes) = unsafe { ((*ctx).shared as u64, u64::from((*ctx).shared_bytes)) };
+    let (low, high) = if rt.scheduled { rt.slot().stack.get() } else { rt.fast_stack.get() };
+    let shared = (shared_base, shared_bytes);
+    let stack = (low as u64, (high as u64).saturating_sub(low as u64));
+    let holds = |(start, len): (u64, u64)| address >= start && address.checked_add(size).is_some_and(|end| end <= start + len);
+    let local = if holds(frame) { Some(frame) } else { holds(stack).then_some(stack) };
+    let found = match space {
+        mc::SHARED => holds(shared).then_some(shared),
+        mc::LOCAL => local,
+        mc::GLOBAL | mc::CONST => crate::memcheck::containing(address, size).map(|r| (r.start, r.len)),
+        _ => {
+            if holds(shared) {
+                Some(shared)
+            } else if local.is_some() {
+                local
+            } else {
+                crate::memcheck::containing(address, size).map(|r| (r.start, r.len))
+            }
+        }
+    };
+    let misaligned = size > 1 && size.is_power_of_two() && !address.is_multiple_of(size);
+    if let (Some((start, len)), false) = (found, misaligned) {
+        // The generic cache is the block's, shared by its threads: a
+        // thread's local memory is not cached there, so that another
+        // thread's access to it is still looked at.
+        if space != mc::GENERIC || found != local {
+            // SAFETY: per the contract, `cache` is the caller's two u64.
+            unsafe {
+                cache.cast::<u64>().write_unaligned(start);
+                cache.cast::<u64>().add(1).write_unaligned(len);
+            }
+        }
+        return;
+    }
+    let block = rt.block.get();
+    let [x, y, _] = rt.ntid;
+    let thread = [linear % x.max(1), (linear / x.max(1)) % y.max(1), linear / (x.max(1) * y.max(1))];
+    // SAFETY: `place` is a constant string of the compiled code.
+    let place = unsafe { c_text(place) };
+    let what = match space {
+        mc::SHARED => "__shared__",
+        mc::LOCAL => "__local__",
+        mc::GLOBAL => "__global__",
+        mc::CONST => "__constant__",
+        _ => "generic",
+    };
+    let dir = match access & (mc::READ | mc::WRITE) {
+        x if x == mc::READ | mc::WRITE => "atomic",
+        mc::WRITE => "write",
+        _ => "read",
+    };
+    let why = if misaligned && found.is_some() {
+        format!("address {address:#x} is misaligned (not a multiple of {size})")
+    } else {
+        describe_bad_address(address, size, space, shared, stack)
+    };
+    let report = format!(
+        "========= anycuda memcheck: invalid {what} {dir} of size {size} bytes\n\
+         =========     at kernel {} in {place}\n\
+         =========     by thread ({},{},{}) in block ({},{},{})\n\
+         =========     {why}\n",
+        rt.job().kernel_name,
+        thread[0],
+        thread[1],
+        thread[2],
+        block[0],
+        block[1],
+        block[2],
+    );
+    rt.job().shared.output.stderr(report.as_bytes());
+    let report = report.lines().map(|l| l.trim_start_matches('=').trim()).collect::<Vec<_>>().join("; ");
+    rt.end(Some(LaunchError::Memcheck { address, misaligned: misaligned && found.is_some(), report }));
+}
+
+/// Where a bad address lies, for a memcheck report.
+fn describe_bad_address(address: u64, size: u64, space: u32, shared: (u64, u64), local: (u64, u64)) -> String {
+    use compiler::cpu_abi::memcheck as mc;
+    let end = address.saturating_add(size);
+    if space == mc::SHARED {
+        let offset = address.wrapping_sub(shared.0) as i64;
+        return format!("shared address {offset:#x} (offset {offset}) is out of bounds: the block has {} bytes of shared memory", shared.1);
+    }
+    if space == mc::GENERIC && address >= shared.0 && address - shared.0 < shared.1 + 4096 {
+        let offset = address - shared.0;
+        return format!(
+            "generic address {address:#x} is shared memory offset {offset}, out of bounds: the block has {} bytes of shared memory",
+            shared.1
+        );
+    }
+    if space == mc::LOCAL {
+        return format!("address {address:#x} is outside the thread's local memory [{:#x}, {:#x})", local.0, local.0 + local.1);
+    }
+    if address < 4096 {
+        return format!("address {address:#x} is a null pointer plus {address}: no allocation holds it");
+    }
+    if let Some(r) = crate::memcheck::freed(address) {
+        if crate::memcheck::containing(address, 1).is_none() {
+            return format!(
+                "address {address:#x} is {} bytes inside a {}-byte {} at {:#x} that was freed",
+                address - r.start,
+                r.len,
+                r.kind.describe(),
+                r.start
+            );
+        }
+    }
+    let (below, above) = crate::memcheck::neighbours(address);
+    match (below, above) {
+        (Some(b), _) if address < b.end() => format!(
+            "address {address:#x} is {} bytes inside a {}-byte {} at {:#x}, but the access ends {} bytes past its end",
+            address - b.start,
+            b.len,
+            b.kind.describe(),
+            b.start,
+            end - b.end()
+        ),
+        (Some(b), _) if address - b.end() < 1 << 20 => format!(
+            "address {address:#x} is {} bytes past the end of a {}-byte {} at {:#x}",
+            address - b.end(),
+            b.len,
+            b.kind.describe(),
+            b.start
+        ),
+        (_, Some(a)) if a.start - address < 1 << 20 => {
+            format!("address {address:#x} is {} bytes before a {}-byte {} at {:#x}", a.start - address, a.len, a.kind.describe(), a.start)
+        }
+        _ => format!("address {address:#x} is out of bounds: no allocation holds it"),
+    }
+}
+
 /// Addresses of the runtime functions, by `cpu_abi` name.
-pub(crate) fn symbols() -> [(&'static str, usize); 25] {
+pub(crate) fn symbols() -> [(&'static str, usize); 27] {
     use compiler::cpu_abi::{runtime, runtime_types};
     // Each definition is cast to the table's type for it: a definition whose
     // signature differs from the table does not compile.
@@ -672,6 +887,8 @@ pub(crate) fn symbols() -> [(&'static str, usize); 25] {
         (runtime::SULD.name, super::texture::__anycuda_suld as runtime_types::SULD as usize),
         (runtime::SUST.name, super::texture::__anycuda_sust as runtime_types::SUST as usize),
         (runtime::TXQ.name, super::texture::__anycuda_txq as runtime_types::TXQ as usize),
+        (runtime::MEMCHECK.name, __anycuda_memcheck as runtime_types::MEMCHECK as usize),
+        (runtime::MEMCHECK_WARP.name, __anycuda_memcheck_warp as runtime_types::MEMCHECK_WARP as usize),
     ]
 }
 
