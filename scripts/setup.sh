@@ -7,7 +7,9 @@ cd "$(dirname "$0")/.."
 need_pkgs=()
 # libamdhip64-5: Debian's ROCm 5.2 HIP runtime, only so that the HIP
 # backend's tests can check its bindings against a real runtime.
-for p in llvm-19-dev libpolly-19-dev libzstd-dev zlib1g-dev lld-19 build-essential pkg-config python3 python3-pip libamdhip64-5; do
+# cmake, ninja-build, curl: scripts/llama.sh downloads and builds llama.cpp.
+for p in llvm-19-dev libpolly-19-dev libzstd-dev zlib1g-dev lld-19 build-essential pkg-config python3 python3-pip libamdhip64-5 \
+         cmake ninja-build curl; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
