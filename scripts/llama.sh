@@ -155,13 +155,14 @@ check_ops() { # log, exit status
     fi
     grep -q '^  Device description: ' "$out" || die "CUDA0 was not initialised"
     local ok fail unsupported summary
-    ok=$(grep -c ': OK$' "$out" || true)
-    fail=$(grep -c ': .*FAIL$' "$out" || true)
-    unsupported=$(grep -c ': not supported' "$out" || true)
+    # One line per case: "  OP(params): OK", "... FAIL" or "not supported".
+    ok=$(grep -Ec '^  [A-Z0-9_]+\(.*\): OK$' "$out" || true)
+    fail=$(grep -Ec '^  [A-Z0-9_]+\(.*FAIL$' "$out" || true)
+    unsupported=$(grep -Ec '^  [A-Z0-9_]+\(.*\): not supported' "$out" || true)
     summary=$(grep -E '^  [0-9]+/[0-9]+ tests passed$' "$out" | tail -1)
     log "CUDA0: $ok passed, $fail failed, $unsupported not supported by CUDA0 ($summary)"
     if [ "$fail" -gt 0 ] || [ "$rc" -ne 0 ]; then
-        grep -E ': .*FAIL$' "$out" | head -40
+        grep -E '^  [A-Z0-9_]+\(.*FAIL$' "$out" | head -40
         die "test-backend-ops failed (exit status $rc; log: $out)"
     fi
     [ "$ok" -gt 0 ] || die "CUDA0 ran no test case"
