@@ -198,7 +198,15 @@ generate() {
     build
     run_env
     make_models
-    local m base n_layers
+    local m base n_layers out
+    # llama.cpp's own check first: the logits of the same random models
+    # (dense and MoE) on CUDA0 against the CPU backend (NMSE).
+    out="$CACHE/llama-archs.log"
+    "$BUILD/bin/test-llama-archs" -a '^llama$' -b CUDA0 2>&1 | strip_ansi >"$out" \
+        || { tail -20 "$out"; die "test-llama-archs -b CUDA0 failed"; }
+    grep -Eq '^\|.*llama\|.*\| *Dense\| *OK ' "$out" && grep -Eq '^\|.*llama\|.*\| *MoE\| *OK ' "$out" \
+        || { cat "$out"; die "test-llama-archs: no passing dense and MoE llama rows"; }
+    log "test-llama-archs -b CUDA0: $(grep -E '^\|.*llama\|' "$out" | awk -F'|' '{gsub(/ /,"",$4); gsub(/^ +| +$/,"",$5); printf "%s %s; ", $4, $5}')"
     for m in dense moe; do
         MODEL="$MODELS/llama-$m.gguf"
         base="$CACHE/generate-$m"
@@ -209,7 +217,7 @@ generate() {
         echo "$n_layers" | grep -Eq 'offloaded ([0-9]+)/\1 layers' || die "$m: not every layer on CUDA0 ($n_layers)"
         grep -q 'CUDA0' "$base-cuda.log" || die "$m: no CUDA0 in llama-simple's log"
         simple "$base-cuda-nographs" 99 GGML_CUDA_DISABLE_GRAPHS=1
-        [ "$(wc -w <"$base-cpu.txt")" -gt 1 ] || die "$m: the CPU backend generated nothing"
+        grep -Eq 'decoded [1-9][0-9]* tokens' "$base-cpu.log" || die "$m: the CPU backend generated nothing"
         cmp -s "$base-cpu.txt" "$base-cuda.txt" || { diff "$base-cpu.txt" "$base-cuda.txt" | head; die "$m: CUDA0 (graphs) generated other tokens than the CPU backend"; }
         cmp -s "$base-cpu.txt" "$base-cuda-nographs.txt" || { diff "$base-cpu.txt" "$base-cuda-nographs.txt" | head; die "$m: CUDA0 (no graphs) generated other tokens than the CPU backend"; }
         log "$m: CUDA0 ($n_layers; graphs on and off) generated the CPU backend's $N_PREDICT tokens: $(head -c 120 "$base-cpu.txt")"
