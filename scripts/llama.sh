@@ -233,7 +233,8 @@ seconds_since() { # start in microseconds -> seconds with 2 decimals
 # Cold and warm start (the first generation with an empty kernel cache, then
 # the same with the cache filled) and tokens/s of prompt processing and
 # generation, llama.cpp's CUDA backend on anycuda (-ngl 99) against its own
-# CPU backend (-ngl 0, no op offload) on the same model, in one run.
+# CPU backend (-dev none; ggml still offloads the prompt's large matrix
+# products to CUDA0 then) on the same model, in one run.
 bench() {
     build
     run_env
@@ -253,7 +254,7 @@ bench() {
     rm -rf "$kcache"
     cmp -s "$CACHE/bench-cold.txt" "$CACHE/bench-cpu.txt" || die "bench: CUDA0 and CPU generated different tokens"
     log "llama-simple -n $N_PREDICT, $(basename "$MODEL"): CUDA0 cold $cold s, warm $warm s; CPU backend $cpu s"
-    "$BUILD/bin/llama-bench" -m "$MODEL" -ngl 0,99 -nopo 1 -p "${ANYCUDA_LLAMA_BENCH_P:-64}" -n "${ANYCUDA_LLAMA_BENCH_N:-32}" \
+    "$BUILD/bin/llama-bench" -m "$MODEL" -dev none,CUDA0 -ngl 99 -p "${ANYCUDA_LLAMA_BENCH_P:-64}" -n "${ANYCUDA_LLAMA_BENCH_N:-32}" \
         -r "${ANYCUDA_LLAMA_BENCH_R:-3}" -o md 2>"$CACHE/bench.log" || { tail -20 "$CACHE/bench.log"; die "llama-bench failed"; }
 }
 
