@@ -11,8 +11,9 @@ need_pkgs=()
 # backend's tests can check its bindings against a real runtime.
 # clang-19, llvm-19 (llvm-objdump-19), python3.11 and libpython3.11: the AMD
 # ISA emulator that the HIP test double (crates/hip-emulated) runs in-process.
+# cmake, ninja-build, curl: scripts/llama.sh downloads and builds llama.cpp.
 for p in llvm-19-dev libpolly-19-dev libzstd-dev zlib1g-dev lld-19 build-essential pkg-config python3 python3-pip libamdhip64-5 \
-    clang-19 llvm-19 python3.11 libpython3.11 libopenblas-dev; do
+    clang-19 llvm-19 python3.11 libpython3.11 libopenblas-dev cmake ninja-build curl; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then

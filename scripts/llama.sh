@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# Builds llama.cpp's CUDA backend from a pinned source release and runs it,
+# unmodified, on anycuda (the CPU backend of anycuda unless ANYCUDA_BACKEND
+# says otherwise).
+#
+#   scripts/llama.sh build      download + verify the source, build (cached)
+#   scripts/llama.sh ops [ARGS] test-backend-ops -b CUDA0 (ARGS: e.g. -o MUL_MAT)
+#   scripts/llama.sh generate   random-weight models, CUDA0 tokens == CPU tokens
+#   scripts/llama.sh bench      cold/warm start and tokens/s, CUDA0 vs CPU
+#   scripts/llama.sh all        build, ops, generate (default)
+#
+# The source is llama.cpp as vendored by the llama-cpp-python sdist on PyPI
+# (pinned version and sha256 below). The build lives outside the repository,
+# in $ANYCUDA_LLAMA_CACHE (default ~/.cache/anycuda/llama), keyed by the
+# source and the configuration; a second run reuses it.
+#
+# Build choices: device code as PTX only (CMAKE_CUDA_ARCHITECTURES=80-virtual,
+# which anycuda compiles per kernel at run time), the toolkit's nvcc and
+# cudart (scripts/toolkit.sh), anycuda's libcuda/libcublas to link against
+# (the same libraries it loads at run time), FlashAttention kernels for f16
+# K/V only (GGML_CUDA_FA_QUANTS=f16-f16: quantised-KV FlashAttention is
+# the part of the build that grows fastest), no NCCL, no server, no curl.
+# Jobs: ANYCUDA_LLAMA_JOBS (default 2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+source scripts/env.sh
+
+PY_VERSION=0.3.36
+SDIST=llama_cpp_python-$PY_VERSION.tar.gz
+SDIST_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+SDIST_URL=https://files.pythonhosted.org/packages/ec/e9/e7de2b0463ea3ffbf0ede6cb21b58c1258a8f6521aae45ca773a59fe7cf3/$SDIST
+
+PROFILE=${ANYCUDA_PROFILE:-release}
+CACHE=${ANYCUDA_LLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/anycuda/llama}
+JOBS=${ANYCUDA_LLAMA_JOBS:-2}
+TARGETS=(test-backend-ops test-llama-archs llama-simple llama-bench)
+LIBDIR="$REPO/target/$PROFILE"
+# anycuda's libraries under NVIDIA's file names (what `anycuda run` sets up
+# too): llama.cpp links against them and loads them at run time.
+LINKDIR="$CACHE/lib-$PROFILE"
+
+log() { echo "llama: $*"; }
+die() { echo "llama: error: $*" >&2; exit 1; }
+
+fetch_source() {
+    mkdir -p "$CACHE"
+    local tgz="$CACHE/$SDIST"
+    if [ ! -f "$tgz" ] || ! echo "$SDIST_SHA256  $tgz" | sha256sum -c --quiet - >/dev/null 2>&1; then
+        log "downloading $SDIST"
+        curl -fsSL --retry 3 -o "$tgz.part" "$SDIST_URL"
+        echo "$SDIST_SHA256  $tgz.part" | sha256sum -c --quiet - || die "$SDIST: sha256 mismatch"
+        mv "$tgz.part" "$tgz"
+    fi
+    SRC_ROOT="$CACHE/llama_cpp_python-$PY_VERSION"
+    SRC="$SRC_ROOT/vendor/llama.cpp"
+    if [ ! -f "$SRC_ROOT/.anycuda-unpacked" ]; then
+        rm -rf "$SRC_ROOT"
+        tar -xzf "$tgz" -C "$CACHE"
+        [ -f "$SRC/CMakeLists.txt" ] || die "$SDIST has no vendor/llama.cpp"
+        touch "$SRC_ROOT/.anycuda-unpacked"
+    fi
+}
+
+cmake_args() {
+    local tk="$ANYCUDA_TOOLKIT"
+    CMAKE_ARGS=(
+        -G Ninja
+        -DCMAKE_BUILD_TYPE=Release
+        -DBUILD_SHARED_LIBS=ON
+        -DGGML_CUDA=ON
+        -DGGML_CUDA_GRAPHS=ON
+        -DGGML_CUDA_NCCL=OFF
+        -DGGML_CUDA_FA_QUANTS=f16-f16
+        -DGGML_NATIVE=ON
+        -DGGML_CCACHE=OFF
+        -DCMAKE_CUDA_ARCHITECTURES=80-virtual
+        -DCMAKE_CUDA_COMPILER="$tk/bin/nvcc"
+        -DCUDAToolkit_ROOT="$tk"
+        -DCUDA_cuda_driver_LIBRARY="$LINKDIR/libcuda.so"
+        -DCUDA_cublas_LIBRARY="$LINKDIR/libcublas.so"
+        -DCUDA_cublasLt_LIBRARY="$LINKDIR/libcublasLt.so"
+        -DLLAMA_BUILD_TESTS=ON
+        -DLLAMA_BUILD_EXAMPLES=ON
+        -DLLAMA_BUILD_TOOLS=ON
+        -DLLAMA_BUILD_SERVER=OFF
+        -DLLAMA_BUILD_APP=OFF
+        -DLLAMA_OPENSSL=OFF
+        -DLLAMA_CURL=OFF
+    )
+}
+
+build() {
+    scripts/toolkit.sh
+    command -v cmake >/dev/null && command -v ninja >/dev/null || die "cmake and ninja are needed (scripts/setup.sh installs them)"
+    log "building anycuda ($PROFILE)"
+    local cargo_profile=(--profile "$PROFILE")
+    [ "$PROFILE" = debug ] && cargo_profile=()
+    cargo build "${cargo_profile[@]}" -p anycuda-libcuda -p anycuda-libcublas -p anycuda-libcublaslt
+    mkdir -p "$LINKDIR"
+    local n
+    for n in libcuda.so.1:libcuda.so libcuda.so:libcuda.so libcublas.so.13:libcublas.so libcublas.so:libcublas.so \
+             libcublasLt.so.13:libcublasLt.so libcublasLt.so:libcublasLt.so; do
+        ln -sfn "$LIBDIR/${n#*:}" "$LINKDIR/${n%%:*}"
+    done
+    fetch_source
+    cmake_args
+    # One build directory; a change of source or configuration reconfigures
+    # it in place (ninja then rebuilds only what changed).
+    local key
+    key=$(printf '%s\n' "$SDIST_SHA256" "${CMAKE_ARGS[@]}" "${TARGETS[@]}" | sha256sum | cut -c1-16)
+    BUILD="$CACHE/build"
+    if [ -f "$BUILD/.anycuda-built" ] && [ "$(cat "$BUILD/.anycuda-built")" = "$key" ]; then
+        return
+    fi
+    local t0=$SECONDS
+    rm -f "$BUILD/.anycuda-built"
+    cmake -S "$SRC" -B "$BUILD" "${CMAKE_ARGS[@]}" >"$CACHE/configure.log" 2>&1 \
+        || { tail -30 "$CACHE/configure.log"; die "cmake configure failed"; }
+    log "building ${TARGETS[*]} with $JOBS jobs (log: $CACHE/build.log)"
+    cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}" >"$CACHE/build.log" 2>&1 \
+        || { tail -40 "$CACHE/build.log"; die "build failed"; }
+    log "built in $((SECONDS - t0)) s"
+    echo "$key" >"$BUILD/.anycuda-built"
+}
+
+# The environment that runs the build's programs on anycuda: anycuda's
+# libcuda/libcublas first, then the toolkit's cudart, then llama.cpp's own
+# libraries.
+run_env() {
+    export LD_LIBRARY_PATH="$LINKDIR:$ANYCUDA_TOOLKIT/lib:$BUILD/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export ANYCUDA_BACKEND="${ANYCUDA_BACKEND:-cpu}"
+}
+
+strip_ansi() { sed 's/\x1b\[[0-9;]*m//g'; }
+
+# test-backend-ops -b CUDA0 [ARGS]: every case of every op (or the ops
+# ARGS select) against llama.cpp's CPU backend. test-backend-ops exits 0
+# when the backend is missing, so the output is checked too: CUDA0 must
+# have been initialised, have run at least one case, and passed all.
+ops() {
+    build
+    run_env
+    local out="$CACHE/ops-$(date +%Y%m%d-%H%M%S).log" rc=0
+    log "test-backend-ops -b CUDA0 $* (log: $out)"
+    "$BUILD/bin/test-backend-ops" test -b CUDA0 "$@" 2>&1 | strip_ansi >"$out" || rc=$?
+    check_ops "$out" "$rc"
+}
+
+check_ops() { # log, exit status
+    local out="$1" rc="$2"
+    grep -q '^Backend [0-9]*/[0-9]*: CUDA0$' "$out" || { tail -20 "$out"; die "no CUDA0 backend in test-backend-ops' output"; }
+    if grep -A1 '^Backend [0-9]*/[0-9]*: CUDA0$' "$out" | grep -q 'Skipping'; then
+        die "test-backend-ops skipped CUDA0"
+    fi
+    grep -q '^  Device description: ' "$out" || die "CUDA0 was not initialised"
+    local ok fail unsupported summary
+    # One line per case: "  OP(params): OK", "... FAIL" or "not supported".
+    ok=$(grep -Ec '^  [A-Z0-9_]+\(.*\): OK$' "$out" || true)
+    fail=$(grep -Ec '^  [A-Z0-9_]+\(.*FAIL$' "$out" || true)
+    unsupported=$(grep -Ec '^  [A-Z0-9_]+\(.*\): not supported' "$out" || true)
+    summary=$(grep -E '^  [0-9]+/[0-9]+ tests passed$' "$out" | tail -1)
+    log "CUDA0: $ok passed, $fail failed, $unsupported not supported by CUDA0 ($summary)"
+    if [ "$fail" -gt 0 ] || [ "$rc" -ne 0 ]; then
+        grep -E '^  [A-Z0-9_]+\(.*FAIL$' "$out" | head -40
+        die "test-backend-ops failed (exit status $rc; log: $out)"
+    fi
+    [ "$ok" -gt 0 ] || die "CUDA0 ran no test case"
+    grep -q '^  Backend CUDA0: OK$' "$out" || die "CUDA0 did not report OK"
+}
+
+# Small random-weight models written by llama.cpp's own test tool
+# (test-llama-archs -o): the llama architecture, dense and MoE.
+make_models() {
+    MODELS="$CACHE/models-$(basename "$BUILD")"
+    if [ ! -f "$MODELS/llama-dense.gguf" ] || [ ! -f "$MODELS/llama-moe.gguf" ]; then
+        mkdir -p "$MODELS"
+        "$BUILD/bin/test-llama-archs" -a '^llama$' -o "$MODELS" >"$MODELS/save.log" 2>&1 \
+            || { tail -20 "$MODELS/save.log"; die "test-llama-archs could not write the models"; }
+    fi
+    [ -f "$MODELS/llama-dense.gguf" ] && [ -f "$MODELS/llama-moe.gguf" ] || die "test-llama-archs wrote no llama models"
+}
+
+PROMPT="Hello my name is"
+N_PREDICT=32
+
+simple() { # log, -ngl N, then env assignments
+    local out="$1" ngl="$2"; shift 2
+    env "$@" "$BUILD/bin/llama-simple" -m "$MODEL" -n "$N_PREDICT" -ngl "$ngl" "$PROMPT" >"$out.txt" 2>"$out.log" \
+        || { tail -20 "$out.log"; die "llama-simple failed ($out.log)"; }
+}
+
+# Greedy generation: the tokens with every layer on CUDA0 (CUDA graphs on,
+# the default, and off) equal those of llama.cpp's CPU backend (-ngl 0; the
+# prompt is shorter than the batch size from which ggml would offload
+# matrix products of CPU weights to the GPU).
+generate() {
+    build
+    run_env
+    make_models
+    local m base n_layers out
+    # llama.cpp's own check first: the logits of the same random models
+    # (dense and MoE) on CUDA0 against the CPU backend (NMSE).
+    out="$CACHE/llama-archs.log"
+    "$BUILD/bin/test-llama-archs" -a '^llama$' -b CUDA0 2>&1 | strip_ansi >"$out" \
+        || { tail -20 "$out"; die "test-llama-archs -b CUDA0 failed"; }
+    grep -Eq '^\|.*llama\|.*\| *Dense\| *OK ' "$out" && grep -Eq '^\|.*llama\|.*\| *MoE\| *OK ' "$out" \
+        || { cat "$out"; die "test-llama-archs: no passing dense and MoE llama rows"; }
+    log "test-llama-archs -b CUDA0: $(grep -E '^\|.*llama\|' "$out" | awk -F'|' '{gsub(/ /,"",$4); gsub(/^ +| +$/,"",$5); printf "%s %s; ", $4, $5}')"
+    for m in dense moe; do
+        MODEL="$MODELS/llama-$m.gguf"
+        base="$CACHE/generate-$m"
+        simple "$base-cpu" 0
+        grep -q 'offloaded 0/' "$base-cpu.log" || die "$m: the CPU run offloaded layers"
+        simple "$base-cuda" 99
+        n_layers=$(grep -o 'offloaded [0-9]*/[0-9]* layers to GPU' "$base-cuda.log" | head -1)
+        echo "$n_layers" | grep -Eq 'offloaded ([0-9]+)/\1 layers' || die "$m: not every layer on CUDA0 ($n_layers)"
+        grep -q 'CUDA0' "$base-cuda.log" || die "$m: no CUDA0 in llama-simple's log"
+        simple "$base-cuda-nographs" 99 GGML_CUDA_DISABLE_GRAPHS=1
+        grep -Eq 'decoded [1-9][0-9]* tokens' "$base-cpu.log" || die "$m: the CPU backend generated nothing"
+        cmp -s "$base-cpu.txt" "$base-cuda.txt" || { diff "$base-cpu.txt" "$base-cuda.txt" | head; die "$m: CUDA0 (graphs) generated other tokens than the CPU backend"; }
+        cmp -s "$base-cpu.txt" "$base-cuda-nographs.txt" || { diff "$base-cpu.txt" "$base-cuda-nographs.txt" | head; die "$m: CUDA0 (no graphs) generated other tokens than the CPU backend"; }
+        log "$m: CUDA0 ($n_layers; graphs on and off) generated the CPU backend's $N_PREDICT tokens: $(head -c 120 "$base-cpu.txt")"
+    done
+}
+
+now_us() { echo "${EPOCHREALTIME/./}"; }
+seconds_since() { # start in microseconds -> seconds with 2 decimals
+    local d=$(( $(now_us) - $1 ))
+    printf '%d.%02d' $((d / 1000000)) $((d % 1000000 / 10000))
+}
+
+# Cold and warm start (the first generation with an empty kernel cache, then
+# the same with the cache filled) and tokens/s of prompt processing and
+# generation, llama.cpp's CUDA backend on anycuda (-ngl 99) against its own
+# CPU backend (-dev none; ggml still offloads the prompt's large matrix
+# products to CUDA0 then) on the same model, in one run.
+bench() {
+    build
+    run_env
+    make_models
+    MODEL="$MODELS/llama-dense.gguf"
+    local kcache t0 cold warm cpu
+    kcache=$(mktemp -d "${TMPDIR:-/tmp}/anycuda-llama-kernels.XXXXXX")
+    t0=$(now_us)
+    simple "$CACHE/bench-cold" 99 ANYCUDA_CACHE_DIR="$kcache"
+    cold=$(seconds_since "$t0")
+    t0=$(now_us)
+    simple "$CACHE/bench-warm" 99 ANYCUDA_CACHE_DIR="$kcache"
+    warm=$(seconds_since "$t0")
+    t0=$(now_us)
+    simple "$CACHE/bench-cpu" 0 ANYCUDA_CACHE_DIR="$kcache"
+    cpu=$(seconds_since "$t0")
+    rm -rf "$kcache"
+    cmp -s "$CACHE/bench-cold.txt" "$CACHE/bench-cpu.txt" || die "bench: CUDA0 and CPU generated different tokens"
+    log "llama-simple -n $N_PREDICT, $(basename "$MODEL"): CUDA0 cold $cold s, warm $warm s; CPU backend $cpu s"
+    "$BUILD/bin/llama-bench" -m "$MODEL" -dev none,CUDA0 -ngl 99 -p "${ANYCUDA_LLAMA_BENCH_P:-64}" -n "${ANYCUDA_LLAMA_BENCH_N:-32}" \
+        -r "${ANYCUDA_LLAMA_BENCH_R:-3}" -o md 2>"$CACHE/bench.log" || { tail -20 "$CACHE/bench.log"; die "llama-bench failed"; }
+}
+
+case "${1:-all}" in
+    bench) bench ;;
+    build) build ;;
+    ops) shift; ops "$@" ;;
+    generate) generate ;;
+    all) build; ops; generate ;;
+    *) die "usage: $0 [build|ops [ARGS]|generate|bench|all]" ;;
+esac
