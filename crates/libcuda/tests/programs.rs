@@ -49,14 +49,19 @@ fn manifest() -> Vec<Exe> {
         .collect()
 }
 
-/// A directory with `libcuda.so.1` -> the library of this build.
+/// A directory with `libcuda.so.1` -> the library of this build, made
+/// once per test process (its tests run in parallel threads).
 fn driver_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("programs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let link = dir.join("libcuda.so.1");
-    let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(common::lib_path(), &link).expect("symlink");
-    dir
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("programs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let link = dir.join("libcuda.so.1");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(common::lib_path(), &link).expect("symlink");
+        dir
+    })
+    .clone()
 }
 
 fn run(exe: &Exe, lib_dir: &Path, cache: &Path) -> Result<(), String> {
