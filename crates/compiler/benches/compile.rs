@@ -13,7 +13,8 @@
 //! scripts/build-cuda-tests.sh, and any directories of `.ptx` files given
 //! in `ANYCUDA_BENCH_PTX` (colon-separated).
 //!
-//! Run: `cargo bench -p anycuda-compiler --bench compile [-- --tier opt] [--target gfx1100]`
+//! Run: `cargo bench -p anycuda-compiler --bench compile [-- --tier opt] [--target gfx1100] [--only-extra]`
+//! (`--only-extra`: only the directories of `ANYCUDA_BENCH_PTX`.)
 //! (AMDGPU targets compile whole modules, as their backend does.)
 
 use std::path::{Path, PathBuf};
@@ -120,17 +121,24 @@ fn main() {
     let opts = compiler::Options { tier, ..compiler::Options::default() };
     println!("target: {target:?}, tier: {tier:?}");
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    measure("oracle modules (tests/ptx-oracle)", &modules(&root.join("tests/ptx-oracle")), &target, &opts);
-    let corpus = root.join("target/cuda-tests/ptx/sm_80");
-    let files = modules(&corpus);
-    if files.is_empty() {
-        println!("\nnvcc corpus not built (scripts/build-cuda-tests.sh)");
-    } else {
-        measure("nvcc corpus, sm_80 (target/cuda-tests/ptx/sm_80)", &files, &target, &opts);
+    let builtin = !args.iter().any(|a| a == "--only-extra");
+    if builtin {
+        builtin_corpora(&root, &target, &opts);
     }
     if let Ok(extra) = std::env::var("ANYCUDA_BENCH_PTX") {
         for dir in extra.split(':').filter(|d| !d.is_empty()) {
             measure(dir, &modules(Path::new(dir)), &target, &opts);
         }
+    }
+}
+
+fn builtin_corpora(root: &Path, target: &compiler::Target, opts: &compiler::Options) {
+    measure("oracle modules (tests/ptx-oracle)", &modules(&root.join("tests/ptx-oracle")), target, opts);
+    let corpus = root.join("target/cuda-tests/ptx/sm_80");
+    let files = modules(&corpus);
+    if files.is_empty() {
+        println!("\nnvcc corpus not built (scripts/build-cuda-tests.sh)");
+    } else {
+        measure("nvcc corpus, sm_80 (target/cuda-tests/ptx/sm_80)", &files, target, opts);
     }
 }

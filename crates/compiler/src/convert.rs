@@ -269,6 +269,15 @@ impl<'c, 'm> FnLower<'c, 'm> {
             } else {
                 self.int_to_double_directed(&x, signed, rnd.unwrap_or(Rounding::Rn))
             }
+        } else if dt == Type::F32 && mode == Mode::Rn && st.bits() <= 32 {
+            // An integer of at most 32 bits converts to f32 with one
+            // rounding to nearest even: LLVM's `sitofp`/`uitofp` (x86
+            // `cvtsi2ss` from a 64-bit register, AMDGPU `v_cvt_f32_[iu]32`).
+            // The general path below (exact double, then a rounding call)
+            // gives the same bits; this is the form every dequantising
+            // kernel uses, so it stays a single instruction.
+            let op = if signed { "sitofp" } else { "uitofp" };
+            self.out.def(Ty::Float, format_args!("{op} {x} to {VF32}"))
         } else {
             let d = self.int_to_double_odd(&x, signed);
             let Some(fmt) = small_format(dt) else {

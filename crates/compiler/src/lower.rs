@@ -23,6 +23,11 @@ pub struct ModuleCx<'m> {
     pub helpers: BTreeMap<String, String>,
     /// External declarations (intrinsics, runtime), by name.
     pub decls: BTreeMap<String, String>,
+    /// Constant `i32` tables (matrix fragment maps), by content: the name
+    /// of the one global holding each. A kernel's many `mma` of one shape
+    /// share their table (llama.cpp's mmq kernels: 256 tables of 33 KB
+    /// each became one).
+    pub tables: std::collections::HashMap<Vec<u32>, String>,
     /// Instruction ids for warp collectives and barriers, in program order.
     pub next_site: u32,
     /// The unit being compiled, and the functions it defines (all of them
@@ -139,6 +144,7 @@ impl<'m> ModuleCx<'m> {
             a: std::borrow::Cow::Owned(Analysis::new(m)),
             helpers: BTreeMap::new(),
             decls: BTreeMap::new(),
+            tables: std::collections::HashMap::new(),
             next_site: 0,
             unit: crate::Unit::Module,
             defined: None,
@@ -156,6 +162,7 @@ impl<'m> ModuleCx<'m> {
             a: std::borrow::Cow::Borrowed(a),
             helpers: BTreeMap::new(),
             decls: BTreeMap::new(),
+            tables: std::collections::HashMap::new(),
             next_site: 0,
             unit: crate::Unit::Module,
             defined: None,
