@@ -22,6 +22,7 @@ fn info(needs_scheduler: bool) -> KernelInfo {
         local_bytes: 0,
         lanes: 1,
         frame_bytes: 0,
+        lockstep_guard: None,
     }
 }
 

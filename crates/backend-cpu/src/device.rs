@@ -255,6 +255,9 @@ pub struct CpuModule {
     /// written when better code arrives: a reader-writer lock, so
     /// launches do not contend.
     code: Vec<std::sync::RwLock<Option<Arc<KernelCode>>>>,
+    /// Per kernel: its lockstep version, loaded at the first launch its
+    /// code's `lockstep_guard` does not hold for.
+    lockstep: Vec<std::sync::OnceLock<Result<Arc<KernelCode>, ModuleError>>>,
     info: String,
 }
 
@@ -317,10 +320,11 @@ impl CpuModule {
             format!("anycuda: module loaded{from} and compiled for the host as one unit ({:?})", shared_code.tier)
         };
         let code = info.kernels.iter().map(|_| std::sync::RwLock::new(None)).collect();
+        let lockstep = info.kernels.iter().map(|_| std::sync::OnceLock::new()).collect();
         for g in &globals {
             crate::memcheck::track(g.address, g.size as u64, crate::memcheck::Kind::Variable);
         }
-        Ok(CpuModule { jit: module, kernels, globals, shared, shared_symbols, code, info: note })
+        Ok(CpuModule { jit: module, kernels, globals, shared, shared_symbols, code, lockstep, info: note })
     }
 
     /// The code kernel `k`'s launches use now: compiled (or taken from the
@@ -371,6 +375,40 @@ impl CpuModule {
     }
 }
 
+impl CpuModule {
+    /// The code for a launch with these parameters: the kernel's current
+    /// code, or its lockstep version when the code is thread by thread
+    /// under conditions this launch does not meet (overlapping buffers,
+    /// a 2-D block).
+    fn code_for(&self, k: usize, launch: &LaunchParams<'_>) -> Result<Arc<KernelCode>, ModuleError> {
+        let code = self.code(k)?;
+        let Some(guard) = &code.kernel.info.lockstep_guard else { return Ok(code) };
+        let global = |name: &str| self.globals.iter().find(|g| g.name == name).map(|g| g.address);
+        if guard.holds(launch.params, launch.block, &global) {
+            return Ok(code);
+        }
+        let slot = self.lockstep.get(k).ok_or_else(|| other(format!("no kernel {k}")))?;
+        slot.get_or_init(|| {
+            let name = &self.kernels[k].name;
+            tracing::debug!("kernel `{name}`: a launch its thread-by-thread code is not exact for; running it as warps in lockstep");
+            let compiled = self.jit.lockstep(k)?;
+            let info = compiled
+                .info
+                .kernels
+                .iter()
+                .find(|i| &i.name == name)
+                .cloned()
+                .ok_or_else(|| other(format!("kernel `{name}` missing from its lockstep unit")))?;
+            let unit = crate::loader::load_with(&compiled.object, &self.shared_symbols).map_err(|e| other(e.to_string()))?;
+            // SAFETY: the object is this kernel's unit, compiled for the host.
+            let kernel = unsafe { LoadedKernel::from_module(&unit, info) }
+                .ok_or_else(|| other(format!("kernel `{name}` missing from its lockstep object")))?;
+            Ok(Arc::new(KernelCode { kernel, tier: compiled.tier, _unit: Some(unit) }))
+        })
+        .clone()
+    }
+}
+
 impl BackendModule for CpuModule {
     fn kernels(&self) -> &[KernelDesc] {
         &self.kernels
@@ -389,7 +427,7 @@ impl BackendModule for CpuModule {
     }
 
     fn launch(&self, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault> {
-        let code = self.code(kernel).map_err(|e| LaunchFault::Failed(e.log))?;
+        let code = self.code_for(kernel, launch).map_err(|e| LaunchFault::Failed(e.log))?;
         let options = LaunchOptions { cooperative: launch.cooperative };
         let start = std::time::Instant::now();
         // SAFETY: the code is alive (`code` holds it) and the driver built the

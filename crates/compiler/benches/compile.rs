@@ -14,7 +14,9 @@
 //! in `ANYCUDA_BENCH_PTX` (colon-separated).
 //!
 //! Run: `cargo bench -p anycuda-compiler --bench compile [-- --tier opt] [--target gfx1100] [--only-extra]`
-//! (`--only-extra`: only the directories of `ANYCUDA_BENCH_PTX`.)
+//! (`--only-extra`: only the directories of `ANYCUDA_BENCH_PTX`;
+//! `ANYCUDA_BENCH_TSV=PREFIX` writes each corpus's per-kernel times, code
+//! sizes and names to `PREFIX.<corpus>`.)
 //! (AMDGPU targets compile whole modules, as their backend does.)
 
 use std::path::{Path, PathBuf};
@@ -81,6 +83,11 @@ fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &com
         profile.add(&compiler::profile::take());
     }
     times.sort_by_key(|t| t.0);
+    // Every kernel's time, for a closer look at a distribution.
+    if let Ok(path) = std::env::var("ANYCUDA_BENCH_TSV") {
+        let rows: String = times.iter().map(|(d, name, bytes)| format!("{:.3}\t{bytes}\t{name}\n", ms(*d))).collect();
+        let _ = std::fs::write(format!("{path}.{}", label.replace(['/', ' ', '(', ')', ','], "_")), rows);
+    }
     let only: Vec<Duration> = times.iter().map(|t| t.0).collect();
     let total: Duration = only.iter().sum();
     println!(

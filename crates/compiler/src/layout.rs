@@ -499,10 +499,13 @@ pub fn describe_unit(m: &Module, a: &Analysis, target: &crate::Target, opts: &cr
             if let Some(Item::Function(f)) = m.items.get(k as usize) {
                 if f.kind == FunctionKind::Entry && f.body.is_some() {
                     let mut info = describe_kernel(m, a, k, f);
-                    if crate::warp::warp_capable(m, a, target, opts, k, f) {
+                    let choice = (matches!(target, crate::Target::HostCpu) && opts.warp != crate::WarpMode::Off)
+                        .then(|| crate::warp::choose_mode(m, "", a, target, opts, k, f));
+                    if choice.as_ref().is_some_and(|c| c.warp) {
                         info.lanes = crate::warp::W;
                         info.frame_bytes = crate::warp::frame_layout(a, k, f).bytes;
                     }
+                    info.lockstep_guard = choice.and_then(|c| c.guarded).map(|c| launch_guard(m, f, &c));
                     kernels.push(info);
                 }
             }
@@ -534,6 +537,35 @@ pub fn describe_with(m: &Module, a: &Analysis) -> ModuleInfo {
     ModuleInfo { kernels, globals }
 }
 
+/// The conditions `c` of a kernel's thread-by-thread code as a backend
+/// checks them before a launch (parameters by offset, variables by name).
+pub fn launch_guard(m: &Module, f: &Function, c: &crate::lockstep::Conditions) -> crate::LaunchGuard {
+    use crate::lockstep::Base;
+    use crate::GuardBase;
+    let (params, _) = param_layout(f, &f.params);
+    let base = |b: Base| match b {
+        Base::None => GuardBase::None,
+        Base::Param(v) => GuardBase::Param(f.params.iter().position(|&p| p == v).and_then(|i| params.get(i)).map_or(0, |p| p.offset)),
+        Base::Symbol(sym) => GuardBase::Global(m.symbol(sym).name.to_string()),
+    };
+    crate::LaunchGuard {
+        one_dimensional: c.one_dimensional,
+        apart: c
+            .apart
+            .iter()
+            .map(|ap| crate::GuardApart {
+                a: base(ap.a),
+                a_offset: ap.a_offset,
+                b: base(ap.b),
+                b_offset: ap.b_offset,
+                equal: ap.equal,
+                min: ap.min,
+                wrap: ap.wrap,
+            })
+            .collect(),
+    }
+}
+
 /// The description of one kernel (`kid` is its item index).
 pub fn describe_kernel(_m: &Module, a: &Analysis, kid: ItemId, f: &Function) -> KernelInfo {
     {
@@ -559,6 +591,7 @@ pub fn describe_kernel(_m: &Module, a: &Analysis, kid: ItemId, f: &Function) -> 
             local_bytes: local_bytes(f),
             lanes: 1,
             frame_bytes: 0,
+            lockstep_guard: None,
         }
     }
 }

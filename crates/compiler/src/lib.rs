@@ -176,6 +176,85 @@ pub struct KernelInfo {
     /// Bytes of the frame each warp of a warp-mode kernel saves its state
     /// in when it suspends (`cpu_abi::WarpFn`); 0 in thread mode.
     pub frame_bytes: u32,
+    /// A kernel compiled thread by thread (the fast path) that is exact
+    /// only for launches meeting these conditions (`lockstep::Conditions`);
+    /// any other launch must run the kernel's lockstep version, compiled
+    /// on demand as the unit [`Unit::Kernel`] under
+    /// [`WarpMode::Always`]. Set by units of one kernel only: a whole
+    /// module carries each such kernel's lockstep version and checks the
+    /// conditions in its block function.
+    pub lockstep_guard: Option<LaunchGuard>,
+}
+
+/// Launch conditions of a kernel's thread-by-thread code, in terms a
+/// backend can check before a launch (see [`KernelInfo::lockstep_guard`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LaunchGuard {
+    /// The block must have one dimension (`ntid.y == ntid.z == 1`).
+    pub one_dimensional: bool,
+    /// Pairs of base addresses that must stay apart (`lockstep::Apart`).
+    pub apart: Vec<GuardApart>,
+}
+
+/// `(a + a_offset) - (b + b_offset)` must be 0 (when `equal`), or at least
+/// `min` in magnitude and at least `min` away from `wrap`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GuardApart {
+    pub a: GuardBase,
+    pub a_offset: i64,
+    pub b: GuardBase,
+    pub b_offset: i64,
+    pub equal: bool,
+    pub min: u64,
+    pub wrap: u64,
+}
+
+/// Where a base address of a [`GuardApart`] comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GuardBase {
+    /// Zero.
+    None,
+    /// The 64-bit kernel parameter at this byte offset of the buffer.
+    Param(u32),
+    /// The address of this module variable (PTX name).
+    Global(String),
+}
+
+impl LaunchGuard {
+    /// Whether a launch with parameter buffer `params` and blocks of
+    /// `block` threads meets the conditions; `global` gives a module
+    /// variable's address. Anything unknown (a parameter past the buffer,
+    /// a variable not found) fails the check, which only costs speed.
+    pub fn holds(&self, params: &[u8], block: [u32; 3], global: &dyn Fn(&str) -> Option<u64>) -> bool {
+        if self.one_dimensional && (block[1] != 1 || block[2] != 1) {
+            return false;
+        }
+        let base = |b: &GuardBase| -> Option<i64> {
+            match b {
+                GuardBase::None => Some(0),
+                GuardBase::Param(off) => {
+                    let at = *off as usize;
+                    let bytes: [u8; 8] = params.get(at..at.checked_add(8)?)?.try_into().ok()?;
+                    Some(u64::from_le_bytes(bytes) as i64)
+                }
+                GuardBase::Global(name) => global(name).map(|a| a as i64),
+            }
+        };
+        self.apart.iter().all(|ap| {
+            let (Some(a), Some(b)) = (base(&ap.a), base(&ap.b)) else { return false };
+            let d = a.wrapping_add(ap.a_offset).wrapping_sub(b.wrapping_add(ap.b_offset));
+            lockstep::Apart {
+                a: lockstep::Base::None,
+                a_offset: 0,
+                b: lockstep::Base::None,
+                b_offset: 0,
+                equal: ap.equal,
+                min: ap.min,
+                wrap: ap.wrap,
+            }
+            .holds(d)
+        })
+    }
 }
 
 /// A module-scope variable (`.global` or `.const`) the driver can look up.
@@ -452,5 +531,50 @@ mod codegen {
         time(Phase::Optimize, || module.run_passes(pipeline(tier), &tm, PassBuilderOptions::create())).map_err(llvm)?;
         let obj = time(Phase::Codegen, || tm.write_to_memory_buffer(&module, FileType::Object)).map_err(llvm)?;
         Ok(obj.as_slice().to_vec())
+    }
+}
+
+#[cfg(test)]
+mod launch_guard_tests {
+    use super::*;
+
+    fn params(x: u64, y: u64) -> Vec<u8> {
+        let mut p = x.to_le_bytes().to_vec();
+        p.extend_from_slice(&y.to_le_bytes());
+        p
+    }
+
+    #[test]
+    fn a_guard_holds_only_for_launches_that_keep_the_lanes_apart() {
+        // y at offset 8 and x at offset 0: equal, or at least 128 bytes
+        // apart and 128 bytes away from a 2^34 wrap.
+        let apart =
+            GuardApart { a: GuardBase::Param(8), a_offset: 0, b: GuardBase::Param(0), b_offset: 0, equal: true, min: 128, wrap: 1 << 34 };
+        let g = LaunchGuard { one_dimensional: true, apart: vec![apart] };
+        let none = |_: &str| None;
+        assert!(g.holds(&params(0x1000, 0x1000), [256, 1, 1], &none), "the same array");
+        assert!(g.holds(&params(0x1000, 0x1080), [256, 1, 1], &none), "128 bytes apart");
+        assert!(g.holds(&params(0x1080, 0x1000), [256, 1, 1], &none), "either order");
+        assert!(!g.holds(&params(0x1000, 0x1004), [32, 1, 1], &none), "one element apart");
+        assert!(!g.holds(&params(0x1000, 0x107f), [32, 1, 1], &none), "127 bytes apart");
+        assert!(!g.holds(&params(0x1000, 0x1000 + (1 << 34) + 4), [32, 1, 1], &none), "near the wrap");
+        assert!(!g.holds(&params(0x1000, 0x1000), [16, 2, 1], &none), "a 2-D block");
+        assert!(!g.holds(&params(0x1000, 0x1000)[..12], [32, 1, 1], &none), "a parameter past the buffer");
+        // A variable's address, and offsets on both sides.
+        let apart = GuardApart {
+            a: GuardBase::Global("table".into()),
+            a_offset: 64,
+            b: GuardBase::Param(0),
+            b_offset: -64,
+            equal: false,
+            min: 256,
+            wrap: 0,
+        };
+        let g = LaunchGuard { one_dimensional: false, apart: vec![apart] };
+        let at = |a: u64| move |n: &str| (n == "table").then_some(a);
+        assert!(g.holds(&params(0x1000, 0), [16, 2, 1], &at(0x1000 + 128)), "(t + 64) - (p - 64) = 256");
+        assert!(!g.holds(&params(0x1000, 0), [16, 2, 1], &at(0x1000 + 127)), "255 apart");
+        assert!(!g.holds(&params(0x1000, 0), [16, 2, 1], &at(0x1000 - 128)), "equal is not allowed");
+        assert!(!g.holds(&params(0x1000, 0), [16, 2, 1], &|_| None), "an unknown variable");
     }
 }

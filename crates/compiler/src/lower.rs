@@ -243,7 +243,12 @@ impl<'m> ModuleCx<'m> {
                     kernel.lanes = crate::warp::W;
                     kernel.frame_bytes = crate::warp::frame_layout(&self.a, idx as ItemId, f).bytes;
                 }
-                match choice.and_then(|c| c.guarded) {
+                // A unit of one kernel leaves the lockstep version to a
+                // compile of its own, made only for a launch that needs it
+                // (`KernelInfo::lockstep_guard`): most launches never do,
+                // and it took four times the thread version's compile.
+                let embedded = !matches!(self.unit, crate::Unit::Kernel(_));
+                match choice.and_then(|c| c.guarded).filter(|_| embedded) {
                     Some(conditions) => {
                         // The warp version, under a name of its own, for the
                         // blocks whose launch does not meet the conditions.

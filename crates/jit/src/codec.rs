@@ -47,6 +47,66 @@ fn put_dims(w: &mut Vec<u8>, d: Option<[u32; 3]>) {
     }
 }
 
+fn put_base(w: &mut Vec<u8>, b: &compiler::GuardBase) {
+    match b {
+        compiler::GuardBase::None => w.extend_from_slice(&0u32.to_le_bytes()),
+        compiler::GuardBase::Param(off) => {
+            w.extend_from_slice(&1u32.to_le_bytes());
+            w.extend_from_slice(&off.to_le_bytes());
+        }
+        compiler::GuardBase::Global(name) => {
+            w.extend_from_slice(&2u32.to_le_bytes());
+            put_str(w, name);
+        }
+    }
+}
+
+fn put_guard(w: &mut Vec<u8>, g: Option<&compiler::LaunchGuard>) {
+    let Some(g) = g else {
+        w.extend_from_slice(&0u32.to_le_bytes());
+        return;
+    };
+    w.extend_from_slice(&(1 | (g.one_dimensional as u32) << 1).to_le_bytes());
+    w.extend_from_slice(&(g.apart.len() as u32).to_le_bytes());
+    for ap in &g.apart {
+        put_base(w, &ap.a);
+        w.extend_from_slice(&ap.a_offset.to_le_bytes());
+        put_base(w, &ap.b);
+        w.extend_from_slice(&ap.b_offset.to_le_bytes());
+        w.extend_from_slice(&(ap.equal as u32).to_le_bytes());
+        w.extend_from_slice(&ap.min.to_le_bytes());
+        w.extend_from_slice(&ap.wrap.to_le_bytes());
+    }
+}
+
+fn read_base(r: &mut Reader) -> Option<compiler::GuardBase> {
+    Some(match r.u32()? {
+        0 => compiler::GuardBase::None,
+        1 => compiler::GuardBase::Param(r.u32()?),
+        2 => compiler::GuardBase::Global(r.string()?),
+        _ => return None,
+    })
+}
+
+fn read_guard(r: &mut Reader) -> Option<Option<compiler::LaunchGuard>> {
+    let flags = r.u32()?;
+    if flags == 0 {
+        return Some(None);
+    }
+    let n = r.u32()? as usize;
+    let mut apart = Vec::with_capacity(n.min(1 << 10));
+    for _ in 0..n {
+        let a = read_base(r)?;
+        let a_offset = r.u64()? as i64;
+        let b = read_base(r)?;
+        let b_offset = r.u64()? as i64;
+        let equal = r.u32()? != 0;
+        let (min, wrap) = (r.u64()?, r.u64()?);
+        apart.push(compiler::GuardApart { a, a_offset, b, b_offset, equal, min, wrap });
+    }
+    Some(Some(compiler::LaunchGuard { one_dimensional: flags & 2 != 0, apart }))
+}
+
 pub(crate) fn write_info(w: &mut Vec<u8>, info: &compiler::ModuleInfo) {
     w.extend_from_slice(&(info.kernels.len() as u32).to_le_bytes());
     for k in &info.kernels {
@@ -64,6 +124,7 @@ pub(crate) fn write_info(w: &mut Vec<u8>, info: &compiler::ModuleInfo) {
         }
         put_dims(w, k.reqntid);
         put_dims(w, k.maxntid);
+        put_guard(w, k.lockstep_guard.as_ref());
     }
     w.extend_from_slice(&(info.globals.len() as u32).to_le_bytes());
     for g in &info.globals {
@@ -87,6 +148,7 @@ pub(crate) fn read_info(r: &mut Reader) -> Option<compiler::ModuleInfo> {
             (r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?);
         let reqntid = r.dims()?;
         let maxntid = r.dims()?;
+        let lockstep_guard = read_guard(r)?;
         kernels.push(compiler::KernelInfo {
             name,
             params,
@@ -99,6 +161,7 @@ pub(crate) fn read_info(r: &mut Reader) -> Option<compiler::ModuleInfo> {
             local_bytes,
             lanes,
             frame_bytes,
+            lockstep_guard,
         });
     }
     let ng = r.u32()? as usize;
@@ -131,6 +194,29 @@ mod tests {
                 local_bytes: 64,
                 lanes: 32,
                 frame_bytes: 1024,
+                lockstep_guard: Some(compiler::LaunchGuard {
+                    one_dimensional: true,
+                    apart: vec![
+                        compiler::GuardApart {
+                            a: compiler::GuardBase::Param(8),
+                            a_offset: -4,
+                            b: compiler::GuardBase::Global("table".into()),
+                            b_offset: 12,
+                            equal: true,
+                            min: 128,
+                            wrap: 1 << 34,
+                        },
+                        compiler::GuardApart {
+                            a: compiler::GuardBase::None,
+                            a_offset: 0,
+                            b: compiler::GuardBase::Param(0),
+                            b_offset: 0,
+                            equal: false,
+                            min: 4,
+                            wrap: 0,
+                        },
+                    ],
+                }),
             }],
             globals: vec![compiler::GlobalInfo { name: "g".into(), size: 16, constant: true, managed: false }],
         };

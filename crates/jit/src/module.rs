@@ -58,6 +58,9 @@ struct Desc {
 /// Per kernel: its code in each tier, and how long it has run.
 struct Slot {
     code: [Code; 2],
+    /// The kernel as warps in lockstep, for launches its thread-by-thread
+    /// code's conditions do not hold for (`KernelInfo::lockstep_guard`).
+    lockstep: Code,
     run_ns: AtomicU64,
     tier_up_queued: AtomicBool,
     /// The cache was asked for optimised code once (asking on every
@@ -130,6 +133,7 @@ impl JitModule {
             .iter()
             .map(|_| Slot {
                 code: [OnceLock::new(), OnceLock::new()],
+                lockstep: OnceLock::new(),
                 run_ns: AtomicU64::new(0),
                 tier_up_queued: AtomicBool::new(false),
                 optimised_looked_up: AtomicBool::new(false),
@@ -256,7 +260,7 @@ impl JitModule {
             TierPolicy::Adaptive => {
                 // Optimised code from the cache beats compiling fast code.
                 if opt.get().is_none() && !slot.optimised_looked_up.swap(true, Ordering::Relaxed) {
-                    if let Some(c) = self.cached(Unit::Kernel(item), Tier::Optimized) {
+                    if let Some(c) = self.cached(Unit::Kernel(item), Tier::Optimized, false) {
                         let _ = opt.set(Ok(Arc::new(c)));
                         if let Some(Ok(c)) = opt.get() {
                             return Ok(c.clone());
@@ -266,6 +270,20 @@ impl JitModule {
                 slot.code[0].get_or_init(|| self.compile(Unit::Kernel(item), Tier::Fast)).clone()
             }
         }
+    }
+
+    /// Kernel `k` as 32-lane warps in lockstep (`compiler::WarpMode::Always`),
+    /// for a launch its code's `lockstep_guard` does not hold for. Compiled
+    /// at the first such launch (once; in the first tier), never before:
+    /// most programs never need it.
+    pub fn lockstep(&self, k: usize) -> Result<Arc<Compiled>, ModuleError> {
+        let slot = self.slots.get(k).ok_or_else(|| invalid(format!("the module has no kernel {k}")))?;
+        if !self.desc.split {
+            return Err(invalid(format!("{}a whole module carries its kernels' lockstep versions", self.located())));
+        }
+        let item = self.desc.items[k];
+        let tier = if self.jit.config.tiers == TierPolicy::OptimizedOnly { Tier::Optimized } else { Tier::Fast };
+        slot.lockstep.get_or_init(|| self.compile_as(Unit::Kernel(item), tier, true)).clone()
     }
 
     /// Counts a launch's run time towards kernel `k`'s promotion to the
@@ -331,18 +349,19 @@ impl JitModule {
         self.parsed.get_or_init(|| parse(self.text.clone())).as_ref().map_err(Clone::clone)
     }
 
-    fn unit_name(&self, unit: Unit) -> String {
+    fn unit_name(&self, unit: Unit, lockstep: bool) -> String {
         match unit {
             Unit::Module => "module".into(),
             Unit::Variables => "variables".into(),
+            Unit::Kernel(item) if lockstep => format!("lockstep kernel {item}"),
             Unit::Kernel(item) => format!("kernel {item}"),
         }
     }
 
-    fn cached(&self, unit: Unit, tier: Tier) -> Option<Compiled> {
+    fn cached(&self, unit: Unit, tier: Tier, lockstep: bool) -> Option<Compiled> {
         let cache = self.jit.cache.as_ref()?;
         self.jit.cache_lookups.fetch_add(1, Ordering::Relaxed);
-        let payload = cache.load(&self.jit.unit_key(&self.hash, &self.unit_name(unit), Some(tier)))?;
+        let payload = cache.load(&self.jit.unit_key(&self.hash, &self.unit_name(unit, lockstep), Some(tier)))?;
         let mut r = Reader { b: &payload, at: 0 };
         let info = read_info(&mut r)?;
         let object = payload.get(r.at..)?.to_vec();
@@ -356,17 +375,26 @@ impl JitModule {
 
     /// One unit in one tier: from the cache, or compiled (and cached).
     fn compile(&self, unit: Unit, tier: Tier) -> Result<Arc<Compiled>, ModuleError> {
-        if let Some(c) = self.cached(unit, tier) {
+        self.compile_as(unit, tier, false)
+    }
+
+    /// [`JitModule::compile`]; `lockstep`: every kernel of the unit that
+    /// warp mode can run as warps (`compiler::WarpMode::Always`).
+    fn compile_as(&self, unit: Unit, tier: Tier, lockstep: bool) -> Result<Arc<Compiled>, ModuleError> {
+        if let Some(c) = self.cached(unit, tier, lockstep) {
             return Ok(Arc::new(c));
         }
         let parsed = self.parsed()?;
         let module = parsed.borrow_dependent();
         if let Some(hook) = &self.jit.config.before_compile {
-            hook(&self.unit_name(unit));
+            hook(&self.unit_name(unit, lockstep));
         }
         self.jit.compiled.fetch_add(1, Ordering::Relaxed);
         let mut opts = self.jit.config.options.clone();
         opts.tier = tier;
+        if lockstep {
+            opts.warp = compiler::WarpMode::Always;
+        }
         let start = compiler::profile::thread_cpu_time();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let analysis = self.analysis.get_or_init(|| compiler::analyse(module));
@@ -379,23 +407,26 @@ impl JitModule {
             Err(_) => {
                 return Err(ModuleError {
                     kind: ModuleErrorKind::Other,
-                    log: format!("{}the compiler failed on {} (a bug in anycuda)", self.located(), self.unit_name(unit)),
+                    log: format!("{}the compiler failed on {} (a bug in anycuda)", self.located(), self.unit_name(unit, lockstep)),
                 })
             }
         };
         tracing::debug!(
             "JIT: compiled {} of {} for {:?} ({tier:?}) in {:.1} ms",
-            self.unit_name(unit),
+            self.unit_name(unit, lockstep),
             if self.source.is_empty() { "a module" } else { &self.source },
             self.jit.target,
             compile_time.as_secs_f64() * 1e3
         );
-        self.log_modes(module, parsed.borrow_owner(), &opts, unit);
+        if !lockstep {
+            // (The backend says why it needs a lockstep version.)
+            self.log_modes(module, parsed.borrow_owner(), &opts, unit);
+        }
         if let Some(cache) = &self.jit.cache {
             let mut payload = Vec::with_capacity(compiled.object.len() + 256);
             write_info(&mut payload, &compiled.info);
             payload.extend_from_slice(&compiled.object);
-            cache.store(&self.jit.unit_key(&self.hash, &self.unit_name(unit), Some(tier)), &payload);
+            cache.store(&self.jit.unit_key(&self.hash, &self.unit_name(unit, lockstep), Some(tier)), &payload);
         }
         Ok(Arc::new(Compiled { object: compiled.object, info: compiled.info, tier, from_cache: false, compile_time }))
     }

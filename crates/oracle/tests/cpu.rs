@@ -94,6 +94,14 @@ fn run(case: &oracle::Case, kernel: &LoadedKernel) -> Result<(), String> {
         let at = p.offset as usize;
         params[at..at + bytes.len().min(p.size as usize)].copy_from_slice(&bytes[..bytes.len().min(p.size as usize)]);
     }
+    // A unit's thread-by-thread code is exact only where its guard holds;
+    // the JIT compiles the lockstep version for other launches, this
+    // harness does not.
+    if let Some(g) = &info.lockstep_guard {
+        if !g.holds(&params, launch.block, &|_| None) {
+            return Err("the launch needs the kernel's lockstep version, which this harness does not build".into());
+        }
+    }
     // Checked mode sees the buffers at their sizes, as device allocations.
     for (b, original) in buffers.iter().zip(&launch.buffers) {
         backend_cpu::memcheck::track(b.as_ptr() as u64, original.len() as u64, backend_cpu::memcheck::Kind::Device);

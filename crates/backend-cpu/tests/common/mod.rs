@@ -55,6 +55,7 @@ pub fn info(name: &str, needs_scheduler: bool) -> KernelInfo {
         local_bytes: 0,
         lanes: 1,
         frame_bytes: 0,
+        lockstep_guard: None,
     }
 }
 
