@@ -136,6 +136,7 @@ fn check_file(path: &Path, target: &compiler::Target, emit_ir: bool, emit_obj: O
     let t = Instant::now();
     let whole = compile_guarded(&module, &src, target);
     let whole_time = t.elapsed();
+    let modes = compiler::kernel_modes(&module, &src, target, &compiler::Options::default(), compiler::Unit::Module);
     let mut kernels_ok = 0;
     for (&idx, (result, time)) in kernels.iter().zip(results) {
         let Item::Function(f) = &module.items[idx] else { continue };
@@ -169,6 +170,9 @@ fn check_file(path: &Path, target: &compiler::Target, emit_ir: bool, emit_obj: O
                 notes.push("threads wait for each other (barriers, warp operations or spin loops)".into());
             }
             let _ = writeln!(out, "    {}", notes.join("; "));
+        }
+        if let Some(m) = modes.iter().find(|m| m.name == f.name) {
+            let _ = writeln!(out, "    runs {}", m.why);
         }
     }
     let n = info.kernels.len();
