@@ -59,7 +59,10 @@ int main() {
     CHECK(cudaMalloc(&big, 64u << 20));
     CHECK(cudaMemset(big, 0, 64u << 20));
     CHECK(cudaMemGetInfo(&free1, &total1));
-    EXPECT(total1 == total && free1 <= free0, "after 64 MiB: free %zu (was %zu)", free1, free0);
+    // Free memory is shared with other processes (on a CPU device, the
+    // machine's available memory bounds it), so it may also grow by what
+    // they release meanwhile: a few MiB of slack, well under the 64 MiB.
+    EXPECT(total1 == total && free1 <= free0 + (16u << 20), "after 64 MiB: free %zu (was %zu)", free1, free0);
 
     cudaPointerAttributes a;
     CHECK(cudaPointerGetAttributes(&a, big));
