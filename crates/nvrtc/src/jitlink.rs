@@ -41,7 +41,8 @@ pub const INPUT_LIBRARY: c_int = 6;
 pub const INPUT_INDEX: c_int = 7;
 pub const INPUT_ANY: c_int = 10;
 
-pub const SPEC: Spec = Spec { soname: "libnvJitLink.so.13", env: "ANYCUDA_NVJITLINK_LIBRARY", marker: "__nvJitLinkAPI", what: "nvJitLink 13" };
+pub const SPEC: Spec =
+    Spec { soname: "libnvJitLink.so.13", env: "ANYCUDA_NVJITLINK_LIBRARY", marker: "__nvJitLinkAPI", what: "nvJitLink 13" };
 
 fn real() -> Option<&'static Real> {
     static CELL: OnceLock<Option<Real>> = OnceLock::new();
@@ -104,7 +105,9 @@ pub unsafe extern "C" fn nvJitLinkCreate(handle: *mut Handle, num_options: u32, 
     };
     let lto = given.iter().any(|o| o == "-lto");
     let mut real_handle = None;
-    if let Some(create) = unsafe { function::<unsafe extern "C" fn(*mut Handle, u32, *const *const c_char) -> Result>("__nvJitLinkCreate_13_0") } {
+    if let Some(create) =
+        unsafe { function::<unsafe extern "C" fn(*mut Handle, u32, *const *const c_char) -> Result>("__nvJitLinkCreate_13_0") }
+    {
         let mut opts = given.clone();
         if lto && !opts.iter().any(|o| o == "-ptx") {
             opts.push("-ptx".into());
@@ -121,7 +124,15 @@ pub unsafe extern "C" fn nvJitLinkCreate(handle: *mut Handle, num_options: u32, 
         real_handle = Some(h);
     }
     trace!("nvJitLinkCreate({given:?}): links to PTX for {arch_value}");
-    let l = Box::new(Link { real: real_handle, arch, ptx: Vec::new(), real_inputs: 0, linked: None, error_log: String::new(), info_log: String::new() });
+    let l = Box::new(Link {
+        real: real_handle,
+        arch,
+        ptx: Vec::new(),
+        real_inputs: 0,
+        linked: None,
+        error_log: String::new(),
+        info_log: String::new(),
+    });
     // SAFETY: checked non-null above.
     unsafe { *handle = Box::into_raw(l).cast() };
     SUCCESS
@@ -138,7 +149,9 @@ pub unsafe extern "C" fn nvJitLinkDestroy(handle: *mut Handle) -> Result {
     }
     // SAFETY: a handle made by nvJitLinkCreate, destroyed once.
     let mut l = unsafe { Box::from_raw(h.cast::<Link>()) };
-    if let (Some(mut r), Some(destroy)) = (l.real.take(), unsafe { function::<unsafe extern "C" fn(*mut Handle) -> Result>("__nvJitLinkDestroy_13_0") }) {
+    if let (Some(mut r), Some(destroy)) =
+        (l.real.take(), unsafe { function::<unsafe extern "C" fn(*mut Handle) -> Result>("__nvJitLinkDestroy_13_0") })
+    {
         // SAFETY: NVIDIA's handle, destroyed once.
         unsafe { destroy(&mut r) };
     }
@@ -174,9 +187,9 @@ impl Link {
     }
 
     fn add_real(&mut self, kind: c_int, data: &[u8], name: &CStr) -> Result {
-        let (Some(h), Some(add)) =
-            (self.real, unsafe { function::<unsafe extern "C" fn(Handle, c_int, *const c_void, usize, *const c_char) -> Result>("__nvJitLinkAddData_13_0") })
-        else {
+        let (Some(h), Some(add)) = (self.real, unsafe {
+            function::<unsafe extern "C" fn(Handle, c_int, *const c_void, usize, *const c_char) -> Result>("__nvJitLinkAddData_13_0")
+        }) else {
             return self.fail(
                 ERROR_INVALID_INPUT,
                 format!(
@@ -389,10 +402,16 @@ pub unsafe extern "C" fn nvJitLinkGetLinkedLTOIR(handle: Handle, out: *mut c_cha
 unsafe fn log_text(l: &Link, error: bool) -> Vec<u8> {
     let mut v = Vec::new();
     if let Some(h) = l.real {
-        let (size_name, get_name) =
-            if error { ("__nvJitLinkGetErrorLogSize_13_0", "__nvJitLinkGetErrorLog_13_0") } else { ("__nvJitLinkGetInfoLogSize_13_0", "__nvJitLinkGetInfoLog_13_0") };
+        let (size_name, get_name) = if error {
+            ("__nvJitLinkGetErrorLogSize_13_0", "__nvJitLinkGetErrorLog_13_0")
+        } else {
+            ("__nvJitLinkGetInfoLogSize_13_0", "__nvJitLinkGetInfoLog_13_0")
+        };
         let (size, get) = unsafe {
-            (function::<unsafe extern "C" fn(Handle, *mut usize) -> Result>(size_name), function::<unsafe extern "C" fn(Handle, *mut c_char) -> Result>(get_name))
+            (
+                function::<unsafe extern "C" fn(Handle, *mut usize) -> Result>(size_name),
+                function::<unsafe extern "C" fn(Handle, *mut c_char) -> Result>(get_name),
+            )
         };
         if let (Some(size), Some(get)) = (size, get) {
             let mut n = 0;

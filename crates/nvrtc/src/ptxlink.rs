@@ -158,7 +158,10 @@ fn parse(text: &str) -> Result<Module, String> {
             match first {
                 ".version" => {
                     let (a, c) = value.split_once('.').ok_or_else(|| format!("bad .version {value}"))?;
-                    m.version = Some((a.trim().parse().map_err(|_| format!("bad .version {value}"))?, c.trim().parse().map_err(|_| format!("bad .version {value}"))?));
+                    m.version = Some((
+                        a.trim().parse().map_err(|_| format!("bad .version {value}"))?,
+                        c.trim().parse().map_err(|_| format!("bad .version {value}"))?,
+                    ));
                 }
                 ".target" => m.target = Some(value),
                 _ => m.address_size = Some(value),
@@ -167,7 +170,14 @@ fn parse(text: &str) -> Result<Module, String> {
             continue;
         }
         if first == ".file" {
-            m.items.push(Item { text: text[i..line_end].to_string(), kind: Kind::Other, linkage: Linkage::None, name: Some(".file".into()), definition: false, shared: false });
+            m.items.push(Item {
+                text: text[i..line_end].to_string(),
+                kind: Kind::Other,
+                linkage: Linkage::None,
+                name: Some(".file".into()),
+                definition: false,
+                shared: false,
+            });
             i = line_end;
             continue;
         }
@@ -393,7 +403,12 @@ pub fn link(modules: &[(String, String)]) -> Result<String, String> {
     if sizes.len() > 1 {
         return Err(format!("modules disagree on .address_size ({})", sizes.into_iter().collect::<Vec<_>>().join(", ")));
     }
-    let mut out = format!("//\n// Linked by anycuda from {} PTX modules\n//\n\n.version {}.{}\n.target {target}\n", modules.len(), version.0, version.1);
+    let mut out = format!(
+        "//\n// Linked by anycuda from {} PTX modules\n//\n\n.version {}.{}\n.target {target}\n",
+        modules.len(),
+        version.0,
+        version.1
+    );
     if let Some(s) = sizes.into_iter().next() {
         out.push_str(&format!(".address_size {s}\n"));
     }
@@ -471,10 +486,11 @@ pub fn link(modules: &[(String, String)]) -> Result<String, String> {
 
 /// `text` without its `.loc` lines (their file numbers are per module).
 fn strip_debug(text: &str) -> String {
-    if !text.contains(".loc") {
+    let is_loc = |l: &str| l.trim_start().strip_prefix(".loc").is_some_and(|r| r.starts_with(char::is_whitespace));
+    if !text.lines().any(is_loc) {
         return text.to_string();
     }
-    text.lines().filter(|l| !l.trim_start().starts_with(".loc")).collect::<Vec<_>>().join("\n")
+    text.lines().filter(|l| !is_loc(l)).collect::<Vec<_>>().join("\n")
 }
 
 #[cfg(test)]
@@ -528,7 +544,9 @@ mod tests {
 	.param .b32 f_param_0
 )
 {
+	.local .align 8 .b8 __local_depot0[8];
 	.reg .b64 %rd<2>;
+	.loc 1 5 3
 	mov.u64 %rd1, $str;
 	ret;
 }
@@ -557,6 +575,9 @@ mod tests {
         assert_eq!(count(&out, ".global .align 1 .b8 $str[3] = {104, 105, 0};"), 1, "{out}");
         assert_eq!(count(&out, ".global .align 1 .b8 $str_m1_0[3] = {104, 111, 0};"), 1, "{out}");
         assert!(out.contains("mov.u64 %rd1, $str_m1_0;"), "{out}");
+        // Local variables stay; line information goes.
+        assert!(out.contains(".local .align 8 .b8 __local_depot0[8];"), "{out}");
+        assert!(!out.contains(".loc 1"), "{out}");
     }
 
     #[test]

@@ -50,6 +50,9 @@ impl Real {
         let mut tried = Vec::new();
         for c in candidates {
             if !c.is_file() {
+                if from_env {
+                    tried.push(format!("{} (no such file)", c.display()));
+                }
                 continue;
             }
             let canon = std::fs::canonicalize(&c).unwrap_or_else(|_| c.clone());
@@ -72,11 +75,8 @@ impl Real {
                 Err(e) => tried.push(format!("{} ({e})", c.display())),
             }
         }
-        let hint = if from_env {
-            String::new()
-        } else {
-            format!("; set {} to NVIDIA's {} (the file or its directory)", spec.env, spec.soname)
-        };
+        let hint =
+            if from_env { String::new() } else { format!("; set {} to NVIDIA's {} (the file or its directory)", spec.env, spec.soname) };
         let tried = if tried.is_empty() { String::from("no candidate file found") } else { format!("tried {}", tried.join(", ")) };
         Err(format!("NVIDIA's {} ({}) not found: {tried}{hint}", spec.what, spec.soname))
     }
@@ -106,7 +106,12 @@ pub fn load_once(cell: &'static std::sync::OnceLock<Option<Real>>, spec: &Spec, 
 
 /// The canonical path of the shared object holding `addr`.
 fn own_file(addr: *const c_void) -> Option<PathBuf> {
-    let mut info = libc::Dl_info { dli_fname: std::ptr::null(), dli_fbase: std::ptr::null_mut(), dli_sname: std::ptr::null(), dli_saddr: std::ptr::null_mut() };
+    let mut info = libc::Dl_info {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    };
     // SAFETY: dladdr only reads the loader's tables and fills `info`.
     if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
         return None;
