@@ -1,4 +1,5 @@
-//! anycuda's `ptxas`: see [`anycuda_nvrtc::ptxas`].
+//! anycuda's `ptxas`, which `anycuda run` points Triton to: see
+//! [`anycuda_nvrtc::ptxas`].
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
