@@ -122,7 +122,20 @@ EOF
     run cublas12      -arch=sm_80 -cudart none -I"$tk/cu12/include" "$d/b.cu" -o "$d/b12" -L"$tk/cu12/lib" -l:libcudart.so.12 \
                       -L"$tk/cu12/cublas/lib" -l:libcublas.so.12 -Xlinker -rpath-link="$tk/cu12/cublas/lib"
     readelf -d "$d/b12" | grep -q 'NEEDED.*libcublas\.so\.12' || die "cu12 cublas build: libcublas.so.12 not NEEDED"
-    log "build checks passed (ptx, static, shared, -G, lz4, no-compress, per-thread, cudart 12, cublas 13 and 12)"
+    cat >"$d/r13.c" <<'EOF'
+#include <nvrtc.h>
+#include <nvJitLink.h>
+int main(void) { int a, b; unsigned c, e; return nvrtcVersion(&a, &b) != NVRTC_SUCCESS || nvJitLinkVersion(&c, &e) != NVJITLINK_SUCCESS; }
+EOF
+    cat >"$d/r12.c" <<'EOF'
+#include <nvrtc.h>
+int main(void) { int a, b; return nvrtcVersion(&a, &b) != NVRTC_SUCCESS; }
+EOF
+    run nvrtc13       "$d/r13.c" -o "$d/r13" -L"$tk/nvrtc/lib" -l:libnvrtc.so.13 -l:libnvJitLink.so.13
+    readelf -d "$d/r13" | grep -q 'NEEDED.*libnvJitLink\.so\.13' || die "nvrtc build: libnvJitLink.so.13 not NEEDED"
+    run nvrtc12       -I"$tk/cu12/include" "$d/r12.c" -o "$d/r12" -L"$tk/cu12/nvrtc/lib" -l:libnvrtc.so.12
+    readelf -d "$d/r12" | grep -q 'NEEDED.*libnvrtc\.so\.12' || die "cu12 nvrtc build: libnvrtc.so.12 not NEEDED"
+    log "build checks passed (ptx, static, shared, -G, lz4, no-compress, per-thread, cudart 12, cublas 13 and 12, nvrtc 13 and 12, nvJitLink)"
 }
 
 force=0

@@ -1,7 +1,6 @@
-//! The log of anycuda's NVRTC, nvJitLink and ptxas, with the driver's settings:
-//! `ANYCUDA_LOG=<level>`
-//! (off by default: this library lives inside other people's processes)
-//! and `ANYCUDA_LOG_FILE`.
+//! The log of anycuda's NVRTC and nvJitLink, with the driver's settings:
+//! `ANYCUDA_LOG=<level>` (off by default: these libraries live inside
+//! other people's processes) and `ANYCUDA_LOG_FILE`.
 
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
@@ -39,8 +38,20 @@ fn sink() -> &'static Sink {
     static SINK: OnceLock<Sink> = OnceLock::new();
     SINK.get_or_init(|| {
         let level = std::env::var("ANYCUDA_LOG").map(|v| Level::parse(&v)).unwrap_or(Level::Off);
-        let file = std::env::var_os("ANYCUDA_LOG_FILE")
-            .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok().map(Mutex::new));
+        // Never through a symbolic link, as the driver opens it: whoever
+        // can write the log's directory must not make this library append
+        // to another file.
+        let file = std::env::var_os("ANYCUDA_LOG_FILE").and_then(|p| {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(p)
+                .ok()
+                .map(Mutex::new)
+        });
         Sink { level, file }
     })
 }

@@ -212,6 +212,24 @@ fn nvjitlink_links_lto_ir_and_mixed_inputs() {
 }
 
 #[test]
+fn nvjitlink_links_a_fatbin_file_and_an_input_of_any_type() {
+    let tk = toolkit();
+    let fatbin = scratch().join("callee.fatbin");
+    let mut c = Command::new(tk.join("bin/nvcc"));
+    c.args(["-fatbin", "-rdc=true", "-gencode", "arch=compute_80,code=compute_80"]).arg(sources().join("callee.cu")).arg("-o").arg(&fatbin);
+    check_build("callee.cu", c.output());
+    let r = run(nvjitlink(), &["fatbin", fatbin.to_str().expect("utf-8 path")], &[]);
+    assert_pass("fatbin", &r);
+    assert!(r.1.contains("caller: n=1000"), "{}", r.1);
+    // A missing file: nvJitLinkAddFile fails, saying why.
+    let (o, out, _) = run(nvjitlink(), &["fatbin", "/nonexistent/callee.fatbin"], &[]);
+    assert!(
+        !o.status.success() && out.contains("cannot read /nonexistent/callee.fatbin") && out.contains("FAIL nvJitLinkAddData -> 3"),
+        "{out}"
+    );
+}
+
+#[test]
 fn nvjitlink_refuses_machine_code_inputs() {
     let r = run(nvjitlink(), &["cubin-input"], &[]);
     assert_pass("cubin input", &r);

@@ -1,5 +1,6 @@
 /* nvJitLink as numba-cuda and other run-time linkers use it:
  *   nvjitlink ptx|lto|mixed|cubin-input
+ *   nvjitlink fatbin FILE
  * compiles two translation units with NVRTC (-rdc=true; `lto`: -dlto, to
  * LTO-IR): the kernel in one calls a function and reads a variable defined
  * in the other, and both use printf. Links them with nvJitLink for
@@ -7,7 +8,9 @@
  * nvJitLinkGetLinkedCubin, loads it with cuModuleLoadData and checks the
  * kernel's results. `cubin-input` adds NVIDIA machine code, which must be
  * refused with NVJITLINK_ERROR_INVALID_INPUT and a reason in the error
- * log. Prints PASS. */
+ * log. `fatbin` adds the caller's PTX as NVJITLINK_INPUT_ANY and the
+ * callee from FILE (a fatbin of callee.cu) with nvJitLinkAddFile.
+ * Prints PASS. */
 #include <nvJitLink.h>
 #include <nvrtc.h>
 #include <string.h>
@@ -107,8 +110,17 @@ int main(int argc, char **argv) {
         printf("PASS\n");
         return 0;
     }
-    r = nvJitLinkAddData(h, lto_a ? NVJITLINK_INPUT_LTOIR : NVJITLINK_INPUT_PTX, a, na, "caller");
-    if (r == NVJITLINK_SUCCESS) r = nvJitLinkAddData(h, lto_b ? NVJITLINK_INPUT_LTOIR : NVJITLINK_INPUT_PTX, b, nb, "callee");
+    if (!strcmp(mode, "fatbin")) {
+        if (argc < 3) {
+            printf("usage: %s fatbin FILE\n", argv[0]);
+            return 2;
+        }
+        r = nvJitLinkAddData(h, NVJITLINK_INPUT_ANY, a, na, "caller");
+        if (r == NVJITLINK_SUCCESS) r = nvJitLinkAddFile(h, NVJITLINK_INPUT_FATBIN, argv[2]);
+    } else {
+        r = nvJitLinkAddData(h, lto_a ? NVJITLINK_INPUT_LTOIR : NVJITLINK_INPUT_PTX, a, na, "caller");
+        if (r == NVJITLINK_SUCCESS) r = nvJitLinkAddData(h, lto_b ? NVJITLINK_INPUT_LTOIR : NVJITLINK_INPUT_PTX, b, nb, "callee");
+    }
     if (r != NVJITLINK_SUCCESS) {
         print_log(h, 1);
         printf("FAIL nvJitLinkAddData -> %d\n", (int)r);
