@@ -183,6 +183,34 @@ fn nvrtc_missing_is_an_error_code_and_a_log_line() {
 }
 
 #[test]
+fn nvrtc_is_found_on_the_library_path_past_anycudas() {
+    // No variable: the library path is searched. anycuda's own file comes
+    // first under NVIDIA's name (the link directory), then a copy of it
+    // (not NVIDIA's: it lacks NVIDIA's internal symbol), then NVIDIA's.
+    let tk = toolkit();
+    let fake = scratch().join("fake-nvrtc");
+    std::fs::create_dir_all(&fake).expect("dir");
+    std::fs::copy(built("libnvrtc.so"), fake.join("libnvrtc.so.13")).expect("copy");
+    let path = format!("{}:{}:{}", shim_dir().display(), fake.display(), tk.join("nvrtc/lib").display());
+    let r = run(
+        nvrtc_driver(),
+        &["-arch=sm_80", "cubin"],
+        &[("ANYCUDA_NVRTC_LIBRARY", ""), ("LD_LIBRARY_PATH", &path), ("ANYCUDA_LOG", "debug")],
+    );
+    assert_pass("NVRTC from the library path", &r);
+    assert!(r.2.contains(&format!("NVRTC 13: using NVIDIA's library {}", tk.join("nvrtc/lib/libnvrtc.so.13").display())), "{}", r.2);
+    // Without NVIDIA's on the path: the log says what was tried and why.
+    let path = format!("{}:{}", shim_dir().display(), fake.display());
+    let (o, out, err) = run(
+        nvrtc_driver(),
+        &["-arch=sm_80", "cubin"],
+        &[("ANYCUDA_NVRTC_LIBRARY", ""), ("LD_LIBRARY_PATH", &path), ("ANYCUDA_LOG", "error")],
+    );
+    assert!(!o.status.success(), "{out}");
+    assert!(err.contains("(not NVIDIA's: no __nvrtcCPEx)") && err.contains("set ANYCUDA_NVRTC_LIBRARY"), "{err}");
+}
+
+#[test]
 fn nvrtc_through_cudart_runs() {
     let tk = toolkit();
     let exe = scratch().join("nvrtc_cudart");
