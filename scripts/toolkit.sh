@@ -22,6 +22,12 @@
 #   $ANYCUDA_TOOLKIT/cu12/cublas/lib    ... and .so.12 (apart from lib/, which
 #                                       shared-cudart programs have as RUNPATH:
 #                                       at run time programs load anycuda's)
+#   $ANYCUDA_TOOLKIT/include/nvrtc.h, nvJitLink.h   NVRTC 13.5, nvJitLink 13.5
+#   $ANYCUDA_TOOLKIT/nvrtc/lib          NVIDIA's libnvrtc.so.13 (+ builtins) and
+#                                       libnvJitLink.so.13: to link, and what
+#                                       anycuda's libnvrtc/libnvJitLink load
+#   $ANYCUDA_TOOLKIT/cu12/nvrtc/lib     ... libnvrtc.so.12 (12.9; nvrtc.h in
+#                                       cu12/include)
 #   $ANYCUDA_TOOLKIT/share/wheels       the wheels' dist-info (licenses, RECORD)
 #   $ANYCUDA_TOOLKIT/.anycuda-toolkit-stamp
 # There is no libcuda stub (lib/stubs) in the wheels: programs that call the
@@ -116,7 +122,20 @@ EOF
     run cublas12      -arch=sm_80 -cudart none -I"$tk/cu12/include" "$d/b.cu" -o "$d/b12" -L"$tk/cu12/lib" -l:libcudart.so.12 \
                       -L"$tk/cu12/cublas/lib" -l:libcublas.so.12 -Xlinker -rpath-link="$tk/cu12/cublas/lib"
     readelf -d "$d/b12" | grep -q 'NEEDED.*libcublas\.so\.12' || die "cu12 cublas build: libcublas.so.12 not NEEDED"
-    log "build checks passed (ptx, static, shared, -G, lz4, no-compress, per-thread, cudart 12, cublas 13 and 12)"
+    cat >"$d/r13.c" <<'EOF'
+#include <nvrtc.h>
+#include <nvJitLink.h>
+int main(void) { int a, b; unsigned c, e; return nvrtcVersion(&a, &b) != NVRTC_SUCCESS || nvJitLinkVersion(&c, &e) != NVJITLINK_SUCCESS; }
+EOF
+    cat >"$d/r12.c" <<'EOF'
+#include <nvrtc.h>
+int main(void) { int a, b; return nvrtcVersion(&a, &b) != NVRTC_SUCCESS; }
+EOF
+    run nvrtc13       "$d/r13.c" -o "$d/r13" -L"$tk/nvrtc/lib" -l:libnvrtc.so.13 -l:libnvJitLink.so.13
+    readelf -d "$d/r13" | grep -q 'NEEDED.*libnvJitLink\.so\.13' || die "nvrtc build: libnvJitLink.so.13 not NEEDED"
+    run nvrtc12       -I"$tk/cu12/include" "$d/r12.c" -o "$d/r12" -L"$tk/cu12/nvrtc/lib" -l:libnvrtc.so.12
+    readelf -d "$d/r12" | grep -q 'NEEDED.*libnvrtc\.so\.12' || die "cu12 nvrtc build: libnvrtc.so.12 not NEEDED"
+    log "build checks passed (ptx, static, shared, -G, lz4, no-compress, per-thread, cudart 12, cublas 13 and 12, nvrtc 13 and 12, nvJitLink)"
 }
 
 force=0
@@ -186,6 +205,9 @@ r="$stage/root"
 [ -d "$x/nvidia/cuda_runtime/lib" ] || die "unexpected wheel layout: no nvidia/cuda_runtime/lib (cu12)"
 [ -f "$x/nvidia/cu13/lib/libcublas.so.13" ] || die "unexpected wheel layout: no nvidia/cu13/lib/libcublas.so.13"
 [ -f "$x/nvidia/cublas/lib/libcublas.so.12" ] || die "unexpected wheel layout: no nvidia/cublas/lib/libcublas.so.12 (cu12)"
+[ -f "$x/nvidia/cu13/lib/libnvrtc.so.13" ] || die "unexpected wheel layout: no nvidia/cu13/lib/libnvrtc.so.13"
+[ -f "$x/nvidia/cu13/lib/libnvJitLink.so.13" ] || die "unexpected wheel layout: no nvidia/cu13/lib/libnvJitLink.so.13"
+[ -f "$x/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" ] || die "unexpected wheel layout: no nvidia/cuda_nvrtc/lib/libnvrtc.so.12 (cu12)"
 mv "$x/nvidia/cu13" "$r"
 mv "$x/nvidia/cuda_runtime" "$r/cu12"
 # NVIDIA's cuBLAS only links programs: its libraries stay out of lib/ (the
@@ -195,6 +217,16 @@ mv "$r/lib/libcublas.so.13" "$r/lib/libcublasLt.so.13" "$r/cublas/lib/"
 rm -f "$r"/lib/libnvblas.so.*
 mv "$x"/nvidia/cublas/include/* "$r/cu12/include/"
 mv "$x/nvidia/cublas/lib/libcublas.so.12" "$x/nvidia/cublas/lib/libcublasLt.so.12" "$r/cu12/cublas/lib/"
+# NVRTC and nvJitLink likewise stay apart from lib/: at run time programs
+# load anycuda's, which load these (libnvrtc finds its builtins library
+# beside itself).
+mkdir -p "$r/nvrtc/lib" "$r/cu12/nvrtc/lib"
+mv "$r"/lib/libnvrtc.so.13 "$r"/lib/libnvrtc-builtins.so.* "$r"/lib/libnvJitLink.so.13 "$r/nvrtc/lib/"
+mv "$x"/nvidia/cuda_nvrtc/include/nvrtc.h "$r/cu12/include/"
+mv "$x"/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 "$x"/nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.* "$r/cu12/nvrtc/lib/"
+ln -s libnvrtc.so.13 "$r/nvrtc/lib/libnvrtc.so"
+ln -s libnvJitLink.so.13 "$r/nvrtc/lib/libnvJitLink.so"
+ln -s libnvrtc.so.12 "$r/cu12/nvrtc/lib/libnvrtc.so"
 ln -s libcublas.so.13 "$r/cublas/lib/libcublas.so"
 ln -s libcublasLt.so.13 "$r/cublas/lib/libcublasLt.so"
 ln -s libcublas.so.12 "$r/cu12/cublas/lib/libcublas.so"
@@ -213,7 +245,9 @@ for f in "$r/bin/nvcc" "$r/bin/ptxas" "$r/bin/fatbinary" "$r/bin/nvlink" "$r/bin
          "$r/include/cccl/thrust/version.h" "$r/include/cccl/cub/cub.cuh" "$r/include/cuda_runtime.h" \
          "$r/lib/libcudart_static.a" "$r/lib/libcudart.so.13" "$r/cu12/lib/libcudart.so.12" \
          "$r/cu12/include/cuda_runtime.h" "$r/include/cublas_v2.h" "$r/cu12/include/cublas_v2.h" \
-         "$r/cublas/lib/libcublasLt.so.13" "$r/cu12/cublas/lib/libcublasLt.so.12"; do
+         "$r/cublas/lib/libcublasLt.so.13" "$r/cu12/cublas/lib/libcublasLt.so.12" \
+         "$r/include/nvrtc.h" "$r/include/nvJitLink.h" "$r/cu12/include/nvrtc.h" \
+         "$r/nvrtc/lib/libnvrtc.so.13" "$r/nvrtc/lib/libnvJitLink.so.13" "$r/cu12/nvrtc/lib/libnvrtc.so.12"; do
     [ -e "$f" ] || die "missing after unpacking: ${f#"$r"/}"
 done
 grep -v '^#' "$REQ" | grep -o '^[a-z0-9-]*==[^ ]*' >"$r/share/wheels/versions.txt"

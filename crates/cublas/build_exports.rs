@@ -12,7 +12,15 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+#[allow(dead_code)]
 pub fn generate(list: &str, default_path: &str, soname: &str) {
+    generate_with(list, default_path, "", soname)
+}
+
+/// As [`generate`], with `suffix` appended to each plain name's path (a
+/// generic instantiation such as `::<crate::Lib>`).
+#[allow(dead_code)]
+pub fn generate_with(list: &str, default_path: &str, suffix: &str, soname: &str) {
     let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
     let list_path = Path::new(&manifest).join(list);
     println!("cargo:rerun-if-changed={}", list_path.display());
@@ -29,7 +37,7 @@ pub fn generate(list: &str, default_path: &str, soname: &str) {
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
         let (name, path) = match line.split_once('=') {
             Some((n, p)) => (n.trim().to_string(), p.trim().to_string()),
-            None => (line.to_string(), format!("{default_path}::{line}")),
+            None => (line.to_string(), format!("{default_path}::{line}{suffix}")),
         };
         // A jump to the Rust function: an alias (`.set`) cannot name a
         // symbol of another object file.

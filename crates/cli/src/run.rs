@@ -59,6 +59,10 @@ pub fn run(log: Option<&str>, log_file: Option<&Path>, memcheck: bool, command: 
     if memcheck {
         cmd.env("ANYCUDA_MEMCHECK", "1");
     }
+    // Triton runs `ptxas` for its cubins: anycuda's writes PTX instead.
+    if let Some(ptxas) = find_ptxas() {
+        cmd.env(PTXAS_ENV, ptxas);
+    }
     // Only returns on failure.
     let e = cmd.exec();
     let name = Path::new(program).display();
@@ -80,6 +84,17 @@ pub fn run(log: Option<&str>, log_file: Option<&Path>, memcheck: bool, command: 
             ExitCode::from(EXIT_CANNOT_EXECUTE)
         }
     }
+}
+
+/// Where Triton looks for `ptxas`.
+pub const PTXAS_ENV: &str = "TRITON_PTXAS_PATH";
+
+/// anycuda's `ptxas`, beside this executable (cargo builds both into one
+/// directory; an installation puts them in one `bin`).
+fn find_ptxas() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let p = exe.parent()?.join("ptxas");
+    p.is_file().then_some(p)
 }
 
 fn has_separator(program: &OsStr) -> bool {
@@ -203,6 +218,9 @@ pub const COMPANIONS: &[(&str, &str)] = &[
     ("libcublas.so.12", "libcublas12.so"),
     ("libcublasLt.so.13", "libcublasLt.so"),
     ("libcublasLt.so.12", "libcublasLt12.so"),
+    ("libnvrtc.so.13", "libnvrtc.so"),
+    ("libnvrtc.so.12", "libnvrtc12.so"),
+    ("libnvJitLink.so.13", "libnvjitlink.so"),
 ];
 
 /// anycuda's libraries found beside the driver `lib` (the build directory,

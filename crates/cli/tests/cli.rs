@@ -216,16 +216,66 @@ fn concurrent_runs_share_one_link_directory() {
     let mut names: Vec<String> =
         std::fs::read_dir(&d).expect("link directory").map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect();
     names.sort();
-    // The driver under both names, and anycuda's cuBLAS under NVIDIA's
-    // names where the build made it (cargo builds it when the workspace's
-    // cuBLAS crates are built too).
-    let cublas = ["libcublas.so.12", "libcublas.so.13", "libcublasLt.so.12", "libcublasLt.so.13"];
+    // The driver under both names, and anycuda's cuBLAS, NVRTC and
+    // nvJitLink under NVIDIA's names where the build made them (cargo
+    // builds them as this crate's dependencies).
+    let cublas = [
+        "libcublas.so.12",
+        "libcublas.so.13",
+        "libcublasLt.so.12",
+        "libcublasLt.so.13",
+        "libnvrtc.so.13",
+        "libnvrtc.so.12",
+        "libnvJitLink.so.13",
+    ];
     let (driver, others): (Vec<&String>, Vec<&String>) = names.iter().partition(|n| n.starts_with("libcuda.so"));
     assert_eq!(driver, ["libcuda.so", "libcuda.so.1"], "{names:?}");
     for n in others {
         assert!(cublas.contains(&n.as_str()), "unexpected {n} in {names:?}");
         assert!(d.join(n).canonicalize().is_ok_and(|t| t.is_file()), "{n} does not lead to a library");
     }
+}
+
+#[test]
+fn run_sets_up_run_time_compilation() {
+    let dir = scratch("nvrtc");
+    let o = run_cmd(&dir)
+        .env_remove("TRITON_PTXAS_PATH")
+        .args(["--", "sh", "-c", "d=\"${LD_LIBRARY_PATH%%:*}\"; for n in libnvrtc.so.13 libnvrtc.so.12 libnvJitLink.so.13; do readlink \"$d/$n\"; done; echo \"$TRITON_PTXAS_PATH\""])
+        .output()
+        .expect("run");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    for (line, file) in lines.iter().zip(["libnvrtc.so", "libnvrtc12.so", "libnvjitlink.so"]) {
+        assert!(line.ends_with(&format!("/{file}")), "{line} is not anycuda's {file}");
+    }
+    // Triton's ptxas: anycuda's, answering --version as ptxas does.
+    assert_eq!(lines[3], env!("CARGO_BIN_EXE_ptxas"));
+    let v = Command::new(lines[3]).arg("--version").env_remove("ANYCUDA_DRIVER_VERSION").output().expect("ptxas --version");
+    assert!(String::from_utf8_lossy(&v.stdout).contains("Cuda compilation tools, release 13.5, V13.5.0"), "{v:?}");
+}
+
+#[test]
+fn ptxas_takes_tritons_command_line() {
+    let dir = scratch("ptxas");
+    let ptx = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k() { ret; }\n";
+    std::fs::write(dir.join("k.ptx"), ptx).expect("write");
+    let o = Command::new(env!("CARGO_BIN_EXE_ptxas"))
+        .args(["-lineinfo", "-v", "--fmad=false", "--opt-level", "3", "--gpu-name=sm_90a"])
+        .arg(dir.join("k.ptx"))
+        .arg("-o")
+        .arg(dir.join("k.cubin"))
+        .output()
+        .expect("ptxas");
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("for sm_90a"), "{err}");
+    assert_eq!(std::fs::read(dir.join("k.cubin")).expect("output"), format!("{ptx}\0").into_bytes());
+    let o = Command::new(env!("CARGO_BIN_EXE_ptxas")).args(["--frobnicate", "k.ptx"]).output().expect("ptxas");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).1.contains("ptxas fatal   : Unknown option '--frobnicate'"));
 }
 
 #[test]
