@@ -106,7 +106,21 @@ const DEVICE_RUNTIME: &[&str] = &[
 ];
 
 fn device_runtime(name: &str) -> bool {
-    DEVICE_RUNTIME.contains(&name) || name.starts_with("__cudaCDP") || name.starts_with("cudaCDP")
+    DEVICE_RUNTIME.contains(&name)
+        || name.starts_with("__cudaCDP")
+        || name.starts_with("cudaCDP")
+        || name.starts_with("cnp")
+        || name.starts_with("__cuda_syscall_")
+}
+
+/// Whether `m` is CUDA's device runtime library (`libcudadevrt`, which nvcc
+/// links into every `-rdc=true` program): it defines the device-side
+/// launch functions. Linking it is only needed when code
+/// calls into it, so callers link it lazily.
+pub fn is_device_runtime(m: &Module) -> bool {
+    ["cudaGetParameterBufferV2", "cudaLaunchDeviceV2"]
+        .iter()
+        .all(|n| m.symbol_by_name(n).and_then(|s| m.function(s)).is_some_and(|f| f.body.is_some()))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -323,9 +337,11 @@ pub fn link(inputs: &[LinkInput<'_, '_>], options: &LinkOptions<'_>) -> Result<L
     };
     let several = included.len() > 1;
     let mut file_base = 0u32;
+    // Per input: old symbol id -> merged id.
+    let mut maps: Vec<Vec<SymbolId>> = vec![Vec::new(); inputs.len()];
     for &i in &included {
         let m = inputs[i].module;
-        let map: Vec<SymbolId> = m
+        maps[i] = m
             .symbols
             .iter()
             .enumerate()
@@ -335,21 +351,95 @@ pub fn link(inputs: &[LinkInput<'_, '_>], options: &LinkOptions<'_>) -> Result<L
                 None => merger.global(sym.name, sym.kind),
             })
             .collect();
-        let mut max_file = 0;
+    }
+    // A definition the link replaced by another input's.
+    let dropped = |i: usize, k: usize, s: SymbolId| {
+        let m = inputs[i].module;
+        matches!(roles[i][s as usize], Role::Def(_))
+            && m.symbol(s).item as usize == k
+            && winners.get(m.symbol(s).name).is_some_and(|w| (w.input, w.symbol) != (i, s))
+    };
+
+    // Module-level variables first, each after the variables its
+    // initializer names: a variable is then defined before any function
+    // uses it, and `.extern` declarations of variables another input
+    // defines are not needed.
+    let mut vars: Vec<(SymbolId, Variable)> = Vec::new();
+    let mut fn_protos: Vec<SymbolId> = Vec::new();
+    for &i in &included {
+        let m = inputs[i].module;
+        let map = &maps[i];
+        for item in &m.items {
+            match item {
+                Item::File { index, name, extra } => merger.items.push(Item::File { index: index + file_base, name, extra: extra.clone() }),
+                Item::Pragma(p) => {
+                    if merger.pragmas.insert(*p) {
+                        merger.items.push(Item::Pragma(p));
+                    }
+                }
+                _ => {}
+            }
+        }
         for (k, item) in m.items.iter().enumerate() {
-            let own_symbol = match item {
-                Item::Function(f) => Some(f.symbol),
-                Item::Variable(v) => Some(v.symbol),
-                _ => None,
-            };
-            // A definition the link replaced by another input's.
-            let dropped = own_symbol.is_some_and(|s| {
-                matches!(roles[i][s as usize], Role::Def(_))
-                    && m.symbol(s).item as usize == k
-                    && winners.get(m.symbol(s).name).is_some_and(|w| (w.input, w.symbol) != (i, s))
-            });
+            let Item::Variable(v) = item else { continue };
+            let orig = v.symbol;
+            let id = map[orig as usize];
+            let role = roles[i][orig as usize];
+            let is_decl = matches!(role, Role::Ref | Role::DynShared) || m.symbol(orig).item as usize != k;
+            // Declarations are only kept for names nothing defines
+            // (dynamic shared memory), once.
+            if dropped(i, k, orig) || (is_decl && (role != Role::DynShared || vars.iter().any(|(s, _)| *s == id))) {
+                continue;
+            }
+            let mut v = v.clone();
+            v.symbol = id;
+            v.decl.name = merger.symbols[id as usize].name;
+            if let Some(init) = &mut v.decl.init {
+                remap_init(init, map);
+                collect_functions(init, &merger.symbols, &mut fn_protos);
+            }
+            vars.push((id, v));
+        }
+        file_base += m.items.iter().filter_map(|it| if let Item::File { index, .. } = it { Some(*index) } else { None }).max().unwrap_or(0);
+    }
+    // Functions an initializer takes the address of are declared first.
+    let mut proto_done: HashSet<SymbolId> = HashSet::new();
+    for &i in &included {
+        let m = inputs[i].module;
+        for (k, item) in m.items.iter().enumerate() {
+            let Item::Function(f) = item else { continue };
+            let id = maps[i][f.symbol as usize];
+            if !fn_protos.contains(&id) || proto_done.contains(&id) || f.body.is_some() && dropped(i, k, f.symbol) {
+                continue;
+            }
+            proto_done.insert(id);
+            let mut f = (**f).clone();
+            f.symbol = id;
+            f.name = merger.symbols[id as usize].name;
+            f.body = None;
+            if f.linkage.is_some() {
+                f.linkage = Some(Linkage::Extern);
+            }
+            merger.push_decl(id, Item::Function(Box::new(f)));
+        }
+    }
+    for (id, v) in order_variables(vars) {
+        if v.decl.linkage == Some(Linkage::Extern) {
+            merger.push_decl(id, Item::Variable(v));
+        } else {
+            merger.push_def(id, Item::Variable(v));
+        }
+    }
+
+    // Then the functions, input by input.
+    file_base = 0;
+    for &i in &included {
+        let m = inputs[i].module;
+        let map = &maps[i];
+        for (k, item) in m.items.iter().enumerate() {
             match item {
                 Item::Function(f) => {
+                    let dropped = dropped(i, k, f.symbol);
                     let id = map[f.symbol as usize];
                     let mut f = (**f).clone();
                     f.symbol = id;
@@ -366,64 +456,27 @@ pub fn link(inputs: &[LinkInput<'_, '_>], options: &LinkOptions<'_>) -> Result<L
                         continue;
                     }
                     if let Some(body) = &mut f.body {
-                        remap_body(body, &map, file_base);
+                        remap_body(body, map, file_base);
                     }
                     for v in &mut f.vars {
                         if let Some(init) = &mut v.init {
-                            remap_init(init, &map);
+                            remap_init(init, map);
                         }
                     }
                     merger.push_def(id, Item::Function(Box::new(f)));
                 }
-                Item::Variable(v) => {
-                    let orig = v.symbol;
-                    let id = map[orig as usize];
-                    // An `.extern` declaration, or an earlier declaration of
-                    // a variable the module defines further on.
-                    let is_decl = matches!(roles[i][orig as usize], Role::Ref | Role::DynShared) || m.symbol(orig).item as usize != k;
-                    let mut v = v.clone();
-                    v.symbol = id;
-                    v.decl.name = merger.symbols[id as usize].name;
-                    if dropped || is_decl {
-                        if merger.declared.contains(&id) || merger.defined.contains(&id) {
-                            continue;
-                        }
-                        if dropped {
-                            v.decl.linkage = Some(Linkage::Extern);
-                            v.decl.init = None;
-                        }
-                        if let Some(init) = &mut v.decl.init {
-                            remap_init(init, &map);
-                        }
-                        merger.push_decl(id, Item::Variable(v));
-                        continue;
-                    }
-                    if let Some(init) = &mut v.decl.init {
-                        remap_init(init, &map);
-                    }
-                    merger.push_def(id, Item::Variable(v));
-                }
-                Item::File { index, name, extra } => {
-                    max_file = max_file.max(*index);
-                    merger.items.push(Item::File { index: index + file_base, name, extra: extra.clone() });
-                }
                 Item::Section { name, body } => {
-                    if several {
-                        continue;
-                    }
-                    merger.items.push(Item::Section { name, body });
-                }
-                Item::Pragma(p) => {
-                    if merger.pragmas.insert(*p) {
-                        merger.items.push(Item::Pragma(p));
+                    if !several {
+                        merger.items.push(Item::Section { name, body });
                     }
                 }
                 Item::Alias { alias, target } => {
                     merger.items.push(Item::Alias { alias: map[*alias as usize], target: map[*target as usize] });
                 }
+                Item::Variable(_) | Item::File { .. } | Item::Pragma(_) => {}
             }
         }
-        file_base += max_file;
+        file_base += m.items.iter().filter_map(|it| if let Item::File { index, .. } = it { Some(*index) } else { None }).max().unwrap_or(0);
     }
     if several && included.iter().any(|&i| inputs[i].module.items.iter().any(|it| matches!(it, Item::Section { .. }))) {
         log.push("debug sections (.section) of the inputs are dropped: their labels would collide".into());
@@ -525,6 +578,65 @@ impl<'a> Merger<'a> {
         self.def_item.insert(id, self.items.len() as u32);
         self.items.push(item);
     }
+}
+
+/// Functions whose address an initializer takes.
+fn collect_functions(init: &Initializer, symbols: &[Symbol], out: &mut Vec<SymbolId>) {
+    match init {
+        Initializer::Symbol { symbol, .. } => {
+            if symbols.get(*symbol as usize).is_some_and(|s| s.kind == SymbolKind::Function) && !out.contains(symbol) {
+                out.push(*symbol);
+            }
+        }
+        Initializer::List(items) => items.iter().for_each(|i| collect_functions(i, symbols, out)),
+        Initializer::Field { value, .. } | Initializer::Mask { value, .. } => collect_functions(value, symbols, out),
+        _ => {}
+    }
+}
+
+/// Variables named by an initializer.
+fn collect_variables(init: &Initializer, out: &mut Vec<SymbolId>) {
+    match init {
+        Initializer::Symbol { symbol, .. } => out.push(*symbol),
+        Initializer::List(items) => items.iter().for_each(|i| collect_variables(i, out)),
+        Initializer::Field { value, .. } | Initializer::Mask { value, .. } => collect_variables(value, out),
+        _ => {}
+    }
+}
+
+/// Orders variables so that each comes after those its initializer names
+/// (keeping the given order otherwise; a cycle keeps the given order).
+fn order_variables(vars: Vec<(SymbolId, Variable)>) -> Vec<(SymbolId, Variable)> {
+    let index: HashMap<SymbolId, usize> = vars.iter().enumerate().map(|(k, (id, _))| (*id, k)).collect();
+    let deps: Vec<Vec<usize>> = vars
+        .iter()
+        .map(|(_, v)| {
+            let mut names = Vec::new();
+            if let Some(init) = &v.decl.init {
+                collect_variables(init, &mut names);
+            }
+            names.iter().filter_map(|n| index.get(n).copied()).collect()
+        })
+        .collect();
+    // 0: not visited, 1: in progress, 2: done.
+    let mut state = vec![0u8; vars.len()];
+    let mut order = Vec::with_capacity(vars.len());
+    fn visit(k: usize, deps: &[Vec<usize>], state: &mut [u8], order: &mut Vec<usize>) {
+        if state[k] != 0 {
+            return;
+        }
+        state[k] = 1;
+        for &d in &deps[k] {
+            visit(d, deps, state, order);
+        }
+        state[k] = 2;
+        order.push(k);
+    }
+    for k in 0..vars.len() {
+        visit(k, &deps, &mut state, &mut order);
+    }
+    let mut slots: Vec<Option<(SymbolId, Variable)>> = vars.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|k| slots[k].take()).collect()
 }
 
 fn remap_body(body: &mut Body, map: &[SymbolId], file_base: u32) {
