@@ -174,9 +174,18 @@ for src in "${sources[@]}"; do
         case "$v" in
             shared) add shared exe "bin/shared/$name" libcudart.so.13 "-cudart shared $nvcc_flags$lib_tags" \
                         "${PROG_GENCODE[@]}" -cudart shared $nvcc_flags $extra_srcs LINK $link_flags $libs13 -Xlinker -rpath="$TK/lib" ;;
-            cu12)   add cu12 exe "bin/cu12/$name" libcudart.so.12 "cudart-12.9 $nvcc_flags$lib_tags" \
-                        "${PROG_GENCODE[@]}" -cudart none -I"$TK/cu12/include" $nvcc_flags $extra_srcs \
-                        LINK $link_flags $libs12 -L"$TK/cu12/lib" -l:libcudart.so.12 -Xlinker -rpath="$TK/cu12/lib" ;;
+            cu12)   if [ -z "$extra_srcs" ]; then
+                        add cu12 exe "bin/cu12/$name" libcudart.so.12 "cudart-12.9 $nvcc_flags$lib_tags" \
+                            "${PROG_GENCODE[@]}" -cudart none -I"$TK/cu12/include" $nvcc_flags \
+                            LINK $link_flags $libs12 -L"$TK/cu12/lib" -l:libcudart.so.12 -Xlinker -rpath="$TK/cu12/lib"
+                    else
+                        # -cudart none would skip nvcc's device link: -cudart
+                        # shared with the 12.9 directory first picks its
+                        # libcudart.so (-> .so.12) and libcudadevrt.a.
+                        add cu12 exe "bin/cu12/$name" libcudart.so.12 "cudart-12.9 $nvcc_flags$lib_tags" \
+                            "${PROG_GENCODE[@]}" -cudart shared -I"$TK/cu12/include" $nvcc_flags $extra_srcs \
+                            LINK $link_flags $libs12 -L"$TK/cu12/lib" -Xlinker -rpath="$TK/cu12/lib"
+                    fi ;;
             lz4)    add lz4 exe "bin/lz4/$name" static "--compress-mode=speed $nvcc_flags$lib_tags" \
                         "${PROG_GENCODE[@]}" --compress-mode=speed $nvcc_flags $extra_srcs LINK $link_flags $libs13 ;;
             nocomp) add nocomp exe "bin/nocomp/$name" static "--no-compress $nvcc_flags$lib_tags" \
