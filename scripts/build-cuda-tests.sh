@@ -5,8 +5,9 @@
 #
 #   scripts/build-cuda-tests.sh [OUTDIR]      (default: target/cuda-tests)
 #
-# Incremental: an artifact is rebuilt only when it is older than its source,
-# tests/cuda/*.cuh, this script or the toolkit's stamp. At most
+# Incremental: an artifact is rebuilt only when it is older than its source
+# files, tests/cuda/*.cuh and tests/cuda/parts/*.cuh, this script or the
+# toolkit's stamp. At most
 # $CUDA_TESTS_JOBS (default 2) compilations run at once. Any failed
 # compilation prints nvcc's output and makes the script exit 1.
 #
@@ -85,7 +86,7 @@ start=$(date +%s)
 shopt -s nullglob
 sources=("$SRC_DIR"/*.cu)
 [ ${#sources[@]} -gt 0 ] || die "no programs in $SRC_DIR"
-headers=("$SRC_DIR"/*.cuh)
+headers=("$SRC_DIR"/*.cuh "$SRC_DIR"/parts/*.cuh)
 shopt -u nullglob
 set -f # no globbing from here on: flags such as code=[compute_80,sm_80] are literal
 self="scripts/build-cuda-tests.sh"

@@ -17,6 +17,8 @@ __global__ void rdc_kernel(float *out, const float *in, int *ints, int n) {
 }
 
 static int rdc_link_main(const char *file) {
+    // The program's name is its main file's (CHECK here would see this one).
+    test_name_of(file);
     const int n = 300;
     float *in, *out;
     int *ints;
