@@ -654,7 +654,8 @@ api! {
 // ---- linking ----
 
 /// Where each link state's logs go, and what its options said.
-static LINK_LOGS: Mutex<Option<HashMap<u64, (LogTarget, Vec<String>)>>> = Mutex::new(None);
+type LinkLogs = HashMap<u64, (LogTarget, Vec<String>)>;
+static LINK_LOGS: Mutex<Option<LinkLogs>> = Mutex::new(None);
 
 fn link_target(h: u64) -> (LogTarget, Vec<String>) {
     let g = LINK_LOGS.lock().unwrap_or_else(|e| e.into_inner());

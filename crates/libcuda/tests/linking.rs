@@ -96,6 +96,11 @@ fn library_ptx(k: u32) -> String {
     )
 }
 
+/// An option value: the value itself in the pointer slot.
+fn val(v: usize) -> *mut c_void {
+    v as *mut c_void
+}
+
 struct Link {
     state: Ptr,
     info: Box<[u8; 4096]>,
@@ -112,14 +117,8 @@ impl Link {
         api!(l; cuLinkCreate_v2: fn(u32, *const u32, *mut *mut c_void, *mut Ptr););
         let mut info = Box::new([0u8; 4096]);
         let mut error = Box::new([0u8; 4096]);
-        let mut values: Box<[*mut c_void; 6]> = Box::new([
-            info.as_mut_ptr().cast(),
-            4096usize as *mut c_void,
-            error.as_mut_ptr().cast(),
-            4096usize as *mut c_void,
-            null_mut(),
-            1usize as *mut c_void,
-        ]);
+        let mut values: Box<[*mut c_void; 6]> =
+            Box::new([info.as_mut_ptr().cast(), val(4096), error.as_mut_ptr().cast(), val(4096), null_mut(), val(1)]);
         // The wall time slot receives a float; mark it to see it written.
         unsafe { values.as_mut_ptr().add(4).cast::<f32>().write(-1.0) };
         let mut state = null_mut();
@@ -315,7 +314,7 @@ fn jit_options_are_honoured_noted_or_refused() {
     // Options anycuda cannot honour are said in the info log of the call.
     let mut info = [0u8; 1024];
     let opts = [INFO_LOG, INFO_SIZE, LTO, TARGET];
-    let mut vals: [*mut c_void; 4] = [info.as_mut_ptr().cast(), 1024usize as *mut c_void, 1usize as *mut c_void, 80usize as *mut c_void];
+    let mut vals: [*mut c_void; 4] = [info.as_mut_ptr().cast(), val(1024), val(1), val(80)];
     let mut ptx = KERNEL.replace(".extern .func (.param .b32 r) scale(.param .b32 x);\n", "").into_bytes();
     ptx.push(0);
     let link = Link::new();
@@ -334,7 +333,7 @@ fn jit_options_are_honoured_noted_or_refused() {
     }
     // Link-level notes reach cuLinkComplete's info log.
     let mut info = [0u8; 1024];
-    let mut vals: [*mut c_void; 3] = [info.as_mut_ptr().cast(), 1024usize as *mut c_void, 2usize as *mut c_void];
+    let mut vals: [*mut c_void; 3] = [info.as_mut_ptr().cast(), val(1024), val(2)];
     unsafe {
         let mut s = null_mut();
         assert_eq!(cuLinkCreate_v2(3, [INFO_LOG, INFO_SIZE, 14].as_ptr(), vals.as_mut_ptr(), &mut s), SUCCESS);
@@ -374,7 +373,7 @@ fn fatbin(ptx: &str) -> Vec<u8> {
     h[2..4].copy_from_slice(&0x0101u16.to_le_bytes());
     h[4..8].copy_from_slice(&0x50u32.to_le_bytes());
     h[8..16].copy_from_slice(&(padded as u64).to_le_bytes());
-    h[0x18..0x1c].copy_from_slice(&((8u32 << 16) | 0).to_le_bytes());
+    h[0x18..0x1c].copy_from_slice(&(8u32 << 16).to_le_bytes());
     h[0x1c..0x20].copy_from_slice(&80u32.to_le_bytes());
     h[0x28..0x30].copy_from_slice(&0x11u64.to_le_bytes());
     h[0x38..0x40].copy_from_slice(&(payload.len() as u64).to_le_bytes());

@@ -372,11 +372,7 @@ pub fn link(inputs: &[LinkInput<'_, '_>], options: &LinkOptions<'_>) -> Result<L
         for item in &m.items {
             match item {
                 Item::File { index, name, extra } => merger.items.push(Item::File { index: index + file_base, name, extra: extra.clone() }),
-                Item::Pragma(p) => {
-                    if merger.pragmas.insert(*p) {
-                        merger.items.push(Item::Pragma(p));
-                    }
-                }
+                Item::Pragma(p) if merger.pragmas.insert(*p) => merger.items.push(Item::Pragma(p)),
                 _ => {}
             }
         }
@@ -583,10 +579,10 @@ impl<'a> Merger<'a> {
 /// Functions whose address an initializer takes.
 fn collect_functions(init: &Initializer, symbols: &[Symbol], out: &mut Vec<SymbolId>) {
     match init {
-        Initializer::Symbol { symbol, .. } => {
-            if symbols.get(*symbol as usize).is_some_and(|s| s.kind == SymbolKind::Function) && !out.contains(symbol) {
-                out.push(*symbol);
-            }
+        Initializer::Symbol { symbol, .. }
+            if symbols.get(*symbol as usize).is_some_and(|s| s.kind == SymbolKind::Function) && !out.contains(symbol) =>
+        {
+            out.push(*symbol)
         }
         Initializer::List(items) => items.iter().for_each(|i| collect_functions(i, symbols, out)),
         Initializer::Field { value, .. } | Initializer::Mask { value, .. } => collect_functions(value, symbols, out),
