@@ -510,3 +510,105 @@ fn fatbins_host_objects_and_archives_link() {
     assert_eq!(link.complete().0, INVALID_PTX);
     assert!(link.error().contains("Undefined reference to 'scale' in 'kernel.ptx'"), "{}", link.error());
 }
+
+/// A fatbin holding only an sm_80 machine-code entry (as nvlink leaves the
+/// device-linked fatbin of an `-rdc` program built with SASS), or nothing.
+fn sass_fatbin(with_entry: bool) -> Vec<u8> {
+    let mut body = Vec::new();
+    if with_entry {
+        let payload = b"\x7fELF-placeholder";
+        let padded = payload.len().next_multiple_of(8);
+        let mut h = vec![0u8; 0x40];
+        h[0..2].copy_from_slice(&2u16.to_le_bytes());
+        h[2..4].copy_from_slice(&0x0101u16.to_le_bytes());
+        h[4..8].copy_from_slice(&0x40u32.to_le_bytes());
+        h[8..16].copy_from_slice(&(padded as u64).to_le_bytes());
+        h[0x1c..0x20].copy_from_slice(&80u32.to_le_bytes());
+        h[0x28..0x30].copy_from_slice(&0x11u64.to_le_bytes());
+        body.extend_from_slice(&h);
+        body.extend_from_slice(payload);
+        body.resize(0x40 + padded, 0);
+    }
+    let mut fb = Vec::new();
+    fb.extend_from_slice(&0xBA55_ED50u32.to_le_bytes());
+    fb.extend_from_slice(&1u16.to_le_bytes());
+    fb.extend_from_slice(&0x10u16.to_le_bytes());
+    fb.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    fb.extend_from_slice(&body);
+    fb
+}
+
+/// The fatbin wrapper nvcc's device link makes (`__fatBinC_Wrapper_t`,
+/// version 2): the device-linked fatbin and the NULL-terminated list of the
+/// translation units' prelinked fatbins.
+#[repr(C)]
+struct Wrapper {
+    magic: u32,
+    version: u32,
+    fatbin: *const u8,
+    prelinked: *const *const u8,
+}
+
+#[test]
+fn rdc_images_link_their_prelinked_fatbins_at_load() {
+    setup();
+    let l = lib();
+    api!(l;
+        cuModuleLoadData: fn(*mut Ptr, *const c_void);
+        cuModuleLoadFatBinary: fn(*mut Ptr, *const c_void);
+        cuModuleUnload: fn(Ptr);
+        cuLibraryLoadData: fn(*mut Ptr, *const c_void, *mut u32, *mut *mut c_void, u32, *mut u32, *mut *mut c_void, u32);
+        cuLibraryGetKernel: fn(*mut Ptr, Ptr, *const c_char);
+        cuLibraryGetModule: fn(*mut Ptr, Ptr);
+        cuLibraryUnload: fn(Ptr);
+    );
+    let kernel = fatbin(KERNEL);
+    let scale = fatbin(&library_ptx(11));
+    for with_sass in [false, true] {
+        let main = sass_fatbin(with_sass);
+        let list = [kernel.as_ptr(), scale.as_ptr(), std::ptr::null()];
+        let w = Wrapper { magic: 0x4662_43B1, version: 2, fatbin: main.as_ptr(), prelinked: list.as_ptr() };
+        let wp = (&w as *const Wrapper).cast::<c_void>();
+        unsafe {
+            // cudart 13 loads it as a library, older ones as a module.
+            let mut lib_h = null_mut();
+            assert_eq!(cuLibraryLoadData(&mut lib_h, wp, null_mut(), null_mut(), 0, null_mut(), null_mut(), 0), SUCCESS);
+            let mut k = null_mut();
+            assert_eq!(cuLibraryGetKernel(&mut k, lib_h, c"apply".as_ptr()), SUCCESS);
+            assert_eq!(cuLibraryUnload(lib_h), SUCCESS);
+            let mut m = null_mut();
+            assert_eq!(cuModuleLoadFatBinary(&mut m, wp), SUCCESS);
+            assert_eq!(cuModuleUnload(m), SUCCESS);
+        }
+        // And the linked code runs: load the same wrapper through the
+        // helper's path (cuModuleLoadData takes any image).
+        let bytes = unsafe { std::slice::from_raw_parts(wp.cast::<u8>(), std::mem::size_of::<Wrapper>()) };
+        assert_eq!(run_linked(bytes).0, expected(11));
+    }
+    // One unit only: the other's definitions are missing.
+    let main = sass_fatbin(false);
+    let list = [kernel.as_ptr(), std::ptr::null()];
+    let w = Wrapper { magic: 0x4662_43B1, version: 2, fatbin: main.as_ptr(), prelinked: list.as_ptr() };
+    unsafe {
+        let mut m = null_mut();
+        assert_eq!(cuModuleLoadData(&mut m, (&w as *const Wrapper).cast()), INVALID_PTX);
+    }
+    // A list that runs into unmapped memory is an invalid image, not a fault.
+    unsafe {
+        let page = libc::sysconf(libc::_SC_PAGESIZE) as usize;
+        let map = libc::mmap(null_mut(), 2 * page, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+        assert_ne!(map, libc::MAP_FAILED);
+        assert_eq!(libc::mprotect(map.cast::<u8>().add(page).cast(), page, libc::PROT_NONE), 0);
+        // The last pointer of the first page, not NULL; the next one unmapped.
+        let slot = map.cast::<u8>().add(page - 8).cast::<*const u8>();
+        slot.write(kernel.as_ptr());
+        let w = Wrapper { magic: 0x4662_43B1, version: 2, fatbin: main.as_ptr(), prelinked: slot };
+        let mut m = null_mut();
+        assert_eq!(cuModuleLoadData(&mut m, (&w as *const Wrapper).cast()), INVALID_IMAGE);
+        // A pointer in the list to unmapped memory.
+        slot.write(map.cast::<u8>().add(page));
+        let w = Wrapper { magic: 0x4662_43B1, version: 2, fatbin: main.as_ptr(), prelinked: slot };
+        assert_eq!(cuModuleLoadData(&mut m, (&w as *const Wrapper).cast()), INVALID_IMAGE);
+        libc::munmap(map, 2 * page);
+    }
+}

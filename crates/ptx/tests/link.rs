@@ -281,3 +281,24 @@ fn nothing_to_link_is_an_error() {
     let e = run(&[], &[]).expect_err("no inputs");
     assert!(e.to_string().contains("nothing to link"));
 }
+
+#[test]
+fn the_device_runtime_is_recognised_by_its_definitions() {
+    let devrt = format!(
+        "{HEAD}{}{}",
+        func("mov.b32 %r1, 0;", "cudaGetParameterBufferV2", ".visible"),
+        func("mov.b32 %r1, 0;", "cudaLaunchDeviceV2", ".visible")
+    );
+    let m = ptx::parse(&devrt).expect("parses");
+    assert!(ptx::is_device_runtime(&m));
+    // A caller declaring them is not the runtime.
+    let user = format!("{HEAD}{}{}", extern_decl("cudaGetParameterBufferV2"), extern_decl("cudaLaunchDeviceV2"));
+    assert!(!ptx::is_device_runtime(&ptx::parse(&user).expect("parses")));
+    // Linked lazily, it joins only when called into.
+    let kernel = format!("{HEAD}.visible .entry k() {{ ret; }}\n");
+    let l = run(&[("k", &kernel, false), ("devrt", &devrt, true)], &[]).expect("links");
+    assert_eq!(l.included, vec![0]);
+    let launcher = format!("{HEAD}{}{}", extern_decl("cudaLaunchDeviceV2"), caller("k", "cudaLaunchDeviceV2"));
+    let l = run(&[("k", &launcher, false), ("devrt", &devrt, true)], &[]).expect("links");
+    assert_eq!(l.included, vec![0, 1]);
+}
