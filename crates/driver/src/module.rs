@@ -703,7 +703,8 @@ impl Driver {
 
     /// `cuLinkAddData` / `cuLinkAddFile`: PTX, or a fatbin with PTX (alone,
     /// from a host object, or from an archive member when `lazy`). An
-    /// archive member without PTX is left out with a line in the info log.
+    /// archive member without PTX is left out with a line in the info log;
+    /// PTX that does not parse is `CUDA_ERROR_INVALID_PTX`.
     pub fn link_add(&self, h: u64, source: ModuleSource<'_>, name: &str, lazy: bool, log: &mut JitLog) -> Result<()> {
         let ctx = self.current_ctx()?;
         let l = self.link(h)?;
@@ -717,6 +718,13 @@ impl Driver {
             }
         }
         let img = self.resolve_source(source, target, log)?;
+        // As CUDA's driver compiles PTX inputs when they are added, PTX that
+        // does not parse is refused here.
+        if let Err(d) = ptx::parse(&img.ptx) {
+            let d = d.to_string();
+            log.error = format!("anycuda: {name}: the PTX does not parse: {}", d.lines().next().unwrap_or(""));
+            return Err(Error::InvalidPtx(log.error.clone()));
+        }
         lock(&l.inputs).push(LinkPart { name: name.to_string(), ptx: img.ptx, lazy });
         Ok(())
     }
