@@ -5,8 +5,9 @@
 #
 #   scripts/build-cuda-tests.sh [OUTDIR]      (default: target/cuda-tests)
 #
-# Incremental: an artifact is rebuilt only when it is older than its source,
-# tests/cuda/*.cuh, this script or the toolkit's stamp. At most
+# Incremental: an artifact is rebuilt only when it is older than its source
+# files, tests/cuda/*.cuh and tests/cuda/parts/*.cuh, this script or the
+# toolkit's stamp. At most
 # $CUDA_TESTS_JOBS (default 2) compilations run at once. Any failed
 # compilation prints nvcc's output and makes the script exit 1.
 #
@@ -39,6 +40,14 @@
 # "//@ nvcc-flags: ..." adds flags to every build of the program (PTX and
 # executables, e.g. --default-stream per-thread), "//@ link-flags: ..." to
 # its executables only.
+# "//@ sources: parts/a.cu parts/b.cu" makes a program of several files
+# (paths relative to tests/cuda; files under tests/cuda/parts/ are never
+# programs of their own): every build gets -rdc=true, its executables are
+# compiled from the program's file and those (nvcc links the device code),
+# its PTX from the program's file alone. The manifest's flags column then
+# carries "sources:FILE" for each.
+# "//@ gencode: arch=compute_80,code=compute_80" replaces the executables'
+# -gencode (manifest flags "gencode:VALUE"), e.g. for PTX-only programs.
 # "//@ libs: cublas cublasLt" links the executables with NVIDIA's cuBLAS
 # libraries of the matching CUDA release (from the toolkit, kept off every
 # RUNPATH); at run time the programs load anycuda's. The manifest's flags
@@ -77,7 +86,7 @@ start=$(date +%s)
 shopt -s nullglob
 sources=("$SRC_DIR"/*.cu)
 [ ${#sources[@]} -gt 0 ] || die "no programs in $SRC_DIR"
-headers=("$SRC_DIR"/*.cuh)
+headers=("$SRC_DIR"/*.cuh "$SRC_DIR"/parts/*.cuh)
 shopt -u nullglob
 set -f # no globbing from here on: flags such as code=[compute_80,sm_80] are literal
 self="scripts/build-cuda-tests.sh"
@@ -110,6 +119,20 @@ for src in "${sources[@]}"; do
     nvcc_flags=$(directive "$src" nvcc-flags)
     link_flags=$(directive "$src" link-flags)
     libs=$(directive "$src" libs)
+    extra_srcs=""; src_tags=""
+    for x in $(directive "$src" sources); do
+        [ -f "$SRC_DIR/$x" ] || die "$src: no source '$x' in $SRC_DIR"
+        extra_srcs="$extra_srcs $SRC_DIR/$x"; src_tags="$src_tags sources:$x"
+    done
+    if [ -n "$extra_srcs" ]; then
+        nvcc_flags="-rdc=true $nvcc_flags"
+    fi
+    gencode=$(directive "$src" gencode)
+    if [ -n "$gencode" ]; then
+        PROG_GENCODE=(-gencode "$gencode"); src_tags="$src_tags gencode:$gencode"
+    else
+        PROG_GENCODE=("${GENCODE[@]}")
+    fi
     libs13=""; libs12=""; lib_tags=""
     for l in $libs; do
         case "$l" in cublas|cublasLt) ;; *) die "$src: unknown library '$l'" ;; esac
@@ -146,18 +169,28 @@ for src in "${sources[@]}"; do
     add sm_80 ptx "ptx/sm_80/$name.ptx" - "$nvcc_flags" -ptx -arch=sm_80 $nvcc_flags
     add sm_90 ptx "ptx/sm_90/$name.ptx" - "$nvcc_flags" -ptx -arch=sm_90 $nvcc_flags
     add sm_80-G ptx "ptx/sm_80-G/$name.ptx" - "-G $nvcc_flags" -ptx -arch=sm_80 -G $nvcc_flags
-    add static exe "bin/static/$name" static "$nvcc_flags$lib_tags" "${GENCODE[@]}" $nvcc_flags LINK $link_flags $libs13
+    lib_tags="$lib_tags$src_tags"
+    add static exe "bin/static/$name" static "$nvcc_flags$lib_tags" "${PROG_GENCODE[@]}" $nvcc_flags $extra_srcs LINK $link_flags $libs13
     for v in $variants; do
         case "$v" in
             shared) add shared exe "bin/shared/$name" libcudart.so.13 "-cudart shared $nvcc_flags$lib_tags" \
-                        "${GENCODE[@]}" -cudart shared $nvcc_flags LINK $link_flags $libs13 -Xlinker -rpath="$TK/lib" ;;
-            cu12)   add cu12 exe "bin/cu12/$name" libcudart.so.12 "cudart-12.9 $nvcc_flags$lib_tags" \
-                        "${GENCODE[@]}" -cudart none -I"$TK/cu12/include" $nvcc_flags \
-                        LINK $link_flags $libs12 -L"$TK/cu12/lib" -l:libcudart.so.12 -Xlinker -rpath="$TK/cu12/lib" ;;
+                        "${PROG_GENCODE[@]}" -cudart shared $nvcc_flags $extra_srcs LINK $link_flags $libs13 -Xlinker -rpath="$TK/lib" ;;
+            cu12)   if [ -z "$extra_srcs" ]; then
+                        add cu12 exe "bin/cu12/$name" libcudart.so.12 "cudart-12.9 $nvcc_flags$lib_tags" \
+                            "${PROG_GENCODE[@]}" -cudart none -I"$TK/cu12/include" $nvcc_flags \
+                            LINK $link_flags $libs12 -L"$TK/cu12/lib" -l:libcudart.so.12 -Xlinker -rpath="$TK/cu12/lib"
+                    else
+                        # -cudart none would skip nvcc's device link: -cudart
+                        # shared with the 12.9 directory first picks its
+                        # libcudart.so (-> .so.12) and libcudadevrt.a.
+                        add cu12 exe "bin/cu12/$name" libcudart.so.12 "cudart-12.9 $nvcc_flags$lib_tags" \
+                            "${PROG_GENCODE[@]}" -cudart shared -I"$TK/cu12/include" $nvcc_flags $extra_srcs \
+                            LINK $link_flags $libs12 -L"$TK/cu12/lib" -Xlinker -rpath="$TK/cu12/lib"
+                    fi ;;
             lz4)    add lz4 exe "bin/lz4/$name" static "--compress-mode=speed $nvcc_flags$lib_tags" \
-                        "${GENCODE[@]}" --compress-mode=speed $nvcc_flags LINK $link_flags $libs13 ;;
+                        "${PROG_GENCODE[@]}" --compress-mode=speed $nvcc_flags $extra_srcs LINK $link_flags $libs13 ;;
             nocomp) add nocomp exe "bin/nocomp/$name" static "--no-compress $nvcc_flags$lib_tags" \
-                        "${GENCODE[@]}" --no-compress $nvcc_flags LINK $link_flags $libs13 ;;
+                        "${PROG_GENCODE[@]}" --no-compress $nvcc_flags $extra_srcs LINK $link_flags $libs13 ;;
         esac
     done
 done
@@ -201,15 +234,19 @@ running=0
 # heavy jobs first, keeping the original order otherwise
 while IFS=$'\t' read -r heavy src variant rel args; do
     out="$OUT/$rel"
+    IFS=$'\x1f' read -r -a argv <<<"$args"
     if [ -e "$out" ]; then
         t=$(mtime "$out")
-        if [ "$t" -ge "$(mtime "$src")" ] && [ "$t" -ge "$common_newest" ]; then
+        newest=$(mtime "$src")
+        for a in "${argv[@]}"; do # the program's other source files
+            case "$a" in "$SRC_DIR"/*.cu) s=$(mtime "$a"); [ "$s" -gt "$newest" ] && newest=$s ;; esac
+        done
+        if [ "$t" -ge "$newest" ] && [ "$t" -ge "$common_newest" ]; then
             uptodate=$((uptodate + 1))
             continue
         fi
     fi
     compiled=$((compiled + 1))
-    IFS=$'\x1f' read -r -a argv <<<"$args"
     build_one "$src" "$variant" "$rel" "${argv[@]}" &
     running=$((running + 1))
     if [ "$running" -ge "$JOBS" ]; then

@@ -48,6 +48,29 @@ pub enum ModuleSource<'a> {
     Image(&'a fatbin::Image<'a>),
     /// Already-selected PTX text.
     Ptx(&'a str),
+    /// The image of a program built with relocatable device code
+    /// (`nvcc -rdc=true`): a version-2 fatbin wrapper whose own fatbin
+    /// (nvlink's output: machine code, if any) comes with the *prelinked*
+    /// fatbins of each translation unit. Without usable PTX in the image,
+    /// the prelinked fatbins' PTX is linked, as NVIDIA's driver JIT-links
+    /// them.
+    Prelinked {
+        image: &'a fatbin::Image<'a>,
+        parts: &'a [fatbin::Image<'a>],
+    },
+}
+
+/// Functions every backend supplies itself: a PTX module calls them
+/// without defining them (`printf`, `malloc`, `free`, `assert`).
+pub const PROVIDED_FUNCTIONS: [&str; 4] = ["vprintf", "malloc", "free", "__assertfail"];
+
+/// One input of a link: its PTX, and whether it is an archive member
+/// (linked only when it defines something still undefined).
+#[derive(Debug, Clone)]
+pub struct LinkPart {
+    pub name: String,
+    pub ptx: String,
+    pub lazy: bool,
 }
 
 /// A library kernel's handle and the settings its functions share.
@@ -125,7 +148,7 @@ pub(crate) struct Kernel {
 pub(crate) struct LinkState {
     pub handle: u64,
     pub options: ModuleOptions,
-    pub inputs: Mutex<Vec<(String, String)>>,
+    pub inputs: Mutex<Vec<LinkPart>>,
     pub output: Mutex<Option<Vec<u8>>>,
 }
 
@@ -212,7 +235,7 @@ impl Driver {
                     info.push('\n');
                     info.push_str(&extra);
                 }
-                log.info = info;
+                log.info = if log.info.is_empty() { info } else { format!("{}\n{info}", log.info) };
                 Ok(m)
             }
             Err(e) => {
@@ -226,11 +249,85 @@ impl Driver {
         let r = match source {
             ModuleSource::Image(img) => self.select_ptx(img, target),
             ModuleSource::Ptx(p) => Ok(LoadedImage { ptx: p.to_string(), source: "PTX text".into() }),
+            ModuleSource::Prelinked { image, parts } => match self.select_ptx(image, target) {
+                Err(Error::NoBinaryForGpu(why)) if !parts.is_empty() => self.link_prelinked(parts, target, log).map_err(|e| match e {
+                    Error::NoBinaryForGpu(more) => Error::NoBinaryForGpu(format!("{why}; and its prelinked fatbins: {more}")),
+                    e => e,
+                }),
+                r => r,
+            },
         };
         if let Err(e) = &r {
-            log.error = format!("anycuda: {e}");
+            if log.error.is_empty() {
+                log.error = format!("anycuda: {e}");
+            }
         }
         r
+    }
+
+    /// Links the PTX of an `-rdc` program's prelinked fatbins. Parts
+    /// without PTX (device-runtime objects built for machine code only)
+    /// are left out, with a line in the info log.
+    fn link_prelinked(&self, parts: &[fatbin::Image<'_>], target: u32, log: &mut JitLog) -> Result<LoadedImage> {
+        let mut inputs = Vec::new();
+        let mut skipped = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            let name = format!("prelinked fatbin {}", i + 1);
+            match self.select_ptx(part, target) {
+                Ok(img) => inputs.push(LinkPart { name, ptx: img.ptx, lazy: false }),
+                Err(Error::NoBinaryForGpu(why)) => skipped.push(format!("anycuda: {name} left out of the link: {why}")),
+                Err(e) => return Err(e),
+            }
+        }
+        if inputs.is_empty() {
+            return Err(Error::NoBinaryForGpu(format!("none of the {} holds PTX ({})", parts.len(), skipped.join("; "))));
+        }
+        let n = inputs.len();
+        let ptx = self.link_parts(&inputs, true, log)?;
+        if !skipped.is_empty() {
+            log.info = format!("{}\n{}", skipped.join("\n"), log.info).trim_end().to_string();
+        }
+        Ok(LoadedImage { ptx, source: format!("relocatable device code: {n} prelinked fatbin(s) with PTX, linked") })
+    }
+
+    /// Links PTX inputs into one module's text; errors, and with `verbose`
+    /// (`CU_JIT_LOG_VERBOSE`) each decision, go to the logs. A link error is `CUDA_ERROR_INVALID_PTX`.
+    pub(crate) fn link_parts(&self, parts: &[LinkPart], verbose: bool, log: &mut JitLog) -> Result<String> {
+        let mut modules = Vec::with_capacity(parts.len());
+        for p in parts {
+            match ptx::parse(&p.ptx) {
+                Ok(m) => modules.push(m),
+                Err(d) => {
+                    let first = d.to_string();
+                    let first = first.lines().next().unwrap_or("").to_string();
+                    log.error = format!("anycuda: cannot link {}: its PTX does not parse: {first}", p.name);
+                    return Err(Error::InvalidPtx(log.error.clone()));
+                }
+            }
+        }
+        // CUDA's device runtime comes with every -rdc program; it is linked
+        // only when code calls into it.
+        let inputs: Vec<ptx::LinkInput<'_, '_>> = parts
+            .iter()
+            .zip(&modules)
+            .map(|(p, m)| ptx::LinkInput { name: &p.name, module: m, lazy: p.lazy || ptx::is_device_runtime(m) })
+            .collect();
+        match ptx::link(&inputs, &ptx::LinkOptions { provided: &PROVIDED_FUNCTIONS }) {
+            Ok(l) => {
+                let names: Vec<&str> = l.included.iter().map(|&i| parts[i].name.as_str()).collect();
+                let mut info = format!("anycuda: linked {} input(s): {}", names.len(), names.join(", "));
+                for line in l.log.iter().filter(|_| verbose) {
+                    info.push_str("\nanycuda: ");
+                    info.push_str(line);
+                }
+                log.info = info;
+                Ok(l.ptx)
+            }
+            Err(e) => {
+                log.error = e.to_string();
+                Err(Error::InvalidPtx(format!("link failed: {}", e.errors.join("; "))))
+            }
+        }
     }
 
     /// `cuModuleLoadData[Ex]`, `cuModuleLoadFatBinary`, `cuModuleLoad`:
@@ -604,43 +701,51 @@ impl Driver {
         self.links.get(h).ok_or_else(|| Error::handle(format!("{h:#x} is not a link state")))
     }
 
-    /// `cuLinkAddData` / `cuLinkAddFile`: PTX or a fatbin with PTX.
-    pub fn link_add(&self, h: u64, source: ModuleSource<'_>, name: &str, log: &mut JitLog) -> Result<()> {
+    /// `cuLinkAddData` / `cuLinkAddFile`: PTX, or a fatbin with PTX (alone,
+    /// from a host object, or from an archive member when `lazy`). An
+    /// archive member without PTX is left out with a line in the info log;
+    /// PTX that does not parse is `CUDA_ERROR_INVALID_PTX`.
+    pub fn link_add(&self, h: u64, source: ModuleSource<'_>, name: &str, lazy: bool, log: &mut JitLog) -> Result<()> {
         let ctx = self.current_ctx()?;
         let l = self.link(h)?;
         let target = self.device_props(ctx.device as i32)?.compute_capability();
+        if lazy {
+            if let ModuleSource::Image(img) = source {
+                if let Err(Error::NoBinaryForGpu(why)) = self.select_ptx(img, target) {
+                    log.info = format!("anycuda: {name} left out of the link: {why}");
+                    return Ok(());
+                }
+            }
+        }
         let img = self.resolve_source(source, target, log)?;
-        lock(&l.inputs).push((name.to_string(), img.ptx));
+        // As CUDA's driver compiles PTX inputs when they are added, PTX that
+        // does not parse is refused here.
+        if let Err(d) = ptx::parse(&img.ptx) {
+            let d = d.to_string();
+            log.error = format!("anycuda: {name}: the PTX does not parse: {}", d.lines().next().unwrap_or(""));
+            return Err(Error::InvalidPtx(log.error.clone()));
+        }
+        lock(&l.inputs).push(LinkPart { name: name.to_string(), ptx: img.ptx, lazy });
         Ok(())
     }
 
-    /// `cuLinkComplete`: the "cubin" is the PTX itself (NUL-terminated),
-    /// which `cuModuleLoadData` accepts. Linking several PTX inputs
-    /// together needs the compiler and is not supported yet.
+    /// `cuLinkComplete`: links the inputs into one PTX module (see
+    /// [`ptx::link`]). The "cubin" handed back is that PTX text,
+    /// NUL-terminated, which `cuModuleLoadData` and `cuLibraryLoadData`
+    /// accept; it stays valid until `cuLinkDestroy`.
     pub fn link_complete(&self, h: u64, log: &mut JitLog) -> Result<(usize, usize)> {
         self.current_ctx()?;
         let l = self.link(h)?;
-        let inputs = lock(&l.inputs);
-        let out = match inputs.as_slice() {
-            [] => {
-                log.error = "anycuda: cuLinkComplete without inputs".into();
-                return Err(Error::invalid("nothing to link"));
-            }
-            [(_, ptx)] => {
-                let mut v = ptx.clone().into_bytes();
-                v.push(0);
-                v
-            }
-            many => {
-                log.error = format!(
-                    "anycuda: linking {} PTX inputs ({}) into one image is not supported yet",
-                    many.len(),
-                    many.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
-                );
-                return Err(Error::NotSupported("linking several inputs".into()));
-            }
-        };
-        let _ = &l.options;
+        let inputs = lock(&l.inputs).clone();
+        if inputs.is_empty() {
+            log.error = "anycuda: cuLinkComplete without inputs".into();
+            return Err(Error::invalid("nothing to link: no input was added"));
+        }
+        let t = Instant::now();
+        let text = self.link_parts(&inputs, l.options.verbose, log);
+        log.wall_ms = t.elapsed().as_secs_f32() * 1e3;
+        let mut out = text?.into_bytes();
+        out.push(0);
         let mut o = lock(&l.output);
         let v = o.insert(out);
         Ok((v.as_ptr() as usize, v.len()))

@@ -701,7 +701,7 @@ fn linking_a_single_ptx_input() {
     let l = d.link_create(ModuleOptions::default()).expect("link");
     let mut log = JitLog::default();
     assert!(d.link_complete(l, &mut log).is_err());
-    d.link_add(l, ModuleSource::Ptx(PTX), "a.ptx", &mut log).expect("add");
+    d.link_add(l, ModuleSource::Ptx(PTX), "a.ptx", false, &mut log).expect("add");
     let (p, n) = d.link_complete(l, &mut log).expect("complete");
     // SAFETY: the link state owns the image until destroyed.
     let image = unsafe { std::slice::from_raw_parts(p as *const u8, n) };
@@ -709,11 +709,63 @@ fn linking_a_single_ptx_input() {
     let text = std::str::from_utf8(&image[..n - 1]).unwrap_or("");
     let m = d.module_load(ModuleSource::Ptx(text), ModuleOptions::default(), &mut log).expect("load linked");
     assert!(d.module_get_function(m, "mock_fill_u32").is_ok());
-    d.link_add(l, ModuleSource::Ptx(PTX), "b.ptx", &mut log).expect("add");
-    assert!(matches!(d.link_complete(l, &mut log), Err(Error::NotSupported(_))));
-    assert!(log.error.contains("b.ptx"), "{}", log.error);
+    // The same module twice defines every kernel twice.
+    d.link_add(l, ModuleSource::Ptx(PTX), "b.ptx", false, &mut log).expect("add");
+    assert!(matches!(d.link_complete(l, &mut log), Err(Error::InvalidPtx(_))));
+    assert!(log.error.contains("Multiple definition of 'mock_fill_u32' in 'b.ptx', first defined in 'a.ptx'"), "{}", log.error);
     d.link_destroy(l).expect("destroy");
     assert!(d.link_destroy(l).is_err());
+}
+
+const PTX_CALLER: &str = ".version 8.0\n.target sm_80\n.address_size 64\n\
+    .extern .func (.param .b32 r) scale(.param .b32 x);\n\
+    .visible .entry mock_fault() { .reg .b32 %r<2>; { .param .b32 a; .param .b32 b; st.param.b32 [a], %r0; \
+    call (b), scale, (a); ld.param.b32 %r1, [b]; } ret; }\n";
+const PTX_CALLEE: &str = ".version 8.0\n.target sm_80\n.address_size 64\n\
+    .visible .func (.param .b32 r) scale(.param .b32 x) { .reg .b32 %r<2>; ld.param.b32 %r0, [x]; \
+    st.param.b32 [r], %r0; ret; }\n";
+
+#[test]
+fn prelinked_fatbins_of_an_rdc_program_are_linked() {
+    let d = with_ctx();
+    // nvlink's fatbin: machine code only; each prelinked fatbin: PTX.
+    let main = fatbin_with(&[(2, 80, b"\x7fELF-not-really")]);
+    let a = fatbin_with(&[(1, 80, format!("{PTX_CALLER}\0").as_bytes())]);
+    let b = fatbin_with(&[(1, 80, format!("{PTX_CALLEE}\0").as_bytes())]);
+    let main = fatbin::Image::parse(&main).expect("main");
+    let parts = [fatbin::Image::parse(&a).expect("a"), fatbin::Image::parse(&b).expect("b")];
+    let mut log = JitLog::default();
+    let m = d.module_load(ModuleSource::Prelinked { image: &main, parts: &parts }, ModuleOptions::default(), &mut log).expect("linked");
+    assert!(d.module_get_function(m, "mock_fault").is_ok());
+    assert!(log.info.contains("linked 2 input(s)"), "{}", log.info);
+    // Without the callee the link fails, naming the symbol.
+    let mut log = JitLog::default();
+    let r = d.module_load(ModuleSource::Prelinked { image: &main, parts: &parts[..1] }, ModuleOptions::default(), &mut log);
+    assert!(matches!(r, Err(Error::InvalidPtx(_))), "{r:?}");
+    assert!(log.error.contains("Undefined reference to 'scale' in 'prelinked fatbin 1'"), "{}", log.error);
+    // Without prelinked fatbins, the image alone has no PTX.
+    let r = d.module_load(ModuleSource::Prelinked { image: &main, parts: &[] }, ModuleOptions::default(), &mut JitLog::default());
+    assert!(matches!(r, Err(Error::NoBinaryForGpu(_))), "{r:?}");
+}
+
+#[test]
+fn archive_members_without_ptx_are_left_out() {
+    let d = with_ctx();
+    let l = d.link_create(ModuleOptions { verbose: true, ..ModuleOptions::default() }).expect("link");
+    let sass = fatbin_with(&[(2, 80, b"\x7fELF-not-really")]);
+    let sass = fatbin::Image::parse(&sass).expect("sass");
+    let mut log = JitLog::default();
+    d.link_add(l, ModuleSource::Image(&sass), "libdevrt.a:x.o", true, &mut log).expect("a member without PTX is skipped");
+    assert!(log.info.contains("libdevrt.a:x.o left out"), "{}", log.info);
+    // Not as a direct input.
+    let r = d.link_add(l, ModuleSource::Image(&sass), "x.o", false, &mut JitLog::default());
+    assert!(matches!(r, Err(Error::NoBinaryForGpu(_))), "{r:?}");
+    d.link_add(l, ModuleSource::Ptx(PTX_CALLER), "a.ptx", false, &mut log).expect("add");
+    d.link_add(l, ModuleSource::Ptx(PTX_CALLEE), "lib.a:b.o", true, &mut log).expect("add");
+    d.link_add(l, ModuleSource::Ptx(PTX), "lib.a:unused.o", true, &mut log).expect("add");
+    let mut log = JitLog::default();
+    d.link_complete(l, &mut log).expect("links");
+    assert!(log.info.contains("linked 2 input(s): a.ptx, lib.a:b.o"), "{}", log.info);
 }
 
 #[test]

@@ -93,6 +93,11 @@ pub enum Error {
     #[error("fatbin wrapper (version {version}) points to {fatbin_address:#x}; resolve it first")]
     UnresolvedWrapper { version: u32, fatbin_address: u64 },
 
+    /// A host object or `ar` archive that cannot be read, or that carries no
+    /// device code.
+    #[error("{0}")]
+    Object(String),
+
     #[error("null {what} pointer")]
     NullPointer { what: &'static str },
 

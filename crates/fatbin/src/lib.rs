@@ -31,6 +31,7 @@
 mod decompress;
 mod error;
 mod fatbin;
+mod host;
 mod image;
 mod read;
 mod select;
@@ -43,5 +44,6 @@ pub use error::{Error, Result};
 pub use fatbin::{
     fatbin_size, ArchVariant, Compression, Entry, EntryKind, Fatbin, Flags, PtxVersion, ENTRY_HEADER_MIN, FATBIN_HEADER_SIZE, FATBIN_MAGIC,
 };
+pub use host::{archive_members, host_object_fatbins, is_archive, FATBIN_SECTIONS};
 pub use image::{Cubin, Image, Readable, Wrapper, ELF_MAGIC, EM_CUDA, WRAPPER_MAGIC, WRAPPER_SIZE};
 pub use select::{runs_on, Policy, Ptx};

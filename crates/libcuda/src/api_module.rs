@@ -23,11 +23,23 @@ struct LogTarget {
 struct Jit {
     options: ModuleOptions,
     target: LogTarget,
+    /// Options accepted without effect, said in the info log.
+    notes: Vec<String>,
 }
 
-/// Reads JIT options (`cuModuleLoadDataEx`, `cuLinkCreate`,
+impl Jit {
+    fn note(&mut self, what: String) {
+        tracing::info!("JIT option {what}");
+        self.notes.push(format!("anycuda: JIT option {what}"));
+    }
+}
+
+/// Reads JIT options (`cuModuleLoadDataEx`, `cuLinkCreate`, `cuLinkAddData`,
 /// `cuLibraryLoadData`). Each value is the option's value itself, cast to
-/// a pointer, except the log buffers.
+/// a pointer, except the log buffers. Options anycuda cannot honour are
+/// accepted where CUDA accepts them, with a line in the info log; option
+/// numbers CUDA does not know and out-of-range values are
+/// `CUDA_ERROR_INVALID_VALUE`.
 unsafe fn parse_jit(n: c_uint, options: *const CUjit_option, values: *mut *mut c_void) -> Result<Jit, Error> {
     let mut j = Jit::default();
     if n == 0 {
@@ -38,33 +50,72 @@ unsafe fn parse_jit(n: c_uint, options: *const CUjit_option, values: *mut *mut c
     }
     j.target.values = values as usize;
     let (mut info_buf, mut info_size, mut err_buf, mut err_size) = (None, None, None, None);
+    let mut symbol_count = 0usize;
     for i in 0..n as usize {
         let opt = options.add(i).read_unaligned();
         let v = values.add(i).read_unaligned() as usize;
+        use CUjit_option as O;
         match opt {
-            CUjit_option::CU_JIT_MAX_REGISTERS => j.options.max_registers = Some(v as u32),
-            CUjit_option::CU_JIT_THREADS_PER_BLOCK => j.options.threads_per_block = Some(v as u32),
-            CUjit_option::CU_JIT_WALL_TIME => j.target.wall_time = Some(i),
-            CUjit_option::CU_JIT_INFO_LOG_BUFFER => info_buf = Some(v),
-            CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES => info_size = Some((v, i)),
-            CUjit_option::CU_JIT_ERROR_LOG_BUFFER => err_buf = Some(v),
-            CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES => err_size = Some((v, i)),
-            CUjit_option::CU_JIT_OPTIMIZATION_LEVEL => {
+            O::CU_JIT_MAX_REGISTERS => j.options.max_registers = Some(v as u32),
+            O::CU_JIT_THREADS_PER_BLOCK => j.options.threads_per_block = Some(v as u32),
+            O::CU_JIT_WALL_TIME => j.target.wall_time = Some(i),
+            O::CU_JIT_INFO_LOG_BUFFER => info_buf = Some(v),
+            O::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES => info_size = Some((v, i)),
+            O::CU_JIT_ERROR_LOG_BUFFER => err_buf = Some(v),
+            O::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES => err_size = Some((v, i)),
+            O::CU_JIT_OPTIMIZATION_LEVEL => {
                 if v > 4 {
                     return Err(Error::InvalidValue(format!("optimization level {v}")));
                 }
                 j.options.optimization_level = Some(v as u32);
             }
-            CUjit_option::CU_JIT_GENERATE_DEBUG_INFO => j.options.generate_debug_info = v != 0,
-            CUjit_option::CU_JIT_GENERATE_LINE_INFO => j.options.generate_line_info = v != 0,
-            CUjit_option::CU_JIT_LOG_VERBOSE => j.options.verbose = v != 0,
-            CUjit_option::CU_JIT_FTZ => j.options.ftz = Some(v != 0),
-            CUjit_option::CU_JIT_PREC_DIV => j.options.prec_div = Some(v != 0),
-            CUjit_option::CU_JIT_PREC_SQRT => j.options.prec_sqrt = Some(v != 0),
-            CUjit_option::CU_JIT_FMA => j.options.fma = Some(v != 0),
-            o if o.0 < CUjit_option::CU_JIT_NUM_OPTIONS.0 => {}
+            O::CU_JIT_TARGET_FROM_CUCONTEXT => {}
+            O::CU_JIT_TARGET => {
+                let t = CUjit_target(v as u32);
+                if t.name().is_none() {
+                    return Err(Error::InvalidValue(format!("unknown CU_JIT_TARGET {v}")));
+                }
+                j.note(format!("CU_JIT_TARGET {t:?} accepted: code is compiled for the context's device"));
+            }
+            O::CU_JIT_FALLBACK_STRATEGY => {
+                if v > CUjit_fallback::CU_PREFER_BINARY.0 as usize {
+                    return Err(Error::InvalidValue(format!("unknown CU_JIT_FALLBACK_STRATEGY {v}")));
+                }
+                if v == CUjit_fallback::CU_PREFER_BINARY.0 as usize {
+                    j.note("CU_JIT_FALLBACK_STRATEGY CU_PREFER_BINARY accepted: anycuda always compiles PTX".into());
+                }
+            }
+            O::CU_JIT_GENERATE_DEBUG_INFO => j.options.generate_debug_info = v != 0,
+            O::CU_JIT_GENERATE_LINE_INFO => j.options.generate_line_info = v != 0,
+            O::CU_JIT_LOG_VERBOSE => j.options.verbose = v != 0,
+            O::CU_JIT_CACHE_MODE => {
+                if v > CUjit_cacheMode::CU_JIT_CACHE_OPTION_CA.0 as usize {
+                    return Err(Error::InvalidValue(format!("unknown CU_JIT_CACHE_MODE {v}")));
+                }
+                j.note(format!("CU_JIT_CACHE_MODE {v} accepted with no effect (no hardware caches to steer)"));
+            }
+            O::CU_JIT_FTZ => j.options.ftz = Some(v != 0),
+            O::CU_JIT_PREC_DIV => j.options.prec_div = Some(v != 0),
+            O::CU_JIT_PREC_SQRT => j.options.prec_sqrt = Some(v != 0),
+            O::CU_JIT_FMA => j.options.fma = Some(v != 0),
+            O::CU_JIT_GLOBAL_SYMBOL_COUNT => symbol_count = v as u32 as usize,
+            O::CU_JIT_GLOBAL_SYMBOL_NAMES | O::CU_JIT_GLOBAL_SYMBOL_ADDRESSES => {}
+            O::CU_JIT_LTO => {
+                if v != 0 {
+                    j.note("CU_JIT_LTO accepted with no effect: anycuda links PTX, not LTO IR".into());
+                }
+            }
+            o if o.0 < O::CU_JIT_NUM_OPTIONS.0 => j.note(format!("{o:?} accepted with no effect")),
             o => return Err(Error::InvalidValue(format!("unknown JIT option {}", o.0))),
         }
+    }
+    if symbol_count > 0 {
+        // Relocating device symbols to host addresses would make device
+        // code read host memory under those names; ignoring it would give
+        // wrong results.
+        return Err(Error::NotSupported(format!(
+            "CU_JIT_GLOBAL_SYMBOL_NAMES/ADDRESSES ({symbol_count} symbol(s) to relocate to host addresses)"
+        )));
     }
     if let (Some(b), Some((s, i))) = (info_buf, info_size) {
         j.target.info = Some((b, s, i));
@@ -100,12 +151,55 @@ unsafe fn write_logs(t: &LogTarget, log: &JitLog) {
     }
 }
 
-fn image_error(e: fatbin::Error) -> Error {
+fn image_error(e: fatbin::Error, name: &str) -> Error {
     match e {
         fatbin::Error::NullPointer { what } => Error::InvalidValue(format!("{what} is NULL")),
-        fatbin::Error::Empty => Error::InvalidImage("empty image".into()),
-        e => Error::InvalidImage(e.to_string()),
+        fatbin::Error::Empty => Error::InvalidImage(format!("{name}: empty image")),
+        e if name == "image" => Error::InvalidImage(e.to_string()),
+        e => Error::InvalidImage(format!("{name}: {e}")),
     }
+}
+
+/// The info log starts with what the options said.
+fn add_notes(log: &mut JitLog, notes: &[String]) {
+    if notes.is_empty() {
+        return;
+    }
+    let mut info = notes.join("\n");
+    if !log.info.is_empty() {
+        info.push('\n');
+        info.push_str(&log.info);
+    }
+    log.info = info;
+}
+
+/// Most prelinked fatbins a version-2 wrapper's list is read for.
+const MAX_PRELINKED: usize = 1 << 16;
+
+/// The prelinked fatbins of a version-2 fatbin wrapper (`nvcc -rdc=true`):
+/// its auxiliary pointer is a NULL-terminated array of fatbin pointers, one
+/// per translation unit. Every pointer and fatbin is checked readable first.
+unsafe fn prelinked_fatbins(image: &fatbin::Image<'_>) -> Result<Vec<fatbin::Image<'static>>, Error> {
+    let fatbin::Image::Fatbin { wrapper: Some(w), .. } = image else { return Ok(Vec::new()) };
+    if w.version != 2 || w.aux == 0 {
+        return Ok(Vec::new());
+    }
+    let mem = crate::readable::ProcessMemory;
+    let mut parts = Vec::new();
+    for k in 0..MAX_PRELINKED {
+        let at = (w.aux as usize).checked_add(8 * k).ok_or_else(|| Error::InvalidImage("prelinked fatbin list overflows".into()))?;
+        if fatbin::Readable::readable_prefix(&mem, at, 8) < 8 {
+            return Err(Error::InvalidImage(format!("the prelinked fatbin list of the wrapper is unreadable at entry {k}")));
+        }
+        let p = (at as *const u64).read_unaligned();
+        if p == 0 {
+            return Ok(parts);
+        }
+        let img = fatbin::Image::from_ptr_checked(p as usize as *const c_void, &mem)
+            .map_err(|e| image_error(e, &format!("prelinked fatbin {}", k + 1)))?;
+        parts.push(img);
+    }
+    Err(Error::InvalidImage(format!("the prelinked fatbin list of the wrapper has no end within {MAX_PRELINKED} entries")))
 }
 
 /// Loads through `f` with the image behind `image`, writing the JIT logs
@@ -119,13 +213,21 @@ unsafe fn with_image(
     // The image's memory is checked before each range its headers declare
     // is read, so a truncated image is an error rather than a fault.
     let r = match fatbin::Image::from_ptr_checked(image, &crate::readable::ProcessMemory) {
-        Ok(img) => f(ModuleSource::Image(&img), jit.options, &mut log),
+        Ok(img) => match prelinked_fatbins(&img) {
+            Ok(parts) if parts.is_empty() => f(ModuleSource::Image(&img), jit.options, &mut log),
+            Ok(parts) => f(ModuleSource::Prelinked { image: &img, parts: &parts }, jit.options, &mut log),
+            Err(e) => {
+                log.error = format!("anycuda: {e}");
+                Err(e)
+            }
+        },
         Err(e) => {
-            let e = image_error(e);
+            let e = image_error(e, "image");
             log.error = format!("anycuda: {e}");
             Err(e)
         }
     };
+    add_notes(&mut log, &jit.notes);
     write_logs(&jit.target, &log);
     r
 }
@@ -147,11 +249,12 @@ unsafe fn with_file(
     let r = match fatbin::Image::parse(&bytes) {
         Ok(img) => f(ModuleSource::Image(&img), jit.options, &mut log),
         Err(e) => {
-            let e = image_error(e);
+            let e = image_error(e, "image");
             log.error = format!("anycuda: {path}: {e}");
             Err(e)
         }
     };
+    add_notes(&mut log, &jit.notes);
     write_logs(&jit.target, &log);
     r
 }
@@ -550,11 +653,13 @@ api! {
 
 // ---- linking ----
 
-static LINK_LOGS: Mutex<Option<HashMap<u64, LogTarget>>> = Mutex::new(None);
+/// Where each link state's logs go, and what its options said.
+type LinkLogs = HashMap<u64, (LogTarget, Vec<String>)>;
+static LINK_LOGS: Mutex<Option<LinkLogs>> = Mutex::new(None);
 
-fn link_target(h: u64) -> LogTarget {
+fn link_target(h: u64) -> (LogTarget, Vec<String>) {
     let g = LINK_LOGS.lock().unwrap_or_else(|e| e.into_inner());
-    g.as_ref().and_then(|m| m.get(&h).copied()).unwrap_or_default()
+    g.as_ref().and_then(|m| m.get(&h).cloned()).unwrap_or_default()
 }
 
 unsafe fn link_create(
@@ -566,23 +671,90 @@ unsafe fn link_create(
     let out = Out::new(stateOut, "stateOut")?;
     let jit = parse_jit(numOptions, options, optionValues)?;
     let h = drv()?.link_create(jit.options)?;
-    LINK_LOGS.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(h, jit.target);
+    LINK_LOGS.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(h, (jit.target, jit.notes));
     out.set(CUlinkState::from_addr(h as usize));
     Ok(())
 }
 
-unsafe fn link_add(state: CUlinkState, typ: CUjitInputType, bytes: &[u8], name: &str) -> Result<(), Error> {
+fn is_elf(bytes: &[u8]) -> bool {
+    bytes.starts_with(&fatbin::ELF_MAGIC.to_le_bytes())
+}
+
+/// A CUDA device ELF (a cubin or a relocatable device object) rather than a
+/// host object.
+fn is_device_elf(bytes: &[u8]) -> bool {
+    is_elf(bytes) && bytes.get(18..20) == Some(&fatbin::EM_CUDA.to_le_bytes()[..])
+}
+
+/// Adds the fatbins a host object embeds; `lazy` for archive members.
+fn link_add_object(h: u64, bytes: &[u8], name: &str, lazy: bool, log: &mut JitLog) -> Result<(), Error> {
+    let d = drv()?;
+    if is_device_elf(bytes) {
+        let img = fatbin::Image::parse(bytes).map_err(|e| image_error(e, name))?;
+        return d.link_add(h, ModuleSource::Image(&img), name, lazy, log);
+    }
+    let fatbins = fatbin::host_object_fatbins(bytes).map_err(|e| image_error(e, name))?;
+    let many = fatbins.len() > 1;
+    for (k, fb) in fatbins.iter().enumerate() {
+        let part = if many { format!("{name}#{}", k + 1) } else { name.to_string() };
+        let img = fatbin::Image::parse(fb).map_err(|e| image_error(e, &part))?;
+        let mut one = JitLog::default();
+        let r = d.link_add(h, ModuleSource::Image(&img), &part, lazy, &mut one);
+        merge_log(log, one);
+        r?;
+    }
+    Ok(())
+}
+
+fn merge_log(into: &mut JitLog, from: JitLog) {
+    for (a, b) in [(&mut into.info, from.info), (&mut into.error, from.error)] {
+        if !b.is_empty() {
+            if !a.is_empty() {
+                a.push('\n');
+            }
+            a.push_str(&b);
+        }
+    }
+}
+
+/// Adds an `ar` archive: its members' device code, each linked only when it
+/// defines a symbol the link still needs. Members that are not host objects
+/// with device code are left out, with a line in the info log.
+fn link_add_library(h: u64, bytes: &[u8], name: &str, log: &mut JitLog) -> Result<(), Error> {
+    if !fatbin::is_archive(bytes) {
+        return Err(Error::InvalidImage(format!("{name}: not an ar archive")));
+    }
+    let members = fatbin::archive_members(bytes).map_err(|e| image_error(e, name))?;
+    for (member, data) in members {
+        let full = format!("{name}:{member}");
+        if !is_elf(data) {
+            merge_log(log, JitLog { info: format!("anycuda: {full} left out of the link: not an ELF object"), ..JitLog::default() });
+            continue;
+        }
+        if !is_device_elf(data) && fatbin::host_object_fatbins(data).is_err() {
+            merge_log(log, JitLog { info: format!("anycuda: {full} left out of the link: no device code"), ..JitLog::default() });
+            continue;
+        }
+        link_add_object(h, data, &full, true, log)?;
+    }
+    Ok(())
+}
+
+unsafe fn link_add(state: CUlinkState, typ: CUjitInputType, bytes: &[u8], name: &str, jit: Jit) -> Result<(), Error> {
     let d = drv()?;
     let h = state.addr() as u64;
     let mut log = JitLog::default();
+    use CUjitInputType as T;
     let r = match typ {
-        CUjitInputType::CU_JIT_INPUT_PTX | CUjitInputType::CU_JIT_INPUT_FATBINARY | CUjitInputType::CU_JIT_INPUT_CUBIN => {
-            match fatbin::Image::parse(bytes) {
-                Ok(img) => d.link_add(h, ModuleSource::Image(&img), name, &mut log),
-                Err(e) => Err(image_error(e)),
-            }
-        }
-        t if t.0 < CUjitInputType::CU_JIT_NUM_INPUT_TYPES.0 => Err(Error::NotSupported(format!("linking input type {} ({name})", t.0))),
+        T::CU_JIT_INPUT_PTX | T::CU_JIT_INPUT_FATBINARY | T::CU_JIT_INPUT_CUBIN => match fatbin::Image::parse(bytes) {
+            Ok(img) => d.link_add(h, ModuleSource::Image(&img), name, false, &mut log),
+            Err(e) => Err(image_error(e, name)),
+        },
+        T::CU_JIT_INPUT_OBJECT => link_add_object(h, bytes, name, false, &mut log),
+        T::CU_JIT_INPUT_LIBRARY => link_add_library(h, bytes, name, &mut log),
+        T::CU_JIT_INPUT_NVVM => Err(Error::NotSupported(format!(
+            "{name}: NVVM IR (CU_JIT_INPUT_NVVM, link-time optimization) cannot be linked; anycuda links PTX (build with -rdc=true instead of -dlto)"
+        ))),
         t => Err(Error::InvalidValue(format!("unknown input type {}", t.0))),
     };
     if let Err(e) = &r {
@@ -590,7 +762,11 @@ unsafe fn link_add(state: CUlinkState, typ: CUjitInputType, bytes: &[u8], name: 
             log.error = format!("anycuda: {name}: {e}");
         }
     }
-    write_logs(&link_target(h), &log);
+    let (target, _) = link_target(h);
+    write_logs(&target, &log);
+    // Log buffers given to this call itself get the same logs.
+    add_notes(&mut log, &jit.notes);
+    write_logs(&jit.target, &log);
     r
 }
 
@@ -619,7 +795,7 @@ unsafe fn link_add_data(
     if data.is_null() || size == 0 {
         return Err(Error::InvalidValue("no data".into()));
     }
-    parse_jit(numOptions, options, optionValues)?;
+    let jit = parse_jit(numOptions, options, optionValues)?;
     let name = if name.is_null() { "input" } else { cstr(name, "name")? };
     // The caller's size is checked against its memory before any of it is
     // read, as module images are (`readable`).
@@ -628,7 +804,7 @@ unsafe fn link_add_data(
         return Err(Error::InvalidValue(format!("{name}: {size} bytes of data given, only {readable} readable")));
     }
     let bytes = std::slice::from_raw_parts(data as *const u8, size);
-    link_add(state, typ, bytes, name)
+    link_add(state, typ, bytes, name, jit)
 }
 
 api! {
@@ -652,9 +828,9 @@ unsafe fn link_add_file(
     optionValues: *mut *mut c_void,
 ) -> Result<(), Error> {
     let p = cstr(path, "path")?;
-    parse_jit(numOptions, options, optionValues)?;
+    let jit = parse_jit(numOptions, options, optionValues)?;
     let bytes = read_file(p)?;
-    link_add(state, typ, &bytes, p)
+    link_add(state, typ, &bytes, p, jit)
 }
 
 api! {
@@ -675,7 +851,9 @@ api! {
         let h = state.addr() as u64;
         let mut log = JitLog::default();
         let r = drv()?.link_complete(h, &mut log);
-        write_logs(&link_target(h), &log);
+        let (target, notes) = link_target(h);
+        add_notes(&mut log, &notes);
+        write_logs(&target, &log);
         let (p, n) = r?;
         out.set(p as *mut c_void);
         set_opt(sizeOut, n);

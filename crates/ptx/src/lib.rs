@@ -24,10 +24,12 @@ pub mod ast;
 pub mod diag;
 mod keywords;
 pub mod lexer;
+pub mod link;
 mod parser;
 mod printer;
 mod validate;
 
 pub use diag::{Diagnostic, Diagnostics, LineIndex};
+pub use link::{is_device_runtime, link, LinkError, LinkInput, LinkOptions, Linked};
 pub use parser::parse;
 pub use printer::{print, reg_name};
