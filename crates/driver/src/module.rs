@@ -62,7 +62,7 @@ pub enum ModuleSource<'a> {
 
 /// Functions every backend supplies itself: a PTX module calls them
 /// without defining them (`printf`, `malloc`, `free`, `assert`).
-pub const PROVIDED_FUNCTIONS: [&str; 4] = ["vprintf", "malloc", "free", "__assertfail"];
+pub const PROVIDED_FUNCTIONS: [&str; 4] = ptx::DRIVER_FUNCTIONS;
 
 /// One input of a link: its PTX, and whether it is an archive member
 /// (linked only when it defines something still undefined).

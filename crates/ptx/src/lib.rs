@@ -30,6 +30,6 @@ mod printer;
 mod validate;
 
 pub use diag::{Diagnostic, Diagnostics, LineIndex};
-pub use link::{is_device_runtime, link, LinkError, LinkInput, LinkOptions, Linked};
+pub use link::{is_device_runtime, link, LinkError, LinkInput, LinkOptions, Linked, DRIVER_FUNCTIONS};
 pub use parser::parse;
 pub use printer::{print, reg_name};

@@ -41,6 +41,10 @@ pub struct LinkInput<'s, 'a> {
     pub lazy: bool,
 }
 
+/// Functions the CUDA driver supplies to every module: PTX calls them
+/// without defining them (`printf`, `malloc`, `free`, `assert`).
+pub const DRIVER_FUNCTIONS: [&str; 4] = ["vprintf", "malloc", "free", "__assertfail"];
+
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LinkOptions<'s> {
     /// Functions that need no definition: the caller supplies them.
