@@ -1,0 +1,231 @@
+//! PTX forms real programs emit that the compiler once refused or got
+//! wrong: the carry chain of `sub.cc`/`subc`, video instructions,
+//! `cvt.pack.sat`, vector-typed registers, `[reg+imm]` addresses and
+//! variables declared inside function bodies, functions with several
+//! return values, `.extern .shared` arrays declared in several functions,
+//! and the cache-policy, scheduling and prefetch instructions. Each is
+//! checked against a reference model written here from the PTX ISA's text,
+//! on random and edge inputs, in thread mode and in warp mode.
+
+use backend_cpu::{Executor, LoadedKernel};
+use compiler::{Options, Tier, WarpMode};
+use kernels::{as_bytes, launch, Arg, Program};
+
+fn exec() -> &'static Executor {
+    Executor::global()
+}
+
+const HEADER: &str = ".version 8.5\n.target sm_90\n.address_size 64\n";
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn u32(&mut self) -> u32 {
+        (self.next() >> 32) as u32
+    }
+}
+
+/// Random words with the edge values mixed in: 0, 1, all ones, the sign
+/// bit, and values whose bytes and halves sit at their own edges.
+fn words(n: usize, seed: u64) -> Vec<u32> {
+    const EDGES: [u32; 14] = [
+        0, 1, 2, 0xffff_ffff, 0x8000_0000, 0x7fff_ffff, 0x8000_8000, 0x7fff_7fff, 0x8080_8080, 0x7f7f_7f7f, 0xff00_ff00, 0x00ff_00ff, 0xffff_0000, 0x0000_ffff,
+    ];
+    let mut r = Rng(seed | 1);
+    (0..n)
+        .map(|i| match r.u32() % 4 {
+            0 => EDGES[(r.u32() as usize + i) % EDGES.len()],
+            1 => {
+                // Bytes from the edges.
+                let b = [0u32, 1, 0x7f, 0x80, 0xff, 0xfe, 0x81];
+                let mut w = 0;
+                for k in 0..4 {
+                    w |= b[r.u32() as usize % b.len()] << (8 * k);
+                }
+                w
+            }
+            _ => r.u32(),
+        })
+        .collect()
+}
+
+/// The configurations every kernel runs in: thread by thread and as warps,
+/// both tiers.
+fn modes() -> Vec<(WarpMode, Tier)> {
+    let mut v = Vec::new();
+    for warp in [WarpMode::Off, WarpMode::Always] {
+        for tier in [Tier::Fast, Tier::Optimized] {
+            v.push((warp, tier));
+        }
+    }
+    v
+}
+
+fn program(src: &str, warp: WarpMode, tier: Tier) -> Program {
+    match Program::from_source_with(src, &Options { warp, tier, strict_affine: false, memcheck: false }) {
+        Ok(p) => p,
+        Err(e) => panic!("does not compile ({warp:?}, {tier:?}): {e}\n{src}"),
+    }
+}
+
+/// Runs `kernel(.u64 in, .u64 out, .u32 n)` over `n` threads (blocks of
+/// 64), `ins` input words and `outs` output words per thread; the output
+/// starts as 0xCDCDCDCD so an unwritten word shows.
+fn run_with(k: &LoadedKernel, n: usize, input: &[u32], outs: usize) -> Vec<u32> {
+    let mut inp = input.to_vec();
+    let mut out = vec![0xcdcd_cdcdu32; n * outs];
+    let blocks = n.div_ceil(64) as u32;
+    launch(exec(), k, [blocks, 1, 1], [64, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out)), Arg::U32(n as u32)])
+        .expect("arguments")
+        .expect("launch");
+    out
+}
+
+/// Compiles `src` in every mode and checks `kernel` against `model`, which
+/// maps one thread's input words to its output words. In warp mode the
+/// kernel must really run as warps (`lanes == 32`).
+fn check(src: &str, kernel: &str, ins: usize, outs: usize, n: usize, seed: u64, model: impl Fn(&[u32]) -> Vec<u32>) {
+    let input = words(n * ins, seed);
+    let expected: Vec<u32> = input.chunks(ins).flat_map(&model).collect();
+    assert_eq!(expected.len(), n * outs);
+    for (warp, tier) in modes() {
+        let p = program(src, warp, tier);
+        let k = p.kernel(kernel).unwrap();
+        if warp == WarpMode::Always {
+            assert_eq!(k.info.lanes, 32, "`{kernel}` does not run as warps");
+        } else {
+            assert_eq!(k.info.lanes, 1);
+        }
+        let got = run_with(k, n, &input, outs);
+        for t in 0..n {
+            let (g, e) = (&got[t * outs..(t + 1) * outs], &expected[t * outs..(t + 1) * outs]);
+            if g != e {
+                panic!(
+                    "`{kernel}` ({warp:?}, {tier:?}), thread {t}: inputs {:08x?}\n got      {g:08x?}\n expected {e:08x?}",
+                    &input[t * ins..(t + 1) * ins]
+                );
+            }
+        }
+    }
+}
+
+/// A kernel body around `body`: `%a0..%a{ins-1}` hold the thread's input
+/// words, `%o0..%o{outs-1}` are stored as its output words.
+fn kernel(name: &str, ins: usize, outs: usize, decls: &str, body: &str) -> String {
+    let mut s = format!(
+        ".visible .entry {name}(.param .u64 pin, .param .u64 pout, .param .u32 pn)\n{{\n\
+         .reg .b32 %a<{ins}>;\n.reg .b32 %o<{outs}>;\n.reg .b32 %t<4>;\n.reg .b64 %rd<8>;\n.reg .pred %pp;\n{decls}\n\
+         ld.param.u64 %rd0, [pin];\nld.param.u64 %rd1, [pout];\nld.param.u32 %t0, [pn];\n\
+         mov.u32 %t1, %ctaid.x;\nmov.u32 %t2, %ntid.x;\nmov.u32 %t3, %tid.x;\nmad.lo.u32 %t1, %t1, %t2, %t3;\n\
+         setp.ge.u32 %pp, %t1, %t0;\n@%pp bra DONE;\n\
+         mul.wide.u32 %rd2, %t1, {};\nadd.u64 %rd2, %rd0, %rd2;\nmul.wide.u32 %rd3, %t1, {};\nadd.u64 %rd3, %rd1, %rd3;\n",
+        4 * ins,
+        4 * outs
+    );
+    for i in 0..ins {
+        s.push_str(&format!("ld.global.u32 %a{i}, [%rd2+{}];\n", 4 * i));
+    }
+    s.push_str(body);
+    s.push('\n');
+    for i in 0..outs {
+        s.push_str(&format!("st.global.u32 [%rd3+{}], %o{i};\n", 4 * i));
+    }
+    s.push_str("DONE:\nret;\n}\n");
+    s
+}
+
+// ---- the carry chain ---------------------------------------------------------
+
+/// The condition code's carry flag as NVIDIA hardware keeps it: subtraction
+/// is `a + !b + 1`, and CC.CF is that sum's carry out, so after `sub.cc`
+/// it is 1 when there was no borrow. `subc` adds `!b + CF`. A chain of
+/// `sub.cc`/`subc.cc`/`subc` so subtracts with borrow exactly as the ISA's
+/// `d = a - (b + borrow)` says, and a carry set by subtraction and read by
+/// `addc` (or the reverse) is the carry of that sum.
+mod carry {
+    pub fn add(a: u64, b: u64, cin: bool, bits: u32) -> (u64, bool) {
+        let m = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        let s = (a as u128) + (b as u128) + cin as u128;
+        ((s as u64) & m, s >> bits != 0)
+    }
+    pub fn sub(a: u64, b: u64, cin: bool, bits: u32) -> (u64, bool) {
+        let m = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        add(a, !b & m, cin, bits)
+    }
+}
+
+#[test]
+fn subtraction_carry_chains_32_bit() {
+    let body = "
+        sub.cc.u32 %o0, %a0, %a2;
+        subc.cc.u32 %o1, %a1, %a3;
+        addc.u32 %o2, 0, 0;
+        sub.cc.u32 %t0, %a0, %a1;
+        addc.u32 %o3, %a2, %a3;
+        add.cc.u32 %t0, %a0, %a1;
+        subc.u32 %o4, %a2, %a3;
+        sub.cc.s32 %t0, %a1, %a0;
+        subc.cc.s32 %o5, %a3, %a2;
+        subc.u32 %o6, 0, 0;
+        mad.lo.cc.u32 %t0, %a0, %a1, %a2;
+        subc.u32 %o7, %a3, %a0;
+    ";
+    let src = format!("{HEADER}{}", kernel("k", 4, 8, "", body));
+    check(&src, "k", 4, 8, 512, 11, |a| {
+        let [a0, a1, a2, a3] = [a[0] as u64, a[1] as u64, a[2] as u64, a[3] as u64];
+        let (o0, c) = carry::sub(a0, a2, true, 32);
+        let (o1, c) = carry::sub(a1, a3, c, 32);
+        let (o2, _) = carry::add(0, 0, c, 32);
+        let (_, c) = carry::sub(a0, a1, true, 32);
+        let (o3, _) = carry::add(a2, a3, c, 32);
+        let (_, c) = carry::add(a0, a1, false, 32);
+        let (o4, _) = carry::sub(a2, a3, c, 32);
+        let (_, c) = carry::sub(a1, a0, true, 32);
+        let (o5, c) = carry::sub(a3, a2, c, 32);
+        let (o6, _) = carry::sub(0, 0, c, 32);
+        let (_, c) = carry::add((a0 * a1) & 0xffff_ffff, a2, false, 32);
+        let (o7, _) = carry::sub(a3, a0, c, 32);
+        [o0, o1, o2, o3, o4, o5, o6, o7].iter().map(|&v| v as u32).collect()
+    });
+}
+
+#[test]
+fn subtraction_carry_chains_64_bit() {
+    let body = "
+        mov.b64 %rd4, {%a0, %a1};
+        mov.b64 %rd5, {%a2, %a3};
+        mov.b64 %rd6, {%a4, %a5};
+        sub.cc.u64 %rd7, %rd4, %rd5;
+        mov.b64 {%o0, %o1}, %rd7;
+        subc.cc.u64 %rd7, %rd6, %rd4;
+        mov.b64 {%o2, %o3}, %rd7;
+        addc.u32 %o4, 0, 0;
+        add.cc.u64 %rd7, %rd4, %rd6;
+        subc.s64 %rd7, %rd5, %rd6;
+        mov.b64 {%o5, %o6}, %rd7;
+        sub.cc.s64 %rd7, %rd5, %rd4;
+        addc.cc.u64 %rd7, %rd6, %rd5;
+        addc.u32 %o7, 0, 0;
+    ";
+    let src = format!("{HEADER}{}", kernel("k", 6, 8, "", body));
+    check(&src, "k", 6, 8, 512, 12, |a| {
+        let w = |i: usize| a[i] as u64 | (a[i + 1] as u64) << 32;
+        let (x, y, z) = (w(0), w(2), w(4));
+        let (r0, c) = carry::sub(x, y, true, 64);
+        let (r1, c) = carry::sub(z, x, c, 64);
+        let (o4, _) = carry::add(0, 0, c, 32);
+        let (_, c) = carry::add(x, z, false, 64);
+        let (r2, _) = carry::sub(y, z, c, 64);
+        let (_, c) = carry::sub(y, x, true, 64);
+        let (_, c) = carry::add(z, y, c, 64);
+        let (o7, _) = carry::add(0, 0, c, 32);
+        vec![r0 as u32, (r0 >> 32) as u32, r1 as u32, (r1 >> 32) as u32, o4 as u32, r2 as u32, (r2 >> 32) as u32, o7 as u32]
+    });
+}
