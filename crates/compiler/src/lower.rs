@@ -774,6 +774,19 @@ impl<'c, 'm> FnLower<'c, 'm> {
             self.regs.push(a);
             self.reg_tys.push(ty);
         }
+        if !self.kernel {
+            // `.reg` parameters arrive in memory, as `.param` ones do: each
+            // starts as the value its caller passed.
+            for r in 0..self.b.regs.len() {
+                let var = self.b.regs[r].var;
+                if let Some(i) = self.f.params.iter().position(|&p| p == var) {
+                    let ty = self.reg_tys[r];
+                    let v = self.out.def(ty, format_args!("load {ty}, ptr %arg{i}"));
+                    let slot = self.regs[r].clone();
+                    self.out.op(format_args!("store {v}, ptr {slot}"));
+                }
+            }
+        }
         let pointers = pointer_registers(self.b, &self.reg_tys);
         for (r, is_ptr) in pointers.into_iter().enumerate() {
             self.shadows.push(is_ptr.then(|| self.out.alloca("ptr", 8)));
@@ -803,6 +816,18 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         let exit = self.exit_label.clone();
         self.out.label(&exit);
+        if !self.kernel {
+            // `.reg` results go back through the caller's pointers.
+            for r in 0..self.b.regs.len() {
+                let var = self.b.regs[r].var;
+                if let Some(i) = self.f.returns.iter().position(|&p| p == var) {
+                    let ty = self.reg_tys[r];
+                    let slot = self.regs[r].clone();
+                    let v = self.out.def(ty, format_args!("load {ty}, ptr {slot}"));
+                    self.out.op(format_args!("store {v}, ptr %ret{i}"));
+                }
+            }
+        }
         self.out.terminate(format_args!("ret void"));
         let mut text = self.signature();
         text.push_str(" {\nentry:\n");

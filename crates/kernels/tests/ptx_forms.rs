@@ -78,11 +78,11 @@ fn program(src: &str, warp: WarpMode, tier: Tier) -> Program {
 /// Runs `kernel(.u64 in, .u64 out, .u32 n)` over `n` threads (blocks of
 /// 64), `ins` input words and `outs` output words per thread; the output
 /// starts as 0xCDCDCDCD so an unwritten word shows.
-fn run_with(k: &LoadedKernel, n: usize, input: &[u32], outs: usize) -> Vec<u32> {
+fn run_with(k: &LoadedKernel, n: usize, input: &[u32], outs: usize, dynamic_shared: u32) -> Vec<u32> {
     let mut inp = input.to_vec();
     let mut out = vec![0xcdcd_cdcdu32; n * outs];
     let blocks = n.div_ceil(64) as u32;
-    launch(exec(), k, [blocks, 1, 1], [64, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out)), Arg::U32(n as u32)])
+    launch(exec(), k, [blocks, 1, 1], [64, 1, 1], dynamic_shared, &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out)), Arg::U32(n as u32)])
         .expect("arguments")
         .expect("launch");
     out
@@ -92,18 +92,36 @@ fn run_with(k: &LoadedKernel, n: usize, input: &[u32], outs: usize) -> Vec<u32> 
 /// maps one thread's input words to its output words. In warp mode the
 /// kernel must really run as warps (`lanes == 32`).
 fn check(src: &str, kernel: &str, ins: usize, outs: usize, n: usize, seed: u64, model: impl Fn(&[u32]) -> Vec<u32>) {
+    check_shared(src, kernel, ins, outs, n, seed, 0, |_, a| model(a))
+}
+
+/// [`check`] with dynamic shared memory, and a model that also sees the
+/// thread's index.
+#[allow(clippy::too_many_arguments)]
+fn check_shared(
+    src: &str,
+    kernel: &str,
+    ins: usize,
+    outs: usize,
+    n: usize,
+    seed: u64,
+    dynamic_shared: u32,
+    model: impl Fn(usize, &[u32]) -> Vec<u32>,
+) {
     let input = words(n * ins, seed);
-    let expected: Vec<u32> = input.chunks(ins).flat_map(&model).collect();
+    let expected: Vec<u32> = input.chunks(ins).enumerate().flat_map(|(t, a)| model(t, a)).collect();
     assert_eq!(expected.len(), n * outs);
     for (warp, tier) in modes() {
         let p = program(src, warp, tier);
         let k = p.kernel(kernel).unwrap();
-        if warp == WarpMode::Always {
+        // Kernels with calls stay in thread mode whatever is asked.
+        let body = src.split(&format!(".entry {kernel}(")).nth(1).and_then(|b| b.split("\n}\n").next()).unwrap_or("");
+        if warp == WarpMode::Always && !body.contains("call") {
             assert_eq!(k.info.lanes, 32, "`{kernel}` does not run as warps");
-        } else {
+        } else if warp == WarpMode::Off {
             assert_eq!(k.info.lanes, 1);
         }
-        let got = run_with(k, n, &input, outs);
+        let got = run_with(k, n, &input, outs, dynamic_shared);
         for t in 0..n {
             let (g, e) = (&got[t * outs..(t + 1) * outs], &expected[t * outs..(t + 1) * outs]);
             if g != e {
@@ -227,5 +245,87 @@ fn subtraction_carry_chains_64_bit() {
         let (_, c) = carry::add(z, y, c, 64);
         let (o7, _) = carry::add(0, 0, c, 32);
         vec![r0 as u32, (r0 >> 32) as u32, r1 as u32, (r1 >> 32) as u32, o4 as u32, r2 as u32, (r2 >> 32) as u32, o7 as u32]
+    });
+}
+
+// ---- shared memory, variables and addresses ----------------------------------
+
+/// `.extern .shared` arrays, whether declared at module scope or inside
+/// any function's body, whatever their names, types and alignments, all
+/// name the start of the one dynamic shared window, which follows the
+/// static shared variables; a `.func` using one sees what the kernel wrote
+/// through another.
+#[test]
+fn extern_shared_arrays_alias_the_dynamic_window() {
+    let src = format!(
+        "{HEADER}.extern .shared .align 16 .b8 module_dyn[];\n\
+         .func (.reg .b32 r) peer(.reg .b32 i)\n{{\n.extern .shared .align 8 .b64 func_dyn[];\n.reg .b32 %x<3>;\n.reg .b64 %d<3>;\n\
+         xor.b32 %x0, i, 1;\nmul.wide.u32 %d0, %x0, 4;\nmov.u64 %d1, func_dyn;\nadd.u64 %d1, %d1, %d0;\nld.shared.u32 %x1, [%d1];\n\
+         mov.u64 %d2, module_dyn;\nadd.u64 %d2, %d2, %d0;\nld.shared.u32 %x2, [%d2+256];\nxor.b32 r, %x1, %x2;\nret;\n}}\n{}",
+        kernel(
+            "k",
+            1,
+            3,
+            ".shared .align 4 .b32 fixed[3];\n.extern .shared .align 4 .b32 kernel_dyn[];\n.reg .b64 %sd<2>;",
+            "mov.u32 %t0, %tid.x;\nmul.wide.u32 %sd0, %t0, 4;\nmov.u64 %sd1, kernel_dyn;\nadd.u64 %sd1, %sd1, %sd0;\n\
+             st.shared.u32 [%sd1], %a0;\nnot.b32 %t2, %a0;\nst.shared.u32 [%sd1+256], %t2;\n\
+             setp.eq.u32 %pp, %t0, 0;\n@%pp st.shared.u32 [fixed+8], 77;\nbar.sync 0;\n\
+             call (%o0), peer, (%t0);\nld.shared.u32 %o1, [module_dyn];\nld.shared.u32 %o2, [fixed+8];\nmov.u32 %t1, fixed;\nmov.u32 %t3, kernel_dyn;\nsub.u32 %t1, %t3, %t1;\nadd.u32 %o2, %o2, %t1;",
+        )
+    );
+    // A second kernel without calls (so it runs as warps too), with more
+    // static shared memory and its own dynamic array of another type.
+    let src = format!(
+        "{src}{}",
+        kernel(
+            "k2",
+            1,
+            2,
+            ".shared .align 8 .b64 big[5];\n.extern .shared .align 2 .b16 halves[];\n.reg .b64 %sd<2>;\n.reg .b32 %u;",
+            "mov.u32 %t0, %tid.x;\nmul.wide.u32 %sd0, %t0, 4;\nmov.u64 %sd1, halves;\nadd.u64 %sd1, %sd1, %sd0;\n\
+             st.shared.u32 [%sd1], %a0;\nst.shared.u64 [big+32], 5;\nbar.sync 0;\nxor.b32 %u, %t0, 1;\nmul.wide.u32 %sd0, %u, 4;\n\
+             mov.u64 %sd1, module_dyn;\nadd.u64 %sd1, %sd1, %sd0;\nld.shared.u32 %o0, [%sd1];\n\
+             mov.u32 %t1, big;\nmov.u32 %t3, module_dyn;\nsub.u32 %o1, %t3, %t1;",
+        )
+    );
+    let n = 64;
+    let input = words(n, 22);
+    // The window follows `big`'s 40 bytes, aligned to 16.
+    check_shared(&src, "k2", 1, 2, n, 22, 512, |t, _| vec![input[t ^ 1], 48]);
+    // 64 threads, one block: the peer's word, thread 0's word, 77 plus the
+    // distance from the static variable to the dynamic window (16: the
+    // window is aligned to 16 bytes after 12 bytes of static memory).
+    let input = words(n, 21);
+    check_shared(&src, "k", 1, 3, n, 21, 512, |t, a| {
+        let _ = a;
+        let peer = input[t ^ 1];
+        vec![peer ^ !peer, input[0], 77 + 16]
+    });
+}
+
+// ---- functions -----------------------------------------------------------------
+
+/// `.func` with several return values, `.reg` and `.param` ones, called
+/// with `call (r1, r2, ...), f, (...)`, directly and from another
+/// function.
+#[test]
+fn functions_with_several_return_values() {
+    let src = format!(
+        "{HEADER}.func (.reg .b32 s, .reg .b32 d, .reg .b64 w) two(.reg .b32 x, .reg .b32 y)\n{{\n\
+         add.u32 s, x, y;\nsub.u32 d, x, y;\nmul.wide.u32 w, x, y;\nret;\n}}\n\
+         .func (.param .b32 p, .param .b32 q) viaparam(.param .b32 x)\n{{\n.reg .b32 %v<3>;\n.reg .b64 %w;\n\
+         ld.param.b32 %v0, [x];\ncall (%v1, %v2, %w), two, (%v0, 3);\nst.param.b32 [p], %v1;\nst.param.b32 [q], %v2;\nret;\n}}\n{}",
+        kernel(
+            "k",
+            2,
+            6,
+            ".reg .b64 %w;\n.param .b32 pa;\n.param .b32 pb;\n.param .b32 px;",
+            "call (%o0, %o1, %w), two, (%a0, %a1);\nmov.b64 {%o2, %o3}, %w;\n\
+             st.param.b32 [px], %a1;\ncall (pa, pb), viaparam, (px);\nld.param.b32 %o4, [pa];\nld.param.b32 %o5, [pb];",
+        )
+    );
+    check(&src, "k", 2, 6, 256, 31, |a| {
+        let w = a[0] as u64 * a[1] as u64;
+        vec![a[0].wrapping_add(a[1]), a[0].wrapping_sub(a[1]), w as u32, (w >> 32) as u32, a[1].wrapping_add(3), a[1].wrapping_sub(3)]
     });
 }
