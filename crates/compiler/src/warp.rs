@@ -1313,7 +1313,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
     fn place_warp_variables(&mut self) -> Res<()> {
         for (vid, d) in self.f.vars.iter().enumerate() {
             let vid = vid as VarId;
-            if d.space == StateSpace::Reg {
+            // `.global`/`.const` variables declared in the body are module
+            // variables (the parser resolves their names to those).
+            if matches!(d.space, StateSpace::Reg | StateSpace::Global | StateSpace::Const) {
                 continue;
             }
             let loc = if let Some(i) = self.f.params.iter().position(|&p| p == vid) {

@@ -329,3 +329,70 @@ fn functions_with_several_return_values() {
         vec![a[0].wrapping_add(a[1]), a[0].wrapping_sub(a[1]), w as u32, (w >> 32) as u32, a[1].wrapping_add(3), a[1].wrapping_sub(3)]
     });
 }
+
+/// `[reg+imm]` with positive, negative and hexadecimal offsets on 64- and
+/// 32-bit registers in the global, local and shared spaces, `[var+imm]` on
+/// local, shared, module and function-scoped variables, and `.global` and
+/// `.const` variables declared inside a function body (statically
+/// allocated, initialised, and visible only there).
+#[test]
+fn register_and_variable_offsets_in_every_space() {
+    let decls = ".local .align 8 .b32 loc[8];\n.shared .align 4 .b32 sh[128];\n\
+                 .const .align 4 .b32 fc[4] = {10, 20, 30, 40};\n.global .align 4 .b32 fg[2] = {7, 9};\n\
+                 .reg .b64 %l, %rc, %rg, %g4;\n.reg .b32 %l32, %s, %x, %y;";
+    let body = "
+        st.local.u32 [loc+4], %a0;
+        mov.u64 %l, loc;
+        add.u64 %l, %l, 12;
+        st.local.u32 [%l+-4], %a1;
+        mov.u32 %l32, loc;
+        st.local.u32 [%l32+0xc], %a2;
+        ld.local.u32 %o0, [loc+8];
+        ld.local.u32 %o1, [%l+0];
+        ld.local.u32 %o2, [%l32+4];
+        ld.global.u32 %o3, [%rd2+0xc];
+        add.u64 %g4, %rd2, 16;
+        ld.global.u32 %o4, [%g4+-12];
+        mov.u32 %s, sh;
+        mov.u32 %x, %tid.x;
+        mad.lo.u32 %s, %x, 8, %s;
+        st.shared.u32 [%s+4], %a3;
+        ld.shared.u32 %y, [%s+0x4];
+        ld.shared.u32 %x, [sh+4];
+        add.u32 %o5, %y, 0;
+        ld.const.u32 %x, [fc+8];
+        mov.u64 %rc, fc;
+        ld.const.u32 %y, [%rc+12];
+        add.u32 %o6, %x, %y;
+        ld.global.u32 %x, [fg+4];
+        mov.u64 %rg, fg;
+        ld.global.u32 %y, [%rg+0];
+        ld.global.u32 %o8, [gv+8];
+        mad.lo.u32 %o7, %x, 16, %y;
+    ";
+    let src = format!("{HEADER}.global .align 4 .b32 gv[4] = {{1, 2, 3, 4}};\n{}", kernel("k", 4, 9, decls, body));
+    check(&src, "k", 4, 9, 256, 41, |a| vec![a[1], a[2], a[0], a[3], a[1], a[3], 70, 9 * 16 + 7, 3]);
+}
+
+/// A function-scoped `.global` is one variable for every thread and every
+/// caller (not a copy per thread or per function compiled), and functions
+/// may each have one of the same type under different names.
+#[test]
+fn function_scoped_globals_are_shared_by_all_threads() {
+    let src = format!(
+        "{HEADER}.func (.reg .b32 r) count(.reg .b32 x)\n{{\n.global .align 4 .u32 counter;\natom.global.add.u32 r, [counter], x;\nret;\n}}\n\
+         .func (.reg .b32 r) peek()\n{{\n.global .align 4 .u32 other = 5;\nld.global.u32 r, [other];\nret;\n}}\n{}",
+        kernel("k", 1, 2, "", "call (%o0), count, (1);\ncall (%o1), peek, ();")
+    );
+    let p = program(&src, WarpMode::Off, Tier::Optimized);
+    let k = p.kernel("k").unwrap();
+    let n = 200;
+    let out = run_with(k, n, &words(n, 5), 2, 0);
+    let mut seen: Vec<u32> = out.chunks(2).map(|c| c[0]).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..n as u32).collect::<Vec<_>>(), "each thread saw the counter once");
+    assert!(out.chunks(2).all(|c| c[1] == 5));
+    // A second launch continues from where the first left the variable.
+    let out = run_with(k, 1, &[0], 2, 0);
+    assert_eq!(out, [n as u32, 5]);
+}

@@ -134,6 +134,11 @@ impl Linkage {
 pub struct Variable<'a> {
     pub symbol: SymbolId,
     pub decl: VarDecl<'a>,
+    /// Declared inside a function body (a `.global` or `.const` variable
+    /// there is statically allocated like a module-level one, but its name
+    /// is visible only in its block): the function's body declares it too
+    /// (`Statement::Decl`), and its name does not enter the module's names.
+    pub in_function: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

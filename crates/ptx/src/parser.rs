@@ -29,6 +29,7 @@ pub fn parse(src: &str) -> Result<Module<'_>, Diagnostics> {
     }
     let mut p = Parser::new(src);
     p.module_items();
+    p.check_hoisted_names();
     if p.diags.is_empty() {
         Ok(p.module)
     } else {
@@ -77,6 +78,9 @@ struct FnState<'a> {
     pending: Vec<(&'a str, u32, Span)>,
     /// For each use id, the label it resolved to.
     use_target: Vec<LabelId>,
+    /// `.global`/`.const` variables declared in the body: the module
+    /// variable each declaration stands for.
+    hoisted: FnvMap<VarId, SymbolId>,
 }
 
 /// Where a block's entries start in the scope logs.
@@ -104,6 +108,7 @@ impl<'a> FnState<'a> {
             next_block: 0,
             pending: Vec::new(),
             use_target: Vec::new(),
+            hoisted: FnvMap::default(),
         }
     }
 
@@ -130,6 +135,7 @@ impl<'a> FnState<'a> {
         self.next_block = 0;
         self.pending.clear();
         self.use_target.clear();
+        self.hoisted.clear();
     }
 
     /// The finished body, in vectors of exactly its size (the AST keeps
@@ -305,6 +311,9 @@ struct Parser<'a> {
     scratch_decls: Vec<(VarDecl<'a>, Span)>,
     /// Current nesting depth (see `MAX_DEPTH`).
     depth: u32,
+    /// The module variables declared inside function bodies, with their
+    /// declarations' spans.
+    hoisted_spans: Vec<(SymbolId, Span)>,
 }
 
 impl<'a> Parser<'a> {
@@ -330,6 +339,7 @@ impl<'a> Parser<'a> {
             fn_state: None,
             scratch_decls: Vec::new(),
             depth: 0,
+            hoisted_spans: Vec::new(),
         }
     }
 
@@ -686,6 +696,27 @@ impl<'a> Parser<'a> {
         Ok(id)
     }
 
+    /// Variables declared inside function bodies become module variables
+    /// under their own names (the names code is compiled under): a name
+    /// another module symbol or another function's variable also has is
+    /// reported, not given two meanings.
+    fn check_hoisted_names(&mut self) {
+        let spans = std::mem::take(&mut self.hoisted_spans);
+        for &(s, span) in &spans {
+            let name = self.module.symbols[s as usize].name;
+            let clash = self.symbols.get(name).is_some() || spans.iter().any(|&(o, _)| o < s && self.module.symbols[o as usize].name == name);
+            if clash {
+                self.error(
+                    span,
+                    format!(
+                        "`{name}`, a variable declared inside a function body, shares its name with another module-level symbol or function-scoped variable (unsupported: such names must be unique in the module)"
+                    ),
+                    None,
+                );
+            }
+        }
+    }
+
     fn module_variable(&mut self, linkage: Option<Linkage>) -> PResult<()> {
         let mut decls = Vec::new();
         self.var_decl(linkage, None, &mut decls)?;
@@ -693,7 +724,7 @@ impl<'a> Parser<'a> {
             let item = self.module.items.len() as u32;
             let is_def = decl.linkage != Some(Linkage::Extern);
             let symbol = self.define_symbol(decl.name, SymbolKind::Variable, item, span, is_def)?;
-            self.module.items.push(Item::Variable(Variable { symbol, decl }));
+            self.module.items.push(Item::Variable(Variable { symbol, decl, in_function: false }));
         }
         Ok(())
     }
@@ -1288,7 +1319,18 @@ impl<'a> Parser<'a> {
                 let r = self.var_decl(linkage, None, &mut decls);
                 if r.is_ok() {
                     for (decl, span) in decls.drain(..) {
+                        let hoist = matches!(decl.space, StateSpace::Global | StateSpace::Const).then(|| decl.clone());
                         let id = fs.declare(decl);
+                        if let Some(decl) = hoist {
+                            // Statically allocated: a module variable whose
+                            // name only this block sees.
+                            let item = self.module.items.len() as u32;
+                            let symbol = self.module.symbols.len() as SymbolId;
+                            self.module.symbols.push(Symbol { name: decl.name, kind: SymbolKind::Variable, item });
+                            self.module.items.push(Item::Variable(Variable { symbol, decl, in_function: true }));
+                            self.hoisted_spans.push((symbol, span));
+                            fs.hoisted.insert(id, symbol);
+                        }
                         fs.push_statement(Statement::Decl(id), span);
                     }
                 }
@@ -1692,6 +1734,9 @@ impl<'a> Parser<'a> {
             return Some(Resolved::Reg(r));
         }
         if let Some(v) = fs.scope.get(name) {
+            if let Some(&s) = fs.hoisted.get(&v) {
+                return Some(Resolved::Global(s));
+            }
             let decl = &fs.vars[v as usize];
             if decl.space == StateSpace::Reg && decl.count.is_none() {
                 let r = fs.reg_id(v, NO_INDEX);

@@ -19,6 +19,8 @@ fn write_module(o: &mut String, m: &Module) -> std::fmt::Result {
         writeln!(o)?;
         match item {
             Item::Function(f) => write_function(o, m, f)?,
+            // A variable declared in a function body is printed there.
+            Item::Variable(v) if v.in_function => {}
             Item::Variable(v) => {
                 write_decl(o, m, &v.decl)?;
                 o.push_str(";\n");
