@@ -396,3 +396,45 @@ fn function_scoped_globals_are_shared_by_all_threads() {
     let out = run_with(k, 1, &[0], 2, 0);
     assert_eq!(out, [n as u32, 5]);
 }
+
+// ---- cvt.pack ------------------------------------------------------------------
+
+/// `cvt.pack.sat.<t>.s32.b32` (PTX ISA, "cvt.pack"): `a` and `b` clamped
+/// to `t`'s range; `b` in the low bits, `a` above it, then (narrower than
+/// 16 bits) `c`'s low bits above both.
+fn pack_model(bits: u32, signed: bool, a: u32, b: u32, c: Option<u32>) -> u32 {
+    let (lo, hi) = if signed { (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1) } else { (0, (1i64 << bits) - 1) };
+    let sat = |x: u32| ((x as i32 as i64).clamp(lo, hi) as u32) & ((1u32 << bits) - 1);
+    let mut d = sat(b) | sat(a) << bits;
+    if let Some(c) = c {
+        d |= c << (2 * bits);
+    }
+    d
+}
+
+#[test]
+fn cvt_pack_saturates_and_packs() {
+    let forms = [("u16", 16, false), ("s16", 16, true), ("u8", 8, false), ("s8", 8, true), ("u4", 4, false), ("s4", 4, true), ("u2", 2, false), ("s2", 2, true)];
+    let mut body = String::new();
+    for (i, (t, bits, _)) in forms.iter().enumerate() {
+        if *bits == 16 {
+            body.push_str(&format!("cvt.pack.sat.{t}.s32.b32 %o{i}, %a0, %a1;\n"));
+        } else {
+            body.push_str(&format!("cvt.pack.sat.{t}.s32.b32 %o{i}, %a0, %a1, %a2;\n"));
+        }
+    }
+    // Small magnitudes too, where the narrow types do not saturate.
+    body.push_str("shr.s32 %t0, %a0, 26;\nshr.s32 %t1, %a1, 27;\ncvt.pack.sat.s8.s32.b32 %o8, %t0, %t1, %a2;\ncvt.pack.sat.u4.s32.b32 %o9, %t1, %t0, %a2;\n");
+    let src = format!("{HEADER}{}", kernel("k", 3, 10, "", &body));
+    check(&src, "k", 3, 10, 512, 51, |a| {
+        let mut v: Vec<u32> = forms.iter().map(|&(_, bits, signed)| pack_model(bits, signed, a[0], a[1], (bits < 16).then_some(a[2]))).collect();
+        let (s0, s1) = (((a[0] as i32) >> 26) as u32, ((a[1] as i32) >> 27) as u32);
+        v.push(pack_model(8, true, s0, s1, Some(a[2])));
+        v.push(pack_model(4, false, s1, s0, Some(a[2])));
+        v
+    });
+    // A worked case: a = -257, b = 257, c = -130436883.
+    let (a, b, c) = ((-257i32) as u32, 257u32, (-130_436_883i32) as u32);
+    assert_eq!(pack_model(8, false, a, b, Some(c)), 0xb0ed_00ff);
+    assert_eq!(pack_model(8, true, a, b, Some(c)), 0xb0ed_807f);
+}
