@@ -690,7 +690,7 @@ fn resident_shape_slots(b: &Body, w: &WarpState) -> HashMap<(RegId, u32), u32> {
 pub(crate) fn constant_registers(b: &Body) -> HashMap<RegId, i64> {
     fn defs(b: &Body, op: Operand, out: &mut Vec<RegId>) {
         match op {
-            Operand::Reg(r) | Operand::RegComponent(r, _) | Operand::SinkPred(r) => out.push(r),
+            Operand::Reg(r) | Operand::RegComponent(r, _) | Operand::SinkPred(r) | Operand::Video { reg: r, .. } => out.push(r),
             Operand::PredPair(p, q) => out.extend([p, q]),
             Operand::Vector(l) => {
                 for &o in b.list(l) {

@@ -438,3 +438,234 @@ fn cvt_pack_saturates_and_packs() {
     assert_eq!(pack_model(8, false, a, b, Some(c)), 0xb0ed_00ff);
     assert_eq!(pack_model(8, true, a, b, Some(c)), 0xb0ed_807f);
 }
+
+// ---- video instructions ------------------------------------------------------------
+//
+// The models below follow the PTX ISA's pseudocode ("Scalar Video
+// Instructions", "SIMD Video Instructions", `vmad`) with exact 128-bit
+// integers.
+
+/// A scalar selector: `None` (the word), `Some((false, k))` byte k,
+/// `Some((true, k))` halfword k.
+type Sel = Option<(bool, u8)>;
+
+fn sel_text(s: Sel) -> String {
+    match s {
+        None => String::new(),
+        Some((false, k)) => format!(".b{k}"),
+        Some((true, k)) => format!(".h{k}"),
+    }
+}
+
+/// `partSelectSignExtend`.
+fn part(x: u32, sel: Sel, signed: bool) -> i128 {
+    match sel {
+        None if signed => x as i32 as i128,
+        None => x as i128,
+        Some((half, k)) => {
+            let bits = if half { 16 } else { 8 };
+            let v = (x >> (k as u32 * bits)) & ((1u32 << bits) - 1);
+            if signed {
+                ((v << (32 - bits)) as i32 >> (32 - bits)) as i128
+            } else {
+                v as i128
+            }
+        }
+    }
+}
+
+fn clamp_to(v: i128, signed: bool, bits: u32) -> i128 {
+    let (lo, hi) = if signed { (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1) } else { (0, (1i128 << bits) - 1) };
+    v.clamp(lo, hi)
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Scalar {
+    op: &'static str,
+    /// vset's comparison, vshl/vshr's mode.
+    modifier: &'static str,
+    d: bool,
+    a: bool,
+    b: bool,
+    sat: bool,
+    asel: Sel,
+    bsel: Sel,
+    dsel: Sel,
+    secop: &'static str,
+}
+
+impl Scalar {
+    fn text(&self, dest: &str, a: &str, b: &str, c: &str) -> String {
+        let t = |s: bool| if s { ".s32" } else { ".u32" };
+        let types = match self.op {
+            "vset" => format!("{}{}", t(self.a), t(self.b)),
+            _ => format!("{}{}{}", t(self.d), t(self.a), t(self.b)),
+        };
+        let mut s = format!("{}{types}", self.op);
+        if self.sat {
+            s.push_str(".sat");
+        }
+        if !self.modifier.is_empty() {
+            s.push_str(&format!(".{}", self.modifier));
+        }
+        if !self.secop.is_empty() {
+            s.push_str(&format!(".{}", self.secop));
+        }
+        s.push_str(&format!(" {dest}{}, {a}{}, {b}{}", sel_text(self.dsel), sel_text(self.asel), sel_text(self.bsel)));
+        if self.dsel.is_some() || !self.secop.is_empty() {
+            s.push_str(&format!(", {c}"));
+        }
+        s.push(';');
+        s
+    }
+
+    fn model(&self, a: u32, b: u32, c: u32) -> u32 {
+        let dsigned = self.d && self.op != "vset";
+        let ta = part(a, self.asel, self.a);
+        let tb = part(b, self.bsel, self.b && !matches!(self.op, "vshl" | "vshr"));
+        let tmp: i128 = match self.op {
+            "vadd" => ta + tb,
+            "vsub" => ta - tb,
+            "vabsdiff" => (ta - tb).abs(),
+            "vmin" => ta.min(tb),
+            "vmax" => ta.max(tb),
+            "vset" => {
+                let r = match self.modifier {
+                    "eq" => ta == tb,
+                    "ne" => ta != tb,
+                    "lt" => ta < tb,
+                    "le" => ta <= tb,
+                    "gt" => ta > tb,
+                    _ => ta >= tb,
+                };
+                r as i128
+            }
+            _ => {
+                let n = if self.modifier == "clamp" { tb.min(32) } else { tb & 0x1f };
+                if self.op == "vshl" {
+                    ta << n
+                } else {
+                    ta >> n
+                }
+            }
+        };
+        // optSaturate: the merged part's range, else the word's.
+        let tmp = if self.sat {
+            let bits = match self.dsel {
+                Some((false, _)) => 8,
+                Some((true, _)) => 16,
+                None => 32,
+            };
+            clamp_to(tmp, dsigned, bits)
+        } else {
+            tmp
+        };
+        // The `.s33` intermediate.
+        let tmp = ((tmp << 95) >> 95) as i64;
+        let cx = if dsigned { c as i32 as i64 } else { c as i64 };
+        let d = match (self.dsel, self.secop) {
+            (Some((half, k)), _) => {
+                let bits = if half { 16 } else { 8 };
+                let field = ((1u64 << bits) - 1) as u32;
+                let shift = k as u32 * bits;
+                ((tmp as u32 & field) << shift) | (c & !(field << shift))
+            }
+            (None, "add") => (tmp + cx) as u32,
+            (None, "min") => tmp.min(cx) as u32,
+            (None, "max") => tmp.max(cx) as u32,
+            _ => tmp as u32,
+        };
+        d
+    }
+}
+
+fn scalar_forms(seed: u64) -> Vec<Scalar> {
+    let mut r = Rng(seed);
+    let mut forms = Vec::new();
+    let sels: [Sel; 7] = [None, Some((false, 0)), Some((false, 1)), Some((false, 2)), Some((false, 3)), Some((true, 0)), Some((true, 1))];
+    let ops: [(&str, &[&str]); 8] = [
+        ("vadd", &[""]),
+        ("vsub", &[""]),
+        ("vabsdiff", &[""]),
+        ("vmin", &[""]),
+        ("vmax", &[""]),
+        ("vshl", &["clamp", "wrap"]),
+        ("vshr", &["clamp", "wrap"]),
+        ("vset", &["eq", "ne", "lt", "le", "gt", "ge"]),
+    ];
+    for (op, mods) in ops {
+        for types in 0..8u32 {
+            for k in 0..2 {
+                let (d, a, b) = (types & 4 != 0, types & 2 != 0, types & 1 != 0);
+                let b = b && !matches!(op, "vshl" | "vshr");
+                let variant = (k + r.u32() as usize) % 5;
+                let (dsel, secop) = match variant {
+                    0 => (None, ""),
+                    1 => (None, "add"),
+                    2 => (None, "min"),
+                    3 => (None, "max"),
+                    _ => (sels[1 + r.u32() as usize % 6], ""),
+                };
+                forms.push(Scalar {
+                    op,
+                    modifier: mods[r.u32() as usize % mods.len()],
+                    d,
+                    a,
+                    b,
+                    sat: op != "vset" && r.u32() % 2 == 0,
+                    asel: sels[r.u32() as usize % 7],
+                    bsel: sels[r.u32() as usize % 7],
+                    dsel,
+                    secop,
+                });
+            }
+        }
+    }
+    forms
+}
+
+#[test]
+fn scalar_video_instructions_match_the_isa() {
+    let forms = scalar_forms(77);
+    let mut body = String::new();
+    for (i, f) in forms.iter().enumerate() {
+        body.push_str(&f.text(&format!("%o{i}"), "%a0", "%a1", "%a2"));
+        body.push('\n');
+    }
+    let src = format!("{HEADER}{}", kernel("k", 3, forms.len(), "", &body));
+    check(&src, "k", 3, forms.len(), 192, 61, |a| forms.iter().map(|f| f.model(a[0], a[1], a[2])).collect());
+}
+
+/// Small shift amounts (random words shift by their own low bits with
+/// `.wrap` only) and equal operands (every comparison's edge).
+#[test]
+fn scalar_video_shifts_and_comparisons_at_their_edges() {
+    let mut forms = Vec::new();
+    for op in ["vshl", "vshr"] {
+        for m in ["clamp", "wrap"] {
+            for types in 0..4u32 {
+                for (sat, dsel) in [(false, None), (true, None), (true, Some((false, 2))), (false, Some((true, 1)))] {
+                    forms.push(Scalar { op, modifier: m, d: types & 2 != 0, a: types & 1 != 0, b: false, sat, asel: None, bsel: Some((false, 0)), dsel, secop: "" });
+                }
+            }
+        }
+    }
+    for cmp in ["eq", "ne", "lt", "le", "gt", "ge"] {
+        for types in 0..8u32 {
+            forms.push(Scalar { op: "vset", modifier: cmp, d: false, a: types & 2 != 0, b: types & 1 != 0, sat: false, asel: None, bsel: None, dsel: None, secop: if types & 4 != 0 { "add" } else { "" } });
+        }
+    }
+    let mut body = String::new();
+    for (i, f) in forms.iter().enumerate() {
+        // Shifts by the low byte of b (0..255, clamped or wrapped); vset
+        // compares a with b, and with itself.
+        let b = if f.op == "vset" && i % 2 == 0 { "%a0" } else { "%a1" };
+        body.push_str(&f.text(&format!("%o{i}"), "%a0", b, "%a2"));
+        body.push('\n');
+    }
+    let src = format!("{HEADER}{}", kernel("k", 3, forms.len(), "", &body));
+    let n = 256;
+    check(&src, "k", 3, forms.len(), n, 62, |a| {
+        forms.iter().enumerate().map(|(i, f)| f.model(a[0], if f.op == "vset" && i % 2 == 0 { a[0] } else { a[1] }, a[2])).collect()
+    });
+}
