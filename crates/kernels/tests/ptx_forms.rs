@@ -669,3 +669,257 @@ fn scalar_video_shifts_and_comparisons_at_their_edges() {
         forms.iter().enumerate().map(|(i, f)| f.model(a[0], if f.op == "vset" && i % 2 == 0 { a[0] } else { a[1] }, a[2])).collect()
     });
 }
+
+#[derive(Clone, Copy, Debug)]
+struct Vmad {
+    a: bool,
+    b: bool,
+    asel: Sel,
+    bsel: Sel,
+    na: bool,
+    nb: bool,
+    nc: bool,
+    po: bool,
+    sat: bool,
+    shift: u32,
+}
+
+impl Vmad {
+    fn text(&self, i: usize) -> String {
+        let t = |s: bool| if s { ".s32" } else { ".u32" };
+        let signed = self.a || self.b || self.na ^ self.nb || self.nc;
+        let mut s = format!("vmad{}{}{}", t(signed), t(self.a), t(self.b));
+        if self.po {
+            s.push_str(".po");
+        }
+        if self.sat {
+            s.push_str(".sat");
+        }
+        if self.shift > 0 {
+            s.push_str(&format!(".shr{}", self.shift));
+        }
+        let n = |x: bool| if x { "-" } else { "" };
+        format!("{s} %o{i}, {}%a0{}, {}%a1{}, {}%a2;", n(self.na), sel_text(self.asel), n(self.nb), sel_text(self.bsel), n(self.nc))
+    }
+
+    /// The ISA's `vmad` pseudocode.
+    fn model(&self, a: u32, b: u32, c: u32) -> u32 {
+        let ta = part(a, self.asel, self.a);
+        let tb = part(b, self.bsel, self.b);
+        let signed = self.a || self.b || self.na ^ self.nb || self.nc;
+        let mut tmp = ta * tb;
+        let mut c = c;
+        let lsb = if self.po {
+            1
+        } else if self.na ^ self.nb {
+            tmp = !tmp;
+            1
+        } else if self.nc {
+            c = !c;
+            1
+        } else {
+            0
+        };
+        let c128 = if signed { c as i32 as i128 } else { c as i128 };
+        let tmp = tmp + c128 + lsb;
+        let r = match self.shift {
+            0 => tmp,
+            s if signed => tmp >> s,
+            s => ((tmp as u128) >> s) as i128,
+        };
+        let r = r as u64;
+        let r = if self.sat {
+            if signed {
+                (r as i64).clamp(i32::MIN as i64, i32::MAX as i64) as u64
+            } else {
+                r.min(u32::MAX as u64)
+            }
+        } else {
+            r
+        };
+        r as u32
+    }
+}
+
+#[test]
+fn vmad_matches_the_isa() {
+    let sels: [Sel; 4] = [None, Some((false, 1)), Some((true, 0)), Some((true, 1))];
+    let mut forms = Vec::new();
+    let mut r = Rng(91);
+    for types in 0..4u32 {
+        for neg in 0..5u32 {
+            for k in 0..3 {
+                let (na, nb, nc, po) = match neg {
+                    0 => (false, false, false, false),
+                    1 => (true, false, false, false),
+                    2 => (false, true, false, false),
+                    3 => (false, false, true, false),
+                    _ => (false, false, false, true),
+                };
+                forms.push(Vmad {
+                    a: types & 2 != 0,
+                    b: types & 1 != 0,
+                    asel: sels[r.u32() as usize % 4],
+                    bsel: sels[r.u32() as usize % 4],
+                    na,
+                    nb,
+                    nc,
+                    po,
+                    sat: k != 1,
+                    shift: [0, 7, 15][(k + r.u32() as usize) % 3],
+                });
+            }
+        }
+    }
+    let body: String = forms.iter().enumerate().map(|(i, f)| f.text(i) + "\n").collect();
+    let src = format!("{HEADER}{}", kernel("k", 3, forms.len(), "", &body));
+    check(&src, "k", 3, forms.len(), 192, 92, |a| forms.iter().map(|f| f.model(a[0], a[1], a[2])).collect());
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Simd {
+    op: &'static str,
+    lanes: u32,
+    cmp: &'static str,
+    d: bool,
+    a: bool,
+    b: bool,
+    sat: bool,
+    add: bool,
+    /// Lane digits as written (highest first); empty for the default.
+    asel: [u8; 4],
+    bsel: [u8; 4],
+    default_sel: bool,
+    mask: u32,
+}
+
+impl Simd {
+    fn text(&self, i: usize) -> String {
+        let t = |s: bool| if s { ".s32" } else { ".u32" };
+        let unit = if self.lanes == 2 { "h" } else { "b" };
+        let set = self.op.starts_with("vset");
+        let mut s = if set { format!("{}{}{}.{}", self.op, t(self.a), t(self.b), self.cmp) } else { format!("{}{}{}{}", self.op, t(self.d), t(self.a), t(self.b)) };
+        if self.sat {
+            s.push_str(".sat");
+        }
+        if self.add {
+            s.push_str(".add");
+        }
+        let full = (1u32 << self.lanes) - 1;
+        let mask = if self.mask == full {
+            String::new()
+        } else {
+            format!(".{unit}{}", (0..self.lanes).rev().filter(|l| self.mask & (1 << l) != 0).map(|l| l.to_string()).collect::<String>())
+        };
+        let sel = |d: &[u8; 4]| {
+            if self.default_sel {
+                String::new()
+            } else {
+                format!(".{unit}{}", d[..self.lanes as usize].iter().map(|x| x.to_string()).collect::<String>())
+            }
+        };
+        format!("{s} %o{i}{mask}, %a0{}, %a1{}, %a2;", sel(&self.asel), sel(&self.bsel))
+    }
+
+    /// The ISA's SIMD pseudocode.
+    fn model(&self, a: u32, b: u32, c: u32) -> u32 {
+        let n = self.lanes as usize;
+        let w = 32 / self.lanes;
+        let pool = a as u64 | (b as u64) << 32;
+        let field = (1u64 << w) - 1;
+        let ext = |k: u8, signed: bool| -> i64 {
+            let v = (pool >> (k as u32 * w)) & field;
+            if signed && v >> (w - 1) != 0 {
+                v as i64 - (1i64 << w)
+            } else {
+                v as i64
+            }
+        };
+        // Lane i's digits: as written, highest lane first.
+        let (asel, bsel): (Vec<u8>, Vec<u8>) = if self.default_sel {
+            ((0..n as u8).collect(), (n as u8..2 * n as u8).collect())
+        } else {
+            (self.asel[..n].iter().rev().copied().collect(), self.bsel[..n].iter().rev().copied().collect())
+        };
+        let mut d: u32 = if self.add { c } else { 0 };
+        for i in 0..n {
+            let va = ext(asel[i], self.a);
+            let vb = ext(bsel[i], self.b);
+            let mut t = match self.op.trim_end_matches(['2', '4']) {
+                "vadd" => va + vb,
+                "vsub" => va - vb,
+                "vavrg" => {
+                    if va + vb >= 0 {
+                        (va + vb + 1) >> 1
+                    } else {
+                        (va + vb) >> 1
+                    }
+                }
+                "vabsdiff" => (va - vb).abs(),
+                "vmin" => va.min(vb),
+                "vmax" => va.max(vb),
+                _ => (match self.cmp {
+                    "eq" => va == vb,
+                    "ne" => va != vb,
+                    "lt" => va < vb,
+                    "le" => va <= vb,
+                    "gt" => va > vb,
+                    _ => va >= vb,
+                }) as i64,
+            };
+            if self.sat {
+                t = clamp_to(t as i128, self.d, w) as i64;
+            }
+            let on = self.mask & (1 << i) != 0;
+            if self.add {
+                if on {
+                    d = d.wrapping_add(t as u32);
+                }
+            } else {
+                let lane = if on { (t as u64 & field) as u32 } else { ((c as u64 >> (i as u32 * w)) & field) as u32 };
+                d |= lane << (i as u32 * w);
+            }
+        }
+        d
+    }
+}
+
+#[test]
+fn simd_video_instructions_match_the_isa() {
+    let mut r = Rng(101);
+    let mut forms = Vec::new();
+    for lanes in [2u32, 4] {
+        for op in ["vadd", "vsub", "vavrg", "vabsdiff", "vmin", "vmax", "vset"] {
+            for k in 0..6u32 {
+                let set = op == "vset";
+                let add = k % 3 == 1;
+                let sat = !set && !add && k % 3 == 2;
+                let mut asel = [0u8; 4];
+                let mut bsel = [0u8; 4];
+                for x in asel.iter_mut().chain(bsel.iter_mut()) {
+                    *x = (r.u32() % (2 * lanes)) as u8;
+                }
+                let full = (1u32 << lanes) - 1;
+                let mask = if k < 2 { full } else { 1 + r.u32() % full };
+                forms.push(Simd {
+                    op: if lanes == 2 { ["vadd2", "vsub2", "vavrg2", "vabsdiff2", "vmin2", "vmax2", "vset2"] } else { ["vadd4", "vsub4", "vavrg4", "vabsdiff4", "vmin4", "vmax4", "vset4"] }
+                        [["vadd", "vsub", "vavrg", "vabsdiff", "vmin", "vmax", "vset"].iter().position(|o| *o == op).unwrap()],
+                    lanes,
+                    cmp: ["eq", "ne", "lt", "le", "gt", "ge"][(k as usize + r.u32() as usize) % 6],
+                    d: r.u32() % 2 == 0,
+                    a: r.u32() % 2 == 0,
+                    b: r.u32() % 2 == 0,
+                    sat,
+                    add,
+                    asel,
+                    bsel,
+                    default_sel: k == 0,
+                    mask,
+                });
+            }
+        }
+    }
+    let body: String = forms.iter().enumerate().map(|(i, f)| f.text(i) + "\n").collect();
+    let src = format!("{HEADER}{}", kernel("k", 3, forms.len(), "", &body));
+    check(&src, "k", 3, forms.len(), 192, 102, |a| forms.iter().map(|f| f.model(a[0], a[1], a[2])).collect());
+}
