@@ -764,11 +764,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.exit_label = self.out.fresh_label("exit");
         // Registers: one alloca each (promoted to SSA by LLVM).
         for r in 0..self.b.regs.len() {
+            // A vector-typed register's elements are registers of their own
+            // (the parser resolves `%v.x` and `%v` to them): each has the
+            // element type.
             let decl = self.f.var(self.b.regs[r].var);
-            if decl.vector != 0 {
-                self.stmt = 0;
-                return self.unsupported(format!("vector register `{}`", decl.name));
-            }
             let ty = reg_ty(decl.ty);
             let a = self.out.alloca(ty.name(), (ty.bits().max(8) / 8) as u64);
             self.regs.push(a);

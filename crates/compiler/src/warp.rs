@@ -780,9 +780,6 @@ pub fn warp_obstacle(a: &crate::layout::Analysis, target: &crate::Target, item: 
     if a.reachable(item).len() != 1 {
         return Some("it calls functions");
     }
-    if b.regs.iter().any(|r| f.var(r.var).vector != 0) {
-        return Some("it has vector registers");
-    }
     // Every block is reachable from the dispatch block and masked writes
     // keep each register's old value live, so after SSA construction a
     // kernel has about one vector phi per register per block. LLVM's

@@ -923,3 +923,53 @@ fn simd_video_instructions_match_the_isa() {
     let src = format!("{HEADER}{}", kernel("k", 3, forms.len(), "", &body));
     check(&src, "k", 3, forms.len(), 192, 102, |a| forms.iter().map(|f| f.model(a[0], a[1], a[2])).collect());
 }
+
+// ---- vector-typed registers ------------------------------------------------------------
+
+/// `.reg .v2`/`.v4` registers of several types: whole vectors as the
+/// operands of `ld`, `st` and `mov` (also packed into and out of a 64-bit
+/// register), elements as sources and destinations (`.x`..`.w` and
+/// `.r`..`.a`), in parameterised declarations.
+#[test]
+fn vector_registers_as_wholes_and_elements() {
+    let decls = ".reg .v4 .u32 %v<2>;\n.reg .v2 .u32 %w;\n.reg .v2 .b64 %q;\n.reg .v4 .f32 %fv;\n.reg .v2 .u16 %h;\n.reg .b64 %p64;\n.reg .f32 %f;";
+    let body = "
+        ld.global.v4.u32 %v0, [%rd2];
+        add.u32 %v1.x, %v0.y, %v0.z;
+        mov.u32 %v1.y, %v0.w;
+        sub.u32 %v1.z, %v0.r, %v0.a;
+        mov.u32 %v1.w, %v0.g;
+        mov.v4.u32 %v0, %v1;
+        st.global.v4.u32 [%rd3], %v0;
+        mov.b64 %p64, {%v0.x, %v0.w};
+        mov.b64 %w, %p64;
+        st.global.v2.u32 [%rd3+16], %w;
+        ld.global.v2.u64 %q, [%rd2];
+        add.u64 %p64, %q.x, %q.y;
+        mov.b64 {%o6, %o7}, %p64;
+        cvt.rn.f32.u32 %fv.x, %a0;
+        cvt.rn.f32.u32 %fv.y, %a1;
+        add.f32 %fv.z, %fv.x, %fv.y;
+        mov.f32 %fv.w, 0f3F800000;
+        mov.b32 %f, %fv.w;
+        cvt.rzi.u32.f32 %o8, %fv.z;
+        mov.b32 %o9, %f;
+        mov.b32 {%h.y, %h.x}, %a3;
+        mov.b32 %o10, %h;
+        {
+            .reg .v2 .u32 %w;
+            mov.v2.u32 %w, {%a2, %a1};
+            mov.u32 %o11, %w.x;
+        }
+    ";
+    // The first six words come from the stores above, not from `%o`.
+    let src = format!("{HEADER}{}", kernel("k", 4, 12, decls, body).replace("st.global.u32 [%rd3+0], %o0;\n", "").replace("st.global.u32 [%rd3+4], %o1;\n", "").replace("st.global.u32 [%rd3+8], %o2;\n", "").replace("st.global.u32 [%rd3+12], %o3;\n", "").replace("st.global.u32 [%rd3+16], %o4;\n", "").replace("st.global.u32 [%rd3+20], %o5;\n", ""));
+    check(&src, "k", 4, 12, 256, 111, |a| {
+        let v1 = [a[1].wrapping_add(a[2]), a[3], a[0].wrapping_sub(a[3]), a[1]];
+        let q = (a[0] as u64 | (a[1] as u64) << 32).wrapping_add(a[2] as u64 | (a[3] as u64) << 32);
+        let fx = a[0] as f32;
+        let fy = a[1] as f32;
+        let fz = fx + fy;
+        vec![v1[0], v1[1], v1[2], v1[3], v1[0], v1[3], q as u32, (q >> 32) as u32, fz as u32, 1.0f32.to_bits(), a[3].rotate_left(16), a[2]]
+    });
+}

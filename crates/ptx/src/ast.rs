@@ -267,6 +267,11 @@ pub struct Reg {
     pub var: VarId,
     /// The index within `%r<N>`, if the declaration is parameterised.
     pub index: Option<u32>,
+    /// For a vector-typed register (`.reg .v4 .f32 %v`), one of its
+    /// elements (`%v.x` is element 0): each element is a register of its
+    /// own, and the vector as a whole is the list of its elements
+    /// (`Operand::Vector`).
+    pub element: Option<u8>,
 }
 
 #[derive(Clone, Debug, PartialEq, Default)]

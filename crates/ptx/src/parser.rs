@@ -50,6 +50,9 @@ enum NameCtx {
 
 const NO_INDEX: u32 = u32::MAX;
 
+/// The key of a whole register (not an element of a vector register).
+const NO_ELEMENT: u8 = u8::MAX;
+
 /// How deep blocks, parentheses and braces may nest. The parser recurses on
 /// nesting, so a limit keeps hostile input from overflowing the stack; real
 /// PTX nests a few levels.
@@ -66,7 +69,7 @@ struct FnState<'a> {
     undo: Vec<(&'a str, Option<VarId>)>,
     marks: Vec<usize>,
     reg_cache: NameMap<'a, RegId>,
-    reg_ids: FnvMap<(VarId, u32), RegId>,
+    reg_ids: FnvMap<(VarId, u32, u8), RegId>,
     /// Visible label definitions: name -> (label, block that defines it).
     label_defs: NameMap<'a, (LabelId, u32)>,
     label_undo: Vec<(&'a str, Option<(LabelId, u32)>)>,
@@ -238,10 +241,25 @@ impl<'a> FnState<'a> {
 
     fn reg_id(&mut self, var: VarId, index: u32) -> RegId {
         let regs = &mut self.body.regs;
-        *self.reg_ids.entry((var, index)).or_insert_with(|| {
-            regs.push(Reg { var, index: (index != NO_INDEX).then_some(index) });
+        *self.reg_ids.entry((var, index, NO_ELEMENT)).or_insert_with(|| {
+            regs.push(Reg { var, index: (index != NO_INDEX).then_some(index), element: None });
             (regs.len() - 1) as RegId
         })
+    }
+
+    /// Element `e` of a vector-typed register.
+    fn element_id(&mut self, r: RegId, e: u8) -> RegId {
+        let Reg { var, index, .. } = self.body.regs[r as usize];
+        let regs = &mut self.body.regs;
+        *self.reg_ids.entry((var, index.unwrap_or(NO_INDEX), e)).or_insert_with(|| {
+            regs.push(Reg { var, index, element: Some(e) });
+            (regs.len() - 1) as RegId
+        })
+    }
+
+    /// The element count of a register's declaration (0: a scalar).
+    fn vector_len(&self, r: RegId) -> u8 {
+        self.vars[self.body.regs[r as usize].var as usize].vector
     }
 
     /// A use of a label: a provisional id that `resolve_labels` replaces.
@@ -1515,9 +1533,18 @@ impl<'a> Parser<'a> {
                         if self.eat(T::Pipe) {
                             return Ok(Operand::PredPair(r, self.pipe_register(fs)?));
                         }
+                        let n = fs.vector_len(r);
                         if self.at(T::Dot) {
                             let word = &self.text(self.tok)[1..];
                             if let Some(c) = component(word) {
+                                if n != 0 {
+                                    if c >= n {
+                                        self.error(Self::span(self.tok), format!("`{name}` has {n} elements"), Some(if n == 2 { "`.x` or `.y`" } else { "`.x`, `.y`, `.z` or `.w`" }));
+                                        return Err(());
+                                    }
+                                    self.bump();
+                                    return Ok(Operand::Reg(fs.element_id(r, c)));
+                                }
                                 self.bump();
                                 return Ok(Operand::RegComponent(r, c));
                             }
@@ -1525,6 +1552,11 @@ impl<'a> Parser<'a> {
                                 self.bump();
                                 return Ok(Operand::Video { reg: r, neg: false, sel });
                             }
+                        }
+                        if n != 0 {
+                            // A whole vector register: the list of its elements.
+                            let elems: Vec<Operand> = (0..n).map(|e| Operand::Reg(fs.element_id(r, e))).collect();
+                            return Ok(Operand::Vector(push_list(&mut fs.body.operands, &elems)));
                         }
                         Ok(Operand::Reg(r))
                     }
