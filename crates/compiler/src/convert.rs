@@ -39,7 +39,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Some(Type::S4) => (4, true),
             Some(Type::U2) => (2, false),
             Some(Type::S2) => (2, true),
-            _ => return self.invalid(format!("`{}`: cvt.pack converts to .u16, .s16, .u8, .s8, .u4, .s4, .u2 or .s2", self.describe(inst))),
+            _ => {
+                return self.invalid(format!("`{}`: cvt.pack converts to .u16, .s16, .u8, .s8, .u4, .s4, .u2 or .s2", self.describe(inst)))
+            }
         };
         if !inst.has(b, Flag::Sat) || types.len() != 3 || types[1] != Type::S32 || !matches!(types[2], Type::B32 | Type::U32 | Type::S32) {
             return self.invalid(format!("`{}`: the form is cvt.pack.sat.<type>.s32.b32", self.describe(inst)));

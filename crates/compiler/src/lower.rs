@@ -1035,8 +1035,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Suld => self.suld(inst),
             Sust => self.sust(inst),
             Txq | Suq => self.txq(inst),
-            Vadd | Vsub | Vabsdiff | Vmin | Vmax | Vshl | Vshr | Vmad | Vset | Vadd2 | Vsub2 | Vavrg2 | Vabsdiff2 | Vmin2 | Vmax2 | Vset2
-            | Vadd4 | Vsub4 | Vavrg4 | Vabsdiff4 | Vmin4 | Vmax4 | Vset4 => self.video(inst),
+            Vadd | Vsub | Vabsdiff | Vmin | Vmax | Vshl | Vshr | Vmad | Vset | Vadd2 | Vsub2 | Vavrg2 | Vabsdiff2 | Vmin2 | Vmax2
+            | Vset2 | Vadd4 | Vsub4 | Vavrg4 | Vabsdiff4 | Vmin4 | Vmax4 | Vset4 => self.video(inst),
             Stacksave | Stackrestore => self.unsupported(format!("`{}`", self.describe(inst))),
             Add | Sub | Mul | Mad | Fma | Div | Rem | Abs | Neg | Min | Max | Addc | Subc | Madc | Mul24 | Mad24 | Sad | Popc | Clz
             | Bfind | Brev | Bfe | Bfi | Fns | Szext | Bmsk | Dp4a | Dp2a | And | Or | Xor | Not | Cnot | Lop3 | Shf | Shl | Shr | Prmt

@@ -393,7 +393,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let unit = if lanes == 2 { SelUnit::Half } else { SelUnit::Byte };
         let (dreg, mask) = match args[0] {
             Operand::Reg(r) => (r, (1u32 << lanes) - 1),
-            Operand::Video { reg, neg: false, sel } if sel.unit == unit && sel.len >= 1 && sel.lanes().iter().all(|&l| (l as u32) < lanes) => {
+            Operand::Video { reg, neg: false, sel }
+                if sel.unit == unit && sel.len >= 1 && sel.lanes().iter().all(|&l| (l as u32) < lanes) =>
+            {
                 (reg, sel.lanes().iter().fold(0u32, |m, &l| m | 1 << l))
             }
             _ => {

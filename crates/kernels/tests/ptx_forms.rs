@@ -36,7 +36,20 @@ impl Rng {
 /// bit, and values whose bytes and halves sit at their own edges.
 fn words(n: usize, seed: u64) -> Vec<u32> {
     const EDGES: [u32; 14] = [
-        0, 1, 2, 0xffff_ffff, 0x8000_0000, 0x7fff_ffff, 0x8000_8000, 0x7fff_7fff, 0x8080_8080, 0x7f7f_7f7f, 0xff00_ff00, 0x00ff_00ff, 0xffff_0000, 0x0000_ffff,
+        0,
+        1,
+        2,
+        0xffff_ffff,
+        0x8000_0000,
+        0x7fff_ffff,
+        0x8000_8000,
+        0x7fff_7fff,
+        0x8080_8080,
+        0x7f7f_7f7f,
+        0xff00_ff00,
+        0x00ff_00ff,
+        0xffff_0000,
+        0x0000_ffff,
     ];
     let mut r = Rng(seed | 1);
     (0..n)
@@ -82,9 +95,16 @@ fn run_with(k: &LoadedKernel, n: usize, input: &[u32], outs: usize, dynamic_shar
     let mut inp = input.to_vec();
     let mut out = vec![0xcdcd_cdcdu32; n * outs];
     let blocks = n.div_ceil(64) as u32;
-    launch(exec(), k, [blocks, 1, 1], [64, 1, 1], dynamic_shared, &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out)), Arg::U32(n as u32)])
-        .expect("arguments")
-        .expect("launch");
+    launch(
+        exec(),
+        k,
+        [blocks, 1, 1],
+        [64, 1, 1],
+        dynamic_shared,
+        &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out)), Arg::U32(n as u32)],
+    )
+    .expect("arguments")
+    .expect("launch");
     out
 }
 
@@ -414,7 +434,16 @@ fn pack_model(bits: u32, signed: bool, a: u32, b: u32, c: Option<u32>) -> u32 {
 
 #[test]
 fn cvt_pack_saturates_and_packs() {
-    let forms = [("u16", 16, false), ("s16", 16, true), ("u8", 8, false), ("s8", 8, true), ("u4", 4, false), ("s4", 4, true), ("u2", 2, false), ("s2", 2, true)];
+    let forms = [
+        ("u16", 16, false),
+        ("s16", 16, true),
+        ("u8", 8, false),
+        ("s8", 8, true),
+        ("u4", 4, false),
+        ("s4", 4, true),
+        ("u2", 2, false),
+        ("s2", 2, true),
+    ];
     let mut body = String::new();
     for (i, (t, bits, _)) in forms.iter().enumerate() {
         if *bits == 16 {
@@ -427,7 +456,8 @@ fn cvt_pack_saturates_and_packs() {
     body.push_str("shr.s32 %t0, %a0, 26;\nshr.s32 %t1, %a1, 27;\ncvt.pack.sat.s8.s32.b32 %o8, %t0, %t1, %a2;\ncvt.pack.sat.u4.s32.b32 %o9, %t1, %t0, %a2;\n");
     let src = format!("{HEADER}{}", kernel("k", 3, 10, "", &body));
     check(&src, "k", 3, 10, 512, 51, |a| {
-        let mut v: Vec<u32> = forms.iter().map(|&(_, bits, signed)| pack_model(bits, signed, a[0], a[1], (bits < 16).then_some(a[2]))).collect();
+        let mut v: Vec<u32> =
+            forms.iter().map(|&(_, bits, signed)| pack_model(bits, signed, a[0], a[1], (bits < 16).then_some(a[2]))).collect();
         let (s0, s1) = (((a[0] as i32) >> 26) as u32, ((a[1] as i32) >> 27) as u32);
         v.push(pack_model(8, true, s0, s1, Some(a[2])));
         v.push(pack_model(4, false, s1, s0, Some(a[2])));
@@ -645,14 +675,36 @@ fn scalar_video_shifts_and_comparisons_at_their_edges() {
         for m in ["clamp", "wrap"] {
             for types in 0..4u32 {
                 for (sat, dsel) in [(false, None), (true, None), (true, Some((false, 2))), (false, Some((true, 1)))] {
-                    forms.push(Scalar { op, modifier: m, d: types & 2 != 0, a: types & 1 != 0, b: false, sat, asel: None, bsel: Some((false, 0)), dsel, secop: "" });
+                    forms.push(Scalar {
+                        op,
+                        modifier: m,
+                        d: types & 2 != 0,
+                        a: types & 1 != 0,
+                        b: false,
+                        sat,
+                        asel: None,
+                        bsel: Some((false, 0)),
+                        dsel,
+                        secop: "",
+                    });
                 }
             }
         }
     }
     for cmp in ["eq", "ne", "lt", "le", "gt", "ge"] {
         for types in 0..8u32 {
-            forms.push(Scalar { op: "vset", modifier: cmp, d: false, a: types & 2 != 0, b: types & 1 != 0, sat: false, asel: None, bsel: None, dsel: None, secop: if types & 4 != 0 { "add" } else { "" } });
+            forms.push(Scalar {
+                op: "vset",
+                modifier: cmp,
+                d: false,
+                a: types & 2 != 0,
+                b: types & 1 != 0,
+                sat: false,
+                asel: None,
+                bsel: None,
+                dsel: None,
+                secop: if types & 4 != 0 { "add" } else { "" },
+            });
         }
     }
     let mut body = String::new();
@@ -798,7 +850,11 @@ impl Simd {
         let t = |s: bool| if s { ".s32" } else { ".u32" };
         let unit = if self.lanes == 2 { "h" } else { "b" };
         let set = self.op.starts_with("vset");
-        let mut s = if set { format!("{}{}{}.{}", self.op, t(self.a), t(self.b), self.cmp) } else { format!("{}{}{}{}", self.op, t(self.d), t(self.a), t(self.b)) };
+        let mut s = if set {
+            format!("{}{}{}.{}", self.op, t(self.a), t(self.b), self.cmp)
+        } else {
+            format!("{}{}{}{}", self.op, t(self.d), t(self.a), t(self.b))
+        };
         if self.sat {
             s.push_str(".sat");
         }
@@ -858,14 +914,16 @@ impl Simd {
                 "vabsdiff" => (va - vb).abs(),
                 "vmin" => va.min(vb),
                 "vmax" => va.max(vb),
-                _ => (match self.cmp {
-                    "eq" => va == vb,
-                    "ne" => va != vb,
-                    "lt" => va < vb,
-                    "le" => va <= vb,
-                    "gt" => va > vb,
-                    _ => va >= vb,
-                }) as i64,
+                _ => {
+                    (match self.cmp {
+                        "eq" => va == vb,
+                        "ne" => va != vb,
+                        "lt" => va < vb,
+                        "le" => va <= vb,
+                        "gt" => va > vb,
+                        _ => va >= vb,
+                    }) as i64
+                }
             };
             if self.sat {
                 t = clamp_to(t as i128, self.d, w) as i64;
@@ -902,8 +960,11 @@ fn simd_video_instructions_match_the_isa() {
                 let full = (1u32 << lanes) - 1;
                 let mask = if k < 2 { full } else { 1 + r.u32() % full };
                 forms.push(Simd {
-                    op: if lanes == 2 { ["vadd2", "vsub2", "vavrg2", "vabsdiff2", "vmin2", "vmax2", "vset2"] } else { ["vadd4", "vsub4", "vavrg4", "vabsdiff4", "vmin4", "vmax4", "vset4"] }
-                        [["vadd", "vsub", "vavrg", "vabsdiff", "vmin", "vmax", "vset"].iter().position(|o| *o == op).unwrap()],
+                    op: if lanes == 2 {
+                        ["vadd2", "vsub2", "vavrg2", "vabsdiff2", "vmin2", "vmax2", "vset2"]
+                    } else {
+                        ["vadd4", "vsub4", "vavrg4", "vabsdiff4", "vmin4", "vmax4", "vset4"]
+                    }[["vadd", "vsub", "vavrg", "vabsdiff", "vmin", "vmax", "vset"].iter().position(|o| *o == op).unwrap()],
                     lanes,
                     cmp: ["eq", "ne", "lt", "le", "gt", "ge"][(k as usize + r.u32() as usize) % 6],
                     d: r.u32() % 2 == 0,
@@ -932,7 +993,8 @@ fn simd_video_instructions_match_the_isa() {
 /// `.r`..`.a`), in parameterised declarations.
 #[test]
 fn vector_registers_as_wholes_and_elements() {
-    let decls = ".reg .v4 .u32 %v<2>;\n.reg .v2 .u32 %w;\n.reg .v2 .b64 %q;\n.reg .v4 .f32 %fv;\n.reg .v2 .u16 %h;\n.reg .b64 %p64;\n.reg .f32 %f;";
+    let decls =
+        ".reg .v4 .u32 %v<2>;\n.reg .v2 .u32 %w;\n.reg .v2 .b64 %q;\n.reg .v4 .f32 %fv;\n.reg .v2 .u16 %h;\n.reg .b64 %p64;\n.reg .f32 %f;";
     let body = "
         ld.global.v4.u32 %v0, [%rd2];
         add.u32 %v1.x, %v0.y, %v0.z;
@@ -963,7 +1025,16 @@ fn vector_registers_as_wholes_and_elements() {
         }
     ";
     // The first six words come from the stores above, not from `%o`.
-    let src = format!("{HEADER}{}", kernel("k", 4, 12, decls, body).replace("st.global.u32 [%rd3+0], %o0;\n", "").replace("st.global.u32 [%rd3+4], %o1;\n", "").replace("st.global.u32 [%rd3+8], %o2;\n", "").replace("st.global.u32 [%rd3+12], %o3;\n", "").replace("st.global.u32 [%rd3+16], %o4;\n", "").replace("st.global.u32 [%rd3+20], %o5;\n", ""));
+    let src = format!(
+        "{HEADER}{}",
+        kernel("k", 4, 12, decls, body)
+            .replace("st.global.u32 [%rd3+0], %o0;\n", "")
+            .replace("st.global.u32 [%rd3+4], %o1;\n", "")
+            .replace("st.global.u32 [%rd3+8], %o2;\n", "")
+            .replace("st.global.u32 [%rd3+12], %o3;\n", "")
+            .replace("st.global.u32 [%rd3+16], %o4;\n", "")
+            .replace("st.global.u32 [%rd3+20], %o5;\n", "")
+    );
     check(&src, "k", 4, 12, 256, 111, |a| {
         let v1 = [a[1].wrapping_add(a[2]), a[3], a[0].wrapping_sub(a[3]), a[1]];
         let q = (a[0] as u64 | (a[1] as u64) << 32).wrapping_add(a[2] as u64 | (a[3] as u64) << 32);
@@ -971,5 +1042,54 @@ fn vector_registers_as_wholes_and_elements() {
         let fy = a[1] as f32;
         let fz = fx + fy;
         vec![v1[0], v1[1], v1[2], v1[3], v1[0], v1[3], q as u32, (q >> 32) as u32, fz as u32, 1.0f32.to_bits(), a[3].rotate_left(16), a[2]]
+    });
+}
+
+// ---- scheduling, cache policy and prefetch instructions ------------------------------
+
+/// `elect.sync d|p, membermask` gives every participating lane the leader
+/// (the lowest lane of the member mask) and sets `p` in the leader only;
+/// `griddepcontrol`, `nanosleep`, `prefetch`, `prefetchu`,
+/// `applypriority` and `discard` have no effect a program can see here
+/// (`discard` leaves the data unspecified; the CPU keeps it), and a
+/// `createpolicy` value is accepted by loads and stores with
+/// `.L2::cache_hint`, which then access memory as without it.
+#[test]
+fn elect_cache_policies_and_hints() {
+    let body = "
+        griddepcontrol.wait;
+        mov.u32 %t0, %laneid;
+        and.b32 %t1, %t0, 3;
+        setp.ne.u32 %pp, %t1, 1;
+        mov.u32 %o0, 99;
+        mov.u32 %o1, 7;
+        @%pp bra SKIP;
+        activemask.b32 %t2;
+        elect.sync %o0|%pp, %t2;
+        selp.u32 %o1, 1, 0, %pp;
+    SKIP:
+        elect.sync _|%pp, 0xffffffff;
+        selp.u32 %o2, 1, 0, %pp;
+        nanosleep.u32 20;
+        prefetch.global.L2 [%rd2];
+        prefetch.global.L2::evict_last [%rd2];
+        prefetchu.L1 [%rd2];
+        applypriority.global.L2::evict_normal [%rd2], 128;
+        createpolicy.fractional.L2::evict_last.b64 %rd4, 1.0;
+        createpolicy.fractional.L2::evict_last.L2::evict_unchanged.b64 %rd5, 0.5;
+        createpolicy.range.L2::evict_last.L2::evict_first.b64 %rd6, [%rd2], 64, 128;
+        ld.global.L2::cache_hint.u32 %o3, [%rd2+4], %rd4;
+        ld.global.L2::cache_hint.u32 %o4, [%rd2], %rd6;
+        st.global.L2::cache_hint.u32 [%rd2+4], %a0, %rd5;
+        ld.global.u32 %o5, [%rd2+4];
+        griddepcontrol.launch_dependents;
+    ";
+    let src = format!("{HEADER}{}", kernel("k", 2, 6, "", body));
+    // Lanes 1, 5, 9, ... elect among themselves (leader: lane 1); then the
+    // whole warp elects lane 0.
+    check_shared(&src, "k", 2, 6, 128, 121, 0, |t, a| {
+        let lane = (t % 32) as u32;
+        let (o0, o1) = if lane % 4 == 1 { (1, (lane == 1) as u32) } else { (99, 7) };
+        vec![o0, o1, (lane == 0) as u32, a[1], a[0], a[0]]
     });
 }

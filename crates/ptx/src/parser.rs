@@ -722,7 +722,8 @@ impl<'a> Parser<'a> {
         let spans = std::mem::take(&mut self.hoisted_spans);
         for &(s, span) in &spans {
             let name = self.module.symbols[s as usize].name;
-            let clash = self.symbols.get(name).is_some() || spans.iter().any(|&(o, _)| o < s && self.module.symbols[o as usize].name == name);
+            let clash =
+                self.symbols.get(name).is_some() || spans.iter().any(|&(o, _)| o < s && self.module.symbols[o as usize].name == name);
             if clash {
                 self.error(
                     span,
@@ -1539,7 +1540,11 @@ impl<'a> Parser<'a> {
                             if let Some(c) = component(word) {
                                 if n != 0 {
                                     if c >= n {
-                                        self.error(Self::span(self.tok), format!("`{name}` has {n} elements"), Some(if n == 2 { "`.x` or `.y`" } else { "`.x`, `.y`, `.z` or `.w`" }));
+                                        self.error(
+                                            Self::span(self.tok),
+                                            format!("`{name}` has {n} elements"),
+                                            Some(if n == 2 { "`.x` or `.y`" } else { "`.x`, `.y`, `.z` or `.w`" }),
+                                        );
                                         return Err(());
                                     }
                                     self.bump();
