@@ -1082,6 +1082,7 @@ fn elect_cache_policies_and_hints() {
         ld.global.L2::cache_hint.u32 %o4, [%rd2], %rd6;
         st.global.L2::cache_hint.u32 [%rd2+4], %a0, %rd5;
         ld.global.u32 %o5, [%rd2+4];
+        discard.global.L2 [%rd2], 128;
         griddepcontrol.launch_dependents;
     ";
     let src = format!("{HEADER}{}", kernel("k", 2, 6, "", body));
