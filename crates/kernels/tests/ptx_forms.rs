@@ -593,7 +593,7 @@ impl Scalar {
         // The `.s33` intermediate.
         let tmp = ((tmp << 95) >> 95) as i64;
         let cx = if dsigned { c as i32 as i64 } else { c as i64 };
-        let d = match (self.dsel, self.secop) {
+        match (self.dsel, self.secop) {
             (Some((half, k)), _) => {
                 let bits = if half { 16 } else { 8 };
                 let field = ((1u64 << bits) - 1) as u32;
@@ -604,8 +604,7 @@ impl Scalar {
             (None, "min") => tmp.min(cx) as u32,
             (None, "max") => tmp.max(cx) as u32,
             _ => tmp as u32,
-        };
-        d
+        }
     }
 }
 
@@ -642,7 +641,7 @@ fn scalar_forms(seed: u64) -> Vec<Scalar> {
                     d,
                     a,
                     b,
-                    sat: op != "vset" && r.u32() % 2 == 0,
+                    sat: op != "vset" && r.u32().is_multiple_of(2),
                     asel: sels[r.u32() as usize % 7],
                     bsel: sels[r.u32() as usize % 7],
                     dsel,
@@ -967,9 +966,9 @@ fn simd_video_instructions_match_the_isa() {
                     }[["vadd", "vsub", "vavrg", "vabsdiff", "vmin", "vmax", "vset"].iter().position(|o| *o == op).unwrap()],
                     lanes,
                     cmp: ["eq", "ne", "lt", "le", "gt", "ge"][(k as usize + r.u32() as usize) % 6],
-                    d: r.u32() % 2 == 0,
-                    a: r.u32() % 2 == 0,
-                    b: r.u32() % 2 == 0,
+                    d: r.u32().is_multiple_of(2),
+                    a: r.u32().is_multiple_of(2),
+                    b: r.u32().is_multiple_of(2),
                     sat,
                     add,
                     asel,
