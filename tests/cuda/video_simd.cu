@@ -47,7 +47,7 @@ __global__ void video(const unsigned *in, Out *out) {
         "mov.b32 %1, v.x;\n\t"
         "}"
         : "=r"(o.vec_sum), "=r"(o.vec_swap)
-        : "l"(in + 3 * t), "r"(z));
+        : "l"(in + 2 * t), "r"(z)); // 8-byte aligned, as .v2.u32 needs
     unsigned long long a = ((unsigned long long)y << 32) | x, b = ((unsigned long long)x << 32) | z, d;
     unsigned lo, hi, cf;
     asm("sub.cc.u32 %0, %3, %4;\n\t"
@@ -171,8 +171,8 @@ int main() {
         EXPECT_EQ(o.vmad, (unsigned)clampll(r, -0x80000000ll, 0x7fffffffll), "vmad", t);
         long long pa = clampll((int)x >> 24, -128, 127), pb = clampll((int)y >> 20, -128, 127);
         EXPECT_EQ(o.pack, ((unsigned)pb & 0xff) | (((unsigned)pa & 0xff) << 8) | (z << 16), "cvt.pack.sat", t);
-        EXPECT_EQ(o.vec_sum, y + 2 * z, "vector registers", t);
-        EXPECT_EQ(o.vec_swap, y, "vector element", t);
+        EXPECT_EQ(o.vec_sum, h[2 * t + 1] + 2 * z, "vector registers", t);
+        EXPECT_EQ(o.vec_swap, h[2 * t + 1], "vector element", t);
         unsigned long long va = ((unsigned long long)y << 32) | x, vb = ((unsigned long long)x << 32) | z;
         unsigned long long want = va - vb + (va < vb ? 0xffffffffull : 0);
         EXPECT_EQ(o.diff, want, "sub.cc/subc borrow chain", t);
