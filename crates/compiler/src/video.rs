@@ -233,14 +233,14 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     r
                 };
                 let r = self.trunc(&r, i64t);
-                return self.video_finish(inst, &args, dreg, r, dsigned, false, secop, merge, merge_bits, merge_shift);
+                return self.video_finish(&args, dreg, r, dsigned, secop, merge, merge_bits, merge_shift);
             }
         };
         if sat {
             let (lo, hi) = sat_range(dsigned, merge_bits);
             tmp = self.clamp(&tmp, lo, hi);
         }
-        self.video_finish(inst, &args, dreg, tmp, dsigned, op == Opcode::Vset, secop, merge, merge_bits, merge_shift)
+        self.video_finish(&args, dreg, tmp, dsigned, secop, merge, merge_bits, merge_shift)
     }
 
     /// The secondary operation or merge of a scalar video instruction, on
@@ -248,12 +248,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
     #[allow(clippy::too_many_arguments)]
     fn video_finish(
         &mut self,
-        _inst: &Instruction,
         args: &[Operand],
         dreg: RegId,
         tmp: V,
         dsigned: bool,
-        _is_set: bool,
         secop: SecOp,
         merge: bool,
         merge_bits: u32,
