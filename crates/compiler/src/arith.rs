@@ -160,7 +160,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     self.cx.declare(&f, &format!("declare {{{ty}, {VI1}}} @{f}({ty}, {ty})"));
                     let s = self.out.def(ty, format_args!("call {{{ty}, {VI1}}} @{f}({x}, {y})"));
                     let v = self.out.def(ty, format_args!("extractvalue {{{ty}, {VI1}}} {}, 0", s.s));
-                    let c = self.out.def(Ty::I1, format_args!("extractvalue {{{ty}, {VI1}}} {}, 1", s.s));
+                    let mut c = self.out.def(Ty::I1, format_args!("extractvalue {{{ty}, {VI1}}} {}, 1", s.s));
+                    if inst.op == Sub {
+                        // The hardware subtracts as `a + !b + 1`: CC.CF is
+                        // that sum's carry, the borrow's complement.
+                        c = self.bin("xor", &c, &V::int(Ty::I1, 1));
+                    }
                     self.set_carry(&c);
                     v
                 } else {
@@ -184,7 +189,15 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Addc | Subc => {
                 let x = self.get(&args[1], ty)?;
                 let y = self.get(&args[2], ty)?;
-                let cin = self.get_carry();
+                let mut cin = self.get_carry();
+                if inst.op == Subc {
+                    // `subc` is `a + !b + CC.CF` on the hardware: it
+                    // subtracts `b` and the complement of the flag (the
+                    // borrow `sub.cc` left), and its carry out is again the
+                    // complement of its borrow out, so chains of either
+                    // kind and mixed chains give the hardware's values.
+                    cin = self.bin("xor", &cin, &V::int(Ty::I1, 1));
+                }
                 let cz = self.zext(&cin, ty);
                 let (r, cout) = if inst.op == Addc {
                     let f = format!("llvm.uadd.with.overflow.{}", ty.suffix());
@@ -205,7 +218,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     let s2 = self.out.def(ty, format_args!("call {{{ty}, {VI1}}} @{f}({v1}, {cz})"));
                     let v2 = self.out.def(ty, format_args!("extractvalue {{{ty}, {VI1}}} {}, 0", s2.s));
                     let c2 = self.out.def(Ty::I1, format_args!("extractvalue {{{ty}, {VI1}}} {}, 1", s2.s));
-                    (v2, self.bin("or", &c1, &c2))
+                    let borrow = self.bin("or", &c1, &c2);
+                    (v2, self.bin("xor", &borrow, &V::int(Ty::I1, 1)))
                 };
                 if inst.has(b, Flag::Cc) {
                     self.set_carry(&cout);

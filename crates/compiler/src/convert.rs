@@ -22,15 +22,62 @@ fn is_float(t: Type) -> bool {
 }
 
 impl<'c, 'm> FnLower<'c, 'm> {
+    /// `cvt.pack.sat.{u16,s16}.s32.b32 d, a, b` and
+    /// `cvt.pack.sat.{u8,s8,u4,s4,u2,s2}.s32.b32 d, a, b, c`: `a` and `b`
+    /// clamped to the narrow type's range, `b` in the low `n` bits of `d`
+    /// and `a` above it; with `c`, the rest of `d` is `c`'s low bits
+    /// shifted up by `2n` (PTX ISA, "cvt.pack").
+    fn cvt_pack(&mut self, inst: &Instruction, types: &[Type]) -> Res<()> {
+        let b = self.b;
+        let args = b.args(inst);
+        let (bits, signed) = match types.first() {
+            Some(Type::U16) => (16u32, false),
+            Some(Type::S16) => (16, true),
+            Some(Type::U8) => (8, false),
+            Some(Type::S8) => (8, true),
+            Some(Type::U4) => (4, false),
+            Some(Type::S4) => (4, true),
+            Some(Type::U2) => (2, false),
+            Some(Type::S2) => (2, true),
+            _ => {
+                return self.invalid(format!("`{}`: cvt.pack converts to .u16, .s16, .u8, .s8, .u4, .s4, .u2 or .s2", self.describe(inst)))
+            }
+        };
+        if !inst.has(b, Flag::Sat) || types.len() != 3 || types[1] != Type::S32 || !matches!(types[2], Type::B32 | Type::U32 | Type::S32) {
+            return self.invalid(format!("`{}`: the form is cvt.pack.sat.<type>.s32.b32", self.describe(inst)));
+        }
+        let with_c = bits < 16;
+        if args.len() != if with_c { 4 } else { 3 } {
+            return self.invalid(format!("`{}` takes {} operands", self.describe(inst), if with_c { 4 } else { 3 }));
+        }
+        let (lo, hi) = if signed { (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1) } else { (0, (1i128 << bits) - 1) };
+        let mask = V::int(Ty::I32, (1i128 << bits) - 1);
+        let mut fields = Vec::new();
+        for src in [&args[2], &args[1]] {
+            let x = self.get(src, Ty::I32)?;
+            let x = self.call2("llvm.smax.i32", &x, &V::int(Ty::I32, lo));
+            let x = self.call2("llvm.smin.i32", &x, &V::int(Ty::I32, hi));
+            fields.push(self.bin("and", &x, &mask));
+        }
+        let a = self.bin("shl", &fields[1], &V::int(Ty::I32, bits as i128));
+        let mut d = self.bin("or", &fields[0], &a);
+        if with_c {
+            let c = self.get(&args[3], Ty::I32)?;
+            let c = self.bin("shl", &c, &V::int(Ty::I32, 2 * bits as i128));
+            d = self.bin("or", &d, &c);
+        }
+        self.set(&args[0], d)
+    }
+
     pub fn cvt(&mut self, inst: &Instruction) -> Res<()> {
         let b = self.b;
         let args = b.args(inst);
         let types: Vec<Type> = inst.types(b).collect();
+        if inst.has(b, Flag::Pack) {
+            return self.cvt_pack(inst, &types);
+        }
         if types.len() != 2 {
             return self.invalid("cvt needs a destination and a source type");
-        }
-        if inst.has(b, Flag::Pack) {
-            return self.unsupported(format!("`{}`", self.describe(inst)));
         }
         let (dt, st) = (types[0], types[1]);
         let ftz = inst.has(b, Flag::Ftz);

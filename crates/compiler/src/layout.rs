@@ -176,7 +176,9 @@ fn body_facts(m: &Module, item: ItemId, f: &Function, b: &Body) -> FunctionFacts
 /// Registers an operand reads.
 fn operand_regs(b: &Body, op: &Operand, out: &mut Vec<RegId>) {
     match *op {
-        Operand::Reg(r) | Operand::NotReg(r) | Operand::RegComponent(r, _) | Operand::AddrReg(r, _) => out.push(r),
+        Operand::Reg(r) | Operand::NotReg(r) | Operand::RegComponent(r, _) | Operand::AddrReg(r, _) | Operand::Video { reg: r, .. } => {
+            out.push(r)
+        }
         Operand::PredPair(p, q) => out.extend([p, q]),
         Operand::Vector(l) | Operand::Paren(l) | Operand::Bracket(l) => {
             for o in b.list(l) {

@@ -22,6 +22,7 @@ pub mod softfloat;
 mod sync;
 mod targets;
 mod texture;
+mod video;
 mod warp;
 
 use thiserror::Error;

@@ -776,15 +776,27 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.exit_label = self.out.fresh_label("exit");
         // Registers: one alloca each (promoted to SSA by LLVM).
         for r in 0..self.b.regs.len() {
+            // A vector-typed register's elements are registers of their own
+            // (the parser resolves `%v.x` and `%v` to them): each has the
+            // element type.
             let decl = self.f.var(self.b.regs[r].var);
-            if decl.vector != 0 {
-                self.stmt = 0;
-                return self.unsupported(format!("vector register `{}`", decl.name));
-            }
             let ty = reg_ty(decl.ty);
             let a = self.out.alloca(ty.name(), (ty.bits().max(8) / 8) as u64);
             self.regs.push(a);
             self.reg_tys.push(ty);
+        }
+        if !self.kernel {
+            // `.reg` parameters arrive in memory, as `.param` ones do: each
+            // starts as the value its caller passed.
+            for r in 0..self.b.regs.len() {
+                let var = self.b.regs[r].var;
+                if let Some(i) = self.f.params.iter().position(|&p| p == var) {
+                    let ty = self.reg_tys[r];
+                    let v = self.out.def(ty, format_args!("load {ty}, ptr %arg{i}"));
+                    let slot = self.regs[r].clone();
+                    self.out.op(format_args!("store {v}, ptr {slot}"));
+                }
+            }
         }
         let pointers = pointer_registers(self.b, &self.reg_tys);
         for (r, is_ptr) in pointers.into_iter().enumerate() {
@@ -815,6 +827,18 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         let exit = self.exit_label.clone();
         self.out.label(&exit);
+        if !self.kernel {
+            // `.reg` results go back through the caller's pointers.
+            for r in 0..self.b.regs.len() {
+                let var = self.b.regs[r].var;
+                if let Some(i) = self.f.returns.iter().position(|&p| p == var) {
+                    let ty = self.reg_tys[r];
+                    let slot = self.regs[r].clone();
+                    let v = self.out.def(ty, format_args!("load {ty}, ptr {slot}"));
+                    self.out.op(format_args!("store {v}, ptr %ret{i}"));
+                }
+            }
+        }
         self.out.terminate(format_args!("ret void"));
         let mut text = self.signature();
         text.push_str(" {\nentry:\n");
@@ -841,7 +865,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
     fn place_variables(&mut self) -> Res<()> {
         for (vid, d) in self.f.vars.iter().enumerate() {
             let vid = vid as VarId;
-            if d.space == StateSpace::Reg {
+            // `.global`/`.const` variables declared in the body are module
+            // variables (the parser resolves their names to those).
+            if matches!(d.space, StateSpace::Reg | StateSpace::Global | StateSpace::Const) {
                 continue;
             }
             let loc = if let Some(i) = self.f.params.iter().position(|&p| p == vid) {
@@ -1021,6 +1047,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Suld => self.suld(inst),
             Sust => self.sust(inst),
             Txq | Suq => self.txq(inst),
+            Vadd | Vsub | Vabsdiff | Vmin | Vmax | Vshl | Vshr | Vmad | Vset | Vadd2 | Vsub2 | Vavrg2 | Vabsdiff2 | Vmin2 | Vmax2
+            | Vset2 | Vadd4 | Vsub4 | Vavrg4 | Vabsdiff4 | Vmin4 | Vmax4 | Vset4 => self.video(inst),
             Stacksave | Stackrestore => self.unsupported(format!("`{}`", self.describe(inst))),
             Add | Sub | Mul | Mad | Fma | Div | Rem | Abs | Neg | Min | Max | Addc | Subc | Madc | Mul24 | Mad24 | Sad | Popc | Clz
             | Bfind | Brev | Bfe | Bfi | Fns | Szext | Bmsk | Dp4a | Dp2a | And | Or | Xor | Not | Cnot | Lop3 | Shf | Shl | Shr | Prmt

@@ -28,6 +28,25 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let args = self.b.args(inst);
         let Some(t) = inst.ty(self.b) else { return self.invalid("mov needs a type") };
         let ty = if t.is_float() { Ty::int(t.bits()) } else { op_ty(t) };
+        if let Some(n) = inst.vector(self.b) {
+            // `mov.v4.u32 %v, %w` (vector registers, or lists): element by
+            // element, all read before any is written.
+            let (Operand::Vector(d), Operand::Vector(s)) = (args[0], args[1]) else {
+                return self.invalid(format!("`{}` moves a vector to a vector", self.describe(inst)));
+            };
+            let (d, s) = (self.b.list(d).to_vec(), self.b.list(s).to_vec());
+            if d.len() != n as usize || s.len() != n as usize {
+                return self.invalid(format!("`{}` moves {n} elements", self.describe(inst)));
+            }
+            let mut vals = Vec::new();
+            for e in &s {
+                vals.push(self.get(e, ty)?);
+            }
+            for (e, v) in d.iter().zip(vals) {
+                self.set(e, v)?;
+            }
+            return Ok(());
+        }
         let v = self.get(&args[1], ty)?;
         if self.has_shadow(&args[0]) {
             self.next_shadow = match args[1] {

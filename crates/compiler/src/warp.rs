@@ -690,7 +690,7 @@ fn resident_shape_slots(b: &Body, w: &WarpState) -> HashMap<(RegId, u32), u32> {
 pub(crate) fn constant_registers(b: &Body) -> HashMap<RegId, i64> {
     fn defs(b: &Body, op: Operand, out: &mut Vec<RegId>) {
         match op {
-            Operand::Reg(r) | Operand::RegComponent(r, _) | Operand::SinkPred(r) => out.push(r),
+            Operand::Reg(r) | Operand::RegComponent(r, _) | Operand::SinkPred(r) | Operand::Video { reg: r, .. } => out.push(r),
             Operand::PredPair(p, q) => out.extend([p, q]),
             Operand::Vector(l) => {
                 for &o in b.list(l) {
@@ -779,9 +779,6 @@ pub fn warp_obstacle(a: &crate::layout::Analysis, target: &crate::Target, item: 
     let Some(b) = &f.body else { return Some("the kernel has no body") };
     if a.reachable(item).len() != 1 {
         return Some("it calls functions");
-    }
-    if b.regs.iter().any(|r| f.var(r.var).vector != 0) {
-        return Some("it has vector registers");
     }
     // Every block is reachable from the dispatch block and masked writes
     // keep each register's old value live, so after SSA construction a
@@ -1313,7 +1310,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
     fn place_warp_variables(&mut self) -> Res<()> {
         for (vid, d) in self.f.vars.iter().enumerate() {
             let vid = vid as VarId;
-            if d.space == StateSpace::Reg {
+            // `.global`/`.const` variables declared in the body are module
+            // variables (the parser resolves their names to those).
+            if matches!(d.space, StateSpace::Reg | StateSpace::Global | StateSpace::Const) {
                 continue;
             }
             let loc = if let Some(i) = self.f.params.iter().position(|&p| p == vid) {

@@ -79,3 +79,43 @@ fn a_kernel_address_compiles() {
     let c = compile(&module, src, &Target::HostCpu).expect("taking a kernel's address compiles");
     assert_eq!(c.info.kernels.len(), 2);
 }
+
+fn invalid(body: &str) -> (String, u32, u32) {
+    match compile_src(body) {
+        Err(CompileError::Invalid { what, line, column, function }) => {
+            assert_eq!(function, "k");
+            (what, line, column)
+        }
+        other => panic!("expected Invalid for `{body}`, got {other:?}"),
+    }
+}
+
+/// Malformed video instructions and `cvt.pack` are invalid PTX, reported
+/// with the instruction and its position.
+#[test]
+fn malformed_video_and_pack_forms_are_named_with_their_position() {
+    let cases = [
+        ("vadd.u32.u32.u32 %r1.b1, %r2, %r3;", "takes 4 operands"),
+        ("vadd.u32.u32.u32.add %r1.b1, %r2, %r3, %r4;", "exclude each other"),
+        ("vadd.u32.u32.u32 %r1, %r2.b5, %r3;", "selector"),
+        ("vadd.u32.u32 %r1, %r2, %r3;", "three types"),
+        ("vshl.u32.u32.u32 %r1, %r2, %r3;", ".clamp and .wrap"),
+        ("vshr.u32.u32.s32.wrap %r1, %r2, %r3;", "shift amount"),
+        ("vset.u32.u32.lo %r1, %r2, %r3;", "not .lo"),
+        ("vadd.u32.u32.u32.add.min %r1, %r2, %r3, %r4;", "at most one"),
+        ("vmad.s32.s32.s32.po %r1, -%r2, %r3, %r4;", ".po"),
+        ("vmad.s32.s32.s32 %r1, -%r2, %r3, -%r4;", "either the product or `c`"),
+        ("vadd2.u32.u32.u32.sat.add %r1, %r2, %r3, %r4;", ".sat"),
+        ("vadd4.u32.u32.u32 %r1, %r2.h10, %r3, %r4;", "selectors"),
+        ("vadd2.u32.u32.u32.max %r1, %r2, %r3, %r4;", ".add only"),
+        ("vmin4.u32.u32.u32 %r1.h0, %r2, %r3, %r4;", "mask"),
+        ("cvt.pack.sat.s8.s32.b32 %r1, %r2, %r3;", "takes 4 operands"),
+        ("cvt.pack.s16.s32.b32 %r1, %r2, %r3;", "cvt.pack.sat"),
+        ("cvt.pack.sat.f32.s32.b32 %r1, %r2, %r3;", "converts to"),
+    ];
+    for (body, expected) in cases {
+        let (what, line, column) = invalid(body);
+        assert!(what.contains(expected), "`{body}`: {what}");
+        assert_eq!((line, column), (12, 1), "`{body}`");
+    }
+}

@@ -134,6 +134,11 @@ impl Linkage {
 pub struct Variable<'a> {
     pub symbol: SymbolId,
     pub decl: VarDecl<'a>,
+    /// Declared inside a function body (a `.global` or `.const` variable
+    /// there is statically allocated like a module-level one, but its name
+    /// is visible only in its block): the function's body declares it too
+    /// (`Statement::Decl`), and its name does not enter the module's names.
+    pub in_function: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -262,6 +267,11 @@ pub struct Reg {
     pub var: VarId,
     /// The index within `%r<N>`, if the declaration is parameterised.
     pub index: Option<u32>,
+    /// For a vector-typed register (`.reg .v4 .f32 %v`), one of its
+    /// elements (`%v.x` is element 0): each element is a register of its
+    /// own, and the vector as a whole is the list of its elements
+    /// (`Operand::Vector`).
+    pub element: Option<u8>,
 }
 
 #[derive(Clone, Debug, PartialEq, Default)]

@@ -29,6 +29,7 @@ pub fn parse(src: &str) -> Result<Module<'_>, Diagnostics> {
     }
     let mut p = Parser::new(src);
     p.module_items();
+    p.check_hoisted_names();
     if p.diags.is_empty() {
         Ok(p.module)
     } else {
@@ -49,6 +50,9 @@ enum NameCtx {
 
 const NO_INDEX: u32 = u32::MAX;
 
+/// The key of a whole register (not an element of a vector register).
+const NO_ELEMENT: u8 = u8::MAX;
+
 /// How deep blocks, parentheses and braces may nest. The parser recurses on
 /// nesting, so a limit keeps hostile input from overflowing the stack; real
 /// PTX nests a few levels.
@@ -65,7 +69,7 @@ struct FnState<'a> {
     undo: Vec<(&'a str, Option<VarId>)>,
     marks: Vec<usize>,
     reg_cache: NameMap<'a, RegId>,
-    reg_ids: FnvMap<(VarId, u32), RegId>,
+    reg_ids: FnvMap<(VarId, u32, u8), RegId>,
     /// Visible label definitions: name -> (label, block that defines it).
     label_defs: NameMap<'a, (LabelId, u32)>,
     label_undo: Vec<(&'a str, Option<(LabelId, u32)>)>,
@@ -77,6 +81,9 @@ struct FnState<'a> {
     pending: Vec<(&'a str, u32, Span)>,
     /// For each use id, the label it resolved to.
     use_target: Vec<LabelId>,
+    /// `.global`/`.const` variables declared in the body: the module
+    /// variable each declaration stands for.
+    hoisted: FnvMap<VarId, SymbolId>,
 }
 
 /// Where a block's entries start in the scope logs.
@@ -104,6 +111,7 @@ impl<'a> FnState<'a> {
             next_block: 0,
             pending: Vec::new(),
             use_target: Vec::new(),
+            hoisted: FnvMap::default(),
         }
     }
 
@@ -130,6 +138,7 @@ impl<'a> FnState<'a> {
         self.next_block = 0;
         self.pending.clear();
         self.use_target.clear();
+        self.hoisted.clear();
     }
 
     /// The finished body, in vectors of exactly its size (the AST keeps
@@ -232,10 +241,25 @@ impl<'a> FnState<'a> {
 
     fn reg_id(&mut self, var: VarId, index: u32) -> RegId {
         let regs = &mut self.body.regs;
-        *self.reg_ids.entry((var, index)).or_insert_with(|| {
-            regs.push(Reg { var, index: (index != NO_INDEX).then_some(index) });
+        *self.reg_ids.entry((var, index, NO_ELEMENT)).or_insert_with(|| {
+            regs.push(Reg { var, index: (index != NO_INDEX).then_some(index), element: None });
             (regs.len() - 1) as RegId
         })
+    }
+
+    /// Element `e` of a vector-typed register.
+    fn element_id(&mut self, r: RegId, e: u8) -> RegId {
+        let Reg { var, index, .. } = self.body.regs[r as usize];
+        let regs = &mut self.body.regs;
+        *self.reg_ids.entry((var, index.unwrap_or(NO_INDEX), e)).or_insert_with(|| {
+            regs.push(Reg { var, index, element: Some(e) });
+            (regs.len() - 1) as RegId
+        })
+    }
+
+    /// The element count of a register's declaration (0: a scalar).
+    fn vector_len(&self, r: RegId) -> u8 {
+        self.vars[self.body.regs[r as usize].var as usize].vector
     }
 
     /// A use of a label: a provisional id that `resolve_labels` replaces.
@@ -305,6 +329,9 @@ struct Parser<'a> {
     scratch_decls: Vec<(VarDecl<'a>, Span)>,
     /// Current nesting depth (see `MAX_DEPTH`).
     depth: u32,
+    /// The module variables declared inside function bodies, with their
+    /// declarations' spans.
+    hoisted_spans: Vec<(SymbolId, Span)>,
 }
 
 impl<'a> Parser<'a> {
@@ -330,6 +357,7 @@ impl<'a> Parser<'a> {
             fn_state: None,
             scratch_decls: Vec::new(),
             depth: 0,
+            hoisted_spans: Vec::new(),
         }
     }
 
@@ -686,6 +714,28 @@ impl<'a> Parser<'a> {
         Ok(id)
     }
 
+    /// Variables declared inside function bodies become module variables
+    /// under their own names (the names code is compiled under): a name
+    /// another module symbol or another function's variable also has is
+    /// reported, not given two meanings.
+    fn check_hoisted_names(&mut self) {
+        let spans = std::mem::take(&mut self.hoisted_spans);
+        for &(s, span) in &spans {
+            let name = self.module.symbols[s as usize].name;
+            let clash =
+                self.symbols.get(name).is_some() || spans.iter().any(|&(o, _)| o < s && self.module.symbols[o as usize].name == name);
+            if clash {
+                self.error(
+                    span,
+                    format!(
+                        "`{name}`, a variable declared inside a function body, shares its name with another module-level symbol or function-scoped variable (unsupported: such names must be unique in the module)"
+                    ),
+                    None,
+                );
+            }
+        }
+    }
+
     fn module_variable(&mut self, linkage: Option<Linkage>) -> PResult<()> {
         let mut decls = Vec::new();
         self.var_decl(linkage, None, &mut decls)?;
@@ -693,7 +743,7 @@ impl<'a> Parser<'a> {
             let item = self.module.items.len() as u32;
             let is_def = decl.linkage != Some(Linkage::Extern);
             let symbol = self.define_symbol(decl.name, SymbolKind::Variable, item, span, is_def)?;
-            self.module.items.push(Item::Variable(Variable { symbol, decl }));
+            self.module.items.push(Item::Variable(Variable { symbol, decl, in_function: false }));
         }
         Ok(())
     }
@@ -1288,7 +1338,18 @@ impl<'a> Parser<'a> {
                 let r = self.var_decl(linkage, None, &mut decls);
                 if r.is_ok() {
                     for (decl, span) in decls.drain(..) {
+                        let hoist = matches!(decl.space, StateSpace::Global | StateSpace::Const).then(|| decl.clone());
                         let id = fs.declare(decl);
+                        if let Some(decl) = hoist {
+                            // Statically allocated: a module variable whose
+                            // name only this block sees.
+                            let item = self.module.items.len() as u32;
+                            let symbol = self.module.symbols.len() as SymbolId;
+                            self.module.symbols.push(Symbol { name: decl.name, kind: SymbolKind::Variable, item });
+                            self.module.items.push(Item::Variable(Variable { symbol, decl, in_function: true }));
+                            self.hoisted_spans.push((symbol, span));
+                            fs.hoisted.insert(id, symbol);
+                        }
                         fs.push_statement(Statement::Decl(id), span);
                     }
                 }
@@ -1473,9 +1534,22 @@ impl<'a> Parser<'a> {
                         if self.eat(T::Pipe) {
                             return Ok(Operand::PredPair(r, self.pipe_register(fs)?));
                         }
+                        let n = fs.vector_len(r);
                         if self.at(T::Dot) {
                             let word = &self.text(self.tok)[1..];
                             if let Some(c) = component(word) {
+                                if n != 0 {
+                                    if c >= n {
+                                        self.error(
+                                            Self::span(self.tok),
+                                            format!("`{name}` has {n} elements"),
+                                            Some(if n == 2 { "`.x` or `.y`" } else { "`.x`, `.y`, `.z` or `.w`" }),
+                                        );
+                                        return Err(());
+                                    }
+                                    self.bump();
+                                    return Ok(Operand::Reg(fs.element_id(r, c)));
+                                }
                                 self.bump();
                                 return Ok(Operand::RegComponent(r, c));
                             }
@@ -1483,6 +1557,11 @@ impl<'a> Parser<'a> {
                                 self.bump();
                                 return Ok(Operand::Video { reg: r, neg: false, sel });
                             }
+                        }
+                        if n != 0 {
+                            // A whole vector register: the list of its elements.
+                            let elems: Vec<Operand> = (0..n).map(|e| Operand::Reg(fs.element_id(r, e))).collect();
+                            return Ok(Operand::Vector(push_list(&mut fs.body.operands, &elems)));
                         }
                         Ok(Operand::Reg(r))
                     }
@@ -1692,6 +1771,9 @@ impl<'a> Parser<'a> {
             return Some(Resolved::Reg(r));
         }
         if let Some(v) = fs.scope.get(name) {
+            if let Some(&s) = fs.hoisted.get(&v) {
+                return Some(Resolved::Global(s));
+            }
             let decl = &fs.vars[v as usize];
             if decl.space == StateSpace::Reg && decl.count.is_none() {
                 let r = fs.reg_id(v, NO_INDEX);

@@ -19,6 +19,8 @@ fn write_module(o: &mut String, m: &Module) -> std::fmt::Result {
         writeln!(o)?;
         match item {
             Item::Function(f) => write_function(o, m, f)?,
+            // A variable declared in a function body is printed there.
+            Item::Variable(v) if v.in_function => {}
             Item::Variable(v) => {
                 write_decl(o, m, &v.decl)?;
                 o.push_str(";\n");
@@ -215,9 +217,13 @@ fn write_directive(o: &mut String, d: &PerfDirective) -> std::fmt::Result {
 pub fn reg_name(f: &Function, body: &Body, r: RegId) -> String {
     let reg = body.regs[r as usize];
     let name = f.var(reg.var).name;
-    match reg.index {
+    let base = match reg.index {
         Some(i) => format!("{name}{i}"),
         None => name.to_string(),
+    };
+    match reg.element {
+        Some(e) => format!("{base}.{}", ["x", "y", "z", "w"].get(e as usize).copied().unwrap_or("x")),
+        None => base,
     }
 }
 

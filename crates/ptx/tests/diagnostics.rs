@@ -236,3 +236,23 @@ fn nesting_too_deep() {
     );
     ptx::parse(&src).expect("20 levels parse");
 }
+
+#[test]
+fn function_scoped_global_sharing_a_module_name() {
+    let src = ".version 8.0\n.target sm_80\n.address_size 64\n.global .b32 g;\n.visible .entry k()\n{\n  .global .b32 g;\nret;\n}\n";
+    let d = match ptx::parse(src) {
+        Ok(_) => panic!("accepted"),
+        Err(d) => d.0,
+    };
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!((d[0].line, d[0].column), (7, 3));
+    assert!(d[0].message.contains("`g`, a variable declared inside a function body, shares its name"), "{}", d[0].message);
+}
+
+#[test]
+fn vector_register_element_out_of_range() {
+    let d = one(".reg .v2 .u32 %w;\n.reg .b32 %r;\nmov.u32 %r, %w.z;");
+    assert_eq!((d.line, d.column), (8, 15));
+    assert_eq!(d.message, "`%w` has 2 elements");
+    assert_eq!(d.expected.as_deref(), Some("`.x` or `.y`"));
+}

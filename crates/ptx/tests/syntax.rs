@@ -174,3 +174,62 @@ fn sections_keep_their_text() {
     let sections: Vec<&str> = m.items.iter().filter_map(|i| if let Item::Section { name, .. } = i { Some(*name) } else { None }).collect();
     assert_eq!(sections, vec![".debug_abbrev", ".debug_info", ".debug_str", ".debug_macinfo"]);
 }
+
+/// `.global`/`.const` variables declared in a function body are module
+/// variables that only the body names: references resolve to the module
+/// symbol, the module keeps them once, and the printer writes them where
+/// they were declared.
+#[test]
+fn function_scoped_globals_are_module_variables_named_in_their_body() {
+    let src = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n\
+               .reg .b32 %r;\n.global .align 4 .b32 fg[2] = {5, 6};\n.const .b32 fc;\nld.global.u32 %r, [fg+4];\nld.const.u32 %r, [fc];\nret;\n}\n";
+    let m = round_trip(src);
+    let vars: Vec<_> = m.variables().collect();
+    assert_eq!(vars.len(), 2);
+    assert!(vars.iter().all(|v| v.in_function));
+    assert_eq!(m.symbol(vars[0].symbol).name, "fg");
+    assert_eq!(vars[0].decl.space, StateSpace::Global);
+    assert_eq!(vars[1].decl.space, StateSpace::Const);
+    let f = m.kernels().next().unwrap();
+    let b = f.body.as_ref().unwrap();
+    let loads: Vec<Operand> = b
+        .statements
+        .iter()
+        .filter_map(|s| match s {
+            Statement::Instruction(i) if i.op == Opcode::Ld => Some(b.args(i)[1]),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(loads, [Operand::AddrGlobal(vars[0].symbol, 4), Operand::AddrGlobal(vars[1].symbol, 0)]);
+    // Outside the body the name means nothing.
+    let outside = format!("{src}.visible .entry k2()\n{{\n.reg .b32 %r;\nld.global.u32 %r, [fg];\nret;\n}}\n");
+    assert!(ptx::parse(&outside).is_err());
+}
+
+/// A vector-typed register's elements are registers of their own: `%v.y`
+/// names element 1 (also as `%v.g`), and `%v` alone is the list of its
+/// elements; both round-trip.
+#[test]
+fn vector_registers_resolve_to_their_elements() {
+    let src = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n\
+               .reg .v4 .f32 %v<2>;\n.reg .b64 %rd;\n.reg .f32 %f;\nld.global.v4.f32 %v1, [%rd];\nadd.f32 %f, %v1.y, %v1.g;\nret;\n}\n";
+    let m = round_trip(src);
+    let f = m.kernels().next().unwrap();
+    let b = f.body.as_ref().unwrap();
+    let insts: Vec<&Instruction> = b
+        .statements
+        .iter()
+        .filter_map(|s| match s {
+            Statement::Instruction(i) => Some(i),
+            _ => None,
+        })
+        .collect();
+    let Operand::Vector(l) = b.args(insts[0])[0] else { panic!("the whole register is a list") };
+    let elems: Vec<Reg> = b.list(l).iter().map(|o| if let Operand::Reg(r) = o { b.regs[*r as usize] } else { panic!("{o:?}") }).collect();
+    assert_eq!(elems.iter().map(|r| (r.index, r.element)).collect::<Vec<_>>(), (0..4).map(|e| (Some(1), Some(e))).collect::<Vec<_>>());
+    let add = b.args(insts[1]);
+    assert_eq!(add[1], add[2], "`.y` and `.g` are the same element");
+    let Operand::Reg(y) = add[1] else { panic!() };
+    assert_eq!(b.regs[y as usize].element, Some(1));
+    assert!(ptx::print(&m).contains("%v1.y"));
+}
