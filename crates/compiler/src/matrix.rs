@@ -702,63 +702,47 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 }
                 let tab = self.constant_table(&table);
                 let per_e = (1 + 2 * kk) * W;
-                // One loop nest for all of D's elements (the element index
-                // picks the table's rows): the IR of an `mma` stays the
-                // same size whatever the count of elements, and a kernel
-                // with hundreds of them (llama.cpp's mmq) compiles in a
-                // fraction of the time the unrolled elements took.
-                let out = self.out.alloca(&format!("[{nd} x {cty}]"), 8);
-                let (epre, ebody, kpre, kbody, kdone, edone) = (
-                    self.out.fresh_label("epre"),
-                    self.out.fresh_label("e"),
-                    self.out.fresh_label("kpre"),
-                    self.out.fresh_label("k"),
-                    self.out.fresh_label("kdone"),
-                    self.out.fresh_label("edone"),
-                );
-                self.out.terminate(format_args!("br label %{epre}"));
-                self.out.label(&epre);
-                self.out.terminate(format_args!("br label %{ebody}"));
-                self.out.label(&ebody);
-                let enext = self.out.fresh("en");
-                let e = self.out.def(Ty::I32, format_args!("phi i32 [0, %{epre}], [{enext}, %{kdone}]"));
-                let base = self.bin("mul", &e, &V::int(Ty::I32, per_e as i128));
-                let craw = self.snapshot_element(snap, &tab, &base, lane, p.c.elem.bits());
-                let acc0 = self.element_value(&craw, p.c.elem);
-                let acc0 = self.as_compute(&acc0, cty);
-                let at0 = self.bin("add", &base, &V::int(Ty::I32, W as i128));
-                // The loop over k with the accumulator in a phi.
-                self.out.terminate(format_args!("br label %{kpre}"));
-                self.out.label(&kpre);
-                self.out.terminate(format_args!("br label %{kbody}"));
-                self.out.label(&kbody);
-                let (knext, accnext) = (self.out.fresh("kn"), self.out.fresh("accn"));
-                let k = self.out.def(Ty::I32, format_args!("phi i32 [0, %{kpre}], [{knext}, %{kbody}]"));
-                let acc = self.out.def(cty, format_args!("phi {cty} [{}, %{kpre}], [{accnext}, %{kbody}]", acc0.s));
-                let at = self.bin("mul", &k, &V::int(Ty::I32, 2 * W as i128));
-                let at = self.bin("add", &at, &at0);
-                let araw = self.snapshot_element(snap, &tab, &at, lane, p.a.elem.bits());
-                let at_b = self.bin("add", &at, &V::int(Ty::I32, W as i128));
-                let braw = self.snapshot_element(snap, &tab, &at_b, lane, p.b.elem.bits());
-                let av = self.element_value(&araw, p.a.elem);
-                let bv = self.element_value(&braw, p.b.elem);
-                let next = self.accumulate(p.combine, &acc, &av, &bv, cty);
-                // The loop's new accumulator under the name the phi reads.
-                self.out.op(format_args!("{accnext} = bitcast {next} to {}", next.ty));
-                self.out.op(format_args!("{knext} = add i32 {}, 1", k.s));
-                let more = self.out.def(Ty::I1, format_args!("icmp ult i32 {knext}, {}", p.k));
-                self.out.terminate(format_args!("br {more}, label %{kbody}, label %{kdone}"));
-                self.out.label(&kdone);
-                let ei = self.zext(&e, Ty::I64);
-                let slot = self.out.def(Ty::Ptr, format_args!("getelementptr {cty}, ptr {out}, {ei}"));
-                self.out.op(format_args!("store {cty} {accnext}, {slot}"));
-                self.out.op(format_args!("{enext} = add i32 {}, 1", e.s));
-                let emore = self.out.def(Ty::I1, format_args!("icmp ult i32 {enext}, {nd}"));
-                self.out.terminate(format_args!("br {emore}, label %{ebody}, label %{edone}"));
-                self.out.label(&edone);
-                for e in 0..nd {
-                    let slot = self.out.def(Ty::Ptr, format_args!("getelementptr {cty}, ptr {out}, i64 {e}"));
-                    results.push(self.out.def(cty, format_args!("load {cty}, {slot}")));
+                if matches!(self.cx.target, crate::Target::HostCpu) {
+                    // One loop nest for all of D's elements (the element
+                    // index picks the table's rows): the IR of an `mma`
+                    // stays the same size whatever the count of elements,
+                    // and a kernel with hundreds of them (llama.cpp's mmq)
+                    // compiles in a fraction of the time the unrolled
+                    // elements took.
+                    let out = self.out.alloca(&format!("[{nd} x {cty}]"), 8);
+                    let (epre, ebody, edone) = (self.out.fresh_label("epre"), self.out.fresh_label("e"), self.out.fresh_label("edone"));
+                    self.out.terminate(format_args!("br label %{epre}"));
+                    self.out.label(&epre);
+                    self.out.terminate(format_args!("br label %{ebody}"));
+                    self.out.label(&ebody);
+                    let enext = self.out.fresh("en");
+                    let latch = self.out.fresh_label("elatch");
+                    let e = self.out.def(Ty::I32, format_args!("phi i32 [0, %{epre}], [{enext}, %{latch}]"));
+                    let base = self.bin("mul", &e, &V::int(Ty::I32, per_e as i128));
+                    let acc = self.snapshot_dot(p, snap, &tab, lane, &base, cty);
+                    self.out.terminate(format_args!("br label %{latch}"));
+                    self.out.label(&latch);
+                    let ei = self.zext(&e, Ty::I64);
+                    let slot = self.out.def(Ty::Ptr, format_args!("getelementptr {cty}, ptr {out}, {ei}"));
+                    self.out.op(format_args!("store {acc}, {slot}"));
+                    self.out.op(format_args!("{enext} = add i32 {}, 1", e.s));
+                    let emore = self.out.def(Ty::I1, format_args!("icmp ult i32 {enext}, {nd}"));
+                    self.out.terminate(format_args!("br {emore}, label %{ebody}, label %{edone}"));
+                    self.out.label(&edone);
+                    for e in 0..nd {
+                        let slot = self.out.def(Ty::Ptr, format_args!("getelementptr {cty}, ptr {out}, i64 {e}"));
+                        results.push(self.out.def(cty, format_args!("load {cty}, {slot}")));
+                    }
+                } else {
+                    // On a GPU each element's loop on its own, with
+                    // constant table rows: D's elements stay in registers
+                    // (an array indexed by a loop variable would be
+                    // dynamically indexed registers, `v_movrel*`, or
+                    // scratch memory).
+                    for e in 0..nd {
+                        let base = V::int(Ty::I32, (e * per_e) as i128);
+                        results.push(self.snapshot_dot(p, snap, &tab, lane, &base, cty));
+                    }
                 }
             }
         }
@@ -1044,6 +1028,39 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.cx.helper(&name, || def);
         self.cx.tables.insert(table.to_vec(), name.clone());
         format!("@\"{name}\"")
+    }
+
+    /// Thread mode: one element of D, the table's rows from `base` on (C's
+    /// source, then A's and B's for each k): C's element plus the products
+    /// in increasing k, as a loop with the accumulator in a phi.
+    fn snapshot_dot(&mut self, p: &MatrixProduct, snap: &V, tab: &str, lane: &V, base: &V, cty: Ty) -> V {
+        let craw = self.snapshot_element(snap, tab, base, lane, p.c.elem.bits());
+        let acc0 = self.element_value(&craw, p.c.elem);
+        let acc0 = self.as_compute(&acc0, cty);
+        let at0 = self.bin("add", base, &V::int(Ty::I32, W as i128));
+        let (pre, body, done) = (self.out.fresh_label("kpre"), self.out.fresh_label("k"), self.out.fresh_label("kdone"));
+        self.out.terminate(format_args!("br label %{pre}"));
+        self.out.label(&pre);
+        self.out.terminate(format_args!("br label %{body}"));
+        self.out.label(&body);
+        let (knext, accnext) = (self.out.fresh("kn"), self.out.fresh("accn"));
+        let k = self.out.def(Ty::I32, format_args!("phi i32 [0, %{pre}], [{knext}, %{body}]"));
+        let acc = self.out.def(cty, format_args!("phi {cty} [{}, %{pre}], [{accnext}, %{body}]", acc0.s));
+        let at = self.bin("mul", &k, &V::int(Ty::I32, 2 * W as i128));
+        let at = self.bin("add", &at, &at0);
+        let araw = self.snapshot_element(snap, tab, &at, lane, p.a.elem.bits());
+        let at_b = self.bin("add", &at, &V::int(Ty::I32, W as i128));
+        let braw = self.snapshot_element(snap, tab, &at_b, lane, p.b.elem.bits());
+        let av = self.element_value(&araw, p.a.elem);
+        let bv = self.element_value(&braw, p.b.elem);
+        let next = self.accumulate(p.combine, &acc, &av, &bv, cty);
+        // The loop's new accumulator under the name the phi reads.
+        self.out.op(format_args!("{accnext} = bitcast {next} to {}", next.ty));
+        self.out.op(format_args!("{knext} = add i32 {}, 1", k.s));
+        let more = self.out.def(Ty::I1, format_args!("icmp ult i32 {knext}, {}", p.k));
+        self.out.terminate(format_args!("br {more}, label %{body}, label %{done}"));
+        self.out.label(&done);
+        V::new(cty, accnext)
     }
 
     /// Thread mode: the `bits`-bit element whose bit offset in the
