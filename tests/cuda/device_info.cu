@@ -59,10 +59,12 @@ int main() {
     CHECK(cudaMalloc(&big, 64u << 20));
     CHECK(cudaMemset(big, 0, 64u << 20));
     CHECK(cudaMemGetInfo(&free1, &total1));
-    // Free memory is shared with other processes (on a CPU device, the
-    // machine's available memory bounds it), so it may also grow by what
-    // they release meanwhile: a few MiB of slack, well under the 64 MiB.
-    EXPECT(total1 == total && free1 <= free0 + (16u << 20), "after 64 MiB: free %zu (was %zu)", free1, free0);
+    // Free memory is shared with other processes (on a CPU device the
+    // machine's available memory bounds it), which may release more than
+    // this program allocates between two queries: only the total is fixed.
+    // How allocations are counted is tested with a fixed budget in
+    // crates/libcuda/tests/memory_limit.rs.
+    EXPECT(total1 == total && free1 <= total1, "after 64 MiB: free %zu of %zu (was %zu of %zu)", free1, total1, free0, total);
 
     cudaPointerAttributes a;
     CHECK(cudaPointerGetAttributes(&a, big));
