@@ -2,69 +2,12 @@
 //! (off by default: this library lives inside other people's processes)
 //! and `ANYCUDA_LOG_FILE`.
 
-use std::io::Write;
-use std::sync::{Mutex, OnceLock};
-
-/// Log levels, most severe first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    Off = 0,
-    Error = 1,
-    Warn = 2,
-    Info = 3,
-    Debug = 4,
-    Trace = 5,
-}
-
-impl Level {
-    pub fn parse(s: &str) -> Level {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "error" => Level::Error,
-            "warn" | "warning" => Level::Warn,
-            "info" => Level::Info,
-            "debug" | "1" | "on" => Level::Debug,
-            "trace" | "all" => Level::Trace,
-            _ => Level::Off,
-        }
-    }
-}
-
-struct Sink {
-    level: Level,
-    file: Option<Mutex<std::fs::File>>,
-}
-
-fn sink() -> &'static Sink {
-    static SINK: OnceLock<Sink> = OnceLock::new();
-    SINK.get_or_init(|| {
-        let level = std::env::var("ANYCUDA_LOG").map(|v| Level::parse(&v)).unwrap_or(Level::Off);
-        let file = std::env::var_os("ANYCUDA_LOG_FILE")
-            .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok().map(Mutex::new));
-        Sink { level, file }
-    })
-}
-
-/// Whether messages of `level` are written.
-pub fn enabled(level: Level) -> bool {
-    level != Level::Off && level <= sink().level
-}
+pub use anycuda_log::{enabled, Level};
 
 /// Writes one line to the log (and to the cuBLAS logger, when configured).
 pub fn log(level: Level, msg: &str) {
     crate::logger::forward(level, msg);
-    if !enabled(level) {
-        return;
-    }
-    let line = format!("[anycuda cublas {level:?}] {msg}\n");
-    match &sink().file {
-        Some(f) => {
-            let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
-            let _ = f.write_all(line.as_bytes());
-        }
-        None => {
-            let _ = std::io::stderr().write_all(line.as_bytes());
-        }
-    }
+    anycuda_log::write("cublas", level, msg);
 }
 
 macro_rules! debug {
