@@ -319,6 +319,16 @@ pub trait Backend: Send + Sync {
     /// device; may be slow.
     fn load_module(&self, device: usize, ptx: &str, options: &ModuleOptions) -> Result<Arc<dyn BackendModule>, ModuleError>;
 
+    /// A new queue of device work on `device` for one of the driver's
+    /// streams (its priority as `cuStreamCreateWithPriority` clamped it:
+    /// lower is more urgent). `None` (the default) means the backend runs
+    /// work where it is enqueued: the driver then uses an
+    /// [`ImmediateQueue`], which calls [`Backend::copy_htod`] and friends
+    /// and [`BackendModule::launch`] on the stream's worker thread.
+    fn create_queue(&self, _device: usize, _priority: i32) -> Result<Option<Arc<dyn BackendQueue>>, BackendError> {
+        Ok(None)
+    }
+
     // ---- virtual memory management ----
     //
     // `cuMemAddressReserve`, `cuMemCreate`, `cuMemMap`, `cuMemSetAccess`
@@ -434,6 +444,202 @@ pub trait BackendModule: Send + Sync {
     /// finished. The driver has validated the configuration against the
     /// device's limits and the kernel's requirements.
     fn launch(&self, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault>;
+}
+
+/// The source of a host-to-device copy on a [`BackendQueue`].
+#[derive(Debug)]
+pub enum HostSrc {
+    /// Bytes the queue owns: the driver's snapshot of pageable memory (or
+    /// of a value), which the queue keeps until the copy has completed.
+    Owned(Vec<u8>),
+    /// Host memory the application keeps valid and unchanged until its
+    /// stream reaches the copy (page-locked or registered memory, as CUDA
+    /// requires of asynchronous copies).
+    Borrowed { addr: HostAddr, len: usize },
+}
+
+impl HostSrc {
+    pub fn len(&self) -> usize {
+        match self {
+            HostSrc::Owned(v) => v.len(),
+            HostSrc::Borrowed { len, .. } => *len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn as_ptr(&self) -> *const u8 {
+        match self {
+            HostSrc::Owned(v) => v.as_ptr(),
+            HostSrc::Borrowed { addr, .. } => *addr as *const u8,
+        }
+    }
+
+    /// The bytes.
+    ///
+    /// # Safety
+    /// A borrowed source must be valid for reads of its length.
+    pub unsafe fn bytes(&self) -> &[u8] {
+        match self {
+            HostSrc::Owned(v) => v,
+            // SAFETY: the caller's contract.
+            HostSrc::Borrowed { addr, len } => unsafe { std::slice::from_raw_parts(*addr as *const u8, *len) },
+        }
+    }
+}
+
+/// An ordered queue of device work on one device: what a GPU calls a
+/// stream (`hipStream_t`). Each driver stream owns one and is the only
+/// one to enqueue on it, from its worker thread, in stream order.
+///
+/// Enqueueing returns once the work is queued; errors found then (a bad
+/// range, a launch the runtime refuses) are returned at once. Work runs
+/// in enqueue order, asynchronously to the host; [`BackendQueue::query`]
+/// and [`BackendQueue::synchronize`] observe its completion, and
+/// `synchronize` reports a fault of any work since the last
+/// synchronisation (faults are sticky: the driver poisons the context).
+/// Everything the driver's streams define on top — ordering between
+/// streams, the legacy stream, host functions and callbacks, events as
+/// CUDA sees them, capture and graphs — stays in the driver.
+///
+/// Lifetimes: a queue keeps what its pending work needs (owned copy
+/// sources, the modules of pending launches) until that work completes;
+/// the parameter buffer of a launch is copied when it is enqueued.
+/// Device memory and borrowed host memory are the driver's and the
+/// application's to keep alive (the driver frees device memory only after
+/// the work that may use it: `cuMemFree` synchronises, `cuMemFreeAsync`
+/// drains its stream's queue first).
+pub trait BackendQueue: Send + Sync {
+    /// For backends to find their own queue type behind the trait object.
+    fn as_any(&self) -> &dyn std::any::Any;
+
+    /// Host to device.
+    fn copy_htod(&self, dst: DevicePtr, src: HostSrc) -> Result<(), BackendError>;
+
+    /// Device to host: `dst` stays valid until the copy completes (the
+    /// driver synchronises before returning to the application when `dst`
+    /// is pageable).
+    fn copy_dtoh(&self, dst: HostAddr, src: DevicePtr, len: usize) -> Result<(), BackendError>;
+
+    /// Device to device; the ranges may overlap.
+    fn copy_dtod(&self, dst: DevicePtr, src: DevicePtr, len: usize) -> Result<(), BackendError>;
+
+    /// `count` elements of `value` at `dst`.
+    fn memset(&self, dst: DevicePtr, value: MemsetValue, count: usize) -> Result<(), BackendError>;
+
+    /// One grid of kernel `kernel` of `module` (a module of this queue's
+    /// backend and device), configured as [`BackendModule::launch`] says.
+    fn launch(&self, module: &Arc<dyn BackendModule>, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault>;
+
+    /// An event that completes when everything enqueued so far has, and
+    /// then knows when that was (for `cuEventElapsedTime`).
+    fn record(&self) -> Result<Arc<dyn BackendEvent>, BackendError>;
+
+    /// Whether everything enqueued has completed (a fault counts as
+    /// completed; `synchronize` reports it).
+    fn query(&self) -> bool;
+
+    /// Waits for everything enqueued; the first fault since the last
+    /// synchronisation, if any.
+    fn synchronize(&self) -> Result<(), LaunchFault>;
+}
+
+/// A point in a [`BackendQueue`]: what [`BackendQueue::record`] returns
+/// (`hipEvent_t` on HIP).
+pub trait BackendEvent: Send + Sync {
+    fn as_any(&self) -> &dyn std::any::Any;
+
+    /// Whether the work before the record has completed.
+    fn query(&self) -> bool;
+
+    /// Milliseconds from this event to `end`, both completed and of the
+    /// same backend; `None` when the backend cannot say.
+    fn elapsed_ms(&self, end: &dyn BackendEvent) -> Option<f32>;
+}
+
+/// The queue of a backend that runs work where it is enqueued (the CPU,
+/// whose kernels already use every core): each operation calls the
+/// backend synchronously on the calling thread — the driver stream's
+/// worker — so it has completed when it is enqueued, and events take their
+/// time when recorded. This keeps such backends exactly as fast as
+/// before queues existed.
+pub struct ImmediateQueue {
+    backend: Arc<dyn Backend>,
+}
+
+impl ImmediateQueue {
+    pub fn new(backend: Arc<dyn Backend>) -> ImmediateQueue {
+        ImmediateQueue { backend }
+    }
+}
+
+/// The event of an [`ImmediateQueue`]: complete when recorded.
+pub struct HostEvent {
+    pub at: std::time::Instant,
+}
+
+impl BackendEvent for HostEvent {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn query(&self) -> bool {
+        true
+    }
+
+    fn elapsed_ms(&self, end: &dyn BackendEvent) -> Option<f32> {
+        let end = end.as_any().downcast_ref::<HostEvent>()?;
+        let ms = if end.at >= self.at {
+            end.at.duration_since(self.at).as_secs_f64() * 1e3
+        } else {
+            -(self.at.duration_since(end.at).as_secs_f64() * 1e3)
+        };
+        Some(ms as f32)
+    }
+}
+
+impl BackendQueue for ImmediateQueue {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn copy_htod(&self, dst: DevicePtr, src: HostSrc) -> Result<(), BackendError> {
+        // SAFETY: a borrowed source is valid until its stream reaches the
+        // copy (the contract of `HostSrc::Borrowed`), which is now.
+        self.backend.copy_htod(dst, unsafe { src.bytes() })
+    }
+
+    fn copy_dtoh(&self, dst: HostAddr, src: DevicePtr, len: usize) -> Result<(), BackendError> {
+        // SAFETY: the destination is valid until the copy completes, now.
+        let dst = unsafe { std::slice::from_raw_parts_mut(dst as *mut u8, len) };
+        self.backend.copy_dtoh(dst, src)
+    }
+
+    fn copy_dtod(&self, dst: DevicePtr, src: DevicePtr, len: usize) -> Result<(), BackendError> {
+        self.backend.copy_dtod(dst, src, len)
+    }
+
+    fn memset(&self, dst: DevicePtr, value: MemsetValue, count: usize) -> Result<(), BackendError> {
+        self.backend.memset(dst, value, count)
+    }
+
+    fn launch(&self, module: &Arc<dyn BackendModule>, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault> {
+        module.launch(kernel, launch)
+    }
+
+    fn record(&self) -> Result<Arc<dyn BackendEvent>, BackendError> {
+        Ok(Arc::new(HostEvent { at: std::time::Instant::now() }))
+    }
+
+    fn query(&self) -> bool {
+        true
+    }
+
+    fn synchronize(&self) -> Result<(), LaunchFault> {
+        Ok(())
+    }
 }
 
 /// A backend with no devices: what the driver runs on when the backend it

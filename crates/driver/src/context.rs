@@ -119,6 +119,7 @@ fn check_ctx_flags(flags: u32) -> Result<()> {
 
 impl Context {
     pub(crate) fn create(driver: &Driver, device: usize, flags: u32, primary: bool) -> Result<Arc<Context>> {
+        let queue = driver.new_queue(device, 0)?;
         let ctx = driver.contexts.insert_with(|h| Context {
             handle: h,
             device,
@@ -139,7 +140,7 @@ impl Context {
             submit_lock: Mutex::new(()),
             legacy: OnceLock::new(),
         });
-        let legacy = Arc::new(Stream::new(new_handle(HandleKind::Stream), &ctx, StreamKind::Legacy, 0, 0));
+        let legacy = Arc::new(Stream::new(new_handle(HandleKind::Stream), &ctx, StreamKind::Legacy, 0, 0, queue));
         let _ = ctx.legacy.set(legacy);
         Ok(ctx)
     }
@@ -584,7 +585,8 @@ impl Driver {
         if let Some(s) = PER_THREAD.with(|m| m.borrow().get(&key).cloned()) {
             return Ok(s);
         }
-        let s = Arc::new(Stream::new(new_handle(HandleKind::Stream), ctx, StreamKind::PerThread, 0, 0));
+        let queue = self.new_queue(ctx.device, 0)?;
+        let s = Arc::new(Stream::new(new_handle(HandleKind::Stream), ctx, StreamKind::PerThread, 0, 0, queue));
         lock(&ctx.st).streams.push(Arc::downgrade(&s));
         PER_THREAD.with(|m| m.borrow_mut().insert(key, s.clone()));
         Ok(s)

@@ -1,10 +1,18 @@
 //! Events: markers recorded into streams.
+//!
+//! A record is an operation of its stream: it enqueues a backend event on
+//! the stream's queue ([`crate::backend::BackendQueue::record`]), and the
+//! driver's event completes when the stream counts the record complete.
+//! Elapsed times are the backend events' (the GPU's clock on HIP; the
+//! host's clock when the record was enqueued on the CPU, where that is
+//! when the work before it finished).
 
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Instant;
 
 use cuda_types::{CUevent_flags, CUevent_record_flags, CUevent_wait_flags};
 
+use crate::backend::BackendEvent;
 use crate::error::{Error, Result};
 use crate::handle::lock;
 use crate::stream::{DepWait, Stream};
@@ -32,6 +40,11 @@ struct EventState {
     /// Where the records not yet completed sit: generation, stream and the
     /// record's operation number (for checks of a host callback's waits).
     sites: Vec<(u64, Weak<Stream>, u64)>,
+    /// Backend events of records not yet completed, by generation.
+    marks: Vec<(u64, Arc<dyn BackendEvent>)>,
+    /// The backend event of the newest completed generation, if it had
+    /// one (elapsed times come from it).
+    mark: Option<Arc<dyn BackendEvent>>,
 }
 
 impl Event {
@@ -48,6 +61,8 @@ impl Event {
         if generation > s.completed {
             s.completed = generation;
             s.time = Some(Instant::now());
+            s.mark = s.marks.iter().find(|(g, _)| *g == generation).map(|(_, m)| m.clone());
+            s.marks.retain(|(g, _)| *g > generation);
         }
         drop(s);
         self.cv.notify_all();
@@ -58,6 +73,14 @@ impl Event {
         let mut s = lock(&self.st);
         while s.completed < generation {
             s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Notes the backend event that record `generation` enqueued.
+    pub(crate) fn set_mark(&self, generation: u64, mark: Arc<dyn BackendEvent>) {
+        let mut s = lock(&self.st);
+        if generation > s.completed {
+            s.marks.push((generation, mark));
         }
     }
 
@@ -154,7 +177,19 @@ impl Driver {
         // that a stream query after an event synchronisation sees the
         // stream done.
         let after: crate::stream::After = Box::new(move || e2.complete(generation));
-        let seq = match self.submit_then(&ctx, &s, Vec::new(), Box::new(|_| Ok(())), Some(after)) {
+        let e3 = ev.clone();
+        let timed = !ev.timing_disabled();
+        let record: crate::stream::Work = Box::new(move |_, queue| {
+            if timed {
+                // Without a backend event the time is the host's at
+                // completion.
+                if let Ok(m) = queue.record() {
+                    e3.set_mark(generation, m);
+                }
+            }
+            Ok(())
+        });
+        let seq = match self.submit_then(&ctx, &s, Vec::new(), record, Some(after), crate::stream::OpKind::Device) {
             Ok(seq) => seq,
             Err(e) => {
                 // The record will never run: it completes now, so that no
@@ -210,6 +245,7 @@ impl Driver {
             return Err(Error::handle("an event was created with CU_EVENT_DISABLE_TIMING"));
         }
         let (sa, sb) = (lock(&a.st).clone_state(), lock(&b.st).clone_state());
+        let (ma, mb) = (lock(&a.st).mark.clone(), lock(&b.st).mark.clone());
         if sa.0 == 0 || sb.0 == 0 {
             return Err(Error::handle("an event has not been recorded"));
         }
@@ -218,6 +254,11 @@ impl Driver {
         };
         if sa.1 < sa.0 || sb.1 < sb.0 {
             return Err(Error::NotReady);
+        }
+        if let (Some(ma), Some(mb)) = (&ma, &mb) {
+            if let Some(ms) = ma.elapsed_ms(&**mb) {
+                return Ok(ms);
+            }
         }
         let ms = if tb >= ta { tb.duration_since(ta).as_secs_f64() * 1e3 } else { -(ta.duration_since(tb).as_secs_f64() * 1e3) };
         Ok(ms as f32)
@@ -240,7 +281,7 @@ impl Driver {
         if generation == 0 {
             return Ok(());
         }
-        self.submit(&ctx, &s, vec![DepWait::Event(ev, generation)], Box::new(|_| Ok(())))?;
+        self.submit(&ctx, &s, vec![DepWait::Event(ev, generation)], Box::new(|_, _| Ok(())))?;
         Ok(())
     }
 }

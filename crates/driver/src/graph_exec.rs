@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 
 use cuda_types::CUgraphExecUpdateResult as UR;
 
-use crate::backend::{BackendModule, LaunchParams};
+use crate::backend::{BackendModule, BackendQueue, LaunchParams};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::graph::{Graph, GraphData, GraphMem, MemsetNode, NodeInfoIn, NodeParams};
@@ -257,13 +257,26 @@ enum Prepared {
     Memset(Option<MemsetPlan>),
 }
 
-fn run_plan(plan: &Plan, prepared: &[Prepared], gens: &[u64], backend: &dyn crate::backend::Backend, sticky: Option<&Error>) -> Result<()> {
+/// Runs a launch of an executable graph on its stream's queue: device
+/// nodes are enqueued in order; event records, event waits and host nodes
+/// first wait for what was enqueued before them (a fault found then fails
+/// the launch like a fault of its own).
+fn run_plan(plan: &Plan, prepared: &[Prepared], gens: &[u64], queue: &dyn BackendQueue, sticky: Option<&Error>) -> Result<()> {
     let mut failed: Option<Error> = sticky.cloned();
     let (mut p, mut g) = (0, 0);
+    let drain = |failed: &mut Option<Error>| {
+        if let Err(f) = queue.synchronize() {
+            failed.get_or_insert(Error::Fault(f));
+        }
+    };
     for step in &plan.steps {
         match step {
             Step::Record(e) => {
                 if let Some(&gen) = gens.get(g) {
+                    if let Ok(m) = queue.record() {
+                        e.set_mark(gen, m);
+                    }
+                    drain(&mut failed);
                     e.complete(gen);
                 }
                 g += 1;
@@ -271,11 +284,13 @@ fn run_plan(plan: &Plan, prepared: &[Prepared], gens: &[u64], backend: &dyn crat
             }
             Step::Wait(e) => {
                 if let (Some(&gen), None) = (gens.get(g), &failed) {
+                    drain(&mut failed);
                     e.wait_generation(gen);
                 }
                 g += 1;
                 continue;
             }
+            Step::Host(_) if failed.is_none() => drain(&mut failed),
             _ => {}
         }
         let r = match step {
@@ -287,11 +302,11 @@ fn run_plan(plan: &Plan, prepared: &[Prepared], gens: &[u64], backend: &dyn crat
                     params: &k.params,
                     cooperative: k.cooperative,
                 };
-                k.code.launch(k.index, &lp).map_err(Error::Fault)
+                queue.launch(&k.code, k.index, &lp).map_err(Error::Fault)
             }
             Step::Copy(_) => {
                 let r = match (prepared.get(p), &failed) {
-                    (Some(Prepared::Copy(Some(c))), None) => c.run(backend),
+                    (Some(Prepared::Copy(Some(c))), None) => c.enqueue(queue),
                     _ => Ok(()),
                 };
                 p += 1;
@@ -299,7 +314,7 @@ fn run_plan(plan: &Plan, prepared: &[Prepared], gens: &[u64], backend: &dyn crat
             }
             Step::Memset(_) => {
                 let r = match (prepared.get(p), &failed) {
-                    (Some(Prepared::Memset(Some(m))), None) => m.run(backend),
+                    (Some(Prepared::Memset(Some(m))), None) => m.enqueue(queue),
                     _ => Ok(()),
                 };
                 p += 1;
@@ -600,10 +615,9 @@ impl Driver {
             Some((ls, seq)) if !Arc::ptr_eq(ls, &s) => vec![DepWait::Stream(Dep { stream: ls.clone(), seq: *seq })],
             _ => Vec::new(),
         };
-        let backend = self.backend.clone();
         let run = plan.clone();
         let gens2 = gens.clone();
-        match self.submit(&ctx, &s, deps, Box::new(move |sticky| run_plan(&run, &prepared, &gens2, &*backend, sticky))) {
+        match self.submit(&ctx, &s, deps, Box::new(move |sticky, queue| run_plan(&run, &prepared, &gens2, queue, sticky))) {
             Ok(seq) => {
                 st.last = Some((s, seq));
                 Ok(())

@@ -214,7 +214,7 @@ impl Driver {
         self.run_async(
             &ctx,
             &stream,
-            Box::new(move || {
+            Box::new(move |queue| {
                 let lp = LaunchParams {
                     grid: cfg.grid,
                     block: cfg.block,
@@ -222,7 +222,7 @@ impl Driver {
                     params: &params,
                     cooperative: cfg.cooperative,
                 };
-                code.launch(index, &lp).map_err(Error::Fault)
+                queue.launch(&code, index, &lp).map_err(Error::Fault)
             }),
         )
     }

@@ -63,8 +63,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub use backend::{
-    Backend, BackendError, BackendModule, DevicePtr, GlobalDesc, HostAddr, HostAllocation, KernelDesc, LaunchFault, LaunchParams,
-    MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, ParamDesc, VmmAccess,
+    Backend, BackendError, BackendEvent, BackendModule, BackendQueue, DevicePtr, GlobalDesc, HostAddr, HostAllocation, HostEvent, HostSrc,
+    ImmediateQueue, KernelDesc, LaunchFault, LaunchParams, MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, ParamDesc, VmmAccess,
 };
 pub use callback::in_callback;
 pub use capture::{CaptureInfo, CaptureStatus, CAPTURE_MODE_GLOBAL, CAPTURE_MODE_RELAXED, CAPTURE_MODE_THREAD_LOCAL};
@@ -216,6 +216,15 @@ impl Driver {
 
     pub fn backend(&self) -> &Arc<dyn Backend> {
         &self.backend
+    }
+
+    /// The backend queue of a new stream on `device`.
+    pub(crate) fn new_queue(&self, device: usize, priority: i32) -> Result<Arc<dyn BackendQueue>> {
+        match self.backend.create_queue(device, priority) {
+            Ok(Some(q)) => Ok(q),
+            Ok(None) => Ok(Arc::new(ImmediateQueue::new(self.backend.clone()))),
+            Err(e) => Err(memory::backend_err(e)),
+        }
     }
 
     /// `cuDriverGetVersion`; needs no `cuInit`.

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use cuda_types::CUpointer_attribute as PA;
 
-use crate::backend::{Backend, DevicePtr, MemsetValue, VmmAccess};
+use crate::backend::{Backend, BackendQueue, DevicePtr, HostSrc, MemsetValue, VmmAccess};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::handle::lock;
@@ -268,21 +268,58 @@ pub(crate) fn copy_resolved(backend: &dyn Backend, dst: Resolved, src: Resolved,
     }
 }
 
-pub(crate) fn copy_from_host(backend: &dyn Backend, dst: Resolved, src: &[u8]) -> Result<()> {
-    copy_resolved(backend, dst, Resolved::Host(src.as_ptr() as usize), src.len())
-}
-
 pub(crate) fn copy_to_host(backend: &dyn Backend, dst: &mut [u8], src: Resolved) -> Result<()> {
     copy_resolved(backend, Resolved::Host(dst.as_mut_ptr() as usize), src, dst.len())
 }
 
-fn memset_resolved(backend: &dyn Backend, dst: Resolved, value: MemsetValue, count: usize) -> Result<()> {
+/// Enqueues a copy of `len` bytes between two resolved locations on a
+/// stream's queue. A host source is read, and a host destination written,
+/// when the queue runs the copy: the caller keeps them valid until then
+/// (page-locked memory by CUDA's rules; pageable memory is staged or
+/// copied synchronously by the driver). A copy between two host locations
+/// waits for the queue's earlier work and copies on the calling thread.
+pub(crate) fn enqueue_copy(queue: &dyn BackendQueue, dst: Resolved, src: Resolved, len: usize) -> Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    match (dst, src) {
+        (Resolved::Device(d), Resolved::Device(s)) => queue.copy_dtod(d, s, len).map_err(backend_err),
+        (Resolved::Device(d), Resolved::Host(s)) => queue.copy_htod(d, HostSrc::Borrowed { addr: s, len }).map_err(backend_err),
+        (Resolved::Host(d), Resolved::Device(s)) => queue.copy_dtoh(d, s, len).map_err(backend_err),
+        (Resolved::Host(d), Resolved::Host(s)) => {
+            queue.synchronize().map_err(Error::Fault)?;
+            // SAFETY: both valid for len bytes (API contract); may overlap.
+            unsafe { std::ptr::copy(s as *const u8, d as *mut u8, len) };
+            Ok(())
+        }
+    }
+}
+
+/// Enqueues a copy of bytes the queue then owns (a snapshot of pageable
+/// memory, a value) to `dst`.
+pub(crate) fn enqueue_owned(queue: &dyn BackendQueue, dst: Resolved, src: Vec<u8>) -> Result<()> {
+    if src.is_empty() {
+        return Ok(());
+    }
+    match dst {
+        Resolved::Device(d) => queue.copy_htod(d, HostSrc::Owned(src)).map_err(backend_err),
+        Resolved::Host(h) => {
+            queue.synchronize().map_err(Error::Fault)?;
+            // SAFETY: host-accessible memory, range-checked by the caller.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), h as *mut u8, src.len()) };
+            Ok(())
+        }
+    }
+}
+
+fn memset_resolved(queue: &dyn BackendQueue, dst: Resolved, value: MemsetValue, count: usize) -> Result<()> {
     if count == 0 {
         return Ok(());
     }
     match dst {
-        Resolved::Device(d) => backend.memset(d, value, count).map_err(backend_err),
+        Resolved::Device(d) => queue.memset(d, value, count).map_err(backend_err),
         Resolved::Host(h) => {
+            queue.synchronize().map_err(Error::Fault)?;
             let n = count * value.element_size();
             // SAFETY: host-accessible memory of the driver's own table,
             // range-checked by the caller.
@@ -306,12 +343,13 @@ pub(crate) struct CopyPlan {
 }
 
 impl CopyPlan {
-    pub(crate) fn run(&self, backend: &dyn Backend) -> Result<()> {
+    /// Enqueues the copy (row by row) on a stream's queue.
+    pub(crate) fn enqueue(&self, queue: &dyn BackendQueue) -> Result<()> {
         if self.rows.is_empty() {
-            return copy_resolved(backend, self.dst, self.src, self.total);
+            return enqueue_copy(queue, self.dst, self.src, self.total);
         }
         for (d, s) in &self.rows {
-            copy_resolved(backend, self.dst.offset(*d), self.src.offset(*s), self.width)?;
+            enqueue_copy(queue, self.dst.offset(*d), self.src.offset(*s), self.width)?;
         }
         Ok(())
     }
@@ -329,12 +367,13 @@ pub(crate) struct MemsetPlan {
 }
 
 impl MemsetPlan {
-    pub(crate) fn run(&self, backend: &dyn Backend) -> Result<()> {
+    /// Enqueues the memset (row by row) on a stream's queue.
+    pub(crate) fn enqueue(&self, queue: &dyn BackendQueue) -> Result<()> {
         if self.height == 1 || self.pitch == self.row {
-            return memset_resolved(backend, self.dst, self.value, self.width * self.height);
+            return memset_resolved(queue, self.dst, self.value, self.width * self.height);
         }
         for y in 0..self.height {
-            memset_resolved(backend, self.dst.offset(y * self.pitch), self.value, self.width)?;
+            memset_resolved(queue, self.dst.offset(y * self.pitch), self.value, self.width)?;
         }
         Ok(())
     }
@@ -948,16 +987,18 @@ impl Driver {
                 return self.capture_node(&s, &cap, crate::graph::NodeParams::Memcpy(node)).map(|_| ());
             }
         }
-        let backend = self.backend.clone();
         if !asynchronous || is_pageable(&self.mem, dst) {
-            return self.run_sync(&ctx, &s, Box::new(move || copy_resolved(&*backend, dst, src, len)));
+            return self.run_sync(&ctx, &s, Box::new(move |q| enqueue_copy(q, dst, src, len)));
         }
         if is_pageable(&self.mem, src) {
+            // As CUDA stages pageable memory: the call returns once the
+            // source can be reused; the queue owns the snapshot until the
+            // copy has completed.
             let mut staged = vec![0u8; len];
-            copy_to_host(&*backend, &mut staged, src)?;
-            return self.run_async(&ctx, &s, Box::new(move || copy_from_host(&*backend, dst, &staged)));
+            copy_to_host(&*self.backend, &mut staged, src)?;
+            return self.run_async(&ctx, &s, Box::new(move |q| enqueue_owned(q, dst, staged)));
         }
-        self.run_async(&ctx, &s, Box::new(move || copy_resolved(&*backend, dst, src, len)))
+        self.run_async(&ctx, &s, Box::new(move |q| enqueue_copy(q, dst, src, len)))
     }
 
     /// `cuMemcpyHtoD[Async]`.
@@ -1074,8 +1115,7 @@ impl Driver {
             }
         }
         let pageable = is_pageable(&self.mem, plan.dst) || is_pageable(&self.mem, plan.src);
-        let backend = self.backend.clone();
-        let work = move || plan.run(&*backend);
+        let work = move |q: &dyn BackendQueue| plan.enqueue(q);
         if asynchronous && !pageable {
             self.run_async(&ctx, &s, Box::new(work))
         } else {
@@ -1191,8 +1231,7 @@ impl Driver {
                 return self.capture_node(&s, &cap, crate::graph::NodeParams::Memset(node)).map(|_| ());
             }
         }
-        let backend = self.backend.clone();
-        let work = move || plan.run(&*backend);
+        let work = move |q: &dyn BackendQueue| plan.enqueue(q);
         if asynchronous {
             self.run_async(&ctx, &s, Box::new(work))
         } else {
@@ -1408,7 +1447,9 @@ impl Driver {
         }
         let backend = self.backend.clone();
         let a2 = a.clone();
-        self.submit(&ctx, &s, Vec::new(), Box::new(move |_| backend.free(a2.device, a2.device_base).map_err(backend_err)))?;
+        // Host work: the stream's earlier work, which may use the memory,
+        // has completed when it runs.
+        self.submit_host(&ctx, &s, Box::new(move |_, _| backend.free(a2.device, a2.device_base).map_err(backend_err)))?;
         Ok(())
     }
 

@@ -9,9 +9,17 @@
 //! variables — enough for the driver's logic, nothing more. A kernel runs
 //! the closure registered under its name; an unregistered kernel fails its
 //! launch with a message saying so.
+//!
+//! Its queues ([`MockQueue`]) are as asynchronous as a GPU's can be: an
+//! enqueued copy, memset, launch or event record is checked at once and
+//! runs only when the driver synchronises the queue, so a driver that
+//! counted work complete before its queue ran it, or ran host work before
+//! the device work ahead of it, gives wrong results in the tests. Every
+//! operation a queue runs is logged ([`MockBackend::queue_log`]) with the
+//! queue it ran on.
 
 use std::alloc::Layout;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -62,15 +70,21 @@ pub struct MockBackend {
     devices: Vec<DeviceProps>,
     /// Every live range: address -> (size, layout it was allocated with,
     /// if the mock owns it).
-    ranges: Mutex<BTreeMap<usize, (usize, Option<Layout>)>>,
+    ranges: Arc<Mutex<Ranges>>,
     kernels: Mutex<HashMap<String, MockKernel>>,
     allocated: AtomicU64,
-    vmm: Mutex<MockVmm>,
+    vmm: Arc<Mutex<MockVmm>>,
     /// Launches run so far (by every module).
     pub launches: Arc<AtomicU64>,
     /// Modules loaded so far.
     pub loads: AtomicU64,
+    /// Every operation the backend's queues ran, in order.
+    pub queue_log: Arc<Mutex<Vec<QueuedOp>>>,
+    /// Queues created so far (the id of the next).
+    queues: AtomicU64,
 }
+
+type Ranges = BTreeMap<usize, (usize, Option<Layout>)>;
 
 impl std::fmt::Debug for MockBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -89,12 +103,14 @@ impl MockBackend {
                     p
                 })
                 .collect(),
-            ranges: Mutex::new(BTreeMap::new()),
+            ranges: Arc::new(Mutex::new(BTreeMap::new())),
             kernels: Mutex::new(HashMap::new()),
             allocated: AtomicU64::new(0),
-            vmm: Mutex::new(MockVmm { next_addr: MOCK_VMM_BASE, next_mem: 1, ..MockVmm::default() }),
+            vmm: Arc::new(Mutex::new(MockVmm { next_addr: MOCK_VMM_BASE, next_mem: 1, ..MockVmm::default() })),
             launches: Arc::new(AtomicU64::new(0)),
             loads: AtomicU64::new(0),
+            queue_log: Arc::new(Mutex::new(Vec::new())),
+            queues: AtomicU64::new(0),
         }
     }
 
@@ -160,8 +176,14 @@ impl MockBackend {
         Ok(())
     }
 
-    fn check(&self, addr: u64, len: usize) -> Result<(), BackendError> {
-        let r = lock(&self.ranges);
+    fn host_pieces(&self, addr: u64, len: usize, write: bool) -> Result<Vec<(*mut u8, usize)>, BackendError> {
+        host_pieces(&self.ranges, &self.vmm, addr, len, write)
+    }
+}
+
+fn check_range(ranges: &Mutex<Ranges>, addr: u64, len: usize) -> Result<(), BackendError> {
+    {
+        let r = lock(ranges);
         let bad = BackendError::InvalidAddress { addr, len };
         let (base, (size, _)) = r.range(..=addr as usize).next_back().ok_or(bad.clone())?;
         if addr as usize - base + len > *size {
@@ -169,21 +191,29 @@ impl MockBackend {
         }
         Ok(())
     }
+}
 
-    /// The host memory behind `len` bytes at device address `addr`: one
-    /// piece for ordinary allocations, one per mapping crossed for virtual
-    /// memory (which lives at made-up addresses and is reached only through
-    /// this translation). Fails unless every byte is allocated, or mapped
-    /// with the access asked for.
-    fn host_pieces(&self, addr: u64, len: usize, write: bool) -> Result<Vec<(*mut u8, usize)>, BackendError> {
+/// The host memory behind `len` bytes at device address `addr`: one
+/// piece for ordinary allocations, one per mapping crossed for virtual
+/// memory (which lives at made-up addresses and is reached only through
+/// this translation). Fails unless every byte is allocated, or mapped
+/// with the access asked for.
+fn host_pieces(
+    ranges: &Mutex<Ranges>,
+    vmm: &Mutex<MockVmm>,
+    addr: u64,
+    len: usize,
+    write: bool,
+) -> Result<Vec<(*mut u8, usize)>, BackendError> {
+    {
         if len == 0 {
             return Ok(Vec::new());
         }
-        if self.check(addr, len).is_ok() {
+        if check_range(ranges, addr, len).is_ok() {
             return Ok(vec![(addr as *mut u8, len)]);
         }
         let bad = BackendError::InvalidAddress { addr, len };
-        let v = lock(&self.vmm);
+        let v = lock(vmm);
         let need = if write { VmmAccess::ReadWrite } else { VmmAccess::Read };
         let mut pieces = Vec::new();
         let (mut cur, end) = (addr, addr.checked_add(len as u64).ok_or(bad.clone())?);
@@ -340,6 +370,19 @@ impl Backend for MockBackend {
             value.fill(unsafe { std::slice::from_raw_parts_mut(p, n) });
         }
         Ok(())
+    }
+
+    fn create_queue(&self, device: usize, _priority: i32) -> Result<Option<Arc<dyn BackendQueue>>, BackendError> {
+        let id = self.queues.fetch_add(1, Ordering::Relaxed);
+        Ok(Some(Arc::new(MockQueue {
+            id,
+            device,
+            ranges: self.ranges.clone(),
+            vmm: self.vmm.clone(),
+            pending: Mutex::new(VecDeque::new()),
+            fault: Mutex::new(None),
+            log: self.queue_log.clone(),
+        })))
     }
 
     fn load_module(&self, _device: usize, ptx: &str, options: &ModuleOptions) -> Result<Arc<dyn BackendModule>, ModuleError> {
@@ -514,6 +557,215 @@ impl BackendModule for MockModule {
             params: launch.params,
             cooperative: launch.cooperative,
         })
+    }
+}
+
+/// One operation a mock queue ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedOp {
+    /// The queue's id: queues are numbered from 0 in creation order (each
+    /// context's legacy stream, then streams as they are created).
+    pub queue: u64,
+    /// `htod`, `dtoh`, `dtod`, `memset`, `record`, or `launch <kernel>`.
+    pub what: String,
+}
+
+/// Work waiting in a mock queue; `true` when an earlier operation of the
+/// queue faulted (only event records still run then).
+type Deferred = Box<dyn FnOnce(bool) -> Result<(), LaunchFault> + Send>;
+
+/// A queue of the mock backend: see the [module documentation](self).
+pub struct MockQueue {
+    id: u64,
+    device: usize,
+    ranges: Arc<Mutex<Ranges>>,
+    vmm: Arc<Mutex<MockVmm>>,
+    pending: Mutex<VecDeque<(String, Deferred)>>,
+    fault: Mutex<Option<LaunchFault>>,
+    log: Arc<Mutex<Vec<QueuedOp>>>,
+}
+
+/// Host memory pieces as plain addresses, so deferred work is `Send`.
+fn addrs(pieces: Vec<(*mut u8, usize)>) -> Vec<(usize, usize)> {
+    pieces.into_iter().map(|(p, n)| (p as usize, n)).collect()
+}
+
+impl MockQueue {
+    /// The queue's id (see [`QueuedOp::queue`]).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The device the queue belongs to.
+    pub fn device(&self) -> usize {
+        self.device
+    }
+
+    fn pieces(&self, addr: u64, len: usize, write: bool) -> Result<Vec<(usize, usize)>, BackendError> {
+        host_pieces(&self.ranges, &self.vmm, addr, len, write).map(addrs)
+    }
+
+    fn defer(&self, what: impl Into<String>, f: impl FnOnce(bool) -> Result<(), LaunchFault> + Send + 'static) {
+        lock(&self.pending).push_back((what.into(), Box::new(f)));
+    }
+}
+
+/// Copies `src` into the pieces of a destination.
+///
+/// # Safety
+/// The pieces are live memory of the lengths they say, `src` as long as
+/// their total.
+unsafe fn scatter(src: *const u8, pieces: &[(usize, usize)]) {
+    let mut at = 0;
+    for &(p, n) in pieces {
+        // SAFETY: the caller's contract; may overlap (device to device).
+        unsafe { std::ptr::copy(src.add(at), p as *mut u8, n) };
+        at += n;
+    }
+}
+
+/// Copies the pieces of a source into `dst`.
+///
+/// # Safety
+/// As for [`scatter`].
+unsafe fn gather(dst: *mut u8, pieces: &[(usize, usize)]) {
+    let mut at = 0;
+    for &(p, n) in pieces {
+        // SAFETY: the caller's contract.
+        unsafe { std::ptr::copy(p as *const u8, dst.add(at), n) };
+        at += n;
+    }
+}
+
+/// The event of a [`MockQueue`]: completes when the queue runs it.
+pub struct MockEvent {
+    at: Mutex<Option<std::time::Instant>>,
+}
+
+impl BackendEvent for MockEvent {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn query(&self) -> bool {
+        lock(&self.at).is_some()
+    }
+
+    fn elapsed_ms(&self, end: &dyn BackendEvent) -> Option<f32> {
+        let end = end.as_any().downcast_ref::<MockEvent>()?;
+        let (a, b) = ((*lock(&self.at))?, (*lock(&end.at))?);
+        let ms = if b >= a { b.duration_since(a).as_secs_f64() * 1e3 } else { -(a.duration_since(b).as_secs_f64() * 1e3) };
+        Some(ms as f32)
+    }
+}
+
+// The deferred operations touch memory the driver keeps alive until the
+// queue has run them: device memory is freed only after its stream's
+// work, borrowed host sources and destinations are page-locked memory the
+// application keeps, owned sources travel with the operation.
+impl BackendQueue for MockQueue {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn copy_htod(&self, dst: DevicePtr, src: HostSrc) -> Result<(), BackendError> {
+        let d = self.pieces(dst, src.len(), true)?;
+        self.defer("htod", move |skip| {
+            if !skip {
+                // SAFETY: see above.
+                unsafe { scatter(src.as_ptr(), &d) };
+            }
+            Ok(())
+        });
+        Ok(())
+    }
+
+    fn copy_dtoh(&self, dst: HostAddr, src: DevicePtr, len: usize) -> Result<(), BackendError> {
+        let s = self.pieces(src, len, false)?;
+        self.defer("dtoh", move |skip| {
+            if !skip {
+                // SAFETY: see above.
+                unsafe { gather(dst as *mut u8, &s) };
+            }
+            Ok(())
+        });
+        Ok(())
+    }
+
+    fn copy_dtod(&self, dst: DevicePtr, src: DevicePtr, len: usize) -> Result<(), BackendError> {
+        let d = self.pieces(dst, len, true)?;
+        let s = self.pieces(src, len, false)?;
+        self.defer("dtod", move |skip| {
+            if !skip {
+                let mut staged = vec![0u8; len];
+                // SAFETY: see above.
+                unsafe {
+                    gather(staged.as_mut_ptr(), &s);
+                    scatter(staged.as_ptr(), &d);
+                }
+            }
+            Ok(())
+        });
+        Ok(())
+    }
+
+    fn memset(&self, dst: DevicePtr, value: MemsetValue, count: usize) -> Result<(), BackendError> {
+        let d = self.pieces(dst, count * value.element_size(), true)?;
+        self.defer("memset", move |skip| {
+            if !skip {
+                for (p, n) in d {
+                    // SAFETY: see above; pieces split at mapping
+                    // boundaries, multiples of every element size.
+                    value.fill(unsafe { std::slice::from_raw_parts_mut(p as *mut u8, n) });
+                }
+            }
+            Ok(())
+        });
+        Ok(())
+    }
+
+    fn launch(&self, module: &Arc<dyn BackendModule>, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault> {
+        let name = module.kernels().get(kernel).map_or_else(|| format!("#{kernel}"), |k| k.name.clone());
+        let (module, params) = (module.clone(), launch.params.to_vec());
+        let (grid, block, dynamic_shared_bytes, cooperative) = (launch.grid, launch.block, launch.dynamic_shared_bytes, launch.cooperative);
+        self.defer(format!("launch {name}"), move |skip| {
+            if skip {
+                return Ok(());
+            }
+            module.launch(kernel, &LaunchParams { grid, block, dynamic_shared_bytes, params: &params, cooperative })
+        });
+        Ok(())
+    }
+
+    fn record(&self) -> Result<Arc<dyn BackendEvent>, BackendError> {
+        let ev = Arc::new(MockEvent { at: Mutex::new(None) });
+        let e2 = ev.clone();
+        self.defer("record", move |_| {
+            *lock(&e2.at) = Some(std::time::Instant::now());
+            Ok(())
+        });
+        Ok(ev)
+    }
+
+    fn query(&self) -> bool {
+        lock(&self.pending).is_empty()
+    }
+
+    fn synchronize(&self) -> Result<(), LaunchFault> {
+        loop {
+            let Some((what, op)) = lock(&self.pending).pop_front() else { break };
+            let skip = lock(&self.fault).is_some();
+            if !skip || what == "record" {
+                lock(&self.log).push(QueuedOp { queue: self.id, what });
+            }
+            if let Err(f) = op(skip) {
+                lock(&self.fault).get_or_insert(f);
+            }
+        }
+        match lock(&self.fault).take() {
+            Some(f) => Err(f),
+            None => Ok(()),
+        }
     }
 }
 

@@ -8,12 +8,32 @@
 //! operation first waits until other streams have completed the work that
 //! was submitted to them before it. Dependencies only ever point at work
 //! submitted earlier, so they cannot form cycles.
+//!
+//! Device work goes to the stream's backend queue ([`BackendQueue`]): the
+//! worker enqueues copies, memsets, launches and event records and goes on
+//! to the next operation without waiting for them, so a GPU runs them back
+//! to back while the worker prepares what follows. An operation counts as
+//! complete (what synchronisation, queries, events and other streams see)
+//! only once the queue has completed it: the worker *drains* the queue —
+//! waits for it, takes a fault it reports as the context's sticky error,
+//! then counts every operation it had enqueued as complete, in order, and
+//! runs what they make visible (event completions) — whenever the queue
+//! says it is done, whenever no more work is waiting, after
+//! [`MAX_IN_FLIGHT`] operations, and before anything that must see its
+//! stream's earlier work finished: host work (callbacks, host functions,
+//! stream-ordered frees, waits on values) and operations with
+//! dependencies, whose waits could otherwise wait for work this worker has
+//! enqueued but not counted. On a backend whose queue runs work where it
+//! is enqueued (the CPU's [`crate::backend::ImmediateQueue`]) every
+//! operation is complete when it returns, so each is counted at once, as
+//! before queues existed.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
 
+use crate::backend::BackendQueue;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::handle::lock;
@@ -21,8 +41,22 @@ use crate::handle::lock;
 /// Work on a stream. It receives the context's sticky error, if any: work
 /// that touches the device is skipped then, host callbacks still run (with
 /// the error as their status) and events still complete, so that waiting
-/// on them never hangs.
-pub(crate) type Work = Box<dyn FnOnce(Option<&Error>) -> Result<()> + Send>;
+/// on them never hangs. Device work is enqueued on the stream's backend
+/// queue, the second argument.
+pub(crate) type Work = Box<dyn FnOnce(Option<&Error>, &dyn BackendQueue) -> Result<()> + Send>;
+
+/// Whether an operation needs its stream's earlier work complete before it
+/// runs (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpKind {
+    /// Enqueued on the backend queue behind earlier work.
+    Device,
+    /// Runs on the host once the queue is drained.
+    Host,
+}
+
+/// Operations enqueued on a backend queue before the worker drains it.
+pub(crate) const MAX_IN_FLIGHT: usize = 256;
 /// What an operation makes visible once the stream counts it as complete
 /// (an event's completion: whoever sees the event complete must also see
 /// the stream done with everything before it).
@@ -66,7 +100,7 @@ impl DepWait {
 }
 
 struct Queue {
-    ops: VecDeque<(Vec<DepWait>, Work, Option<After>)>,
+    ops: VecDeque<(Vec<DepWait>, Work, Option<After>, OpKind)>,
     submitted: u64,
     completed: u64,
     worker: bool,
@@ -90,13 +124,22 @@ pub struct Stream {
     cv: Condvar,
     /// The capture sequence this stream takes part in, if any.
     pub(crate) capture: Mutex<Option<crate::capture::StreamCapture>>,
+    /// Where the worker enqueues device work.
+    queue: Arc<dyn BackendQueue>,
 }
 
 /// How long a worker thread waits for more work before exiting.
 const IDLE_EXIT: Duration = Duration::from_millis(250);
 
 impl Stream {
-    pub(crate) fn new(handle: u64, ctx: &Arc<Context>, kind: StreamKind, flags: u32, priority: i32) -> Stream {
+    pub(crate) fn new(
+        handle: u64,
+        ctx: &Arc<Context>,
+        kind: StreamKind,
+        flags: u32,
+        priority: i32,
+        queue: Arc<dyn BackendQueue>,
+    ) -> Stream {
         Stream {
             handle,
             ctx: Arc::downgrade(ctx),
@@ -107,6 +150,7 @@ impl Stream {
             q: Mutex::new(Queue { ops: VecDeque::new(), submitted: 0, completed: 0, worker: false, error: None, running: Vec::new() }),
             cv: Condvar::new(),
             capture: Mutex::new(None),
+            queue,
         }
     }
 
@@ -140,9 +184,9 @@ impl Stream {
 
     /// Appends work; returns its sequence number (wait for it with
     /// [`Stream::wait_for`]).
-    pub(crate) fn push(self: &Arc<Self>, deps: Vec<DepWait>, work: Work, after: Option<After>) -> Result<u64> {
+    pub(crate) fn push(self: &Arc<Self>, deps: Vec<DepWait>, work: Work, after: Option<After>, kind: OpKind) -> Result<u64> {
         let mut q = lock(&self.q);
-        q.ops.push_back((deps, work, after));
+        q.ops.push_back((deps, work, after, kind));
         q.submitted += 1;
         let seq = q.submitted;
         if !q.worker {
@@ -162,10 +206,31 @@ impl Stream {
         Ok(seq)
     }
 
+    /// Waits for the backend queue and counts what was enqueued on it as
+    /// complete (see the module documentation).
+    fn drain(&self, in_flight: &mut Vec<Option<After>>, ctx: Option<&Arc<Context>>) {
+        if in_flight.is_empty() {
+            return;
+        }
+        if let Err(fault) = self.queue.synchronize() {
+            if let Some(c) = ctx {
+                c.set_sticky(Error::Fault(fault));
+            }
+        }
+        lock(&self.q).completed += in_flight.len() as u64;
+        self.cv.notify_all();
+        for after in in_flight.drain(..).flatten() {
+            after();
+        }
+    }
+
     fn run(self: Arc<Self>) {
+        // Operations enqueued on the backend queue and not yet counted as
+        // complete, with what each makes visible then.
+        let mut in_flight: Vec<Option<After>> = Vec::new();
         loop {
             let mut q = lock(&self.q);
-            let (deps, work, after) = loop {
+            let (deps, work, after, kind) = loop {
                 if let Some(op) = q.ops.pop_front() {
                     q.running = op.0.clone();
                     break op;
@@ -187,12 +252,16 @@ impl Stream {
                 }
             };
             drop(q);
+            let ctx = self.ctx.upgrade();
+            if kind == OpKind::Host || !deps.is_empty() {
+                self.drain(&mut in_flight, ctx.as_ref());
+            }
             for d in &deps {
                 d.wait();
             }
-            let ctx = self.ctx.upgrade();
             let sticky = ctx.as_ref().and_then(|c| c.sticky_error());
-            let result = catch_unwind(AssertUnwindSafe(|| work(sticky.as_ref())))
+            let queue = &*self.queue;
+            let result = catch_unwind(AssertUnwindSafe(|| work(sticky.as_ref(), queue)))
                 .unwrap_or_else(|_| Err(Error::Unknown("panic in stream work".into())));
             let mut q = lock(&self.q);
             if let Err(e) = result {
@@ -204,12 +273,12 @@ impl Stream {
                     q.error = Some(e);
                 }
             }
-            q.completed += 1;
             q.running.clear();
+            let idle = q.ops.is_empty();
             drop(q);
-            self.cv.notify_all();
-            if let Some(after) = after {
-                after();
+            in_flight.push(after);
+            if idle || in_flight.len() >= MAX_IN_FLIGHT || self.queue.query() {
+                self.drain(&mut in_flight, ctx.as_ref());
             }
         }
     }
@@ -248,7 +317,7 @@ impl Stream {
         }
         // Queued operations are numbered after the running one.
         let first_queued = q.submitted - q.ops.len() as u64 + 1;
-        for (i, (deps, _, _)) in q.ops.iter().enumerate() {
+        for (i, (deps, _, _, _)) in q.ops.iter().enumerate() {
             if first_queued + i as u64 > upto {
                 break;
             }

@@ -6,11 +6,15 @@ use std::sync::{Arc, Mutex};
 
 use cuda_types::{CU_STREAM_LEGACY, CU_STREAM_PER_THREAD};
 
+use crate::backend::BackendQueue;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::handle::lock;
-use crate::stream::{Dep, DepWait, Stream, StreamKind, Work};
+use crate::stream::{Dep, DepWait, OpKind, Stream, StreamKind, Work};
 use crate::Driver;
+
+/// Device work: enqueues on the stream's backend queue.
+pub(crate) type DeviceWork = Box<dyn FnOnce(&dyn BackendQueue) -> Result<()> + Send>;
 
 /// A host function run in stream order; receives the stream's status.
 pub type HostCallback = Box<dyn FnOnce(Result<()>) + Send>;
@@ -70,10 +74,16 @@ impl Driver {
         Ok((ctx, s))
     }
 
-    /// Queues `work` on `stream`, after `deps` and after whatever the
-    /// legacy-stream rules require.
+    /// Queues device `work` on `stream`, after `deps` and after whatever
+    /// the legacy-stream rules require.
     pub(crate) fn submit(&self, ctx: &Context, stream: &Arc<Stream>, deps: Vec<DepWait>, work: Work) -> Result<u64> {
-        self.submit_then(ctx, stream, deps, work, None)
+        self.submit_then(ctx, stream, deps, work, None, OpKind::Device)
+    }
+
+    /// Queues host `work` on `stream`: it runs once the stream's earlier
+    /// work has completed.
+    pub(crate) fn submit_host(&self, ctx: &Context, stream: &Arc<Stream>, work: Work) -> Result<u64> {
+        self.submit_then(ctx, stream, Vec::new(), work, None, OpKind::Host)
     }
 
     /// [`Self::submit`], with `after` run once the stream counts the work
@@ -85,6 +95,7 @@ impl Driver {
         mut deps: Vec<DepWait>,
         work: Work,
         after: Option<crate::stream::After>,
+        kind: OpKind,
     ) -> Result<u64> {
         // Work reaching a capturing stream here could not be captured
         // (the operations that can be captured become graph nodes before
@@ -95,11 +106,12 @@ impl Driver {
         }
         let _g = lock(&ctx.submit_lock);
         deps.extend(implicit_deps(ctx, stream)?);
-        stream.push(deps, work, after)
+        stream.push(deps, work, after, kind)
     }
 
-    /// Runs `work` in stream order and waits for it; returns its result.
-    pub(crate) fn run_sync(&self, ctx: &Context, stream: &Arc<Stream>, work: Box<dyn FnOnce() -> Result<()> + Send>) -> Result<()> {
+    /// Runs device `work` in stream order and waits for it (and the
+    /// stream's earlier work) to complete; returns its result.
+    pub(crate) fn run_sync(&self, ctx: &Context, stream: &Arc<Stream>, work: DeviceWork) -> Result<()> {
         if crate::callback::in_callback() {
             crate::callback::check_new_op(stream, &implicit_deps(ctx, stream)?, "a synchronous operation")?;
         }
@@ -109,10 +121,10 @@ impl Driver {
             ctx,
             stream,
             Vec::new(),
-            Box::new(move |sticky| {
+            Box::new(move |sticky, queue| {
                 let r = match sticky {
                     Some(e) => Err(e.clone()),
-                    None => work(),
+                    None => work(queue).and_then(|()| queue.synchronize().map_err(Error::Fault)),
                 };
                 let ret = match &r {
                     Err(e) if e.is_sticky() => Err(e.clone()),
@@ -128,12 +140,26 @@ impl Driver {
     }
 
     /// Queues device work that is skipped once the context is poisoned.
-    pub(crate) fn run_async(&self, ctx: &Context, stream: &Arc<Stream>, work: Box<dyn FnOnce() -> Result<()> + Send>) -> Result<()> {
+    pub(crate) fn run_async(&self, ctx: &Context, stream: &Arc<Stream>, work: DeviceWork) -> Result<()> {
         self.submit(
             ctx,
             stream,
             Vec::new(),
-            Box::new(move |sticky| match sticky {
+            Box::new(move |sticky, queue| match sticky {
+                Some(_) => Ok(()),
+                None => work(queue),
+            }),
+        )?;
+        Ok(())
+    }
+
+    /// Queues host work (run after the stream's earlier work has
+    /// completed) that is skipped once the context is poisoned.
+    pub(crate) fn run_host_async(&self, ctx: &Context, stream: &Arc<Stream>, work: Box<dyn FnOnce() -> Result<()> + Send>) -> Result<()> {
+        self.submit_host(
+            ctx,
+            stream,
+            Box::new(move |sticky, _| match sticky {
                 Some(_) => Ok(()),
                 None => work(),
             }),
@@ -149,7 +175,8 @@ impl Driver {
         let ctx = self.current_ctx()?;
         let (least, greatest) = self.device_props(ctx.device as i32)?.stream_priority_range;
         let priority = priority.clamp(greatest, least);
-        let s = self.streams.insert_with(|h| Stream::new(h, &ctx, StreamKind::User { blocking: flags & 1 == 0 }, flags, priority));
+        let queue = self.new_queue(ctx.device, priority)?;
+        let s = self.streams.insert_with(|h| Stream::new(h, &ctx, StreamKind::User { blocking: flags & 1 == 0 }, flags, priority, queue));
         lock(&ctx.st).streams.push(Arc::downgrade(&s));
         Ok(s.handle())
     }
@@ -222,11 +249,10 @@ impl Driver {
         }
         let (ctx, s) = self.resolve_stream(h, ptds)?;
         let me = Arc::downgrade(&s);
-        self.submit(
+        self.submit_host(
             &ctx,
             &s,
-            Vec::new(),
-            Box::new(move |sticky| {
+            Box::new(move |sticky, _| {
                 let status = match sticky {
                     Some(e) => Err(e.clone()),
                     None => Ok(()),
@@ -247,7 +273,7 @@ impl Driver {
             return self.capture_node(&s, &cap, crate::graph::NodeParams::Host(f)).map(|_| ());
         }
         let me = Arc::downgrade(&s);
-        self.run_async(
+        self.run_host_async(
             &ctx,
             &s,
             Box::new(move || {
@@ -281,13 +307,12 @@ impl Driver {
         let n = if wide { 8 } else { 4 };
         let (ctx, s) = self.resolve_stream(h, ptds)?;
         let dst = self.resolve_device(addr, n)?;
-        let backend = self.backend.clone();
         self.run_async(
             &ctx,
             &s,
-            Box::new(move || {
+            Box::new(move |queue| {
                 let bytes = value.to_le_bytes();
-                crate::memory::copy_from_host(&*backend, dst, &bytes[..n])
+                crate::memory::enqueue_owned(queue, dst, bytes[..n].to_vec())
             }),
         )
     }
@@ -303,7 +328,7 @@ impl Driver {
         let (ctx, s) = self.resolve_stream(h, ptds)?;
         let src = self.resolve_device_src(addr, n)?;
         let backend = self.backend.clone();
-        self.run_async(
+        self.run_host_async(
             &ctx,
             &s,
             Box::new(move || loop {
