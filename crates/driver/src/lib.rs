@@ -51,6 +51,8 @@ mod vmm;
 #[cfg(test)]
 mod graph_tests;
 #[cfg(test)]
+mod queue_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_callback;
