@@ -29,6 +29,12 @@ pub const MEMCPY_HOST_TO_DEVICE: c_int = 1;
 pub const MEMCPY_DEVICE_TO_HOST: c_int = 2;
 pub const MEMCPY_DEVICE_TO_DEVICE: c_int = 3;
 
+/// `hipStreamNonBlocking`: no implicit synchronisation with the null
+/// stream (the driver orders its streams itself).
+pub const STREAM_NON_BLOCKING: c_uint = 0x1;
+/// `hipEventDefault`.
+pub const EVENT_DEFAULT: c_uint = 0x0;
+
 /// `hipHostMalloc` / `hipHostRegister` flags.
 pub const HOST_MALLOC_MAPPED: c_uint = 0x2;
 pub const HOST_REGISTER_MAPPED: c_uint = 0x2;
@@ -124,6 +130,19 @@ hip_api! {
     module_launch_kernel = "hipModuleLaunchKernel":
         fn(Function, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Stream, *mut *mut c_void, *mut *mut c_void);
     device_synchronize = "hipDeviceSynchronize": fn();
+    stream_create_with_priority = "hipStreamCreateWithPriority": fn(*mut Stream, c_uint, c_int);
+    stream_destroy = "hipStreamDestroy": fn(Stream);
+    stream_synchronize = "hipStreamSynchronize": fn(Stream);
+    stream_query = "hipStreamQuery": fn(Stream);
+    memcpy_async = "hipMemcpyAsync": fn(*mut c_void, *const c_void, usize, c_int, Stream);
+    memset_d8_async = "hipMemsetD8Async": fn(*mut c_void, u8, usize, Stream);
+    memset_d16_async = "hipMemsetD16Async": fn(*mut c_void, u16, usize, Stream);
+    memset_d32_async = "hipMemsetD32Async": fn(*mut c_void, c_int, usize, Stream);
+    event_create_with_flags = "hipEventCreateWithFlags": fn(*mut Event, c_uint);
+    event_destroy = "hipEventDestroy": fn(Event);
+    event_record = "hipEventRecord": fn(Event, Stream);
+    event_query = "hipEventQuery": fn(Event);
+    event_elapsed_time = "hipEventElapsedTime": fn(*mut f32, Event, Event);
     get_last_error = "hipGetLastError": fn();
 }
 

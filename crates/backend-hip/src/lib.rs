@@ -9,20 +9,29 @@
 //! one code object, loaded with `hipModuleLoadData` when the module is
 //! loaded (its variables need addresses then).
 //!
-//! This layer is thin: memory, copies, memsets, module loading and launch
-//! map to HIP calls on the device's null stream, synchronously; the
-//! driver's stream threads order them (its streams, events and their
-//! semantics are the driver's, the same as on the CPU).
+//! This layer is thin: memory, module loading and synchronous copies map
+//! to HIP calls. Each driver stream has a queue ([`HipQueue`]): a HIP
+//! stream created non-blocking (the driver orders its streams itself, the
+//! legacy stream included, so HIP's null stream must not add implicit
+//! synchronisation), on which the driver's stream worker enqueues copies
+//! (`hipMemcpyAsync`), memsets (`hipMemsetD*Async`), launches
+//! (`hipModuleLaunchKernel`) and event records (`hipEventRecord`), so the
+//! GPU runs them back to back, asynchronously to the host. Stream and
+//! event semantics (ordering between streams, the legacy stream, host
+//! functions, callbacks, capture and graphs) are the driver's, the same as
+//! on the CPU; host functions run on the driver's stream thread once the
+//! queue has drained (ROCm 5.2 has no `hipLaunchHostFunc`).
 
 pub mod api;
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::sync::{Arc, Mutex};
 
 use driver::backend::{
-    Backend, BackendError, BackendModule, DevicePtr, GlobalDesc, HostAddr, HostAllocation, KernelDesc, LaunchFault, LaunchParams,
-    MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions,
+    Backend, BackendError, BackendEvent, BackendModule, BackendQueue, DevicePtr, GlobalDesc, HostAddr, HostAllocation, HostSrc, KernelDesc,
+    LaunchFault, LaunchParams, MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions,
 };
 use driver::props::DeviceProps;
 
@@ -301,10 +310,197 @@ impl Backend for HipBackend {
         self.hip.check(e, "hipMemset").map_err(BackendError::Other)
     }
 
+    fn create_queue(&self, device: usize, priority: i32) -> Result<Option<Arc<dyn BackendQueue>>, BackendError> {
+        self.set_device(device)?;
+        let mut stream = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; HIP clamps the priority to its range.
+        let e = unsafe { (self.hip.stream_create_with_priority)(&mut stream, api::STREAM_NON_BLOCKING, priority) };
+        if e != api::HIP_SUCCESS {
+            return Err(self.mem_error(e, "hipStreamCreateWithPriority", 0));
+        }
+        Ok(Some(Arc::new(HipQueue { hip: self.hip.clone(), device, stream, keep: Mutex::new(Vec::new()) })))
+    }
+
     fn load_module(&self, device: usize, ptx: &str, options: &ModuleOptions) -> Result<Arc<dyn BackendModule>, ModuleError> {
         let dev = self.devices.get(device).ok_or_else(|| other(format!("no HIP device {device}")))?;
         self.set_device(device).map_err(|e| other(e.to_string()))?;
         HipModule::load(self.hip.clone(), device, &dev.jit, ptx, options).map(|m| Arc::new(m) as Arc<dyn BackendModule>)
+    }
+}
+
+/// The fault a failed launch or synchronisation reports.
+fn fault(hip: &Hip, e: api::HipError) -> LaunchFault {
+    match e {
+        api::HIP_ERROR_ILLEGAL_ADDRESS => LaunchFault::IllegalAddress { address: 0, detail: hip.error_string(e) },
+        api::HIP_ERROR_ASSERT => LaunchFault::Assert(hip.error_string(e)),
+        api::HIP_ERROR_LAUNCH_TIMEOUT => LaunchFault::Timeout(hip.error_string(e)),
+        api::HIP_ERROR_LAUNCH_OUT_OF_RESOURCES => LaunchFault::OutOfResources(hip.error_string(e)),
+        _ => LaunchFault::Failed(hip.error_string(e)),
+    }
+}
+
+/// A driver stream's queue: a non-blocking HIP stream.
+pub struct HipQueue {
+    hip: Arc<Hip>,
+    device: usize,
+    stream: api::Stream,
+    /// What enqueued work needs alive until it completes: owned copy
+    /// sources, the modules of launches (a module must not be unloaded
+    /// under a running kernel). Dropped once the stream is known idle.
+    keep: Mutex<Vec<Box<dyn Any + Send + Sync>>>,
+}
+
+// SAFETY: HIP streams may be used from any thread; the driver enqueues
+// from one thread at a time.
+unsafe impl Send for HipQueue {}
+// SAFETY: as above.
+unsafe impl Sync for HipQueue {}
+
+impl HipQueue {
+    /// The HIP stream (for tests and diagnostics).
+    pub fn stream(&self) -> api::Stream {
+        self.stream
+    }
+
+    fn keep(&self, what: Box<dyn Any + Send + Sync>) {
+        if let Ok(mut k) = self.keep.lock() {
+            k.push(what);
+        }
+    }
+
+    fn idle(&self) {
+        if let Ok(mut k) = self.keep.lock() {
+            k.clear();
+        }
+    }
+
+    fn copy(&self, dst: *mut c_void, src: *const c_void, len: usize, kind: i32) -> Result<(), BackendError> {
+        // SAFETY: the driver checked the device ranges; host ranges stay
+        // valid until the copy completes (see `BackendQueue`).
+        let e = unsafe { (self.hip.memcpy_async)(dst, src, len, kind, self.stream) };
+        self.hip.check(e, "hipMemcpyAsync").map_err(BackendError::Other)
+    }
+}
+
+impl Drop for HipQueue {
+    fn drop(&mut self) {
+        // SAFETY: the stream is ours; its work finishes before it goes.
+        unsafe {
+            let _ = (self.hip.stream_synchronize)(self.stream);
+            let _ = (self.hip.stream_destroy)(self.stream);
+        }
+    }
+}
+
+/// A HIP event recorded on a [`HipQueue`].
+pub struct HipEvent {
+    hip: Arc<Hip>,
+    event: api::Event,
+}
+
+// SAFETY: HIP events may be used from any thread.
+unsafe impl Send for HipEvent {}
+// SAFETY: as above.
+unsafe impl Sync for HipEvent {}
+
+impl Drop for HipEvent {
+    fn drop(&mut self) {
+        // SAFETY: the event is ours.
+        let _ = unsafe { (self.hip.event_destroy)(self.event) };
+    }
+}
+
+impl BackendEvent for HipEvent {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn query(&self) -> bool {
+        // SAFETY: a live event.
+        unsafe { (self.hip.event_query)(self.event) != api::HIP_ERROR_NOT_READY }
+    }
+
+    fn elapsed_ms(&self, end: &dyn BackendEvent) -> Option<f32> {
+        let end = end.as_any().downcast_ref::<HipEvent>()?;
+        let mut ms = 0f32;
+        // SAFETY: two live events of this runtime, both recorded.
+        let e = unsafe { (self.hip.event_elapsed_time)(&mut ms, self.event, end.event) };
+        (e == api::HIP_SUCCESS).then_some(ms)
+    }
+}
+
+impl BackendQueue for HipQueue {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn copy_htod(&self, dst: DevicePtr, src: HostSrc) -> Result<(), BackendError> {
+        self.copy(dst as *mut c_void, src.as_ptr().cast(), src.len(), api::MEMCPY_HOST_TO_DEVICE)?;
+        if let HostSrc::Owned(bytes) = src {
+            self.keep(Box::new(bytes));
+        }
+        Ok(())
+    }
+
+    fn copy_dtoh(&self, dst: HostAddr, src: DevicePtr, len: usize) -> Result<(), BackendError> {
+        self.copy(dst as *mut c_void, src as *const c_void, len, api::MEMCPY_DEVICE_TO_HOST)
+    }
+
+    fn copy_dtod(&self, dst: DevicePtr, src: DevicePtr, len: usize) -> Result<(), BackendError> {
+        self.copy(dst as *mut c_void, src as *const c_void, len, api::MEMCPY_DEVICE_TO_DEVICE)
+    }
+
+    fn memset(&self, dst: DevicePtr, value: MemsetValue, count: usize) -> Result<(), BackendError> {
+        let p = dst as *mut c_void;
+        // SAFETY: the driver checked the range.
+        let e = unsafe {
+            match value {
+                MemsetValue::U8(v) => (self.hip.memset_d8_async)(p, v, count, self.stream),
+                MemsetValue::U16(v) => (self.hip.memset_d16_async)(p, v, count, self.stream),
+                MemsetValue::U32(v) => (self.hip.memset_d32_async)(p, v as i32, count, self.stream),
+            }
+        };
+        self.hip.check(e, "hipMemsetAsync").map_err(BackendError::Other)
+    }
+
+    fn launch(&self, module: &Arc<dyn BackendModule>, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault> {
+        module.enqueue_launch(self, kernel, launch)?;
+        self.keep(Box::new(module.clone()));
+        Ok(())
+    }
+
+    fn record(&self) -> Result<Arc<dyn BackendEvent>, BackendError> {
+        let mut event = std::ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        let e = unsafe { (self.hip.event_create_with_flags)(&mut event, api::EVENT_DEFAULT) };
+        self.hip.check(e, "hipEventCreateWithFlags").map_err(BackendError::Other)?;
+        let ev = HipEvent { hip: self.hip.clone(), event };
+        // SAFETY: a live event and stream.
+        let e = unsafe { (self.hip.event_record)(event, self.stream) };
+        self.hip.check(e, "hipEventRecord").map_err(BackendError::Other)?;
+        Ok(Arc::new(ev))
+    }
+
+    fn query(&self) -> bool {
+        // SAFETY: a live stream.
+        let e = unsafe { (self.hip.stream_query)(self.stream) };
+        // Not done, or failed (`synchronize` reports the failure).
+        if e != api::HIP_SUCCESS {
+            return false;
+        }
+        self.idle();
+        true
+    }
+
+    fn synchronize(&self) -> Result<(), LaunchFault> {
+        // SAFETY: a live stream.
+        let e = unsafe { (self.hip.stream_synchronize)(self.stream) };
+        self.idle();
+        if e == api::HIP_SUCCESS {
+            Ok(())
+        } else {
+            Err(fault(&self.hip, e))
+        }
     }
 }
 
@@ -393,6 +589,28 @@ impl BackendModule for HipModule {
     }
 
     fn launch(&self, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault> {
+        self.launch_on(kernel, launch, std::ptr::null_mut())?;
+        // SAFETY: a plain call.
+        match unsafe { (self.hip.device_synchronize)() } {
+            api::HIP_SUCCESS => Ok(()),
+            e => Err(fault(&self.hip, e)),
+        }
+    }
+
+    fn enqueue_launch(&self, queue: &dyn BackendQueue, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault> {
+        match queue.as_any().downcast_ref::<HipQueue>() {
+            Some(q) if q.device == self.device => self.launch_on(kernel, launch, q.stream),
+            Some(q) => {
+                Err(LaunchFault::Failed(format!("a module of HIP device {} launched on a queue of device {}", self.device, q.device)))
+            }
+            None => self.launch(kernel, launch),
+        }
+    }
+}
+
+impl HipModule {
+    /// Enqueues a launch on `stream` (the null stream when null).
+    fn launch_on(&self, kernel: usize, launch: &LaunchParams<'_>, stream: api::Stream) -> Result<(), LaunchFault> {
         let f = *self.functions.get(kernel).ok_or_else(|| LaunchFault::Failed(format!("no kernel {kernel}")))?;
         // SAFETY: a plain call.
         let e = unsafe { (self.hip.set_device)(self.device as i32) };
@@ -410,7 +628,8 @@ impl BackendModule for HipModule {
         let [bx, by, bz] = launch.block;
         // SAFETY: the function belongs to this module; the parameter buffer
         // is laid out as the kernel's kernarg segment (the compiler's AMD
-        // entry takes the packed PTX parameter buffer) and outlives the call.
+        // entry takes the packed PTX parameter buffer) and outlives the call
+        // (HIP copies it when the launch is enqueued).
         let e = unsafe {
             (self.hip.module_launch_kernel)(
                 f,
@@ -421,21 +640,11 @@ impl BackendModule for HipModule {
                 by,
                 bz,
                 launch.dynamic_shared_bytes,
-                std::ptr::null_mut(),
+                stream,
                 std::ptr::null_mut(),
                 extra.as_mut_ptr(),
             )
         };
-        self.hip.check(e, "hipModuleLaunchKernel").map_err(LaunchFault::Failed)?;
-        // SAFETY: a plain call.
-        let e = unsafe { (self.hip.device_synchronize)() };
-        match e {
-            api::HIP_SUCCESS => Ok(()),
-            api::HIP_ERROR_ILLEGAL_ADDRESS => Err(LaunchFault::IllegalAddress { address: 0, detail: self.hip.error_string(e) }),
-            api::HIP_ERROR_ASSERT => Err(LaunchFault::Assert(self.hip.error_string(e))),
-            api::HIP_ERROR_LAUNCH_TIMEOUT => Err(LaunchFault::Timeout(self.hip.error_string(e))),
-            api::HIP_ERROR_LAUNCH_OUT_OF_RESOURCES => Err(LaunchFault::OutOfResources(self.hip.error_string(e))),
-            _ => Err(LaunchFault::Failed(self.hip.error_string(e))),
-        }
+        self.hip.check(e, "hipModuleLaunchKernel").map_err(LaunchFault::Failed)
     }
 }

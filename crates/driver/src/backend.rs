@@ -2,7 +2,9 @@
 //! code (the host CPU, AMD GPUs through HIP).
 //!
 //! A backend is thin: it owns memory, loads PTX into something it can run,
-//! and runs one kernel grid to completion when asked. Everything CUDA
+//! and runs kernel grids, copies and memsets in order on queues
+//! ([`BackendQueue`], one per driver stream: a GPU's streams) or, if it
+//! has none, where they are enqueued ([`ImmediateQueue`]). Everything CUDA
 //! defines on top — contexts, streams and their ordering, events, handle
 //! validation, argument checking, error codes — lives in the driver, once,
 //! so every backend behaves alike.
@@ -444,6 +446,15 @@ pub trait BackendModule: Send + Sync {
     /// finished. The driver has validated the configuration against the
     /// device's limits and the kernel's requirements.
     fn launch(&self, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault>;
+
+    /// Enqueues a grid on `queue`, a queue of this module's backend (its
+    /// [`BackendQueue::launch`] calls this, so the module can reach its
+    /// backend's queue type through [`BackendQueue::as_any`]). The default
+    /// runs the grid now with [`BackendModule::launch`], which is right for
+    /// backends whose queues run work where it is enqueued.
+    fn enqueue_launch(&self, _queue: &dyn BackendQueue, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault> {
+        self.launch(kernel, launch)
+    }
 }
 
 /// The source of a host-to-device copy on a [`BackendQueue`].
@@ -537,8 +548,8 @@ pub trait BackendQueue: Send + Sync {
     /// then knows when that was (for `cuEventElapsedTime`).
     fn record(&self) -> Result<Arc<dyn BackendEvent>, BackendError>;
 
-    /// Whether everything enqueued has completed (a fault counts as
-    /// completed; `synchronize` reports it).
+    /// Whether everything enqueued has completed without a fault (after a
+    /// fault: `false`, and `synchronize` reports it).
     fn query(&self) -> bool;
 
     /// Waits for everything enqueued; the first fault since the last

@@ -263,6 +263,9 @@ impl Stream {
             let queue = &*self.queue;
             let result = catch_unwind(AssertUnwindSafe(|| work(sticky.as_ref(), queue)))
                 .unwrap_or_else(|_| Err(Error::Unknown("panic in stream work".into())));
+            // Work the queue has already completed (all of it, on a queue
+            // that runs work where it is enqueued) counts at once.
+            let done = in_flight.is_empty() && self.queue.query();
             let mut q = lock(&self.q);
             if let Err(e) = result {
                 if e.is_sticky() {
@@ -274,6 +277,15 @@ impl Stream {
                 }
             }
             q.running.clear();
+            if done {
+                q.completed += 1;
+                drop(q);
+                self.cv.notify_all();
+                if let Some(after) = after {
+                    after();
+                }
+                continue;
+            }
             let idle = q.ops.is_empty();
             drop(q);
             in_flight.push(after);

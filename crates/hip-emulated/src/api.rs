@@ -3,7 +3,9 @@
 //! Streams execute their work when it is enqueued: an asynchronous copy,
 //! memset, launch or host function has finished when its call returns, so
 //! synchronising and querying streams and events only check their handles,
-//! and an event's time is taken when it is recorded.
+//! and an event's time is taken when it is recorded. Which stream each
+//! operation was enqueued on is traced ([`anycuda_hip_emulated_trace`]),
+//! so tests can see that a caller really uses streams.
 
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
@@ -316,13 +318,56 @@ unsafe fn memcpy(dst: *mut c_void, src: *const c_void, size: usize, kind: c_int,
     Ok(())
 }
 
+/// Operations of the trace ([`anycuda_hip_emulated_trace`]).
+pub mod op {
+    pub const MEMCPY: u64 = 1;
+    pub const MEMSET: u64 = 2;
+    pub const LAUNCH: u64 = 3;
+    pub const RECORD: u64 = 4;
+    pub const WAIT: u64 = 5;
+    pub const HOST_FUNC: u64 = 6;
+}
+/// The "stream" of a synchronous call in the trace.
+pub const SYNCHRONOUS: u64 = u64::MAX;
+
+fn trace(stream: u64, op: u64) {
+    runtime().objects().trace.push((stream, op));
+}
+
+/// Test support, not a HIP function: copies the trace of enqueued
+/// operations, as `(stream, operation)` pairs of `u64`s (the stream handle,
+/// 0 for the null stream or [`SYNCHRONOUS`] for a synchronous call; the
+/// operation, one of [`op`]), into `out` (room for `capacity` pairs), and
+/// returns how many pairs the trace holds.
+///
+/// # Safety
+/// `out` must have room for `capacity` pairs (or be NULL with 0).
+#[no_mangle]
+pub unsafe extern "C" fn anycuda_hip_emulated_trace(out: *mut u64, capacity: usize) -> usize {
+    let o = runtime().objects();
+    if !out.is_null() {
+        for (i, &(stream, op)) in o.trace.iter().take(capacity).enumerate() {
+            // SAFETY: the caller's buffer has room for `capacity` pairs.
+            unsafe {
+                *out.add(2 * i) = stream;
+                *out.add(2 * i + 1) = op;
+            }
+        }
+    }
+    o.trace.len()
+}
+
 api! { fn hipMemcpy(dst: *mut c_void, src: *const c_void, size: usize, kind: c_int) {
-    memcpy(dst, src, size, kind, "hipMemcpy")
+    memcpy(dst, src, size, kind, "hipMemcpy")?;
+    trace(SYNCHRONOUS, op::MEMCPY);
+    Ok(())
 }}
 
 api! { fn hipMemcpyAsync(dst: *mut c_void, src: *const c_void, size: usize, kind: c_int, stream: *mut c_void) {
     check_stream(stream, "hipMemcpyAsync")?;
-    memcpy(dst, src, size, kind, "hipMemcpyAsync")
+    memcpy(dst, src, size, kind, "hipMemcpyAsync")?;
+    trace(stream as u64, op::MEMCPY);
+    Ok(())
 }}
 
 unsafe fn memset(dst: *mut c_void, value: u32, count: usize, width: usize, what: &str) -> Result<()> {
@@ -347,30 +392,42 @@ unsafe fn memset(dst: *mut c_void, value: u32, count: usize, width: usize, what:
 }
 
 api! { fn hipMemsetD8(dst: *mut c_void, value: u8, count: usize) {
-    memset(dst, value.into(), count, 1, "hipMemsetD8")
+    memset(dst, value.into(), count, 1, "hipMemsetD8")?;
+    trace(SYNCHRONOUS, op::MEMSET);
+    Ok(())
 }}
 
 api! { fn hipMemsetD16(dst: *mut c_void, value: u16, count: usize) {
-    memset(dst, value.into(), count, 2, "hipMemsetD16")
+    memset(dst, value.into(), count, 2, "hipMemsetD16")?;
+    trace(SYNCHRONOUS, op::MEMSET);
+    Ok(())
 }}
 
 api! { fn hipMemsetD32(dst: *mut c_void, value: c_int, count: usize) {
-    memset(dst, value as u32, count, 4, "hipMemsetD32")
+    memset(dst, value as u32, count, 4, "hipMemsetD32")?;
+    trace(SYNCHRONOUS, op::MEMSET);
+    Ok(())
 }}
 
 api! { fn hipMemsetD8Async(dst: *mut c_void, value: u8, count: usize, stream: *mut c_void) {
     check_stream(stream, "hipMemsetD8Async")?;
-    memset(dst, value.into(), count, 1, "hipMemsetD8Async")
+    memset(dst, value.into(), count, 1, "hipMemsetD8Async")?;
+    trace(stream as u64, op::MEMSET);
+    Ok(())
 }}
 
 api! { fn hipMemsetD16Async(dst: *mut c_void, value: u16, count: usize, stream: *mut c_void) {
     check_stream(stream, "hipMemsetD16Async")?;
-    memset(dst, value.into(), count, 2, "hipMemsetD16Async")
+    memset(dst, value.into(), count, 2, "hipMemsetD16Async")?;
+    trace(stream as u64, op::MEMSET);
+    Ok(())
 }}
 
 api! { fn hipMemsetD32Async(dst: *mut c_void, value: c_int, count: usize, stream: *mut c_void) {
     check_stream(stream, "hipMemsetD32Async")?;
-    memset(dst, value as u32, count, 4, "hipMemsetD32Async")
+    memset(dst, value as u32, count, 4, "hipMemsetD32Async")?;
+    trace(stream as u64, op::MEMSET);
+    Ok(())
 }}
 
 // ---------------------------------------------------------------------------
@@ -579,6 +636,7 @@ api! { fn hipModuleLaunchKernel(
     })
     .inspect_err(|e| info!("{}", e.why))?;
     debug!("`{name}` grid {grid:?} block {block:?}: {} instructions in {:.2?}", record.steps, started.elapsed());
+    trace(stream as u64, op::LAUNCH);
     Ok(())
 }}
 
@@ -656,6 +714,7 @@ api! { fn hipStreamWaitEvent(stream: *mut c_void, event: *mut c_void, flags: c_u
     if !runtime().objects().events.contains_key(&(event as u64)) {
         fail!(error::INVALID_HANDLE, "hipStreamWaitEvent: {:#x} is not an event", event as u64);
     }
+    trace(stream as u64, op::WAIT);
     Ok(())
 }}
 
@@ -665,6 +724,7 @@ api! { fn hipLaunchHostFunc(stream: *mut c_void, f: Option<HostFn>, data: *mut c
     runtime().arch()?;
     check_stream(stream, "hipLaunchHostFunc")?;
     let Some(f) = f else { fail!(error::INVALID_VALUE, "hipLaunchHostFunc: NULL function") };
+    trace(stream as u64, op::HOST_FUNC);
     // The stream's earlier work is done: the function runs now, holding no lock.
     f(data);
     Ok(())
@@ -720,7 +780,9 @@ api! { fn hipEventRecord(event: *mut c_void, stream: *mut c_void) {
     with_event(event, "hipEventRecord", |e| {
         e.recorded = Some(Instant::now());
         Ok(())
-    })
+    })?;
+    trace(stream as u64, op::RECORD);
+    Ok(())
 }}
 
 api! { fn hipEventSynchronize(event: *mut c_void) {

@@ -57,6 +57,9 @@ pub struct Objects {
     pub functions: HashMap<u64, Arc<Function>>,
     pub streams: HashMap<u64, Stream>,
     pub events: HashMap<u64, Event>,
+    /// Every operation enqueued, with its stream (see
+    /// `api::anycuda_hip_emulated_trace`).
+    pub trace: Vec<(u64, u64)>,
 }
 
 impl Objects {
