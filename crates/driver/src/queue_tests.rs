@@ -234,3 +234,38 @@ fn graphs_replay_through_the_queue() {
     assert_eq!(t.read(b, 4), [21; 4]);
     assert!(t.queues_of("launch mock_copy_u32").len() == 1);
 }
+
+#[test]
+fn a_callback_may_wait_for_an_event_recorded_before_work_that_waits_for_it() {
+    // Stream t has a kernel and a record of `e` on its queue, not yet
+    // counted complete, while its worker holds the next operation, a wait
+    // for `f`, which comes after s's callback. The callback may wait for
+    // `e`: nothing before `e` waits for the callback.
+    let t = setup();
+    let (s, u) = (t.d.stream_create(1, 0).expect("s"), t.d.stream_create(1, 0).expect("t"));
+    let (e, f) = (t.d.event_create(0).expect("e"), t.d.event_create(0).expect("f"));
+    t.sleep(30, s);
+    let result = Arc::new(Mutex::new(None));
+    let r2 = result.clone();
+    let d = &t.d as *const Driver as usize;
+    t.d.stream_add_callback(
+        s,
+        false,
+        0,
+        Box::new(move |_| {
+            // SAFETY: the test synchronises the streams before the driver
+            // goes.
+            let d = unsafe { &*(d as *const Driver) };
+            let r = d.event_synchronize(e);
+            r2.lock().map(|mut v| *v = Some(r)).unwrap_or(());
+        }),
+    )
+    .expect("callback");
+    t.d.event_record(f, s, false, 0).expect("record f");
+    t.sleep(100, u);
+    t.d.event_record(e, u, false, 0).expect("record e");
+    t.d.stream_wait_event(u, f, false, 0).expect("wait f");
+    t.d.stream_synchronize(u, false).expect("sync u");
+    t.d.stream_synchronize(s, false).expect("sync s");
+    assert_eq!(*result.lock().expect("lock"), Some(Ok(())));
+}

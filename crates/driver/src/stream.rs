@@ -108,9 +108,12 @@ struct Queue {
     /// next synchronisation.
     error: Option<Error>,
     /// The dependencies of the operation running now (operation
-    /// `completed + 1`), kept so that a host callback's waits can be
-    /// checked against them ([`Stream::pending_deps`]).
+    /// `running_at`), kept so that a host callback's waits can be checked
+    /// against them ([`Stream::pending_deps`]).
     running: Vec<DepWait>,
+    /// The number of the operation the worker took last (operations
+    /// before it may still be on the backend queue).
+    running_at: u64,
 }
 
 pub struct Stream {
@@ -147,7 +150,15 @@ impl Stream {
             kind,
             flags,
             priority,
-            q: Mutex::new(Queue { ops: VecDeque::new(), submitted: 0, completed: 0, worker: false, error: None, running: Vec::new() }),
+            q: Mutex::new(Queue {
+                ops: VecDeque::new(),
+                submitted: 0,
+                completed: 0,
+                worker: false,
+                error: None,
+                running: Vec::new(),
+                running_at: 0,
+            }),
             cv: Condvar::new(),
             capture: Mutex::new(None),
             queue,
@@ -233,6 +244,7 @@ impl Stream {
             let (deps, work, after, kind) = loop {
                 if let Some(op) = q.ops.pop_front() {
                     q.running = op.0.clone();
+                    q.running_at = q.submitted - q.ops.len() as u64;
                     break op;
                 }
                 // Work often follows work at once (a launch after a copy):
@@ -324,7 +336,7 @@ impl Stream {
     pub(crate) fn pending_deps(&self, upto: u64) -> (Vec<DepWait>, u64) {
         let q = lock(&self.q);
         let mut out = Vec::new();
-        if q.completed < upto && q.completed < q.submitted {
+        if q.running_at <= upto && q.completed < q.running_at {
             out.extend(q.running.iter().cloned());
         }
         // Queued operations are numbered after the running one.
@@ -341,7 +353,7 @@ impl Stream {
     /// The number of the operation running now (valid on the worker
     /// thread, inside that operation).
     pub(crate) fn running_seq(&self) -> u64 {
-        lock(&self.q).completed + 1
+        lock(&self.q).running_at
     }
 
     /// The number of operations submitted so far.
