@@ -39,9 +39,10 @@ fn trace(lib: &Lib) -> Vec<(u64, u64)> {
     let f: unsafe extern "C" fn(*mut u64, usize) -> usize =
         unsafe { std::mem::transmute(libc::dlsym(h, c"anycuda_hip_emulated_trace".as_ptr())) };
     let _ = lib;
-    // SAFETY: NULL with capacity 0, then a buffer of the size given.
+    // SAFETY: NULL with capacity 0.
     let n = unsafe { f(std::ptr::null_mut(), 0) };
     let mut buf = vec![0u64; 2 * n];
+    // SAFETY: room for n pairs.
     let n = unsafe { f(buf.as_mut_ptr(), n) }.min(n);
     buf[..2 * n].chunks_exact(2).map(|c| (c[0], c[1])).collect()
 }
