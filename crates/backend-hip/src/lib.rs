@@ -470,6 +470,10 @@ impl BackendQueue for HipQueue {
     }
 
     fn record(&self) -> Result<Arc<dyn BackendEvent>, BackendError> {
+        // An event belongs to the calling thread's current device.
+        // SAFETY: a plain call.
+        let e = unsafe { (self.hip.set_device)(self.device as i32) };
+        self.hip.check(e, "hipSetDevice").map_err(BackendError::Other)?;
         let mut event = std::ptr::null_mut();
         // SAFETY: valid out-pointer.
         let e = unsafe { (self.hip.event_create_with_flags)(&mut event, api::EVENT_DEFAULT) };
