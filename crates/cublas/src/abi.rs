@@ -664,6 +664,30 @@ fn with_handle_first(h: HandleT) -> crate::status::Result<()> {
     handle::with(h, |_| Ok(()))
 }
 
+/// The body of the `cublasGemm*Ex` family; the 32-bit forms widen their
+/// sizes and counts.
+fn gemm_ex(
+    name: &str,
+    h: HandleT,
+    ta: c_int,
+    tb: c_int,
+    [m, n, k]: [i64; 3],
+    alpha: P,
+    (a, at, lda): (P, c_int, i64),
+    (b, bt, ldb): (P, c_int, i64),
+    beta: P,
+    (c, ct, ldc): (PM, c_int, i64),
+    compute: c_int,
+    algo: c_int,
+    batch: BatchArg,
+) -> Status {
+    api(name, || {
+        with_handle_first(h)?;
+        check_algo(algo)?;
+        blas::gemm(h, ex_args(ta, tb, m, n, k, alpha, a, at, lda, b, bt, ldb, beta, c, ct, ldc, compute, batch)?)
+    })
+}
+
 pub unsafe extern "C" fn cublasGemmEx(
     h: HandleT,
     ta: c_int,
@@ -685,33 +709,22 @@ pub unsafe extern "C" fn cublasGemmEx(
     compute: c_int,
     algo: c_int,
 ) -> Status {
-    api("cublasGemmEx", || {
-        with_handle_first(h)?;
-        check_algo(algo)?;
-        blas::gemm(
-            h,
-            ex_args(
-                ta,
-                tb,
-                m as i64,
-                n as i64,
-                k as i64,
-                alpha,
-                a,
-                at,
-                lda as i64,
-                b,
-                bt,
-                ldb as i64,
-                beta,
-                c,
-                ct,
-                ldc as i64,
-                compute,
-                BatchArg::One,
-            )?,
-        )
-    })
+    let sizes = [m.into(), n.into(), k.into()];
+    gemm_ex(
+        "cublasGemmEx",
+        h,
+        ta,
+        tb,
+        sizes,
+        alpha,
+        (a, at, lda.into()),
+        (b, bt, ldb.into()),
+        beta,
+        (c, ct, ldc.into()),
+        compute,
+        algo,
+        BatchArg::One,
+    )
 }
 
 pub unsafe extern "C" fn cublasGemmEx_64(
@@ -735,11 +748,7 @@ pub unsafe extern "C" fn cublasGemmEx_64(
     compute: c_int,
     algo: c_int,
 ) -> Status {
-    api("cublasGemmEx_64", || {
-        with_handle_first(h)?;
-        check_algo(algo)?;
-        blas::gemm(h, ex_args(ta, tb, m, n, k, alpha, a, at, lda, b, bt, ldb, beta, c, ct, ldc, compute, BatchArg::One)?)
-    })
+    gemm_ex("cublasGemmEx_64", h, ta, tb, [m, n, k], alpha, (a, at, lda), (b, bt, ldb), beta, (c, ct, ldc), compute, algo, BatchArg::One)
 }
 
 pub unsafe extern "C" fn cublasGemmBatchedEx(
@@ -764,33 +773,23 @@ pub unsafe extern "C" fn cublasGemmBatchedEx(
     compute: c_int,
     algo: c_int,
 ) -> Status {
-    api("cublasGemmBatchedEx", || {
-        with_handle_first(h)?;
-        check_algo(algo)?;
-        blas::gemm(
-            h,
-            ex_args(
-                ta,
-                tb,
-                m as i64,
-                n as i64,
-                k as i64,
-                alpha,
-                a,
-                at,
-                lda as i64,
-                b,
-                bt,
-                ldb as i64,
-                beta,
-                c,
-                ct,
-                ldc as i64,
-                compute,
-                BatchArg::Pointers { count: count as i64 },
-            )?,
-        )
-    })
+    let sizes = [m.into(), n.into(), k.into()];
+    let batch = BatchArg::Pointers { count: count.into() };
+    gemm_ex(
+        "cublasGemmBatchedEx",
+        h,
+        ta,
+        tb,
+        sizes,
+        alpha,
+        (a, at, lda.into()),
+        (b, bt, ldb.into()),
+        beta,
+        (c, ct, ldc.into()),
+        compute,
+        algo,
+        batch,
+    )
 }
 
 pub unsafe extern "C" fn cublasGemmBatchedEx_64(
@@ -815,11 +814,8 @@ pub unsafe extern "C" fn cublasGemmBatchedEx_64(
     compute: c_int,
     algo: c_int,
 ) -> Status {
-    api("cublasGemmBatchedEx_64", || {
-        with_handle_first(h)?;
-        check_algo(algo)?;
-        blas::gemm(h, ex_args(ta, tb, m, n, k, alpha, a, at, lda, b, bt, ldb, beta, c, ct, ldc, compute, BatchArg::Pointers { count })?)
-    })
+    let batch = BatchArg::Pointers { count };
+    gemm_ex("cublasGemmBatchedEx_64", h, ta, tb, [m, n, k], alpha, (a, at, lda), (b, bt, ldb), beta, (c, ct, ldc), compute, algo, batch)
 }
 
 pub unsafe extern "C" fn cublasGemmStridedBatchedEx(
@@ -847,33 +843,10 @@ pub unsafe extern "C" fn cublasGemmStridedBatchedEx(
     compute: c_int,
     algo: c_int,
 ) -> Status {
-    api("cublasGemmStridedBatchedEx", || {
-        with_handle_first(h)?;
-        check_algo(algo)?;
-        blas::gemm(
-            h,
-            ex_args(
-                ta,
-                tb,
-                m as i64,
-                n as i64,
-                k as i64,
-                alpha,
-                a,
-                at,
-                lda as i64,
-                b,
-                bt,
-                ldb as i64,
-                beta,
-                c,
-                ct,
-                ldc as i64,
-                compute,
-                BatchArg::Strided { count: count as i64, a: sa, b: sb, c: sc },
-            )?,
-        )
-    })
+    let sizes = [m.into(), n.into(), k.into()];
+    let batch = BatchArg::Strided { count: count.into(), a: sa, b: sb, c: sc };
+    let name = "cublasGemmStridedBatchedEx";
+    gemm_ex(name, h, ta, tb, sizes, alpha, (a, at, lda.into()), (b, bt, ldb.into()), beta, (c, ct, ldc.into()), compute, algo, batch)
 }
 
 pub unsafe extern "C" fn cublasGemmStridedBatchedEx_64(
@@ -901,33 +874,22 @@ pub unsafe extern "C" fn cublasGemmStridedBatchedEx_64(
     compute: c_int,
     algo: c_int,
 ) -> Status {
-    api("cublasGemmStridedBatchedEx_64", || {
-        with_handle_first(h)?;
-        check_algo(algo)?;
-        blas::gemm(
-            h,
-            ex_args(
-                ta,
-                tb,
-                m,
-                n,
-                k,
-                alpha,
-                a,
-                at,
-                lda,
-                b,
-                bt,
-                ldb,
-                beta,
-                c,
-                ct,
-                ldc,
-                compute,
-                BatchArg::Strided { count, a: sa, b: sb, c: sc },
-            )?,
-        )
-    })
+    let batch = BatchArg::Strided { count, a: sa, b: sb, c: sc };
+    gemm_ex(
+        "cublasGemmStridedBatchedEx_64",
+        h,
+        ta,
+        tb,
+        [m, n, k],
+        alpha,
+        (a, at, lda),
+        (b, bt, ldb),
+        beta,
+        (c, ct, ldc),
+        compute,
+        algo,
+        batch,
+    )
 }
 
 /// `cublasSgemmEx`: 16-bit or f32 matrices, f32 arithmetic and scalars.
