@@ -41,8 +41,13 @@ pub const INPUT_LIBRARY: c_int = 6;
 pub const INPUT_INDEX: c_int = 7;
 pub const INPUT_ANY: c_int = 10;
 
-pub const SPEC: Spec =
-    Spec { soname: "libnvJitLink.so.13", env: "ANYCUDA_NVJITLINK_LIBRARY", marker: "__nvJitLinkAPI", what: "nvJitLink 13" };
+pub const SPEC: Spec = Spec {
+    soname: "libnvJitLink.so.13",
+    env: "ANYCUDA_NVJITLINK_LIBRARY",
+    marker: "__nvJitLinkAPI",
+    what: "nvJitLink 13",
+    wheel_dirs: &["nvidia/cu13/lib"],
+};
 
 fn real() -> Option<&'static Real> {
     static CELL: OnceLock<Option<Real>> = OnceLock::new();
