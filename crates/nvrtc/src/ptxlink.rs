@@ -3,20 +3,23 @@
 //! `cuLink*` uses) over the parsed modules. Functions the driver supplies
 //! (`vprintf`, `malloc`, ...) may stay undefined.
 
-/// Links `modules` (name, PTX text, possibly NUL-terminated) into one PTX
-/// module; the error names what could not be linked.
-pub fn link(modules: &[(String, String)]) -> Result<String, String> {
+/// Links `modules` (name, PTX text, possibly NUL-terminated) and the
+/// members of archives in `lazy` (each linked only when it defines
+/// something still undefined, as a linker takes archive members) into one
+/// PTX module; the error names what could not be linked.
+pub fn link(modules: &[(String, String)], lazy: &[(String, String)]) -> Result<String, String> {
     match modules {
         [] => return Err("no PTX to link".into()),
-        [(_, one)] => return Ok(one.trim_end_matches('\0').to_string()),
+        [(_, one)] if lazy.is_empty() => return Ok(one.trim_end_matches('\0').to_string()),
         _ => {}
     }
-    let mut parsed = Vec::with_capacity(modules.len());
-    for (name, text) in modules {
+    let all: Vec<(&(String, String), bool)> = modules.iter().map(|m| (m, false)).chain(lazy.iter().map(|m| (m, true))).collect();
+    let mut parsed = Vec::with_capacity(all.len());
+    for ((name, text), _) in &all {
         parsed.push(ptx::parse(text.trim_end_matches('\0')).map_err(|e| format!("{name}: PTX syntax errors:\n{e}"))?);
     }
     let inputs: Vec<ptx::LinkInput> =
-        modules.iter().zip(&parsed).map(|((name, _), module)| ptx::LinkInput { name, module, lazy: false }).collect();
+        all.iter().zip(&parsed).map(|(((name, _), lazy), module)| ptx::LinkInput { name, module, lazy: *lazy }).collect();
     ptx::link(&inputs, &ptx::LinkOptions { provided: &ptx::DRIVER_FUNCTIONS }).map(|l| l.ptx).map_err(|e| e.to_string())
 }
 
@@ -85,7 +88,7 @@ mod tests {
 
     #[test]
     fn externs_resolve_against_definitions() {
-        let out = link(&[("a".into(), CALLER.into()), ("b".into(), CALLEE.into())]).unwrap();
+        let out = link(&[("a".into(), CALLER.into()), ("b".into(), CALLEE.into())], &[]).unwrap();
         assert!(out.contains(".version 8.5\n.target sm_86\n.address_size 64\n"), "{out}");
         assert!(ptx::parse(&out).is_ok(), "the linked module parses: {out}");
         // f and scale: defined once, by the second module.
@@ -105,27 +108,27 @@ mod tests {
 
     #[test]
     fn duplicate_visible_definitions_are_an_error() {
-        let e = link(&[("a".into(), CALLEE.into()), ("b".into(), CALLEE.into())]).unwrap_err();
+        let e = link(&[("a".into(), CALLEE.into()), ("b".into(), CALLEE.into())], &[]).unwrap_err();
         assert!(e.contains("Multiple definition of 'scale'") && e.contains("Multiple definition of 'f'"), "{e}");
     }
 
     #[test]
     fn weak_definitions_are_kept_once() {
         let weak = ".version 8.0\n.target sm_80\n.address_size 64\n.weak .func g()\n{\n\tret;\n}\n";
-        let out = link(&[("a".into(), weak.into()), ("b".into(), weak.into())]).unwrap();
+        let out = link(&[("a".into(), weak.into()), ("b".into(), weak.into())], &[]).unwrap();
         assert_eq!(count(&out, ".weak .func g()"), 1, "{out}");
     }
 
     #[test]
     fn one_module_is_returned_as_is() {
-        assert_eq!(link(&[("a".into(), format!("{CALLER}\0"))]).unwrap(), CALLER);
+        assert_eq!(link(&[("a".into(), format!("{CALLER}\0"))], &[]).unwrap(), CALLER);
     }
 
     #[test]
     fn address_sizes_must_agree() {
         let a = ".version 8.0\n.target sm_80\n.address_size 64\n";
         let b = ".version 8.0\n.target sm_80\n.address_size 32\n";
-        let e = link(&[("a".into(), a.into()), ("b".into(), b.into())]).unwrap_err();
+        let e = link(&[("a".into(), a.into()), ("b".into(), b.into())], &[]).unwrap_err();
         assert!(e.contains("address"), "{e}");
     }
 }
