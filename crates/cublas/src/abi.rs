@@ -48,6 +48,13 @@ pub unsafe extern "C" fn cublasSetStream_v2(h: HandleT, stream: PM) -> Status {
     })
 }
 
+/// `cublasGetError` (legacy API): the error of this thread's last legacy
+/// call, then `CUBLAS_STATUS_SUCCESS` until the next failing one. The
+/// legacy routines are not implemented (see [`crate::unsupported`]).
+pub unsafe extern "C" fn cublasGetError() -> Status {
+    crate::unsupported::take_legacy_error()
+}
+
 pub unsafe extern "C" fn cublasGetStream_v2(h: HandleT, out: *mut PM) -> Status {
     api("cublasGetStream_v2", || {
         handle::with(h, |hd| {
