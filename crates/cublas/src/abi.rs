@@ -1379,6 +1379,92 @@ pub unsafe extern "C" fn cublasScalEx_64(h: HandleT, n: i64, alpha: P, at: c_int
     api("cublasScalEx_64", || scal_ex(h, n, alpha, at, x, xt, incx, exec))
 }
 
+// ---- geam, dgmm --------------------------------------------------------------
+
+macro_rules! geam {
+    ($name:ident, $name64:ident, $dt:expr) => {
+        pub unsafe extern "C" fn $name(
+            h: HandleT,
+            ta: c_int,
+            tb: c_int,
+            m: c_int,
+            n: c_int,
+            alpha: P,
+            a: P,
+            lda: c_int,
+            beta: P,
+            b: P,
+            ldb: c_int,
+            c: PM,
+            ldc: c_int,
+        ) -> Status {
+            let (m, n, lda, ldb, ldc) = (m.into(), n.into(), lda.into(), ldb.into(), ldc.into());
+            api(stringify!($name), || blas::geam(h, ta, tb, m, n, alpha, a, lda, beta, b, ldb, c, ldc, $dt))
+        }
+        pub unsafe extern "C" fn $name64(
+            h: HandleT,
+            ta: c_int,
+            tb: c_int,
+            m: i64,
+            n: i64,
+            alpha: P,
+            a: P,
+            lda: i64,
+            beta: P,
+            b: P,
+            ldb: i64,
+            c: PM,
+            ldc: i64,
+        ) -> Status {
+            api(stringify!($name64), || blas::geam(h, ta, tb, m, n, alpha, a, lda, beta, b, ldb, c, ldc, $dt))
+        }
+    };
+}
+
+geam!(cublasSgeam, cublasSgeam_64, DType::F32);
+geam!(cublasDgeam, cublasDgeam_64, DType::F64);
+geam!(cublasCgeam, cublasCgeam_64, DType::C32);
+geam!(cublasZgeam, cublasZgeam_64, DType::C64);
+
+macro_rules! dgmm {
+    ($name:ident, $name64:ident, $dt:expr) => {
+        pub unsafe extern "C" fn $name(
+            h: HandleT,
+            mode: c_int,
+            m: c_int,
+            n: c_int,
+            a: P,
+            lda: c_int,
+            x: P,
+            incx: c_int,
+            c: PM,
+            ldc: c_int,
+        ) -> Status {
+            let (m, n, lda, incx, ldc) = (m.into(), n.into(), lda.into(), incx.into(), ldc.into());
+            api(stringify!($name), || blas::dgmm(h, mode, m, n, a, lda, x, incx, c, ldc, $dt))
+        }
+        pub unsafe extern "C" fn $name64(
+            h: HandleT,
+            mode: c_int,
+            m: i64,
+            n: i64,
+            a: P,
+            lda: i64,
+            x: P,
+            incx: i64,
+            c: PM,
+            ldc: i64,
+        ) -> Status {
+            api(stringify!($name64), || blas::dgmm(h, mode, m, n, a, lda, x, incx, c, ldc, $dt))
+        }
+    };
+}
+
+dgmm!(cublasSdgmm, cublasSdgmm_64, DType::F32);
+dgmm!(cublasDdgmm, cublasDdgmm_64, DType::F64);
+dgmm!(cublasCdgmm, cublasCdgmm_64, DType::C32);
+dgmm!(cublasZdgmm, cublasZdgmm_64, DType::C64);
+
 // ---- level 2 ---------------------------------------------------------------
 
 macro_rules! gemv {
