@@ -22,6 +22,7 @@ use std::time::Instant;
 use crate::backend::{BackendModule, GlobalDesc, KernelDesc, ModuleErrorKind, ModuleOptions};
 use crate::error::{Error, Result};
 use crate::handle::{handle_kind, lock, HandleKind};
+use crate::props::COMPUTE_CAPABILITY_ENV;
 use crate::Driver;
 
 /// The JIT logs of a load, for `CU_JIT_INFO_LOG_BUFFER` and
@@ -184,13 +185,28 @@ impl Driver {
                 let e = match fatbin.select_ptx(target, self.config.ptx_policy) {
                     Ok(e) => e,
                     Err(fatbin::Error::NoPtx { archs }) => {
+                        // A fatbin of exactly the device's architecture was
+                        // chosen for it: libraries that keep one fatbin per
+                        // architecture and a PTX one for the others (NVIDIA's
+                        // cuRAND) take their PTX on a device they have no
+                        // machine code for.
+                        let hint = if archs.contains(&target) {
+                            format!(
+                                "; if a library chose it for compute capability {}.{}, \
+                                 {COMPUTE_CAPABILITY_ENV}=8.8 may make it choose its PTX",
+                                target / 10,
+                                target % 10
+                            )
+                        } else {
+                            String::new()
+                        };
                         return Err(Error::NoBinaryForGpu(format!(
                             "the fatbin holds only NVIDIA machine code (SASS for {}) and no PTX; \
                              anycuda runs PTX only: rebuild with PTX embedded \
-                             (e.g. nvcc -gencode arch=compute_{t},code=compute_{t})",
+                             (e.g. nvcc -gencode arch=compute_{t},code=compute_{t}){hint}",
                             sm_list(&archs),
                             t = target.min(90)
-                        )))
+                        )));
                     }
                     Err(fatbin::Error::NoCompatiblePtx { ptx_archs, .. }) => {
                         return Err(Error::NoBinaryForGpu(format!(
