@@ -104,6 +104,17 @@ api! {
     }
 }
 
+// No stream belongs to a green context (anycuda creates none): NULL, once
+// the handle is known to name a stream of a context.
+api! {
+    fn cuStreamGetGreenCtx(hStream: CUstream, phCtx: *mut CUgreenCtx) {
+        let out = Out::new(phCtx, "phCtx")?;
+        drv()?.stream_get_ctx(s(hStream), false)?;
+        out.set(CUgreenCtx::NULL);
+        Ok(())
+    }
+}
+
 api! {
     fn cuStreamGetDevice / cuStreamGetDevice_ptsz [ptds] (hStream: CUstream, device: *mut CUdevice) {
         let out = Out::new(device, "device")?;
