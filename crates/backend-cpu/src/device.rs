@@ -14,9 +14,32 @@ use driver::props::DeviceProps;
 use crate::exec::{Executor, LaunchError, LaunchOptions, LoadedKernel};
 use crate::loader::LoadedModule;
 
-/// The CPU backend: one device, whose memory is the process's memory.
+/// Environment variable: how many devices the CPU backend presents
+/// (default 1, at most [`MAX_DEVICES`]).
+pub const DEVICES_ENV: &str = "ANYCUDA_CPU_DEVICES";
+
+/// The most devices `ANYCUDA_CPU_DEVICES` may ask for.
+pub const MAX_DEVICES: usize = 16;
+
+/// The device count `ANYCUDA_CPU_DEVICES` asks for: `None` when unset;
+/// a value that is not a number from 1 to [`MAX_DEVICES`] is refused
+/// with the reason.
+pub fn device_count_from(value: Option<&str>) -> Result<Option<usize>, String> {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else { return Ok(None) };
+    match v.parse::<usize>() {
+        Ok(n) if (1..=MAX_DEVICES).contains(&n) => Ok(Some(n)),
+        _ => Err(format!("{DEVICES_ENV}={v} is not a device count from 1 to {MAX_DEVICES}")),
+    }
+}
+
+/// The CPU backend: one device, or several (`ANYCUDA_CPU_DEVICES`), whose
+/// memory is the process's memory. Several devices share the host's cores
+/// and one memory budget (each reports all of it as its total and what is
+/// left of it as free), and each can access the others' memory (it is
+/// the same memory): peer access is supported between any two.
 pub struct CpuBackend {
-    props: DeviceProps,
+    /// One description per device (they differ in UUID and PCI bus).
+    props: Vec<DeviceProps>,
     /// Live allocations made by this backend: address -> size.
     allocations: Mutex<BTreeMap<u64, usize>>,
     /// The device's memory size and what is allocated of it.
@@ -56,12 +79,29 @@ impl CpuBackend {
 
     /// A backend with this JIT configuration and memory budget.
     pub fn with(config: jit::JitConfig, budget: crate::limit::Budget) -> CpuBackend {
-        let mut props = DeviceProps::host_cpu(0);
-        props.multiprocessor_count = Executor::global().multiprocessors();
-        props.kernel_exec_timeout = Executor::global().launch_timeout().is_some();
-        props.total_mem = budget.total();
-        props.virtual_memory_management = true;
-        props.vmm_posix_fd = true;
+        let count = match device_count_from(std::env::var(DEVICES_ENV).ok().as_deref()) {
+            Ok(n) => n.unwrap_or(1),
+            Err(why) => {
+                tracing::warn!("{why}; presenting 1 device");
+                1
+            }
+        };
+        CpuBackend::with_devices(config, budget, count)
+    }
+
+    /// A backend presenting `count` devices (1 to [`MAX_DEVICES`]).
+    pub fn with_devices(config: jit::JitConfig, budget: crate::limit::Budget, count: usize) -> CpuBackend {
+        let props = (0..count.clamp(1, MAX_DEVICES) as u32)
+            .map(|ordinal| {
+                let mut props = DeviceProps::host_cpu(ordinal);
+                props.multiprocessor_count = Executor::global().multiprocessors();
+                props.kernel_exec_timeout = Executor::global().launch_timeout().is_some();
+                props.total_mem = budget.total();
+                props.virtual_memory_management = true;
+                props.vmm_posix_fd = true;
+                props
+            })
+            .collect();
         let jit = jit::Jit::new(compiler::Target::HostCpu, config);
         CpuBackend { props, allocations: Mutex::new(BTreeMap::new()), budget, jit, vmm: crate::vmm::VirtualMemory::default() }
     }
@@ -109,11 +149,15 @@ impl Backend for CpuBackend {
     }
 
     fn device_count(&self) -> usize {
-        1
+        self.props.len()
     }
 
-    fn device_props(&self, _device: usize) -> DeviceProps {
-        self.props.clone()
+    fn device_props(&self, device: usize) -> DeviceProps {
+        self.props.get(device).unwrap_or(&self.props[0]).clone()
+    }
+
+    fn can_access_peer(&self, device: usize, peer: usize) -> bool {
+        device != peer && device < self.props.len() && peer < self.props.len()
     }
 
     fn mem_info(&self, _device: usize) -> (u64, u64) {
@@ -451,5 +495,36 @@ impl BackendModule for CpuModule {
             LaunchError::Timeout { .. } => LaunchFault::Timeout(e.to_string()),
             LaunchError::Internal(_) => LaunchFault::Failed(e.to_string()),
         })
+    }
+}
+
+#[cfg(test)]
+mod device_count_tests {
+    use super::*;
+
+    #[test]
+    fn the_device_count_is_a_number_from_1_to_the_maximum() {
+        assert_eq!(device_count_from(None), Ok(None));
+        assert_eq!(device_count_from(Some(" ")), Ok(None));
+        assert_eq!(device_count_from(Some("1")), Ok(Some(1)));
+        assert_eq!(device_count_from(Some(" 4 ")), Ok(Some(4)));
+        assert_eq!(device_count_from(Some("16")), Ok(Some(MAX_DEVICES)));
+        for bad in ["0", "17", "-1", "two", "2.5"] {
+            assert!(device_count_from(Some(bad)).is_err_and(|e| e.contains(DEVICES_ENV)), "{bad}");
+        }
+    }
+
+    #[test]
+    fn devices_differ_in_identity_and_are_each_others_peers() {
+        let b = CpuBackend::with_devices(jit::JitConfig::uncached(compiler::Tier::Fast), crate::limit::Budget::from_system(), 3);
+        assert_eq!(b.device_count(), 3);
+        let ids: std::collections::HashSet<_> = (0..3).map(|d| (b.device_props(d).uuid, b.device_props(d).pci_bus)).collect();
+        assert_eq!(ids.len(), 3);
+        assert!(b.can_access_peer(0, 2) && b.can_access_peer(2, 1));
+        assert!(!b.can_access_peer(1, 1) && !b.can_access_peer(0, 3));
+        assert_eq!(
+            CpuBackend::with_devices(jit::JitConfig::uncached(compiler::Tier::Fast), crate::limit::Budget::from_system(), 1).device_count(),
+            1
+        );
     }
 }

@@ -279,6 +279,12 @@ pub trait Backend: Send + Sync {
     /// `(free, total)` bytes of device memory.
     fn mem_info(&self, device: usize) -> (u64, u64);
 
+    /// Whether kernels on `device` can access memory of `peer` (a
+    /// different device of this backend) once peer access is enabled.
+    fn can_access_peer(&self, _device: usize, _peer: usize) -> bool {
+        false
+    }
+
     /// Device memory, aligned to at least 256 bytes. `size > 0`.
     fn alloc(&self, device: usize, size: usize) -> Result<DevicePtr, BackendError>;
 

@@ -42,6 +42,7 @@ mod launch;
 mod memory;
 pub mod mock;
 mod module;
+pub mod peer;
 pub mod props;
 mod stream;
 mod stream_api;
