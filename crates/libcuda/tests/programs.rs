@@ -68,6 +68,16 @@ fn run(exe: &Exe, lib_dir: &Path, cache: &Path) -> Result<(), String> {
     run_with(exe, lib_dir, cache, &[]).map(|_| ())
 }
 
+/// The environment a program's source asks for with `//@ run-env: K=V ...`
+/// (e.g. `ANYCUDA_CPU_DEVICES=2` for a program that needs two devices).
+fn source_env(name: &str) -> Vec<(String, String)> {
+    let src = std::fs::read_to_string(root().join("tests/cuda").join(format!("{name}.cu"))).unwrap_or_default();
+    src.lines()
+        .filter_map(|l| l.strip_prefix("//@ run-env:"))
+        .flat_map(|v| v.split_whitespace().filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect()
+}
+
 /// [`run`] with more environment variables; returns the program's stderr.
 fn run_with(exe: &Exe, lib_dir: &Path, cache: &Path, env: &[(&str, &str)]) -> Result<String, String> {
     let out = Command::new(&exe.path)
@@ -76,6 +86,7 @@ fn run_with(exe: &Exe, lib_dir: &Path, cache: &Path, env: &[(&str, &str)]) -> Re
         .env("ANYCUDA_BACKEND", "cpu")
         .env_remove("ANYCUDA_LOG")
         .env_remove("ANYCUDA_MEMCHECK")
+        .envs(source_env(&exe.name))
         .envs(env.iter().copied())
         .output()
         .map_err(|e| format!("cannot run: {e}"))?;
