@@ -47,6 +47,9 @@ pub struct CpuBackend {
     jit: Arc<jit::Jit>,
     /// Physical allocations of the virtual memory API.
     vmm: crate::vmm::VirtualMemory,
+    /// Allocations shared with other processes, and theirs mapped here.
+    ipc_exports: crate::ipc::Exports,
+    ipc_imports: crate::ipc::Imports,
 }
 
 impl Default for CpuBackend {
@@ -103,7 +106,15 @@ impl CpuBackend {
             })
             .collect();
         let jit = jit::Jit::new(compiler::Target::HostCpu, config);
-        CpuBackend { props, allocations: Mutex::new(BTreeMap::new()), budget, jit, vmm: crate::vmm::VirtualMemory::default() }
+        CpuBackend {
+            props,
+            allocations: Mutex::new(BTreeMap::new()),
+            budget,
+            jit,
+            vmm: crate::vmm::VirtualMemory::default(),
+            ipc_exports: crate::ipc::Exports::default(),
+            ipc_imports: crate::ipc::Imports::default(),
+        }
     }
 
     fn allocate(&self, size: usize, kind: crate::memcheck::Kind) -> Result<u64, BackendError> {
@@ -127,6 +138,7 @@ impl CpuBackend {
             .remove(&addr)
             .ok_or(BackendError::InvalidAddress { addr, len: 0 })?;
         crate::memcheck::untrack(addr);
+        self.ipc_exports.forget(addr);
         // SAFETY: `addr` came from `allocate` with this size and was live.
         unsafe { crate::memory::release(addr as *mut u8, size) };
         self.budget.release(size as u64);
@@ -158,6 +170,18 @@ impl Backend for CpuBackend {
 
     fn can_access_peer(&self, device: usize, peer: usize) -> bool {
         device != peer && device < self.props.len() && peer < self.props.len()
+    }
+
+    fn ipc_export(&self, base: DevicePtr, size: usize) -> Result<[u8; driver::backend::IPC_PAYLOAD], BackendError> {
+        self.ipc_exports.export(base, size)
+    }
+
+    fn ipc_import(&self, _device: usize, payload: &[u8; driver::backend::IPC_PAYLOAD]) -> Result<(DevicePtr, usize), BackendError> {
+        self.ipc_imports.import(payload)
+    }
+
+    fn ipc_close(&self, ptr: DevicePtr) -> Result<(), BackendError> {
+        self.ipc_imports.close(ptr)
     }
 
     fn mem_info(&self, _device: usize) -> (u64, u64) {

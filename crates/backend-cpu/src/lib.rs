@@ -10,6 +10,7 @@
 pub mod device;
 pub mod exec;
 pub mod heap;
+pub mod ipc;
 pub mod limit;
 pub mod loader;
 pub mod memcheck;

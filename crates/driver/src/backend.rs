@@ -34,9 +34,15 @@ pub enum BackendError {
     InvalidAddress { addr: u64, len: usize },
     #[error("not supported by this backend: {0}")]
     NotSupported(String),
+    /// A handle (e.g. an interprocess memory handle) names nothing usable.
+    #[error("invalid handle: {0}")]
+    InvalidHandle(String),
     #[error("{0}")]
     Other(String),
 }
+
+/// The bytes of an interprocess memory handle that are the backend's.
+pub const IPC_PAYLOAD: usize = 48;
 
 /// The value and element size of a memset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -283,6 +289,25 @@ pub trait Backend: Send + Sync {
     /// different device of this backend) once peer access is enabled.
     fn can_access_peer(&self, _device: usize, _peer: usize) -> bool {
         false
+    }
+
+    /// Interprocess memory (`cuIpcGetMemHandle`): makes the device
+    /// allocation at `base` (`size` bytes) shareable with other processes
+    /// (its contents and address stay) and returns what another process
+    /// needs to map it.
+    fn ipc_export(&self, _base: DevicePtr, _size: usize) -> Result<[u8; IPC_PAYLOAD], BackendError> {
+        Err(BackendError::NotSupported("interprocess memory handles".into()))
+    }
+
+    /// Maps memory another process exported (`cuIpcOpenMemHandle`) for
+    /// `device`; returns its address here and its size.
+    fn ipc_import(&self, _device: usize, _payload: &[u8; IPC_PAYLOAD]) -> Result<(DevicePtr, usize), BackendError> {
+        Err(BackendError::NotSupported("interprocess memory handles".into()))
+    }
+
+    /// Unmaps what [`Backend::ipc_import`] mapped (`cuIpcCloseMemHandle`).
+    fn ipc_close(&self, _ptr: DevicePtr) -> Result<(), BackendError> {
+        Err(BackendError::NotSupported("interprocess memory handles".into()))
     }
 
     /// Device memory, aligned to at least 256 bytes. `size > 0`.

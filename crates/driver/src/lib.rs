@@ -38,6 +38,7 @@ mod event;
 mod graph;
 mod graph_exec;
 pub mod handle;
+pub mod ipc;
 mod launch;
 mod memory;
 pub mod mock;
@@ -173,6 +174,8 @@ pub struct Driver {
     graph_mem_high: [AtomicU64; 2],
     /// CUDA arrays, texture and surface objects.
     textures: texture::State,
+    /// Interprocess memory handles opened here.
+    ipc: ipc::Imports,
 }
 
 impl Driver {
@@ -208,6 +211,7 @@ impl Driver {
             active_captures: AtomicUsize::new(0),
             graph_mem_high: [AtomicU64::new(0), AtomicU64::new(0)],
             textures: texture::State::default(),
+            ipc: ipc::Imports::default(),
         }
     }
 
