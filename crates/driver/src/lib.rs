@@ -47,6 +47,7 @@ pub mod peer;
 pub mod props;
 mod stream;
 mod stream_api;
+pub mod stream_attr;
 pub mod texture;
 mod vmm;
 
@@ -176,6 +177,8 @@ pub struct Driver {
     textures: texture::State,
     /// Interprocess memory handles opened here.
     ipc: ipc::Imports,
+    /// Attributes set on streams.
+    stream_attrs: stream_attr::StreamAttrs,
 }
 
 impl Driver {
@@ -212,6 +215,7 @@ impl Driver {
             graph_mem_high: [AtomicU64::new(0), AtomicU64::new(0)],
             textures: texture::State::default(),
             ipc: ipc::Imports::default(),
+            stream_attrs: stream_attr::StreamAttrs::default(),
         }
     }
 
