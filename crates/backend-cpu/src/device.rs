@@ -32,6 +32,33 @@ pub fn device_count_from(value: Option<&str>) -> Result<Option<usize>, String> {
     }
 }
 
+/// The devices `CUDA_VISIBLE_DEVICES` (`value`, when set) leaves visible,
+/// as indices into `uuids` (the devices there are), in its order: a comma
+/// list of device indices or `GPU-` followed by a unique prefix of a
+/// device's UUID; as with NVIDIA's driver, an entry that names no device
+/// (or one already listed) hides it and every entry after it, so an empty
+/// value or `-1` leaves none.
+pub fn visible_devices(value: Option<&str>, uuids: &[[u8; 16]]) -> Vec<usize> {
+    let Some(value) = value else { return (0..uuids.len()).collect() };
+    let hex = |u: &[u8; 16]| u.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let mut out: Vec<usize> = Vec::new();
+    for item in value.split(',').map(str::trim) {
+        let found = if let Ok(i) = item.parse::<usize>() {
+            (i < uuids.len()).then_some(i)
+        } else if let Some(prefix) = item.strip_prefix("GPU-").map(|p| p.replace('-', "").to_ascii_lowercase()).filter(|p| !p.is_empty()) {
+            let matching: Vec<usize> = (0..uuids.len()).filter(|&i| hex(&uuids[i]).starts_with(&prefix)).collect();
+            (matching.len() == 1).then(|| matching[0])
+        } else {
+            None
+        };
+        match found {
+            Some(i) if !out.contains(&i) => out.push(i),
+            _ => break,
+        }
+    }
+    out
+}
+
 /// The CPU backend: one device, or several (`ANYCUDA_CPU_DEVICES`), whose
 /// memory is the process's memory. Several devices share the host's cores
 /// and one memory budget (each reports all of it as its total and what is
@@ -92,9 +119,14 @@ impl CpuBackend {
         CpuBackend::with_devices(config, budget, count)
     }
 
-    /// A backend presenting `count` devices (1 to [`MAX_DEVICES`]).
+    /// A backend presenting `count` devices (1 to [`MAX_DEVICES`]), of
+    /// which `CUDA_VISIBLE_DEVICES` (when set) keeps some, in its order.
     pub fn with_devices(config: jit::JitConfig, budget: crate::limit::Budget, count: usize) -> CpuBackend {
-        let props = (0..count.clamp(1, MAX_DEVICES) as u32)
+        let uuids: Vec<[u8; 16]> = (0..count.clamp(1, MAX_DEVICES) as u32).map(driver::props::machine_uuid).collect();
+        let visible = visible_devices(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref(), &uuids);
+        let props = visible
+            .into_iter()
+            .map(|ordinal| ordinal as u32)
             .map(|ordinal| {
                 let mut props = DeviceProps::host_cpu(ordinal);
                 props.multiprocessor_count = Executor::global().multiprocessors();
@@ -165,7 +197,7 @@ impl Backend for CpuBackend {
     }
 
     fn device_props(&self, device: usize) -> DeviceProps {
-        self.props.get(device).unwrap_or(&self.props[0]).clone()
+        self.props.get(device).cloned().unwrap_or_else(|| DeviceProps::host_cpu(0))
     }
 
     fn can_access_peer(&self, device: usize, peer: usize) -> bool {
@@ -536,6 +568,22 @@ mod device_count_tests {
         for bad in ["0", "17", "-1", "two", "2.5"] {
             assert!(device_count_from(Some(bad)).is_err_and(|e| e.contains(DEVICES_ENV)), "{bad}");
         }
+    }
+
+    #[test]
+    fn cuda_visible_devices_keeps_devices_in_its_order_up_to_the_first_bad_entry() {
+        let u: Vec<[u8; 16]> = (0..3u8).map(|i| [i * 0x11 + 0x10; 16]).collect();
+        assert_eq!(visible_devices(None, &u), [0, 1, 2]);
+        assert_eq!(visible_devices(Some("2,0"), &u), [2, 0]);
+        assert_eq!(visible_devices(Some(" 1 , 2 "), &u), [1, 2]);
+        assert_eq!(visible_devices(Some("1,7,0"), &u), [1], "an index past the devices hides the rest");
+        assert_eq!(visible_devices(Some("0,0,1"), &u), [0], "a repeated device hides the rest");
+        assert_eq!(visible_devices(Some(""), &u), Vec::<usize>::new());
+        assert_eq!(visible_devices(Some("-1"), &u), Vec::<usize>::new());
+        // UUIDs: GPU- and a unique prefix, dashes ignored.
+        assert_eq!(visible_devices(Some("GPU-3232-32,GPU-10"), &u), [2, 0]);
+        assert_eq!(visible_devices(Some("GPU-"), &u), Vec::<usize>::new());
+        assert_eq!(visible_devices(Some("MIG-10"), &u), Vec::<usize>::new());
     }
 
     #[test]

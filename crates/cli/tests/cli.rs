@@ -62,6 +62,18 @@ fn info_prints_a_device() {
     }
 }
 
+/// Several CPU devices, and CUDA_VISIBLE_DEVICES choosing and ordering
+/// them (a device keeps its PCI bus id: device 0 is the third one).
+#[test]
+fn info_shows_the_visible_cpu_devices() {
+    let o = anycuda().arg("info").env("ANYCUDA_CPU_DEVICES", "3").env("CUDA_VISIBLE_DEVICES", "2,0").output().expect("anycuda runs");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("devices: 2\n"), "{out}");
+    let buses: Vec<&str> = out.lines().filter_map(|l| l.trim().strip_prefix("PCI bus id:")).map(str::trim).collect();
+    assert_eq!(buses, ["0000:ae:00.0", "0000:ac:00.0"], "{out}");
+}
+
 #[test]
 fn ptx_compiles_every_kernel_of_an_oracle_module() {
     let file = root().join("tests/ptx-oracle/threads.ptx");
