@@ -749,8 +749,12 @@ fn run_dgmm(call: Dgmm) {
     }
 }
 
-fn enqueue(q: Queue, work: impl FnOnce() + Send + 'static) -> Result<()> {
-    driver()?.enqueue(q.stream(), Box::new(work))
+/// Queues `run(call)` on the handle's stream; replayable when the stream
+/// is being captured into a graph (the work's key is the operation and its
+/// arguments).
+fn enqueue<T: Copy + std::fmt::Debug + Send + Sync + 'static>(q: Queue, run: fn(T), call: T) -> Result<()> {
+    let key = format!("{:#x} {call:?}", run as usize);
+    driver()?.enqueue_replayable(q.stream(), key, move || run(call))
 }
 
 impl Backend for Cpu {
@@ -781,30 +785,30 @@ impl Backend for Cpu {
                 if call.epilogue.is_none() { "" } else { " and an epilogue" }
             )));
         }
-        enqueue(q, move || crate::product::run(call))
+        enqueue(q, crate::product::run, call)
     }
 
     fn trsm(&self, q: Queue, call: Trsm) -> Result<()> {
-        enqueue(q, move || run_trsm(call))
+        enqueue(q, run_trsm, call)
     }
 
     fn level1(&self, q: Queue, n: i64, call: Level1) -> Result<()> {
-        enqueue(q, move || run_level1(n, call))
+        enqueue(q, |(n, call)| run_level1(n, call), (n, call))
     }
 
     fn gemv(&self, q: Queue, call: Gemv) -> Result<()> {
-        enqueue(q, move || run_gemv(call))
+        enqueue(q, run_gemv, call)
     }
 
     fn ger(&self, q: Queue, call: Ger) -> Result<()> {
-        enqueue(q, move || run_ger(call))
+        enqueue(q, run_ger, call)
     }
 
     fn geam(&self, q: Queue, call: Geam) -> Result<()> {
-        enqueue(q, move || run_geam(call))
+        enqueue(q, run_geam, call)
     }
 
     fn dgmm(&self, q: Queue, call: Dgmm) -> Result<()> {
-        enqueue(q, move || run_dgmm(call))
+        enqueue(q, run_dgmm, call)
     }
 }
