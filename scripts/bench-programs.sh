@@ -5,11 +5,11 @@
 # algorithm (GCC, -O3 -march=native -fopenmp, all cores).
 #
 #   scripts/bench-programs.sh build             build both versions of every program
-#   scripts/bench-programs.sh run [-n N] [-p PROFILE] [PROGRAM...]
+#   scripts/bench-programs.sh run [-n N] [-p PROFILE | -l LIB] [PROGRAM...]
 #                                               N alternating runs of each side (default 5)
 #                                               at the default sizes, with the libcuda.so
-#                                               of target/PROFILE (default release)
-#   scripts/bench-programs.sh check [-p PROFILE] [PROGRAM...]
+#                                               of target/PROFILE (default release) or LIB
+#   scripts/bench-programs.sh check [-p PROFILE | -l LIB] [PROGRAM...]
 #                                               every program at its small size: both
 #                                               versions must print PASS and agree
 #
@@ -66,6 +66,7 @@ build() {
 }
 
 PROFILE=release
+LIB=
 N=5
 parse() {
     SELECTED=()
@@ -73,6 +74,7 @@ parse() {
         case "$1" in
             -n) N="$2"; shift 2 ;;
             -p) PROFILE="$2"; shift 2 ;;
+            -l) LIB=$(realpath "$2"); shift 2 ;;
             -*) die "unknown option $1" ;;
             *) SELECTED+=("$1"); shift ;;
         esac
@@ -81,7 +83,7 @@ parse() {
 }
 
 libdir() {
-    local lib="$ROOT/target/$PROFILE/libcuda.so"
+    local lib="${LIB:-$ROOT/target/$PROFILE/libcuda.so}"
     [ -e "$lib" ] || die "no $lib: cargo build -p anycuda-libcuda$([ "$PROFILE" = release ] && echo " --release")"
     LIBDIR=$(mktemp -d)
     ln -s "$lib" "$LIBDIR/libcuda.so.1"
@@ -91,7 +93,8 @@ libdir() {
 
 run_cuda() { # name args... -> stdout
     local name="$1"; shift
-    LD_LIBRARY_PATH="$LIBDIR" ANYCUDA_BACKEND=cpu ANYCUDA_CACHE_DIR="$CACHE" "$OUT/cuda/$name" "$@"
+    LD_LIBRARY_PATH="$LIBDIR" ANYCUDA_BACKEND=cpu ANYCUDA_CACHE_DIR="$CACHE" \
+        ANYCUDA_JIT_TIER="${ANYCUDA_JIT_TIER:-opt}" "$OUT/cuda/$name" "$@"
 }
 run_omp() { local name="$1"; shift; "$OUT/omp/$name" "$@"; }
 field() { sed -n "s|^$1 [^ ]* ||p" | head -n1; } # KEY < output -> value
@@ -103,6 +106,7 @@ cmd_run() {
     build >/dev/null
     libdir
     local reps="${BENCH_REPS:-5}" name i o c tc to first
+    echo "library: ${LIB:-target/$PROFILE/libcuda.so}; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "machine: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1); $N alternating runs, $reps repetitions each"
     printf '%-16s %12s %12s %8s %12s\n' program "OpenMP ms" "anycuda ms" ratio "first ms"
     local logsum=0 count=0
@@ -123,6 +127,7 @@ cmd_run() {
         logsum=$(awk "BEGIN{print $logsum + log($to/$tc)}"); count=$((count + 1))
     done
     printf 'geometric mean of the ratios: %.2fx\n' "$(awk "BEGIN{print exp($logsum/$count)}")"
+    echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
 cmd_check() {
@@ -152,5 +157,5 @@ case "${1:-}" in
     build) build ;;
     run) shift; cmd_run "$@" ;;
     check) shift; cmd_check "$@" ;;
-    *) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 2 ;;
 esac
