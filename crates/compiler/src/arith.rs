@@ -1085,7 +1085,7 @@ fail:
             let _ = writeln!(self.out.text, "  {e} = extractelement {vt} {r}, i64 0");
             return Some(V::scalar(ty, e));
         }
-        if n % wide != 0 || !(n / wide).is_power_of_two() {
+        if !n.is_multiple_of(wide) || !(n / wide).is_power_of_two() {
             return None;
         }
         let vt = format!("<{wide} x {elem}>");
