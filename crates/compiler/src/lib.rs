@@ -453,6 +453,13 @@ pub fn emit_target_ir(module: &ptx::ast::Module, src: &str, target: &Target) -> 
 
 /// Identifies the code a [`compile`] call produces for `target` on this
 /// machine: part of any cache key for compiled code.
+/// Whether the host processor has AVX-512F: directed-rounding arithmetic
+/// (`add.rm.f32`...) for the host is then one instruction with the
+/// rounding mode embedded instead of a switch of the rounding mode.
+pub fn host_has_avx512f() -> bool {
+    codegen::host_has_avx512f()
+}
+
 pub fn target_fingerprint(target: &Target) -> String {
     match target {
         Target::HostCpu => codegen::host_fingerprint(),
@@ -500,6 +507,16 @@ mod codegen {
                 CodeModel::Default,
             )
             .ok_or_else(|| CompileError::Llvm(format!("no target machine for {}", triple.as_str().to_string_lossy())))
+    }
+
+    /// Whether the host processor has AVX-512F, whose arithmetic
+    /// instructions carry their own rounding mode (`{rd-sae}`): directed
+    /// rounding then needs no change of the floating-point environment.
+    /// Part of the fingerprint (the host's features), so cached code
+    /// follows it.
+    pub fn host_has_avx512f() -> bool {
+        static HAS: OnceLock<bool> = OnceLock::new();
+        *HAS.get_or_init(|| TargetMachine::get_host_cpu_features().to_string_lossy().split(',').any(|f| f == "+avx512f"))
     }
 
     pub fn host_fingerprint() -> String {
