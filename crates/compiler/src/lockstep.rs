@@ -40,7 +40,9 @@
 //!    - `X` is `W` itself, executed at most once per thread (in the
 //!      kernel's body, outside every loop): its lanes then run it in lane
 //!      order either way, which is an order the GPU's single instruction
-//!      may take too.
+//!      may take too; or
+//!    - the two addresses keep the lanes apart, always or under launch
+//!      conditions (below).
 //!
 //! Read-only loads never see another lane's store: `ld.const`,
 //! `ld.param`, `ld.local` (a thread's own memory), `ld.global.nc` and
@@ -51,14 +53,62 @@
 //! the other one of the pair) that made it so. The analysis makes no
 //! assumption about where pointers point: two pointer parameters may name
 //! overlapping memory, so a load through one may read what a store through
-//! the other writes, and a kernel that loads and stores global memory is
-//! `Exchanges` even when each thread touches only its own element.
+//! the other writes; where only the launch can tell, the verdict is
+//! [`Verdict::IndependentIf`] with the conditions to check.
+//!
+//! # Conditions
+//!
+//! Addresses are followed in the kernel's own body only, as `base + scale
+//! * widen(index) + offset` ([`Form`]): `base` a 64-bit kernel parameter
+//! or a module variable, `index` a 32-bit register widened to 64 bits
+//! with or without its sign, `scale` and `offset` constants. A register
+//! read by an instruction is followed through the write that reaches it
+//! for certain: the last write before it with no label in between, or
+//! else the register's only write in the body; the write must be
+//! unguarded and write that register alone (`Forms`).
+//!
+//! - **Per warp** ([`Apart`]): when both accesses use the same index
+//!   write, holding a warp-uniform value plus `%tid.x`, lanes of a warp
+//!   with one-dimensional blocks have consecutive indices, and the
+//!   distance `d` between the bases plus offsets decides: each lane its
+//!   own element (`d = 0`, `|scale|` at least the access size), or `|d|`
+//!   at least `31 |scale| + size` away from 0 and from `|scale| 2^32`
+//!   (where lanes whose index wrapped would meet). Within one base `d` is
+//!   known when compiled; between two bases the launch checks it, and
+//!   that the block has one dimension.
+//! - **Launch ranges** ([`Disjoint`]): otherwise (different scales or
+//!   sizes, different indices, a uniform address against an indexed one,
+//!   a block of any shape), when each index's value is a computation the
+//!   analysis follows — `%tid`, `%ntid`, `%ctaid`, `%nctaid`, 32-bit
+//!   parameters and constants combined by `add`, `sub`, `neg`, `mul.lo`,
+//!   `mad.lo`, `shl` by a constant and 32-bit `cvt`: the ring operations
+//!   modulo 2^32, [`Op`] — the two accesses' bytes over the whole launch
+//!   must not overlap. At launch, interval arithmetic over `%tid.d` in
+//!   `[0, ntid.d)` and `%ctaid.d` in `[0, nctaid.d)`, with the
+//!   parameters' values, bounds each index's exact integer value
+//!   ([`value_range`]); the register holds that value modulo 2^32, so it
+//!   is the register's value only when the whole interval fits the
+//!   widening's range (`[-2^31, 2^31)` signed, `[0, 2^32)` unsigned), and
+//!   the check fails otherwise. Each access then touches bytes within
+//!   `[base + offset + min(scale * lo, scale * hi), base + offset +
+//!   max(scale * lo, scale * hi) + size)`, which must lie in `[0, 2^64)`;
+//!   the condition holds when the two ranges do not overlap (touching is
+//!   apart). No thread then reads or writes a byte any thread writes
+//!   through the other access, whatever the order of threads. Two
+//!   accesses through one base and the same index never get this
+//!   condition (their overlap is known when compiled).
+//!
+//! A condition anything unknown leaves undecided (a parameter past the
+//! buffer, a variable not found, an interval past [`RANGE_BOUND`]) fails:
+//! a failed check costs speed only, the launch running the lockstep
+//! version.
 //!
 //! Invariants (tests below): the verdict depends on the PTX text only;
-//! adding an instruction never turns `Exchanges` into `Independent`;
-//! `Independent` implies that running the kernel thread by thread in any
-//! order of threads gives the memory contents and values of running it
-//! as converged warps in lockstep.
+//! adding an instruction that writes no register the others read never
+//! turns `Exchanges` into `Independent` and never removes a condition; `Independent` implies that running the
+//! kernel thread by thread in any order of threads gives the memory
+//! contents and values of running it as converged warps in lockstep, and
+//! `IndependentIf` implies it for every launch its conditions hold for.
 
 use crate::layout::{Analysis, ItemId};
 use ptx::ast::*;
