@@ -591,4 +591,31 @@ mod launch_guard_tests {
         assert!(!g.holds(&params(0x1000, 0), [1, 1, 1], [16, 2, 1], &at(0x1000 - 128)), "equal is not allowed");
         assert!(!g.holds(&params(0x1000, 0), [1, 1, 1], [16, 2, 1], &|_| None), "an unknown variable");
     }
+
+    #[test]
+    fn a_launch_range_guard_reads_the_grid_and_parameters() {
+        use crate::lockstep::{Disjoint, Launch, Op, Span, SpanIndex};
+        // Stores through the pointer at offset 0 and loads through the one
+        // at 8, both at `ctaid.x * ntid.x + tid.x`, below the u32 at 16:
+        // 8-byte stores and 4-byte loads.
+        let index = vec![Op::Special(Launch::Ctaid, 0), Op::Special(Launch::Ntid, 0), Op::Mul, Op::Special(Launch::Tid, 0), Op::Add];
+        let below = Some((vec![Op::Param { at: 16, signed: false }], false));
+        let span = |at: u32, scale: i64| Span {
+            base: GuardBase::Param(at),
+            offset: 0,
+            index: Some(SpanIndex { value: index.clone(), signed: true, scale, below: below.clone() }),
+            bytes: scale as u64,
+        };
+        let g = LaunchGuard { one_dimensional: false, apart: vec![], disjoint: vec![Disjoint { a: span(0, 8), b: span(8, 4) }] };
+        let mut p = params(0x10000, 0x10000 + 800);
+        p.extend_from_slice(&100u32.to_le_bytes());
+        let none = |_: &str| None;
+        assert!(g.holds(&p, [4, 1, 1], [32, 1, 1], &none), "100 elements of 8 bytes end where the loads start");
+        assert!(g.holds(&p, [40, 2, 1], [32, 2, 1], &none), "more threads, the same bound");
+        assert!(!g.holds(&p[..16], [4, 1, 1], [32, 1, 1], &none), "the bound past the buffer");
+        p[16..20].copy_from_slice(&101u32.to_le_bytes());
+        assert!(!g.holds(&p, [4, 1, 1], [32, 1, 1], &none), "one element more overlaps");
+        assert!(g.holds(&p, [3, 1, 1], [32, 1, 1], &none), "96 threads stay below the loads");
+        assert!(!g.holds(&p, [0, 1, 1], [32, 1, 1], &none), "an empty grid is refused");
+    }
 }

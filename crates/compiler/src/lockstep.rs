@@ -234,6 +234,10 @@ pub struct SpanIndex<P> {
     pub value: Vec<Op<P>>,
     pub signed: bool,
     pub scale: i64,
+    /// A value the index is below (`true`: at most) wherever the access
+    /// runs, compared as the widening reads it: an early exit (`if (i >=
+    /// n) return;`) the access's straight-line code passed.
+    pub below: Option<(Vec<Op<P>>, bool)>,
 }
 
 /// Two accesses whose bytes over the whole launch must not overlap (see
@@ -321,6 +325,14 @@ impl<B, P> Span<B, P> {
                 if !fits {
                     return None;
                 }
+                // Only then does the comparison see the exact value.
+                let hi = match &ix.below {
+                    Some((bound, inclusive)) => {
+                        let (_, top) = value_range(bound, param, grid, block)?;
+                        hi.min(if *inclusive { top } else { top - 1 }).max(lo)
+                    }
+                    None => hi,
+                };
                 let (p, q) = (i128::from(ix.scale) * lo, i128::from(ix.scale) * hi);
                 (start + p.min(q), start + p.max(q))
             }
@@ -349,24 +361,26 @@ impl<B, P> Disjoint<B, P> {
 
     /// The same condition with bases and parameters named otherwise.
     pub fn map<B2, P2>(&self, fb: &dyn Fn(&B) -> B2, fp: &dyn Fn(&P) -> P2) -> Disjoint<B2, P2> {
+        let ops = |v: &[Op<P>]| -> Vec<Op<P2>> {
+            v.iter()
+                .map(|op| match op {
+                    Op::Const(c) => Op::Const(*c),
+                    Op::Param { at, signed } => Op::Param { at: fp(at), signed: *signed },
+                    Op::Special(l, d) => Op::Special(*l, *d),
+                    Op::Add => Op::Add,
+                    Op::Sub => Op::Sub,
+                    Op::Mul => Op::Mul,
+                })
+                .collect()
+        };
         let span = |s: &Span<B, P>| Span {
             base: fb(&s.base),
             offset: s.offset,
             index: s.index.as_ref().map(|ix| SpanIndex {
-                value: ix
-                    .value
-                    .iter()
-                    .map(|op| match op {
-                        Op::Const(c) => Op::Const(*c),
-                        Op::Param { at, signed } => Op::Param { at: fp(at), signed: *signed },
-                        Op::Special(l, d) => Op::Special(*l, *d),
-                        Op::Add => Op::Add,
-                        Op::Sub => Op::Sub,
-                        Op::Mul => Op::Mul,
-                    })
-                    .collect(),
+                value: ops(&ix.value),
                 signed: ix.signed,
                 scale: ix.scale,
+                below: ix.below.as_ref().map(|(v, inclusive)| (ops(v), *inclusive)),
             }),
             bytes: s.bytes,
         };
@@ -1018,14 +1032,84 @@ impl<'a> Forms<'a> {
         }
     }
 
-    /// The bytes an access of `bytes` bytes at `form` touches over a
-    /// launch, when its index's computation is known.
-    fn span(&mut self, form: Form, bytes: u64) -> Option<Span<Base, VarId>> {
+    /// The bytes an access (at statement `at`) of `bytes` bytes at `form`
+    /// touches over a launch, when its index's computation is known.
+    fn span(&mut self, form: Form, bytes: u64, at: usize) -> Option<Span<Base, VarId>> {
         let index = match form.index {
-            Some(i) => Some(SpanIndex { value: self.value(i.def)?, signed: i.signed, scale: i.scale }),
+            Some(i) => {
+                let below = self.below(i.def, i.signed, at);
+                Some(SpanIndex { value: self.value(i.def)?, signed: i.signed, scale: i.scale, below })
+            }
             None => None,
         };
         Some(Span { base: form.base, offset: form.offset, index, bytes })
+    }
+
+    /// A value the index written at statement `def` is below (`true`: at
+    /// most) when statement `at` runs: the nearest guarded branch, `ret`
+    /// or `exit` before `at` in its straight-line code, whose predicate is
+    /// a 32-bit `setp` comparing that index with a value [`Forms::value`]
+    /// follows, in the signedness `signed` (the widening's). Reaching `at`
+    /// means the exit was not taken, so the comparison came out the way
+    /// that keeps the thread.
+    fn below(&mut self, def: usize, signed: bool, at: usize) -> Option<(Vec<Op<VarId>>, bool)> {
+        let b = self.b;
+        let start = *self.region.get(at)?;
+        let (j, guard) = (start..at).rev().find_map(|j| match b.statements.get(j) {
+            Some(Statement::Instruction(inst)) if matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit) => {
+                inst.guard.map(|g| (j, g))
+            }
+            _ => None,
+        })?;
+        let k = self.reach(guard.reg, j)?;
+        let setp = self.def(k)?;
+        let ty = setp.ty(b)?;
+        if setp.op != Opcode::Setp || ty.bits() != 32 || !ty.is_integer() || ty.is_float() {
+            return None;
+        }
+        let (cmp, cmp_signed) = match setp.cmp(b)? {
+            CmpOp::Lt | CmpOp::Le | CmpOp::Gt | CmpOp::Ge if ty.is_signed() => (setp.cmp(b)?, true),
+            CmpOp::Lt | CmpOp::Lo => (CmpOp::Lt, false),
+            CmpOp::Le | CmpOp::Ls => (CmpOp::Le, false),
+            CmpOp::Gt | CmpOp::Hi => (CmpOp::Gt, false),
+            CmpOp::Ge | CmpOp::Hs => (CmpOp::Ge, false),
+            _ => return None,
+        };
+        if cmp_signed != signed {
+            return None;
+        }
+        let [_, x, y] = b.args(setp) else { return None };
+        let is_index = |forms: &Self, o: &Operand| matches!(*o, Operand::Reg(r) if forms.reach(r, k) == Some(def));
+        // The comparison that holds on the way to `at`, as `index CMP other`.
+        let (holds, other) = match (is_index(self, x), is_index(self, y)) {
+            (true, false) => (cmp, y),
+            (false, true) => {
+                let flipped = match cmp {
+                    CmpOp::Lt => CmpOp::Gt,
+                    CmpOp::Le => CmpOp::Ge,
+                    CmpOp::Gt => CmpOp::Lt,
+                    _ => CmpOp::Le,
+                };
+                (flipped, x)
+            }
+            _ => return None,
+        };
+        // The exit is taken when the predicate is true (or false, negated).
+        let kept = match (holds, guard.negate) {
+            (c, true) => c,
+            (CmpOp::Lt, false) => CmpOp::Ge,
+            (CmpOp::Le, false) => CmpOp::Gt,
+            (CmpOp::Gt, false) => CmpOp::Le,
+            (_, false) => CmpOp::Lt,
+        };
+        let inclusive = match kept {
+            CmpOp::Lt => false,
+            CmpOp::Le => true,
+            _ => return None,
+        };
+        let mut value = Vec::new();
+        self.value_operand(other, k, &mut value)?;
+        Some((value, inclusive))
     }
 
     /// Where the address operand of the access at statement `at` lies, and
@@ -1127,7 +1211,7 @@ pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
                     // Only the kernel's own registers are followed.
                     let (form, bytes) =
                         if item == kernel { forms.access(inst, i).map_or((None, 0), |(f, n)| (Some(f), n)) } else { (None, 0) };
-                    let span = form.and_then(|f| forms.span(f, bytes));
+                    let span = form.and_then(|f| forms.span(f, bytes, i));
                     accesses.push(Access { at, effect: e, once: item == kernel && !rep[i], form, bytes, span })
                 }
             }
@@ -1402,7 +1486,7 @@ mod tests {
     fn different_strides_need_disjoint_ranges_over_the_launch() {
         let d = only_disjoint(&verdict(&widen_kernel(WIDEN)));
         let idx = vec![Op::Special(Launch::Ctaid, 0), Op::Special(Launch::Ntid, 0), Op::Mul, Op::Special(Launch::Tid, 0), Op::Add];
-        let span = |base, scale, bytes| Span { base, offset: 0, index: Some(SpanIndex { value: idx.clone(), signed: true, scale }), bytes };
+        let span = |base, scale, bytes| Span { base, offset: 0, index: Some(SpanIndex { value: idx.clone(), signed: true, scale, below: None }), bytes };
         assert_eq!(d, Disjoint { a: span(P, 8, 8), b: span(Q, 4, 4) });
         // 4 blocks of 256 threads: `out` (p) covers 8192 bytes, `in` (q) 4096.
         let (g, b) = ([4, 1, 1], [256, 1, 1]);
@@ -1462,6 +1546,59 @@ mod tests {
         assert!(!launch_holds(&d, p, p + 384, &[], g, b), "a parameter the launch does not give");
         // n = 2^31 - 1 (unsigned index): 11 * n + 15 fits 32 bits? No: wraps.
         assert!(!launch_holds(&d, p, p + (1 << 40), &[(n, i32::MAX as u32)], g, b), "index wraps");
+    }
+
+    /// [`WIDEN`] behind `if (i >= n) return;` in the form `exit` (a
+    /// parameter `n`, variable id 2).
+    fn bounded_widen(exit: &str, between: &str) -> String {
+        let body = WIDEN.replace("mul.wide.s32 %rd6", &format!("ld.param.u32 %r9, [n];\n{exit}\n{between}mul.wide.s32 %rd6"));
+        format!(
+            ".visible .entry k(.param .u64 p, .param .u64 q, .param .u32 n)\n{{\n.reg .pred %p<4>;\n.reg .b32 %r<16>;\n.reg .f32 %f<8>;\n\
+             .reg .f64 %fd<4>;\n.reg .b64 %rd<16>;\nld.param.u64 %rd1, [p];\nld.param.u64 %rd2, [q];\nmov.u32 %r1, %tid.x;\n{body}\n\
+             $Ldone:\nret;\n}}\n"
+        )
+    }
+
+    #[test]
+    fn an_early_exit_bounds_the_index() {
+        let (g, b) = ([4, 1, 1], [256, 1, 1]);
+        let p = 0x10_0000u64;
+        let n = 2;
+        for exit in [
+            "setp.ge.s32 %p1, %r4, %r9;\n@%p1 bra $Ldone;",
+            "setp.lt.s32 %p1, %r4, %r9;\n@!%p1 bra $Ldone;",
+            "setp.le.s32 %p1, %r9, %r4;\n@%p1 bra $Ldone;",
+            "setp.ge.s32 %p1, %r4, %r9;\n@%p1 ret;",
+        ] {
+            let d = only_disjoint(&verdict(&bounded_widen(exit, "")));
+            // 1000 of the launch's 1024 threads pass: `out` covers 8000 bytes.
+            assert!(launch_holds(&d, p, p + 8000, &[(n, 1000)], g, b), "{exit}");
+            assert!(!launch_holds(&d, p, p + 7999, &[(n, 1000)], g, b), "{exit}: one byte of overlap");
+            assert!(!launch_holds(&d, p, p + 8000, &[(n, 1001)], g, b), "{exit}: one element more");
+            // A bound past the launch's threads does not widen the range.
+            assert!(launch_holds(&d, p, p + 8192, &[(n, 5000)], g, b), "{exit}");
+            assert!(!launch_holds(&d, p, p + 8191, &[(n, 5000)], g, b), "{exit}");
+            // The bound is a parameter the launch must give.
+            assert!(!launch_holds(&d, p, p + 8192, &[], g, b), "{exit}");
+        }
+        // `i <= n`: one element more.
+        let d = only_disjoint(&verdict(&bounded_widen("setp.gt.s32 %p1, %r4, %r9;\n@%p1 bra $Ldone;", "")));
+        assert!(launch_holds(&d, p, p + 8008, &[(n, 1000)], g, b));
+        assert!(!launch_holds(&d, p, p + 8007, &[(n, 1000)], g, b));
+        // No bound: an unsigned comparison of a sign-extended index (a
+        // negative index passes it), an exit another path can jump past,
+        // an exit the branch takes the other way round, a comparison of
+        // another register.
+        for (exit, between) in [
+            ("setp.ge.u32 %p1, %r4, %r9;\n@%p1 bra $Ldone;", ""),
+            ("setp.ge.s32 %p1, %r4, %r9;\n@%p1 bra $Ldone;", "$L2:\n"),
+            ("setp.lt.s32 %p1, %r4, %r9;\n@%p1 bra $Ldone;", ""),
+            ("setp.ge.s32 %p1, %r2, %r9;\n@%p1 bra $Ldone;", ""),
+        ] {
+            let d = only_disjoint(&verdict(&bounded_widen(exit, between)));
+            assert!(!launch_holds(&d, p, p + 8000, &[(n, 1000)], g, b), "{exit} {between}");
+            assert!(launch_holds(&d, p, p + 8192, &[(n, 1000)], g, b), "{exit} {between}");
+        }
     }
 
     #[test]

@@ -85,7 +85,6 @@ fn put_guard(w: &mut Vec<u8>, g: Option<&compiler::LaunchGuard>) {
 }
 
 fn put_span(w: &mut Vec<u8>, s: &compiler::lockstep::Span<compiler::GuardBase, u32>) {
-    use compiler::lockstep::{Launch, Op};
     put_base(w, &s.base);
     w.extend_from_slice(&s.offset.to_le_bytes());
     w.extend_from_slice(&s.bytes.to_le_bytes());
@@ -95,8 +94,20 @@ fn put_span(w: &mut Vec<u8>, s: &compiler::lockstep::Span<compiler::GuardBase, u
     };
     w.extend_from_slice(&(1 | (ix.signed as u32) << 1).to_le_bytes());
     w.extend_from_slice(&ix.scale.to_le_bytes());
-    w.extend_from_slice(&(ix.value.len() as u32).to_le_bytes());
-    for op in &ix.value {
+    put_ops(w, &ix.value);
+    match &ix.below {
+        None => w.extend_from_slice(&0u32.to_le_bytes()),
+        Some((v, inclusive)) => {
+            w.extend_from_slice(&(1 + *inclusive as u32).to_le_bytes());
+            put_ops(w, v);
+        }
+    }
+}
+
+fn put_ops(w: &mut Vec<u8>, ops: &[compiler::lockstep::Op<u32>]) {
+    use compiler::lockstep::{Launch, Op};
+    w.extend_from_slice(&(ops.len() as u32).to_le_bytes());
+    for op in ops {
         let (tag, x): (u32, u64) = match *op {
             Op::Const(c) => (0, c as u64),
             Op::Param { at, signed } => (1 + signed as u32, u64::from(at)),
@@ -119,7 +130,7 @@ fn put_span(w: &mut Vec<u8>, s: &compiler::lockstep::Span<compiler::GuardBase, u
 }
 
 fn read_span(r: &mut Reader) -> Option<compiler::lockstep::Span<compiler::GuardBase, u32>> {
-    use compiler::lockstep::{Launch, Op, Span, SpanIndex};
+    use compiler::lockstep::{Span, SpanIndex};
     let base = read_base(r)?;
     let offset = r.u64()? as i64;
     let bytes = r.u64()?;
@@ -128,6 +139,17 @@ fn read_span(r: &mut Reader) -> Option<compiler::lockstep::Span<compiler::GuardB
         return Some(Span { base, offset, index: None, bytes });
     }
     let scale = r.u64()? as i64;
+    let value = read_ops(r)?;
+    let below = match r.u32()? {
+        0 => None,
+        k @ (1 | 2) => Some((read_ops(r)?, k == 2)),
+        _ => return None,
+    };
+    Some(Span { base, offset, index: Some(SpanIndex { value, signed: flags & 2 != 0, scale, below }), bytes })
+}
+
+fn read_ops(r: &mut Reader) -> Option<Vec<compiler::lockstep::Op<u32>>> {
+    use compiler::lockstep::{Launch, Op};
     let n = r.u32()? as usize;
     let mut value = Vec::with_capacity(n.min(1 << 10));
     for _ in 0..n {
@@ -151,7 +173,7 @@ fn read_span(r: &mut Reader) -> Option<compiler::lockstep::Span<compiler::GuardB
             _ => return None,
         });
     }
-    Some(Span { base, offset, index: Some(SpanIndex { value, signed: flags & 2 != 0, scale }), bytes })
+    Some(value)
 }
 
 fn read_base(r: &mut Reader) -> Option<compiler::GuardBase> {
@@ -314,6 +336,7 @@ mod tests {
                                 ],
                                 signed: true,
                                 scale: -4,
+                                below: Some((vec![compiler::lockstep::Op::Param { at: 12, signed: false }], true)),
                             }),
                             bytes: 4,
                         },
