@@ -208,7 +208,10 @@ pub enum Launch {
 pub enum Op<P> {
     Const(i64),
     /// A 32-bit kernel parameter, read as signed or unsigned.
-    Param { at: P, signed: bool },
+    Param {
+        at: P,
+        signed: bool,
+    },
     /// A launch value and its dimension (0 = x, 1 = y, 2 = z).
     Special(Launch, u8),
     Add,
@@ -1003,9 +1006,7 @@ impl<'a> Forms<'a> {
                 let f = self.operand_form(a, i)?;
                 Some(Form { offset: f.offset.checked_sub(*v)?, ..f })
             }
-            (Opcode::Mul, [_, x, Operand::Imm(s)]) if inst.has(b, Flag::Wide) && ty.bits() == 32 => {
-                self.widened(x, i, signed_src(ty), *s)
-            }
+            (Opcode::Mul, [_, x, Operand::Imm(s)]) if inst.has(b, Flag::Wide) && ty.bits() == 32 => self.widened(x, i, signed_src(ty), *s),
             (Opcode::Mad, [_, x, Operand::Imm(s), c]) if inst.has(b, Flag::Wide) && ty.bits() == 32 => {
                 Forms::sum(self.widened(x, i, signed_src(ty), *s)?, self.operand_form(c, i)?)
             }
@@ -1056,9 +1057,7 @@ impl<'a> Forms<'a> {
         let b = self.b;
         let start = *self.region.get(at)?;
         let (j, guard) = (start..at).rev().find_map(|j| match b.statements.get(j) {
-            Some(Statement::Instruction(inst)) if matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit) => {
-                inst.guard.map(|g| (j, g))
-            }
+            Some(Statement::Instruction(inst)) if matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit) => inst.guard.map(|g| (j, g)),
             _ => None,
         })?;
         let k = self.reach(guard.reg, j)?;
@@ -1486,7 +1485,12 @@ mod tests {
     fn different_strides_need_disjoint_ranges_over_the_launch() {
         let d = only_disjoint(&verdict(&widen_kernel(WIDEN)));
         let idx = vec![Op::Special(Launch::Ctaid, 0), Op::Special(Launch::Ntid, 0), Op::Mul, Op::Special(Launch::Tid, 0), Op::Add];
-        let span = |base, scale, bytes| Span { base, offset: 0, index: Some(SpanIndex { value: idx.clone(), signed: true, scale, below: None }), bytes };
+        let span = |base, scale, bytes| Span {
+            base,
+            offset: 0,
+            index: Some(SpanIndex { value: idx.clone(), signed: true, scale, below: None }),
+            bytes,
+        };
         assert_eq!(d, Disjoint { a: span(P, 8, 8), b: span(Q, 4, 4) });
         // 4 blocks of 256 threads: `out` (p) covers 8192 bytes, `in` (q) 4096.
         let (g, b) = ([4, 1, 1], [256, 1, 1]);

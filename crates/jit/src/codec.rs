@@ -340,7 +340,12 @@ mod tests {
                             }),
                             bytes: 4,
                         },
-                        b: compiler::lockstep::Span { base: compiler::GuardBase::Global("table".into()), offset: 16, index: None, bytes: 8 },
+                        b: compiler::lockstep::Span {
+                            base: compiler::GuardBase::Global("table".into()),
+                            offset: 16,
+                            index: None,
+                            bytes: 8,
+                        },
                     }],
                 }),
             }],
