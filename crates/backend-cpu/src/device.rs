@@ -484,7 +484,7 @@ impl CpuModule {
         let code = self.code(k)?;
         let Some(guard) = &code.kernel.info.lockstep_guard else { return Ok(code) };
         let global = |name: &str| self.globals.iter().find(|g| g.name == name).map(|g| g.address);
-        if guard.holds(launch.params, launch.block, &global) {
+        if guard.holds(launch.params, launch.grid, launch.block, &global) {
             return Ok(code);
         }
         let slot = self.lockstep.get(k).ok_or_else(|| other(format!("no kernel {k}")))?;

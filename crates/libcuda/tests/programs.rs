@@ -176,6 +176,9 @@ fn the_log_says_which_mode_each_kernel_runs_in_and_why() {
     assert!(exchange.contains("runs warp mode") && exchange.contains("`st.volatile.global.u32` at "), "{text}");
     let saxpy = line("_Z5saxpyifPKfPf");
     assert!(saxpy.contains("thread by thread, the fast path, when the block has one dimension"), "{text}");
+    // Loads and stores of different sizes: the launch's byte ranges.
+    let widen = line("_Z5wideniPKiPx");
+    assert!(widen.contains("thread by thread, the fast path, when the bytes at") && widen.contains("do not overlap"), "{text}");
     assert!(line("_Z9reduce256PKiPi").contains("its threads wait for each other"), "{text}");
 }
 
