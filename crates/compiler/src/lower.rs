@@ -1727,7 +1727,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     /// Reads a call's `.param` argument `k` as `ty`.
-    fn param_arg(&mut self, params: &[Operand], k: usize, ty: Ty) -> Res<V> {
+    pub(crate) fn param_arg(&mut self, params: &[Operand], k: usize, ty: Ty) -> Res<V> {
         let Some(op) = params.get(k) else {
             return self.invalid("missing call argument");
         };
@@ -1740,7 +1740,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
     }
 
-    fn param_result(&mut self, rets: &[Operand], v: V) -> Res<()> {
+    pub(crate) fn param_result(&mut self, rets: &[Operand], v: V) -> Res<()> {
         let Some(op) = rets.first() else { return Ok(()) };
         match *op {
             Operand::Var(var) => match self.vars.get(&var).cloned() {
@@ -1787,7 +1787,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 self.out.terminate(format_args!("unreachable"));
                 Ok(())
             }
-            other => self.unsupported(format!("call to external function `{other}` (no definition in the module)")),
+            other if crate::devrt::DEVICE_SYNCHRONIZE.contains(&other) => self.unsupported(format!(
+                "device-side `cudaDeviceSynchronize` (`{other}`): CUDA 12 removed it (dynamic parallelism 2 has no device-side wait for child grids)"
+            )),
+            other => match crate::cpu_abi::devrt::lookup(other) {
+                Some(f) => self.device_runtime_call(f, rets, params),
+                None => self.unsupported(format!("call to external function `{other}` (no definition in the module)")),
+            },
         }
     }
 }

@@ -211,6 +211,7 @@ impl Driver {
             return self.capture_node(&stream, &cap, crate::graph::NodeParams::Kernel(node)).map(|_| ());
         }
         let cfg = *cfg;
+        let pending_launch_limit = lock(&ctx.st).limits.dev_runtime_pending_launch_count;
         self.run_async(
             &ctx,
             &stream,
@@ -221,6 +222,7 @@ impl Driver {
                     dynamic_shared_bytes: cfg.shared_bytes,
                     params: &params,
                     cooperative: cfg.cooperative,
+                    pending_launch_limit,
                 };
                 code.launch(index, &lp).map_err(Error::Fault)
             }),

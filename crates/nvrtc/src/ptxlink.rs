@@ -17,7 +17,7 @@ pub fn link(modules: &[(String, String)]) -> Result<String, String> {
     }
     let inputs: Vec<ptx::LinkInput> =
         modules.iter().zip(&parsed).map(|((name, _), module)| ptx::LinkInput { name, module, lazy: false }).collect();
-    ptx::link(&inputs, &ptx::LinkOptions { provided: &ptx::DRIVER_FUNCTIONS }).map(|l| l.ptx).map_err(|e| e.to_string())
+    ptx::link(&inputs, &ptx::LinkOptions { provided: ptx::DRIVER_FUNCTIONS }).map(|l| l.ptx).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -102,6 +102,8 @@ pub(crate) struct Job {
     pub code: Arc<[(usize, usize)]>,
     /// Threads running blocks of a launch with a time limit.
     runners: Mutex<Vec<libc::pthread_t>>,
+    /// Device-side launches, streams and events (`devrt.rs`).
+    pub devrt: super::devrt::GridRt,
 }
 
 /// A thread counted as running blocks of a job until dropped.
@@ -139,6 +141,7 @@ impl Job {
         dynamic_shared: u32,
         params: &[u8],
         options: &LaunchOptions,
+        devrt: super::devrt::GridRt,
     ) -> Result<Arc<Job>, LaunchError> {
         let info = &kernel.info;
         if grid.contains(&0) || block.contains(&0) {
@@ -231,6 +234,7 @@ impl Job {
             cancel: AtomicBool::new(false),
             code: kernel.code.clone(),
             runners: Mutex::new(Vec::new()),
+            devrt,
         }))
     }
 
