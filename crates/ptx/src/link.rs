@@ -209,9 +209,10 @@ pub fn is_device_runtime_text(ptx: &str) -> bool {
 }
 
 /// Whether `ptx` holds a definition of function `name`, judged from the
-/// text around each occurrence of the name as a whole identifier: the
-/// statement it is in starts with `.visible` or `.weak`, is a `.func`, and
-/// reaches a `{` before any `;`.
+/// text around each occurrence of the name as a whole identifier followed
+/// by `(`: the last linkage directive before it in its statement is
+/// `.visible` or `.weak`, followed by `.func`, and a `{` comes before any
+/// `;` after it.
 fn defines_function(ptx: &str, name: &str) -> bool {
     let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$' || c == '%';
     let bytes = ptx.as_bytes();
@@ -224,9 +225,10 @@ fn defines_function(ptx: &str, name: &str) -> bool {
         }
         let start = bytes[..at].iter().rposition(|&b| b == b';' || b == b'}').map_or(0, |p| p + 1);
         let head = strip_comments(&ptx[start..at]);
-        let head = head.trim_start();
-        let linkage = head.starts_with(".visible") || head.starts_with(".weak");
-        if !linkage || !head.split_whitespace().any(|w| w == ".func") {
+        // The statement's words from its last linkage directive on.
+        let words: Vec<&str> = head.split_whitespace().collect();
+        let Some(l) = words.iter().rposition(|w| matches!(*w, ".visible" | ".weak" | ".extern")) else { return false };
+        if words[l] == ".extern" || !words[l..].contains(&".func") {
             return false;
         }
         match (after.find('{'), after.find(';')) {
