@@ -11,6 +11,7 @@
 //     cudaGetLastError (per thread), the nesting depth limit, the pending
 //     launch count limit, a fault in a child fails the parent's launch.
 //@ nvcc-flags: -rdc=true
+//@ variants: shared cu12
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>

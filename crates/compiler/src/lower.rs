@@ -1462,7 +1462,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 }
                 if f.is_some_and(|f| f.kind == FunctionKind::Entry) {
                     // A kernel's address identifies it (device-side launches
-                    // are not supported); its thread function stands for it.
+                    // pass it to the device runtime, which finds the kernel
+                    // by it); its thread function stands for it.
                     return Ok(V::scalar(Ty::Ptr, global_name(&KernelSymbols::thread(sym.name))));
                 }
                 Ok(V::scalar(Ty::Ptr, global_name(&func_symbol(sym.name))))
