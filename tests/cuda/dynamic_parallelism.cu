@@ -328,12 +328,16 @@ __global__ void bad_configuration(Errors *e) {
             e->launch_result = cudaLaunchDeviceV2(buf, 0);
         }
         never_runs<<<1, 2048>>>(e);
+    }
+    __syncthreads();
+    // The last error is thread 0's alone.
+    if (threadIdx.x == 1) e->other_thread = cudaPeekAtLastError();
+    __syncthreads();
+    if (threadIdx.x == 0) {
         e->peek_before = cudaPeekAtLastError();
         e->last_error = cudaGetLastError();
         e->last_error_again = cudaGetLastError();
     }
-    __syncthreads();
-    if (threadIdx.x == 1) e->other_thread = cudaGetLastError();
 }
 
 __device__ int deepest;
