@@ -133,6 +133,7 @@ impl Drop for Job {
 }
 
 impl Job {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         shared: &Arc<Shared>,
         kernel: &LoadedKernel,
