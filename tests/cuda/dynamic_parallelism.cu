@@ -7,6 +7,7 @@
 //   - fire-and-forget launches complete before the host sees the parent
 //     complete; device-side events order two streams;
 //   - device-side cudaMalloc passed to a child, freed by a tail launch;
+//   - device-side cudaFuncGetAttributes and occupancy answer as the host's;
 //   - errors: a bad configuration is returned by the launch and by
 //     cudaGetLastError (per thread), the nesting depth limit, the pending
 //     launch count limit, a fault in a child fails the parent's launch.
@@ -306,6 +307,53 @@ static void test_device_malloc() {
     printf("device malloc: a child summed the parent's cudaMalloc'd array\n");
 }
 
+// ---- device-side queries --------------------------------------------------
+
+__global__ void with_shared(int *out) {
+    __shared__ int tile[300];
+    tile[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = tile[(threadIdx.x + 1) % blockDim.x];
+}
+
+__global__ void query(cudaFuncAttributes *attrs, int *blocks, int *status) {
+    *status = cudaFuncGetAttributes(attrs, (const void *)with_shared);
+    status[1] = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, (const void *)with_shared, 128, 1024);
+    status[2] = cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks + 1, (const void *)with_shared, 256, 0,
+                                                                       cudaOccupancyDefault);
+}
+
+static void test_queries() {
+    cudaFuncAttributes *d_attrs;
+    int *d_blocks, *d_status;
+    CHECK(cudaMalloc(&d_attrs, sizeof(cudaFuncAttributes)));
+    CHECK(cudaMalloc(&d_blocks, 2 * sizeof(int)));
+    CHECK(cudaMalloc(&d_status, 3 * sizeof(int)));
+    CHECK(cudaMemset(d_status, 0xff, 3 * sizeof(int)));
+    query<<<1, 1>>>(d_attrs, d_blocks, d_status);
+    CHECK(cudaDeviceSynchronize());
+    cudaFuncAttributes dev, host;
+    int blocks[2], status[3], host_blocks[2];
+    CHECK(cudaMemcpy(&dev, d_attrs, sizeof dev, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(blocks, d_blocks, sizeof blocks, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(status, d_status, sizeof status, cudaMemcpyDeviceToHost));
+    EXPECT(status[0] == cudaSuccess && status[1] == cudaSuccess && status[2] == cudaSuccess);
+    // The device answers as the host does.
+    CHECK(cudaFuncGetAttributes(&host, with_shared));
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&host_blocks[0], with_shared, 128, 1024));
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&host_blocks[1], with_shared, 256, 0));
+    EXPECT(dev.sharedSizeBytes == host.sharedSizeBytes && dev.sharedSizeBytes >= 1200);
+    EXPECT(dev.constSizeBytes == host.constSizeBytes && dev.localSizeBytes == host.localSizeBytes);
+    EXPECT(dev.maxThreadsPerBlock == host.maxThreadsPerBlock && dev.numRegs == host.numRegs);
+    EXPECT(dev.ptxVersion == host.ptxVersion && dev.binaryVersion == host.binaryVersion);
+    EXPECT(dev.maxDynamicSharedSizeBytes == host.maxDynamicSharedSizeBytes);
+    EXPECT(blocks[0] == host_blocks[0] && blocks[1] == host_blocks[1] && blocks[0] > 0);
+    CHECK(cudaFree(d_attrs));
+    CHECK(cudaFree(d_blocks));
+    CHECK(cudaFree(d_status));
+    printf("queries: device-side cudaFuncGetAttributes and occupancy agree with the host's\n");
+}
+
 // ---- errors ---------------------------------------------------------------
 
 struct Errors {
@@ -427,6 +475,7 @@ int main() {
     test_parent_stores_visible();
     test_tail_launch();
     test_device_malloc();
+    test_queries();
     test_errors();
     printf("PASS dynamic_parallelism\n");
     return 0;

@@ -473,13 +473,27 @@ impl crate::exec::KernelResolver for CpuModule {
     /// a kernel's address compiles as one unit, so every kernel's `thread`
     /// function (the address the code takes) lives in the same object.
     fn kernel(&self, address: usize) -> Option<LoadedKernel> {
-        (0..self.kernels.len()).find_map(|k| {
-            let code = self.code(k).ok()?;
-            (code.kernel.thread as usize == address).then(|| code.kernel.clone())
-        })
+        self.code(self.kernel_index(address)?).ok().map(|c| c.kernel.clone())
     }
 
     fn attribute(&self, attr: u32) -> Option<i32> {
         self.props.as_ref()?.attribute(cuda_types::CUdevice_attribute(attr))
+    }
+
+    fn func_attribute(&self, address: usize, attr: u32) -> Option<i32> {
+        let desc = &self.kernels[self.kernel_index(address)?];
+        driver::default_func_attribute(self.props.as_ref()?, desc, cuda_types::CUfunction_attribute(attr))
+    }
+
+    fn occupancy(&self, address: usize, block_threads: u32, dynamic_shared: u32) -> Option<u32> {
+        let desc = &self.kernels[self.kernel_index(address)?];
+        Some(driver::blocks_per_sm(self.props.as_ref()?, desc, block_threads, dynamic_shared))
+    }
+}
+
+impl CpuModule {
+    /// The index of the kernel whose `thread` function is at `address`.
+    fn kernel_index(&self, address: usize) -> Option<usize> {
+        (0..self.kernels.len()).find(|&k| self.code(k).is_ok_and(|c| c.kernel.thread as usize == address))
     }
 }

@@ -43,6 +43,13 @@ pub trait KernelResolver: Sync {
     /// `cudaDeviceGetAttribute` (a `cudaDeviceAttr`, numbered as the
     /// driver's `CUdevice_attribute`).
     fn attribute(&self, attr: u32) -> Option<i32>;
+    /// A `CUfunction_attribute` of the kernel at `address`, as the host
+    /// would read it before changing any (device-side
+    /// `cudaFuncGetAttributes`).
+    fn func_attribute(&self, address: usize, attr: u32) -> Option<i32>;
+    /// Blocks of the kernel at `address` that fit on one multiprocessor
+    /// (`cudaOccupancyMaxActiveBlocksPerMultiprocessor`).
+    fn occupancy(&self, address: usize, block_threads: u32, dynamic_shared: u32) -> Option<u32>;
 }
 
 /// `cudaError_t` values the device runtime returns.
@@ -329,9 +336,18 @@ pub unsafe extern "C" fn __anycuda_devrt(ctx: *mut BlockCtx, thread: u32, op: u3
             }
         }
         Op::RuntimeGetVersion => u64::from(store(args.at(0), 13000i32)),
-        Op::FuncGetAttributes | Op::OccupancyMaxActiveBlocksPerMultiprocessor | Op::OccupancyMaxActiveBlocksPerMultiprocessorWithFlags => {
-            tracing::warn!("kernel `{}`: device-side {op:?} is not supported yet (cudaErrorNotSupported)", job.kernel_name);
-            u64::from(err::NOT_SUPPORTED)
+        Op::FuncGetAttributes => u64::from(func_attributes(g, args.at(0), args.at(1) as usize)),
+        Op::OccupancyMaxActiveBlocksPerMultiprocessor | Op::OccupancyMaxActiveBlocksPerMultiprocessorWithFlags => {
+            let flags = if op == Op::OccupancyMaxActiveBlocksPerMultiprocessor { 0 } else { args.u32(4) };
+            let (func, threads, dynamic) = (args.at(1) as usize, args.u32(2) as i32, args.at(3));
+            let blocks = match (u32::try_from(threads), u32::try_from(dynamic)) {
+                (Ok(t), Ok(d)) if flags <= 1 => g.resolver().and_then(|r| r.occupancy(func, t, d)).ok_or(err::INVALID_DEVICE_FUNCTION),
+                _ => Err(err::INVALID_VALUE),
+            };
+            match blocks {
+                Ok(n) => u64::from(store(args.at(0), n as i32)),
+                Err(e) => u64::from(e),
+            }
         }
     };
     // Calls returning cudaError_t set the thread's last error on failure.
@@ -340,6 +356,30 @@ pub unsafe extern "C" fn __anycuda_devrt(ctx: *mut BlockCtx, thread: u32, op: u3
         g.with(|s| s.last_error.insert(key, result as u32));
     }
     result
+}
+
+/// `cudaFuncGetAttributes`: fills the `cudaFuncAttributes` at `out` (140
+/// bytes in CUDA 12 and 13: three `size_t`, then `int`s in the order of
+/// `CUfunction_attribute` 0 and 4-13, then 15 and 14, then reserved
+/// words, written as zeros).
+fn func_attributes(g: &GridRt, out: u64, func: usize) -> u32 {
+    let Some(r) = g.resolver() else { return err::INVALID_DEVICE_FUNCTION };
+    let Some(max_threads) = r.func_attribute(func, 0) else { return err::INVALID_DEVICE_FUNCTION };
+    if out == 0 {
+        return err::INVALID_VALUE;
+    }
+    let a = |attr: u32| r.func_attribute(func, attr).unwrap_or(0);
+    let mut bytes = [0u8; 140];
+    for (k, attr) in [1u32, 2, 3].into_iter().enumerate() {
+        bytes[8 * k..8 * k + 8].copy_from_slice(&(a(attr).max(0) as u64).to_le_bytes());
+    }
+    let ints = [max_threads, a(4), a(5), a(6), a(7), a(8), a(9), a(10), a(11), a(12), a(13), a(15), a(14)];
+    for (k, v) in ints.into_iter().enumerate() {
+        bytes[24 + 4 * k..28 + 4 * k].copy_from_slice(&v.to_le_bytes());
+    }
+    // SAFETY: the kernel passed the address of its cudaFuncAttributes.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out as *mut u8, bytes.len()) };
+    err::SUCCESS
 }
 
 fn valid_stream(s: &GridState, h: u64) -> bool {
