@@ -126,7 +126,7 @@ fn func_attribute(props: &DeviceProps, desc: &KernelDesc, a: &FuncAttrs, attr: F
         FA::CU_FUNC_ATTRIBUTE_PTX_VERSION => i(desc.ptx_version),
         FA::CU_FUNC_ATTRIBUTE_BINARY_VERSION => i(if desc.binary_version != 0 { desc.binary_version } else { props.compute_capability() }),
         FA::CU_FUNC_ATTRIBUTE_CACHE_MODE_CA => 0,
-        FA::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => i(max_dynamic_shared(props, desc, &a)),
+        FA::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => i(max_dynamic_shared(props, desc, a)),
         FA::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT => a.carveout,
         FA::CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET => 0,
         FA::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH => i(a.required_cluster[0]),
