@@ -283,8 +283,11 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn load_module(&self, _device: usize, ptx: &str, options: &ModuleOptions) -> Result<Arc<dyn BackendModule>, ModuleError> {
-        CpuModule::load(&self.jit, ptx, options).map(|m| Arc::new(m) as Arc<dyn BackendModule>)
+    fn load_module(&self, device: usize, ptx: &str, options: &ModuleOptions) -> Result<Arc<dyn BackendModule>, ModuleError> {
+        CpuModule::load(&self.jit, ptx, options).map(|mut m| {
+            m.props = Some(self.device_props(device));
+            Arc::new(m) as Arc<dyn BackendModule>
+        })
     }
 
     fn vmm_granularity(&self, _device: usize) -> usize {
@@ -359,6 +362,8 @@ pub struct CpuModule {
     /// code's `lockstep_guard` does not hold for.
     lockstep: Vec<std::sync::OnceLock<Result<Arc<KernelCode>, ModuleError>>>,
     info: String,
+    /// The device's properties, for device-side `cudaDeviceGetAttribute`.
+    props: Option<DeviceProps>,
 }
 
 impl Drop for CpuModule {
@@ -424,7 +429,7 @@ impl CpuModule {
         for g in &globals {
             crate::memcheck::track(g.address, g.size as u64, crate::memcheck::Kind::Variable);
         }
-        Ok(CpuModule { jit: module, kernels, globals, shared, shared_symbols, code, lockstep, info: note })
+        Ok(CpuModule { jit: module, kernels, globals, shared, shared_symbols, code, lockstep, info: note, props: None })
     }
 
     /// The code kernel `k`'s launches use now: compiled (or taken from the
@@ -528,13 +533,22 @@ impl BackendModule for CpuModule {
 
     fn launch(&self, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault> {
         let code = self.code_for(kernel, launch).map_err(|e| LaunchFault::Failed(e.log))?;
-        let options = LaunchOptions { cooperative: launch.cooperative };
+        let options = LaunchOptions { cooperative: launch.cooperative, pending_launch_limit: Some(launch.pending_launch_limit) };
         let start = std::time::Instant::now();
         // SAFETY: the code is alive (`code` holds it) and the driver built the
         // parameter buffer from this kernel's layout; what the pointers in it
-        // point to is the program's business, and faults are caught.
+        // point to is the program's business, and faults are caught. Child
+        // grids are kernels of this module, which outlives the call.
         let r = unsafe {
-            Executor::global().launch(&code.kernel, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.params, &options)
+            Executor::global().launch_with(
+                &code.kernel,
+                launch.grid,
+                launch.block,
+                launch.dynamic_shared_bytes,
+                launch.params,
+                &options,
+                Some(self as &dyn crate::exec::KernelResolver),
+            )
         };
         self.jit.record_run(kernel, start.elapsed());
         r.map_err(|e| match e {
@@ -551,6 +565,36 @@ impl BackendModule for CpuModule {
             LaunchError::Timeout { .. } => LaunchFault::Timeout(e.to_string()),
             LaunchError::Internal(_) => LaunchFault::Failed(e.to_string()),
         })
+    }
+}
+
+impl crate::exec::KernelResolver for CpuModule {
+    /// Kernels of this module launched from the device: a module that takes
+    /// a kernel's address compiles as one unit, so every kernel's `thread`
+    /// function (the address the code takes) lives in the same object.
+    fn kernel(&self, address: usize) -> Option<LoadedKernel> {
+        self.code(self.kernel_index(address)?).ok().map(|c| c.kernel.clone())
+    }
+
+    fn attribute(&self, attr: u32) -> Option<i32> {
+        self.props.as_ref()?.attribute(cuda_types::CUdevice_attribute(attr))
+    }
+
+    fn func_attribute(&self, address: usize, attr: u32) -> Option<i32> {
+        let desc = &self.kernels[self.kernel_index(address)?];
+        driver::default_func_attribute(self.props.as_ref()?, desc, cuda_types::CUfunction_attribute(attr))
+    }
+
+    fn occupancy(&self, address: usize, block_threads: u32, dynamic_shared: u32) -> Option<u32> {
+        let desc = &self.kernels[self.kernel_index(address)?];
+        Some(driver::blocks_per_sm(self.props.as_ref()?, desc, block_threads, dynamic_shared))
+    }
+}
+
+impl CpuModule {
+    /// The index of the kernel whose `thread` function is at `address`.
+    fn kernel_index(&self, address: usize) -> Option<usize> {
+        (0..self.kernels.len()).find(|&k| self.code(k).is_ok_and(|c| c.kernel.thread as usize == address))
     }
 }
 

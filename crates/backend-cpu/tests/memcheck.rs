@@ -206,8 +206,14 @@ impl Fixture {
     fn launch(&self, kernel: &str, grid: u32, block: u32, dynamic: u32, args: &[u64]) -> Result<(), LaunchFault> {
         let k = self.module.kernels().iter().position(|k| k.name == kernel).expect("kernel");
         let params: Vec<u8> = args.iter().flat_map(|a| a.to_le_bytes()).collect();
-        let launch =
-            LaunchParams { grid: [grid, 1, 1], block: [block, 1, 1], dynamic_shared_bytes: dynamic, params: &params, cooperative: false };
+        let launch = LaunchParams {
+            grid: [grid, 1, 1],
+            block: [block, 1, 1],
+            dynamic_shared_bytes: dynamic,
+            params: &params,
+            cooperative: false,
+            pending_launch_limit: 2048,
+        };
         self.module.launch(k, &launch)
     }
 

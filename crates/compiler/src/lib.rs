@@ -9,6 +9,7 @@ mod arith;
 mod async_copy;
 mod convert;
 pub mod cpu_abi;
+mod devrt;
 mod ir;
 pub mod layout;
 pub mod lockstep;

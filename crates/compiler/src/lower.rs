@@ -1647,7 +1647,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 }
                 if f.is_some_and(|f| f.kind == FunctionKind::Entry) {
                     // A kernel's address identifies it (device-side launches
-                    // are not supported); its thread function stands for it.
+                    // pass it to the device runtime, which finds the kernel
+                    // by it); its thread function stands for it.
                     return Ok(V::scalar(Ty::Ptr, global_name(&KernelSymbols::thread(sym.name))));
                 }
                 Ok(V::scalar(Ty::Ptr, global_name(&func_symbol(sym.name))))
@@ -1912,7 +1913,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     /// Reads a call's `.param` argument `k` as `ty`.
-    fn param_arg(&mut self, params: &[Operand], k: usize, ty: Ty) -> Res<V> {
+    pub(crate) fn param_arg(&mut self, params: &[Operand], k: usize, ty: Ty) -> Res<V> {
         let Some(op) = params.get(k) else {
             return self.invalid("missing call argument");
         };
@@ -1925,7 +1926,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
     }
 
-    fn param_result(&mut self, rets: &[Operand], v: V) -> Res<()> {
+    pub(crate) fn param_result(&mut self, rets: &[Operand], v: V) -> Res<()> {
         let Some(op) = rets.first() else { return Ok(()) };
         match *op {
             Operand::Var(var) => match self.vars.get(&var).cloned() {
@@ -1972,7 +1973,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 self.out.terminate(format_args!("unreachable"));
                 Ok(())
             }
-            other => self.unsupported(format!("call to external function `{other}` (no definition in the module)")),
+            other if crate::devrt::DEVICE_SYNCHRONIZE.contains(&other) => self.unsupported(format!(
+                "device-side `cudaDeviceSynchronize` (`{other}`): CUDA 12 removed it (dynamic parallelism 2 has no device-side wait for child grids)"
+            )),
+            other => match crate::cpu_abi::devrt::lookup(other) {
+                Some(f) => self.device_runtime_call(f, rets, params),
+                None => self.unsupported(format!("call to external function `{other}` (no definition in the module)")),
+            },
         }
     }
 }

@@ -228,6 +228,9 @@ pub struct LaunchParams<'a> {
     pub params: &'a [u8],
     /// All blocks must be resident at once (grid-wide synchronisation).
     pub cooperative: bool,
+    /// The context's `CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT`: how many
+    /// device-side launches may wait to start at once.
+    pub pending_launch_limit: u64,
 }
 
 /// Why a kernel did not complete. Every fault is sticky: the context it ran

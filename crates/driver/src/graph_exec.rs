@@ -257,7 +257,14 @@ enum Prepared {
     Memset(Option<MemsetPlan>),
 }
 
-fn run_plan(plan: &Plan, prepared: &[Prepared], gens: &[u64], backend: &dyn crate::backend::Backend, sticky: Option<&Error>) -> Result<()> {
+fn run_plan(
+    plan: &Plan,
+    prepared: &[Prepared],
+    gens: &[u64],
+    backend: &dyn crate::backend::Backend,
+    sticky: Option<&Error>,
+    pending_launch_limit: u64,
+) -> Result<()> {
     let mut failed: Option<Error> = sticky.cloned();
     let (mut p, mut g) = (0, 0);
     for step in &plan.steps {
@@ -286,6 +293,7 @@ fn run_plan(plan: &Plan, prepared: &[Prepared], gens: &[u64], backend: &dyn crat
                     dynamic_shared_bytes: k.shared_bytes,
                     params: &k.params,
                     cooperative: k.cooperative,
+                    pending_launch_limit,
                 };
                 k.code.launch(k.index, &lp).map_err(Error::Fault)
             }
@@ -603,7 +611,13 @@ impl Driver {
         let backend = self.backend.clone();
         let run = plan.clone();
         let gens2 = gens.clone();
-        match self.submit(&ctx, &s, deps, Box::new(move |sticky| run_plan(&run, &prepared, &gens2, &*backend, sticky))) {
+        let pending_launch_limit = lock(&ctx.st).limits.dev_runtime_pending_launch_count;
+        match self.submit(
+            &ctx,
+            &s,
+            deps,
+            Box::new(move |sticky| run_plan(&run, &prepared, &gens2, &*backend, sticky, pending_launch_limit)),
+        ) {
             Ok(seq) => {
                 st.last = Some((s, seq));
                 Ok(())

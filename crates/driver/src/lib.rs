@@ -80,6 +80,7 @@ pub use graph_exec::{
     INSTANTIATE_USE_NODE_PRIORITY,
 };
 pub use handle::{handle_kind, HandleKind};
+pub use launch::{blocks_per_sm, default_func_attribute, func_max_threads};
 pub use launch::{FuncAttribute, KernelArgs, LaunchConfig};
 pub use memory::{MemLoc, Memcpy2D, Memcpy3D, MemoryType, PointerAttribute, PointerInfo, PoolAttribute};
 pub use module::{JitLog, LoadedImage, ModuleSource};

@@ -20,7 +20,7 @@ pub fn link(modules: &[(String, String)], lazy: &[(String, String)]) -> Result<S
     }
     let inputs: Vec<ptx::LinkInput> =
         all.iter().zip(&parsed).map(|(((name, _), lazy), module)| ptx::LinkInput { name, module, lazy: *lazy }).collect();
-    ptx::link(&inputs, &ptx::LinkOptions { provided: &ptx::DRIVER_FUNCTIONS }).map(|l| l.ptx).map_err(|e| e.to_string())
+    ptx::link(&inputs, &ptx::LinkOptions { provided: ptx::DRIVER_FUNCTIONS }).map(|l| l.ptx).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
