@@ -502,17 +502,38 @@ mod codegen {
         INIT.get_or_init(|| Target::initialize_native(&InitializationConfig::default())).clone().map_err(CompileError::Llvm)
     }
 
+    /// Host features LLVM must not use: with them it converts `float` to
+    /// `bfloat` with `VCVTNEPS2BF16`, which treats subnormal inputs as zero
+    /// and flushes subnormal results, where PTX keeps bf16 subnormals (a
+    /// bf16 value that crosses a basic block is held as a float and
+    /// converted back so: checked mode's access checks split blocks, and
+    /// `neg.bf16` of 0x0001 gave 0x8000).
+    const OFF: [&str; 2] = ["avx512bf16", "avxneconvert"];
+
+    /// The host processor's features, less [`OFF`].
+    fn host_features() -> String {
+        TargetMachine::get_host_cpu_features()
+            .to_string_lossy()
+            .split(',')
+            .map(|f| match f.strip_prefix('+') {
+                Some(name) if OFF.contains(&name) => format!("-{name}"),
+                _ => f.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
     fn host_machine(tier: crate::Tier) -> Result<TargetMachine, CompileError> {
         init()?;
         let triple = TargetMachine::get_default_triple();
         let target = Target::from_triple(&triple).map_err(|e| CompileError::Llvm(e.to_string()))?;
         let cpu = TargetMachine::get_host_cpu_name();
-        let features = TargetMachine::get_host_cpu_features();
+        let features = host_features();
         target
             .create_target_machine(
                 &triple,
                 &cpu.to_string_lossy(),
-                &features.to_string_lossy(),
+                &features,
                 match tier {
                     crate::Tier::Fast => OptimizationLevel::None,
                     crate::Tier::Optimized => OptimizationLevel::Default,
@@ -535,12 +556,7 @@ mod codegen {
 
     pub fn host_fingerprint() -> String {
         let triple = TargetMachine::get_default_triple();
-        format!(
-            "{}|{}|{}",
-            triple.as_str().to_string_lossy(),
-            TargetMachine::get_host_cpu_name().to_string_lossy(),
-            TargetMachine::get_host_cpu_features().to_string_lossy()
-        )
+        format!("{}|{}|{}", triple.as_str().to_string_lossy(), TargetMachine::get_host_cpu_name().to_string_lossy(), host_features())
     }
 
     /// The optimisation pipeline of each tier (see [`crate::Tier`]).
