@@ -773,7 +773,9 @@ fn captured_work_runs_at_every_graph_launch() {
         let (one, zero, two) = (1.0f32, 0.0f32, 2.0f32);
         let p = |v: &f32| (v as *const f32).cast::<c_void>();
         for round in 0..3 {
-            assert_eq!(begin(stream, 0), 0);
+            // Relaxed, as llama.cpp captures: the other tests of this
+            // process allocate meanwhile, which a global-mode capture forbids.
+            assert_eq!(begin(stream, 2), 0);
             assert_eq!(sgemm(h, 0, 0, 2, 2, 2, p(&one), a as P, 2, b as P, 2, p(&zero), c as H, 2), 0);
             assert_eq!(saxpy(h, 2, p(&two), c as P, 1, y as H, 1), 0);
             let mut graph: H = std::ptr::null_mut();
