@@ -750,11 +750,10 @@ fn run_dgmm(call: Dgmm) {
 }
 
 /// Queues `run(call)` on the handle's stream; replayable when the stream
-/// is being captured into a graph (the work's key is the operation and its
-/// arguments).
+/// is being captured into a graph (the work's key, the operation and its
+/// arguments, is only formatted then).
 fn enqueue<T: Copy + std::fmt::Debug + Send + Sync + 'static>(q: Queue, run: fn(T), call: T) -> Result<()> {
-    let key = format!("{:#x} {call:?}", run as usize);
-    driver()?.enqueue_replayable(q.stream(), key, move || run(call))
+    driver()?.enqueue_replayable(q.stream(), || format!("{:#x} {call:?}", run as usize), move || run(call))
 }
 
 impl Backend for Cpu {

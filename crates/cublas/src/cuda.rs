@@ -215,14 +215,19 @@ impl Driver {
     /// its arguments): a program that captures the same work again and
     /// again (llama.cpp captures its graph for every token) adds nothing
     /// after the first capture.
-    pub fn enqueue_replayable(&self, stream: CUstream, key: String, work: impl Fn() + Send + Sync + 'static) -> Result<()> {
+    pub fn enqueue_replayable(
+        &self,
+        stream: CUstream,
+        key: impl FnOnce() -> String,
+        work: impl Fn() + Send + Sync + 'static,
+    ) -> Result<()> {
         let mut status: c_uint = 0;
         // SAFETY: a stream handle the caller gave us; out-pointer to a local.
         let r = unsafe { (self.stream_is_capturing)(stream, &mut status) };
         if r != 0 || status == 0 {
             return self.enqueue(stream, Box::new(work));
         }
-        let kept = captured(key, work);
+        let kept = captured(key(), work);
         // SAFETY: `replay` borrows the kept work, which is never freed.
         let r = unsafe { (self.launch_host_func)(stream, Some(replay), (kept as *const Replayable).cast_mut().cast()) };
         self.check(r, crate::status::EXECUTION_FAILED, "cuLaunchHostFunc")
