@@ -8,6 +8,9 @@ source scripts/env.sh
 # The CUDA programs of tests/cuda: the PTX corpus of the parser tests and
 # the executables the driver tests run (incremental).
 scripts/build-cuda-tests.sh
+# The program suite of benches/programs (CUDA and OpenMP versions): the
+# driver's tests run each at a small size (incremental).
+scripts/bench-programs.sh build
 
 # Quality gates: formatting (rustfmt.toml) and clippy without warnings
 # (the allow list is [workspace.lints] in Cargo.toml).

@@ -1,5 +1,11 @@
 include!("../cublas/build_exports.rs");
 
 fn main() {
-    generate("../cublas/exports/cublas.txt", "anycuda_cublas::abi", "libcublas.so.12");
+    generate_with_unsupported(
+        "../cublas/exports/cublas.txt",
+        "anycuda_cublas::abi",
+        "../cublas/exports/cublas-unsupported.txt",
+        "anycuda_cublas::unsupported",
+        "libcublas.so.12",
+    );
 }

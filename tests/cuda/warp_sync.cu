@@ -3,8 +3,9 @@
 // each instruction for all of its lanes (as NVIDIA GPUs do). An 8x8 DCT
 // whose threads write a column of a shared tile and read a row, a transpose
 // and a butterfly through volatile shared memory, the classic unrolled
-// last-warp reduction, an exchange through global memory; and saxpy, whose
-// lanes touch only their own elements, with arrays that overlap.
+// last-warp reduction, an exchange through global memory; saxpy, whose
+// lanes touch only their own elements, with arrays that overlap; and a
+// widening copy whose loads and stores have different sizes, in place.
 #include "common.cuh"
 
 #define TILES 64
@@ -88,6 +89,14 @@ __global__ void exchange(volatile int* buf, int* out) {
 __global__ void saxpy(int n, float a, const float* x, float* y) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = a * x[i] + y[i];
+}
+
+// out[i] = in[i] widened: 4-byte loads, 8-byte stores through one index.
+// With out over in, lane i's store covers in[2i] and in[2i + 1], which
+// lanes 2i and 2i + 1 load; a converged warp loads them all first.
+__global__ void widen(int n, const int* in, long long* out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i];
 }
 
 static int failures = 0;
@@ -207,6 +216,30 @@ int main() {
         CHECK_KERNEL();
         CHECK(cudaMemcpy(r, d, sizeof r, cudaMemcpyDeviceToHost));
         for (int i = 0; i < 32; i++) expect(r[1 + i] == 2.0f * h[i] + h[1 + i], "saxpy overlapping", i, r[1 + i], 2.0f * h[i] + h[1 + i]);
+        CHECK(cudaFree(d));
+    }
+
+    // widen: separate arrays (the ranges the launch touches are apart),
+    // then out over in within one warp (every lane loads before any
+    // lane stores).
+    {
+        const int n = 4096;
+        static int h[3 * n];
+        static long long r[n];
+        for (int i = 0; i < 3 * n; i++) h[i] = i * 7 - 3000;
+        int* d;
+        CHECK(cudaMalloc(&d, sizeof h));
+        CHECK(cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice));
+        widen<<<n / 256, 256>>>(n, d, (long long*)(d + n));
+        CHECK_KERNEL();
+        CHECK(cudaMemcpy(r, d + n, n * sizeof(long long), cudaMemcpyDeviceToHost));
+        for (int i = 0; i < n; i++) expect(r[i] == h[i], "widen", i, (double)r[i], h[i]);
+
+        CHECK(cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice));
+        widen<<<1, 32>>>(32, d, (long long*)d);
+        CHECK_KERNEL();
+        CHECK(cudaMemcpy(r, d, 32 * sizeof(long long), cudaMemcpyDeviceToHost));
+        for (int i = 0; i < 32; i++) expect(r[i] == h[i], "widen overlapping", i, (double)r[i], h[i]);
         CHECK(cudaFree(d));
     }
 

@@ -14,9 +14,59 @@ use driver::props::DeviceProps;
 use crate::exec::{Executor, LaunchError, LaunchOptions, LoadedKernel};
 use crate::loader::LoadedModule;
 
-/// The CPU backend: one device, whose memory is the process's memory.
+/// Environment variable: how many devices the CPU backend presents
+/// (default 1, at most [`MAX_DEVICES`]).
+pub const DEVICES_ENV: &str = "ANYCUDA_CPU_DEVICES";
+
+/// The most devices `ANYCUDA_CPU_DEVICES` may ask for.
+pub const MAX_DEVICES: usize = 16;
+
+/// The device count `ANYCUDA_CPU_DEVICES` asks for: `None` when unset;
+/// a value that is not a number from 1 to [`MAX_DEVICES`] is refused
+/// with the reason.
+pub fn device_count_from(value: Option<&str>) -> Result<Option<usize>, String> {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else { return Ok(None) };
+    match v.parse::<usize>() {
+        Ok(n) if (1..=MAX_DEVICES).contains(&n) => Ok(Some(n)),
+        _ => Err(format!("{DEVICES_ENV}={v} is not a device count from 1 to {MAX_DEVICES}")),
+    }
+}
+
+/// The devices `CUDA_VISIBLE_DEVICES` (`value`, when set) leaves visible,
+/// as indices into `uuids` (the devices there are), in its order: a comma
+/// list of device indices or `GPU-` followed by a unique prefix of a
+/// device's UUID; as with NVIDIA's driver, an entry that names no device
+/// (or one already listed) hides it and every entry after it, so an empty
+/// value or `-1` leaves none.
+pub fn visible_devices(value: Option<&str>, uuids: &[[u8; 16]]) -> Vec<usize> {
+    let Some(value) = value else { return (0..uuids.len()).collect() };
+    let hex = |u: &[u8; 16]| u.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let mut out: Vec<usize> = Vec::new();
+    for item in value.split(',').map(str::trim) {
+        let found = if let Ok(i) = item.parse::<usize>() {
+            (i < uuids.len()).then_some(i)
+        } else if let Some(prefix) = item.strip_prefix("GPU-").map(|p| p.replace('-', "").to_ascii_lowercase()).filter(|p| !p.is_empty()) {
+            let matching: Vec<usize> = (0..uuids.len()).filter(|&i| hex(&uuids[i]).starts_with(&prefix)).collect();
+            (matching.len() == 1).then(|| matching[0])
+        } else {
+            None
+        };
+        match found {
+            Some(i) if !out.contains(&i) => out.push(i),
+            _ => break,
+        }
+    }
+    out
+}
+
+/// The CPU backend: one device, or several (`ANYCUDA_CPU_DEVICES`), whose
+/// memory is the process's memory. Several devices share the host's cores
+/// and one memory budget (each reports all of it as its total and what is
+/// left of it as free), and each can access the others' memory (it is
+/// the same memory): peer access is supported between any two.
 pub struct CpuBackend {
-    props: DeviceProps,
+    /// One description per device (they differ in UUID and PCI bus).
+    props: Vec<DeviceProps>,
     /// Live allocations made by this backend: address -> size.
     allocations: Mutex<BTreeMap<u64, usize>>,
     /// The device's memory size and what is allocated of it.
@@ -24,6 +74,9 @@ pub struct CpuBackend {
     jit: Arc<jit::Jit>,
     /// Physical allocations of the virtual memory API.
     vmm: crate::vmm::VirtualMemory,
+    /// Allocations shared with other processes, and theirs mapped here.
+    ipc_exports: crate::ipc::Exports,
+    ipc_imports: crate::ipc::Imports,
 }
 
 impl Default for CpuBackend {
@@ -56,14 +109,44 @@ impl CpuBackend {
 
     /// A backend with this JIT configuration and memory budget.
     pub fn with(config: jit::JitConfig, budget: crate::limit::Budget) -> CpuBackend {
-        let mut props = DeviceProps::host_cpu(0);
-        props.multiprocessor_count = Executor::global().multiprocessors();
-        props.kernel_exec_timeout = Executor::global().launch_timeout().is_some();
-        props.total_mem = budget.total();
-        props.virtual_memory_management = true;
-        props.vmm_posix_fd = true;
+        let count = match device_count_from(std::env::var(DEVICES_ENV).ok().as_deref()) {
+            Ok(n) => n.unwrap_or(1),
+            Err(why) => {
+                tracing::warn!("{why}; presenting 1 device");
+                1
+            }
+        };
+        CpuBackend::with_devices(config, budget, count)
+    }
+
+    /// A backend presenting `count` devices (1 to [`MAX_DEVICES`]), of
+    /// which `CUDA_VISIBLE_DEVICES` (when set) keeps some, in its order.
+    pub fn with_devices(config: jit::JitConfig, budget: crate::limit::Budget, count: usize) -> CpuBackend {
+        let uuids: Vec<[u8; 16]> = (0..count.clamp(1, MAX_DEVICES) as u32).map(driver::props::machine_uuid).collect();
+        let visible = visible_devices(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref(), &uuids);
+        let props = visible
+            .into_iter()
+            .map(|ordinal| ordinal as u32)
+            .map(|ordinal| {
+                let mut props = DeviceProps::host_cpu(ordinal);
+                props.multiprocessor_count = Executor::global().multiprocessors();
+                props.kernel_exec_timeout = Executor::global().launch_timeout().is_some();
+                props.total_mem = budget.total();
+                props.virtual_memory_management = true;
+                props.vmm_posix_fd = true;
+                props
+            })
+            .collect();
         let jit = jit::Jit::new(compiler::Target::HostCpu, config);
-        CpuBackend { props, allocations: Mutex::new(BTreeMap::new()), budget, jit, vmm: crate::vmm::VirtualMemory::default() }
+        CpuBackend {
+            props,
+            allocations: Mutex::new(BTreeMap::new()),
+            budget,
+            jit,
+            vmm: crate::vmm::VirtualMemory::default(),
+            ipc_exports: crate::ipc::Exports::default(),
+            ipc_imports: crate::ipc::Imports::default(),
+        }
     }
 
     fn allocate(&self, size: usize, kind: crate::memcheck::Kind) -> Result<u64, BackendError> {
@@ -87,6 +170,7 @@ impl CpuBackend {
             .remove(&addr)
             .ok_or(BackendError::InvalidAddress { addr, len: 0 })?;
         crate::memcheck::untrack(addr);
+        self.ipc_exports.forget(addr);
         // SAFETY: `addr` came from `allocate` with this size and was live.
         unsafe { crate::memory::release(addr as *mut u8, size) };
         self.budget.release(size as u64);
@@ -109,11 +193,27 @@ impl Backend for CpuBackend {
     }
 
     fn device_count(&self) -> usize {
-        1
+        self.props.len()
     }
 
-    fn device_props(&self, _device: usize) -> DeviceProps {
-        self.props.clone()
+    fn device_props(&self, device: usize) -> DeviceProps {
+        self.props.get(device).cloned().unwrap_or_else(|| DeviceProps::host_cpu(0))
+    }
+
+    fn can_access_peer(&self, device: usize, peer: usize) -> bool {
+        device != peer && device < self.props.len() && peer < self.props.len()
+    }
+
+    fn ipc_export(&self, base: DevicePtr, size: usize) -> Result<[u8; driver::backend::IPC_PAYLOAD], BackendError> {
+        self.ipc_exports.export(base, size)
+    }
+
+    fn ipc_import(&self, _device: usize, payload: &[u8; driver::backend::IPC_PAYLOAD]) -> Result<(DevicePtr, usize), BackendError> {
+        self.ipc_imports.import(payload)
+    }
+
+    fn ipc_close(&self, ptr: DevicePtr) -> Result<(), BackendError> {
+        self.ipc_imports.close(ptr)
     }
 
     fn mem_info(&self, _device: usize) -> (u64, u64) {
@@ -183,8 +283,11 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn load_module(&self, _device: usize, ptx: &str, options: &ModuleOptions) -> Result<Arc<dyn BackendModule>, ModuleError> {
-        CpuModule::load(&self.jit, ptx, options).map(|m| Arc::new(m) as Arc<dyn BackendModule>)
+    fn load_module(&self, device: usize, ptx: &str, options: &ModuleOptions) -> Result<Arc<dyn BackendModule>, ModuleError> {
+        CpuModule::load(&self.jit, ptx, options).map(|mut m| {
+            m.props = Some(self.device_props(device));
+            Arc::new(m) as Arc<dyn BackendModule>
+        })
     }
 
     fn vmm_granularity(&self, _device: usize) -> usize {
@@ -259,6 +362,8 @@ pub struct CpuModule {
     /// code's `lockstep_guard` does not hold for.
     lockstep: Vec<std::sync::OnceLock<Result<Arc<KernelCode>, ModuleError>>>,
     info: String,
+    /// The device's properties, for device-side `cudaDeviceGetAttribute`.
+    props: Option<DeviceProps>,
 }
 
 impl Drop for CpuModule {
@@ -324,7 +429,7 @@ impl CpuModule {
         for g in &globals {
             crate::memcheck::track(g.address, g.size as u64, crate::memcheck::Kind::Variable);
         }
-        Ok(CpuModule { jit: module, kernels, globals, shared, shared_symbols, code, lockstep, info: note })
+        Ok(CpuModule { jit: module, kernels, globals, shared, shared_symbols, code, lockstep, info: note, props: None })
     }
 
     /// The code kernel `k`'s launches use now: compiled (or taken from the
@@ -384,7 +489,7 @@ impl CpuModule {
         let code = self.code(k)?;
         let Some(guard) = &code.kernel.info.lockstep_guard else { return Ok(code) };
         let global = |name: &str| self.globals.iter().find(|g| g.name == name).map(|g| g.address);
-        if guard.holds(launch.params, launch.block, &global) {
+        if guard.holds(launch.params, launch.grid, launch.block, &global) {
             return Ok(code);
         }
         let slot = self.lockstep.get(k).ok_or_else(|| other(format!("no kernel {k}")))?;
@@ -428,13 +533,22 @@ impl BackendModule for CpuModule {
 
     fn launch(&self, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault> {
         let code = self.code_for(kernel, launch).map_err(|e| LaunchFault::Failed(e.log))?;
-        let options = LaunchOptions { cooperative: launch.cooperative };
+        let options = LaunchOptions { cooperative: launch.cooperative, pending_launch_limit: Some(launch.pending_launch_limit) };
         let start = std::time::Instant::now();
         // SAFETY: the code is alive (`code` holds it) and the driver built the
         // parameter buffer from this kernel's layout; what the pointers in it
-        // point to is the program's business, and faults are caught.
+        // point to is the program's business, and faults are caught. Child
+        // grids are kernels of this module, which outlives the call.
         let r = unsafe {
-            Executor::global().launch(&code.kernel, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.params, &options)
+            Executor::global().launch_with(
+                &code.kernel,
+                launch.grid,
+                launch.block,
+                launch.dynamic_shared_bytes,
+                launch.params,
+                &options,
+                Some(self as &dyn crate::exec::KernelResolver),
+            )
         };
         self.jit.record_run(kernel, start.elapsed());
         r.map_err(|e| match e {
@@ -451,5 +565,82 @@ impl BackendModule for CpuModule {
             LaunchError::Timeout { .. } => LaunchFault::Timeout(e.to_string()),
             LaunchError::Internal(_) => LaunchFault::Failed(e.to_string()),
         })
+    }
+}
+
+impl crate::exec::KernelResolver for CpuModule {
+    /// Kernels of this module launched from the device: a module that takes
+    /// a kernel's address compiles as one unit, so every kernel's `thread`
+    /// function (the address the code takes) lives in the same object.
+    fn kernel(&self, address: usize) -> Option<LoadedKernel> {
+        self.code(self.kernel_index(address)?).ok().map(|c| c.kernel.clone())
+    }
+
+    fn attribute(&self, attr: u32) -> Option<i32> {
+        self.props.as_ref()?.attribute(cuda_types::CUdevice_attribute(attr))
+    }
+
+    fn func_attribute(&self, address: usize, attr: u32) -> Option<i32> {
+        let desc = &self.kernels[self.kernel_index(address)?];
+        driver::default_func_attribute(self.props.as_ref()?, desc, cuda_types::CUfunction_attribute(attr))
+    }
+
+    fn occupancy(&self, address: usize, block_threads: u32, dynamic_shared: u32) -> Option<u32> {
+        let desc = &self.kernels[self.kernel_index(address)?];
+        Some(driver::blocks_per_sm(self.props.as_ref()?, desc, block_threads, dynamic_shared))
+    }
+}
+
+impl CpuModule {
+    /// The index of the kernel whose `thread` function is at `address`.
+    fn kernel_index(&self, address: usize) -> Option<usize> {
+        (0..self.kernels.len()).find(|&k| self.code(k).is_ok_and(|c| c.kernel.thread as usize == address))
+    }
+}
+
+#[cfg(test)]
+mod device_count_tests {
+    use super::*;
+
+    #[test]
+    fn the_device_count_is_a_number_from_1_to_the_maximum() {
+        assert_eq!(device_count_from(None), Ok(None));
+        assert_eq!(device_count_from(Some(" ")), Ok(None));
+        assert_eq!(device_count_from(Some("1")), Ok(Some(1)));
+        assert_eq!(device_count_from(Some(" 4 ")), Ok(Some(4)));
+        assert_eq!(device_count_from(Some("16")), Ok(Some(MAX_DEVICES)));
+        for bad in ["0", "17", "-1", "two", "2.5"] {
+            assert!(device_count_from(Some(bad)).is_err_and(|e| e.contains(DEVICES_ENV)), "{bad}");
+        }
+    }
+
+    #[test]
+    fn cuda_visible_devices_keeps_devices_in_its_order_up_to_the_first_bad_entry() {
+        let u: Vec<[u8; 16]> = (0..3u8).map(|i| [i * 0x11 + 0x10; 16]).collect();
+        assert_eq!(visible_devices(None, &u), [0, 1, 2]);
+        assert_eq!(visible_devices(Some("2,0"), &u), [2, 0]);
+        assert_eq!(visible_devices(Some(" 1 , 2 "), &u), [1, 2]);
+        assert_eq!(visible_devices(Some("1,7,0"), &u), [1], "an index past the devices hides the rest");
+        assert_eq!(visible_devices(Some("0,0,1"), &u), [0], "a repeated device hides the rest");
+        assert_eq!(visible_devices(Some(""), &u), Vec::<usize>::new());
+        assert_eq!(visible_devices(Some("-1"), &u), Vec::<usize>::new());
+        // UUIDs: GPU- and a unique prefix, dashes ignored.
+        assert_eq!(visible_devices(Some("GPU-3232-32,GPU-10"), &u), [2, 0]);
+        assert_eq!(visible_devices(Some("GPU-"), &u), Vec::<usize>::new());
+        assert_eq!(visible_devices(Some("MIG-10"), &u), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn devices_differ_in_identity_and_are_each_others_peers() {
+        let b = CpuBackend::with_devices(jit::JitConfig::uncached(compiler::Tier::Fast), crate::limit::Budget::from_system(), 3);
+        assert_eq!(b.device_count(), 3);
+        let ids: std::collections::HashSet<_> = (0..3).map(|d| (b.device_props(d).uuid, b.device_props(d).pci_bus)).collect();
+        assert_eq!(ids.len(), 3);
+        assert!(b.can_access_peer(0, 2) && b.can_access_peer(2, 1));
+        assert!(!b.can_access_peer(1, 1) && !b.can_access_peer(0, 3));
+        assert_eq!(
+            CpuBackend::with_devices(jit::JitConfig::uncached(compiler::Tier::Fast), crate::limit::Budget::from_system(), 1).device_count(),
+            1
+        );
     }
 }

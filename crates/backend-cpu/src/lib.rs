@@ -10,6 +10,7 @@
 pub mod device;
 pub mod exec;
 pub mod heap;
+pub mod ipc;
 pub mod limit;
 pub mod loader;
 pub mod memcheck;
@@ -20,5 +21,5 @@ pub mod vmm;
 pub use compiler::cpu_abi::{BlockCtx, BlockFn, ThreadFn};
 pub use compiler::KernelInfo;
 pub use device::{CpuBackend, CpuModule};
-pub use exec::{launch, Executor, ExecutorConfig, LaunchError, LaunchOptions, LoadedKernel, OutputSink};
+pub use exec::{launch, Executor, ExecutorConfig, KernelResolver, LaunchError, LaunchOptions, LoadedKernel, OutputSink};
 pub use loader::{load, LoadError, LoadedModule};

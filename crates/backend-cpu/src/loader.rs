@@ -364,8 +364,11 @@ impl Jit {
             TargetFlags: 0,
         };
         let mut pairs = Vec::new();
-        for (name, address) in
-            crate::exec::runtime::symbols().iter().map(|(n, a)| (*n, *a)).chain(extra.iter().map(|(n, a)| (n.as_str(), *a)))
+        for (name, address) in crate::exec::runtime::symbols()
+            .iter()
+            .chain(compiler_helpers().iter())
+            .map(|(n, a)| (*n, *a))
+            .chain(extra.iter().map(|(n, a)| (n.as_str(), *a)))
         {
             pairs.push(LLVMOrcCSymbolMapPair {
                 Name: self.intern(name)?,
@@ -475,5 +478,45 @@ mod tests {
         let defined = vec![("k".to_string(), 0x40u64), ("empty".to_string(), 0), ("unresolved".to_string(), 8)];
         let symbols = HashMap::from([("k".to_string(), 0x7f00_1000usize), ("empty".to_string(), 0x7f00_2000)]);
         assert_eq!(perf_map_lines(&defined, &symbols), "7f001000 40 k\n");
+    }
+}
+
+/// Helpers LLVM's code generator calls that the host's libgcc may lack
+/// (GCC 12's has no bf16 conversions): `float` to `bfloat`, which LLVM
+/// calls for a bf16 value it held as a float.
+fn compiler_helpers() -> [(&'static str, usize); 1] {
+    [("__truncsfbf2", truncsfbf2 as extern "C" fn(f32) -> f32 as usize)]
+}
+
+/// `__truncsfbf2`: `x` rounded to bf16 (to nearest even; subnormals kept;
+/// a NaN stays a quiet NaN with its sign). The bf16 is returned in the low
+/// 16 bits of the float register, where the caller reads a `bfloat`.
+extern "C" fn truncsfbf2(x: f32) -> f32 {
+    f32::from_bits(u32::from(bf16_bits(x)))
+}
+
+fn bf16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    if x.is_nan() {
+        return ((b >> 16) | 0x40) as u16;
+    }
+    (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16
+}
+
+#[cfg(test)]
+mod helper_tests {
+    #[test]
+    fn float_to_bf16_rounds_to_nearest_even_and_keeps_subnormals() {
+        let bits = |x: f32| super::bf16_bits(x);
+        assert_eq!(bits(1.0), 0x3f80);
+        assert_eq!(bits(f32::from_bits(0x3f80_8000)), 0x3f80, "a tie rounds to even (down)");
+        assert_eq!(bits(f32::from_bits(0x3f81_8000)), 0x3f82, "a tie rounds to even (up)");
+        assert_eq!(bits(f32::from_bits(0x3f80_8001)), 0x3f81);
+        assert_eq!(bits(f32::from_bits(0x0001_0000)), 0x0001, "the smallest bf16 subnormal");
+        assert_eq!(bits(f32::from_bits(0x8001_0000)), 0x8001);
+        assert_eq!(bits(f32::from_bits(0x0000_8000)), 0x0000, "half the smallest subnormal ties to even zero");
+        assert_eq!(bits(f32::from_bits(0x7f7f_ffff)), 0x7f80, "past the largest bf16: infinity");
+        assert_eq!(bits(f32::INFINITY), 0x7f80);
+        assert_eq!(bits(f32::from_bits(0xff80_0001)) & 0xffc0, 0xffc0, "a NaN stays a quiet NaN with its sign");
     }
 }

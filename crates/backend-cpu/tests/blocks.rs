@@ -366,7 +366,7 @@ fn cooperative_grid_sync_across_all_blocks() {
     let mut data = vec![0u32; blocks];
     let mut errors = vec![0u32];
     let p = params(&[addr(&mut data), addr(&mut errors)]);
-    let options = LaunchOptions { cooperative: true };
+    let options = LaunchOptions { cooperative: true, ..LaunchOptions::default() };
     unsafe { exec.launch(&scheduled(cooperative_kernel), [blocks as u32, 1, 1], [64, 1, 1], 0, &p, &options) }.unwrap();
     assert_eq!(errors[0], 0);
 }

@@ -206,8 +206,14 @@ impl Fixture {
     fn launch(&self, kernel: &str, grid: u32, block: u32, dynamic: u32, args: &[u64]) -> Result<(), LaunchFault> {
         let k = self.module.kernels().iter().position(|k| k.name == kernel).expect("kernel");
         let params: Vec<u8> = args.iter().flat_map(|a| a.to_le_bytes()).collect();
-        let launch =
-            LaunchParams { grid: [grid, 1, 1], block: [block, 1, 1], dynamic_shared_bytes: dynamic, params: &params, cooperative: false };
+        let launch = LaunchParams {
+            grid: [grid, 1, 1],
+            block: [block, 1, 1],
+            dynamic_shared_bytes: dynamic,
+            params: &params,
+            cooperative: false,
+            pending_launch_limit: 2048,
+        };
         self.module.launch(k, &launch)
     }
 
@@ -371,5 +377,112 @@ fn a_loop_running_past_its_allocation_is_caught_after_its_good_accesses() {
         let (address, report) = illegal(f.launch("fill", 1, 1, 0, &[q, 62]));
         assert_eq!(address, q + 60);
         assert!(report.contains("the access ends 2 bytes past its end"), "{report}");
+    }
+}
+
+/// Warp-level matrix and mbarrier instructions (sm_80).
+const MATRIX_PTX: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+
+// Each lane fills 4 bytes of the 128-byte tile; ldmatrix x1 reads the 8
+// rows of 16 bytes at tile + offset (lane l of 0-7 gives row l's
+// address); out[lane] = the lane's fragment register.
+.visible .entry ldm(.param .u64 out, .param .u32 offset)
+{
+    .shared .align 16 .b8 tile[128];
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<4>;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, tile;
+    shl.b32 %r3, %r1, 2;
+    add.u32 %r4, %r2, %r3;
+    st.shared.u32 [%r4], %r1;
+    bar.sync 0;
+    ld.param.u32 %r5, [offset];
+    and.b32 %r6, %r1, 7;
+    shl.b32 %r6, %r6, 4;
+    add.u32 %r6, %r6, %r5;
+    add.u32 %r6, %r6, %r2;
+    ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r7}, [%r6];
+    ld.param.u64 %rd1, [out];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r7;
+    ret;
+}
+
+// Thread 0 initialises the mbarrier at bar + offset.
+.visible .entry mbar(.param .u32 offset)
+{
+    .shared .align 8 .b64 bar[1];
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    mov.u32 %r1, %tid.x;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra DONE;
+    ld.param.u32 %r2, [offset];
+    mov.u32 %r3, bar;
+    add.u32 %r3, %r3, %r2;
+    mbarrier.init.shared.b64 [%r3], 1;
+DONE:
+    ret;
+}
+
+// The warp loads a 16x16 f16 A fragment (row-major, 512 bytes) at p and
+// each lane stores its first register to out[lane].
+.visible .entry wmma_a(.param .u64 p, .param .u64 out)
+{
+    .reg .b32 %r<10>;
+    .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [p];
+    wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8}, [%rd1];
+    mov.u32 %r9, %tid.x;
+    ld.param.u64 %rd2, [out];
+    mul.wide.u32 %rd3, %r9, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    st.global.u32 [%rd4], %r1;
+    ret;
+}
+"#;
+
+fn matrix_fixtures() -> Vec<Fixture> {
+    [compiler::WarpMode::Off, compiler::WarpMode::Always]
+        .into_iter()
+        .map(|w| {
+            let mut config = jit::JitConfig::uncached(compiler::Tier::Fast);
+            config.options.memcheck = true;
+            config.options.warp = w;
+            let backend = CpuBackend::with_jit(config);
+            let module = backend.load_module(0, MATRIX_PTX, &ModuleOptions { target: 80, ..Default::default() }).expect("the module loads");
+            Fixture { backend, module }
+        })
+        .collect()
+}
+
+/// ldmatrix, mbarrier and wmma accesses are checked like loads and
+/// stores: the rows an ldmatrix reads, the mbarrier word, each element a
+/// wmma.load reads.
+#[test]
+fn matrix_and_mbarrier_accesses_are_checked() {
+    for f in matrix_fixtures() {
+        let out = f.alloc(32 * 4);
+        f.launch("ldm", 1, 32, 0, &[out, 0]).expect("the 8 rows lie in the tile");
+        // Lane l holds row l/4, columns 2(l%4) and 2(l%4)+1: bytes 16(l/4) + 4(l%4), the word thread 4(l/4) + l%4 stored.
+        assert_eq!(f.read_u32(out, 32), (0..32).map(|l| 4 * (l / 4) + l % 4).collect::<Vec<u32>>());
+        let (_, report) = illegal(f.launch("ldm", 1, 32, 0, &[out, 16]));
+        assert!(report.contains("invalid __shared__ read of size 4 bytes"), "{report}");
+        assert!(report.contains("is out of bounds: the block has 128 bytes of shared memory"), "{report}");
+
+        f.launch("mbar", 1, 32, 0, &[0]).expect("the mbarrier is in the block's shared memory");
+        let (_, report) = illegal(f.launch("mbar", 1, 32, 0, &[8]));
+        assert!(report.contains("invalid __shared__ write of size 8 bytes") && report.contains("thread (0,0,0)"), "{report}");
+
+        let a = f.alloc(512);
+        f.launch("wmma_a", 1, 32, 0, &[a, out]).expect("512 bytes hold the 16x16 f16 tile");
+        let short = f.alloc(256);
+        let (_, report) = illegal(f.launch("wmma_a", 1, 32, 0, &[short, out]));
+        assert!(report.contains("invalid __global__ read"), "{report}");
     }
 }

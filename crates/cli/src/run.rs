@@ -12,6 +12,15 @@
 //! NVIDIA's names (`libcublas.so.13`, `libcublas.so.12`, `libcublasLt.so.13`,
 //! `libcublasLt.so.12`) when they were built beside the driver, so programs
 //! linked against NVIDIA's cuBLAS load anycuda's.
+//!
+//! Python programs find NVIDIA's run-time compilers differently: the
+//! `cuda-pathfinder` package (behind `cuda-bindings`, numba-cuda, CuPy)
+//! opens NVRTC and nvJitLink from NVIDIA's wheels by full path, unless a
+//! library of that soname is already loaded in the process. So `run` also
+//! preloads (`LD_PRELOAD`) anycuda's NVRTC 13 and 12 and nvJitLink 13:
+//! their symbols carry the version of their soname, as NVIDIA's do, so a
+//! program linked against one version never binds to the other; they load
+//! NVIDIA's library only when a call needs it.
 
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -50,6 +59,9 @@ pub fn run(log: Option<&str>, log_file: Option<&Path>, memcheck: bool, command: 
     let mut cmd = std::process::Command::new(program);
     cmd.args(args);
     cmd.env("LD_LIBRARY_PATH", prepend_path(&dir, std::env::var_os("LD_LIBRARY_PATH").as_deref()));
+    if let Some(preload) = preload_list(&dir, std::env::var_os("LD_PRELOAD").as_deref()) {
+        cmd.env("LD_PRELOAD", preload);
+    }
     if let Some(level) = log {
         cmd.env("ANYCUDA_LOG", level);
     }
@@ -223,6 +235,29 @@ pub const COMPANIONS: &[(&str, &str)] = &[
     ("libnvJitLink.so.13", "libnvjitlink.so"),
 ];
 
+/// The companions `run` preloads (see the module's notes).
+pub const PRELOADED: &[&str] = &["libnvrtc.so.13", "libnvrtc.so.12", "libnvJitLink.so.13"];
+
+/// `LD_PRELOAD` with the preloaded companions present in `dir` first, or
+/// `None` when there are none.
+fn preload_list(dir: &Path, old: Option<&OsStr>) -> Option<OsString> {
+    let mut list = OsString::new();
+    for name in PRELOADED.iter().map(|n| dir.join(n)).filter(|p| p.is_file()) {
+        if !list.is_empty() {
+            list.push(":");
+        }
+        list.push(name);
+    }
+    if list.is_empty() {
+        return None;
+    }
+    if let Some(old) = old.filter(|o| !o.is_empty()) {
+        list.push(":");
+        list.push(old);
+    }
+    Some(list)
+}
+
 /// anycuda's libraries found beside the driver `lib` (the build directory,
 /// or an installed `lib/anycuda`): `(NVIDIA's name, file)`.
 fn companion_libraries(lib: &Path) -> Vec<(&'static str, PathBuf)> {
@@ -264,6 +299,21 @@ mod tests {
         assert_eq!(prepend_path(Path::new("/a"), None), OsString::from("/a"));
         assert_eq!(prepend_path(Path::new("/a"), Some(OsStr::new(""))), OsString::from("/a"));
         assert_eq!(prepend_path(Path::new("/a"), Some(OsStr::new("/b:/c"))), OsString::from("/a:/b:/c"));
+    }
+
+    #[test]
+    fn preloads_come_first_and_keep_the_users() {
+        let dir = std::env::temp_dir().join(format!("anycuda-cli-preload-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(preload_list(&dir, Some(OsStr::new("/u.so"))), None);
+        std::fs::write(dir.join("libnvJitLink.so.13"), b"x").unwrap();
+        std::fs::write(dir.join("libnvrtc.so.13"), b"x").unwrap();
+        let want = format!("{0}/libnvrtc.so.13:{0}/libnvJitLink.so.13", dir.display());
+        assert_eq!(preload_list(&dir, None), Some(OsString::from(&want)));
+        assert_eq!(preload_list(&dir, Some(OsStr::new(""))), Some(OsString::from(&want)));
+        assert_eq!(preload_list(&dir, Some(OsStr::new("/u.so"))), Some(OsString::from(format!("{want}:/u.so"))));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

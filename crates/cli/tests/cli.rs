@@ -62,6 +62,18 @@ fn info_prints_a_device() {
     }
 }
 
+/// Several CPU devices, and CUDA_VISIBLE_DEVICES choosing and ordering
+/// them (a device keeps its PCI bus id: device 0 is the third one).
+#[test]
+fn info_shows_the_visible_cpu_devices() {
+    let o = anycuda().arg("info").env("ANYCUDA_CPU_DEVICES", "3").env("CUDA_VISIBLE_DEVICES", "2,0").output().expect("anycuda runs");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("devices: 2\n"), "{out}");
+    let buses: Vec<&str> = out.lines().filter_map(|l| l.trim().strip_prefix("PCI bus id:")).map(str::trim).collect();
+    assert_eq!(buses, ["0000:ae:00.0", "0000:ac:00.0"], "{out}");
+}
+
 #[test]
 fn ptx_compiles_every_kernel_of_an_oracle_module() {
     let file = root().join("tests/ptx-oracle/threads.ptx");
@@ -241,13 +253,26 @@ fn run_sets_up_run_time_compilation() {
     let dir = scratch("nvrtc");
     let o = run_cmd(&dir)
         .env_remove("TRITON_PTXAS_PATH")
-        .args(["--", "sh", "-c", "d=\"${LD_LIBRARY_PATH%%:*}\"; for n in libnvrtc.so.13 libnvrtc.so.12 libnvJitLink.so.13; do readlink \"$d/$n\"; done; echo \"$TRITON_PTXAS_PATH\""])
+        .env("LD_PRELOAD", "")
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "d=\"${LD_LIBRARY_PATH%%:*}\"; for n in libnvrtc.so.13 libnvrtc.so.12 libnvJitLink.so.13; do readlink \"$d/$n\"; done; echo \"$TRITON_PTXAS_PATH\"; echo \"$LD_PRELOAD\"",
+        ])
         .output()
         .expect("run");
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 4, "{out}");
+    assert_eq!(lines.len(), 5, "{out}");
+    // Preloaded (Python's loaders take an already-loaded library first),
+    // from the link directory.
+    let preload: Vec<&str> = lines[4].split(':').collect();
+    assert_eq!(preload.len(), 3, "{out}");
+    for (p, name) in preload.iter().zip(["libnvrtc.so.13", "libnvrtc.so.12", "libnvJitLink.so.13"]) {
+        assert!(p.ends_with(&format!("/{name}")) && Path::new(p).is_file(), "{p}");
+    }
     for (line, file) in lines.iter().zip(["libnvrtc.so", "libnvrtc12.so", "libnvjitlink.so"]) {
         assert!(line.ends_with(&format!("/{file}")), "{line} is not anycuda's {file}");
     }
@@ -255,6 +280,33 @@ fn run_sets_up_run_time_compilation() {
     assert_eq!(lines[3], env!("CARGO_BIN_EXE_ptxas"));
     let v = Command::new(lines[3]).arg("--version").env_remove("ANYCUDA_DRIVER_VERSION").output().expect("ptxas --version");
     assert!(String::from_utf8_lossy(&v.stdout).contains("Cuda compilation tools, release 13.5, V13.5.0"), "{v:?}");
+}
+
+/// Python's CUDA packages (`cuda-pathfinder`, behind cuda-bindings,
+/// numba-cuda and CuPy) take an NVRTC or nvJitLink already loaded in the
+/// process before NVIDIA's wheels: under `run`, the one already loaded is
+/// anycuda's (it lacks the symbol only NVIDIA's exports), and answers.
+#[test]
+fn run_makes_pythons_loaders_find_anycudas_run_time_compilers() {
+    let dir = scratch("pathfinder");
+    let script = r#"
+import ctypes, os
+for name, marker in (("libnvrtc.so.13", "__nvrtcCPEx"), ("libnvJitLink.so.13", "__nvJitLinkAPI")):
+    lib = ctypes.CDLL(name, mode=os.RTLD_NOLOAD)
+    print(name, "nvidia" if hasattr(lib, marker) else "anycuda")
+jl = ctypes.CDLL("libnvJitLink.so.13", mode=os.RTLD_NOLOAD)
+major, minor = ctypes.c_uint(), ctypes.c_uint()
+print("nvJitLinkVersion", jl.nvJitLinkVersion(ctypes.byref(major), ctypes.byref(minor)), major.value)
+"#;
+    let o = run_cmd(&dir)
+        .env("LD_PRELOAD", "")
+        .env("ANYCUDA_NVJITLINK_LIBRARY", dir.join("none"))
+        .args(["--", "python3", "-c", script])
+        .output()
+        .expect("run");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert_eq!(out, "libnvrtc.so.13 anycuda\nlibnvJitLink.so.13 anycuda\nnvJitLinkVersion 0 13\n", "{err}");
 }
 
 #[test]

@@ -16,7 +16,7 @@
 //! Run: `cargo bench -p anycuda-compiler --bench compile [-- --tier opt] [--target gfx1100] [--only-extra]`
 //! (`--only-extra`: only the directories of `ANYCUDA_BENCH_PTX`;
 //! `ANYCUDA_BENCH_TSV=PREFIX` writes each corpus's per-kernel times, code
-//! sizes and names to `PREFIX.<corpus>`.)
+//! sizes, modes (`warp`, `guarded`, `thread`) and names to `PREFIX.<corpus>`.)
 //! (AMDGPU targets compile whole modules, as their backend does.)
 
 use std::path::{Path, PathBuf};
@@ -48,6 +48,9 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &compiler::Options) {
     println!("\n## {label}\n");
     let mut times: Vec<(Duration, String, usize)> = Vec::new();
+    // Kernels compiled as 32-lane warps, and thread-by-thread kernels with
+    // launch conditions (`KernelInfo::lockstep_guard`).
+    let (mut warps, mut guarded) = (0usize, 0usize);
     let mut profile = Profile::default();
     let (mut parse, mut analyse, mut failed, mut ptx_bytes) = (Duration::ZERO, Duration::ZERO, 0usize, 0usize);
     compiler::profile::take();
@@ -76,7 +79,17 @@ fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &com
             let r = compiler::compile_unit_analysed(&module, &src, target, opts, unit, &analysis);
             let d = compiler::profile::thread_cpu_time().saturating_sub(t);
             match r {
-                Ok(c) => times.push((d, format!("{name}: {}", f.name), c.object.len())),
+                Ok(c) => {
+                    let info = c.info.kernels.iter().find(|k| k.name == f.name);
+                    let mode = match info {
+                        Some(k) if k.lanes > 1 => "warp",
+                        Some(k) if k.lockstep_guard.is_some() => "guarded",
+                        _ => "thread",
+                    };
+                    warps += usize::from(mode == "warp");
+                    guarded += usize::from(mode == "guarded");
+                    times.push((d, format!("{mode}\t{name}: {}", f.name), c.object.len()))
+                }
                 Err(_) => failed += 1,
             }
         }
@@ -102,6 +115,9 @@ fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &com
         ms(percentile(&only, 1.0)),
         total.as_secs_f64()
     );
+    if matches!(target, compiler::Target::HostCpu) {
+        println!("{warps} kernels as 32-lane warps, {guarded} thread by thread under launch conditions");
+    }
     println!("\n| phase | time | share |\n|---|---|---|");
     let all = profile.total().max(Duration::from_nanos(1));
     for p in Phase::ALL {
@@ -110,7 +126,7 @@ fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &com
     }
     println!("\nslowest kernels:\n");
     for (d, name, bytes) in times.iter().rev().take(5) {
-        let short: String = name.chars().take(100).collect();
+        let short: String = name.replace('\t', " ").chars().take(100).collect();
         println!("- {:.0} ms, {bytes} bytes of code: {short}", ms(*d));
     }
 }

@@ -969,9 +969,14 @@ fail:
         self.bitcast(&r, v.ty)
     }
 
-    /// A directed-rounding operation: a small strictfp helper that sets the
-    /// rounding mode around one constrained operation.
+    /// A directed-rounding operation: on a host with AVX-512F one
+    /// instruction with the rounding mode embedded ([`Self::rounded_avx512`]);
+    /// elsewhere a small strictfp helper that sets the rounding mode around
+    /// one constrained operation.
     pub(crate) fn rounded(&mut self, op: &str, args: &[&V], mode: Rounding) -> V {
+        if let Some(v) = self.rounded_avx512(op, args, mode) {
+            return v;
+        }
         let ty = args[0].ty;
         let rm = match mode {
             Rounding::Rz => 0,
@@ -995,6 +1000,139 @@ fail:
         self.cx.helper(&name, || text);
         let call_args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         self.out.def(ty, format_args!("call {ty} @{name}({})", call_args.join(", ")))
+    }
+
+    /// `op` (`fadd`, `fsub`, `fmul`, `fdiv`, `sqrt`, `fma`) of f32 or f64
+    /// with directed rounding as AVX-512's instructions with an embedded
+    /// rounding mode (`vaddss {rd-sae}`: the result is the exact one rounded
+    /// in that direction, without exceptions, as PTX's `.rm`/`.rp`/`.rz`
+    /// define it), scalar or, in warp mode, on 512-bit pieces of the lanes.
+    /// The helper of [`Self::rounded`] switches the x87 and SSE rounding
+    /// modes twice per operation (`fldcw` and `ldmxcsr`, each about as
+    /// costly as a pipeline flush); these are single instructions. `None`
+    /// where the target is not a host with AVX-512F or the form has no
+    /// such instruction.
+    fn rounded_avx512(&mut self, op: &str, args: &[&V], mode: Rounding) -> Option<V> {
+        use std::fmt::Write as _;
+        if !matches!(self.cx.target, crate::Target::HostCpu) || !crate::codegen::host_has_avx512f() {
+            return None;
+        }
+        let ty = args[0].ty;
+        let (elem, (s, p), wide) = match ty {
+            Ty::Float => ("float", ("ss", "ps"), 16u32),
+            Ty::Double => ("double", ("sd", "pd"), 8u32),
+            _ => return None,
+        };
+        // _MM_FROUND_TO_{NEG_INF,POS_INF,ZERO} | _MM_FROUND_NO_EXC
+        let imm = match mode {
+            Rounding::Rm => 9,
+            Rounding::Rp => 10,
+            Rounding::Rz => 11,
+            _ => return None,
+        };
+        let base = match op {
+            "fadd" => "add",
+            "fsub" => "sub",
+            "fmul" => "mul",
+            "fdiv" => "div",
+            "sqrt" => "sqrt",
+            "fma" => "fma",
+            _ => return None,
+        };
+        let arity = if base == "sqrt" {
+            1
+        } else if base == "fma" {
+            3
+        } else {
+            2
+        };
+        if args.len() != arity || args.iter().any(|a| a.ty != ty || a.lanes != args[0].lanes) {
+            return None;
+        }
+        let n = args[0].lanes;
+        self.out.terminated = false;
+        if n == 1 {
+            if base == "fma" {
+                let name = format!("llvm.x86.avx512.vfmadd.{}", ty.scalar_suffix());
+                self.cx.declare(&name, &format!("declare {elem} @{name}({elem}, {elem}, {elem}, i32)"));
+                let r = self.out.fresh("t");
+                let _ = writeln!(
+                    self.out.text,
+                    "  {r} = call {elem} @{name}({elem} {}, {elem} {}, {elem} {}, i32 {imm})",
+                    args[0].s, args[1].s, args[2].s
+                );
+                return Some(V::scalar(ty, r));
+            }
+            // The masked scalar forms: the low element of the result, the
+            // others (and the masked-off case, never taken: mask -1) from
+            // the pass-through operand.
+            let vt = format!("<{} x {elem}>", 128 / ty.bits());
+            let name =
+                if base == "sqrt" { format!("llvm.x86.avx512.mask.sqrt.{s}") } else { format!("llvm.x86.avx512.mask.{base}.{s}.round") };
+            self.cx.declare(&name, &format!("declare {vt} @{name}({vt}, {vt}, {vt}, i8, i32)"));
+            let x = self.out.fresh("t");
+            let _ = writeln!(self.out.text, "  {x} = insertelement {vt} poison, {elem} {}, i64 0", args[0].s);
+            let y = if arity == 2 {
+                let y = self.out.fresh("t");
+                let _ = writeln!(self.out.text, "  {y} = insertelement {vt} poison, {elem} {}, i64 0", args[1].s);
+                y
+            } else {
+                x.clone()
+            };
+            let r = self.out.fresh("t");
+            let _ = writeln!(self.out.text, "  {r} = call {vt} @{name}({vt} {x}, {vt} {y}, {vt} {x}, i8 -1, i32 {imm})");
+            let e = self.out.fresh("t");
+            let _ = writeln!(self.out.text, "  {e} = extractelement {vt} {r}, i64 0");
+            return Some(V::scalar(ty, e));
+        }
+        if !n.is_multiple_of(wide) || !(n / wide).is_power_of_two() {
+            return None;
+        }
+        let vt = format!("<{wide} x {elem}>");
+        let name = match base {
+            "fma" => format!("llvm.x86.avx512.vfmadd.{p}.512"),
+            _ => format!("llvm.x86.avx512.{base}.{p}.512"),
+        };
+        let params = vec![vt.as_str(); arity].join(", ");
+        self.cx.declare(&name, &format!("declare {vt} @{name}({params}, i32)"));
+        let full = format!("<{n} x {elem}>");
+        let mut pieces = Vec::new();
+        for k in 0..n / wide {
+            let mask: Vec<String> = (k * wide..(k + 1) * wide).map(|i| format!("i32 {i}")).collect();
+            let mut ops = Vec::new();
+            for a in args {
+                let t = self.out.fresh("t");
+                let _ =
+                    writeln!(self.out.text, "  {t} = shufflevector {full} {}, {full} poison, <{wide} x i32> <{}>", a.s, mask.join(", "));
+                ops.push(format!("{vt} {t}"));
+            }
+            let r = self.out.fresh("t");
+            let _ = writeln!(self.out.text, "  {r} = call {vt} @{name}({}, i32 {imm})", ops.join(", "));
+            pieces.push(r);
+        }
+        // Put the pieces back together, pairwise.
+        let mut width = wide;
+        while pieces.len() > 1 {
+            let pt = format!("<{width} x {elem}>");
+            let mask: Vec<String> = (0..2 * width).map(|i| format!("i32 {i}")).collect();
+            let mut next = Vec::new();
+            for pair in pieces.chunks(2) {
+                let t = self.out.fresh("t");
+                let _ = writeln!(
+                    self.out.text,
+                    "  {t} = shufflevector {pt} {}, {pt} {}, <{} x i32> <{}>",
+                    pair[0],
+                    pair[1],
+                    2 * width,
+                    mask.join(", ")
+                );
+                next.push(t);
+            }
+            pieces = next;
+            width *= 2;
+        }
+        let r = pieces.pop()?;
+        Some(V { ty, s: r, lanes: n })
     }
 
     fn directed(r: Option<Rounding>) -> Option<Rounding> {

@@ -88,12 +88,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
             if !inst.has(b, Flag::Arrive) {
                 return self.unsupported(format!("instruction `{}`", self.describe(inst)));
             }
+            let space = inst.space(b);
+            let p = self.mbar_pointer(&args[0], space, crate::memcheck::Access::ReadWrite)?;
             if !inst.has(b, Flag::Noinc) {
                 // Incremented, then arrived at: the object is unchanged.
                 return Ok(());
             }
-            let space = inst.space(b);
-            let p = self.lane_pointer(&args[0], space)?;
             let on = self.acting();
             self.mbar_update(&p, &V::int(Ty::I32, 1), &V::int(Ty::I32, 0), &V::int(Ty::I32, 0), &on);
             return Ok(());
@@ -241,6 +241,18 @@ out:
         self.call_helper(name, Ty::I64, &[Ty::Ptr, Ty::I32, Ty::I32, Ty::I32, Ty::I1], &[p, arrive, drop, tx, on])
     }
 
+    /// Each lane's pointer to the mbarrier at `op`, checked in checked
+    /// mode as an 8-byte `access`.
+    fn mbar_pointer(&mut self, op: &Operand, space: Option<StateSpace>, access: crate::memcheck::Access) -> Res<V> {
+        let p = self.lane_pointer(op, space)?;
+        if self.warp.is_none() {
+            self.check_access(&p, space, 8, access);
+        } else {
+            self.check_lanes(&p, false, space, 8, access);
+        }
+        Ok(p)
+    }
+
     fn mbarrier(&mut self, inst: &Instruction) -> Res<()> {
         let b = self.b;
         let args = b.args(inst);
@@ -254,7 +266,7 @@ out:
             return self.set(&args[0], c);
         }
         if inst.has(b, Flag::Init) {
-            let p = self.lane_pointer(&args[0], space)?;
+            let p = self.mbar_pointer(&args[0], space, crate::memcheck::Access::Write)?;
             let count = self.get(&args[1], Ty::I32)?;
             let c = self.zext(&count, Ty::I64);
             let c = self.bin("and", &c, &V::int(Ty::I64, COUNT_MASK as i128));
@@ -264,12 +276,12 @@ out:
             return Ok(());
         }
         if inst.has(b, Flag::Inval) {
-            let p = self.lane_pointer(&args[0], space)?;
+            let p = self.mbar_pointer(&args[0], space, crate::memcheck::Access::Write)?;
             self.mbar_store(&p, &V::int(Ty::I64, 0), &on);
             return Ok(());
         }
         if inst.has(b, Flag::TestWait) || inst.has(b, Flag::TryWait) {
-            let p = self.lane_pointer(&args[1], space)?;
+            let p = self.mbar_pointer(&args[1], space, crate::memcheck::Access::Read)?;
             let phase = self.mbar_phase(&p, &on);
             let waited = if inst.has(b, Flag::Parity) {
                 let q = self.get(&args[2], Ty::I32)?;
@@ -286,7 +298,7 @@ out:
             };
         }
         if inst.has(b, Flag::Arrive) || inst.has(b, Flag::ArriveDrop) {
-            let p = self.lane_pointer(&args[1], space)?;
+            let p = self.mbar_pointer(&args[1], space, crate::memcheck::Access::ReadWrite)?;
             let drop = inst.has(b, Flag::ArriveDrop);
             // `.expect_tx`: the third operand is a transaction count and
             // one arrival is made; otherwise it is the arrival count.
@@ -311,7 +323,7 @@ out:
             };
         }
         if inst.has(b, Flag::ExpectTx) || inst.has(b, Flag::CompleteTx) {
-            let p = self.lane_pointer(&args[0], space)?;
+            let p = self.mbar_pointer(&args[0], space, crate::memcheck::Access::ReadWrite)?;
             let n = self.get(&args[1], Ty::I32)?;
             let tx = if inst.has(b, Flag::CompleteTx) { self.bin("sub", &V::int(Ty::I32, 0), &n) } else { n };
             let _ = self.mbar_update(&p, &zero, &zero, &tx, &on);

@@ -357,6 +357,11 @@ runtime_functions! {
     /// the 32 lanes' addresses as u64, the lanes that access, access,
     /// cache, where, the warp's frame, which holds its local memory).
     MEMCHECK_WARP = "__anycuda_memcheck_warp": fn(Ctx, U32, Bytes, U32, U32, BytesMut, Str, Bytes);
+    /// The device runtime (dynamic parallelism: launches, streams and
+    /// events from kernels): (ctx, thread, operation ([`devrt::Op`]), the
+    /// call's arguments as u64 words, [`devrt::Arg`] by [`devrt::Arg`]).
+    /// Returns the function's result (a `cudaError_t` or a pointer).
+    DEVICE_RUNTIME = "__anycuda_devrt": fn(Ctx, U32, U32, Bytes) -> U64;
 }
 
 /// The `access` argument of [`runtime::MEMCHECK`]: bits 0-15 the size in
@@ -453,3 +458,169 @@ pub mod warp_frame {
 pub type ThreadFn = unsafe extern "C" fn(params: *const u8, ctx: *mut BlockCtx, x: u32, y: u32, z: u32);
 /// Signature of a kernel's `block` function.
 pub type BlockFn = unsafe extern "C" fn(params: *const u8, ctx: *mut BlockCtx);
+
+/// CUDA's device runtime as compiled code calls it: each function of
+/// `libcudadevrt` that PTX may call (CDP2's `__cudaCDP2*` names, and the
+/// plain names PTX written by hand and older compilers use) is one
+/// operation of [`runtime::DEVICE_RUNTIME`]. The kernel's call to the
+/// extern `.func` is lowered to that runtime call; libcudadevrt's own
+/// definitions are never linked.
+pub mod devrt {
+    /// How an argument is passed in the words array: a 32-bit or 64-bit
+    /// scalar takes one word (zero-extended); a `dim3` (`.b8[12]`) three.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Arg {
+        U32,
+        U64,
+        Dim3,
+    }
+
+    /// What the function returns.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Ret {
+        /// `cudaError_t` (32 bits).
+        Error,
+        /// A pointer (64 bits).
+        Ptr,
+    }
+
+    /// The operations.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    #[repr(u32)]
+    pub enum Op {
+        GetParameterBuffer = 1,
+        GetParameterBufferV2,
+        LaunchDevice,
+        LaunchDeviceV2,
+        StreamCreateWithFlags,
+        StreamDestroy,
+        StreamWaitEvent,
+        EventCreateWithFlags,
+        EventRecord,
+        EventRecordWithFlags,
+        EventDestroy,
+        GetLastError,
+        PeekAtLastError,
+        GetErrorString,
+        GetErrorName,
+        Malloc,
+        Free,
+        GetDevice,
+        GetDeviceCount,
+        DeviceGetAttribute,
+        DeviceGetLimit,
+        FuncGetAttributes,
+        OccupancyMaxActiveBlocksPerMultiprocessor,
+        OccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
+        RuntimeGetVersion,
+    }
+
+    impl Op {
+        /// Every operation, for the backend's dispatch.
+        pub const ALL: [Op; 25] = [
+            Op::GetParameterBuffer,
+            Op::GetParameterBufferV2,
+            Op::LaunchDevice,
+            Op::LaunchDeviceV2,
+            Op::StreamCreateWithFlags,
+            Op::StreamDestroy,
+            Op::StreamWaitEvent,
+            Op::EventCreateWithFlags,
+            Op::EventRecord,
+            Op::EventRecordWithFlags,
+            Op::EventDestroy,
+            Op::GetLastError,
+            Op::PeekAtLastError,
+            Op::GetErrorString,
+            Op::GetErrorName,
+            Op::Malloc,
+            Op::Free,
+            Op::GetDevice,
+            Op::GetDeviceCount,
+            Op::DeviceGetAttribute,
+            Op::DeviceGetLimit,
+            Op::FuncGetAttributes,
+            Op::OccupancyMaxActiveBlocksPerMultiprocessor,
+            Op::OccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
+            Op::RuntimeGetVersion,
+        ];
+
+        pub fn from_u32(v: u32) -> Option<Op> {
+            Op::ALL.iter().copied().find(|o| *o as u32 == v)
+        }
+    }
+
+    use Arg::{Dim3, U32, U64};
+
+    /// A device-runtime function: its operation, the PTX declaration's
+    /// parameters and its result.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Function {
+        /// The name after `__cudaCDP2` (and the plain CUDA name after `cuda`).
+        pub name: &'static str,
+        pub op: Op,
+        pub args: &'static [Arg],
+        pub ret: Ret,
+    }
+
+    const fn f(name: &'static str, op: Op, args: &'static [Arg], ret: Ret) -> Function {
+        Function { name, op, args, ret }
+    }
+
+    /// The functions, by their CUDA name without the `cuda` prefix.
+    pub const FUNCTIONS: &[Function] = &[
+        f("GetParameterBuffer", Op::GetParameterBuffer, &[U64, U64], Ret::Ptr),
+        f("GetParameterBufferV2", Op::GetParameterBufferV2, &[U64, Dim3, Dim3, U32], Ret::Ptr),
+        f("LaunchDevice", Op::LaunchDevice, &[U64, U64, Dim3, Dim3, U32, U64], Ret::Error),
+        f("LaunchDevice_ptsz", Op::LaunchDevice, &[U64, U64, Dim3, Dim3, U32, U64], Ret::Error),
+        f("LaunchDeviceV2", Op::LaunchDeviceV2, &[U64, U64], Ret::Error),
+        f("LaunchDeviceV2_ptsz", Op::LaunchDeviceV2, &[U64, U64], Ret::Error),
+        f("StreamCreateWithFlags", Op::StreamCreateWithFlags, &[U64, U32], Ret::Error),
+        f("StreamDestroy", Op::StreamDestroy, &[U64], Ret::Error),
+        f("StreamWaitEvent", Op::StreamWaitEvent, &[U64, U64, U32], Ret::Error),
+        f("StreamWaitEvent_ptsz", Op::StreamWaitEvent, &[U64, U64, U32], Ret::Error),
+        f("EventCreateWithFlags", Op::EventCreateWithFlags, &[U64, U32], Ret::Error),
+        f("EventRecord", Op::EventRecord, &[U64, U64], Ret::Error),
+        f("EventRecord_ptsz", Op::EventRecord, &[U64, U64], Ret::Error),
+        f("EventRecordWithFlags", Op::EventRecordWithFlags, &[U64, U64, U32], Ret::Error),
+        f("EventRecordWithFlags_ptsz", Op::EventRecordWithFlags, &[U64, U64, U32], Ret::Error),
+        f("EventDestroy", Op::EventDestroy, &[U64], Ret::Error),
+        f("GetLastError", Op::GetLastError, &[], Ret::Error),
+        f("PeekAtLastError", Op::PeekAtLastError, &[], Ret::Error),
+        f("GetErrorString", Op::GetErrorString, &[U32], Ret::Ptr),
+        f("GetErrorName", Op::GetErrorName, &[U32], Ret::Ptr),
+        f("Malloc", Op::Malloc, &[U64, U64], Ret::Error),
+        f("Free", Op::Free, &[U64], Ret::Error),
+        f("GetDevice", Op::GetDevice, &[U64], Ret::Error),
+        f("GetDeviceCount", Op::GetDeviceCount, &[U64], Ret::Error),
+        f("DeviceGetAttribute", Op::DeviceGetAttribute, &[U64, U32, U32], Ret::Error),
+        f("DeviceGetLimit", Op::DeviceGetLimit, &[U64, U32], Ret::Error),
+        f("FuncGetAttributes", Op::FuncGetAttributes, &[U64, U64], Ret::Error),
+        f("OccupancyMaxActiveBlocksPerMultiprocessor", Op::OccupancyMaxActiveBlocksPerMultiprocessor, &[U64, U64, U32, U64], Ret::Error),
+        f(
+            "OccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+            Op::OccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
+            &[U64, U64, U32, U64, U32],
+            Ret::Error,
+        ),
+        f("RuntimeGetVersion", Op::RuntimeGetVersion, &[U64], Ret::Error),
+    ];
+
+    /// The device-runtime function a PTX name calls: `__cudaCDP2X` (what
+    /// nvcc emits for CUDA 12 and later) or `cudaX` (PTX written against
+    /// the programming guide's PTX interface, which documents
+    /// `cudaLaunchDevice(V2)` and `cudaGetParameterBuffer(V2)`).
+    pub fn lookup(name: &str) -> Option<&'static Function> {
+        let rest = name.strip_prefix("__cudaCDP2").or_else(|| name.strip_prefix("cuda"))?;
+        FUNCTIONS.iter().find(|f| f.name == rest)
+    }
+
+    /// Every PTX name [`lookup`] accepts.
+    pub fn ptx_names() -> impl Iterator<Item = String> {
+        FUNCTIONS.iter().flat_map(|f| [format!("__cudaCDP2{}", f.name), format!("cuda{}", f.name)])
+    }
+
+    /// The special stream handles of device code.
+    pub const STREAM_TAIL_LAUNCH: u64 = 3;
+    pub const STREAM_FIRE_AND_FORGET: u64 = 4;
+}

@@ -550,7 +550,9 @@ pub fn launch_guard(m: &Module, f: &Function, c: &crate::lockstep::Conditions) -
         Base::Param(v) => GuardBase::Param(f.params.iter().position(|&p| p == v).and_then(|i| params.get(i)).map_or(0, |p| p.offset)),
         Base::Symbol(sym) => GuardBase::Global(m.symbol(sym).name.to_string()),
     };
+    let param = |v: &VarId| f.params.iter().position(|p| p == v).and_then(|i| params.get(i)).map_or(u32::MAX, |p| p.offset);
     crate::LaunchGuard {
+        disjoint: c.disjoint.iter().map(|d| d.map(&|b: &Base| base(*b), &param)).collect(),
         one_dimensional: c.one_dimensional,
         apart: c
             .apart

@@ -9,6 +9,7 @@ mod arith;
 mod async_copy;
 mod convert;
 pub mod cpu_abi;
+mod devrt;
 mod ir;
 pub mod layout;
 pub mod lockstep;
@@ -195,6 +196,9 @@ pub struct LaunchGuard {
     pub one_dimensional: bool,
     /// Pairs of base addresses that must stay apart (`lockstep::Apart`).
     pub apart: Vec<GuardApart>,
+    /// Pairs of accesses whose bytes over the whole launch must not
+    /// overlap (`lockstep::Disjoint`; 32-bit parameters by byte offset).
+    pub disjoint: Vec<lockstep::Disjoint<GuardBase, u32>>,
 }
 
 /// `(a + a_offset) - (b + b_offset)` must be 0 (when `equal`), or at least
@@ -211,7 +215,7 @@ pub struct GuardApart {
 }
 
 /// Where a base address of a [`GuardApart`] comes from.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum GuardBase {
     /// Zero.
     None,
@@ -222,11 +226,12 @@ pub enum GuardBase {
 }
 
 impl LaunchGuard {
-    /// Whether a launch with parameter buffer `params` and blocks of
-    /// `block` threads meets the conditions; `global` gives a module
-    /// variable's address. Anything unknown (a parameter past the buffer,
-    /// a variable not found) fails the check, which only costs speed.
-    pub fn holds(&self, params: &[u8], block: [u32; 3], global: &dyn Fn(&str) -> Option<u64>) -> bool {
+    /// Whether a launch with parameter buffer `params` and a grid of
+    /// `grid` blocks of `block` threads meets the conditions; `global`
+    /// gives a module variable's address. Anything unknown (a parameter
+    /// past the buffer, a variable not found, a range too large to bound)
+    /// fails the check, which only costs speed.
+    pub fn holds(&self, params: &[u8], grid: [u32; 3], block: [u32; 3], global: &dyn Fn(&str) -> Option<u64>) -> bool {
         if self.one_dimensional && (block[1] != 1 || block[2] != 1) {
             return false;
         }
@@ -241,6 +246,15 @@ impl LaunchGuard {
                 GuardBase::Global(name) => global(name).map(|a| a as i64),
             }
         };
+        let param32 = |at: &u32, signed: bool| -> Option<i64> {
+            let at = *at as usize;
+            let bytes: [u8; 4] = params.get(at..at.checked_add(4)?)?.try_into().ok()?;
+            Some(if signed { i64::from(i32::from_le_bytes(bytes)) } else { i64::from(u32::from_le_bytes(bytes)) })
+        };
+        let address = |b: &GuardBase| base(b).map(|a| a as u64);
+        if !self.disjoint.iter().all(|d| d.holds(&address, &param32, grid, block)) {
+            return false;
+        }
         self.apart.iter().all(|ap| {
             let (Some(a), Some(b)) = (base(&ap.a), base(&ap.b)) else { return false };
             let d = a.wrapping_add(ap.a_offset).wrapping_sub(b.wrapping_add(ap.b_offset));
@@ -453,6 +467,13 @@ pub fn emit_target_ir(module: &ptx::ast::Module, src: &str, target: &Target) -> 
 
 /// Identifies the code a [`compile`] call produces for `target` on this
 /// machine: part of any cache key for compiled code.
+/// Whether the host processor has AVX-512F: directed-rounding arithmetic
+/// (`add.rm.f32`...) for the host is then one instruction with the
+/// rounding mode embedded instead of a switch of the rounding mode.
+pub fn host_has_avx512f() -> bool {
+    codegen::host_has_avx512f()
+}
+
 pub fn target_fingerprint(target: &Target) -> String {
     match target {
         Target::HostCpu => codegen::host_fingerprint(),
@@ -481,17 +502,38 @@ mod codegen {
         INIT.get_or_init(|| Target::initialize_native(&InitializationConfig::default())).clone().map_err(CompileError::Llvm)
     }
 
+    /// Host features LLVM must not use: with them it converts `float` to
+    /// `bfloat` with `VCVTNEPS2BF16`, which treats subnormal inputs as zero
+    /// and flushes subnormal results, where PTX keeps bf16 subnormals (a
+    /// bf16 value that crosses a basic block is held as a float and
+    /// converted back so: checked mode's access checks split blocks, and
+    /// `neg.bf16` of 0x0001 gave 0x8000).
+    const OFF: [&str; 2] = ["avx512bf16", "avxneconvert"];
+
+    /// The host processor's features, less [`OFF`].
+    fn host_features() -> String {
+        TargetMachine::get_host_cpu_features()
+            .to_string_lossy()
+            .split(',')
+            .map(|f| match f.strip_prefix('+') {
+                Some(name) if OFF.contains(&name) => format!("-{name}"),
+                _ => f.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
     fn host_machine(tier: crate::Tier) -> Result<TargetMachine, CompileError> {
         init()?;
         let triple = TargetMachine::get_default_triple();
         let target = Target::from_triple(&triple).map_err(|e| CompileError::Llvm(e.to_string()))?;
         let cpu = TargetMachine::get_host_cpu_name();
-        let features = TargetMachine::get_host_cpu_features();
+        let features = host_features();
         target
             .create_target_machine(
                 &triple,
                 &cpu.to_string_lossy(),
-                &features.to_string_lossy(),
+                &features,
                 match tier {
                     crate::Tier::Fast => OptimizationLevel::None,
                     crate::Tier::Optimized => OptimizationLevel::Default,
@@ -502,14 +544,19 @@ mod codegen {
             .ok_or_else(|| CompileError::Llvm(format!("no target machine for {}", triple.as_str().to_string_lossy())))
     }
 
+    /// Whether the host processor has AVX-512F, whose arithmetic
+    /// instructions carry their own rounding mode (`{rd-sae}`): directed
+    /// rounding then needs no change of the floating-point environment.
+    /// Part of the fingerprint (the host's features), so cached code
+    /// follows it.
+    pub fn host_has_avx512f() -> bool {
+        static HAS: OnceLock<bool> = OnceLock::new();
+        *HAS.get_or_init(|| TargetMachine::get_host_cpu_features().to_string_lossy().split(',').any(|f| f == "+avx512f"))
+    }
+
     pub fn host_fingerprint() -> String {
         let triple = TargetMachine::get_default_triple();
-        format!(
-            "{}|{}|{}",
-            triple.as_str().to_string_lossy(),
-            TargetMachine::get_host_cpu_name().to_string_lossy(),
-            TargetMachine::get_host_cpu_features().to_string_lossy()
-        )
+        format!("{}|{}|{}", triple.as_str().to_string_lossy(), TargetMachine::get_host_cpu_name().to_string_lossy(), host_features())
     }
 
     /// The optimisation pipeline of each tier (see [`crate::Tier`]).
@@ -551,16 +598,16 @@ mod launch_guard_tests {
         // apart and 128 bytes away from a 2^34 wrap.
         let apart =
             GuardApart { a: GuardBase::Param(8), a_offset: 0, b: GuardBase::Param(0), b_offset: 0, equal: true, min: 128, wrap: 1 << 34 };
-        let g = LaunchGuard { one_dimensional: true, apart: vec![apart] };
+        let g = LaunchGuard { one_dimensional: true, apart: vec![apart], disjoint: vec![] };
         let none = |_: &str| None;
-        assert!(g.holds(&params(0x1000, 0x1000), [256, 1, 1], &none), "the same array");
-        assert!(g.holds(&params(0x1000, 0x1080), [256, 1, 1], &none), "128 bytes apart");
-        assert!(g.holds(&params(0x1080, 0x1000), [256, 1, 1], &none), "either order");
-        assert!(!g.holds(&params(0x1000, 0x1004), [32, 1, 1], &none), "one element apart");
-        assert!(!g.holds(&params(0x1000, 0x107f), [32, 1, 1], &none), "127 bytes apart");
-        assert!(!g.holds(&params(0x1000, 0x1000 + (1 << 34) + 4), [32, 1, 1], &none), "near the wrap");
-        assert!(!g.holds(&params(0x1000, 0x1000), [16, 2, 1], &none), "a 2-D block");
-        assert!(!g.holds(&params(0x1000, 0x1000)[..12], [32, 1, 1], &none), "a parameter past the buffer");
+        assert!(g.holds(&params(0x1000, 0x1000), [1, 1, 1], [256, 1, 1], &none), "the same array");
+        assert!(g.holds(&params(0x1000, 0x1080), [1, 1, 1], [256, 1, 1], &none), "128 bytes apart");
+        assert!(g.holds(&params(0x1080, 0x1000), [1, 1, 1], [256, 1, 1], &none), "either order");
+        assert!(!g.holds(&params(0x1000, 0x1004), [1, 1, 1], [32, 1, 1], &none), "one element apart");
+        assert!(!g.holds(&params(0x1000, 0x107f), [1, 1, 1], [32, 1, 1], &none), "127 bytes apart");
+        assert!(!g.holds(&params(0x1000, 0x1000 + (1 << 34) + 4), [1, 1, 1], [32, 1, 1], &none), "near the wrap");
+        assert!(!g.holds(&params(0x1000, 0x1000), [1, 1, 1], [16, 2, 1], &none), "a 2-D block");
+        assert!(!g.holds(&params(0x1000, 0x1000)[..12], [1, 1, 1], [32, 1, 1], &none), "a parameter past the buffer");
         // A variable's address, and offsets on both sides.
         let apart = GuardApart {
             a: GuardBase::Global("table".into()),
@@ -571,11 +618,38 @@ mod launch_guard_tests {
             min: 256,
             wrap: 0,
         };
-        let g = LaunchGuard { one_dimensional: false, apart: vec![apart] };
+        let g = LaunchGuard { one_dimensional: false, apart: vec![apart], disjoint: vec![] };
         let at = |a: u64| move |n: &str| (n == "table").then_some(a);
-        assert!(g.holds(&params(0x1000, 0), [16, 2, 1], &at(0x1000 + 128)), "(t + 64) - (p - 64) = 256");
-        assert!(!g.holds(&params(0x1000, 0), [16, 2, 1], &at(0x1000 + 127)), "255 apart");
-        assert!(!g.holds(&params(0x1000, 0), [16, 2, 1], &at(0x1000 - 128)), "equal is not allowed");
-        assert!(!g.holds(&params(0x1000, 0), [16, 2, 1], &|_| None), "an unknown variable");
+        assert!(g.holds(&params(0x1000, 0), [1, 1, 1], [16, 2, 1], &at(0x1000 + 128)), "(t + 64) - (p - 64) = 256");
+        assert!(!g.holds(&params(0x1000, 0), [1, 1, 1], [16, 2, 1], &at(0x1000 + 127)), "255 apart");
+        assert!(!g.holds(&params(0x1000, 0), [1, 1, 1], [16, 2, 1], &at(0x1000 - 128)), "equal is not allowed");
+        assert!(!g.holds(&params(0x1000, 0), [1, 1, 1], [16, 2, 1], &|_| None), "an unknown variable");
+    }
+
+    #[test]
+    fn a_launch_range_guard_reads_the_grid_and_parameters() {
+        use crate::lockstep::{Disjoint, Launch, Op, Span, SpanIndex};
+        // Stores through the pointer at offset 0 and loads through the one
+        // at 8, both at `ctaid.x * ntid.x + tid.x`, below the u32 at 16:
+        // 8-byte stores and 4-byte loads.
+        let index = vec![Op::Special(Launch::Ctaid, 0), Op::Special(Launch::Ntid, 0), Op::Mul, Op::Special(Launch::Tid, 0), Op::Add];
+        let below = Some((vec![Op::Param { at: 16, signed: false }], false));
+        let span = |at: u32, scale: i64| Span {
+            base: GuardBase::Param(at),
+            offset: 0,
+            index: Some(SpanIndex { value: index.clone(), signed: true, scale, below: below.clone() }),
+            bytes: scale as u64,
+        };
+        let g = LaunchGuard { one_dimensional: false, apart: vec![], disjoint: vec![Disjoint { a: span(0, 8), b: span(8, 4) }] };
+        let mut p = params(0x10000, 0x10000 + 800);
+        p.extend_from_slice(&100u32.to_le_bytes());
+        let none = |_: &str| None;
+        assert!(g.holds(&p, [4, 1, 1], [32, 1, 1], &none), "100 elements of 8 bytes end where the loads start");
+        assert!(g.holds(&p, [40, 2, 1], [32, 2, 1], &none), "more threads, the same bound");
+        assert!(!g.holds(&p[..16], [4, 1, 1], [32, 1, 1], &none), "the bound past the buffer");
+        p[16..20].copy_from_slice(&101u32.to_le_bytes());
+        assert!(!g.holds(&p, [4, 1, 1], [32, 1, 1], &none), "one element more overlaps");
+        assert!(g.holds(&p, [3, 1, 1], [32, 1, 1], &none), "96 threads stay below the loads");
+        assert!(!g.holds(&p, [0, 1, 1], [32, 1, 1], &none), "an empty grid is refused");
     }
 }

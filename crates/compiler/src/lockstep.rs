@@ -40,7 +40,9 @@
 //!    - `X` is `W` itself, executed at most once per thread (in the
 //!      kernel's body, outside every loop): its lanes then run it in lane
 //!      order either way, which is an order the GPU's single instruction
-//!      may take too.
+//!      may take too; or
+//!    - the two addresses keep the lanes apart, always or under launch
+//!      conditions (below).
 //!
 //! Read-only loads never see another lane's store: `ld.const`,
 //! `ld.param`, `ld.local` (a thread's own memory), `ld.global.nc` and
@@ -51,14 +53,62 @@
 //! the other one of the pair) that made it so. The analysis makes no
 //! assumption about where pointers point: two pointer parameters may name
 //! overlapping memory, so a load through one may read what a store through
-//! the other writes, and a kernel that loads and stores global memory is
-//! `Exchanges` even when each thread touches only its own element.
+//! the other writes; where only the launch can tell, the verdict is
+//! [`Verdict::IndependentIf`] with the conditions to check.
+//!
+//! # Conditions
+//!
+//! Addresses are followed in the kernel's own body only, as `base + scale
+//! * widen(index) + offset` ([`Form`]): `base` a 64-bit kernel parameter
+//! or a module variable, `index` a 32-bit register widened to 64 bits
+//! with or without its sign, `scale` and `offset` constants. A register
+//! read by an instruction is followed through the write that reaches it
+//! for certain: the last write before it with no label in between, or
+//! else the register's only write in the body; the write must be
+//! unguarded and write that register alone (`Forms`).
+//!
+//! - **Per warp** ([`Apart`]): when both accesses use the same index
+//!   write, holding a warp-uniform value plus `%tid.x`, lanes of a warp
+//!   with one-dimensional blocks have consecutive indices, and the
+//!   distance `d` between the bases plus offsets decides: each lane its
+//!   own element (`d = 0`, `|scale|` at least the access size), or `|d|`
+//!   at least `31 |scale| + size` away from 0 and from `|scale| 2^32`
+//!   (where lanes whose index wrapped would meet). Within one base `d` is
+//!   known when compiled; between two bases the launch checks it, and
+//!   that the block has one dimension.
+//! - **Launch ranges** ([`Disjoint`]): otherwise (different scales or
+//!   sizes, different indices, a uniform address against an indexed one,
+//!   a block of any shape), when each index's value is a computation the
+//!   analysis follows — `%tid`, `%ntid`, `%ctaid`, `%nctaid`, 32-bit
+//!   parameters and constants combined by `add`, `sub`, `neg`, `mul.lo`,
+//!   `mad.lo`, `shl` by a constant and 32-bit `cvt`: the ring operations
+//!   modulo 2^32, [`Op`] — the two accesses' bytes over the whole launch
+//!   must not overlap. At launch, interval arithmetic over `%tid.d` in
+//!   `[0, ntid.d)` and `%ctaid.d` in `[0, nctaid.d)`, with the
+//!   parameters' values, bounds each index's exact integer value
+//!   ([`value_range`]); the register holds that value modulo 2^32, so it
+//!   is the register's value only when the whole interval fits the
+//!   widening's range (`[-2^31, 2^31)` signed, `[0, 2^32)` unsigned), and
+//!   the check fails otherwise. Each access then touches bytes within
+//!   `[base + offset + min(scale * lo, scale * hi), base + offset +
+//!   max(scale * lo, scale * hi) + size)`, which must lie in `[0, 2^64)`;
+//!   the condition holds when the two ranges do not overlap (touching is
+//!   apart). No thread then reads or writes a byte any thread writes
+//!   through the other access, whatever the order of threads. Two
+//!   accesses through one base and the same index never get this
+//!   condition (their overlap is known when compiled).
+//!
+//! A condition anything unknown leaves undecided (a parameter past the
+//! buffer, a variable not found, an interval past [`RANGE_BOUND`]) fails:
+//! a failed check costs speed only, the launch running the lockstep
+//! version.
 //!
 //! Invariants (tests below): the verdict depends on the PTX text only;
-//! adding an instruction never turns `Exchanges` into `Independent`;
-//! `Independent` implies that running the kernel thread by thread in any
-//! order of threads gives the memory contents and values of running it
-//! as converged warps in lockstep.
+//! adding an instruction that writes no register the others read never
+//! turns `Exchanges` into `Independent` and never removes a condition; `Independent` implies that running the
+//! kernel thread by thread in any order of threads gives the memory
+//! contents and values of running it as converged warps in lockstep, and
+//! `IndependentIf` implies it for every launch its conditions hold for.
 
 use crate::layout::{Analysis, ItemId};
 use ptx::ast::*;
@@ -95,6 +145,9 @@ pub struct Conditions {
     pub one_dimensional: bool,
     /// Pairs of bases whose distance must keep the lanes apart.
     pub apart: Vec<Apart>,
+    /// Pairs of accesses whose bytes over the whole launch must not
+    /// overlap.
+    pub disjoint: Vec<Disjoint<Base, VarId>>,
 }
 
 /// `d = (a + a_offset) - (b + b_offset)`, the distance between the same
@@ -131,6 +184,211 @@ pub enum Base {
     Param(VarId),
     /// A module variable's address.
     Symbol(SymbolId),
+}
+
+/// A value of the launch a kernel's index computations start from: the
+/// thread's index in its block (`%tid`), the block's size (`%ntid`), the
+/// block's index in the grid (`%ctaid`), the grid's size (`%nctaid`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Launch {
+    Tid,
+    Ntid,
+    Ctaid,
+    Nctaid,
+}
+
+/// One step of a 32-bit integer value's computation, in postfix order: a
+/// leaf pushes a value, an operation pops two and pushes the result. The
+/// operations are those of the ring of integers modulo 2^32 (addition,
+/// subtraction, multiplication), so the 32-bit register holding the value
+/// equals the exact integer result modulo 2^32, whichever representative
+/// of each leaf is taken. `P` names a 32-bit kernel parameter (its
+/// variable in the analysis, its byte offset in a launch guard).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Op<P> {
+    Const(i64),
+    /// A 32-bit kernel parameter, read as signed or unsigned.
+    Param {
+        at: P,
+        signed: bool,
+    },
+    /// A launch value and its dimension (0 = x, 1 = y, 2 = z).
+    Special(Launch, u8),
+    Add,
+    Sub,
+    Mul,
+}
+
+/// The bytes one access may touch over a whole launch: `base + offset +
+/// scale * widen(index) + [0, bytes)` for every value the 32-bit `index`
+/// takes in the launch (no index: the same address in every thread).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Span<B, P> {
+    pub base: B,
+    pub offset: i64,
+    pub index: Option<SpanIndex<P>>,
+    pub bytes: u64,
+}
+
+/// The index of a [`Span`]: its computation, how it is widened to 64
+/// bits (`signed`: with its sign) and the scale it is multiplied by.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SpanIndex<P> {
+    pub value: Vec<Op<P>>,
+    pub signed: bool,
+    pub scale: i64,
+    /// A value the index is below (`true`: at most) wherever the access
+    /// runs, compared as the widening reads it: an early exit (`if (i >=
+    /// n) return;`) the access's straight-line code passed.
+    pub below: Option<(Vec<Op<P>>, bool)>,
+}
+
+/// Two accesses whose bytes over the whole launch must not overlap (see
+/// "Launch ranges" in the module's notes).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Disjoint<B, P> {
+    pub a: Span<B, P>,
+    pub b: Span<B, P>,
+}
+
+/// Magnitude beyond which a launch range is not computed (the condition
+/// then fails): products of two such bounds fit in an `i128`.
+pub const RANGE_BOUND: i128 = 1 << 62;
+
+/// The smallest and largest exact integer values of `ops` over a launch
+/// of `grid` blocks of `block` threads (interval arithmetic over
+/// `%tid.d` in `[0, block[d])`, `%ctaid.d` in `[0, grid[d])`, `%ntid.d`
+/// and `%nctaid.d` exactly), or `None` when an operand is unknown, a
+/// dimension is 0, the program is malformed or an intermediate bound
+/// passes [`RANGE_BOUND`].
+pub fn value_range<P>(ops: &[Op<P>], param: &dyn Fn(&P, bool) -> Option<i64>, grid: [u32; 3], block: [u32; 3]) -> Option<(i128, i128)> {
+    let mut stack: Vec<(i128, i128)> = Vec::with_capacity(8);
+    for op in ops {
+        let v = match op {
+            Op::Const(c) => (i128::from(*c), i128::from(*c)),
+            Op::Param { at, signed } => {
+                let x = i128::from(param(at, *signed)?);
+                (x, x)
+            }
+            Op::Special(l, d) => {
+                let (b, g) = (i128::from(*block.get(*d as usize)?), i128::from(*grid.get(*d as usize)?));
+                if b == 0 || g == 0 {
+                    return None;
+                }
+                match l {
+                    Launch::Tid => (0, b - 1),
+                    Launch::Ntid => (b, b),
+                    Launch::Ctaid => (0, g - 1),
+                    Launch::Nctaid => (g, g),
+                }
+            }
+            Op::Add | Op::Sub | Op::Mul => {
+                let y = stack.pop()?;
+                let x = stack.pop()?;
+                match op {
+                    Op::Add => (x.0 + y.0, x.1 + y.1),
+                    Op::Sub => (x.0 - y.1, x.1 - y.0),
+                    _ => {
+                        let p = [x.0 * y.0, x.0 * y.1, x.1 * y.0, x.1 * y.1];
+                        (p.iter().copied().min()?, p.iter().copied().max()?)
+                    }
+                }
+            }
+        };
+        if v.0 < -RANGE_BOUND || v.1 > RANGE_BOUND {
+            return None;
+        }
+        stack.push(v);
+    }
+    match stack[..] {
+        [v] => Some(v),
+        _ => None,
+    }
+}
+
+impl<B, P> Span<B, P> {
+    /// The bytes `[start, end)` the access may touch over the launch, given
+    /// its base's address; `None` when the index may wrap in 32 bits or
+    /// where it is widened, or the addresses wrap around 2^64.
+    pub fn launch_bytes(
+        &self,
+        base: u64,
+        param: &dyn Fn(&P, bool) -> Option<i64>,
+        grid: [u32; 3],
+        block: [u32; 3],
+    ) -> Option<(i128, i128)> {
+        let start = i128::from(base) + i128::from(self.offset);
+        let (lo, hi) = match &self.index {
+            None => (start, start),
+            Some(ix) => {
+                let (lo, hi) = value_range(&ix.value, param, grid, block)?;
+                // The register holds the exact value modulo 2^32: it is the
+                // exact value only when that fits the widening's range.
+                let fits = if ix.signed { lo >= -(1 << 31) && hi < 1 << 31 } else { lo >= 0 && hi < 1 << 32 };
+                if !fits {
+                    return None;
+                }
+                // Only then does the comparison see the exact value.
+                let hi = match &ix.below {
+                    Some((bound, inclusive)) => {
+                        let (_, top) = value_range(bound, param, grid, block)?;
+                        hi.min(if *inclusive { top } else { top - 1 }).max(lo)
+                    }
+                    None => hi,
+                };
+                let (p, q) = (i128::from(ix.scale) * lo, i128::from(ix.scale) * hi);
+                (start + p.min(q), start + p.max(q))
+            }
+        };
+        let end = hi + i128::from(self.bytes);
+        (lo >= 0 && end <= 1 << 64).then_some((lo, end))
+    }
+}
+
+impl<B, P> Disjoint<B, P> {
+    /// Whether the two accesses' bytes over the launch are known not to
+    /// overlap; `base` gives a base's address.
+    pub fn holds(
+        &self,
+        base: &dyn Fn(&B) -> Option<u64>,
+        param: &dyn Fn(&P, bool) -> Option<i64>,
+        grid: [u32; 3],
+        block: [u32; 3],
+    ) -> bool {
+        let range = |s: &Span<B, P>| s.launch_bytes(base(&s.base)?, param, grid, block);
+        match (range(&self.a), range(&self.b)) {
+            (Some(a), Some(b)) => a.1 <= b.0 || b.1 <= a.0,
+            _ => false,
+        }
+    }
+
+    /// The same condition with bases and parameters named otherwise.
+    pub fn map<B2, P2>(&self, fb: &dyn Fn(&B) -> B2, fp: &dyn Fn(&P) -> P2) -> Disjoint<B2, P2> {
+        let ops = |v: &[Op<P>]| -> Vec<Op<P2>> {
+            v.iter()
+                .map(|op| match op {
+                    Op::Const(c) => Op::Const(*c),
+                    Op::Param { at, signed } => Op::Param { at: fp(at), signed: *signed },
+                    Op::Special(l, d) => Op::Special(*l, *d),
+                    Op::Add => Op::Add,
+                    Op::Sub => Op::Sub,
+                    Op::Mul => Op::Mul,
+                })
+                .collect()
+        };
+        let span = |s: &Span<B, P>| Span {
+            base: fb(&s.base),
+            offset: s.offset,
+            index: s.index.as_ref().map(|ix| SpanIndex {
+                value: ops(&ix.value),
+                signed: ix.signed,
+                scale: ix.scale,
+                below: ix.below.as_ref().map(|(v, inclusive)| (ops(v), *inclusive)),
+            }),
+            bytes: s.bytes,
+        };
+        Disjoint { a: span(&self.a), b: span(&self.b) }
+    }
 }
 
 /// Why a kernel's lanes may observe each other.
@@ -198,16 +456,17 @@ impl Conditions {
         if self.one_dimensional {
             parts.push("the block has one dimension".to_string());
         }
+        let base_name = |b: Base| match b {
+            Base::None => "0".to_string(),
+            Base::Param(v) => match m.items.get(self.kernel as usize) {
+                Some(Item::Function(f)) if (v as usize) < f.vars.len() => f.var(v).name.to_string(),
+                _ => format!("parameter {v}"),
+            },
+            Base::Symbol(s) => m.symbols.get(s as usize).map_or_else(|| format!("symbol {s}"), |sym| sym.name.to_string()),
+        };
         for ap in &self.apart {
             let name = |b: Base, off: i64| {
-                let n = match b {
-                    Base::None => "0".to_string(),
-                    Base::Param(v) => match m.items.get(self.kernel as usize) {
-                        Some(Item::Function(f)) if (v as usize) < f.vars.len() => f.var(v).name.to_string(),
-                        _ => format!("parameter {v}"),
-                    },
-                    Base::Symbol(s) => m.symbols.get(s as usize).map_or_else(|| format!("symbol {s}"), |sym| sym.name.to_string()),
-                };
+                let n = base_name(b);
                 if off == 0 {
                     format!("`{n}`")
                 } else {
@@ -220,6 +479,19 @@ impl Conditions {
             } else {
                 parts.push(format!("{a} and {b} are at least {} bytes apart", ap.min));
             }
+        }
+        let span = |sp: &Span<Base, VarId>| {
+            let mut t = base_name(sp.base);
+            if sp.offset != 0 {
+                let _ = write!(t, " {} {}", if sp.offset < 0 { '-' } else { '+' }, sp.offset.unsigned_abs());
+            }
+            if let Some(ix) = &sp.index {
+                let _ = write!(t, " + {} * index", ix.scale);
+            }
+            format!("`{t}` ({} bytes)", sp.bytes)
+        };
+        for d in &self.disjoint {
+            parts.push(format!("the bytes at {} and at {} over the whole launch do not overlap", span(&d.a), span(&d.b)));
         }
         format!("when {}", parts.join(" and "))
     }
@@ -356,11 +628,15 @@ struct Access {
     /// address in a way [`Forms`] follows; and the bytes accessed.
     form: Option<Form>,
     bytes: u64,
+    /// The bytes it touches over a launch, when its index's computation
+    /// is known.
+    span: Option<Span<Base, VarId>>,
 }
 
 /// A lane's address: `base + scale * widen(index) + offset`, where `index`
-/// is a 32-bit register holding a warp-uniform value plus `%tid.x`,
-/// widened to 64 bits with (`signed`) or without sign extension.
+/// is a 32-bit register, widened to 64 bits with (`signed`) or without
+/// sign extension, that holds a warp-uniform value plus `%tid.x` (`lane`)
+/// or a value [`Forms::value`] follows (or both).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Form {
     pub base: Base,
@@ -370,38 +646,61 @@ pub struct Form {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Index {
-    pub reg: RegId,
+    /// The statement whose write the register holds.
+    pub def: usize,
     pub signed: bool,
     pub scale: i64,
+    pub lane: bool,
 }
+
+/// Longest index computation followed (operations of [`Op`]).
+const MAX_VALUE_OPS: usize = 64;
 
 /// Scales beyond this are not followed (products must not overflow).
 const MAX_SCALE: i64 = 1 << 20;
 
-/// The forms of a kernel body's registers, from their definitions. Only
-/// registers written by exactly one unguarded instruction are followed:
-/// such a register holds, wherever a lane reads it, the value that one
-/// instruction computed from its operands, so equal registers mean equal
-/// values (a register whose only write reads itself, a loop counter, is
-/// neither uniform nor an index: its value changes).
+/// The forms of a kernel body's registers, from their definitions. A
+/// register read at a statement is followed through the write that
+/// reaches it for certain: the last write before the statement with no
+/// label in between (straight-line code: every execution of the statement
+/// has just executed that write), or else the register's only write in
+/// the whole body. The write must be unguarded (a guarded write leaves
+/// some lanes' old value) and write the register alone (not a vector or
+/// a pair). Such a write's value is a function of what its own operands
+/// hold where it stands, so equal writes mean equal values (a register
+/// whose reaching write reads itself, a loop counter, is neither uniform
+/// nor an index: its value changes). Results are kept per write
+/// (statement index).
 struct Forms<'a> {
     f: &'a Function<'a>,
     b: &'a Body<'a>,
     m: &'a Module<'a>,
     /// The one unguarded write of each register, if it has one.
-    def: Vec<Option<usize>>,
-    uniform: std::collections::HashMap<RegId, bool>,
-    lane: std::collections::HashMap<RegId, bool>,
-    forms: std::collections::HashMap<RegId, Option<Form>>,
-    visiting: std::collections::HashSet<(u8, RegId)>,
+    single: Vec<Option<usize>>,
+    /// The statements writing each register, in order.
+    writes: Vec<Vec<usize>>,
+    /// Per statement: the index of the last label at or before it (0 when none).
+    region: Vec<usize>,
+    uniform: std::collections::HashMap<usize, bool>,
+    lane: std::collections::HashMap<usize, bool>,
+    forms: std::collections::HashMap<usize, Option<Form>>,
+    values: std::collections::HashMap<usize, Option<Vec<Op<VarId>>>>,
+    visiting: std::collections::HashSet<(u8, usize)>,
 }
 
 impl<'a> Forms<'a> {
     fn new(m: &'a Module<'a>, f: &'a Function<'a>, b: &'a Body<'a>) -> Forms<'a> {
         let mut count = vec![0u32; b.regs.len()];
-        let mut def = vec![None; b.regs.len()];
+        let mut single = vec![None; b.regs.len()];
+        let mut writes = vec![Vec::new(); b.regs.len()];
+        let mut region = vec![0; b.statements.len()];
+        let mut last_label = 0;
         let mut regs = Vec::new();
         for (i, s) in b.statements.iter().enumerate() {
+            if let Statement::Label(_) = s {
+                last_label = i;
+            }
+            region[i] = last_label;
             let Statement::Instruction(inst) = s else { continue };
             if !crate::warp::writes_first(b, inst) {
                 continue;
@@ -413,41 +712,58 @@ impl<'a> Forms<'a> {
                 if let Some(c) = count.get_mut(r as usize) {
                     // A guarded write leaves some lanes' old value.
                     *c += if inst.guard.is_some() { 2 } else { 1 };
-                    def[r as usize] = Some(i);
+                    single[r as usize] = Some(i);
+                    writes[r as usize].push(i);
                 }
             }
         }
         for (r, c) in count.iter().enumerate() {
             if *c != 1 {
-                def[r] = None;
+                single[r] = None;
             }
         }
         Forms {
             f,
             b,
             m,
-            def,
+            single,
+            writes,
+            region,
             uniform: Default::default(),
             lane: Default::default(),
             forms: Default::default(),
+            values: Default::default(),
             visiting: Default::default(),
         }
     }
 
-    /// The single defining instruction of `r`, if its destination is `r`
-    /// itself (not a vector or pair).
-    fn def(&self, r: RegId) -> Option<&'a Instruction> {
-        let i = (*self.def.get(r as usize)?)?;
-        let Statement::Instruction(inst) = &self.b.statements[i] else { return None };
-        matches!(self.b.args(inst).first(), Some(Operand::Reg(d)) if *d == r).then_some(inst)
+    /// The write (statement index) whose value `r` holds when statement
+    /// `at` reads it, if one does for certain.
+    fn reach(&self, r: RegId, at: usize) -> Option<usize> {
+        let w = self.writes.get(r as usize)?;
+        let k = w.partition_point(|&p| p < at);
+        let i = match k.checked_sub(1).map(|k| w[k]) {
+            Some(i) if i >= *self.region.get(at)? => i,
+            _ => self.single.get(r as usize).copied()??,
+        };
+        let Statement::Instruction(inst) = self.b.statements.get(i)? else { return None };
+        (inst.guard.is_none() && matches!(self.b.args(inst).first(), Some(Operand::Reg(d)) if *d == r)).then_some(i)
     }
 
-    fn guard(&mut self, kind: u8, r: RegId) -> bool {
-        self.visiting.insert((kind, r))
+    /// The instruction at statement `i`.
+    fn def(&self, i: usize) -> Option<&'a Instruction> {
+        match self.b.statements.get(i)? {
+            Statement::Instruction(inst) => Some(inst),
+            _ => None,
+        }
     }
 
-    /// The same value in every lane of a warp.
-    fn uniform_operand(&mut self, op: &Operand) -> bool {
+    fn guard(&mut self, kind: u8, i: usize) -> bool {
+        self.visiting.insert((kind, i))
+    }
+
+    /// The same value in every lane of a warp (read at statement `at`).
+    fn uniform_operand(&mut self, op: &Operand, at: usize) -> bool {
         match *op {
             Operand::Imm(_) | Operand::F32(_) | Operand::F64(_) => true,
             Operand::Special(s, _) => matches!(
@@ -460,70 +776,74 @@ impl<'a> Forms<'a> {
                     | SpecialReg::DynamicSmemSize
                     | SpecialReg::TotalSmemSize
             ),
-            Operand::Reg(r) => self.uniform(r),
+            Operand::Reg(r) => self.reach(r, at).is_some_and(|i| self.uniform(i)),
             Operand::Global(s) | Operand::GlobalOffset(s, _) => self.m.variable(s).is_some(),
             _ => false,
         }
     }
 
-    fn uniform(&mut self, r: RegId) -> bool {
-        if let Some(&u) = self.uniform.get(&r) {
+    fn uniform(&mut self, i: usize) -> bool {
+        if let Some(&u) = self.uniform.get(&i) {
             return u;
         }
-        if !self.guard(0, r) {
+        if !self.guard(0, i) {
             return false;
         }
-        let u = match self.def(r) {
+        let u = match self.def(i) {
             Some(inst) => {
                 use Opcode::*;
                 let args = self.b.args(inst);
                 match inst.op {
                     Ld => inst.space(self.b) == Some(StateSpace::Param) && self.f.kind == FunctionKind::Entry,
                     Mov | Add | Sub | Mul | Mad | Shl | Shr | And | Or | Xor | Not | Neg | Cvt | Cvta | Min | Max | Div | Rem => {
-                        args[1..].iter().all(|a| self.uniform_operand(a))
+                        args[1..].iter().all(|a| self.uniform_operand(a, i))
                     }
                     _ => false,
                 }
             }
             None => false,
         };
-        self.uniform.insert(r, u);
+        self.uniform.insert(i, u);
         u
     }
 
     /// A 32-bit register equal to a warp-uniform value plus `%tid.x`.
-    fn lane_index(&mut self, op: &Operand) -> bool {
+    fn lane_index(&mut self, op: &Operand, at: usize) -> bool {
         let Operand::Reg(r) = *op else { return false };
-        if let Some(&l) = self.lane.get(&r) {
+        self.reach(r, at).is_some_and(|i| self.lane(i))
+    }
+
+    fn lane(&mut self, i: usize) -> bool {
+        if let Some(&l) = self.lane.get(&i) {
             return l;
         }
-        if !self.guard(1, r) {
+        if !self.guard(1, i) {
             return false;
         }
-        let l = match self.def(r) {
+        let l = match self.def(i) {
             Some(inst) if inst.ty(self.b).is_some_and(|t| t.bits() == 32) => {
                 let args = self.b.args(inst);
                 match (inst.op, args) {
                     (Opcode::Mov, [_, Operand::Special(SpecialReg::Tid, 0)]) => true,
-                    (Opcode::Mov, [_, a @ Operand::Reg(_)]) => self.lane_index(a),
-                    (Opcode::Add, [_, a, b]) => {
-                        (self.lane_index(a) && self.uniform_operand(b)) || (self.uniform_operand(a) && self.lane_index(b))
+                    (Opcode::Mov, [_, a @ Operand::Reg(_)]) => self.lane_index(a, i),
+                    (Opcode::Add, [_, a, b]) if !inst.has(self.b, Flag::Sat) => {
+                        (self.lane_index(a, i) && self.uniform_operand(b, i)) || (self.uniform_operand(a, i) && self.lane_index(b, i))
                     }
                     (Opcode::Mad, [_, a, b, c]) if inst.has(self.b, Flag::LoHalf) => {
-                        self.uniform_operand(a) && self.uniform_operand(b) && self.lane_index(c)
+                        self.uniform_operand(a, i) && self.uniform_operand(b, i) && self.lane_index(c, i)
                     }
                     _ => false,
                 }
             }
             _ => false,
         };
-        self.lane.insert(r, l);
+        self.lane.insert(i, l);
         l
     }
 
-    fn operand_form(&mut self, op: &Operand) -> Option<Form> {
+    fn operand_form(&mut self, op: &Operand, at: usize) -> Option<Form> {
         match *op {
-            Operand::Reg(r) => self.form(r),
+            Operand::Reg(r) => self.form(self.reach(r, at)?),
             Operand::Imm(v) => Some(Form { base: Base::None, index: None, offset: v }),
             Operand::Global(s) if self.m.variable(s).is_some() => Some(Form { base: Base::Symbol(s), index: None, offset: 0 }),
             Operand::GlobalOffset(s, o) if self.m.variable(s).is_some() => Some(Form { base: Base::Symbol(s), index: None, offset: o }),
@@ -531,13 +851,111 @@ impl<'a> Forms<'a> {
         }
     }
 
-    fn widened(&mut self, x: &Operand, signed: bool, scale: i64) -> Option<Form> {
-        let Operand::Reg(reg) = *x else { return None };
-        (self.lane_index(x) && scale != 0 && scale.abs() <= MAX_SCALE).then_some(Form {
+    fn widened(&mut self, x: &Operand, at: usize, signed: bool, scale: i64) -> Option<Form> {
+        let Operand::Reg(r) = *x else { return None };
+        let def = self.reach(r, at)?;
+        let lane = self.lane(def);
+        let known = lane || self.value(def).is_some();
+        (known && scale != 0 && scale.abs() <= MAX_SCALE).then_some(Form {
             base: Base::None,
-            index: Some(Index { reg, signed, scale }),
+            index: Some(Index { def, signed, scale, lane }),
             offset: 0,
         })
+    }
+
+    /// The computation of the 32-bit value written at statement `i` from
+    /// launch values, 32-bit kernel parameters and constants through ring
+    /// operations (`mov`, `add`, `sub`, `neg`, `mul.lo`, `mad.lo`, `shl`
+    /// by a constant, `cvt` between 32-bit integer types), in postfix
+    /// order.
+    fn value(&mut self, i: usize) -> Option<Vec<Op<VarId>>> {
+        if let Some(v) = self.values.get(&i) {
+            return v.clone();
+        }
+        if !self.guard(3, i) {
+            return None;
+        }
+        let mut out = Vec::new();
+        let v = self.compute_value(i, &mut out).filter(|_| out.len() <= MAX_VALUE_OPS).map(|_| out);
+        self.values.insert(i, v.clone());
+        v
+    }
+
+    fn value_operand(&mut self, op: &Operand, at: usize, out: &mut Vec<Op<VarId>>) -> Option<()> {
+        match *op {
+            // Any representative modulo 2^32 will do; the nearest to 0.
+            Operand::Imm(v) => out.push(Op::Const(i64::from(v as i32))),
+            Operand::Special(s, d) if d < 3 => out.push(Op::Special(
+                match s {
+                    SpecialReg::Tid => Launch::Tid,
+                    SpecialReg::Ntid => Launch::Ntid,
+                    SpecialReg::Ctaid => Launch::Ctaid,
+                    SpecialReg::Nctaid => Launch::Nctaid,
+                    _ => return None,
+                },
+                d,
+            )),
+            Operand::Reg(r) => {
+                let i = self.reach(r, at)?;
+                out.extend(self.value(i)?)
+            }
+            _ => return None,
+        }
+        (out.len() <= MAX_VALUE_OPS).then_some(())
+    }
+
+    fn compute_value(&mut self, i: usize, out: &mut Vec<Op<VarId>>) -> Option<()> {
+        let inst = self.def(i)?;
+        let b = self.b;
+        let args = b.args(inst);
+        let Some(&Operand::Reg(r)) = args.first() else { return None };
+        if crate::affine::register_bits(self.f, self.b, r) != Some(32) {
+            return None;
+        }
+        let ty = inst.ty(b)?;
+        if ty.bits() != 32 || !ty.is_integer() || ty.is_float() || inst.has(b, Flag::Sat) {
+            return None;
+        }
+        match (inst.op, args) {
+            (Opcode::Ld, [_, Operand::AddrVar(v, 0)])
+                if inst.space(b) == Some(StateSpace::Param) && self.f.kind == FunctionKind::Entry && self.f.params.contains(v) =>
+            {
+                out.push(Op::Param { at: *v, signed: ty.is_signed() });
+            }
+            (Opcode::Mov, [_, a]) => self.value_operand(a, i, out)?,
+            (Opcode::Cvt, [_, a]) if inst.rounding(b).is_none() && inst.types(b).all(|t| t.bits() == 32 && t.is_integer()) => {
+                self.value_operand(a, i, out)?
+            }
+            (Opcode::Neg, [_, a]) => {
+                out.push(Op::Const(0));
+                self.value_operand(a, i, out)?;
+                out.push(Op::Sub);
+            }
+            (Opcode::Add | Opcode::Sub, [_, a, c]) => {
+                self.value_operand(a, i, out)?;
+                self.value_operand(c, i, out)?;
+                out.push(if inst.op == Opcode::Add { Op::Add } else { Op::Sub });
+            }
+            (Opcode::Mul, [_, a, c]) if inst.has(b, Flag::LoHalf) => {
+                self.value_operand(a, i, out)?;
+                self.value_operand(c, i, out)?;
+                out.push(Op::Mul);
+            }
+            (Opcode::Mad, [_, a, c, d]) if inst.has(b, Flag::LoHalf) => {
+                self.value_operand(a, i, out)?;
+                self.value_operand(c, i, out)?;
+                out.push(Op::Mul);
+                self.value_operand(d, i, out)?;
+                out.push(Op::Add);
+            }
+            (Opcode::Shl, [_, a, Operand::Imm(k)]) if (0..32).contains(k) => {
+                self.value_operand(a, i, out)?;
+                out.push(Op::Const(i64::from((1u32 << *k) as i32)));
+                out.push(Op::Mul);
+            }
+            _ => return None,
+        }
+        (out.len() <= MAX_VALUE_OPS).then_some(())
     }
 
     fn sum(a: Form, b: Form) -> Option<Form> {
@@ -552,21 +970,21 @@ impl<'a> Forms<'a> {
         Some(Form { base, index, offset: a.offset.checked_add(b.offset)? })
     }
 
-    /// The form of a 64-bit register.
-    fn form(&mut self, r: RegId) -> Option<Form> {
-        if let Some(f) = self.forms.get(&r) {
+    /// The form of the 64-bit value written at statement `i`.
+    fn form(&mut self, i: usize) -> Option<Form> {
+        if let Some(f) = self.forms.get(&i) {
             return *f;
         }
-        if !self.guard(2, r) {
+        if !self.guard(2, i) {
             return None;
         }
-        let form = self.compute_form(r);
-        self.forms.insert(r, form);
+        let form = self.compute_form(i);
+        self.forms.insert(i, form);
         form
     }
 
-    fn compute_form(&mut self, r: RegId) -> Option<Form> {
-        let inst = self.def(r)?;
+    fn compute_form(&mut self, i: usize) -> Option<Form> {
+        let inst = self.def(i)?;
         let b = self.b;
         let args = b.args(inst);
         let ty = inst.ty(b)?;
@@ -580,43 +998,122 @@ impl<'a> Forms<'a> {
             {
                 Some(Form { base: Base::Param(*v), index: None, offset: 0 })
             }
-            (Opcode::Mov, [_, a]) if ty.bits() == 64 => self.operand_form(a),
+            (Opcode::Mov, [_, a]) if ty.bits() == 64 => self.operand_form(a, i),
             // Generic and global addresses are the same on the host.
-            (Opcode::Cvta, [_, a]) if inst.spaces(b).all(|s| s == StateSpace::Global) && ty.bits() == 64 => self.operand_form(a),
-            (Opcode::Add, [_, a, c]) if ty.bits() == 64 => Forms::sum(self.operand_form(a)?, self.operand_form(c)?),
+            (Opcode::Cvta, [_, a]) if inst.spaces(b).all(|s| s == StateSpace::Global) && ty.bits() == 64 => self.operand_form(a, i),
+            (Opcode::Add, [_, a, c]) if ty.bits() == 64 => Forms::sum(self.operand_form(a, i)?, self.operand_form(c, i)?),
             (Opcode::Sub, [_, a, Operand::Imm(v)]) if ty.bits() == 64 => {
-                let f = self.operand_form(a)?;
+                let f = self.operand_form(a, i)?;
                 Some(Form { offset: f.offset.checked_sub(*v)?, ..f })
             }
-            (Opcode::Mul, [_, x, Operand::Imm(s)]) if inst.has(b, Flag::Wide) && ty.bits() == 32 => self.widened(x, signed_src(ty), *s),
+            (Opcode::Mul, [_, x, Operand::Imm(s)]) if inst.has(b, Flag::Wide) && ty.bits() == 32 => self.widened(x, i, signed_src(ty), *s),
             (Opcode::Mad, [_, x, Operand::Imm(s), c]) if inst.has(b, Flag::Wide) && ty.bits() == 32 => {
-                Forms::sum(self.widened(x, signed_src(ty), *s)?, self.operand_form(c)?)
+                Forms::sum(self.widened(x, i, signed_src(ty), *s)?, self.operand_form(c, i)?)
             }
             (Opcode::Cvt, [_, x]) if ty.bits() == 64 => {
                 let src = inst.types(b).nth(1)?;
                 (src.bits() == 32 && src.is_signed() == ty.is_signed()).then_some(())?;
-                self.widened(x, src.is_signed(), 1)
+                self.widened(x, i, src.is_signed(), 1)
             }
             (Opcode::Shl, [_, a, Operand::Imm(k)]) if ty.bits() == 64 && (0..=20).contains(k) => {
-                let f = self.operand_form(a)?;
-                let i = f.index?;
+                let f = self.operand_form(a, i)?;
+                let ix = f.index?;
                 (f.base == Base::None && f.offset == 0).then_some(())?;
-                let scale = i.scale.checked_shl(*k as u32)?;
-                (scale.abs() <= MAX_SCALE).then_some(Form { index: Some(Index { scale, ..i }), ..f })
+                let scale = ix.scale.checked_shl(*k as u32)?;
+                (scale.abs() <= MAX_SCALE).then_some(Form { index: Some(Index { scale, ..ix }), ..f })
             }
             (Opcode::Mul, [_, a, Operand::Imm(k)]) if ty.bits() == 64 && inst.has(b, Flag::LoHalf) => {
-                let f = self.operand_form(a)?;
-                let i = f.index?;
+                let f = self.operand_form(a, i)?;
+                let ix = f.index?;
                 (f.base == Base::None && f.offset == 0).then_some(())?;
-                let scale = i.scale.checked_mul(*k)?;
-                (scale != 0 && scale.abs() <= MAX_SCALE).then_some(Form { index: Some(Index { scale, ..i }), ..f })
+                let scale = ix.scale.checked_mul(*k)?;
+                (scale != 0 && scale.abs() <= MAX_SCALE).then_some(Form { index: Some(Index { scale, ..ix }), ..f })
             }
             _ => None,
         }
     }
 
-    /// Where an access's address operand lies, and its size in bytes.
-    fn access(&mut self, inst: &Instruction) -> Option<(Form, u64)> {
+    /// The bytes an access (at statement `at`) of `bytes` bytes at `form`
+    /// touches over a launch, when its index's computation is known.
+    fn span(&mut self, form: Form, bytes: u64, at: usize) -> Option<Span<Base, VarId>> {
+        let index = match form.index {
+            Some(i) => {
+                let below = self.below(i.def, i.signed, at);
+                Some(SpanIndex { value: self.value(i.def)?, signed: i.signed, scale: i.scale, below })
+            }
+            None => None,
+        };
+        Some(Span { base: form.base, offset: form.offset, index, bytes })
+    }
+
+    /// A value the index written at statement `def` is below (`true`: at
+    /// most) when statement `at` runs: the nearest guarded branch, `ret`
+    /// or `exit` before `at` in its straight-line code, whose predicate is
+    /// a 32-bit `setp` comparing that index with a value [`Forms::value`]
+    /// follows, in the signedness `signed` (the widening's). Reaching `at`
+    /// means the exit was not taken, so the comparison came out the way
+    /// that keeps the thread.
+    fn below(&mut self, def: usize, signed: bool, at: usize) -> Option<(Vec<Op<VarId>>, bool)> {
+        let b = self.b;
+        let start = *self.region.get(at)?;
+        let (j, guard) = (start..at).rev().find_map(|j| match b.statements.get(j) {
+            Some(Statement::Instruction(inst)) if matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit) => inst.guard.map(|g| (j, g)),
+            _ => None,
+        })?;
+        let k = self.reach(guard.reg, j)?;
+        let setp = self.def(k)?;
+        let ty = setp.ty(b)?;
+        if setp.op != Opcode::Setp || ty.bits() != 32 || !ty.is_integer() || ty.is_float() {
+            return None;
+        }
+        let (cmp, cmp_signed) = match setp.cmp(b)? {
+            CmpOp::Lt | CmpOp::Le | CmpOp::Gt | CmpOp::Ge if ty.is_signed() => (setp.cmp(b)?, true),
+            CmpOp::Lt | CmpOp::Lo => (CmpOp::Lt, false),
+            CmpOp::Le | CmpOp::Ls => (CmpOp::Le, false),
+            CmpOp::Gt | CmpOp::Hi => (CmpOp::Gt, false),
+            CmpOp::Ge | CmpOp::Hs => (CmpOp::Ge, false),
+            _ => return None,
+        };
+        if cmp_signed != signed {
+            return None;
+        }
+        let [_, x, y] = b.args(setp) else { return None };
+        let is_index = |forms: &Self, o: &Operand| matches!(*o, Operand::Reg(r) if forms.reach(r, k) == Some(def));
+        // The comparison that holds on the way to `at`, as `index CMP other`.
+        let (holds, other) = match (is_index(self, x), is_index(self, y)) {
+            (true, false) => (cmp, y),
+            (false, true) => {
+                let flipped = match cmp {
+                    CmpOp::Lt => CmpOp::Gt,
+                    CmpOp::Le => CmpOp::Ge,
+                    CmpOp::Gt => CmpOp::Lt,
+                    _ => CmpOp::Le,
+                };
+                (flipped, x)
+            }
+            _ => return None,
+        };
+        // The exit is taken when the predicate is true (or false, negated).
+        let kept = match (holds, guard.negate) {
+            (c, true) => c,
+            (CmpOp::Lt, false) => CmpOp::Ge,
+            (CmpOp::Le, false) => CmpOp::Gt,
+            (CmpOp::Gt, false) => CmpOp::Le,
+            (_, false) => CmpOp::Lt,
+        };
+        let inclusive = match kept {
+            CmpOp::Lt => false,
+            CmpOp::Le => true,
+            _ => return None,
+        };
+        let mut value = Vec::new();
+        self.value_operand(other, k, &mut value)?;
+        Some((value, inclusive))
+    }
+
+    /// Where the address operand of the access at statement `at` lies, and
+    /// its size in bytes.
+    fn access(&mut self, inst: &Instruction, at: usize) -> Option<(Form, u64)> {
         let b = self.b;
         let args = b.args(inst);
         let (address, data) = match inst.op {
@@ -633,7 +1130,7 @@ impl<'a> Forms<'a> {
         let bytes = (u64::from(t.bits()) / 8).max(1) * n;
         let form = match address.address()? {
             (AddrBase::Reg(r), off) => {
-                let f = self.form(r)?;
+                let f = self.form(self.reach(r, at)?)?;
                 Form { offset: f.offset.checked_add(off)?, ..f }
             }
             (AddrBase::Global(s), off) if self.m.variable(s).is_some() => Form { base: Base::Symbol(s), index: None, offset: off },
@@ -651,7 +1148,7 @@ fn apart(w: &Access, x: &Access) -> Option<(Option<Apart>, bool)> {
     let (fw, fx) = (w.form?, x.form?);
     let m = w.bytes.max(x.bytes);
     let indexed = match (fw.index, fx.index) {
-        (Some(a), Some(b)) if a == b => true,
+        (Some(a), Some(b)) if a == b && a.lane => true,
         (None, None) => false,
         _ => return None,
     };
@@ -676,6 +1173,24 @@ fn apart(w: &Access, x: &Access) -> Option<(Option<Apart>, bool)> {
     Some((Some(Apart { a: a.base, a_offset: a.offset, b: b.base, b_offset: b.offset, equal, min, wrap }), indexed))
 }
 
+/// The launch condition keeping two accesses apart when [`apart`] finds
+/// none: their bytes over the launch must not overlap. None for two
+/// accesses through one base and one index (their overlap is known when
+/// compiled).
+fn disjoint(w: &Access, x: &Access) -> Option<Disjoint<Base, VarId>> {
+    let (sw, sx) = (w.span.as_ref()?, x.span.as_ref()?);
+    if sw.base == sx.base {
+        let same_reg = matches!((w.form?.index, x.form?.index), (Some(a), Some(b)) if a.def == b.def);
+        let same_value = matches!((&sw.index, &sx.index), (Some(a), Some(b)) if a.value == b.value);
+        if same_reg || same_value || (sw.index.is_none() && sx.index.is_none()) {
+            return None;
+        }
+    }
+    // One order of the two for each pair.
+    let (a, b) = if sw <= sx { (sw, sx) } else { (sx, sw) };
+    Some(Disjoint { a: a.clone(), b: b.clone() })
+}
+
 /// The verdict for kernel `kernel` (an item index) of `m`.
 pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
     let mut accesses = Vec::new();
@@ -694,8 +1209,9 @@ pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
                 e => {
                     // Only the kernel's own registers are followed.
                     let (form, bytes) =
-                        if item == kernel { forms.access(inst).map_or((None, 0), |(f, n)| (Some(f), n)) } else { (None, 0) };
-                    accesses.push(Access { at, effect: e, once: item == kernel && !rep[i], form, bytes })
+                        if item == kernel { forms.access(inst, i).map_or((None, 0), |(f, n)| (Some(f), n)) } else { (None, 0) };
+                    let span = form.and_then(|f| forms.span(f, bytes, i));
+                    accesses.push(Access { at, effect: e, once: item == kernel && !rep[i], form, bytes, span })
                 }
             }
         }
@@ -724,15 +1240,22 @@ pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
                         }
                     }
                 }
-                None => {
-                    let kind = if x.at == w.at { ExchangeKind::RepeatedWrite } else { ExchangeKind::GlobalPair };
-                    let with = (x.at != w.at).then_some(x.at);
-                    return Verdict::Exchanges(Exchange { kind, at: w.at, with });
-                }
+                None => match disjoint(w, x) {
+                    Some(d) => {
+                        if !conditions.disjoint.contains(&d) {
+                            conditions.disjoint.push(d);
+                        }
+                    }
+                    None => {
+                        let kind = if x.at == w.at { ExchangeKind::RepeatedWrite } else { ExchangeKind::GlobalPair };
+                        let with = (x.at != w.at).then_some(x.at);
+                        return Verdict::Exchanges(Exchange { kind, at: w.at, with });
+                    }
+                },
             }
         }
     }
-    if !conditions.one_dimensional && conditions.apart.is_empty() {
+    if !conditions.one_dimensional && conditions.apart.is_empty() && conditions.disjoint.is_empty() {
         return Verdict::Independent("no shared memory, and no global memory a lane writes is read or written by another instruction");
     }
     Verdict::IndependentIf(conditions)
@@ -925,6 +1448,196 @@ mod tests {
         assert_eq!(kind(&v), Some(ExchangeKind::GlobalPair));
     }
 
+    /// Whether `d` holds for pointers `p` and `q` (parameters 0 and 1),
+    /// 32-bit parameters read from `ints` by variable id, and a launch of
+    /// `grid` blocks of `block` threads.
+    fn launch_holds(d: &Disjoint<Base, VarId>, p: u64, q: u64, ints: &[(VarId, u32)], grid: [u32; 3], block: [u32; 3]) -> bool {
+        let base = |b: &Base| match b {
+            Base::None => Some(0),
+            Base::Param(0) => Some(p),
+            Base::Param(1) => Some(q),
+            _ => None,
+        };
+        let param = |v: &VarId, signed: bool| {
+            ints.iter().find(|(w, _)| w == v).map(|&(_, x)| if signed { i64::from(x as i32) } else { i64::from(x) })
+        };
+        d.holds(&base, &param, grid, block)
+    }
+
+    /// The one launch-range condition of a kernel's verdict.
+    fn only_disjoint(v: &Verdict) -> Disjoint<Base, VarId> {
+        let c = conditions(v);
+        assert!(c.apart.is_empty() && !c.one_dimensional && c.disjoint.len() == 1, "{c:?}");
+        c.disjoint[0].clone()
+    }
+
+    /// `out[i] = (double)in[i]` with `i = blockIdx.x * blockDim.x +
+    /// threadIdx.x`: 4-byte loads through `q`, 8-byte stores through `p`.
+    const WIDEN: &str = "mov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\nmad.lo.s32 %r4, %r2, %r3, %r1;\nmul.wide.s32 %rd6, %r4, 4;\n\
+                         add.s64 %rd7, %rd2, %rd6;\nld.global.f32 %f1, [%rd7];\nmul.wide.s32 %rd8, %r4, 8;\nadd.s64 %rd9, %rd1, %rd8;\n\
+                         cvt.f64.f32 %fd1, %f1;\nst.global.f64 [%rd9], %fd1;";
+
+    fn widen_kernel(lines: &str) -> String {
+        kernel(&format!(".reg .f64 %fd<4>;\n{lines}"))
+    }
+
+    #[test]
+    fn different_strides_need_disjoint_ranges_over_the_launch() {
+        let d = only_disjoint(&verdict(&widen_kernel(WIDEN)));
+        let idx = vec![Op::Special(Launch::Ctaid, 0), Op::Special(Launch::Ntid, 0), Op::Mul, Op::Special(Launch::Tid, 0), Op::Add];
+        let span = |base, scale, bytes| Span {
+            base,
+            offset: 0,
+            index: Some(SpanIndex { value: idx.clone(), signed: true, scale, below: None }),
+            bytes,
+        };
+        assert_eq!(d, Disjoint { a: span(P, 8, 8), b: span(Q, 4, 4) });
+        // 4 blocks of 256 threads: `out` (p) covers 8192 bytes, `in` (q) 4096.
+        let (g, b) = ([4, 1, 1], [256, 1, 1]);
+        let p = 0x10_0000u64;
+        assert!(launch_holds(&d, p, p + 8192, &[], g, b), "in just past out: touching ranges");
+        assert!(!launch_holds(&d, p, p + 8191, &[], g, b), "one byte of overlap");
+        assert!(launch_holds(&d, p + 4096, p, &[], g, b), "out just past in");
+        assert!(!launch_holds(&d, p + 4095, p, &[], g, b), "one byte of overlap below");
+        assert!(!launch_holds(&d, p, p, &[], g, b), "in place");
+        assert!(!launch_holds(&d, p, p + 8192, &[], [5, 1, 1], b), "one more block reaches in");
+        assert!(launch_holds(&d, p, p + 8192, &[], [4, 7, 3], b), "grid rows and layers repeat the same indices");
+        // The index is signed 32-bit: a launch whose index passes 2^31 - 1
+        // wraps (negative elements), which the check refuses rather than
+        // follow; up to 2^31 threads it holds.
+        let far = 1u64 << 40;
+        assert!(launch_holds(&d, p, p + far, &[], [1 << 22, 1, 1], [512, 1, 1]));
+        assert!(!launch_holds(&d, p, p + far, &[], [(1 << 22) + 1, 1, 1], [512, 1, 1]), "index wraps");
+        // Addresses that would wrap around 2^64.
+        assert!(!launch_holds(&d, u64::MAX - 4096, p, &[], g, b));
+        // An unknown base fails.
+        assert!(!d.holds(&|_| None, &|_, _| None, g, b));
+    }
+
+    #[test]
+    fn negative_offsets_and_scales_bound_the_range_from_below() {
+        // out[-i - 1] written as bytes from in[i] read as words: the store's
+        // range lies below `p`.
+        let d = only_disjoint(&verdict(&kernel(
+            "neg.s32 %r2, %r1;\ncvt.s64.s32 %rd6, %r2;\nadd.s64 %rd7, %rd1, %rd6;\nld.global.u32 %r3, [%rd5];\nst.global.u8 [%rd7+-1], %r3;",
+        )));
+        let (g, b) = ([1, 1, 1], [64, 1, 1]);
+        let p = 0x10_0000u64;
+        // Stores cover [p - 64, p), loads [q, q + 256).
+        assert!(launch_holds(&d, p, p, &[], g, b), "loads from p up, stores below it");
+        assert!(launch_holds(&d, p + 256 + 64, p, &[], g, b), "loads end where stores start");
+        assert!(!launch_holds(&d, p + 256 + 63, p, &[], g, b), "one byte of overlap");
+        assert!(!launch_holds(&d, 32, p, &[], g, b), "stores below address 0");
+    }
+
+    #[test]
+    fn two_dimensional_indices_and_parameters_bound_the_range() {
+        // out[y * n + x] = in[x] with x = tid.x, y = tid.y + ctaid.y *
+        // ntid.y, n a 32-bit parameter: no one-dimensional block needed.
+        let src = ".visible .entry k(.param .u64 p, .param .u64 q, .param .u32 n)\n{\n.reg .b32 %r<16>;\n.reg .b64 %rd<16>;\n\
+                   ld.param.u64 %rd1, [p];\nld.param.u64 %rd2, [q];\nld.param.u32 %r9, [n];\nmov.u32 %r1, %tid.x;\n\
+                   mov.u32 %r2, %tid.y;\nmov.u32 %r3, %ctaid.y;\nmov.u32 %r4, %ntid.y;\nmad.lo.s32 %r5, %r3, %r4, %r2;\n\
+                   mad.lo.s32 %r6, %r5, %r9, %r1;\nmul.wide.u32 %rd3, %r6, 2;\nadd.s64 %rd4, %rd1, %rd3;\n\
+                   mul.wide.u32 %rd5, %r1, 4;\nadd.s64 %rd6, %rd2, %rd5;\nld.global.u32 %r7, [%rd6];\nst.global.u16 [%rd4], %r7;\nret;\n}\n";
+        let d = only_disjoint(&verdict(src));
+        let n = 2; // the variable id of `n`
+        let (g, b) = ([1, 3, 1], [16, 4, 1]);
+        let p = 0x10_0000u64;
+        // Rows of 16 elements: stores cover 2 * (11 * 16 + 15 + 1) = 384 bytes.
+        assert!(launch_holds(&d, p, p + 384, &[(n, 16)], g, b));
+        assert!(!launch_holds(&d, p, p + 382, &[(n, 16)], g, b), "one element of overlap");
+        assert!(!launch_holds(&d, p, p + 384, &[(n, 17)], g, b), "wider rows reach in");
+        assert!(!launch_holds(&d, p, p + 384, &[], g, b), "a parameter the launch does not give");
+        // n = 2^31 - 1 (unsigned index): 11 * n + 15 fits 32 bits? No: wraps.
+        assert!(!launch_holds(&d, p, p + (1 << 40), &[(n, i32::MAX as u32)], g, b), "index wraps");
+    }
+
+    /// [`WIDEN`] behind `if (i >= n) return;` in the form `exit` (a
+    /// parameter `n`, variable id 2).
+    fn bounded_widen(exit: &str, between: &str) -> String {
+        let body = WIDEN.replace("mul.wide.s32 %rd6", &format!("ld.param.u32 %r9, [n];\n{exit}\n{between}mul.wide.s32 %rd6"));
+        format!(
+            ".visible .entry k(.param .u64 p, .param .u64 q, .param .u32 n)\n{{\n.reg .pred %p<4>;\n.reg .b32 %r<16>;\n.reg .f32 %f<8>;\n\
+             .reg .f64 %fd<4>;\n.reg .b64 %rd<16>;\nld.param.u64 %rd1, [p];\nld.param.u64 %rd2, [q];\nmov.u32 %r1, %tid.x;\n{body}\n\
+             $Ldone:\nret;\n}}\n"
+        )
+    }
+
+    #[test]
+    fn an_early_exit_bounds_the_index() {
+        let (g, b) = ([4, 1, 1], [256, 1, 1]);
+        let p = 0x10_0000u64;
+        let n = 2;
+        for exit in [
+            "setp.ge.s32 %p1, %r4, %r9;\n@%p1 bra $Ldone;",
+            "setp.lt.s32 %p1, %r4, %r9;\n@!%p1 bra $Ldone;",
+            "setp.le.s32 %p1, %r9, %r4;\n@%p1 bra $Ldone;",
+            "setp.ge.s32 %p1, %r4, %r9;\n@%p1 ret;",
+        ] {
+            let d = only_disjoint(&verdict(&bounded_widen(exit, "")));
+            // 1000 of the launch's 1024 threads pass: `out` covers 8000 bytes.
+            assert!(launch_holds(&d, p, p + 8000, &[(n, 1000)], g, b), "{exit}");
+            assert!(!launch_holds(&d, p, p + 7999, &[(n, 1000)], g, b), "{exit}: one byte of overlap");
+            assert!(!launch_holds(&d, p, p + 8000, &[(n, 1001)], g, b), "{exit}: one element more");
+            // A bound past the launch's threads does not widen the range.
+            assert!(launch_holds(&d, p, p + 8192, &[(n, 5000)], g, b), "{exit}");
+            assert!(!launch_holds(&d, p, p + 8191, &[(n, 5000)], g, b), "{exit}");
+            // The bound is a parameter the launch must give.
+            assert!(!launch_holds(&d, p, p + 8192, &[], g, b), "{exit}");
+        }
+        // `i <= n`: one element more.
+        let d = only_disjoint(&verdict(&bounded_widen("setp.gt.s32 %p1, %r4, %r9;\n@%p1 bra $Ldone;", "")));
+        assert!(launch_holds(&d, p, p + 8008, &[(n, 1000)], g, b));
+        assert!(!launch_holds(&d, p, p + 8007, &[(n, 1000)], g, b));
+        // No bound: an unsigned comparison of a sign-extended index (a
+        // negative index passes it), an exit another path can jump past,
+        // an exit the branch takes the other way round, a comparison of
+        // another register.
+        for (exit, between) in [
+            ("setp.ge.u32 %p1, %r4, %r9;\n@%p1 bra $Ldone;", ""),
+            ("setp.ge.s32 %p1, %r4, %r9;\n@%p1 bra $Ldone;", "$L2:\n"),
+            ("setp.lt.s32 %p1, %r4, %r9;\n@%p1 bra $Ldone;", ""),
+            ("setp.ge.s32 %p1, %r2, %r9;\n@%p1 bra $Ldone;", ""),
+        ] {
+            let d = only_disjoint(&verdict(&bounded_widen(exit, between)));
+            assert!(!launch_holds(&d, p, p + 8000, &[(n, 1000)], g, b), "{exit} {between}");
+            assert!(launch_holds(&d, p, p + 8192, &[(n, 1000)], g, b), "{exit} {between}");
+        }
+    }
+
+    #[test]
+    fn reused_registers_are_followed_within_straight_line_code() {
+        // The oracle's style: one register for every address, rewritten
+        // before each access.
+        let body = "mul.wide.u32 %rd9, %r1, 8;\nld.param.u64 %rd6, [q];\ncvta.to.global.u64 %rd6, %rd6;\nadd.s64 %rd6, %rd6, %rd3;\n\
+                    ld.global.u32 %r2, [%rd6];\nld.param.u64 %rd6, [p];\ncvta.to.global.u64 %rd6, %rd6;\nadd.s64 %rd6, %rd6, %rd9;\n\
+                    st.global.u64 [%rd6], %rd9;";
+        let d = only_disjoint(&verdict(&kernel(body)));
+        assert_eq!((d.a.base, d.b.base), (P, Q), "{d:?}");
+        // A label between the write and the access: another path may reach
+        // it with another value.
+        let v = verdict(&kernel(&body.replace("st.global.u64", "$L1:\nst.global.u64")));
+        assert_eq!(kind(&v), Some(ExchangeKind::GlobalPair));
+        // A guarded write in between.
+        let v = verdict(&kernel(&body.replace("st.global.u64", "setp.eq.u32 %p1, %r1, 0;\n@%p1 mov.u64 %rd6, %rd2;\nst.global.u64")));
+        assert_eq!(kind(&v), Some(ExchangeKind::GlobalPair));
+    }
+
+    #[test]
+    fn indices_the_range_cannot_bound_exchange() {
+        for (index, why) in [
+            ("shr.u32 %r2, %r1, 1;", "a shift right is not a ring operation"),
+            ("add.sat.s32 %r2, %r1, 1;", "saturation"),
+            ("ld.global.u32 %r2, [%rd5+1024];", "an index read from memory"),
+            ("mov.u32 %r2, %laneid;", "a special register outside the launch's shape"),
+        ] {
+            let v = verdict(&kernel(&format!(
+                "{index}\nmul.wide.u32 %rd6, %r2, 8;\nadd.s64 %rd7, %rd1, %rd6;\nld.global.u32 %r3, [%rd5];\nst.global.u64 [%rd7], %rd6;"
+            )));
+            assert_eq!(kind(&v), Some(ExchangeKind::GlobalPair), "{why}");
+        }
+    }
+
     #[test]
     fn lane_indices_are_a_uniform_value_plus_tid_x() {
         // blockIdx.x * blockDim.x + threadIdx.x, widened with its sign.
@@ -933,11 +1646,12 @@ mod tests {
              add.s64 %rd7, %rd1, %rd6;\nadd.s64 %rd8, %rd2, %rd6;\nld.global.f32 %f1, [%rd8];\nst.global.f32 [%rd7], %f1;",
         )));
         assert_eq!(c.apart.len(), 1);
-        // Twice the thread index is not one lane per element.
-        let v = verdict(&kernel(
+        // Twice the thread index is not one lane per element: only the
+        // launch's ranges can keep the two apart.
+        let c = conditions(&verdict(&kernel(
             "shl.b32 %r2, %r1, 1;\nmul.wide.u32 %rd6, %r2, 4;\nadd.s64 %rd7, %rd1, %rd6;\nld.global.f32 %f1, [%rd5];\nst.global.f32 [%rd7], %f1;",
-        ));
-        assert_eq!(kind(&v), Some(ExchangeKind::GlobalPair));
+        )));
+        assert!(c.apart.is_empty() && !c.one_dimensional && c.disjoint.len() == 1, "{c:?}");
         // %tid.y is not the lane.
         let v = verdict(&kernel(
             "mov.u32 %r2, %tid.y;\nmul.wide.u32 %rd6, %r2, 4;\nadd.s64 %rd7, %rd1, %rd6;\nld.global.f32 %f1, [%rd7];\nst.global.f32 [%rd7], %f1;",

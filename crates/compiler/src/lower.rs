@@ -337,8 +337,193 @@ impl<'m> ModuleCx<'m> {
             }
             and(&mut s, &format!("%c.ok{i}"));
         }
+        for (i, d) in c.disjoint.iter().enumerate() {
+            // `lockstep::Disjoint::holds`: each access's bytes over the
+            // launch, in exact (128-bit) arithmetic, must be bounded and
+            // one range must end where or before the other starts.
+            let mut checks = Vec::new();
+            let (a0, a1) = self.span_ir(f, &mut s, &format!("%c.x{i}a"), &d.a, &mut checks);
+            let (b0, b1) = self.span_ir(f, &mut s, &format!("%c.x{i}b"), &d.b, &mut checks);
+            let _ = writeln!(s, "  %c.x{i}.ab = icmp sle i128 {a1}, {b0}\n  %c.x{i}.ba = icmp sle i128 {b1}, {a0}");
+            let _ = writeln!(s, "  %c.x{i}.sep = or i1 %c.x{i}.ab, %c.x{i}.ba");
+            checks.push(format!("%c.x{i}.sep"));
+            for v in checks {
+                and(&mut s, &v);
+            }
+        }
         let _ = writeln!(s, "  %ok = or i1 0, {last}");
         s
+    }
+
+    /// IR computing the bytes `[start, end)` (128-bit values, returned by
+    /// name) an access may touch over the launch
+    /// (`lockstep::Span::launch_bytes`), from `%params` and `%ctx`; the
+    /// names of the `i1` values that must all hold for the range to be
+    /// exact go to `checks`.
+    fn span_ir(
+        &self,
+        f: &Function,
+        s: &mut String,
+        name: &str,
+        sp: &crate::lockstep::Span<crate::lockstep::Base, VarId>,
+        checks: &mut Vec<String>,
+    ) -> (String, String) {
+        let (params, _) = layout::param_layout(f, &f.params);
+        let _ = match sp.base {
+            crate::lockstep::Base::None => writeln!(s, "  {name}.base = add i128 0, 0"),
+            crate::lockstep::Base::Param(v) => {
+                let off = f.params.iter().position(|&p| p == v).and_then(|i| params.get(i)).map_or(0, |p| p.offset);
+                writeln!(
+                    s,
+                    "  {name}.bp = getelementptr i8, ptr %params, i64 {off}\n  {name}.b64 = load i64, ptr {name}.bp, align 8\n  \
+                     {name}.base = zext i64 {name}.b64 to i128"
+                )
+            }
+            crate::lockstep::Base::Symbol(sym) => {
+                let g = global_name(&KernelSymbols::global(self.m.symbol(sym).name));
+                writeln!(s, "  {name}.b64 = ptrtoint ptr {g} to i64\n  {name}.base = zext i64 {name}.b64 to i128")
+            }
+        };
+        let _ = writeln!(s, "  {name}.start = add i128 {name}.base, {}", sp.offset);
+        let (lo, hi) = match &sp.index {
+            None => (format!("{name}.start"), format!("{name}.start")),
+            Some(ix) => {
+                let (lo, hi) = self.value_ir(f, s, &format!("{name}.i"), &ix.value, checks);
+                // The exact value is the register's only where it fits the widening.
+                let (min, max) = if ix.signed { (-(1i64 << 31), (1i64 << 31) - 1) } else { (0, (1i64 << 32) - 1) };
+                let _ = writeln!(s, "  {name}.f0 = icmp sge i128 {lo}, {min}\n  {name}.f1 = icmp sle i128 {hi}, {max}");
+                checks.push(format!("{name}.f0"));
+                checks.push(format!("{name}.f1"));
+                // An early exit's bound on the index (`SpanIndex::below`).
+                let hi = match &ix.below {
+                    Some((bound, inclusive)) => {
+                        let (_, top) = self.value_ir(f, s, &format!("{name}.u"), bound, checks);
+                        let _ = writeln!(
+                            s,
+                            "  {name}.top = sub i128 {top}, {}\n  {name}.c0 = icmp slt i128 {hi}, {name}.top\n  \
+                             {name}.h0 = select i1 {name}.c0, i128 {hi}, i128 {name}.top\n  {name}.c1 = icmp sgt i128 {name}.h0, {lo}\n  \
+                             {name}.h1 = select i1 {name}.c1, i128 {name}.h0, i128 {lo}",
+                            if *inclusive { 0 } else { 1 }
+                        );
+                        format!("{name}.h1")
+                    }
+                    None => hi,
+                };
+                let (first, last) = if ix.scale >= 0 { (lo, hi) } else { (hi, lo) };
+                let _ = writeln!(
+                    s,
+                    "  {name}.s0 = mul i128 {first}, {sc}\n  {name}.s1 = mul i128 {last}, {sc}\n  \
+                     {name}.lo = add i128 {name}.start, {name}.s0\n  {name}.hi = add i128 {name}.start, {name}.s1",
+                    sc = ix.scale
+                );
+                (format!("{name}.lo"), format!("{name}.hi"))
+            }
+        };
+        let _ = writeln!(s, "  {name}.end = add i128 {hi}, {}", sp.bytes);
+        let _ = writeln!(s, "  {name}.g0 = icmp sge i128 {lo}, 0\n  {name}.g1 = icmp sle i128 {name}.end, 18446744073709551616");
+        checks.push(format!("{name}.g0"));
+        checks.push(format!("{name}.g1"));
+        (lo, format!("{name}.end"))
+    }
+
+    /// IR computing the smallest and largest exact values (128-bit, by
+    /// name) of a launch value's computation (`lockstep::value_range`);
+    /// the bounds checks go to `checks`.
+    fn value_ir(
+        &self,
+        f: &Function,
+        s: &mut String,
+        name: &str,
+        ops: &[crate::lockstep::Op<VarId>],
+        checks: &mut Vec<String>,
+    ) -> (String, String) {
+        use crate::lockstep::{Launch, Op, RANGE_BOUND};
+        let (params, _) = layout::param_layout(f, &f.params);
+        let ctx = |field: usize, d: u8| field + 4 * usize::from(d);
+        let ntid = std::mem::offset_of!(crate::cpu_abi::BlockCtx, ntid);
+        let nctaid = std::mem::offset_of!(crate::cpu_abi::BlockCtx, nctaid);
+        let mut stack: Vec<(String, String)> = Vec::new();
+        for (k, op) in ops.iter().enumerate() {
+            let v = format!("{name}.v{k}");
+            let entry = match op {
+                Op::Const(c) => (c.to_string(), c.to_string()),
+                Op::Param { at, signed } => {
+                    let off = f.params.iter().position(|p| p == at).and_then(|i| params.get(i)).map_or(0, |p| p.offset);
+                    let ext = if *signed { "sext" } else { "zext" };
+                    let _ = writeln!(
+                        s,
+                        "  {v}.p = getelementptr i8, ptr %params, i64 {off}\n  {v}.w = load i32, ptr {v}.p, align 4\n  \
+                         {v} = {ext} i32 {v}.w to i128"
+                    );
+                    (v.clone(), v.clone())
+                }
+                Op::Special(l, d) => {
+                    let field = match l {
+                        Launch::Tid | Launch::Ntid => ntid,
+                        Launch::Ctaid | Launch::Nctaid => nctaid,
+                    };
+                    let _ = writeln!(
+                        s,
+                        "  {v}.p = getelementptr i8, ptr %ctx, i64 {}\n  {v}.w = load i32, ptr {v}.p, align 4\n  \
+                         {v}.n = zext i32 {v}.w to i128\n  {v}.m = sub i128 {v}.n, 1",
+                        ctx(field, *d)
+                    );
+                    match l {
+                        Launch::Tid | Launch::Ctaid => ("0".to_string(), format!("{v}.m")),
+                        Launch::Ntid | Launch::Nctaid => (format!("{v}.n"), format!("{v}.n")),
+                    }
+                }
+                Op::Add | Op::Sub | Op::Mul => {
+                    let (Some((y0, y1)), Some((x0, x1))) = (stack.pop(), stack.pop()) else {
+                        checks.push("0".into());
+                        return ("0".into(), "0".into());
+                    };
+                    match op {
+                        Op::Add => {
+                            let _ = writeln!(s, "  {v}.lo = add i128 {x0}, {y0}\n  {v}.hi = add i128 {x1}, {y1}");
+                        }
+                        Op::Sub => {
+                            let _ = writeln!(s, "  {v}.lo = sub i128 {x0}, {y1}\n  {v}.hi = sub i128 {x1}, {y0}");
+                        }
+                        _ => {
+                            let _ = writeln!(
+                                s,
+                                "  {v}.p0 = mul i128 {x0}, {y0}\n  {v}.p1 = mul i128 {x0}, {y1}\n  \
+                                 {v}.p2 = mul i128 {x1}, {y0}\n  {v}.p3 = mul i128 {x1}, {y1}"
+                            );
+                            for (out, pred) in [("lo", "slt"), ("hi", "sgt")] {
+                                let _ = writeln!(
+                                    s,
+                                    "  {v}.{out}c0 = icmp {pred} i128 {v}.p0, {v}.p1\n  \
+                                     {v}.{out}m0 = select i1 {v}.{out}c0, i128 {v}.p0, i128 {v}.p1\n  \
+                                     {v}.{out}c1 = icmp {pred} i128 {v}.p2, {v}.p3\n  \
+                                     {v}.{out}m1 = select i1 {v}.{out}c1, i128 {v}.p2, i128 {v}.p3\n  \
+                                     {v}.{out}c2 = icmp {pred} i128 {v}.{out}m0, {v}.{out}m1\n  \
+                                     {v}.{out} = select i1 {v}.{out}c2, i128 {v}.{out}m0, i128 {v}.{out}m1"
+                                );
+                            }
+                        }
+                    }
+                    (format!("{v}.lo"), format!("{v}.hi"))
+                }
+            };
+            // Within the bound at every step (`lockstep::value_range`).
+            let _ = writeln!(
+                s,
+                "  {v}.in0 = icmp sge i128 {}, {}\n  {v}.in1 = icmp sle i128 {}, {}",
+                entry.0, -RANGE_BOUND, entry.1, RANGE_BOUND
+            );
+            checks.push(format!("{v}.in0"));
+            checks.push(format!("{v}.in1"));
+            stack.push(entry);
+        }
+        match (stack.pop(), stack.is_empty()) {
+            (Some(v), true) => v,
+            _ => {
+                checks.push("0".into());
+                ("0".into(), "0".into())
+            }
+        }
     }
 
     /// A module variable another unit of the module defines.
@@ -1462,7 +1647,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 }
                 if f.is_some_and(|f| f.kind == FunctionKind::Entry) {
                     // A kernel's address identifies it (device-side launches
-                    // are not supported); its thread function stands for it.
+                    // pass it to the device runtime, which finds the kernel
+                    // by it); its thread function stands for it.
                     return Ok(V::scalar(Ty::Ptr, global_name(&KernelSymbols::thread(sym.name))));
                 }
                 Ok(V::scalar(Ty::Ptr, global_name(&func_symbol(sym.name))))
@@ -1727,7 +1913,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     /// Reads a call's `.param` argument `k` as `ty`.
-    fn param_arg(&mut self, params: &[Operand], k: usize, ty: Ty) -> Res<V> {
+    pub(crate) fn param_arg(&mut self, params: &[Operand], k: usize, ty: Ty) -> Res<V> {
         let Some(op) = params.get(k) else {
             return self.invalid("missing call argument");
         };
@@ -1740,7 +1926,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
     }
 
-    fn param_result(&mut self, rets: &[Operand], v: V) -> Res<()> {
+    pub(crate) fn param_result(&mut self, rets: &[Operand], v: V) -> Res<()> {
         let Some(op) = rets.first() else { return Ok(()) };
         match *op {
             Operand::Var(var) => match self.vars.get(&var).cloned() {
@@ -1787,7 +1973,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 self.out.terminate(format_args!("unreachable"));
                 Ok(())
             }
-            other => self.unsupported(format!("call to external function `{other}` (no definition in the module)")),
+            other if crate::devrt::DEVICE_SYNCHRONIZE.contains(&other) => self.unsupported(format!(
+                "device-side `cudaDeviceSynchronize` (`{other}`): CUDA 12 removed it (dynamic parallelism 2 has no device-side wait for child grids)"
+            )),
+            other => match crate::cpu_abi::devrt::lookup(other) {
+                Some(f) => self.device_runtime_call(f, rets, params),
+                None => self.unsupported(format!("call to external function `{other}` (no definition in the module)")),
+            },
         }
     }
 }

@@ -1141,11 +1141,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
         V::new(Ty::I64, format!("<{}>", items.join(", ")))
     }
 
-    /// Loads (or stores, with `value`) `ty` at `addr` (an i64 value) for
-    /// the executing lanes.
-    fn lane_access(&mut self, addr: &V, ty: Ty, value: Option<&V>) -> V {
+    /// Loads (or stores, with `value`) `ty` at `addr` (an i64 value in
+    /// `space`) for the executing lanes; checked mode checks it first.
+    fn lane_access(&mut self, addr: &V, ty: Ty, value: Option<&V>, space: Option<StateSpace>) -> V {
         let p = self.out.def(Ty::Ptr, format_args!("inttoptr {addr} to {}", Ty::Ptr));
         let size = ty.bits() / 8;
+        let access = if value.is_some() { crate::memcheck::Access::Write } else { crate::memcheck::Access::Read };
+        if self.warp.is_none() {
+            self.check_access(&p, space, size, access);
+        } else {
+            self.check_lanes(&p, false, space, size, access);
+        }
         if self.warp.is_none() {
             return match value {
                 None => self.out.def(ty, format_args!("load {}, {p}, align {size}", ty.name())),
@@ -1214,6 +1220,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     fn ldmatrix(&mut self, inst: &Instruction) -> Res<()> {
+        let space = inst.space(self.b);
         self.check_m8n8_b16(inst)?;
         let n = self.matrix_count(inst)?;
         let trans = inst.has(self.b, Flag::Trans);
@@ -1234,7 +1241,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let row = self.matrix_row(&x, &addrs, i, |l| l / 4);
                 let off = self.per_lane(&x, |l| 4 * (l % 4) as i64);
                 let a = self.bin("add", &row, &off);
-                self.lane_access(&a, Ty::I32, None)
+                self.lane_access(&a, Ty::I32, None, space)
             } else {
                 // Lane l: column l/4 of rows 2(l%4) and 2(l%4)+1.
                 let off = self.per_lane(&x, |l| 2 * (l / 4) as i64);
@@ -1242,8 +1249,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let r1 = self.matrix_row(&x, &addrs, i, |l| 2 * (l % 4) + 1);
                 let a0 = self.bin("add", &r0, &off);
                 let a1 = self.bin("add", &r1, &off);
-                let lo = self.lane_access(&a0, Ty::I16, None);
-                let hi = self.lane_access(&a1, Ty::I16, None);
+                let lo = self.lane_access(&a0, Ty::I16, None, space);
+                let hi = self.lane_access(&a1, Ty::I16, None, space);
                 let lo = self.zext(&lo, Ty::I32);
                 let hi = self.zext(&hi, Ty::I32);
                 let hi = self.bin("shl", &hi, &V::int(Ty::I32, 16));
@@ -1255,6 +1262,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     fn stmatrix(&mut self, inst: &Instruction) -> Res<()> {
+        let space = inst.space(self.b);
         self.check_m8n8_b16(inst)?;
         let n = self.matrix_count(inst)?;
         let trans = inst.has(self.b, Flag::Trans);
@@ -1279,7 +1287,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let row = self.matrix_row(&x, &addrs, i, |l| l / 4);
                 let off = self.per_lane(&x, |l| 4 * (l % 4) as i64);
                 let a = self.bin("add", &row, &off);
-                self.lane_access(&a, Ty::I32, Some(v));
+                self.lane_access(&a, Ty::I32, Some(v), space);
             } else {
                 // Element (row l/4, column c) goes to row c of memory.
                 let off = self.per_lane(&x, |l| 2 * (l / 4) as i64);
@@ -1290,8 +1298,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let lo = self.trunc(v, Ty::I16);
                 let hi = self.bin("lshr", v, &V::int(Ty::I32, 16));
                 let hi = self.trunc(&hi, Ty::I16);
-                self.lane_access(&a0, Ty::I16, Some(&lo));
-                self.lane_access(&a1, Ty::I16, Some(&hi));
+                self.lane_access(&a0, Ty::I16, Some(&lo), space);
+                self.lane_access(&a1, Ty::I16, Some(&hi), space);
             }
         }
         Ok(())
@@ -1464,9 +1472,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
             if whole || bits < 8 {
                 let a = offset_of(self, elems[0]);
                 if store {
-                    self.lane_access(&a, rty, Some(&regs_in[r]));
+                    self.lane_access(&a, rty, Some(&regs_in[r]), space);
                 } else {
-                    let v = self.lane_access(&a, rty, None);
+                    let v = self.lane_access(&a, rty, None, space);
                     written.insert(r, v);
                 }
                 continue;
@@ -1477,13 +1485,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     let v =
                         if j == 0 { regs_in[r].clone() } else { self.bin("lshr", &regs_in[r], &V::int(rty, (j as u32 * bits) as i128)) };
                     let v = self.trunc(&v, ety);
-                    self.lane_access(&a, ety, Some(&v));
+                    self.lane_access(&a, ety, Some(&v), space);
                 }
             } else {
                 let mut acc: Option<V> = None;
                 for (j, &e) in elems.iter().enumerate() {
                     let a = offset_of(self, e);
-                    let v = self.lane_access(&a, ety, None);
+                    let v = self.lane_access(&a, ety, None, space);
                     let w = self.zext(&v, rty);
                     let w = if j == 0 { w } else { self.bin("shl", &w, &V::int(rty, (j as u32 * bits) as i128)) };
                     acc = Some(match acc {

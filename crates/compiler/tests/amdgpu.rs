@@ -193,11 +193,14 @@ fn oracle_modules_become_code_objects_for_rdna3_and_cdna2() {
 fn project_modules_compile_for_every_processor_family() {
     // Barriers, exited threads, recursion, indirect calls; printf's module
     // and the named barriers of `barriers.ptx` and `warp_path.ptx`'s
-    // `counted_deadlock` (refused on AMD GPUs) are the subjects of their
-    // own tests.
+    // `counted_deadlock` (refused on AMD GPUs) and `device_launch.ptx`'s
+    // device-side launches (refused too) are the subjects of their own
+    // tests.
     let files: Vec<PathBuf> = ptx_files(&repo().join("ptx"))
         .into_iter()
-        .filter(|p| p.file_stem().is_some_and(|s| !["errors", "barriers", "warp_path"].contains(&s.to_str().unwrap_or_default())))
+        .filter(|p| {
+            p.file_stem().is_some_and(|s| !["errors", "barriers", "warp_path", "device_launch"].contains(&s.to_str().unwrap_or_default()))
+        })
         .collect();
     let problems: Vec<String> = std::thread::scope(|s| {
         let jobs: Vec<_> = ["gfx942", "gfx1030", "gfx1201"].iter().map(|arch| s.spawn(|| compile_all(&files, arch))).collect();
@@ -628,5 +631,14 @@ fn named_barriers_for_part_of_a_block_are_unsupported_on_amdgpu() {
         for arch in ["gfx1100", "gfx90a"] {
             assert!(compile(&module, &src, &amdgpu(arch)).is_ok(), "{body} on {arch}");
         }
+    }
+}
+
+#[test]
+fn device_side_launches_are_unsupported_on_amdgpu() {
+    let src = std::fs::read_to_string(repo().join("ptx/device_launch.ptx")).expect("device_launch.ptx");
+    let call = src.lines().position(|l| l.contains("call.uni (r), cudaGetParameterBufferV2")).expect("a call") as u32 + 1;
+    for arch in ["gfx1100", "gfx90a"] {
+        expect_unsupported(&src, arch, "parent_v2", "cudaGetParameterBufferV2", call);
     }
 }

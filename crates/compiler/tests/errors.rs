@@ -119,3 +119,48 @@ fn malformed_video_and_pack_forms_are_named_with_their_position() {
         assert_eq!((line, column), (12, 1), "`{body}`");
     }
 }
+
+#[test]
+fn device_side_cuda_device_synchronize_is_named() {
+    // CDP1's device-side wait, removed in CUDA 12 (a compile error for
+    // compute_90 there): the kernel's compile says so.
+    let src = ".version 8.0\n.target sm_80\n.address_size 64\n\
+               .extern .func (.param .b32 r) cudaDeviceSynchronize();\n\
+               .visible .entry k()\n{\n.reg .b32 %r<2>;\n{\n.param .b32 r0;\ncall.uni (r0), cudaDeviceSynchronize, ();\nld.param.b32 %r1, [r0];\n}\nret;\n}\n";
+    let module = ptx::parse(src).expect("parses");
+    match compile(&module, src, &Target::HostCpu) {
+        Err(CompileError::Unsupported { what, line, .. }) => {
+            assert!(what.contains("cudaDeviceSynchronize") && what.contains("CUDA 12"), "{what}");
+            assert_eq!(line, 10);
+        }
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+}
+
+#[test]
+fn device_runtime_table_agrees_with_the_linker() {
+    // Every name the compiler lowers is one the linker lets stay undefined,
+    // and the other way round.
+    let mut lowered: Vec<String> = compiler::cpu_abi::devrt::ptx_names().collect();
+    let mut provided: Vec<String> = ptx::DEVICE_RUNTIME_PROVIDED.iter().map(|s| s.to_string()).collect();
+    lowered.sort();
+    provided.sort();
+    assert_eq!(lowered, provided);
+    for name in &lowered {
+        assert!(compiler::cpu_abi::devrt::lookup(name).is_some(), "{name}");
+    }
+    assert!(compiler::cpu_abi::devrt::lookup("__cudaCDP2Memcpy2DAsync").is_none());
+}
+
+#[test]
+fn device_launches_compile_for_the_host() {
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../ptx/device_launch.ptx")).expect("device_launch.ptx");
+    let module = ptx::parse(&src).expect("parses");
+    let ir = compiler::emit_ir(&module, &src).expect("lowers");
+    // Each call is the one runtime function, with the operation's number.
+    for op in [compiler::cpu_abi::devrt::Op::GetParameterBufferV2, compiler::cpu_abi::devrt::Op::LaunchDevice] {
+        let call = format!("call i64 @__anycuda_devrt(ptr %ctx, i32 %lin, i32 {}, ", op as u32);
+        assert!(ir.contains(&call), "no `{call}` in the IR");
+    }
+    assert!(compile(&module, &src, &Target::HostCpu).is_ok());
+}

@@ -48,6 +48,13 @@ pub unsafe extern "C" fn cublasSetStream_v2(h: HandleT, stream: PM) -> Status {
     })
 }
 
+/// `cublasGetError` (legacy API): the error of this thread's last legacy
+/// call, then `CUBLAS_STATUS_SUCCESS` until the next failing one. The
+/// legacy routines are not implemented (see [`crate::unsupported`]).
+pub unsafe extern "C" fn cublasGetError() -> Status {
+    crate::unsupported::take_legacy_error()
+}
+
 pub unsafe extern "C" fn cublasGetStream_v2(h: HandleT, out: *mut PM) -> Status {
     api("cublasGetStream_v2", || {
         handle::with(h, |hd| {
@@ -664,6 +671,30 @@ fn with_handle_first(h: HandleT) -> crate::status::Result<()> {
     handle::with(h, |_| Ok(()))
 }
 
+/// The body of the `cublasGemm*Ex` family; the 32-bit forms widen their
+/// sizes and counts.
+fn gemm_ex(
+    name: &str,
+    h: HandleT,
+    ta: c_int,
+    tb: c_int,
+    [m, n, k]: [i64; 3],
+    alpha: P,
+    (a, at, lda): (P, c_int, i64),
+    (b, bt, ldb): (P, c_int, i64),
+    beta: P,
+    (c, ct, ldc): (PM, c_int, i64),
+    compute: c_int,
+    algo: c_int,
+    batch: BatchArg,
+) -> Status {
+    api(name, || {
+        with_handle_first(h)?;
+        check_algo(algo)?;
+        blas::gemm(h, ex_args(ta, tb, m, n, k, alpha, a, at, lda, b, bt, ldb, beta, c, ct, ldc, compute, batch)?)
+    })
+}
+
 pub unsafe extern "C" fn cublasGemmEx(
     h: HandleT,
     ta: c_int,
@@ -685,33 +716,22 @@ pub unsafe extern "C" fn cublasGemmEx(
     compute: c_int,
     algo: c_int,
 ) -> Status {
-    api("cublasGemmEx", || {
-        with_handle_first(h)?;
-        check_algo(algo)?;
-        blas::gemm(
-            h,
-            ex_args(
-                ta,
-                tb,
-                m as i64,
-                n as i64,
-                k as i64,
-                alpha,
-                a,
-                at,
-                lda as i64,
-                b,
-                bt,
-                ldb as i64,
-                beta,
-                c,
-                ct,
-                ldc as i64,
-                compute,
-                BatchArg::One,
-            )?,
-        )
-    })
+    let sizes = [m.into(), n.into(), k.into()];
+    gemm_ex(
+        "cublasGemmEx",
+        h,
+        ta,
+        tb,
+        sizes,
+        alpha,
+        (a, at, lda.into()),
+        (b, bt, ldb.into()),
+        beta,
+        (c, ct, ldc.into()),
+        compute,
+        algo,
+        BatchArg::One,
+    )
 }
 
 pub unsafe extern "C" fn cublasGemmEx_64(
@@ -735,11 +755,7 @@ pub unsafe extern "C" fn cublasGemmEx_64(
     compute: c_int,
     algo: c_int,
 ) -> Status {
-    api("cublasGemmEx_64", || {
-        with_handle_first(h)?;
-        check_algo(algo)?;
-        blas::gemm(h, ex_args(ta, tb, m, n, k, alpha, a, at, lda, b, bt, ldb, beta, c, ct, ldc, compute, BatchArg::One)?)
-    })
+    gemm_ex("cublasGemmEx_64", h, ta, tb, [m, n, k], alpha, (a, at, lda), (b, bt, ldb), beta, (c, ct, ldc), compute, algo, BatchArg::One)
 }
 
 pub unsafe extern "C" fn cublasGemmBatchedEx(
@@ -764,33 +780,23 @@ pub unsafe extern "C" fn cublasGemmBatchedEx(
     compute: c_int,
     algo: c_int,
 ) -> Status {
-    api("cublasGemmBatchedEx", || {
-        with_handle_first(h)?;
-        check_algo(algo)?;
-        blas::gemm(
-            h,
-            ex_args(
-                ta,
-                tb,
-                m as i64,
-                n as i64,
-                k as i64,
-                alpha,
-                a,
-                at,
-                lda as i64,
-                b,
-                bt,
-                ldb as i64,
-                beta,
-                c,
-                ct,
-                ldc as i64,
-                compute,
-                BatchArg::Pointers { count: count as i64 },
-            )?,
-        )
-    })
+    let sizes = [m.into(), n.into(), k.into()];
+    let batch = BatchArg::Pointers { count: count.into() };
+    gemm_ex(
+        "cublasGemmBatchedEx",
+        h,
+        ta,
+        tb,
+        sizes,
+        alpha,
+        (a, at, lda.into()),
+        (b, bt, ldb.into()),
+        beta,
+        (c, ct, ldc.into()),
+        compute,
+        algo,
+        batch,
+    )
 }
 
 pub unsafe extern "C" fn cublasGemmBatchedEx_64(
@@ -815,11 +821,8 @@ pub unsafe extern "C" fn cublasGemmBatchedEx_64(
     compute: c_int,
     algo: c_int,
 ) -> Status {
-    api("cublasGemmBatchedEx_64", || {
-        with_handle_first(h)?;
-        check_algo(algo)?;
-        blas::gemm(h, ex_args(ta, tb, m, n, k, alpha, a, at, lda, b, bt, ldb, beta, c, ct, ldc, compute, BatchArg::Pointers { count })?)
-    })
+    let batch = BatchArg::Pointers { count };
+    gemm_ex("cublasGemmBatchedEx_64", h, ta, tb, [m, n, k], alpha, (a, at, lda), (b, bt, ldb), beta, (c, ct, ldc), compute, algo, batch)
 }
 
 pub unsafe extern "C" fn cublasGemmStridedBatchedEx(
@@ -847,33 +850,10 @@ pub unsafe extern "C" fn cublasGemmStridedBatchedEx(
     compute: c_int,
     algo: c_int,
 ) -> Status {
-    api("cublasGemmStridedBatchedEx", || {
-        with_handle_first(h)?;
-        check_algo(algo)?;
-        blas::gemm(
-            h,
-            ex_args(
-                ta,
-                tb,
-                m as i64,
-                n as i64,
-                k as i64,
-                alpha,
-                a,
-                at,
-                lda as i64,
-                b,
-                bt,
-                ldb as i64,
-                beta,
-                c,
-                ct,
-                ldc as i64,
-                compute,
-                BatchArg::Strided { count: count as i64, a: sa, b: sb, c: sc },
-            )?,
-        )
-    })
+    let sizes = [m.into(), n.into(), k.into()];
+    let batch = BatchArg::Strided { count: count.into(), a: sa, b: sb, c: sc };
+    let name = "cublasGemmStridedBatchedEx";
+    gemm_ex(name, h, ta, tb, sizes, alpha, (a, at, lda.into()), (b, bt, ldb.into()), beta, (c, ct, ldc.into()), compute, algo, batch)
 }
 
 pub unsafe extern "C" fn cublasGemmStridedBatchedEx_64(
@@ -901,33 +881,22 @@ pub unsafe extern "C" fn cublasGemmStridedBatchedEx_64(
     compute: c_int,
     algo: c_int,
 ) -> Status {
-    api("cublasGemmStridedBatchedEx_64", || {
-        with_handle_first(h)?;
-        check_algo(algo)?;
-        blas::gemm(
-            h,
-            ex_args(
-                ta,
-                tb,
-                m,
-                n,
-                k,
-                alpha,
-                a,
-                at,
-                lda,
-                b,
-                bt,
-                ldb,
-                beta,
-                c,
-                ct,
-                ldc,
-                compute,
-                BatchArg::Strided { count, a: sa, b: sb, c: sc },
-            )?,
-        )
-    })
+    let batch = BatchArg::Strided { count, a: sa, b: sb, c: sc };
+    gemm_ex(
+        "cublasGemmStridedBatchedEx_64",
+        h,
+        ta,
+        tb,
+        [m, n, k],
+        alpha,
+        (a, at, lda),
+        (b, bt, ldb),
+        beta,
+        (c, ct, ldc),
+        compute,
+        algo,
+        batch,
+    )
 }
 
 /// `cublasSgemmEx`: 16-bit or f32 matrices, f32 arithmetic and scalars.
@@ -1409,6 +1378,92 @@ pub unsafe extern "C" fn cublasScalEx(h: HandleT, n: c_int, alpha: P, at: c_int,
 pub unsafe extern "C" fn cublasScalEx_64(h: HandleT, n: i64, alpha: P, at: c_int, x: PM, xt: c_int, incx: i64, exec: c_int) -> Status {
     api("cublasScalEx_64", || scal_ex(h, n, alpha, at, x, xt, incx, exec))
 }
+
+// ---- geam, dgmm --------------------------------------------------------------
+
+macro_rules! geam {
+    ($name:ident, $name64:ident, $dt:expr) => {
+        pub unsafe extern "C" fn $name(
+            h: HandleT,
+            ta: c_int,
+            tb: c_int,
+            m: c_int,
+            n: c_int,
+            alpha: P,
+            a: P,
+            lda: c_int,
+            beta: P,
+            b: P,
+            ldb: c_int,
+            c: PM,
+            ldc: c_int,
+        ) -> Status {
+            let (m, n, lda, ldb, ldc) = (m.into(), n.into(), lda.into(), ldb.into(), ldc.into());
+            api(stringify!($name), || blas::geam(h, ta, tb, m, n, alpha, a, lda, beta, b, ldb, c, ldc, $dt))
+        }
+        pub unsafe extern "C" fn $name64(
+            h: HandleT,
+            ta: c_int,
+            tb: c_int,
+            m: i64,
+            n: i64,
+            alpha: P,
+            a: P,
+            lda: i64,
+            beta: P,
+            b: P,
+            ldb: i64,
+            c: PM,
+            ldc: i64,
+        ) -> Status {
+            api(stringify!($name64), || blas::geam(h, ta, tb, m, n, alpha, a, lda, beta, b, ldb, c, ldc, $dt))
+        }
+    };
+}
+
+geam!(cublasSgeam, cublasSgeam_64, DType::F32);
+geam!(cublasDgeam, cublasDgeam_64, DType::F64);
+geam!(cublasCgeam, cublasCgeam_64, DType::C32);
+geam!(cublasZgeam, cublasZgeam_64, DType::C64);
+
+macro_rules! dgmm {
+    ($name:ident, $name64:ident, $dt:expr) => {
+        pub unsafe extern "C" fn $name(
+            h: HandleT,
+            mode: c_int,
+            m: c_int,
+            n: c_int,
+            a: P,
+            lda: c_int,
+            x: P,
+            incx: c_int,
+            c: PM,
+            ldc: c_int,
+        ) -> Status {
+            let (m, n, lda, incx, ldc) = (m.into(), n.into(), lda.into(), incx.into(), ldc.into());
+            api(stringify!($name), || blas::dgmm(h, mode, m, n, a, lda, x, incx, c, ldc, $dt))
+        }
+        pub unsafe extern "C" fn $name64(
+            h: HandleT,
+            mode: c_int,
+            m: i64,
+            n: i64,
+            a: P,
+            lda: i64,
+            x: P,
+            incx: i64,
+            c: PM,
+            ldc: i64,
+        ) -> Status {
+            api(stringify!($name64), || blas::dgmm(h, mode, m, n, a, lda, x, incx, c, ldc, $dt))
+        }
+    };
+}
+
+dgmm!(cublasSdgmm, cublasSdgmm_64, DType::F32);
+dgmm!(cublasDdgmm, cublasDdgmm_64, DType::F64);
+dgmm!(cublasCdgmm, cublasCdgmm_64, DType::C32);
+dgmm!(cublasZdgmm, cublasZdgmm_64, DType::C64);
 
 // ---- level 2 ---------------------------------------------------------------
 

@@ -355,6 +355,37 @@ pub struct Ger {
     pub conj: bool,
 }
 
+/// `C = alpha op(A) + beta op(B)`, all `m x n` after the operations.
+/// `A` is not read when `alpha == 0`, `B` not when `beta == 0`. `C` may be
+/// `A` (or `B`) itself when that operand is not transposed and has `C`'s
+/// leading dimension.
+#[derive(Debug, Clone, Copy)]
+pub struct Geam {
+    pub ta: Op,
+    pub tb: Op,
+    pub m: i64,
+    pub n: i64,
+    pub alpha: Scalar,
+    pub a: Mat,
+    pub beta: Scalar,
+    pub b: Mat,
+    pub c: Mat,
+}
+
+/// `C = A diag(x)` (`side` right: column `j` scaled by `x[j]`) or
+/// `C = diag(x) A` (left: row `i` scaled by `x[i]`), `A` and `C` being
+/// `m x n`; `x.inc` may be 0 (one scale for all). `C` may be `A` with the
+/// same leading dimension.
+#[derive(Debug, Clone, Copy)]
+pub struct Dgmm {
+    pub side: Side,
+    pub m: i64,
+    pub n: i64,
+    pub a: Mat,
+    pub x: Vector,
+    pub c: Mat,
+}
+
 /// A machine that runs BLAS work in stream order.
 pub trait Backend: Send + Sync {
     fn name(&self) -> &'static str;
@@ -365,4 +396,6 @@ pub trait Backend: Send + Sync {
     fn level1(&self, q: Queue, n: i64, call: Level1) -> Result<()>;
     fn gemv(&self, q: Queue, call: Gemv) -> Result<()>;
     fn ger(&self, q: Queue, call: Ger) -> Result<()>;
+    fn geam(&self, q: Queue, call: Geam) -> Result<()>;
+    fn dgmm(&self, q: Queue, call: Dgmm) -> Result<()>;
 }

@@ -7,7 +7,7 @@
 
 use std::ffi::c_void;
 
-use crate::backend::{self, Batch, Compute, Gemm, Gemv, Ger, Level1, Mat, Out, OutType, Trsm, Vector};
+use crate::backend::{self, Batch, Compute, Dgmm, Geam, Gemm, Gemv, Ger, Level1, Mat, Out, OutType, Trsm, Vector};
 use crate::handle::{self, check_device, HandleT};
 use crate::status::{check, Error, Result};
 use crate::types::{self, matrix_extent, vector_extent, vector_start, DType, Fill, Op, Side};
@@ -431,6 +431,118 @@ pub fn ger(
         let yv = vector(y, n, incy, dtype, "y")?;
         let call = Ger { m, n, alpha, x: xv, y: yv, a: Mat { ptr: a as u64, ld: lda, dtype }, conj };
         hd.backend.ger(hd.queue()?, call)
+    })
+}
+
+/// Whether the byte ranges `[a, a + la)` and `[b, b + lb)` overlap.
+fn overlap(a: u64, la: u64, b: u64, lb: u64) -> bool {
+    la > 0 && lb > 0 && a < b.saturating_add(lb) && b < a.saturating_add(la)
+}
+
+/// `cublas<t>geam`: `C = alpha op(A) + beta op(B)`. In place only as the
+/// documentation allows (`C` is `A` with `lda == ldc` and `transa` N, or
+/// the same for `B`); any other overlap of `C` with an operand read is
+/// `CUBLAS_STATUS_INVALID_VALUE`.
+#[allow(clippy::too_many_arguments)]
+pub fn geam(
+    h: HandleT,
+    transa: i32,
+    transb: i32,
+    m: i64,
+    n: i64,
+    alpha: *const c_void,
+    a: *const c_void,
+    lda: i64,
+    beta: *const c_void,
+    b: *const c_void,
+    ldb: i64,
+    c: *mut c_void,
+    ldc: i64,
+    dtype: DType,
+) -> Result<()> {
+    handle::with(h, |hd| {
+        let ta = Op::from_c(transa, "transa")?;
+        let tb = Op::from_c(transb, "transb")?;
+        check(m >= 0 && n >= 0, || format!("m = {m}, n = {n}: negative"))?;
+        let rows = |op: Op| if op == Op::N { m } else { n };
+        check(lda >= rows(ta).max(1), || format!("lda = {lda} < max(1, {})", rows(ta)))?;
+        check(ldb >= rows(tb).max(1), || format!("ldb = {ldb} < max(1, {})", rows(tb)))?;
+        check(ldc >= m.max(1), || format!("ldc = {ldc} < max(1, m = {m})"))?;
+        if alpha.is_null() || beta.is_null() {
+            return Err(Error::invalid("alpha or beta is NULL"));
+        }
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        // SAFETY: host-mode scalars are the caller's readable pointers.
+        let alpha = unsafe { hd.scalar(alpha, dtype, "alpha")? };
+        let beta = unsafe { hd.scalar(beta, dtype, "beta")? };
+        let stored = |op: Op| if op == Op::N { (m, n) } else { (n, m) };
+        let size = dtype.size();
+        let c_bytes = matrix_extent(m, n, ldc, size);
+        check_device(c as u64, c_bytes, "C")?;
+        for (p, ld, op, scalar, what) in [(a, lda, ta, alpha, "A"), (b, ldb, tb, beta, "B")] {
+            // An operand a host scalar of 0 multiplies is not read (a
+            // device scalar is only known when the work runs).
+            if matches!(scalar, types::Scalar::Value(v) if v == num_complex::Complex64::new(0.0, 0.0)) {
+                continue;
+            }
+            let (r, k) = stored(op);
+            let bytes = matrix_extent(r, k, ld, size);
+            check_device(p as u64, bytes, what)?;
+            let in_place = p as u64 == c as u64 && ld == ldc && op == Op::N;
+            check(in_place || !overlap(p as u64, bytes, c as u64, c_bytes), || {
+                format!("C overlaps {what} other than in place ({what} = C, ld{} = ldc, not transposed)", what.to_lowercase())
+            })?;
+        }
+        let mat = |p: *const c_void, ld: i64| Mat { ptr: p as u64, ld, dtype };
+        let call = Geam { ta, tb, m, n, alpha, a: mat(a, lda), beta, b: mat(b, ldb), c: mat(c, ldc) };
+        hd.backend.geam(hd.queue()?, call)
+    })
+}
+
+/// `cublas<t>dgmm`: `C = A diag(x)` (right) or `diag(x) A` (left); `x`
+/// has `n` (right) or `m` (left) elements `incx` apart (0: one element
+/// for all; negative: from the end, as BLAS vectors). In place when
+/// `C` is `A` with `lda == ldc`.
+#[allow(clippy::too_many_arguments)]
+pub fn dgmm(
+    h: HandleT,
+    mode: i32,
+    m: i64,
+    n: i64,
+    a: *const c_void,
+    lda: i64,
+    x: *const c_void,
+    incx: i64,
+    c: *mut c_void,
+    ldc: i64,
+    dtype: DType,
+) -> Result<()> {
+    handle::with(h, |hd| {
+        let side = Side::from_c(mode)?;
+        check(m >= 0 && n >= 0, || format!("m = {m}, n = {n}: negative"))?;
+        check(lda >= m.max(1), || format!("lda = {lda} < max(1, m = {m})"))?;
+        check(ldc >= m.max(1), || format!("ldc = {ldc} < max(1, m = {m})"))?;
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        let size = dtype.size();
+        let (a_bytes, c_bytes) = (matrix_extent(m, n, lda, size), matrix_extent(m, n, ldc, size));
+        check_device(a as u64, a_bytes, "A")?;
+        check_device(c as u64, c_bytes, "C")?;
+        check((a as u64 == c as u64 && lda == ldc) || !overlap(a as u64, a_bytes, c as u64, c_bytes), || {
+            "C overlaps A other than in place (A = C, lda = ldc)".to_string()
+        })?;
+        let len = if side == Side::Left { m } else { n };
+        let xv = if incx == 0 {
+            check_device(x as u64, size as u64, "x")?;
+            Vector { ptr: x as u64, inc: 0, dtype }
+        } else {
+            vector(x, len, incx, dtype, "x")?
+        };
+        let mat = |p: *const c_void, ld: i64| Mat { ptr: p as u64, ld, dtype };
+        hd.backend.dgmm(hd.queue()?, Dgmm { side, m, n, a: mat(a, lda), x: xv, c: mat(c, ldc) })
     })
 }
 

@@ -663,8 +663,97 @@ fn run_ger(call: Ger) {
     }
 }
 
-fn enqueue(q: Queue, work: impl FnOnce() + Send + 'static) -> Result<()> {
-    driver()?.enqueue(q.stream(), Box::new(work))
+/// Element `(i, j)` of `op(M)`, `M` stored column-major with `ld`.
+///
+/// # Safety
+/// `(i, j)` lies inside `op(M)`, which the call's checks put in device
+/// memory.
+unsafe fn op_at<T: Elem>(m: &Mat, op: Op, i: i64, j: i64) -> T {
+    let (r, c) = if op == Op::N { (i, j) } else { (j, i) };
+    // SAFETY: the caller's promise.
+    let v = unsafe { *(m.ptr as *const T).offset((r + c * m.ld) as isize) };
+    if op == Op::C {
+        v.conj()
+    } else {
+        v
+    }
+}
+
+/// `C = alpha op(A) + beta op(B)`, column by column on all cores. Each
+/// element of `C` is computed from the same elements of `A` and `B` only,
+/// so `C` aliasing an untransposed `A` or `B` with its leading dimension
+/// reads every element before writing it.
+unsafe fn geam_typed<T: Elem>(call: &Geam) {
+    let alpha = T::from_c64(call.alpha.get());
+    let beta = T::from_c64(call.beta.get());
+    let zero = Complex64::new(0.0, 0.0);
+    let (use_a, use_b) = (call.alpha.get() != zero, call.beta.get() != zero);
+    let c = Shared(call.c.ptr as *mut T);
+    (0..call.n).into_par_iter().for_each(|j| {
+        for i in 0..call.m {
+            // SAFETY: inside the checked matrices.
+            unsafe {
+                let mut v = T::zero();
+                if use_a {
+                    v = alpha * op_at::<T>(&call.a, call.ta, i, j);
+                }
+                if use_b {
+                    v = v + beta * op_at::<T>(&call.b, call.tb, i, j);
+                }
+                *c.get().offset((i + j * call.c.ld) as isize) = v;
+            }
+        }
+    });
+}
+
+fn run_geam(call: Geam) {
+    // SAFETY: checked when the call was made.
+    unsafe {
+        match call.c.dtype {
+            DType::F32 => geam_typed::<f32>(&call),
+            DType::F64 => geam_typed::<f64>(&call),
+            DType::C32 => geam_typed::<Complex32>(&call),
+            DType::C64 => geam_typed::<Complex64>(&call),
+            other => error!("geam on {other:?} is not supported"),
+        }
+    }
+}
+
+/// `C = A diag(x)` or `diag(x) A`, column by column on all cores.
+unsafe fn dgmm_typed<T: Elem>(call: &Dgmm) {
+    let c = Shared(call.c.ptr as *mut T);
+    let x = Shared(call.x.ptr as *mut T);
+    (0..call.n).into_par_iter().for_each(|j| {
+        for i in 0..call.m {
+            // SAFETY: inside the checked matrices and vector.
+            unsafe {
+                let k = if call.side == Side::Left { i } else { j };
+                let s = *x.get().offset((k * call.x.inc) as isize);
+                let a = *(call.a.ptr as *const T).offset((i + j * call.a.ld) as isize);
+                *c.get().offset((i + j * call.c.ld) as isize) = a * s;
+            }
+        }
+    });
+}
+
+fn run_dgmm(call: Dgmm) {
+    // SAFETY: checked when the call was made.
+    unsafe {
+        match call.c.dtype {
+            DType::F32 => dgmm_typed::<f32>(&call),
+            DType::F64 => dgmm_typed::<f64>(&call),
+            DType::C32 => dgmm_typed::<Complex32>(&call),
+            DType::C64 => dgmm_typed::<Complex64>(&call),
+            other => error!("dgmm on {other:?} is not supported"),
+        }
+    }
+}
+
+/// Queues `run(call)` on the handle's stream; replayable when the stream
+/// is being captured into a graph (the work's key, the operation and its
+/// arguments, is only formatted then).
+fn enqueue<T: Copy + std::fmt::Debug + Send + Sync + 'static>(q: Queue, run: fn(T), call: T) -> Result<()> {
+    driver()?.enqueue_replayable(q.stream(), || format!("{:#x} {call:?}", run as usize), move || run(call))
 }
 
 impl Backend for Cpu {
@@ -695,22 +784,30 @@ impl Backend for Cpu {
                 if call.epilogue.is_none() { "" } else { " and an epilogue" }
             )));
         }
-        enqueue(q, move || crate::product::run(call))
+        enqueue(q, crate::product::run, call)
     }
 
     fn trsm(&self, q: Queue, call: Trsm) -> Result<()> {
-        enqueue(q, move || run_trsm(call))
+        enqueue(q, run_trsm, call)
     }
 
     fn level1(&self, q: Queue, n: i64, call: Level1) -> Result<()> {
-        enqueue(q, move || run_level1(n, call))
+        enqueue(q, |(n, call)| run_level1(n, call), (n, call))
     }
 
     fn gemv(&self, q: Queue, call: Gemv) -> Result<()> {
-        enqueue(q, move || run_gemv(call))
+        enqueue(q, run_gemv, call)
     }
 
     fn ger(&self, q: Queue, call: Ger) -> Result<()> {
-        enqueue(q, move || run_ger(call))
+        enqueue(q, run_ger, call)
+    }
+
+    fn geam(&self, q: Queue, call: Geam) -> Result<()> {
+        enqueue(q, run_geam, call)
+    }
+
+    fn dgmm(&self, q: Queue, call: Dgmm) -> Result<()> {
+        enqueue(q, run_dgmm, call)
     }
 }

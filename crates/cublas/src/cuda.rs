@@ -54,6 +54,7 @@ pub struct Driver {
     pub device_get_attribute: unsafe extern "C" fn(*mut c_int, c_int, CUdevice) -> CUresult,
     pub primary_ctx_retain: unsafe extern "C" fn(*mut CUcontext, CUdevice) -> CUresult,
     pub launch_host_func: unsafe extern "C" fn(CUstream, Option<HostFn>, *mut c_void) -> CUresult,
+    pub stream_is_capturing: unsafe extern "C" fn(CUstream, *mut c_uint) -> CUresult,
     pub stream_synchronize: unsafe extern "C" fn(CUstream) -> CUresult,
     pub pointer_get_attribute: unsafe extern "C" fn(*mut c_void, c_int, u64) -> CUresult,
     pub memcpy_2d: unsafe extern "C" fn(*const Memcpy2D) -> CUresult,
@@ -101,6 +102,7 @@ fn open() -> std::result::Result<Driver, String> {
             device_get_attribute: sym!("cuDeviceGetAttribute"),
             primary_ctx_retain: sym!("cuDevicePrimaryCtxRetain"),
             launch_host_func: sym!("cuLaunchHostFunc"),
+            stream_is_capturing: sym!("cuStreamIsCapturing"),
             stream_synchronize: sym!("cuStreamSynchronize"),
             pointer_get_attribute: sym!("cuPointerGetAttribute"),
             memcpy_2d: sym!("cuMemcpy2D_v2"),
@@ -203,6 +205,34 @@ impl Driver {
         Ok(())
     }
 
+    /// Runs `work` on `stream` in stream order, also when the stream is
+    /// being captured into a CUDA graph, whose every launch runs it again.
+    ///
+    /// A captured host function is called once per graph launch with the
+    /// same argument, for as long as any graph or executable graph holds
+    /// it, and nothing says when that ends; so captured work is kept for
+    /// the process's life, once per distinct `key` (the operation and all
+    /// its arguments): a program that captures the same work again and
+    /// again (llama.cpp captures its graph for every token) adds nothing
+    /// after the first capture.
+    pub fn enqueue_replayable(
+        &self,
+        stream: CUstream,
+        key: impl FnOnce() -> String,
+        work: impl Fn() + Send + Sync + 'static,
+    ) -> Result<()> {
+        let mut status: c_uint = 0;
+        // SAFETY: a stream handle the caller gave us; out-pointer to a local.
+        let r = unsafe { (self.stream_is_capturing)(stream, &mut status) };
+        if r != 0 || status == 0 {
+            return self.enqueue(stream, Box::new(work));
+        }
+        let kept = captured(key(), work);
+        // SAFETY: `replay` borrows the kept work, which is never freed.
+        let r = unsafe { (self.launch_host_func)(stream, Some(replay), (kept as *const Replayable).cast_mut().cast()) };
+        self.check(r, crate::status::EXECUTION_FAILED, "cuLaunchHostFunc")
+    }
+
     pub fn synchronize(&self, stream: CUstream) -> Result<()> {
         // SAFETY: a stream handle the caller gave us.
         self.check(unsafe { (self.stream_synchronize)(stream) }, crate::status::EXECUTION_FAILED, "cuStreamSynchronize")
@@ -212,6 +242,25 @@ impl Driver {
 unsafe extern "C" fn trampoline(data: *mut c_void) {
     // SAFETY: `data` is the box `enqueue` leaked, given back once.
     let work = unsafe { Box::from_raw(data.cast::<Box<dyn FnOnce() + Send>>()) };
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).is_err() {
+        crate::log::error!("internal error: a queued BLAS operation panicked; its results were not written");
+    }
+}
+
+/// Work a graph may run any number of times.
+type Replayable = Box<dyn Fn() + Send + Sync>;
+
+/// The captured work for `key`: the first one given for it, kept for the
+/// process's life.
+fn captured(key: String, work: impl Fn() + Send + Sync + 'static) -> &'static Replayable {
+    static KEPT: OnceLock<std::sync::Mutex<std::collections::HashMap<String, &'static Replayable>>> = OnceLock::new();
+    let mut kept = KEPT.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    kept.entry(key).or_insert_with(|| Box::leak(Box::new(Box::new(work) as Replayable)))
+}
+
+unsafe extern "C" fn replay(data: *mut c_void) {
+    // SAFETY: `data` is a kept `Replayable`, never freed.
+    let work = unsafe { &*data.cast::<Replayable>() };
     if std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).is_err() {
         crate::log::error!("internal error: a queued BLAS operation panicked; its results were not written");
     }

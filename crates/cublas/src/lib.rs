@@ -24,3 +24,4 @@ pub mod matmul;
 pub mod product;
 pub mod status;
 pub mod types;
+pub mod unsupported;

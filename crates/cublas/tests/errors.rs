@@ -235,3 +235,42 @@ fn exported_symbols_carry_nvidia_versions() {
         }
     }
 }
+
+/// Every function NVIDIA's libcublas.so.13 and .12 both export is exported
+/// (where the toolkit has NVIDIA's libraries), so programs linked against
+/// it load; the ones anycuda does not implement fail clearly.
+#[test]
+fn every_nvidia_function_is_there_and_unimplemented_ones_fail() {
+    let tk = std::env::var("ANYCUDA_TOOLKIT").ok().map(std::path::PathBuf::from);
+    if let Some(tk) = tk.filter(|t| t.join("cublas/lib/libcublas.so.13").exists() && t.join("cu12/cublas/lib/libcublas.so.12").exists()) {
+        let names = |p: std::path::PathBuf| -> std::collections::HashSet<String> { exports(&p).into_iter().map(|(n, _)| n).collect() };
+        let ours = names(common::built("libcublas.so"));
+        let v13 = names(tk.join("cublas/lib/libcublas.so.13"));
+        let v12 = names(tk.join("cu12/cublas/lib/libcublas.so.12"));
+        let mut missing: Vec<&String> = v13.intersection(&v12).filter(|n| n.starts_with("cublas") && !ours.contains(*n)).collect();
+        missing.sort();
+        assert!(missing.is_empty(), "not exported: {missing:?}");
+    }
+    let e = env();
+    let mut h: H = std::ptr::null_mut();
+    type Create = unsafe extern "C" fn(*mut H) -> i32;
+    type GetrfBatched = unsafe extern "C" fn(H, i32, *mut P, i32, *mut i32, *mut i32, i32) -> i32;
+    type Sdot = unsafe extern "C" fn(i32, P, i32, P, i32) -> f32;
+    type Isamax = unsafe extern "C" fn(i32, P, i32) -> i32;
+    type GetError = unsafe extern "C" fn() -> i32;
+    unsafe {
+        assert_eq!(e.blas.f::<Create>("cublasCreate_v2")(&mut h), 0);
+        let getrf = e.blas.f::<GetrfBatched>("cublasDgetrfBatched");
+        assert_eq!(getrf(h, 4, std::ptr::null_mut(), 4, std::ptr::null_mut(), std::ptr::null_mut(), 1), NOT_SUPPORTED);
+        // The legacy API: the result says nothing valid, cublasGetError why.
+        let get_error = e.blas.f::<GetError>("cublasGetError");
+        assert_eq!(get_error(), 0);
+        let x = e.upload(&[1f32; 4]);
+        let xp = x as usize as P;
+        assert!(e.blas.f::<Sdot>("cublasSdot")(4, xp, 1, xp, 1).is_nan());
+        assert_eq!(get_error(), NOT_SUPPORTED);
+        assert_eq!(get_error(), 0);
+        assert_eq!(e.blas.f::<Isamax>("cublasIsamax")(4, xp, 1), 0);
+        assert_eq!(get_error(), NOT_SUPPORTED);
+    }
+}

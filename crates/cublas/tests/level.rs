@@ -742,3 +742,65 @@ fn ex_functions_against_reference() {
     e.destroy(h);
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// Work captured into a CUDA graph (as llama.cpp captures its matmuls)
+/// runs at every launch of the graph, each time on the data there then;
+/// capturing the same calls again (a graph per token) and destroying the
+/// old graphs leaves the new ones working.
+#[test]
+fn captured_work_runs_at_every_graph_launch() {
+    let e = env();
+    let h = e.handle();
+    type Sgemm = unsafe extern "C" fn(H, i32, i32, i32, i32, i32, P, P, i32, P, i32, P, H, i32) -> i32;
+    type Saxpy = unsafe extern "C" fn(H, i32, P, P, i32, H, i32) -> i32;
+    unsafe {
+        let mut stream: H = std::ptr::null_mut();
+        assert_eq!(e.cuda.f::<unsafe extern "C" fn(*mut H, u32) -> i32>("cuStreamCreate")(&mut stream, 1), 0);
+        assert_eq!(e.blas.f::<unsafe extern "C" fn(H, H) -> i32>("cublasSetStream_v2")(h, stream), 0);
+        e.pointer_mode(h, false);
+        let sgemm = e.blas.f::<Sgemm>("cublasSgemm_v2");
+        let saxpy = e.blas.f::<Saxpy>("cublasSaxpy_v2");
+        let begin = e.cuda.f::<unsafe extern "C" fn(H, u32) -> i32>("cuStreamBeginCapture_v2");
+        let end = e.cuda.f::<unsafe extern "C" fn(H, *mut H) -> i32>("cuStreamEndCapture");
+        let instantiate = e.cuda.f::<unsafe extern "C" fn(*mut H, H, u64) -> i32>("cuGraphInstantiateWithFlags");
+        let launch = e.cuda.f::<unsafe extern "C" fn(H, H) -> i32>("cuGraphLaunch");
+        let sync = e.cuda.f::<unsafe extern "C" fn(H) -> i32>("cuStreamSynchronize");
+        let destroy_graph = e.cuda.f::<unsafe extern "C" fn(H) -> i32>("cuGraphDestroy");
+        let destroy_exec = e.cuda.f::<unsafe extern "C" fn(H) -> i32>("cuGraphExecDestroy");
+        // C = A B (2x2), then y += 2 C[:, 0].
+        let (a, b, c, y) =
+            (e.upload(&[1.0f32, 2.0, 3.0, 4.0]), e.upload(&[1.0f32, 0.0, 0.0, 1.0]), e.upload(&[0.0f32; 4]), e.upload(&[0.0f32; 2]));
+        let (one, zero, two) = (1.0f32, 0.0f32, 2.0f32);
+        let p = |v: &f32| (v as *const f32).cast::<c_void>();
+        for round in 0..3 {
+            // Relaxed, as llama.cpp captures: the other tests of this
+            // process allocate meanwhile, which a global-mode capture forbids.
+            assert_eq!(begin(stream, 2), 0);
+            assert_eq!(sgemm(h, 0, 0, 2, 2, 2, p(&one), a as P, 2, b as P, 2, p(&zero), c as H, 2), 0);
+            assert_eq!(saxpy(h, 2, p(&two), c as P, 1, y as H, 1), 0);
+            let mut graph: H = std::ptr::null_mut();
+            assert_eq!(end(stream, &mut graph), 0);
+            let mut exec: H = std::ptr::null_mut();
+            assert_eq!(instantiate(&mut exec, graph, 0), 0);
+            assert_eq!(destroy_graph(graph), 0, "the executable graph outlives its graph");
+            // Nothing ran at capture.
+            assert_eq!(e.download::<f32>(y, 2), [0.0, 0.0], "round {round}");
+            for k in 1..=3u8 {
+                // New B before each launch: B = k I.
+                let bk = [f32::from(k), 0.0, 0.0, f32::from(k)];
+                e.cuda.f::<unsafe extern "C" fn(u64, *const c_void, usize) -> i32>("cuMemcpyHtoD_v2")(b, bk.as_ptr().cast(), 16);
+                assert_eq!(launch(exec, stream), 0);
+                assert_eq!(sync(stream), 0);
+                assert_eq!(e.download::<f32>(c, 4), [f32::from(k), 2.0 * f32::from(k), 3.0 * f32::from(k), 4.0 * f32::from(k)]);
+                let y_now = e.download::<f32>(y, 2);
+                let sum: f32 = (1..=k).map(f32::from).sum();
+                assert_eq!(y_now, [2.0 * sum, 4.0 * sum], "round {round}, launch {k}");
+            }
+            assert_eq!(destroy_exec(exec), 0);
+            let zeros = [0.0f32; 2];
+            e.cuda.f::<unsafe extern "C" fn(u64, *const c_void, usize) -> i32>("cuMemcpyHtoD_v2")(y, zeros.as_ptr().cast(), 8);
+        }
+        e.destroy(h);
+        assert_eq!(e.cuda.f::<unsafe extern "C" fn(H) -> i32>("cuStreamDestroy_v2")(stream), 0);
+    }
+}

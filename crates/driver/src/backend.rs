@@ -36,9 +36,15 @@ pub enum BackendError {
     InvalidAddress { addr: u64, len: usize },
     #[error("not supported by this backend: {0}")]
     NotSupported(String),
+    /// A handle (e.g. an interprocess memory handle) names nothing usable.
+    #[error("invalid handle: {0}")]
+    InvalidHandle(String),
     #[error("{0}")]
     Other(String),
 }
+
+/// The bytes of an interprocess memory handle that are the backend's.
+pub const IPC_PAYLOAD: usize = 48;
 
 /// The value and element size of a memset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,6 +230,9 @@ pub struct LaunchParams<'a> {
     pub params: &'a [u8],
     /// All blocks must be resident at once (grid-wide synchronisation).
     pub cooperative: bool,
+    /// The context's `CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT`: how many
+    /// device-side launches may wait to start at once.
+    pub pending_launch_limit: u64,
 }
 
 /// Why a kernel did not complete. Every fault is sticky: the context it ran
@@ -280,6 +289,31 @@ pub trait Backend: Send + Sync {
 
     /// `(free, total)` bytes of device memory.
     fn mem_info(&self, device: usize) -> (u64, u64);
+
+    /// Whether kernels on `device` can access memory of `peer` (a
+    /// different device of this backend) once peer access is enabled.
+    fn can_access_peer(&self, _device: usize, _peer: usize) -> bool {
+        false
+    }
+
+    /// Interprocess memory (`cuIpcGetMemHandle`): makes the device
+    /// allocation at `base` (`size` bytes) shareable with other processes
+    /// (its contents and address stay) and returns what another process
+    /// needs to map it.
+    fn ipc_export(&self, _base: DevicePtr, _size: usize) -> Result<[u8; IPC_PAYLOAD], BackendError> {
+        Err(BackendError::NotSupported("interprocess memory handles".into()))
+    }
+
+    /// Maps memory another process exported (`cuIpcOpenMemHandle`) for
+    /// `device`; returns its address here and its size.
+    fn ipc_import(&self, _device: usize, _payload: &[u8; IPC_PAYLOAD]) -> Result<(DevicePtr, usize), BackendError> {
+        Err(BackendError::NotSupported("interprocess memory handles".into()))
+    }
+
+    /// Unmaps what [`Backend::ipc_import`] mapped (`cuIpcCloseMemHandle`).
+    fn ipc_close(&self, _ptr: DevicePtr) -> Result<(), BackendError> {
+        Err(BackendError::NotSupported("interprocess memory handles".into()))
+    }
 
     /// Device memory, aligned to at least 256 bytes. `size > 0`.
     fn alloc(&self, device: usize, size: usize) -> Result<DevicePtr, BackendError>;

@@ -62,6 +62,9 @@ pub(crate) struct CtxState {
     /// Bumped at every teardown so per-thread streams of an earlier life
     /// of a primary context are not reused.
     pub generation: u64,
+    /// Contexts whose memory this one was given access to
+    /// (`cuCtxEnablePeerAccess`).
+    pub peers: std::collections::HashSet<u64>,
 }
 
 pub struct Context {
@@ -135,6 +138,7 @@ impl Context {
                 streams: Vec::new(),
                 cls: HashMap::new(),
                 generation: 0,
+                peers: std::collections::HashSet::new(),
             }),
             sticky: Mutex::new(None),
             submit_lock: Mutex::new(()),
@@ -535,6 +539,7 @@ impl Driver {
             st.cache_config = 0;
             st.shared_config = 0;
             st.generation += 1;
+            st.peers.clear();
             st.cls.drain().map(|(_, v)| v).collect()
         };
         for e in cls {

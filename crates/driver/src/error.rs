@@ -55,6 +55,10 @@ pub enum Error {
     HostMemoryNotRegistered,
     #[error("peer access unsupported")]
     PeerAccessUnsupported,
+    #[error("peer access is already enabled")]
+    PeerAccessAlreadyEnabled,
+    #[error("peer access is not enabled")]
+    PeerAccessNotEnabled,
     #[error("too many resources requested for launch: {0}")]
     LaunchOutOfResources(String),
     #[error("too many blocks in cooperative launch: {0}")]

@@ -261,7 +261,14 @@ enum Prepared {
 /// nodes are enqueued in order; event records, event waits and host nodes
 /// first wait for what was enqueued before them (a fault found then fails
 /// the launch like a fault of its own).
-fn run_plan(plan: &Plan, prepared: &[Prepared], gens: &[u64], queue: &dyn BackendQueue, sticky: Option<&Error>) -> Result<()> {
+fn run_plan(
+    plan: &Plan,
+    prepared: &[Prepared],
+    gens: &[u64],
+    queue: &dyn BackendQueue,
+    sticky: Option<&Error>,
+    pending_launch_limit: u64,
+) -> Result<()> {
     let mut failed: Option<Error> = sticky.cloned();
     let (mut p, mut g) = (0, 0);
     let drain = |failed: &mut Option<Error>| {
@@ -301,6 +308,7 @@ fn run_plan(plan: &Plan, prepared: &[Prepared], gens: &[u64], queue: &dyn Backen
                     dynamic_shared_bytes: k.shared_bytes,
                     params: &k.params,
                     cooperative: k.cooperative,
+                    pending_launch_limit,
                 };
                 queue.launch(&k.code, k.index, &lp).map_err(Error::Fault)
             }
@@ -617,7 +625,13 @@ impl Driver {
         };
         let run = plan.clone();
         let gens2 = gens.clone();
-        match self.submit(&ctx, &s, deps, Box::new(move |sticky, queue| run_plan(&run, &prepared, &gens2, queue, sticky))) {
+        let pending_launch_limit = lock(&ctx.st).limits.dev_runtime_pending_launch_count;
+        match self.submit(
+            &ctx,
+            &s,
+            deps,
+            Box::new(move |sticky, queue| run_plan(&run, &prepared, &gens2, queue, sticky, pending_launch_limit)),
+        ) {
             Ok(seq) => {
                 st.last = Some((s, seq));
                 Ok(())

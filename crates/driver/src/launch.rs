@@ -86,7 +86,7 @@ fn max_dynamic_shared(props: &DeviceProps, desc: &KernelDesc, attrs: &FuncAttrs)
 
 /// The most threads per block the kernel can run with, from its
 /// directives and its register use.
-pub(crate) fn func_max_threads(props: &DeviceProps, desc: &KernelDesc) -> u32 {
+pub fn func_max_threads(props: &DeviceProps, desc: &KernelDesc) -> u32 {
     let by_directives = desc.max_threads_per_block(props.max_threads_per_block);
     let regs = desc.num_regs.max(1);
     let by_regs = (props.regs_per_block / regs) / props.warp_size * props.warp_size;
@@ -95,7 +95,7 @@ pub(crate) fn func_max_threads(props: &DeviceProps, desc: &KernelDesc) -> u32 {
 
 /// Blocks of `block_threads` threads (and `dynamic_shared` bytes) that fit
 /// on one multiprocessor at once, by NVIDIA's occupancy rules.
-pub(crate) fn blocks_per_sm(props: &DeviceProps, desc: &KernelDesc, block_threads: u32, dynamic_shared: u32) -> u32 {
+pub fn blocks_per_sm(props: &DeviceProps, desc: &KernelDesc, block_threads: u32, dynamic_shared: u32) -> u32 {
     if block_threads == 0 || block_threads > func_max_threads(props, desc) {
         return 0;
     }
@@ -111,6 +111,39 @@ pub(crate) fn blocks_per_sm(props: &DeviceProps, desc: &KernelDesc, block_thread
         (props.shared_mem_per_multiprocessor as u64 / (smem + props.reserved_shared_mem_per_block as u64)) as u32
     };
     props.max_blocks_per_multiprocessor.min(by_threads).min(by_regs).min(by_smem)
+}
+
+/// A function attribute (`cuFuncGetAttribute`) of kernel `desc` with the
+/// settings `a`; `None` for attributes CUDA does not define.
+fn func_attribute(props: &DeviceProps, desc: &KernelDesc, a: &FuncAttrs, attr: FA) -> Option<i32> {
+    let i = |v: u32| v.min(i32::MAX as u32) as i32;
+    Some(match attr {
+        FA::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK => i(func_max_threads(props, desc)),
+        FA::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES => i(desc.static_shared_bytes),
+        FA::CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES => i(desc.const_bytes),
+        FA::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES => i(desc.local_bytes),
+        FA::CU_FUNC_ATTRIBUTE_NUM_REGS => i(desc.num_regs),
+        FA::CU_FUNC_ATTRIBUTE_PTX_VERSION => i(desc.ptx_version),
+        FA::CU_FUNC_ATTRIBUTE_BINARY_VERSION => i(if desc.binary_version != 0 { desc.binary_version } else { props.compute_capability() }),
+        FA::CU_FUNC_ATTRIBUTE_CACHE_MODE_CA => 0,
+        FA::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => i(max_dynamic_shared(props, desc, a)),
+        FA::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT => a.carveout,
+        FA::CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET => 0,
+        FA::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH => i(a.required_cluster[0]),
+        FA::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT => i(a.required_cluster[1]),
+        FA::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH => i(a.required_cluster[2]),
+        FA::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED => a.non_portable_cluster as i32,
+        FA::CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE => i(a.cluster_scheduling),
+        FA::CU_FUNC_ATTRIBUTE_DEVICE_NODE_UPDATE_SUPPORTED => 0,
+        FA::CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE => 0,
+        _ => return None,
+    })
+}
+
+/// [`func_attribute`] with the settings a kernel has until the host
+/// changes them: what device-side `cudaFuncGetAttributes` reports.
+pub fn default_func_attribute(props: &DeviceProps, desc: &KernelDesc, attr: FA) -> Option<i32> {
+    func_attribute(props, desc, &FuncAttrs::default(), attr)
 }
 
 impl Driver {
@@ -211,6 +244,7 @@ impl Driver {
             return self.capture_node(&stream, &cap, crate::graph::NodeParams::Kernel(node)).map(|_| ());
         }
         let cfg = *cfg;
+        let pending_launch_limit = lock(&ctx.st).limits.dev_runtime_pending_launch_count;
         self.run_async(
             &ctx,
             &stream,
@@ -221,6 +255,7 @@ impl Driver {
                     dynamic_shared_bytes: cfg.shared_bytes,
                     params: &params,
                     cooperative: cfg.cooperative,
+                    pending_launch_limit,
                 };
                 queue.launch(&code, index, &lp).map_err(Error::Fault)
             }),
@@ -233,30 +268,7 @@ impl Driver {
         let (desc, attrs, device) = self.func_parts(f)?;
         let props = self.device_props(device as i32)?;
         let a = *lock(&attrs);
-        let i = |v: u32| v.min(i32::MAX as u32) as i32;
-        Ok(match attr {
-            FA::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK => i(func_max_threads(props, &desc)),
-            FA::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES => i(desc.static_shared_bytes),
-            FA::CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES => i(desc.const_bytes),
-            FA::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES => i(desc.local_bytes),
-            FA::CU_FUNC_ATTRIBUTE_NUM_REGS => i(desc.num_regs),
-            FA::CU_FUNC_ATTRIBUTE_PTX_VERSION => i(desc.ptx_version),
-            FA::CU_FUNC_ATTRIBUTE_BINARY_VERSION => {
-                i(if desc.binary_version != 0 { desc.binary_version } else { props.compute_capability() })
-            }
-            FA::CU_FUNC_ATTRIBUTE_CACHE_MODE_CA => 0,
-            FA::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => i(max_dynamic_shared(props, &desc, &a)),
-            FA::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT => a.carveout,
-            FA::CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET => 0,
-            FA::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH => i(a.required_cluster[0]),
-            FA::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT => i(a.required_cluster[1]),
-            FA::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH => i(a.required_cluster[2]),
-            FA::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED => a.non_portable_cluster as i32,
-            FA::CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE => i(a.cluster_scheduling),
-            FA::CU_FUNC_ATTRIBUTE_DEVICE_NODE_UPDATE_SUPPORTED => 0,
-            FA::CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE => 0,
-            _ => return Err(Error::invalid(format!("unknown function attribute {}", attr.0))),
-        })
+        func_attribute(props, &desc, &a, attr).ok_or_else(|| Error::invalid(format!("unknown function attribute {}", attr.0)))
     }
 
     /// `cuFuncSetAttribute` / `cuKernelSetAttribute`.

@@ -38,13 +38,16 @@ mod event;
 mod graph;
 mod graph_exec;
 pub mod handle;
+pub mod ipc;
 mod launch;
 mod memory;
 pub mod mock;
 mod module;
+pub mod peer;
 pub mod props;
 mod stream;
 mod stream_api;
+pub mod stream_attr;
 pub mod texture;
 mod vmm;
 
@@ -79,6 +82,7 @@ pub use graph_exec::{
     INSTANTIATE_USE_NODE_PRIORITY,
 };
 pub use handle::{handle_kind, HandleKind};
+pub use launch::{blocks_per_sm, default_func_attribute, func_max_threads};
 pub use launch::{FuncAttribute, KernelArgs, LaunchConfig};
 pub use memory::{MemLoc, Memcpy2D, Memcpy3D, MemoryType, PointerAttribute, PointerInfo, PoolAttribute};
 pub use module::{JitLog, LoadedImage, ModuleSource};
@@ -174,6 +178,10 @@ pub struct Driver {
     graph_mem_high: [AtomicU64; 2],
     /// CUDA arrays, texture and surface objects.
     textures: texture::State,
+    /// Interprocess memory handles opened here.
+    ipc: ipc::Imports,
+    /// Attributes set on streams.
+    stream_attrs: stream_attr::StreamAttrs,
 }
 
 impl Driver {
@@ -209,6 +217,8 @@ impl Driver {
             active_captures: AtomicUsize::new(0),
             graph_mem_high: [AtomicU64::new(0), AtomicU64::new(0)],
             textures: texture::State::default(),
+            ipc: ipc::Imports::default(),
+            stream_attrs: stream_attr::StreamAttrs::default(),
         }
     }
 

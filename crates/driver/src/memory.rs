@@ -56,6 +56,8 @@ pub(crate) enum AllocKind {
     /// The memory of a graph's memory allocation node (owned by the graph
     /// and its executable graph, see `crate::graph::GraphMem`).
     GraphMem,
+    /// Another process's memory, mapped by `cuIpcOpenMemHandle`.
+    Ipc,
 }
 
 #[derive(Debug)]
@@ -236,6 +238,7 @@ pub(crate) fn backend_err(e: crate::backend::BackendError) -> Error {
         crate::backend::BackendError::Exhausted { why, .. } => Error::OutOfMemory(why),
         crate::backend::BackendError::InvalidAddress { .. } => Error::InvalidValue(e.to_string()),
         crate::backend::BackendError::NotSupported(m) => Error::NotSupported(m),
+        crate::backend::BackendError::InvalidHandle(m) => Error::handle(m),
         crate::backend::BackendError::Other(m) => Error::Unknown(m),
     }
 }
@@ -583,7 +586,7 @@ impl Driver {
             AllocKind::Global { .. } => (MemoryType::Device, false, None, false),
             AllocKind::Managed { .. } => (MemoryType::Device, true, None, false),
             AllocKind::Host { .. } | AllocKind::Registered { .. } => (MemoryType::Host, false, None, false),
-            AllocKind::Vmm { .. } | AllocKind::GraphMem => (MemoryType::Device, false, None, false),
+            AllocKind::Vmm { .. } | AllocKind::GraphMem | AllocKind::Ipc => (MemoryType::Device, false, None, false),
         };
         let (access_flags, allowed_handle_types) = match a.kind {
             AllocKind::Vmm { access, handle } => (crate::vmm::access_flags(access), self.vmm_handle_types(handle) as u64),
@@ -840,6 +843,25 @@ impl Driver {
             // Mappings are undone by cuMemUnmap (crate::vmm).
             // Graph memory goes with its graph (Driver::collect_graph_mem).
             AllocKind::Global { .. } | AllocKind::Vmm { .. } | AllocKind::GraphMem => Ok(()),
+            AllocKind::Ipc => self.backend.ipc_close(a.device_base).map_err(backend_err),
+        }
+    }
+
+    /// The allocation holding `ptr`.
+    pub(crate) fn mem_allocation(&self, ptr: u64) -> Option<Arc<Allocation>> {
+        self.mem.find(ptr).map(|(a, _, _)| a)
+    }
+
+    /// Records another process's memory mapped at `ptr`.
+    pub(crate) fn record_ipc(&self, ctx: &Context, size: usize, ptr: u64) {
+        self.record(ctx, AllocKind::Ipc, size, ptr, None);
+    }
+
+    /// Forgets and unmaps the other process's memory mapped at `ptr`.
+    pub(crate) fn release_ipc(&self, ptr: u64) -> Result<()> {
+        match self.mem.remove_at(ptr, |a| a.kind == AllocKind::Ipc) {
+            Some(a) => self.release(&a),
+            None => Err(Error::invalid(format!("{ptr:#x} is not interprocess memory"))),
         }
     }
 

@@ -728,11 +728,13 @@ impl BackendQueue for MockQueue {
         let name = module.kernels().get(kernel).map_or_else(|| format!("#{kernel}"), |k| k.name.clone());
         let (module, params) = (module.clone(), launch.params.to_vec());
         let (grid, block, dynamic_shared_bytes, cooperative) = (launch.grid, launch.block, launch.dynamic_shared_bytes, launch.cooperative);
+        let pending_launch_limit = launch.pending_launch_limit;
         self.defer(format!("launch {name}"), move |skip| {
             if skip {
                 return Ok(());
             }
-            module.launch(kernel, &LaunchParams { grid, block, dynamic_shared_bytes, params: &params, cooperative })
+            let launch = LaunchParams { grid, block, dynamic_shared_bytes, params: &params, cooperative, pending_launch_limit };
+            module.launch(kernel, &launch)
         });
         Ok(())
     }

@@ -22,6 +22,7 @@ use std::time::Instant;
 use crate::backend::{BackendModule, GlobalDesc, KernelDesc, ModuleErrorKind, ModuleOptions};
 use crate::error::{Error, Result};
 use crate::handle::{handle_kind, lock, HandleKind};
+use crate::props::COMPUTE_CAPABILITY_ENV;
 use crate::Driver;
 
 /// The JIT logs of a load, for `CU_JIT_INFO_LOG_BUFFER` and
@@ -62,7 +63,7 @@ pub enum ModuleSource<'a> {
 
 /// Functions every backend supplies itself: a PTX module calls them
 /// without defining them (`printf`, `malloc`, `free`, `assert`).
-pub const PROVIDED_FUNCTIONS: [&str; 4] = ptx::DRIVER_FUNCTIONS;
+pub const PROVIDED_FUNCTIONS: &[&str] = ptx::DRIVER_FUNCTIONS;
 
 /// One input of a link: its PTX, and whether it is an archive member
 /// (linked only when it defines something still undefined).
@@ -184,13 +185,28 @@ impl Driver {
                 let e = match fatbin.select_ptx(target, self.config.ptx_policy) {
                     Ok(e) => e,
                     Err(fatbin::Error::NoPtx { archs }) => {
+                        // A fatbin of exactly the device's architecture was
+                        // chosen for it: libraries that keep one fatbin per
+                        // architecture and a PTX one for the others (NVIDIA's
+                        // cuRAND) take their PTX on a device they have no
+                        // machine code for.
+                        let hint = if archs.contains(&target) {
+                            format!(
+                                "; if a library chose it for compute capability {}.{}, \
+                                 {COMPUTE_CAPABILITY_ENV}=8.8 may make it choose its PTX",
+                                target / 10,
+                                target % 10
+                            )
+                        } else {
+                            String::new()
+                        };
                         return Err(Error::NoBinaryForGpu(format!(
                             "the fatbin holds only NVIDIA machine code (SASS for {}) and no PTX; \
                              anycuda runs PTX only: rebuild with PTX embedded \
-                             (e.g. nvcc -gencode arch=compute_{t},code=compute_{t})",
+                             (e.g. nvcc -gencode arch=compute_{t},code=compute_{t}){hint}",
                             sm_list(&archs),
                             t = target.min(90)
-                        )))
+                        )));
                     }
                     Err(fatbin::Error::NoCompatiblePtx { ptx_archs, .. }) => {
                         return Err(Error::NoBinaryForGpu(format!(
@@ -293,8 +309,13 @@ impl Driver {
     /// Links PTX inputs into one module's text; errors, and with `verbose`
     /// (`CU_JIT_LOG_VERBOSE`) each decision, go to the logs. A link error is `CUDA_ERROR_INVALID_PTX`.
     pub(crate) fn link_parts(&self, parts: &[LinkPart], verbose: bool, log: &mut JitLog) -> Result<String> {
+        // CUDA's device runtime (libcudadevrt), which nvcc links into every
+        // -rdc program: the compiler lowers calls to its functions itself
+        // (`ptx::DEVICE_RUNTIME_PROVIDED`), so it is left out, recognised
+        // from its text without parsing it (50 ms for its 763 KB).
+        let (runtime, parts): (Vec<&LinkPart>, Vec<&LinkPart>) = parts.iter().partition(|p| ptx::is_device_runtime_text(&p.ptx));
         let mut modules = Vec::with_capacity(parts.len());
-        for p in parts {
+        for p in &parts {
             match ptx::parse(&p.ptx) {
                 Ok(m) => modules.push(m),
                 Err(d) => {
@@ -312,10 +333,13 @@ impl Driver {
             .zip(&modules)
             .map(|(p, m)| ptx::LinkInput { name: &p.name, module: m, lazy: p.lazy || ptx::is_device_runtime(m) })
             .collect();
-        match ptx::link(&inputs, &ptx::LinkOptions { provided: &PROVIDED_FUNCTIONS }) {
+        match ptx::link(&inputs, &ptx::LinkOptions { provided: PROVIDED_FUNCTIONS }) {
             Ok(l) => {
                 let names: Vec<&str> = l.included.iter().map(|&i| parts[i].name.as_str()).collect();
                 let mut info = format!("anycuda: linked {} input(s): {}", names.len(), names.join(", "));
+                for p in &runtime {
+                    info.push_str(&format!("\nanycuda: {} (CUDA's device runtime) left out: anycuda provides its functions", p.name));
+                }
                 for line in l.log.iter().filter(|_| verbose) {
                     info.push_str("\nanycuda: ");
                     info.push_str(line);

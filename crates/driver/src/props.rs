@@ -72,6 +72,8 @@ pub struct DeviceProps {
     /// `(least, greatest)` stream priority, as `cuCtxGetStreamPriorityRange`.
     pub stream_priority_range: (i32, i32),
     pub max_persisting_l2_cache_size: u32,
+    /// The largest `num_bytes` of an access policy window.
+    pub max_access_policy_window_size: u32,
     pub host_numa_id: i32,
     /// The backend implements the virtual memory API (`cuMemCreate`,
     /// `cuMemMap`...; `Backend::vmm_reserve` and friends).
@@ -139,6 +141,7 @@ impl DeviceProps {
             async_engine_count: 2,
             stream_priority_range: (0, -5),
             max_persisting_l2_cache_size: 0,
+            max_access_policy_window_size: 0,
             host_numa_id: 0,
             virtual_memory_management: false,
             vmm_posix_fd: false,
@@ -159,6 +162,12 @@ impl DeviceProps {
         if let Some(kb) = cpu_cache_kb() {
             p.l2_cache_size = kb.saturating_mul(1024);
         }
+        // Persisting accesses and access policy windows are hints with no
+        // effect on the CPU; the sizes are Ampere's and Hopper's (three
+        // quarters of L2 may persist; windows of 128 MiB - 4 KiB), so
+        // programs that size their windows from them run.
+        p.max_persisting_l2_cache_size = p.l2_cache_size / 4 * 3;
+        p.max_access_policy_window_size = 134_213_632;
         p.uuid = machine_uuid(ordinal);
         // A bus number that is clearly not a real GPU's slot, but a valid one.
         p.pci_bus = 0xac + ordinal;
@@ -293,7 +302,7 @@ impl DeviceProps {
             A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR => i(self.max_blocks_per_multiprocessor),
             A::CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED => 0,
             A::CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE => i(self.max_persisting_l2_cache_size),
-            A::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE => 0,
+            A::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE => i(self.max_access_policy_window_size),
             A::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED => 0,
             A::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK => i(self.reserved_shared_mem_per_block),
             A::CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED => 0,

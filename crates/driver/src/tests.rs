@@ -786,6 +786,16 @@ fn fatbins_pick_ptx_and_refuse_sass_only() {
     let r = d.module_load(ModuleSource::Image(&img), ModuleOptions::default(), &mut log);
     assert!(matches!(r, Err(Error::NoBinaryForGpu(_))), "{r:?}");
     assert!(log.error.contains("SASS") && log.error.contains("sm_80"), "{}", log.error);
+    assert!(!log.error.contains("ANYCUDA_COMPUTE_CAPABILITY"), "{}", log.error);
+    // Machine code of exactly the device's architecture: a library chose
+    // it for the device, and may have PTX for other devices.
+    let cc = d.device_props(0).expect("props").compute_capability();
+    let elf = fatbin_with(&[(2, cc, &[0x7f, b'E', b'L', b'F', 0, 0, 0, 0])]);
+    let img = fatbin::Image::parse(&elf).expect("parse");
+    let mut log = JitLog::default();
+    let r = d.module_load(ModuleSource::Image(&img), ModuleOptions::default(), &mut log);
+    assert!(matches!(r, Err(Error::NoBinaryForGpu(_))), "{r:?}");
+    assert!(log.error.contains("ANYCUDA_COMPUTE_CAPABILITY=8.8 may make it choose its PTX"), "{}", log.error);
 }
 
 /// A fatbin of raw entries `(kind, arch, payload)`.

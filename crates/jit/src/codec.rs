@@ -77,6 +77,103 @@ fn put_guard(w: &mut Vec<u8>, g: Option<&compiler::LaunchGuard>) {
         w.extend_from_slice(&ap.min.to_le_bytes());
         w.extend_from_slice(&ap.wrap.to_le_bytes());
     }
+    w.extend_from_slice(&(g.disjoint.len() as u32).to_le_bytes());
+    for d in &g.disjoint {
+        put_span(w, &d.a);
+        put_span(w, &d.b);
+    }
+}
+
+fn put_span(w: &mut Vec<u8>, s: &compiler::lockstep::Span<compiler::GuardBase, u32>) {
+    put_base(w, &s.base);
+    w.extend_from_slice(&s.offset.to_le_bytes());
+    w.extend_from_slice(&s.bytes.to_le_bytes());
+    let Some(ix) = &s.index else {
+        w.extend_from_slice(&0u32.to_le_bytes());
+        return;
+    };
+    w.extend_from_slice(&(1 | (ix.signed as u32) << 1).to_le_bytes());
+    w.extend_from_slice(&ix.scale.to_le_bytes());
+    put_ops(w, &ix.value);
+    match &ix.below {
+        None => w.extend_from_slice(&0u32.to_le_bytes()),
+        Some((v, inclusive)) => {
+            w.extend_from_slice(&(1 + *inclusive as u32).to_le_bytes());
+            put_ops(w, v);
+        }
+    }
+}
+
+fn put_ops(w: &mut Vec<u8>, ops: &[compiler::lockstep::Op<u32>]) {
+    use compiler::lockstep::{Launch, Op};
+    w.extend_from_slice(&(ops.len() as u32).to_le_bytes());
+    for op in ops {
+        let (tag, x): (u32, u64) = match *op {
+            Op::Const(c) => (0, c as u64),
+            Op::Param { at, signed } => (1 + signed as u32, u64::from(at)),
+            Op::Special(l, d) => {
+                let l = match l {
+                    Launch::Tid => 0,
+                    Launch::Ntid => 1,
+                    Launch::Ctaid => 2,
+                    Launch::Nctaid => 3,
+                };
+                (3, l << 8 | u64::from(d))
+            }
+            Op::Add => (4, 0),
+            Op::Sub => (5, 0),
+            Op::Mul => (6, 0),
+        };
+        w.extend_from_slice(&tag.to_le_bytes());
+        w.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+fn read_span(r: &mut Reader) -> Option<compiler::lockstep::Span<compiler::GuardBase, u32>> {
+    use compiler::lockstep::{Span, SpanIndex};
+    let base = read_base(r)?;
+    let offset = r.u64()? as i64;
+    let bytes = r.u64()?;
+    let flags = r.u32()?;
+    if flags == 0 {
+        return Some(Span { base, offset, index: None, bytes });
+    }
+    let scale = r.u64()? as i64;
+    let value = read_ops(r)?;
+    let below = match r.u32()? {
+        0 => None,
+        k @ (1 | 2) => Some((read_ops(r)?, k == 2)),
+        _ => return None,
+    };
+    Some(Span { base, offset, index: Some(SpanIndex { value, signed: flags & 2 != 0, scale, below }), bytes })
+}
+
+fn read_ops(r: &mut Reader) -> Option<Vec<compiler::lockstep::Op<u32>>> {
+    use compiler::lockstep::{Launch, Op};
+    let n = r.u32()? as usize;
+    let mut value = Vec::with_capacity(n.min(1 << 10));
+    for _ in 0..n {
+        let (tag, x) = (r.u32()?, r.u64()?);
+        value.push(match tag {
+            0 => Op::Const(x as i64),
+            1 | 2 => Op::Param { at: u32::try_from(x).ok()?, signed: tag == 2 },
+            3 => {
+                let l = match x >> 8 {
+                    0 => Launch::Tid,
+                    1 => Launch::Ntid,
+                    2 => Launch::Ctaid,
+                    3 => Launch::Nctaid,
+                    _ => return None,
+                };
+                Op::Special(l, u8::try_from(x & 0xff).ok()?)
+            }
+            4 => Op::Add,
+            5 => Op::Sub,
+            6 => Op::Mul,
+            _ => return None,
+        });
+    }
+    Some(value)
 }
 
 fn read_base(r: &mut Reader) -> Option<compiler::GuardBase> {
@@ -104,7 +201,12 @@ fn read_guard(r: &mut Reader) -> Option<Option<compiler::LaunchGuard>> {
         let (min, wrap) = (r.u64()?, r.u64()?);
         apart.push(compiler::GuardApart { a, a_offset, b, b_offset, equal, min, wrap });
     }
-    Some(Some(compiler::LaunchGuard { one_dimensional: flags & 2 != 0, apart }))
+    let n = r.u32()? as usize;
+    let mut disjoint = Vec::with_capacity(n.min(1 << 10));
+    for _ in 0..n {
+        disjoint.push(compiler::lockstep::Disjoint { a: read_span(r)?, b: read_span(r)? });
+    }
+    Some(Some(compiler::LaunchGuard { one_dimensional: flags & 2 != 0, apart, disjoint }))
 }
 
 pub(crate) fn write_info(w: &mut Vec<u8>, info: &compiler::ModuleInfo) {
@@ -216,6 +318,35 @@ mod tests {
                             wrap: 0,
                         },
                     ],
+                    disjoint: vec![compiler::lockstep::Disjoint {
+                        a: compiler::lockstep::Span {
+                            base: compiler::GuardBase::Param(0),
+                            offset: -8,
+                            index: Some(compiler::lockstep::SpanIndex {
+                                value: vec![
+                                    compiler::lockstep::Op::Special(compiler::lockstep::Launch::Ctaid, 0),
+                                    compiler::lockstep::Op::Special(compiler::lockstep::Launch::Ntid, 0),
+                                    compiler::lockstep::Op::Mul,
+                                    compiler::lockstep::Op::Special(compiler::lockstep::Launch::Tid, 1),
+                                    compiler::lockstep::Op::Add,
+                                    compiler::lockstep::Op::Param { at: 8, signed: true },
+                                    compiler::lockstep::Op::Sub,
+                                    compiler::lockstep::Op::Const(-3),
+                                    compiler::lockstep::Op::Mul,
+                                ],
+                                signed: true,
+                                scale: -4,
+                                below: Some((vec![compiler::lockstep::Op::Param { at: 12, signed: false }], true)),
+                            }),
+                            bytes: 4,
+                        },
+                        b: compiler::lockstep::Span {
+                            base: compiler::GuardBase::Global("table".into()),
+                            offset: 16,
+                            index: None,
+                            bytes: 8,
+                        },
+                    }],
                 }),
             }],
             globals: vec![compiler::GlobalInfo { name: "g".into(), size: 16, constant: true, managed: false }],

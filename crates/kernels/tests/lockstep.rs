@@ -291,3 +291,54 @@ fn own_element_kernels_run_thread_by_thread_when_the_launch_allows_and_as_warps_
         }
     }
 }
+
+/// Runs `widen` over `buf` (as 32-bit words) with `in` at word `io` and
+/// `out` at word `oo`, `n` elements, in blocks of `block` threads.
+fn widen(k: &LoadedKernel, buf: &mut [i32], io: usize, oo: usize, n: usize, block: u32) {
+    let base = buf.as_mut_ptr();
+    // SAFETY: both views lie inside `buf`, which outlives the launch; the
+    // kernel may write through the overlap, as the test intends.
+    let (inp, out) = unsafe { (std::slice::from_raw_parts_mut(base.add(io), n), std::slice::from_raw_parts_mut(base.add(oo), 2 * n)) };
+    launch(
+        exec(),
+        k,
+        [n.div_ceil(block as usize) as u32, 1, 1],
+        [block, 1, 1],
+        0,
+        &mut [Arg::Buf(as_bytes(inp)), Arg::Buf(as_bytes(out)), Arg::U32(n as u32)],
+    )
+    .expect("params")
+    .expect("launch");
+}
+
+fn word_pairs(buf: &[i32], at: usize, n: usize) -> Vec<i64> {
+    (0..n).map(|i| (buf[at + 2 * i] as u32 as i64) | ((buf[at + 2 * i + 1] as i64) << 32)).collect()
+}
+
+#[test]
+fn different_strides_run_thread_by_thread_when_the_launch_ranges_are_apart_and_as_warps_otherwise() {
+    for tier in [Tier::Fast, Tier::Optimized] {
+        let p = program(WarpMode::Auto, tier);
+        let k = p.kernel("widen").expect("kernel");
+        assert!(runs_on_the_fast_path(k), "the block function chooses per launch");
+        let start: Vec<i32> = (0..3 * 4096).map(|i| i * 7 - 3000).collect();
+
+        // `out` just past `in` (8 blocks of 256 threads): the ranges touch.
+        let mut buf = start.clone();
+        widen(k, &mut buf, 0, 2048, 2048, 256);
+        assert_eq!(word_pairs(&buf, 2048, 2048), start[..2048].iter().map(|&v| i64::from(v)).collect::<Vec<_>>(), "{tier:?}");
+
+        // `out` over `in`, one warp: lane i stores over what lanes 2i and
+        // 2i + 1 load. A converged warp loads every element first; thread
+        // by thread, lane 1 would load the high word lane 0 stored.
+        let mut buf = start.clone();
+        widen(k, &mut buf, 0, 0, 32, 32);
+        assert_eq!(word_pairs(&buf, 0, 32), start[..32].iter().map(|&v| i64::from(v)).collect::<Vec<_>>(), "{tier:?}");
+
+        // `out` starting at `in`'s last element: lane 0's store covers the
+        // element lane 31 loads.
+        let mut buf = start.clone();
+        widen(k, &mut buf, 64, 64 + 31, 32, 32);
+        assert_eq!(word_pairs(&buf, 64 + 31, 32), start[64..96].iter().map(|&v| i64::from(v)).collect::<Vec<_>>(), "{tier:?}");
+    }
+}

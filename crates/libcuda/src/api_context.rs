@@ -240,22 +240,13 @@ api! {
 
 api! {
     fn cuCtxEnablePeerAccess(peerContext: CUcontext, Flags: c_uint) {
-        let d = drv()?;
-        d.current_ctx()?;
-        if Flags != 0 {
-            return Err(Error::InvalidValue("flags must be 0".into()));
-        }
-        d.ctx_get_device(raw(peerContext)).map_err(|_| Error::InvalidContext)?;
-        Err(Error::PeerAccessUnsupported)
+        drv()?.ctx_enable_peer_access(raw(peerContext), Flags)
     }
 }
 
 api! {
     fn cuCtxDisablePeerAccess(peerContext: CUcontext) {
-        let d = drv()?;
-        d.current_ctx()?;
-        d.ctx_get_device(raw(peerContext)).map_err(|_| Error::InvalidContext)?;
-        Err(Error::NotPermitted("peer access was never enabled".into()))
+        drv()?.ctx_disable_peer_access(raw(peerContext))
     }
 }
 

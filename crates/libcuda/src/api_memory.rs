@@ -583,3 +583,35 @@ api! {
         d.mem_check_managed_range(devPtr, count)
     }
 }
+
+// ---- interprocess memory ----
+
+api! {
+    fn cuIpcGetMemHandle(pHandle: *mut CUipcMemHandle, dptr: CUdeviceptr) {
+        let out = Out::new(pHandle, "pHandle")?;
+        out.set(CUipcMemHandle { reserved: drv()?.ipc_get_mem_handle(dptr)? });
+        Ok(())
+    }
+}
+
+api! {
+    fn cuIpcOpenMemHandle_v2(pdptr: *mut CUdeviceptr, handle: CUipcMemHandle, Flags: c_uint) {
+        let out = Out::new(pdptr, "pdptr")?;
+        out.set(drv()?.ipc_open_mem_handle(&handle.reserved, Flags)?);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuIpcOpenMemHandle(pdptr: *mut CUdeviceptr, handle: CUipcMemHandle, Flags: c_uint) {
+        let out = Out::new(pdptr, "pdptr")?;
+        out.set(drv()?.ipc_open_mem_handle(&handle.reserved, Flags)?);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuIpcCloseMemHandle(dptr: CUdeviceptr) {
+        drv()?.ipc_close_mem_handle(dptr)
+    }
+}

@@ -104,6 +104,17 @@ api! {
     }
 }
 
+// No stream belongs to a green context (anycuda creates none): NULL, once
+// the handle is known to name a stream of a context.
+api! {
+    fn cuStreamGetGreenCtx(hStream: CUstream, phCtx: *mut CUgreenCtx) {
+        let out = Out::new(phCtx, "phCtx")?;
+        drv()?.stream_get_ctx(s(hStream), false)?;
+        out.set(CUgreenCtx::NULL);
+        Ok(())
+    }
+}
+
 api! {
     fn cuStreamGetDevice / cuStreamGetDevice_ptsz [ptds] (hStream: CUstream, device: *mut CUdevice) {
         let out = Out::new(device, "device")?;
@@ -432,5 +443,36 @@ api! {
         let out = Out::new(pMilliseconds, "pMilliseconds")?;
         out.set(drv()?.event_elapsed_time(e(hStart), e(hEnd))?);
         Ok(())
+    }
+}
+
+// ---- stream attributes ----
+
+api! {
+    fn cuStreamSetAttribute / cuStreamSetAttribute_ptsz [ptds] (hStream: CUstream, attr: CUstreamAttrID, value: *const CUstreamAttrValue) {
+        if value.is_null() {
+            return Err(Error::InvalidValue("value is NULL".into()));
+        }
+        // SAFETY: a CUstreamAttrValue the caller passed (64 bytes, any alignment read).
+        let v: [u8; 64] = unsafe { value.cast::<[u8; 64]>().read_unaligned() };
+        drv()?.stream_set_attribute(s(hStream), ptds, attr.0, &v)
+    }
+}
+
+api! {
+    fn cuStreamGetAttribute / cuStreamGetAttribute_ptsz [ptds] (hStream: CUstream, attr: CUstreamAttrID, value_out: *mut CUstreamAttrValue) {
+        if value_out.is_null() {
+            return Err(Error::InvalidValue("value_out is NULL".into()));
+        }
+        let v = drv()?.stream_get_attribute(s(hStream), ptds, attr.0)?;
+        // SAFETY: the caller's CUstreamAttrValue (64 bytes).
+        unsafe { value_out.cast::<[u8; 64]>().write_unaligned(v) };
+        Ok(())
+    }
+}
+
+api! {
+    fn cuStreamCopyAttributes / cuStreamCopyAttributes_ptsz [ptds] (dst: CUstream, src: CUstream) {
+        drv()?.stream_copy_attributes(s(dst), s(src), ptds)
     }
 }

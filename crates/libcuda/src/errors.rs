@@ -29,6 +29,8 @@ pub fn code(e: &Error) -> R {
         Error::HostMemoryAlreadyRegistered => R::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
         Error::HostMemoryNotRegistered => R::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
         Error::PeerAccessUnsupported => R::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
+        Error::PeerAccessAlreadyEnabled => R::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED,
+        Error::PeerAccessNotEnabled => R::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED,
         Error::LaunchOutOfResources(_) => R::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
         Error::CooperativeLaunchTooLarge(_) => R::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
         Error::IllegalState(_) => R::CUDA_ERROR_ILLEGAL_STATE,

@@ -3,72 +3,24 @@
 
 use std::collections::HashSet;
 use std::fmt::Debug;
-use std::io::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use cuda_types::CUresult;
 use driver::Error;
 
-/// Log levels, most severe first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    Off = 0,
-    Error = 1,
-    Warn = 2,
-    Info = 3,
-    Debug = 4,
-    Trace = 5,
-}
+pub use anycuda_log::Level;
 
-impl Level {
-    pub fn parse(s: &str) -> Level {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "error" => Level::Error,
-            "warn" | "warning" => Level::Warn,
-            "info" => Level::Info,
-            "debug" | "1" | "on" => Level::Debug,
-            "trace" | "all" => Level::Trace,
-            _ => Level::Off,
-        }
-    }
-}
-
-struct Sink {
-    level: Level,
-    file: Option<Mutex<std::fs::File>>,
-    /// The descriptor written to (the file's, or stderr's), for a forked
-    /// child, where a lock another thread of the parent held stays locked.
-    fd: i32,
-}
-
-fn sink() -> &'static Sink {
-    static SINK: OnceLock<Sink> = OnceLock::new();
-    SINK.get_or_init(|| {
-        let level = std::env::var("ANYCUDA_LOG").map(|v| Level::parse(&v)).unwrap_or(Level::Off);
-        let file = std::env::var_os("ANYCUDA_LOG_FILE").and_then(|p| {
-            // Never through a symbolic link: whoever can write the log's
-            // directory must not make the driver append to another file.
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(p)
-                .ok()
-                .map(Mutex::new)
-        });
-        let fd = file.as_ref().map_or(2, |f: &Mutex<std::fs::File>| {
-            use std::os::fd::AsRawFd;
-            f.lock().map_or(2, |f| f.as_raw_fd())
-        });
+/// Installs the bridge from `tracing` once, when the log is on.
+fn install_bridge() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let level = anycuda_log::level();
         if level != Level::Off {
             // Fails only if the process installed a subscriber of its own.
             let _ = tracing::subscriber::set_global_default(Bridge { level });
         }
-        Sink { level, file, fd }
-    })
+    });
 }
 
 /// Forwards the `tracing` events of the crates below this one (the JIT,
@@ -91,8 +43,8 @@ fn level_of(l: &tracing::Level) -> Level {
 
 impl tracing::Subscriber for Bridge {
     fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
-        // The level is its own, not `sink()`'s: installing the bridge asks
-        // this while the sink is being made.
+        // The level is its own: installing the bridge asks this while
+        // `install_bridge` runs.
         level_of(metadata.level()) <= self.level
     }
 
@@ -153,7 +105,8 @@ impl tracing::field::Visit for Fields {
 
 /// Whether messages of `level` are written.
 pub fn enabled(level: Level) -> bool {
-    level != Level::Off && level <= sink().level
+    install_bridge();
+    anycuda_log::enabled(level)
 }
 
 /// Writes one line to the log.
@@ -163,19 +116,10 @@ pub fn log(level: Level, msg: &str) {
     }
     let line = format!("[anycuda {:?}] {msg}\n", level);
     if crate::fork::forked() {
-        // No locks in a forked child: one write(2) of the whole line.
-        // SAFETY: writes the line's bytes to an open descriptor.
-        let _ = unsafe { libc::write(sink().fd, line.as_ptr().cast(), line.len()) };
-        return;
-    }
-    match &sink().file {
-        Some(f) => {
-            let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
-            let _ = f.write_all(line.as_bytes());
-        }
-        None => {
-            let _ = std::io::stderr().write_all(line.as_bytes());
-        }
+        // No locks in a forked child.
+        anycuda_log::write_line_unlocked(&line);
+    } else {
+        anycuda_log::write_line(&line);
     }
 }
 

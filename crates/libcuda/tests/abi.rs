@@ -591,6 +591,7 @@ fn streams_and_events() {
         cuStreamGetPriority: fn(Ptr, *mut i32);
         cuStreamGetFlags: fn(Ptr, *mut u32);
         cuStreamGetCtx: fn(Ptr, *mut Ptr);
+        cuStreamGetGreenCtx: fn(Ptr, *mut Ptr);
         cuStreamWaitEvent: fn(Ptr, Ptr, u32);
         cuStreamAddCallback: fn(Ptr, Option<unsafe extern "C" fn(Ptr, u32, Ptr)>, Ptr, u32);
         cuLaunchHostFunc: fn(Ptr, Option<unsafe extern "C" fn(Ptr)>, Ptr);
@@ -630,6 +631,14 @@ fn streams_and_events() {
         let mut c = null_mut();
         assert_eq!(cuStreamGetCtx(s, &mut c), SUCCESS);
         assert!(!c.is_null());
+        // No green contexts: every stream answers NULL (NVIDIA's cuBLAS asks).
+        let mut g = 0x1 as Ptr;
+        assert_eq!(cuStreamGetGreenCtx(s, &mut g), SUCCESS);
+        assert!(g.is_null());
+        g = 0x1 as Ptr;
+        assert_eq!(cuStreamGetGreenCtx(null_mut(), &mut g), SUCCESS, "the NULL stream");
+        assert!(g.is_null());
+        assert_eq!(cuStreamGetGreenCtx(s, null_mut()), INVALID_VALUE);
         // Async work in order; pinned memory for the device-to-host copy.
         let mut d = 0u64;
         assert_eq!(cuMemAlloc_v2(&mut d, 4096), SUCCESS);

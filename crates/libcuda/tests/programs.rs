@@ -68,6 +68,16 @@ fn run(exe: &Exe, lib_dir: &Path, cache: &Path) -> Result<(), String> {
     run_with(exe, lib_dir, cache, &[]).map(|_| ())
 }
 
+/// The environment a program's source asks for with `//@ run-env: K=V ...`
+/// (e.g. `ANYCUDA_CPU_DEVICES=2` for a program that needs two devices).
+fn source_env(name: &str) -> Vec<(String, String)> {
+    let src = std::fs::read_to_string(root().join("tests/cuda").join(format!("{name}.cu"))).unwrap_or_default();
+    src.lines()
+        .filter_map(|l| l.strip_prefix("//@ run-env:"))
+        .flat_map(|v| v.split_whitespace().filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect()
+}
+
 /// [`run`] with more environment variables; returns the program's stderr.
 fn run_with(exe: &Exe, lib_dir: &Path, cache: &Path, env: &[(&str, &str)]) -> Result<String, String> {
     let out = Command::new(&exe.path)
@@ -76,6 +86,7 @@ fn run_with(exe: &Exe, lib_dir: &Path, cache: &Path, env: &[(&str, &str)]) -> Re
         .env("ANYCUDA_BACKEND", "cpu")
         .env_remove("ANYCUDA_LOG")
         .env_remove("ANYCUDA_MEMCHECK")
+        .envs(source_env(&exe.name))
         .envs(env.iter().copied())
         .output()
         .map_err(|e| format!("cannot run: {e}"))?;
@@ -165,6 +176,9 @@ fn the_log_says_which_mode_each_kernel_runs_in_and_why() {
     assert!(exchange.contains("runs warp mode") && exchange.contains("`st.volatile.global.u32` at "), "{text}");
     let saxpy = line("_Z5saxpyifPKfPf");
     assert!(saxpy.contains("thread by thread, the fast path, when the block has one dimension"), "{text}");
+    // Loads and stores of different sizes: the launch's byte ranges.
+    let widen = line("_Z5wideniPKiPx");
+    assert!(widen.contains("thread by thread, the fast path, when the bytes at") && widen.contains("do not overlap"), "{text}");
     assert!(line("_Z9reduce256PKiPi").contains("its threads wait for each other"), "{text}");
 }
 

@@ -1,8 +1,9 @@
-//! The log of anycuda's companion libraries (`libcublas`, `libnvrtc`,
-//! the HIP test double), with the driver's settings: `ANYCUDA_LOG=<level>`
-//! (off by default: these libraries live inside other people's
-//! processes) and `ANYCUDA_LOG_FILE`. Each library is a shared object of
-//! its own, so each has its own sink; lines name the library.
+//! anycuda's log, shared by the driver (`libcuda`) and its companion
+//! libraries (`libcublas`, `libnvrtc`, the HIP test double):
+//! `ANYCUDA_LOG=<level>` (off by default: these libraries live inside
+//! other people's processes) and `ANYCUDA_LOG_FILE`. Each library is a
+//! shared object of its own, so each has its own sink; the companion
+//! libraries' lines name the library.
 
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
@@ -34,28 +35,32 @@ impl Level {
 struct Sink {
     level: Level,
     file: Option<Mutex<std::fs::File>>,
+    /// The descriptor written to (the file's, or standard error's), for
+    /// [`write_line_unlocked`].
+    fd: i32,
 }
 
 fn sink() -> &'static Sink {
     static SINK: OnceLock<Sink> = OnceLock::new();
     SINK.get_or_init(|| {
         let level = std::env::var("ANYCUDA_LOG").map(|v| Level::parse(&v)).unwrap_or(Level::Off);
-        // Never through a symbolic link, as the driver opens it: whoever
-        // can write the log's directory must not make a library append to
-        // another file.
+        // Never through a symbolic link: whoever can write the log's
+        // directory must not make a library append to another file.
         let file = std::env::var_os("ANYCUDA_LOG_FILE").and_then(|p| {
             use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(p)
-                .ok()
-                .map(Mutex::new)
+            std::fs::OpenOptions::new().create(true).append(true).mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(p).ok()
         });
-        Sink { level, file }
+        let fd = file.as_ref().map_or(2, |f| {
+            use std::os::fd::AsRawFd;
+            f.as_raw_fd()
+        });
+        Sink { level, file: file.map(Mutex::new), fd }
     })
+}
+
+/// The level `ANYCUDA_LOG` selects.
+pub fn level() -> Level {
+    sink().level
 }
 
 /// Whether messages of `level` are written.
@@ -63,13 +68,9 @@ pub fn enabled(level: Level) -> bool {
     level != Level::Off && level <= sink().level
 }
 
-/// Writes one line, `[anycuda <library> <level>] <msg>`, to the log file or
-/// standard error, if `level` is enabled.
-pub fn write(library: &str, level: Level, msg: &str) {
-    if !enabled(level) {
-        return;
-    }
-    let line = format!("[anycuda {library} {level:?}] {msg}\n");
+/// Writes `line` (which ends with a newline) to the log file or standard
+/// error.
+pub fn write_line(line: &str) {
     match &sink().file {
         Some(f) => {
             let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
@@ -78,6 +79,21 @@ pub fn write(library: &str, level: Level, msg: &str) {
         None => {
             let _ = std::io::stderr().write_all(line.as_bytes());
         }
+    }
+}
+
+/// [`write_line`] without taking a lock, as one `write(2)`: for a forked
+/// child, where a lock another thread of the parent held stays locked.
+pub fn write_line_unlocked(line: &str) {
+    // SAFETY: writes the line's bytes to a descriptor the sink keeps open.
+    let _ = unsafe { libc::write(sink().fd, line.as_ptr().cast(), line.len()) };
+}
+
+/// Writes one line, `[anycuda <library> <level>] <msg>`, if `level` is
+/// enabled.
+pub fn write(library: &str, level: Level, msg: &str) {
+    if enabled(level) {
+        write_line(&format!("[anycuda {library} {level:?}] {msg}\n"));
     }
 }
 

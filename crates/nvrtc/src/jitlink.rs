@@ -10,9 +10,13 @@
 //! container of [`crate::ptx_container`], which the driver loads).
 //!
 //! Inputs: PTX, LTO-IR, fatbins (their PTX, or the whole fatbin to NVIDIA
-//! when it holds none, as for LTO-IR fatbins) and `NVJITLINK_INPUT_ANY`
-//! (told apart by their content). Machine code (cubins, host objects and
-//! libraries) cannot run on anycuda: such inputs fail with
+//! when it holds none, as for LTO-IR fatbins), host objects (the PTX of
+//! the fatbins `nvcc -dc` embeds), libraries (`ar` archives of such
+//! objects, as CUDA's `libcudadevrt.a`: a member's PTX is linked only when
+//! it defines something still undefined; members without PTX are left out
+//! with a line in the info log) and `NVJITLINK_INPUT_ANY` (told apart by
+//! their content). Machine code (cubins, objects holding only machine
+//! code) cannot run on anycuda: such inputs fail with
 //! `NVJITLINK_ERROR_INVALID_INPUT` and a message in the error log. Links of
 //! PTX alone work without NVIDIA's library.
 
@@ -41,8 +45,13 @@ pub const INPUT_LIBRARY: c_int = 6;
 pub const INPUT_INDEX: c_int = 7;
 pub const INPUT_ANY: c_int = 10;
 
-pub const SPEC: Spec =
-    Spec { soname: "libnvJitLink.so.13", env: "ANYCUDA_NVJITLINK_LIBRARY", marker: "__nvJitLinkAPI", what: "nvJitLink 13" };
+pub const SPEC: Spec = Spec {
+    soname: "libnvJitLink.so.13",
+    env: "ANYCUDA_NVJITLINK_LIBRARY",
+    marker: "__nvJitLinkAPI",
+    what: "nvJitLink 13",
+    wheel_dirs: &["nvidia/cu13/lib"],
+};
 
 fn real() -> Option<&'static Real> {
     static CELL: OnceLock<Option<Real>> = OnceLock::new();
@@ -63,6 +72,8 @@ struct Link {
     /// `sm_XX` or `compute_XX` of `-arch`, its number.
     arch: u32,
     ptx: Vec<(String, String)>,
+    /// Archive members' PTX, linked when needed.
+    lazy: Vec<(String, String)>,
     /// Inputs handed to NVIDIA's nvJitLink.
     real_inputs: usize,
     linked: Option<Vec<u8>>,
@@ -128,6 +139,7 @@ pub unsafe extern "C" fn nvJitLinkCreate(handle: *mut Handle, num_options: u32, 
         real: real_handle,
         arch,
         ptx: Vec::new(),
+        lazy: Vec::new(),
         real_inputs: 0,
         linked: None,
         error_log: String::new(),
@@ -233,12 +245,49 @@ impl Link {
                 },
                 Err(e) => self.fail(ERROR_INVALID_INPUT, format!("anycuda: input {label}: not a fatbin ({e})")),
             },
+            INPUT_OBJECT if fatbin::host_object_fatbins(data).is_ok() => match self.object_ptx(data) {
+                Ok(texts) if !texts.is_empty() => {
+                    self.ptx.extend(texts.into_iter().map(|t| (label.clone(), t)));
+                    SUCCESS
+                }
+                Ok(_) => self.fail(ERROR_INVALID_INPUT, format!("anycuda: input {label}: its device code holds no PTX for sm_{}", self.arch)),
+                Err(e) => self.fail(ERROR_INVALID_INPUT, format!("anycuda: input {label}: {e}")),
+            },
+            INPUT_LIBRARY if fatbin::is_archive(data) => self.add_library(data, &label),
             INPUT_CUBIN | INPUT_OBJECT | INPUT_LIBRARY | INPUT_INDEX => self.fail(
                 ERROR_INVALID_INPUT,
                 format!("anycuda: input {label} is NVIDIA machine code (input type {kind}); anycuda runs PTX only: link PTX, LTO-IR or fatbins holding PTX"),
             ),
             _ => self.fail(ERROR_INVALID_INPUT, format!("anycuda: input {label}: unknown input type {kind}")),
         }
+    }
+
+    /// The PTX of each fatbin a host object embeds (none for fatbins
+    /// without PTX for the target).
+    fn object_ptx(&self, data: &[u8]) -> std::result::Result<Vec<String>, String> {
+        let mut out = Vec::new();
+        for bin in fatbin::host_object_fatbins(data).map_err(|e| e.to_string())? {
+            let f = fatbin::Fatbin::parse(bin).map_err(|e| format!("not a fatbin ({e})"))?;
+            if let Ok(p) = f.extract_ptx(self.arch, fatbin::Policy::Nearest) {
+                out.push(p.text.into_owned());
+            }
+        }
+        Ok(out)
+    }
+
+    fn add_library(&mut self, data: &[u8], label: &str) -> Result {
+        let members = match fatbin::archive_members(data) {
+            Ok(m) => m,
+            Err(e) => return self.fail(ERROR_INVALID_INPUT, format!("anycuda: input {label}: not an archive ({e})")),
+        };
+        for (member, bytes) in members {
+            match self.object_ptx(bytes) {
+                Ok(texts) if !texts.is_empty() => self.lazy.extend(texts.into_iter().map(|t| (format!("{label}({member})"), t))),
+                Ok(_) => self.info_log.push_str(&format!("anycuda: {label}({member}) left out: no PTX for sm_{}\n", self.arch)),
+                Err(e) => self.info_log.push_str(&format!("anycuda: {label}({member}) left out: {e}\n")),
+            }
+        }
+        SUCCESS
     }
 
     fn complete(&mut self) -> Result {
@@ -280,7 +329,7 @@ impl Link {
             modules.push(("LTO-IR inputs".to_string(), text));
         }
         modules.extend(self.ptx.iter().cloned());
-        match crate::ptxlink::link(&modules) {
+        match crate::ptxlink::link(&modules, &self.lazy) {
             Ok(ptx) => {
                 self.info_log.push_str(&format!("anycuda: linked {} PTX module(s) for sm_{} into PTX\n", modules.len(), self.arch));
                 self.linked = Some(crate::ptx_container(&ptx));

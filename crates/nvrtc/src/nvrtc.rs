@@ -34,8 +34,20 @@ pub trait Flavor: 'static {
     fn cell() -> &'static OnceLock<Option<Real>>;
 }
 
-pub const SPEC_13: Spec = Spec { soname: "libnvrtc.so.13", env: "ANYCUDA_NVRTC_LIBRARY", marker: "__nvrtcCPEx", what: "NVRTC 13" };
-pub const SPEC_12: Spec = Spec { soname: "libnvrtc.so.12", env: "ANYCUDA_NVRTC12_LIBRARY", marker: "__nvrtcCPEx", what: "NVRTC 12" };
+pub const SPEC_13: Spec = Spec {
+    soname: "libnvrtc.so.13",
+    env: "ANYCUDA_NVRTC_LIBRARY",
+    marker: "__nvrtcCPEx",
+    what: "NVRTC 13",
+    wheel_dirs: &["nvidia/cu13/lib"],
+};
+pub const SPEC_12: Spec = Spec {
+    soname: "libnvrtc.so.12",
+    env: "ANYCUDA_NVRTC12_LIBRARY",
+    marker: "__nvrtcCPEx",
+    what: "NVRTC 12",
+    wheel_dirs: &["nvidia/cuda_nvrtc/lib"],
+};
 
 fn real<F: Flavor>() -> Option<&'static Real> {
     crate::real::load_once(F::cell(), &F::SPEC, nvrtcVersion::<F> as *const c_void)

@@ -239,7 +239,7 @@ pub fn main(args: &[String]) -> i32 {
             return 1;
         }
     }
-    let ptx = match crate::ptxlink::link(&texts) {
+    let ptx = match crate::ptxlink::link(&texts, &[]) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("ptxas fatal   : {e}");

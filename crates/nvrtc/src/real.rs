@@ -6,7 +6,11 @@
 //! `ANYCUDA_NVJITLINK_LIBRARY`), and only that when it is set; otherwise
 //! the dynamic loader's own places for the soname: the directories of
 //! `LD_LIBRARY_PATH`, then `$CUDA_HOME`/`$CUDA_PATH`, then the CUDA
-//! toolkit's and the system's library directories. A candidate is skipped
+//! toolkit's and the system's library directories; last, NVIDIA's Python
+//! wheels (`nvidia/cu13/lib`, `nvidia/cuda_nvrtc/lib` for NVRTC 12) in the
+//! `site-packages` directories the process has loaded extension modules
+//! from: Python programs get the toolkit from wheels, beside the
+//! `cuda-bindings` modules that call the library. A candidate is skipped
 //! when it is the shared object this code runs in (anycuda's library sits
 //! first on the search path under the same name) or when it lacks a symbol
 //! only NVIDIA's library has.
@@ -29,6 +33,9 @@ pub struct Spec {
     pub marker: &'static str,
     /// For messages: `NVRTC 13`.
     pub what: &'static str,
+    /// Where NVIDIA's Python wheels put the library, relative to a
+    /// `site-packages` directory.
+    pub wheel_dirs: &'static [&'static str],
 }
 
 /// NVIDIA's library, open for this process's lifetime.
@@ -153,6 +160,9 @@ pub fn candidates(spec: &Spec) -> (Vec<PathBuf>, bool) {
     ] {
         dirs.push(PathBuf::from(d));
     }
+    for site in python_site_dirs(&std::fs::read_to_string("/proc/self/maps").unwrap_or_default()) {
+        dirs.extend(spec.wheel_dirs.iter().map(|w| site.join(w)));
+    }
     let mut files: Vec<PathBuf> = Vec::new();
     for d in dirs {
         let f = d.join(spec.soname);
@@ -161,4 +171,46 @@ pub fn candidates(spec: &Spec) -> (Vec<PathBuf>, bool) {
         }
     }
     (files, false)
+}
+
+/// The `site-packages` (or Debian's `dist-packages`) directories that
+/// objects mapped into the process (`/proc/self/maps` text) were loaded
+/// from, in the order they first appear.
+pub fn python_site_dirs(maps: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for line in maps.lines() {
+        // The path, the last field, may contain spaces; nothing before it
+        // contains a slash.
+        let Some(path) = line.find('/').map(|i| &line[i..]) else { continue };
+        for marker in ["/site-packages/", "/dist-packages/"] {
+            if let Some(i) = path.find(marker) {
+                let dir = PathBuf::from(&path[..i + marker.len() - 1]);
+                if !out.contains(&dir) {
+                    out.push(dir);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn site_packages_of_loaded_modules() {
+        let maps = "\
+7f00-7f01 r--p 00000000 08:01 123 /usr/lib/x86_64-linux-gnu/libc.so.6
+7f02-7f03 r-xp 00001000 08:01 456                        /home/u/my env/lib/python3.11/site-packages/cuda/bindings/nvrtc.cpython-311-x86_64-linux-gnu.so
+7f04-7f05 r--p 00000000 08:01 457 /home/u/my env/lib/python3.11/site-packages/numpy/core/x.so
+7f06-7f07 rw-p 00000000 00:00 0 [heap]
+7f08-7f09 r--p 00000000 08:01 458 /usr/lib/python3/dist-packages/y.so
+7f0a-7f0b rw-p 00000000 00:00 0
+";
+        assert_eq!(
+            python_site_dirs(maps),
+            vec![PathBuf::from("/home/u/my env/lib/python3.11/site-packages"), PathBuf::from("/usr/lib/python3/dist-packages")]
+        );
+    }
 }

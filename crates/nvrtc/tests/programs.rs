@@ -257,6 +257,39 @@ fn nvjitlink_links_a_fatbin_file_and_an_input_of_any_type() {
     );
 }
 
+/// Host objects (`nvcc -dc`) and archives of them, as numba-cuda passes
+/// CUDA's `libcudadevrt.a`: an archive member is linked only when it
+/// defines something still undefined (the archive's other member calls a
+/// function nothing defines, which would fail the link if it were taken).
+#[test]
+fn nvjitlink_links_host_objects_and_archives() {
+    let tk = toolkit();
+    let dc = |src: &Path, out: &Path| {
+        let mut c = Command::new(tk.join("bin/nvcc"));
+        // callee.cu is written for NVRTC: the host compilation needs stdio.h.
+        c.args(["-dc", "-include", "stdio.h", "-gencode", "arch=compute_80,code=compute_80"]).arg(src).arg("-o").arg(out);
+        check_build(&src.display().to_string(), c.output());
+    };
+    let object = scratch().join("callee.o");
+    dc(&sources().join("callee.cu"), &object);
+    let unused_src = scratch().join("unused.cu");
+    std::fs::write(&unused_src, "extern __device__ int missing(int);\n__global__ void unused(int *p) { *p = missing(1); }\n")
+        .expect("write");
+    let unused = scratch().join("unused.o");
+    dc(&unused_src, &unused);
+    let archive = scratch().join("libcallee.a");
+    let _ = std::fs::remove_file(&archive);
+    check_build("ar", Command::new("ar").arg("rcs").arg(&archive).arg(&unused).arg(&object).output());
+    for (mode, file) in [("object", &object), ("library", &archive)] {
+        let r = run(nvjitlink(), &[mode, file.to_str().expect("utf-8 path")], &[("ANYCUDA_NVJITLINK_LIBRARY", "/nonexistent")]);
+        assert_pass(mode, &r);
+        assert!(r.1.contains("caller: n=1000"), "{mode}: {}", r.1);
+    }
+    // The unused member alone: its undefined function is a link error.
+    let r = run(nvjitlink(), &["object", unused.to_str().expect("utf-8 path")], &[("ANYCUDA_NVJITLINK_LIBRARY", "/nonexistent")]);
+    assert!(!r.0.status.success() && r.1.contains("missing"), "{}", r.1);
+}
+
 #[test]
 fn nvjitlink_refuses_machine_code_inputs() {
     let r = run(nvjitlink(), &["cubin-input"], &[]);

@@ -98,7 +98,7 @@ fn run(case: &oracle::Case, kernel: &LoadedKernel) -> Result<(), String> {
     // the JIT compiles the lockstep version for other launches, this
     // harness does not.
     if let Some(g) = &info.lockstep_guard {
-        if !g.holds(&params, launch.block, &|_| None) {
+        if !g.holds(&params, launch.grid, launch.block, &|_| None) {
             return Err("the launch needs the kernel's lockstep version, which this harness does not build".into());
         }
     }

@@ -30,6 +30,8 @@ mod printer;
 mod validate;
 
 pub use diag::{Diagnostic, Diagnostics, LineIndex};
-pub use link::{is_device_runtime, link, LinkError, LinkInput, LinkOptions, Linked, DRIVER_FUNCTIONS};
+pub use link::{
+    is_device_runtime, is_device_runtime_text, link, LinkError, LinkInput, LinkOptions, Linked, DEVICE_RUNTIME_PROVIDED, DRIVER_FUNCTIONS,
+};
 pub use parser::parse;
 pub use printer::{print, reg_name};

@@ -42,8 +42,79 @@ pub struct LinkInput<'s, 'a> {
 }
 
 /// Functions the CUDA driver supplies to every module: PTX calls them
-/// without defining them (`printf`, `malloc`, `free`, `assert`).
-pub const DRIVER_FUNCTIONS: [&str; 4] = ["vprintf", "malloc", "free", "__assertfail"];
+/// without defining them (`printf`, `malloc`, `free`, `assert`, and the
+/// device runtime's functions that anycuda's compiler lowers to runtime
+/// calls: [`DEVICE_RUNTIME_PROVIDED`]).
+pub const DRIVER_FUNCTIONS: &[&str] = &[
+    "vprintf",
+    "malloc",
+    "free",
+    "__assertfail",
+    "__cudaCDP2GetParameterBuffer",
+    "cudaGetParameterBuffer",
+    "__cudaCDP2GetParameterBufferV2",
+    "cudaGetParameterBufferV2",
+    "__cudaCDP2LaunchDevice",
+    "cudaLaunchDevice",
+    "__cudaCDP2LaunchDevice_ptsz",
+    "cudaLaunchDevice_ptsz",
+    "__cudaCDP2LaunchDeviceV2",
+    "cudaLaunchDeviceV2",
+    "__cudaCDP2LaunchDeviceV2_ptsz",
+    "cudaLaunchDeviceV2_ptsz",
+    "__cudaCDP2StreamCreateWithFlags",
+    "cudaStreamCreateWithFlags",
+    "__cudaCDP2StreamDestroy",
+    "cudaStreamDestroy",
+    "__cudaCDP2StreamWaitEvent",
+    "cudaStreamWaitEvent",
+    "__cudaCDP2StreamWaitEvent_ptsz",
+    "cudaStreamWaitEvent_ptsz",
+    "__cudaCDP2EventCreateWithFlags",
+    "cudaEventCreateWithFlags",
+    "__cudaCDP2EventRecord",
+    "cudaEventRecord",
+    "__cudaCDP2EventRecord_ptsz",
+    "cudaEventRecord_ptsz",
+    "__cudaCDP2EventRecordWithFlags",
+    "cudaEventRecordWithFlags",
+    "__cudaCDP2EventRecordWithFlags_ptsz",
+    "cudaEventRecordWithFlags_ptsz",
+    "__cudaCDP2EventDestroy",
+    "cudaEventDestroy",
+    "__cudaCDP2GetLastError",
+    "cudaGetLastError",
+    "__cudaCDP2PeekAtLastError",
+    "cudaPeekAtLastError",
+    "__cudaCDP2GetErrorString",
+    "cudaGetErrorString",
+    "__cudaCDP2GetErrorName",
+    "cudaGetErrorName",
+    "__cudaCDP2Malloc",
+    "cudaMalloc",
+    "__cudaCDP2Free",
+    "cudaFree",
+    "__cudaCDP2GetDevice",
+    "cudaGetDevice",
+    "__cudaCDP2GetDeviceCount",
+    "cudaGetDeviceCount",
+    "__cudaCDP2DeviceGetAttribute",
+    "cudaDeviceGetAttribute",
+    "__cudaCDP2DeviceGetLimit",
+    "cudaDeviceGetLimit",
+    "__cudaCDP2FuncGetAttributes",
+    "cudaFuncGetAttributes",
+    "__cudaCDP2OccupancyMaxActiveBlocksPerMultiprocessor",
+    "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+    "__cudaCDP2OccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+    "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+    "__cudaCDP2RuntimeGetVersion",
+    "cudaRuntimeGetVersion",
+];
+
+/// The device runtime's functions among [`DRIVER_FUNCTIONS`] (the
+/// compiler's `cpu_abi::devrt` table, whose tests check the two agree).
+pub const DEVICE_RUNTIME_PROVIDED: &[&str] = DRIVER_FUNCTIONS.split_at(4).1;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LinkOptions<'s> {
@@ -125,6 +196,53 @@ pub fn is_device_runtime(m: &Module) -> bool {
     ["cudaGetParameterBufferV2", "cudaLaunchDeviceV2"]
         .iter()
         .all(|n| m.symbol_by_name(n).and_then(|s| m.function(s)).is_some_and(|f| f.body.is_some()))
+}
+
+/// [`is_device_runtime`] on the PTX text, without parsing it: whether the
+/// text defines (`.visible` or `.weak` `.func` with a body) both
+/// `cudaGetParameterBufferV2` and `cudaLaunchDeviceV2`. libcudadevrt's PTX
+/// is 763 KB, which takes 50 ms to parse, and the device runtime's
+/// functions are lowered by the compiler ([`DEVICE_RUNTIME_PROVIDED`]), so
+/// callers leave such an input out of a link without parsing it.
+pub fn is_device_runtime_text(ptx: &str) -> bool {
+    ["cudaGetParameterBufferV2", "cudaLaunchDeviceV2"].iter().all(|n| defines_function(ptx, n))
+}
+
+/// Whether `ptx` holds a definition of function `name`, judged from the
+/// text around each occurrence of the name as a whole identifier followed
+/// by `(`: the last linkage directive before it in its statement is
+/// `.visible` or `.weak`, followed by `.func`, and a `{` comes before any
+/// `;` after it.
+fn defines_function(ptx: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$' || c == '%';
+    let bytes = ptx.as_bytes();
+    ptx.match_indices(name).any(|(at, _)| {
+        let end = at + name.len();
+        let before_ok = ptx[..at].chars().next_back().is_none_or(|c| !ident(c));
+        let after = ptx[end..].trim_start();
+        if !before_ok || !after.starts_with('(') || ptx[end..].chars().next().is_some_and(ident) {
+            return false;
+        }
+        let start = bytes[..at].iter().rposition(|&b| b == b';' || b == b'}').map_or(0, |p| p + 1);
+        let head = strip_comments(&ptx[start..at]);
+        // The statement's words from its last linkage directive on.
+        let words: Vec<&str> = head.split_whitespace().collect();
+        let Some(l) = words.iter().rposition(|w| matches!(*w, ".visible" | ".weak" | ".extern")) else { return false };
+        if words[l] == ".extern" || !words[l..].contains(&".func") {
+            return false;
+        }
+        match (after.find('{'), after.find(';')) {
+            (Some(b), Some(s)) => b < s,
+            (Some(_), None) => true,
+            _ => false,
+        }
+    })
+}
+
+/// `text` without `//` line comments (the ones nvcc writes between
+/// functions, such as `// .globl name`).
+fn strip_comments(text: &str) -> String {
+    text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

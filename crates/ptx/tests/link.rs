@@ -302,3 +302,54 @@ fn the_device_runtime_is_recognised_by_its_definitions() {
     let l = run(&[("k", &launcher, false), ("devrt", &devrt, true)], &[]).expect("links");
     assert_eq!(l.included, vec![0, 1]);
 }
+
+#[test]
+fn the_device_runtime_is_recognised_from_its_text() {
+    let devrt = format!(
+        "{HEAD}// .globl cudaGetParameterBufferV2\n{}\n// .globl cudaLaunchDeviceV2\n{}",
+        func("mov.b32 %r1, 0;", "cudaGetParameterBufferV2", ".visible"),
+        func("mov.b32 %r1, 0;", "cudaLaunchDeviceV2", ".weak")
+    );
+    assert!(ptx::is_device_runtime_text(&devrt));
+    // What the text test says, parsing says too.
+    assert!(ptx::is_device_runtime(&ptx::parse(&devrt).expect("parses")));
+    // Declarations, calls and other names are not definitions.
+    let user = format!(
+        "{HEAD}{}{}{}",
+        extern_decl("cudaGetParameterBufferV2"),
+        extern_decl("cudaLaunchDeviceV2"),
+        caller("k", "cudaLaunchDeviceV2")
+    );
+    assert!(!ptx::is_device_runtime_text(&user));
+    // Only one of the two defined.
+    let half = format!("{HEAD}{}{}", func("mov.b32 %r1, 0;", "cudaGetParameterBufferV2", ".visible"), extern_decl("cudaLaunchDeviceV2"));
+    assert!(!ptx::is_device_runtime_text(&half));
+    // A longer name that contains the runtime's is another function.
+    let longer = format!(
+        "{HEAD}{}{}",
+        func("mov.b32 %r1, 0;", "my_cudaGetParameterBufferV2", ".visible"),
+        func("mov.b32 %r1, 0;", "cudaLaunchDeviceV2x", ".visible")
+    );
+    assert!(!ptx::is_device_runtime_text(&longer));
+    // A prototype without a body (`.visible` but ended by `;`).
+    let proto = format!(
+        "{HEAD}.visible .func (.param .b32 r) cudaGetParameterBufferV2(.param .b32 x);\n\
+         .visible .func (.param .b32 r) cudaLaunchDeviceV2(.param .b32 x);\n"
+    );
+    assert!(!ptx::is_device_runtime_text(&proto));
+}
+
+#[test]
+fn device_runtime_functions_the_driver_provides_need_no_definition() {
+    for name in ["__cudaCDP2LaunchDeviceV2", "__cudaCDP2GetParameterBufferV2", "cudaLaunchDevice", "__cudaCDP2StreamCreateWithFlags"] {
+        assert!(ptx::DEVICE_RUNTIME_PROVIDED.contains(&name), "{name}");
+        let launcher = format!("{HEAD}{}{}", extern_decl(name), caller("k", name));
+        let l = run(&[("k", &launcher, false)], ptx::DRIVER_FUNCTIONS).expect("links");
+        assert_eq!(l.included, vec![0]);
+    }
+    // One anycuda does not provide is an error naming it.
+    let name = "__cudaCDP2Memcpy2DAsync";
+    let launcher = format!("{HEAD}{}{}", extern_decl(name), caller("k", name));
+    let e = run(&[("k", &launcher, false)], ptx::DRIVER_FUNCTIONS).expect_err("undefined");
+    assert!(e.to_string().contains(name) && e.to_string().contains("device runtime"), "{e}");
+}

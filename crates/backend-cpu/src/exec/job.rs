@@ -102,6 +102,8 @@ pub(crate) struct Job {
     pub code: Arc<[(usize, usize)]>,
     /// Threads running blocks of a launch with a time limit.
     runners: Mutex<Vec<libc::pthread_t>>,
+    /// Device-side launches, streams and events (`devrt.rs`).
+    pub devrt: super::devrt::GridRt,
 }
 
 /// A thread counted as running blocks of a job until dropped.
@@ -131,6 +133,7 @@ impl Drop for Job {
 }
 
 impl Job {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         shared: &Arc<Shared>,
         kernel: &LoadedKernel,
@@ -139,6 +142,7 @@ impl Job {
         dynamic_shared: u32,
         params: &[u8],
         options: &LaunchOptions,
+        devrt: super::devrt::GridRt,
     ) -> Result<Arc<Job>, LaunchError> {
         let info = &kernel.info;
         if grid.contains(&0) || block.contains(&0) {
@@ -231,6 +235,7 @@ impl Job {
             cancel: AtomicBool::new(false),
             code: kernel.code.clone(),
             runners: Mutex::new(Vec::new()),
+            devrt,
         }))
     }
 

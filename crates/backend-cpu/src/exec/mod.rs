@@ -22,6 +22,7 @@
 //! A launch may have a time limit ([`ExecutorConfig::launch_timeout`]); a
 //! watchdog ends launches that run past it ([`timeout`]).
 
+mod devrt;
 mod fast;
 mod fault;
 mod job;
@@ -44,6 +45,7 @@ use thiserror::Error;
 use crate::heap::{DeviceHeap, DEFAULT_HEAP_LIMIT};
 use crate::loader::LoadedModule;
 
+pub use devrt::{KernelResolver, DEFAULT_PENDING_LAUNCHES, MAX_DEPTH};
 pub use runtime::OutputSink;
 
 /// Why a launch failed. Every variant leaves the process and the executor
@@ -121,6 +123,9 @@ pub struct LaunchOptions {
     /// `cuLaunchCooperativeKernel`: every block runs concurrently, and the
     /// grid-sync workspace is passed in `%envreg1`/`%envreg2`.
     pub cooperative: bool,
+    /// `cudaLimitDevRuntimePendingLaunchCount`: device-side launches that
+    /// may wait to start at once (`None`: CUDA's default, 2048).
+    pub pending_launch_limit: Option<u64>,
 }
 
 /// How an [`Executor`] runs kernels.
@@ -242,8 +247,67 @@ impl Executor {
         params: &[u8],
         options: &LaunchOptions,
     ) -> Result<(), LaunchError> {
-        let job = job::Job::new(&self.shared, kernel, grid, block, dynamic_shared, params, options)?;
-        pool::run_launch(&self.shared, job)
+        // SAFETY: forwarded contract.
+        unsafe { self.launch_with(kernel, grid, block, dynamic_shared, params, options, None) }
+    }
+
+    /// [`Executor::launch`] for a kernel that may launch kernels of its
+    /// module (dynamic parallelism, see `devrt.rs`): `resolver` finds them
+    /// by address. Returns once the grid and every grid it launched, at
+    /// every depth, has finished; the first failure among them is the
+    /// launch's.
+    ///
+    /// # Safety
+    /// As for [`Executor::launch`], for the module's kernels too.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn launch_with(
+        &self,
+        kernel: &LoadedKernel,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_shared: u32,
+        params: &[u8],
+        options: &LaunchOptions,
+        resolver: Option<&dyn KernelResolver>,
+    ) -> Result<(), LaunchError> {
+        // SAFETY: forwarded contract.
+        unsafe { self.launch_grid(kernel, grid, block, dynamic_shared, params, options, resolver, 0) }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn launch_grid(
+        &self,
+        kernel: &LoadedKernel,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_shared: u32,
+        params: &[u8],
+        options: &LaunchOptions,
+        resolver: Option<&dyn KernelResolver>,
+        depth: u32,
+    ) -> Result<(), LaunchError> {
+        let limit = options.pending_launch_limit.unwrap_or(DEFAULT_PENDING_LAUNCHES);
+        // SAFETY: the resolver outlives this call, which runs the grid and
+        // its children to completion.
+        let devrt = unsafe { devrt::GridRt::new(resolver, depth, limit) };
+        let job = job::Job::new(&self.shared, kernel, grid, block, dynamic_shared, params, options, devrt)?;
+        let grid_job = job.clone();
+        let r = pool::run_launch(&self.shared, job);
+        let children = grid_job.devrt.take_children();
+        drop(grid_job);
+        let mut r = r;
+        let child_options = LaunchOptions { cooperative: false, ..options.clone() };
+        for c in children {
+            self.shared.pending_launches.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            if r.is_err() {
+                continue;
+            }
+            // SAFETY: the parameter buffer holds `param_len` bytes.
+            let params = unsafe { std::slice::from_raw_parts(c.params.ptr(), c.param_len) };
+            // SAFETY: a kernel of the same module, per the contract.
+            r = unsafe { self.launch_grid(&c.kernel, c.grid, c.block, c.shared_bytes, params, &child_options, resolver, depth + 1) };
+        }
+        r
     }
 }
 

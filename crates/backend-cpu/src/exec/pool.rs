@@ -19,6 +19,9 @@ pub(crate) struct Shared {
     pub heap: DeviceHeap,
     pub output: Arc<dyn OutputSink>,
     pub thread_stack_size: AtomicUsize,
+    /// Device-side launches made and not yet started, device-wide
+    /// (`cudaLimitDevRuntimePendingLaunchCount`).
+    pub pending_launches: std::sync::atomic::AtomicU64,
     pool: Mutex<PoolState>,
     work: Condvar,
     monitor: Condvar,
@@ -45,6 +48,7 @@ impl Shared {
             heap: DeviceHeap::new(config.heap_limit),
             output,
             thread_stack_size: AtomicUsize::new(config.thread_stack_size),
+            pending_launches: std::sync::atomic::AtomicU64::new(0),
             config,
             pool: Mutex::new(PoolState::default()),
             work: Condvar::new(),

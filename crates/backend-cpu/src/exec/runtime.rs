@@ -139,7 +139,7 @@ impl BlockRt {
         }
     }
 
-    fn job(&self) -> &Job {
+    pub(crate) fn job(&self) -> &Job {
         // SAFETY: the job outlives every block run for it.
         unsafe { &*self.job }
     }
@@ -162,7 +162,7 @@ impl BlockRt {
 
     /// The linear index of the calling thread: the scheduler's record on
     /// the scheduled path (it cannot be wrong), the argument otherwise.
-    fn thread_index(&self, thread: u32) -> u32 {
+    pub(crate) fn thread_index(&self, thread: u32) -> u32 {
         if self.scheduled {
             self.current.get()
         } else {
@@ -230,7 +230,7 @@ impl BlockRt {
 ///
 /// # Safety
 /// `ctx` must be null or the context passed to compiled code.
-unsafe fn runtime<'a>(ctx: *mut BlockCtx) -> Option<&'a BlockRt> {
+pub(crate) unsafe fn runtime<'a>(ctx: *mut BlockCtx) -> Option<&'a BlockRt> {
     if ctx.is_null() {
         return None;
     }
@@ -857,7 +857,7 @@ fn describe_bad_address(address: u64, size: u64, space: u32, shared: (u64, u64),
 }
 
 /// Addresses of the runtime functions, by `cpu_abi` name.
-pub(crate) fn symbols() -> [(&'static str, usize); 27] {
+pub(crate) fn symbols() -> [(&'static str, usize); 28] {
     use compiler::cpu_abi::{runtime, runtime_types};
     // Each definition is cast to the table's type for it: a definition whose
     // signature differs from the table does not compile.
@@ -889,6 +889,7 @@ pub(crate) fn symbols() -> [(&'static str, usize); 27] {
         (runtime::TXQ.name, super::texture::__anycuda_txq as runtime_types::TXQ as usize),
         (runtime::MEMCHECK.name, __anycuda_memcheck as runtime_types::MEMCHECK as usize),
         (runtime::MEMCHECK_WARP.name, __anycuda_memcheck_warp as runtime_types::MEMCHECK_WARP as usize),
+        (runtime::DEVICE_RUNTIME.name, super::devrt::__anycuda_devrt as runtime_types::DEVICE_RUNTIME as usize),
     ]
 }
 

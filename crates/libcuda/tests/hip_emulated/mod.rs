@@ -187,7 +187,9 @@ pub fn oracle_cases(arch: &'static str) {
 /// not truncate to 24 bits, a known emulator error); `async_copy` (reads a
 /// clock with `s_sendmsg_rtn_b64`, which the emulator lacks); `printf_kernel`,
 /// `device_malloc`, `device_assert` (no device-side printf, malloc or
-/// assert on AMD yet: a compile error that names them); `vmm` (the HIP
+/// assert on AMD yet: a compile error that names them);
+/// `dynamic_parallelism` (HIP cannot launch kernels from the device: a
+/// compile error that names the device-runtime function); `vmm` (the HIP
 /// backend has no virtual memory management yet); `barriers` (its
 /// producer/consumer warps use named barriers with thread counts and
 /// `bar.arrive`, which the compiler refuses for AMD GPUs: their one

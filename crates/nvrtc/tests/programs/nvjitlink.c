@@ -1,6 +1,6 @@
 /* nvJitLink as numba-cuda and other run-time linkers use it:
  *   nvjitlink ptx|lto|mixed|cubin-input
- *   nvjitlink fatbin FILE
+ *   nvjitlink fatbin|object|library FILE
  * compiles two translation units with NVRTC (-rdc=true; `lto`: -dlto, to
  * LTO-IR): the kernel in one calls a function and reads a variable defined
  * in the other, and both use printf. Links them with nvJitLink for
@@ -9,7 +9,9 @@
  * kernel's results. `cubin-input` adds NVIDIA machine code, which must be
  * refused with NVJITLINK_ERROR_INVALID_INPUT and a reason in the error
  * log. `fatbin` adds the caller's PTX as NVJITLINK_INPUT_ANY and the
- * callee from FILE (a fatbin of callee.cu) with nvJitLinkAddFile.
+ * callee from FILE (a fatbin of callee.cu) with nvJitLinkAddFile;
+ * `object` and `library` the same from a host object of callee.cu
+ * (nvcc -dc) or an archive holding it.
  * Prints PASS. */
 #include <nvJitLink.h>
 #include <nvrtc.h>
@@ -110,13 +112,16 @@ int main(int argc, char **argv) {
         printf("PASS\n");
         return 0;
     }
-    if (!strcmp(mode, "fatbin")) {
+    if (!strcmp(mode, "fatbin") || !strcmp(mode, "object") || !strcmp(mode, "library")) {
         if (argc < 3) {
-            printf("usage: %s fatbin FILE\n", argv[0]);
+            printf("usage: %s %s FILE\n", argv[0], mode);
             return 2;
         }
+        nvJitLinkInputType kind = !strcmp(mode, "fatbin")   ? NVJITLINK_INPUT_FATBIN
+                                  : !strcmp(mode, "object") ? NVJITLINK_INPUT_OBJECT
+                                                            : NVJITLINK_INPUT_LIBRARY;
         r = nvJitLinkAddData(h, NVJITLINK_INPUT_ANY, a, na, "caller");
-        if (r == NVJITLINK_SUCCESS) r = nvJitLinkAddFile(h, NVJITLINK_INPUT_FATBIN, argv[2]);
+        if (r == NVJITLINK_SUCCESS) r = nvJitLinkAddFile(h, kind, argv[2]);
     } else {
         r = nvJitLinkAddData(h, lto_a ? NVJITLINK_INPUT_LTOIR : NVJITLINK_INPUT_PTX, a, na, "caller");
         if (r == NVJITLINK_SUCCESS) r = nvJitLinkAddData(h, lto_b ? NVJITLINK_INPUT_LTOIR : NVJITLINK_INPUT_PTX, b, nb, "callee");

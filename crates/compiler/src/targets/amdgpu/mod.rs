@@ -281,10 +281,13 @@ pub fn check_module(module: &ptx::ast::Module, src: &str) -> Result<(), CompileE
                 continue;
             }
             let name = module.symbol(*callee).name;
-            if let Some((_, why)) = UNSUPPORTED_CALLS.iter().find(|(n, _)| *n == name) {
+            let device_runtime = (crate::cpu_abi::devrt::lookup(name).is_some() || crate::devrt::DEVICE_SYNCHRONIZE.contains(&name))
+                .then(|| format!("`{name}`: the CUDA device runtime (kernels launching kernels, dynamic parallelism) is not supported on AMDGPU: HIP cannot launch from the device"));
+            let why = UNSUPPORTED_CALLS.iter().find(|(n, _)| *n == name).map(|(_, why)| why.to_string()).or(device_runtime);
+            if let Some(why) = why {
                 let index = lines.get_or_insert_with(|| ptx::LineIndex::new(src));
                 let (line, column) = index.line_col(body.span(i).start);
-                return Err(CompileError::Unsupported { function: f.name.to_string(), what: why.to_string(), line, column });
+                return Err(CompileError::Unsupported { function: f.name.to_string(), what: why, line, column });
             }
         }
     }

@@ -45,8 +45,16 @@ const DEFINED: &[&str] = &[
 ];
 
 /// Runtime functions with no AMDGPU implementation yet.
-const MISSING: &[&str] =
-    &["__anycuda_vprintf", "__anycuda_malloc", "__anycuda_free", "__anycuda_tex", "__anycuda_suld", "__anycuda_sust", "__anycuda_txq"];
+const MISSING: &[&str] = &[
+    "__anycuda_vprintf",
+    "__anycuda_malloc",
+    "__anycuda_free",
+    "__anycuda_tex",
+    "__anycuda_suld",
+    "__anycuda_sust",
+    "__anycuda_txq",
+    "__anycuda_devrt",
+];
 
 /// Attributes of every runtime function.
 const ATTRS: &str = "alwaysinline nounwind convergent";

@@ -1,0 +1,67 @@
+//! Calls into CUDA's device runtime (dynamic parallelism) become one
+//! runtime call, [`runtime::DEVICE_RUNTIME`], whose arguments travel as
+//! u64 words in a stack array (see [`crate::cpu_abi::devrt`]).
+
+use ptx::ast::Operand;
+
+use crate::cpu_abi::devrt::{Arg, Function, Ret};
+use crate::cpu_abi::runtime;
+use crate::ir::Ty;
+use crate::lower::{FnLower, Res, VarLoc};
+
+/// Device-side `cudaDeviceSynchronize` (CDP1), removed in CUDA 12.
+pub const DEVICE_SYNCHRONIZE: &[&str] = &["cudaDeviceSynchronize", "__cudaDeviceSynchronizeDeprecationAvoidance"];
+
+impl FnLower<'_, '_> {
+    /// Lowers a call of device-runtime function `f`.
+    pub(crate) fn device_runtime_call(&mut self, f: &Function, rets: &[Operand], params: &[Operand]) -> Res<()> {
+        if params.len() != f.args.len() {
+            return self.invalid(format!("device runtime function `{}` takes {} arguments, {} given", f.name, f.args.len(), params.len()));
+        }
+        let words: usize = f.args.iter().map(|a| if *a == Arg::Dim3 { 3 } else { 1 }).sum();
+        let array = self.out.alloca(&format!("[{} x i64]", words.max(1)), 8);
+        let mut w = 0;
+        for (k, arg) in f.args.iter().enumerate() {
+            let values = match arg {
+                Arg::U32 => {
+                    let v = self.param_arg(params, k, Ty::I32)?;
+                    vec![self.convert(v, Ty::I64, false)]
+                }
+                Arg::U64 => vec![self.param_arg(params, k, Ty::I64)?],
+                Arg::Dim3 => self.dim3_arg(&params[k])?,
+            };
+            for v in values {
+                let slot = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i64, ptr {array}, i64 {w}"));
+                self.out.op(format_args!("store {v}, {slot}, align 8"));
+                w += 1;
+            }
+        }
+        self.cx.declare_runtime(&runtime::DEVICE_RUNTIME);
+        let op = f.op as u32;
+        let r =
+            self.out.def(Ty::I64, format_args!("call i64 @{}(ptr %ctx, i32 %lin, i32 {op}, ptr {array})", runtime::DEVICE_RUNTIME.name));
+        let r = match f.ret {
+            Ret::Error => self.convert(r, Ty::I32, false),
+            Ret::Ptr => r,
+        };
+        self.param_result(rets, r)
+    }
+
+    /// A `dim3` argument: a 12-byte `.param` array, as three zero-extended
+    /// words.
+    fn dim3_arg(&mut self, op: &Operand) -> Res<Vec<crate::ir::V>> {
+        let Operand::Var(v) = *op else {
+            return self.invalid("a dim3 argument must be a `.param` array");
+        };
+        let Some(VarLoc::Ptr(p)) = self.vars.get(&v).cloned() else {
+            return self.invalid("a dim3 argument must be a `.param` array");
+        };
+        let mut out = Vec::new();
+        for i in 0..3 {
+            let at = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, ptr {p}, i64 {}", 4 * i));
+            let x = self.out.def(Ty::I32, format_args!("load i32, {at}, align 4"));
+            out.push(self.convert(x, Ty::I64, false));
+        }
+        Ok(out)
+    }
+}
