@@ -28,10 +28,15 @@ struct Ctx {
     cudaError_t malloc_new, free_new_async, async_copy, other_sync, launch;
     int *fresh;
     std::atomic<int> done{0};
+    std::atomic<int> recorded{0};
 };
 
 static void CUDART_CB host_fn(void *user) {
     Ctx *c = (Ctx *)user;
+    // `after` is recorded by the main thread after it enqueued this
+    // function, which may already be running then: wait for the record
+    // (bounded), or the event would have no pending work yet.
+    for (int i = 0; i < 1000 && !c->recorded.load(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     c->own_sync = cudaStreamSynchronize(c->own);
     c->device_sync = cudaDeviceSynchronize();
     c->sync_copy = cudaMemcpy(c->buf, c->host, sizeof c->host, cudaMemcpyHostToDevice);
@@ -75,6 +80,7 @@ int main() {
     CHECK(cudaGetLastError());
     CHECK(cudaLaunchHostFunc(c.own, host_fn, &c));
     CHECK(cudaEventRecord(c.after, c.own));
+    c.recorded.store(1);
     if (!wait_done(c)) {
         printf("the host function deadlocked\nFAIL %s\n", test_name());
         fflush(stdout);
