@@ -273,6 +273,16 @@ impl Driver {
                 r => r,
             },
         };
+        // A module that calls functions of anycuda's device library
+        // (cooperative groups' grid barrier from libcudadevrt) is linked
+        // with it, even alone.
+        let r = match r {
+            Ok(img) if ptx::may_use_device_library(&img.ptx) => {
+                let part = LinkPart { name: img.source.clone(), ptx: img.ptx, lazy: false };
+                self.link_parts(std::slice::from_ref(&part), false, log).map(|ptx| LoadedImage { ptx, source: img.source })
+            }
+            r => r,
+        };
         if let Err(e) = &r {
             if log.error.is_empty() {
                 log.error = format!("anycuda: {e}");

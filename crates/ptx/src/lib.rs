@@ -31,7 +31,8 @@ mod validate;
 
 pub use diag::{Diagnostic, Diagnostics, LineIndex};
 pub use link::{
-    is_device_runtime, is_device_runtime_text, link, LinkError, LinkInput, LinkOptions, Linked, DEVICE_RUNTIME_PROVIDED, DRIVER_FUNCTIONS,
+    is_device_runtime, is_device_runtime_text, link, may_use_device_library, LinkError, LinkInput, LinkOptions, Linked, DEVICE_LIBRARY,
+    DEVICE_LIBRARY_FUNCTIONS, DEVICE_RUNTIME_PROVIDED, DRIVER_FUNCTIONS,
 };
 pub use parser::parse;
 pub use printer::{print, reg_name};

@@ -299,8 +299,53 @@ struct Winner {
     kind: SymbolKind,
 }
 
-/// Links `inputs` into one module.
+/// anycuda's device library: definitions, in PTX, of functions of CUDA's
+/// device runtime (libcudadevrt) that are plain device code: the
+/// cooperative-groups handle and grid barrier that numba-cuda's
+/// `cg.this_grid().sync()` calls. [`link`] adds it when an input calls one
+/// of [`DEVICE_LIBRARY_FUNCTIONS`] that no input defines.
+pub const DEVICE_LIBRARY: &str = include_str!("device_library.ptx");
+
+/// The functions [`DEVICE_LIBRARY`] defines.
+pub const DEVICE_LIBRARY_FUNCTIONS: &[&str] = &["cudaCGGetIntrinsicHandle", "cudaCGSynchronize"];
+
+/// The name of [`DEVICE_LIBRARY`] in link logs and errors.
+const DEVICE_LIBRARY_NAME: &str = "anycuda's device library";
+
+/// Whether PTX text may call a function of [`DEVICE_LIBRARY`] (judged from
+/// the text, without parsing it): such a module must go through [`link`]
+/// even when it is alone.
+pub fn may_use_device_library(ptx: &str) -> bool {
+    DEVICE_LIBRARY_FUNCTIONS.iter().any(|f| ptx.contains(f))
+}
+
+/// Links `inputs` into one module. When an input calls a function of
+/// [`DEVICE_LIBRARY`] that no input defines, the library is linked too
+/// (it is not one of [`Linked::included`], and it never raises the
+/// result's `.version` or `.target`).
 pub fn link(inputs: &[LinkInput<'_, '_>], options: &LinkOptions<'_>) -> Result<Linked, LinkError> {
+    let calls_library = inputs.iter().any(|i| {
+        DEVICE_LIBRARY_FUNCTIONS
+            .iter()
+            .any(|f| i.module.symbol_by_name(f).is_some_and(|s| i.module.function(s).is_some_and(|func| func.body.is_none())))
+    });
+    if !calls_library {
+        return link_inputs(inputs, inputs.len(), options);
+    }
+    let library = match crate::parse(DEVICE_LIBRARY) {
+        Ok(m) => m,
+        Err(e) => return Err(LinkError { errors: vec![format!("{DEVICE_LIBRARY_NAME} does not parse: {e}")] }),
+    };
+    let mut all = inputs.to_vec();
+    all.push(LinkInput { name: DEVICE_LIBRARY_NAME, module: &library, lazy: true });
+    let mut linked = link_inputs(&all, inputs.len(), options)?;
+    linked.included.retain(|&i| i < inputs.len());
+    Ok(linked)
+}
+
+/// [`link`] of `inputs`, of which the first `user_inputs` are the caller's
+/// (only they choose the `.version` and `.target`).
+fn link_inputs(inputs: &[LinkInput<'_, '_>], user_inputs: usize, options: &LinkOptions<'_>) -> Result<Linked, LinkError> {
     let mut log = Vec::new();
     let roles: Vec<Vec<Role>> =
         inputs.iter().map(|i| (0..i.module.symbols.len() as SymbolId).map(|s| role(i.module, s)).collect()).collect();
@@ -321,9 +366,9 @@ pub fn link(inputs: &[LinkInput<'_, '_>], options: &LinkOptions<'_>) -> Result<L
             ));
         }
     }
-    let version = included.iter().map(|&i| inputs[i].module.version).max_by_key(|v| (v.major, v.minor)).unwrap_or_default();
-    let target_input =
-        included.iter().copied().max_by_key(|&i| (inputs[i].module.target.sm().unwrap_or(0), std::cmp::Reverse(i))).unwrap_or(first);
+    let users = || included.iter().copied().filter(|&i| i < user_inputs);
+    let version = users().map(|i| inputs[i].module.version).max_by_key(|v| (v.major, v.minor)).unwrap_or_default();
+    let target_input = users().max_by_key(|&i| (inputs[i].module.target.sm().unwrap_or(0), std::cmp::Reverse(i))).unwrap_or(first);
 
     // Resolution of the names shared between inputs.
     let mut winners: HashMap<&str, Winner> = HashMap::new();

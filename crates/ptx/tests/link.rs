@@ -353,3 +353,37 @@ fn device_runtime_functions_the_driver_provides_need_no_definition() {
     let e = run(&[("k", &launcher, false)], ptx::DRIVER_FUNCTIONS).expect_err("undefined");
     assert!(e.to_string().contains(name) && e.to_string().contains("device runtime"), "{e}");
 }
+
+#[test]
+fn the_device_library_is_linked_only_for_a_module_that_calls_it() {
+    // numba-cuda's grid barrier: the cooperative-groups calls, declared.
+    let grid = format!(
+        ".version 6.4\n.target sm_60\n.address_size 64\n\
+         .extern .func (.param .b64 h) cudaCGGetIntrinsicHandle(.param .b32 s);\n\
+         .extern .func (.param .b32 r) cudaCGSynchronize(.param .b64 h, .param .b32 f);\n\
+         .visible .entry k()\n{{\n.reg .b64 %rd<2>;\n.reg .b32 %r<2>;\n\
+         {{\n.param .b32 s;\n.param .b64 h;\nst.param.b32 [s], 1;\ncall.uni (h), cudaCGGetIntrinsicHandle, (s);\nld.param.b64 %rd0, [h];\n}}\n\
+         {{\n.param .b64 h;\n.param .b32 f;\n.param .b32 r;\nst.param.b64 [h], %rd0;\nst.param.b32 [f], 0;\n\
+         call.uni (r), cudaCGSynchronize, (h, f);\nld.param.b32 %r0, [r];\n}}\nret;\n}}\n"
+    );
+    assert!(ptx::may_use_device_library(&grid));
+    let l = run(&[("grid", &grid, false)], ptx::DRIVER_FUNCTIONS).expect("links");
+    // The library is not one of the caller's inputs, and does not raise the
+    // module's version or target.
+    assert_eq!(l.included, vec![0]);
+    let m = ptx::parse(&l.ptx).expect("linked PTX parses");
+    assert_eq!((m.version.major, m.version.minor), (6, 4));
+    assert_eq!(m.target.sm(), Some(60));
+    for name in ptx::DEVICE_LIBRARY_FUNCTIONS {
+        let f = m.symbol_by_name(name).and_then(|s| m.function(s)).expect(name);
+        assert!(f.body.is_some(), "{name} is defined by the link");
+    }
+    // A module that calls neither is linked without it.
+    let plain = format!("{HEAD}{}{}", func("mov.b32 %r1, 1;", "f", ".visible"), caller("k", "f"));
+    assert!(!ptx::may_use_device_library(&plain));
+    let l = run(&[("plain", &plain, false)], &[]).expect("links");
+    let m = ptx::parse(&l.ptx).expect("linked PTX parses");
+    assert!(ptx::DEVICE_LIBRARY_FUNCTIONS.iter().all(|n| m.symbol_by_name(n).is_none()));
+    // The library's own text is one valid module.
+    ptx::parse(ptx::DEVICE_LIBRARY).expect("the device library parses");
+}
