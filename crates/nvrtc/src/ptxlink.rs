@@ -56,7 +56,7 @@ mod tests {
     st.param.b32 [r], 0;
     ret;
 }
-.visible .func (.param .b64 r) cudaCGGetIntrinsicHandle(.param .b32 scope)
+.visible .func (.param .b64 r) cudaCGGetRank(.param .b32 scope)
 {
     st.param.b64 [r], 1;
     ret;
@@ -75,14 +75,14 @@ mod tests {
             modules.extend(eager);
             assert!(link(&modules, &lazy).is_ok(), "left out, it leaves nothing undefined");
             let grid = CALLER
-                .replace(".extern .global", ".extern .func (.param .b64 r) cudaCGGetIntrinsicHandle(.param .b32 s);\n.extern .global");
+                .replace(".extern .global", ".extern .func (.param .b64 r) cudaCGGetRank(.param .b32 s);\n.extern .global");
             let grid = grid.replace(
                 "\tret;\n}",
-                "\t{ .param .b32 s; .param .b64 r; st.param.b32 [s], 1; call.uni (r), cudaCGGetIntrinsicHandle, (s); }\n\tret;\n}",
+                "\t{ .param .b32 s; .param .b64 r; st.param.b32 [s], 1; call.uni (r), cudaCGGetRank, (s); }\n\tret;\n}",
             );
             modules[0].1 = grid;
-            let e = link(&modules, &lazy).expect_err("cudaCGGetIntrinsicHandle is not provided");
-            assert!(e.contains("cudaCGGetIntrinsicHandle") && !e.contains("__cuda_syscall_private"), "{e}");
+            let e = link(&modules, &lazy).expect_err("cudaCGGetRank is not provided");
+            assert!(e.contains("cudaCGGetRank") && !e.contains("__cuda_syscall_private"), "{e}");
         }
     }
 
