@@ -810,4 +810,12 @@ impl Backend for Cpu {
     fn dgmm(&self, q: Queue, call: Dgmm) -> Result<()> {
         enqueue(q, run_dgmm, call)
     }
+
+    fn rankk(&self, q: Queue, call: RankK) -> Result<()> {
+        enqueue(q, crate::rankk::run, call)
+    }
+
+    fn lu(&self, q: Queue, call: Lu) -> Result<()> {
+        enqueue(q, crate::lu::run, call)
+    }
 }
