@@ -1553,12 +1553,36 @@ ger!(cublasZgerc_v2, cublasZgerc_v2_64, DType::C64, true);
 
 macro_rules! rankk_one {
     ($name:ident, $name64:ident, $kind:expr, $dt:expr) => {
-        pub unsafe extern "C" fn $name(h: HandleT, uplo: c_int, trans: c_int, n: c_int, k: c_int, alpha: P, a: P, lda: c_int, beta: P, c: PM, ldc: c_int) -> Status {
+        pub unsafe extern "C" fn $name(
+            h: HandleT,
+            uplo: c_int,
+            trans: c_int,
+            n: c_int,
+            k: c_int,
+            alpha: P,
+            a: P,
+            lda: c_int,
+            beta: P,
+            c: PM,
+            ldc: c_int,
+        ) -> Status {
             api(stringify!($name), || {
                 blas::rankk(h, $kind, uplo, trans, n as i64, k as i64, alpha, a, lda as i64, std::ptr::null(), 0, beta, c, ldc as i64, $dt)
             })
         }
-        pub unsafe extern "C" fn $name64(h: HandleT, uplo: c_int, trans: c_int, n: i64, k: i64, alpha: P, a: P, lda: i64, beta: P, c: PM, ldc: i64) -> Status {
+        pub unsafe extern "C" fn $name64(
+            h: HandleT,
+            uplo: c_int,
+            trans: c_int,
+            n: i64,
+            k: i64,
+            alpha: P,
+            a: P,
+            lda: i64,
+            beta: P,
+            c: PM,
+            ldc: i64,
+        ) -> Status {
             api(stringify!($name64), || blas::rankk(h, $kind, uplo, trans, n, k, alpha, a, lda, std::ptr::null(), 0, beta, c, ldc, $dt))
         }
     };
@@ -1670,7 +1694,16 @@ macro_rules! lu_batched {
                 blas::lu(h, n as i64, batch as i64, $dt, blas::LuArgs::Getri { a, lda: lda as i64, piv, c, ldc: ldc as i64, info })
             })
         }
-        pub unsafe extern "C" fn $matinv(h: HandleT, n: c_int, a: P, lda: c_int, inv: P, ldinv: c_int, info: *mut c_int, batch: c_int) -> Status {
+        pub unsafe extern "C" fn $matinv(
+            h: HandleT,
+            n: c_int,
+            a: P,
+            lda: c_int,
+            inv: P,
+            ldinv: c_int,
+            info: *mut c_int,
+            batch: c_int,
+        ) -> Status {
             api(stringify!($matinv), || {
                 blas::lu(h, n as i64, batch as i64, $dt, blas::LuArgs::Matinv { a, lda: lda as i64, inv, ldinv: ldinv as i64, info })
             })

@@ -7,7 +7,9 @@
 
 use std::ffi::c_void;
 
-use crate::backend::{self, Batch, Compute, Dgmm, Geam, Gemm, Gemv, Ger, Level1, Lu, LuOp, Mat, Out, OutType, RankK, RankKind, Trsm, Vector};
+use crate::backend::{
+    self, Batch, Compute, Dgmm, Geam, Gemm, Gemv, Ger, Level1, Lu, LuOp, Mat, Out, OutType, RankK, RankKind, Trsm, Vector,
+};
 use crate::handle::{self, check_device, HandleT};
 use crate::status::{check, Error, Result};
 use crate::types::{self, matrix_extent, vector_extent, vector_start, DType, Fill, Op, Side};

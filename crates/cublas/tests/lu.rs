@@ -82,7 +82,14 @@ fn reconstruct(f: &[C64], ld: usize, n: usize, piv: Option<&[i32]>) -> Vec<C64> 
 
 /// `|A X - B|` within the residual bound of a backward-stable solve.
 #[allow(clippy::too_many_arguments)]
-fn residual_ok(t: T, n: usize, a: impl Fn(usize, usize) -> C64, x: impl Fn(usize, usize) -> C64, b: impl Fn(usize, usize) -> C64, cols: usize) -> Option<String> {
+fn residual_ok(
+    t: T,
+    n: usize,
+    a: impl Fn(usize, usize) -> C64,
+    x: impl Fn(usize, usize) -> C64,
+    b: impl Fn(usize, usize) -> C64,
+    cols: usize,
+) -> Option<String> {
     for j in 0..cols {
         for i in 0..n {
             let (mut s, mut mag) = (C64::new(0.0, 0.0), 0.0);
@@ -91,7 +98,8 @@ fn residual_ok(t: T, n: usize, a: impl Fn(usize, usize) -> C64, x: impl Fn(usize
                 mag += (a(i, p) * x(p, j)).norm();
             }
             let tol = 64.0 * n as f64 * t.eps() * (mag + b(i, j).norm());
-            if !((s - b(i, j)).norm() <= tol) {
+            let ok = (s - b(i, j)).norm() <= tol;
+            if !ok {
                 return Some(format!("({i},{j}): {s} vs {}", b(i, j)));
             }
         }
@@ -119,9 +127,19 @@ fn getrf_getrs_getri_matinv_against_reference() {
                 let a = matrices(t, n, ld, !pivot, None, &mut rng);
                 let (ptrs, arr) = upload_all(t, &a);
                 let dpiv = e.upload(&vec![-7i32; n * BATCH]);
-                let dinfo = e.upload(&vec![-7i32; BATCH]);
+                let dinfo = e.upload(&[-7i32; BATCH]);
                 let what = format!("{p}getrfBatched n={n} pivot={pivot}");
-                let st = unsafe { getrf(h, n as i32, arr as P, ld as i32, if pivot { dpiv as *mut i32 } else { std::ptr::null_mut() }, dinfo as *mut i32, BATCH as i32) };
+                let st = unsafe {
+                    getrf(
+                        h,
+                        n as i32,
+                        arr as P,
+                        ld as i32,
+                        if pivot { dpiv as *mut i32 } else { std::ptr::null_mut() },
+                        dinfo as *mut i32,
+                        BATCH as i32,
+                    )
+                };
                 e.sync();
                 if st != 0 {
                     failures.push(format!("{what}: status {st}"));
@@ -183,7 +201,9 @@ fn getrf_getrs_getri_matinv_against_reference() {
                     let bs: Vec<Vec<C64>> = (0..BATCH).map(|_| t.random(ldb * nrhs, &mut rng)).collect();
                     let (bptrs, barr) = upload_all(t, &bs);
                     let mut info = 99i32;
-                    let st = unsafe { getrs(h, trans, n as i32, nrhs as i32, arr as P, ld as i32, piv_arg, barr as P, ldb as i32, &mut info, BATCH as i32) };
+                    let st = unsafe {
+                        getrs(h, trans, n as i32, nrhs as i32, arr as P, ld as i32, piv_arg, barr as P, ldb as i32, &mut info, BATCH as i32)
+                    };
                     e.sync();
                     if st != 0 || info != 0 {
                         failures.push(format!("{p}getrsBatched n={n} trans={trans}: status {st}, info {info}"));
@@ -200,8 +220,9 @@ fn getrf_getrs_getri_matinv_against_reference() {
                 // Inverses from the factors.
                 let cs: Vec<Vec<C64>> = (0..BATCH).map(|_| vec![C64::new(0.0, 0.0); ld * n]).collect();
                 let (cptrs, carr) = upload_all(t, &cs);
-                let dinfo2 = e.upload(&vec![-7i32; BATCH]);
-                let st = unsafe { getri(h, n as i32, arr as P, ld as i32, piv_arg, carr as P, ld as i32, dinfo2 as *mut i32, BATCH as i32) };
+                let dinfo2 = e.upload(&[-7i32; BATCH]);
+                let st =
+                    unsafe { getri(h, n as i32, arr as P, ld as i32, piv_arg, carr as P, ld as i32, dinfo2 as *mut i32, BATCH as i32) };
                 e.sync();
                 let info2: Vec<i32> = e.download(dinfo2, BATCH);
                 for b in 0..BATCH {
@@ -217,7 +238,7 @@ fn getrf_getrs_getri_matinv_against_reference() {
                 if pivot {
                     let (_, arr2) = upload_all(t, &a);
                     let (iptrs, iarr) = upload_all(t, &cs);
-                    let dinfo3 = e.upload(&vec![-7i32; BATCH]);
+                    let dinfo3 = e.upload(&[-7i32; BATCH]);
                     let st = unsafe { matinv(h, n as i32, arr2 as P, ld as i32, iarr as P, ld as i32, dinfo3 as *mut i32, BATCH as i32) };
                     e.sync();
                     let info3: Vec<i32> = e.download(dinfo3, BATCH);
@@ -252,16 +273,30 @@ fn zero_pivots_give_info() {
         for pivot in [true, false] {
             let (_, arr) = upload_all(t, &a);
             let dpiv = e.upload(&vec![0i32; n * BATCH]);
-            let dinfo = e.upload(&vec![-7i32; BATCH]);
+            let dinfo = e.upload(&[-7i32; BATCH]);
             let piv = if pivot { dpiv as *mut i32 } else { std::ptr::null_mut() };
-            let st = unsafe { e.blas.f::<Getrf>(&format!("cublas{p}getrfBatched"))(h, n as i32, arr as P, ld as i32, piv, dinfo as *mut i32, BATCH as i32) };
+            let st = unsafe {
+                e.blas.f::<Getrf>(&format!("cublas{p}getrfBatched"))(h, n as i32, arr as P, ld as i32, piv, dinfo as *mut i32, BATCH as i32)
+            };
             e.sync();
             assert_eq!(st, 0);
             assert_eq!(e.download::<i32>(dinfo, BATCH), vec![0, 3, 0], "{p}getrfBatched pivot={pivot}");
             // getriBatched reports the zero pivot of the factors.
             let (_, carr) = upload_all(t, &vec![vec![C64::new(0.0, 0.0); ld * n]; BATCH]);
-            let dinfo2 = e.upload(&vec![-7i32; BATCH]);
-            let st = unsafe { e.blas.f::<Getri>(&format!("cublas{p}getriBatched"))(h, n as i32, arr as P, ld as i32, piv, carr as P, ld as i32, dinfo2 as *mut i32, BATCH as i32) };
+            let dinfo2 = e.upload(&[-7i32; BATCH]);
+            let st = unsafe {
+                e.blas.f::<Getri>(&format!("cublas{p}getriBatched"))(
+                    h,
+                    n as i32,
+                    arr as P,
+                    ld as i32,
+                    piv,
+                    carr as P,
+                    ld as i32,
+                    dinfo2 as *mut i32,
+                    BATCH as i32,
+                )
+            };
             e.sync();
             assert_eq!(st, 0);
             assert_eq!(e.download::<i32>(dinfo2, BATCH), vec![0, 3, 0], "{p}getriBatched pivot={pivot}");
@@ -269,8 +304,19 @@ fn zero_pivots_give_info() {
         // matinvBatched on the singular matrix.
         let (_, arr) = upload_all(t, &a);
         let (_, iarr) = upload_all(t, &vec![vec![C64::new(0.0, 0.0); ld * n]; BATCH]);
-        let dinfo = e.upload(&vec![-7i32; BATCH]);
-        let st = unsafe { e.blas.f::<Matinv>(&format!("cublas{p}matinvBatched"))(h, n as i32, arr as P, ld as i32, iarr as P, ld as i32, dinfo as *mut i32, BATCH as i32) };
+        let dinfo = e.upload(&[-7i32; BATCH]);
+        let st = unsafe {
+            e.blas.f::<Matinv>(&format!("cublas{p}matinvBatched"))(
+                h,
+                n as i32,
+                arr as P,
+                ld as i32,
+                iarr as P,
+                ld as i32,
+                dinfo as *mut i32,
+                BATCH as i32,
+            )
+        };
         e.sync();
         assert_eq!(st, 0);
         assert_eq!(e.download::<i32>(dinfo, BATCH), vec![0, 3, 0], "{p}matinvBatched");

@@ -79,7 +79,20 @@ fn scalar(t: T, v: C64, device: bool, keep: &mut Vec<Vec<u8>>) -> P {
 /// The reference: the whole `n x n` result (both triangles) and, per
 /// element, the magnitude of its terms (for the error bound).
 #[allow(clippy::too_many_arguments)]
-fn reference(kind: Kind, trans: i32, n: usize, k: usize, alpha: C64, a: &[C64], lda: usize, b: &[C64], ldb: usize, beta: C64, c: &[C64], ldc: usize) -> (Vec<C64>, Vec<f64>) {
+fn reference(
+    kind: Kind,
+    trans: i32,
+    n: usize,
+    k: usize,
+    alpha: C64,
+    a: &[C64],
+    lda: usize,
+    b: &[C64],
+    ldb: usize,
+    beta: C64,
+    c: &[C64],
+    ldc: usize,
+) -> (Vec<C64>, Vec<f64>) {
     let mut out = vec![C64::new(0.0, 0.0); n * n];
     let mut mag = vec![0.0; n * n];
     let h = kind.herm();
@@ -208,13 +221,19 @@ fn rank_k_updates_against_reference() {
                         let name = kind.name(p);
                         let st = unsafe {
                             match (kind.has_b(), wide) {
-                                (false, false) => e.blas.f::<One>(&name)(h, uplo, trans, n as i32, k as i32, pa, da as P, lda as i32, pb, dc as H, ldc as i32),
-                                (false, true) => e.blas.f::<One64>(&format!("{name}_64"))(h, uplo, trans, n as i64, k as i64, pa, da as P, lda as i64, pb, dc as H, ldc as i64),
+                                (false, false) => e.blas.f::<One>(&name)(
+                                    h, uplo, trans, n as i32, k as i32, pa, da as P, lda as i32, pb, dc as H, ldc as i32,
+                                ),
+                                (false, true) => e.blas.f::<One64>(&format!("{name}_64"))(
+                                    h, uplo, trans, n as i64, k as i64, pa, da as P, lda as i64, pb, dc as H, ldc as i64,
+                                ),
                                 (true, false) => e.blas.f::<Two>(&name)(
-                                    h, uplo, trans, n as i32, k as i32, pa, da as P, lda as i32, db as P, ldb as i32, pb, dc as H, ldc as i32,
+                                    h, uplo, trans, n as i32, k as i32, pa, da as P, lda as i32, db as P, ldb as i32, pb, dc as H,
+                                    ldc as i32,
                                 ),
                                 (true, true) => e.blas.f::<Two64>(&format!("{name}_64"))(
-                                    h, uplo, trans, n as i64, k as i64, pa, da as P, lda as i64, db as P, ldb as i64, pb, dc as H, ldc as i64,
+                                    h, uplo, trans, n as i64, k as i64, pa, da as P, lda as i64, db as P, ldb as i64, pb, dc as H,
+                                    ldc as i64,
                                 ),
                             }
                         };
@@ -241,7 +260,8 @@ fn rank_k_updates_against_reference() {
                                 }
                                 let w = want[i + j * n];
                                 let tol = 4.0 * (2 * k + 2) as f64 * t.eps() * mag[i + j * n] + 2.0 * t.eps() * w.norm();
-                                if !((g - w).norm() <= tol) || (kind.herm() && i == j && g.im != 0.0) {
+                                let ok = (g - w).norm() <= tol;
+                                if !ok || (kind.herm() && i == j && g.im != 0.0) {
                                     failures.push(format!("{what}: ({i},{j}) = {g}, want {w}"));
                                 }
                             }
