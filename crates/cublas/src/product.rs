@@ -1010,3 +1010,73 @@ fn run_here(call: Matmul) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every f16 value widens to the f32 the `half` crate gives (NaN to a
+    /// NaN), in a slice whose length leaves a tail after the vectors.
+    #[test]
+    fn f16_widening_is_exact() {
+        let all: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).chain([f16::ONE; 3]).collect();
+        let mut got = vec![0f32; all.len()];
+        widen_f16(&all, &mut got);
+        for (h, g) in all.iter().zip(&got) {
+            let want = h.to_f32();
+            assert!(want.to_bits() == g.to_bits() || (want.is_nan() && g.is_nan()), "{h:?}: {g} vs {want}");
+        }
+    }
+
+    /// f32 values round to the f16 the `half` crate gives (to nearest,
+    /// ties to even; overflow to infinity; subnormals; NaN stays NaN).
+    #[test]
+    fn f16_rounding_matches_round_to_nearest_even() {
+        let mut v: Vec<f32> = Vec::new();
+        // Every f16 value, and the midpoints and quarter points between
+        // neighbours (the ties and the cases either side of them).
+        for bits in 0..0x7c00u16 {
+            let a = f16::from_bits(bits).to_f32();
+            let b = f16::from_bits(bits + 1).to_f32();
+            for x in [a, (a + b) / 2.0, a + (b - a) * 0.25, a + (b - a) * 0.75] {
+                v.push(x);
+                v.push(-x);
+            }
+        }
+        v.extend([f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 65519.0, 65520.0, 1e-8, -1e-8, 3.0e-5, f32::MAX, 1.0]);
+        let mut got = vec![f16::ZERO; v.len()];
+        narrow_f16(&v, &mut got);
+        for (x, g) in v.iter().zip(&got) {
+            let want = f16::from_f32(*x);
+            assert!(want.to_bits() == g.to_bits() || (want.is_nan() && g.is_nan()), "{x}: {g:?} vs {want:?}");
+        }
+    }
+
+    /// The blocked transposition against element-by-element indexing,
+    /// for shapes with partial tiles and blocks at every edge, from f32
+    /// and from f16.
+    #[test]
+    fn transposition_of_every_shape() {
+        for (rows, cols, lds, ldd) in
+            [(1, 1, 1, 1), (8, 8, 8, 8), (37, 130, 40, 131), (130, 37, 133, 37), (64, 72, 64, 80), (9, 200, 9, 203)]
+        {
+            let src: Vec<f32> = (0..lds * cols).map(|i| i as f32 * 0.5 - 3.0).collect();
+            let half: Vec<f16> = src.iter().map(|x| f16::from_f32(*x)).collect();
+            for dtype in [DType::F32, DType::F16] {
+                let mut dst = vec![f32::NAN; ldd * rows];
+                let p = if dtype == DType::F32 { src.as_ptr() as u64 } else { half.as_ptr() as u64 };
+                // SAFETY: both matrices hold their shapes.
+                unsafe { transpose(p, dtype, lds as isize, rows, cols, dst.as_mut_ptr(), ldd) };
+                for i in 0..rows {
+                    for j in 0..cols {
+                        let want = if dtype == DType::F32 { src[i + j * lds] } else { half[i + j * lds].to_f32() };
+                        assert_eq!(dst[j + i * ldd], want, "{dtype:?} {rows}x{cols}: ({i}, {j})");
+                    }
+                    for j in cols..ldd {
+                        assert!(dst[j + i * ldd].is_nan(), "{dtype:?} {rows}x{cols}: padding ({j}, {i}) written");
+                    }
+                }
+            }
+        }
+    }
+}
