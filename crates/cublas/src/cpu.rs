@@ -99,8 +99,15 @@ pub(crate) fn in_device_memory(ptr: u64, bytes: u64) -> bool {
     }
 }
 
+/// How a product uses the cores: rayon's pool, or (a pool of one thread)
+/// the calling thread alone, which saves handing the work to the pool's
+/// one worker and waiting for it.
 pub(crate) fn par() -> Parallelism {
-    Parallelism::Rayon(0)
+    if rayon::current_num_threads() > 1 {
+        Parallelism::Rayon(0)
+    } else {
+        Parallelism::None
+    }
 }
 
 /// Products at most this many multiply-adds run one per thread when a

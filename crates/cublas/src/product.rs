@@ -943,9 +943,10 @@ pub fn run(call: Matmul) {
     // and wake-up (tens of microseconds on a busy machine, a quarter of a
     // 256 x 256 x 256 HGEMM); from a worker they are not. Small calls,
     // which fan out to nothing, stay on the stream's thread (the hand-off
-    // would be their largest cost).
+    // would be their largest cost), and so does everything when the pool
+    // has one thread (`cpu::par` then runs every step on this thread).
     let work = call.m.saturating_mul(call.n).saturating_mul(call.k.max(1)).saturating_mul(call.batch.count());
-    if work >= FAN_OUT_WORK {
+    if work >= FAN_OUT_WORK && rayon::current_num_threads() > 1 {
         rayon::scope(|_| run_here(call));
     } else {
         run_here(call);
