@@ -12,8 +12,8 @@
 //! few calls of each, and the table gives the median round and the range
 //! over rounds, of the speeds and of the ratio (OpenBLAS time / anycuda
 //! time: above 1 anycuda is faster). The `(crate)` lines call the `gemm`
-//! crate behind the library directly on host memory: the floor of the
-//! library's SGEMM; the first line gives the cost of a call apart from its
+//! crate behind the library directly on host memory, the operands as they
+//! are: the library's SGEMM as one plain call of the crate; the first line gives the cost of a call apart from its
 //! arithmetic.
 //!
 //! `cargo bench -p anycuda-cublas --bench gemm` (OpenBLAS from Debian's
@@ -225,8 +225,8 @@ fn main() {
                 )
             },
         );
-        // The gemm crate called directly on host memory: the floor of the
-        // library's SGEMM (what it costs beyond this is the library's).
+        // The gemm crate called directly on host memory, the operands as
+        // they are: the library's SGEMM as one plain call of the crate.
         let mut cg = vec![0f32; m * n];
         let (ars, acs) = if ta == 1 { (lda as isize, 1) } else { (1, lda as isize) };
         let (brs, bcs) = if tb == 1 { (ldb as isize, 1) } else { (1, ldb as isize) };

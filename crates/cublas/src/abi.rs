@@ -1548,3 +1548,169 @@ ger!(cublasCgeru_v2, cublasCgeru_v2_64, DType::C32, false);
 ger!(cublasCgerc_v2, cublasCgerc_v2_64, DType::C32, true);
 ger!(cublasZgeru_v2, cublasZgeru_v2_64, DType::C64, false);
 ger!(cublasZgerc_v2, cublasZgerc_v2_64, DType::C64, true);
+
+// ---- rank-k updates (syrk, herk, syr2k, her2k, syrkx, herkx) -------------
+
+macro_rules! rankk_one {
+    ($name:ident, $name64:ident, $kind:expr, $dt:expr) => {
+        pub unsafe extern "C" fn $name(
+            h: HandleT,
+            uplo: c_int,
+            trans: c_int,
+            n: c_int,
+            k: c_int,
+            alpha: P,
+            a: P,
+            lda: c_int,
+            beta: P,
+            c: PM,
+            ldc: c_int,
+        ) -> Status {
+            api(stringify!($name), || {
+                blas::rankk(h, $kind, uplo, trans, n as i64, k as i64, alpha, a, lda as i64, std::ptr::null(), 0, beta, c, ldc as i64, $dt)
+            })
+        }
+        pub unsafe extern "C" fn $name64(
+            h: HandleT,
+            uplo: c_int,
+            trans: c_int,
+            n: i64,
+            k: i64,
+            alpha: P,
+            a: P,
+            lda: i64,
+            beta: P,
+            c: PM,
+            ldc: i64,
+        ) -> Status {
+            api(stringify!($name64), || blas::rankk(h, $kind, uplo, trans, n, k, alpha, a, lda, std::ptr::null(), 0, beta, c, ldc, $dt))
+        }
+    };
+}
+
+macro_rules! rankk_two {
+    ($name:ident, $name64:ident, $kind:expr, $dt:expr) => {
+        pub unsafe extern "C" fn $name(
+            h: HandleT,
+            uplo: c_int,
+            trans: c_int,
+            n: c_int,
+            k: c_int,
+            alpha: P,
+            a: P,
+            lda: c_int,
+            b: P,
+            ldb: c_int,
+            beta: P,
+            c: PM,
+            ldc: c_int,
+        ) -> Status {
+            api(stringify!($name), || {
+                blas::rankk(h, $kind, uplo, trans, n as i64, k as i64, alpha, a, lda as i64, b, ldb as i64, beta, c, ldc as i64, $dt)
+            })
+        }
+        pub unsafe extern "C" fn $name64(
+            h: HandleT,
+            uplo: c_int,
+            trans: c_int,
+            n: i64,
+            k: i64,
+            alpha: P,
+            a: P,
+            lda: i64,
+            b: P,
+            ldb: i64,
+            beta: P,
+            c: PM,
+            ldc: i64,
+        ) -> Status {
+            api(stringify!($name64), || blas::rankk(h, $kind, uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc, $dt))
+        }
+    };
+}
+
+use crate::backend::RankKind;
+rankk_one!(cublasSsyrk_v2, cublasSsyrk_v2_64, RankKind::Syrk, DType::F32);
+rankk_one!(cublasDsyrk_v2, cublasDsyrk_v2_64, RankKind::Syrk, DType::F64);
+rankk_one!(cublasCsyrk_v2, cublasCsyrk_v2_64, RankKind::Syrk, DType::C32);
+rankk_one!(cublasZsyrk_v2, cublasZsyrk_v2_64, RankKind::Syrk, DType::C64);
+rankk_one!(cublasCherk_v2, cublasCherk_v2_64, RankKind::Herk, DType::C32);
+rankk_one!(cublasZherk_v2, cublasZherk_v2_64, RankKind::Herk, DType::C64);
+rankk_two!(cublasSsyr2k_v2, cublasSsyr2k_v2_64, RankKind::Syr2k, DType::F32);
+rankk_two!(cublasDsyr2k_v2, cublasDsyr2k_v2_64, RankKind::Syr2k, DType::F64);
+rankk_two!(cublasCsyr2k_v2, cublasCsyr2k_v2_64, RankKind::Syr2k, DType::C32);
+rankk_two!(cublasZsyr2k_v2, cublasZsyr2k_v2_64, RankKind::Syr2k, DType::C64);
+rankk_two!(cublasCher2k_v2, cublasCher2k_v2_64, RankKind::Her2k, DType::C32);
+rankk_two!(cublasZher2k_v2, cublasZher2k_v2_64, RankKind::Her2k, DType::C64);
+rankk_two!(cublasSsyrkx, cublasSsyrkx_64, RankKind::Syrkx, DType::F32);
+rankk_two!(cublasDsyrkx, cublasDsyrkx_64, RankKind::Syrkx, DType::F64);
+rankk_two!(cublasCsyrkx, cublasCsyrkx_64, RankKind::Syrkx, DType::C32);
+rankk_two!(cublasZsyrkx, cublasZsyrkx_64, RankKind::Syrkx, DType::C64);
+rankk_two!(cublasCherkx, cublasCherkx_64, RankKind::Herkx, DType::C32);
+rankk_two!(cublasZherkx, cublasZherkx_64, RankKind::Herkx, DType::C64);
+
+// ---- batched LU ------------------------------------------------------------
+
+macro_rules! lu_batched {
+    ($getrf:ident, $getrs:ident, $getri:ident, $matinv:ident, $dt:expr) => {
+        pub unsafe extern "C" fn $getrf(h: HandleT, n: c_int, a: P, lda: c_int, piv: *mut c_int, info: *mut c_int, batch: c_int) -> Status {
+            api(stringify!($getrf), || blas::lu(h, n as i64, batch as i64, $dt, blas::LuArgs::Getrf { a, lda: lda as i64, piv, info }))
+        }
+        pub unsafe extern "C" fn $getrs(
+            h: HandleT,
+            trans: c_int,
+            n: c_int,
+            nrhs: c_int,
+            a: P,
+            lda: c_int,
+            piv: *const c_int,
+            b: P,
+            ldb: c_int,
+            info: *mut c_int,
+            batch: c_int,
+        ) -> Status {
+            api(stringify!($getrs), || {
+                blas::lu(
+                    h,
+                    n as i64,
+                    batch as i64,
+                    $dt,
+                    blas::LuArgs::Getrs { trans, nrhs: nrhs as i64, a, lda: lda as i64, piv, b, ldb: ldb as i64, info },
+                )
+            })
+        }
+        pub unsafe extern "C" fn $getri(
+            h: HandleT,
+            n: c_int,
+            a: P,
+            lda: c_int,
+            piv: *const c_int,
+            c: P,
+            ldc: c_int,
+            info: *mut c_int,
+            batch: c_int,
+        ) -> Status {
+            api(stringify!($getri), || {
+                blas::lu(h, n as i64, batch as i64, $dt, blas::LuArgs::Getri { a, lda: lda as i64, piv, c, ldc: ldc as i64, info })
+            })
+        }
+        pub unsafe extern "C" fn $matinv(
+            h: HandleT,
+            n: c_int,
+            a: P,
+            lda: c_int,
+            inv: P,
+            ldinv: c_int,
+            info: *mut c_int,
+            batch: c_int,
+        ) -> Status {
+            api(stringify!($matinv), || {
+                blas::lu(h, n as i64, batch as i64, $dt, blas::LuArgs::Matinv { a, lda: lda as i64, inv, ldinv: ldinv as i64, info })
+            })
+        }
+    };
+}
+lu_batched!(cublasSgetrfBatched, cublasSgetrsBatched, cublasSgetriBatched, cublasSmatinvBatched, DType::F32);
+lu_batched!(cublasDgetrfBatched, cublasDgetrsBatched, cublasDgetriBatched, cublasDmatinvBatched, DType::F64);
+lu_batched!(cublasCgetrfBatched, cublasCgetrsBatched, cublasCgetriBatched, cublasCmatinvBatched, DType::C32);
+lu_batched!(cublasZgetrfBatched, cublasZgetrsBatched, cublasZgetriBatched, cublasZmatinvBatched, DType::C64);

@@ -386,6 +386,84 @@ pub struct Dgmm {
     pub c: Mat,
 }
 
+/// Which symmetric or Hermitian rank-k update (`op(X)` is `n x k`; only
+/// the `fill` triangle of `C` is written):
+/// - `Syrk`: `C = alpha op(A) op(A)^T + beta C`
+/// - `Herk`: `C = alpha op(A) op(A)^H + beta C` (alpha, beta real)
+/// - `Syr2k`: `C = alpha (op(A) op(B)^T + op(B) op(A)^T) + beta C`
+/// - `Her2k`: `C = alpha op(A) op(B)^H + conj(alpha) op(B) op(A)^H + beta C`
+///   (beta real)
+/// - `Syrkx`: `C = alpha op(A) op(B)^T + beta C`
+/// - `Herkx`: `C = alpha op(A) op(B)^H + beta C` (beta real)
+///
+/// The Hermitian ones leave the diagonal of `C` real (imaginary parts
+/// zero), as BLAS does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RankKind {
+    Syrk,
+    Herk,
+    Syr2k,
+    Her2k,
+    Syrkx,
+    Herkx,
+}
+
+impl RankKind {
+    pub fn hermitian(self) -> bool {
+        matches!(self, RankKind::Herk | RankKind::Her2k | RankKind::Herkx)
+    }
+    /// Whether the call passes a `B` (else `B` is `A`).
+    pub fn has_b(self) -> bool {
+        !matches!(self, RankKind::Syrk | RankKind::Herk)
+    }
+}
+
+/// A rank-k update of the `n x n` matrix `C` (see [`RankKind`]); `op` is
+/// `N` (`op(X) = X`, stored `n x k`) or `T`/`C` (stored `k x n`). `C` is
+/// not read when `beta == 0`; `A` and `B` are not read when `alpha == 0`
+/// or `k == 0`.
+#[derive(Debug, Clone, Copy)]
+pub struct RankK {
+    pub kind: RankKind,
+    pub fill: Fill,
+    pub trans: Op,
+    pub n: i64,
+    pub k: i64,
+    pub alpha: Scalar,
+    pub beta: Scalar,
+    pub a: Mat,
+    /// `A` again for `Syrk` and `Herk`.
+    pub b: Mat,
+    pub c: Mat,
+}
+
+/// The batched LU routines (`cublas<t>getrfBatched` and its kin) on a batch
+/// of `count` small `n x n` matrices, each found through an array of
+/// pointers in device memory (read when the work runs). Pivot arrays
+/// (`n` 1-based row indices per matrix, packed; 0 for none: no pivoting)
+/// and info arrays (one `int` per matrix) are in device memory.
+#[derive(Debug, Clone, Copy)]
+pub enum LuOp {
+    /// `P A = L U` in place; `info[i] = j` when `U(j, j)` (1-based) is the
+    /// first exactly zero pivot.
+    Getrf { a: u64, lda: i64, piv: u64, info: u64 },
+    /// `op(A) X = B` in place of `B` (`n x nrhs`), `A` holding the factors.
+    Getrs { trans: Op, nrhs: i64, a: u64, lda: i64, piv: u64, b: u64, ldb: i64 },
+    /// `C = A^-1` from the factors in `A`; `info[i] = j` for a zero `U(j, j)`
+    /// (then `C` is not written).
+    Getri { a: u64, lda: i64, piv: u64, c: u64, ldc: i64, info: u64 },
+    /// `Ainv = A^-1` by a pivoted factorisation of a copy of `A`.
+    Matinv { a: u64, lda: i64, inv: u64, ldinv: i64, info: u64 },
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Lu {
+    pub op: LuOp,
+    pub n: i64,
+    pub count: i64,
+    pub dtype: DType,
+}
+
 /// A machine that runs BLAS work in stream order.
 pub trait Backend: Send + Sync {
     fn name(&self) -> &'static str;
@@ -398,4 +476,6 @@ pub trait Backend: Send + Sync {
     fn ger(&self, q: Queue, call: Ger) -> Result<()>;
     fn geam(&self, q: Queue, call: Geam) -> Result<()>;
     fn dgmm(&self, q: Queue, call: Dgmm) -> Result<()>;
+    fn rankk(&self, q: Queue, call: RankK) -> Result<()>;
+    fn lu(&self, q: Queue, call: Lu) -> Result<()>;
 }

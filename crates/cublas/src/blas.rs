@@ -7,7 +7,9 @@
 
 use std::ffi::c_void;
 
-use crate::backend::{self, Batch, Compute, Dgmm, Geam, Gemm, Gemv, Ger, Level1, Mat, Out, OutType, Trsm, Vector};
+use crate::backend::{
+    self, Batch, Compute, Dgmm, Geam, Gemm, Gemv, Ger, Level1, Lu, LuOp, Mat, Out, OutType, RankK, RankKind, Trsm, Vector,
+};
 use crate::handle::{self, check_device, HandleT};
 use crate::status::{check, Error, Result};
 use crate::types::{self, matrix_extent, vector_extent, vector_start, DType, Fill, Op, Side};
@@ -543,6 +545,196 @@ pub fn dgmm(
         };
         let mat = |p: *const c_void, ld: i64| Mat { ptr: p as u64, ld, dtype };
         hd.backend.dgmm(hd.queue()?, Dgmm { side, m, n, a: mat(a, lda), x: xv, c: mat(c, ldc) })
+    })
+}
+
+/// The real type of a complex type's Hermitian scalars (itself for real
+/// types).
+fn real_type(t: DType) -> DType {
+    match t {
+        DType::C32 => DType::F32,
+        DType::C64 => DType::F64,
+        t => t,
+    }
+}
+
+/// The rank-k updates: `cublas<t>syrk`, `herk`, `syr2k`, `her2k`, `syrkx`,
+/// `herkx` (see [`RankKind`]). `b`/`ldb` are ignored for `syrk`/`herk`.
+/// `trans` is N or T for the symmetric ones (C too on real types, where
+/// it is T), N or C for the Hermitian ones.
+#[allow(clippy::too_many_arguments)]
+pub fn rankk(
+    h: HandleT,
+    kind: RankKind,
+    uplo: i32,
+    trans: i32,
+    n: i64,
+    k: i64,
+    alpha: *const c_void,
+    a: *const c_void,
+    lda: i64,
+    b: *const c_void,
+    ldb: i64,
+    beta: *const c_void,
+    c: *mut c_void,
+    ldc: i64,
+    dtype: DType,
+) -> Result<()> {
+    handle::with(h, |hd| {
+        let fill = Fill::from_c(uplo)?;
+        let op = Op::from_c(trans, "trans")?;
+        if dtype.is_complex() {
+            if kind.hermitian() && op == Op::T {
+                return Err(Error::invalid("trans = CUBLAS_OP_T: a Hermitian update takes CUBLAS_OP_N or CUBLAS_OP_C"));
+            }
+            if !kind.hermitian() && op == Op::C {
+                return Err(Error::invalid("trans = CUBLAS_OP_C: a complex symmetric update takes CUBLAS_OP_N or CUBLAS_OP_T"));
+            }
+        }
+        check(n >= 0 && k >= 0, || format!("n = {n}, k = {k}: negative"))?;
+        let (rows, cols) = if op == Op::N { (n, k) } else { (k, n) };
+        check(lda >= rows.max(1), || format!("lda = {lda} < max(1, {rows})"))?;
+        if kind.has_b() {
+            check(ldb >= rows.max(1), || format!("ldb = {ldb} < max(1, {rows})"))?;
+        }
+        check(ldc >= n.max(1), || format!("ldc = {ldc} < max(1, n = {n})"))?;
+        if alpha.is_null() || beta.is_null() {
+            return Err(Error::invalid("alpha or beta is NULL"));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        // herk's alpha and every Hermitian beta are real; her2k's and
+        // herkx's alpha complex.
+        let alpha_t = if kind == RankKind::Herk { real_type(dtype) } else { dtype };
+        let beta_t = if kind.hermitian() { real_type(dtype) } else { dtype };
+        // SAFETY: host-mode scalars are the caller's readable pointers.
+        let alpha = unsafe { hd.scalar(alpha, alpha_t, "alpha")? };
+        let beta = unsafe { hd.scalar(beta, beta_t, "beta")? };
+        let size = dtype.size();
+        if k > 0 {
+            check_device(a as u64, matrix_extent(rows, cols, lda, size), "A")?;
+            if kind.has_b() {
+                check_device(b as u64, matrix_extent(rows, cols, ldb, size), "B")?;
+            }
+        }
+        check_device(c as u64, matrix_extent(n, n, ldc, size), "C")?;
+        let a = Mat { ptr: a as u64, ld: lda, dtype };
+        let b = if kind.has_b() { Mat { ptr: b as u64, ld: ldb, dtype } } else { a };
+        let call = RankK { kind, fill, trans: op, n, k, alpha, beta, a, b, c: Mat { ptr: c as u64, ld: ldc, dtype } };
+        hd.backend.rankk(hd.queue()?, call)
+    })
+}
+
+/// What a batched LU call passes besides `n`, the batch size and the type
+/// (pointers as given: arrays of device pointers, pivot and info arrays).
+#[derive(Debug, Clone, Copy)]
+pub enum LuArgs {
+    Getrf { a: *const c_void, lda: i64, piv: *mut i32, info: *mut i32 },
+    Getrs { trans: i32, nrhs: i64, a: *const c_void, lda: i64, piv: *const i32, b: *const c_void, ldb: i64, info: *mut i32 },
+    Getri { a: *const c_void, lda: i64, piv: *const i32, c: *const c_void, ldc: i64, info: *mut i32 },
+    Matinv { a: *const c_void, lda: i64, inv: *const c_void, ldinv: i64, info: *mut i32 },
+}
+
+/// The batched LU routines (`cublas<t>getrfBatched`, `getrsBatched`,
+/// `getriBatched`, `matinvBatched`). `getrsBatched` reports a bad
+/// argument in its host `info` too (`-i` for the i-th parameter, as
+/// LAPACK), and 0 when the arguments are valid.
+pub fn lu(h: HandleT, n: i64, batch: i64, dtype: DType, args: LuArgs) -> Result<()> {
+    // getrsBatched's host info: 0, or minus the position of the bad
+    // parameter (handle 1, trans 2, n 3, nrhs 4, Aarray 5, lda 6, devIpiv
+    // 7, Barray 8, ldb 9, info 10, batchSize 11).
+    let host_info = match args {
+        LuArgs::Getrs { info, .. } => info,
+        _ => std::ptr::null_mut(),
+    };
+    let set_info = |v: i32| {
+        if !host_info.is_null() {
+            // SAFETY: getrsBatched's info is the caller's host int.
+            unsafe { *host_info = v };
+        }
+    };
+    let bad = |pos: i32, why: String| {
+        set_info(-pos);
+        Err(Error::invalid(why))
+    };
+    handle::with(h, |hd| {
+        let info_array = |info: *mut i32| -> Result<u64> {
+            check_device(info as u64, 4 * batch as u64, "infoArray")?;
+            Ok(info as u64)
+        };
+        let ptrs = |p: *const c_void, what: &str| -> Result<u64> {
+            check_device(p as u64, 8 * batch as u64, what)?;
+            Ok(p as u64)
+        };
+        let pivots = |p: *const i32| -> Result<u64> {
+            if p.is_null() {
+                return Ok(0);
+            }
+            check_device(p as u64, 4 * (n * batch) as u64, "PivotArray")?;
+            Ok(p as u64)
+        };
+        let op = match args {
+            LuArgs::Getrf { a, lda, piv, info } => {
+                check(n >= 0, || format!("n = {n} < 0"))?;
+                check(lda >= n.max(1), || format!("lda = {lda} < max(1, n = {n})"))?;
+                check(batch >= 0, || format!("batchSize = {batch} < 0"))?;
+                if n == 0 || batch == 0 {
+                    return Ok(());
+                }
+                LuOp::Getrf { a: ptrs(a, "Aarray")?, lda, piv: pivots(piv)?, info: info_array(info)? }
+            }
+            LuArgs::Getrs { trans, nrhs, a, lda, piv, b, ldb, info } => {
+                if info.is_null() {
+                    return Err(Error::invalid("info is NULL"));
+                }
+                let Ok(trans) = Op::from_c(trans, "trans") else {
+                    return bad(2, format!("trans = {trans} is not CUBLAS_OP_N, CUBLAS_OP_T or CUBLAS_OP_C"));
+                };
+                if n < 0 {
+                    return bad(3, format!("n = {n} < 0"));
+                }
+                if nrhs < 0 {
+                    return bad(4, format!("nrhs = {nrhs} < 0"));
+                }
+                if lda < n.max(1) {
+                    return bad(6, format!("lda = {lda} < max(1, n = {n})"));
+                }
+                if ldb < n.max(1) {
+                    return bad(9, format!("ldb = {ldb} < max(1, n = {n})"));
+                }
+                if batch < 0 {
+                    return bad(11, format!("batchSize = {batch} < 0"));
+                }
+                set_info(0);
+                if n == 0 || nrhs == 0 || batch == 0 {
+                    return Ok(());
+                }
+                LuOp::Getrs { trans, nrhs, a: ptrs(a, "Aarray")?, lda, piv: pivots(piv)?, b: ptrs(b, "Barray")?, ldb }
+            }
+            LuArgs::Getri { a, lda, piv, c, ldc, info } => {
+                check(n >= 0, || format!("n = {n} < 0"))?;
+                check(lda >= n.max(1), || format!("lda = {lda} < max(1, n = {n})"))?;
+                check(ldc >= n.max(1), || format!("ldc = {ldc} < max(1, n = {n})"))?;
+                check(batch >= 0, || format!("batchSize = {batch} < 0"))?;
+                if n == 0 || batch == 0 {
+                    return Ok(());
+                }
+                LuOp::Getri { a: ptrs(a, "Aarray")?, lda, piv: pivots(piv)?, c: ptrs(c, "Carray")?, ldc, info: info_array(info)? }
+            }
+            LuArgs::Matinv { a, lda, inv, ldinv, info } => {
+                check(n >= 0, || format!("n = {n} < 0"))?;
+                check(n <= 32, || format!("n = {n}: matinvBatched takes matrices of at most 32 rows"))?;
+                check(lda >= n.max(1), || format!("lda = {lda} < max(1, n = {n})"))?;
+                check(ldinv >= n.max(1), || format!("lda_inv = {ldinv} < max(1, n = {n})"))?;
+                check(batch >= 0, || format!("batchSize = {batch} < 0"))?;
+                if n == 0 || batch == 0 {
+                    return Ok(());
+                }
+                LuOp::Matinv { a: ptrs(a, "A")?, lda, inv: ptrs(inv, "Ainv")?, ldinv, info: info_array(info)? }
+            }
+        };
+        hd.backend.lu(hd.queue()?, Lu { op, n, count: batch, dtype })
     })
 }
 

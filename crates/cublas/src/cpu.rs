@@ -99,8 +99,15 @@ pub(crate) fn in_device_memory(ptr: u64, bytes: u64) -> bool {
     }
 }
 
+/// How a product uses the cores: rayon's pool, or (a pool of one thread)
+/// the calling thread alone, which saves handing the work to the pool's
+/// one worker and waiting for it.
 pub(crate) fn par() -> Parallelism {
-    Parallelism::Rayon(0)
+    if rayon::current_num_threads() > 1 {
+        Parallelism::Rayon(0)
+    } else {
+        Parallelism::None
+    }
 }
 
 /// Products at most this many multiply-adds run one per thread when a
@@ -178,9 +185,12 @@ impl<T: Elem> Tri<T> {
 }
 
 /// Solves `op(A) X = alpha B` in place of the `m x n` matrix B (element
-/// `(i, j)` at `b + i brs + j bcs`), blocked: substitution on each
-/// diagonal block of `TRSM_BLOCK` rows, then one product (the `gemm`
-/// crate, all cores) updating the rows that block feeds.
+/// `(i, j)` at `b + i brs + j bcs`), recursively: the rows split in two
+/// halves, the first half (the top one for a lower A) is solved, one
+/// product (the `gemm` crate, all cores) removes its contribution from the
+/// other half, which is then solved. Most of the work is thus in products
+/// with a large inner dimension; blocks of at most `TRSM_BLOCK` rows are
+/// solved by substitution.
 ///
 /// # Safety
 /// A (m x m) and B must be valid for their shapes.
@@ -197,84 +207,196 @@ unsafe fn solve_left<T: Elem>(t: Tri<T>, m: i64, n: i64, b: *mut T, brs: isize, 
             }
         };
         (0..n).into_par_iter().for_each(scale);
-        let starts: Vec<i64> = (0..m).step_by(TRSM_BLOCK as usize).collect();
-        let order: Vec<i64> = if t.lower { starts } else { starts.into_iter().rev().collect() };
-        for k0 in order {
-            let k1 = (k0 + TRSM_BLOCK).min(m);
-            // Substitution on the diagonal block, column by column, on a
-            // contiguous copy of the block (conjugated as op(A) is) so that
-            // each step is one vectorisable update of a contiguous column.
-            let kb = (k1 - k0) as usize;
-            let mut d = vec![T::zero(); kb * kb];
-            for (jj, col) in d.chunks_mut(kb).enumerate() {
-                for (ii, v) in col.iter_mut().enumerate() {
-                    *v = t.at(k0 + ii as i64, k0 + jj as i64);
+        solve_rows(t, 0, m, n, b, brs, bcs, par);
+    }
+}
+
+/// Solves rows `k0..k1` of a left solve (see [`solve_left`]), their right
+/// side already free of the other rows' contributions.
+///
+/// # Safety
+/// As [`solve_left`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn solve_rows<T: Elem>(t: Tri<T>, k0: i64, k1: i64, n: i64, b: *mut T, brs: isize, bcs: isize, par: Parallelism) {
+    // SAFETY (block): rows k0..k1 of A and B, the caller's promise.
+    unsafe {
+        if k1 - k0 <= TRSM_BLOCK {
+            substitute(t, k0, k1, n, b, brs, bcs, par);
+            return;
+        }
+        // Halves of a multiple of the block (products of full blocks).
+        let half = (k1 - k0 + 1) / 2;
+        let mid = k0 + (half + TRSM_BLOCK - 1) / TRSM_BLOCK * TRSM_BLOCK;
+        let mid = mid.min(k1 - 1);
+        // The half solved first, and the one it feeds.
+        let ((f0, f1), (r0, r1)) = if t.lower { ((k0, mid), (mid, k1)) } else { ((mid, k1), (k0, mid)) };
+        solve_rows(t, f0, f1, n, b, brs, bcs, par);
+        // B[r] -= op(A)[r, f] X[f].
+        gemm::gemm::<T>(
+            (r1 - r0) as usize,
+            n as usize,
+            (f1 - f0) as usize,
+            b.offset(r0 as isize * brs),
+            bcs,
+            brs,
+            true,
+            t.p.offset(r0 as isize * t.rs + f0 as isize * t.cs),
+            t.cs,
+            t.rs,
+            b.offset(f0 as isize * brs),
+            bcs,
+            brs,
+            T::one(),
+            T::zero() - T::one(),
+            false,
+            t.conj,
+            false,
+            par,
+        );
+        solve_rows(t, r0, r1, n, b, brs, bcs, par);
+    }
+}
+
+/// Right-hand sides from which a diagonal block is solved by its inverse
+/// and a product rather than by substitution column by column.
+const INVERSE_MIN_COLUMNS: i64 = 16;
+
+/// Solves the diagonal block `d` (`kb x kb`, column-major, op(A) as the
+/// solve sees it) for rows `k0..k0 + kb` of B by its inverse: the inverse
+/// is found by substitution on the identity's columns (kb^3/3 operations),
+/// then one product (the `gemm` crate) applies it to all `n` columns, at
+/// the product's speed rather than that of short substitution loops.
+///
+/// # Safety
+/// As [`solve_left`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn inverse_solve<T: Elem>(t: Tri<T>, d: &[T], kb: usize, k0: i64, n: i64, b: *mut T, brs: isize, bcs: isize, par: Parallelism) {
+    let mut inv = vec![T::zero(); kb * kb];
+    for (j, x) in inv.chunks_mut(kb).enumerate() {
+        x[j] = T::one();
+        // Column j of the inverse: zero above j (lower) or below (upper).
+        if t.lower {
+            for i in j..kb {
+                if !t.unit {
+                    x[i] = x[i] / d[i + i * kb];
+                }
+                let xi = x[i];
+                for (v, a) in x[i + 1..].iter_mut().zip(&d[i * kb + i + 1..(i + 1) * kb]) {
+                    *v = *v - *a * xi;
                 }
             }
-            let d = &d;
-            let substitute = |j: i64| {
-                let first = bp.get().offset(k0 as isize * brs + j as isize * bcs);
-                let mut gathered = Vec::new();
-                let x: &mut [T] = if brs == 1 {
-                    std::slice::from_raw_parts_mut(first, kb)
-                } else {
-                    gathered.extend((0..kb).map(|i| *first.offset(i as isize * brs)));
-                    &mut gathered
-                };
-                if t.lower {
-                    for i in 0..kb {
-                        if !t.unit {
-                            x[i] = x[i] / d[i + i * kb];
-                        }
-                        let xi = x[i];
-                        for (v, a) in x[i + 1..].iter_mut().zip(&d[i * kb + i + 1..(i + 1) * kb]) {
-                            *v = *v - *a * xi;
-                        }
-                    }
-                } else {
-                    for i in (0..kb).rev() {
-                        if !t.unit {
-                            x[i] = x[i] / d[i + i * kb];
-                        }
-                        let xi = x[i];
-                        for (v, a) in x[..i].iter_mut().zip(&d[i * kb..i * kb + i]) {
-                            *v = *v - *a * xi;
-                        }
-                    }
+        } else {
+            for i in (0..=j).rev() {
+                if !t.unit {
+                    x[i] = x[i] / d[i + i * kb];
                 }
-                if brs != 1 {
-                    for (i, v) in gathered.iter().enumerate() {
-                        *first.offset(i as isize * brs) = *v;
-                    }
+                let xi = x[i];
+                for (v, a) in x[..i].iter_mut().zip(&d[i * kb..i * kb + i]) {
+                    *v = *v - *a * xi;
                 }
+            }
+        }
+    }
+    // The block of B, copied (column-major), then B = inverse x copy.
+    let n_us = n as usize;
+    let mut copy = vec![T::zero(); kb * n_us];
+    // SAFETY (block): rows k0..k0 + kb of B, the caller's promise.
+    unsafe {
+        let first = b.offset(k0 as isize * brs);
+        for (j, col) in copy.chunks_mut(kb).enumerate() {
+            for (i, v) in col.iter_mut().enumerate() {
+                *v = *first.offset(i as isize * brs + j as isize * bcs);
+            }
+        }
+        gemm::gemm::<T>(
+            kb,
+            n_us,
+            kb,
+            first,
+            bcs,
+            brs,
+            false,
+            inv.as_ptr(),
+            kb as isize,
+            1,
+            copy.as_ptr(),
+            kb as isize,
+            1,
+            T::zero(),
+            T::one(),
+            false,
+            false,
+            false,
+            par,
+        );
+    }
+}
+
+/// Substitution on the diagonal block of rows `k0..k1`, column by column
+/// of B (in parallel), on a contiguous copy of the block (conjugated as
+/// op(A) is) so that each step is one vectorisable update of a contiguous
+/// column.
+///
+/// # Safety
+/// As [`solve_left`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn substitute<T: Elem>(t: Tri<T>, k0: i64, k1: i64, n: i64, b: *mut T, brs: isize, bcs: isize, par: Parallelism) {
+    let bp = Shared(b);
+    let kb = (k1 - k0) as usize;
+    let mut d = vec![T::zero(); kb * kb];
+    // SAFETY (block): the diagonal block of A and rows k0..k1 of B, the
+    // caller's promise; columns of B are disjoint between tasks.
+    unsafe {
+        for (jj, col) in d.chunks_mut(kb).enumerate() {
+            for (ii, v) in col.iter_mut().enumerate() {
+                *v = t.at(k0 + ii as i64, k0 + jj as i64);
+            }
+        }
+        if n >= INVERSE_MIN_COLUMNS {
+            inverse_solve(t, &d, kb, k0, n, b, brs, bcs, par);
+            return;
+        }
+        let d = &d;
+        let column = |j: i64| {
+            let first = bp.get().offset(k0 as isize * brs + j as isize * bcs);
+            let mut gathered = Vec::new();
+            let x: &mut [T] = if brs == 1 {
+                std::slice::from_raw_parts_mut(first, kb)
+            } else {
+                gathered.extend((0..kb).map(|i| *first.offset(i as isize * brs)));
+                &mut gathered
             };
-            (0..n).into_par_iter().for_each(substitute);
-            // The rows below (lower) or above (upper) the block lose its
-            // contribution: B[r] -= op(A)[r, k] X[k].
-            let (r0, r1) = if t.lower { (k1, m) } else { (0, k0) };
-            if r1 > r0 {
-                gemm::gemm::<T>(
-                    (r1 - r0) as usize,
-                    n as usize,
-                    (k1 - k0) as usize,
-                    b.offset(r0 as isize * brs),
-                    bcs,
-                    brs,
-                    true,
-                    t.p.offset(r0 as isize * t.rs + k0 as isize * t.cs),
-                    t.cs,
-                    t.rs,
-                    b.offset(k0 as isize * brs),
-                    bcs,
-                    brs,
-                    T::one(),
-                    T::zero() - T::one(),
-                    false,
-                    t.conj,
-                    false,
-                    par,
-                );
+            if t.lower {
+                for i in 0..kb {
+                    if !t.unit {
+                        x[i] = x[i] / d[i + i * kb];
+                    }
+                    let xi = x[i];
+                    for (v, a) in x[i + 1..].iter_mut().zip(&d[i * kb + i + 1..(i + 1) * kb]) {
+                        *v = *v - *a * xi;
+                    }
+                }
+            } else {
+                for i in (0..kb).rev() {
+                    if !t.unit {
+                        x[i] = x[i] / d[i + i * kb];
+                    }
+                    let xi = x[i];
+                    for (v, a) in x[..i].iter_mut().zip(&d[i * kb..i * kb + i]) {
+                        *v = *v - *a * xi;
+                    }
+                }
             }
+            if brs != 1 {
+                for (i, v) in gathered.iter().enumerate() {
+                    *first.offset(i as isize * brs) = *v;
+                }
+            }
+        };
+        if n > 1 {
+            (0..n).into_par_iter().for_each(column);
+        } else {
+            column(0);
         }
     }
 }
@@ -809,5 +931,13 @@ impl Backend for Cpu {
 
     fn dgmm(&self, q: Queue, call: Dgmm) -> Result<()> {
         enqueue(q, run_dgmm, call)
+    }
+
+    fn rankk(&self, q: Queue, call: RankK) -> Result<()> {
+        enqueue(q, crate::rankk::run, call)
+    }
+
+    fn lu(&self, q: Queue, call: Lu) -> Result<()> {
+        enqueue(q, crate::lu::run, call)
     }
 }

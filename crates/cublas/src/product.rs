@@ -71,7 +71,7 @@ impl Acc for f32 {
         // SAFETY (all arms): the caller's promise.
         unsafe {
             match (dtype, inc) {
-                (DType::F16, 1) => std::slice::from_raw_parts(src as *const f16, n).convert_to_f32_slice(dst),
+                (DType::F16, 1) => widen_f16(std::slice::from_raw_parts(src as *const f16, n), dst),
                 (DType::BF16, 1) => std::slice::from_raw_parts(src as *const bf16, n).convert_to_f32_slice(dst),
                 (DType::F32, 1) => dst.copy_from_slice(std::slice::from_raw_parts(src as *const f32, n)),
                 (DType::I8, 1) => {
@@ -94,7 +94,7 @@ impl Acc for f32 {
         // SAFETY (all arms): the caller's promise.
         unsafe {
             match (dtype, inc) {
-                (DType::F16, 1) => std::slice::from_raw_parts_mut(dst as *mut f16, n).convert_from_f32_slice(src),
+                (DType::F16, 1) => narrow_f16(src, std::slice::from_raw_parts_mut(dst as *mut f16, n)),
                 (DType::BF16, 1) => std::slice::from_raw_parts_mut(dst as *mut bf16, n).convert_from_f32_slice(src),
                 (DType::F32, 1) => std::slice::from_raw_parts_mut(dst as *mut f32, n).copy_from_slice(src),
                 // Rounding from f32, not through f64 (which could round
@@ -132,6 +132,77 @@ impl Acc for f64 {
 }
 impl Acc for Complex32 {}
 impl Acc for Complex64 {}
+
+/// Widens f16 to f32: eight at a time with F16C where the CPU has it
+/// (about 2.5 times the `half` crate's slice conversion here), else by
+/// the `half` crate.
+fn widen_f16(src: &[f16], dst: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if f16c() {
+        // SAFETY: the CPU has F16C and AVX (checked); equal lengths.
+        unsafe { widen_f16c(src, dst) };
+        return;
+    }
+    use half::slice::HalfFloatSliceExt;
+    src.convert_to_f32_slice(dst);
+}
+
+/// Rounds f32 to f16 (to nearest, ties to even): eight at a time with
+/// F16C where the CPU has it, else by the `half` crate.
+fn narrow_f16(src: &[f32], dst: &mut [f16]) {
+    #[cfg(target_arch = "x86_64")]
+    if f16c() {
+        // SAFETY: the CPU has F16C and AVX (checked); equal lengths.
+        unsafe { narrow_f16c(src, dst) };
+        return;
+    }
+    use half::slice::HalfFloatSliceExt;
+    dst.convert_from_f32_slice(src);
+}
+
+/// # Safety
+/// The CPU must have AVX and F16C; `dst` at least as long as `src`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,f16c")]
+unsafe fn widen_f16c(src: &[f16], dst: &mut [f32]) {
+    use std::arch::x86_64::*;
+    let n = src.len().min(dst.len());
+    let whole = n / 8 * 8;
+    let mut i = 0;
+    // SAFETY (block): i + 8 <= n for each vector.
+    unsafe {
+        while i < whole {
+            let h = _mm_loadu_si128(src.as_ptr().add(i) as *const __m128i);
+            _mm256_storeu_ps(dst.as_mut_ptr().add(i), _mm256_cvtph_ps(h));
+            i += 8;
+        }
+    }
+    for j in whole..n {
+        dst[j] = src[j].to_f32();
+    }
+}
+
+/// # Safety
+/// The CPU must have AVX and F16C; `dst` at least as long as `src`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,f16c")]
+unsafe fn narrow_f16c(src: &[f32], dst: &mut [f16]) {
+    use std::arch::x86_64::*;
+    let n = src.len().min(dst.len());
+    let whole = n / 8 * 8;
+    let mut i = 0;
+    // SAFETY (block): i + 8 <= n for each vector.
+    unsafe {
+        while i < whole {
+            let v = _mm256_loadu_ps(src.as_ptr().add(i));
+            _mm_storeu_si128(dst.as_mut_ptr().add(i) as *mut __m128i, _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v));
+            i += 8;
+        }
+    }
+    for j in whole..n {
+        dst[j] = f16::from_f32(src[j]);
+    }
+}
 
 /// GELU in its tanh form, cuBLASLt's: `x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
 fn gelu_f32(x: f32) -> f32 {
@@ -422,7 +493,16 @@ unsafe fn product<T: Acc>(p: &Matmul, x: Addrs, alpha: T, beta: T, alpha_zero: b
                 (buf.as_mut_ptr(), 1, m as isize)
             }
         };
-        if k > 0 && !alpha_zero {
+        if k > 0 && !alpha_zero && T::DTYPE == DType::F32 && skinny_row_major(p) {
+            let ((_, _), (br, bc)) = p.stored_shapes();
+            let b = operand::<T>(p.b.at(x.b), br, bc, parallel);
+            let (b_rs, b_cs) = if p.tb == Op::N { (b.rs, b.cs) } else { (b.cs, b.rs) };
+            // T is f32 here: the casts change nothing.
+            let rhs = Rhs { ptr: b.ptr as *const f32, rs: b_rs, cs: b_cs };
+            let out = Dst { ptr: dst as *mut f32, rs: drs, cs: dcs };
+            let (al, be) = (alpha.to_c64().re as f32, beta.to_c64().re as f32);
+            chunked_product(p, p.a.at(x.a), rhs, out, al, be, !beta_zero, par);
+        } else if k > 0 && !alpha_zero {
             let ((ar, ac), (br, bc)) = p.stored_shapes();
             let a = operand::<T>(p.a.at(x.a), ar, ac, parallel);
             let b = operand::<T>(p.b.at(x.b), br, bc, parallel);
@@ -466,6 +546,242 @@ unsafe fn product<T: Acc>(p: &Matmul, x: Addrs, alpha: T, beta: T, alpha_zero: b
         if let Some(s) = scratch.as_mut() {
             store_col_major(s.slice::<T>(mn), dview, m, n, parallel);
         }
+    }
+}
+
+/// Rows of `op(A)` one step of a chunked product converts (see
+/// [`chunked_product`]): 128 rows of a `k = 1024` operand are 512 KiB of
+/// f32, which stays in the core's L2 cache for the product that follows.
+const CHUNK_ROWS: usize = 128;
+
+/// Whether an f32-arithmetic product runs chunked: `op(A)` stored
+/// row-major (its elements along k adjacent: a transposed column-major A)
+/// and few columns in the result. The `gemm` crate packs such a left
+/// operand slowly (about 0.6x its speed on a column-major one when `n`
+/// is 64); a column-major copy of all of `A` costs as much as the product,
+/// but a copy of a block of rows made just before the block's product is
+/// read back from cache.
+fn skinny_row_major(p: &Matmul) -> bool {
+    let (rs, cs) = if p.ta == Op::N { (p.a.rs, p.a.cs) } else { (p.a.cs, p.a.rs) };
+    let real = matches!(p.a.dtype, DType::F32 | DType::F16 | DType::BF16);
+    real && cs == 1 && rs != 1 && p.n <= 256 && p.m >= 2 * CHUNK_ROWS as i64 && p.k >= 8
+}
+
+/// The right operand of a chunked product (f32, any strides).
+#[derive(Clone, Copy)]
+struct Rhs {
+    ptr: *const f32,
+    rs: isize,
+    cs: isize,
+}
+
+/// Where a chunked product accumulates (f32, any strides).
+#[derive(Clone, Copy)]
+struct Dst {
+    ptr: *mut f32,
+    rs: isize,
+    cs: isize,
+}
+
+// SAFETY: the tasks of a chunked product read the operands and write
+// disjoint rows of the destination.
+unsafe impl Send for Rhs {}
+unsafe impl Sync for Rhs {}
+unsafe impl Send for Dst {}
+unsafe impl Sync for Dst {}
+
+/// `dst = alpha op(A) B + beta dst` (dst read only when `read_dst`), one
+/// block of `CHUNK_ROWS` rows at a time: the block of `op(A)` (row-major,
+/// f32, f16 or bf16) is converted into a column-major f32 copy by a
+/// cache-blocked transposition, then multiplied by the `gemm` crate while
+/// it is still in cache. With several threads the blocks run in parallel,
+/// one product per thread.
+///
+/// # Safety
+/// Every operand must be valid for the call's shapes; `op(A)` is stored
+/// with its k elements adjacent (`skinny_row_major`).
+#[allow(clippy::too_many_arguments)]
+unsafe fn chunked_product(p: &Matmul, a: View, b: Rhs, d: Dst, alpha: f32, beta: f32, read_dst: bool, par: Parallelism) {
+    let (m, n, k) = (p.m as usize, p.n as usize, p.k as usize);
+    // op(A)'s row i starts `row` elements after row 0.
+    let row = if p.ta == Op::N { a.rs } else { a.cs } as isize;
+    let size = a.dtype.size() as isize;
+    let chunks = m.div_ceil(CHUNK_ROWS);
+    let one = |c: usize, par: Parallelism| {
+        // The whole wrappers (Sync), not their pointer fields.
+        let (b, d) = (b, d);
+        let i0 = c * CHUNK_ROWS;
+        let rows = CHUNK_ROWS.min(m - i0);
+        let mut buf = Scratch::take::<f32>(rows * k);
+        let buf = buf.slice::<f32>(rows * k);
+        let src = (a.ptr as isize + i0 as isize * row * size) as u64;
+        // SAFETY (block): rows i0..i0 + rows of op(A), and of the
+        // destination, inside the checked operands.
+        unsafe {
+            if a.dtype == DType::F32 || (a.dtype == DType::F16 && f16c()) {
+                transpose(src, a.dtype, row, k, rows, buf.as_mut_ptr(), rows);
+            } else {
+                // Widen each row (contiguous: the half crate's vector
+                // conversion), then transpose.
+                let mut wide = Scratch::take::<f32>(rows * k);
+                let wide = wide.slice::<f32>(rows * k);
+                for (r, line) in wide.chunks_mut(k).enumerate() {
+                    f32::load(a.dtype, (src as isize + r as isize * row * size) as u64, 1, line);
+                }
+                transpose(wide.as_ptr() as u64, DType::F32, k as isize, k, rows, buf.as_mut_ptr(), rows);
+            }
+            gemm::gemm::<f32>(
+                rows,
+                n,
+                k,
+                d.ptr.offset(i0 as isize * d.rs),
+                d.cs,
+                d.rs,
+                read_dst,
+                buf.as_ptr(),
+                rows as isize,
+                1,
+                b.ptr,
+                b.cs,
+                b.rs,
+                beta,
+                alpha,
+                false,
+                false,
+                false,
+                par,
+            );
+        }
+    };
+    let threads = rayon::current_num_threads();
+    if matches!(par, Parallelism::None) || threads == 1 {
+        (0..chunks).for_each(|c| one(c, Parallelism::None));
+    } else if chunks >= 2 * threads {
+        (0..chunks).into_par_iter().for_each(|c| one(c, Parallelism::None));
+    } else {
+        (0..chunks).for_each(|c| one(c, par));
+    }
+}
+
+/// Whether the CPU converts f16 to f32 in vectors (F16C, with AVX).
+fn f16c() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx") && std::arch::is_x86_feature_detected!("f16c");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Transposes the column-major `rows x cols` matrix at `src` (f32, or f16
+/// widened on the way; leading dimension `lds`) into the column-major
+/// f32 `cols x rows` matrix at `dst` (leading dimension `ldd`), in 8 x 8
+/// tiles (AVX, and F16C for f16, where the CPU has them) within 64 x 64
+/// blocks, so that both sides stay in cache.
+///
+/// # Safety
+/// Both matrices must be valid for their shapes; `dtype` is F32 or F16.
+unsafe fn transpose(src: u64, dtype: DType, lds: isize, rows: usize, cols: usize, dst: *mut f32, ldd: usize) {
+    const B: usize = 64;
+    #[cfg(target_arch = "x86_64")]
+    let vector = std::arch::is_x86_feature_detected!("avx") && (dtype == DType::F32 || f16c());
+    #[cfg(not(target_arch = "x86_64"))]
+    let vector = false;
+    let ldd = ldd as isize;
+    let size = dtype.size() as isize;
+    let at = |i: usize, j: usize| (src as isize + (i as isize + j as isize * lds) * size) as u64;
+    // SAFETY: an element of the source, the caller's promise.
+    let read = |i: usize, j: usize| unsafe {
+        match dtype {
+            DType::F16 => f16::from_bits(std::ptr::read_unaligned(at(i, j) as *const u16)).to_f32(),
+            _ => std::ptr::read_unaligned(at(i, j) as *const f32),
+        }
+    };
+    for j0 in (0..cols).step_by(B) {
+        let j1 = (j0 + B).min(cols);
+        for i0 in (0..rows).step_by(B) {
+            let i1 = (i0 + B).min(rows);
+            // SAFETY (block): elements inside both matrices.
+            unsafe {
+                let mut j = j0;
+                while j < j1 {
+                    let mut i = i0;
+                    let full = vector && j + 8 <= j1;
+                    if full {
+                        while i + 8 <= i1 {
+                            let d = dst.offset(j as isize + i as isize * ldd);
+                            #[cfg(target_arch = "x86_64")]
+                            match dtype {
+                                DType::F16 => tile8_f16(at(i, j) as *const u16, lds, d, ldd),
+                                _ => tile8(at(i, j) as *const f32, lds, d, ldd),
+                            }
+                            i += 8;
+                        }
+                    }
+                    // The edges (and CPUs without the vectors), element by
+                    // element.
+                    let jn = if full { j + 8 } else { j + 1 };
+                    for jj in j..jn {
+                        for ii in i..i1 {
+                            *dst.offset(jj as isize + ii as isize * ldd) = read(ii, jj);
+                        }
+                    }
+                    j = jn;
+                }
+            }
+        }
+    }
+}
+
+/// [`tile8`] from f16: each column of eight halves is widened (F16C) as
+/// it is loaded.
+///
+/// # Safety
+/// The CPU must have AVX and F16C; both tiles must be valid.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,f16c")]
+unsafe fn tile8_f16(src: *const u16, lds: isize, dst: *mut f32, ldd: isize) {
+    use std::arch::x86_64::*;
+    let mut wide = [0f32; 64];
+    // SAFETY (block): the caller's promise; `wide` holds 8 x 8.
+    unsafe {
+        for c in 0..8 {
+            let h = _mm_loadu_si128(src.offset(c * lds) as *const __m128i);
+            _mm256_storeu_ps(wide.as_mut_ptr().offset(c * 8), _mm256_cvtph_ps(h));
+        }
+        tile8(wide.as_ptr(), 8, dst, ldd);
+    }
+}
+
+/// Transposes one 8 x 8 tile: eight columns of eight floats at `src`
+/// (`lds` apart) become eight at `dst` (`ldd` apart), by the usual
+/// unpack / shuffle / lane-permute sequence.
+///
+/// # Safety
+/// The CPU must have AVX; both tiles must be valid.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn tile8(src: *const f32, lds: isize, dst: *mut f32, ldd: isize) {
+    use std::arch::x86_64::*;
+    // SAFETY (block): the caller's promise.
+    unsafe {
+        let r = |c: isize| _mm256_loadu_ps(src.offset(c * lds));
+        let (r0, r1, r2, r3, r4, r5, r6, r7) = (r(0), r(1), r(2), r(3), r(4), r(5), r(6), r(7));
+        let (t0, t1) = (_mm256_unpacklo_ps(r0, r1), _mm256_unpackhi_ps(r0, r1));
+        let (t2, t3) = (_mm256_unpacklo_ps(r2, r3), _mm256_unpackhi_ps(r2, r3));
+        let (t4, t5) = (_mm256_unpacklo_ps(r4, r5), _mm256_unpackhi_ps(r4, r5));
+        let (t6, t7) = (_mm256_unpacklo_ps(r6, r7), _mm256_unpackhi_ps(r6, r7));
+        let (u0, u1) = (_mm256_shuffle_ps::<0x44>(t0, t2), _mm256_shuffle_ps::<0xEE>(t0, t2));
+        let (u2, u3) = (_mm256_shuffle_ps::<0x44>(t1, t3), _mm256_shuffle_ps::<0xEE>(t1, t3));
+        let (u4, u5) = (_mm256_shuffle_ps::<0x44>(t4, t6), _mm256_shuffle_ps::<0xEE>(t4, t6));
+        let (u6, u7) = (_mm256_shuffle_ps::<0x44>(t5, t7), _mm256_shuffle_ps::<0xEE>(t5, t7));
+        let w = |c: isize, v| _mm256_storeu_ps(dst.offset(c * ldd), v);
+        w(0, _mm256_permute2f128_ps::<0x20>(u0, u4));
+        w(1, _mm256_permute2f128_ps::<0x20>(u1, u5));
+        w(2, _mm256_permute2f128_ps::<0x20>(u2, u6));
+        w(3, _mm256_permute2f128_ps::<0x20>(u3, u7));
+        w(4, _mm256_permute2f128_ps::<0x31>(u0, u4));
+        w(5, _mm256_permute2f128_ps::<0x31>(u1, u5));
+        w(6, _mm256_permute2f128_ps::<0x31>(u2, u6));
+        w(7, _mm256_permute2f128_ps::<0x31>(u3, u7));
     }
 }
 
@@ -621,6 +937,26 @@ unsafe fn dispatch(p: &Matmul, x: Addrs, alpha: Complex64, beta: Complex64, par:
 /// Runs a checked matmul: every product of its batch, small ones one per
 /// thread, large ones each on all threads.
 pub fn run(call: Matmul) {
+    // The whole call on one of rayon's workers: the conversions, the
+    // product and the rounding each fan out to the pool, and from a
+    // thread outside it (the stream's) each would be a separate hand-off
+    // and wake-up (tens of microseconds on a busy machine, a quarter of a
+    // 256 x 256 x 256 HGEMM); from a worker they are not. Small calls,
+    // which fan out to nothing, stay on the stream's thread (the hand-off
+    // would be their largest cost), and so does everything when the pool
+    // has one thread (`cpu::par` then runs every step on this thread).
+    let work = call.m.saturating_mul(call.n).saturating_mul(call.k.max(1)).saturating_mul(call.batch.count());
+    if work >= FAN_OUT_WORK && rayon::current_num_threads() > 1 {
+        rayon::scope(|_| run_here(call));
+    } else {
+        run_here(call);
+    }
+}
+
+/// Multiply-adds from which a matmul moves to a rayon worker.
+const FAN_OUT_WORK: i64 = 1 << 20;
+
+fn run_here(call: Matmul) {
     // SAFETY (block): device scalars and every operand were checked to lie
     // in device memory when the call was made; pointer-array entries are
     // checked here, before use.
@@ -670,6 +1006,76 @@ pub fn run(call: Matmul) {
             for i in 0..count {
                 if let Some(x) = addr(i) {
                     dispatch(&call, x, alpha, beta, par());
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every f16 value widens to the f32 the `half` crate gives (NaN to a
+    /// NaN), in a slice whose length leaves a tail after the vectors.
+    #[test]
+    fn f16_widening_is_exact() {
+        let all: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).chain([f16::ONE; 3]).collect();
+        let mut got = vec![0f32; all.len()];
+        widen_f16(&all, &mut got);
+        for (h, g) in all.iter().zip(&got) {
+            let want = h.to_f32();
+            assert!(want.to_bits() == g.to_bits() || (want.is_nan() && g.is_nan()), "{h:?}: {g} vs {want}");
+        }
+    }
+
+    /// f32 values round to the f16 the `half` crate gives (to nearest,
+    /// ties to even; overflow to infinity; subnormals; NaN stays NaN).
+    #[test]
+    fn f16_rounding_matches_round_to_nearest_even() {
+        let mut v: Vec<f32> = Vec::new();
+        // Every f16 value, and the midpoints and quarter points between
+        // neighbours (the ties and the cases either side of them).
+        for bits in 0..0x7c00u16 {
+            let a = f16::from_bits(bits).to_f32();
+            let b = f16::from_bits(bits + 1).to_f32();
+            for x in [a, (a + b) / 2.0, a + (b - a) * 0.25, a + (b - a) * 0.75] {
+                v.push(x);
+                v.push(-x);
+            }
+        }
+        v.extend([f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 65519.0, 65520.0, 1e-8, -1e-8, 3.0e-5, f32::MAX, 1.0]);
+        let mut got = vec![f16::ZERO; v.len()];
+        narrow_f16(&v, &mut got);
+        for (x, g) in v.iter().zip(&got) {
+            let want = f16::from_f32(*x);
+            assert!(want.to_bits() == g.to_bits() || (want.is_nan() && g.is_nan()), "{x}: {g:?} vs {want:?}");
+        }
+    }
+
+    /// The blocked transposition against element-by-element indexing,
+    /// for shapes with partial tiles and blocks at every edge, from f32
+    /// and from f16.
+    #[test]
+    fn transposition_of_every_shape() {
+        for (rows, cols, lds, ldd) in
+            [(1, 1, 1, 1), (8, 8, 8, 8), (37, 130, 40, 131), (130, 37, 133, 37), (64, 72, 64, 80), (9, 200, 9, 203)]
+        {
+            let src: Vec<f32> = (0..lds * cols).map(|i| i as f32 * 0.5 - 3.0).collect();
+            let half: Vec<f16> = src.iter().map(|x| f16::from_f32(*x)).collect();
+            for dtype in [DType::F32, DType::F16] {
+                let mut dst = vec![f32::NAN; ldd * rows];
+                let p = if dtype == DType::F32 { src.as_ptr() as u64 } else { half.as_ptr() as u64 };
+                // SAFETY: both matrices hold their shapes.
+                unsafe { transpose(p, dtype, lds as isize, rows, cols, dst.as_mut_ptr(), ldd) };
+                for i in 0..rows {
+                    for j in 0..cols {
+                        let want = if dtype == DType::F32 { src[i + j * lds] } else { half[i + j * lds].to_f32() };
+                        assert_eq!(dst[j + i * ldd], want, "{dtype:?} {rows}x{cols}: ({i}, {j})");
+                    }
+                    for j in cols..ldd {
+                        assert!(dst[j + i * ldd].is_nan(), "{dtype:?} {rows}x{cols}: padding ({j}, {i}) written");
+                    }
                 }
             }
         }

@@ -254,14 +254,15 @@ fn every_nvidia_function_is_there_and_unimplemented_ones_fail() {
     let e = env();
     let mut h: H = std::ptr::null_mut();
     type Create = unsafe extern "C" fn(*mut H) -> i32;
-    type GetrfBatched = unsafe extern "C" fn(H, i32, *mut P, i32, *mut i32, *mut i32, i32) -> i32;
+    type GeqrfBatched = unsafe extern "C" fn(H, i32, i32, *mut P, i32, *mut P, *mut i32, i32) -> i32;
     type Sdot = unsafe extern "C" fn(i32, P, i32, P, i32) -> f32;
     type Isamax = unsafe extern "C" fn(i32, P, i32) -> i32;
     type GetError = unsafe extern "C" fn() -> i32;
     unsafe {
         assert_eq!(e.blas.f::<Create>("cublasCreate_v2")(&mut h), 0);
-        let getrf = e.blas.f::<GetrfBatched>("cublasDgetrfBatched");
-        assert_eq!(getrf(h, 4, std::ptr::null_mut(), 4, std::ptr::null_mut(), std::ptr::null_mut(), 1), NOT_SUPPORTED);
+        let geqrf = e.blas.f::<GeqrfBatched>("cublasDgeqrfBatched");
+        let mut info = 0;
+        assert_eq!(geqrf(h, 4, 4, std::ptr::null_mut(), 4, std::ptr::null_mut(), &mut info, 1), NOT_SUPPORTED);
         // The legacy API: the result says nothing valid, cublasGetError why.
         let get_error = e.blas.f::<GetError>("cublasGetError");
         assert_eq!(get_error(), 0);

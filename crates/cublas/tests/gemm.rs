@@ -622,6 +622,41 @@ fn large_and_many_products() {
 }
 
 #[test]
+fn skinny_products_with_a_transposed() {
+    // op(A) stored row-major with few result columns: the product runs a
+    // block of rows at a time on transposed copies (f32, f16, bf16 A),
+    // with partial blocks and tiles at every edge.
+    let mut failures = Vec::new();
+    for (m, n, k) in [(300, 5, 37), (520, 64, 130), (263, 256, 9)] {
+        for (t, ct, scale, api) in [
+            (T::S, T::S, T::S, Api::Typed("S", false)),
+            (T::H, T::H, T::H, Api::Typed("H", false)),
+            (T::BF, T::BF, T::S, Api::Ex(COMPUTE_32F, false)),
+            (T::H, T::S, T::S, Api::Ex(COMPUTE_32F, true)),
+        ] {
+            for ta in [1, 2] {
+                for tb in [0, 1] {
+                    for beta_zero in [false, true] {
+                        for (batch, count) in [(Batch::One, 1), (Batch::Strided, 2)] {
+                            // The large shape once per type (several
+                            // blocks, run in parallel).
+                            if m == 520 && (ta, tb, beta_zero, count) != (1, 0, false, 2) {
+                                continue;
+                            }
+                            let c = Case { m, n, k, ta, tb, beta_zero, batch, count, pad: 1, ..base(t, ct, scale, U32, api) };
+                            if let Err(e) = run(c, (m + n + k) as u64) {
+                                failures.push(e);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures, first: {}", failures.len(), failures[0]);
+}
+
+#[test]
 fn empty_shapes_and_alpha_zero() {
     // k = 0 and alpha = 0 give beta C without reading A or B.
     for k in [0, 4] {

@@ -423,14 +423,17 @@ fn trsm_and_trsm_batched_against_reference() {
                 for trans in [0, 1, 2] {
                     for diag in [0, 1] {
                         // Small systems, and ones of several diagonal blocks
-                        // (the solve is blocked by 64 rows) with products
-                        // between them.
+                        // (the solve splits its rows in halves down to
+                        // blocks of 64) with products between them.
                         for (device, batched, m, n) in [
                             (false, false, 7usize, 5usize),
                             (true, false, 7, 5),
                             (false, true, 7, 5),
                             (true, true, 7, 5),
                             (false, false, 80, 72),
+                            // Several levels of the recursive split.
+                            (false, false, 200, 6),
+                            (false, false, 6, 200),
                         ] {
                             seed += 1;
                             let mut rng = Rng::new(seed);

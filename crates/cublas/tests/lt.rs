@@ -587,6 +587,35 @@ fn matmul_batches_shapes_and_scalars() {
 }
 
 #[test]
+fn matmul_skinny_products_with_row_major_op_a() {
+    // op(A) with its k elements adjacent (row-major A, or a transposed
+    // column-major one) and few columns: the product runs a block of rows
+    // at a time on transposed copies; with a bias and ReLU, and a batch.
+    let mut failures = Vec::new();
+    let mut seed = 4000;
+    for (compute, scale, ab, cd, u) in type_table() {
+        for (ta, order_a, count) in [(0, ROW, 1), (1, COL, 2), (1, COL, 1)] {
+            seed += 1;
+            let mut c = Case::base(compute, scale, ab, cd, u);
+            c.m = 300;
+            c.n = 7;
+            c.k = 41;
+            c.ta = ta;
+            c.order = [order_a, COL, COL, COL];
+            c.count = count;
+            c.pad = 1;
+            if count == 1 && matches!(cd, T::S | T::H | T::BF) {
+                c.epilogue = EPI_RELU_BIAS;
+            }
+            if let Err(e) = run(c, seed) {
+                failures.push(e);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
 fn integer_products_wrap_like_a_32_bit_accumulator() {
     // alpha P passes 2^31 and wraps; k above 1024 takes the f64 path.
     let mut c = Case::base(C32I, T::I32, T::I8, T::I32, 0.0);
