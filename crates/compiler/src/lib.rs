@@ -246,8 +246,8 @@ impl LaunchGuard {
                 GuardBase::Global(name) => global(name).map(|a| a as i64),
             }
         };
-        let param32 = |at: &u32, signed: bool| -> Option<i64> {
-            let at = *at as usize;
+        let param32 = |at: &u32, field: u32, signed: bool| -> Option<i64> {
+            let at = at.checked_add(field)? as usize;
             let bytes: [u8; 4] = params.get(at..at.checked_add(4)?)?.try_into().ok()?;
             Some(if signed { i64::from(i32::from_le_bytes(bytes)) } else { i64::from(u32::from_le_bytes(bytes)) })
         };
@@ -637,7 +637,7 @@ mod launch_guard_tests {
         let span = |at: u32, scale: i64| Span {
             base: GuardBase::Param(at),
             offset: 0,
-            index: Some(SpanIndex { value: index.clone(), signed: true, scale, below: below.clone() }),
+            index: Some(SpanIndex { value: index.clone(), signed: true, wide: false, scale, below: below.clone() }),
             bytes: scale as u64,
         };
         let g = LaunchGuard { one_dimensional: false, apart: vec![], disjoint: vec![Disjoint { a: span(0, 8), b: span(8, 4) }] };

@@ -212,11 +212,59 @@ pub enum Op<P> {
         at: P,
         signed: bool,
     },
+    /// The 32-bit field at byte `field` of a kernel parameter (a member
+    /// of a `uint3` or of another aggregate passed by value).
+    Field {
+        at: P,
+        field: u32,
+        signed: bool,
+    },
     /// A launch value and its dimension (0 = x, 1 = y, 2 = z).
     Special(Launch, u8),
     Add,
     Sub,
     Mul,
+    /// A 32-bit register widened to 64 bits (`cvt`, `mul.wide`), with or
+    /// without its sign: the register is the exact value only when that
+    /// lies in the range the widening reads (`[-2^31, 2^31)` signed, `[0,
+    /// 2^32)` unsigned), so the computation fails otherwise; after it the
+    /// 64-bit value is exact.
+    Wide {
+        signed: bool,
+    },
+    /// `mul.hi.u32`: pops `y`, `x`, pushes `floor(x * y / 2^32)`. Both
+    /// must lie in `[0, 2^32)` (then the registers are the exact values,
+    /// and the result is exact).
+    MulHi,
+    /// `shr.u32`: pops `k`, `x`, pushes `floor(x / 2^k)`; `x` must lie in
+    /// `[0, 2^32)` and `k` in `[0, 31]`.
+    Shr,
+    /// The remainder `x - q * d` of a division by multiply-high and shift,
+    /// `q = (mul.hi.u32(x, m) + x) >> s` (CUDA's fast division by a divisor
+    /// known at launch): pops `d`, `s`, `m`, `x`. When the launch's `m`, `s`
+    /// and `d` make `q` the exact quotient `floor(x / d)` for every `x` of
+    /// the interval ([`fast_division_exact`]), the remainder is `x mod d`,
+    /// in `[0, d)`; otherwise the computation fails.
+    Rem,
+}
+
+/// Whether `q(x) = floor((floor(x * m / 2^32) + x) / 2^s)`, computed in
+/// 32-bit registers, is `floor(x / d)` for every `x` in `[0, top]`.
+///
+/// The 32-bit sum must not wrap: `floor(top * m / 2^32) + top < 2^32`
+/// (it grows with `x`). Then `q(x) = floor(x * M / 2^k)` with `M = 2^32 +
+/// m`, `k = 32 + s` (nested floors of divisions by powers of two). With
+/// `e = M * d - 2^k >= 0`, `x * M / 2^k = x / d + x * e / (d * 2^k)`:
+/// at least `x / d`, so `q(x) >= floor(x / d)`; and writing `x = q * d +
+/// r`, `r <= d - 1`, it is below `q + 1` when `r + x * e / 2^k < d`, which
+/// `x * e < 2^k` ensures. So `top * e < 2^k` suffices.
+pub fn fast_division_exact(m: i128, s: i128, d: i128, top: i128) -> bool {
+    if !(0..1 << 32).contains(&m) || !(0..32).contains(&s) || !(1..1 << 32).contains(&d) || !(0..1 << 32).contains(&top) {
+        return false;
+    }
+    let k = 32 + s;
+    let e = ((1i128 << 32) + m) * d - (1i128 << k);
+    ((top * m) >> 32) + top < 1 << 32 && e >= 0 && top * e < 1i128 << k
 }
 
 /// The bytes one access may touch over a whole launch: `base + offset +
@@ -236,6 +284,11 @@ pub struct Span<B, P> {
 pub struct SpanIndex<P> {
     pub value: Vec<Op<P>>,
     pub signed: bool,
+    /// The value is a 64-bit register's (an offset [`Op::Wide`] builds
+    /// from 32-bit values), not a 32-bit register widened: the register
+    /// equals the exact value modulo 2^64, so the address is exact when
+    /// the bytes lie in `[0, 2^64)`, and `signed` is not used.
+    pub wide: bool,
     pub scale: i64,
     /// A value the index is below (`true`: at most) wherever the access
     /// runs, compared as the widening reads it: an early exit (`if (i >=
@@ -261,14 +314,43 @@ pub const RANGE_BOUND: i128 = 1 << 62;
 /// and `%nctaid.d` exactly), or `None` when an operand is unknown, a
 /// dimension is 0, the program is malformed or an intermediate bound
 /// passes [`RANGE_BOUND`].
-pub fn value_range<P>(ops: &[Op<P>], param: &dyn Fn(&P, bool) -> Option<i64>, grid: [u32; 3], block: [u32; 3]) -> Option<(i128, i128)> {
+pub fn value_range<P>(ops: &[Op<P>], param: &dyn Fn(&P, u32, bool) -> Option<i64>, grid: [u32; 3], block: [u32; 3]) -> Option<(i128, i128)> {
     let mut stack: Vec<(i128, i128)> = Vec::with_capacity(8);
+    let u32s = |v: (i128, i128)| v.0 >= 0 && v.1 < 1 << 32;
     for op in ops {
         let v = match op {
             Op::Const(c) => (i128::from(*c), i128::from(*c)),
             Op::Param { at, signed } => {
-                let x = i128::from(param(at, *signed)?);
+                let x = i128::from(param(at, 0, *signed)?);
                 (x, x)
+            }
+            Op::Field { at, field, signed } => {
+                let x = i128::from(param(at, *field, *signed)?);
+                (x, x)
+            }
+            Op::Wide { signed } => {
+                let x = stack.pop()?;
+                let fits = if *signed { x.0 >= -(1 << 31) && x.1 < 1 << 31 } else { u32s(x) };
+                fits.then_some(x)?
+            }
+            Op::MulHi => {
+                let (y, x) = (stack.pop()?, stack.pop()?);
+                (u32s(x) && u32s(y)).then_some(((x.0 * y.0) >> 32, (x.1 * y.1) >> 32))?
+            }
+            Op::Shr => {
+                let (k, x) = (stack.pop()?, stack.pop()?);
+                (u32s(x) && k.0 >= 0 && k.1 < 32).then_some((x.0 >> k.1, x.1 >> k.0))?
+            }
+            Op::Rem => {
+                let (d, s, m, x) = (stack.pop()?, stack.pop()?, stack.pop()?, stack.pop()?);
+                let exact = d.0 == d.1 && s.0 == s.1 && m.0 == m.1 && x.0 >= 0 && fast_division_exact(m.0, s.0, d.0, x.1);
+                exact.then_some(())?;
+                let d = d.0;
+                if x.0 / d == x.1 / d {
+                    (x.0 % d, x.1 % d)
+                } else {
+                    (0, d - 1)
+                }
             }
             Op::Special(l, d) => {
                 let (b, g) = (i128::from(*block.get(*d as usize)?), i128::from(*grid.get(*d as usize)?));
@@ -313,7 +395,7 @@ impl<B, P> Span<B, P> {
     pub fn launch_bytes(
         &self,
         base: u64,
-        param: &dyn Fn(&P, bool) -> Option<i64>,
+        param: &dyn Fn(&P, u32, bool) -> Option<i64>,
         grid: [u32; 3],
         block: [u32; 3],
     ) -> Option<(i128, i128)> {
@@ -324,7 +406,13 @@ impl<B, P> Span<B, P> {
                 let (lo, hi) = value_range(&ix.value, param, grid, block)?;
                 // The register holds the exact value modulo 2^32: it is the
                 // exact value only when that fits the widening's range.
-                let fits = if ix.signed { lo >= -(1 << 31) && hi < 1 << 31 } else { lo >= 0 && hi < 1 << 32 };
+                let fits = if ix.wide {
+                    true
+                } else if ix.signed {
+                    lo >= -(1 << 31) && hi < 1 << 31
+                } else {
+                    lo >= 0 && hi < 1 << 32
+                };
                 if !fits {
                     return None;
                 }
@@ -351,7 +439,7 @@ impl<B, P> Disjoint<B, P> {
     pub fn holds(
         &self,
         base: &dyn Fn(&B) -> Option<u64>,
-        param: &dyn Fn(&P, bool) -> Option<i64>,
+        param: &dyn Fn(&P, u32, bool) -> Option<i64>,
         grid: [u32; 3],
         block: [u32; 3],
     ) -> bool {
@@ -369,10 +457,15 @@ impl<B, P> Disjoint<B, P> {
                 .map(|op| match op {
                     Op::Const(c) => Op::Const(*c),
                     Op::Param { at, signed } => Op::Param { at: fp(at), signed: *signed },
+                    Op::Field { at, field, signed } => Op::Field { at: fp(at), field: *field, signed: *signed },
                     Op::Special(l, d) => Op::Special(*l, *d),
                     Op::Add => Op::Add,
                     Op::Sub => Op::Sub,
                     Op::Mul => Op::Mul,
+                    Op::Wide { signed } => Op::Wide { signed: *signed },
+                    Op::MulHi => Op::MulHi,
+                    Op::Shr => Op::Shr,
+                    Op::Rem => Op::Rem,
                 })
                 .collect()
         };
@@ -382,6 +475,7 @@ impl<B, P> Disjoint<B, P> {
             index: s.index.as_ref().map(|ix| SpanIndex {
                 value: ops(&ix.value),
                 signed: ix.signed,
+                wide: ix.wide,
                 scale: ix.scale,
                 below: ix.below.as_ref().map(|(v, inclusive)| (ops(v), *inclusive)),
             }),
@@ -654,7 +748,18 @@ pub struct Index {
 }
 
 /// Longest index computation followed (operations of [`Op`]).
-const MAX_VALUE_OPS: usize = 64;
+const MAX_VALUE_OPS: usize = 256;
+
+/// How an immediate operand is read into a computation.
+#[derive(Clone, Copy)]
+enum Imm {
+    /// A 32-bit ring operation's: the representative nearest 0.
+    S32,
+    /// An unsigned 32-bit operation's.
+    U32,
+    /// A 64-bit operation's.
+    B64,
+}
 
 /// Scales beyond this are not followed (products must not overflow).
 const MAX_SCALE: i64 = 1 << 20;
@@ -881,10 +986,17 @@ impl<'a> Forms<'a> {
         v
     }
 
-    fn value_operand(&mut self, op: &Operand, at: usize, out: &mut Vec<Op<VarId>>) -> Option<()> {
+    /// Pushes the computation of an operand read at statement `at`;
+    /// immediates are taken as `imm` reads them (any representative of
+    /// the register's value modulo its width will do for ring operations;
+    /// the unsigned one for the operations that need it).
+    fn value_operand_as(&mut self, op: &Operand, at: usize, imm: Imm, out: &mut Vec<Op<VarId>>) -> Option<()> {
         match *op {
-            // Any representative modulo 2^32 will do; the nearest to 0.
-            Operand::Imm(v) => out.push(Op::Const(i64::from(v as i32))),
+            Operand::Imm(v) => out.push(Op::Const(match imm {
+                Imm::S32 => i64::from(v as i32),
+                Imm::U32 => i64::from(v as u32),
+                Imm::B64 => v,
+            })),
             Operand::Special(s, d) if d < 3 => out.push(Op::Special(
                 match s {
                     SpecialReg::Tid => Launch::Tid,
@@ -904,54 +1016,199 @@ impl<'a> Forms<'a> {
         (out.len() <= MAX_VALUE_OPS).then_some(())
     }
 
+    fn value_operand(&mut self, op: &Operand, at: usize, out: &mut Vec<Op<VarId>>) -> Option<()> {
+        self.value_operand_as(op, at, Imm::S32, out)
+    }
+
+    /// The computation of a 64-bit register's value read at statement
+    /// `at` (a 32-bit register's would hold it modulo 2^32 only).
+    fn value64(&mut self, op: &Operand, at: usize) -> Option<Vec<Op<VarId>>> {
+        let Operand::Reg(r) = *op else { return None };
+        (crate::affine::register_bits(self.f, self.b, r)? == 64).then_some(())?;
+        self.value(self.reach(r, at)?)
+    }
+
+    /// The statement writing the value register `r` holds at `at`, if it
+    /// is an unguarded instruction with opcode `op`.
+    fn def_of(&self, r: &Operand, at: usize, op: Opcode) -> Option<(usize, &'a Instruction)> {
+        let Operand::Reg(r) = *r else { return None };
+        let i = self.reach(r, at)?;
+        let inst = self.def(i)?;
+        (inst.op == op && inst.guard.is_none()).then_some((i, inst))
+    }
+
+    /// Whether operand `o` read at `at` is register `x`'s write `xdef`.
+    fn is_write(&self, o: &Operand, at: usize, xdef: usize) -> bool {
+        matches!(*o, Operand::Reg(r) if self.reach(r, at) == Some(xdef))
+    }
+
+    /// `q`, read at `at`, as `(mul.hi.u32(x, m) + x) >> s` with `x` the
+    /// write `xdef`: the multiplier and shift operands, each with the
+    /// statement reading it.
+    fn fast_quotient(&self, q: &Operand, at: usize, xdef: usize) -> Option<[(Operand, usize); 2]> {
+        let u32_op = |inst: &Instruction| inst.ty(self.b).is_some_and(|t| t.bits() == 32 && t.is_integer() && !t.is_signed() && !t.is_float());
+        let (si, shr) = self.def_of(q, at, Opcode::Shr)?;
+        let [_, t, s] = self.b.args(shr) else { return None };
+        if !u32_op(shr) {
+            return None;
+        }
+        let (ai, add) = self.def_of(t, si, Opcode::Add)?;
+        let [_, y, z] = self.b.args(add) else { return None };
+        if add.ty(self.b)?.bits() != 32 || add.has(self.b, Flag::Sat) {
+            return None;
+        }
+        let h = if self.is_write(z, ai, xdef) {
+            y
+        } else if self.is_write(y, ai, xdef) {
+            z
+        } else {
+            return None;
+        };
+        let (hi, mulhi) = self.def_of(h, ai, Opcode::Mul)?;
+        if !mulhi.has(self.b, Flag::HiHalf) || !u32_op(mulhi) {
+            return None;
+        }
+        let [_, u, v] = self.b.args(mulhi) else { return None };
+        let m = if self.is_write(u, hi, xdef) {
+            v
+        } else if self.is_write(v, hi, xdef) {
+            u
+        } else {
+            return None;
+        };
+        Some([(*m, hi), (*s, si)])
+    }
+
+    /// `x - q * d` (statement `i`, operands `x` and `p`) with `q` a fast
+    /// quotient of the same `x` ([`Op::Rem`]).
+    fn remainder(&mut self, i: usize, x: &Operand, p: &Operand, out: &mut Vec<Op<VarId>>) -> Option<()> {
+        let Operand::Reg(xr) = *x else { return None };
+        let xdef = self.reach(xr, i)?;
+        let (mi, mul) = self.def_of(p, i, Opcode::Mul)?;
+        if !mul.has(self.b, Flag::LoHalf) || mul.ty(self.b)?.bits() != 32 {
+            return None;
+        }
+        let [_, u, v] = self.b.args(mul) else { return None };
+        let (quotient, d) = match (self.fast_quotient(u, mi, xdef), self.fast_quotient(v, mi, xdef)) {
+            (Some(q), _) => (q, v),
+            (None, Some(q)) => (q, u),
+            _ => return None,
+        };
+        let [(m, at_m), (s, at_s)] = quotient;
+        let mut ops = Vec::new();
+        self.value_operand_as(x, i, Imm::U32, &mut ops)?;
+        self.value_operand_as(&m, at_m, Imm::U32, &mut ops)?;
+        self.value_operand_as(&s, at_s, Imm::U32, &mut ops)?;
+        self.value_operand_as(d, mi, Imm::U32, &mut ops)?;
+        ops.push(Op::Rem);
+        out.extend(ops);
+        Some(())
+    }
+
     fn compute_value(&mut self, i: usize, out: &mut Vec<Op<VarId>>) -> Option<()> {
         let inst = self.def(i)?;
         let b = self.b;
         let args = b.args(inst);
         let Some(&Operand::Reg(r)) = args.first() else { return None };
-        if crate::affine::register_bits(self.f, self.b, r) != Some(32) {
-            return None;
-        }
+        let bits = crate::affine::register_bits(self.f, self.b, r)?;
         let ty = inst.ty(b)?;
-        if ty.bits() != 32 || !ty.is_integer() || ty.is_float() || inst.has(b, Flag::Sat) {
+        if !ty.is_integer() || ty.is_float() || inst.has(b, Flag::Sat) {
             return None;
         }
+        // The operation's width: the register's, or half of it for `.wide`.
+        let wide = inst.has(b, Flag::Wide);
+        if inst.op != Opcode::Cvt && ty.bits() != if wide { bits / 2 } else { bits } {
+            return None;
+        }
+        let imm = if bits == 64 { Imm::B64 } else { Imm::S32 };
+        let unsigned = !ty.is_signed();
         match (inst.op, args) {
-            (Opcode::Ld, [_, Operand::AddrVar(v, 0)])
-                if inst.space(b) == Some(StateSpace::Param) && self.f.kind == FunctionKind::Entry && self.f.params.contains(v) =>
+            (Opcode::Ld, [_, Operand::AddrVar(v, field)])
+                if inst.space(b) == Some(StateSpace::Param)
+                    && self.f.kind == FunctionKind::Entry
+                    && self.f.params.contains(v)
+                    && bits == 32 =>
             {
-                out.push(Op::Param { at: *v, signed: ty.is_signed() });
+                let signed = ty.is_signed();
+                let field = u32::try_from(*field).ok()?;
+                let size = self.f.vars.get(*v as usize)?.size()?;
+                (field % 4 == 0 && u64::from(field) + 4 <= size).then_some(())?;
+                out.push(if field == 0 { Op::Param { at: *v, signed } } else { Op::Field { at: *v, field, signed } });
             }
-            (Opcode::Mov, [_, a]) => self.value_operand(a, i, out)?,
-            (Opcode::Cvt, [_, a]) if inst.rounding(b).is_none() && inst.types(b).all(|t| t.bits() == 32 && t.is_integer()) => {
-                self.value_operand(a, i, out)?
+            (Opcode::Mov, [_, a]) => self.value_operand_as(a, i, imm, out)?,
+            (Opcode::Cvt, [_, a]) if inst.rounding(b).is_none() => {
+                let mut types = inst.types(b);
+                let (dst, src) = (types.next()?, types.next()?);
+                if !dst.is_integer() || !src.is_integer() || dst.bits() != bits {
+                    return None;
+                }
+                match (dst.bits(), src.bits()) {
+                    (32, 32) => self.value_operand(a, i, out)?,
+                    // Truncation keeps the value modulo 2^32.
+                    (32, 64) => self.value_operand_as(a, i, Imm::B64, out)?,
+                    (64, 32) if dst.is_signed() == src.is_signed() => {
+                        self.value_operand(a, i, out)?;
+                        out.push(Op::Wide { signed: src.is_signed() });
+                    }
+                    _ => return None,
+                }
             }
             (Opcode::Neg, [_, a]) => {
                 out.push(Op::Const(0));
-                self.value_operand(a, i, out)?;
+                self.value_operand_as(a, i, imm, out)?;
                 out.push(Op::Sub);
             }
+            (Opcode::Sub, [_, x, p]) if bits == 32 && self.remainder(i, x, p, out).is_some() => {}
             (Opcode::Add | Opcode::Sub, [_, a, c]) => {
-                self.value_operand(a, i, out)?;
-                self.value_operand(c, i, out)?;
+                self.value_operand_as(a, i, imm, out)?;
+                self.value_operand_as(c, i, imm, out)?;
                 out.push(if inst.op == Opcode::Add { Op::Add } else { Op::Sub });
             }
             (Opcode::Mul, [_, a, c]) if inst.has(b, Flag::LoHalf) => {
-                self.value_operand(a, i, out)?;
-                self.value_operand(c, i, out)?;
+                self.value_operand_as(a, i, imm, out)?;
+                self.value_operand_as(c, i, imm, out)?;
                 out.push(Op::Mul);
+            }
+            (Opcode::Mul, [_, a, c]) if wide && bits == 64 => {
+                let (w, k) = if unsigned { (Imm::U32, false) } else { (Imm::S32, true) };
+                self.value_operand_as(a, i, w, out)?;
+                out.push(Op::Wide { signed: k });
+                self.value_operand_as(c, i, w, out)?;
+                out.push(Op::Wide { signed: k });
+                out.push(Op::Mul);
+            }
+            (Opcode::Mul, [_, a, c]) if inst.has(b, Flag::HiHalf) && bits == 32 && unsigned => {
+                self.value_operand_as(a, i, Imm::U32, out)?;
+                self.value_operand_as(c, i, Imm::U32, out)?;
+                out.push(Op::MulHi);
             }
             (Opcode::Mad, [_, a, c, d]) if inst.has(b, Flag::LoHalf) => {
-                self.value_operand(a, i, out)?;
-                self.value_operand(c, i, out)?;
+                self.value_operand_as(a, i, imm, out)?;
+                self.value_operand_as(c, i, imm, out)?;
                 out.push(Op::Mul);
-                self.value_operand(d, i, out)?;
+                self.value_operand_as(d, i, imm, out)?;
                 out.push(Op::Add);
             }
-            (Opcode::Shl, [_, a, Operand::Imm(k)]) if (0..32).contains(k) => {
-                self.value_operand(a, i, out)?;
-                out.push(Op::Const(i64::from((1u32 << *k) as i32)));
+            (Opcode::Mad, [_, a, c, d]) if wide && bits == 64 => {
+                let (w, k) = if unsigned { (Imm::U32, false) } else { (Imm::S32, true) };
+                self.value_operand_as(a, i, w, out)?;
+                out.push(Op::Wide { signed: k });
+                self.value_operand_as(c, i, w, out)?;
+                out.push(Op::Wide { signed: k });
                 out.push(Op::Mul);
+                self.value_operand_as(d, i, Imm::B64, out)?;
+                out.push(Op::Add);
+            }
+            (Opcode::Shl, [_, a, Operand::Imm(k)]) if (0..i64::from(bits)).contains(k) => {
+                self.value_operand_as(a, i, imm, out)?;
+                out.push(Op::Const(if bits == 32 { i64::from((1u32 << *k) as i32) } else { (1u64 << *k) as i64 }));
+                out.push(Op::Mul);
+            }
+            // Logical shift right (`.u32`, `.b32`; not the arithmetic `.s32`).
+            (Opcode::Shr, [_, a, k]) if bits == 32 && unsigned => {
+                self.value_operand_as(a, i, Imm::U32, out)?;
+                self.value_operand_as(k, i, Imm::U32, out)?;
+                out.push(Op::Shr);
             }
             _ => return None,
         }
@@ -1039,7 +1296,7 @@ impl<'a> Forms<'a> {
         let index = match form.index {
             Some(i) => {
                 let below = self.below(i.def, i.signed, at);
-                Some(SpanIndex { value: self.value(i.def)?, signed: i.signed, scale: i.scale, below })
+                Some(SpanIndex { value: self.value(i.def)?, signed: i.signed, wide: false, scale: i.scale, below })
             }
             None => None,
         };
@@ -1138,6 +1395,40 @@ impl<'a> Forms<'a> {
         };
         Some((form, bytes))
     }
+
+    /// The bytes an access (at statement `at`) touches over a launch when
+    /// its address is `base + value` (a 64-bit `add` of a warp-uniform
+    /// base and a 64-bit offset [`Forms::value`] follows: several indices
+    /// with strides from parameters, remainders), which [`Form`] cannot
+    /// say.
+    fn offset_span(&mut self, inst: &Instruction, at: usize) -> Option<Span<Base, VarId>> {
+        let b = self.b;
+        let args = b.args(inst);
+        let (address, data) = match inst.op {
+            Opcode::Ld | Opcode::Atom => (args.get(1)?, args.first()?),
+            Opcode::St | Opcode::Red => (args.first()?, args.get(1)?),
+            _ => return None,
+        };
+        let n = match data {
+            Operand::Vector(l) => b.list(*l).len() as u64,
+            _ => 1,
+        };
+        let bytes = (u64::from(inst.ty(b)?.bits()) / 8).max(1) * n;
+        let (AddrBase::Reg(r), off) = address.address()? else { return None };
+        let i = self.reach(r, at)?;
+        let add = self.def(i)?;
+        let [_, x, y] = b.args(add) else { return None };
+        if add.op != Opcode::Add || add.ty(b)?.bits() != 64 {
+            return None;
+        }
+        let pure = |f: Option<Form>| f.filter(|f| f.index.is_none() && f.base != Base::None);
+        let (base, value) = match pure(self.operand_form(x, i)) {
+            Some(f) => (f, self.value64(y, i)?),
+            None => (pure(self.operand_form(y, i))?, self.value64(x, i)?),
+        };
+        let index = SpanIndex { value, signed: false, wide: true, scale: 1, below: None };
+        Some(Span { base: base.base, offset: base.offset.checked_add(off)?, index: Some(index), bytes })
+    }
 }
 
 /// What keeps two accesses' lanes apart, when something does: nothing
@@ -1210,7 +1501,10 @@ pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
                     // Only the kernel's own registers are followed.
                     let (form, bytes) =
                         if item == kernel { forms.access(inst, i).map_or((None, 0), |(f, n)| (Some(f), n)) } else { (None, 0) };
-                    let span = form.and_then(|f| forms.span(f, bytes, i));
+                    let span = match form.and_then(|f| forms.span(f, bytes, i)) {
+                        None if item == kernel => forms.offset_span(inst, i),
+                        span => span,
+                    };
                     accesses.push(Access { at, effect: e, once: item == kernel && !rep[i], form, bytes, span })
                 }
             }
@@ -1452,16 +1746,187 @@ mod tests {
     /// 32-bit parameters read from `ints` by variable id, and a launch of
     /// `grid` blocks of `block` threads.
     fn launch_holds(d: &Disjoint<Base, VarId>, p: u64, q: u64, ints: &[(VarId, u32)], grid: [u32; 3], block: [u32; 3]) -> bool {
+        let fields: Vec<(VarId, u32, u32)> = ints.iter().map(|&(v, x)| (v, 0, x)).collect();
+        launch_holds_fields(d, p, q, &fields, grid, block)
+    }
+
+    /// [`launch_holds`] with 32-bit parameters given as (parameter, byte
+    /// within it, value).
+    fn launch_holds_fields(d: &Disjoint<Base, VarId>, p: u64, q: u64, ints: &[(VarId, u32, u32)], grid: [u32; 3], block: [u32; 3]) -> bool {
         let base = |b: &Base| match b {
             Base::None => Some(0),
             Base::Param(0) => Some(p),
             Base::Param(1) => Some(q),
             _ => None,
         };
-        let param = |v: &VarId, signed: bool| {
-            ints.iter().find(|(w, _)| w == v).map(|&(_, x)| if signed { i64::from(x as i32) } else { i64::from(x) })
+        let param = |v: &VarId, field: u32, signed: bool| {
+            ints.iter().find(|(w, f, _)| w == v && *f == field).map(|&(_, _, x)| if signed { i64::from(x as i32) } else { i64::from(x) })
         };
         d.holds(&base, &param, grid, block)
+    }
+
+    /// CUDA's fast-division constants for a divisor (as llama.cpp's
+    /// `init_fastdiv_values` makes them): `(m, s)` with `s = ceil(log2
+    /// d)` and `m = floor(2^32 (2^s - d) / d) + 1`.
+    fn magic(d: u32) -> (u32, u32) {
+        let s = 32 - (d - 1).leading_zeros();
+        let m = ((1u64 << 32) * ((1u64 << s) - u64::from(d)) / u64::from(d) + 1) as u32;
+        (m, s)
+    }
+
+    /// The quotient the PTX computes: `(mul.hi.u32(x, m) + x) >> s` in
+    /// 32-bit registers.
+    fn fast_quotient(x: u32, m: u32, s: u32) -> u32 {
+        let hi = ((u64::from(x) * u64::from(m)) >> 32) as u32;
+        hi.wrapping_add(x).wrapping_shr(s)
+    }
+
+    #[test]
+    fn fast_division_is_exact_only_when_proved() {
+        // Soundness: wherever the check says exact, every x up to the top
+        // divides exactly (all small constant triples, every x).
+        let mut accepted = 0;
+        for d in 1u32..=40 {
+            for s in 0u32..=7 {
+                for m in (0u32..=600).chain([u32::MAX / 3, u32::MAX / 2, u32::MAX - 1, u32::MAX]) {
+                    for top in [0u32, 1, 7, 50, 300, 2000] {
+                        if fast_division_exact(i128::from(m), i128::from(s), i128::from(d), i128::from(top)) {
+                            accepted += 1;
+                            for x in 0..=top {
+                                assert_eq!(fast_quotient(x, m, s), x / d, "x {x} m {m} s {s} d {d}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(accepted > 1000, "{accepted}");
+        // llama.cpp's constants pass for the indices its kernels divide
+        // (below 2^31), and fail where the 32-bit sum wraps.
+        for d in [1u32, 2, 3, 7, 64, 4096, 5120, 151_936, (1 << 31) - 1] {
+            let (m, s) = magic(d);
+            assert!(fast_division_exact(i128::from(m), i128::from(s), i128::from(d), (1 << 31) - 1), "d {d}");
+            for x in [0u32, 1, d - 1, d, d.wrapping_mul(3).min((1 << 31) - 1), (1 << 31) - 1] {
+                assert_eq!(fast_quotient(x, m, s), x / d);
+            }
+        }
+        let (m, s) = magic(7);
+        assert!(!fast_division_exact(i128::from(m), i128::from(s), 7, u32::MAX.into()), "the sum wraps near 2^32");
+        // Constants of another divisor, or one too small, are refused.
+        let (m5, s5) = magic(5);
+        assert!(!fast_division_exact(i128::from(m5), i128::from(s5), 7, 1000));
+        assert!(!fast_division_exact(i128::from(m - 1), i128::from(s), 7, 1000));
+        assert!(!fast_division_exact(i128::from(m), i128::from(s), 0, 1000));
+        assert!(!fast_division_exact(i128::from(m), 32, 7, 1000));
+    }
+
+    #[test]
+    fn remainder_ranges_match_every_thread() {
+        // x = %tid.x, its remainder by d (constants from the parameter
+        // `p`'s fields), over one block of n threads: the interval is
+        // exactly the remainders' (or [0, d) when x crosses a multiple).
+        let prog = vec![
+            Op::Special(Launch::Tid, 0),
+            Op::Field { at: 0u32, field: 0, signed: false },
+            Op::Field { at: 0, field: 4, signed: false },
+            Op::Field { at: 0, field: 8, signed: false },
+            Op::Rem,
+        ];
+        for d in [1u32, 3, 7, 32, 100] {
+            let (m, s) = magic(d);
+            let fields = [m, s, d];
+            let param = |_: &u32, field: u32, _: bool| fields.get(field as usize / 4).map(|&x| i64::from(x));
+            for n in [1u32, 2, 5, 31, 64, 300] {
+                let (lo, hi) = value_range(&prog, &param, [1, 1, 1], [n, 1, 1]).expect("bounded");
+                let rems: Vec<u32> = (0..n).map(|x| x - fast_quotient(x, m, s) * d).collect();
+                let (min, max) = (*rems.iter().min().unwrap_or(&0), *rems.iter().max().unwrap_or(&0));
+                assert!(lo <= i128::from(min) && i128::from(max) <= hi && hi < i128::from(d), "d {d} n {n}: {lo}..{hi}");
+            }
+            // The constants of another divisor prove nothing.
+            let wrong = [magic(d + 1).0, magic(d + 1).1, d];
+            let param = |_: &u32, field: u32, _: bool| wrong.get(field as usize / 4).map(|&x| i64::from(x));
+            if d > 1 {
+                assert_eq!(value_range(&prog, &param, [1, 1, 1], [300, 1, 1]), None, "d {d}");
+            }
+        }
+        // A multiply-high and shift on their own are exact intervals.
+        let (m, s) = magic(12);
+        let q = vec![
+            Op::Special(Launch::Tid, 0),
+            Op::Const(i64::from(m)),
+            Op::MulHi,
+            Op::Special(Launch::Tid, 0),
+            Op::Add,
+            Op::Const(i64::from(s)),
+            Op::Shr,
+        ];
+        let none = |_: &u32, _: u32, _: bool| None;
+        assert_eq!(value_range(&q, &none, [1, 1, 1], [100, 1, 1]), Some((0, 99 / 12)));
+        // Past 2^32 a 32-bit register is not the exact value.
+        let big = vec![Op::Const(1 << 32), Op::Const(3), Op::MulHi];
+        assert_eq!(value_range(&big, &none, [1, 1, 1], [1, 1, 1]), None);
+        let neg = vec![Op::Const(-1), Op::Wide { signed: false }];
+        assert_eq!(value_range(&neg, &none, [1, 1, 1], [1, 1, 1]), None);
+        assert_eq!(value_range(&[Op::Const(-1), Op::Wide { signed: true }], &none, [1, 1, 1], [1, 1, 1]), Some((-1, -1)));
+    }
+
+    /// A kernel unravelling `i = blockIdx.x * blockDim.x + threadIdx.x`
+    /// into `(i / d, i % d)` with fast-division constants from the `uint3`
+    /// parameter `c` (`m`, `s`, `d`) and `REM` as the remainder's
+    /// computation (`%r9`, from the quotient `%r8`), then `dst[(i / d) *
+    /// stride + i % d] = src[i % d]` (f32; `dst`, `src` and `stride` as
+    /// parameters, the address a 64-bit sum).
+    fn unravel_kernel(rem: &str) -> String {
+        format!(
+            ".visible .entry k(.param .u64 dst, .param .u64 src, .param .align 4 .b8 c[12], .param .u32 stride)\n{{\n\
+             .reg .pred %p<4>;\n.reg .b32 %r<16>;\n.reg .f32 %f<4>;\n.reg .b64 %rd<16>;\n\
+             ld.param.u64 %rd1, [dst];\nld.param.u64 %rd2, [src];\nld.param.u32 %r1, [c];\nld.param.u32 %r2, [c+4];\n\
+             ld.param.u32 %r3, [c+8];\nld.param.u32 %r4, [stride];\nmov.u32 %r5, %ctaid.x;\nmov.u32 %r6, %ntid.x;\n\
+             mov.u32 %r7, %tid.x;\nmad.lo.s32 %r10, %r5, %r6, %r7;\nmul.hi.u32 %r11, %r10, %r1;\nadd.s32 %r12, %r11, %r10;\n\
+             shr.u32 %r8, %r12, %r2;\n{rem}\nmul.wide.u32 %rd3, %r8, %r4;\ncvt.u64.u32 %rd4, %r9;\nadd.s64 %rd5, %rd3, %rd4;\n\
+             shl.b64 %rd6, %rd5, 2;\ncvta.to.global.u64 %rd7, %rd1;\nadd.s64 %rd8, %rd7, %rd6;\nmul.wide.u32 %rd9, %r9, 4;\n\
+             cvta.to.global.u64 %rd10, %rd2;\nadd.s64 %rd11, %rd10, %rd9;\nld.global.f32 %f1, [%rd11];\nst.global.f32 [%rd8], %f1;\n\
+             ret;\n}}\n"
+        )
+    }
+
+    const REMAINDER: &str = "mul.lo.s32 %r13, %r8, %r3;\nsub.s32 %r9, %r10, %r13;";
+
+    #[test]
+    fn unravelled_indices_get_launch_ranges() {
+        let d = only_disjoint(&verdict(&unravel_kernel(REMAINDER)));
+        // The parameters: dst 0, src 1, c 2 (m, s, d), stride 3.
+        let launch = |dst: u64, src: u64, div: u32, constants: (u32, u32), stride: u32, grid: u32| {
+            let (m, s) = constants;
+            launch_holds_fields(&d, dst, src, &[(2, 0, m), (2, 4, s), (2, 8, div), (3, 0, stride)], [grid, 1, 1], [128, 1, 1])
+        };
+        // 4 blocks of 128: i < 512, rows of 60 (i % 60 < 60, i / 60 <= 8),
+        // dst rows 100 elements apart: dst's bytes [0, 4 * (8 * 100 + 60)),
+        // src's [0, 240).
+        let p = 0x10_0000u64;
+        let dst_bytes = 4 * (8 * 100 + 60);
+        assert!(launch(p, p + dst_bytes, 60, magic(60), 100, 4), "src right after dst");
+        assert!(!launch(p, p + dst_bytes - 4, 60, magic(60), 100, 4), "src's first element in dst's last row");
+        assert!(launch(p + 240, p, 60, magic(60), 100, 4), "dst right after src");
+        assert!(!launch(p + 236, p, 60, magic(60), 100, 4), "one element of overlap");
+        assert!(!launch(p, p + dst_bytes, 60, magic(61), 100, 4), "constants of another divisor");
+        assert!(!launch(p, p + dst_bytes, 60, (magic(60).0 - 1, magic(60).1), 100, 4), "a multiplier too small");
+        assert!(!launch(p, p + dst_bytes, 60, magic(60), 100, 5), "one more block reaches src");
+        // Rows of 64: the shift alone divides, and the ranges shrink.
+        assert!(launch(p, p + 4 * (7 * 100 + 64), 64, magic(64), 100, 4));
+        assert!(!launch(p, p + 4 * (7 * 100 + 64) - 4, 64, magic(64), 100, 4));
+        // The same kernel through a plain 64-bit sum of an unrelated
+        // register gives no remainder: `x - q * d` with `x` another value
+        // than the quotient's (here `i + 1`) ranges below 0, and the
+        // launch check fails.
+        let other = "add.s32 %r14, %r10, 1;\nmul.lo.s32 %r13, %r8, %r3;\nsub.s32 %r9, %r14, %r13;";
+        let d2 = only_disjoint(&verdict(&unravel_kernel(other)));
+        let (m, s) = magic(60);
+        let f = [(2, 0, m), (2, 4, s), (2, 8, 60), (3, 0, 100)];
+        assert!(!launch_holds_fields(&d2, p, p + (1 << 30), &f, [4, 1, 1], [128, 1, 1]));
+        // An arithmetic shift (`shr.s32`) is no fast division.
+        let arith = unravel_kernel(REMAINDER).replace("shr.u32 %r8", "shr.s32 %r8");
+        assert_eq!(kind(&verdict(&arith)), Some(ExchangeKind::GlobalPair));
     }
 
     /// The one launch-range condition of a kernel's verdict.
@@ -1488,7 +1953,7 @@ mod tests {
         let span = |base, scale, bytes| Span {
             base,
             offset: 0,
-            index: Some(SpanIndex { value: idx.clone(), signed: true, scale, below: None }),
+            index: Some(SpanIndex { value: idx.clone(), signed: true, wide: false, scale, below: None }),
             bytes,
         };
         assert_eq!(d, Disjoint { a: span(P, 8, 8), b: span(Q, 4, 4) });
@@ -1511,7 +1976,7 @@ mod tests {
         // Addresses that would wrap around 2^64.
         assert!(!launch_holds(&d, u64::MAX - 4096, p, &[], g, b));
         // An unknown base fails.
-        assert!(!d.holds(&|_| None, &|_, _| None, g, b));
+        assert!(!d.holds(&|_| None, &|_, _, _| None, g, b));
     }
 
     #[test]
@@ -1626,7 +2091,8 @@ mod tests {
     #[test]
     fn indices_the_range_cannot_bound_exchange() {
         for (index, why) in [
-            ("shr.u32 %r2, %r1, 1;", "a shift right is not a ring operation"),
+            ("shr.s32 %r2, %r1, 1;", "an arithmetic shift right is not followed"),
+            ("mul.hi.s32 %r2, %r1, 7;", "nor a signed multiply-high"),
             ("add.sat.s32 %r2, %r1, 1;", "saturation"),
             ("ld.global.u32 %r2, [%rd5+1024];", "an index read from memory"),
             ("mov.u32 %r2, %laneid;", "a special register outside the launch's shape"),
@@ -1636,6 +2102,14 @@ mod tests {
             )));
             assert_eq!(kind(&v), Some(ExchangeKind::GlobalPair), "{why}");
         }
+        // A logical shift right is followed (exact on values in [0, 2^32)).
+        let v = verdict(&kernel(
+            "shr.u32 %r2, %r1, 1;\nmul.wide.u32 %rd6, %r2, 8;\nadd.s64 %rd7, %rd1, %rd6;\nld.global.u32 %r3, [%rd5];\nst.global.u64 [%rd7], %rd6;",
+        ));
+        let d = only_disjoint(&v);
+        // 64 threads: p's bytes [0, 8 * 32), q's [0, 4 * 64).
+        assert!(launch_holds(&d, 0x1000, 0x1000 + 256, &[], [1, 1, 1], [64, 1, 1]));
+        assert!(!launch_holds(&d, 0x1000, 0x1000 + 248, &[], [1, 1, 1], [64, 1, 1]));
     }
 
     #[test]

@@ -92,7 +92,7 @@ fn put_span(w: &mut Vec<u8>, s: &compiler::lockstep::Span<compiler::GuardBase, u
         w.extend_from_slice(&0u32.to_le_bytes());
         return;
     };
-    w.extend_from_slice(&(1 | (ix.signed as u32) << 1).to_le_bytes());
+    w.extend_from_slice(&(1 | (ix.signed as u32) << 1 | (ix.wide as u32) << 2).to_le_bytes());
     w.extend_from_slice(&ix.scale.to_le_bytes());
     put_ops(w, &ix.value);
     match &ix.below {
@@ -123,6 +123,11 @@ fn put_ops(w: &mut Vec<u8>, ops: &[compiler::lockstep::Op<u32>]) {
             Op::Add => (4, 0),
             Op::Sub => (5, 0),
             Op::Mul => (6, 0),
+            Op::Field { at, field, signed } => (7 + signed as u32, u64::from(at) | u64::from(field) << 32),
+            Op::Wide { signed } => (9 + signed as u32, 0),
+            Op::MulHi => (11, 0),
+            Op::Shr => (12, 0),
+            Op::Rem => (13, 0),
         };
         w.extend_from_slice(&tag.to_le_bytes());
         w.extend_from_slice(&x.to_le_bytes());
@@ -145,7 +150,7 @@ fn read_span(r: &mut Reader) -> Option<compiler::lockstep::Span<compiler::GuardB
         k @ (1 | 2) => Some((read_ops(r)?, k == 2)),
         _ => return None,
     };
-    Some(Span { base, offset, index: Some(SpanIndex { value, signed: flags & 2 != 0, scale, below }), bytes })
+    Some(Span { base, offset, index: Some(SpanIndex { value, signed: flags & 2 != 0, wide: flags & 4 != 0, scale, below }), bytes })
 }
 
 fn read_ops(r: &mut Reader) -> Option<Vec<compiler::lockstep::Op<u32>>> {
@@ -170,6 +175,11 @@ fn read_ops(r: &mut Reader) -> Option<Vec<compiler::lockstep::Op<u32>>> {
             4 => Op::Add,
             5 => Op::Sub,
             6 => Op::Mul,
+            7 | 8 => Op::Field { at: x as u32, field: (x >> 32) as u32, signed: tag == 8 },
+            9 | 10 => Op::Wide { signed: tag == 10 },
+            11 => Op::MulHi,
+            12 => Op::Shr,
+            13 => Op::Rem,
             _ => return None,
         });
     }
@@ -333,8 +343,17 @@ mod tests {
                                     compiler::lockstep::Op::Sub,
                                     compiler::lockstep::Op::Const(-3),
                                     compiler::lockstep::Op::Mul,
+                                    compiler::lockstep::Op::Field { at: 16, field: 8, signed: false },
+                                    compiler::lockstep::Op::Field { at: 16, field: 4, signed: true },
+                                    compiler::lockstep::Op::MulHi,
+                                    compiler::lockstep::Op::Const(3),
+                                    compiler::lockstep::Op::Shr,
+                                    compiler::lockstep::Op::Wide { signed: false },
+                                    compiler::lockstep::Op::Wide { signed: true },
+                                    compiler::lockstep::Op::Rem,
                                 ],
                                 signed: true,
+                                wide: true,
                                 scale: -4,
                                 below: Some((vec![compiler::lockstep::Op::Param { at: 12, signed: false }], true)),
                             }),
