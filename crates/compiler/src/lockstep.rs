@@ -1415,19 +1415,67 @@ impl<'a> Forms<'a> {
         };
         let bytes = (u64::from(inst.ty(b)?.bits()) / 8).max(1) * n;
         let (AddrBase::Reg(r), off) = address.address()? else { return None };
-        let i = self.reach(r, at)?;
-        let add = self.def(i)?;
-        let [_, x, y] = b.args(add) else { return None };
-        if add.op != Opcode::Add || add.ty(b)?.bits() != 64 {
-            return None;
-        }
-        let pure = |f: Option<Form>| f.filter(|f| f.index.is_none() && f.base != Base::None);
-        let (base, value) = match pure(self.operand_form(x, i)) {
-            Some(f) => (f, self.value64(y, i)?),
-            None => (pure(self.operand_form(y, i))?, self.value64(x, i)?),
-        };
+        let (base, value) = self.base_plus_offset(&Operand::Reg(r), at, at, 0)?;
         let index = SpanIndex { value, signed: false, wide: true, scale: 1, below: None };
         Some(Span { base: base.base, offset: base.offset.checked_add(off)?, index: Some(index), bytes })
+    }
+
+    /// A 64-bit operand read at statement `read` as a warp-uniform base
+    /// plus a 64-bit offset [`Forms::value`] follows, for the access at
+    /// statement `access`: sums (`add.s64`) of the two, and a `selp`
+    /// whose predicate's exit the access's straight-line code passed.
+    fn base_plus_offset(&mut self, op: &Operand, read: usize, access: usize, depth: u32) -> Option<(Form, Vec<Op<VarId>>)> {
+        if depth > 8 {
+            return None;
+        }
+        if let Some(f) = self.operand_form(op, read).filter(|f| f.index.is_none() && f.base != Base::None) {
+            return Some((f, vec![Op::Const(0)]));
+        }
+        let Operand::Reg(r) = *op else { return None };
+        let i = self.reach(r, read)?;
+        let inst = self.def(i)?;
+        let b = self.b;
+        match (inst.op, b.args(inst)) {
+            (Opcode::Add, [_, x, y]) if inst.ty(b)?.bits() == 64 => {
+                let (base, mut value, other) = match self.base_plus_offset(x, i, access, depth + 1) {
+                    Some((f, v)) => (f, v, y),
+                    None => {
+                        let (f, v) = self.base_plus_offset(y, i, access, depth + 1)?;
+                        (f, v, x)
+                    }
+                };
+                value.extend(self.value64(other, i)?);
+                value.push(Op::Add);
+                (value.len() <= MAX_VALUE_OPS).then_some((base, value))
+            }
+            (Opcode::Selp, [_, x, y, p]) => {
+                let chosen = if self.exit_passed(p, i, access)? { y } else { x };
+                self.base_plus_offset(chosen, i, access, depth + 1)
+            }
+            _ => None,
+        }
+    }
+
+    /// For the predicate `p` read at statement `at`, in the straight-line
+    /// code of statement `access`: whether that code passed a branch,
+    /// `ret` or `exit` before `access` guarded by the same write of `p`,
+    /// so that `p` is known wherever `access` runs: `Some(true)` when the
+    /// exit is taken on `p` (so `p` was false), `Some(false)` when on
+    /// `!p`. (One straight-line stretch: every run of `access` ran the
+    /// exit and `at` just before, with no other write of `p` between.)
+    fn exit_passed(&self, p: &Operand, at: usize, access: usize) -> Option<bool> {
+        let Operand::Reg(pr) = *p else { return None };
+        let w = self.reach(pr, at)?;
+        let start = *self.region.get(access)?;
+        if *self.region.get(at)? != start || at > access {
+            return None;
+        }
+        (start..access).find_map(|j| match self.b.statements.get(j) {
+            Some(Statement::Instruction(inst)) if matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit) => {
+                inst.guard.filter(|g| g.reg == pr && self.reach(pr, j) == Some(w)).map(|g| !g.negate)
+            }
+            _ => None,
+        })
     }
 }
 
@@ -1891,6 +1939,31 @@ mod tests {
     }
 
     const REMAINDER: &str = "mul.lo.s32 %r13, %r8, %r3;\nsub.s32 %r9, %r10, %r13;";
+
+    #[test]
+    fn a_select_the_access_passed_the_exit_of_picks_its_operand() {
+        // `src ? src + i % d : 0`, the access skipped when `src` is null
+        // (llama.cpp's optional operands).
+        let with = |exit: &str| {
+            unravel_kernel(REMAINDER)
+                .replace(
+                    "add.s64 %rd11, %rd10, %rd9;",
+                    &format!("setp.eq.s64 %p1, %rd2, 0;\nselp.b64 %rd12, 0, %rd10, %p1;\n{exit}add.s64 %rd11, %rd12, %rd9;"),
+                )
+                .replace("ret;\n}", "$L__done:\nret;\n}")
+        };
+        let d = only_disjoint(&verdict(&with("@%p1 bra $L__done;\n")));
+        let (m, s) = magic(60);
+        let f = [(2, 0, m), (2, 4, s), (2, 8, 60), (3, 0, 100)];
+        let p = 0x10_0000u64;
+        assert!(launch_holds_fields(&d, p, p + 4 * 860, &f, [4, 1, 1], [128, 1, 1]));
+        assert!(!launch_holds_fields(&d, p, p + 4 * 859, &f, [4, 1, 1], [128, 1, 1]));
+        // Without the exit, or with it taken on the other value, the
+        // select may give 0: not followed.
+        for exit in ["", "@!%p1 bra $L__done;\n"] {
+            assert_eq!(kind(&verdict(&with(exit))), Some(ExchangeKind::GlobalPair), "{exit:?}");
+        }
+    }
 
     #[test]
     fn unravelled_indices_get_launch_ranges() {
