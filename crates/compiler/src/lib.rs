@@ -199,6 +199,9 @@ pub struct LaunchGuard {
     /// Pairs of accesses whose bytes over the whole launch must not
     /// overlap (`lockstep::Disjoint`; 32-bit parameters by byte offset).
     pub disjoint: Vec<lockstep::Disjoint<GuardBase, u32>>,
+    /// Stores in loops whose threads must write disjoint bytes
+    /// (`lockstep::Injective`; 32-bit parameters by byte offset).
+    pub injective: Vec<lockstep::Injective<GuardBase, u32>>,
 }
 
 /// `(a + a_offset) - (b + b_offset)` must be 0 (when `equal`), or at least
@@ -253,6 +256,9 @@ impl LaunchGuard {
         };
         let address = |b: &GuardBase| base(b).map(|a| a as u64);
         if !self.disjoint.iter().all(|d| d.holds(&address, &param32, grid, block)) {
+            return false;
+        }
+        if !self.injective.iter().all(|d| d.holds(&address, &param32, grid, block)) {
             return false;
         }
         self.apart.iter().all(|ap| {
@@ -598,7 +604,7 @@ mod launch_guard_tests {
         // apart and 128 bytes away from a 2^34 wrap.
         let apart =
             GuardApart { a: GuardBase::Param(8), a_offset: 0, b: GuardBase::Param(0), b_offset: 0, equal: true, min: 128, wrap: 1 << 34 };
-        let g = LaunchGuard { one_dimensional: true, apart: vec![apart], disjoint: vec![] };
+        let g = LaunchGuard { one_dimensional: true, apart: vec![apart], disjoint: vec![], injective: vec![] };
         let none = |_: &str| None;
         assert!(g.holds(&params(0x1000, 0x1000), [1, 1, 1], [256, 1, 1], &none), "the same array");
         assert!(g.holds(&params(0x1000, 0x1080), [1, 1, 1], [256, 1, 1], &none), "128 bytes apart");
@@ -618,7 +624,7 @@ mod launch_guard_tests {
             min: 256,
             wrap: 0,
         };
-        let g = LaunchGuard { one_dimensional: false, apart: vec![apart], disjoint: vec![] };
+        let g = LaunchGuard { one_dimensional: false, apart: vec![apart], disjoint: vec![], injective: vec![] };
         let at = |a: u64| move |n: &str| (n == "table").then_some(a);
         assert!(g.holds(&params(0x1000, 0), [1, 1, 1], [16, 2, 1], &at(0x1000 + 128)), "(t + 64) - (p - 64) = 256");
         assert!(!g.holds(&params(0x1000, 0), [1, 1, 1], [16, 2, 1], &at(0x1000 + 127)), "255 apart");
@@ -640,7 +646,7 @@ mod launch_guard_tests {
             index: Some(SpanIndex { value: index.clone(), signed: true, wide: false, scale, below: below.clone() }),
             bytes: scale as u64,
         };
-        let g = LaunchGuard { one_dimensional: false, apart: vec![], disjoint: vec![Disjoint { a: span(0, 8), b: span(8, 4) }] };
+        let g = LaunchGuard { one_dimensional: false, apart: vec![], disjoint: vec![Disjoint { a: span(0, 8), b: span(8, 4) }], injective: vec![] };
         let mut p = params(0x10000, 0x10000 + 800);
         p.extend_from_slice(&100u32.to_le_bytes());
         let none = |_: &str| None;

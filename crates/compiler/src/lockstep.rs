@@ -148,6 +148,8 @@ pub struct Conditions {
     /// Pairs of accesses whose bytes over the whole launch must not
     /// overlap.
     pub disjoint: Vec<Disjoint<Base, VarId>>,
+    /// Stores in loops whose threads must write disjoint bytes.
+    pub injective: Vec<Injective<Base, VarId>>,
 }
 
 /// `d = (a + a_offset) - (b + b_offset)`, the distance between the same
@@ -246,6 +248,13 @@ pub enum Op<P> {
     /// the interval ([`fast_division_exact`]), the remainder is `x mod d`,
     /// in `[0, d)`; otherwise the computation fails.
     Rem,
+    /// A 32-bit register known to be below `b` (unsigned) where it is
+    /// read: pops `b`, pushes `[0, b)` (a loop counter bounded by its
+    /// loop's conditions, [`Forms::counter_bound`]); fails when `b` may
+    /// be 0. Unlike the other operations its value changes from one
+    /// iteration to the next: a computation with it bounds values, it
+    /// does not name one.
+    Under,
 }
 
 /// Whether `q(x) = floor((floor(x * m / 2^32) + x) / 2^s)`, computed in
@@ -296,6 +305,129 @@ pub struct SpanIndex<P> {
     pub below: Option<(Vec<Op<P>>, bool)>,
 }
 
+/// A store that may run several times per thread (in a loop) whose
+/// threads must never write the same byte (see "Stores in loops" in the
+/// module's notes): its address is `base + offset + sum of factor *
+/// stride * coordinate` over [`Term`]s, `bytes` wide.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Injective<B, P> {
+    pub base: B,
+    pub offset: i64,
+    pub bytes: u64,
+    pub terms: Vec<Term<P>>,
+    /// Launch extents that must be 1 (`Ntid` or `Nctaid`, dimension): the
+    /// parts of a thread's index no coordinate determines.
+    pub single: Vec<(Launch, u8)>,
+    /// Grid-stride counters' `(bound, step)`: `bound + step <= 2^32`, so a
+    /// counter below its bound never wraps when stepped.
+    pub nowrap: Vec<(Vec<Op<P>>, Vec<Op<P>>)>,
+}
+
+/// One term of an [`Injective`] address: a 32-bit coordinate (widened
+/// without sign; its computation bounds it) times a launch constant
+/// `stride` times `factor`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Term<P> {
+    pub coord: Vec<Op<P>>,
+    pub stride: Vec<Op<P>>,
+    pub factor: i64,
+}
+
+impl<B, P> Injective<B, P> {
+    /// Whether, for this launch, no two threads write the same byte: the
+    /// single extents are 1, the counters cannot wrap, each coordinate
+    /// lies in `[lo, hi]` within `[0, 2^32)` with an exact positive byte
+    /// stride `c`, and taken in increasing `c` each stride is at least
+    /// the bytes all smaller terms span (`bytes + sum of c * (hi - lo)`),
+    /// so distinct coordinate tuples give disjoint bytes; the addresses
+    /// must lie in `[0, 2^64)` (then the 64-bit registers are exact).
+    pub fn holds(
+        &self,
+        base: &dyn Fn(&B) -> Option<u64>,
+        param: &dyn Fn(&P, u32, bool) -> Option<i64>,
+        grid: [u32; 3],
+        block: [u32; 3],
+    ) -> bool {
+        self.check(base, param, grid, block).is_some()
+    }
+
+    fn check(
+        &self,
+        base: &dyn Fn(&B) -> Option<u64>,
+        param: &dyn Fn(&P, u32, bool) -> Option<i64>,
+        grid: [u32; 3],
+        block: [u32; 3],
+    ) -> Option<()> {
+        for &(l, d) in &self.single {
+            let n = match l {
+                Launch::Ntid => *block.get(d as usize)?,
+                Launch::Nctaid => *grid.get(d as usize)?,
+                _ => return None,
+            };
+            (n == 1).then_some(())?;
+        }
+        for (bound, step) in &self.nowrap {
+            let (b, s) = (value_range(bound, param, grid, block)?, value_range(step, param, grid, block)?);
+            (s.0 >= 1 && b.1 + s.1 <= 1 << 32).then_some(())?;
+        }
+        let mut start = i128::from(base(&self.base)?) + i128::from(self.offset);
+        let mut steps = Vec::with_capacity(self.terms.len());
+        for t in &self.terms {
+            let (lo, hi) = value_range(&t.coord, param, grid, block)?;
+            let (s0, s1) = value_range(&t.stride, param, grid, block)?;
+            (lo >= 0 && hi < 1 << 32 && s0 == s1).then_some(())?;
+            let c = s0.checked_mul(i128::from(t.factor))?;
+            (c.abs() <= RANGE_BOUND).then_some(())?;
+            start = start.checked_add(c.checked_mul(lo)?)?;
+            if hi > lo {
+                (c > 0).then_some(())?;
+                steps.push((c, hi - lo));
+            }
+        }
+        steps.sort();
+        let mut span = i128::from(self.bytes);
+        for (c, n) in steps {
+            (c >= span).then_some(())?;
+            span = span.checked_add(c.checked_mul(n)?)?;
+            (span <= 1 << 64).then_some(())?;
+        }
+        (start >= 0 && start + span <= 1 << 64).then_some(())
+    }
+
+    /// The same condition with bases and parameters named otherwise.
+    pub fn map<B2, P2>(&self, fb: &dyn Fn(&B) -> B2, fp: &dyn Fn(&P) -> P2) -> Injective<B2, P2> {
+        let ops = |v: &[Op<P>]| map_ops(v, fp);
+        Injective {
+            base: fb(&self.base),
+            offset: self.offset,
+            bytes: self.bytes,
+            terms: self.terms.iter().map(|t| Term { coord: ops(&t.coord), stride: ops(&t.stride), factor: t.factor }).collect(),
+            single: self.single.clone(),
+            nowrap: self.nowrap.iter().map(|(b, s)| (ops(b), ops(s))).collect(),
+        }
+    }
+}
+
+/// A computation with parameters named otherwise.
+pub fn map_ops<P, P2>(v: &[Op<P>], fp: &dyn Fn(&P) -> P2) -> Vec<Op<P2>> {
+    v.iter()
+        .map(|op| match op {
+            Op::Const(c) => Op::Const(*c),
+            Op::Param { at, signed } => Op::Param { at: fp(at), signed: *signed },
+            Op::Field { at, field, signed } => Op::Field { at: fp(at), field: *field, signed: *signed },
+            Op::Special(l, d) => Op::Special(*l, *d),
+            Op::Add => Op::Add,
+            Op::Sub => Op::Sub,
+            Op::Mul => Op::Mul,
+            Op::Wide { signed } => Op::Wide { signed: *signed },
+            Op::MulHi => Op::MulHi,
+            Op::Shr => Op::Shr,
+            Op::Rem => Op::Rem,
+            Op::Under => Op::Under,
+        })
+        .collect()
+}
+
 /// Two accesses whose bytes over the whole launch must not overlap (see
 /// "Launch ranges" in the module's notes).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -340,6 +472,10 @@ pub fn value_range<P>(ops: &[Op<P>], param: &dyn Fn(&P, u32, bool) -> Option<i64
             Op::Shr => {
                 let (k, x) = (stack.pop()?, stack.pop()?);
                 (u32s(x) && k.0 >= 0 && k.1 < 32).then_some((x.0 >> k.1, x.1 >> k.0))?
+            }
+            Op::Under => {
+                let b = stack.pop()?;
+                (b.0 >= 1 && b.1 <= 1 << 32).then_some((0, b.1 - 1))?
             }
             Op::Rem => {
                 let (d, s, m, x) = (stack.pop()?, stack.pop()?, stack.pop()?, stack.pop()?);
@@ -466,6 +602,7 @@ impl<B, P> Disjoint<B, P> {
                     Op::MulHi => Op::MulHi,
                     Op::Shr => Op::Shr,
                     Op::Rem => Op::Rem,
+                    Op::Under => Op::Under,
                 })
                 .collect()
         };
@@ -725,6 +862,9 @@ struct Access {
     /// The bytes it touches over a launch, when its index's computation
     /// is known.
     span: Option<Span<Base, VarId>>,
+    /// For a store: the condition keeping threads' bytes apart, when its
+    /// address decomposes ([`Forms::injective`]).
+    injective: Option<Injective<Base, VarId>>,
 }
 
 /// A lane's address: `base + scale * widen(index) + offset`, where `index`
@@ -1007,13 +1147,139 @@ impl<'a> Forms<'a> {
                 },
                 d,
             )),
-            Operand::Reg(r) => {
-                let i = self.reach(r, at)?;
-                out.extend(self.value(i)?)
-            }
+            Operand::Reg(r) => match self.reach(r, at) {
+                Some(i) => out.extend(self.value(i)?),
+                None => {
+                    out.extend(self.counter_bound(r, at)?);
+                    out.push(Op::Under);
+                }
+            },
             _ => return None,
         }
         (out.len() <= MAX_VALUE_OPS).then_some(())
+    }
+
+    /// A bound `b` (a computation of the launch alone) with `r < b`
+    /// (unsigned, 32 bits) wherever statement `at` reads `r`: `at`'s
+    /// straight-line code starts at a label, writes no `r` before `at`,
+    /// and every way into it keeps `r < b` — each branch to the label
+    /// is taken only when a comparison of `r`'s value there proves it,
+    /// and falling into the label from the code before passed an exit
+    /// that leaves unless it holds (a loop's entry check and back edge:
+    /// `for (i = ...; i < n; i += step)`).
+    fn counter_bound(&mut self, r: RegId, at: usize) -> Option<Vec<Op<VarId>>> {
+        let b = self.b;
+        if crate::affine::register_bits(self.f, b, r)? != 32 {
+            return None;
+        }
+        let head = *self.region.get(at)?;
+        let Some(Statement::Label(label)) = b.statements.get(head) else { return None };
+        let label = *label;
+        let writes = self.writes.get(r as usize)?.clone();
+        if writes.iter().any(|&w| w > head && w < at) {
+            return None;
+        }
+        let mut bound: Option<Vec<Op<VarId>>> = None;
+        let mut agree = |v: Vec<Op<VarId>>| -> bool {
+            if v.contains(&Op::Under) {
+                return false;
+            }
+            match &bound {
+                Some(x) => *x == v,
+                None => {
+                    bound = Some(v);
+                    true
+                }
+            }
+        };
+        for (j, st) in b.statements.iter().enumerate() {
+            let Statement::Instruction(inst) = st else { continue };
+            if inst.op == Opcode::Brx {
+                return None;
+            }
+            if inst.op != Opcode::Bra || !matches!(b.args(inst).first(), Some(Operand::Label(l)) if *l == label) {
+                continue;
+            }
+            // A branch to the label: taken only when its guard proves it.
+            let g = inst.guard?;
+            let v = self.implies(g.reg, j, !g.negate, r, j)?;
+            if !agree(v) {
+                return None;
+            }
+        }
+        // Falling into the label: the code before it must not, unless an
+        // exit in its straight-line code proves it.
+        let prev = (0..head).rev().find_map(|j| match b.statements.get(j) {
+            Some(Statement::Instruction(inst)) => Some((j, inst)),
+            _ => None,
+        });
+        if let Some((j, inst)) = prev {
+            let ends = inst.guard.is_none() && matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit);
+            if !ends {
+                let start = *self.region.get(j)?;
+                let found = (start..=j).rev().find_map(|k| match b.statements.get(k) {
+                    Some(Statement::Instruction(e)) if matches!(e.op, Opcode::Bra | Opcode::Ret | Opcode::Exit) => {
+                        let g = e.guard?;
+                        // No write of `r` between the exit and the label.
+                        if writes.iter().any(|&w| w >= k && w < head) {
+                            return None;
+                        }
+                        self.implies(g.reg, k, g.negate, r, k)
+                    }
+                    _ => None,
+                });
+                if !agree(found?) {
+                    return None;
+                }
+            }
+        } else {
+            return None;
+        }
+        bound
+    }
+
+    /// When predicate `p`, read at statement `at`, is `truth`: a bound `b`
+    /// with `r < b` (unsigned) for the value `r` holds at statement
+    /// `rat`, from a `setp` of 32-bit unsigned integers and `and.pred` /
+    /// `or.pred` of such.
+    fn implies(&mut self, p: RegId, at: usize, truth: bool, r: RegId, rat: usize) -> Option<Vec<Op<VarId>>> {
+        let k = self.reach(p, at)?;
+        let inst = self.def(k)?;
+        let b = self.b;
+        match (inst.op, b.args(inst)) {
+            (Opcode::And | Opcode::Or, [_, Operand::Reg(x), Operand::Reg(y)]) if inst.ty(b) == Some(Type::Pred) => {
+                // `and` true: both true; `or` false: both false.
+                if (inst.op == Opcode::And) != truth {
+                    return None;
+                }
+                let (x, y) = (*x, *y);
+                match self.implies(x, k, truth, r, rat) {
+                    Some(v) => Some(v),
+                    None => self.implies(y, k, truth, r, rat),
+                }
+            }
+            (Opcode::Setp, [_, x, y]) => {
+                let ty = inst.ty(b)?;
+                if ty.bits() != 32 || !ty.is_integer() || ty.is_signed() || ty.is_float() {
+                    return None;
+                }
+                // The comparison that holds, as `x CMP y`.
+                let cmp = match (inst.cmp(b)?, truth) {
+                    (CmpOp::Lt | CmpOp::Lo, true) | (CmpOp::Ge | CmpOp::Hs, false) => CmpOp::Lt,
+                    (CmpOp::Gt | CmpOp::Hi, true) | (CmpOp::Le | CmpOp::Ls, false) => CmpOp::Gt,
+                    _ => return None,
+                };
+                // `r < other`: `r` on the left of `<` or the right of `>`.
+                let (mine, other) = if cmp == CmpOp::Lt { (x, y) } else { (y, x) };
+                if !matches!(*mine, Operand::Reg(m) if m == r && self.same_value(r, k, rat)) {
+                    return None;
+                }
+                let mut v = Vec::new();
+                self.value_operand_as(other, k, Imm::U32, &mut v)?;
+                Some(v)
+            }
+            _ => None,
+        }
     }
 
     fn value_operand(&mut self, op: &Operand, at: usize, out: &mut Vec<Op<VarId>>) -> Option<()> {
@@ -1037,15 +1303,35 @@ impl<'a> Forms<'a> {
         (inst.op == op && inst.guard.is_none()).then_some((i, inst))
     }
 
-    /// Whether operand `o` read at `at` is register `x`'s write `xdef`.
-    fn is_write(&self, o: &Operand, at: usize, xdef: usize) -> bool {
-        matches!(*o, Operand::Reg(r) if self.reach(r, at) == Some(xdef))
+    /// Whether register `r` holds the same value at statements `a1` and
+    /// `a2`: one straight-line stretch with no write of `r` from the
+    /// earlier read up to the later, or the same write reaching both when
+    /// that write's value is a function of the launch alone (no
+    /// [`Op::Under`]; a loop runs such a write to the same value each
+    /// time).
+    fn same_value(&mut self, r: RegId, a1: usize, a2: usize) -> bool {
+        let (lo, hi) = (a1.min(a2), a1.max(a2));
+        let Some(w) = self.writes.get(r as usize) else { return false };
+        let straight = self.region.get(lo).is_some_and(|x| Some(x) == self.region.get(hi)) && !w.iter().any(|&p| p >= lo && p < hi);
+        if straight {
+            return true;
+        }
+        match (self.reach(r, a1), self.reach(r, a2)) {
+            (Some(x), Some(y)) if x == y => self.value(x).is_some_and(|v| !v.contains(&Op::Under)),
+            _ => false,
+        }
+    }
+
+    /// Whether operand `o` read at `at` is the value register `x.0` holds
+    /// at statement `x.1`.
+    fn is_write(&mut self, o: &Operand, at: usize, x: (RegId, usize)) -> bool {
+        matches!(*o, Operand::Reg(r) if r == x.0 && self.same_value(r, at, x.1))
     }
 
     /// `q`, read at `at`, as `(mul.hi.u32(x, m) + x) >> s` with `x` the
     /// write `xdef`: the multiplier and shift operands, each with the
     /// statement reading it.
-    fn fast_quotient(&self, q: &Operand, at: usize, xdef: usize) -> Option<[(Operand, usize); 2]> {
+    fn fast_quotient(&mut self, q: &Operand, at: usize, xdef: (RegId, usize)) -> Option<[(Operand, usize); 2]> {
         let u32_op = |inst: &Instruction| inst.ty(self.b).is_some_and(|t| t.bits() == 32 && t.is_integer() && !t.is_signed() && !t.is_float());
         let (si, shr) = self.def_of(q, at, Opcode::Shr)?;
         let [_, t, s] = self.b.args(shr) else { return None };
@@ -1083,7 +1369,7 @@ impl<'a> Forms<'a> {
     /// quotient of the same `x` ([`Op::Rem`]).
     fn remainder(&mut self, i: usize, x: &Operand, p: &Operand, out: &mut Vec<Op<VarId>>) -> Option<()> {
         let Operand::Reg(xr) = *x else { return None };
-        let xdef = self.reach(xr, i)?;
+        let xdef = (xr, i);
         let (mi, mul) = self.def_of(p, i, Opcode::Mul)?;
         if !mul.has(self.b, Flag::LoHalf) || mul.ty(self.b)?.bits() != 32 {
             return None;
@@ -1312,6 +1598,11 @@ impl<'a> Forms<'a> {
     /// that keeps the thread.
     fn below(&mut self, def: usize, signed: bool, at: usize) -> Option<(Vec<Op<VarId>>, bool)> {
         let b = self.b;
+        // A write whose value changes between runs (a loop counter's
+        // bound in it) may be compared in one run and used in another.
+        if self.value(def)?.contains(&Op::Under) {
+            return None;
+        }
         let start = *self.region.get(at)?;
         let (j, guard) = (start..at).rev().find_map(|j| match b.statements.get(j) {
             Some(Statement::Instruction(inst)) if matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit) => inst.guard.map(|g| (j, g)),
@@ -1420,6 +1711,160 @@ impl<'a> Forms<'a> {
         Some(Span { base: base.base, offset: base.offset.checked_add(off)?, index: Some(index), bytes })
     }
 
+    /// The condition under which no two threads write the same byte
+    /// through the store at statement `at`, however often each runs it:
+    /// its address is `base + sum of terms` ([`Forms::terms`]), and the
+    /// coordinates together determine the thread (a grid-stride counter
+    /// or a global index `ctaid.d * ntid.d + tid.d` determines `ctaid.d`
+    /// and `tid.d`; a fast-division remainder and quotient of the same
+    /// value determine that value; `%tid.d` or `%ctaid.d` alone itself);
+    /// the parts of the thread's index nothing determines must have
+    /// extent 1 at launch.
+    fn injective(&mut self, inst: &Instruction, at: usize) -> Option<Injective<Base, VarId>> {
+        let b = self.b;
+        let args = b.args(inst);
+        let (address, data) = match inst.op {
+            Opcode::St => (args.first()?, args.get(1)?),
+            _ => return None,
+        };
+        let n = match data {
+            Operand::Vector(l) => b.list(*l).len() as u64,
+            _ => 1,
+        };
+        let bytes = (u64::from(inst.ty(b)?.bits()) / 8).max(1) * n;
+        let (AddrBase::Reg(r), off) = address.address()? else { return None };
+        let i = self.reach(r, at)?;
+        let add = self.def(i)?;
+        let [_, x, y] = b.args(add) else { return None };
+        if add.op != Opcode::Add || add.ty(b)?.bits() != 64 {
+            return None;
+        }
+        let pure = |f: Option<Form>| f.filter(|f| f.index.is_none() && f.base != Base::None);
+        let (base, rest) = match pure(self.operand_form(x, i)) {
+            Some(f) => (f, y),
+            None => (pure(self.operand_form(y, i))?, x),
+        };
+        let mut raw = Vec::new();
+        self.terms(rest, i, 1, &mut raw, 0)?;
+        let mut known: Vec<(Launch, u8)> = Vec::new();
+        let mut nowrap = Vec::new();
+        let mut terms = Vec::new();
+        let programs: Vec<Vec<Op<VarId>>> = raw.iter().map(|t| t.coord.clone()).collect();
+        for t in &raw {
+            match self.counter(t.reg, t.read) {
+                Some((d, bound, step)) => {
+                    known.extend([(Launch::Ctaid, d), (Launch::Tid, d)]);
+                    nowrap.push((bound, step));
+                }
+                None => {
+                    if let Some(d) = global_index(&t.coord) {
+                        known.extend([(Launch::Ctaid, d), (Launch::Tid, d)]);
+                    } else if let [Op::Special(l @ (Launch::Tid | Launch::Ctaid), d)] = t.coord[..] {
+                        known.push((l, d));
+                    } else if let Some(d) = divided(&t.coord, &programs) {
+                        known.extend([(Launch::Ctaid, d), (Launch::Tid, d)]);
+                    }
+                }
+            }
+            terms.push(Term { coord: t.coord.clone(), stride: t.stride.clone(), factor: t.factor });
+        }
+        let mut single = Vec::new();
+        for d in 0..3u8 {
+            if !known.contains(&(Launch::Tid, d)) {
+                single.push((Launch::Ntid, d));
+            }
+            if !known.contains(&(Launch::Ctaid, d)) {
+                single.push((Launch::Nctaid, d));
+            }
+        }
+        Some(Injective { base: base.base, offset: base.offset.checked_add(off)?, bytes, terms, single, nowrap })
+    }
+
+    /// The terms of a 64-bit offset read at statement `read`, times
+    /// `factor`: sums (`add.s64`), shifts left by constants, and 32-bit
+    /// coordinates widened without sign (`cvt.u64.u32`, stride 1) or
+    /// multiplied by a launch constant (`mul.wide.u32`).
+    fn terms(&mut self, op: &Operand, read: usize, factor: i64, out: &mut Vec<RawTerm>, depth: u32) -> Option<()> {
+        let Operand::Reg(r) = *op else { return None };
+        (depth <= 16 && out.len() <= 16).then_some(())?;
+        let i = self.reach(r, read)?;
+        let inst = self.def(i)?;
+        let b = self.b;
+        let ty = inst.ty(b)?;
+        match (inst.op, b.args(inst)) {
+            (Opcode::Add, [_, x, y]) if ty.bits() == 64 && ty.is_integer() => {
+                self.terms(x, i, factor, out, depth + 1)?;
+                self.terms(y, i, factor, out, depth + 1)
+            }
+            (Opcode::Shl, [_, x, Operand::Imm(k)]) if ty.bits() == 64 && (0..32).contains(k) => {
+                self.terms(x, i, factor.checked_mul(1 << *k)?, out, depth + 1)
+            }
+            (Opcode::Cvt, [_, x]) => {
+                let mut types = inst.types(b);
+                let (dst, src) = (types.next()?, types.next()?);
+                (dst == Type::U64 && src == Type::U32 && inst.rounding(b).is_none()).then_some(())?;
+                let Operand::Reg(xr) = *x else { return None };
+                let mut coord = Vec::new();
+                self.value_operand_as(x, i, Imm::U32, &mut coord)?;
+                out.push(RawTerm { coord, stride: vec![Op::Const(1)], factor, reg: xr, read: i });
+                Some(())
+            }
+            (Opcode::Mul, [_, x, y]) if inst.has(b, Flag::Wide) && ty == Type::U32 => {
+                let constant = |v: &[Op<VarId>]| !v.iter().any(|o| matches!(o, Op::Special(Launch::Tid | Launch::Ctaid, _) | Op::Under));
+                let (mut vx, mut vy) = (Vec::new(), Vec::new());
+                self.value_operand_as(x, i, Imm::U32, &mut vx)?;
+                self.value_operand_as(y, i, Imm::U32, &mut vy)?;
+                let (coord, stride, reg) = if constant(&vy) {
+                    (vx, vy, x)
+                } else if constant(&vx) {
+                    (vy, vx, y)
+                } else {
+                    return None;
+                };
+                let Operand::Reg(reg) = *reg else { return None };
+                out.push(RawTerm { coord, stride, factor, reg, read: i });
+                Some(())
+            }
+            _ => None,
+        }
+    }
+
+    /// A grid-stride loop's counter `r` read at `at`: its dimension, the
+    /// bound of its values there and its step. `r` has two writes: before
+    /// the loop's label the global index of dimension `d` (`ctaid.d *
+    /// ntid.d + tid.d`, the start), and after `at` in `at`'s straight-line
+    /// code, the first write of `r` there, `r += ntid.d * nctaid.d` (so
+    /// each step follows a read below the bound: with `bound + step <=
+    /// 2^32` it never wraps, and every value is `start + k * step` with
+    /// `start` in `[0, step)`, which the value determines).
+    fn counter(&mut self, r: RegId, at: usize) -> Option<(u8, Vec<Op<VarId>>, Vec<Op<VarId>>)> {
+        if self.reach(r, at).is_some() {
+            return None;
+        }
+        let bound = self.counter_bound(r, at)?;
+        let head = *self.region.get(at)?;
+        let [w0, w1] = self.writes.get(r as usize)?[..] else { return None };
+        if w0 >= head || w1 <= at || self.region.get(w1) != Some(&head) {
+            return None;
+        }
+        let (start, step) = (self.def(w0)?, self.def(w1)?);
+        if start.guard.is_some() || step.guard.is_some() || step.op != Opcode::Add || step.has(self.b, Flag::Sat) {
+            return None;
+        }
+        let start = self.value(w0)?;
+        let d = global_index(&start)?;
+        let [_, x, y] = self.b.args(step) else { return None };
+        let other = match (x, y) {
+            (Operand::Reg(a), o) if *a == r => o,
+            (o, Operand::Reg(a)) if *a == r => o,
+            _ => return None,
+        };
+        let mut s = Vec::new();
+        self.value_operand(other, w1, &mut s)?;
+        let grid = |a, b| vec![Op::Special(a, d), Op::Special(b, d), Op::Mul];
+        (s == grid(Launch::Ntid, Launch::Nctaid) || s == grid(Launch::Nctaid, Launch::Ntid)).then_some((d, bound, s))
+    }
+
     /// A 64-bit operand read at statement `read` as a warp-uniform base
     /// plus a 64-bit offset [`Forms::value`] follows, for the access at
     /// statement `access`: sums (`add.s64`) of the two, and a `selp`
@@ -1477,6 +1922,57 @@ impl<'a> Forms<'a> {
             _ => None,
         })
     }
+}
+
+/// A term of a store's address as [`Forms::terms`] finds it: the
+/// coordinate's register and the statement reading it.
+struct RawTerm {
+    coord: Vec<Op<VarId>>,
+    stride: Vec<Op<VarId>>,
+    factor: i64,
+    reg: RegId,
+    read: usize,
+}
+
+/// The dimension `d` when `v` computes `ctaid.d * ntid.d + tid.d` (the
+/// factors in either order, or `tid.d` first).
+fn global_index(v: &[Op<VarId>]) -> Option<u8> {
+    let d = v.iter().find_map(|o| match o {
+        Op::Special(_, d) => Some(*d),
+        _ => None,
+    })?;
+    let (c, n, t) = (Op::Special(Launch::Ctaid, d), Op::Special(Launch::Ntid, d), Op::Special(Launch::Tid, d));
+    let forms = [
+        [c, n, Op::Mul, t, Op::Add],
+        [n, c, Op::Mul, t, Op::Add],
+        [t, c, n, Op::Mul, Op::Add],
+        [t, n, c, Op::Mul, Op::Add],
+    ];
+    forms.iter().any(|f| v == f).then_some(d)
+}
+
+/// The dimension of a global index `x` when `v` is `x`'s fast-division
+/// remainder and `others` holds its quotient by the same constants (or
+/// `v` the quotient and `others` the remainder): the two determine `x`.
+fn divided(v: &[Op<VarId>], others: &[Vec<Op<VarId>>]) -> Option<u8> {
+    // The remainder `[x, m, s, d, Rem]`, with `x` a global index (5 ops)
+    // and `m`, `s`, `d` one leaf each.
+    let quotients = |rem: &[Op<VarId>]| -> Option<(u8, Vec<Vec<Op<VarId>>>)> {
+        let [x @ .., m, s, _, Op::Rem] = rem else { return None };
+        let d = global_index(x)?;
+        let mut out = Vec::new();
+        for (a, b) in [(x.to_vec(), vec![*m]), (vec![*m], x.to_vec())] {
+            let hi: Vec<_> = a.iter().chain(&b).copied().chain([Op::MulHi]).collect();
+            for sum in [[hi.clone(), x.to_vec()].concat(), [x.to_vec(), hi.clone()].concat()] {
+                out.push([sum, vec![Op::Add, *s, Op::Shr]].concat());
+            }
+        }
+        Some((d, out))
+    };
+    if let Some((d, qs)) = quotients(v) {
+        return others.iter().any(|o| qs.contains(o)).then_some(d);
+    }
+    others.iter().find_map(|o| quotients(o).filter(|(_, qs)| qs.iter().any(|q| q == v)).map(|(d, _)| d))
 }
 
 /// What keeps two accesses' lanes apart, when something does: nothing
@@ -1553,7 +2049,9 @@ pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
                         None if item == kernel => forms.offset_span(inst, i),
                         span => span,
                     };
-                    accesses.push(Access { at, effect: e, once: item == kernel && !rep[i], form, bytes, span })
+                    let once = item == kernel && !rep[i];
+                    let injective = if item == kernel && !once { forms.injective(inst, i) } else { None };
+                    accesses.push(Access { at, effect: e, once, form, bytes, span, injective })
                 }
             }
         }
@@ -1588,6 +2086,16 @@ pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
                             conditions.disjoint.push(d);
                         }
                     }
+                    // A store in a loop: no two threads may write a byte
+                    // in common (each thread's own instances run in its
+                    // order either way).
+                    None if x.at == w.at && w.injective.is_some() => {
+                        if let Some(inj) = &w.injective {
+                            if !conditions.injective.contains(inj) {
+                                conditions.injective.push(inj.clone());
+                            }
+                        }
+                    }
                     None => {
                         let kind = if x.at == w.at { ExchangeKind::RepeatedWrite } else { ExchangeKind::GlobalPair };
                         let with = (x.at != w.at).then_some(x.at);
@@ -1597,7 +2105,7 @@ pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
             }
         }
     }
-    if !conditions.one_dimensional && conditions.apart.is_empty() && conditions.disjoint.is_empty() {
+    if !conditions.one_dimensional && conditions.apart.is_empty() && conditions.disjoint.is_empty() && conditions.injective.is_empty() {
         return Verdict::Independent("no shared memory, and no global memory a lane writes is read or written by another instruction");
     }
     Verdict::IndependentIf(conditions)
@@ -1939,6 +2447,121 @@ mod tests {
     }
 
     const REMAINDER: &str = "mul.lo.s32 %r13, %r8, %r3;\nsub.s32 %r9, %r10, %r13;";
+
+    /// `for (i = blockIdx.x * blockDim.x + threadIdx.x; i < n; STEP)
+    /// dst[i] = src[i];` (f32, unsigned 32-bit `i`; `STEP` the counter's
+    /// update, `%r7` = `blockDim.x * gridDim.x`).
+    fn grid_stride_kernel(step: &str) -> String {
+        format!(
+            ".visible .entry k(.param .u64 dst, .param .u64 src, .param .u32 n)\n{{\n.reg .pred %p<8>;\n.reg .b32 %r<16>;\n\
+             .reg .f32 %f<4>;\n.reg .b64 %rd<16>;\nld.param.u64 %rd1, [dst];\nld.param.u64 %rd2, [src];\nld.param.u32 %r1, [n];\n\
+             mov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\nmov.u32 %r4, %tid.x;\nmad.lo.s32 %r5, %r3, %r2, %r4;\n\
+             mov.u32 %r6, %nctaid.x;\nmul.lo.s32 %r7, %r3, %r6;\nsetp.ge.u32 %p1, %r5, %r1;\n@%p1 bra $L__done;\n\
+             cvta.to.global.u64 %rd3, %rd1;\ncvta.to.global.u64 %rd4, %rd2;\n$L__loop:\ncvt.u64.u32 %rd5, %r5;\n\
+             shl.b64 %rd6, %rd5, 2;\nadd.s64 %rd7, %rd4, %rd6;\nld.global.f32 %f1, [%rd7];\nadd.s64 %rd8, %rd3, %rd6;\n\
+             st.global.f32 [%rd8], %f1;\n{step}\nsetp.lt.u32 %p2, %r5, %r1;\n@%p2 bra $L__loop;\n$L__done:\nret;\n}}\n"
+        )
+    }
+
+    const GRID_STEP: &str = "add.s32 %r5, %r5, %r7;";
+
+    #[test]
+    fn grid_stride_loops_store_each_element_from_one_thread() {
+        let c = conditions(&verdict(&grid_stride_kernel(GRID_STEP)));
+        assert!(c.apart.is_empty() && !c.one_dimensional, "{c:?}");
+        assert_eq!((c.disjoint.len(), c.injective.len()), (1, 1), "{c:?}");
+        let holds = |dst: u64, src: u64, n: u32, grid: [u32; 3], block: [u32; 3]| {
+            let base = |b: &Base| match b {
+                Base::Param(0) => Some(dst),
+                Base::Param(1) => Some(src),
+                _ => None,
+            };
+            let param = |v: &VarId, field: u32, _: bool| (*v == 2 && field == 0).then_some(i64::from(n));
+            c.disjoint.iter().all(|d| d.holds(&base, &param, grid, block)) && c.injective.iter().all(|d| d.holds(&base, &param, grid, block))
+        };
+        let p = 0x10_0000u64;
+        let (g, b) = ([4, 1, 1], [128, 1, 1]);
+        // 1000 floats, 512 threads: every element from one thread.
+        assert!(holds(p, p + 4000, 1000, g, b), "src right after dst");
+        assert!(!holds(p, p + 3996, 1000, g, b), "one element of overlap");
+        // Rows of threads (y) or layers of blocks (z) would store the same
+        // elements: the index does not tell them apart.
+        assert!(!holds(p, p + 4000, 1000, g, [128, 2, 1]));
+        assert!(!holds(p, p + 4000, 1000, [4, 1, 2], b));
+        // A bound so close to 2^32 that a step could wrap the counter.
+        assert!(!holds(p, p + (1 << 40), u32::MAX - 100, g, b));
+        assert!(holds(p, p + (1 << 40), u32::MAX - 512, g, b));
+        // Stepping by one: every thread walks the same elements from its
+        // own start; only a launch of one thread keeps them apart.
+        let c1 = conditions(&verdict(&grid_stride_kernel("add.s32 %r5, %r5, 1;")));
+        let one = |grid: [u32; 3], block: [u32; 3]| {
+            let base = |b: &Base| match b {
+                Base::Param(0) => Some(p),
+                Base::Param(1) => Some(p + 4000),
+                _ => None,
+            };
+            let param = |v: &VarId, _: u32, _: bool| (*v == 2).then_some(1000);
+            c1.injective.iter().all(|d| d.holds(&base, &param, grid, block))
+        };
+        assert!(!c1.injective.is_empty());
+        assert!(!one(g, b) && !one([1, 1, 1], [2, 1, 1]) && one([1, 1, 1], [1, 1, 1]));
+        // The counter stored through a remainder of itself (`dst[i % 4]`)
+        // is not injective: no launch of more than one thread passes.
+        let rem = grid_stride_kernel(GRID_STEP).replace(
+            "add.s64 %rd8, %rd3, %rd6;",
+            "and.b32 %r9, %r5, 3;\ncvt.u64.u32 %rd9, %r9;\nshl.b64 %rd10, %rd9, 2;\nadd.s64 %rd8, %rd3, %rd10;",
+        );
+        match verdict(&rem) {
+            Verdict::IndependentIf(c) => {
+                let base = |_: &Base| Some(p);
+                let param = |_: &VarId, _: u32, _: bool| Some(1000);
+                assert!(!c.injective.iter().all(|d| d.holds(&base, &param, g, b)), "{c:?}");
+            }
+            v => assert!(matches!(v, Verdict::Exchanges(_)), "{v:?}"),
+        }
+        // Without the loop's entry check the counter's first value is not
+        // bounded: nothing is followed.
+        let open = grid_stride_kernel(GRID_STEP).replace("@%p1 bra $L__done;", "");
+        assert!(matches!(kind(&verdict(&open)), Some(ExchangeKind::GlobalPair | ExchangeKind::RepeatedWrite)));
+    }
+
+    #[test]
+    fn injective_terms_need_each_stride_past_the_smaller_ones() {
+        // Coordinates i in [0, 10) (stride 4 bytes) and j in [0, 3)
+        // (stride `s` bytes), 4-byte stores: apart when s >= 40.
+        let inj = |s: i64| Injective::<Base, VarId> {
+            base: Base::None,
+            offset: 64,
+            bytes: 4,
+            terms: vec![
+                Term { coord: vec![Op::Const(10), Op::Under], stride: vec![Op::Const(1)], factor: 4 },
+                Term { coord: vec![Op::Const(3), Op::Under], stride: vec![Op::Const(s)], factor: 1 },
+            ],
+            single: vec![],
+            nowrap: vec![],
+        };
+        let none = |_: &VarId, _: u32, _: bool| None;
+        let zero = |_: &Base| Some(0);
+        let one = [1, 1, 1];
+        for s in [40, 41, 1000] {
+            assert!(inj(s).holds(&zero, &none, one, one), "{s}");
+        }
+        for s in [39, 4, 0, -40] {
+            assert!(!inj(s).holds(&zero, &none, one, one), "{s}");
+        }
+        // Brute force: with s = 40 every (i, j) has its own 4 bytes.
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..10i64 {
+            for j in 0..3i64 {
+                for k in 0..4 {
+                    assert!(seen.insert(4 * i + 40 * j + k));
+                }
+            }
+        }
+        // The addresses must fit below 2^64.
+        let far = |_: &Base| Some(u64::MAX - 100);
+        assert!(!inj(40).holds(&far, &none, one, one));
+    }
 
     #[test]
     fn a_select_the_access_passed_the_exit_of_picks_its_operand() {

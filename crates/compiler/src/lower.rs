@@ -295,6 +295,12 @@ impl<'m> ModuleCx<'m> {
             let _ = writeln!(s, "  %ok.{k} = and i1 {last}, {v}");
             last = format!("%ok.{k}");
         };
+        // Stores in loops (`lockstep::Injective`) are checked before a
+        // launch of a one-kernel unit only: a whole module runs such a
+        // kernel's lockstep version.
+        if !c.injective.is_empty() {
+            and(&mut s, "0");
+        }
         if c.one_dimensional {
             let _ = writeln!(s, "  %c.pny = getelementptr i8, ptr %ctx, i64 4\n  %c.ny = load i32, ptr %c.pny, align 4");
             let _ = writeln!(s, "  %c.pnz = getelementptr i8, ptr %ctx, i64 8\n  %c.nz = load i32, ptr %c.pnz, align 4");
@@ -457,7 +463,7 @@ impl<'m> ModuleCx<'m> {
                 // start: the condition fails and the block runs its
                 // lockstep version (units of one kernel, what the JIT
                 // compiles, check them before the launch, `LaunchGuard`).
-                Op::Wide { .. } | Op::MulHi | Op::Shr | Op::Rem => {
+                Op::Wide { .. } | Op::MulHi | Op::Shr | Op::Rem | Op::Under => {
                     checks.push("0".into());
                     return ("0".into(), "0".into());
                 }
