@@ -2525,6 +2525,42 @@ mod tests {
         assert!(matches!(kind(&verdict(&open)), Some(ExchangeKind::GlobalPair | ExchangeKind::RepeatedWrite)));
     }
 
+    /// The launch guard a unit of the first kernel of `src` carries (what
+    /// the backend checks before each launch: parameters by byte offset).
+    fn unit_guard(src: &str) -> crate::LaunchGuard {
+        let (src, k) = parse(src);
+        let m = ptx::parse(&src).expect("test PTX parses");
+        let info = crate::layout::describe_unit(&m, &Analysis::new(&m), &crate::Target::HostCpu, &crate::Options::default(), crate::Unit::Kernel(k));
+        let kernel = info.kernels.first().expect("the kernel");
+        assert_eq!(kernel.lanes, 1, "thread by thread");
+        kernel.lockstep_guard.clone().expect("a launch guard")
+    }
+
+    #[test]
+    fn launch_guards_read_parameter_fields_at_their_offsets() {
+        // The unravelling kernel: dst at 0, src at 8, c (m, s, d) at 16,
+        // 20, 24, stride at 28.
+        let g = unit_guard(&unravel_kernel(REMAINDER));
+        let (m, s) = magic(60);
+        let p = 0x10_0000u64;
+        let params = |src: u64, m: u32| -> Vec<u8> {
+            [p.to_le_bytes().to_vec(), src.to_le_bytes().to_vec(), m.to_le_bytes().to_vec(), s.to_le_bytes().to_vec(), 60u32.to_le_bytes().to_vec(), 100u32.to_le_bytes().to_vec()]
+                .concat()
+        };
+        let no = |_: &str| None;
+        assert!(g.holds(&params(p + 4 * 860, m), [4, 1, 1], [128, 1, 1], &no));
+        assert!(!g.holds(&params(p + 4 * 859, m), [4, 1, 1], [128, 1, 1], &no));
+        assert!(!g.holds(&params(p + 4 * 860, m - 1), [4, 1, 1], [128, 1, 1], &no));
+        assert!(!g.holds(&params(p + 4 * 860, m)[..28], [4, 1, 1], [128, 1, 1], &no), "a parameter past the buffer");
+        // The grid-stride loop: dst at 0, src at 8, n at 16.
+        let g = unit_guard(&grid_stride_kernel(GRID_STEP));
+        assert_eq!(g.injective.len(), 1);
+        let params = |src: u64, n: u32| [p.to_le_bytes().to_vec(), src.to_le_bytes().to_vec(), n.to_le_bytes().to_vec()].concat();
+        assert!(g.holds(&params(p + 4000, 1000), [4, 1, 1], [128, 1, 1], &no));
+        assert!(!g.holds(&params(p + 3996, 1000), [4, 1, 1], [128, 1, 1], &no));
+        assert!(!g.holds(&params(p + 4000, 1000), [4, 1, 1], [128, 2, 1], &no));
+    }
+
     #[test]
     fn injective_terms_need_each_stride_past_the_smaller_ones() {
         // Coordinates i in [0, 10) (stride 4 bytes) and j in [0, 3)
