@@ -646,7 +646,12 @@ mod launch_guard_tests {
             index: Some(SpanIndex { value: index.clone(), signed: true, wide: false, scale, below: below.clone() }),
             bytes: scale as u64,
         };
-        let g = LaunchGuard { one_dimensional: false, apart: vec![], disjoint: vec![Disjoint { a: span(0, 8), b: span(8, 4) }], injective: vec![] };
+        let g = LaunchGuard {
+            one_dimensional: false,
+            apart: vec![],
+            disjoint: vec![Disjoint { a: span(0, 8), b: span(8, 4) }],
+            injective: vec![],
+        };
         let mut p = params(0x10000, 0x10000 + 800);
         p.extend_from_slice(&100u32.to_le_bytes());
         let none = |_: &str| None;

@@ -98,6 +98,48 @@
 //!   accesses through one base and the same index never get this
 //!   condition (their overlap is known when compiled).
 //!
+//!   The computations followed go beyond the ring operations where the
+//!   launch can check what they need: `mul.hi.u32`, `shr.u32` and
+//!   widenings ([`Op::Wide`]) require their operands' exact values in
+//!   the 32-bit range the instruction reads (then the registers hold
+//!   them); a remainder `x - q * d` whose `q` is `(mul.hi.u32(x, m) + x)
+//!   >> s` of the same `x` (CUDA's division by a divisor known at
+//!   launch, llama.cpp's `fastdiv`) is `x mod d`, in `[0, d)`, when the
+//!   launch's `m`, `s` and `d` make `q` the exact quotient for the whole
+//!   interval of `x` ([`fast_division_exact`]); 32-bit fields of
+//!   aggregate parameters (`uint3`) are read at their offsets. An
+//!   address may also be a warp-uniform base plus a 64-bit offset summed
+//!   from such values times strides from parameters (several indices,
+//!   [`SpanIndex::wide`]), or a `selp` whose predicate the access's
+//!   straight-line code passed an exit on (an optional operand's null
+//!   check). A 32-bit loop counter read where no single write reaches it
+//!   is bounded by its loop ([`Op::Under`]): every way into the
+//!   access's straight-line code (branches to its label, falling in)
+//!   passes an unsigned comparison proving `i < b` for a launch constant
+//!   `b`.
+//! - **Stores in loops** ([`Injective`]): a store that may run several
+//!   times per thread cannot be paired with itself by the rules above.
+//!   Each thread's own runs of it keep their order either way, so what
+//!   must hold is that no two threads write the same byte. The store's
+//!   address must be a warp-uniform base plus a sum of terms, each a
+//!   coordinate times a stride times a factor (`add.s64`, `shl.b64` by a
+//!   constant, `cvt.u64.u32` and `mul.wide.u32` by a launch constant), whose coordinates
+//!   determine the thread: a grid-stride counter (`for (i = ctaid.d *
+//!   ntid.d + tid.d; i < n; i += ntid.d * nctaid.d)`, two writes, the step
+//!   right after the access's read in its straight-line code) or a
+//!   global index `ctaid.d * ntid.d + tid.d` gives `ctaid.d` and `tid.d`;
+//!   a fast-division remainder and quotient of one global index give
+//!   that index; `%tid.d` or `%ctaid.d` alone itself. At launch: every
+//!   part of the thread's index no coordinate gives has extent 1; a
+//!   counter's `n + step <= 2^32` (so a counter below `n` never wraps
+//!   when stepped, and its value is `start + k * step` with `start` in
+//!   `[0, step)`, which the value determines); each coordinate's range
+//!   lies in `[0, 2^32)` and each stride is exact and positive; taken in
+//!   increasing byte stride, each stride is at least the bytes all
+//!   smaller terms span (mixed radix), so distinct coordinate tuples
+//!   touch distinct bytes; and the addresses lie in `[0, 2^64)`. Then
+//!   two threads' coordinates differ and so do all their bytes.
+//!
 //! A condition anything unknown leaves undecided (a parameter past the
 //! buffer, a variable not found, an interval past [`RANGE_BOUND`]) fails:
 //! a failed check costs speed only, the launch running the lockstep
@@ -250,7 +292,7 @@ pub enum Op<P> {
     Rem,
     /// A 32-bit register known to be below `b` (unsigned) where it is
     /// read: pops `b`, pushes `[0, b)` (a loop counter bounded by its
-    /// loop's conditions, [`Forms::counter_bound`]); fails when `b` may
+    /// loop's conditions, `Forms::counter_bound`); fails when `b` may
     /// be 0. Unlike the other operations its value changes from one
     /// iteration to the next: a computation with it bounds values, it
     /// does not name one.
@@ -320,8 +362,11 @@ pub struct Injective<B, P> {
     pub single: Vec<(Launch, u8)>,
     /// Grid-stride counters' `(bound, step)`: `bound + step <= 2^32`, so a
     /// counter below its bound never wraps when stepped.
-    pub nowrap: Vec<(Vec<Op<P>>, Vec<Op<P>>)>,
+    pub nowrap: Vec<NoWrap<P>>,
 }
+
+/// A grid-stride counter's bound and step (see [`Injective::nowrap`]).
+pub type NoWrap<P> = (Vec<Op<P>>, Vec<Op<P>>);
 
 /// One term of an [`Injective`] address: a 32-bit coordinate (widened
 /// without sign; its computation bounds it) times a launch constant
@@ -446,7 +491,12 @@ pub const RANGE_BOUND: i128 = 1 << 62;
 /// and `%nctaid.d` exactly), or `None` when an operand is unknown, a
 /// dimension is 0, the program is malformed or an intermediate bound
 /// passes [`RANGE_BOUND`].
-pub fn value_range<P>(ops: &[Op<P>], param: &dyn Fn(&P, u32, bool) -> Option<i64>, grid: [u32; 3], block: [u32; 3]) -> Option<(i128, i128)> {
+pub fn value_range<P>(
+    ops: &[Op<P>],
+    param: &dyn Fn(&P, u32, bool) -> Option<i64>,
+    grid: [u32; 3],
+    block: [u32; 3],
+) -> Option<(i128, i128)> {
     let mut stack: Vec<(i128, i128)> = Vec::with_capacity(8);
     let u32s = |v: (i128, i128)| v.0 >= 0 && v.1 < 1 << 32;
     for op in ops {
@@ -588,24 +638,7 @@ impl<B, P> Disjoint<B, P> {
 
     /// The same condition with bases and parameters named otherwise.
     pub fn map<B2, P2>(&self, fb: &dyn Fn(&B) -> B2, fp: &dyn Fn(&P) -> P2) -> Disjoint<B2, P2> {
-        let ops = |v: &[Op<P>]| -> Vec<Op<P2>> {
-            v.iter()
-                .map(|op| match op {
-                    Op::Const(c) => Op::Const(*c),
-                    Op::Param { at, signed } => Op::Param { at: fp(at), signed: *signed },
-                    Op::Field { at, field, signed } => Op::Field { at: fp(at), field: *field, signed: *signed },
-                    Op::Special(l, d) => Op::Special(*l, *d),
-                    Op::Add => Op::Add,
-                    Op::Sub => Op::Sub,
-                    Op::Mul => Op::Mul,
-                    Op::Wide { signed } => Op::Wide { signed: *signed },
-                    Op::MulHi => Op::MulHi,
-                    Op::Shr => Op::Shr,
-                    Op::Rem => Op::Rem,
-                    Op::Under => Op::Under,
-                })
-                .collect()
-        };
+        let ops = |v: &[Op<P>]| map_ops(v, fp);
         let span = |s: &Span<B, P>| Span {
             base: fb(&s.base),
             offset: s.offset,
@@ -1332,7 +1365,8 @@ impl<'a> Forms<'a> {
     /// write `xdef`: the multiplier and shift operands, each with the
     /// statement reading it.
     fn fast_quotient(&mut self, q: &Operand, at: usize, xdef: (RegId, usize)) -> Option<[(Operand, usize); 2]> {
-        let u32_op = |inst: &Instruction| inst.ty(self.b).is_some_and(|t| t.bits() == 32 && t.is_integer() && !t.is_signed() && !t.is_float());
+        let u32_op =
+            |inst: &Instruction| inst.ty(self.b).is_some_and(|t| t.bits() == 32 && t.is_integer() && !t.is_signed() && !t.is_float());
         let (si, shr) = self.def_of(q, at, Opcode::Shr)?;
         let [_, t, s] = self.b.args(shr) else { return None };
         if !u32_op(shr) {
@@ -1752,9 +1786,9 @@ impl<'a> Forms<'a> {
         let programs: Vec<Vec<Op<VarId>>> = raw.iter().map(|t| t.coord.clone()).collect();
         for t in &raw {
             match self.counter(t.reg, t.read) {
-                Some((d, bound, step)) => {
+                Some((d, bound_step)) => {
                     known.extend([(Launch::Ctaid, d), (Launch::Tid, d)]);
-                    nowrap.push((bound, step));
+                    nowrap.push(bound_step);
                 }
                 None => {
                     if let Some(d) = global_index(&t.coord) {
@@ -1837,7 +1871,7 @@ impl<'a> Forms<'a> {
     /// each step follows a read below the bound: with `bound + step <=
     /// 2^32` it never wraps, and every value is `start + k * step` with
     /// `start` in `[0, step)`, which the value determines).
-    fn counter(&mut self, r: RegId, at: usize) -> Option<(u8, Vec<Op<VarId>>, Vec<Op<VarId>>)> {
+    fn counter(&mut self, r: RegId, at: usize) -> Option<(u8, NoWrap<VarId>)> {
         if self.reach(r, at).is_some() {
             return None;
         }
@@ -1862,7 +1896,7 @@ impl<'a> Forms<'a> {
         let mut s = Vec::new();
         self.value_operand(other, w1, &mut s)?;
         let grid = |a, b| vec![Op::Special(a, d), Op::Special(b, d), Op::Mul];
-        (s == grid(Launch::Ntid, Launch::Nctaid) || s == grid(Launch::Nctaid, Launch::Ntid)).then_some((d, bound, s))
+        (s == grid(Launch::Ntid, Launch::Nctaid) || s == grid(Launch::Nctaid, Launch::Ntid)).then_some((d, (bound, s)))
     }
 
     /// A 64-bit operand read at statement `read` as a warp-uniform base
@@ -1942,12 +1976,7 @@ fn global_index(v: &[Op<VarId>]) -> Option<u8> {
         _ => None,
     })?;
     let (c, n, t) = (Op::Special(Launch::Ctaid, d), Op::Special(Launch::Ntid, d), Op::Special(Launch::Tid, d));
-    let forms = [
-        [c, n, Op::Mul, t, Op::Add],
-        [n, c, Op::Mul, t, Op::Add],
-        [t, c, n, Op::Mul, Op::Add],
-        [t, n, c, Op::Mul, Op::Add],
-    ];
+    let forms = [[c, n, Op::Mul, t, Op::Add], [n, c, Op::Mul, t, Op::Add], [t, c, n, Op::Mul, Op::Add], [t, n, c, Op::Mul, Op::Add]];
     forms.iter().any(|f| v == f).then_some(d)
 }
 
@@ -2477,7 +2506,8 @@ mod tests {
                 _ => None,
             };
             let param = |v: &VarId, field: u32, _: bool| (*v == 2 && field == 0).then_some(i64::from(n));
-            c.disjoint.iter().all(|d| d.holds(&base, &param, grid, block)) && c.injective.iter().all(|d| d.holds(&base, &param, grid, block))
+            c.disjoint.iter().all(|d| d.holds(&base, &param, grid, block))
+                && c.injective.iter().all(|d| d.holds(&base, &param, grid, block))
         };
         let p = 0x10_0000u64;
         let (g, b) = ([4, 1, 1], [128, 1, 1]);
@@ -2530,7 +2560,13 @@ mod tests {
     fn unit_guard(src: &str) -> crate::LaunchGuard {
         let (src, k) = parse(src);
         let m = ptx::parse(&src).expect("test PTX parses");
-        let info = crate::layout::describe_unit(&m, &Analysis::new(&m), &crate::Target::HostCpu, &crate::Options::default(), crate::Unit::Kernel(k));
+        let info = crate::layout::describe_unit(
+            &m,
+            &Analysis::new(&m),
+            &crate::Target::HostCpu,
+            &crate::Options::default(),
+            crate::Unit::Kernel(k),
+        );
         let kernel = info.kernels.first().expect("the kernel");
         assert_eq!(kernel.lanes, 1, "thread by thread");
         kernel.lockstep_guard.clone().expect("a launch guard")
@@ -2544,8 +2580,15 @@ mod tests {
         let (m, s) = magic(60);
         let p = 0x10_0000u64;
         let params = |src: u64, m: u32| -> Vec<u8> {
-            [p.to_le_bytes().to_vec(), src.to_le_bytes().to_vec(), m.to_le_bytes().to_vec(), s.to_le_bytes().to_vec(), 60u32.to_le_bytes().to_vec(), 100u32.to_le_bytes().to_vec()]
-                .concat()
+            [
+                p.to_le_bytes().to_vec(),
+                src.to_le_bytes().to_vec(),
+                m.to_le_bytes().to_vec(),
+                s.to_le_bytes().to_vec(),
+                60u32.to_le_bytes().to_vec(),
+                100u32.to_le_bytes().to_vec(),
+            ]
+            .concat()
         };
         let no = |_: &str| None;
         assert!(g.holds(&params(p + 4 * 860, m), [4, 1, 1], [128, 1, 1], &no));

@@ -428,10 +428,7 @@ mod tests {
                         offset: 12,
                         bytes: 2,
                         terms: vec![compiler::lockstep::Term {
-                            coord: vec![
-                                compiler::lockstep::Op::Param { at: 8, signed: false },
-                                compiler::lockstep::Op::Under,
-                            ],
+                            coord: vec![compiler::lockstep::Op::Param { at: 8, signed: false }, compiler::lockstep::Op::Under],
                             stride: vec![compiler::lockstep::Op::Field { at: 16, field: 4, signed: false }],
                             factor: 4,
                         }],
