@@ -959,6 +959,8 @@ struct Forms<'a> {
     writes: Vec<Vec<usize>>,
     /// Per statement: the index of the last label at or before it (0 when none).
     region: Vec<usize>,
+    /// Per statement: whether it may run more than once per call ([`repeated`]).
+    rep: Vec<bool>,
     uniform: std::collections::HashMap<usize, bool>,
     lane: std::collections::HashMap<usize, bool>,
     forms: std::collections::HashMap<usize, Option<Form>>,
@@ -1007,6 +1009,7 @@ impl<'a> Forms<'a> {
             single,
             writes,
             region,
+            rep: repeated(b),
             uniform: Default::default(),
             lane: Default::default(),
             forms: Default::default(),
@@ -1195,22 +1198,48 @@ impl<'a> Forms<'a> {
     /// A bound `b` (a computation of the launch alone) with `r < b`
     /// (unsigned, 32 bits) wherever statement `at` reads `r`: `at`'s
     /// straight-line code starts at a label, writes no `r` before `at`,
-    /// and every way into it keeps `r < b` — each branch to the label
-    /// is taken only when a comparison of `r`'s value there proves it,
-    /// and falling into the label from the code before passed an exit
-    /// that leaves unless it holds (a loop's entry check and back edge:
-    /// `for (i = ...; i < n; i += step)`).
+    /// and `r < b` holds on entering it ([`Forms::bound_at`]): a loop's
+    /// entry check and back edge (`for (i = ...; i < n; i += step)`).
     fn counter_bound(&mut self, r: RegId, at: usize) -> Option<Vec<Op<VarId>>> {
-        let b = self.b;
-        if crate::affine::register_bits(self.f, b, r)? != 32 {
+        if crate::affine::register_bits(self.f, self.b, r)? != 32 {
             return None;
         }
         let head = *self.region.get(at)?;
+        if self.writes.get(r as usize)?.iter().any(|&w| w > head && w < at) {
+            return None;
+        }
+        let mut visiting = Vec::new();
+        self.bound_at(r, head, &mut visiting)
+    }
+
+    /// A bound `b` with `r < b` whenever control enters the straight-line
+    /// code starting at label statement `head`: every way in keeps it —
+    /// a branch to the label or the fall into it from the code before —
+    /// either because a comparison of `r`'s value there proves it (a
+    /// branch taken only when it holds, an exit passed that leaves unless
+    /// it holds) or because it held when entering the code the branch or
+    /// fall comes from, which writes no `r` before it. Code reached again
+    /// while being examined (a cycle with no proof on it) gives none.
+    fn bound_at(&mut self, r: RegId, head: usize, visiting: &mut Vec<usize>) -> Option<Vec<Op<VarId>>> {
+        let b = self.b;
         let Some(Statement::Label(label)) = b.statements.get(head) else { return None };
         let label = *label;
-        let writes = self.writes.get(r as usize)?.clone();
-        if writes.iter().any(|&w| w > head && w < at) {
+        if visiting.contains(&head) || visiting.len() > 16 {
             return None;
+        }
+        visiting.push(head);
+        let writes = self.writes.get(r as usize)?.clone();
+        let clean = |from: usize, to: usize| !writes.iter().any(|&w| w >= from && w < to);
+        let mut entries: Vec<(usize, Option<(RegId, bool)>)> = Vec::new();
+        for (j, st) in b.statements.iter().enumerate() {
+            let Statement::Instruction(inst) = st else { continue };
+            if inst.op == Opcode::Brx {
+                return None;
+            }
+            if inst.op == Opcode::Bra && matches!(b.args(inst).first(), Some(Operand::Label(l)) if *l == label) {
+                // Taken when the guard is true (false when negated).
+                entries.push((j, inst.guard.map(|g| (g.reg, !g.negate))));
+            }
         }
         let mut bound: Option<Vec<Op<VarId>>> = None;
         let mut agree = |v: Vec<Op<VarId>>| -> bool {
@@ -1225,49 +1254,51 @@ impl<'a> Forms<'a> {
                 }
             }
         };
-        for (j, st) in b.statements.iter().enumerate() {
-            let Statement::Instruction(inst) = st else { continue };
-            if inst.op == Opcode::Brx {
-                return None;
-            }
-            if inst.op != Opcode::Bra || !matches!(b.args(inst).first(), Some(Operand::Label(l)) if *l == label) {
-                continue;
-            }
-            // A branch to the label: taken only when its guard proves it.
-            let g = inst.guard?;
-            let v = self.implies(g.reg, j, !g.negate, r, j)?;
+        for (j, guard) in entries {
+            let proved = guard.and_then(|(g, truth)| self.implies(g, j, truth, r, j));
+            let v = match proved {
+                Some(v) => v,
+                None => {
+                    let from = *self.region.get(j)?;
+                    (clean(from, j)).then_some(())?;
+                    self.bound_at(r, from, visiting)?
+                }
+            };
             if !agree(v) {
                 return None;
             }
         }
-        // Falling into the label: the code before it must not, unless an
-        // exit in its straight-line code proves it.
-        let prev = (0..head).rev().find_map(|j| match b.statements.get(j) {
+        // Falling into the label from the code before it.
+        let (j, inst) = (0..head).rev().find_map(|j| match b.statements.get(j) {
             Some(Statement::Instruction(inst)) => Some((j, inst)),
             _ => None,
-        });
-        if let Some((j, inst)) = prev {
-            let ends = inst.guard.is_none() && matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit);
-            if !ends {
-                let start = *self.region.get(j)?;
-                let found = (start..=j).rev().find_map(|k| match b.statements.get(k) {
-                    Some(Statement::Instruction(e)) if matches!(e.op, Opcode::Bra | Opcode::Ret | Opcode::Exit) => {
-                        let g = e.guard?;
-                        // No write of `r` between the exit and the label.
-                        if writes.iter().any(|&w| w >= k && w < head) {
-                            return None;
-                        }
-                        self.implies(g.reg, k, g.negate, r, k)
+        })?;
+        let ends = inst.guard.is_none() && matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit);
+        if !ends {
+            let start = *self.region.get(j)?;
+            let found = (start..=j).rev().find_map(|k| match b.statements.get(k) {
+                Some(Statement::Instruction(e)) if matches!(e.op, Opcode::Bra | Opcode::Ret | Opcode::Exit) => {
+                    let g = e.guard?;
+                    // No write of `r` between the exit and the label.
+                    if !clean(k, head) {
+                        return None;
                     }
-                    _ => None,
-                });
-                if !agree(found?) {
-                    return None;
+                    self.implies(g.reg, k, g.negate, r, k)
                 }
+                _ => None,
+            });
+            let v = match found {
+                Some(v) => v,
+                None => {
+                    (clean(start, head)).then_some(())?;
+                    self.bound_at(r, start, visiting)?
+                }
+            };
+            if !agree(v) {
+                return None;
             }
-        } else {
-            return None;
         }
+        visiting.pop();
         bound
     }
 
@@ -1935,26 +1966,96 @@ impl<'a> Forms<'a> {
         }
     }
 
-    /// For the predicate `p` read at statement `at`, in the straight-line
-    /// code of statement `access`: whether that code passed a branch,
-    /// `ret` or `exit` before `access` guarded by the same write of `p`,
-    /// so that `p` is known wherever `access` runs: `Some(true)` when the
-    /// exit is taken on `p` (so `p` was false), `Some(false)` when on
-    /// `!p`. (One straight-line stretch: every run of `access` ran the
-    /// exit and `at` just before, with no other write of `p` between.)
-    fn exit_passed(&self, p: &Operand, at: usize, access: usize) -> Option<bool> {
+    /// For the predicate `p` read at statement `at` (a `selp`), where
+    /// statement `access` runs: `Some(true)` when `p` is known false
+    /// there, `Some(false)` when known true, because the code before
+    /// `access` passed an exit that leaves unless so. Searched in
+    /// `access`'s straight-line code and, while that code has a single
+    /// way in (one unguarded branch, no fall into its label), in the
+    /// code of that branch. Within `at`'s own straight-line code `p` is
+    /// the same value wherever the same write reaches it; elsewhere only
+    /// when that write and `at` run at most once (outside every loop),
+    /// and then an exit on an `or.pred` of `p` (leaving when true) or an
+    /// `and.pred` (leaving when false) tells `p` too.
+    fn exit_passed(&mut self, p: &Operand, at: usize, access: usize) -> Option<bool> {
         let Operand::Reg(pr) = *p else { return None };
         let w = self.reach(pr, at)?;
-        let start = *self.region.get(access)?;
-        if *self.region.get(at)? != start || at > access {
-            return None;
+        let once = !*self.rep.get(w)? && !*self.rep.get(at)?;
+        let home = *self.region.get(at)?;
+        let mut end = access;
+        for _ in 0..8 {
+            let start = *self.region.get(end)?;
+            if !once && (start != home || at > end) {
+                return None;
+            }
+            let found = (start..end).rev().find_map(|j| match self.b.statements.get(j) {
+                Some(Statement::Instruction(inst)) if matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit) => {
+                    // Not taken: the guard's value is `negate`.
+                    let g = inst.guard?;
+                    if once {
+                        self.pred_value(g.reg, j, g.negate, pr, w, 0)
+                    } else {
+                        (g.reg == pr && self.reach(pr, j) == Some(w)).then_some(g.negate)
+                    }
+                }
+                _ => None,
+            });
+            if let Some(value) = found {
+                return Some(!value);
+            }
+            end = self.single_entry(start)?;
         }
-        (start..access).find_map(|j| match self.b.statements.get(j) {
-            Some(Statement::Instruction(inst)) if matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit) => {
-                inst.guard.filter(|g| g.reg == pr && self.reach(pr, j) == Some(w)).map(|g| !g.negate)
+        None
+    }
+
+    /// When predicate `q` read at statement `at` is `value`: the value of
+    /// predicate `p` as its write `w` set it, if that follows.
+    fn pred_value(&self, q: RegId, at: usize, value: bool, p: RegId, w: usize, depth: u32) -> Option<bool> {
+        let k = self.reach(q, at)?;
+        if q == p && k == w {
+            return Some(value);
+        }
+        let inst = self.def(k)?;
+        let b = self.b;
+        match (inst.op, b.args(inst)) {
+            (Opcode::Or | Opcode::And, [_, Operand::Reg(x), Operand::Reg(y)])
+                if inst.ty(b) == Some(Type::Pred) && (inst.op == Opcode::And) == value && depth < 8 =>
+            {
+                self.pred_value(*x, k, value, p, w, depth + 1).or_else(|| self.pred_value(*y, k, value, p, w, depth + 1))
             }
             _ => None,
-        })
+        }
+    }
+
+    /// The one way into the straight-line code starting at label
+    /// statement `head`: an unguarded branch (its statement), when no
+    /// other branch targets the label and the code before it does not
+    /// fall into it.
+    fn single_entry(&self, head: usize) -> Option<usize> {
+        let b = self.b;
+        let Some(Statement::Label(label)) = b.statements.get(head) else { return None };
+        let mut from = None;
+        for (j, st) in b.statements.iter().enumerate() {
+            let Statement::Instruction(inst) = st else { continue };
+            if inst.op == Opcode::Brx {
+                return None;
+            }
+            if inst.op == Opcode::Bra && matches!(b.args(inst).first(), Some(Operand::Label(l)) if l == label) {
+                if from.is_some() || inst.guard.is_some() {
+                    return None;
+                }
+                from = Some(j);
+            }
+        }
+        let prev = (0..head).rev().find_map(|j| match b.statements.get(j) {
+            Some(Statement::Instruction(inst)) => Some(inst),
+            _ => None,
+        });
+        let falls = prev.is_none_or(|i| i.guard.is_some() || !matches!(i.op, Opcode::Bra | Opcode::Ret | Opcode::Exit));
+        if falls {
+            return None;
+        }
+        from
     }
 }
 
@@ -2602,6 +2703,55 @@ mod tests {
         assert!(g.holds(&params(p + 4000, 1000), [4, 1, 1], [128, 1, 1], &no));
         assert!(!g.holds(&params(p + 3996, 1000), [4, 1, 1], [128, 1, 1], &no));
         assert!(!g.holds(&params(p + 4000, 1000), [4, 1, 1], [128, 2, 1], &no));
+    }
+
+    /// `dst[i] = src[i] + (opt ? opt[i] : 0)` in a grid-stride loop
+    /// whose body is split into labelled blocks (the optional operand's
+    /// load on a branch of its own), `COMBINE` making `%p5` from `%p3`
+    /// (`opt` is null) and `%p4` (`src` is null), `BACK` the back edge.
+    fn optional_operand_kernel(combine: &str, back: &str) -> String {
+        format!(
+            ".visible .entry k(.param .u64 dst, .param .u64 src, .param .u32 n, .param .u64 opt)\n{{\n.reg .pred %p<8>;\n\
+             .reg .b32 %r<16>;\n.reg .f32 %f<4>;\n.reg .b64 %rd<20>;\nld.param.u64 %rd1, [dst];\nld.param.u64 %rd2, [src];\n\
+             ld.param.u32 %r1, [n];\nld.param.u64 %rd11, [opt];\nmov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\n\
+             mov.u32 %r4, %tid.x;\nmad.lo.s32 %r5, %r3, %r2, %r4;\nmov.u32 %r6, %nctaid.x;\nmul.lo.s32 %r7, %r3, %r6;\n\
+             setp.ge.u32 %p1, %r5, %r1;\n@%p1 bra $L__done;\ncvta.to.global.u64 %rd3, %rd1;\ncvta.to.global.u64 %rd4, %rd2;\n\
+             cvta.to.global.u64 %rd12, %rd11;\nsetp.eq.s64 %p3, %rd11, 0;\nselp.b64 %rd13, 0, %rd12, %p3;\n\
+             setp.eq.s64 %p4, %rd2, 0;\n{combine}\n$L__loop:\n@%p5 bra $L__zero;\nbra.uni $L__load;\n$L__zero:\n\
+             mov.f32 %f2, 0f00000000;\nbra.uni $L__body;\n$L__load:\ncvt.u64.u32 %rd14, %r5;\nshl.b64 %rd15, %rd14, 2;\n\
+             add.s64 %rd16, %rd13, %rd15;\nld.global.f32 %f2, [%rd16];\n$L__body:\ncvt.u64.u32 %rd5, %r5;\n\
+             shl.b64 %rd6, %rd5, 2;\nadd.s64 %rd7, %rd4, %rd6;\nld.global.f32 %f1, [%rd7];\nadd.f32 %f1, %f1, %f2;\n\
+             add.s64 %rd8, %rd3, %rd6;\nst.global.f32 [%rd8], %f1;\nadd.s32 %r5, %r5, %r7;\n{back}\n$L__done:\nret;\n}}\n"
+        )
+    }
+
+    #[test]
+    fn loop_bodies_of_several_blocks_and_optional_operands() {
+        let good = optional_operand_kernel("or.pred %p5, %p3, %p4;", "setp.lt.u32 %p2, %r5, %r1;\n@%p2 bra $L__loop;");
+        let c = conditions(&verdict(&good));
+        assert_eq!((c.disjoint.len(), c.injective.len()), (2, 1), "{c:?}");
+        let p = 0x10_0000u64;
+        let holds = |dst: u64, src: u64, opt: u64| {
+            let base = |b: &Base| match b {
+                Base::Param(0) => Some(dst),
+                Base::Param(1) => Some(src),
+                Base::Param(3) => Some(opt),
+                _ => None,
+            };
+            let param = |v: &VarId, field: u32, _: bool| (*v == 2 && field == 0).then_some(1000);
+            let (g, b) = ([4, 1, 1], [128, 1, 1]);
+            c.disjoint.iter().all(|d| d.holds(&base, &param, g, b)) && c.injective.iter().all(|d| d.holds(&base, &param, g, b))
+        };
+        assert!(holds(p, p + 4000, p + 8000));
+        assert!(!holds(p, p + 4000, p + 3996), "opt overlaps dst");
+        assert!(!holds(p, p + 3996, p + 8000), "src overlaps dst");
+        // `and.pred`: `%p5` false does not say `opt` is non-null, so the
+        // select may give 0.
+        let and = optional_operand_kernel("and.pred %p5, %p3, %p4;", "setp.lt.u32 %p2, %r5, %r1;\n@%p2 bra $L__loop;");
+        assert_eq!(kind(&verdict(&and)), Some(ExchangeKind::GlobalPair));
+        // A back edge that does not compare the counter with the bound.
+        let unbounded = optional_operand_kernel("or.pred %p5, %p3, %p4;", "setp.lt.u32 %p2, %r7, %r1;\n@%p2 bra $L__loop;");
+        assert!(matches!(verdict(&unbounded), Verdict::Exchanges(_)));
     }
 
     #[test]
