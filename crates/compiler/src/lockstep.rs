@@ -112,11 +112,13 @@
 //!   from such values times strides from parameters (several indices,
 //!   [`SpanIndex::wide`]), or a `selp` whose predicate the access's
 //!   straight-line code passed an exit on (an optional operand's null
-//!   check). A 32-bit loop counter read where no single write reaches it
-//!   is bounded by its loop ([`Op::Under`]): every way into the
-//!   access's straight-line code (branches to its label, falling in)
-//!   passes an unsigned comparison proving `i < b` for a launch constant
-//!   `b`.
+//!   check; also from the code of the access's single way in, and
+//!   through `or.pred`). A 32-bit loop counter read where no single
+//!   write reaches it is bounded by its loop ([`Op::Under`]): every way
+//!   into the access's straight-line code (branches to its label,
+//!   falling in) passes an unsigned comparison proving `i < b` for a
+//!   launch constant `b`, or comes from code entered with that bound
+//!   that does not write the counter.
 //! - **Stores in loops** ([`Injective`]): a store that may run several
 //!   times per thread cannot be paired with itself by the rules above.
 //!   Each thread's own runs of it keep their order either way, so what
