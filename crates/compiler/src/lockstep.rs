@@ -102,8 +102,8 @@
 //!   launch can check what they need: `mul.hi.u32`, `shr.u32` and
 //!   widenings ([`Op::Wide`]) require their operands' exact values in
 //!   the 32-bit range the instruction reads (then the registers hold
-//!   them); a remainder `x - q * d` whose `q` is `(mul.hi.u32(x, m) + x)
-//!   >> s` of the same `x` (CUDA's division by a divisor known at
+//!   them); a remainder `x - q * d` whose `q` is
+//!   `(mul.hi.u32(x, m) + x) >> s` of the same `x` (CUDA's division by a divisor known at
 //!   launch, llama.cpp's `fastdiv`) is `x mod d`, in `[0, d)`, when the
 //!   launch's `m`, `s` and `d` make `q` the exact quotient for the whole
 //!   interval of `x` ([`fast_division_exact`]); 32-bit fields of
