@@ -553,6 +553,7 @@ pub fn launch_guard(m: &Module, f: &Function, c: &crate::lockstep::Conditions) -
     let param = |v: &VarId| f.params.iter().position(|p| p == v).and_then(|i| params.get(i)).map_or(u32::MAX, |p| p.offset);
     crate::LaunchGuard {
         disjoint: c.disjoint.iter().map(|d| d.map(&|b: &Base| base(*b), &param)).collect(),
+        injective: c.injective.iter().map(|d| d.map(&|b: &Base| base(*b), &param)).collect(),
         one_dimensional: c.one_dimensional,
         apart: c
             .apart

@@ -199,6 +199,9 @@ pub struct LaunchGuard {
     /// Pairs of accesses whose bytes over the whole launch must not
     /// overlap (`lockstep::Disjoint`; 32-bit parameters by byte offset).
     pub disjoint: Vec<lockstep::Disjoint<GuardBase, u32>>,
+    /// Stores in loops whose threads must write disjoint bytes
+    /// (`lockstep::Injective`; 32-bit parameters by byte offset).
+    pub injective: Vec<lockstep::Injective<GuardBase, u32>>,
 }
 
 /// `(a + a_offset) - (b + b_offset)` must be 0 (when `equal`), or at least
@@ -246,13 +249,16 @@ impl LaunchGuard {
                 GuardBase::Global(name) => global(name).map(|a| a as i64),
             }
         };
-        let param32 = |at: &u32, signed: bool| -> Option<i64> {
-            let at = *at as usize;
+        let param32 = |at: &u32, field: u32, signed: bool| -> Option<i64> {
+            let at = at.checked_add(field)? as usize;
             let bytes: [u8; 4] = params.get(at..at.checked_add(4)?)?.try_into().ok()?;
             Some(if signed { i64::from(i32::from_le_bytes(bytes)) } else { i64::from(u32::from_le_bytes(bytes)) })
         };
         let address = |b: &GuardBase| base(b).map(|a| a as u64);
         if !self.disjoint.iter().all(|d| d.holds(&address, &param32, grid, block)) {
+            return false;
+        }
+        if !self.injective.iter().all(|d| d.holds(&address, &param32, grid, block)) {
             return false;
         }
         self.apart.iter().all(|ap| {
@@ -598,7 +604,7 @@ mod launch_guard_tests {
         // apart and 128 bytes away from a 2^34 wrap.
         let apart =
             GuardApart { a: GuardBase::Param(8), a_offset: 0, b: GuardBase::Param(0), b_offset: 0, equal: true, min: 128, wrap: 1 << 34 };
-        let g = LaunchGuard { one_dimensional: true, apart: vec![apart], disjoint: vec![] };
+        let g = LaunchGuard { one_dimensional: true, apart: vec![apart], disjoint: vec![], injective: vec![] };
         let none = |_: &str| None;
         assert!(g.holds(&params(0x1000, 0x1000), [1, 1, 1], [256, 1, 1], &none), "the same array");
         assert!(g.holds(&params(0x1000, 0x1080), [1, 1, 1], [256, 1, 1], &none), "128 bytes apart");
@@ -618,7 +624,7 @@ mod launch_guard_tests {
             min: 256,
             wrap: 0,
         };
-        let g = LaunchGuard { one_dimensional: false, apart: vec![apart], disjoint: vec![] };
+        let g = LaunchGuard { one_dimensional: false, apart: vec![apart], disjoint: vec![], injective: vec![] };
         let at = |a: u64| move |n: &str| (n == "table").then_some(a);
         assert!(g.holds(&params(0x1000, 0), [1, 1, 1], [16, 2, 1], &at(0x1000 + 128)), "(t + 64) - (p - 64) = 256");
         assert!(!g.holds(&params(0x1000, 0), [1, 1, 1], [16, 2, 1], &at(0x1000 + 127)), "255 apart");
@@ -637,10 +643,15 @@ mod launch_guard_tests {
         let span = |at: u32, scale: i64| Span {
             base: GuardBase::Param(at),
             offset: 0,
-            index: Some(SpanIndex { value: index.clone(), signed: true, scale, below: below.clone() }),
+            index: Some(SpanIndex { value: index.clone(), signed: true, wide: false, scale, below: below.clone() }),
             bytes: scale as u64,
         };
-        let g = LaunchGuard { one_dimensional: false, apart: vec![], disjoint: vec![Disjoint { a: span(0, 8), b: span(8, 4) }] };
+        let g = LaunchGuard {
+            one_dimensional: false,
+            apart: vec![],
+            disjoint: vec![Disjoint { a: span(0, 8), b: span(8, 4) }],
+            injective: vec![],
+        };
         let mut p = params(0x10000, 0x10000 + 800);
         p.extend_from_slice(&100u32.to_le_bytes());
         let none = |_: &str| None;

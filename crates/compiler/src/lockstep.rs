@@ -98,6 +98,50 @@
 //!   accesses through one base and the same index never get this
 //!   condition (their overlap is known when compiled).
 //!
+//!   The computations followed go beyond the ring operations where the
+//!   launch can check what they need: `mul.hi.u32`, `shr.u32` and
+//!   widenings ([`Op::Wide`]) require their operands' exact values in
+//!   the 32-bit range the instruction reads (then the registers hold
+//!   them); a remainder `x - q * d` whose `q` is
+//!   `(mul.hi.u32(x, m) + x) >> s` of the same `x` (CUDA's division by a divisor known at
+//!   launch, llama.cpp's `fastdiv`) is `x mod d`, in `[0, d)`, when the
+//!   launch's `m`, `s` and `d` make `q` the exact quotient for the whole
+//!   interval of `x` ([`fast_division_exact`]); 32-bit fields of
+//!   aggregate parameters (`uint3`) are read at their offsets. An
+//!   address may also be a warp-uniform base plus a 64-bit offset summed
+//!   from such values times strides from parameters (several indices,
+//!   [`SpanIndex::wide`]), or a `selp` whose predicate the access's
+//!   straight-line code passed an exit on (an optional operand's null
+//!   check; also from the code of the access's single way in, and
+//!   through `or.pred`). A 32-bit loop counter read where no single
+//!   write reaches it is bounded by its loop ([`Op::Under`]): every way
+//!   into the access's straight-line code (branches to its label,
+//!   falling in) passes an unsigned comparison proving `i < b` for a
+//!   launch constant `b`, or comes from code entered with that bound
+//!   that does not write the counter.
+//! - **Stores in loops** ([`Injective`]): a store that may run several
+//!   times per thread cannot be paired with itself by the rules above.
+//!   Each thread's own runs of it keep their order either way, so what
+//!   must hold is that no two threads write the same byte. The store's
+//!   address must be a warp-uniform base plus a sum of terms, each a
+//!   coordinate times a stride times a factor (`add.s64`, `shl.b64` by a
+//!   constant, `cvt.u64.u32` and `mul.wide.u32` by a launch constant), whose coordinates
+//!   determine the thread: a grid-stride counter (`for (i = ctaid.d *
+//!   ntid.d + tid.d; i < n; i += ntid.d * nctaid.d)`, two writes, the step
+//!   right after the access's read in its straight-line code) or a
+//!   global index `ctaid.d * ntid.d + tid.d` gives `ctaid.d` and `tid.d`;
+//!   a fast-division remainder and quotient of one global index give
+//!   that index; `%tid.d` or `%ctaid.d` alone itself. At launch: every
+//!   part of the thread's index no coordinate gives has extent 1; a
+//!   counter's `n + step <= 2^32` (so a counter below `n` never wraps
+//!   when stepped, and its value is `start + k * step` with `start` in
+//!   `[0, step)`, which the value determines); each coordinate's range
+//!   lies in `[0, 2^32)` and each stride is exact and positive; taken in
+//!   increasing byte stride, each stride is at least the bytes all
+//!   smaller terms span (mixed radix), so distinct coordinate tuples
+//!   touch distinct bytes; and the addresses lie in `[0, 2^64)`. Then
+//!   two threads' coordinates differ and so do all their bytes.
+//!
 //! A condition anything unknown leaves undecided (a parameter past the
 //! buffer, a variable not found, an interval past [`RANGE_BOUND`]) fails:
 //! a failed check costs speed only, the launch running the lockstep
@@ -148,6 +192,8 @@ pub struct Conditions {
     /// Pairs of accesses whose bytes over the whole launch must not
     /// overlap.
     pub disjoint: Vec<Disjoint<Base, VarId>>,
+    /// Stores in loops whose threads must write disjoint bytes.
+    pub injective: Vec<Injective<Base, VarId>>,
 }
 
 /// `d = (a + a_offset) - (b + b_offset)`, the distance between the same
@@ -212,11 +258,66 @@ pub enum Op<P> {
         at: P,
         signed: bool,
     },
+    /// The 32-bit field at byte `field` of a kernel parameter (a member
+    /// of a `uint3` or of another aggregate passed by value).
+    Field {
+        at: P,
+        field: u32,
+        signed: bool,
+    },
     /// A launch value and its dimension (0 = x, 1 = y, 2 = z).
     Special(Launch, u8),
     Add,
     Sub,
     Mul,
+    /// A 32-bit register widened to 64 bits (`cvt`, `mul.wide`), with or
+    /// without its sign: the register is the exact value only when that
+    /// lies in the range the widening reads (`[-2^31, 2^31)` signed, `[0,
+    /// 2^32)` unsigned), so the computation fails otherwise; after it the
+    /// 64-bit value is exact.
+    Wide {
+        signed: bool,
+    },
+    /// `mul.hi.u32`: pops `y`, `x`, pushes `floor(x * y / 2^32)`. Both
+    /// must lie in `[0, 2^32)` (then the registers are the exact values,
+    /// and the result is exact).
+    MulHi,
+    /// `shr.u32`: pops `k`, `x`, pushes `floor(x / 2^k)`; `x` must lie in
+    /// `[0, 2^32)` and `k` in `[0, 31]`.
+    Shr,
+    /// The remainder `x - q * d` of a division by multiply-high and shift,
+    /// `q = (mul.hi.u32(x, m) + x) >> s` (CUDA's fast division by a divisor
+    /// known at launch): pops `d`, `s`, `m`, `x`. When the launch's `m`, `s`
+    /// and `d` make `q` the exact quotient `floor(x / d)` for every `x` of
+    /// the interval ([`fast_division_exact`]), the remainder is `x mod d`,
+    /// in `[0, d)`; otherwise the computation fails.
+    Rem,
+    /// A 32-bit register known to be below `b` (unsigned) where it is
+    /// read: pops `b`, pushes `[0, b)` (a loop counter bounded by its
+    /// loop's conditions, `Forms::counter_bound`); fails when `b` may
+    /// be 0. Unlike the other operations its value changes from one
+    /// iteration to the next: a computation with it bounds values, it
+    /// does not name one.
+    Under,
+}
+
+/// Whether `q(x) = floor((floor(x * m / 2^32) + x) / 2^s)`, computed in
+/// 32-bit registers, is `floor(x / d)` for every `x` in `[0, top]`.
+///
+/// The 32-bit sum must not wrap: `floor(top * m / 2^32) + top < 2^32`
+/// (it grows with `x`). Then `q(x) = floor(x * M / 2^k)` with `M = 2^32 +
+/// m`, `k = 32 + s` (nested floors of divisions by powers of two). With
+/// `e = M * d - 2^k >= 0`, `x * M / 2^k = x / d + x * e / (d * 2^k)`:
+/// at least `x / d`, so `q(x) >= floor(x / d)`; and writing `x = q * d +
+/// r`, `r <= d - 1`, it is below `q + 1` when `r + x * e / 2^k < d`, which
+/// `x * e < 2^k` ensures. So `top * e < 2^k` suffices.
+pub fn fast_division_exact(m: i128, s: i128, d: i128, top: i128) -> bool {
+    if !(0..1 << 32).contains(&m) || !(0..32).contains(&s) || !(1..1 << 32).contains(&d) || !(0..1 << 32).contains(&top) {
+        return false;
+    }
+    let k = 32 + s;
+    let e = ((1i128 << 32) + m) * d - (1i128 << k);
+    ((top * m) >> 32) + top < 1 << 32 && e >= 0 && top * e < 1i128 << k
 }
 
 /// The bytes one access may touch over a whole launch: `base + offset +
@@ -236,11 +337,142 @@ pub struct Span<B, P> {
 pub struct SpanIndex<P> {
     pub value: Vec<Op<P>>,
     pub signed: bool,
+    /// The value is a 64-bit register's (an offset [`Op::Wide`] builds
+    /// from 32-bit values), not a 32-bit register widened: the register
+    /// equals the exact value modulo 2^64, so the address is exact when
+    /// the bytes lie in `[0, 2^64)`, and `signed` is not used.
+    pub wide: bool,
     pub scale: i64,
     /// A value the index is below (`true`: at most) wherever the access
     /// runs, compared as the widening reads it: an early exit (`if (i >=
     /// n) return;`) the access's straight-line code passed.
     pub below: Option<(Vec<Op<P>>, bool)>,
+}
+
+/// A store that may run several times per thread (in a loop) whose
+/// threads must never write the same byte (see "Stores in loops" in the
+/// module's notes): its address is `base + offset + sum of factor *
+/// stride * coordinate` over [`Term`]s, `bytes` wide.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Injective<B, P> {
+    pub base: B,
+    pub offset: i64,
+    pub bytes: u64,
+    pub terms: Vec<Term<P>>,
+    /// Launch extents that must be 1 (`Ntid` or `Nctaid`, dimension): the
+    /// parts of a thread's index no coordinate determines.
+    pub single: Vec<(Launch, u8)>,
+    /// Grid-stride counters' `(bound, step)`: `bound + step <= 2^32`, so a
+    /// counter below its bound never wraps when stepped.
+    pub nowrap: Vec<NoWrap<P>>,
+}
+
+/// A grid-stride counter's bound and step (see [`Injective::nowrap`]).
+pub type NoWrap<P> = (Vec<Op<P>>, Vec<Op<P>>);
+
+/// One term of an [`Injective`] address: a 32-bit coordinate (widened
+/// without sign; its computation bounds it) times a launch constant
+/// `stride` times `factor`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Term<P> {
+    pub coord: Vec<Op<P>>,
+    pub stride: Vec<Op<P>>,
+    pub factor: i64,
+}
+
+impl<B, P> Injective<B, P> {
+    /// Whether, for this launch, no two threads write the same byte: the
+    /// single extents are 1, the counters cannot wrap, each coordinate
+    /// lies in `[lo, hi]` within `[0, 2^32)` with an exact positive byte
+    /// stride `c`, and taken in increasing `c` each stride is at least
+    /// the bytes all smaller terms span (`bytes + sum of c * (hi - lo)`),
+    /// so distinct coordinate tuples give disjoint bytes; the addresses
+    /// must lie in `[0, 2^64)` (then the 64-bit registers are exact).
+    pub fn holds(
+        &self,
+        base: &dyn Fn(&B) -> Option<u64>,
+        param: &dyn Fn(&P, u32, bool) -> Option<i64>,
+        grid: [u32; 3],
+        block: [u32; 3],
+    ) -> bool {
+        self.check(base, param, grid, block).is_some()
+    }
+
+    fn check(
+        &self,
+        base: &dyn Fn(&B) -> Option<u64>,
+        param: &dyn Fn(&P, u32, bool) -> Option<i64>,
+        grid: [u32; 3],
+        block: [u32; 3],
+    ) -> Option<()> {
+        for &(l, d) in &self.single {
+            let n = match l {
+                Launch::Ntid => *block.get(d as usize)?,
+                Launch::Nctaid => *grid.get(d as usize)?,
+                _ => return None,
+            };
+            (n == 1).then_some(())?;
+        }
+        for (bound, step) in &self.nowrap {
+            let (b, s) = (value_range(bound, param, grid, block)?, value_range(step, param, grid, block)?);
+            (s.0 >= 1 && b.1 + s.1 <= 1 << 32).then_some(())?;
+        }
+        let mut start = i128::from(base(&self.base)?) + i128::from(self.offset);
+        let mut steps = Vec::with_capacity(self.terms.len());
+        for t in &self.terms {
+            let (lo, hi) = value_range(&t.coord, param, grid, block)?;
+            let (s0, s1) = value_range(&t.stride, param, grid, block)?;
+            (lo >= 0 && hi < 1 << 32 && s0 == s1).then_some(())?;
+            let c = s0.checked_mul(i128::from(t.factor))?;
+            (c.abs() <= RANGE_BOUND).then_some(())?;
+            start = start.checked_add(c.checked_mul(lo)?)?;
+            if hi > lo {
+                (c > 0).then_some(())?;
+                steps.push((c, hi - lo));
+            }
+        }
+        steps.sort();
+        let mut span = i128::from(self.bytes);
+        for (c, n) in steps {
+            (c >= span).then_some(())?;
+            span = span.checked_add(c.checked_mul(n)?)?;
+            (span <= 1 << 64).then_some(())?;
+        }
+        (start >= 0 && start + span <= 1 << 64).then_some(())
+    }
+
+    /// The same condition with bases and parameters named otherwise.
+    pub fn map<B2, P2>(&self, fb: &dyn Fn(&B) -> B2, fp: &dyn Fn(&P) -> P2) -> Injective<B2, P2> {
+        let ops = |v: &[Op<P>]| map_ops(v, fp);
+        Injective {
+            base: fb(&self.base),
+            offset: self.offset,
+            bytes: self.bytes,
+            terms: self.terms.iter().map(|t| Term { coord: ops(&t.coord), stride: ops(&t.stride), factor: t.factor }).collect(),
+            single: self.single.clone(),
+            nowrap: self.nowrap.iter().map(|(b, s)| (ops(b), ops(s))).collect(),
+        }
+    }
+}
+
+/// A computation with parameters named otherwise.
+pub fn map_ops<P, P2>(v: &[Op<P>], fp: &dyn Fn(&P) -> P2) -> Vec<Op<P2>> {
+    v.iter()
+        .map(|op| match op {
+            Op::Const(c) => Op::Const(*c),
+            Op::Param { at, signed } => Op::Param { at: fp(at), signed: *signed },
+            Op::Field { at, field, signed } => Op::Field { at: fp(at), field: *field, signed: *signed },
+            Op::Special(l, d) => Op::Special(*l, *d),
+            Op::Add => Op::Add,
+            Op::Sub => Op::Sub,
+            Op::Mul => Op::Mul,
+            Op::Wide { signed } => Op::Wide { signed: *signed },
+            Op::MulHi => Op::MulHi,
+            Op::Shr => Op::Shr,
+            Op::Rem => Op::Rem,
+            Op::Under => Op::Under,
+        })
+        .collect()
 }
 
 /// Two accesses whose bytes over the whole launch must not overlap (see
@@ -261,14 +493,52 @@ pub const RANGE_BOUND: i128 = 1 << 62;
 /// and `%nctaid.d` exactly), or `None` when an operand is unknown, a
 /// dimension is 0, the program is malformed or an intermediate bound
 /// passes [`RANGE_BOUND`].
-pub fn value_range<P>(ops: &[Op<P>], param: &dyn Fn(&P, bool) -> Option<i64>, grid: [u32; 3], block: [u32; 3]) -> Option<(i128, i128)> {
+pub fn value_range<P>(
+    ops: &[Op<P>],
+    param: &dyn Fn(&P, u32, bool) -> Option<i64>,
+    grid: [u32; 3],
+    block: [u32; 3],
+) -> Option<(i128, i128)> {
     let mut stack: Vec<(i128, i128)> = Vec::with_capacity(8);
+    let u32s = |v: (i128, i128)| v.0 >= 0 && v.1 < 1 << 32;
     for op in ops {
         let v = match op {
             Op::Const(c) => (i128::from(*c), i128::from(*c)),
             Op::Param { at, signed } => {
-                let x = i128::from(param(at, *signed)?);
+                let x = i128::from(param(at, 0, *signed)?);
                 (x, x)
+            }
+            Op::Field { at, field, signed } => {
+                let x = i128::from(param(at, *field, *signed)?);
+                (x, x)
+            }
+            Op::Wide { signed } => {
+                let x = stack.pop()?;
+                let fits = if *signed { x.0 >= -(1 << 31) && x.1 < 1 << 31 } else { u32s(x) };
+                fits.then_some(x)?
+            }
+            Op::MulHi => {
+                let (y, x) = (stack.pop()?, stack.pop()?);
+                (u32s(x) && u32s(y)).then_some(((x.0 * y.0) >> 32, (x.1 * y.1) >> 32))?
+            }
+            Op::Shr => {
+                let (k, x) = (stack.pop()?, stack.pop()?);
+                (u32s(x) && k.0 >= 0 && k.1 < 32).then_some((x.0 >> k.1, x.1 >> k.0))?
+            }
+            Op::Under => {
+                let b = stack.pop()?;
+                (b.0 >= 1 && b.1 <= 1 << 32).then_some((0, b.1 - 1))?
+            }
+            Op::Rem => {
+                let (d, s, m, x) = (stack.pop()?, stack.pop()?, stack.pop()?, stack.pop()?);
+                let exact = d.0 == d.1 && s.0 == s.1 && m.0 == m.1 && x.0 >= 0 && fast_division_exact(m.0, s.0, d.0, x.1);
+                exact.then_some(())?;
+                let d = d.0;
+                if x.0 / d == x.1 / d {
+                    (x.0 % d, x.1 % d)
+                } else {
+                    (0, d - 1)
+                }
             }
             Op::Special(l, d) => {
                 let (b, g) = (i128::from(*block.get(*d as usize)?), i128::from(*grid.get(*d as usize)?));
@@ -313,7 +583,7 @@ impl<B, P> Span<B, P> {
     pub fn launch_bytes(
         &self,
         base: u64,
-        param: &dyn Fn(&P, bool) -> Option<i64>,
+        param: &dyn Fn(&P, u32, bool) -> Option<i64>,
         grid: [u32; 3],
         block: [u32; 3],
     ) -> Option<(i128, i128)> {
@@ -324,7 +594,13 @@ impl<B, P> Span<B, P> {
                 let (lo, hi) = value_range(&ix.value, param, grid, block)?;
                 // The register holds the exact value modulo 2^32: it is the
                 // exact value only when that fits the widening's range.
-                let fits = if ix.signed { lo >= -(1 << 31) && hi < 1 << 31 } else { lo >= 0 && hi < 1 << 32 };
+                let fits = if ix.wide {
+                    true
+                } else if ix.signed {
+                    lo >= -(1 << 31) && hi < 1 << 31
+                } else {
+                    lo >= 0 && hi < 1 << 32
+                };
                 if !fits {
                     return None;
                 }
@@ -351,7 +627,7 @@ impl<B, P> Disjoint<B, P> {
     pub fn holds(
         &self,
         base: &dyn Fn(&B) -> Option<u64>,
-        param: &dyn Fn(&P, bool) -> Option<i64>,
+        param: &dyn Fn(&P, u32, bool) -> Option<i64>,
         grid: [u32; 3],
         block: [u32; 3],
     ) -> bool {
@@ -364,24 +640,14 @@ impl<B, P> Disjoint<B, P> {
 
     /// The same condition with bases and parameters named otherwise.
     pub fn map<B2, P2>(&self, fb: &dyn Fn(&B) -> B2, fp: &dyn Fn(&P) -> P2) -> Disjoint<B2, P2> {
-        let ops = |v: &[Op<P>]| -> Vec<Op<P2>> {
-            v.iter()
-                .map(|op| match op {
-                    Op::Const(c) => Op::Const(*c),
-                    Op::Param { at, signed } => Op::Param { at: fp(at), signed: *signed },
-                    Op::Special(l, d) => Op::Special(*l, *d),
-                    Op::Add => Op::Add,
-                    Op::Sub => Op::Sub,
-                    Op::Mul => Op::Mul,
-                })
-                .collect()
-        };
+        let ops = |v: &[Op<P>]| map_ops(v, fp);
         let span = |s: &Span<B, P>| Span {
             base: fb(&s.base),
             offset: s.offset,
             index: s.index.as_ref().map(|ix| SpanIndex {
                 value: ops(&ix.value),
                 signed: ix.signed,
+                wide: ix.wide,
                 scale: ix.scale,
                 below: ix.below.as_ref().map(|(v, inclusive)| (ops(v), *inclusive)),
             }),
@@ -631,6 +897,9 @@ struct Access {
     /// The bytes it touches over a launch, when its index's computation
     /// is known.
     span: Option<Span<Base, VarId>>,
+    /// For a store: the condition keeping threads' bytes apart, when its
+    /// address decomposes ([`Forms::injective`]).
+    injective: Option<Injective<Base, VarId>>,
 }
 
 /// A lane's address: `base + scale * widen(index) + offset`, where `index`
@@ -654,7 +923,18 @@ pub struct Index {
 }
 
 /// Longest index computation followed (operations of [`Op`]).
-const MAX_VALUE_OPS: usize = 64;
+const MAX_VALUE_OPS: usize = 256;
+
+/// How an immediate operand is read into a computation.
+#[derive(Clone, Copy)]
+enum Imm {
+    /// A 32-bit ring operation's: the representative nearest 0.
+    S32,
+    /// An unsigned 32-bit operation's.
+    U32,
+    /// A 64-bit operation's.
+    B64,
+}
 
 /// Scales beyond this are not followed (products must not overflow).
 const MAX_SCALE: i64 = 1 << 20;
@@ -681,6 +961,8 @@ struct Forms<'a> {
     writes: Vec<Vec<usize>>,
     /// Per statement: the index of the last label at or before it (0 when none).
     region: Vec<usize>,
+    /// Per statement: whether it may run more than once per call ([`repeated`]).
+    rep: Vec<bool>,
     uniform: std::collections::HashMap<usize, bool>,
     lane: std::collections::HashMap<usize, bool>,
     forms: std::collections::HashMap<usize, Option<Form>>,
@@ -729,6 +1011,7 @@ impl<'a> Forms<'a> {
             single,
             writes,
             region,
+            rep: repeated(b),
             uniform: Default::default(),
             lane: Default::default(),
             forms: Default::default(),
@@ -881,10 +1164,17 @@ impl<'a> Forms<'a> {
         v
     }
 
-    fn value_operand(&mut self, op: &Operand, at: usize, out: &mut Vec<Op<VarId>>) -> Option<()> {
+    /// Pushes the computation of an operand read at statement `at`;
+    /// immediates are taken as `imm` reads them (any representative of
+    /// the register's value modulo its width will do for ring operations;
+    /// the unsigned one for the operations that need it).
+    fn value_operand_as(&mut self, op: &Operand, at: usize, imm: Imm, out: &mut Vec<Op<VarId>>) -> Option<()> {
         match *op {
-            // Any representative modulo 2^32 will do; the nearest to 0.
-            Operand::Imm(v) => out.push(Op::Const(i64::from(v as i32))),
+            Operand::Imm(v) => out.push(Op::Const(match imm {
+                Imm::S32 => i64::from(v as i32),
+                Imm::U32 => i64::from(v as u32),
+                Imm::B64 => v,
+            })),
             Operand::Special(s, d) if d < 3 => out.push(Op::Special(
                 match s {
                     SpecialReg::Tid => Launch::Tid,
@@ -895,13 +1185,277 @@ impl<'a> Forms<'a> {
                 },
                 d,
             )),
-            Operand::Reg(r) => {
-                let i = self.reach(r, at)?;
-                out.extend(self.value(i)?)
-            }
+            Operand::Reg(r) => match self.reach(r, at) {
+                Some(i) => out.extend(self.value(i)?),
+                None => {
+                    out.extend(self.counter_bound(r, at)?);
+                    out.push(Op::Under);
+                }
+            },
             _ => return None,
         }
         (out.len() <= MAX_VALUE_OPS).then_some(())
+    }
+
+    /// A bound `b` (a computation of the launch alone) with `r < b`
+    /// (unsigned, 32 bits) wherever statement `at` reads `r`: `at`'s
+    /// straight-line code starts at a label, writes no `r` before `at`,
+    /// and `r < b` holds on entering it ([`Forms::bound_at`]): a loop's
+    /// entry check and back edge (`for (i = ...; i < n; i += step)`).
+    fn counter_bound(&mut self, r: RegId, at: usize) -> Option<Vec<Op<VarId>>> {
+        if crate::affine::register_bits(self.f, self.b, r)? != 32 {
+            return None;
+        }
+        let head = *self.region.get(at)?;
+        if self.writes.get(r as usize)?.iter().any(|&w| w > head && w < at) {
+            return None;
+        }
+        let mut visiting = Vec::new();
+        self.bound_at(r, head, &mut visiting)
+    }
+
+    /// A bound `b` with `r < b` whenever control enters the straight-line
+    /// code starting at label statement `head`: every way in keeps it —
+    /// a branch to the label or the fall into it from the code before —
+    /// either because a comparison of `r`'s value there proves it (a
+    /// branch taken only when it holds, an exit passed that leaves unless
+    /// it holds) or because it held when entering the code the branch or
+    /// fall comes from, which writes no `r` before it. Code reached again
+    /// while being examined (a cycle with no proof on it) gives none.
+    fn bound_at(&mut self, r: RegId, head: usize, visiting: &mut Vec<usize>) -> Option<Vec<Op<VarId>>> {
+        let b = self.b;
+        let Some(Statement::Label(label)) = b.statements.get(head) else { return None };
+        let label = *label;
+        if visiting.contains(&head) || visiting.len() > 16 {
+            return None;
+        }
+        visiting.push(head);
+        let writes = self.writes.get(r as usize)?.clone();
+        let clean = |from: usize, to: usize| !writes.iter().any(|&w| w >= from && w < to);
+        let mut entries: Vec<(usize, Option<(RegId, bool)>)> = Vec::new();
+        for (j, st) in b.statements.iter().enumerate() {
+            let Statement::Instruction(inst) = st else { continue };
+            if inst.op == Opcode::Brx {
+                return None;
+            }
+            if inst.op == Opcode::Bra && matches!(b.args(inst).first(), Some(Operand::Label(l)) if *l == label) {
+                // Taken when the guard is true (false when negated).
+                entries.push((j, inst.guard.map(|g| (g.reg, !g.negate))));
+            }
+        }
+        let mut bound: Option<Vec<Op<VarId>>> = None;
+        let mut agree = |v: Vec<Op<VarId>>| -> bool {
+            if v.contains(&Op::Under) {
+                return false;
+            }
+            match &bound {
+                Some(x) => *x == v,
+                None => {
+                    bound = Some(v);
+                    true
+                }
+            }
+        };
+        for (j, guard) in entries {
+            let proved = guard.and_then(|(g, truth)| self.implies(g, j, truth, r, j));
+            let v = match proved {
+                Some(v) => v,
+                None => {
+                    let from = *self.region.get(j)?;
+                    (clean(from, j)).then_some(())?;
+                    self.bound_at(r, from, visiting)?
+                }
+            };
+            if !agree(v) {
+                return None;
+            }
+        }
+        // Falling into the label from the code before it.
+        let (j, inst) = (0..head).rev().find_map(|j| match b.statements.get(j) {
+            Some(Statement::Instruction(inst)) => Some((j, inst)),
+            _ => None,
+        })?;
+        let ends = inst.guard.is_none() && matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit);
+        if !ends {
+            let start = *self.region.get(j)?;
+            let found = (start..=j).rev().find_map(|k| match b.statements.get(k) {
+                Some(Statement::Instruction(e)) if matches!(e.op, Opcode::Bra | Opcode::Ret | Opcode::Exit) => {
+                    let g = e.guard?;
+                    // No write of `r` between the exit and the label.
+                    if !clean(k, head) {
+                        return None;
+                    }
+                    self.implies(g.reg, k, g.negate, r, k)
+                }
+                _ => None,
+            });
+            let v = match found {
+                Some(v) => v,
+                None => {
+                    (clean(start, head)).then_some(())?;
+                    self.bound_at(r, start, visiting)?
+                }
+            };
+            if !agree(v) {
+                return None;
+            }
+        }
+        visiting.pop();
+        bound
+    }
+
+    /// When predicate `p`, read at statement `at`, is `truth`: a bound `b`
+    /// with `r < b` (unsigned) for the value `r` holds at statement
+    /// `rat`, from a `setp` of 32-bit unsigned integers and `and.pred` /
+    /// `or.pred` of such.
+    fn implies(&mut self, p: RegId, at: usize, truth: bool, r: RegId, rat: usize) -> Option<Vec<Op<VarId>>> {
+        let k = self.reach(p, at)?;
+        let inst = self.def(k)?;
+        let b = self.b;
+        match (inst.op, b.args(inst)) {
+            (Opcode::And | Opcode::Or, [_, Operand::Reg(x), Operand::Reg(y)]) if inst.ty(b) == Some(Type::Pred) => {
+                // `and` true: both true; `or` false: both false.
+                if (inst.op == Opcode::And) != truth {
+                    return None;
+                }
+                let (x, y) = (*x, *y);
+                match self.implies(x, k, truth, r, rat) {
+                    Some(v) => Some(v),
+                    None => self.implies(y, k, truth, r, rat),
+                }
+            }
+            (Opcode::Setp, [_, x, y]) => {
+                let ty = inst.ty(b)?;
+                if ty.bits() != 32 || !ty.is_integer() || ty.is_signed() || ty.is_float() {
+                    return None;
+                }
+                // The comparison that holds, as `x CMP y`.
+                let cmp = match (inst.cmp(b)?, truth) {
+                    (CmpOp::Lt | CmpOp::Lo, true) | (CmpOp::Ge | CmpOp::Hs, false) => CmpOp::Lt,
+                    (CmpOp::Gt | CmpOp::Hi, true) | (CmpOp::Le | CmpOp::Ls, false) => CmpOp::Gt,
+                    _ => return None,
+                };
+                // `r < other`: `r` on the left of `<` or the right of `>`.
+                let (mine, other) = if cmp == CmpOp::Lt { (x, y) } else { (y, x) };
+                if !matches!(*mine, Operand::Reg(m) if m == r && self.same_value(r, k, rat)) {
+                    return None;
+                }
+                let mut v = Vec::new();
+                self.value_operand_as(other, k, Imm::U32, &mut v)?;
+                Some(v)
+            }
+            _ => None,
+        }
+    }
+
+    fn value_operand(&mut self, op: &Operand, at: usize, out: &mut Vec<Op<VarId>>) -> Option<()> {
+        self.value_operand_as(op, at, Imm::S32, out)
+    }
+
+    /// The computation of a 64-bit register's value read at statement
+    /// `at` (a 32-bit register's would hold it modulo 2^32 only).
+    fn value64(&mut self, op: &Operand, at: usize) -> Option<Vec<Op<VarId>>> {
+        let Operand::Reg(r) = *op else { return None };
+        (crate::affine::register_bits(self.f, self.b, r)? == 64).then_some(())?;
+        self.value(self.reach(r, at)?)
+    }
+
+    /// The statement writing the value register `r` holds at `at`, if it
+    /// is an unguarded instruction with opcode `op`.
+    fn def_of(&self, r: &Operand, at: usize, op: Opcode) -> Option<(usize, &'a Instruction)> {
+        let Operand::Reg(r) = *r else { return None };
+        let i = self.reach(r, at)?;
+        let inst = self.def(i)?;
+        (inst.op == op && inst.guard.is_none()).then_some((i, inst))
+    }
+
+    /// Whether register `r` holds the same value at statements `a1` and
+    /// `a2`: one straight-line stretch with no write of `r` from the
+    /// earlier read up to the later, or the same write reaching both when
+    /// that write's value is a function of the launch alone (no
+    /// [`Op::Under`]; a loop runs such a write to the same value each
+    /// time).
+    fn same_value(&mut self, r: RegId, a1: usize, a2: usize) -> bool {
+        let (lo, hi) = (a1.min(a2), a1.max(a2));
+        let Some(w) = self.writes.get(r as usize) else { return false };
+        let straight = self.region.get(lo).is_some_and(|x| Some(x) == self.region.get(hi)) && !w.iter().any(|&p| p >= lo && p < hi);
+        if straight {
+            return true;
+        }
+        match (self.reach(r, a1), self.reach(r, a2)) {
+            (Some(x), Some(y)) if x == y => self.value(x).is_some_and(|v| !v.contains(&Op::Under)),
+            _ => false,
+        }
+    }
+
+    /// Whether operand `o` read at `at` is the value register `x.0` holds
+    /// at statement `x.1`.
+    fn is_write(&mut self, o: &Operand, at: usize, x: (RegId, usize)) -> bool {
+        matches!(*o, Operand::Reg(r) if r == x.0 && self.same_value(r, at, x.1))
+    }
+
+    /// `q`, read at `at`, as `(mul.hi.u32(x, m) + x) >> s` with `x` the
+    /// write `xdef`: the multiplier and shift operands, each with the
+    /// statement reading it.
+    fn fast_quotient(&mut self, q: &Operand, at: usize, xdef: (RegId, usize)) -> Option<[(Operand, usize); 2]> {
+        let u32_op =
+            |inst: &Instruction| inst.ty(self.b).is_some_and(|t| t.bits() == 32 && t.is_integer() && !t.is_signed() && !t.is_float());
+        let (si, shr) = self.def_of(q, at, Opcode::Shr)?;
+        let [_, t, s] = self.b.args(shr) else { return None };
+        if !u32_op(shr) {
+            return None;
+        }
+        let (ai, add) = self.def_of(t, si, Opcode::Add)?;
+        let [_, y, z] = self.b.args(add) else { return None };
+        if add.ty(self.b)?.bits() != 32 || add.has(self.b, Flag::Sat) {
+            return None;
+        }
+        let h = if self.is_write(z, ai, xdef) {
+            y
+        } else if self.is_write(y, ai, xdef) {
+            z
+        } else {
+            return None;
+        };
+        let (hi, mulhi) = self.def_of(h, ai, Opcode::Mul)?;
+        if !mulhi.has(self.b, Flag::HiHalf) || !u32_op(mulhi) {
+            return None;
+        }
+        let [_, u, v] = self.b.args(mulhi) else { return None };
+        let m = if self.is_write(u, hi, xdef) {
+            v
+        } else if self.is_write(v, hi, xdef) {
+            u
+        } else {
+            return None;
+        };
+        Some([(*m, hi), (*s, si)])
+    }
+
+    /// `x - q * d` (statement `i`, operands `x` and `p`) with `q` a fast
+    /// quotient of the same `x` ([`Op::Rem`]).
+    fn remainder(&mut self, i: usize, x: &Operand, p: &Operand, out: &mut Vec<Op<VarId>>) -> Option<()> {
+        let Operand::Reg(xr) = *x else { return None };
+        let xdef = (xr, i);
+        let (mi, mul) = self.def_of(p, i, Opcode::Mul)?;
+        if !mul.has(self.b, Flag::LoHalf) || mul.ty(self.b)?.bits() != 32 {
+            return None;
+        }
+        let [_, u, v] = self.b.args(mul) else { return None };
+        let (quotient, d) = match (self.fast_quotient(u, mi, xdef), self.fast_quotient(v, mi, xdef)) {
+            (Some(q), _) => (q, v),
+            (None, Some(q)) => (q, u),
+            _ => return None,
+        };
+        let [(m, at_m), (s, at_s)] = quotient;
+        let mut ops = Vec::new();
+        self.value_operand_as(x, i, Imm::U32, &mut ops)?;
+        self.value_operand_as(&m, at_m, Imm::U32, &mut ops)?;
+        self.value_operand_as(&s, at_s, Imm::U32, &mut ops)?;
+        self.value_operand_as(d, mi, Imm::U32, &mut ops)?;
+        ops.push(Op::Rem);
+        out.extend(ops);
+        Some(())
     }
 
     fn compute_value(&mut self, i: usize, out: &mut Vec<Op<VarId>>) -> Option<()> {
@@ -909,49 +1463,105 @@ impl<'a> Forms<'a> {
         let b = self.b;
         let args = b.args(inst);
         let Some(&Operand::Reg(r)) = args.first() else { return None };
-        if crate::affine::register_bits(self.f, self.b, r) != Some(32) {
-            return None;
-        }
+        let bits = crate::affine::register_bits(self.f, self.b, r)?;
         let ty = inst.ty(b)?;
-        if ty.bits() != 32 || !ty.is_integer() || ty.is_float() || inst.has(b, Flag::Sat) {
+        if !ty.is_integer() || ty.is_float() || inst.has(b, Flag::Sat) {
             return None;
         }
+        // The operation's width: the register's, or half of it for `.wide`.
+        let wide = inst.has(b, Flag::Wide);
+        if inst.op != Opcode::Cvt && ty.bits() != if wide { bits / 2 } else { bits } {
+            return None;
+        }
+        let imm = if bits == 64 { Imm::B64 } else { Imm::S32 };
+        let unsigned = !ty.is_signed();
         match (inst.op, args) {
-            (Opcode::Ld, [_, Operand::AddrVar(v, 0)])
-                if inst.space(b) == Some(StateSpace::Param) && self.f.kind == FunctionKind::Entry && self.f.params.contains(v) =>
+            (Opcode::Ld, [_, Operand::AddrVar(v, field)])
+                if inst.space(b) == Some(StateSpace::Param)
+                    && self.f.kind == FunctionKind::Entry
+                    && self.f.params.contains(v)
+                    && bits == 32 =>
             {
-                out.push(Op::Param { at: *v, signed: ty.is_signed() });
+                let signed = ty.is_signed();
+                let field = u32::try_from(*field).ok()?;
+                let size = self.f.vars.get(*v as usize)?.size()?;
+                (field % 4 == 0 && u64::from(field) + 4 <= size).then_some(())?;
+                out.push(if field == 0 { Op::Param { at: *v, signed } } else { Op::Field { at: *v, field, signed } });
             }
-            (Opcode::Mov, [_, a]) => self.value_operand(a, i, out)?,
-            (Opcode::Cvt, [_, a]) if inst.rounding(b).is_none() && inst.types(b).all(|t| t.bits() == 32 && t.is_integer()) => {
-                self.value_operand(a, i, out)?
+            (Opcode::Mov, [_, a]) => self.value_operand_as(a, i, imm, out)?,
+            (Opcode::Cvt, [_, a]) if inst.rounding(b).is_none() => {
+                let mut types = inst.types(b);
+                let (dst, src) = (types.next()?, types.next()?);
+                if !dst.is_integer() || !src.is_integer() || dst.bits() != bits {
+                    return None;
+                }
+                match (dst.bits(), src.bits()) {
+                    (32, 32) => self.value_operand(a, i, out)?,
+                    // Truncation keeps the value modulo 2^32.
+                    (32, 64) => self.value_operand_as(a, i, Imm::B64, out)?,
+                    (64, 32) if dst.is_signed() == src.is_signed() => {
+                        self.value_operand(a, i, out)?;
+                        out.push(Op::Wide { signed: src.is_signed() });
+                    }
+                    _ => return None,
+                }
             }
             (Opcode::Neg, [_, a]) => {
                 out.push(Op::Const(0));
-                self.value_operand(a, i, out)?;
+                self.value_operand_as(a, i, imm, out)?;
                 out.push(Op::Sub);
             }
+            (Opcode::Sub, [_, x, p]) if bits == 32 && self.remainder(i, x, p, out).is_some() => {}
             (Opcode::Add | Opcode::Sub, [_, a, c]) => {
-                self.value_operand(a, i, out)?;
-                self.value_operand(c, i, out)?;
+                self.value_operand_as(a, i, imm, out)?;
+                self.value_operand_as(c, i, imm, out)?;
                 out.push(if inst.op == Opcode::Add { Op::Add } else { Op::Sub });
             }
             (Opcode::Mul, [_, a, c]) if inst.has(b, Flag::LoHalf) => {
-                self.value_operand(a, i, out)?;
-                self.value_operand(c, i, out)?;
+                self.value_operand_as(a, i, imm, out)?;
+                self.value_operand_as(c, i, imm, out)?;
                 out.push(Op::Mul);
+            }
+            (Opcode::Mul, [_, a, c]) if wide && bits == 64 => {
+                let (w, k) = if unsigned { (Imm::U32, false) } else { (Imm::S32, true) };
+                self.value_operand_as(a, i, w, out)?;
+                out.push(Op::Wide { signed: k });
+                self.value_operand_as(c, i, w, out)?;
+                out.push(Op::Wide { signed: k });
+                out.push(Op::Mul);
+            }
+            (Opcode::Mul, [_, a, c]) if inst.has(b, Flag::HiHalf) && bits == 32 && unsigned => {
+                self.value_operand_as(a, i, Imm::U32, out)?;
+                self.value_operand_as(c, i, Imm::U32, out)?;
+                out.push(Op::MulHi);
             }
             (Opcode::Mad, [_, a, c, d]) if inst.has(b, Flag::LoHalf) => {
-                self.value_operand(a, i, out)?;
-                self.value_operand(c, i, out)?;
+                self.value_operand_as(a, i, imm, out)?;
+                self.value_operand_as(c, i, imm, out)?;
                 out.push(Op::Mul);
-                self.value_operand(d, i, out)?;
+                self.value_operand_as(d, i, imm, out)?;
                 out.push(Op::Add);
             }
-            (Opcode::Shl, [_, a, Operand::Imm(k)]) if (0..32).contains(k) => {
-                self.value_operand(a, i, out)?;
-                out.push(Op::Const(i64::from((1u32 << *k) as i32)));
+            (Opcode::Mad, [_, a, c, d]) if wide && bits == 64 => {
+                let (w, k) = if unsigned { (Imm::U32, false) } else { (Imm::S32, true) };
+                self.value_operand_as(a, i, w, out)?;
+                out.push(Op::Wide { signed: k });
+                self.value_operand_as(c, i, w, out)?;
+                out.push(Op::Wide { signed: k });
                 out.push(Op::Mul);
+                self.value_operand_as(d, i, Imm::B64, out)?;
+                out.push(Op::Add);
+            }
+            (Opcode::Shl, [_, a, Operand::Imm(k)]) if (0..i64::from(bits)).contains(k) => {
+                self.value_operand_as(a, i, imm, out)?;
+                out.push(Op::Const(if bits == 32 { i64::from((1u32 << *k) as i32) } else { (1u64 << *k) as i64 }));
+                out.push(Op::Mul);
+            }
+            // Logical shift right (`.u32`, `.b32`; not the arithmetic `.s32`).
+            (Opcode::Shr, [_, a, k]) if bits == 32 && unsigned => {
+                self.value_operand_as(a, i, Imm::U32, out)?;
+                self.value_operand_as(k, i, Imm::U32, out)?;
+                out.push(Op::Shr);
             }
             _ => return None,
         }
@@ -1039,7 +1649,7 @@ impl<'a> Forms<'a> {
         let index = match form.index {
             Some(i) => {
                 let below = self.below(i.def, i.signed, at);
-                Some(SpanIndex { value: self.value(i.def)?, signed: i.signed, scale: i.scale, below })
+                Some(SpanIndex { value: self.value(i.def)?, signed: i.signed, wide: false, scale: i.scale, below })
             }
             None => None,
         };
@@ -1055,6 +1665,11 @@ impl<'a> Forms<'a> {
     /// that keeps the thread.
     fn below(&mut self, def: usize, signed: bool, at: usize) -> Option<(Vec<Op<VarId>>, bool)> {
         let b = self.b;
+        // A write whose value changes between runs (a loop counter's
+        // bound in it) may be compared in one run and used in another.
+        if self.value(def)?.contains(&Op::Under) {
+            return None;
+        }
         let start = *self.region.get(at)?;
         let (j, guard) = (start..at).rev().find_map(|j| match b.statements.get(j) {
             Some(Statement::Instruction(inst)) if matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit) => inst.guard.map(|g| (j, g)),
@@ -1138,6 +1753,358 @@ impl<'a> Forms<'a> {
         };
         Some((form, bytes))
     }
+
+    /// The bytes an access (at statement `at`) touches over a launch when
+    /// its address is `base + value` (a 64-bit `add` of a warp-uniform
+    /// base and a 64-bit offset [`Forms::value`] follows: several indices
+    /// with strides from parameters, remainders), which [`Form`] cannot
+    /// say.
+    fn offset_span(&mut self, inst: &Instruction, at: usize) -> Option<Span<Base, VarId>> {
+        let b = self.b;
+        let args = b.args(inst);
+        let (address, data) = match inst.op {
+            Opcode::Ld | Opcode::Atom => (args.get(1)?, args.first()?),
+            Opcode::St | Opcode::Red => (args.first()?, args.get(1)?),
+            _ => return None,
+        };
+        let n = match data {
+            Operand::Vector(l) => b.list(*l).len() as u64,
+            _ => 1,
+        };
+        let bytes = (u64::from(inst.ty(b)?.bits()) / 8).max(1) * n;
+        let (AddrBase::Reg(r), off) = address.address()? else { return None };
+        let (base, value) = self.base_plus_offset(&Operand::Reg(r), at, at, 0)?;
+        let index = SpanIndex { value, signed: false, wide: true, scale: 1, below: None };
+        Some(Span { base: base.base, offset: base.offset.checked_add(off)?, index: Some(index), bytes })
+    }
+
+    /// The condition under which no two threads write the same byte
+    /// through the store at statement `at`, however often each runs it:
+    /// its address is `base + sum of terms` ([`Forms::terms`]), and the
+    /// coordinates together determine the thread (a grid-stride counter
+    /// or a global index `ctaid.d * ntid.d + tid.d` determines `ctaid.d`
+    /// and `tid.d`; a fast-division remainder and quotient of the same
+    /// value determine that value; `%tid.d` or `%ctaid.d` alone itself);
+    /// the parts of the thread's index nothing determines must have
+    /// extent 1 at launch.
+    fn injective(&mut self, inst: &Instruction, at: usize) -> Option<Injective<Base, VarId>> {
+        let b = self.b;
+        let args = b.args(inst);
+        let (address, data) = match inst.op {
+            Opcode::St => (args.first()?, args.get(1)?),
+            _ => return None,
+        };
+        let n = match data {
+            Operand::Vector(l) => b.list(*l).len() as u64,
+            _ => 1,
+        };
+        let bytes = (u64::from(inst.ty(b)?.bits()) / 8).max(1) * n;
+        let (AddrBase::Reg(r), off) = address.address()? else { return None };
+        let i = self.reach(r, at)?;
+        let add = self.def(i)?;
+        let [_, x, y] = b.args(add) else { return None };
+        if add.op != Opcode::Add || add.ty(b)?.bits() != 64 {
+            return None;
+        }
+        let pure = |f: Option<Form>| f.filter(|f| f.index.is_none() && f.base != Base::None);
+        let (base, rest) = match pure(self.operand_form(x, i)) {
+            Some(f) => (f, y),
+            None => (pure(self.operand_form(y, i))?, x),
+        };
+        let mut raw = Vec::new();
+        self.terms(rest, i, 1, &mut raw, 0)?;
+        let mut known: Vec<(Launch, u8)> = Vec::new();
+        let mut nowrap = Vec::new();
+        let mut terms = Vec::new();
+        let programs: Vec<Vec<Op<VarId>>> = raw.iter().map(|t| t.coord.clone()).collect();
+        for t in &raw {
+            match self.counter(t.reg, t.read) {
+                Some((d, bound_step)) => {
+                    known.extend([(Launch::Ctaid, d), (Launch::Tid, d)]);
+                    nowrap.push(bound_step);
+                }
+                None => {
+                    if let Some(d) = global_index(&t.coord) {
+                        known.extend([(Launch::Ctaid, d), (Launch::Tid, d)]);
+                    } else if let [Op::Special(l @ (Launch::Tid | Launch::Ctaid), d)] = t.coord[..] {
+                        known.push((l, d));
+                    } else if let Some(d) = divided(&t.coord, &programs) {
+                        known.extend([(Launch::Ctaid, d), (Launch::Tid, d)]);
+                    }
+                }
+            }
+            terms.push(Term { coord: t.coord.clone(), stride: t.stride.clone(), factor: t.factor });
+        }
+        let mut single = Vec::new();
+        for d in 0..3u8 {
+            if !known.contains(&(Launch::Tid, d)) {
+                single.push((Launch::Ntid, d));
+            }
+            if !known.contains(&(Launch::Ctaid, d)) {
+                single.push((Launch::Nctaid, d));
+            }
+        }
+        Some(Injective { base: base.base, offset: base.offset.checked_add(off)?, bytes, terms, single, nowrap })
+    }
+
+    /// The terms of a 64-bit offset read at statement `read`, times
+    /// `factor`: sums (`add.s64`), shifts left by constants, and 32-bit
+    /// coordinates widened without sign (`cvt.u64.u32`, stride 1) or
+    /// multiplied by a launch constant (`mul.wide.u32`).
+    fn terms(&mut self, op: &Operand, read: usize, factor: i64, out: &mut Vec<RawTerm>, depth: u32) -> Option<()> {
+        let Operand::Reg(r) = *op else { return None };
+        (depth <= 16 && out.len() <= 16).then_some(())?;
+        let i = self.reach(r, read)?;
+        let inst = self.def(i)?;
+        let b = self.b;
+        let ty = inst.ty(b)?;
+        match (inst.op, b.args(inst)) {
+            (Opcode::Add, [_, x, y]) if ty.bits() == 64 && ty.is_integer() => {
+                self.terms(x, i, factor, out, depth + 1)?;
+                self.terms(y, i, factor, out, depth + 1)
+            }
+            (Opcode::Shl, [_, x, Operand::Imm(k)]) if ty.bits() == 64 && (0..32).contains(k) => {
+                self.terms(x, i, factor.checked_mul(1 << *k)?, out, depth + 1)
+            }
+            (Opcode::Cvt, [_, x]) => {
+                let mut types = inst.types(b);
+                let (dst, src) = (types.next()?, types.next()?);
+                (dst == Type::U64 && src == Type::U32 && inst.rounding(b).is_none()).then_some(())?;
+                let Operand::Reg(xr) = *x else { return None };
+                let mut coord = Vec::new();
+                self.value_operand_as(x, i, Imm::U32, &mut coord)?;
+                out.push(RawTerm { coord, stride: vec![Op::Const(1)], factor, reg: xr, read: i });
+                Some(())
+            }
+            (Opcode::Mul, [_, x, y]) if inst.has(b, Flag::Wide) && ty == Type::U32 => {
+                let constant = |v: &[Op<VarId>]| !v.iter().any(|o| matches!(o, Op::Special(Launch::Tid | Launch::Ctaid, _) | Op::Under));
+                let (mut vx, mut vy) = (Vec::new(), Vec::new());
+                self.value_operand_as(x, i, Imm::U32, &mut vx)?;
+                self.value_operand_as(y, i, Imm::U32, &mut vy)?;
+                let (coord, stride, reg) = if constant(&vy) {
+                    (vx, vy, x)
+                } else if constant(&vx) {
+                    (vy, vx, y)
+                } else {
+                    return None;
+                };
+                let Operand::Reg(reg) = *reg else { return None };
+                out.push(RawTerm { coord, stride, factor, reg, read: i });
+                Some(())
+            }
+            _ => None,
+        }
+    }
+
+    /// A grid-stride loop's counter `r` read at `at`: its dimension, the
+    /// bound of its values there and its step. `r` has two writes: before
+    /// the loop's label the global index of dimension `d` (`ctaid.d *
+    /// ntid.d + tid.d`, the start), and after `at` in `at`'s straight-line
+    /// code, the first write of `r` there, `r += ntid.d * nctaid.d` (so
+    /// each step follows a read below the bound: with `bound + step <=
+    /// 2^32` it never wraps, and every value is `start + k * step` with
+    /// `start` in `[0, step)`, which the value determines).
+    fn counter(&mut self, r: RegId, at: usize) -> Option<(u8, NoWrap<VarId>)> {
+        if self.reach(r, at).is_some() {
+            return None;
+        }
+        let bound = self.counter_bound(r, at)?;
+        let head = *self.region.get(at)?;
+        let [w0, w1] = self.writes.get(r as usize)?[..] else { return None };
+        if w0 >= head || w1 <= at || self.region.get(w1) != Some(&head) {
+            return None;
+        }
+        let (start, step) = (self.def(w0)?, self.def(w1)?);
+        if start.guard.is_some() || step.guard.is_some() || step.op != Opcode::Add || step.has(self.b, Flag::Sat) {
+            return None;
+        }
+        let start = self.value(w0)?;
+        let d = global_index(&start)?;
+        let [_, x, y] = self.b.args(step) else { return None };
+        let other = match (x, y) {
+            (Operand::Reg(a), o) if *a == r => o,
+            (o, Operand::Reg(a)) if *a == r => o,
+            _ => return None,
+        };
+        let mut s = Vec::new();
+        self.value_operand(other, w1, &mut s)?;
+        let grid = |a, b| vec![Op::Special(a, d), Op::Special(b, d), Op::Mul];
+        (s == grid(Launch::Ntid, Launch::Nctaid) || s == grid(Launch::Nctaid, Launch::Ntid)).then_some((d, (bound, s)))
+    }
+
+    /// A 64-bit operand read at statement `read` as a warp-uniform base
+    /// plus a 64-bit offset [`Forms::value`] follows, for the access at
+    /// statement `access`: sums (`add.s64`) of the two, and a `selp`
+    /// whose predicate's exit the access's straight-line code passed.
+    fn base_plus_offset(&mut self, op: &Operand, read: usize, access: usize, depth: u32) -> Option<(Form, Vec<Op<VarId>>)> {
+        if depth > 8 {
+            return None;
+        }
+        if let Some(f) = self.operand_form(op, read).filter(|f| f.index.is_none() && f.base != Base::None) {
+            return Some((f, vec![Op::Const(0)]));
+        }
+        let Operand::Reg(r) = *op else { return None };
+        let i = self.reach(r, read)?;
+        let inst = self.def(i)?;
+        let b = self.b;
+        match (inst.op, b.args(inst)) {
+            (Opcode::Add, [_, x, y]) if inst.ty(b)?.bits() == 64 => {
+                let (base, mut value, other) = match self.base_plus_offset(x, i, access, depth + 1) {
+                    Some((f, v)) => (f, v, y),
+                    None => {
+                        let (f, v) = self.base_plus_offset(y, i, access, depth + 1)?;
+                        (f, v, x)
+                    }
+                };
+                value.extend(self.value64(other, i)?);
+                value.push(Op::Add);
+                (value.len() <= MAX_VALUE_OPS).then_some((base, value))
+            }
+            (Opcode::Selp, [_, x, y, p]) => {
+                let chosen = if self.exit_passed(p, i, access)? { y } else { x };
+                self.base_plus_offset(chosen, i, access, depth + 1)
+            }
+            _ => None,
+        }
+    }
+
+    /// For the predicate `p` read at statement `at` (a `selp`), where
+    /// statement `access` runs: `Some(true)` when `p` is known false
+    /// there, `Some(false)` when known true, because the code before
+    /// `access` passed an exit that leaves unless so. Searched in
+    /// `access`'s straight-line code and, while that code has a single
+    /// way in (one unguarded branch, no fall into its label), in the
+    /// code of that branch. Within `at`'s own straight-line code `p` is
+    /// the same value wherever the same write reaches it; elsewhere only
+    /// when that write and `at` run at most once (outside every loop),
+    /// and then an exit on an `or.pred` of `p` (leaving when true) or an
+    /// `and.pred` (leaving when false) tells `p` too.
+    fn exit_passed(&mut self, p: &Operand, at: usize, access: usize) -> Option<bool> {
+        let Operand::Reg(pr) = *p else { return None };
+        let w = self.reach(pr, at)?;
+        let once = !*self.rep.get(w)? && !*self.rep.get(at)?;
+        let home = *self.region.get(at)?;
+        let mut end = access;
+        for _ in 0..8 {
+            let start = *self.region.get(end)?;
+            if !once && (start != home || at > end) {
+                return None;
+            }
+            let found = (start..end).rev().find_map(|j| match self.b.statements.get(j) {
+                Some(Statement::Instruction(inst)) if matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit) => {
+                    // Not taken: the guard's value is `negate`.
+                    let g = inst.guard?;
+                    if once {
+                        self.pred_value(g.reg, j, g.negate, pr, w, 0)
+                    } else {
+                        (g.reg == pr && self.reach(pr, j) == Some(w)).then_some(g.negate)
+                    }
+                }
+                _ => None,
+            });
+            if let Some(value) = found {
+                return Some(!value);
+            }
+            end = self.single_entry(start)?;
+        }
+        None
+    }
+
+    /// When predicate `q` read at statement `at` is `value`: the value of
+    /// predicate `p` as its write `w` set it, if that follows.
+    fn pred_value(&self, q: RegId, at: usize, value: bool, p: RegId, w: usize, depth: u32) -> Option<bool> {
+        let k = self.reach(q, at)?;
+        if q == p && k == w {
+            return Some(value);
+        }
+        let inst = self.def(k)?;
+        let b = self.b;
+        match (inst.op, b.args(inst)) {
+            (Opcode::Or | Opcode::And, [_, Operand::Reg(x), Operand::Reg(y)])
+                if inst.ty(b) == Some(Type::Pred) && (inst.op == Opcode::And) == value && depth < 8 =>
+            {
+                self.pred_value(*x, k, value, p, w, depth + 1).or_else(|| self.pred_value(*y, k, value, p, w, depth + 1))
+            }
+            _ => None,
+        }
+    }
+
+    /// The one way into the straight-line code starting at label
+    /// statement `head`: an unguarded branch (its statement), when no
+    /// other branch targets the label and the code before it does not
+    /// fall into it.
+    fn single_entry(&self, head: usize) -> Option<usize> {
+        let b = self.b;
+        let Some(Statement::Label(label)) = b.statements.get(head) else { return None };
+        let mut from = None;
+        for (j, st) in b.statements.iter().enumerate() {
+            let Statement::Instruction(inst) = st else { continue };
+            if inst.op == Opcode::Brx {
+                return None;
+            }
+            if inst.op == Opcode::Bra && matches!(b.args(inst).first(), Some(Operand::Label(l)) if l == label) {
+                if from.is_some() || inst.guard.is_some() {
+                    return None;
+                }
+                from = Some(j);
+            }
+        }
+        let prev = (0..head).rev().find_map(|j| match b.statements.get(j) {
+            Some(Statement::Instruction(inst)) => Some(inst),
+            _ => None,
+        });
+        let falls = prev.is_none_or(|i| i.guard.is_some() || !matches!(i.op, Opcode::Bra | Opcode::Ret | Opcode::Exit));
+        if falls {
+            return None;
+        }
+        from
+    }
+}
+
+/// A term of a store's address as [`Forms::terms`] finds it: the
+/// coordinate's register and the statement reading it.
+struct RawTerm {
+    coord: Vec<Op<VarId>>,
+    stride: Vec<Op<VarId>>,
+    factor: i64,
+    reg: RegId,
+    read: usize,
+}
+
+/// The dimension `d` when `v` computes `ctaid.d * ntid.d + tid.d` (the
+/// factors in either order, or `tid.d` first).
+fn global_index(v: &[Op<VarId>]) -> Option<u8> {
+    let d = v.iter().find_map(|o| match o {
+        Op::Special(_, d) => Some(*d),
+        _ => None,
+    })?;
+    let (c, n, t) = (Op::Special(Launch::Ctaid, d), Op::Special(Launch::Ntid, d), Op::Special(Launch::Tid, d));
+    let forms = [[c, n, Op::Mul, t, Op::Add], [n, c, Op::Mul, t, Op::Add], [t, c, n, Op::Mul, Op::Add], [t, n, c, Op::Mul, Op::Add]];
+    forms.iter().any(|f| v == f).then_some(d)
+}
+
+/// The dimension of a global index `x` when `v` is `x`'s fast-division
+/// remainder and `others` holds its quotient by the same constants (or
+/// `v` the quotient and `others` the remainder): the two determine `x`.
+fn divided(v: &[Op<VarId>], others: &[Vec<Op<VarId>>]) -> Option<u8> {
+    // The remainder `[x, m, s, d, Rem]`, with `x` a global index (5 ops)
+    // and `m`, `s`, `d` one leaf each.
+    let quotients = |rem: &[Op<VarId>]| -> Option<(u8, Vec<Vec<Op<VarId>>>)> {
+        let [x @ .., m, s, _, Op::Rem] = rem else { return None };
+        let d = global_index(x)?;
+        let mut out = Vec::new();
+        for (a, b) in [(x.to_vec(), vec![*m]), (vec![*m], x.to_vec())] {
+            let hi: Vec<_> = a.iter().chain(&b).copied().chain([Op::MulHi]).collect();
+            for sum in [[hi.clone(), x.to_vec()].concat(), [x.to_vec(), hi.clone()].concat()] {
+                out.push([sum, vec![Op::Add, *s, Op::Shr]].concat());
+            }
+        }
+        Some((d, out))
+    };
+    if let Some((d, qs)) = quotients(v) {
+        return others.iter().any(|o| qs.contains(o)).then_some(d);
+    }
+    others.iter().find_map(|o| quotients(o).filter(|(_, qs)| qs.iter().any(|q| q == v)).map(|(d, _)| d))
 }
 
 /// What keeps two accesses' lanes apart, when something does: nothing
@@ -1210,8 +2177,13 @@ pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
                     // Only the kernel's own registers are followed.
                     let (form, bytes) =
                         if item == kernel { forms.access(inst, i).map_or((None, 0), |(f, n)| (Some(f), n)) } else { (None, 0) };
-                    let span = form.and_then(|f| forms.span(f, bytes, i));
-                    accesses.push(Access { at, effect: e, once: item == kernel && !rep[i], form, bytes, span })
+                    let span = match form.and_then(|f| forms.span(f, bytes, i)) {
+                        None if item == kernel => forms.offset_span(inst, i),
+                        span => span,
+                    };
+                    let once = item == kernel && !rep[i];
+                    let injective = if item == kernel && !once { forms.injective(inst, i) } else { None };
+                    accesses.push(Access { at, effect: e, once, form, bytes, span, injective })
                 }
             }
         }
@@ -1246,6 +2218,16 @@ pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
                             conditions.disjoint.push(d);
                         }
                     }
+                    // A store in a loop: no two threads may write a byte
+                    // in common (each thread's own instances run in its
+                    // order either way).
+                    None if x.at == w.at && w.injective.is_some() => {
+                        if let Some(inj) = &w.injective {
+                            if !conditions.injective.contains(inj) {
+                                conditions.injective.push(inj.clone());
+                            }
+                        }
+                    }
                     None => {
                         let kind = if x.at == w.at { ExchangeKind::RepeatedWrite } else { ExchangeKind::GlobalPair };
                         let with = (x.at != w.at).then_some(x.at);
@@ -1255,7 +2237,7 @@ pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
             }
         }
     }
-    if !conditions.one_dimensional && conditions.apart.is_empty() && conditions.disjoint.is_empty() {
+    if !conditions.one_dimensional && conditions.apart.is_empty() && conditions.disjoint.is_empty() && conditions.injective.is_empty() {
         return Verdict::Independent("no shared memory, and no global memory a lane writes is read or written by another instruction");
     }
     Verdict::IndependentIf(conditions)
@@ -1452,16 +2434,426 @@ mod tests {
     /// 32-bit parameters read from `ints` by variable id, and a launch of
     /// `grid` blocks of `block` threads.
     fn launch_holds(d: &Disjoint<Base, VarId>, p: u64, q: u64, ints: &[(VarId, u32)], grid: [u32; 3], block: [u32; 3]) -> bool {
+        let fields: Vec<(VarId, u32, u32)> = ints.iter().map(|&(v, x)| (v, 0, x)).collect();
+        launch_holds_fields(d, p, q, &fields, grid, block)
+    }
+
+    /// [`launch_holds`] with 32-bit parameters given as (parameter, byte
+    /// within it, value).
+    fn launch_holds_fields(d: &Disjoint<Base, VarId>, p: u64, q: u64, ints: &[(VarId, u32, u32)], grid: [u32; 3], block: [u32; 3]) -> bool {
         let base = |b: &Base| match b {
             Base::None => Some(0),
             Base::Param(0) => Some(p),
             Base::Param(1) => Some(q),
             _ => None,
         };
-        let param = |v: &VarId, signed: bool| {
-            ints.iter().find(|(w, _)| w == v).map(|&(_, x)| if signed { i64::from(x as i32) } else { i64::from(x) })
+        let param = |v: &VarId, field: u32, signed: bool| {
+            ints.iter().find(|(w, f, _)| w == v && *f == field).map(|&(_, _, x)| if signed { i64::from(x as i32) } else { i64::from(x) })
         };
         d.holds(&base, &param, grid, block)
+    }
+
+    /// CUDA's fast-division constants for a divisor (as llama.cpp's
+    /// `init_fastdiv_values` makes them): `(m, s)` with `s = ceil(log2
+    /// d)` and `m = floor(2^32 (2^s - d) / d) + 1`.
+    fn magic(d: u32) -> (u32, u32) {
+        let s = 32 - (d - 1).leading_zeros();
+        let m = ((1u64 << 32) * ((1u64 << s) - u64::from(d)) / u64::from(d) + 1) as u32;
+        (m, s)
+    }
+
+    /// The quotient the PTX computes: `(mul.hi.u32(x, m) + x) >> s` in
+    /// 32-bit registers.
+    fn fast_quotient(x: u32, m: u32, s: u32) -> u32 {
+        let hi = ((u64::from(x) * u64::from(m)) >> 32) as u32;
+        hi.wrapping_add(x).wrapping_shr(s)
+    }
+
+    #[test]
+    fn fast_division_is_exact_only_when_proved() {
+        // Soundness: wherever the check says exact, every x up to the top
+        // divides exactly (all small constant triples, every x).
+        let mut accepted = 0;
+        for d in 1u32..=40 {
+            for s in 0u32..=7 {
+                for m in (0u32..=600).chain([u32::MAX / 3, u32::MAX / 2, u32::MAX - 1, u32::MAX]) {
+                    for top in [0u32, 1, 7, 50, 300, 2000] {
+                        if fast_division_exact(i128::from(m), i128::from(s), i128::from(d), i128::from(top)) {
+                            accepted += 1;
+                            for x in 0..=top {
+                                assert_eq!(fast_quotient(x, m, s), x / d, "x {x} m {m} s {s} d {d}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(accepted > 1000, "{accepted}");
+        // llama.cpp's constants pass for the indices its kernels divide
+        // (below 2^31), and fail where the 32-bit sum wraps.
+        for d in [1u32, 2, 3, 7, 64, 4096, 5120, 151_936, (1 << 31) - 1] {
+            let (m, s) = magic(d);
+            assert!(fast_division_exact(i128::from(m), i128::from(s), i128::from(d), (1 << 31) - 1), "d {d}");
+            for x in [0u32, 1, d - 1, d, d.wrapping_mul(3).min((1 << 31) - 1), (1 << 31) - 1] {
+                assert_eq!(fast_quotient(x, m, s), x / d);
+            }
+        }
+        let (m, s) = magic(7);
+        assert!(!fast_division_exact(i128::from(m), i128::from(s), 7, u32::MAX.into()), "the sum wraps near 2^32");
+        // Constants of another divisor, or one too small, are refused.
+        let (m5, s5) = magic(5);
+        assert!(!fast_division_exact(i128::from(m5), i128::from(s5), 7, 1000));
+        assert!(!fast_division_exact(i128::from(m - 1), i128::from(s), 7, 1000));
+        assert!(!fast_division_exact(i128::from(m), i128::from(s), 0, 1000));
+        assert!(!fast_division_exact(i128::from(m), 32, 7, 1000));
+    }
+
+    #[test]
+    fn remainder_ranges_match_every_thread() {
+        // x = %tid.x, its remainder by d (constants from the parameter
+        // `p`'s fields), over one block of n threads: the interval is
+        // exactly the remainders' (or [0, d) when x crosses a multiple).
+        let prog = vec![
+            Op::Special(Launch::Tid, 0),
+            Op::Field { at: 0u32, field: 0, signed: false },
+            Op::Field { at: 0, field: 4, signed: false },
+            Op::Field { at: 0, field: 8, signed: false },
+            Op::Rem,
+        ];
+        for d in [1u32, 3, 7, 32, 100] {
+            let (m, s) = magic(d);
+            let fields = [m, s, d];
+            let param = |_: &u32, field: u32, _: bool| fields.get(field as usize / 4).map(|&x| i64::from(x));
+            for n in [1u32, 2, 5, 31, 64, 300] {
+                let (lo, hi) = value_range(&prog, &param, [1, 1, 1], [n, 1, 1]).expect("bounded");
+                let rems: Vec<u32> = (0..n).map(|x| x - fast_quotient(x, m, s) * d).collect();
+                let (min, max) = (*rems.iter().min().unwrap_or(&0), *rems.iter().max().unwrap_or(&0));
+                assert!(lo <= i128::from(min) && i128::from(max) <= hi && hi < i128::from(d), "d {d} n {n}: {lo}..{hi}");
+            }
+            // The constants of another divisor prove nothing.
+            let wrong = [magic(d + 1).0, magic(d + 1).1, d];
+            let param = |_: &u32, field: u32, _: bool| wrong.get(field as usize / 4).map(|&x| i64::from(x));
+            if d > 1 {
+                assert_eq!(value_range(&prog, &param, [1, 1, 1], [300, 1, 1]), None, "d {d}");
+            }
+        }
+        // A multiply-high and shift on their own are exact intervals.
+        let (m, s) = magic(12);
+        let q = vec![
+            Op::Special(Launch::Tid, 0),
+            Op::Const(i64::from(m)),
+            Op::MulHi,
+            Op::Special(Launch::Tid, 0),
+            Op::Add,
+            Op::Const(i64::from(s)),
+            Op::Shr,
+        ];
+        let none = |_: &u32, _: u32, _: bool| None;
+        assert_eq!(value_range(&q, &none, [1, 1, 1], [100, 1, 1]), Some((0, 99 / 12)));
+        // Past 2^32 a 32-bit register is not the exact value.
+        let big = vec![Op::Const(1 << 32), Op::Const(3), Op::MulHi];
+        assert_eq!(value_range(&big, &none, [1, 1, 1], [1, 1, 1]), None);
+        let neg = vec![Op::Const(-1), Op::Wide { signed: false }];
+        assert_eq!(value_range(&neg, &none, [1, 1, 1], [1, 1, 1]), None);
+        assert_eq!(value_range(&[Op::Const(-1), Op::Wide { signed: true }], &none, [1, 1, 1], [1, 1, 1]), Some((-1, -1)));
+    }
+
+    /// A kernel unravelling `i = blockIdx.x * blockDim.x + threadIdx.x`
+    /// into `(i / d, i % d)` with fast-division constants from the `uint3`
+    /// parameter `c` (`m`, `s`, `d`) and `REM` as the remainder's
+    /// computation (`%r9`, from the quotient `%r8`), then `dst[(i / d) *
+    /// stride + i % d] = src[i % d]` (f32; `dst`, `src` and `stride` as
+    /// parameters, the address a 64-bit sum).
+    fn unravel_kernel(rem: &str) -> String {
+        format!(
+            ".visible .entry k(.param .u64 dst, .param .u64 src, .param .align 4 .b8 c[12], .param .u32 stride)\n{{\n\
+             .reg .pred %p<4>;\n.reg .b32 %r<16>;\n.reg .f32 %f<4>;\n.reg .b64 %rd<16>;\n\
+             ld.param.u64 %rd1, [dst];\nld.param.u64 %rd2, [src];\nld.param.u32 %r1, [c];\nld.param.u32 %r2, [c+4];\n\
+             ld.param.u32 %r3, [c+8];\nld.param.u32 %r4, [stride];\nmov.u32 %r5, %ctaid.x;\nmov.u32 %r6, %ntid.x;\n\
+             mov.u32 %r7, %tid.x;\nmad.lo.s32 %r10, %r5, %r6, %r7;\nmul.hi.u32 %r11, %r10, %r1;\nadd.s32 %r12, %r11, %r10;\n\
+             shr.u32 %r8, %r12, %r2;\n{rem}\nmul.wide.u32 %rd3, %r8, %r4;\ncvt.u64.u32 %rd4, %r9;\nadd.s64 %rd5, %rd3, %rd4;\n\
+             shl.b64 %rd6, %rd5, 2;\ncvta.to.global.u64 %rd7, %rd1;\nadd.s64 %rd8, %rd7, %rd6;\nmul.wide.u32 %rd9, %r9, 4;\n\
+             cvta.to.global.u64 %rd10, %rd2;\nadd.s64 %rd11, %rd10, %rd9;\nld.global.f32 %f1, [%rd11];\nst.global.f32 [%rd8], %f1;\n\
+             ret;\n}}\n"
+        )
+    }
+
+    const REMAINDER: &str = "mul.lo.s32 %r13, %r8, %r3;\nsub.s32 %r9, %r10, %r13;";
+
+    /// `for (i = blockIdx.x * blockDim.x + threadIdx.x; i < n; STEP)
+    /// dst[i] = src[i];` (f32, unsigned 32-bit `i`; `STEP` the counter's
+    /// update, `%r7` = `blockDim.x * gridDim.x`).
+    fn grid_stride_kernel(step: &str) -> String {
+        format!(
+            ".visible .entry k(.param .u64 dst, .param .u64 src, .param .u32 n)\n{{\n.reg .pred %p<8>;\n.reg .b32 %r<16>;\n\
+             .reg .f32 %f<4>;\n.reg .b64 %rd<16>;\nld.param.u64 %rd1, [dst];\nld.param.u64 %rd2, [src];\nld.param.u32 %r1, [n];\n\
+             mov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\nmov.u32 %r4, %tid.x;\nmad.lo.s32 %r5, %r3, %r2, %r4;\n\
+             mov.u32 %r6, %nctaid.x;\nmul.lo.s32 %r7, %r3, %r6;\nsetp.ge.u32 %p1, %r5, %r1;\n@%p1 bra $L__done;\n\
+             cvta.to.global.u64 %rd3, %rd1;\ncvta.to.global.u64 %rd4, %rd2;\n$L__loop:\ncvt.u64.u32 %rd5, %r5;\n\
+             shl.b64 %rd6, %rd5, 2;\nadd.s64 %rd7, %rd4, %rd6;\nld.global.f32 %f1, [%rd7];\nadd.s64 %rd8, %rd3, %rd6;\n\
+             st.global.f32 [%rd8], %f1;\n{step}\nsetp.lt.u32 %p2, %r5, %r1;\n@%p2 bra $L__loop;\n$L__done:\nret;\n}}\n"
+        )
+    }
+
+    const GRID_STEP: &str = "add.s32 %r5, %r5, %r7;";
+
+    #[test]
+    fn grid_stride_loops_store_each_element_from_one_thread() {
+        let c = conditions(&verdict(&grid_stride_kernel(GRID_STEP)));
+        assert!(c.apart.is_empty() && !c.one_dimensional, "{c:?}");
+        assert_eq!((c.disjoint.len(), c.injective.len()), (1, 1), "{c:?}");
+        let holds = |dst: u64, src: u64, n: u32, grid: [u32; 3], block: [u32; 3]| {
+            let base = |b: &Base| match b {
+                Base::Param(0) => Some(dst),
+                Base::Param(1) => Some(src),
+                _ => None,
+            };
+            let param = |v: &VarId, field: u32, _: bool| (*v == 2 && field == 0).then_some(i64::from(n));
+            c.disjoint.iter().all(|d| d.holds(&base, &param, grid, block))
+                && c.injective.iter().all(|d| d.holds(&base, &param, grid, block))
+        };
+        let p = 0x10_0000u64;
+        let (g, b) = ([4, 1, 1], [128, 1, 1]);
+        // 1000 floats, 512 threads: every element from one thread.
+        assert!(holds(p, p + 4000, 1000, g, b), "src right after dst");
+        assert!(!holds(p, p + 3996, 1000, g, b), "one element of overlap");
+        // Rows of threads (y) or layers of blocks (z) would store the same
+        // elements: the index does not tell them apart.
+        assert!(!holds(p, p + 4000, 1000, g, [128, 2, 1]));
+        assert!(!holds(p, p + 4000, 1000, [4, 1, 2], b));
+        // A bound so close to 2^32 that a step could wrap the counter.
+        assert!(!holds(p, p + (1 << 40), u32::MAX - 100, g, b));
+        assert!(holds(p, p + (1 << 40), u32::MAX - 512, g, b));
+        // Stepping by one: every thread walks the same elements from its
+        // own start; only a launch of one thread keeps them apart.
+        let c1 = conditions(&verdict(&grid_stride_kernel("add.s32 %r5, %r5, 1;")));
+        let one = |grid: [u32; 3], block: [u32; 3]| {
+            let base = |b: &Base| match b {
+                Base::Param(0) => Some(p),
+                Base::Param(1) => Some(p + 4000),
+                _ => None,
+            };
+            let param = |v: &VarId, _: u32, _: bool| (*v == 2).then_some(1000);
+            c1.injective.iter().all(|d| d.holds(&base, &param, grid, block))
+        };
+        assert!(!c1.injective.is_empty());
+        assert!(!one(g, b) && !one([1, 1, 1], [2, 1, 1]) && one([1, 1, 1], [1, 1, 1]));
+        // The counter stored through a remainder of itself (`dst[i % 4]`)
+        // is not injective: no launch of more than one thread passes.
+        let rem = grid_stride_kernel(GRID_STEP).replace(
+            "add.s64 %rd8, %rd3, %rd6;",
+            "and.b32 %r9, %r5, 3;\ncvt.u64.u32 %rd9, %r9;\nshl.b64 %rd10, %rd9, 2;\nadd.s64 %rd8, %rd3, %rd10;",
+        );
+        match verdict(&rem) {
+            Verdict::IndependentIf(c) => {
+                let base = |_: &Base| Some(p);
+                let param = |_: &VarId, _: u32, _: bool| Some(1000);
+                assert!(!c.injective.iter().all(|d| d.holds(&base, &param, g, b)), "{c:?}");
+            }
+            v => assert!(matches!(v, Verdict::Exchanges(_)), "{v:?}"),
+        }
+        // Without the loop's entry check the counter's first value is not
+        // bounded: nothing is followed.
+        let open = grid_stride_kernel(GRID_STEP).replace("@%p1 bra $L__done;", "");
+        assert!(matches!(kind(&verdict(&open)), Some(ExchangeKind::GlobalPair | ExchangeKind::RepeatedWrite)));
+    }
+
+    /// The launch guard a unit of the first kernel of `src` carries (what
+    /// the backend checks before each launch: parameters by byte offset).
+    fn unit_guard(src: &str) -> crate::LaunchGuard {
+        let (src, k) = parse(src);
+        let m = ptx::parse(&src).expect("test PTX parses");
+        let info = crate::layout::describe_unit(
+            &m,
+            &Analysis::new(&m),
+            &crate::Target::HostCpu,
+            &crate::Options::default(),
+            crate::Unit::Kernel(k),
+        );
+        let kernel = info.kernels.first().expect("the kernel");
+        assert_eq!(kernel.lanes, 1, "thread by thread");
+        kernel.lockstep_guard.clone().expect("a launch guard")
+    }
+
+    #[test]
+    fn launch_guards_read_parameter_fields_at_their_offsets() {
+        // The unravelling kernel: dst at 0, src at 8, c (m, s, d) at 16,
+        // 20, 24, stride at 28.
+        let g = unit_guard(&unravel_kernel(REMAINDER));
+        let (m, s) = magic(60);
+        let p = 0x10_0000u64;
+        let params = |src: u64, m: u32| -> Vec<u8> {
+            [
+                p.to_le_bytes().to_vec(),
+                src.to_le_bytes().to_vec(),
+                m.to_le_bytes().to_vec(),
+                s.to_le_bytes().to_vec(),
+                60u32.to_le_bytes().to_vec(),
+                100u32.to_le_bytes().to_vec(),
+            ]
+            .concat()
+        };
+        let no = |_: &str| None;
+        assert!(g.holds(&params(p + 4 * 860, m), [4, 1, 1], [128, 1, 1], &no));
+        assert!(!g.holds(&params(p + 4 * 859, m), [4, 1, 1], [128, 1, 1], &no));
+        assert!(!g.holds(&params(p + 4 * 860, m - 1), [4, 1, 1], [128, 1, 1], &no));
+        assert!(!g.holds(&params(p + 4 * 860, m)[..28], [4, 1, 1], [128, 1, 1], &no), "a parameter past the buffer");
+        // The grid-stride loop: dst at 0, src at 8, n at 16.
+        let g = unit_guard(&grid_stride_kernel(GRID_STEP));
+        assert_eq!(g.injective.len(), 1);
+        let params = |src: u64, n: u32| [p.to_le_bytes().to_vec(), src.to_le_bytes().to_vec(), n.to_le_bytes().to_vec()].concat();
+        assert!(g.holds(&params(p + 4000, 1000), [4, 1, 1], [128, 1, 1], &no));
+        assert!(!g.holds(&params(p + 3996, 1000), [4, 1, 1], [128, 1, 1], &no));
+        assert!(!g.holds(&params(p + 4000, 1000), [4, 1, 1], [128, 2, 1], &no));
+    }
+
+    /// `dst[i] = src[i] + (opt ? opt[i] : 0)` in a grid-stride loop
+    /// whose body is split into labelled blocks (the optional operand's
+    /// load on a branch of its own), `COMBINE` making `%p5` from `%p3`
+    /// (`opt` is null) and `%p4` (`src` is null), `BACK` the back edge.
+    fn optional_operand_kernel(combine: &str, back: &str) -> String {
+        format!(
+            ".visible .entry k(.param .u64 dst, .param .u64 src, .param .u32 n, .param .u64 opt)\n{{\n.reg .pred %p<8>;\n\
+             .reg .b32 %r<16>;\n.reg .f32 %f<4>;\n.reg .b64 %rd<20>;\nld.param.u64 %rd1, [dst];\nld.param.u64 %rd2, [src];\n\
+             ld.param.u32 %r1, [n];\nld.param.u64 %rd11, [opt];\nmov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\n\
+             mov.u32 %r4, %tid.x;\nmad.lo.s32 %r5, %r3, %r2, %r4;\nmov.u32 %r6, %nctaid.x;\nmul.lo.s32 %r7, %r3, %r6;\n\
+             setp.ge.u32 %p1, %r5, %r1;\n@%p1 bra $L__done;\ncvta.to.global.u64 %rd3, %rd1;\ncvta.to.global.u64 %rd4, %rd2;\n\
+             cvta.to.global.u64 %rd12, %rd11;\nsetp.eq.s64 %p3, %rd11, 0;\nselp.b64 %rd13, 0, %rd12, %p3;\n\
+             setp.eq.s64 %p4, %rd2, 0;\n{combine}\n$L__loop:\n@%p5 bra $L__zero;\nbra.uni $L__load;\n$L__zero:\n\
+             mov.f32 %f2, 0f00000000;\nbra.uni $L__body;\n$L__load:\ncvt.u64.u32 %rd14, %r5;\nshl.b64 %rd15, %rd14, 2;\n\
+             add.s64 %rd16, %rd13, %rd15;\nld.global.f32 %f2, [%rd16];\n$L__body:\ncvt.u64.u32 %rd5, %r5;\n\
+             shl.b64 %rd6, %rd5, 2;\nadd.s64 %rd7, %rd4, %rd6;\nld.global.f32 %f1, [%rd7];\nadd.f32 %f1, %f1, %f2;\n\
+             add.s64 %rd8, %rd3, %rd6;\nst.global.f32 [%rd8], %f1;\nadd.s32 %r5, %r5, %r7;\n{back}\n$L__done:\nret;\n}}\n"
+        )
+    }
+
+    #[test]
+    fn loop_bodies_of_several_blocks_and_optional_operands() {
+        let good = optional_operand_kernel("or.pred %p5, %p3, %p4;", "setp.lt.u32 %p2, %r5, %r1;\n@%p2 bra $L__loop;");
+        let c = conditions(&verdict(&good));
+        assert_eq!((c.disjoint.len(), c.injective.len()), (2, 1), "{c:?}");
+        let p = 0x10_0000u64;
+        let holds = |dst: u64, src: u64, opt: u64| {
+            let base = |b: &Base| match b {
+                Base::Param(0) => Some(dst),
+                Base::Param(1) => Some(src),
+                Base::Param(3) => Some(opt),
+                _ => None,
+            };
+            let param = |v: &VarId, field: u32, _: bool| (*v == 2 && field == 0).then_some(1000);
+            let (g, b) = ([4, 1, 1], [128, 1, 1]);
+            c.disjoint.iter().all(|d| d.holds(&base, &param, g, b)) && c.injective.iter().all(|d| d.holds(&base, &param, g, b))
+        };
+        assert!(holds(p, p + 4000, p + 8000));
+        assert!(!holds(p, p + 4000, p + 3996), "opt overlaps dst");
+        assert!(!holds(p, p + 3996, p + 8000), "src overlaps dst");
+        // `and.pred`: `%p5` false does not say `opt` is non-null, so the
+        // select may give 0.
+        let and = optional_operand_kernel("and.pred %p5, %p3, %p4;", "setp.lt.u32 %p2, %r5, %r1;\n@%p2 bra $L__loop;");
+        assert_eq!(kind(&verdict(&and)), Some(ExchangeKind::GlobalPair));
+        // A back edge that does not compare the counter with the bound.
+        let unbounded = optional_operand_kernel("or.pred %p5, %p3, %p4;", "setp.lt.u32 %p2, %r7, %r1;\n@%p2 bra $L__loop;");
+        assert!(matches!(verdict(&unbounded), Verdict::Exchanges(_)));
+    }
+
+    #[test]
+    fn injective_terms_need_each_stride_past_the_smaller_ones() {
+        // Coordinates i in [0, 10) (stride 4 bytes) and j in [0, 3)
+        // (stride `s` bytes), 4-byte stores: apart when s >= 40.
+        let inj = |s: i64| Injective::<Base, VarId> {
+            base: Base::None,
+            offset: 64,
+            bytes: 4,
+            terms: vec![
+                Term { coord: vec![Op::Const(10), Op::Under], stride: vec![Op::Const(1)], factor: 4 },
+                Term { coord: vec![Op::Const(3), Op::Under], stride: vec![Op::Const(s)], factor: 1 },
+            ],
+            single: vec![],
+            nowrap: vec![],
+        };
+        let none = |_: &VarId, _: u32, _: bool| None;
+        let zero = |_: &Base| Some(0);
+        let one = [1, 1, 1];
+        for s in [40, 41, 1000] {
+            assert!(inj(s).holds(&zero, &none, one, one), "{s}");
+        }
+        for s in [39, 4, 0, -40] {
+            assert!(!inj(s).holds(&zero, &none, one, one), "{s}");
+        }
+        // Brute force: with s = 40 every (i, j) has its own 4 bytes.
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..10i64 {
+            for j in 0..3i64 {
+                for k in 0..4 {
+                    assert!(seen.insert(4 * i + 40 * j + k));
+                }
+            }
+        }
+        // The addresses must fit below 2^64.
+        let far = |_: &Base| Some(u64::MAX - 100);
+        assert!(!inj(40).holds(&far, &none, one, one));
+    }
+
+    #[test]
+    fn a_select_the_access_passed_the_exit_of_picks_its_operand() {
+        // `src ? src + i % d : 0`, the access skipped when `src` is null
+        // (llama.cpp's optional operands).
+        let with = |exit: &str| {
+            unravel_kernel(REMAINDER)
+                .replace(
+                    "add.s64 %rd11, %rd10, %rd9;",
+                    &format!("setp.eq.s64 %p1, %rd2, 0;\nselp.b64 %rd12, 0, %rd10, %p1;\n{exit}add.s64 %rd11, %rd12, %rd9;"),
+                )
+                .replace("ret;\n}", "$L__done:\nret;\n}")
+        };
+        let d = only_disjoint(&verdict(&with("@%p1 bra $L__done;\n")));
+        let (m, s) = magic(60);
+        let f = [(2, 0, m), (2, 4, s), (2, 8, 60), (3, 0, 100)];
+        let p = 0x10_0000u64;
+        assert!(launch_holds_fields(&d, p, p + 4 * 860, &f, [4, 1, 1], [128, 1, 1]));
+        assert!(!launch_holds_fields(&d, p, p + 4 * 859, &f, [4, 1, 1], [128, 1, 1]));
+        // Without the exit, or with it taken on the other value, the
+        // select may give 0: not followed.
+        for exit in ["", "@!%p1 bra $L__done;\n"] {
+            assert_eq!(kind(&verdict(&with(exit))), Some(ExchangeKind::GlobalPair), "{exit:?}");
+        }
+    }
+
+    #[test]
+    fn unravelled_indices_get_launch_ranges() {
+        let d = only_disjoint(&verdict(&unravel_kernel(REMAINDER)));
+        // The parameters: dst 0, src 1, c 2 (m, s, d), stride 3.
+        let launch = |dst: u64, src: u64, div: u32, constants: (u32, u32), stride: u32, grid: u32| {
+            let (m, s) = constants;
+            launch_holds_fields(&d, dst, src, &[(2, 0, m), (2, 4, s), (2, 8, div), (3, 0, stride)], [grid, 1, 1], [128, 1, 1])
+        };
+        // 4 blocks of 128: i < 512, rows of 60 (i % 60 < 60, i / 60 <= 8),
+        // dst rows 100 elements apart: dst's bytes [0, 4 * (8 * 100 + 60)),
+        // src's [0, 240).
+        let p = 0x10_0000u64;
+        let dst_bytes = 4 * (8 * 100 + 60);
+        assert!(launch(p, p + dst_bytes, 60, magic(60), 100, 4), "src right after dst");
+        assert!(!launch(p, p + dst_bytes - 4, 60, magic(60), 100, 4), "src's first element in dst's last row");
+        assert!(launch(p + 240, p, 60, magic(60), 100, 4), "dst right after src");
+        assert!(!launch(p + 236, p, 60, magic(60), 100, 4), "one element of overlap");
+        assert!(!launch(p, p + dst_bytes, 60, magic(61), 100, 4), "constants of another divisor");
+        assert!(!launch(p, p + dst_bytes, 60, (magic(60).0 - 1, magic(60).1), 100, 4), "a multiplier too small");
+        assert!(!launch(p, p + dst_bytes, 60, magic(60), 100, 5), "one more block reaches src");
+        // Rows of 64: the shift alone divides, and the ranges shrink.
+        assert!(launch(p, p + 4 * (7 * 100 + 64), 64, magic(64), 100, 4));
+        assert!(!launch(p, p + 4 * (7 * 100 + 64) - 4, 64, magic(64), 100, 4));
+        // The same kernel through a plain 64-bit sum of an unrelated
+        // register gives no remainder: `x - q * d` with `x` another value
+        // than the quotient's (here `i + 1`) ranges below 0, and the
+        // launch check fails.
+        let other = "add.s32 %r14, %r10, 1;\nmul.lo.s32 %r13, %r8, %r3;\nsub.s32 %r9, %r14, %r13;";
+        let d2 = only_disjoint(&verdict(&unravel_kernel(other)));
+        let (m, s) = magic(60);
+        let f = [(2, 0, m), (2, 4, s), (2, 8, 60), (3, 0, 100)];
+        assert!(!launch_holds_fields(&d2, p, p + (1 << 30), &f, [4, 1, 1], [128, 1, 1]));
+        // An arithmetic shift (`shr.s32`) is no fast division.
+        let arith = unravel_kernel(REMAINDER).replace("shr.u32 %r8", "shr.s32 %r8");
+        assert_eq!(kind(&verdict(&arith)), Some(ExchangeKind::GlobalPair));
     }
 
     /// The one launch-range condition of a kernel's verdict.
@@ -1488,7 +2880,7 @@ mod tests {
         let span = |base, scale, bytes| Span {
             base,
             offset: 0,
-            index: Some(SpanIndex { value: idx.clone(), signed: true, scale, below: None }),
+            index: Some(SpanIndex { value: idx.clone(), signed: true, wide: false, scale, below: None }),
             bytes,
         };
         assert_eq!(d, Disjoint { a: span(P, 8, 8), b: span(Q, 4, 4) });
@@ -1511,7 +2903,7 @@ mod tests {
         // Addresses that would wrap around 2^64.
         assert!(!launch_holds(&d, u64::MAX - 4096, p, &[], g, b));
         // An unknown base fails.
-        assert!(!d.holds(&|_| None, &|_, _| None, g, b));
+        assert!(!d.holds(&|_| None, &|_, _, _| None, g, b));
     }
 
     #[test]
@@ -1626,7 +3018,8 @@ mod tests {
     #[test]
     fn indices_the_range_cannot_bound_exchange() {
         for (index, why) in [
-            ("shr.u32 %r2, %r1, 1;", "a shift right is not a ring operation"),
+            ("shr.s32 %r2, %r1, 1;", "an arithmetic shift right is not followed"),
+            ("mul.hi.s32 %r2, %r1, 7;", "nor a signed multiply-high"),
             ("add.sat.s32 %r2, %r1, 1;", "saturation"),
             ("ld.global.u32 %r2, [%rd5+1024];", "an index read from memory"),
             ("mov.u32 %r2, %laneid;", "a special register outside the launch's shape"),
@@ -1636,6 +3029,14 @@ mod tests {
             )));
             assert_eq!(kind(&v), Some(ExchangeKind::GlobalPair), "{why}");
         }
+        // A logical shift right is followed (exact on values in [0, 2^32)).
+        let v = verdict(&kernel(
+            "shr.u32 %r2, %r1, 1;\nmul.wide.u32 %rd6, %r2, 8;\nadd.s64 %rd7, %rd1, %rd6;\nld.global.u32 %r3, [%rd5];\nst.global.u64 [%rd7], %rd6;",
+        ));
+        let d = only_disjoint(&v);
+        // 64 threads: p's bytes [0, 8 * 32), q's [0, 4 * 64).
+        assert!(launch_holds(&d, 0x1000, 0x1000 + 256, &[], [1, 1, 1], [64, 1, 1]));
+        assert!(!launch_holds(&d, 0x1000, 0x1000 + 248, &[], [1, 1, 1], [64, 1, 1]));
     }
 
     #[test]

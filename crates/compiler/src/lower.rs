@@ -295,6 +295,12 @@ impl<'m> ModuleCx<'m> {
             let _ = writeln!(s, "  %ok.{k} = and i1 {last}, {v}");
             last = format!("%ok.{k}");
         };
+        // Stores in loops (`lockstep::Injective`) are checked before a
+        // launch of a one-kernel unit only: a whole module runs such a
+        // kernel's lockstep version.
+        if !c.injective.is_empty() {
+            and(&mut s, "0");
+        }
         if c.one_dimensional {
             let _ = writeln!(s, "  %c.pny = getelementptr i8, ptr %ctx, i64 4\n  %c.ny = load i32, ptr %c.pny, align 4");
             let _ = writeln!(s, "  %c.pnz = getelementptr i8, ptr %ctx, i64 8\n  %c.nz = load i32, ptr %c.pnz, align 4");
@@ -390,7 +396,13 @@ impl<'m> ModuleCx<'m> {
             Some(ix) => {
                 let (lo, hi) = self.value_ir(f, s, &format!("{name}.i"), &ix.value, checks);
                 // The exact value is the register's only where it fits the widening.
-                let (min, max) = if ix.signed { (-(1i64 << 31), (1i64 << 31) - 1) } else { (0, (1i64 << 32) - 1) };
+                let (min, max) = if ix.wide {
+                    (i64::MIN, i64::MAX)
+                } else if ix.signed {
+                    (-(1i64 << 31), (1i64 << 31) - 1)
+                } else {
+                    (0, (1i64 << 32) - 1)
+                };
                 let _ = writeln!(s, "  {name}.f0 = icmp sge i128 {lo}, {min}\n  {name}.f1 = icmp sle i128 {hi}, {max}");
                 checks.push(format!("{name}.f0"));
                 checks.push(format!("{name}.f1"));
@@ -447,8 +459,20 @@ impl<'m> ModuleCx<'m> {
             let v = format!("{name}.v{k}");
             let entry = match op {
                 Op::Const(c) => (c.to_string(), c.to_string()),
-                Op::Param { at, signed } => {
-                    let off = f.params.iter().position(|p| p == at).and_then(|i| params.get(i)).map_or(0, |p| p.offset);
+                // Whole-module units do not evaluate these at a block's
+                // start: the condition fails and the block runs its
+                // lockstep version (units of one kernel, what the JIT
+                // compiles, check them before the launch, `LaunchGuard`).
+                Op::Wide { .. } | Op::MulHi | Op::Shr | Op::Rem | Op::Under => {
+                    checks.push("0".into());
+                    return ("0".into(), "0".into());
+                }
+                Op::Param { at, signed } | Op::Field { at, signed, .. } => {
+                    let field = match op {
+                        Op::Field { field, .. } => *field,
+                        _ => 0,
+                    };
+                    let off = f.params.iter().position(|p| p == at).and_then(|i| params.get(i)).map_or(0, |p| p.offset) + field;
                     let ext = if *signed { "sext" } else { "zext" };
                     let _ = writeln!(
                         s,

@@ -82,6 +82,55 @@ fn put_guard(w: &mut Vec<u8>, g: Option<&compiler::LaunchGuard>) {
         put_span(w, &d.a);
         put_span(w, &d.b);
     }
+    w.extend_from_slice(&(g.injective.len() as u32).to_le_bytes());
+    for d in &g.injective {
+        put_base(w, &d.base);
+        w.extend_from_slice(&d.offset.to_le_bytes());
+        w.extend_from_slice(&d.bytes.to_le_bytes());
+        w.extend_from_slice(&(d.terms.len() as u32).to_le_bytes());
+        for t in &d.terms {
+            put_ops(w, &t.coord);
+            put_ops(w, &t.stride);
+            w.extend_from_slice(&t.factor.to_le_bytes());
+        }
+        w.extend_from_slice(&(d.single.len() as u32).to_le_bytes());
+        for &(l, dim) in &d.single {
+            put_ops(w, &[compiler::lockstep::Op::Special(l, dim)]);
+        }
+        w.extend_from_slice(&(d.nowrap.len() as u32).to_le_bytes());
+        for (b, s) in &d.nowrap {
+            put_ops(w, b);
+            put_ops(w, s);
+        }
+    }
+}
+
+fn read_injective(r: &mut Reader) -> Option<compiler::lockstep::Injective<compiler::GuardBase, u32>> {
+    use compiler::lockstep::{Injective, Op, Term};
+    let base = read_base(r)?;
+    let offset = r.u64()? as i64;
+    let bytes = r.u64()?;
+    let n = r.u32()? as usize;
+    let mut terms = Vec::with_capacity(n.min(64));
+    for _ in 0..n {
+        let coord = read_ops(r)?;
+        let stride = read_ops(r)?;
+        terms.push(Term { coord, stride, factor: r.u64()? as i64 });
+    }
+    let n = r.u32()? as usize;
+    let mut single = Vec::with_capacity(n.min(8));
+    for _ in 0..n {
+        match read_ops(r)?[..] {
+            [Op::Special(l, d)] => single.push((l, d)),
+            _ => return None,
+        }
+    }
+    let n = r.u32()? as usize;
+    let mut nowrap = Vec::with_capacity(n.min(64));
+    for _ in 0..n {
+        nowrap.push((read_ops(r)?, read_ops(r)?));
+    }
+    Some(Injective { base, offset, bytes, terms, single, nowrap })
 }
 
 fn put_span(w: &mut Vec<u8>, s: &compiler::lockstep::Span<compiler::GuardBase, u32>) {
@@ -92,7 +141,7 @@ fn put_span(w: &mut Vec<u8>, s: &compiler::lockstep::Span<compiler::GuardBase, u
         w.extend_from_slice(&0u32.to_le_bytes());
         return;
     };
-    w.extend_from_slice(&(1 | (ix.signed as u32) << 1).to_le_bytes());
+    w.extend_from_slice(&(1 | (ix.signed as u32) << 1 | (ix.wide as u32) << 2).to_le_bytes());
     w.extend_from_slice(&ix.scale.to_le_bytes());
     put_ops(w, &ix.value);
     match &ix.below {
@@ -123,6 +172,12 @@ fn put_ops(w: &mut Vec<u8>, ops: &[compiler::lockstep::Op<u32>]) {
             Op::Add => (4, 0),
             Op::Sub => (5, 0),
             Op::Mul => (6, 0),
+            Op::Field { at, field, signed } => (7 + signed as u32, u64::from(at) | u64::from(field) << 32),
+            Op::Wide { signed } => (9 + signed as u32, 0),
+            Op::MulHi => (11, 0),
+            Op::Shr => (12, 0),
+            Op::Rem => (13, 0),
+            Op::Under => (14, 0),
         };
         w.extend_from_slice(&tag.to_le_bytes());
         w.extend_from_slice(&x.to_le_bytes());
@@ -145,7 +200,7 @@ fn read_span(r: &mut Reader) -> Option<compiler::lockstep::Span<compiler::GuardB
         k @ (1 | 2) => Some((read_ops(r)?, k == 2)),
         _ => return None,
     };
-    Some(Span { base, offset, index: Some(SpanIndex { value, signed: flags & 2 != 0, scale, below }), bytes })
+    Some(Span { base, offset, index: Some(SpanIndex { value, signed: flags & 2 != 0, wide: flags & 4 != 0, scale, below }), bytes })
 }
 
 fn read_ops(r: &mut Reader) -> Option<Vec<compiler::lockstep::Op<u32>>> {
@@ -170,6 +225,12 @@ fn read_ops(r: &mut Reader) -> Option<Vec<compiler::lockstep::Op<u32>>> {
             4 => Op::Add,
             5 => Op::Sub,
             6 => Op::Mul,
+            7 | 8 => Op::Field { at: x as u32, field: (x >> 32) as u32, signed: tag == 8 },
+            9 | 10 => Op::Wide { signed: tag == 10 },
+            11 => Op::MulHi,
+            12 => Op::Shr,
+            13 => Op::Rem,
+            14 => Op::Under,
             _ => return None,
         });
     }
@@ -206,7 +267,12 @@ fn read_guard(r: &mut Reader) -> Option<Option<compiler::LaunchGuard>> {
     for _ in 0..n {
         disjoint.push(compiler::lockstep::Disjoint { a: read_span(r)?, b: read_span(r)? });
     }
-    Some(Some(compiler::LaunchGuard { one_dimensional: flags & 2 != 0, apart, disjoint }))
+    let n = r.u32()? as usize;
+    let mut injective = Vec::with_capacity(n.min(1 << 10));
+    for _ in 0..n {
+        injective.push(read_injective(r)?);
+    }
+    Some(Some(compiler::LaunchGuard { one_dimensional: flags & 2 != 0, apart, disjoint, injective }))
 }
 
 pub(crate) fn write_info(w: &mut Vec<u8>, info: &compiler::ModuleInfo) {
@@ -333,8 +399,18 @@ mod tests {
                                     compiler::lockstep::Op::Sub,
                                     compiler::lockstep::Op::Const(-3),
                                     compiler::lockstep::Op::Mul,
+                                    compiler::lockstep::Op::Field { at: 16, field: 8, signed: false },
+                                    compiler::lockstep::Op::Field { at: 16, field: 4, signed: true },
+                                    compiler::lockstep::Op::MulHi,
+                                    compiler::lockstep::Op::Const(3),
+                                    compiler::lockstep::Op::Shr,
+                                    compiler::lockstep::Op::Wide { signed: false },
+                                    compiler::lockstep::Op::Wide { signed: true },
+                                    compiler::lockstep::Op::Rem,
+                                    compiler::lockstep::Op::Under,
                                 ],
                                 signed: true,
+                                wide: true,
                                 scale: -4,
                                 below: Some((vec![compiler::lockstep::Op::Param { at: 12, signed: false }], true)),
                             }),
@@ -346,6 +422,21 @@ mod tests {
                             index: None,
                             bytes: 8,
                         },
+                    }],
+                    injective: vec![compiler::lockstep::Injective {
+                        base: compiler::GuardBase::Param(24),
+                        offset: 12,
+                        bytes: 2,
+                        terms: vec![compiler::lockstep::Term {
+                            coord: vec![compiler::lockstep::Op::Param { at: 8, signed: false }, compiler::lockstep::Op::Under],
+                            stride: vec![compiler::lockstep::Op::Field { at: 16, field: 4, signed: false }],
+                            factor: 4,
+                        }],
+                        single: vec![(compiler::lockstep::Launch::Ntid, 1), (compiler::lockstep::Launch::Nctaid, 2)],
+                        nowrap: vec![(
+                            vec![compiler::lockstep::Op::Param { at: 8, signed: false }],
+                            vec![compiler::lockstep::Op::Special(compiler::lockstep::Launch::Ntid, 0)],
+                        )],
                     }],
                 }),
             }],
