@@ -74,8 +74,7 @@ mod tests {
             let mut modules = vec![("a".to_string(), CALLER.to_string()), ("b".to_string(), CALLEE.to_string())];
             modules.extend(eager);
             assert!(link(&modules, &lazy).is_ok(), "left out, it leaves nothing undefined");
-            let grid = CALLER
-                .replace(".extern .global", ".extern .func (.param .b64 r) cudaCGGetRank(.param .b32 s);\n.extern .global");
+            let grid = CALLER.replace(".extern .global", ".extern .func (.param .b64 r) cudaCGGetRank(.param .b32 s);\n.extern .global");
             let grid = grid.replace(
                 "\tret;\n}",
                 "\t{ .param .b32 s; .param .b64 r; st.param.b32 [s], 1; call.uni (r), cudaCGGetRank, (s); }\n\tret;\n}",

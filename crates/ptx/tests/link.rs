@@ -357,15 +357,14 @@ fn device_runtime_functions_the_driver_provides_need_no_definition() {
 #[test]
 fn the_device_library_is_linked_only_for_a_module_that_calls_it() {
     // numba-cuda's grid barrier: the cooperative-groups calls, declared.
-    let grid = format!(
-        ".version 6.4\n.target sm_60\n.address_size 64\n\
+    let grid = ".version 6.4\n.target sm_60\n.address_size 64\n\
          .extern .func (.param .b64 h) cudaCGGetIntrinsicHandle(.param .b32 s);\n\
          .extern .func (.param .b32 r) cudaCGSynchronize(.param .b64 h, .param .b32 f);\n\
-         .visible .entry k()\n{{\n.reg .b64 %rd<2>;\n.reg .b32 %r<2>;\n\
-         {{\n.param .b32 s;\n.param .b64 h;\nst.param.b32 [s], 1;\ncall.uni (h), cudaCGGetIntrinsicHandle, (s);\nld.param.b64 %rd0, [h];\n}}\n\
-         {{\n.param .b64 h;\n.param .b32 f;\n.param .b32 r;\nst.param.b64 [h], %rd0;\nst.param.b32 [f], 0;\n\
-         call.uni (r), cudaCGSynchronize, (h, f);\nld.param.b32 %r0, [r];\n}}\nret;\n}}\n"
-    );
+         .visible .entry k()\n{\n.reg .b64 %rd<2>;\n.reg .b32 %r<2>;\n\
+         {\n.param .b32 s;\n.param .b64 h;\nst.param.b32 [s], 1;\ncall.uni (h), cudaCGGetIntrinsicHandle, (s);\nld.param.b64 %rd0, [h];\n}\n\
+         {\n.param .b64 h;\n.param .b32 f;\n.param .b32 r;\nst.param.b64 [h], %rd0;\nst.param.b32 [f], 0;\n\
+         call.uni (r), cudaCGSynchronize, (h, f);\nld.param.b32 %r0, [r];\n}\nret;\n}\n"
+    .to_string();
     assert!(ptx::may_use_device_library(&grid));
     let l = run(&[("grid", &grid, false)], ptx::DRIVER_FUNCTIONS).expect("links");
     // The library is not one of the caller's inputs, and does not raise the
