@@ -131,8 +131,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let src_space = inst.spaces(b).nth(1);
         let dst = self.lane_pointer(&args[0], dst_space)?;
         let src = self.lane_pointer(&args[1], src_space)?;
-        // Checked mode: the destination's bytes, and the source's when their
-        // count is known when compiled (a register `src-size` is not checked).
+        // Checked mode: the destination's bytes, and exactly the source's
+        // bytes read (the count, when a register, checked as it is at run
+        // time; none for 0).
         let known = match rest.first() {
             None => Some(size),
             Some(Operand::Imm(n)) => Some((*n).clamp(0, size)),
@@ -148,6 +149,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
             if let Some(n) = known {
                 self.check_access(&src, src_space, n as u32, crate::memcheck::Access::Read);
             }
+        }
+        if known.is_none() {
+            let acting = self.zext(&on, Ty::I32);
+            let read = self.bin("mul", &count, &acting);
+            self.check_access_sized(&src, src_space, &read, size as u32, crate::memcheck::Access::Read);
         }
         let name = "__anycuda_cp_async";
         self.cx.declare("llvm.memcpy.p0.p0.i32", "declare void @llvm.memcpy.p0.p0.i32(ptr, ptr, i32, i1)");
