@@ -292,7 +292,8 @@ pub fn host_read(address: u64, len: u64, what: &str) -> Option<String> {
                 return;
             }
             report = Some(format!(
-                "========= anycuda initcheck: uninitialized __global__ memory read by the host API ({what})\n                 =========     {count} of the {len} bytes copied from {address:#x} were never written, the first at {:#x}, \
+                "========= anycuda initcheck: uninitialized __global__ memory read by the host API ({what})\n\
+                 =========     {count} of the {len} bytes copied from {address:#x} were never written, the first at {:#x}, \
                  {} bytes into a {}-byte device allocation at {:#x}\n",
                 s.start + first,
                 first,
