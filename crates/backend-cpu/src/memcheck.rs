@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
-use compiler::cpu_abi::check_tools::{INITCHECK, RACECHECK};
+use compiler::cpu_abi::check_tools::{INITCHECK, INITCHECK_HOST, RACECHECK};
 
 /// What a range of memory is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,11 +277,14 @@ pub fn copied(dst: u64, src: u64, len: u64) {
     });
 }
 
-/// Initcheck: a device-to-host copy read `[address, address + len)`. The
-/// first copy that reads unwritten bytes of an allocation is reported on
-/// stderr (the copy itself goes on, as with compute-sanitizer); returns the
+/// Initcheck with `initcheck-host`: a device-to-host copy read `[address,
+/// address + len)`. The first copy that reads unwritten bytes of an
+/// allocation is reported on stderr (the copy itself goes on); returns the
 /// report.
 pub fn host_read(address: u64, len: u64, what: &str) -> Option<String> {
+    if tools() & INITCHECK_HOST == 0 {
+        return None;
+    }
     let mut report = None;
     each_shadow(address, len, |s, from, to| {
         if report.is_some() {

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use backend_cpu::CpuBackend;
-use compiler::cpu_abi::check_tools::{INITCHECK, RACECHECK};
+use compiler::cpu_abi::check_tools::{INITCHECK, INITCHECK_HOST, RACECHECK};
 use driver::backend::{Backend, BackendModule, LaunchFault, LaunchParams, ModuleOptions};
 
 const PTX: &str = r#"
@@ -106,12 +106,16 @@ fn race_ptx() -> String {
         let sync = match sync {
             "bar" => "    bar.sync 0;\n",
             "warp" => "    bar.warp.sync -1;\n",
+            // Every thread arrives on an mbarrier (set up for the block's 64
+            // threads before the first access) and waits for the phase.
+            "mbar" => "    mbarrier.arrive.shared.b64 %rd1, [mb];\nWAIT:\n    mbarrier.test_wait.shared.b64 %p3, [mb], %rd1;\n    @!%p3 bra WAIT;\n",
             _ => "",
         };
         ptx += &format!(
             ".visible .entry {name}(.param .u32 a, .param .u32 b, .param .u64 out)\n{{\n\
-             \x20   .shared .align 4 .b8 sh[8];\n\
-             \x20   .reg .pred %p<3>;\n\
+             \x20   .shared .align 8 .b8 sh[8];\n\
+             \x20   .shared .align 8 .b64 mb;\n\
+             \x20   .reg .pred %p<4>;\n\
              \x20   .reg .b32 %r<10>;\n\
              \x20   .reg .b64 %rd<2>;\n\
              \x20   mov.u32 %r1, %tid.x;\n\
@@ -120,6 +124,11 @@ fn race_ptx() -> String {
              \x20   mov.u32 %r9, sh;\n\
              \x20   setp.ne.u32 %p1, %r1, %r2;\n\
              \x20   setp.ne.u32 %p2, %r1, %r3;\n\
+             \x20   setp.ne.u32 %p3, %r1, 0;\n\
+             \x20   @%p3 bra INIT;\n\
+             \x20   mbarrier.init.shared.b64 [mb], 64;\n\
+             INIT:\n\
+             \x20   bar.sync 0;\n\
              \x20   @%p1 bra SKIP1;\n\
              {}SKIP1:\n\
              {sync}\
@@ -133,15 +142,17 @@ fn race_ptx() -> String {
     ptx
 }
 
-const RACE_KERNELS: [(&str, &str, &str, &str); 8] = [
+const RACE_KERNELS: [(&str, &str, &str, &str); 10] = [
     ("raw", "w", "none", "r"),
     ("war", "r", "none", "w"),
     ("waw", "w", "none", "w"),
     ("reads", "r", "none", "r"),
     ("atomics", "a", "none", "a"),
     ("atomic_read", "a", "none", "r"),
+    ("write_atomic", "w", "none", "a"),
     ("raw_bar", "w", "bar", "r"),
     ("raw_syncwarp", "w", "warp", "r"),
+    ("raw_mbarrier", "w", "mbar", "r"),
 ];
 
 struct Fixture {
@@ -152,7 +163,7 @@ struct Fixture {
 
 /// Thread by thread, and as 32-lane warps; the process runs both tools.
 fn fixtures() -> Vec<Fixture> {
-    backend_cpu::memcheck::set_tools(INITCHECK | RACECHECK);
+    backend_cpu::memcheck::set_tools(INITCHECK | INITCHECK_HOST | RACECHECK);
     [compiler::WarpMode::Off, compiler::WarpMode::Always]
         .into_iter()
         .map(|w| {
@@ -218,6 +229,7 @@ fn tool_names_parse_and_unknown_ones_are_errors() {
     assert_eq!(compiler::check_tools_from("memcheck"), Ok(0));
     assert_eq!(compiler::check_tools_from("initcheck"), Ok(INITCHECK));
     assert_eq!(compiler::check_tools_from(" Racecheck , initcheck"), Ok(INITCHECK | RACECHECK));
+    assert_eq!(compiler::check_tools_from("initcheck-host"), Ok(INITCHECK | INITCHECK_HOST));
     assert!(compiler::check_tools_from("synccheck").is_err_and(|e| e.contains("synccheck")));
 }
 
@@ -316,6 +328,8 @@ fn initcheck_reports_kernel_reads_of_unwritten_device_memory_and_goes_on() {
     }
 }
 
+/// With `initcheck-host` (this process runs it), a device-to-host copy of
+/// unwritten bytes is reported too.
 #[test]
 fn initcheck_reports_a_device_to_host_copy_of_unwritten_bytes() {
     for f in fixtures() {
@@ -337,26 +351,30 @@ fn initcheck_reports_a_device_to_host_copy_of_unwritten_bytes() {
 }
 
 /// Each hazard between two threads of a block, between warps and within
-/// one; barriers, `__syncwarp` within a warp and atomics on both sides
-/// order them (no report).
+/// one; barriers and `__syncwarp` within a warp order accesses, atomics do
+/// not race with atomics nor with plain reads (the read of a
+/// compare-and-swap loop), but do with plain writes; an mbarrier's
+/// arrive and wait order accesses too (and its own word is no data).
 #[test]
 fn racecheck_reports_each_hazard_once_with_both_threads_and_lines() {
     let ptx = race_ptx();
     for (mode, f) in fixtures().into_iter().enumerate() {
         // (kernel, a, b, the hazard, or None)
-        let cases: [(&str, u32, u32, Option<&str>); 12] = [
+        let cases: [(&str, u32, u32, Option<&str>); 14] = [
             ("raw", 0, 1, Some("read-after-write")),
             ("raw", 3, 40, Some("read-after-write")),
             ("war", 0, 1, Some("write-after-read")),
             ("war", 1, 33, Some("write-after-read")),
             ("waw", 0, 1, Some("write-after-write")),
-            ("atomic_read", 0, 1, Some("read-after-write")),
+            ("atomic_read", 0, 1, None),
+            ("write_atomic", 0, 1, Some("write-after-write")),
             ("reads", 0, 1, None),
             ("atomics", 0, 1, None),
             ("raw", 2, 2, None),
             ("raw_bar", 0, 40, None),
             ("raw_syncwarp", 0, 1, None),
             ("raw_syncwarp", 0, 40, Some("read-after-write")),
+            ("raw_mbarrier", 0, 40, None),
         ];
         for (kernel, a, b, hazard) in cases {
             let before = backend_cpu::memcheck::reports().len();

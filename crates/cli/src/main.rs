@@ -63,8 +63,9 @@ enum Command {
     /// thread, address, size, PTX line) and fails the launch with
     /// cudaErrorIllegalAddress, as compute-sanitizer's memcheck does.
     ///
-    /// `--tool initcheck` also reports kernel reads (and device-to-host
-    /// copies) of device memory nothing wrote since it was allocated;
+    /// `--tool initcheck` also reports kernel reads of device memory nothing
+    /// wrote since it was allocated (`initcheck-host`: and device-to-host
+    /// copies of such bytes);
     /// `--tool racecheck` reports shared-memory hazards: a byte written by
     /// one thread and read or written by another with no barrier between
     /// them (`__syncwarp` orders the threads of a warp; atomics do not race
@@ -72,9 +73,11 @@ enum Command {
     /// launch go on, as compute-sanitizer does; they cost only when chosen.
     Memcheck {
         /// The checks to run besides memcheck's bounds checks (sets
-        /// ANYCUDA_MEMCHECK to them): memcheck, initcheck, racecheck;
-        /// several may be given (`--tool initcheck,racecheck`).
-        #[arg(long, value_name = "TOOL", value_delimiter = ',', value_parser = ["memcheck", "initcheck", "racecheck"])]
+        /// ANYCUDA_MEMCHECK to them): memcheck, initcheck, initcheck-host
+        /// (initcheck that also reports device-to-host copies of unwritten
+        /// bytes), racecheck; several may be given (`--tool
+        /// initcheck,racecheck`).
+        #[arg(long, value_name = "TOOL", value_delimiter = ',', value_parser = ["memcheck", "initcheck", "initcheck-host", "racecheck"])]
         tool: Vec<String>,
         /// As for `run`.
         #[arg(long, value_name = "LEVEL", value_parser = LOG_LEVELS)]

@@ -90,6 +90,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             }
             let space = inst.space(b);
             let p = self.mbar_pointer(&args[0], space, crate::memcheck::Access::ReadWrite)?;
+            self.race_mbarrier_arrival();
             if !inst.has(b, Flag::Noinc) {
                 // Incremented, then arrived at: the object is unchanged.
                 return Ok(());
@@ -251,6 +252,7 @@ out:
     /// mode as an 8-byte `access`.
     fn mbar_pointer(&mut self, op: &Operand, space: Option<StateSpace>, access: crate::memcheck::Access) -> Res<V> {
         let p = self.lane_pointer(op, space)?;
+        let access = access.barrier();
         if self.warp.is_none() {
             self.check_access(&p, space, 8, access);
         } else {
@@ -323,6 +325,7 @@ out:
             };
             let d = if drop { count.clone() } else { zero };
             let old = self.mbar_update(&p, &count, &d, &tx, &on);
+            self.race_mbarrier_arrival();
             return match args[0] {
                 Operand::Sink => Ok(()),
                 other => self.set(&other, old),
@@ -336,6 +339,17 @@ out:
             return Ok(());
         }
         self.unsupported(format!("instruction `{}`", self.describe(inst)))
+    }
+
+    /// Racecheck: the executing threads arrived on an mbarrier.
+    fn race_mbarrier_arrival(&mut self) {
+        let lanes = if self.warp.is_some() {
+            let mask = self.mask();
+            Some(self.bits(&mask))
+        } else {
+            None
+        };
+        self.race_sync(crate::cpu_abi::memcheck::SYNC_MBARRIER, lanes);
     }
 
     fn mbar_store(&mut self, p: &V, word: &V, on: &V) {

@@ -111,6 +111,11 @@ pub mod check_tools {
     pub const INITCHECK: u32 = 1;
     /// Shared-memory hazards between the barriers of a block.
     pub const RACECHECK: u32 = 2;
+    /// With initcheck, device-to-host copies of unwritten bytes too (off by
+    /// default: copying back a whole buffer, struct padding included, is
+    /// common and harmless, and compute-sanitizer's initcheck reports the
+    /// GPU's accesses).
+    pub const INITCHECK_HOST: u32 = 4;
 }
 
 /// `shfl.sync` modes (argument `mode` of `__anycuda_shfl`).
@@ -397,6 +402,9 @@ pub mod memcheck {
     pub const SIZE_MASK: u32 = 0xffff;
     pub const READ: u32 = 1 << 16;
     pub const WRITE: u32 = 1 << 17;
+    /// The access is to a synchronisation object (an `mbarrier`): racecheck
+    /// leaves it out.
+    pub const SYNC_OBJECT: u32 = 1 << 18;
     pub const SPACE_SHIFT: u32 = 20;
     /// Generic: global, shared or local, whichever window the address is in.
     pub const GENERIC: u32 = 0;
@@ -407,6 +415,9 @@ pub mod memcheck {
     /// [`super::runtime::RACE_SYNC`]'s kinds.
     pub const SYNC_BLOCK: u32 = 0;
     pub const SYNC_WARP: u32 = 1;
+    /// An arrival on an `mbarrier` (the writes before it are ordered before
+    /// the reads of threads that waited for the phase).
+    pub const SYNC_MBARRIER: u32 = 2;
     /// With a kind: the caller is a warp-mode function, `lanes` are lanes of
     /// the warp whose first thread is `thread`.
     pub const SYNC_LANES: u32 = 4;

@@ -34,6 +34,29 @@ pub enum Access {
     Write,
     /// Atomics and reductions.
     ReadWrite,
+    /// An `mbarrier` object's word, read, written or both: checked as the
+    /// access it is, but a synchronisation object, not data, for racecheck.
+    Barrier(BarrierAccess),
+}
+
+/// What an `mbarrier` operation does to its word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BarrierAccess {
+    Read,
+    Write,
+    ReadWrite,
+}
+
+impl Access {
+    /// The same access to an `mbarrier` object.
+    pub fn barrier(self) -> Access {
+        match self {
+            Access::Read => Access::Barrier(BarrierAccess::Read),
+            Access::Write => Access::Barrier(BarrierAccess::Write),
+            Access::ReadWrite => Access::Barrier(BarrierAccess::ReadWrite),
+            b @ Access::Barrier(_) => b,
+        }
+    }
 }
 
 impl<'c, 'm> FnLower<'c, 'm> {
@@ -426,6 +449,9 @@ fn access_info(space: Option<StateSpace>, size: u32, access: Access) -> Option<(
         Access::Read => mc::READ,
         Access::Write => mc::WRITE,
         Access::ReadWrite => mc::READ | mc::WRITE,
+        Access::Barrier(BarrierAccess::Read) => mc::READ | mc::SYNC_OBJECT,
+        Access::Barrier(BarrierAccess::Write) => mc::WRITE | mc::SYNC_OBJECT,
+        Access::Barrier(BarrierAccess::ReadWrite) => mc::READ | mc::WRITE | mc::SYNC_OBJECT,
     };
     Some((code, size.min(mc::SIZE_MASK) | dir | (code << mc::SPACE_SHIFT)))
 }

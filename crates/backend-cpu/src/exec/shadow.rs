@@ -32,6 +32,7 @@ struct Access {
     thread: u32,
     epoch: u32,
     warp_epoch: u32,
+    mbarrier_epoch: u32,
     atomic: bool,
     place: usize,
 }
@@ -48,8 +49,9 @@ struct Byte {
 pub(crate) struct RaceState {
     generation: u32,
     block: [u32; 3],
-    /// Per thread: block barriers passed, `bar.warp.sync`s passed.
-    epochs: Vec<(u32, u32)>,
+    /// Per thread: block barriers passed, `bar.warp.sync`s passed,
+    /// mbarrier arrivals made.
+    epochs: Vec<(u32, u32, u32)>,
     bytes: Vec<Byte>,
 }
 
@@ -65,7 +67,7 @@ impl RaceState {
             state.epochs.clear();
             // Every thread of the block (`nthreads` counts warps in warp mode).
             let [x, y, z] = rt.ntid;
-            state.epochs.resize((x * y * z) as usize, (0, 0));
+            state.epochs.resize((x * y * z) as usize, (0, 0, 0));
         }
         if state.bytes.len() < shared_bytes {
             state.bytes.resize(shared_bytes, Byte::default());
@@ -135,10 +137,10 @@ pub unsafe extern "C" fn __anycuda_race_sync(ctx: *mut BlockCtx, thread: u32, la
     };
     for t in threads {
         if let Some(e) = state.epochs.get_mut(t as usize) {
-            if kind & !SYNC_LANES == mc::SYNC_WARP {
-                e.1 = e.1.wrapping_add(1);
-            } else {
-                e.0 = e.0.wrapping_add(1);
+            match kind & !SYNC_LANES {
+                mc::SYNC_WARP => e.1 = e.1.wrapping_add(1),
+                mc::SYNC_MBARRIER => e.2 = e.2.wrapping_add(1),
+                _ => e.0 = e.0.wrapping_add(1),
             }
         }
     }
@@ -162,7 +164,7 @@ unsafe fn shadow_one(rt: &BlockRt, ctx: *mut BlockCtx, linear: u32, address: u64
     let in_shared = address >= shared_base && address - shared_base < shared_bytes;
     let read = access & mc::READ != 0;
     let write = access & mc::WRITE != 0;
-    if tools & RACECHECK != 0 && (space == mc::SHARED || space == mc::GENERIC && in_shared) && in_shared {
+    if tools & RACECHECK != 0 && (space == mc::SHARED || space == mc::GENERIC) && in_shared && access & mc::SYNC_OBJECT == 0 {
         let offset = address - shared_base;
         let n = size.min(shared_bytes - offset);
         race_access(rt, grid, linear, offset, n, read, write, place, shared_bytes as usize);
@@ -238,15 +240,21 @@ fn race_access(
     let Ok(mut slot) = rt.race.try_borrow_mut() else { return };
     let state = RaceState::for_block(&mut slot, rt, shared_bytes);
     let generation = state.generation;
-    let (epoch, warp_epoch) = state.epochs.get(linear as usize).copied().unwrap_or((0, 0));
-    let me = Access { thread: linear + 1, epoch, warp_epoch, atomic: read && write, place: place as usize };
-    // Whether an earlier access `a` is unordered with this one.
-    let races = |a: &Access| {
+    let (epoch, warp_epoch, mbarrier_epoch) = state.epochs.get(linear as usize).copied().unwrap_or((0, 0, 0));
+    let me = Access { thread: linear + 1, epoch, warp_epoch, mbarrier_epoch, atomic: read && write, place: place as usize };
+    // Whether an earlier access `a` is unordered with this one: another
+    // thread's, with no barrier, mbarrier arrival or (in one warp)
+    // `__syncwarp` between them, and not two atomics or an atomic and a
+    // plain read (which reads a whole value: the read of a
+    // compare-and-swap loop).
+    let races = |a: &Access, a_reads: bool| {
         a.thread != 0
             && a.thread != me.thread
             && a.epoch == epoch
+            && a.mbarrier_epoch == mbarrier_epoch
             && ((a.thread - 1) / 32 != linear / 32 || a.warp_epoch == warp_epoch)
-            && !(a.atomic && me.atomic)
+            && !(a.atomic && (me.atomic || !write))
+            && !(a_reads && me.atomic)
     };
     let mut found: Option<(Hazard, Access, u64)> = None;
     for at in offset..offset + size {
@@ -255,11 +263,11 @@ fn race_access(
             *b = Byte { generation, ..Byte::default() };
         }
         if found.is_none() {
-            if races(&b.write) {
+            if races(&b.write, false) {
                 let h = if write { Hazard::WriteAfterWrite } else { Hazard::ReadAfterWrite };
                 found = Some((h, b.write, at));
             } else if write {
-                if let Some(r) = [b.first_read, b.last_read].into_iter().find(|r| races(r)) {
+                if let Some(r) = [b.first_read, b.last_read].into_iter().find(|r| races(r, true)) {
                     found = Some((Hazard::WriteAfterRead, r, at));
                 }
             }
