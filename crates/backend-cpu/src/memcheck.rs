@@ -291,7 +291,7 @@ pub fn host_read(address: u64, len: u64, what: &str) -> Option<String> {
             return;
         }
         if let Some((count, first)) = s.unwritten(from, to) {
-            if !first_report(format!("host:{what}:{}", s.start)) {
+            if !first_report(("host", what, s.start)) {
                 return;
             }
             report = Some(format!(
@@ -330,14 +330,16 @@ pub fn kernel_access(address: u64, size: u64, read: bool, write: bool) -> Option
 
 /// Whether a report with `key` is the first: each kind of report is made
 /// once per place (later ones are only counted).
-pub fn first_report(key: String) -> bool {
+pub fn first_report(key: impl std::hash::Hash) -> bool {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    let key = BuildHasherDefault::<DefaultHasher>::default().hash_one(key);
     let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
     let n = seen.get_or_insert_with(HashMap::new).entry(key).or_insert(0);
     *n += 1;
     *n == 1
 }
 
-static SEEN: Mutex<Option<HashMap<String, u64>>> = Mutex::new(None);
+static SEEN: Mutex<Option<HashMap<u64, u64>>> = Mutex::new(None);
 
 /// Keeps a report for [`reports`] (the last 1000).
 pub fn record(report: &str) {

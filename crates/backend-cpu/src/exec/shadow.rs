@@ -171,9 +171,9 @@ unsafe fn shadow_one(rt: &BlockRt, ctx: *mut BlockCtx, linear: u32, address: u64
     }
     if tools & INITCHECK != 0 && !in_shared && matches!(space, mc::GLOBAL | mc::GENERIC) {
         if let Some((count, first, start, len)) = crate::memcheck::kernel_access(address, size, read, write) {
-            // SAFETY: a constant string of the compiled code.
-            let where_ = unsafe { c_text(place) };
-            if crate::memcheck::first_report(format!("kernel:{grid}:{where_}:{start}")) {
+            if crate::memcheck::first_report(("kernel", grid, place as usize, start)) {
+                // SAFETY: a constant string of the compiled code.
+                let where_ = unsafe { c_text(place) };
                 let what = if space == mc::GLOBAL { "__global__" } else { "generic (global)" };
                 let kind = if write { "atomic" } else { "read" };
                 let report = format!(
@@ -284,11 +284,11 @@ fn race_access(
     }
     drop(slot);
     let Some((hazard, other, at)) = found else { return };
-    // SAFETY: constant strings of the compiled code.
-    let (here, there) = unsafe { (c_text(place), c_text(other.place as *const c_char)) };
-    if !crate::memcheck::first_report(format!("race:{grid}:{}:{here}:{there}", hazard.describe())) {
+    if !crate::memcheck::first_report(("race", grid, hazard.describe(), place as usize, other.place)) {
         return;
     }
+    // SAFETY: constant strings of the compiled code.
+    let (here, there) = unsafe { (c_text(place), c_text(other.place as *const c_char)) };
     let (now, before) = match hazard {
         Hazard::ReadAfterWrite => ("read", "write"),
         Hazard::WriteAfterWrite => ("write", "write"),
