@@ -100,7 +100,7 @@ fn race_ptx() -> String {
     for (name, first, sync, second) in RACE_KERNELS {
         let access = |op: &str, reg: &str| match op {
             "r" => format!("    ld.shared.u32 {reg}, [%r9];\n"),
-            "w" => format!("    st.shared.u32 [%r9], %r1;\n"),
+            "w" => "    st.shared.u32 [%r9], %r1;\n".to_string(),
             _ => format!("    atom.shared.add.u32 {reg}, [%r9], 1;\n"),
         };
         let sync = match sync {

@@ -157,7 +157,7 @@ pub unsafe extern "C" fn __anycuda_sust(
         Access::At(a) => {
             // SAFETY: inside the surface; data holds `bytes`.
             unsafe { std::ptr::copy_nonoverlapping(data, a as *mut u8, bytes as usize) };
-            crate::memcheck::host_wrote(a, u64::from(bytes));
+            crate::memcheck::host_wrote(a, bytes);
         }
         Access::Zero => {}
         Access::Trap => {
