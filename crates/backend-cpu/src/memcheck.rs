@@ -83,12 +83,15 @@ pub fn track(start: u64, len: u64, kind: Kind) {
     if kind == Kind::Device && tools() & INITCHECK != 0 {
         let shadow = Arc::new(InitShadow::new(start, len));
         INIT.write().unwrap_or_else(|e| e.into_inner()).insert(start, shadow);
+        GENERATION.fetch_add(1, Ordering::AcqRel);
     }
 }
 
 /// Forgets the range that starts at `start` (remembering it as freed).
 pub fn untrack(start: u64) {
-    INIT.write().unwrap_or_else(|e| e.into_inner()).remove(&start);
+    if INIT.write().unwrap_or_else(|e| e.into_inner()).remove(&start).is_some() {
+        GENERATION.fetch_add(1, Ordering::AcqRel);
+    }
     let gone = LIVE.write().unwrap_or_else(|e| e.into_inner()).remove(&start);
     if let Some(r) = gone {
         let mut freed = FREED.lock().unwrap_or_else(|e| e.into_inner());
@@ -224,11 +227,36 @@ impl InitShadow {
 
 static INIT: RwLock<BTreeMap<u64, Arc<InitShadow>>> = RwLock::new(BTreeMap::new());
 
+/// Bumped whenever a shadow comes or goes, so that a thread's cached
+/// shadow ([`with_shadow`]) is known to be stale.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The shadow this thread's last kernel access found, with the
+    /// generation it was found in: a kernel's accesses mostly fall in the
+    /// allocation the previous one did, and find it without the table's lock.
+    static LAST: std::cell::RefCell<Option<(u64, Arc<InitShadow>)>> = const { std::cell::RefCell::new(None) };
+}
+
 /// The shadow of the allocation holding `address`, if initcheck tracks it.
 fn shadow_of(address: u64) -> Option<Arc<InitShadow>> {
     let map = INIT.read().unwrap_or_else(|e| e.into_inner());
     let (_, s) = map.range(..=address).next_back()?;
     (address < s.start + s.len).then(|| s.clone())
+}
+
+/// `f` of the shadow of the allocation holding `address`, if initcheck
+/// tracks it, through this thread's cache.
+fn with_shadow<R>(address: u64, f: impl FnOnce(&InitShadow) -> R) -> Option<R> {
+    let generation = GENERATION.load(Ordering::Acquire);
+    LAST.with(|last| {
+        let Ok(mut last) = last.try_borrow_mut() else { return shadow_of(address).map(|s| f(&s)) };
+        let hit = matches!(&*last, Some((g, s)) if *g == generation && address >= s.start && address - s.start < s.len);
+        if !hit {
+            *last = Some((generation, shadow_of(address)?));
+        }
+        last.as_ref().map(|(_, s)| f(s))
+    })
 }
 
 /// Calls `f(shadow, from, to)` for each tracked allocation the bytes
@@ -318,14 +346,16 @@ pub fn host_read(address: u64, len: u64, what: &str) -> Option<String> {
 /// (count, first address, the allocation's start and length), and marks
 /// the bytes it writes. Nothing for memory initcheck does not track.
 pub fn kernel_access(address: u64, size: u64, read: bool, write: bool) -> Option<(u64, u64, u64, u64)> {
-    let s = shadow_of(address)?;
-    let from = address - s.start;
-    let to = (from + size).min(s.len);
-    let bad = if read { s.unwritten(from, to).map(|(n, first)| (n, s.start + first, s.start, s.len)) } else { None };
-    if write {
-        s.mark(from, to);
-    }
-    bad
+    with_shadow(address, |s| {
+        let from = address - s.start;
+        let to = (from + size).min(s.len);
+        let bad = if read { s.unwritten(from, to).map(|(n, first)| (n, s.start + first, s.start, s.len)) } else { None };
+        if write {
+            s.mark(from, to);
+        }
+        bad
+    })
+    .flatten()
 }
 
 /// Whether a report with `key` is the first: each kind of report is made
