@@ -231,11 +231,15 @@ static INIT: RwLock<BTreeMap<u64, Arc<InitShadow>>> = RwLock::new(BTreeMap::new(
 /// shadow ([`with_shadow`]) is known to be stale.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
+/// How many shadows each thread keeps at hand.
+const CACHED: usize = 4;
+
 thread_local! {
-    /// The shadow this thread's last kernel access found, with the
-    /// generation it was found in: a kernel's accesses mostly fall in the
-    /// allocation the previous one did, and find it without the table's lock.
-    static LAST: std::cell::RefCell<Option<(u64, Arc<InitShadow>)>> = const { std::cell::RefCell::new(None) };
+    /// The shadows this thread's last kernel accesses found, with the
+    /// generation they were found in: a kernel's accesses mostly fall in
+    /// the few allocations the previous ones did (saxpy's `x` and `y`), and
+    /// find them without the table's lock.
+    static LAST: std::cell::RefCell<(usize, [Option<(u64, Arc<InitShadow>)>; CACHED])> = const { std::cell::RefCell::new((0, [const { None }; CACHED])) };
 }
 
 /// The shadow of the allocation holding `address`, if initcheck tracks it.
@@ -251,11 +255,19 @@ fn with_shadow<R>(address: u64, f: impl FnOnce(&InitShadow) -> R) -> Option<R> {
     let generation = GENERATION.load(Ordering::Acquire);
     LAST.with(|last| {
         let Ok(mut last) = last.try_borrow_mut() else { return shadow_of(address).map(|s| f(&s)) };
-        let hit = matches!(&*last, Some((g, s)) if *g == generation && address >= s.start && address - s.start < s.len);
-        if !hit {
-            *last = Some((generation, shadow_of(address)?));
-        }
-        last.as_ref().map(|(_, s)| f(s))
+        let (next, slots) = &mut *last;
+        let hit =
+            slots.iter().position(|e| matches!(e, Some((g, s)) if *g == generation && address >= s.start && address - s.start < s.len));
+        let i = match hit {
+            Some(i) => i,
+            None => {
+                let i = *next % CACHED;
+                *next = next.wrapping_add(1);
+                slots[i] = Some((generation, shadow_of(address)?));
+                i
+            }
+        };
+        slots[i].as_ref().map(|(_, s)| f(s))
     })
 }
 
