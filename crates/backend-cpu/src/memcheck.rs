@@ -234,12 +234,16 @@ static GENERATION: AtomicU64 = AtomicU64::new(0);
 /// How many shadows each thread keeps at hand.
 const CACHED: usize = 4;
 
+/// A thread's cached shadows: the slot to replace next, and (generation,
+/// shadow) pairs.
+type ShadowCache = (usize, [Option<(u64, Arc<InitShadow>)>; CACHED]);
+
 thread_local! {
     /// The shadows this thread's last kernel accesses found, with the
     /// generation they were found in: a kernel's accesses mostly fall in
     /// the few allocations the previous ones did (saxpy's `x` and `y`), and
     /// find them without the table's lock.
-    static LAST: std::cell::RefCell<(usize, [Option<(u64, Arc<InitShadow>)>; CACHED])> = const { std::cell::RefCell::new((0, [const { None }; CACHED])) };
+    static LAST: std::cell::RefCell<ShadowCache> = const { std::cell::RefCell::new((0, [const { None }; CACHED])) };
 }
 
 /// The shadow of the allocation holding `address`, if initcheck tracks it.
