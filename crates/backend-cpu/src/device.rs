@@ -260,10 +260,12 @@ impl Backend for CpuBackend {
         // SAFETY: the driver checked that the destination range lies in one
         // live allocation; host and device share the address space.
         unsafe { std::ptr::copy(src.as_ptr(), dst as *mut u8, src.len()) };
+        crate::memcheck::host_wrote(dst, src.len() as u64);
         Ok(())
     }
 
     fn copy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<(), BackendError> {
+        crate::memcheck::host_read(src, dst.len() as u64, "device-to-host copy");
         // SAFETY: as for copy_htod.
         unsafe { std::ptr::copy(src as *const u8, dst.as_mut_ptr(), dst.len()) };
         Ok(())
@@ -272,6 +274,7 @@ impl Backend for CpuBackend {
     fn copy_dtod(&self, dst: DevicePtr, src: DevicePtr, len: usize) -> Result<(), BackendError> {
         // SAFETY: as for copy_htod; `copy` allows overlap.
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
+        crate::memcheck::copied(dst, src, len as u64);
         Ok(())
     }
 
@@ -280,6 +283,7 @@ impl Backend for CpuBackend {
         // SAFETY: the driver checked the range.
         let bytes = unsafe { std::slice::from_raw_parts_mut(dst as *mut u8, len) };
         value.fill(bytes);
+        crate::memcheck::host_wrote(dst, len as u64);
         Ok(())
     }
 

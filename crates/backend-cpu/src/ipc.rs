@@ -99,6 +99,9 @@ impl Exports {
             )));
         }
         let len = mapped_len(size);
+        // Other processes may write it from now on, where initcheck cannot
+        // see: it counts as written.
+        crate::memcheck::host_wrote(base, size as u64);
         let pid = std::process::id();
         let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(e) = files.get(&base) {
@@ -187,6 +190,8 @@ impl Imports {
         }
         let addr = at as u64;
         crate::memcheck::track(addr, p.size as u64, crate::memcheck::Kind::Device);
+        // Another process writes it: initcheck cannot see what it wrote.
+        crate::memcheck::host_wrote(addr, p.size as u64);
         self.maps.lock().unwrap_or_else(|e| e.into_inner()).insert(addr, p.len);
         Ok((addr, p.size))
     }

@@ -98,6 +98,8 @@ impl DeviceBuffer {
     pub fn zeroed(len: usize) -> Option<DeviceBuffer> {
         let ptr = allocate(len)?;
         crate::memcheck::track(ptr as u64, len as u64, crate::memcheck::Kind::Device);
+        // Zeroed: written, for initcheck.
+        crate::memcheck::host_wrote(ptr as u64, len as u64);
         Some(DeviceBuffer { ptr, len })
     }
 

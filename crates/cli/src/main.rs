@@ -2,10 +2,13 @@
 //!
 //! - `anycuda run [--log LEVEL] -- PROGRAM [ARGS...]` runs a program with
 //!   anycuda's `libcuda.so.1` in place of NVIDIA's driver ([`run`]).
-//! - `anycuda memcheck [--log LEVEL] -- PROGRAM [ARGS...]` runs it in
-//!   checked mode (`ANYCUDA_MEMCHECK=1`): every memory access of its
-//!   kernels is checked, and the first bad one is reported on stderr and
-//!   fails the launch with `cudaErrorIllegalAddress`.
+//! - `anycuda memcheck [--tool TOOL] [--log LEVEL] -- PROGRAM [ARGS...]`
+//!   runs it in checked mode (`ANYCUDA_MEMCHECK=1`): every memory access of
+//!   its kernels is checked, and the first bad one is reported on stderr
+//!   and fails the launch with `cudaErrorIllegalAddress`; `--tool
+//!   initcheck` and `--tool racecheck` add compute-sanitizer's reads of
+//!   uninitialised device memory and shared-memory hazards (reported, the
+//!   launch goes on).
 //! - `anycuda info` lists the devices as CUDA programs see them ([`info`]).
 //! - `anycuda ptx FILE...` parses and compiles PTX, reporting each kernel
 //!   ([`ptxcheck`]).
@@ -59,7 +62,23 @@ enum Command {
     /// memory; the first bad access is reported on stderr (kernel, block,
     /// thread, address, size, PTX line) and fails the launch with
     /// cudaErrorIllegalAddress, as compute-sanitizer's memcheck does.
+    ///
+    /// `--tool initcheck` also reports kernel reads of device memory nothing
+    /// wrote since it was allocated (`initcheck-host`: and device-to-host
+    /// copies of such bytes);
+    /// `--tool racecheck` reports shared-memory hazards: a byte written by
+    /// one thread and read or written by another with no barrier between
+    /// them (`__syncwarp` orders the threads of a warp; atomics do not race
+    /// with atomics). Both report once per place and launch and let the
+    /// launch go on, as compute-sanitizer does; they cost only when chosen.
     Memcheck {
+        /// The checks to run besides memcheck's bounds checks (sets
+        /// ANYCUDA_MEMCHECK to them): memcheck, initcheck, initcheck-host
+        /// (initcheck that also reports device-to-host copies of unwritten
+        /// bytes), racecheck; several may be given (`--tool
+        /// initcheck,racecheck`).
+        #[arg(long, value_name = "TOOL", value_delimiter = ',', value_parser = ["memcheck", "initcheck", "initcheck-host", "racecheck"])]
+        tool: Vec<String>,
         /// As for `run`.
         #[arg(long, value_name = "LEVEL", value_parser = LOG_LEVELS)]
         log: Option<String>,
@@ -96,8 +115,11 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { log, log_file, command } => run::run(log.as_deref(), log_file.as_deref(), false, &command),
-        Command::Memcheck { log, log_file, command } => run::run(log.as_deref(), log_file.as_deref(), true, &command),
+        Command::Run { log, log_file, command } => run::run(log.as_deref(), log_file.as_deref(), None, &command),
+        Command::Memcheck { tool, log, log_file, command } => {
+            let tools = if tool.is_empty() { "1".to_string() } else { tool.join(",") };
+            run::run(log.as_deref(), log_file.as_deref(), Some(&tools), &command)
+        }
         Command::Info => info::info(),
         Command::Ptx { emit_ir, emit_obj, target, files } => ptxcheck::check(&files, emit_ir, emit_obj.as_deref(), target.as_deref()),
     }

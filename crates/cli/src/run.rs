@@ -37,7 +37,9 @@ const EXIT_ANYCUDA: u8 = 125;
 const EXIT_CANNOT_EXECUTE: u8 = 126;
 const EXIT_NOT_FOUND: u8 = 127;
 
-pub fn run(log: Option<&str>, log_file: Option<&Path>, memcheck: bool, command: &[OsString]) -> ExitCode {
+/// `memcheck`: the value of `ANYCUDA_MEMCHECK` to set (checked mode and
+/// its tools), or None.
+pub fn run(log: Option<&str>, log_file: Option<&Path>, memcheck: Option<&str>, command: &[OsString]) -> ExitCode {
     let Some((program, args)) = command.split_first() else {
         eprintln!("anycuda run: no program given (usage: anycuda run [--log LEVEL] -- PROGRAM [ARGS...])");
         return ExitCode::from(2);
@@ -68,8 +70,8 @@ pub fn run(log: Option<&str>, log_file: Option<&Path>, memcheck: bool, command: 
     if let Some(file) = log_file {
         cmd.env("ANYCUDA_LOG_FILE", file);
     }
-    if memcheck {
-        cmd.env("ANYCUDA_MEMCHECK", "1");
+    if let Some(tools) = memcheck {
+        cmd.env("ANYCUDA_MEMCHECK", tools);
     }
     // Triton runs `ptxas` for its cubins: anycuda's writes PTX instead.
     if let Some(ptxas) = find_ptxas() {

@@ -402,3 +402,33 @@ fn memcheck_reports_a_store_past_an_allocation() {
     assert!(err.contains("anycuda memcheck: invalid") && err.contains("write of size 4 bytes"), "{err}");
     assert!(err.contains("0 bytes past the end of a 64-byte device allocation"), "{err}");
 }
+
+/// `anycuda memcheck --tool racecheck` adds racecheck: a shared-memory race
+/// is reported on stderr and the program goes on to pass; an unknown tool
+/// is a usage error.
+#[test]
+fn memcheck_tool_racecheck_reports_a_shared_memory_race() {
+    let exe = root().join("target/cuda-tests/bin/static/checker_errors");
+    assert!(exe.exists(), "{} is missing: build the CUDA test programs with scripts/build-cuda-tests.sh", exe.display());
+    let dir = scratch("racecheck");
+    let o = anycuda()
+        .args(["memcheck", "--tool", "racecheck"])
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("ANYCUDA_CACHE_DIR", dir.join("kernels"))
+        .env_remove("ANYCUDA_LIBRARY")
+        .env_remove("ANYCUDA_MEMCHECK")
+        .env("ANYCUDA_BACKEND", "cpu")
+        .env_remove("ANYCUDA_LOG")
+        .arg("--")
+        .arg(&exe)
+        .arg("race")
+        .output()
+        .expect("anycuda runs");
+    let (out, err) = text(&o);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(o.status.success() && out.ends_with("PASS checker_errors\n"), "{out}{err}");
+    assert!(err.contains("anycuda racecheck: read-after-write hazard on __shared__ memory"), "{err}");
+    assert!(!err.contains("anycuda initcheck"), "initcheck was not asked for: {err}");
+    let o = anycuda().args(["memcheck", "--tool", "synccheck", "--", "true"]).output().expect("anycuda runs");
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -90,6 +90,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             }
             let space = inst.space(b);
             let p = self.mbar_pointer(&args[0], space, crate::memcheck::Access::ReadWrite)?;
+            self.race_mbarrier_arrival();
             if !inst.has(b, Flag::Noinc) {
                 // Incremented, then arrived at: the object is unchanged.
                 return Ok(());
@@ -131,8 +132,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let src_space = inst.spaces(b).nth(1);
         let dst = self.lane_pointer(&args[0], dst_space)?;
         let src = self.lane_pointer(&args[1], src_space)?;
-        // Checked mode: the destination's bytes, and the source's when their
-        // count is known when compiled (a register `src-size` is not checked).
+        // Checked mode: the destination's bytes, and exactly the source's
+        // bytes read (the count, when a register, checked as it is at run
+        // time; none for 0).
         let known = match rest.first() {
             None => Some(size),
             Some(Operand::Imm(n)) => Some((*n).clamp(0, size)),
@@ -148,6 +150,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
             if let Some(n) = known {
                 self.check_access(&src, src_space, n as u32, crate::memcheck::Access::Read);
             }
+        }
+        if known.is_none() {
+            let acting = self.zext(&on, Ty::I32);
+            let read = self.bin("mul", &count, &acting);
+            self.check_access_sized(&src, src_space, &read, size as u32, crate::memcheck::Access::Read);
         }
         let name = "__anycuda_cp_async";
         self.cx.declare("llvm.memcpy.p0.p0.i32", "declare void @llvm.memcpy.p0.p0.i32(ptr, ptr, i32, i1)");
@@ -245,6 +252,7 @@ out:
     /// mode as an 8-byte `access`.
     fn mbar_pointer(&mut self, op: &Operand, space: Option<StateSpace>, access: crate::memcheck::Access) -> Res<V> {
         let p = self.lane_pointer(op, space)?;
+        let access = access.barrier();
         if self.warp.is_none() {
             self.check_access(&p, space, 8, access);
         } else {
@@ -317,6 +325,7 @@ out:
             };
             let d = if drop { count.clone() } else { zero };
             let old = self.mbar_update(&p, &count, &d, &tx, &on);
+            self.race_mbarrier_arrival();
             return match args[0] {
                 Operand::Sink => Ok(()),
                 other => self.set(&other, old),
@@ -330,6 +339,17 @@ out:
             return Ok(());
         }
         self.unsupported(format!("instruction `{}`", self.describe(inst)))
+    }
+
+    /// Racecheck: the executing threads arrived on an mbarrier.
+    fn race_mbarrier_arrival(&mut self) {
+        let lanes = if self.warp.is_some() {
+            let mask = self.mask();
+            Some(self.bits(&mask))
+        } else {
+            None
+        };
+        self.race_sync(crate::cpu_abi::memcheck::SYNC_MBARRIER, lanes);
     }
 
     fn mbar_store(&mut self, p: &V, word: &V, on: &V) {

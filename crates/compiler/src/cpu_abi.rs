@@ -64,7 +64,10 @@ pub struct BlockCtx {
     pub chain_first: u32,
     pub chain_last: u32,
     pub chain_wrap: u32,
-    pub _pad2: u32,
+    /// Checked mode: the shadow-memory tools this launch runs
+    /// ([`check_tools`] bits; 0: memcheck alone). Checked code calls
+    /// [`runtime::SHADOW`] for each access while it is not zero.
+    pub check_tools: u32,
     /// Checked mode (`Options::memcheck`): [`MEMCHECK_SLOTS`] `[low, length]`
     /// ranges an access was last found in, for all the threads the runner
     /// runs (zero: none; see [`runtime::MEMCHECK`]). Each checked
@@ -98,6 +101,21 @@ pub mod offsets {
     pub const CHAIN_LAST: usize = offset_of!(BlockCtx, chain_last);
     pub const CHAIN_WRAP: usize = offset_of!(BlockCtx, chain_wrap);
     pub const MEMCHECK: usize = offset_of!(BlockCtx, memcheck);
+    pub const CHECK_TOOLS: usize = offset_of!(BlockCtx, check_tools);
+}
+
+/// The bits of [`BlockCtx::check_tools`]: the tools of checked mode beyond
+/// memcheck (`ANYCUDA_MEMCHECK=initcheck`, `racecheck`).
+pub mod check_tools {
+    /// Reads of device memory nothing wrote since it was allocated.
+    pub const INITCHECK: u32 = 1;
+    /// Shared-memory hazards between the barriers of a block.
+    pub const RACECHECK: u32 = 2;
+    /// With initcheck, device-to-host copies of unwritten bytes too (off by
+    /// default: copying back a whole buffer, struct padding included, is
+    /// common and harmless, and compute-sanitizer's initcheck reports the
+    /// GPU's accesses).
+    pub const INITCHECK_HOST: u32 = 4;
 }
 
 /// `shfl.sync` modes (argument `mode` of `__anycuda_shfl`).
@@ -357,6 +375,20 @@ runtime_functions! {
     /// the 32 lanes' addresses as u64, the lanes that access, access,
     /// cache, where, the warp's frame, which holds its local memory).
     MEMCHECK_WARP = "__anycuda_memcheck_warp": fn(Ctx, U32, Bytes, U32, U32, BytesMut, Str, Bytes);
+    /// Checked mode with shadow tools on ([`BlockCtx::check_tools`]): an
+    /// access that passed the bounds check, for initcheck (global reads of
+    /// bytes nothing wrote) and racecheck (shared-memory hazards): (ctx,
+    /// thread, address, access (as for [`MEMCHECK`]), where). Reports and
+    /// returns; it never ends the launch.
+    SHADOW = "__anycuda_shadow": fn(Ctx, U32, U64, U32, Str);
+    /// [`SHADOW`] for a warp: (ctx, first thread of the warp, the 32 lanes'
+    /// addresses as u64, the lanes that access, access, where).
+    SHADOW_WARP = "__anycuda_shadow_warp": fn(Ctx, U32, Bytes, U32, U32, Str);
+    /// Racecheck: the threads of `lanes` (bit i: thread `thread + i`) have
+    /// passed a synchronisation `kind` ([`memcheck::SYNC_BLOCK`]: a block
+    /// barrier; [`memcheck::SYNC_WARP`]: `bar.warp.sync`): (ctx, thread,
+    /// lanes, kind).
+    RACE_SYNC = "__anycuda_race_sync": fn(Ctx, U32, U32, U32);
     /// The device runtime (dynamic parallelism: launches, streams and
     /// events from kernels): (ctx, thread, operation ([`devrt::Op`]), the
     /// call's arguments as u64 words, [`devrt::Arg`] by [`devrt::Arg`]).
@@ -370,6 +402,9 @@ pub mod memcheck {
     pub const SIZE_MASK: u32 = 0xffff;
     pub const READ: u32 = 1 << 16;
     pub const WRITE: u32 = 1 << 17;
+    /// The access is to a synchronisation object (an `mbarrier`): racecheck
+    /// leaves it out.
+    pub const SYNC_OBJECT: u32 = 1 << 18;
     pub const SPACE_SHIFT: u32 = 20;
     /// Generic: global, shared or local, whichever window the address is in.
     pub const GENERIC: u32 = 0;
@@ -377,6 +412,15 @@ pub mod memcheck {
     pub const SHARED: u32 = 2;
     pub const LOCAL: u32 = 3;
     pub const CONST: u32 = 4;
+    /// [`super::runtime::RACE_SYNC`]'s kinds.
+    pub const SYNC_BLOCK: u32 = 0;
+    pub const SYNC_WARP: u32 = 1;
+    /// An arrival on an `mbarrier` (the writes before it are ordered before
+    /// the reads of threads that waited for the phase).
+    pub const SYNC_MBARRIER: u32 = 2;
+    /// With a kind: the caller is a warp-mode function, `lanes` are lanes of
+    /// the warp whose first thread is `thread`.
+    pub const SYNC_LANES: u32 = 4;
 }
 
 /// Symbol names of a kernel's functions in the object.

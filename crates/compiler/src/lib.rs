@@ -142,6 +142,31 @@ pub fn memcheck_from_env() -> bool {
     std::env::var("ANYCUDA_MEMCHECK").is_ok_and(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "0" | "off" | "no" | "false"))
 }
 
+/// The shadow tools `ANYCUDA_MEMCHECK` asks for ([`cpu_abi::check_tools`]
+/// bits; see [`check_tools_from`]).
+pub fn check_tools_from_env() -> Result<u32, String> {
+    check_tools_from(std::env::var("ANYCUDA_MEMCHECK").ok().as_deref().unwrap_or(""))
+}
+
+/// The shadow tools a value of `ANYCUDA_MEMCHECK` names: a comma-separated
+/// list of `memcheck` (or `1`, `on`, `yes`, `true`: bounds checks alone,
+/// which every checked run does), `initcheck`, `initcheck-host` (initcheck
+/// that also reports device-to-host copies of unwritten bytes) and
+/// `racecheck`. An unknown word is an error naming it.
+pub fn check_tools_from(value: &str) -> Result<u32, String> {
+    let mut tools = 0;
+    for word in value.split(',').map(|w| w.trim().to_ascii_lowercase()) {
+        match word.as_str() {
+            "" | "0" | "off" | "no" | "false" | "1" | "on" | "yes" | "true" | "memcheck" => {}
+            "initcheck" => tools |= cpu_abi::check_tools::INITCHECK,
+            "initcheck-host" => tools |= cpu_abi::check_tools::INITCHECK | cpu_abi::check_tools::INITCHECK_HOST,
+            "racecheck" => tools |= cpu_abi::check_tools::RACECHECK,
+            other => return Err(format!("unknown checking tool `{other}` (memcheck, initcheck, initcheck-host, racecheck)")),
+        }
+    }
+    Ok(tools)
+}
+
 /// Where a kernel parameter lives in the parameter buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParamInfo {

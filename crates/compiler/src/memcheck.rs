@@ -34,6 +34,29 @@ pub enum Access {
     Write,
     /// Atomics and reductions.
     ReadWrite,
+    /// An `mbarrier` object's word, read, written or both: checked as the
+    /// access it is, but a synchronisation object, not data, for racecheck.
+    Barrier(BarrierAccess),
+}
+
+/// What an `mbarrier` operation does to its word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BarrierAccess {
+    Read,
+    Write,
+    ReadWrite,
+}
+
+impl Access {
+    /// The same access to an `mbarrier` object.
+    pub fn barrier(self) -> Access {
+        match self {
+            Access::Read => Access::Barrier(BarrierAccess::Read),
+            Access::Write => Access::Barrier(BarrierAccess::Write),
+            Access::ReadWrite => Access::Barrier(BarrierAccess::ReadWrite),
+            b @ Access::Barrier(_) => b,
+        }
+    }
 }
 
 impl<'c, 'm> FnLower<'c, 'm> {
@@ -78,6 +101,180 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.op(format_args!("call void @{}(ptr %ctx, i32 %lin, {a}, i32 {info}, ptr {cache}, ptr {place})", runtime::MEMCHECK.name));
         self.out.terminate(format_args!("br label %{good}"));
         self.out.label(&good);
+        // The shadow tools (initcheck, racecheck), when the launch runs them.
+        let tools = self.check_tools_on();
+        let shadow = self.out.fresh_label("mcshadow");
+        let done = self.out.fresh_label("mcdone");
+        self.out.terminate(format_args!("br {tools}, label %{shadow}, label %{done}"));
+        self.out.label(&shadow);
+        self.cx.declare_runtime(&runtime::SHADOW);
+        self.out.op(format_args!("call void @{}(ptr %ctx, i32 %lin, {a}, i32 {info}, ptr {place})", runtime::SHADOW.name));
+        self.out.terminate(format_args!("br label %{done}"));
+        self.out.label(&done);
+    }
+
+    /// Whether the launch runs shadow tools ([`crate::cpu_abi::BlockCtx::check_tools`]
+    /// not zero), an i1 marked unlikely.
+    fn check_tools_on(&mut self) -> V {
+        let p = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, ptr %ctx, i64 {}", crate::cpu_abi::offsets::CHECK_TOOLS));
+        let t = self.out.def_scalar(Ty::I32, format_args!("load i32, {p}, align 4"));
+        let on = self.out.def_scalar(Ty::I1, format_args!("icmp ne {t}, 0"));
+        self.cx.declare("llvm.expect.i1", "declare i1 @llvm.expect.i1(i1, i1)");
+        self.out.def_scalar(Ty::I1, format_args!("call i1 @llvm.expect.i1({on}, i1 false)"))
+    }
+
+    /// Racecheck: the executing threads (lanes `lanes` of the warp in warp
+    /// mode) passed a synchronisation of `kind` (`memcheck::SYNC_*`).
+    /// Nothing unless checked, and a test of the launch's tools at run time.
+    pub fn race_sync(&mut self, kind: u32, lanes: Option<V>) {
+        if !(self.memcheck_on() || self.memcheck_lanes_on()) {
+            return;
+        }
+        let tools = self.check_tools_on();
+        let call = self.out.fresh_label("mcsync");
+        let done = self.out.fresh_label("mcsyncd");
+        self.out.terminate(format_args!("br {tools}, label %{call}, label %{done}"));
+        self.out.label(&call);
+        self.cx.declare_runtime(&runtime::RACE_SYNC);
+        match lanes {
+            Some(bits) => self.out.op(format_args!(
+                "call void @{}(ptr %ctx, i32 %wbase, {bits}, i32 {})",
+                runtime::RACE_SYNC.name,
+                kind | mc::SYNC_LANES
+            )),
+            None => self.out.op(format_args!("call void @{}(ptr %ctx, i32 %lin, i32 1, i32 {kind})", runtime::RACE_SYNC.name)),
+        }
+        self.out.terminate(format_args!("br label %{done}"));
+        self.out.label(&done);
+    }
+
+    /// Checks an access of `count` bytes at `p`, a count known only at
+    /// run time (`cp.async`'s register `src-size`, or its `ignore-src`
+    /// predicate), clamped to `max`: exactly the bytes accessed, none when
+    /// it is 0. Thread by thread, or each executing lane with its own
+    /// count in warp mode.
+    pub fn check_access_sized(&mut self, p: &V, space: Option<StateSpace>, count: &V, max: u32, access: Access) {
+        let lanes = self.memcheck_lanes_on();
+        if !(self.memcheck_on() || lanes) || max == 0 {
+            return;
+        }
+        let Some((code, info)) = access_info(space, 0, access) else { return };
+        let cache = self.memcheck_cache(code as usize);
+        let place = self.memcheck_place();
+        self.cx.declare("llvm.expect.i1", "declare i1 @llvm.expect.i1(i1, i1)");
+        // k = min(count, max), a 64-bit value per lane.
+        let count = self.vec(count.clone());
+        let k32 = self.call2("llvm.umin.i32", &count, &V::int(Ty::I32, i128::from(max)));
+        let k = self.zext(&k32, Ty::I64);
+        let a = if lanes {
+            let n = crate::ir::lanes();
+            let p = self.vec(p.clone());
+            self.out.def(Ty::I64, format_args!("ptrtoint {p} to <{n} x i64>"))
+        } else {
+            self.out.def_scalar(Ty::I64, format_args!("ptrtoint {p} to i64"))
+        };
+        let low = self.out.def_scalar(Ty::I64, format_args!("load i64, ptr {cache}, align 8"));
+        let lenp = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, ptr {cache}, i64 8"));
+        let len = self.out.def_scalar(Ty::I64, format_args!("load i64, {lenp}, align 8"));
+        let d = self.bin("sub", &a, &low);
+        let inside = self.icmp("ult", &d, &len);
+        let end = self.bin("add", &d, &k);
+        let fits = self.icmp("ule", &end, &len);
+        let ok = self.bin("and", &inside, &fits);
+        // Natural alignment when the count is a power of two, as for a
+        // constant size.
+        let km1 = self.bin("sub", &k, &V::int(Ty::I64, 1));
+        let kk = self.bin("and", &k, &km1);
+        let pow2 = self.icmp("eq", &kk, &V::int(Ty::I64, 0));
+        let ak = self.bin("and", &a, &km1);
+        let aligned = self.icmp("eq", &ak, &V::int(Ty::I64, 0));
+        let not_pow2 = self.bin("xor", &pow2, &V::int(Ty::I1, 1));
+        let align_ok = self.bin("or", &not_pow2, &aligned);
+        let ok = self.bin("and", &ok, &align_ok);
+        let zero = self.icmp("eq", &k, &V::int(Ty::I64, 0));
+        let ok = self.bin("or", &ok, &zero);
+        let miss = self.out.fresh_label("mcmiss");
+        let good = self.out.fresh_label("mcok");
+        if !lanes {
+            let info = self.bin("or", &k32, &V::int(Ty::I32, i128::from(info)));
+            let likely = self.out.def_scalar(Ty::I1, format_args!("call i1 @llvm.expect.i1({ok}, i1 true)"));
+            self.out.terminate(format_args!("br {likely}, label %{good}, label %{miss}"));
+            self.out.label(&miss);
+            self.cx.declare_runtime(&runtime::MEMCHECK);
+            self.out.op(format_args!("call void @{}(ptr %ctx, i32 %lin, {a}, {info}, ptr {cache}, ptr {place})", runtime::MEMCHECK.name));
+            self.out.terminate(format_args!("br label %{good}"));
+            self.out.label(&good);
+            let tools = self.check_tools_on();
+            let shadow = self.out.fresh_label("mcshadow");
+            let done = self.out.fresh_label("mcdone");
+            self.out.terminate(format_args!("br {tools}, label %{shadow}, label %{done}"));
+            self.out.label(&shadow);
+            self.cx.declare_runtime(&runtime::SHADOW);
+            self.out.op(format_args!("call void @{}(ptr %ctx, i32 %lin, {a}, {info}, ptr {place})", runtime::SHADOW.name));
+            self.out.terminate(format_args!("br label %{done}"));
+            self.out.label(&done);
+            return;
+        }
+        // Warp mode: the lanes that execute and access at least a byte.
+        let mask = self.mask();
+        let mask = self.vec(mask);
+        let some = self.bin("xor", &zero, &V::int(Ty::I1, 1));
+        let active = self.bin("and", &mask, &some);
+        let bad = self.bin("xor", &ok, &V::int(Ty::I1, 1));
+        let bad = self.bin("and", &bad, &active);
+        let any = self.any(&bad);
+        let unlikely = self.out.def_scalar(Ty::I1, format_args!("call i1 @llvm.expect.i1({any}, i1 false)"));
+        self.out.terminate(format_args!("br {unlikely}, label %{miss}, label %{good}"));
+        self.out.label(&miss);
+        let buf = self.memcheck_lanes();
+        self.out.op(format_args!("store {a}, ptr {buf}, align 8"));
+        // One call per count the failing lanes have (a few at most).
+        self.cx.declare_runtime(&runtime::MEMCHECK_WARP);
+        for size in 1..=max {
+            let is = self.icmp("eq", &k32, &V::int(Ty::I32, i128::from(size)));
+            let these = self.bin("and", &bad, &is);
+            let bits = self.bits(&these);
+            let call = self.out.fresh_label("mcsz");
+            let next = self.out.fresh_label("mcszn");
+            let has = self.out.def_scalar(Ty::I1, format_args!("icmp ne {bits}, 0"));
+            self.out.terminate(format_args!("br {has}, label %{call}, label %{next}"));
+            self.out.label(&call);
+            self.out.op(format_args!(
+                "call void @{}(ptr %ctx, i32 %wbase, ptr {buf}, {bits}, i32 {}, ptr {cache}, ptr {place}, ptr %frame)",
+                runtime::MEMCHECK_WARP.name,
+                info | size
+            ));
+            self.out.terminate(format_args!("br label %{next}"));
+            self.out.label(&next);
+        }
+        self.out.terminate(format_args!("br label %{good}"));
+        self.out.label(&good);
+        let tools = self.check_tools_on();
+        let shadow = self.out.fresh_label("mcshadow");
+        let done = self.out.fresh_label("mcdone");
+        self.out.terminate(format_args!("br {tools}, label %{shadow}, label %{done}"));
+        self.out.label(&shadow);
+        self.out.op(format_args!("store {a}, ptr {buf}, align 8"));
+        self.cx.declare_runtime(&runtime::SHADOW_WARP);
+        for size in 1..=max {
+            let is = self.icmp("eq", &k32, &V::int(Ty::I32, i128::from(size)));
+            let these = self.bin("and", &active, &is);
+            let bits = self.bits(&these);
+            let call = self.out.fresh_label("mcsz");
+            let next = self.out.fresh_label("mcszn");
+            let has = self.out.def_scalar(Ty::I1, format_args!("icmp ne {bits}, 0"));
+            self.out.terminate(format_args!("br {has}, label %{call}, label %{next}"));
+            self.out.label(&call);
+            self.out.op(format_args!(
+                "call void @{}(ptr %ctx, i32 %wbase, ptr {buf}, {bits}, i32 {}, ptr {place})",
+                runtime::SHADOW_WARP.name,
+                info | size
+            ));
+            self.out.terminate(format_args!("br label %{next}"));
+            self.out.label(&next);
+        }
+        self.out.terminate(format_args!("br label %{done}"));
+        self.out.label(&done);
     }
 
     /// Whether this warp-mode function's accesses are checked.
@@ -130,14 +327,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let good = self.out.fresh_label("mcok");
         self.out.terminate(format_args!("br {unlikely}, label %{miss}, label %{good}"));
         self.out.label(&miss);
-        let lanes = match &self.memcheck_caches[5] {
-            Some(l) => l.clone(),
-            None => {
-                let l = self.out.alloca(&format!("[{n} x i64]"), 8);
-                self.memcheck_caches[5] = Some(l.clone());
-                l
-            }
-        };
+        let lanes = self.memcheck_lanes();
         self.out.op(format_args!("store {a}, ptr {lanes}, align 8"));
         let bits = self.bits(&mask);
         self.cx.declare_runtime(&runtime::MEMCHECK_WARP);
@@ -147,6 +337,35 @@ impl<'c, 'm> FnLower<'c, 'm> {
         ));
         self.out.terminate(format_args!("br label %{good}"));
         self.out.label(&good);
+        let tools = self.check_tools_on();
+        let shadow = self.out.fresh_label("mcshadow");
+        let done = self.out.fresh_label("mcdone");
+        self.out.terminate(format_args!("br {tools}, label %{shadow}, label %{done}"));
+        self.out.label(&shadow);
+        let lanes = self.memcheck_lanes();
+        self.out.op(format_args!("store {a}, ptr {lanes}, align 8"));
+        let mask = self.mask();
+        let bits = self.bits(&mask);
+        self.cx.declare_runtime(&runtime::SHADOW_WARP);
+        self.out.op(format_args!(
+            "call void @{}(ptr %ctx, i32 %wbase, ptr {lanes}, {bits}, i32 {info}, ptr {place})",
+            runtime::SHADOW_WARP.name
+        ));
+        self.out.terminate(format_args!("br label %{done}"));
+        self.out.label(&done);
+    }
+
+    /// Warp mode: a frame slot for the 32 lanes' addresses.
+    fn memcheck_lanes(&mut self) -> String {
+        match &self.memcheck_caches[5] {
+            Some(l) => l.clone(),
+            None => {
+                let n = crate::ir::lanes();
+                let l = self.out.alloca(&format!("[{n} x i64]"), 8);
+                self.memcheck_caches[5] = Some(l.clone());
+                l
+            }
+        }
     }
 
     /// The cache of the next checked instruction accessing state space
@@ -230,6 +449,9 @@ fn access_info(space: Option<StateSpace>, size: u32, access: Access) -> Option<(
         Access::Read => mc::READ,
         Access::Write => mc::WRITE,
         Access::ReadWrite => mc::READ | mc::WRITE,
+        Access::Barrier(BarrierAccess::Read) => mc::READ | mc::SYNC_OBJECT,
+        Access::Barrier(BarrierAccess::Write) => mc::WRITE | mc::SYNC_OBJECT,
+        Access::Barrier(BarrierAccess::ReadWrite) => mc::READ | mc::WRITE | mc::SYNC_OBJECT,
     };
     Some((code, size.min(mc::SIZE_MASK) | dir | (code << mc::SPACE_SHIFT)))
 }

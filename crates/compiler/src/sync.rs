@@ -31,6 +31,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let site = self.site();
             self.cx.declare_runtime(&crate::cpu_abi::runtime::WARP_SYNC);
             self.out.op(format_args!("call void @__anycuda_warp_sync(ptr %ctx, i32 %lin, {mask}, i32 {site})"));
+            self.race_sync(crate::cpu_abi::memcheck::SYNC_WARP, None);
             return Ok(());
         }
         if inst.scope(b) == Some(Scope::Cluster) {
@@ -42,6 +43,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let site = self.site();
             self.cx.declare_runtime(&crate::cpu_abi::runtime::BARRIER);
             self.out.op(format_args!("call void @__anycuda_barrier(ptr %ctx, i32 %lin, i32 16, i32 0, i32 {site})"));
+            self.race_sync(crate::cpu_abi::memcheck::SYNC_BLOCK, None);
             return Ok(());
         }
         // AMD GPUs have one barrier per workgroup (`s_barrier`), which every
@@ -81,6 +83,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 Ty::I32,
                 format_args!("call i32 @__anycuda_barrier_red(ptr %ctx, i32 %lin, {id}, {count}, i32 {op}, {p}, i32 {site})"),
             );
+            self.race_sync(crate::cpu_abi::memcheck::SYNC_BLOCK, None);
             let r = if op == bar_red::POPC { r } else { self.icmp("ne", &r, &V::int(Ty::I32, 0)) };
             return self.set(&args[0], r);
         }
@@ -97,6 +100,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.cx.declare_runtime(&rt);
         let f = rt.name;
         self.out.op(format_args!("call void @{f}(ptr %ctx, i32 %lin, {id}, {count}, i32 {site})"));
+        self.race_sync(crate::cpu_abi::memcheck::SYNC_BLOCK, None);
         Ok(())
     }
 

@@ -2870,7 +2870,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let b = self.b;
         let args = b.args(inst);
         if inst.has(b, Flag::Warp) {
-            // The lanes of a warp run together: nothing to wait for.
+            // The lanes of a warp run together: nothing to wait for (but
+            // racecheck orders their shared accesses by it).
+            if self.memcheck_lanes_on() {
+                let lanes = self.participants(args, 0)?;
+                let bits = self.bits(&lanes);
+                self.race_sync(crate::cpu_abi::memcheck::SYNC_WARP, Some(bits));
+            }
             return Ok(());
         }
         let id = match args.first() {
@@ -2894,7 +2900,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
         // `bar.sync 0` of every thread: the next warp may go on in the same call.
         let plain =
             kind == crate::cpu_abi::warp_frame::BARRIER && args.len() <= 1 && args.first().is_none_or(|a| self.constant(a) == Some(0));
-        self.warp_suspend(kind, &id, &count, false, plain)
+        self.warp_suspend(kind, &id, &count, false, plain)?;
+        if self.memcheck_lanes_on() {
+            let mask = self.mask();
+            let bits = self.bits(&mask);
+            self.race_sync(crate::cpu_abi::memcheck::SYNC_BLOCK, Some(bits));
+        }
+        Ok(())
     }
 
     /// The member mask operand at `i` intersected with the executing lanes,

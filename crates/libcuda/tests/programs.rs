@@ -332,3 +332,137 @@ fn correct_programs_pass_in_memcheck_mode_without_a_report() {
     let failures = failures.into_inner().unwrap_or_default();
     assert!(failures.is_empty(), "{} of {} programs failed in memcheck mode:\n{}", failures.len(), exes.len(), failures.join("\n"));
 }
+
+/// initcheck and racecheck (`ANYCUDA_MEMCHECK=initcheck,racecheck`):
+/// `checker_errors` makes a kernel read of an unwritten word, a
+/// device-to-host copy of unwritten bytes (reported with `initcheck-host`
+/// only) and a shared-memory race in turn; each is reported on stderr with
+/// the kernel, thread, block and source line, and the launch goes on (the
+/// program checks its results and prints PASS), as compute-sanitizer's
+/// tools do.
+#[test]
+fn initcheck_and_racecheck_report_each_kind_of_error_where_it_happens() {
+    let exe = manifest().into_iter().find(|e| e.name == "checker_errors" && e.variant == "static").expect("checker_errors is built");
+    let src = std::fs::read_to_string(root().join("tests/cuda/checker_errors.cu")).expect("source");
+    let line = |tag: &str| src.lines().position(|l| l.contains(tag)).expect("tagged line") + 1;
+    let lib_dir = driver_dir();
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("checkers-cache-{}", std::process::id()));
+    let read = format!("checker_errors.cu:{}:", line("LINE_READ"));
+    let write = format!("checker_errors.cu:{}:", line("LINE_WRITE"));
+    let neighbour = format!("checker_errors.cu:{}:", line("LINE_NEIGHBOUR"));
+    let cases: [(&str, &str, &str, Vec<&str>); 6] = [
+        ("none", "initcheck-host,racecheck", "", vec![]),
+        ("copy_back", "initcheck,racecheck", "", vec![]),
+        (
+            "uninit",
+            "initcheck,racecheck",
+            "anycuda initcheck",
+            vec!["uninitialized __global__ memory read of size 4 bytes", "_Z8sum_intoPKiPii", &read, "by thread (31,0,0) in block (1,0,0)"],
+        ),
+        (
+            "copy_back",
+            "initcheck-host",
+            "anycuda initcheck",
+            vec!["read by the host API (device-to-host copy)", "256 of the 512 bytes copied", "were never written"],
+        ),
+        (
+            "race",
+            "initcheck,racecheck",
+            "anycuda racecheck",
+            vec!["read-after-write hazard on __shared__ memory", "_Z6rotatePii", &neighbour, &write],
+        ),
+        ("race", "initcheck", "", vec![]),
+    ];
+    let mut failures = Vec::new();
+    for (mode, tools, tool, wants) in cases {
+        let out = Command::new(&exe.path)
+            .arg(mode)
+            .env("LD_LIBRARY_PATH", &lib_dir)
+            .env("ANYCUDA_CACHE_DIR", &cache)
+            .env("ANYCUDA_BACKEND", "cpu")
+            .env("ANYCUDA_MEMCHECK", tools)
+            .env_remove("ANYCUDA_LOG")
+            .output()
+            .expect("runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() || !stdout.ends_with("PASS checker_errors\n") || wants.iter().any(|w| !stderr.contains(w)) {
+            failures.push(format!("{mode} ({tools}): want {wants:?}\n{stdout}{stderr}"));
+        }
+        // Only the tool that should report does, and memcheck says nothing.
+        for other in ["anycuda initcheck", "anycuda racecheck", "anycuda memcheck"] {
+            if other != tool && stderr.contains(other) {
+                failures.push(format!("{mode} ({tools}): unexpected `{other}` report:\n{stderr}"));
+            }
+        }
+        if mode == "uninit" && stderr.matches("anycuda initcheck").count() != 1 {
+            failures.push(format!("{mode}: one report expected (once per place and launch):\n{stderr}"));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&cache);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// initcheck and racecheck report nothing for correct programs: every
+/// program of `tests/cuda` (static cudart) passes with both tools and no
+/// report, but `error_illegal_address`, whose wild store memcheck reports,
+/// and `warp_sync`, whose kernels exchange data between the lanes of a
+/// warp through memory with no `__syncwarp` (implicit warp-synchronous
+/// code, which racecheck reports from Volta on, as compute-sanitizer's
+/// does): its reports must be hazards between two threads of one warp.
+#[test]
+fn correct_programs_pass_under_initcheck_and_racecheck_without_a_report() {
+    let exes: Vec<Exe> = manifest().into_iter().filter(|e| e.variant == "static").collect();
+    assert!(exes.len() >= 55, "{} static programs", exes.len());
+    let lib_dir = driver_dir();
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("checkers-all-cache-{}", std::process::id()));
+    let queue = Mutex::new(exes.iter().collect::<VecDeque<_>>());
+    let failures = Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 4);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                while let Some(exe) = queue.lock().ok().and_then(|mut q| q.pop_front()) {
+                    let r = run_with(exe, &lib_dir, &cache, &[("ANYCUDA_MEMCHECK", "initcheck,racecheck")]);
+                    let problem = match r {
+                        Err(e) => Some(e),
+                        Ok(stderr) if exe.name == "warp_sync" => (stderr.contains("anycuda initcheck")
+                            || !racecheck_reports_within_warps(&stderr))
+                        .then(|| format!("reported more than intra-warp hazards: {stderr}")),
+                        Ok(stderr) if stderr.contains("anycuda initcheck") || stderr.contains("anycuda racecheck") => {
+                            Some(format!("reported: {stderr}"))
+                        }
+                        Ok(stderr) if exe.name != "error_illegal_address" && stderr.contains("anycuda memcheck") => {
+                            Some(format!("reported: {stderr}"))
+                        }
+                        Ok(_) => None,
+                    };
+                    if let (Some(p), Ok(mut f)) = (problem, failures.lock()) {
+                        f.push(format!("{}: {p}", exe.name));
+                    }
+                }
+            });
+        }
+    });
+    let _ = std::fs::remove_dir_all(&cache);
+    let failures = failures.into_inner().unwrap_or_default();
+    assert!(
+        failures.is_empty(),
+        "{} of {} programs failed under initcheck and racecheck:\n{}",
+        failures.len(),
+        exes.len(),
+        failures.join("\n")
+    );
+}
+
+/// Whether every racecheck report of `stderr` (there is one at least)
+/// names two threads of one warp (blocks of one dimension).
+fn racecheck_reports_within_warps(stderr: &str) -> bool {
+    let reports: Vec<&str> = stderr.split("========= anycuda racecheck:").skip(1).collect();
+    let x = |s: &str| s.split_once("by thread (").and_then(|(_, r)| r.split_once(',')).and_then(|(n, _)| n.parse::<u32>().ok());
+    !reports.is_empty()
+        && reports.iter().all(|r| {
+            let Some((_, second)) = r.split_once("unordered with") else { return false };
+            matches!((x(r), x(second)), (Some(a), Some(b)) if a / 32 == b / 32)
+        })
+}

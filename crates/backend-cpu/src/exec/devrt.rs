@@ -175,6 +175,7 @@ fn store<T>(p: u64, v: T) -> u32 {
     }
     // SAFETY: the kernel passed this address for the result.
     unsafe { (p as *mut T).write_unaligned(v) };
+    crate::memcheck::host_wrote(p, std::mem::size_of::<T>() as u64);
     err::SUCCESS
 }
 
@@ -379,6 +380,7 @@ fn func_attributes(g: &GridRt, out: u64, func: usize) -> u32 {
     }
     // SAFETY: the kernel passed the address of its cudaFuncAttributes.
     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out as *mut u8, bytes.len()) };
+    crate::memcheck::host_wrote(out, bytes.len() as u64);
     err::SUCCESS
 }
 

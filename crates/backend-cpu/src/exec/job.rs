@@ -376,7 +376,7 @@ impl Job {
             chain_first: 0,
             chain_last: 0,
             chain_wrap: 0,
-            _pad2: 0,
+            check_tools: crate::memcheck::tools(),
             memcheck: [[0; 2]; compiler::cpu_abi::MEMCHECK_SLOTS],
         }
     }

@@ -30,6 +30,7 @@ mod local;
 mod pool;
 pub mod runtime;
 mod sched;
+mod shadow;
 mod texture;
 mod timeout;
 mod warp;

@@ -119,6 +119,9 @@ pub(crate) struct BlockRt {
     pub fast_stack: Cell<(usize, usize)>,
     pub fast_yields: Cell<u32>,
     pub error: Cell<Option<LaunchError>>,
+    /// Racecheck's shadow of the block's shared memory (made at the first
+    /// shared access of a launch that runs racecheck).
+    pub race: std::cell::RefCell<Option<Box<super::shadow::RaceState>>>,
 }
 
 impl BlockRt {
@@ -136,6 +139,7 @@ impl BlockRt {
             fast_stack: Cell::new((0, 0)),
             fast_yields: Cell::new(0),
             error: Cell::new(None),
+            race: std::cell::RefCell::new(None),
         }
     }
 
@@ -144,7 +148,7 @@ impl BlockRt {
         unsafe { &*self.job }
     }
 
-    fn slot(&self) -> &Slot {
+    pub(crate) fn slot(&self) -> &Slot {
         // SAFETY: on the scheduled path `slots` has `nthreads` entries and
         // `current` is the index of the running thread, set before resuming
         // it.
@@ -428,7 +432,7 @@ pub unsafe extern "C" fn __anycuda_trap(ctx: *mut BlockCtx, thread: u32) {
 ///
 /// # Safety
 /// `ptr` is read as a NUL-terminated string.
-unsafe fn c_text(ptr: *const c_char) -> String {
+pub(crate) unsafe fn c_text(ptr: *const c_char) -> String {
     if ptr.is_null() {
         return "(null)".into();
     }
@@ -857,7 +861,7 @@ fn describe_bad_address(address: u64, size: u64, space: u32, shared: (u64, u64),
 }
 
 /// Addresses of the runtime functions, by `cpu_abi` name.
-pub(crate) fn symbols() -> [(&'static str, usize); 28] {
+pub(crate) fn symbols() -> [(&'static str, usize); 31] {
     use compiler::cpu_abi::{runtime, runtime_types};
     // Each definition is cast to the table's type for it: a definition whose
     // signature differs from the table does not compile.
@@ -889,6 +893,9 @@ pub(crate) fn symbols() -> [(&'static str, usize); 28] {
         (runtime::TXQ.name, super::texture::__anycuda_txq as runtime_types::TXQ as usize),
         (runtime::MEMCHECK.name, __anycuda_memcheck as runtime_types::MEMCHECK as usize),
         (runtime::MEMCHECK_WARP.name, __anycuda_memcheck_warp as runtime_types::MEMCHECK_WARP as usize),
+        (runtime::SHADOW.name, super::shadow::__anycuda_shadow as runtime_types::SHADOW as usize),
+        (runtime::SHADOW_WARP.name, super::shadow::__anycuda_shadow_warp as runtime_types::SHADOW_WARP as usize),
+        (runtime::RACE_SYNC.name, super::shadow::__anycuda_race_sync as runtime_types::RACE_SYNC as usize),
         (runtime::DEVICE_RUNTIME.name, super::devrt::__anycuda_devrt as runtime_types::DEVICE_RUNTIME as usize),
     ]
 }

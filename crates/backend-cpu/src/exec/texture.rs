@@ -154,8 +154,11 @@ pub unsafe extern "C" fn __anycuda_sust(
     let (size, n, clamp) = surface_access(op);
     let bytes = size * n;
     match device::surface_address(d, surface_geometry(op), [c0, c1, c2, c3], bytes, clamp) {
-        // SAFETY: inside the surface; data holds `bytes`.
-        Access::At(a) => unsafe { std::ptr::copy_nonoverlapping(data, a as *mut u8, bytes as usize) },
+        Access::At(a) => {
+            // SAFETY: inside the surface; data holds `bytes`.
+            unsafe { std::ptr::copy_nonoverlapping(data, a as *mut u8, bytes as usize) };
+            crate::memcheck::host_wrote(a, bytes);
+        }
         Access::Zero => {}
         Access::Trap => {
             tracing::debug!("sust.trap out of range of surface {handle:#x} at ({c0}, {c1}, {c2}, {c3})");
