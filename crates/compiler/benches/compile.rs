@@ -17,7 +17,8 @@
 //! (`--only-extra`: only the directories of `ANYCUDA_BENCH_PTX`;
 //! `ANYCUDA_BENCH_TSV=PREFIX` writes each corpus's per-kernel times, code
 //! sizes, modes (`warp`, `guarded`, `thread`) and names to `PREFIX.<corpus>`.)
-//! (AMDGPU targets compile whole modules, as their backend does.)
+//! (AMDGPU targets compile whole modules, as their backend does: each module
+//! once, its kernels counted with equal shares of its time and code size.)
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -68,13 +69,38 @@ fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &com
         let analysis = compiler::analyse(&module);
         analyse += compiler::profile::thread_cpu_time().saturating_sub(t);
         let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        if !matches!(target, compiler::Target::HostCpu) {
+            // AMDGPU: the module is one unit, compiled once; each of its
+            // kernels is counted with an equal share of its time and code.
+            let kernels: Vec<&str> = module
+                .items
+                .iter()
+                .filter_map(|it| match it {
+                    Item::Function(f) if f.kind == FunctionKind::Entry && f.body.is_some() => Some(f.name),
+                    _ => None,
+                })
+                .collect();
+            let t = compiler::profile::thread_cpu_time();
+            let r = compiler::compile_unit_analysed(&module, &src, target, opts, compiler::Unit::Module, &analysis);
+            let d = compiler::profile::thread_cpu_time().saturating_sub(t);
+            let n = kernels.len().max(1);
+            match r {
+                Ok(c) => {
+                    for k in &kernels {
+                        times.push((d / n as u32, format!("module\t{name}: {k}"), c.object.len() / n));
+                    }
+                }
+                Err(_) => failed += kernels.len(),
+            }
+            profile.add(&compiler::profile::take());
+            continue;
+        }
         for (idx, item) in module.items.iter().enumerate() {
             let Item::Function(f) = item else { continue };
             if f.kind != FunctionKind::Entry || f.body.is_none() {
                 continue;
             }
-            let unit =
-                if matches!(target, compiler::Target::HostCpu) { compiler::Unit::Kernel(idx as u32) } else { compiler::Unit::Module };
+            let unit = compiler::Unit::Kernel(idx as u32);
             let t = compiler::profile::thread_cpu_time();
             let r = compiler::compile_unit_analysed(&module, &src, target, opts, unit, &analysis);
             let d = compiler::profile::thread_cpu_time().saturating_sub(t);
