@@ -158,7 +158,13 @@ fn ptx_files(dir: &Path) -> Vec<PathBuf> {
 fn compile_all(files: &[PathBuf], arch: &str) -> Vec<String> {
     let mut problems = Vec::new();
     for path in files {
-        let src = std::fs::read_to_string(path).expect("read");
+        let mut src = std::fs::read_to_string(path).expect("read");
+        if ptx::may_use_device_library(&src) {
+            // As the driver loads it: linked with anycuda's device library.
+            let alone = ptx::parse(&src).expect("parses");
+            let input = ptx::LinkInput { name: "module", module: &alone, lazy: false };
+            src = ptx::link(&[input], &ptx::LinkOptions { provided: ptx::DRIVER_FUNCTIONS }).expect("links").ptx;
+        }
         let module = ptx::parse(&src).expect("parses");
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let tag = format!("{stem}-{arch}");
