@@ -293,8 +293,14 @@ fn each_shadow(address: u64, len: u64, mut f: impl FnMut(&InitShadow, u64, u64))
     }
 }
 
-/// Initcheck: the host (a copy or memset of the driver) wrote
-/// `[address, address + len)`.
+/// Whether initcheck runs in this process (checked mode with the
+/// `initcheck` tool).
+pub fn initcheck() -> bool {
+    enabled() && tools() & INITCHECK != 0
+}
+
+/// Initcheck: the host (a copy or memset of the driver, or a library
+/// writing device memory from the host) wrote `[address, address + len)`.
 pub fn host_wrote(address: u64, len: u64) {
     each_shadow(address, len, |s, from, to| s.mark(from, to));
 }

@@ -8,7 +8,7 @@
 //! forwarding each call to hipBLAS/rocBLAS (opened with `dlopen`) on the
 //! HIP stream behind the CUDA stream.
 
-use crate::cuda::CUstream;
+use crate::cuda::{CUstream, Written};
 use crate::status::Result;
 use crate::types::{DType, Fill, Op, Scalar, Side};
 
@@ -478,4 +478,89 @@ pub trait Backend: Send + Sync {
     fn dgmm(&self, q: Queue, call: Dgmm) -> Result<()>;
     fn rankk(&self, q: Queue, call: RankK) -> Result<()>;
     fn lu(&self, q: Queue, call: Lu) -> Result<()>;
+}
+
+/// What an operation writes, for the memory checker ([`Driver::wrote`]):
+/// the one owner of that fact per call type.
+///
+/// [`Driver::wrote`]: crate::cuda::Driver::wrote
+pub trait Outputs {
+    fn outputs(&self) -> Vec<Written>;
+}
+
+impl Outputs for Matmul {
+    fn outputs(&self) -> Vec<Written> {
+        let mut out = match self.batch {
+            MatmulBatch::Strided { .. } => vec![Written::At(self.d.ptr)],
+            MatmulBatch::Pointers { count, d, .. } => vec![Written::Each { array: d, count }],
+        };
+        if let Some(aux) = self.epilogue.aux {
+            out.push(Written::At(aux.ptr));
+        }
+        out
+    }
+}
+
+impl Outputs for Trsm {
+    fn outputs(&self) -> Vec<Written> {
+        match self.batch {
+            Batch::Pointers { count, b, .. } => vec![Written::Each { array: b, count }],
+            Batch::One | Batch::Strided { .. } => vec![Written::At(self.b.ptr)],
+        }
+    }
+}
+
+impl Outputs for (i64, Level1) {
+    fn outputs(&self) -> Vec<Written> {
+        match self.1 {
+            Level1::Axpy { y, .. } | Level1::Copy { y, .. } => vec![Written::At(y.ptr)],
+            Level1::Scal { x, .. } => vec![Written::At(x.ptr)],
+            Level1::Swap { x, y } => vec![Written::At(x.ptr), Written::At(y.ptr)],
+            Level1::Dot { out, .. } | Level1::Nrm2 { out, .. } | Level1::Asum { out, .. } | Level1::Iamax { out, .. } => {
+                vec![Written::At(out.ptr)]
+            }
+        }
+    }
+}
+
+impl Outputs for Gemv {
+    fn outputs(&self) -> Vec<Written> {
+        vec![Written::At(self.y.ptr)]
+    }
+}
+
+impl Outputs for Ger {
+    fn outputs(&self) -> Vec<Written> {
+        vec![Written::At(self.a.ptr)]
+    }
+}
+
+impl Outputs for Geam {
+    fn outputs(&self) -> Vec<Written> {
+        vec![Written::At(self.c.ptr)]
+    }
+}
+
+impl Outputs for Dgmm {
+    fn outputs(&self) -> Vec<Written> {
+        vec![Written::At(self.c.ptr)]
+    }
+}
+
+impl Outputs for RankK {
+    fn outputs(&self) -> Vec<Written> {
+        vec![Written::At(self.c.ptr)]
+    }
+}
+
+impl Outputs for Lu {
+    fn outputs(&self) -> Vec<Written> {
+        let each = |array| Written::Each { array, count: self.count };
+        match self.op {
+            LuOp::Getrf { a, piv, info, .. } => vec![each(a), Written::At(piv), Written::At(info)],
+            LuOp::Getrs { b, .. } => vec![each(b)],
+            LuOp::Getri { c, info, .. } => vec![each(c), Written::At(info)],
+            LuOp::Matinv { inv, info, .. } => vec![each(inv), Written::At(info)],
+        }
+    }
 }

@@ -874,8 +874,18 @@ fn run_dgmm(call: Dgmm) {
 /// Queues `run(call)` on the handle's stream; replayable when the stream
 /// is being captured into a graph (the work's key, the operation and its
 /// arguments, is only formatted then).
-fn enqueue<T: Copy + std::fmt::Debug + Send + Sync + 'static>(q: Queue, run: fn(T), call: T) -> Result<()> {
-    driver()?.enqueue_replayable(q.stream(), || format!("{:#x} {call:?}", run as usize), move || run(call))
+/// After the work, the memory checker's initcheck (when it runs) is told
+/// what the call wrote.
+fn enqueue<T: Copy + std::fmt::Debug + Send + Sync + Outputs + 'static>(q: Queue, run: fn(T), call: T) -> Result<()> {
+    let driver = driver()?;
+    driver.enqueue_replayable(
+        q.stream(),
+        || format!("{:#x} {call:?}", run as usize),
+        move || {
+            run(call);
+            driver.wrote(|| call.outputs());
+        },
+    )
 }
 
 impl Backend for Cpu {

@@ -44,6 +44,14 @@ pub struct Memcpy2D {
     pub height: usize,
 }
 
+/// Where an operation wrote: the allocation holding an address, or those
+/// holding each of the `count` addresses in a batch's pointer array.
+#[derive(Debug, Clone, Copy)]
+pub enum Written {
+    At(u64),
+    Each { array: u64, count: i64 },
+}
+
 /// The driver entry points this library uses.
 pub struct Driver {
     pub init: unsafe extern "C" fn(c_uint) -> CUresult,
@@ -60,6 +68,47 @@ pub struct Driver {
     pub memcpy_2d: unsafe extern "C" fn(*const Memcpy2D) -> CUresult,
     pub memcpy_2d_async: unsafe extern "C" fn(*const Memcpy2D, CUstream) -> CUresult,
     pub get_error_name: unsafe extern "C" fn(CUresult, *mut *const std::ffi::c_char) -> CUresult,
+    /// anycuda's memory-checker table, when the driver is anycuda's.
+    pub checker: Option<Checker>,
+}
+
+/// The identifier of anycuda's memory-checker export table (libcuda's
+/// `export_tables::CHECKER_TABLE_ID`).
+const CHECKER_TABLE_ID: [u8; 16] = [0x3a, 0x5c, 0x0e, 0x91, 0x7d, 0x42, 0x4b, 0x1f, 0xa6, 0x28, 0xc4, 0x53, 0x9e, 0x0b, 0x71, 0xd2];
+
+/// anycuda's memory-checker table: whether initcheck runs, and how to tell
+/// it that this library wrote device memory from the host (so that a
+/// kernel reading a BLAS result is not reported as reading unwritten
+/// memory).
+pub struct Checker {
+    initcheck: unsafe extern "C" fn() -> c_int,
+    host_wrote: unsafe extern "C" fn(u64, u64) -> CUresult,
+}
+
+impl Checker {
+    /// The table from `cuGetExportTable`, or `None` (another driver).
+    ///
+    /// # Safety
+    /// `get_export_table` is the driver's `cuGetExportTable`.
+    unsafe fn open(get_export_table: unsafe extern "C" fn(*mut *const c_void, *const [u8; 16]) -> CUresult) -> Option<Checker> {
+        let mut table: *const c_void = std::ptr::null();
+        // SAFETY: out-pointer to a local, a 16-byte identifier.
+        if unsafe { get_export_table(&mut table, &CHECKER_TABLE_ID) } != 0 || table.is_null() {
+            return None;
+        }
+        let slots = table.cast::<*const c_void>();
+        // SAFETY: anycuda's table has three pointer-sized slots: its size,
+        // then the two functions of these types.
+        unsafe {
+            if (*slots as usize) < 3 * std::mem::size_of::<usize>() {
+                return None;
+            }
+            Some(Checker {
+                initcheck: std::mem::transmute::<*const c_void, unsafe extern "C" fn() -> c_int>(*slots.add(1)),
+                host_wrote: std::mem::transmute::<*const c_void, unsafe extern "C" fn(u64, u64) -> CUresult>(*slots.add(2)),
+            })
+        }
+    }
 }
 
 // SAFETY: plain function pointers into the driver, which is thread-safe.
@@ -108,6 +157,7 @@ fn open() -> std::result::Result<Driver, String> {
             memcpy_2d: sym!("cuMemcpy2D_v2"),
             memcpy_2d_async: sym!("cuMemcpy2DAsync_v2"),
             get_error_name: sym!("cuGetErrorName"),
+            checker: Checker::open(sym!("cuGetExportTable")),
         })
     }
 }
@@ -231,6 +281,41 @@ impl Driver {
         // SAFETY: `replay` borrows the kept work, which is never freed.
         let r = unsafe { (self.launch_host_func)(stream, Some(replay), (kept as *const Replayable).cast_mut().cast()) };
         self.check(r, crate::status::EXECUTION_FAILED, "cuLaunchHostFunc")
+    }
+
+    /// Tells the memory checker's initcheck, when it runs, that the work
+    /// just done wrote `outputs`: each output's whole allocation counts as
+    /// written (the BLAS routines write their results' extents; marking the
+    /// allocation also covers padding between columns, which can hide an
+    /// unwritten read there but never reports a written byte).
+    pub fn wrote(&self, outputs: impl FnOnce() -> Vec<Written>) {
+        let Some(c) = &self.checker else { return };
+        // SAFETY: anycuda's table functions take and return plain values.
+        if unsafe { (c.initcheck)() } == 0 {
+            return;
+        }
+        let outputs = outputs();
+        let mark = |ptr: u64| {
+            if let Some((start, size)) = self.range(ptr) {
+                // SAFETY: as above.
+                unsafe { (c.host_wrote)(start, size) };
+            }
+        };
+        for o in outputs {
+            match o {
+                Written::At(ptr) => mark(ptr),
+                Written::Each { array, count } => {
+                    // The batch's pointer array is in device memory, which
+                    // the CPU backend's library reads directly (as the
+                    // work that just ran did).
+                    for i in 0..count.max(0) as u64 {
+                        // SAFETY: the work read the same entries.
+                        let p = unsafe { std::ptr::read_unaligned((array + 8 * i) as *const u64) };
+                        mark(p);
+                    }
+                }
+            }
+        }
     }
 
     pub fn synchronize(&self, stream: CUstream) -> Result<()> {

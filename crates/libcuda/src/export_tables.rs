@@ -326,8 +326,33 @@ extern "C" fn integrity_check(runtime_version: c_uint, unix_seconds: u64, out: *
 
 pub static INTEGRITY: Table<3> = Table([size(0x18), integrity_check as *const c_void, u!(7, 2)]);
 
+// ---- anycuda's own: the memory checker, for libraries beside the driver ----
+
+/// anycuda's table for libraries that write device memory from the host
+/// (anycuda's cuBLAS on the CPU backend), so that initcheck counts their
+/// results as written: slot 1 `initcheck() -> int` (nonzero when initcheck
+/// runs), slot 2 `host_wrote(address: u64, bytes: u64) -> CUresult`.
+/// Reached through the public `cuGetExportTable` with
+/// [`CHECKER_TABLE_ID`], as NVIDIA's libraries reach their driver's private
+/// tables; NVIDIA's driver knows no such table and returns an error.
+pub const CHECKER_TABLE_ID: [u8; 16] = [0x3a, 0x5c, 0x0e, 0x91, 0x7d, 0x42, 0x4b, 0x1f, 0xa6, 0x28, 0xc4, 0x53, 0x9e, 0x0b, 0x71, 0xd2];
+
+extern "C" fn checker_initcheck() -> c_int {
+    c_int::from(backend_cpu::memcheck::initcheck())
+}
+
+extern "C" fn checker_host_wrote(address: u64, bytes: u64) -> CUresult {
+    backend_cpu::memcheck::host_wrote(address, bytes);
+    CUresult::CUDA_SUCCESS
+}
+
+pub static CHECKER: Table<3> = Table([size(0x18), checker_initcheck as *const c_void, checker_host_wrote as *const c_void]);
+
 /// The tables by UUID (bytes in memory order).
 pub fn table(id: &[u8; 16]) -> Option<*const c_void> {
+    if *id == CHECKER_TABLE_ID {
+        return Some(CHECKER.0.as_ptr().cast());
+    }
     const T: [([u8; 16], usize); 8] = [
         ([0xf8, 0xcf, 0xf9, 0x51, 0x21, 0x46, 0x8b, 0x4e, 0xb9, 0xe2, 0xfb, 0x46, 0x9e, 0x7c, 0x0d, 0xd9], 0),
         ([0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a, 0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d, 0xf9], 1),
