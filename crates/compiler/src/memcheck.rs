@@ -230,23 +230,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.op(format_args!("store {a}, ptr {buf}, align 8"));
         // One call per count the failing lanes have (a few at most).
         self.cx.declare_runtime(&runtime::MEMCHECK_WARP);
-        for size in 1..=max {
-            let is = self.icmp("eq", &k32, &V::int(Ty::I32, i128::from(size)));
-            let these = self.bin("and", &bad, &is);
-            let bits = self.bits(&these);
-            let call = self.out.fresh_label("mcsz");
-            let next = self.out.fresh_label("mcszn");
-            let has = self.out.def_scalar(Ty::I1, format_args!("icmp ne {bits}, 0"));
-            self.out.terminate(format_args!("br {has}, label %{call}, label %{next}"));
-            self.out.label(&call);
-            self.out.op(format_args!(
+        self.per_access_size(&bad, &k32, max, |bits, size| {
+            format!(
                 "call void @{}(ptr %ctx, i32 %wbase, ptr {buf}, {bits}, i32 {}, ptr {cache}, ptr {place}, ptr %frame)",
                 runtime::MEMCHECK_WARP.name,
                 info | size
-            ));
-            self.out.terminate(format_args!("br label %{next}"));
-            self.out.label(&next);
-        }
+            )
+        });
         self.out.terminate(format_args!("br label %{good}"));
         self.out.label(&good);
         let tools = self.check_tools_on();
@@ -256,25 +246,31 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.label(&shadow);
         self.out.op(format_args!("store {a}, ptr {buf}, align 8"));
         self.cx.declare_runtime(&runtime::SHADOW_WARP);
+        self.per_access_size(&active, &k32, max, |bits, size| {
+            format!("call void @{}(ptr %ctx, i32 %wbase, ptr {buf}, {bits}, i32 {}, ptr {place})", runtime::SHADOW_WARP.name, info | size)
+        });
+        self.out.terminate(format_args!("br label %{done}"));
+        self.out.label(&done);
+    }
+
+    /// For each access size `1..=max` that lanes of `lanes` (a lane
+    /// vector of i1) have in `k32`, the runtime call `call(bits, size)`
+    /// makes for those lanes (`bits`: their mask), skipped when none has
+    /// it.
+    fn per_access_size(&mut self, lanes: &V, k32: &V, max: u32, call: impl Fn(&V, u32) -> String) {
         for size in 1..=max {
-            let is = self.icmp("eq", &k32, &V::int(Ty::I32, i128::from(size)));
-            let these = self.bin("and", &active, &is);
+            let is = self.icmp("eq", k32, &V::int(Ty::I32, i128::from(size)));
+            let these = self.bin("and", lanes, &is);
             let bits = self.bits(&these);
-            let call = self.out.fresh_label("mcsz");
+            let at = self.out.fresh_label("mcsz");
             let next = self.out.fresh_label("mcszn");
             let has = self.out.def_scalar(Ty::I1, format_args!("icmp ne {bits}, 0"));
-            self.out.terminate(format_args!("br {has}, label %{call}, label %{next}"));
-            self.out.label(&call);
-            self.out.op(format_args!(
-                "call void @{}(ptr %ctx, i32 %wbase, ptr {buf}, {bits}, i32 {}, ptr {place})",
-                runtime::SHADOW_WARP.name,
-                info | size
-            ));
+            self.out.terminate(format_args!("br {has}, label %{at}, label %{next}"));
+            self.out.label(&at);
+            self.out.op(format_args!("{}", call(&bits, size)));
             self.out.terminate(format_args!("br label %{next}"));
             self.out.label(&next);
         }
-        self.out.terminate(format_args!("br label %{done}"));
-        self.out.label(&done);
     }
 
     /// Whether this warp-mode function's accesses are checked.
