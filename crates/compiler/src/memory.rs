@@ -23,7 +23,76 @@ fn ordering(sem: Option<Semantics>, atomic: bool) -> Option<&'static str> {
     }
 }
 
+/// The integer type of a vector access made as one single-copy access, or
+/// None when it is made component by component.
+///
+/// NVIDIA hardware makes an aligned vector access of up to 16 bytes as one
+/// memory transaction, and the synchronisation code of CUB and Thrust
+/// relies on it: a decoupled look-back scan publishes a tile's status and
+/// value with one `st.relaxed.gpu.v2.u32` and reads them with one
+/// `ld.relaxed.gpu.v2.u32`; made as two accesses, a reader can see the new
+/// status with the old value, and the scan is wrong. (The PTX memory model
+/// itself promises no more than a set of component accesses.) So vector
+/// accesses that other threads may observe, volatile or with a memory
+/// order, are made whole: up to 8 bytes as one atomic integer access, 16
+/// bytes as one volatile `<2 x i64>` access (a single 16-byte move on
+/// x86-64 with AVX and on AMDGPU; an `i128` atomic would be a lock or a
+/// library call). Plain accesses stay per component, which the optimiser
+/// merges where it pays.
+pub(crate) fn single_copy_width(components: usize, size: i64, observed: bool) -> Option<Ty> {
+    let total = components as i64 * size;
+    (observed && components > 1 && matches!(total, 2 | 4 | 8 | 16)).then(|| Ty::int(total as u32 * 8))
+}
+
 impl<'c, 'm> FnLower<'c, 'm> {
+    /// One single-copy load of `wide` (see [`single_copy_width`]).
+    fn wide_load(&mut self, addr: &V, wide: Ty, order: Option<&str>) -> V {
+        if wide == Ty::I128 {
+            let v = self.out.def(Ty::I128, format_args!("load volatile <2 x i64>, {addr}, align 16"));
+            let w = self.out.def(Ty::I128, format_args!("bitcast <2 x i64> {} to i128", v.s));
+            if matches!(order, Some("acquire" | "acq_rel" | "seq_cst")) {
+                self.out.op(format_args!("fence acquire"));
+            }
+            return w;
+        }
+        let bytes = wide.bits() / 8;
+        let o = order.unwrap_or("monotonic");
+        self.out.def(wide, format_args!("load atomic {wide}, {addr} {o}, align {bytes}"))
+    }
+
+    /// One single-copy store of `w` (see [`single_copy_width`]).
+    fn wide_store(&mut self, addr: &V, w: &V, order: Option<&str>) {
+        if w.ty == Ty::I128 {
+            if matches!(order, Some("release" | "acq_rel" | "seq_cst")) {
+                self.out.op(format_args!("fence release"));
+            }
+            let v = self.out.def(Ty::I128, format_args!("bitcast {w} to <2 x i64>"));
+            self.out.op(format_args!("store volatile <2 x i64> {}, {addr}, align 16", v.s));
+            return;
+        }
+        let bytes = w.ty.bits() / 8;
+        let o = order.unwrap_or("monotonic");
+        self.out.op(format_args!("store atomic {w}, {addr} {o}, align {bytes}"));
+    }
+
+    /// Component `k` of type `ety` of a whole vector value (component 0 in
+    /// the low bits: little-endian memory).
+    pub(crate) fn component(&mut self, w: &V, ety: Ty, k: usize) -> V {
+        let shifted = if k == 0 { w.clone() } else { self.bin("lshr", w, &V::int(w.ty, (k as u32 * ety.bits()) as i128)) };
+        self.trunc(&shifted, ety)
+    }
+
+    /// The whole vector value of type `wide` from its components.
+    pub(crate) fn join_components(&mut self, values: &[V], wide: Ty) -> V {
+        let mut w = V::int(wide, 0);
+        for (k, v) in values.iter().enumerate() {
+            let e = self.zext(v, wide);
+            let e = if k == 0 { e } else { self.bin("shl", &e, &V::int(wide, (k as u32 * v.ty.bits()) as i128)) };
+            w = if k == 0 { e } else { self.bin("or", &w, &e) };
+        }
+        w
+    }
+
     pub fn mov(&mut self, inst: &Instruction) -> Res<()> {
         let args = self.b.args(inst);
         let Some(t) = inst.ty(self.b) else { return self.invalid("mov needs a type") };
@@ -86,6 +155,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
             other => vec![other],
         };
         self.check_access(&addr, space, size as u32 * dests.len() as u32, Access::Read);
+        if let Some(wide) = single_copy_width(dests.len(), size, order.is_some() || volatile) {
+            let w = self.wide_load(&addr, wide, order);
+            for (k, d) in dests.iter().enumerate() {
+                if matches!(d, Operand::Sink) {
+                    continue;
+                }
+                let v = self.component(&w, ety, k);
+                self.set_ext(d, v, t.is_signed())?;
+            }
+            return Ok(());
+        }
         for (k, d) in dests.iter().enumerate() {
             let p = if k == 0 {
                 addr.clone()
@@ -122,6 +202,16 @@ impl<'c, 'm> FnLower<'c, 'm> {
             other => vec![other],
         };
         self.check_access(&addr, space, size as u32 * srcs.len() as u32, Access::Write);
+        let complete = !srcs.iter().any(|s| matches!(s, Operand::Sink));
+        if let Some(wide) = single_copy_width(srcs.len(), size, complete && (order.is_some() || volatile)) {
+            let mut values = Vec::new();
+            for s in &srcs {
+                values.push(self.get(s, ety)?);
+            }
+            let w = self.join_components(&values, wide);
+            self.wide_store(&addr, &w, order);
+            return Ok(());
+        }
         for (k, s) in srcs.iter().enumerate() {
             if matches!(s, Operand::Sink) {
                 continue;

@@ -2489,8 +2489,14 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let mask = self.mask();
         if uniform {
             // One load for all lanes (the address is valid memory).
-            let vol = if ordered { "volatile " } else { "" };
-            let v = self.out.def_scalar(ety, format_args!("load {vol}{}, {ptrs}, align {}", ety.name(), size.min(8)));
+            let v = if ety == Ty::I128 {
+                // One 16-byte move (see `memory::single_copy_width`).
+                let v = self.out.def_scalar(ety, format_args!("load volatile <2 x i64>, {ptrs}, align 16"));
+                self.out.def_scalar(ety, format_args!("bitcast <2 x i64> {} to i128", v.s))
+            } else {
+                let vol = if ordered { "volatile " } else { "" };
+                self.out.def_scalar(ety, format_args!("load {vol}{}, {ptrs}, align {}", ety.name(), size.min(8)))
+            };
             let _ = mask;
             return self.vec(v);
         }
@@ -2640,14 +2646,19 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let prefetch = in_loop
             && matches!(self.cx.target, crate::Target::HostCpu)
             && matches!(inst.space(self.b), None | Some(StateSpace::Global | StateSpace::Const));
-        let values = match layout {
-            Some(layout) => {
+        let wide = if ordered { crate::memory::single_copy_width(dests.len(), i64::from(size), true) } else { None };
+        let values = match (wide, layout) {
+            (Some(wide), _) => {
+                let w = self.warp_load(&ptrs, uniform, wide, wide.bits() / 8, true);
+                (0..dests.len()).map(|k| self.component(&w, ety, k)).collect()
+            }
+            (None, Some(layout)) => {
                 if prefetch {
                     self.stride_prefetch(&ptrs, W * size * n);
                 }
                 self.shaped_load(&ptrs, &layout, ety, size, n)
             }
-            None => {
+            (None, None) => {
                 let mut values = Vec::new();
                 for k in 0..dests.len() {
                     let p = self.component_pointer(&ptrs, uniform, size, k);
@@ -2677,6 +2688,16 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 values.push(self.get(s, ety)?);
             }
             self.shaped_store(&ptrs, &layout, &values, size);
+            return Ok(());
+        }
+        let complete = !srcs.iter().any(|s| matches!(s, Operand::Sink));
+        if let Some(wide) = crate::memory::single_copy_width(srcs.len(), i64::from(size), ordered && complete) {
+            let mut values = Vec::new();
+            for s in &srcs {
+                values.push(self.get(s, ety)?);
+            }
+            let w = self.join_components(&values, wide);
+            self.warp_store(&ptrs, uniform, &w, wide.bits() / 8, true);
             return Ok(());
         }
         for (k, s) in srcs.iter().enumerate() {
@@ -3229,6 +3250,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
 /// (volatile: another thread may be writing).
 fn per_lane_load(name: &str, ety: Ty, size: u32) -> String {
     let t = ety.name();
+    // 16 bytes as one move (see `memory::single_copy_width`).
+    let load = if ety == Ty::I128 {
+        "  %v2 = load volatile <2 x i64>, ptr %pi, align 16\n  %v = bitcast <2 x i64> %v2 to i128".to_string()
+    } else {
+        format!("  %v = load volatile {t}, ptr %pi, align {size}")
+    };
     format!(
         "define internal <{W} x {t}> @{name}(<{W} x ptr> %p, <{W} x i1> %m) #0 {{
 entry:
@@ -3240,7 +3267,7 @@ loop:
   br i1 %on, label %do, label %cont
 do:
   %pi = extractelement <{W} x ptr> %p, i32 %i
-  %v = load volatile {t}, ptr %pi, align {size}
+{load}
   %acc1 = insertelement <{W} x {t}> %acc, {t} %v, i32 %i
   br label %cont
 cont:
@@ -3258,6 +3285,11 @@ done:
 /// A helper storing each executing lane's value in lane order.
 fn per_lane_store(name: &str, ety: Ty, size: u32) -> String {
     let t = ety.name();
+    let store = if ety == Ty::I128 {
+        "  %vi2 = bitcast i128 %vi to <2 x i64>\n  store volatile <2 x i64> %vi2, ptr %pi, align 16".to_string()
+    } else {
+        format!("  store volatile {t} %vi, ptr %pi, align {size}")
+    };
     format!(
         "define internal void @{name}(<{W} x ptr> %p, <{W} x {t}> %v, <{W} x i1> %m) #0 {{
 entry:
@@ -3269,7 +3301,7 @@ loop:
 do:
   %pi = extractelement <{W} x ptr> %p, i32 %i
   %vi = extractelement <{W} x {t}> %v, i32 %i
-  store volatile {t} %vi, ptr %pi, align {size}
+{store}
   br label %cont
 cont:
   %i1 = add i32 %i, 1
