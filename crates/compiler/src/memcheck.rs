@@ -91,6 +91,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let aligned = self.out.def_scalar(Ty::I1, format_args!("icmp eq {low_bits}, 0"));
             ok = self.out.def_scalar(Ty::I1, format_args!("and {ok}, {}", aligned.s));
         }
+        self.thread_check_calls(&ok, &a, &V::int(Ty::I32, i128::from(info)), &cache, &place);
+    }
+
+    /// Thread mode's checked-access tail: the runtime check of the access
+    /// at `a` (its `info` word, an i32 operand) when the inline test `ok`
+    /// failed, then the shadow tools' call when the launch runs them.
+    fn thread_check_calls(&mut self, ok: &V, a: &V, info: &V, cache: &str, place: &str) {
         self.cx.declare("llvm.expect.i1", "declare i1 @llvm.expect.i1(i1, i1)");
         let likely = self.out.def_scalar(Ty::I1, format_args!("call i1 @llvm.expect.i1({ok}, i1 true)"));
         let miss = self.out.fresh_label("mcmiss");
@@ -98,7 +105,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.terminate(format_args!("br {likely}, label %{good}, label %{miss}"));
         self.out.label(&miss);
         self.cx.declare_runtime(&runtime::MEMCHECK);
-        self.out.op(format_args!("call void @{}(ptr %ctx, i32 %lin, {a}, i32 {info}, ptr {cache}, ptr {place})", runtime::MEMCHECK.name));
+        self.out.op(format_args!("call void @{}(ptr %ctx, i32 %lin, {a}, {info}, ptr {cache}, ptr {place})", runtime::MEMCHECK.name));
         self.out.terminate(format_args!("br label %{good}"));
         self.out.label(&good);
         // The shadow tools (initcheck, racecheck), when the launch runs them.
@@ -108,7 +115,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.terminate(format_args!("br {tools}, label %{shadow}, label %{done}"));
         self.out.label(&shadow);
         self.cx.declare_runtime(&runtime::SHADOW);
-        self.out.op(format_args!("call void @{}(ptr %ctx, i32 %lin, {a}, i32 {info}, ptr {place})", runtime::SHADOW.name));
+        self.out.op(format_args!("call void @{}(ptr %ctx, i32 %lin, {a}, {info}, ptr {place})", runtime::SHADOW.name));
         self.out.terminate(format_args!("br label %{done}"));
         self.out.label(&done);
     }
@@ -193,28 +200,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let ok = self.bin("and", &ok, &align_ok);
         let zero = self.icmp("eq", &k, &V::int(Ty::I64, 0));
         let ok = self.bin("or", &ok, &zero);
-        let miss = self.out.fresh_label("mcmiss");
-        let good = self.out.fresh_label("mcok");
         if !lanes {
             let info = self.bin("or", &k32, &V::int(Ty::I32, i128::from(info)));
-            let likely = self.out.def_scalar(Ty::I1, format_args!("call i1 @llvm.expect.i1({ok}, i1 true)"));
-            self.out.terminate(format_args!("br {likely}, label %{good}, label %{miss}"));
-            self.out.label(&miss);
-            self.cx.declare_runtime(&runtime::MEMCHECK);
-            self.out.op(format_args!("call void @{}(ptr %ctx, i32 %lin, {a}, {info}, ptr {cache}, ptr {place})", runtime::MEMCHECK.name));
-            self.out.terminate(format_args!("br label %{good}"));
-            self.out.label(&good);
-            let tools = self.check_tools_on();
-            let shadow = self.out.fresh_label("mcshadow");
-            let done = self.out.fresh_label("mcdone");
-            self.out.terminate(format_args!("br {tools}, label %{shadow}, label %{done}"));
-            self.out.label(&shadow);
-            self.cx.declare_runtime(&runtime::SHADOW);
-            self.out.op(format_args!("call void @{}(ptr %ctx, i32 %lin, {a}, {info}, ptr {place})", runtime::SHADOW.name));
-            self.out.terminate(format_args!("br label %{done}"));
-            self.out.label(&done);
+            self.thread_check_calls(&ok, &a, &info, &cache, &place);
             return;
         }
+        let miss = self.out.fresh_label("mcmiss");
+        let good = self.out.fresh_label("mcok");
         // Warp mode: the lanes that execute and access at least a byte.
         let mask = self.mask();
         let mask = self.vec(mask);
