@@ -331,8 +331,9 @@ runtime_functions! {
     WARP_GATHER = "__anycuda_warp_gather": fn(Ctx, U32, Bytes, U32, BytesMut, U32) -> Bytes;
     /// `exit` in a called function: ends the thread.
     EXIT = "__anycuda_exit": fn(Ctx, U32), noreturn;
-    /// `trap`.
-    TRAP = "__anycuda_trap": fn(Ctx, U32), noreturn;
+    /// `trap`: (ctx, thread, place: the function and PTX line, as the
+    /// memory checker's reports name them).
+    TRAP = "__anycuda_trap": fn(Ctx, U32, Str), noreturn;
     /// A failed `assert`: (ctx, thread, message, file, line, function, char size).
     ASSERTFAIL = "__anycuda_assertfail": fn(Ctx, U32, Str, Str, U32, Str, U64), noreturn;
     /// Lets other threads run (inserted in loops that may spin on memory).

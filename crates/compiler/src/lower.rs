@@ -1209,7 +1209,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 Ok(())
             }
             Trap | Brkpt => {
-                self.runtime_noreturn(&crate::cpu_abi::runtime::TRAP, "ptr %ctx, i32 %lin");
+                let place = self.source_place();
+                self.runtime_noreturn(&crate::cpu_abi::runtime::TRAP, &format!("ptr %ctx, i32 %lin, ptr {place}"));
                 Ok(())
             }
             Mov => self.mov(inst),
@@ -1827,7 +1828,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         self.out.terminate(format_args!("switch {idx}, label %{bad} [{cases} ]"));
         self.out.label(&bad);
-        self.runtime_noreturn(&crate::cpu_abi::runtime::TRAP, "ptr %ctx, i32 %lin");
+        let place = self.source_place();
+        self.runtime_noreturn(&crate::cpu_abi::runtime::TRAP, &format!("ptr %ctx, i32 %lin, ptr {place}"));
         Ok(())
     }
 

@@ -76,7 +76,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         let Some((code, info)) = access_info(space, size, access) else { return };
         let cache = self.memcheck_cache(code as usize);
-        let place = self.memcheck_place();
+        let place = self.source_place();
         let a = self.out.def_scalar(Ty::I64, format_args!("ptrtoint {p} to i64"));
         let low = self.out.def_scalar(Ty::I64, format_args!("load i64, ptr {cache}, align 8"));
         let lenp = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, ptr {cache}, i64 8"));
@@ -167,7 +167,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         let Some((code, info)) = access_info(space, 0, access) else { return };
         let cache = self.memcheck_cache(code as usize);
-        let place = self.memcheck_place();
+        let place = self.source_place();
         self.cx.declare("llvm.expect.i1", "declare i1 @llvm.expect.i1(i1, i1)");
         // k = min(count, max), a 64-bit value per lane.
         let count = self.vec(count.clone());
@@ -281,7 +281,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         let Some((code, info)) = access_info(space, size, access) else { return };
         let cache = self.memcheck_cache(code as usize);
-        let place = self.memcheck_place();
+        let place = self.source_place();
         let n = crate::ir::lanes();
         let a = if uniform {
             let s = self.out.def_scalar(Ty::I64, format_args!("ptrtoint {ptrs} to i64"));
@@ -382,7 +382,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// A constant string naming the current instruction for reports: the
     /// function, the PTX line and, when the PTX has `.loc`, the source
     /// position it gives.
-    fn memcheck_place(&mut self) -> String {
+    /// A constant string naming where the current instruction is: its
+    /// function and PTX line, and the source line of the last `.loc`
+    /// (memory checker reports, traps).
+    pub(crate) fn source_place(&mut self) -> String {
         let (line, _) = self.cx.lines.line_col(self.span().start);
         let mut text = format!("{} (PTX line {line}", self.f.name);
         let loc = self.b.statements[..self.stmt.min(self.b.statements.len())].iter().rev().find_map(|s| match s {

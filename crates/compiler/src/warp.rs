@@ -1821,8 +1821,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let f = self.intrinsic_scalar_ret("llvm.cttz.i32", Ty::I32, "i32, i1");
                 let first = self.out.def_scalar(Ty::I32, format_args!("call i32 {f}({bits}, i1 false)"));
                 let lin = self.out.def_scalar(Ty::I32, format_args!("add i32 %wbase, {}", first.s));
+                let place = self.source_place();
                 self.cx.declare_runtime(&crate::cpu_abi::runtime::TRAP);
-                self.out.op(format_args!("call void @__anycuda_trap(ptr %ctx, {lin})"));
+                self.out.op(format_args!("call void @__anycuda_trap(ptr %ctx, {lin}, ptr {place})"));
                 self.out.terminate(format_args!("unreachable"));
                 self.out.label(&c);
                 Ok(())

@@ -63,8 +63,8 @@ pub enum LaunchError {
     IllegalInstruction { address: u64 },
     #[error("stack overflow in block {block:?} (fault at {address:#x})")]
     StackOverflow { address: u64, block: [u32; 3] },
-    #[error("trap in block {block:?}, thread {thread:?}")]
-    Trap { block: [u32; 3], thread: [u32; 3] },
+    #[error("trap in block {block:?}, thread {thread:?}, at {place}")]
+    Trap { block: [u32; 3], thread: [u32; 3], place: String },
     #[error("assertion failed in block {block:?}, thread {thread:?}: {message}")]
     Assert { block: [u32; 3], thread: [u32; 3], message: String },
     #[error("deadlock in block {block:?}: {description}")]
