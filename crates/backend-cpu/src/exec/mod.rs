@@ -298,7 +298,13 @@ impl Executor {
         drop(grid_job);
         let mut r = r;
         let child_options = LaunchOptions { cooperative: false, ..options.clone() };
-        for c in children {
+        for work in children {
+            let devrt::ChildWork::Launch(c) = work else {
+                if r.is_ok() {
+                    r = work.run_memory();
+                }
+                continue;
+            };
             self.shared.pending_launches.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
             if r.is_err() {
                 continue;
