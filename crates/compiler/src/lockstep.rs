@@ -3193,6 +3193,31 @@ mod tests {
         assert!(!g.holds(&params(p + 4000, 1000), [4, 1, 1], [128, 2, 1], &no));
     }
 
+    #[test]
+    fn launch_guards_read_64_bit_parameters_as_their_two_words() {
+        // The diamond kernel: dst at 0, src at 8, n at 16, stride at 24.
+        let g = unit_guard(DIAMOND);
+        let p = 0x10_0000u64;
+        let params = |src: u64, n: i64, stride: i64| -> Vec<u8> {
+            [p.to_le_bytes(), src.to_le_bytes(), n.to_le_bytes(), stride.to_le_bytes()].concat()
+        };
+        let no = |_: &str| None;
+        let launch = |b: &[u8], grid: u32| g.holds(b, [grid, 1, 1], [128, 1, 1], &no);
+        assert!(launch(&params(p + 2048, 60, 100), 4));
+        assert!(!launch(&params(p + 2044, 60, 100), 4));
+        assert!(!launch(&params(p + 2048, 60, 100), 5), "one more block reaches src");
+        // Rows of 512: one row, src's bytes [0, 2048) whatever the stride.
+        assert!(launch(&params(p + 2048, 512, 1 << 40), 4));
+        // The high word counts: n = 2^32 + 60 is one row too.
+        assert!(launch(&params(p + 2048, (1 << 32) + 60, 1 << 40), 4));
+        // src below dst: its 9 rows of 100 end where dst starts, rows of
+        // 2^32 + 100 reach far past it.
+        assert!(launch(&params(p - 3440, 60, 100), 4));
+        assert!(!launch(&params(p - 3440, 60, (1 << 32) + 100), 4), "a stride past 32 bits reaches dst");
+        assert!(!launch(&params(p + 2048, 0, 100), 4), "division by 0");
+        assert!(!launch(&params(p + 2048, 60, 100)[..28], 4), "a parameter past the buffer");
+    }
+
     /// `dst[i] = src[i] + (opt ? opt[i] : 0)` in a grid-stride loop
     /// whose body is split into labelled blocks (the optional operand's
     /// load on a branch of its own), `COMBINE` making `%p5` from `%p3`
