@@ -144,7 +144,13 @@
 //!   equality (the remainder's quotient, a register's value in two
 //!   places) must *name* a value: neither [`Op::Under`] nor
 //!   [`Op::Either`], whose choice may differ between two reads of equal
-//!   computations.
+//!   computations. An early exit on a signed 64-bit comparison (`if (i
+//!   >= n) return;`) caps the value of a 64-bit register where it is
+//!   read ([`Op::Min`], `Forms::exit_bound64`). Invariant: every way to
+//!   the read passes the exit without taking it — no branch from
+//!   outside the statements from the exit to the read targets a label
+//!   among them, the exit's own branch included — and the register and
+//!   the bound hold the values the comparison saw.
 //! - **Stores in loops** ([`Injective`]): a store that may run several
 //!   times per thread cannot be paired with itself by the rules above.
 //!   Each thread's own runs of it keep their order either way, so what
@@ -338,6 +344,11 @@ pub enum Op<P> {
     /// `selp`: pops `b`, `a`, pushes one of the two (whichever the
     /// predicate picks): a value between the smaller and the larger.
     Either,
+    /// A 64-bit register's value `x` read where an exit passed proves `x
+    /// <= n` (`if (i >= n) return;`): pops `n`, `x`, pushes `x` with its
+    /// upper end capped at `n` (the same value; fails when no `x` of the
+    /// interval is at most `n`).
+    Min,
 }
 
 /// Whether `q(x) = floor((floor(x * m / 2^32) + x) / 2^s)`, computed in
@@ -513,6 +524,7 @@ pub fn map_ops<P, P2>(v: &[Op<P>], fp: &dyn Fn(&P) -> P2) -> Vec<Op<P2>> {
             Op::Div => Op::Div,
             Op::Mod => Op::Mod,
             Op::Either => Op::Either,
+            Op::Min => Op::Min,
         })
         .collect()
 }
@@ -597,6 +609,11 @@ pub fn value_range<P>(
             Op::Either => {
                 let (b, a) = (stack.pop()?, stack.pop()?);
                 (a.0.min(b.0), a.1.max(b.1))
+            }
+            Op::Min => {
+                let (n, x) = (stack.pop()?, stack.pop()?);
+                let top = x.1.min(n.1);
+                (top >= x.0).then_some((x.0, top))?
             }
             Op::Special(l, d) => {
                 let (b, g) = (i128::from(*block.get(*d as usize)?), i128::from(*grid.get(*d as usize)?));
@@ -1026,6 +1043,9 @@ struct Forms<'a> {
     forms: std::collections::HashMap<usize, Option<Form>>,
     values: std::collections::HashMap<usize, Option<Vec<Op<VarId>>>>,
     visiting: std::collections::HashSet<(u8, usize)>,
+    /// The exits on signed 64-bit comparisons, by register compared
+    /// (built when first needed, [`Forms::exit_bound64`]).
+    exits64: Option<std::collections::HashMap<RegId, Vec<usize>>>,
 }
 
 impl<'a> Forms<'a> {
@@ -1075,6 +1095,7 @@ impl<'a> Forms<'a> {
             forms: Default::default(),
             values: Default::default(),
             visiting: Default::default(),
+            exits64: None,
         }
     }
 
@@ -1244,7 +1265,13 @@ impl<'a> Forms<'a> {
                 d,
             )),
             Operand::Reg(r) => match self.reach(r, at) {
-                Some(i) => out.extend(self.value(i)?),
+                Some(i) => {
+                    out.extend(self.value(i)?);
+                    if let Some(n) = self.exit_bound64(r, at) {
+                        out.extend(n);
+                        out.push(Op::Min);
+                    }
+                }
                 None => match self.diamond(r, at) {
                     Some(v) => out.extend(v),
                     None => {
@@ -1738,6 +1765,95 @@ impl<'a> Forms<'a> {
             rem64 && rem32
         };
         ok
+    }
+
+    /// A bound `n` with `r <= n` for 64-bit register `r` where statement
+    /// `at` reads it: the nearest exit before `at` (a guarded `bra`,
+    /// `ret` or `exit`) whose predicate is a signed 64-bit comparison of
+    /// `r`'s value there with a value [`Forms::value`] follows, not taken
+    /// only when `r < n` or `r <= n` holds, and which every way to `at`
+    /// passes: no branch from outside the statements from the exit to
+    /// `at` targets a label among them, nor does the exit itself (so the
+    /// last run of the exit before `at` was not taken).
+    fn exit_bound64(&mut self, r: RegId, at: usize) -> Option<Vec<Op<VarId>>> {
+        if crate::affine::register_bits(self.f, self.b, r)? != 64 {
+            return None;
+        }
+        let b = self.b;
+        if self.exits64.is_none() {
+            let mut map: std::collections::HashMap<RegId, Vec<usize>> = Default::default();
+            for (j, st) in b.statements.iter().enumerate() {
+                let Statement::Instruction(inst) = st else { continue };
+                let Some(g) = inst.guard else { continue };
+                if !matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit) {
+                    continue;
+                }
+                let Some((_, setp)) = self.def_of(&Operand::Reg(g.reg), j, Opcode::Setp) else { continue };
+                if setp.ty(b) != Some(Type::S64) {
+                    continue;
+                }
+                for o in b.args(setp).iter().skip(1) {
+                    if let Operand::Reg(x) = *o {
+                        map.entry(x).or_default().push(j);
+                    }
+                }
+            }
+            self.exits64 = Some(map);
+        }
+        let candidates = self.exits64.as_ref()?.get(&r)?.clone();
+        let j = candidates.into_iter().filter(|&j| j < at).max()?;
+        let Statement::Instruction(exit) = b.statements.get(j)? else { return None };
+        let guard = exit.guard?;
+        let (k, setp) = self.def_of(&Operand::Reg(guard.reg), j, Opcode::Setp)?;
+        let [_, x, y] = b.args(setp) else { return None };
+        let is_r = |f: &mut Self, o: &Operand| matches!(*o, Operand::Reg(q) if q == r && f.same_value(r, k, at) && f.same_value(r, k, j));
+        let cmp = setp.cmp(b)?;
+        // The comparison as `r CMP other`.
+        let (holds, other) = if is_r(self, x) {
+            (cmp, y)
+        } else if is_r(self, y) {
+            let flipped = match cmp {
+                CmpOp::Lt => CmpOp::Gt,
+                CmpOp::Le => CmpOp::Ge,
+                CmpOp::Gt => CmpOp::Lt,
+                CmpOp::Ge => CmpOp::Le,
+                _ => return None,
+            };
+            (flipped, x)
+        } else {
+            return None;
+        };
+        // Not taken: the predicate is `negate`; what then holds of `r`.
+        let kept = match (holds, guard.negate) {
+            (c @ (CmpOp::Lt | CmpOp::Le), true) => c,
+            (CmpOp::Ge, false) => CmpOp::Lt,
+            (CmpOp::Gt, false) => CmpOp::Le,
+            _ => return None,
+        };
+        // Every way to `at` passes the exit, not taken.
+        let label_at = |l: &LabelId| (j + 1..=at).any(|q| matches!(b.statements.get(q), Some(Statement::Label(m)) if m == l));
+        for (q, st) in b.statements.iter().enumerate() {
+            let Statement::Instruction(inst) = st else { continue };
+            if inst.op == Opcode::Brx {
+                return None;
+            }
+            if inst.op != Opcode::Bra || ((j + 1..=at).contains(&q)) {
+                continue;
+            }
+            let Some(Operand::Label(l)) = b.args(inst).first() else { return None };
+            if label_at(l) {
+                return None;
+            }
+        }
+        let mut n = Vec::new();
+        self.value_operand_as(other, k, Imm::B64, &mut n)?;
+        if !names_value(&n) {
+            return None;
+        }
+        if kept == CmpOp::Lt {
+            n.extend([Op::Const(1), Op::Sub]);
+        }
+        (n.len() <= MAX_VALUE_OPS).then_some(n)
     }
 
     /// For predicate `p` read at statement `at`: the registers (with the
@@ -2949,6 +3065,12 @@ mod tests {
         // A selection lies between its two operands' extremes.
         let pick = [Op::Special(Launch::Tid, 0), Op::Const(100), Op::Special(Launch::Tid, 0), Op::Sub, Op::Either];
         assert_eq!(value_range(&pick, &words(1), [1, 1, 1], [8, 1, 1]), Some((0, 100)));
+        // An exit's bound caps the interval; a bound below every value
+        // (no thread passes the exit) gives none.
+        let capped = |n: i64| [Op::Special(Launch::Tid, 0), Op::Const(5), Op::Add, Op::Const(n), Op::Min];
+        assert_eq!(value_range(&capped(7), &words(1), [1, 1, 1], [8, 1, 1]), Some((5, 7)));
+        assert_eq!(value_range(&capped(100), &words(1), [1, 1, 1], [8, 1, 1]), Some((5, 12)));
+        assert_eq!(value_range(&capped(4), &words(1), [1, 1, 1], [8, 1, 1]), None);
     }
 
     /// `dst[i] = src[(i / n) * stride + i % n]` with `i = blockIdx.x *
@@ -3026,6 +3148,59 @@ mod tests {
             assert_ne!(src, DIAMOND);
             assert_eq!(kind(&verdict(&src)), Some(ExchangeKind::GlobalPair), "{to}");
         }
+    }
+
+    /// [`DIAMOND`] behind `if (i >= k) return;` (`k` a 64-bit parameter,
+    /// variable 4), `change` applied to the exit's lines.
+    fn diamond_exit(change: &dyn Fn(String) -> String) -> String {
+        let exit = change("ld.param.u64 %rd17, [k];\nsetp.ge.s64 %p3, %rd7, %rd17;\n@%p3 bra $L__done;\n".to_string());
+        DIAMOND
+            .replace(".param .u64 stride)", ".param .u64 stride, .param .u64 k)")
+            .replace("add.s64 %rd7, %rd5, %rd6;\n", &format!("add.s64 %rd7, %rd5, %rd6;\n{exit}"))
+            .replace("ret;\n}", "$L__done:\nret;\n}")
+    }
+
+    /// Whether `d` holds for [`diamond_exit`]'s kernel: `n` 64, `stride`
+    /// 100, `k`, 4 blocks of 128.
+    fn exit_holds(d: &Disjoint<Base, VarId>, dst: u64, src: u64, k: i64) -> bool {
+        let words = |v: VarId, x: i64| [(v, 0, x as u32), (v, 4, (x >> 32) as u32)];
+        let f: Vec<(VarId, u32, u32)> = [words(2, 64), words(3, 100), words(4, k)].concat();
+        launch_holds_fields(d, dst, src, &f, [4, 1, 1], [128, 1, 1])
+    }
+
+    #[test]
+    fn an_early_exit_bounds_64_bit_values() {
+        let d = only_disjoint(&verdict(&diamond_exit(&|e| e)));
+        let p = 0x10_0000u64;
+        // i <= 447: dst's bytes [0, 1792); i / 64 <= 6, src's [0, 4 * (600
+        // + 64)) = [0, 2656).
+        assert!(exit_holds(&d, p, p + 1792, 448));
+        assert!(!exit_holds(&d, p, p + 1788, 448));
+        assert!(exit_holds(&d, p + 2656, p, 448));
+        assert!(!exit_holds(&d, p + 2652, p, 448));
+        // A bound past the grid leaves the grid's: i <= 511, dst [0, 2048).
+        assert!(exit_holds(&d, p, p + 2048, 1 << 40));
+        assert!(!exit_holds(&d, p, p + 1792, 1 << 40));
+        // An exit the reads may bypass, or one that does not bound `i`
+        // from above on the way through, bounds nothing.
+        let cases: [&dyn Fn(String) -> String; 5] = [
+            &|e| format!("setp.eq.s64 %p2, %rd4, 0;\n@%p2 bra $L__in;\n{e}$L__in:\n"),
+            &|e| e.replace("@%p3 bra", "@!%p3 bra"),
+            &|e| e.replace("setp.ge.s64 %p3, %rd7,", "setp.le.s64 %p3, %rd7,"),
+            &|e| e.replace("setp.ge.s64 %p3, %rd7,", "setp.ge.s64 %p3, %rd4,"),
+            &|e| e.replace("setp.ge.s64", "setp.ge.u64"),
+        ];
+        for (n, change) in cases.iter().enumerate() {
+            let src = diamond_exit(change);
+            let d = only_disjoint(&verdict(&src));
+            assert!(!exit_holds(&d, p, p + 1792, 448), "case {n}");
+            assert!(exit_holds(&d, p, p + 2048, 448), "case {n}: the grid's bound");
+        }
+        // An exit whose branch lands between it and the reads does not
+        // leave: taken, `i` may be anything.
+        let inside = diamond_exit(&|e| e.replace("$L__done", "$L__in") + "$L__in:\n");
+        let d = only_disjoint(&verdict(&inside));
+        assert!(!exit_holds(&d, p, p + 1792, 448));
     }
 
     #[test]

@@ -181,6 +181,7 @@ fn put_ops(w: &mut Vec<u8>, ops: &[compiler::lockstep::Op<u32>]) {
             Op::Div => (15, 0),
             Op::Mod => (16, 0),
             Op::Either => (17, 0),
+            Op::Min => (18, 0),
         };
         w.extend_from_slice(&tag.to_le_bytes());
         w.extend_from_slice(&x.to_le_bytes());
@@ -237,6 +238,7 @@ fn read_ops(r: &mut Reader) -> Option<Vec<compiler::lockstep::Op<u32>>> {
             15 => Op::Div,
             16 => Op::Mod,
             17 => Op::Either,
+            18 => Op::Min,
             _ => return None,
         });
     }
@@ -417,6 +419,7 @@ mod tests {
                                     compiler::lockstep::Op::Div,
                                     compiler::lockstep::Op::Mod,
                                     compiler::lockstep::Op::Either,
+                                    compiler::lockstep::Op::Min,
                                 ],
                                 signed: true,
                                 wide: true,
