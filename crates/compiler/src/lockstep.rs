@@ -144,8 +144,8 @@
 //!   equality (the remainder's quotient, a register's value in two
 //!   places) must *name* a value: neither [`Op::Under`] nor
 //!   [`Op::Either`], whose choice may differ between two reads of equal
-//!   computations. An early exit on a signed 64-bit comparison (`if (i
-//!   >= n) return;`) caps the value of a 64-bit register where it is
+//!   computations. An early exit on a signed 64-bit comparison
+//!   (`if (i >= n) return;`) caps the value of a 64-bit register where it is
 //!   read ([`Op::Min`], `Forms::exit_bound64`). Invariant: every way to
 //!   the read passes the exit without taking it — no branch from
 //!   outside the statements from the exit to the read targets a label
