@@ -463,7 +463,7 @@ impl<'m> ModuleCx<'m> {
                 // start: the condition fails and the block runs its
                 // lockstep version (units of one kernel, what the JIT
                 // compiles, check them before the launch, `LaunchGuard`).
-                Op::Wide { .. } | Op::MulHi | Op::Shr | Op::Rem | Op::Under => {
+                Op::Wide { .. } | Op::MulHi | Op::Shr | Op::Rem | Op::Under | Op::Div | Op::Mod | Op::Either | Op::Min => {
                     checks.push("0".into());
                     return ("0".into(), "0".into());
                 }
