@@ -6,10 +6,9 @@
 //! numbers as LAPACK's.
 
 use num_complex::{Complex32, Complex64};
-use rayon::prelude::*;
 
 use crate::backend::{Lu, LuOp};
-use crate::cpu::{entry, in_device_memory, Elem};
+use crate::cpu::{entry, for_each_index, in_device_memory, Elem};
 use crate::log::error;
 use crate::types::{matrix_extent, DType, Op};
 
@@ -292,5 +291,5 @@ pub fn run(call: Lu) {
             }
         }
     };
-    (0..call.count).into_par_iter().for_each(each);
+    for_each_index(call.count, each);
 }
