@@ -575,8 +575,8 @@ fn transposed_f16_lhs(p: &Matmul) -> bool {
 
 /// `op(A)` (`m x k`, f16, `transposed_f16_lhs`) widened into a
 /// column-major f32 copy, returned with the strides of the stored A that
-/// the product's `op` turns into the copy's `(1, m)`. Column blocks of
-/// the copy are converted in parallel when `par`.
+/// the product's `op` turns into the copy's `(1, m)`. Blocks of 256 rows
+/// of `op(A)` are converted in parallel when `par`.
 ///
 /// # Safety
 /// A must be readable for the call's shape; T is f32.
