@@ -5,7 +5,9 @@
 //! SGEMM (OpenBLAS has no f16 product, and the f32 product of the same
 //! shape is the work the CPU does for it); the cuBLASLt matmul (f32 with a
 //! bias and ReLU epilogue) against OpenBLAS SGEMM followed by the same
-//! epilogue in a plain loop; STRSM (left, lower) against `cblas_strsm`.
+//! epilogue in a plain loop; STRSM (left, lower) against `cblas_strsm`;
+//! DSYRK against `cblas_dsyrk`; batched LU (`cublasDgetrfBatched`)
+//! against OpenBLAS's LAPACK `dgetrf_` called for each matrix.
 //!
 //! The machine the project runs on is shared, so each shape is measured in
 //! rounds that alternate the two libraries; each round takes the best of a
@@ -19,7 +21,8 @@
 //! `cargo bench -p anycuda-cublas --bench gemm` (OpenBLAS from Debian's
 //! libopenblas-dev, opened at run time). `GEMM_BENCH_ROUNDS` sets the
 //! rounds (default 5), `GEMM_BENCH_SHAPES=256,1024` keeps the shapes with
-//! those `m`. Debian's OpenBLAS does not recognise every CPU (in
+//! those `m` (the rank-k and LU lines: those `n`), `GEMM_BENCH_OPS=HGEMM,DSYRK`
+//! the lines of those operations. Debian's OpenBLAS does not recognise every CPU (in
 //! virtual machines it may fall back to its generic Prescott kernels);
 //! unless OPENBLAS_CORETYPE is set, this picks SkylakeX on CPUs with
 //! AVX-512 and Haswell on CPUs with AVX2, its fastest kernels for them.
@@ -59,6 +62,12 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// Alternating rounds of `ours` and `theirs`; prints one table line.
 fn compare(label: &str, shape: &str, flops: f64, rounds: usize, ours: &mut dyn FnMut(), theirs: &mut dyn FnMut()) {
+    // GEMM_BENCH_OPS=HGEMM,DSYRK: only the lines of those operations.
+    if let Ok(ops) = std::env::var("GEMM_BENCH_OPS") {
+        if !ops.split(',').any(|o| o.trim().eq_ignore_ascii_case(label)) {
+            return;
+        }
+    }
     let reps = ((2e10 / flops) as usize).clamp(1, 30);
     ours();
     theirs();
@@ -475,6 +484,118 @@ fn main() {
         );
         for p in [da, db, db0] {
             e.free(p);
+        }
+    }
+    // Rank-k updates: DSYRK (C = A A^T or A^T A, lower triangle, C read
+    // with beta = 1) against cblas_dsyrk; n^2 k operations counted
+    // (the triangle's n (n + 1) k / 2 multiply-adds, two operations each).
+    let dsyrk: unsafe extern "C" fn(H, i32, i32, i32, i32, P, P, i32, P, H, i32) -> i32 = e.blas.f("cublasDsyrk_v2");
+    let dsyrk_ref: unsafe extern "C" fn(i32, i32, i32, i32, i32, f64, *const f64, i32, f64, *mut f64, i32) =
+        unsafe { std::mem::transmute(libc::dlsym(blas, c"cblas_dsyrk".as_ptr())) };
+    for (n, k) in [(1024usize, 1024usize)] {
+        if only.as_ref().is_some_and(|o| !o.contains(&n)) {
+            continue;
+        }
+        let a: Vec<f64> = (0..n * k).map(|i| ((i * 7) % 13) as f64 / 13.0 - 0.5).collect();
+        let mut c: Vec<f64> = (0..n * n).map(|i| ((i * 5) % 11) as f64 / 11.0 - 0.5).collect();
+        let (da, dc) = (e.upload(&a), e.upload(&c));
+        let (one, beta) = (1f64, 1f64);
+        for trans in [0, 1] {
+            let lda = if trans == 0 { n } else { k };
+            compare(
+                "DSYRK",
+                &format!("{n}x{k} L{}", if trans == 0 { "N" } else { "T" }),
+                (n * n * k) as f64,
+                rounds,
+                &mut || unsafe {
+                    let st = dsyrk(
+                        h,
+                        0,
+                        trans,
+                        n as i32,
+                        k as i32,
+                        (&one as *const f64).cast(),
+                        da as P,
+                        lda as i32,
+                        (&beta as *const f64).cast(),
+                        dc as H,
+                        n as i32,
+                    );
+                    assert_eq!(st, 0);
+                    e.sync();
+                },
+                &mut || unsafe {
+                    dsyrk_ref(
+                        102,
+                        122,
+                        if trans == 0 { 111 } else { 112 },
+                        n as i32,
+                        k as i32,
+                        1.0,
+                        a.as_ptr(),
+                        lda as i32,
+                        1.0,
+                        c.as_mut_ptr(),
+                        n as i32,
+                    )
+                },
+            );
+        }
+        for p in [da, dc] {
+            e.free(p);
+        }
+    }
+    // Batched LU with partial pivoting: cublasDgetrfBatched against
+    // OpenBLAS's LAPACK dgetrf_ called for each matrix; the matrices are
+    // restored from a copy before each factorisation on both sides (the
+    // copy is timed on both); 2/3 n^3 operations per matrix counted.
+    let dgetrf: unsafe extern "C" fn(H, i32, u64, i32, u64, u64, i32) -> i32 = e.blas.f("cublasDgetrfBatched");
+    let getrf_sym = unsafe { libc::dlsym(blas, c"dgetrf_".as_ptr()) };
+    if getrf_sym.is_null() {
+        println!("DGETRF: OpenBLAS's LAPACK (dgetrf_) not found in libopenblas.so.0; no batched LU lines");
+    } else {
+        let dgetrf_ref: unsafe extern "C" fn(*const i32, *const i32, *mut f64, *const i32, *mut i32, *mut i32) =
+            unsafe { std::mem::transmute(getrf_sym) };
+        for (count, n) in [(100usize, 32usize), (10, 256)] {
+            if only.as_ref().is_some_and(|o| !o.contains(&n)) {
+                continue;
+            }
+            let nn = n * n;
+            // A general matrix (pivoting happens), nonsingular.
+            let a0: Vec<f64> = (0..count * nn)
+                .map(|i| ((i * 7 + i / nn) % 13) as f64 / 13.0 - 0.5 + if i % nn % (n + 1) == 0 { 0.25 } else { 0.0 })
+                .collect();
+            let mut ah = a0.clone();
+            let (da, da0) = (e.upload(&a0), e.upload(&a0));
+            let ptrs: Vec<u64> = (0..count).map(|i| da + (i * nn * 8) as u64).collect();
+            let dptrs = e.upload(&ptrs);
+            let (dpiv, dinfo) = (e.upload(&vec![0i32; count * n]), e.upload(&vec![0i32; count]));
+            let mut piv = vec![0i32; n];
+            let ni = n as i32;
+            compare(
+                "DGETRF",
+                &format!("{count} x {n}x{n} batch"),
+                (count * 2 * n * n * n) as f64 / 3.0,
+                rounds,
+                &mut || unsafe {
+                    assert_eq!(memcpy_dtod(da, da0, count * nn * 8), 0);
+                    assert_eq!(dgetrf(h, ni, dptrs, ni, dpiv, dinfo, count as i32), 0);
+                    e.sync();
+                },
+                &mut || unsafe {
+                    ah.copy_from_slice(&a0);
+                    for m in ah.chunks_mut(nn) {
+                        let mut info = 0;
+                        dgetrf_ref(&ni, &ni, m.as_mut_ptr(), &ni, piv.as_mut_ptr(), &mut info);
+                        assert_eq!(info, 0);
+                    }
+                },
+            );
+            let info: Vec<i32> = e.download(dinfo, count);
+            assert!(info.iter().all(|&i| i == 0), "DGETRF: a matrix of the benchmark was singular: {info:?}");
+            for p in [da, da0, dptrs, dpiv, dinfo] {
+                e.free(p);
+            }
         }
     }
     e.destroy(h);

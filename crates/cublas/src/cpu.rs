@@ -110,6 +110,19 @@ pub(crate) fn par() -> Parallelism {
     }
 }
 
+/// Runs `f(0..n)`, on rayon's pool when it has several threads, else on
+/// the calling thread in order: with a pool of one thread, a parallel
+/// loop started from outside the pool (the stream's thread) would hand the
+/// whole loop to the pool's one worker and wait for it, a wake-up that
+/// costs tens of microseconds, and far more on a loaded machine.
+pub(crate) fn for_each_index(n: i64, f: impl Fn(i64) + Send + Sync) {
+    if rayon::current_num_threads() > 1 {
+        (0..n).into_par_iter().for_each(f);
+    } else {
+        (0..n).for_each(f);
+    }
+}
+
 /// Products at most this many multiply-adds run one per thread when a
 /// batch has several (instead of each on all threads).
 pub(crate) const SMALL_PRODUCT: i64 = 1 << 18;
@@ -206,7 +219,7 @@ unsafe fn solve_left<T: Elem>(t: Tri<T>, m: i64, n: i64, b: *mut T, brs: isize, 
                 *e = alpha * *e;
             }
         };
-        (0..n).into_par_iter().for_each(scale);
+        for_each_index(n, scale);
         solve_rows(t, 0, m, n, b, brs, bcs, par);
     }
 }
@@ -394,7 +407,7 @@ unsafe fn substitute<T: Elem>(t: Tri<T>, k0: i64, k1: i64, n: i64, b: *mut T, br
             }
         };
         if n > 1 {
-            (0..n).into_par_iter().for_each(column);
+            for_each_index(n, column);
         } else {
             column(0);
         }
@@ -446,7 +459,7 @@ fn run_trsm(call: Trsm) {
             Batch::Pointers { count, a, b, .. } => {
                 let ea = matrix_extent(na, na, call.a.ld, call.a.dtype.size());
                 let eb = matrix_extent(call.m, call.n, call.b.ld, call.b.dtype.size());
-                (0..count).into_par_iter().for_each(|i| {
+                for_each_index(count, |i| {
                     let (pa, pb) = (entry(a, i), entry(b, i));
                     if !in_device_memory(pa, ea) || !in_device_memory(pb, eb) {
                         error!("trsm batch entry {i}: A at {pa:#x} or B at {pb:#x} is not in device memory; the solve was skipped");
@@ -811,7 +824,7 @@ unsafe fn geam_typed<T: Elem>(call: &Geam) {
     let zero = Complex64::new(0.0, 0.0);
     let (use_a, use_b) = (call.alpha.get() != zero, call.beta.get() != zero);
     let c = Shared(call.c.ptr as *mut T);
-    (0..call.n).into_par_iter().for_each(|j| {
+    for_each_index(call.n, |j| {
         for i in 0..call.m {
             // SAFETY: inside the checked matrices.
             unsafe {
@@ -845,7 +858,7 @@ fn run_geam(call: Geam) {
 unsafe fn dgmm_typed<T: Elem>(call: &Dgmm) {
     let c = Shared(call.c.ptr as *mut T);
     let x = Shared(call.x.ptr as *mut T);
-    (0..call.n).into_par_iter().for_each(|j| {
+    for_each_index(call.n, |j| {
         for i in 0..call.m {
             // SAFETY: inside the checked matrices and vector.
             unsafe {

@@ -6,10 +6,9 @@
 //! numbers as LAPACK's.
 
 use num_complex::{Complex32, Complex64};
-use rayon::prelude::*;
 
 use crate::backend::{Lu, LuOp};
-use crate::cpu::{entry, in_device_memory, Elem};
+use crate::cpu::{entry, for_each_index, in_device_memory, Elem};
 use crate::log::error;
 use crate::types::{matrix_extent, DType, Op};
 
@@ -44,18 +43,142 @@ fn is_zero<T: Elem>(v: T) -> bool {
     v.to_c64() == Complex64::new(0.0, 0.0)
 }
 
+/// Columns of a panel of the blocked factorisation, and the order from
+/// which it is used (twice the panel): smaller matrices are factored by
+/// the unblocked loop alone, whose rank-1 updates run at the speed of
+/// the cache rather than of the arithmetic.
+const LU_BLOCK: i64 = 32;
+
 /// Factors `a` (`n x n`) in place; writes the 1-based pivots to `piv` when
 /// there is one. Returns LAPACK's info: 0, or the 1-based index of the
 /// first exactly zero pivot (the factorisation goes on past it, leaving
 /// that column of L unscaled, as LAPACK's).
 ///
+/// From `2 LU_BLOCK` columns on, the factorisation is blocked (LAPACK's
+/// right-looking order): a panel of `LU_BLOCK` columns is factored by the
+/// unblocked loop (its row exchanges applied to whole rows), the rows of U
+/// right of it are solved with the panel's unit lower triangle (its
+/// inverse, applied by one product), and the
+/// rest of the matrix is updated by one product (the `gemm` crate). The
+/// product uses a copy of the panel's L in which the columns of zero
+/// pivots are zero: the unblocked loop skips their updates, and so does
+/// the blocked one.
+///
 /// # Safety
 /// `a` holds `n x n` elements; `piv`, when not null, `n` ints.
 unsafe fn getrf<T: Elem>(a: M<T>, n: i64, piv: *mut i32) -> i32 {
     let mut info = 0;
+    // SAFETY (block): the caller's promise.
+    unsafe {
+        if n < 2 * LU_BLOCK {
+            panel(a, n, 0, n, piv, &mut info);
+            return info;
+        }
+        let (mut l, mut inv, mut u12): (Vec<T>, Vec<T>, Vec<T>) = (Vec::new(), Vec::new(), Vec::new());
+        let mut j0 = 0;
+        while j0 < n {
+            let j1 = (j0 + LU_BLOCK).min(n);
+            panel(a, n, j0, j1, piv, &mut info);
+            if j1 == n {
+                break;
+            }
+            // The panel's L (rows j0..n, unit diagonal), column-major.
+            let (rows, jb) = ((n - j0) as usize, (j1 - j0) as usize);
+            l.clear();
+            l.resize(rows * jb, T::zero());
+            for (c, col) in l.chunks_mut(rows).enumerate() {
+                let j = j0 + c as i64;
+                // A zero pivot (the panel leaves U's diagonal as it found
+                // it at step j): no updates from this column.
+                if is_zero(a.get(j, j)) {
+                    continue;
+                }
+                col[c] = T::one();
+                for (r, v) in col.iter_mut().enumerate().skip(c + 1) {
+                    *v = a.get(j0 + r as i64, j);
+                }
+            }
+            // U12 = L11^-1 A12: the inverse of the unit lower L11 by
+            // substitution on the identity's columns (jb^3/3 operations),
+            // then one product from a copy of A12 (substitution column by
+            // column runs loops of at most jb elements).
+            let cols = (n - j1) as usize;
+            inv.clear();
+            inv.resize(jb * jb, T::zero());
+            for (c, x) in inv.chunks_mut(jb).enumerate() {
+                x[c] = T::one();
+                for i in c..jb {
+                    let xi = x[i];
+                    for (v, y) in x[i + 1..].iter_mut().zip(&l[i * rows + i + 1..i * rows + jb]) {
+                        *v = *v - *y * xi;
+                    }
+                }
+            }
+            u12.clear();
+            u12.reserve(jb * cols);
+            for c in j1..n {
+                u12.extend_from_slice(std::slice::from_raw_parts(a.p.offset(j0 as isize + c as isize * a.ld), jb));
+            }
+            gemm::gemm::<T>(
+                jb,
+                cols,
+                jb,
+                a.p.offset(j0 as isize + j1 as isize * a.ld),
+                a.ld,
+                1,
+                false,
+                inv.as_ptr(),
+                jb as isize,
+                1,
+                u12.as_ptr(),
+                jb as isize,
+                1,
+                T::zero(),
+                T::one(),
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
+            // A22 -= L21 U12.
+            let m2 = (n - j1) as usize;
+            gemm::gemm::<T>(
+                m2,
+                m2,
+                jb,
+                a.p.offset(j1 as isize + j1 as isize * a.ld),
+                a.ld,
+                1,
+                true,
+                l.as_ptr().add(jb),
+                rows as isize,
+                1,
+                a.p.offset(j0 as isize + j1 as isize * a.ld),
+                a.ld,
+                1,
+                T::one(),
+                T::zero() - T::one(),
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
+            j0 = j1;
+        }
+    }
+    info
+}
+
+/// The unblocked factorisation of columns `j0..j1` (rows `j0..n`), their
+/// row exchanges applied to whole rows, their updates to these columns
+/// only; `info` takes the first zero pivot's 1-based index.
+///
+/// # Safety
+/// As [`getrf`].
+unsafe fn panel<T: Elem>(a: M<T>, n: i64, j0: i64, j1: i64, piv: *mut i32, info: &mut i32) {
     // SAFETY (block): indices inside the matrix and pivot array.
     unsafe {
-        for j in 0..n {
+        for j in j0..j1 {
             if !piv.is_null() {
                 let mut p = j;
                 let mut best = abs1(a.get(j, j));
@@ -77,26 +200,32 @@ unsafe fn getrf<T: Elem>(a: M<T>, n: i64, piv: *mut i32) -> i32 {
             }
             let d = a.get(j, j);
             if is_zero(d) {
-                if info == 0 {
-                    info = (j + 1) as i32;
+                if *info == 0 {
+                    *info = (j + 1) as i32;
                 }
                 continue;
             }
-            for i in j + 1..n {
-                a.set(i, j, a.get(i, j) / d);
+            let below = (n - j - 1) as usize;
+            // Column j below the diagonal, and the same rows of column c
+            // (c > j): disjoint runs (ld >= n), as slices so that the
+            // updates vectorise.
+            let l = std::slice::from_raw_parts_mut(a.p.offset((j + 1) as isize + j as isize * a.ld), below);
+            for v in l.iter_mut() {
+                *v = *v / d;
             }
-            for c in j + 1..n {
+            let l: &[T] = l;
+            for c in j + 1..j1 {
                 let t = a.get(j, c);
                 if is_zero(t) {
                     continue;
                 }
-                for i in j + 1..n {
-                    a.set(i, c, a.get(i, c) - a.get(i, j) * t);
+                let col = std::slice::from_raw_parts_mut(a.p.offset((j + 1) as isize + c as isize * a.ld), below);
+                for (v, x) in col.iter_mut().zip(l) {
+                    *v = *v - *x * t;
                 }
             }
         }
     }
-    info
 }
 
 /// Whether `piv` holds a valid pivot sequence for an `n x n`
@@ -292,5 +421,5 @@ pub fn run(call: Lu) {
             }
         }
     };
-    (0..call.count).into_par_iter().for_each(each);
+    for_each_index(call.count, each);
 }

@@ -20,7 +20,7 @@ use num_complex::{Complex32, Complex64};
 use rayon::prelude::*;
 
 use crate::backend::{Activation, Compute, Epilogue, Matmul, MatmulBatch, View};
-use crate::cpu::{entry, in_device_memory, par, Elem, SMALL_PRODUCT};
+use crate::cpu::{entry, for_each_index, in_device_memory, par, Elem, SMALL_PRODUCT};
 use crate::log::error;
 use crate::types::{DType, Op};
 
@@ -261,6 +261,14 @@ unsafe fn real_epilogue<T: Acc + PartialOrd>(
             // SAFETY: column j of the destination, m elements, the caller's
             // promise; columns are disjoint between tasks.
             let v = unsafe { std::slice::from_raw_parts_mut(col, m as usize) };
+            if !b.is_empty() && e.aux.is_none() && e.act == Activation::Relu {
+                // The fused linear layer's case in one loop.
+                for (x, y) in v.iter_mut().zip(&b) {
+                    let s = *x + *y;
+                    *x = if s < T::zero() { T::zero() } else { s };
+                }
+                return;
+            }
             if !b.is_empty() {
                 for (x, y) in v.iter_mut().zip(&b) {
                     *x = *x + *y;
@@ -306,7 +314,7 @@ unsafe fn real_epilogue<T: Acc + PartialOrd>(
         }
     };
     if m * n >= 1 << 16 {
-        (0..n).into_par_iter().for_each(column);
+        for_each_index(n, column);
     } else {
         (0..n).for_each(column);
     }
@@ -504,7 +512,11 @@ unsafe fn product<T: Acc>(p: &Matmul, x: Addrs, alpha: T, beta: T, alpha_zero: b
             chunked_product(p, p.a.at(x.a), rhs, out, al, be, !beta_zero, par);
         } else if k > 0 && !alpha_zero {
             let ((ar, ac), (br, bc)) = p.stored_shapes();
-            let a = operand::<T>(p.a.at(x.a), ar, ac, parallel);
+            let a = if T::DTYPE == DType::F32 && transposed_f16_lhs(p) {
+                transposed_operand::<T>(p, p.a.at(x.a), parallel)
+            } else {
+                operand::<T>(p.a.at(x.a), ar, ac, parallel)
+            };
             let b = operand::<T>(p.b.at(x.b), br, bc, parallel);
             let (a_rs, a_cs) = if p.ta == Op::N { (a.rs, a.cs) } else { (a.cs, a.rs) };
             let (b_rs, b_cs) = if p.tb == Op::N { (b.rs, b.cs) } else { (b.cs, b.rs) };
@@ -547,6 +559,52 @@ unsafe fn product<T: Acc>(p: &Matmul, x: Addrs, alpha: T, beta: T, alpha_zero: b
             store_col_major(s.slice::<T>(mn), dview, m, n, parallel);
         }
     }
+}
+
+/// Whether `op(A)` is an f16 matrix stored row-major (its k elements
+/// adjacent: a transposed column-major A) that the CPU widens with F16C.
+/// Such an A must be converted to f32 anyway; converted by the
+/// transposition of the chunked products (F16C tiles) instead of row by
+/// row, the copy is column-major, which the `gemm` crate packs as
+/// contiguous runs rather than by gathering rows (HGEMM 1024 TN: the
+/// product reads op(A) in the layout of its NN case).
+fn transposed_f16_lhs(p: &Matmul) -> bool {
+    let (rs, cs) = if p.ta == Op::N { (p.a.rs, p.a.cs) } else { (p.a.cs, p.a.rs) };
+    p.a.dtype == DType::F16 && cs == 1 && rs != 1 && f16c()
+}
+
+/// `op(A)` (`m x k`, f16, `transposed_f16_lhs`) widened into a
+/// column-major f32 copy, returned with the strides of the stored A that
+/// the product's `op` turns into the copy's `(1, m)`. Blocks of 256 rows
+/// of `op(A)` are converted in parallel when `par`.
+///
+/// # Safety
+/// A must be readable for the call's shape; T is f32.
+unsafe fn transposed_operand<T: Acc>(p: &Matmul, a: View, par: bool) -> Operand<T> {
+    let (m, k) = (p.m as usize, p.k as usize);
+    let row = if p.ta == Op::N { a.rs } else { a.cs } as isize;
+    let mut scratch = Scratch::take::<f32>(m * k);
+    let dst = Addr(scratch.slice::<f32>(m * k).as_mut_ptr() as usize);
+    // Rows of op(A) per task: the copy's rows j0..j0 + BLOCK in every
+    // column, disjoint between tasks.
+    const BLOCK: usize = 256;
+    let block = |b: i64| {
+        let j0 = b as usize * BLOCK;
+        let rows = BLOCK.min(m - j0);
+        let src = (a.ptr as isize + j0 as isize * row * 2) as u64;
+        // SAFETY: rows j0..j0 + rows of op(A) (the caller's promise) into
+        // the same rows of the m x k copy.
+        unsafe { transpose(src, DType::F16, row, k, rows, (dst.0 as *mut f32).add(j0), m) };
+    };
+    let blocks = m.div_ceil(BLOCK) as i64;
+    if par && m * k >= 1 << 16 {
+        for_each_index(blocks, block);
+    } else {
+        (0..blocks).for_each(block);
+    }
+    let (rs, cs) = if p.ta == Op::N { (1, m as isize) } else { (m as isize, 1) };
+    let ptr = scratch.slice::<T>(m * k).as_ptr();
+    Operand { ptr, rs, cs, _copy: Some(scratch), _t: std::marker::PhantomData }
 }
 
 /// Rows of `op(A)` one step of a chunked product converts (see
@@ -997,7 +1055,7 @@ fn run_here(call: Matmul) {
             Some(Addrs { a, b, c, d, bias, aux })
         };
         if small {
-            (0..count).into_par_iter().for_each(|i| {
+            for_each_index(count, |i| {
                 if let Some(x) = addr(i) {
                     dispatch(&call, x, alpha, beta, Parallelism::None);
                 }

@@ -1,9 +1,10 @@
 //! The CPU rank-k updates (`syrk`, `herk`, `syr2k`, `her2k`, `syrkx`,
-//! `herkx`): the products run on the `gemm` crate one block of columns
-//! at a time, each block computing only the rows its part of the named
-//! triangle needs (about half the work of the full square), into a
-//! scratch block that is then merged into that triangle of `C` with
-//! `beta`. The other triangle is never touched, `C` is not read when
+//! `herkx`): the named triangle of `C` is split in halves recursively,
+//! each split leaving a full block below (or above) the diagonal, which
+//! one product of the `gemm` crate computes straight into `C` with
+//! `beta`, down to diagonal blocks of at most `BLOCK` columns, which are
+//! computed whole into a scratch block and merged into their part of the
+//! triangle. The other triangle is never touched, `C` is not read when
 //! `beta == 0`.
 
 use gemm::Parallelism;
@@ -14,8 +15,9 @@ use crate::cpu::{par, Elem};
 use crate::log::error;
 use crate::types::{DType, Fill, Op};
 
-/// Columns of `C` one product computes.
-const BLOCK: i64 = 192;
+/// Columns of the diagonal blocks, the only products that compute
+/// elements outside the triangle (half of each block).
+const BLOCK: i64 = 128;
 
 /// `v` with its imaginary part zeroed (the diagonal of a Hermitian result).
 fn real_part<T: Elem>(v: T) -> T {
@@ -53,58 +55,95 @@ unsafe fn rankk_typed<T: Elem>(call: &RankK, par: Parallelism) {
     let al2 = T::from_c64(if herm { alpha.conj() } else { alpha });
     let be = T::from_c64(beta);
     let beta_zero = beta == zero;
-    let mut w: Vec<T> = Vec::new();
-    let mut j0 = 0;
-    while j0 < n {
-        let j1 = (j0 + BLOCK).min(n);
-        let nb = (j1 - j0) as usize;
-        // Rows of the triangle in columns j0..j1.
-        let (r0, r1) = if lower { (j0, n) } else { (0, j1) };
-        let rows = (r1 - r0) as usize;
+    // One product into `(dst, ldd)`: rows r0.. (m of them) of op(X) times
+    // columns c0.. (nb) of op(Y)^T, `dst = f dst + s product` (dst read
+    // only when `read`).
+    #[allow(clippy::too_many_arguments)]
+    let term = |dst: *mut T,
+                ldd: isize,
+                read: bool,
+                f: T,
+                r0: i64,
+                m: usize,
+                c0: i64,
+                nb: usize,
+                x: *const T,
+                xrs: isize,
+                xcs: isize,
+                y: *const T,
+                yrs: isize,
+                ycs: isize,
+                s: T| {
+        // SAFETY: the rows and columns lie in the checked matrices; dst
+        // holds m x nb.
+        unsafe {
+            gemm::gemm::<T>(
+                m,
+                nb,
+                k as usize,
+                dst,
+                ldd,
+                1,
+                read,
+                x.offset(r0 as isize * xrs),
+                xcs,
+                xrs,
+                y.offset(c0 as isize * yrs),
+                yrs,
+                ycs,
+                f,
+                s,
+                false,
+                conj_op,
+                conj_right,
+                par,
+            )
+        }
+    };
+    let two = matches!(call.kind, RankKind::Syr2k | RankKind::Her2k);
+    // `m x nb` at rows r0, columns c0 of C: all of it in the triangle.
+    let block = |r0: i64, m: usize, c0: i64, nb: usize| {
+        // SAFETY: a block of the checked C.
+        let dst = unsafe { c.offset(r0 as isize + c0 as isize * ldc) };
         if product {
-            w.clear();
-            w.resize(rows * nb, T::zero());
-            // SAFETY: the rows r0..r1 of op(X) and the columns j0..j1 of
-            // op(Y)^T lie in the checked matrices; w is rows x nb.
-            unsafe {
-                let term = |x: *const T, xrs: isize, xcs: isize, y: *const T, yrs: isize, ycs: isize, s: T, acc: bool, w: &mut [T]| {
-                    gemm::gemm::<T>(
-                        rows,
-                        nb,
-                        k as usize,
-                        w.as_mut_ptr(),
-                        rows as isize,
-                        1,
-                        acc,
-                        x.offset(r0 as isize * xrs),
-                        xcs,
-                        xrs,
-                        y.offset(j0 as isize * yrs),
-                        yrs,
-                        ycs,
-                        T::one(),
-                        s,
-                        false,
-                        conj_op,
-                        conj_right,
-                        par,
-                    )
-                };
-                // op(A) op(B)^T: rhs element (p, j) = op(B)(j, p), so its
-                // row stride is op(B)'s column stride.
-                term(a, rs, cs, b, brs, bcs, al, false, &mut w);
-                if matches!(call.kind, RankKind::Syr2k | RankKind::Her2k) {
-                    term(b, brs, bcs, a, rs, cs, al2, true, &mut w);
+            // op(A) op(B)^T: rhs element (p, j) = op(B)(j, p), so its row
+            // stride is op(B)'s column stride.
+            term(dst, ldc, !beta_zero, be, r0, m, c0, nb, a, rs, cs, b, brs, bcs, al);
+            if two {
+                term(dst, ldc, true, T::one(), r0, m, c0, nb, b, brs, bcs, a, rs, cs, al2);
+            }
+        } else {
+            for j in 0..nb {
+                for i in 0..m {
+                    // SAFETY: element (i, j) of the block.
+                    unsafe {
+                        let e = dst.offset(i as isize + j as isize * ldc);
+                        *e = if beta_zero { T::zero() } else { be * *e };
+                    }
                 }
             }
         }
+    };
+    let mut w: Vec<T> = Vec::new();
+    // The square diagonal block j0..j1: computed whole into a scratch
+    // block, then merged into its part of the triangle with beta.
+    let mut diagonal = |j0: i64, j1: i64| {
+        let nb = (j1 - j0) as usize;
+        if product {
+            w.clear();
+            w.resize(nb * nb, T::zero());
+            term(w.as_mut_ptr(), nb as isize, false, T::one(), j0, nb, j0, nb, a, rs, cs, b, brs, bcs, al);
+            if two {
+                term(w.as_mut_ptr(), nb as isize, true, T::one(), j0, nb, j0, nb, b, brs, bcs, a, rs, cs, al2);
+            }
+        }
         for j in j0..j1 {
-            let (i0, i1) = if lower { (j, n) } else { (0, j + 1) };
+            let (i0, i1) = if lower { (j, j1) } else { (j0, j + 1) };
             for i in i0..i1 {
                 // SAFETY: element (i, j) of the checked C.
                 unsafe {
                     let e = c.offset(i as isize + j as isize * ldc);
-                    let mut v = if product { w[(i - r0) as usize + (j - j0) as usize * rows] } else { T::zero() };
+                    let mut v = if product { w[(i - j0) as usize + (j - j0) as usize * nb] } else { T::zero() };
                     if !beta_zero {
                         v = v + be * *e;
                     }
@@ -115,7 +154,25 @@ unsafe fn rankk_typed<T: Elem>(call: &RankK, par: Parallelism) {
                 }
             }
         }
-        j0 = j1;
+    };
+    // The triangle in halves, recursively: each split leaves two smaller
+    // triangles and one full block between them (a plain product straight
+    // into C), down to diagonal blocks of at most BLOCK columns.
+    let mut stack = vec![(0, n)];
+    while let Some((j0, j1)) = stack.pop() {
+        if j1 - j0 <= BLOCK {
+            diagonal(j0, j1);
+            continue;
+        }
+        let mid = j0 + ((j1 - j0) / 2 + BLOCK - 1) / BLOCK * BLOCK;
+        let (h1, h2) = ((mid - j0) as usize, (j1 - mid) as usize);
+        if lower {
+            block(mid, h2, j0, h1);
+        } else {
+            block(j0, h1, mid, h2);
+        }
+        stack.push((j0, mid));
+        stack.push((mid, j1));
     }
 }
 

@@ -625,14 +625,16 @@ fn large_and_many_products() {
 fn skinny_products_with_a_transposed() {
     // op(A) stored row-major with few result columns: the product runs a
     // block of rows at a time on transposed copies (f32, f16, bf16 A),
-    // with partial blocks and tiles at every edge.
+    // with partial blocks and tiles at every edge; f64 (which runs on the
+    // gemm crate directly) on the same shapes.
     let mut failures = Vec::new();
     for (m, n, k) in [(300, 5, 37), (520, 64, 130), (263, 256, 9)] {
-        for (t, ct, scale, api) in [
-            (T::S, T::S, T::S, Api::Typed("S", false)),
-            (T::H, T::H, T::H, Api::Typed("H", false)),
-            (T::BF, T::BF, T::S, Api::Ex(COMPUTE_32F, false)),
-            (T::H, T::S, T::S, Api::Ex(COMPUTE_32F, true)),
+        for (t, ct, scale, api, u) in [
+            (T::S, T::S, T::S, Api::Typed("S", false), U32),
+            (T::H, T::H, T::H, Api::Typed("H", false), U32),
+            (T::BF, T::BF, T::S, Api::Ex(COMPUTE_32F, false), U32),
+            (T::H, T::S, T::S, Api::Ex(COMPUTE_32F, true), U32),
+            (T::D, T::D, T::D, Api::Typed("D", false), U64),
         ] {
             for ta in [1, 2] {
                 for tb in [0, 1] {
@@ -643,12 +645,32 @@ fn skinny_products_with_a_transposed() {
                             if m == 520 && (ta, tb, beta_zero, count) != (1, 0, false, 2) {
                                 continue;
                             }
-                            let c = Case { m, n, k, ta, tb, beta_zero, batch, count, pad: 1, ..base(t, ct, scale, U32, api) };
+                            let c = Case { m, n, k, ta, tb, beta_zero, batch, count, pad: 1, ..base(t, ct, scale, u, api) };
                             if let Err(e) = run(c, (m + n + k) as u64) {
                                 failures.push(e);
                             }
                         }
                     }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures, first: {}", failures.len(), failures[0]);
+}
+
+#[test]
+fn f16_products_with_a_transposed_in_column_blocks() {
+    // op(A) an f16 matrix stored row-major, too many result columns for
+    // the chunked product: A is widened by a transposition into a
+    // column-major copy, 256 rows of op(A) per task, with partial blocks
+    // and tiles at the edges.
+    let mut failures = Vec::new();
+    for (m, n, k) in [(520, 300, 70), (257, 260, 9)] {
+        for (ct, scale, api) in [(T::H, T::H, Api::Typed("H", false)), (T::S, T::S, Api::Ex(COMPUTE_32F, true))] {
+            for (ta, tb, beta_zero, batch, count) in [(1, 0, false, Batch::One, 1), (2, 1, true, Batch::Strided, 2)] {
+                let c = Case { m, n, k, ta, tb, beta_zero, batch, count, pad: 1, ..base(T::H, ct, scale, U32, api) };
+                if let Err(e) = run(c, (m * n + k) as u64) {
+                    failures.push(e);
                 }
             }
         }

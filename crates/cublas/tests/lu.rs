@@ -119,7 +119,8 @@ fn getrf_getrs_getri_matinv_against_reference() {
         let getrs = e.blas.f::<Getrs>(&format!("cublas{p}getrsBatched"));
         let getri = e.blas.f::<Getri>(&format!("cublas{p}getriBatched"));
         let matinv = e.blas.f::<Matinv>(&format!("cublas{p}matinvBatched"));
-        for n in [1usize, 3, 8, 17] {
+        // 70: blocked (panels of 32, 32 and 6 columns).
+        for n in [1usize, 3, 8, 17, 70] {
             for pivot in [true, false] {
                 seed += 1;
                 let mut rng = Rng::new(seed);
@@ -234,8 +235,9 @@ fn getrf_getrs_getri_matinv_against_reference() {
                         failures.push(format!("{p}getriBatched n={n} pivot={pivot}[{b}]: A C != I at {why}"));
                     }
                 }
-                // matinvBatched on the original matrices.
-                if pivot {
+                // matinvBatched on the original matrices (cuBLAS's takes
+                // n <= 32).
+                if pivot && n <= 32 {
                     let (_, arr2) = upload_all(t, &a);
                     let (iptrs, iarr) = upload_all(t, &cs);
                     let dinfo3 = e.upload(&[-7i32; BATCH]);
@@ -320,6 +322,33 @@ fn zero_pivots_give_info() {
         e.sync();
         assert_eq!(st, 0);
         assert_eq!(e.download::<i32>(dinfo, BATCH), vec![0, 3, 0], "{p}matinvBatched");
+    }
+    e.destroy(h);
+}
+
+#[test]
+fn zero_pivots_give_info_in_blocked_factorisations() {
+    // 70 columns: the blocked factorisation, the zero pivot in its first
+    // panel; the other matrices of the batch factor without one.
+    let e = env();
+    let h = e.handle();
+    for (t, p) in TYPES {
+        let n = 70usize;
+        let ld = n + 1;
+        let mut rng = Rng::new(78);
+        let a = matrices(t, n, ld, true, Some(1), &mut rng);
+        for pivot in [true, false] {
+            let (_, arr) = upload_all(t, &a);
+            let dpiv = e.upload(&vec![0i32; n * BATCH]);
+            let dinfo = e.upload(&[-7i32; BATCH]);
+            let piv = if pivot { dpiv as *mut i32 } else { std::ptr::null_mut() };
+            let st = unsafe {
+                e.blas.f::<Getrf>(&format!("cublas{p}getrfBatched"))(h, n as i32, arr as P, ld as i32, piv, dinfo as *mut i32, BATCH as i32)
+            };
+            e.sync();
+            assert_eq!(st, 0);
+            assert_eq!(e.download::<i32>(dinfo, BATCH), vec![0, 3, 0], "{p}getrfBatched n={n} pivot={pivot}");
+        }
     }
     e.destroy(h);
 }

@@ -162,14 +162,17 @@ fn rank_k_updates_against_reference() {
             for &trans in ops {
                 for uplo in [0, 1] {
                     // (device scalars, 64-bit entry, n, k, beta zero): small
-                    // ones, one past a 192-column block, k = 0.
+                    // ones; split once (a 128-column diagonal block, one
+                    // full block, a 72-column one) and twice; k = 0.
                     for (device, wide, n, k, beta_zero) in [
                         (false, false, 5usize, 3usize, false),
                         (true, false, 6, 4, false),
                         (false, true, 7, 2, true),
                         (true, true, 4, 5, true),
                         (false, false, 200, 9, false),
+                        (false, false, 300, 7, true),
                         (false, false, 5, 0, false),
+                        (false, false, 260, 0, false),
                     ] {
                         seed += 1;
                         let mut rng = Rng::new(seed);
