@@ -838,14 +838,29 @@ mem:
 }
 
 /// The warp-mode helper: [`add_helper`] for each executing lane, in lane
-/// order; returns zeros.
+/// order; returns zeros. A converged warp (the common case) goes lane
+/// after lane with constant lane indices, without testing each lane's
+/// bit.
 pub(crate) fn warp_add_helper(bits: u32, scalar: &str) -> (String, String) {
+    use std::fmt::Write;
     let w = crate::warp::W;
     let name = format!("__anycuda_wprivate_add_i{bits}");
-    let text = format!(
+    let mut text = format!(
         "define internal <{w} x i{bits}> @{name}(<{w} x ptr> %p, <{w} x i{bits}> %a, <{w} x i1> %m, ptr %t) {{
 entry:
-  br label %loop
+  %all = call i1 @llvm.vector.reduce.and.v{w}i1(<{w} x i1> %m)
+  br i1 %all, label %full, label %loop
+full:
+"
+    );
+    for k in 0..w {
+        let _ = writeln!(text, "  %p{k} = extractelement <{w} x ptr> %p, i32 {k}");
+        let _ = writeln!(text, "  %a{k} = extractelement <{w} x i{bits}> %a, i32 {k}");
+        let _ = writeln!(text, "  %r{k} = call i{bits} @{scalar}(ptr %t, ptr %p{k}, i{bits} %a{k})");
+    }
+    let _ = write!(
+        text,
+        "  ret <{w} x i{bits}> zeroinitializer
 loop:
   %i = phi i32 [0, %entry], [%i1, %cont]
   %on = extractelement <{w} x i1> %m, i32 %i

@@ -2751,6 +2751,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             self.cx.helper(&scalar, || text);
             let (name, text) = crate::privatise::warp_add_helper(t.bits(), &scalar);
             self.cx.helper(&name, || text);
+            self.cx.declare("llvm.vector.reduce.and.v32i1", "declare i1 @llvm.vector.reduce.and.v32i1(<32 x i1>)");
             let table = self.ctx_field(crate::cpu_abi::offsets::PRIVATE_ADDS, Ty::Ptr);
             let (ptrs, uniform) = self.warp_address(addr_op, space)?;
             let ptrs = if uniform { self.vec(ptrs) } else { ptrs };
