@@ -323,7 +323,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let size = t.size();
         if self.cx.privatised(self.item, self.f, self.stmt) {
             // An add gathered in the runner's table (`privatise.rs`).
-            let (name, text) = crate::privatise::add_helper(t.bits());
+            let [(name, text), (inner, inner_text)] = crate::privatise::add_helpers(t.bits());
+            self.cx.helper(&inner, || inner_text);
             self.cx.helper(&name, || text);
             let table = self.ctx_field(crate::cpu_abi::offsets::PRIVATE_ADDS, Ty::Ptr);
             let v = self.get(&srcs[0], ity)?;

@@ -754,31 +754,44 @@ pub fn plan_for(m: &Module, f: &Function, target: &crate::Target, opts: &crate::
     (matches!(target, crate::Target::HostCpu) && !opts.memcheck && f.kind == FunctionKind::Entry).then(|| plan(m, f)).flatten()
 }
 
-/// The IR helper that adds `v` (`iN`, N = `bits`) at `p`: into the table
+/// The IR helpers that add `v` (`iN`, N = `bits`) at `p`: into the table
 /// `t` when there is one and `p` is aligned, else (and for the first add
 /// of an address the table takes in, so that a bad address faults where
-/// the atomic would) with an atomic add on memory. Returns 0 (the
-/// atomic's result is unused). Its name is the first value.
-pub(crate) fn add_helper(bits: u32) -> (String, String) {
+/// the atomic would) with an atomic add on memory. Both return 0 (the
+/// atomic's result is unused). The first (name, text) takes a null `t`;
+/// the second, for callers that tested it, does not: its hit path is a
+/// slot's address, a compare and an add.
+pub(crate) fn add_helpers(bits: u32) -> [(String, String); 2] {
     use crate::cpu_abi::{offsets, PRIVATE_SLOTS};
     let name = format!("__anycuda_private_add_i{bits}");
+    let inner = format!("__anycuda_private_add_nn_i{bits}");
     let size = bits / 8;
     let (wide, key_bit) = if bits == 64 { ("add i64 %v, 0", 1) } else { ("zext i32 %v to i64", 0) };
-    let text = format!(
+    let outer = format!(
         "define internal i{bits} @{name}(ptr %t, ptr %p, i{bits} %v) alwaysinline {{
 entry:
   %none = icmp eq ptr %t, null
+  br i1 %none, label %mem, label %table
+table:
+  %r = call i{bits} @{inner}(ptr %t, ptr %p, i{bits} %v)
+  ret i{bits} 0
+mem:
+  %x = atomicrmw add ptr %p, i{bits} %v monotonic, align {size}
+  ret i{bits} 0
+}}
+"
+    );
+    // Keys are aligned addresses (a misaligned one never enters), so a
+    // hit needs no alignment test: the slot is `(a >> 2) % SLOTS`, at
+    // byte `((a << 2) & (SLOTS - 1) << 4)` of the slots.
+    let text = format!(
+        "define internal i{bits} @{inner}(ptr %t, ptr %p, i{bits} %v) alwaysinline {{
+entry:
   %a = ptrtoint ptr %p to i64
-  %mis = and i64 %a, {mask}
-  %odd = icmp ne i64 %mis, 0
-  %real = or i1 %none, %odd
-  br i1 %real, label %mem, label %look
-look:
   %key = or i64 %a, {key_bit}
-  %h = lshr i64 %a, 2
-  %s = and i64 %h, {slot_mask}
-  %s16 = shl i64 %s, 4
-  %o = add i64 %s16, {slots}
+  %a4 = shl i64 %a, 2
+  %o16 = and i64 %a4, {slot_bytes_mask}
+  %o = add i64 %o16, {slots}
   %slot = getelementptr i8, ptr %t, i64 %o
   %dp = getelementptr i8, ptr %slot, i64 8
   %k = load i64, ptr %slot, align 8
@@ -791,6 +804,10 @@ add:
   store i64 %d1, ptr %dp, align 8
   ret i{bits} 0
 miss:
+  %mis = and i64 %a, {mask}
+  %odd = icmp ne i64 %mis, 0
+  br i1 %odd, label %mem, label %check
+check:
   %empty = icmp eq i64 %k, 0
   br i1 %empty, label %fresh, label %evict
 fresh:
@@ -800,7 +817,8 @@ fresh:
   %lb = shl i64 %u64, 1
   %lo = add i64 %lb, {list}
   %lp = getelementptr i8, ptr %t, i64 %lo
-  %st = trunc i64 %s to i16
+  %s64 = lshr i64 %o16, 4
+  %st = trunc i64 %s64 to i16
   store i16 %st, ptr %lp, align 2
   %u1 = add i32 %u, 1
   store i32 %u1, ptr %up, align 4
@@ -829,34 +847,38 @@ mem:
 }}
 ",
         mask = size - 1,
-        slot_mask = PRIVATE_SLOTS - 1,
+        slot_bytes_mask = (PRIVATE_SLOTS - 1) << 4,
         slots = offsets::PRIVATE_SLOTS,
         used = offsets::PRIVATE_USED,
         list = offsets::PRIVATE_LIST,
     );
-    (name, text)
+    [(name, outer), (inner, text)]
 }
 
-/// The warp-mode helper: [`add_helper`] for each executing lane, in lane
-/// order; returns zeros. A converged warp (the common case) goes lane
+/// The warp-mode helper: an add of each executing lane, in lane order,
+/// through the table (`add_helpers`' second, `inner`) or, without one,
+/// on memory; returns zeros. A converged warp (the common case) goes lane
 /// after lane with constant lane indices, without testing each lane's
 /// bit.
-pub(crate) fn warp_add_helper(bits: u32, scalar: &str) -> (String, String) {
+pub(crate) fn warp_add_helper(bits: u32, inner: &str) -> (String, String) {
     use std::fmt::Write;
     let w = crate::warp::W;
     let name = format!("__anycuda_wprivate_add_i{bits}");
+    let size = bits / 8;
     let mut text = format!(
         "define internal <{w} x i{bits}> @{name}(<{w} x ptr> %p, <{w} x i{bits}> %a, <{w} x i1> %m, ptr %t) {{
 entry:
+  %none = icmp eq ptr %t, null
   %all = call i1 @llvm.vector.reduce.and.v{w}i1(<{w} x i1> %m)
-  br i1 %all, label %full, label %loop
+  %fast = select i1 %none, i1 false, i1 %all
+  br i1 %fast, label %full, label %loop
 full:
 "
     );
     for k in 0..w {
         let _ = writeln!(text, "  %p{k} = extractelement <{w} x ptr> %p, i32 {k}");
         let _ = writeln!(text, "  %a{k} = extractelement <{w} x i{bits}> %a, i32 {k}");
-        let _ = writeln!(text, "  %r{k} = call i{bits} @{scalar}(ptr %t, ptr %p{k}, i{bits} %a{k})");
+        let _ = writeln!(text, "  %r{k} = call i{bits} @{inner}(ptr %t, ptr %p{k}, i{bits} %a{k})");
     }
     let _ = write!(
         text,
@@ -868,7 +890,12 @@ loop:
 do:
   %pi = extractelement <{w} x ptr> %p, i32 %i
   %ai = extractelement <{w} x i{bits}> %a, i32 %i
-  %r = call i{bits} @{scalar}(ptr %t, ptr %pi, i{bits} %ai)
+  br i1 %none, label %mem, label %table
+table:
+  %r = call i{bits} @{inner}(ptr %t, ptr %pi, i{bits} %ai)
+  br label %cont
+mem:
+  %x = atomicrmw add ptr %pi, i{bits} %ai monotonic, align {size}
   br label %cont
 cont:
   %i1 = add i32 %i, 1

@@ -2747,9 +2747,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let a = self.get(&srcs[0], ty)?;
         if self.cx.privatised(self.item, self.f, self.stmt) {
             // Adds gathered in the runner's table (`privatise.rs`).
-            let (scalar, text) = crate::privatise::add_helper(t.bits());
-            self.cx.helper(&scalar, || text);
-            let (name, text) = crate::privatise::warp_add_helper(t.bits(), &scalar);
+            let [_, (inner, text)] = crate::privatise::add_helpers(t.bits());
+            self.cx.helper(&inner, || text);
+            let (name, text) = crate::privatise::warp_add_helper(t.bits(), &inner);
             self.cx.helper(&name, || text);
             self.cx.declare("llvm.vector.reduce.and.v32i1", "declare i1 @llvm.vector.reduce.and.v32i1(<32 x i1>)");
             let table = self.ctx_field(crate::cpu_abi::offsets::PRIVATE_ADDS, Ty::Ptr);
