@@ -333,7 +333,18 @@ struct Cx<'a> {
     defs: std::collections::HashMap<RegId, Vec<usize>>,
     /// Byte offset of each kernel parameter variable.
     params: std::collections::HashMap<VarId, u32>,
+    /// How many instructions name each register (as an operand or a
+    /// guard).
+    mentions: std::collections::HashMap<RegId, u32>,
+    /// The branches to each label.
+    branches: std::collections::HashMap<LabelId, Vec<usize>>,
+    /// Steps of value following left: a computation that would take more
+    /// (a deep web of registers) is unknown.
+    budget: std::cell::Cell<u32>,
 }
+
+/// Value-following steps one kernel's plan may take.
+const BUDGET: u32 = 20_000;
 
 const DEPTH: u32 = 24;
 
@@ -358,9 +369,10 @@ impl<'a> Cx<'a> {
     }
 
     fn value_known(&self, op: &Operand, bits: u32, at: usize, depth: u32) -> Option<Vec<Val>> {
-        if depth > DEPTH {
+        if depth > DEPTH || self.budget.get() == 0 {
             return None;
         }
+        self.budget.set(self.budget.get() - 1);
         match *op {
             Operand::Imm(c) => Some(vec![Val::Const(c)]),
             Operand::Special(s, d) => {
@@ -573,11 +585,8 @@ impl<'a> Cx<'a> {
             }
         }
         // Every branch to the label.
-        for (k, s) in b.statements.iter().enumerate() {
-            let Statement::Instruction(inst) = s else { continue };
-            if inst.op != Opcode::Bra || b.args(inst).first() != Some(&Operand::Label(label)) {
-                continue;
-            }
+        for &k in self.branches.get(&label).map(Vec::as_slice).unwrap_or_default() {
+            let Some(Statement::Instruction(inst)) = b.statements.get(k) else { return None };
             let g = inst.guard?;
             agree(self.compare(r, bits, g.reg, g.negate, k, depth)?)?;
         }
@@ -650,24 +659,6 @@ impl<'a> Cx<'a> {
         address.shrink_to_fit();
         Some(Region { address, bytes })
     }
-
-    /// Whether any instruction but the one at `at` names register `d` (a
-    /// later write of it counts too: what matters is that nothing can
-    /// read what `at` wrote).
-    fn named_elsewhere(&self, d: RegId, at: usize) -> bool {
-        let b = self.b;
-        b.statements.iter().enumerate().any(|(i, s)| {
-            let Statement::Instruction(inst) = s else { return false };
-            if i == at {
-                return false;
-            }
-            let mut rs = Vec::new();
-            for a in b.args(inst) {
-                regs_of(b, a, &mut rs);
-            }
-            inst.guard.is_some_and(|g| g.reg == d) || rs.contains(&d)
-        })
-    }
 }
 
 /// The privatisable atomics of kernel `f` and their launch condition, or
@@ -677,15 +668,40 @@ pub fn plan(m: &Module, f: &Function) -> Option<Plan> {
     let b = f.body.as_ref()?;
     let (infos, _) = crate::layout::param_layout(f, &f.params);
     let params = f.params.iter().zip(&infos).map(|(v, p)| (*v, p.offset)).collect();
+    // Candidates first (most kernels have none, and then nothing else is
+    // looked at).
+    let any = b
+        .statements
+        .iter()
+        .any(|s| matches!(s, Statement::Instruction(inst) if matches!(inst.op, Opcode::Atom | Opcode::Red) && inst.has(b, Flag::AddOp)));
+    if !any {
+        return None;
+    }
     let mut defs: std::collections::HashMap<RegId, Vec<usize>> = std::collections::HashMap::new();
+    let mut branches: std::collections::HashMap<LabelId, Vec<usize>> = std::collections::HashMap::new();
+    let mut mentions: std::collections::HashMap<RegId, u32> = std::collections::HashMap::new();
     for (i, s) in b.statements.iter().enumerate() {
         if let Statement::Instruction(inst) = s {
             for r in writes(b, inst) {
                 defs.entry(r).or_default().push(i);
             }
+            let mut named: Vec<RegId> = inst.guard.map(|g| g.reg).into_iter().collect();
+            for a in b.args(inst) {
+                regs_of(b, a, &mut named);
+            }
+            named.sort_unstable();
+            named.dedup();
+            for r in named {
+                *mentions.entry(r).or_default() += 1;
+            }
+            if inst.op == Opcode::Bra {
+                if let Some(Operand::Label(l)) = b.args(inst).first() {
+                    branches.entry(*l).or_default().push(i);
+                }
+            }
         }
     }
-    let cx = Cx { m, b, defs, params };
+    let cx = Cx { m, b, defs, params, mentions, branches, budget: std::cell::Cell::new(BUDGET) };
     let mut sites = Vec::new();
     let mut width = None;
     let mut guard = Guard::default();
@@ -724,7 +740,7 @@ pub fn plan(m: &Module, f: &Function) -> Option<Plan> {
                     && matches!(inst.semantics(b), None | Some(Semantics::Relaxed))
                     && (is_red
                         || matches!(args.first(), Some(Operand::Sink))
-                        || matches!(args.first(), Some(Operand::Reg(d)) if !cx.named_elsewhere(*d, i)));
+                        || matches!(args.first(), Some(Operand::Reg(d)) if cx.mentions.get(d) == Some(&1)));
                 if candidate {
                     let region = cx.region(addr, u64::from(t.size()), i)?;
                     if *width.get_or_insert(t.size()) != t.size() {
@@ -1088,6 +1104,25 @@ ret;
         // counter may wrap.
         let p = plan_of(&body.replace("add.s32 %r5, %r5, %r7;\n", "bra STEP;\nSTEP:\nadd.s32 %r5, %r5, %r7;\n")).expect("a plan");
         assert!(!p.guard.holds(&below, GRID, BLOCK));
+    }
+
+    #[test]
+    fn a_deep_web_of_registers_is_given_up_on() {
+        // Each address register twice the one before: following both
+        // operands all the way would take 2^40 steps.
+        let mut lines = String::from("ld.param.u64 %rd1, [p];\n");
+        for k in 1..41 {
+            lines.push_str(&format!("add.s64 %rd{}, %rd{k}, %rd{k};\n", k + 1));
+        }
+        let body = format!(".visible .entry k(.param .u64 p)\n{{\n.reg .b64 %rd<48>;\n{lines}red.global.add.u32 [%rd41], 1;\nret;\n}}\n");
+        let start = std::time::Instant::now();
+        assert_eq!(plan_of(&body), None);
+        assert!(start.elapsed() < std::time::Duration::from_secs(10));
+        // Short enough to follow: privatised, bins at 2^3 p.
+        let short = body.replace("[%rd41]", "[%rd4]");
+        let p = plan_of(&short).expect("a plan");
+        assert!(p.guard.holds(&(1u64 << 20).to_le_bytes(), GRID, BLOCK));
+        assert_eq!(p.guard.targets[0].bytes_for(&|_, _, _| Some(1 << 20), GRID, BLOCK), Some((8 << 20, (8 << 20) + 4)));
     }
 
     #[test]
