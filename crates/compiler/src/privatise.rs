@@ -882,7 +882,7 @@ pub(crate) fn warp_add_helper(bits: u32, inner: &str) -> (String, String) {
     let name = format!("__anycuda_wprivate_add_i{bits}");
     let size = bits / 8;
     let mut text = format!(
-        "define internal <{w} x i{bits}> @{name}(<{w} x ptr> %p, <{w} x i{bits}> %a, <{w} x i1> %m, ptr %t) {{
+        "define internal <{w} x i{bits}> @{name}(<{w} x ptr> %p, <{w} x i{bits}> %a, <{w} x i1> %m, ptr %t) alwaysinline {{
 entry:
   %none = icmp eq ptr %t, null
   %all = call i1 @llvm.vector.reduce.and.v{w}i1(<{w} x i1> %m)
