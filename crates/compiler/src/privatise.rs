@@ -11,8 +11,8 @@
 //!
 //! What qualifies ([`plan`]):
 //! - a candidate is an integer `atom.add`/`red.add` (`.u32`, `.s32`,
-//!   `.u64`) on global or generic memory whose result no instruction
-//!   reads, without `.acquire`/`.release`/`.acq_rel`/`.sc` and not of
+//!   `.u64`) on global or generic memory whose result register no other
+//!   instruction names (so nothing reads the old value), without `.acquire`/`.release`/`.acq_rel`/`.sc` and not of
 //!   `.sys` scope; all candidates of a kernel have one width (adds of two
 //!   widths to overlapping bytes do not commute);
 //! - the kernel has no calls, indirect branches, fences (`membar`,
