@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use driver::backend::{
     Backend, BackendError, BackendModule, DevicePtr, GlobalDesc, HostAddr, HostAllocation, KernelDesc, LaunchFault, LaunchParams,
-    MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, VmmAccess,
+    MemsetValue, ModuleError, ModuleErrorKind, ModuleOptions, SharedCounters, VmmAccess,
 };
 use driver::props::DeviceProps;
 
@@ -134,6 +134,7 @@ impl CpuBackend {
                 props.total_mem = budget.total();
                 props.virtual_memory_management = true;
                 props.vmm_posix_fd = true;
+                props.ipc_events = true;
                 props
             })
             .collect();
@@ -214,6 +215,14 @@ impl Backend for CpuBackend {
 
     fn ipc_close(&self, ptr: DevicePtr) -> Result<(), BackendError> {
         self.ipc_imports.close(ptr)
+    }
+
+    fn ipc_counters_export(&self) -> Result<(Arc<dyn SharedCounters>, [u8; driver::backend::IPC_PAYLOAD]), BackendError> {
+        crate::ipc::CounterPage::export()
+    }
+
+    fn ipc_counters_import(&self, payload: &[u8; driver::backend::IPC_PAYLOAD]) -> Result<Arc<dyn SharedCounters>, BackendError> {
+        crate::ipc::CounterPage::import(payload)
     }
 
     fn mem_info(&self, _device: usize) -> (u64, u64) {

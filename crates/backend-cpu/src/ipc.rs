@@ -20,9 +20,10 @@
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 
-use driver::backend::{BackendError, IPC_PAYLOAD};
+use driver::backend::{BackendError, SharedCounters, IPC_PAYLOAD};
 
 /// An exported allocation's memory file and its name's token.
 struct Exported {
@@ -75,6 +76,52 @@ impl Payload {
     }
 }
 
+/// The name prefixes of the memory files: exported allocations, and
+/// interprocess events' counters (a handle of one kind never opens the
+/// other).
+const MEMORY: &str = "anycuda-ipc-";
+const COUNTERS: &str = "anycuda-ipc-event-";
+
+/// A new memory file of `len` bytes named `prefix` and a random token.
+fn memory_file(prefix: &str, len: usize) -> Result<(OwnedFd, [u8; 16]), BackendError> {
+    let mut token = [0u8; 16];
+    // SAFETY: fills the 16 bytes of `token`.
+    if unsafe { libc::getrandom(token.as_mut_ptr().cast(), token.len(), 0) } != token.len() as isize {
+        return Err(os_error("getrandom"));
+    }
+    let name = std::ffi::CString::new(format!("{prefix}{}", hex(&token))).map_err(|e| BackendError::Other(e.to_string()))?;
+    // SAFETY: creates a file; the descriptor is owned from here on.
+    let raw = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if raw < 0 {
+        return Err(os_error("memfd_create"));
+    }
+    // SAFETY: `raw` is a descriptor this function just opened.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: sizes the file this process owns.
+    if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
+        return Err(os_error("ftruncate"));
+    }
+    Ok((fd, token))
+}
+
+/// Opens the memory file another process exported (`p`, named `prefix`
+/// and the payload's token) through `/proc/<pid>/fd/<fd>`.
+fn open_exported(p: &Payload, prefix: &str) -> Result<std::fs::File, BackendError> {
+    let path = format!("/proc/{}/fd/{}", p.pid, p.fd);
+    let target = std::fs::read_link(&path)
+        .map_err(|e| BackendError::InvalidHandle(format!("{path}: {e} (the exporting process has ended, or is another user's)")))?;
+    if !target.to_string_lossy().contains(&format!("{prefix}{}", hex(&p.token))) {
+        return Err(BackendError::InvalidHandle(format!("{path} is no longer the exported file (it is {})", target.display())));
+    }
+    let file =
+        std::fs::OpenOptions::new().read(true).write(true).open(&path).map_err(|e| BackendError::InvalidHandle(format!("{path}: {e}")))?;
+    let actual = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
+    if actual < p.len {
+        return Err(BackendError::InvalidHandle(format!("{path} holds {actual} bytes, the handle says {}", p.len)));
+    }
+    Ok(file)
+}
+
 fn hex(token: &[u8; 16]) -> String {
     token.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -107,23 +154,7 @@ impl Exports {
         if let Some(e) = files.get(&base) {
             return Ok(Payload { fd: e.file.as_raw_fd(), len, size, pid, token: e.token }.encode());
         }
-        let mut token = [0u8; 16];
-        // SAFETY: fills the 16 bytes of `token`.
-        if unsafe { libc::getrandom(token.as_mut_ptr().cast(), token.len(), 0) } != token.len() as isize {
-            return Err(os_error("getrandom"));
-        }
-        let name = std::ffi::CString::new(format!("anycuda-ipc-{}", hex(&token))).map_err(|e| BackendError::Other(e.to_string()))?;
-        // SAFETY: creates a file; the descriptor is owned from here on.
-        let raw = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
-        if raw < 0 {
-            return Err(os_error("memfd_create"));
-        }
-        // SAFETY: `raw` is a descriptor this function just opened.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        // SAFETY: sizes the file this process owns.
-        if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
-            return Err(os_error("ftruncate"));
-        }
+        let (fd, token) = memory_file(MEMORY, len)?;
         // SAFETY: a fresh shared mapping of the file; the allocation's `len`
         // bytes are this process's (memory::allocate mapped them on their
         // own); the file's mapping then replaces them at the same address.
@@ -167,21 +198,7 @@ impl Imports {
         if p.len == 0 || p.size > p.len || !p.len.is_multiple_of(2 << 20) {
             return Err(BackendError::InvalidHandle(format!("a malformed handle (length {}, size {})", p.len, p.size)));
         }
-        let path = format!("/proc/{}/fd/{}", p.pid, p.fd);
-        let target = std::fs::read_link(&path)
-            .map_err(|e| BackendError::InvalidHandle(format!("{path}: {e} (the exporting process has ended, or is another user's)")))?;
-        if !target.to_string_lossy().contains(&format!("anycuda-ipc-{}", hex(&p.token))) {
-            return Err(BackendError::InvalidHandle(format!("{path} is no longer the exported memory (it is {})", target.display())));
-        }
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(|e| BackendError::InvalidHandle(format!("{path}: {e}")))?;
-        let actual = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
-        if actual < p.len {
-            return Err(BackendError::InvalidHandle(format!("{path} holds {actual} bytes, the handle says {}", p.len)));
-        }
+        let file = open_exported(&p, MEMORY)?;
         // SAFETY: a fresh shared mapping of the file, owned by this table.
         let at =
             unsafe { libc::mmap(std::ptr::null_mut(), p.len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, file.as_raw_fd(), 0) };
@@ -207,6 +224,71 @@ impl Imports {
     }
 }
 
+/// An interprocess event's counters: the first 16 bytes of a one-page
+/// memory file, mapped shared in each process that has the event.
+pub struct CounterPage {
+    at: *mut libc::c_void,
+    _file: OwnedFd,
+}
+
+// SAFETY: the page is only reached as atomics.
+unsafe impl Send for CounterPage {}
+// SAFETY: as above.
+unsafe impl Sync for CounterPage {}
+
+const PAGE: usize = 4096;
+
+impl CounterPage {
+    fn map(file: OwnedFd) -> Result<CounterPage, BackendError> {
+        // SAFETY: a fresh shared mapping of the file, owned by the page.
+        let at =
+            unsafe { libc::mmap(std::ptr::null_mut(), PAGE, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, file.as_raw_fd(), 0) };
+        if at == libc::MAP_FAILED {
+            return Err(os_error("mmap of an event's counters"));
+        }
+        Ok(CounterPage { at, _file: file })
+    }
+
+    fn counter(&self, i: usize) -> &AtomicU64 {
+        // SAFETY: the mapping is a page long and page-aligned, lives as
+        // long as `self`, and every process reaches it only atomically.
+        unsafe { &*self.at.cast::<AtomicU64>().add(i) }
+    }
+
+    /// New counters (zero) and the payload that opens them elsewhere.
+    pub fn export() -> Result<(Arc<dyn SharedCounters>, [u8; IPC_PAYLOAD]), BackendError> {
+        let (fd, token) = memory_file(COUNTERS, PAGE)?;
+        let payload = Payload { fd: fd.as_raw_fd(), len: PAGE, size: 16, pid: std::process::id(), token }.encode();
+        Ok((Arc::new(CounterPage::map(fd)?), payload))
+    }
+
+    /// Another process's counters.
+    pub fn import(payload: &[u8; IPC_PAYLOAD]) -> Result<Arc<dyn SharedCounters>, BackendError> {
+        let p = Payload::decode(payload);
+        if p.len != PAGE || p.size != 16 {
+            return Err(BackendError::InvalidHandle(format!("a malformed event handle (length {}, size {})", p.len, p.size)));
+        }
+        let file = open_exported(&p, COUNTERS)?;
+        Ok(Arc::new(CounterPage::map(file.into())?))
+    }
+}
+
+impl SharedCounters for CounterPage {
+    fn recorded(&self) -> &AtomicU64 {
+        self.counter(0)
+    }
+    fn completed(&self) -> &AtomicU64 {
+        self.counter(1)
+    }
+}
+
+impl Drop for CounterPage {
+    fn drop(&mut self) {
+        // SAFETY: `map` mapped exactly this; no reference outlives `self`.
+        unsafe { libc::munmap(self.at, PAGE) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,6 +298,21 @@ mod tests {
         let p = Payload { fd: 17, len: 4 << 20, size: (4 << 20) - 3, pid: 4242, token: [7; 16] };
         let q = Payload::decode(&p.encode());
         assert_eq!((q.fd, q.len, q.size, q.pid, q.token), (17, 4 << 20, (4 << 20) - 3, 4242, [7; 16]));
+    }
+
+    #[test]
+    fn counters_are_shared_through_the_payload_and_a_memory_handle_does_not_open_them() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let (mine, payload) = CounterPage::export().expect("export");
+        let theirs = CounterPage::import(&payload).expect("import");
+        mine.recorded().fetch_add(3, SeqCst);
+        theirs.completed().fetch_max(2, SeqCst);
+        assert_eq!((theirs.recorded().load(SeqCst), mine.completed().load(SeqCst)), (3, 2));
+        // The same descriptor read as an allocation's handle is refused.
+        let mut p = Payload::decode(&payload);
+        p.len = 2 << 20;
+        p.size = 2 << 20;
+        assert!(matches!(Imports::default().import(&p.encode()), Err(BackendError::InvalidHandle(m)) if m.contains("no longer")));
     }
 
     #[test]

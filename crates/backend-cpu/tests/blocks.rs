@@ -538,7 +538,7 @@ unsafe extern "C" fn trap_kernel(_p: *const u8, c: *mut BlockCtx, x: u32, y: u32
     unsafe {
         let t = linear(ctx(c), x, y, z);
         if block_linear(ctx(c)) == 1 && t == 33 {
-            __anycuda_trap(c, t);
+            __anycuda_trap(c, t, c"k (PTX line 7)".as_ptr());
         }
     }
 }
@@ -556,7 +556,7 @@ fn trap_fails_the_launch() {
     let (exec, _) = executor();
     for kernel in [scheduled(trap_kernel), fast(trap_kernel, trap_block)] {
         let error = unsafe { exec.launch(&kernel, [3, 1, 1], [32, 2, 1], 0, &[], &opts()) }.unwrap_err();
-        assert_eq!(error, LaunchError::Trap { block: [1, 0, 0], thread: [1, 1, 0] });
+        assert_eq!(error, LaunchError::Trap { block: [1, 0, 0], thread: [1, 1, 0], place: "k (PTX line 7)".into() });
     }
 }
 

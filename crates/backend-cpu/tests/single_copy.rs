@@ -15,17 +15,20 @@ const PTX: &str = r#"
 .target sm_70
 .address_size 64
 
-// Block 0 publishes (i, ~i) with one v2 store and (i, ~i, 3i, i ^ 0x5555)
-// with one v4 store, for i = 1 .. count; block 1 reads both until it sees
-// count, and stores how many reads had components of different i.
-.visible .entry publish(.param .u64 pair, .param .u64 quad, .param .u64 torn, .param .u32 count)
+// Block 0 publishes (i, ~i) with one v2 store, (i, ~i, 3i, i ^ 0x5555)
+// with one v4 store and (i, ~i) as 64-bit words with one `.cg` v2 store (as
+// CUB before `.relaxed` published 16-byte tile states), for i = 1 ..
+// count; block 1 reads them until it sees count, and stores how many reads
+// had components of different i.
+.visible .entry publish(.param .u64 pair, .param .u64 quad, .param .u64 wide, .param .u64 torn, .param .u32 count)
 {
     .reg .pred %p<8>;
     .reg .b32 %r<24>;
-    .reg .b64 %rd<4>;
+    .reg .b64 %rd<12>;
     ld.param.u64 %rd1, [pair];
     ld.param.u64 %rd2, [quad];
     ld.param.u64 %rd3, [torn];
+    ld.param.u64 %rd4, [wide];
     ld.param.u32 %r1, [count];
     mov.u32 %r2, %ctaid.x;
     setp.ne.u32 %p1, %r2, 0;
@@ -37,6 +40,9 @@ WRITE:
     xor.b32 %r6, %r3, 0x5555;
     st.relaxed.gpu.global.v2.u32 [%rd1], {%r3, %r4};
     st.release.gpu.global.v4.u32 [%rd2], {%r3, %r4, %r5, %r6};
+    cvt.u64.u32 %rd5, %r3;
+    not.b64 %rd6, %rd5;
+    st.global.cg.v2.u64 [%rd4], {%rd5, %rd6};
     add.u32 %r3, %r3, 1;
     setp.le.u32 %p2, %r3, %r1;
     @%p2 bra WRITE;
@@ -60,6 +66,11 @@ LOOP:
     or.pred %p3, %p3, %p5;
     selp.u32 %r19, 1, 0, %p3;
     add.u32 %r10, %r10, %r19;
+    ld.global.cg.v2.u64 {%rd7, %rd8}, [%rd4];
+    not.b64 %rd9, %rd7;
+    setp.ne.u64 %p7, %rd8, %rd9;
+    selp.u32 %r20, 1, 0, %p7;
+    add.u32 %r10, %r10, %r20;
     setp.lt.u32 %p6, %r7, %r1;
     @%p6 bra LOOP;
     st.global.u32 [%rd3], %r10;
@@ -73,14 +84,15 @@ fn torn_reads(warp: compiler::WarpMode, memcheck: bool, count: u32) -> u32 {
     config.options.memcheck = memcheck;
     let backend = Arc::new(CpuBackend::with_jit(config));
     let module = backend.load_module(0, PTX, &ModuleOptions { target: 70, ..Default::default() }).expect("the module loads");
-    let (pair, quad, torn) =
-        (backend.alloc(0, 8).expect("alloc"), backend.alloc(0, 16).expect("alloc"), backend.alloc(0, 4).expect("alloc"));
+    let alloc = |bytes| backend.alloc(0, bytes).expect("alloc");
+    let (pair, quad, wide, torn) = (alloc(8), alloc(16), alloc(16), alloc(4));
     // The state before the first store is consistent too: i = 0.
     let words = |w: &[u32]| w.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
     backend.copy_htod(pair, &words(&[0, !0])).expect("copy");
     backend.copy_htod(quad, &words(&[0, !0, 0, 0x5555])).expect("copy");
+    backend.copy_htod(wide, &words(&[0, 0, !0, !0])).expect("copy");
     backend.copy_htod(torn, &words(&[u32::MAX])).expect("copy");
-    let mut params: Vec<u8> = [pair, quad, torn].iter().flat_map(|a| a.to_le_bytes()).collect();
+    let mut params: Vec<u8> = [pair, quad, wide, torn].iter().flat_map(|a| a.to_le_bytes()).collect();
     params.extend(count.to_le_bytes());
     let launch = LaunchParams {
         grid: [2, 1, 1],

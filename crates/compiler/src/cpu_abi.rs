@@ -405,8 +405,9 @@ runtime_functions! {
     WARP_GATHER = "__anycuda_warp_gather": fn(Ctx, U32, Bytes, U32, BytesMut, U32) -> Bytes;
     /// `exit` in a called function: ends the thread.
     EXIT = "__anycuda_exit": fn(Ctx, U32), noreturn;
-    /// `trap`.
-    TRAP = "__anycuda_trap": fn(Ctx, U32), noreturn;
+    /// `trap`: (ctx, thread, place: the function and PTX line, as the
+    /// memory checker's reports name them).
+    TRAP = "__anycuda_trap": fn(Ctx, U32, Str), noreturn;
     /// A failed `assert`: (ctx, thread, message, file, line, function, char size).
     ASSERTFAIL = "__anycuda_assertfail": fn(Ctx, U32, Str, Str, U32, Str, U64), noreturn;
     /// Lets other threads run (inserted in loops that may spin on memory).
@@ -631,11 +632,15 @@ pub mod devrt {
         OccupancyMaxActiveBlocksPerMultiprocessor,
         OccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
         RuntimeGetVersion,
+        MemcpyAsync,
+        Memcpy2DAsync,
+        MemsetAsync,
+        Memset2DAsync,
     }
 
     impl Op {
         /// Every operation, for the backend's dispatch.
-        pub const ALL: [Op; 25] = [
+        pub const ALL: [Op; 29] = [
             Op::GetParameterBuffer,
             Op::GetParameterBufferV2,
             Op::LaunchDevice,
@@ -661,6 +666,10 @@ pub mod devrt {
             Op::OccupancyMaxActiveBlocksPerMultiprocessor,
             Op::OccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
             Op::RuntimeGetVersion,
+            Op::MemcpyAsync,
+            Op::Memcpy2DAsync,
+            Op::MemsetAsync,
+            Op::Memset2DAsync,
         ];
 
         pub fn from_u32(v: u32) -> Option<Op> {
@@ -722,6 +731,18 @@ pub mod devrt {
             Ret::Error,
         ),
         f("RuntimeGetVersion", Op::RuntimeGetVersion, &[U64], Ret::Error),
+        // (dst, src, count, kind, stream)
+        f("MemcpyAsync", Op::MemcpyAsync, &[U64, U64, U64, U32, U64], Ret::Error),
+        f("MemcpyAsync_ptsz", Op::MemcpyAsync, &[U64, U64, U64, U32, U64], Ret::Error),
+        // (dst, dpitch, src, spitch, width, height, kind, stream)
+        f("Memcpy2DAsync", Op::Memcpy2DAsync, &[U64, U64, U64, U64, U64, U64, U32, U64], Ret::Error),
+        f("Memcpy2DAsync_ptsz", Op::Memcpy2DAsync, &[U64, U64, U64, U64, U64, U64, U32, U64], Ret::Error),
+        // (dst, value, count, stream)
+        f("MemsetAsync", Op::MemsetAsync, &[U64, U32, U64, U64], Ret::Error),
+        f("MemsetAsync_ptsz", Op::MemsetAsync, &[U64, U32, U64, U64], Ret::Error),
+        // (dst, pitch, value, width, height, stream)
+        f("Memset2DAsync", Op::Memset2DAsync, &[U64, U64, U32, U64, U64, U64], Ret::Error),
+        f("Memset2DAsync_ptsz", Op::Memset2DAsync, &[U64, U64, U32, U64, U64, U64], Ret::Error),
     ];
 
     /// The device-runtime function a PTX name calls: `__cudaCDP2X` (what

@@ -119,6 +119,38 @@
 //!   falling in) passes an unsigned comparison proving `i < b` for a
 //!   launch constant `b`, or comes from code entered with that bound
 //!   that does not write the counter.
+//!
+//!   64-bit values are followed too: a 64-bit parameter is its low word
+//!   plus its high word (signed) times 2^32; `add`, `sub`, `mul.lo` and
+//!   `shl` of 64-bit registers are ring operations modulo 2^64; a
+//!   `div.s64` / `div.u64` is [`Op::Div`] and a `rem.s64`, or `x - q *
+//!   d` with `q` that division of the same `x` and `d`, is [`Op::Mod`]:
+//!   at launch both need `x` in `[0, 2^63)` and `d` in `[1, 2^63)` over
+//!   the whole interval (then the registers are the exact values and
+//!   truncation is flooring); a `selp` is [`Op::Either`], the hull of
+//!   its two operands. *Divisions with a 32-bit fast path*: where a
+//!   register read has two writes, nvcc's code for a 64-bit `x / d` or
+//!   `x % d` (`((x | d) & 0xffffffff00000000) == 0` branching to a
+//!   `div.u32` of the truncated operands, widened; the `div.s64` side
+//!   branching past it to the join), the register holds the 64-bit
+//!   side's value (`Forms::diamond`). Invariant: every write of the
+//!   register writes that value — the fast path is entered only when the
+//!   test of the same `x` and `d` held (its one way in is the branch on
+//!   the test; nothing falls into it), so both fit 32 bits, and there
+//!   the 32-bit quotient and remainder are the 64-bit ones — and every
+//!   way to the read passes one of the two writes (no branch from
+//!   outside the code from the join to the read enters it but at the
+//!   join, which only the two sides reach). Values compared for
+//!   equality (the remainder's quotient, a register's value in two
+//!   places) must *name* a value: neither [`Op::Under`] nor
+//!   [`Op::Either`], whose choice may differ between two reads of equal
+//!   computations. An early exit on a signed 64-bit comparison
+//!   (`if (i >= n) return;`) caps the value of a 64-bit register where it is
+//!   read ([`Op::Min`], `Forms::exit_bound64`). Invariant: every way to
+//!   the read passes the exit without taking it — no branch from
+//!   outside the statements from the exit to the read targets a label
+//!   among them, the exit's own branch included — and the register and
+//!   the bound hold the values the comparison saw.
 //! - **Stores in loops** ([`Injective`]): a store that may run several
 //!   times per thread cannot be paired with itself by the rules above.
 //!   Each thread's own runs of it keep their order either way, so what
@@ -299,6 +331,24 @@ pub enum Op<P> {
     /// iteration to the next: a computation with it bounds values, it
     /// does not name one.
     Under,
+    /// `div.s64` / `div.u64`: pops `d`, `x`, pushes `x / d`. Both must lie
+    /// in `[0, 2^63)` and `d` be at least 1: then the 64-bit registers
+    /// are the exact values (signed or not) and the quotient is exact
+    /// (truncating and flooring agree).
+    Div,
+    /// The remainder `x - (x / d) * d` of such a division (`rem.s64`, or
+    /// the product of its quotient subtracted): pops `d`, `x`, pushes
+    /// `x mod d`, in `[0, min(x, d - 1)]`, under the conditions of
+    /// [`Op::Div`].
+    Mod,
+    /// `selp`: pops `b`, `a`, pushes one of the two (whichever the
+    /// predicate picks): a value between the smaller and the larger.
+    Either,
+    /// A 64-bit register's value `x` read where an exit passed proves `x
+    /// <= n` (`if (i >= n) return;`): pops `n`, `x`, pushes `x` with its
+    /// upper end capped at `n` (the same value; fails when no `x` of the
+    /// interval is at most `n`).
+    Min,
 }
 
 /// Whether `q(x) = floor((floor(x * m / 2^32) + x) / 2^s)`, computed in
@@ -471,6 +521,10 @@ pub fn map_ops<P, P2>(v: &[Op<P>], fp: &dyn Fn(&P) -> P2) -> Vec<Op<P2>> {
             Op::Shr => Op::Shr,
             Op::Rem => Op::Rem,
             Op::Under => Op::Under,
+            Op::Div => Op::Div,
+            Op::Mod => Op::Mod,
+            Op::Either => Op::Either,
+            Op::Min => Op::Min,
         })
         .collect()
 }
@@ -539,6 +593,27 @@ pub fn value_range<P>(
                 } else {
                     (0, d - 1)
                 }
+            }
+            Op::Div | Op::Mod => {
+                let (d, x) = (stack.pop()?, stack.pop()?);
+                let fits = |v: (i128, i128)| v.1 < 1 << 63;
+                (x.0 >= 0 && d.0 >= 1 && fits(x) && fits(d)).then_some(())?;
+                if matches!(op, Op::Div) {
+                    (x.0 / d.1, x.1 / d.0)
+                } else if d.0 == d.1 && x.0 / d.0 == x.1 / d.0 {
+                    (x.0 % d.0, x.1 % d.0)
+                } else {
+                    (0, x.1.min(d.1 - 1))
+                }
+            }
+            Op::Either => {
+                let (b, a) = (stack.pop()?, stack.pop()?);
+                (a.0.min(b.0), a.1.max(b.1))
+            }
+            Op::Min => {
+                let (n, x) = (stack.pop()?, stack.pop()?);
+                let top = x.1.min(n.1);
+                (top >= x.0).then_some((x.0, top))?
             }
             Op::Special(l, d) => {
                 let (b, g) = (i128::from(*block.get(*d as usize)?), i128::from(*grid.get(*d as usize)?));
@@ -968,6 +1043,9 @@ struct Forms<'a> {
     forms: std::collections::HashMap<usize, Option<Form>>,
     values: std::collections::HashMap<usize, Option<Vec<Op<VarId>>>>,
     visiting: std::collections::HashSet<(u8, usize)>,
+    /// The exits on signed 64-bit comparisons, by register compared
+    /// (built when first needed, [`Forms::exit_bound64`]).
+    exits64: Option<std::collections::HashMap<RegId, Vec<usize>>>,
 }
 
 impl<'a> Forms<'a> {
@@ -1017,6 +1095,7 @@ impl<'a> Forms<'a> {
             forms: Default::default(),
             values: Default::default(),
             visiting: Default::default(),
+            exits64: None,
         }
     }
 
@@ -1186,11 +1265,20 @@ impl<'a> Forms<'a> {
                 d,
             )),
             Operand::Reg(r) => match self.reach(r, at) {
-                Some(i) => out.extend(self.value(i)?),
-                None => {
-                    out.extend(self.counter_bound(r, at)?);
-                    out.push(Op::Under);
+                Some(i) => {
+                    out.extend(self.value(i)?);
+                    if let Some(n) = self.exit_bound64(r, at) {
+                        out.extend(n);
+                        out.push(Op::Min);
+                    }
                 }
+                None => match self.diamond(r, at) {
+                    Some(v) => out.extend(v),
+                    None => {
+                        out.extend(self.counter_bound(r, at)?);
+                        out.push(Op::Under);
+                    }
+                },
             },
             _ => return None,
         }
@@ -1383,7 +1471,7 @@ impl<'a> Forms<'a> {
             return true;
         }
         match (self.reach(r, a1), self.reach(r, a2)) {
-            (Some(x), Some(y)) if x == y => self.value(x).is_some_and(|v| !v.contains(&Op::Under)),
+            (Some(x), Some(y)) if x == y => self.value(x).is_some_and(|v| names_value(&v)),
             _ => false,
         }
     }
@@ -1458,6 +1546,348 @@ impl<'a> Forms<'a> {
         Some(())
     }
 
+    /// `x - m` (statement `i`, 64 bits) with `m = q * d` (`mul.lo`,
+    /// either order) and `q` the value `x / d` ([`Op::Div`]) of the same
+    /// `x` and `d`: `x mod d` ([`Op::Mod`]). Equal computations are equal
+    /// values (none has [`Op::Under`], which would bound a value rather
+    /// than name it).
+    fn remainder64(&mut self, i: usize, x: &Operand, p: &Operand, out: &mut Vec<Op<VarId>>) -> Option<()> {
+        let (mi, mul) = self.def_of(p, i, Opcode::Mul)?;
+        if !mul.has(self.b, Flag::LoHalf) || mul.ty(self.b)?.bits() != 64 {
+            return None;
+        }
+        let [_, u, v] = self.b.args(mul) else { return None };
+        let mut xs = Vec::new();
+        self.value_operand_as(x, i, Imm::B64, &mut xs)?;
+        for (q, d) in [(u, v), (v, u)] {
+            let (mut qs, mut ds) = (Vec::new(), Vec::new());
+            if self.value_operand_as(q, mi, Imm::B64, &mut qs).is_none() || self.value_operand_as(d, mi, Imm::B64, &mut ds).is_none() {
+                continue;
+            }
+            let quotient: Vec<Op<VarId>> = xs.iter().chain(&ds).copied().chain([Op::Div]).collect();
+            if qs == quotient && names_value(&qs) {
+                out.extend(xs);
+                out.extend(ds);
+                out.push(Op::Mod);
+                return (out.len() <= MAX_VALUE_OPS).then_some(());
+            }
+        }
+        None
+    }
+
+    /// The value of 64-bit register `r` read at statement `at` where two
+    /// writes may reach it: the two sides of a 64-bit division's 32-bit
+    /// fast path, as nvcc emits `x / d` and `x % d` for 64-bit operands
+    /// (see "Divisions with a 32-bit fast path" in the module's notes):
+    ///
+    /// ```text
+    ///     or.b64 t, x, d; and.b64 u, t, -4294967296; setp.eq.s64 p, u, 0;
+    ///     @p bra L32;
+    ///     div.s64 r, x, d;          (or r = x - (x / d) * d)
+    ///     bra.uni JOIN;
+    /// L32:
+    ///     cvt.u32.u64 a, d; cvt.u32.u64 b, x; div.u32 c, b, a;
+    ///     cvt.u64.u32 r, c;         (or r = cvt(b - c * a))
+    /// JOIN:  ... reads r
+    /// ```
+    ///
+    /// On the fast path `x` and `d` lie in `[0, 2^32)`, so the 32-bit
+    /// quotient and remainder are the 64-bit ones, and `r` holds the
+    /// 64-bit side's value ([`Op::Div`], [`Op::Mod`]) whichever way came.
+    fn diamond(&mut self, r: RegId, at: usize) -> Option<Vec<Op<VarId>>> {
+        let b = self.b;
+        if crate::affine::register_bits(self.f, b, r)? != 64 {
+            return None;
+        }
+        let [w1, w2] = self.writes.get(r as usize)?[..] else { return None };
+        let unguarded_only = |i: usize| {
+            matches!(b.statements.get(i), Some(Statement::Instruction(inst))
+                if inst.guard.is_none() && matches!(b.args(inst).first(), Some(Operand::Reg(d)) if *d == r))
+        };
+        if !unguarded_only(w1) || !unguarded_only(w2) {
+            return None;
+        }
+        let widens = |i: usize| {
+            matches!(b.statements.get(i), Some(Statement::Instruction(inst))
+            if inst.op == Opcode::Cvt && inst.rounding(b).is_none() && {
+                let mut t = inst.types(b);
+                (t.next(), t.next()) == (Some(Type::U64), Some(Type::U32))
+            })
+        };
+        let (w64, w32) = match (widens(w1), widens(w2)) {
+            (false, true) => (w1, w2),
+            (true, false) => (w2, w1),
+            _ => return None,
+        };
+        let is_branch = |inst: &Instruction| matches!(inst.op, Opcode::Bra | Opcode::Brx | Opcode::Ret | Opcode::Exit);
+        let branches_in = |from: usize, to: usize| {
+            (from..to).any(|k| matches!(b.statements.get(k), Some(Statement::Instruction(inst)) if is_branch(inst)))
+        };
+        let label_of = |head: usize| match b.statements.get(head) {
+            Some(Statement::Label(l)) => Some(*l),
+            _ => None,
+        };
+        // Every branch to a label (statements), failing on `brx`.
+        let branches_to = |head: usize| -> Option<Vec<usize>> {
+            let label = label_of(head)?;
+            let mut out = Vec::new();
+            for (j, st) in b.statements.iter().enumerate() {
+                let Statement::Instruction(inst) = st else { continue };
+                if inst.op == Opcode::Brx {
+                    return None;
+                }
+                if inst.op == Opcode::Bra && matches!(b.args(inst).first(), Some(Operand::Label(l)) if *l == label) {
+                    out.push(j);
+                }
+            }
+            Some(out)
+        };
+        // The join: the label after the fast path. The read lies in code
+        // only the join enters: no branch from outside the statements
+        // from the join to the read targets a label among them but the
+        // join's (so every way to the read passes the join, and so one of
+        // the two writes, the only ones of `r`).
+        let join = (w32..at).find(|&k| matches!(b.statements.get(k), Some(Statement::Label(_))))?;
+        for (j, st) in b.statements.iter().enumerate() {
+            let Statement::Instruction(inst) = st else { continue };
+            if inst.op == Opcode::Brx {
+                return None;
+            }
+            if inst.op != Opcode::Bra || (join..=at).contains(&j) {
+                continue;
+            }
+            let Some(Operand::Label(l)) = b.args(inst).first() else { return None };
+            let into = (join + 1..=at).any(|k| matches!(b.statements.get(k), Some(Statement::Label(m)) if m == l));
+            if into {
+                return None;
+            }
+        }
+        // The fast path: straight-line code from its label to the join's,
+        // with no branch (so whoever runs its end ran `w32`).
+        let fast = *self.region.get(w32)?;
+        if fast == 0 || *self.region.get(join.checked_sub(1)?)? != fast || branches_in(fast, join) {
+            return None;
+        }
+        // The join: reached only by falling from the fast path and by one
+        // unguarded branch right after `w64` in `w64`'s straight-line code.
+        let [j64] = branches_to(join)?[..] else { return None };
+        let slow = *self.region.get(w64)?;
+        let bra64 = match b.statements.get(j64) {
+            Some(Statement::Instruction(inst)) => inst.guard.is_none() && inst.op == Opcode::Bra,
+            _ => false,
+        };
+        if !bra64 || j64 <= w64 || *self.region.get(j64)? != slow || branches_in(w64, j64) {
+            return None;
+        }
+        // The fast path is entered only by a branch `@p bra` before `w64`
+        // in the same straight-line code (the code before its label ends
+        // in the unguarded branch to the join).
+        let [jp] = branches_to(fast)?[..] else { return None };
+        if fast != j64 + 1 || jp >= w64 || *self.region.get(jp)? != slow || branches_in(jp + 1, w64) {
+            return None;
+        }
+        let guard = match b.statements.get(jp) {
+            Some(Statement::Instruction(inst)) => inst.guard?,
+            _ => return None,
+        };
+        if guard.negate {
+            return None;
+        }
+        // `p = ((x | d) & 0xffffffff00000000) == 0`.
+        let (x, d) = self.fits_u32_test(guard.reg, jp)?;
+        if !self.same_division(w64, w32, x, d) && !self.same_division(w64, w32, d, x) {
+            return None;
+        }
+        let v = self.value(w64)?;
+        names_value(&v).then_some(v)
+    }
+
+    /// Whether statement `w64` writes the 64-bit quotient `x / d` of the
+    /// values registers `x` and `d` hold at the test (`(register,
+    /// statement)`), and `w32` its 32-bit fast path, widened
+    /// (`cvt.u64.u32` of `div.u32` of the two truncated); or both the
+    /// remainder `x - q * d` of that quotient ([`Forms::diamond`]).
+    fn same_division(&mut self, w64: usize, w32: usize, x: (RegId, usize), d: (RegId, usize)) -> bool {
+        let b = self.b;
+        let (Some(side64), Some(side32)) = (self.def(w64), self.def(w32)) else { return false };
+        let [_, c32] = b.args(side32) else { return false };
+        let same = |f: &mut Self, o: &Operand, at: usize, want: (RegId, usize)| f.is_write(o, at, want);
+        let quotient64 = |f: &mut Self, inst: &Instruction, at: usize| -> bool {
+            let ty = inst.ty(b);
+            inst.op == Opcode::Div
+                && matches!(ty, Some(Type::S64 | Type::U64))
+                && matches!(b.args(inst), [_, xo, dop] if same(f, xo, at, x) && same(f, dop, at, d))
+        };
+        // `cvt.u32.u64` of the value `v` holds at the test.
+        let narrow = |f: &mut Self, o: &Operand, at: usize, v: (RegId, usize)| -> bool {
+            let Some((ci, cvt)) = f.def_of(o, at, Opcode::Cvt) else { return false };
+            let mut t = cvt.types(b);
+            (t.next(), t.next()) == (Some(Type::U32), Some(Type::U64))
+                && cvt.rounding(b).is_none()
+                && matches!(b.args(cvt), [_, src] if same(f, src, ci, v))
+        };
+        // `div.u32 c, narrow(x), narrow(d)`.
+        let quotient32 = |f: &mut Self, o: &Operand, at: usize| -> bool {
+            let Some((qi, q)) = f.def_of(o, at, Opcode::Div) else { return false };
+            q.ty(b) == Some(Type::U32) && matches!(b.args(q), [_, xo, dop] if narrow(f, xo, qi, x) && narrow(f, dop, qi, d))
+        };
+        let ok = if quotient64(self, side64, w64) {
+            quotient32(self, c32, w32)
+        } else {
+            // The remainders: `x - q * d` on both sides.
+            let rem64 = side64.op == Opcode::Sub
+                && side64.ty(b).is_some_and(|t| t.bits() == 64 && t.is_integer())
+                && match b.args(side64) {
+                    [_, xo, m] if same(self, xo, w64, x) => match self.def_of(m, w64, Opcode::Mul) {
+                        Some((mi, mul)) if mul.has(b, Flag::LoHalf) && mul.ty(b).is_some_and(|t| t.bits() == 64) => {
+                            let [_, u, v] = b.args(mul) else { return false };
+                            let quotient =
+                                |f: &mut Self, q: &Operand| f.def_of(q, mi, Opcode::Div).is_some_and(|(qi, qd)| quotient64(f, qd, qi));
+                            (quotient(self, u) && same(self, v, mi, d)) || (quotient(self, v) && same(self, u, mi, d))
+                        }
+                        _ => false,
+                    },
+                    _ => false,
+                };
+            let rem32 = match self.def_of(c32, w32, Opcode::Sub) {
+                Some((si, sub)) if sub.ty(b).is_some_and(|t| t.bits() == 32 && t.is_integer()) => match b.args(sub) {
+                    [_, xo, m] if narrow(self, xo, si, x) => match self.def_of(m, si, Opcode::Mul) {
+                        Some((mi, mul)) if mul.has(b, Flag::LoHalf) && mul.ty(b).is_some_and(|t| t.bits() == 32) => {
+                            let [_, u, v] = b.args(mul) else { return false };
+                            (quotient32(self, u, mi) && narrow(self, v, mi, d)) || (quotient32(self, v, mi) && narrow(self, u, mi, d))
+                        }
+                        _ => false,
+                    },
+                    _ => false,
+                },
+                _ => false,
+            };
+            rem64 && rem32
+        };
+        ok
+    }
+
+    /// A bound `n` with `r <= n` for 64-bit register `r` where statement
+    /// `at` reads it: the nearest exit before `at` (a guarded `bra`,
+    /// `ret` or `exit`) whose predicate is a signed 64-bit comparison of
+    /// `r`'s value there with a value [`Forms::value`] follows, not taken
+    /// only when `r < n` or `r <= n` holds, and which every way to `at`
+    /// passes: no branch from outside the statements from the exit to
+    /// `at` targets a label among them, nor does the exit itself (so the
+    /// last run of the exit before `at` was not taken).
+    fn exit_bound64(&mut self, r: RegId, at: usize) -> Option<Vec<Op<VarId>>> {
+        if crate::affine::register_bits(self.f, self.b, r)? != 64 {
+            return None;
+        }
+        let b = self.b;
+        if self.exits64.is_none() {
+            let mut map: std::collections::HashMap<RegId, Vec<usize>> = Default::default();
+            for (j, st) in b.statements.iter().enumerate() {
+                let Statement::Instruction(inst) = st else { continue };
+                let Some(g) = inst.guard else { continue };
+                if !matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit) {
+                    continue;
+                }
+                let Some((_, setp)) = self.def_of(&Operand::Reg(g.reg), j, Opcode::Setp) else { continue };
+                if setp.ty(b) != Some(Type::S64) {
+                    continue;
+                }
+                for o in b.args(setp).iter().skip(1) {
+                    if let Operand::Reg(x) = *o {
+                        map.entry(x).or_default().push(j);
+                    }
+                }
+            }
+            self.exits64 = Some(map);
+        }
+        let candidates = self.exits64.as_ref()?.get(&r)?.clone();
+        let j = candidates.into_iter().filter(|&j| j < at).max()?;
+        let Statement::Instruction(exit) = b.statements.get(j)? else { return None };
+        let guard = exit.guard?;
+        let (k, setp) = self.def_of(&Operand::Reg(guard.reg), j, Opcode::Setp)?;
+        let [_, x, y] = b.args(setp) else { return None };
+        let is_r = |f: &mut Self, o: &Operand| matches!(*o, Operand::Reg(q) if q == r && f.same_value(r, k, at) && f.same_value(r, k, j));
+        let cmp = setp.cmp(b)?;
+        // The comparison as `r CMP other`.
+        let (holds, other) = if is_r(self, x) {
+            (cmp, y)
+        } else if is_r(self, y) {
+            let flipped = match cmp {
+                CmpOp::Lt => CmpOp::Gt,
+                CmpOp::Le => CmpOp::Ge,
+                CmpOp::Gt => CmpOp::Lt,
+                CmpOp::Ge => CmpOp::Le,
+                _ => return None,
+            };
+            (flipped, x)
+        } else {
+            return None;
+        };
+        // Not taken: the predicate is `negate`; what then holds of `r`.
+        let kept = match (holds, guard.negate) {
+            (c @ (CmpOp::Lt | CmpOp::Le), true) => c,
+            (CmpOp::Ge, false) => CmpOp::Lt,
+            (CmpOp::Gt, false) => CmpOp::Le,
+            _ => return None,
+        };
+        // Every way to `at` passes the exit, not taken.
+        let label_at = |l: &LabelId| (j + 1..=at).any(|q| matches!(b.statements.get(q), Some(Statement::Label(m)) if m == l));
+        for (q, st) in b.statements.iter().enumerate() {
+            let Statement::Instruction(inst) = st else { continue };
+            if inst.op == Opcode::Brx {
+                return None;
+            }
+            if inst.op != Opcode::Bra || ((j + 1..=at).contains(&q)) {
+                continue;
+            }
+            let Some(Operand::Label(l)) = b.args(inst).first() else { return None };
+            if label_at(l) {
+                return None;
+            }
+        }
+        let mut n = Vec::new();
+        self.value_operand_as(other, k, Imm::B64, &mut n)?;
+        if !names_value(&n) {
+            return None;
+        }
+        if kept == CmpOp::Lt {
+            n.extend([Op::Const(1), Op::Sub]);
+        }
+        (n.len() <= MAX_VALUE_OPS).then_some(n)
+    }
+
+    /// For predicate `p` read at statement `at`: the registers (with the
+    /// statement reading them) `x` and `d` when `p` is `((x | d) &
+    /// 0xffffffff00000000) == 0` (both in `[0, 2^32)` as unsigned 64-bit
+    /// values).
+    fn fits_u32_test(&mut self, p: RegId, at: usize) -> Option<((RegId, usize), (RegId, usize))> {
+        let b = self.b;
+        let (si, setp) = self.def_of(&Operand::Reg(p), at, Opcode::Setp)?;
+        if setp.cmp(b)? != CmpOp::Eq || setp.ty(b)?.bits() != 64 || !setp.ty(b)?.is_integer() {
+            return None;
+        }
+        let u = match b.args(setp) {
+            [_, u, Operand::Imm(0)] | [_, Operand::Imm(0), u] => *u,
+            _ => return None,
+        };
+        let (ai, and) = self.def_of(&u, si, Opcode::And)?;
+        if and.ty(b)?.bits() != 64 {
+            return None;
+        }
+        let t = match b.args(and) {
+            [_, t, Operand::Imm(-4294967296)] | [_, Operand::Imm(-4294967296), t] => *t,
+            _ => return None,
+        };
+        let (oi, or) = self.def_of(&t, ai, Opcode::Or)?;
+        if or.ty(b)?.bits() != 64 {
+            return None;
+        }
+        match b.args(or) {
+            [_, Operand::Reg(x), Operand::Reg(d)] => Some(((*x, oi), (*d, oi))),
+            _ => None,
+        }
+    }
+
     fn compute_value(&mut self, i: usize, out: &mut Vec<Op<VarId>>) -> Option<()> {
         let inst = self.def(i)?;
         let b = self.b;
@@ -1512,6 +1942,7 @@ impl<'a> Forms<'a> {
                 out.push(Op::Sub);
             }
             (Opcode::Sub, [_, x, p]) if bits == 32 && self.remainder(i, x, p, out).is_some() => {}
+            (Opcode::Sub, [_, x, p]) if bits == 64 && self.remainder64(i, x, p, out).is_some() => {}
             (Opcode::Add | Opcode::Sub, [_, a, c]) => {
                 self.value_operand_as(a, i, imm, out)?;
                 self.value_operand_as(c, i, imm, out)?;
@@ -1562,6 +1993,33 @@ impl<'a> Forms<'a> {
                 self.value_operand_as(a, i, Imm::U32, out)?;
                 self.value_operand_as(k, i, Imm::U32, out)?;
                 out.push(Op::Shr);
+            }
+            // A 64-bit parameter: its low word unsigned plus its high word
+            // (signed) times 2^32, the signed value of the register.
+            (Opcode::Ld, [_, Operand::AddrVar(v, 0)])
+                if inst.space(b) == Some(StateSpace::Param)
+                    && self.f.kind == FunctionKind::Entry
+                    && self.f.params.contains(v)
+                    && bits == 64
+                    && self.f.vars.get(*v as usize)?.size()? == 8 =>
+            {
+                out.extend([
+                    Op::Param { at: *v, signed: false },
+                    Op::Field { at: *v, field: 4, signed: true },
+                    Op::Const(1 << 32),
+                    Op::Mul,
+                    Op::Add,
+                ]);
+            }
+            (Opcode::Div | Opcode::Rem, [_, x, d]) if bits == 64 => {
+                self.value_operand_as(x, i, Imm::B64, out)?;
+                self.value_operand_as(d, i, Imm::B64, out)?;
+                out.push(if inst.op == Opcode::Div { Op::Div } else { Op::Mod });
+            }
+            (Opcode::Selp, [_, x, y, _]) if bits == 64 || bits == 32 => {
+                self.value_operand_as(x, i, imm, out)?;
+                self.value_operand_as(y, i, imm, out)?;
+                out.push(Op::Either);
             }
             _ => return None,
         }
@@ -1667,7 +2125,7 @@ impl<'a> Forms<'a> {
         let b = self.b;
         // A write whose value changes between runs (a loop counter's
         // bound in it) may be compared in one run and used in another.
-        if self.value(def)?.contains(&Op::Under) {
+        if !names_value(&self.value(def)?) {
             return None;
         }
         let start = *self.region.get(at)?;
@@ -2059,6 +2517,14 @@ impl<'a> Forms<'a> {
         }
         from
     }
+}
+
+/// Whether a computation names one value (a function of the launch and
+/// the thread, the same wherever the same write is read): neither a
+/// loop's bound ([`Op::Under`]) nor a choice between two ([`Op::Either`]),
+/// which bound a value whose choice may differ from one run to the next.
+fn names_value(v: &[Op<VarId>]) -> bool {
+    !v.iter().any(|o| matches!(o, Op::Under | Op::Either))
 }
 
 /// A term of a store's address as [`Forms::terms`] finds it: the
@@ -2558,6 +3024,201 @@ mod tests {
         assert_eq!(value_range(&[Op::Const(-1), Op::Wide { signed: true }], &none, [1, 1, 1], [1, 1, 1]), Some((-1, -1)));
     }
 
+    #[test]
+    fn sixty_four_bit_divisions_and_selections_range_every_value() {
+        // x = ctaid.x * ntid.x + tid.x over the launch, d a 64-bit
+        // parameter (words 0 and 4 of `p`): the intervals hold every
+        // thread's x / d and x % d.
+        let x = [Op::Special(Launch::Ctaid, 0), Op::Special(Launch::Ntid, 0), Op::Mul, Op::Special(Launch::Tid, 0), Op::Add];
+        let d64 =
+            [Op::Param { at: 0u32, signed: false }, Op::Field { at: 0, field: 4, signed: true }, Op::Const(1 << 32), Op::Mul, Op::Add];
+        let prog = |last: Op<u32>| -> Vec<Op<u32>> { x.iter().chain(&d64).copied().chain([last]).collect() };
+        let words = |d: i64| {
+            move |_: &u32, field: u32, signed: bool| -> Option<i64> {
+                let w = if field == 0 { d as u32 } else { (d >> 32) as u32 };
+                Some(if signed { i64::from(w as i32) } else { i64::from(w) })
+            }
+        };
+        for d in [1i64, 3, 7, 60, 64, 1000, (1 << 32) + 5] {
+            for (grid, block) in [(1u32, 1u32), (1, 37), (4, 128), (3, 100)] {
+                let n = i64::from(grid * block);
+                let (q, r) = (
+                    value_range(&prog(Op::Div), &words(d), [grid, 1, 1], [block, 1, 1]),
+                    value_range(&prog(Op::Mod), &words(d), [grid, 1, 1], [block, 1, 1]),
+                );
+                let ((q0, q1), (r0, r1)) = (q.expect("bounded"), r.expect("bounded"));
+                for i in 0..n {
+                    assert!((q0..=q1).contains(&i128::from(i / d)), "d {d} n {n}: {i} / d outside {q0}..{q1}");
+                    assert!((r0..=r1).contains(&i128::from(i % d)), "d {d} n {n}: {i} % d outside {r0}..{r1}");
+                }
+                assert!(r1 < i128::from(d) && r1 < i128::from(n), "d {d} n {n}: {r0}..{r1}");
+            }
+        }
+        // Nothing is claimed for a divisor that may be 0 or negative, or
+        // a dividend that may be negative (truncation is not flooring).
+        for d in [0i64, -3, -(1 << 40)] {
+            assert_eq!(value_range(&prog(Op::Div), &words(d), [1, 1, 1], [8, 1, 1]), None, "d {d}");
+            assert_eq!(value_range(&prog(Op::Mod), &words(d), [1, 1, 1], [8, 1, 1]), None, "d {d}");
+        }
+        let below = [Op::Special(Launch::Tid, 0), Op::Const(4), Op::Sub, Op::Const(3), Op::Div];
+        assert_eq!(value_range(&below, &words(1), [1, 1, 1], [8, 1, 1]), None);
+        // A selection lies between its two operands' extremes.
+        let pick = [Op::Special(Launch::Tid, 0), Op::Const(100), Op::Special(Launch::Tid, 0), Op::Sub, Op::Either];
+        assert_eq!(value_range(&pick, &words(1), [1, 1, 1], [8, 1, 1]), Some((0, 100)));
+        // An exit's bound caps the interval; a bound below every value
+        // (no thread passes the exit) gives none.
+        let capped = |n: i64| [Op::Special(Launch::Tid, 0), Op::Const(5), Op::Add, Op::Const(n), Op::Min];
+        assert_eq!(value_range(&capped(7), &words(1), [1, 1, 1], [8, 1, 1]), Some((5, 7)));
+        assert_eq!(value_range(&capped(100), &words(1), [1, 1, 1], [8, 1, 1]), Some((5, 12)));
+        assert_eq!(value_range(&capped(4), &words(1), [1, 1, 1], [8, 1, 1]), None);
+    }
+
+    /// `dst[i] = src[(i / n) * stride + i % n]` with `i = blockIdx.x *
+    /// blockDim.x + threadIdx.x` and 64-bit `n` and `stride` (parameters
+    /// 2 and 3), the division as nvcc emits it for 64-bit operands: a
+    /// 32-bit fast path when both fit, the quotient and remainder merged
+    /// from the two sides at the join.
+    const DIAMOND: &str = ".visible .entry k(.param .u64 dst, .param .u64 src, .param .u64 n, .param .u64 stride)\n{\n\
+        .reg .pred %p<4>;\n.reg .b32 %r<16>;\n.reg .f32 %f<4>;\n.reg .b64 %rd<40>;\n\
+        ld.param.u64 %rd1, [dst];\nld.param.u64 %rd2, [src];\nld.param.u64 %rd3, [n];\nld.param.u64 %rd4, [stride];\n\
+        mov.u32 %r1, %ntid.x;\nmov.u32 %r2, %ctaid.x;\nmul.wide.u32 %rd5, %r1, %r2;\nmov.u32 %r3, %tid.x;\ncvt.u64.u32 %rd6, %r3;\n\
+        add.s64 %rd7, %rd5, %rd6;\nor.b64 %rd8, %rd7, %rd3;\nand.b64 %rd9, %rd8, -4294967296;\nsetp.eq.s64 %p1, %rd9, 0;\n\
+        @%p1 bra $L__fast;\ndiv.s64 %rd30, %rd7, %rd3;\nmul.lo.s64 %rd10, %rd30, %rd3;\nsub.s64 %rd31, %rd7, %rd10;\n\
+        bra.uni $L__join;\n$L__fast:\ncvt.u32.u64 %r4, %rd3;\ncvt.u32.u64 %r5, %rd7;\ndiv.u32 %r6, %r5, %r4;\n\
+        mul.lo.s32 %r7, %r6, %r4;\nsub.s32 %r8, %r5, %r7;\ncvt.u64.u32 %rd30, %r6;\ncvt.u64.u32 %rd31, %r8;\n$L__join:\n\
+        mul.lo.s64 %rd11, %rd30, %rd4;\nadd.s64 %rd12, %rd11, %rd31;\nshl.b64 %rd13, %rd12, 2;\nadd.s64 %rd14, %rd2, %rd13;\n\
+        ld.global.f32 %f1, [%rd14];\nshl.b64 %rd15, %rd7, 2;\nadd.s64 %rd16, %rd1, %rd15;\nst.global.f32 [%rd16], %f1;\nret;\n}\n";
+
+    /// [`launch_holds_fields`] for [`DIAMOND`]'s 64-bit `n` and `stride`.
+    fn diamond_holds(d: &Disjoint<Base, VarId>, dst: u64, src: u64, n: i64, stride: i64, grid: u32) -> bool {
+        let words = |v: VarId, x: i64| [(v, 0, x as u32), (v, 4, (x >> 32) as u32)];
+        let f: Vec<(VarId, u32, u32)> = words(2, n).into_iter().chain(words(3, stride)).collect();
+        launch_holds_fields(d, dst, src, &f, [grid, 1, 1], [128, 1, 1])
+    }
+
+    #[test]
+    fn divisions_with_a_32_bit_fast_path_are_one_quotient() {
+        let d = only_disjoint(&verdict(DIAMOND));
+        // 4 blocks of 128: i < 512, rows of 60 (i / 60 <= 8, i % 60 < 60),
+        // src rows 100 elements apart: src's bytes [0, 4 * (8 * 100 +
+        // 60)), dst's [0, 2048).
+        let p = 0x10_0000u64;
+        let src_bytes = 4 * (8 * 100 + 60);
+        assert!(diamond_holds(&d, p, p + 2048, 60, 100, 4), "src right after dst");
+        assert!(!diamond_holds(&d, p, p + 2044, 60, 100, 4), "one element of overlap");
+        assert!(diamond_holds(&d, p + src_bytes, p, 60, 100, 4), "dst right after src");
+        assert!(!diamond_holds(&d, p + src_bytes - 4, p, 60, 100, 4), "dst's first element in src's last row");
+        assert!(!diamond_holds(&d, p + src_bytes, p, 60, 100, 5), "one more block reaches dst");
+        // A divisor past 32 bits takes the 64-bit side: one row.
+        assert!(diamond_holds(&d, p + 2048, p, (1 << 32) + 60, 100, 4));
+        // A divisor that may be 0 or negative proves nothing.
+        assert!(!diamond_holds(&d, p, p + (1 << 30), 0, 100, 4));
+        assert!(!diamond_holds(&d, p, p + (1 << 30), -60, 100, 4));
+    }
+
+    #[test]
+    fn divisions_whose_sides_differ_are_not_merged() {
+        // Each change leaves a side that computes something else than the
+        // other, or a way to the read that neither side's write covers.
+        let cases = [
+            // The test checks another value than the divisor.
+            ("or.b64 %rd8, %rd7, %rd3;", "or.b64 %rd8, %rd7, %rd4;"),
+            // The test checks the low words.
+            ("and.b64 %rd9, %rd8, -4294967296;", "and.b64 %rd9, %rd8, 4294967295;"),
+            // The fast path runs when the operands do not fit.
+            ("@%p1 bra $L__fast;", "@!%p1 bra $L__fast;"),
+            // The 32-bit side divides another value.
+            ("cvt.u32.u64 %r5, %rd7;", "cvt.u32.u64 %r5, %rd4;"),
+            // A signed 32-bit division reads values past 2^31 as negative.
+            ("div.u32 %r6, %r5, %r4;", "div.s32 %r6, %r5, %r4;"),
+            // The 64-bit side divides by another value.
+            ("div.s64 %rd30, %rd7, %rd3;", "div.s64 %rd30, %rd7, %rd4;"),
+            // The remainder subtracts another multiple.
+            ("mul.lo.s64 %rd10, %rd30, %rd3;", "mul.lo.s64 %rd10, %rd30, %rd4;"),
+            // A second way into the fast path, with no test of the operands.
+            ("or.b64 %rd8,", "setp.eq.s64 %p2, %rd4, 0;\n@%p2 bra $L__fast;\nor.b64 %rd8,"),
+            // A way to the read past both sides (the remainder unwritten).
+            ("or.b64 %rd8,", "setp.eq.s64 %p2, %rd4, 0;\n@%p2 bra $L__mid;\nor.b64 %rd8,"),
+        ];
+        for (from, to) in cases {
+            let mut src = DIAMOND.replace(from, to);
+            if to.contains("$L__mid") {
+                src = src.replace("add.s64 %rd12,", "$L__mid:\nadd.s64 %rd12,");
+            }
+            assert_ne!(src, DIAMOND);
+            assert_eq!(kind(&verdict(&src)), Some(ExchangeKind::GlobalPair), "{to}");
+        }
+    }
+
+    /// [`DIAMOND`] behind `if (i >= k) return;` (`k` a 64-bit parameter,
+    /// variable 4), `change` applied to the exit's lines.
+    fn diamond_exit(change: &dyn Fn(String) -> String) -> String {
+        let exit = change("ld.param.u64 %rd17, [k];\nsetp.ge.s64 %p3, %rd7, %rd17;\n@%p3 bra $L__done;\n".to_string());
+        DIAMOND
+            .replace(".param .u64 stride)", ".param .u64 stride, .param .u64 k)")
+            .replace("add.s64 %rd7, %rd5, %rd6;\n", &format!("add.s64 %rd7, %rd5, %rd6;\n{exit}"))
+            .replace("ret;\n}", "$L__done:\nret;\n}")
+    }
+
+    /// Whether `d` holds for [`diamond_exit`]'s kernel: `n` 64, `stride`
+    /// 100, `k`, 4 blocks of 128.
+    fn exit_holds(d: &Disjoint<Base, VarId>, dst: u64, src: u64, k: i64) -> bool {
+        let words = |v: VarId, x: i64| [(v, 0, x as u32), (v, 4, (x >> 32) as u32)];
+        let f: Vec<(VarId, u32, u32)> = [words(2, 64), words(3, 100), words(4, k)].concat();
+        launch_holds_fields(d, dst, src, &f, [4, 1, 1], [128, 1, 1])
+    }
+
+    #[test]
+    fn an_early_exit_bounds_64_bit_values() {
+        let d = only_disjoint(&verdict(&diamond_exit(&|e| e)));
+        let p = 0x10_0000u64;
+        // i <= 447: dst's bytes [0, 1792); i / 64 <= 6, src's [0, 4 * (600
+        // + 64)) = [0, 2656).
+        assert!(exit_holds(&d, p, p + 1792, 448));
+        assert!(!exit_holds(&d, p, p + 1788, 448));
+        assert!(exit_holds(&d, p + 2656, p, 448));
+        assert!(!exit_holds(&d, p + 2652, p, 448));
+        // A bound past the grid leaves the grid's: i <= 511, dst [0, 2048).
+        assert!(exit_holds(&d, p, p + 2048, 1 << 40));
+        assert!(!exit_holds(&d, p, p + 1792, 1 << 40));
+        // An exit the reads may bypass, or one that does not bound `i`
+        // from above on the way through, bounds nothing.
+        let cases: [&dyn Fn(String) -> String; 5] = [
+            &|e| format!("setp.eq.s64 %p2, %rd4, 0;\n@%p2 bra $L__in;\n{e}$L__in:\n"),
+            &|e| e.replace("@%p3 bra", "@!%p3 bra"),
+            &|e| e.replace("setp.ge.s64 %p3, %rd7,", "setp.le.s64 %p3, %rd7,"),
+            &|e| e.replace("setp.ge.s64 %p3, %rd7,", "setp.ge.s64 %p3, %rd4,"),
+            &|e| e.replace("setp.ge.s64", "setp.ge.u64"),
+        ];
+        for (n, change) in cases.iter().enumerate() {
+            let src = diamond_exit(change);
+            let d = only_disjoint(&verdict(&src));
+            assert!(!exit_holds(&d, p, p + 1792, 448), "case {n}");
+            assert!(exit_holds(&d, p, p + 2048, 448), "case {n}: the grid's bound");
+        }
+        // An exit whose branch lands between it and the reads does not
+        // leave: taken, `i` may be anything.
+        let inside = diamond_exit(&|e| e.replace("$L__done", "$L__in") + "$L__in:\n");
+        let d = only_disjoint(&verdict(&inside));
+        assert!(!exit_holds(&d, p, p + 1792, 448));
+    }
+
+    #[test]
+    fn selections_bound_values_but_never_equate_them() {
+        // x % d written as x - (x' / d) * d where x and x' select between
+        // the same two values on different predicates: equal computations,
+        // not equal values, so no remainder is claimed.
+        let src = DIAMOND.replace(
+            "shl.b64 %rd13, %rd12, 2;",
+            "setp.lt.u32 %p2, %r3, 7;\nsetp.lt.u32 %p3, %r3, 9;\nselp.b64 %rd20, %rd7, %rd4, %p2;\nselp.b64 %rd21, %rd7, %rd4, %p3;\n\
+             div.s64 %rd22, %rd21, %rd3;\nmul.lo.s64 %rd23, %rd22, %rd3;\nsub.s64 %rd12, %rd20, %rd23;\nshl.b64 %rd13, %rd12, 2;",
+        );
+        let d = only_disjoint(&verdict(&src));
+        let load = if d.a.base == Base::Param(1) { &d.a } else { &d.b };
+        let ops = &load.index.as_ref().expect("indexed").value;
+        assert!(ops.contains(&Op::Either) && !ops.contains(&Op::Mod), "{ops:?}");
+    }
+
     /// A kernel unravelling `i = blockIdx.x * blockDim.x + threadIdx.x`
     /// into `(i / d, i % d)` with fast-division constants from the `uint3`
     /// parameter `c` (`m`, `s`, `d`) and `REM` as the remainder's
@@ -2705,6 +3366,31 @@ mod tests {
         assert!(g.holds(&params(p + 4000, 1000), [4, 1, 1], [128, 1, 1], &no));
         assert!(!g.holds(&params(p + 3996, 1000), [4, 1, 1], [128, 1, 1], &no));
         assert!(!g.holds(&params(p + 4000, 1000), [4, 1, 1], [128, 2, 1], &no));
+    }
+
+    #[test]
+    fn launch_guards_read_64_bit_parameters_as_their_two_words() {
+        // The diamond kernel: dst at 0, src at 8, n at 16, stride at 24.
+        let g = unit_guard(DIAMOND);
+        let p = 0x10_0000u64;
+        let params = |src: u64, n: i64, stride: i64| -> Vec<u8> {
+            [p.to_le_bytes(), src.to_le_bytes(), n.to_le_bytes(), stride.to_le_bytes()].concat()
+        };
+        let no = |_: &str| None;
+        let launch = |b: &[u8], grid: u32| g.holds(b, [grid, 1, 1], [128, 1, 1], &no);
+        assert!(launch(&params(p + 2048, 60, 100), 4));
+        assert!(!launch(&params(p + 2044, 60, 100), 4));
+        assert!(!launch(&params(p + 2048, 60, 100), 5), "one more block reaches src");
+        // Rows of 512: one row, src's bytes [0, 2048) whatever the stride.
+        assert!(launch(&params(p + 2048, 512, 1 << 40), 4));
+        // The high word counts: n = 2^32 + 60 is one row too.
+        assert!(launch(&params(p + 2048, (1 << 32) + 60, 1 << 40), 4));
+        // src below dst: its 9 rows of 100 end where dst starts, rows of
+        // 2^32 + 100 reach far past it.
+        assert!(launch(&params(p - 3440, 60, 100), 4));
+        assert!(!launch(&params(p - 3440, 60, (1 << 32) + 100), 4), "a stride past 32 bits reaches dst");
+        assert!(!launch(&params(p + 2048, 0, 100), 4), "division by 0");
+        assert!(!launch(&params(p + 2048, 60, 100)[..28], 4), "a parameter past the buffer");
     }
 
     /// `dst[i] = src[i] + (opt ? opt[i] : 0)` in a grid-stride loop

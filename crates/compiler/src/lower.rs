@@ -478,7 +478,7 @@ impl<'m> ModuleCx<'m> {
                 // start: the condition fails and the block runs its
                 // lockstep version (units of one kernel, what the JIT
                 // compiles, check them before the launch, `LaunchGuard`).
-                Op::Wide { .. } | Op::MulHi | Op::Shr | Op::Rem | Op::Under => {
+                Op::Wide { .. } | Op::MulHi | Op::Shr | Op::Rem | Op::Under | Op::Div | Op::Mod | Op::Either | Op::Min => {
                     checks.push("0".into());
                     return ("0".into(), "0".into());
                 }
@@ -1224,7 +1224,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 Ok(())
             }
             Trap | Brkpt => {
-                self.runtime_noreturn(&crate::cpu_abi::runtime::TRAP, "ptr %ctx, i32 %lin");
+                let place = self.source_place();
+                self.runtime_noreturn(&crate::cpu_abi::runtime::TRAP, &format!("ptr %ctx, i32 %lin, ptr {place}"));
                 Ok(())
             }
             Mov => self.mov(inst),
@@ -1842,7 +1843,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         self.out.terminate(format_args!("switch {idx}, label %{bad} [{cases} ]"));
         self.out.label(&bad);
-        self.runtime_noreturn(&crate::cpu_abi::runtime::TRAP, "ptr %ctx, i32 %lin");
+        let place = self.source_place();
+        self.runtime_noreturn(&crate::cpu_abi::runtime::TRAP, &format!("ptr %ctx, i32 %lin, ptr {place}"));
         Ok(())
     }
 

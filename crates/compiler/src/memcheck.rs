@@ -76,7 +76,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         let Some((code, info)) = access_info(space, size, access) else { return };
         let cache = self.memcheck_cache(code as usize);
-        let place = self.memcheck_place();
+        let place = self.source_place();
         let a = self.out.def_scalar(Ty::I64, format_args!("ptrtoint {p} to i64"));
         let low = self.out.def_scalar(Ty::I64, format_args!("load i64, ptr {cache}, align 8"));
         let lenp = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, ptr {cache}, i64 8"));
@@ -91,6 +91,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let aligned = self.out.def_scalar(Ty::I1, format_args!("icmp eq {low_bits}, 0"));
             ok = self.out.def_scalar(Ty::I1, format_args!("and {ok}, {}", aligned.s));
         }
+        self.thread_check_calls(&ok, &a, &V::int(Ty::I32, i128::from(info)), &cache, &place);
+    }
+
+    /// Thread mode's checked-access tail: the runtime check of the access
+    /// at `a` (its `info` word, an i32 operand) when the inline test `ok`
+    /// failed, then the shadow tools' call when the launch runs them.
+    fn thread_check_calls(&mut self, ok: &V, a: &V, info: &V, cache: &str, place: &str) {
         self.cx.declare("llvm.expect.i1", "declare i1 @llvm.expect.i1(i1, i1)");
         let likely = self.out.def_scalar(Ty::I1, format_args!("call i1 @llvm.expect.i1({ok}, i1 true)"));
         let miss = self.out.fresh_label("mcmiss");
@@ -98,7 +105,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.terminate(format_args!("br {likely}, label %{good}, label %{miss}"));
         self.out.label(&miss);
         self.cx.declare_runtime(&runtime::MEMCHECK);
-        self.out.op(format_args!("call void @{}(ptr %ctx, i32 %lin, {a}, i32 {info}, ptr {cache}, ptr {place})", runtime::MEMCHECK.name));
+        self.out.op(format_args!("call void @{}(ptr %ctx, i32 %lin, {a}, {info}, ptr {cache}, ptr {place})", runtime::MEMCHECK.name));
         self.out.terminate(format_args!("br label %{good}"));
         self.out.label(&good);
         // The shadow tools (initcheck, racecheck), when the launch runs them.
@@ -108,7 +115,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.terminate(format_args!("br {tools}, label %{shadow}, label %{done}"));
         self.out.label(&shadow);
         self.cx.declare_runtime(&runtime::SHADOW);
-        self.out.op(format_args!("call void @{}(ptr %ctx, i32 %lin, {a}, i32 {info}, ptr {place})", runtime::SHADOW.name));
+        self.out.op(format_args!("call void @{}(ptr %ctx, i32 %lin, {a}, {info}, ptr {place})", runtime::SHADOW.name));
         self.out.terminate(format_args!("br label %{done}"));
         self.out.label(&done);
     }
@@ -160,7 +167,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         let Some((code, info)) = access_info(space, 0, access) else { return };
         let cache = self.memcheck_cache(code as usize);
-        let place = self.memcheck_place();
+        let place = self.source_place();
         self.cx.declare("llvm.expect.i1", "declare i1 @llvm.expect.i1(i1, i1)");
         // k = min(count, max), a 64-bit value per lane.
         let count = self.vec(count.clone());
@@ -193,28 +200,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let ok = self.bin("and", &ok, &align_ok);
         let zero = self.icmp("eq", &k, &V::int(Ty::I64, 0));
         let ok = self.bin("or", &ok, &zero);
-        let miss = self.out.fresh_label("mcmiss");
-        let good = self.out.fresh_label("mcok");
         if !lanes {
             let info = self.bin("or", &k32, &V::int(Ty::I32, i128::from(info)));
-            let likely = self.out.def_scalar(Ty::I1, format_args!("call i1 @llvm.expect.i1({ok}, i1 true)"));
-            self.out.terminate(format_args!("br {likely}, label %{good}, label %{miss}"));
-            self.out.label(&miss);
-            self.cx.declare_runtime(&runtime::MEMCHECK);
-            self.out.op(format_args!("call void @{}(ptr %ctx, i32 %lin, {a}, {info}, ptr {cache}, ptr {place})", runtime::MEMCHECK.name));
-            self.out.terminate(format_args!("br label %{good}"));
-            self.out.label(&good);
-            let tools = self.check_tools_on();
-            let shadow = self.out.fresh_label("mcshadow");
-            let done = self.out.fresh_label("mcdone");
-            self.out.terminate(format_args!("br {tools}, label %{shadow}, label %{done}"));
-            self.out.label(&shadow);
-            self.cx.declare_runtime(&runtime::SHADOW);
-            self.out.op(format_args!("call void @{}(ptr %ctx, i32 %lin, {a}, {info}, ptr {place})", runtime::SHADOW.name));
-            self.out.terminate(format_args!("br label %{done}"));
-            self.out.label(&done);
+            self.thread_check_calls(&ok, &a, &info, &cache, &place);
             return;
         }
+        let miss = self.out.fresh_label("mcmiss");
+        let good = self.out.fresh_label("mcok");
         // Warp mode: the lanes that execute and access at least a byte.
         let mask = self.mask();
         let mask = self.vec(mask);
@@ -289,7 +281,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         let Some((code, info)) = access_info(space, size, access) else { return };
         let cache = self.memcheck_cache(code as usize);
-        let place = self.memcheck_place();
+        let place = self.source_place();
         let n = crate::ir::lanes();
         let a = if uniform {
             let s = self.out.def_scalar(Ty::I64, format_args!("ptrtoint {ptrs} to i64"));
@@ -390,7 +382,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// A constant string naming the current instruction for reports: the
     /// function, the PTX line and, when the PTX has `.loc`, the source
     /// position it gives.
-    fn memcheck_place(&mut self) -> String {
+    /// A constant string naming where the current instruction is: its
+    /// function and PTX line, and the source line of the last `.loc`
+    /// (memory checker reports, traps).
+    pub(crate) fn source_place(&mut self) -> String {
         let (line, _) = self.cx.lines.line_col(self.span().start);
         let mut text = format!("{} (PTX line {line}", self.f.name);
         let loc = self.b.statements[..self.stmt.min(self.b.statements.len())].iter().rev().find_map(|s| match s {

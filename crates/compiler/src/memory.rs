@@ -23,6 +23,16 @@ fn ordering(sem: Option<Semantics>, atomic: bool) -> Option<&'static str> {
     }
 }
 
+/// Whether a plain access's cache operator is one that code communicating
+/// between blocks uses: `.cg` (cached in L2 only, where every SM sees the
+/// same copy), `.cv` (fetched again each time) and `.wt` (written through).
+/// CUB before its move to `.relaxed` accesses published a decoupled
+/// look-back tile's 16-byte state with `st.global.cg.v2.u64` and read it
+/// with `ld.global.cg.v2.u64`.
+pub(crate) fn communicates(inst: &Instruction, b: &Body) -> bool {
+    matches!(inst.cache_op(b), Some(CacheOp::Cg | CacheOp::Cv | CacheOp::Wt))
+}
+
 /// The integer type of a vector access made as one single-copy access, or
 /// None when it is made component by component.
 ///
@@ -33,8 +43,9 @@ fn ordering(sem: Option<Semantics>, atomic: bool) -> Option<&'static str> {
 /// `ld.relaxed.gpu.v2.u32`; made as two accesses, a reader can see the new
 /// status with the old value, and the scan is wrong. (The PTX memory model
 /// itself promises no more than a set of component accesses.) So vector
-/// accesses that other threads may observe, volatile or with a memory
-/// order, are made whole: up to 8 bytes as one atomic integer access, 16
+/// accesses that other threads may observe, volatile, with a memory order
+/// or with a cache operator of inter-block communication ([`communicates`]),
+/// are made whole: up to 8 bytes as one atomic integer access, 16
 /// bytes as one volatile `<2 x i64>` access (a single 16-byte move on
 /// x86-64 with AVX and on AMDGPU; an `i128` atomic would be a lock or a
 /// library call). Plain accesses stay per component, which the optimiser
@@ -155,7 +166,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             other => vec![other],
         };
         self.check_access(&addr, space, size as u32 * dests.len() as u32, Access::Read);
-        if let Some(wide) = single_copy_width(dests.len(), size, order.is_some() || volatile) {
+        if let Some(wide) = single_copy_width(dests.len(), size, order.is_some() || volatile || communicates(inst, b)) {
             let w = self.wide_load(&addr, wide, order);
             for (k, d) in dests.iter().enumerate() {
                 if matches!(d, Operand::Sink) {
@@ -203,7 +214,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         };
         self.check_access(&addr, space, size as u32 * srcs.len() as u32, Access::Write);
         let complete = !srcs.iter().any(|s| matches!(s, Operand::Sink));
-        if let Some(wide) = single_copy_width(srcs.len(), size, complete && (order.is_some() || volatile)) {
+        if let Some(wide) = single_copy_width(srcs.len(), size, complete && (order.is_some() || volatile || communicates(inst, b))) {
             let mut values = Vec::new();
             for s in &srcs {
                 values.push(self.get(s, ety)?);

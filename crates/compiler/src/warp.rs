@@ -1821,8 +1821,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let f = self.intrinsic_scalar_ret("llvm.cttz.i32", Ty::I32, "i32, i1");
                 let first = self.out.def_scalar(Ty::I32, format_args!("call i32 {f}({bits}, i1 false)"));
                 let lin = self.out.def_scalar(Ty::I32, format_args!("add i32 %wbase, {}", first.s));
+                let place = self.source_place();
                 self.cx.declare_runtime(&crate::cpu_abi::runtime::TRAP);
-                self.out.op(format_args!("call void @__anycuda_trap(ptr %ctx, {lin})"));
+                self.out.op(format_args!("call void @__anycuda_trap(ptr %ctx, {lin}, ptr {place})"));
                 self.out.terminate(format_args!("unreachable"));
                 self.out.label(&c);
                 Ok(())
@@ -2641,12 +2642,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
             self.memory_access(inst, 1, 0, Semantics::Acquire)?;
         let n = dests.len() as u32;
         // A register address of known shape: all components at once.
-        let layout = if uniform || ordered || !matches!(n, 1 | 2 | 4 | 8) { None } else { self.operand_layout(&args[1], size * n) };
+        let observed = ordered || crate::memory::communicates(inst, self.b);
+        let layout = if uniform || observed || !matches!(n, 1 | 2 | 4 | 8) { None } else { self.operand_layout(&args[1], size * n) };
         let in_loop = self.warp.as_ref().is_some_and(|w| w.in_loop.get(w.block as usize).copied().unwrap_or(false));
         let prefetch = in_loop
             && matches!(self.cx.target, crate::Target::HostCpu)
             && matches!(inst.space(self.b), None | Some(StateSpace::Global | StateSpace::Const));
-        let wide = if ordered { crate::memory::single_copy_width(dests.len(), i64::from(size), true) } else { None };
+        let wide = crate::memory::single_copy_width(dests.len(), i64::from(size), observed);
         let values = match (wide, layout) {
             (Some(wide), _) => {
                 let w = self.warp_load(&ptrs, uniform, wide, wide.bits() / 8, true);
@@ -2681,7 +2683,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let n = srcs.len() as u32;
         // A register address of known shape: all components at once (not
         // with `_` components, which must leave memory alone).
-        let whole = !uniform && !ordered && matches!(n, 1 | 2 | 4 | 8) && !srcs.iter().any(|s| matches!(s, Operand::Sink));
+        let observed = ordered || crate::memory::communicates(inst, self.b);
+        let whole = !uniform && !observed && matches!(n, 1 | 2 | 4 | 8) && !srcs.iter().any(|s| matches!(s, Operand::Sink));
         if let Some(layout) = if whole { self.operand_layout(&args[0], size * n) } else { None } {
             let mut values = Vec::new();
             for s in &srcs {
@@ -2691,7 +2694,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             return Ok(());
         }
         let complete = !srcs.iter().any(|s| matches!(s, Operand::Sink));
-        if let Some(wide) = crate::memory::single_copy_width(srcs.len(), i64::from(size), ordered && complete) {
+        if let Some(wide) = crate::memory::single_copy_width(srcs.len(), i64::from(size), observed && complete) {
             let mut values = Vec::new();
             for s in &srcs {
                 values.push(self.get(s, ety)?);

@@ -46,6 +46,14 @@ pub enum BackendError {
 /// The bytes of an interprocess memory handle that are the backend's.
 pub const IPC_PAYLOAD: usize = 48;
 
+/// Two counters in memory that several processes map: an interprocess
+/// event's newest record generation and newest completed generation
+/// (`crate::event`). Both only grow.
+pub trait SharedCounters: Send + Sync {
+    fn recorded(&self) -> &std::sync::atomic::AtomicU64;
+    fn completed(&self) -> &std::sync::atomic::AtomicU64;
+}
+
 /// The value and element size of a memset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemsetValue {
@@ -313,6 +321,18 @@ pub trait Backend: Send + Sync {
     /// Unmaps what [`Backend::ipc_import`] mapped (`cuIpcCloseMemHandle`).
     fn ipc_close(&self, _ptr: DevicePtr) -> Result<(), BackendError> {
         Err(BackendError::NotSupported("interprocess memory handles".into()))
+    }
+
+    /// Interprocess events (`cuIpcGetEventHandle`): a new pair of
+    /// [`SharedCounters`] that other processes can open with the returned
+    /// payload.
+    fn ipc_counters_export(&self) -> Result<(Arc<dyn SharedCounters>, [u8; IPC_PAYLOAD]), BackendError> {
+        Err(BackendError::NotSupported("interprocess events".into()))
+    }
+
+    /// Opens counters another process exported (`cuIpcOpenEventHandle`).
+    fn ipc_counters_import(&self, _payload: &[u8; IPC_PAYLOAD]) -> Result<Arc<dyn SharedCounters>, BackendError> {
+        Err(BackendError::NotSupported("interprocess events".into()))
     }
 
     /// Device memory, aligned to at least 256 bytes. `size > 0`.

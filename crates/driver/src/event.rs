@@ -7,16 +7,20 @@
 //! host's clock when the record was enqueued on the CPU, where that is
 //! when the work before it finished).
 
-use std::sync::{Arc, Condvar, Mutex, Weak};
-use std::time::Instant;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use cuda_types::{CUevent_flags, CUevent_record_flags, CUevent_wait_flags};
 
-use crate::backend::BackendEvent;
+use crate::backend::{BackendEvent, SharedCounters, IPC_PAYLOAD};
 use crate::error::{Error, Result};
 use crate::handle::lock;
 use crate::stream::{DepWait, Stream};
 use crate::Driver;
+
+/// The first bytes of every interprocess event handle anycuda makes.
+pub const IPC_EVENT_MAGIC: [u8; 8] = *b"anycIPE1";
 
 pub struct Event {
     pub(crate) handle: u64,
@@ -27,6 +31,14 @@ pub struct Event {
     /// Set while the event's latest record was made in a capturing
     /// stream.
     pub(crate) captured: Mutex<Option<crate::capture::CapturedRecord>>,
+    /// An interprocess event's counters, shared with the processes that
+    /// have it (set when a handle is first made, or when the event is
+    /// opened from one). Generations then come from them, so records in
+    /// any process are numbered in one sequence, and the event is
+    /// complete when `completed` reaches `recorded`.
+    shared: OnceLock<Arc<dyn SharedCounters>>,
+    /// The interprocess handle made for this event (the same every time).
+    ipc_handle: OnceLock<[u8; 64]>,
 }
 
 #[derive(Default)]
@@ -57,6 +69,9 @@ impl Event {
     }
 
     pub(crate) fn complete(&self, generation: u64) {
+        if let Some(c) = self.shared.get() {
+            c.completed().fetch_max(generation, SeqCst);
+        }
         let mut s = lock(&self.st);
         if generation > s.completed {
             s.completed = generation;
@@ -69,6 +84,18 @@ impl Event {
     }
 
     pub(crate) fn wait_generation(&self, generation: u64) {
+        if let Some(c) = self.shared.get() {
+            // Another process may complete it: no condition variable
+            // reaches here, so the counter is polled, spinning briefly
+            // and then sleeping up to a millisecond between looks.
+            crate::stream::spin_until(|| c.completed().load(SeqCst) >= generation);
+            let mut nap = Duration::from_micros(20);
+            while c.completed().load(SeqCst) < generation {
+                std::thread::sleep(nap);
+                nap = (nap * 2).min(Duration::from_millis(1));
+            }
+            return;
+        }
         crate::stream::spin_until(|| lock(&self.st).completed >= generation);
         let mut s = lock(&self.st);
         while s.completed < generation {
@@ -89,8 +116,28 @@ impl Event {
     pub(crate) fn begin_record(&self) -> u64 {
         *lock(&self.captured) = None;
         let mut st = lock(&self.st);
-        st.recorded += 1;
+        self.next_generation(&mut st)
+    }
+
+    /// Numbers a new record (the state locked).
+    fn next_generation(&self, st: &mut EventState) -> u64 {
+        st.recorded = match self.shared.get() {
+            Some(c) => c.recorded().fetch_add(1, SeqCst) + 1,
+            None => st.recorded + 1,
+        };
         st.recorded
+    }
+
+    /// Whether the latest record (in any process, for an interprocess
+    /// event) has completed.
+    fn is_complete(&self) -> bool {
+        match self.shared.get() {
+            Some(c) => c.completed().load(SeqCst) >= c.recorded().load(SeqCst),
+            None => {
+                let s = lock(&self.st);
+                s.completed >= s.recorded
+            }
+        }
     }
 
     /// The stream and operation number of record `generation`, while it
@@ -105,7 +152,10 @@ impl Event {
 
     /// The latest record's generation (0: never recorded).
     pub(crate) fn recorded_generation(&self) -> u64 {
-        lock(&self.st).recorded
+        match self.shared.get() {
+            Some(c) => c.recorded().load(SeqCst),
+            None => lock(&self.st).recorded,
+        }
     }
 }
 
@@ -121,15 +171,68 @@ impl Driver {
             return Err(Error::invalid("CU_EVENT_INTERPROCESS requires CU_EVENT_DISABLE_TIMING"));
         }
         let ctx = self.current_ctx()?;
-        let ev = self.events.insert_with(|h| Event {
+        Ok(self.new_event(ctx.handle, flags, None).handle)
+    }
+
+    fn new_event(&self, ctx_handle: u64, flags: u32, shared: Option<Arc<dyn SharedCounters>>) -> Arc<Event> {
+        let cell = OnceLock::new();
+        if let Some(c) = shared {
+            let _ = cell.set(c);
+        }
+        self.events.insert_with(|h| Event {
             handle: h,
-            ctx_handle: ctx.handle,
+            ctx_handle,
             flags,
             st: Mutex::new(EventState::default()),
             cv: Condvar::new(),
             captured: Mutex::new(None),
-        });
-        Ok(ev.handle)
+            shared: cell,
+            ipc_handle: OnceLock::new(),
+        })
+    }
+
+    /// `cuIpcGetEventHandle`: a handle other processes open with
+    /// [`Driver::ipc_open_event_handle`]. 64 bytes: [`IPC_EVENT_MAGIC`],
+    /// the exporting process's id (u32, little-endian), 4 zero bytes, then
+    /// the backend's payload for the shared counters.
+    pub fn ipc_get_event_handle(&self, h: u64) -> Result<[u8; 64]> {
+        self.check_init()?;
+        let ev = self.event(h)?;
+        if ev.flags & CUevent_flags::CU_EVENT_INTERPROCESS.0 == 0 {
+            return Err(Error::invalid("the event was not created with CU_EVENT_INTERPROCESS"));
+        }
+        // The state stays locked while the counters take over from it, so
+        // no record is numbered in between.
+        let st = lock(&ev.st);
+        if let Some(handle) = ev.ipc_handle.get() {
+            return Ok(*handle);
+        }
+        let (counters, payload) = self.backend.ipc_counters_export().map_err(crate::memory::backend_err)?;
+        counters.recorded().store(st.recorded, SeqCst);
+        counters.completed().store(st.completed, SeqCst);
+        let _ = ev.shared.set(counters);
+        let mut handle = [0u8; 64];
+        handle[..8].copy_from_slice(&IPC_EVENT_MAGIC);
+        handle[8..12].copy_from_slice(&std::process::id().to_le_bytes());
+        handle[16..16 + IPC_PAYLOAD].copy_from_slice(&payload);
+        let _ = ev.ipc_handle.set(handle);
+        Ok(handle)
+    }
+
+    /// `cuIpcOpenEventHandle`: an event of the current context that
+    /// shares the exporter's records (flags `CU_EVENT_INTERPROCESS |
+    /// CU_EVENT_DISABLE_TIMING`), destroyed with `cuEventDestroy`.
+    pub fn ipc_open_event_handle(&self, handle: &[u8; 64]) -> Result<u64> {
+        self.check_init()?;
+        let ctx = self.current_ctx()?;
+        if handle[..8] != IPC_EVENT_MAGIC {
+            return Err(Error::invalid("not an interprocess event handle of anycuda's"));
+        }
+        let mut payload = [0u8; IPC_PAYLOAD];
+        payload.copy_from_slice(&handle[16..16 + IPC_PAYLOAD]);
+        let counters = self.backend.ipc_counters_import(&payload).map_err(crate::memory::backend_err)?;
+        let flags = CUevent_flags::CU_EVENT_INTERPROCESS.0 | CUevent_flags::CU_EVENT_DISABLE_TIMING.0;
+        Ok(self.new_event(ctx.handle, flags, Some(counters)).handle)
     }
 
     pub(crate) fn event(&self, h: u64) -> Result<Arc<Event>> {
@@ -170,8 +273,7 @@ impl Driver {
         // The state stays locked until the record's site is noted, so no
         // one sees the generation without it.
         let mut st = lock(&ev.st);
-        st.recorded += 1;
-        let generation = st.recorded;
+        let generation = ev.next_generation(&mut st);
         let e2 = ev.clone();
         // The event completes after the stream has counted the record, so
         // that a stream query after an event synchronisation sees the
@@ -198,6 +300,9 @@ impl Driver {
                     st.completed = generation;
                     st.time = Some(Instant::now());
                 }
+                if let Some(c) = ev.shared.get() {
+                    c.completed().fetch_max(generation, SeqCst);
+                }
                 drop(st);
                 ev.cv.notify_all();
                 return Err(e);
@@ -213,8 +318,7 @@ impl Driver {
         self.check_init()?;
         let ev = self.event(h)?;
         self.refuse_captured_event(&ev, "cuEventQuery")?;
-        let s = lock(&ev.st);
-        if s.completed >= s.recorded {
+        if ev.is_complete() {
             Ok(())
         } else {
             Err(Error::NotReady)

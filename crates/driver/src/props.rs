@@ -83,6 +83,8 @@ pub struct DeviceProps {
     pub vmm_posix_fd: bool,
     /// Whether kernels have a run-time limit (`CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT`).
     pub kernel_exec_timeout: bool,
+    /// Interprocess event handles work (`Backend::ipc_counters_export`).
+    pub ipc_events: bool,
 }
 
 impl DeviceProps {
@@ -146,6 +148,7 @@ impl DeviceProps {
             virtual_memory_management: false,
             vmm_posix_fd: false,
             kernel_exec_timeout: false,
+            ipc_events: false,
         }
     }
 
@@ -318,7 +321,7 @@ impl DeviceProps {
             A::CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS => 0,
             A::CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR => 0,
             A::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED => 0,
-            A::CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED => 0,
+            A::CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED => i32::from(self.ipc_events),
             A::CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT => 1,
             A::CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED => 0,
             A::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED => 0,

@@ -291,6 +291,10 @@ fn put_ops(w: &mut Vec<u8>, ops: &[compiler::lockstep::Op<u32>]) {
             Op::Shr => (12, 0),
             Op::Rem => (13, 0),
             Op::Under => (14, 0),
+            Op::Div => (15, 0),
+            Op::Mod => (16, 0),
+            Op::Either => (17, 0),
+            Op::Min => (18, 0),
         };
         w.extend_from_slice(&tag.to_le_bytes());
         w.extend_from_slice(&x.to_le_bytes());
@@ -344,6 +348,10 @@ fn read_ops(r: &mut Reader) -> Option<Vec<compiler::lockstep::Op<u32>>> {
             12 => Op::Shr,
             13 => Op::Rem,
             14 => Op::Under,
+            15 => Op::Div,
+            16 => Op::Mod,
+            17 => Op::Either,
+            18 => Op::Min,
             _ => return None,
         });
     }
@@ -524,6 +532,10 @@ mod tests {
                                     compiler::lockstep::Op::Wide { signed: true },
                                     compiler::lockstep::Op::Rem,
                                     compiler::lockstep::Op::Under,
+                                    compiler::lockstep::Op::Div,
+                                    compiler::lockstep::Op::Mod,
+                                    compiler::lockstep::Op::Either,
+                                    compiler::lockstep::Op::Min,
                                 ],
                                 signed: true,
                                 wide: true,

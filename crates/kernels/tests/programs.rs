@@ -232,9 +232,11 @@ fn trap_fails_the_launch() {
     let p = Program::from_file("errors.ptx").expect("compiles");
     let r = launch(exec(), p.kernel("trap_in_one_thread").expect("kernel"), [3, 1, 1], [64, 1, 1], 0, &mut []).expect("params");
     match r {
-        Err(LaunchError::Trap { block, thread }) => {
+        Err(LaunchError::Trap { block, thread, place }) => {
             assert_eq!(block, [1, 0, 0]);
             assert_eq!(thread, [5, 0, 0]);
+            // The error says where: the kernel and the PTX line of `trap`.
+            assert_eq!(place, "trap_in_one_thread (PTX line 63)");
         }
         other => panic!("expected a trap, got {other:?}"),
     }

@@ -615,3 +615,21 @@ api! {
         drv()?.ipc_close_mem_handle(dptr)
     }
 }
+
+// ---- interprocess events ----
+
+api! {
+    fn cuIpcGetEventHandle(pHandle: *mut CUipcEventHandle, event: CUevent) {
+        let out = Out::new(pHandle, "pHandle")?;
+        out.set(CUipcEventHandle { reserved: drv()?.ipc_get_event_handle(event.addr() as u64)? });
+        Ok(())
+    }
+}
+
+api! {
+    fn cuIpcOpenEventHandle(phEvent: *mut CUevent, handle: CUipcEventHandle) {
+        let out = Out::new(phEvent, "phEvent")?;
+        out.set(CUevent::from_addr(drv()?.ipc_open_event_handle(&handle.reserved)? as usize));
+        Ok(())
+    }
+}

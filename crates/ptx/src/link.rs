@@ -110,6 +110,22 @@ pub const DRIVER_FUNCTIONS: &[&str] = &[
     "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
     "__cudaCDP2RuntimeGetVersion",
     "cudaRuntimeGetVersion",
+    "__cudaCDP2MemcpyAsync",
+    "cudaMemcpyAsync",
+    "__cudaCDP2MemcpyAsync_ptsz",
+    "cudaMemcpyAsync_ptsz",
+    "__cudaCDP2Memcpy2DAsync",
+    "cudaMemcpy2DAsync",
+    "__cudaCDP2Memcpy2DAsync_ptsz",
+    "cudaMemcpy2DAsync_ptsz",
+    "__cudaCDP2MemsetAsync",
+    "cudaMemsetAsync",
+    "__cudaCDP2MemsetAsync_ptsz",
+    "cudaMemsetAsync_ptsz",
+    "__cudaCDP2Memset2DAsync",
+    "cudaMemset2DAsync",
+    "__cudaCDP2Memset2DAsync_ptsz",
+    "cudaMemset2DAsync_ptsz",
 ];
 
 /// The device runtime's functions among [`DRIVER_FUNCTIONS`] (the

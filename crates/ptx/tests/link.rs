@@ -341,14 +341,20 @@ fn the_device_runtime_is_recognised_from_its_text() {
 
 #[test]
 fn device_runtime_functions_the_driver_provides_need_no_definition() {
-    for name in ["__cudaCDP2LaunchDeviceV2", "__cudaCDP2GetParameterBufferV2", "cudaLaunchDevice", "__cudaCDP2StreamCreateWithFlags"] {
+    for name in [
+        "__cudaCDP2LaunchDeviceV2",
+        "__cudaCDP2GetParameterBufferV2",
+        "cudaLaunchDevice",
+        "__cudaCDP2StreamCreateWithFlags",
+        "__cudaCDP2Memcpy2DAsync",
+    ] {
         assert!(ptx::DEVICE_RUNTIME_PROVIDED.contains(&name), "{name}");
         let launcher = format!("{HEAD}{}{}", extern_decl(name), caller("k", name));
         let l = run(&[("k", &launcher, false)], ptx::DRIVER_FUNCTIONS).expect("links");
         assert_eq!(l.included, vec![0]);
     }
     // One anycuda does not provide is an error naming it.
-    let name = "__cudaCDP2Memcpy2DAsync";
+    let name = "__cudaCDP2Memcpy3DAsync";
     let launcher = format!("{HEAD}{}{}", extern_decl(name), caller("k", name));
     let e = run(&[("k", &launcher, false)], ptx::DRIVER_FUNCTIONS).expect_err("undefined");
     assert!(e.to_string().contains(name) && e.to_string().contains("device runtime"), "{e}");

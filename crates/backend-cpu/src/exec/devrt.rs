@@ -1,11 +1,15 @@
 //! CUDA's device runtime on the CPU (dynamic parallelism, CDP2): kernels
-//! that launch kernels, device-side streams and events, the per-thread
-//! last error, device-side `cudaMalloc`.
+//! that launch kernels, device-side streams and events, device-side
+//! `cudaMemcpyAsync`/`cudaMemcpy2DAsync`/`cudaMemsetAsync`/
+//! `cudaMemset2DAsync`, the per-thread last error, device-side
+//! `cudaMalloc`.
 //!
 //! The schedule: a grid's device-side launches are recorded while its
 //! blocks run and start once every block of the grid has finished, in the
 //! order they were made (each one with all of its own descendants before
-//! the next), then its tail launches in order. This is one of the
+//! the next), then its tail launches in order; device-side copies and
+//! memsets are work of their stream like launches, so they take their
+//! place in that order. This is one of the
 //! schedules a GPU may take: CDP2 has no device-side wait, so a parent
 //! cannot observe whether its children have run; launches into one stream
 //! run in order (all of them do); a child sees every store its parent made
@@ -58,6 +62,8 @@ pub mod err {
     pub const INVALID_VALUE: u32 = 1;
     pub const MEMORY_ALLOCATION: u32 = 2;
     pub const INVALID_CONFIGURATION: u32 = 9;
+    pub const INVALID_PITCH_VALUE: u32 = 12;
+    pub const INVALID_MEMCPY_DIRECTION: u32 = 21;
     pub const LAUNCH_MAX_DEPTH_EXCEEDED: u32 = 65;
     pub const LAUNCH_PENDING_COUNT_EXCEEDED: u32 = 69;
     pub const INVALID_DEVICE_FUNCTION: u32 = 98;
@@ -77,6 +83,73 @@ pub(crate) struct ChildLaunch {
     pub param_len: usize,
 }
 
+/// Work a kernel gave its device-side streams, waiting for its grid to
+/// finish.
+pub(crate) enum ChildWork {
+    Launch(Box<ChildLaunch>),
+    /// `height` rows of `width` bytes, `src` to `dst`, rows `spitch` and
+    /// `dpitch` bytes apart.
+    Copy {
+        dst: u64,
+        dpitch: u64,
+        src: u64,
+        spitch: u64,
+        width: u64,
+        height: u64,
+    },
+    /// `height` rows of `width` bytes of `value` at `dst`, `pitch` apart.
+    Set {
+        dst: u64,
+        pitch: u64,
+        value: u8,
+        width: u64,
+        height: u64,
+    },
+}
+
+impl ChildWork {
+    /// Runs a copy or memset (launches are the executor's): the bytes must
+    /// lie in memory kernels may access (device, pinned or managed
+    /// allocations), else the launch fails at the first bad address, as a
+    /// GPU's copy engine would fault.
+    pub(crate) fn run_memory(&self) -> Result<(), super::LaunchError> {
+        let rows = |base: u64, pitch: u64, width: u64, height: u64| -> Result<(), super::LaunchError> {
+            for r in 0..height {
+                let at = base.wrapping_add(r.wrapping_mul(pitch));
+                if crate::memcheck::containing(at, width).is_none() {
+                    return Err(super::LaunchError::IllegalAddress { address: at });
+                }
+            }
+            Ok(())
+        };
+        match *self {
+            ChildWork::Launch(_) => Ok(()),
+            ChildWork::Copy { dst, dpitch, src, spitch, width, height } => {
+                rows(src, spitch, width, height)?;
+                rows(dst, dpitch, width, height)?;
+                for r in 0..height {
+                    let (d, s) = (dst.wrapping_add(r.wrapping_mul(dpitch)), src.wrapping_add(r.wrapping_mul(spitch)));
+                    // SAFETY: both rows lie in live allocations (checked
+                    // above); `copy` allows them to overlap.
+                    unsafe { std::ptr::copy(s as *const u8, d as *mut u8, width as usize) };
+                    crate::memcheck::copied(d, s, width);
+                }
+                Ok(())
+            }
+            ChildWork::Set { dst, pitch, value, width, height } => {
+                rows(dst, pitch, width, height)?;
+                for r in 0..height {
+                    let d = dst.wrapping_add(r.wrapping_mul(pitch));
+                    // SAFETY: the row lies in a live allocation (checked above).
+                    unsafe { std::ptr::write_bytes(d as *mut u8, value, width as usize) };
+                    crate::memcheck::host_wrote(d, width);
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 /// A parameter buffer handed out and not yet launched.
 struct Buffer {
     buf: AlignedBuf,
@@ -87,8 +160,8 @@ struct Buffer {
 
 #[derive(Default)]
 struct GridState {
-    launches: Vec<ChildLaunch>,
-    tails: Vec<ChildLaunch>,
+    launches: Vec<ChildWork>,
+    tails: Vec<ChildWork>,
     buffers: HashMap<usize, Buffer>,
     streams: HashSet<u64>,
     events: HashSet<u64>,
@@ -134,7 +207,7 @@ impl GridRt {
 
     /// The grid's launches, in the order they run: the others, then the
     /// tail launches. Parameter buffers never launched are freed.
-    pub(crate) fn take_children(&self) -> Vec<ChildLaunch> {
+    pub(crate) fn take_children(&self) -> Vec<ChildWork> {
         let state = self.state.lock().unwrap_or_else(|p| p.into_inner()).take();
         let Some(mut state) = state else { return Vec::new() };
         for b in state.buffers.values() {
@@ -337,6 +410,30 @@ pub unsafe extern "C" fn __anycuda_devrt(ctx: *mut BlockCtx, thread: u32, op: u3
             }
         }
         Op::RuntimeGetVersion => u64::from(store(args.at(0), 13000i32)),
+        Op::MemcpyAsync => {
+            let work = ChildWork::Copy { dst: args.at(0), dpitch: 0, src: args.at(1), spitch: 0, width: args.at(2), height: 1 };
+            u64::from(memory_work(job, work, args.at(4), Some(args.u32(3))))
+        }
+        Op::Memcpy2DAsync => {
+            let work = ChildWork::Copy {
+                dst: args.at(0),
+                dpitch: args.at(1),
+                src: args.at(2),
+                spitch: args.at(3),
+                width: args.at(4),
+                height: args.at(5),
+            };
+            u64::from(memory_work(job, work, args.at(7), Some(args.u32(6))))
+        }
+        Op::MemsetAsync => {
+            let work = ChildWork::Set { dst: args.at(0), pitch: 0, value: args.u32(1) as u8, width: args.at(2), height: 1 };
+            u64::from(memory_work(job, work, args.at(3), None))
+        }
+        Op::Memset2DAsync => {
+            let work =
+                ChildWork::Set { dst: args.at(0), pitch: args.at(1), value: args.u32(2) as u8, width: args.at(3), height: args.at(4) };
+            u64::from(memory_work(job, work, args.at(5), None))
+        }
         Op::FuncGetAttributes => u64::from(func_attributes(g, args.at(0), args.at(1) as usize)),
         Op::OccupancyMaxActiveBlocksPerMultiprocessor | Op::OccupancyMaxActiveBlocksPerMultiprocessorWithFlags => {
             let flags = if op == Op::OccupancyMaxActiveBlocksPerMultiprocessor { 0 } else { args.u32(4) };
@@ -447,8 +544,44 @@ fn launch(job: &Job, buffer: u64, config: Option<Config>, stream: u64) -> u32 {
         );
         return err::LAUNCH_PENDING_COUNT_EXCEEDED;
     }
-    let child = ChildLaunch { kernel, grid, block, shared_bytes: shared, params: b.buf, param_len: b.len };
+    let child = ChildWork::Launch(Box::new(ChildLaunch { kernel, grid, block, shared_bytes: shared, params: b.buf, param_len: b.len }));
     g.with(|s| if stream == STREAM_TAIL_LAUNCH { s.tails.push(child) } else { s.launches.push(child) });
+    err::SUCCESS
+}
+
+/// `cudaMemcpyKind`s device code may use: device to device, and default
+/// (unified addressing tells).
+const MEMCPY_DEVICE_TO_DEVICE: u32 = 3;
+const MEMCPY_DEFAULT: u32 = 4;
+
+/// Device-side `cudaMemcpy2DAsync`/`cudaMemset2DAsync` (and their 1-D
+/// forms, one row): checks the arguments as CUDA does and records the work
+/// in its stream. Empty work succeeds and records nothing.
+fn memory_work(job: &Job, work: ChildWork, stream: u64, kind: Option<u32>) -> u32 {
+    let g = &job.devrt;
+    let name = &job.kernel_name;
+    if let Some(kind) = kind {
+        if kind != MEMCPY_DEVICE_TO_DEVICE && kind != MEMCPY_DEFAULT {
+            tracing::warn!("device-side copy in kernel `{name}`: kind {kind}; device code copies device to device only (cudaErrorInvalidMemcpyDirection)");
+            return err::INVALID_MEMCPY_DIRECTION;
+        }
+    }
+    let (width, height, pitches) = match work {
+        ChildWork::Copy { width, height, dpitch, spitch, .. } => (width, height, [dpitch, spitch]),
+        ChildWork::Set { width, height, pitch, .. } => (width, height, [pitch, pitch]),
+        ChildWork::Launch(_) => return err::INVALID_VALUE,
+    };
+    if height > 1 && pitches.iter().any(|&p| p < width) {
+        tracing::warn!("device-side 2-D copy or memset in kernel `{name}`: rows of {width} bytes with pitches {pitches:?} (cudaErrorInvalidPitchValue)");
+        return err::INVALID_PITCH_VALUE;
+    }
+    if !g.with(|s| valid_stream(s, stream)) {
+        return err::INVALID_RESOURCE_HANDLE;
+    }
+    if width == 0 || height == 0 {
+        return err::SUCCESS;
+    }
+    g.with(|s| if stream == STREAM_TAIL_LAUNCH { s.tails.push(work) } else { s.launches.push(work) });
     err::SUCCESS
 }
 
@@ -460,6 +593,8 @@ fn error_text(code: u32, name: bool) -> &'static str {
         err::INVALID_VALUE => ("cudaErrorInvalidValue\0", "invalid argument\0"),
         err::MEMORY_ALLOCATION => ("cudaErrorMemoryAllocation\0", "out of memory\0"),
         err::INVALID_CONFIGURATION => ("cudaErrorInvalidConfiguration\0", "invalid configuration argument\0"),
+        err::INVALID_PITCH_VALUE => ("cudaErrorInvalidPitchValue\0", "invalid pitch argument\0"),
+        err::INVALID_MEMCPY_DIRECTION => ("cudaErrorInvalidMemcpyDirection\0", "invalid copy direction for memcpy\0"),
         err::LAUNCH_MAX_DEPTH_EXCEEDED => ("cudaErrorLaunchMaxDepthExceeded\0", "launch would exceed maximum depth of nested launches\0"),
         err::LAUNCH_PENDING_COUNT_EXCEEDED => {
             ("cudaErrorLaunchPendingCountExceeded\0", "launch would exceed the device runtime's pending launch count\0")

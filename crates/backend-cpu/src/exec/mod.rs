@@ -64,8 +64,8 @@ pub enum LaunchError {
     IllegalInstruction { address: u64 },
     #[error("stack overflow in block {block:?} (fault at {address:#x})")]
     StackOverflow { address: u64, block: [u32; 3] },
-    #[error("trap in block {block:?}, thread {thread:?}")]
-    Trap { block: [u32; 3], thread: [u32; 3] },
+    #[error("trap in block {block:?}, thread {thread:?}, at {place}")]
+    Trap { block: [u32; 3], thread: [u32; 3], place: String },
     #[error("assertion failed in block {block:?}, thread {thread:?}: {message}")]
     Assert { block: [u32; 3], thread: [u32; 3], message: String },
     #[error("deadlock in block {block:?}: {description}")]
@@ -299,7 +299,13 @@ impl Executor {
         drop(grid_job);
         let mut r = r;
         let child_options = LaunchOptions { cooperative: false, ..options.clone() };
-        for c in children {
+        for work in children {
+            let devrt::ChildWork::Launch(c) = work else {
+                if r.is_ok() {
+                    r = work.run_memory();
+                }
+                continue;
+            };
             self.shared.pending_launches.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
             if r.is_err() {
                 continue;

@@ -415,15 +415,18 @@ pub unsafe extern "C" fn __anycuda_exit(ctx: *mut BlockCtx, _thread: u32) {
     }
 }
 
-/// `trap` (never returns): the launch fails.
+/// `trap` (never returns): the launch fails, and its error names `place`
+/// (the function and PTX line the compiler wrote).
 ///
 /// # Safety
-/// As for [`__anycuda_barrier`].
-pub unsafe extern "C" fn __anycuda_trap(ctx: *mut BlockCtx, thread: u32) {
+/// As for [`__anycuda_barrier`]; `place` is a C string (or null).
+pub unsafe extern "C" fn __anycuda_trap(ctx: *mut BlockCtx, thread: u32, place: *const c_char) {
     // SAFETY: called from compiled code with its ctx.
     if let Some(rt) = unsafe { runtime(ctx) } {
         let thread = rt.thread_coords(rt.thread_index(thread));
-        rt.end(Some(LaunchError::Trap { block: rt.block.get(), thread }));
+        // SAFETY: per the contract.
+        let place = unsafe { c_text(place) };
+        rt.end(Some(LaunchError::Trap { block: rt.block.get(), thread, place }));
     }
 }
 

@@ -148,7 +148,7 @@ pub fn runtime_library(arch: &Arch, decls: &BTreeMap<String, String>) -> Result<
             "__anycuda_activemask" => activemask(),
             "__anycuda_warp_gather" => warp_gather(),
             "__anycuda_exit" => exit(),
-            "__anycuda_trap" => trap("__anycuda_trap", "ptr %ctx, i32 %thread"),
+            "__anycuda_trap" => trap("__anycuda_trap", "ptr %ctx, i32 %thread, ptr %place"),
             "__anycuda_assertfail" => {
                 trap("__anycuda_assertfail", "ptr %ctx, i32 %thread, ptr %message, ptr %file, i32 %line, ptr %function, i64 %char_size")
             }
