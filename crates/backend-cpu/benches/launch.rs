@@ -23,6 +23,7 @@ fn info(needs_scheduler: bool) -> KernelInfo {
         lanes: 1,
         frame_bytes: 0,
         lockstep_guard: None,
+        privatise: None,
     }
 }
 

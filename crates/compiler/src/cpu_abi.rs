@@ -74,6 +74,76 @@ pub struct BlockCtx {
     /// instruction uses one slot, chosen when compiled, so that accesses to
     /// different buffers do not evict each other.
     pub memcheck: [[u64; 2]; MEMCHECK_SLOTS],
+    /// The runner's table of privatised adds (`privatise.rs`), or null:
+    /// a launch whose `KernelInfo::privatise` condition does not hold
+    /// makes every atomic on memory.
+    pub private_adds: *mut PrivateAdds,
+}
+
+/// Slots of [`PrivateAdds`] (a power of two).
+pub const PRIVATE_SLOTS: usize = 1024;
+
+/// Pending integer adds of privatised atomics (`privatise.rs`), one
+/// table per runner: direct-mapped by address (`(address >> 2) %
+/// PRIVATE_SLOTS`), each slot a key (the address, plus 1 for a 64-bit
+/// add; 0: empty) and the sum of the adds not yet made. Compiled code
+/// fills it; the backend applies it ([`PrivateAdds::flush`]) when a block
+/// ends. `list[..used]` are the occupied slots.
+#[repr(C)]
+pub struct PrivateAdds {
+    pub used: u32,
+    pub _pad: u32,
+    pub list: [u16; PRIVATE_SLOTS],
+    pub slots: [[u64; 2]; PRIVATE_SLOTS],
+}
+
+impl Default for PrivateAdds {
+    fn default() -> Self {
+        PrivateAdds { used: 0, _pad: 0, list: [0; PRIVATE_SLOTS], slots: [[0; 2]; PRIVATE_SLOTS] }
+    }
+}
+
+impl PrivateAdds {
+    /// Makes every pending add with an atomic add on memory and empties
+    /// the table.
+    ///
+    /// # Safety
+    /// Every key's address must be valid for an atomic access of its
+    /// width: compiled code only enters an aligned address after an
+    /// atomic add on it succeeded.
+    pub unsafe fn flush(&mut self) {
+        use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+        let used = (self.used as usize).min(PRIVATE_SLOTS);
+        for k in 0..used {
+            let slot = &mut self.slots[usize::from(self.list[k]) % PRIVATE_SLOTS];
+            let [key, delta] = *slot;
+            *slot = [0, 0];
+            if key == 0 || delta == 0 {
+                continue;
+            }
+            let address = (key & !1) as usize;
+            // SAFETY: the caller's contract (aligned, valid for atomics).
+            unsafe {
+                if key & 1 == 1 {
+                    AtomicU64::from_ptr(address as *mut u64).fetch_add(delta, Ordering::Relaxed);
+                } else {
+                    AtomicU32::from_ptr(address as *mut u32).fetch_add(delta as u32, Ordering::Relaxed);
+                }
+            }
+        }
+        self.used = 0;
+    }
+
+    /// Empties the table without making its adds (those of a block that
+    /// failed: the launch reports the failure, and nothing writes memory
+    /// after it).
+    pub fn discard(&mut self) {
+        let used = (self.used as usize).min(PRIVATE_SLOTS);
+        for k in 0..used {
+            self.slots[usize::from(self.list[k]) % PRIVATE_SLOTS] = [0, 0];
+        }
+        self.used = 0;
+    }
 }
 
 /// The number of range caches in [`BlockCtx::memcheck`].
@@ -102,6 +172,10 @@ pub mod offsets {
     pub const CHAIN_WRAP: usize = offset_of!(BlockCtx, chain_wrap);
     pub const MEMCHECK: usize = offset_of!(BlockCtx, memcheck);
     pub const CHECK_TOOLS: usize = offset_of!(BlockCtx, check_tools);
+    pub const PRIVATE_ADDS: usize = offset_of!(BlockCtx, private_adds);
+    pub const PRIVATE_USED: usize = offset_of!(super::PrivateAdds, used);
+    pub const PRIVATE_LIST: usize = offset_of!(super::PrivateAdds, list);
+    pub const PRIVATE_SLOTS: usize = offset_of!(super::PrivateAdds, slots);
 }
 
 /// The bits of [`BlockCtx::check_tools`]: the tools of checked mode beyond

@@ -484,6 +484,7 @@ pub fn describe_for(m: &Module, a: &Analysis, target: &crate::Target, opts: &cra
                 k.lanes = crate::warp::W;
                 k.frame_bytes = crate::warp::frame_layout(a, item.unwrap_or(0), f).bytes;
             }
+            k.privatise = crate::privatise::plan_for(m, f, target, opts).map(|p| p.guard);
         }
     }
     info
@@ -508,6 +509,7 @@ pub fn describe_unit(m: &Module, a: &Analysis, target: &crate::Target, opts: &cr
                         info.frame_bytes = crate::warp::frame_layout(a, k, f).bytes;
                     }
                     info.lockstep_guard = choice.and_then(|c| c.guarded).map(|c| launch_guard(m, f, &c));
+                    info.privatise = crate::privatise::plan_for(m, f, target, opts).map(|p| p.guard);
                     kernels.push(info);
                 }
             }
@@ -597,6 +599,7 @@ pub fn describe_kernel(_m: &Module, a: &Analysis, kid: ItemId, f: &Function) -> 
             lanes: 1,
             frame_bytes: 0,
             lockstep_guard: None,
+            privatise: None,
         }
     }
 }

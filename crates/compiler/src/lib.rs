@@ -17,6 +17,7 @@ mod lower;
 mod matrix;
 mod memcheck;
 mod memory;
+pub mod privatise;
 pub mod profile;
 mod shared_index;
 pub mod softfloat;
@@ -211,6 +212,11 @@ pub struct KernelInfo {
     /// module carries each such kernel's lockstep version and checks the
     /// conditions in its block function.
     pub lockstep_guard: Option<LaunchGuard>,
+    /// The kernel's add-only global atomics gather in a private table
+    /// per runner (`cpu_abi::BlockCtx::private_adds`) for launches this
+    /// condition holds for (`privatise::Guard::holds`); `None`: the
+    /// kernel has none.
+    pub privatise: Option<privatise::Guard>,
 }
 
 /// Launch conditions of a kernel's thread-by-thread code, in terms a

@@ -34,6 +34,9 @@ pub struct ModuleCx<'m> {
     /// for a whole module).
     pub unit: crate::Unit,
     pub defined: Option<std::collections::HashSet<ItemId>>,
+    /// Each kernel's privatised atomics (`privatise::plan_for`), by the
+    /// kernel's item, computed on first use.
+    pub private_sites: std::collections::HashMap<ItemId, Vec<usize>>,
 }
 
 impl<'m> ModuleCx<'m> {
@@ -44,6 +47,16 @@ impl<'m> ModuleCx<'m> {
     /// Declares a runtime function, as the table in `cpu_abi` says.
     pub fn declare_runtime(&mut self, f: &crate::cpu_abi::RuntimeFn) {
         self.declare(f.name, &f.declaration());
+    }
+
+    /// Whether statement `stmt` of function `item` is an atomic that
+    /// gathers in the private table (`privatise.rs`).
+    pub fn privatised(&mut self, item: ItemId, f: &Function, stmt: usize) -> bool {
+        let (m, target, opts) = (self.m, &self.target, &self.opts);
+        self.private_sites
+            .entry(item)
+            .or_insert_with(|| crate::privatise::plan_for(m, f, target, opts).map(|p| p.sites).unwrap_or_default())
+            .contains(&stmt)
     }
 
     /// Adds a helper function (its full `define` text) if not yet present.
@@ -148,6 +161,7 @@ impl<'m> ModuleCx<'m> {
             next_site: 0,
             unit: crate::Unit::Module,
             defined: None,
+            private_sites: std::collections::HashMap::new(),
         }
     }
 
@@ -166,6 +180,7 @@ impl<'m> ModuleCx<'m> {
             next_site: 0,
             unit: crate::Unit::Module,
             defined: None,
+            private_sites: std::collections::HashMap::new(),
         }
     }
 

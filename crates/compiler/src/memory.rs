@@ -332,6 +332,19 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let fty = op_ty(t);
         let ity = Ty::int(t.bits());
         let size = t.size();
+        if self.cx.privatised(self.item, self.f, self.stmt) {
+            // An add gathered in the runner's table (`privatise.rs`).
+            let [(name, text), (inner, inner_text)] = crate::privatise::add_helpers(t.bits());
+            self.cx.helper(&inner, || inner_text);
+            self.cx.helper(&name, || text);
+            let table = self.ctx_field(crate::cpu_abi::offsets::PRIVATE_ADDS, Ty::Ptr);
+            let v = self.get(&srcs[0], ity)?;
+            let zero = self.out.def(ity, format_args!("call {ity} @{name}({table}, {addr}, {v})"));
+            if !is_red {
+                self.set(&args[0], zero)?;
+            }
+            return Ok(());
+        }
         if matches!(self.cx.target, crate::Target::HostCpu) && is_shared(space) {
             // On the CPU a block's threads take turns on one OS thread and
             // switch only inside runtime calls, so no other thread can see

@@ -2748,6 +2748,23 @@ impl<'c, 'm> FnLower<'c, 'm> {
             return self.unsupported(format!("`{}` in warp mode", self.describe(inst)));
         }
         let a = self.get(&srcs[0], ty)?;
+        if self.cx.privatised(self.item, self.f, self.stmt) {
+            // Adds gathered in the runner's table (`privatise.rs`).
+            let [_, (inner, text)] = crate::privatise::add_helpers(t.bits());
+            self.cx.helper(&inner, || text);
+            let (name, text) = crate::privatise::warp_add_helper(t.bits(), &inner);
+            self.cx.helper(&name, || text);
+            self.cx.declare("llvm.vector.reduce.and.v32i1", "declare i1 @llvm.vector.reduce.and.v32i1(<32 x i1>)");
+            let table = self.ctx_field(crate::cpu_abi::offsets::PRIVATE_ADDS, Ty::Ptr);
+            let (ptrs, uniform) = self.warp_address(addr_op, space)?;
+            let ptrs = if uniform { self.vec(ptrs) } else { ptrs };
+            let mask = self.mask();
+            let zero = self.out.def(ty, format_args!("call {ty} @{name}({ptrs}, {a}, {mask}, {table})"));
+            if !is_red {
+                self.set(&args[0], zero)?;
+            }
+            return Ok(());
+        }
         let c = if op == Flag::Cas { self.get(&srcs[1], ty)? } else { V::new(ty, "zeroinitializer") };
         let call = AtomicCall { op, ty, signed: t.is_signed(), plain: cpu_shared, a, c };
         if cpu_shared && matches!(op, Flag::MinOp | Flag::MaxOp) {

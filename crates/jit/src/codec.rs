@@ -61,6 +61,119 @@ fn put_base(w: &mut Vec<u8>, b: &compiler::GuardBase) {
     }
 }
 
+fn put_launch(w: &mut Vec<u8>, l: compiler::lockstep::Launch) {
+    use compiler::lockstep::Launch;
+    w.push(match l {
+        Launch::Tid => 0,
+        Launch::Ntid => 1,
+        Launch::Ctaid => 2,
+        Launch::Nctaid => 3,
+    });
+}
+
+fn read_launch(r: &mut Reader) -> Option<compiler::lockstep::Launch> {
+    use compiler::lockstep::Launch;
+    Some(match r.bytes(1)?[0] {
+        0 => Launch::Tid,
+        1 => Launch::Ntid,
+        2 => Launch::Ctaid,
+        3 => Launch::Nctaid,
+        _ => return None,
+    })
+}
+
+/// A kernel's privatisation condition (`compiler::privatise::Guard`).
+fn put_private(w: &mut Vec<u8>, g: Option<&compiler::privatise::Guard>) {
+    use compiler::privatise::Val;
+    let Some(g) = g else {
+        w.extend_from_slice(&0u32.to_le_bytes());
+        return;
+    };
+    w.extend_from_slice(&1u32.to_le_bytes());
+    for regions in [&g.targets, &g.others] {
+        w.extend_from_slice(&(regions.len() as u32).to_le_bytes());
+        for region in regions {
+            w.extend_from_slice(&region.bytes.to_le_bytes());
+            w.extend_from_slice(&(region.address.len() as u32).to_le_bytes());
+            for v in &region.address {
+                match v {
+                    Val::Const(c) => {
+                        w.push(0);
+                        w.extend_from_slice(&c.to_le_bytes());
+                    }
+                    Val::Param { at, bytes, signed } => {
+                        w.push(1);
+                        w.extend_from_slice(&at.to_le_bytes());
+                        w.extend_from_slice(&[*bytes, *signed as u8]);
+                    }
+                    Val::Special(l, d) => {
+                        w.push(2);
+                        put_launch(w, *l);
+                        w.push(*d);
+                    }
+                    Val::Within(lo, hi) => {
+                        w.push(3);
+                        w.extend_from_slice(&lo.to_le_bytes());
+                        w.extend_from_slice(&hi.to_le_bytes());
+                    }
+                    Val::Add => w.push(4),
+                    Val::Sub => w.push(5),
+                    Val::Mul => w.push(6),
+                    Val::Wide { signed } => w.extend_from_slice(&[7, *signed as u8]),
+                    Val::Read { bits, signed } => w.extend_from_slice(&[8, *bits, *signed as u8]),
+                    Val::Counter { bits, signed } => w.extend_from_slice(&[9, *bits, *signed as u8]),
+                }
+            }
+        }
+    }
+}
+
+fn read_private(r: &mut Reader) -> Option<Option<compiler::privatise::Guard>> {
+    use compiler::privatise::{Guard, Region, Val};
+    if r.u32()? == 0 {
+        return Some(None);
+    }
+    let mut lists = [Vec::new(), Vec::new()];
+    for list in &mut lists {
+        let n = r.u32()? as usize;
+        for _ in 0..n.min(1 << 16) {
+            let bytes = r.u64()?;
+            let k = r.u32()? as usize;
+            let mut address = Vec::with_capacity(k.min(1 << 10));
+            for _ in 0..k {
+                let tag = r.bytes(1)?[0];
+                let mut byte = || r.bytes(1).map(|b| b[0]);
+                address.push(match tag {
+                    0 => Val::Const(r.u64()? as i64),
+                    1 => {
+                        let at = r.u32()?;
+                        let b = r.bytes(2)?;
+                        Val::Param { at, bytes: b[0], signed: b[1] != 0 }
+                    }
+                    2 => Val::Special(read_launch(r)?, r.bytes(1)?[0]),
+                    3 => Val::Within(r.u64()? as i64, r.u64()? as i64),
+                    4 => Val::Add,
+                    5 => Val::Sub,
+                    6 => Val::Mul,
+                    7 => Val::Wide { signed: byte()? != 0 },
+                    8 => {
+                        let b = r.bytes(2)?;
+                        Val::Read { bits: b[0], signed: b[1] != 0 }
+                    }
+                    9 => {
+                        let b = r.bytes(2)?;
+                        Val::Counter { bits: b[0], signed: b[1] != 0 }
+                    }
+                    _ => return None,
+                });
+            }
+            list.push(Region { address, bytes });
+        }
+    }
+    let [targets, others] = lists;
+    Some(Some(Guard { targets, others }))
+}
+
 fn put_guard(w: &mut Vec<u8>, g: Option<&compiler::LaunchGuard>) {
     let Some(g) = g else {
         w.extend_from_slice(&0u32.to_le_bytes());
@@ -301,6 +414,7 @@ pub(crate) fn write_info(w: &mut Vec<u8>, info: &compiler::ModuleInfo) {
         put_dims(w, k.reqntid);
         put_dims(w, k.maxntid);
         put_guard(w, k.lockstep_guard.as_ref());
+        put_private(w, k.privatise.as_ref());
     }
     w.extend_from_slice(&(info.globals.len() as u32).to_le_bytes());
     for g in &info.globals {
@@ -325,6 +439,7 @@ pub(crate) fn read_info(r: &mut Reader) -> Option<compiler::ModuleInfo> {
         let reqntid = r.dims()?;
         let maxntid = r.dims()?;
         let lockstep_guard = read_guard(r)?;
+        let privatise = read_private(r)?;
         kernels.push(compiler::KernelInfo {
             name,
             params,
@@ -338,6 +453,7 @@ pub(crate) fn read_info(r: &mut Reader) -> Option<compiler::ModuleInfo> {
             lanes,
             frame_bytes,
             lockstep_guard,
+            privatise,
         });
     }
     let ng = r.u32()? as usize;
@@ -449,6 +565,32 @@ mod tests {
                             vec![compiler::lockstep::Op::Param { at: 8, signed: false }],
                             vec![compiler::lockstep::Op::Special(compiler::lockstep::Launch::Ntid, 0)],
                         )],
+                    }],
+                }),
+                privatise: Some(compiler::privatise::Guard {
+                    targets: vec![compiler::privatise::Region {
+                        address: vec![
+                            compiler::privatise::Val::Param { at: 16, bytes: 8, signed: false },
+                            compiler::privatise::Val::Within(0, 255),
+                            compiler::privatise::Val::Wide { signed: false },
+                            compiler::privatise::Val::Const(-4),
+                            compiler::privatise::Val::Mul,
+                            compiler::privatise::Val::Add,
+                        ],
+                        bytes: 4,
+                    }],
+                    others: vec![compiler::privatise::Region {
+                        address: vec![
+                            compiler::privatise::Val::Special(compiler::lockstep::Launch::Ctaid, 0),
+                            compiler::privatise::Val::Special(compiler::lockstep::Launch::Nctaid, 2),
+                            compiler::privatise::Val::Sub,
+                            compiler::privatise::Val::Special(compiler::lockstep::Launch::Tid, 1),
+                            compiler::privatise::Val::Special(compiler::lockstep::Launch::Ntid, 0),
+                            compiler::privatise::Val::Param { at: 8, bytes: 4, signed: true },
+                            compiler::privatise::Val::Read { bits: 64, signed: true },
+                            compiler::privatise::Val::Counter { bits: 32, signed: true },
+                        ],
+                        bytes: 16,
                     }],
                 }),
             }],

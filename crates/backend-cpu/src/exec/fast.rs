@@ -41,6 +41,7 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
                     (*ctx).ctaid = block;
                     std::ptr::write_bytes(shared, 0, shared_len);
                     block_fn(job.params(), ctx);
+                    super::local::flush_block_adds(ctx);
                 }
             }
             rt.unfinished.set(0);
@@ -75,6 +76,7 @@ where
     let rt = BlockRt::new(job, false);
     rt.fast_stack.set((stack.usable_low(), stack.top()));
     let mut ctx = job.block_ctx(smid, shared, (&rt as *const BlockRt).cast_mut().cast());
+    ctx.private_adds = local.private_adds(job.privatise);
     let ctx_ptr: *mut BlockCtx = &mut ctx;
     let rt_ptr: *const BlockRt = &rt;
     let job_ptr: *const Job = Arc::as_ptr(job);
@@ -113,6 +115,8 @@ where
         fp.restore();
         tracing::debug!(block = ?rt.block.get(), "block failed: {error}");
         job.fail(error);
+        // The abandoned block never flushed its privatised adds.
+        local.discard_private_adds();
         // The failed block and the rest of its run.
         job.finish_blocks(rt.unfinished.get());
     }

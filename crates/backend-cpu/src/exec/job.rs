@@ -57,6 +57,17 @@ impl Drop for AlignedBuf {
     }
 }
 
+/// Launches so far whose atomic adds were privatised (see
+/// [`privatised_launches`]).
+static PRIVATISED_LAUNCHES: AtomicU64 = AtomicU64::new(0);
+
+/// How many launches of this process gathered their add-only atomics in
+/// the runners' private tables (`KernelInfo::privatise` held): a
+/// diagnostic, for tests and benchmarks.
+pub fn privatised_launches() -> u64 {
+    PRIVATISED_LAUNCHES.load(Ordering::Relaxed)
+}
+
 pub(crate) struct Job {
     pub id: u64,
     /// The kernel's name, for reports.
@@ -81,6 +92,9 @@ pub(crate) struct Job {
     pub dynamic_shared_bytes: u32,
     pub gridid: u64,
     pub envreg: [u32; 32],
+    /// The kernel's add-only atomics gather in the runners' private
+    /// tables for this launch (`KernelInfo::privatise` holds for it).
+    pub privatise: bool,
     _workspace: Option<AlignedBuf>,
     next: AtomicU64,
     finished: AtomicU64,
@@ -201,6 +215,17 @@ impl Job {
         }
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let privatise = info.privatise.as_ref().is_some_and(|g| g.holds(params, grid, block));
+        if info.privatise.is_some() {
+            tracing::trace!(
+                "kernel `{}`: {}",
+                info.name,
+                if privatise { "atomic adds privatised" } else { "atomic adds on memory (buffers may overlap)" }
+            );
+        }
+        if privatise {
+            PRIVATISED_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(Arc::new(Job {
             id,
             kernel_name: kernel.info.name.clone(),
@@ -221,6 +246,7 @@ impl Job {
             dynamic_shared_bytes: dynamic_shared,
             gridid: id,
             envreg,
+            privatise,
             _workspace: workspace,
             next: AtomicU64::new(0),
             finished: AtomicU64::new(0),
@@ -378,6 +404,7 @@ impl Job {
             chain_wrap: 0,
             check_tools: crate::memcheck::tools(),
             memcheck: [[0; 2]; compiler::cpu_abi::MEMCHECK_SLOTS],
+            private_adds: std::ptr::null_mut(),
         }
     }
 }

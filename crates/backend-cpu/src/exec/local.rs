@@ -109,9 +109,31 @@ pub(crate) struct Local {
     shared: Option<AlignedBuf>,
     pub sched: Option<Box<SchedState>>,
     pub warps: Option<super::warps::Warps>,
+    /// The runner's table of privatised atomic adds (see `privatise.rs`
+    /// in the compiler), allocated on first use.
+    private_adds: Option<Box<compiler::cpu_abi::PrivateAdds>>,
 }
 
 impl Local {
+    /// The table a launch that privatises its adds gives its blocks
+    /// (`BlockCtx::private_adds`), or null for one that does not.
+    pub(crate) fn private_adds(&mut self, privatise: bool) -> *mut compiler::cpu_abi::PrivateAdds {
+        if !privatise {
+            return std::ptr::null_mut();
+        }
+        let table = self.private_adds.get_or_insert_with(Box::default);
+        &mut **table
+    }
+
+    /// Drops the adds still pending in the runner's table: those of a
+    /// block that was abandoned (a fault, a trap, a time limit), whose
+    /// launch reports the failure; nothing writes memory after it.
+    pub(crate) fn discard_private_adds(&mut self) {
+        if let Some(t) = &mut self.private_adds {
+            t.discard();
+        }
+    }
+
     /// The shared-memory window, at least `bytes` long, zeroed.
     pub(crate) fn shared_window(&mut self, bytes: usize) -> Option<*mut u8> {
         if self.shared.as_ref().is_none_or(|buf| buf.len() < bytes) {
@@ -157,4 +179,22 @@ thread_local! {
 /// further up the stack (a launch from inside kernel code).
 pub(crate) fn with_local<R>(f: impl FnOnce(&mut Local) -> R) -> Option<R> {
     LOCAL.try_with(|local| local.try_borrow_mut().ok().map(|mut local| f(&mut local))).ok().flatten()
+}
+
+/// Makes a block's pending privatised adds on memory, once the block has
+/// ended: before the launch can complete and before anything after it can
+/// look.
+///
+/// # Safety
+/// `ctx` is a live block context whose `private_adds` is null or the
+/// runner's table.
+pub(crate) unsafe fn flush_block_adds(ctx: *mut compiler::cpu_abi::BlockCtx) {
+    // SAFETY: the caller's contract; the table's keys are valid for
+    // atomics (`PrivateAdds::flush`).
+    unsafe {
+        let t = (*ctx).private_adds;
+        if !t.is_null() && (*t).used != 0 {
+            (*t).flush();
+        }
+    }
 }

@@ -47,6 +47,7 @@ use crate::heap::{DeviceHeap, DEFAULT_HEAP_LIMIT};
 use crate::loader::LoadedModule;
 
 pub use devrt::{KernelResolver, DEFAULT_PENDING_LAUNCHES, MAX_DEPTH};
+pub use job::privatised_launches;
 pub use runtime::OutputSink;
 
 /// Why a launch failed. Every variant leaves the process and the executor

@@ -94,6 +94,7 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
     let rt = BlockRt::new(job, true);
     rt.slots.set(state.slots.as_ptr());
     let mut ctx = job.block_ctx(smid, shared, (&rt as *const BlockRt).cast_mut().cast());
+    ctx.private_adds = local.private_adds(job.privatise);
     let fp = FpState::save();
     let trap = TrapSlot::default();
     if job.deadline.is_some() {
@@ -108,6 +109,8 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
         unsafe { std::ptr::write_bytes(shared, 0, job.shared_bytes as usize) };
         let env = Env { job, rt: &rt, block, fp, trap: &trap };
         let result = state.run_block(&env, local, &mut ctx);
+        // SAFETY: `ctx` is this runner's, its table the runner's.
+        unsafe { super::local::flush_block_adds(&mut ctx) };
         if let Err(error) = result {
             tracing::debug!(block = ?block, "block failed: {error}");
             job.fail(error);

@@ -334,6 +334,8 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
                 }
                 let result =
                     warps.reset(job.units as usize, job.frame_bytes as usize).and_then(|()| warps.run_block(job, ctx, warp_fn, block));
+                // SAFETY: `ctx` is the runner's context, its table the runner's.
+                unsafe { super::local::flush_block_adds(ctx) };
                 if let Err(error) = result {
                     rt.end(Some(error));
                 }

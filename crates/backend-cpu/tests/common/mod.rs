@@ -56,6 +56,7 @@ pub fn info(name: &str, needs_scheduler: bool) -> KernelInfo {
         lanes: 1,
         frame_bytes: 0,
         lockstep_guard: None,
+        privatise: None,
     }
 }
 
