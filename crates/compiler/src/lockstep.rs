@@ -537,6 +537,44 @@ pub struct Disjoint<B, P> {
     pub b: Span<B, P>,
 }
 
+/// The exact values a launch value takes over a launch of `grid` blocks
+/// of `block` threads: `%tid.d` in `[0, block[d])`, `%ctaid.d` in
+/// `[0, grid[d])`, `%ntid.d` and `%nctaid.d` exactly; `None` for a
+/// dimension of 0 or one past the third.
+pub(crate) fn launch_range(l: Launch, d: u8, grid: [u32; 3], block: [u32; 3]) -> Option<(i128, i128)> {
+    let (b, g) = (i128::from(*block.get(d as usize)?), i128::from(*grid.get(d as usize)?));
+    if b == 0 || g == 0 {
+        return None;
+    }
+    Some(match l {
+        Launch::Tid => (0, b - 1),
+        Launch::Ntid => (b, b),
+        Launch::Ctaid => (0, g - 1),
+        Launch::Nctaid => (g, g),
+    })
+}
+
+/// A ring operation of interval arithmetic ([`ring_range`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ring {
+    Add,
+    Sub,
+    Mul,
+}
+
+/// The exact range of `x op y` for `x` and `y` in their (inclusive)
+/// ranges; `None` when a bound of a product does not fit an `i128`.
+pub(crate) fn ring_range(op: Ring, x: (i128, i128), y: (i128, i128)) -> Option<(i128, i128)> {
+    Some(match op {
+        Ring::Add => (x.0.checked_add(y.0)?, x.1.checked_add(y.1)?),
+        Ring::Sub => (x.0.checked_sub(y.1)?, x.1.checked_sub(y.0)?),
+        Ring::Mul => {
+            let p = [x.0.checked_mul(y.0)?, x.0.checked_mul(y.1)?, x.1.checked_mul(y.0)?, x.1.checked_mul(y.1)?];
+            (*p.iter().min()?, *p.iter().max()?)
+        }
+    })
+}
+
 /// Magnitude beyond which a launch range is not computed (the condition
 /// then fails): products of two such bounds fit in an `i128`.
 pub const RANGE_BOUND: i128 = 1 << 62;
@@ -615,29 +653,16 @@ pub fn value_range<P>(
                 let top = x.1.min(n.1);
                 (top >= x.0).then_some((x.0, top))?
             }
-            Op::Special(l, d) => {
-                let (b, g) = (i128::from(*block.get(*d as usize)?), i128::from(*grid.get(*d as usize)?));
-                if b == 0 || g == 0 {
-                    return None;
-                }
-                match l {
-                    Launch::Tid => (0, b - 1),
-                    Launch::Ntid => (b, b),
-                    Launch::Ctaid => (0, g - 1),
-                    Launch::Nctaid => (g, g),
-                }
-            }
+            Op::Special(l, d) => launch_range(*l, *d, grid, block)?,
             Op::Add | Op::Sub | Op::Mul => {
                 let y = stack.pop()?;
                 let x = stack.pop()?;
-                match op {
-                    Op::Add => (x.0 + y.0, x.1 + y.1),
-                    Op::Sub => (x.0 - y.1, x.1 - y.0),
-                    _ => {
-                        let p = [x.0 * y.0, x.0 * y.1, x.1 * y.0, x.1 * y.1];
-                        (p.iter().copied().min()?, p.iter().copied().max()?)
-                    }
-                }
+                let ring = match op {
+                    Op::Add => Ring::Add,
+                    Op::Sub => Ring::Sub,
+                    _ => Ring::Mul,
+                };
+                ring_range(ring, x, y)?
             }
         };
         if v.0 < -RANGE_BOUND || v.1 > RANGE_BOUND {

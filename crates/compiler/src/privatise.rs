@@ -50,7 +50,7 @@
 //! Checked runs (`Options::memcheck`) keep every atomic as it is, so the
 //! checking tools see each access where it happens.
 
-use crate::lockstep::Launch;
+use crate::lockstep::{ring_range, Launch, Ring};
 use ptx::ast::*;
 
 /// One step of a value's computation, in postfix order, over exact
@@ -135,29 +135,16 @@ pub fn value_range(ops: &[Val], param: &dyn Fn(u32, u8, bool) -> Option<i128>, g
                 (x, x)
             }
             Val::Within(lo, hi) => (i128::from(*lo), i128::from(*hi)),
-            Val::Special(l, d) => {
-                let (b, g) = (i128::from(*block.get(*d as usize)?), i128::from(*grid.get(*d as usize)?));
-                if b == 0 || g == 0 {
-                    return None;
-                }
-                match l {
-                    Launch::Tid => (0, b - 1),
-                    Launch::Ntid => (b, b),
-                    Launch::Ctaid => (0, g - 1),
-                    Launch::Nctaid => (g, g),
-                }
-            }
+            Val::Special(l, d) => crate::lockstep::launch_range(*l, *d, grid, block)?,
             Val::Add | Val::Sub | Val::Mul => {
                 let y = stack.pop()?;
                 let x = stack.pop()?;
-                match op {
-                    Val::Add => (x.0 + y.0, x.1 + y.1),
-                    Val::Sub => (x.0 - y.1, x.1 - y.0),
-                    _ => {
-                        let p = [x.0.checked_mul(y.0)?, x.0.checked_mul(y.1)?, x.1.checked_mul(y.0)?, x.1.checked_mul(y.1)?];
-                        (*p.iter().min()?, *p.iter().max()?)
-                    }
-                }
+                let ring = match op {
+                    Val::Add => Ring::Add,
+                    Val::Sub => Ring::Sub,
+                    _ => Ring::Mul,
+                };
+                ring_range(ring, x, y)?
             }
             Val::Wide { signed } => {
                 let x = stack.pop()?;
