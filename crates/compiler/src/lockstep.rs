@@ -899,13 +899,13 @@ enum Effect {
     Write { reads: bool, commutes: Option<(Flag, Type)> },
 }
 
-fn is_shared(s: StateSpace) -> bool {
+pub(crate) fn is_shared(s: StateSpace) -> bool {
     matches!(s, StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster)
 }
 
 /// Whether an operand names a `.shared` variable (of the function or of
 /// the module).
-fn names_shared(m: &Module, f: &Function, b: &Body, op: &Operand) -> bool {
+pub(crate) fn names_shared(m: &Module, f: &Function, b: &Body, op: &Operand) -> bool {
     match *op {
         Operand::Var(v) | Operand::AddrVar(v, _) | Operand::VarOffset(v, _) => f.vars.get(v as usize).is_some_and(|d| is_shared(d.space)),
         Operand::Global(s) | Operand::AddrGlobal(s, _) | Operand::GlobalOffset(s, _) => {

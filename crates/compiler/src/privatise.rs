@@ -50,7 +50,7 @@
 //! Checked runs (`Options::memcheck`) keep every atomic as it is, so the
 //! checking tools see each access where it happens.
 
-use crate::lockstep::{ring_range, Launch, Ring};
+use crate::lockstep::{is_shared, names_shared, ring_range, Launch, Ring};
 use ptx::ast::*;
 
 /// One step of a value's computation, in postfix order, over exact
@@ -260,24 +260,6 @@ fn disqualifies(op: Opcode) -> bool {
             | Stacksave
             | Stackrestore
     )
-}
-
-fn is_shared(s: StateSpace) -> bool {
-    matches!(s, StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster)
-}
-
-fn names_shared(m: &Module, f: &Function, b: &Body, op: &Operand) -> bool {
-    match *op {
-        Operand::Var(v) | Operand::AddrVar(v, _) | Operand::VarOffset(v, _) => f.vars.get(v as usize).is_some_and(|d| is_shared(d.space)),
-        Operand::Global(s) | Operand::AddrGlobal(s, _) | Operand::GlobalOffset(s, _) => {
-            m.symbols.get(s as usize).is_some_and(|sym| sym.kind == SymbolKind::Variable)
-                && m.variable(s).is_some_and(|v| is_shared(v.decl.space))
-        }
-        Operand::Vector(l) | Operand::Paren(l) | Operand::Bracket(l) | Operand::VectorPred(l, _) => {
-            b.list(l).iter().any(|o| names_shared(m, f, b, o))
-        }
-        _ => false,
-    }
 }
 
 /// Registers an operand names (written when it is a destination).
