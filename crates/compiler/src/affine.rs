@@ -38,13 +38,8 @@ pub fn strides(f: &Function, b: &Body) -> Vec<Option<i64>> {
         for s in &b.statements {
             let Statement::Instruction(inst) = s else { continue };
             let args = b.args(inst);
-            let first_is_dest = crate::warp::writes_first(b, inst);
             let mut defs = Vec::new();
-            if first_is_dest {
-                if let Some(&d) = args.first() {
-                    crate::warp::operand_registers(b, d, &mut defs);
-                }
-            }
+            b.defs(inst, &mut defs);
             for r in defs {
                 let write = match args.first() {
                     Some(&Operand::Reg(d)) if d == r => transfer(f, b, inst, &state, &consts),

@@ -940,7 +940,7 @@ fail:
     /// hardware does. The host keeps the float form, which its instructions
     /// implement as written.
     pub(crate) fn saturate(&mut self, v: &V) -> V {
-        if matches!(self.cx.target, crate::Target::Amdgpu { .. }) {
+        if !self.cx.facts.float_clamp_saturates {
             return self.saturate_bits(v);
         }
         let zero = V::float_bits(v.ty, 0);
@@ -1014,7 +1014,7 @@ fail:
     /// such instruction.
     fn rounded_avx512(&mut self, op: &str, args: &[&V], mode: Rounding) -> Option<V> {
         use std::fmt::Write as _;
-        if !matches!(self.cx.target, crate::Target::HostCpu) || !crate::codegen::host_has_avx512f() {
+        if !self.cx.facts.embedded_rounding {
             return None;
         }
         let ty = args[0].ty;
@@ -1604,7 +1604,7 @@ pub fn nan_blind_registers(b: &Body) -> Vec<bool> {
         if let Some(g) = inst.guard {
             regs.push(g.reg);
         }
-        let first_is_dest = crate::warp::writes_first(b, inst);
+        let first_is_dest = b.writes_first(inst);
         for (k, &op) in args.iter().enumerate() {
             if k == 0 && first_is_dest {
                 continue;
@@ -1614,7 +1614,7 @@ pub fn nan_blind_registers(b: &Body) -> Vec<bool> {
             if consumer && k > 0 && matches!(op, Operand::Reg(_)) {
                 continue;
             }
-            crate::warp::operand_registers(b, op, &mut regs);
+            b.operand_registers(op, &mut regs);
         }
         for &r in &regs {
             if let Some(x) = blind.get_mut(r as usize) {

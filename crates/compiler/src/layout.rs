@@ -502,7 +502,7 @@ pub fn describe_unit(m: &Module, a: &Analysis, target: &crate::Target, opts: &cr
             if let Some(Item::Function(f)) = m.items.get(k as usize) {
                 if f.kind == FunctionKind::Entry && f.body.is_some() {
                     let mut info = describe_kernel(m, a, k, f);
-                    let choice = (matches!(target, crate::Target::HostCpu) && opts.warp != crate::WarpMode::Off)
+                    let choice = (target.facts().emulates_threads && opts.warp != crate::WarpMode::Off)
                         .then(|| crate::warp::choose_mode(m, "", a, target, opts, k, f));
                     if choice.as_ref().is_some_and(|c| c.warp) {
                         info.lanes = crate::warp::W;

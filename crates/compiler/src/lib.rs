@@ -22,7 +22,7 @@ pub mod profile;
 mod shared_index;
 pub mod softfloat;
 mod sync;
-mod targets;
+pub mod targets;
 mod texture;
 mod video;
 mod warp;
@@ -30,6 +30,7 @@ mod warp;
 use thiserror::Error;
 
 pub use layout::{describe, describe_with_options};
+pub use targets::{CodeTarget, TargetFacts};
 
 /// Choices that change the code a compile produces.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -412,7 +413,7 @@ pub fn describe_analysed(module: &ptx::ast::Module, a: &ModuleAnalysis, target: 
 
 /// [`splits_into_units`] with an analysis made before.
 pub fn splits_into_units_analysed(module: &ptx::ast::Module, target: &Target, a: &ModuleAnalysis) -> bool {
-    if !matches!(target, Target::HostCpu) {
+    if !target.facts().links_units {
         return false;
     }
     let a = &a.0;
@@ -480,142 +481,42 @@ pub fn compile_unit_analysed(
     analysis: &ModuleAnalysis,
 ) -> Result<CompiledModule, CompileError> {
     use profile::{time, Phase};
-    time(Phase::Analyse, || targets::check_module(target, module, src))?;
+    let code = target.code_target()?;
+    time(Phase::Analyse, || code.check_module(module, src))?;
     let mut cx = time(Phase::Analyse, || lower::ModuleCx::with_analysis(module, src, target, opts, &analysis.0));
     time(Phase::Analyse, || cx.select_unit(unit))?;
     let ir = time(Phase::Lower, || cx.lower_module())?;
-    let ir = time(Phase::Lower, || targets::finish_ir(target, ir, &cx.decls, &cx.helpers));
+    let ir = time(Phase::Lower, || code.finish_ir(ir, &cx.decls, &cx.helpers));
     let info = time(Phase::Analyse, || layout::describe_unit(module, &cx.a, target, opts, unit));
-    let object = match target {
-        Target::HostCpu => codegen::host_object(&ir, opts.tier)?,
-        Target::Amdgpu { arch } => targets::amdgpu::object(&ir, &targets::amdgpu::Arch::parse(arch)?)?,
-    };
+    let object = code.object(&ir, opts.tier)?;
     Ok(CompiledModule { object, info })
 }
 
 /// The LLVM IR text [`compile`] hands to the code generator of `target`
 /// (before optimisation), for inspection and golden tests.
 pub fn emit_target_ir(module: &ptx::ast::Module, src: &str, target: &Target) -> Result<String, CompileError> {
-    targets::check_module(target, module, src)?;
+    let code = target.code_target()?;
+    code.check_module(module, src)?;
     let mut cx = lower::ModuleCx::new(module, src, target, &Options::default());
     let ir = cx.lower_module()?;
-    Ok(targets::finish_ir(target, ir, &cx.decls, &cx.helpers))
+    Ok(code.finish_ir(ir, &cx.decls, &cx.helpers))
 }
 
-/// Identifies the code a [`compile`] call produces for `target` on this
-/// machine: part of any cache key for compiled code.
 /// Whether the host processor has AVX-512F: directed-rounding arithmetic
 /// (`add.rm.f32`...) for the host is then one instruction with the
 /// rounding mode embedded instead of a switch of the rounding mode.
 pub fn host_has_avx512f() -> bool {
-    codegen::host_has_avx512f()
+    targets::host::host_has_avx512f()
 }
 
+/// Identifies the code a [`compile`] call produces for `target` on this
+/// machine: part of any cache key for compiled code.
 pub fn target_fingerprint(target: &Target) -> String {
-    match target {
-        Target::HostCpu => codegen::host_fingerprint(),
-        Target::Amdgpu { arch } => match targets::amdgpu::Arch::parse(arch) {
-            Ok(a) => targets::amdgpu::fingerprint(&a),
-            // Nothing compiles for an unknown processor; the name alone keys it.
-            Err(_) => format!("amdgcn-amd-amdhsa|{arch}|invalid"),
-        },
-    }
-}
-
-mod codegen {
-    use crate::profile::{time, Phase};
-    use crate::CompileError;
-    use inkwell::context::Context;
-    use inkwell::memory_buffer::MemoryBuffer;
-    use inkwell::passes::PassBuilderOptions;
-    use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
-    use inkwell::OptimizationLevel;
-    use std::sync::OnceLock;
-
-    /// Registers the host target once; other targets initialise after it,
-    /// since LLVM's target registry is not safe to extend concurrently.
-    pub(crate) fn init() -> Result<(), CompileError> {
-        static INIT: OnceLock<Result<(), String>> = OnceLock::new();
-        INIT.get_or_init(|| Target::initialize_native(&InitializationConfig::default())).clone().map_err(CompileError::Llvm)
-    }
-
-    /// Host features LLVM must not use: with them it converts `float` to
-    /// `bfloat` with `VCVTNEPS2BF16`, which treats subnormal inputs as zero
-    /// and flushes subnormal results, where PTX keeps bf16 subnormals (a
-    /// bf16 value that crosses a basic block is held as a float and
-    /// converted back so: checked mode's access checks split blocks, and
-    /// `neg.bf16` of 0x0001 gave 0x8000).
-    const OFF: [&str; 2] = ["avx512bf16", "avxneconvert"];
-
-    /// The host processor's features, less [`OFF`].
-    fn host_features() -> String {
-        TargetMachine::get_host_cpu_features()
-            .to_string_lossy()
-            .split(',')
-            .map(|f| match f.strip_prefix('+') {
-                Some(name) if OFF.contains(&name) => format!("-{name}"),
-                _ => f.to_string(),
-            })
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-
-    fn host_machine(tier: crate::Tier) -> Result<TargetMachine, CompileError> {
-        init()?;
-        let triple = TargetMachine::get_default_triple();
-        let target = Target::from_triple(&triple).map_err(|e| CompileError::Llvm(e.to_string()))?;
-        let cpu = TargetMachine::get_host_cpu_name();
-        let features = host_features();
-        target
-            .create_target_machine(
-                &triple,
-                &cpu.to_string_lossy(),
-                &features,
-                match tier {
-                    crate::Tier::Fast => OptimizationLevel::None,
-                    crate::Tier::Optimized => OptimizationLevel::Default,
-                },
-                RelocMode::PIC,
-                CodeModel::Default,
-            )
-            .ok_or_else(|| CompileError::Llvm(format!("no target machine for {}", triple.as_str().to_string_lossy())))
-    }
-
-    /// Whether the host processor has AVX-512F, whose arithmetic
-    /// instructions carry their own rounding mode (`{rd-sae}`): directed
-    /// rounding then needs no change of the floating-point environment.
-    /// Part of the fingerprint (the host's features), so cached code
-    /// follows it.
-    pub fn host_has_avx512f() -> bool {
-        static HAS: OnceLock<bool> = OnceLock::new();
-        *HAS.get_or_init(|| TargetMachine::get_host_cpu_features().to_string_lossy().split(',').any(|f| f == "+avx512f"))
-    }
-
-    pub fn host_fingerprint() -> String {
-        let triple = TargetMachine::get_default_triple();
-        format!("{}|{}|{}", triple.as_str().to_string_lossy(), TargetMachine::get_host_cpu_name().to_string_lossy(), host_features())
-    }
-
-    /// The optimisation pipeline of each tier (see [`crate::Tier`]).
-    pub fn pipeline(tier: crate::Tier) -> &'static str {
-        match tier {
-            crate::Tier::Fast => "function(sroa,instcombine<no-verify-fixpoint>,simplifycfg)",
-            crate::Tier::Optimized => "default<O2>",
-        }
-    }
-
-    pub fn host_object(ir: &str, tier: crate::Tier) -> Result<Vec<u8>, CompileError> {
-        let tm = host_machine(tier)?;
-        let context = Context::create();
-        let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "ptx");
-        let llvm = |e: inkwell::support::LLVMString| CompileError::Llvm(e.to_string());
-        let module = time(Phase::ParseIr, || context.create_module_from_ir(buf)).map_err(llvm)?;
-        module.set_triple(&tm.get_triple());
-        module.set_data_layout(&tm.get_target_data().get_data_layout());
-        time(Phase::Verify, || module.verify()).map_err(llvm)?;
-        time(Phase::Optimize, || module.run_passes(pipeline(tier), &tm, PassBuilderOptions::create())).map_err(llvm)?;
-        let obj = time(Phase::Codegen, || tm.write_to_memory_buffer(&module, FileType::Object)).map_err(llvm)?;
-        Ok(obj.as_slice().to_vec())
+    match (target.code_target(), target) {
+        (Ok(code), _) => code.fingerprint(),
+        // Nothing compiles for an unknown processor; the name alone keys it.
+        (Err(_), Target::Amdgpu { arch }) => format!("amdgcn-amd-amdhsa|{arch}|invalid"),
+        (Err(e), Target::HostCpu) => format!("host|invalid|{e}"),
     }
 }
 

@@ -1087,12 +1087,8 @@ impl<'a> Forms<'a> {
             }
             region[i] = last_label;
             let Statement::Instruction(inst) = s else { continue };
-            if !crate::warp::writes_first(b, inst) {
-                continue;
-            }
-            let Some(&d) = b.args(inst).first() else { continue };
             regs.clear();
-            crate::warp::operand_registers(b, d, &mut regs);
+            b.defs(inst, &mut regs);
             for &r in &regs {
                 if let Some(c) = count.get_mut(r as usize) {
                     // A guarded write leaves some lanes' old value.

@@ -15,6 +15,8 @@ pub type Res<T> = Result<T, CompileError>;
 /// Module-wide lowering state.
 pub struct ModuleCx<'m> {
     pub target: crate::Target,
+    /// How the target runs threads (asked by the lowering instead of the target).
+    pub facts: crate::targets::TargetFacts,
     pub opts: crate::Options,
     pub m: &'m Module<'m>,
     pub lines: LineIndex<'m>,
@@ -151,6 +153,7 @@ impl<'m> ModuleCx<'m> {
     pub fn new(m: &'m Module<'m>, src: &'m str, target: &crate::Target, opts: &crate::Options) -> ModuleCx<'m> {
         ModuleCx {
             target: target.clone(),
+            facts: target.facts(),
             opts: opts.clone(),
             m,
             lines: LineIndex::new(src),
@@ -170,6 +173,7 @@ impl<'m> ModuleCx<'m> {
     pub fn with_analysis(m: &'m Module<'m>, src: &'m str, target: &crate::Target, opts: &crate::Options, a: &'m Analysis) -> ModuleCx<'m> {
         ModuleCx {
             target: target.clone(),
+            facts: target.facts(),
             opts: opts.clone(),
             m,
             lines: LineIndex::new(src),
@@ -229,6 +233,7 @@ impl<'m> ModuleCx<'m> {
 
     /// The whole module as IR text.
     pub fn lower_module(&mut self) -> Res<String> {
+        let code = self.target.code_target()?;
         let mut globals = String::new();
         for v in self.m.variables() {
             if matches!(self.unit, crate::Unit::Kernel(_)) {
@@ -245,9 +250,8 @@ impl<'m> ModuleCx<'m> {
             if self.defined.as_ref().is_some_and(|d| !d.contains(&(idx as ItemId))) {
                 continue;
             }
-            let choice =
-                (f.kind == FunctionKind::Entry && matches!(self.target, crate::Target::HostCpu) && self.opts.warp != crate::WarpMode::Off)
-                    .then(|| crate::warp::choose_mode(self.m, "", &self.a, &self.target, &self.opts, idx as ItemId, f));
+            let choice = (f.kind == FunctionKind::Entry && self.facts.emulates_threads && self.opts.warp != crate::WarpMode::Off)
+                .then(|| crate::warp::choose_mode(self.m, "", &self.a, &self.target, &self.opts, idx as ItemId, f));
             let warp = choice.as_ref().is_some_and(|c| c.warp);
             let mut fl = FnLower::new(self, idx as ItemId, f, body);
             let text = if warp { fl.lower_warp()? } else { fl.lower()? };
@@ -276,7 +280,7 @@ impl<'m> ModuleCx<'m> {
                         let check = self.condition_ir(f, &conditions);
                         funcs.push_str(&guarded_block_function(&kernel.name, kernel.param_bytes, frame_bytes, &check));
                     }
-                    None => funcs.push_str(&crate::targets::kernel_entries(&self.target, &kernel)?),
+                    None => funcs.push_str(&code.kernel_entries(&kernel)?),
                 }
             }
         }
@@ -293,7 +297,7 @@ impl<'m> ModuleCx<'m> {
             out.push_str(h);
             out.push('\n');
         }
-        out.push_str(&crate::targets::runtime_library(&self.target, &self.decls)?);
+        out.push_str(&code.runtime_library(&self.decls)?);
         out.push_str("\nattributes #0 = { nounwind }\nattributes #1 = { nounwind strictfp }\nattributes #2 = { alwaysinline nounwind }\n");
         Ok(out)
     }

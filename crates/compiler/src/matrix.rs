@@ -599,9 +599,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
             self.out.op(format_args!("store {w}, {p}, align 8"));
         }
         // Targets that gather into the caller's memory get room for 32 lanes.
-        let scratch = match self.cx.target {
-            crate::Target::HostCpu => "null".to_string(),
-            _ => self.out.alloca(&format!("[{} x i64]", slots * W as u32), 8),
+        let scratch = if self.cx.facts.runtime_gather_buffer {
+            "null".to_string()
+        } else {
+            self.out.alloca(&format!("[{} x i64]", slots * W as u32), 8)
         };
         let site = self.cx.next_site;
         self.cx.next_site += 1;
@@ -702,7 +703,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 }
                 let tab = self.constant_table(&table);
                 let per_e = (1 + 2 * kk) * W;
-                if matches!(self.cx.target, crate::Target::HostCpu) {
+                if self.cx.facts.cheap_frame_arrays {
                     // One loop nest for all of D's elements (the element
                     // index picks the table's rows): the IR of an `mma`
                     // stays the same size whatever the count of elements,

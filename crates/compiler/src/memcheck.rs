@@ -64,7 +64,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// target, thread mode (checked mode compiles every kernel thread by
     /// thread).
     pub fn memcheck_on(&self) -> bool {
-        self.cx.opts.memcheck && matches!(self.cx.target, crate::Target::HostCpu) && self.warp.is_none()
+        self.cx.opts.memcheck && self.cx.facts.checked_mode && self.warp.is_none()
     }
 
     /// Checks an access of `size` bytes at pointer `p` in `space` (None:
@@ -267,7 +267,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     /// Whether this warp-mode function's accesses are checked.
     pub fn memcheck_lanes_on(&self) -> bool {
-        self.cx.opts.memcheck && matches!(self.cx.target, crate::Target::HostCpu) && self.warp.is_some()
+        self.cx.opts.memcheck && self.cx.facts.checked_mode && self.warp.is_some()
     }
 
     /// Warp mode: checks the access of `size` bytes each executing lane

@@ -345,7 +345,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             }
             return Ok(());
         }
-        if matches!(self.cx.target, crate::Target::HostCpu) && is_shared(space) {
+        if self.cx.facts.block_on_one_thread && is_shared(space) {
             // On the CPU a block's threads take turns on one OS thread and
             // switch only inside runtime calls, so no other thread can see
             // shared memory between this load and store: a plain

@@ -262,36 +262,10 @@ fn disqualifies(op: Opcode) -> bool {
     )
 }
 
-/// Registers an operand names (written when it is a destination).
-fn regs_of(b: &Body, op: &Operand, out: &mut Vec<RegId>) {
-    match *op {
-        Operand::Reg(r) | Operand::NotReg(r) | Operand::RegComponent(r, _) | Operand::SinkPred(r) | Operand::AddrReg(r, _) => out.push(r),
-        Operand::Video { reg, .. } => out.push(reg),
-        Operand::PredPair(p, q) => out.extend([p, q]),
-        Operand::VectorPred(l, p) => {
-            out.push(p);
-            for o in b.list(l) {
-                regs_of(b, o, out);
-            }
-        }
-        Operand::Vector(l) | Operand::Paren(l) | Operand::Bracket(l) => {
-            for o in b.list(l) {
-                regs_of(b, o, out);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Registers an instruction may write: those its first operand names,
-/// unless that is an address (over-approximating only costs the plan).
+/// Registers an instruction writes.
 fn writes(b: &Body, inst: &Instruction) -> Vec<RegId> {
     let mut out = Vec::new();
-    if let Some(first) = b.args(inst).first() {
-        if !matches!(first, Operand::AddrReg(..)) {
-            regs_of(b, first, &mut out);
-        }
-    }
+    b.defs(inst, &mut out);
     out
 }
 
@@ -655,8 +629,8 @@ pub fn plan(m: &Module, f: &Function) -> Option<Plan> {
                 defs.entry(r).or_default().push(i);
             }
             let mut named: Vec<RegId> = inst.guard.map(|g| g.reg).into_iter().collect();
-            for a in b.args(inst) {
-                regs_of(b, a, &mut named);
+            for &a in b.args(inst) {
+                b.operand_registers(a, &mut named);
             }
             named.sort_unstable();
             named.dedup();
@@ -736,7 +710,7 @@ pub fn plan(m: &Module, f: &Function) -> Option<Plan> {
 /// [`plan`] where the target and options allow privatising: the host CPU,
 /// unchecked code.
 pub fn plan_for(m: &Module, f: &Function, target: &crate::Target, opts: &crate::Options) -> Option<Plan> {
-    (matches!(target, crate::Target::HostCpu) && !opts.memcheck && f.kind == FunctionKind::Entry).then(|| plan(m, f)).flatten()
+    (target.facts().private_adds && !opts.memcheck && f.kind == FunctionKind::Entry).then(|| plan(m, f)).flatten()
 }
 
 /// The IR helpers that add `v` (`iN`, N = `bits`) at `p`: into the table

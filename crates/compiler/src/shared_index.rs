@@ -11,7 +11,6 @@
 //! the form when the kernel is compiled; the sum must provably not wrap
 //! around 32 bits, as the index is then added in 64-bit arithmetic.
 
-use crate::warp::{operand_registers, writes_first};
 use ptx::ast::*;
 
 /// An address register's value, as the lowering can rebuild it at a given
@@ -124,7 +123,7 @@ pub fn sinkable_load(b: &Body, at: usize, s: &ScaledIndex) -> Option<usize> {
         if writes_memory(inst.op) {
             return None;
         }
-        crate::warp::instruction_registers(b, inst, &mut uses, &mut defs);
+        b.def_use(inst, &mut uses, &mut defs);
         if defs.contains(&address) {
             return None;
         }
@@ -248,13 +247,8 @@ fn last_write(b: &Body, at: usize, r: RegId) -> Option<usize> {
 }
 
 fn writes(b: &Body, inst: &Instruction, r: RegId) -> bool {
-    if !writes_first(b, inst) {
-        return false;
-    }
     let mut regs = Vec::new();
-    if let Some(&d) = b.args(inst).first() {
-        operand_registers(b, d, &mut regs);
-    }
+    b.defs(inst, &mut regs);
     regs.contains(&r)
 }
 

@@ -52,7 +52,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         // built on it, and on wave64 two warps share a wavefront, so one
         // cannot wait for the other. Refused rather than run wrong.
         let counted = if inst.has(b, Flag::Red) { args.len() == 4 } else { args.len() >= 2 };
-        if matches!(self.cx.target, crate::Target::Amdgpu { .. }) && (counted || inst.has(b, Flag::Arrive)) {
+        if !self.cx.facts.partial_barriers && (counted || inst.has(b, Flag::Arrive)) {
             let form =
                 if inst.has(b, Flag::Arrive) { "an arrival without waiting (`bar.arrive`)" } else { "a barrier with a thread count" };
             return self.unsupported(format!(

@@ -233,26 +233,6 @@ fn suspension_site(a: &crate::layout::Analysis, item: ItemId, b: &Body, i: usize
     }
 }
 
-/// The registers an instruction reads, and those it writes (`kills`: the
-/// write is unconditional).
-pub(crate) fn instruction_registers(b: &Body, inst: &Instruction, uses: &mut Vec<RegId>, defs: &mut Vec<RegId>) -> bool {
-    uses.clear();
-    defs.clear();
-    if let Some(g) = inst.guard {
-        uses.push(g.reg);
-    }
-    let args = b.args(inst);
-    let first_is_dest = writes_first(b, inst);
-    for (k, &op) in args.iter().enumerate() {
-        if k == 0 && first_is_dest {
-            operand_registers(b, op, defs);
-        } else {
-            operand_registers(b, op, uses);
-        }
-    }
-    inst.guard.is_none()
-}
-
 /// The load a shared atomic at statement `i` makes itself
 /// (`shared_index`), given the registers `live` after it: an unguarded
 /// `atom` or `red` on shared memory whose 32-bit address register is a
@@ -338,7 +318,7 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
     for k in 0..n {
         for &i in &ranges[k] {
             let Some(inst) = inst_at(i) else { continue };
-            let kills = instruction_registers(b, inst, &mut uses, &mut defs);
+            let kills = b.def_use(inst, &mut uses, &mut defs);
             for &r in &uses {
                 if let Some(x) = ue[k].get_mut(r as usize) {
                     if !kill[k][r as usize] {
@@ -401,7 +381,7 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
             if let Some(sunk) = sunk_load(a, item, f, b, i, inst, &live) {
                 frame.sunk.insert(i, sunk);
             }
-            let kills = instruction_registers(b, inst, &mut uses, &mut defs);
+            let kills = b.def_use(inst, &mut uses, &mut defs);
             if kills {
                 for &r in &defs {
                     if let Some(x) = live.get_mut(r as usize) {
@@ -429,7 +409,7 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
             }
             for &j in ranges[k].iter().filter(|&&j| j > i) {
                 if let Some(inst) = inst_at(j) {
-                    instruction_registers(b, inst, &mut uses, &mut defs);
+                    b.def_use(inst, &mut uses, &mut defs);
                     for &r in &defs {
                         if let Some(x) = written_after.get_mut(r as usize) {
                             *x = true;
@@ -448,7 +428,7 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
         work.extend(succ[k].iter().copied());
         for &i in &ranges[k] {
             if let Some(inst) = inst_at(i) {
-                instruction_registers(b, inst, &mut uses, &mut defs);
+                b.def_use(inst, &mut uses, &mut defs);
                 for &r in &defs {
                     if let Some(x) = written_after.get_mut(r as usize) {
                         *x = true;
@@ -490,76 +470,6 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
     frame
 }
 
-/// Whether an instruction's first operand is a destination: for opcodes
-/// with forms of both kinds (`mbarrier.arrive state, [a]` and
-/// `mbarrier.init [a], n`, `wmma.load` and `wmma.store`), an address there
-/// is a source.
-pub(crate) fn writes_first(b: &Body, inst: &Instruction) -> bool {
-    writes_first_operand(inst.op) && b.args(inst).first().is_none_or(|a| a.address().is_none())
-}
-
-/// Whether an opcode's first operand is a destination.
-pub(crate) fn writes_first_operand(op: Opcode) -> bool {
-    use Opcode::*;
-    !matches!(
-        op,
-        Bar | Barrier
-            | St
-            | Red
-            | Prefetch
-            | Prefetchu
-            | Nanosleep
-            | Bra
-            | Brx
-            | Call
-            | Ret
-            | Exit
-            | Trap
-            | Brkpt
-            | Membar
-            | Fence
-            | Pmevent
-            | Griddepcontrol
-            | Setmaxnreg
-            | Discard
-            | Applypriority
-            | Sust
-            | Sured
-            | Cp
-            | Stmatrix
-            | Stackrestore
-            | Multimem
-            | Tensormap
-            | Tcgen05
-            | Wgmma
-    )
-}
-
-/// The registers an operand names.
-pub(crate) fn operand_registers(b: &Body, op: Operand, out: &mut Vec<RegId>) {
-    match op {
-        Operand::Reg(r)
-        | Operand::NotReg(r)
-        | Operand::RegComponent(r, _)
-        | Operand::AddrReg(r, _)
-        | Operand::SinkPred(r)
-        | Operand::Video { reg: r, .. } => out.push(r),
-        Operand::PredPair(p, q) => out.extend([p, q]),
-        Operand::Vector(l) | Operand::Paren(l) | Operand::Bracket(l) => {
-            for &o in b.list(l) {
-                operand_registers(b, o, out);
-            }
-        }
-        Operand::VectorPred(l, p) => {
-            out.push(p);
-            for &o in b.list(l) {
-                operand_registers(b, o, out);
-            }
-        }
-        _ => {}
-    }
-}
-
 /// Registers that no thread reads before it has written them in the same
 /// block (`starts` as from `number_blocks`). No lane ever needs such a
 /// register's value from an earlier block, so a lane that does not execute
@@ -578,32 +488,21 @@ fn block_local_registers(b: &Body, starts: &HashMap<usize, u32>) -> Vec<bool> {
             }
         }
         let Statement::Instruction(inst) = s else { continue };
-        let args = b.args(inst);
-        let first_is_dest = writes_first(b, inst);
         regs.clear();
-        if let Some(g) = inst.guard {
-            regs.push(g.reg);
-        }
-        for (k, &op) in args.iter().enumerate() {
-            if k > 0 || !first_is_dest {
-                operand_registers(b, op, &mut regs);
-            }
-        }
+        b.uses(inst, &mut regs);
         for &r in &regs {
             if !written.get(r as usize).copied().unwrap_or(true) {
                 local[r as usize] = false;
             }
         }
         // A guarded write leaves the register as it was in some threads.
-        if first_is_dest && inst.guard.is_none() {
-            if let Some(&dest) = args.first() {
-                regs.clear();
-                operand_registers(b, dest, &mut regs);
-                for &r in &regs {
-                    if let Some(w) = written.get_mut(r as usize) {
-                        *w = true;
-                        touched.push(r);
-                    }
+        if inst.guard.is_none() {
+            regs.clear();
+            b.defs(inst, &mut regs);
+            for &r in &regs {
+                if let Some(w) = written.get_mut(r as usize) {
+                    *w = true;
+                    touched.push(r);
                 }
             }
         }
@@ -688,18 +587,6 @@ fn resident_shape_slots(b: &Body, w: &WarpState) -> HashMap<(RegId, u32), u32> {
 /// Registers every write of which is an unguarded `mov` of one immediate:
 /// their value is known when the kernel is compiled.
 pub(crate) fn constant_registers(b: &Body) -> HashMap<RegId, i64> {
-    fn defs(b: &Body, op: Operand, out: &mut Vec<RegId>) {
-        match op {
-            Operand::Reg(r) | Operand::RegComponent(r, _) | Operand::SinkPred(r) | Operand::Video { reg: r, .. } => out.push(r),
-            Operand::PredPair(p, q) => out.extend([p, q]),
-            Operand::Vector(l) => {
-                for &o in b.list(l) {
-                    defs(b, o, out);
-                }
-            }
-            _ => {}
-        }
-    }
     let mut value: HashMap<RegId, Option<i64>> = HashMap::new();
     for s in &b.statements {
         let Statement::Instruction(i) = s else { continue };
@@ -710,7 +597,7 @@ pub(crate) fn constant_registers(b: &Body) -> HashMap<RegId, i64> {
             _ => None,
         };
         let mut written = Vec::new();
-        defs(b, dest, &mut written);
+        b.defs(i, &mut written);
         for r in written {
             let known = value.entry(r).or_insert(imm);
             if *known != imm {
@@ -773,7 +660,7 @@ fn supported_form(b: &Body, i: &Instruction) -> bool {
 /// is too big for LLVM to compile as warps in reasonable time, or uses an
 /// instruction warp mode does not lower. `None` when it can.
 pub fn warp_obstacle(a: &crate::layout::Analysis, target: &crate::Target, item: ItemId, f: &Function) -> Option<&'static str> {
-    if !matches!(target, crate::Target::HostCpu) {
+    if !target.facts().emulates_threads {
         return Some("the target runs its own warps");
     }
     let Some(b) = &f.body else { return Some("the kernel has no body") };
@@ -845,7 +732,7 @@ pub fn choose_mode(
     f: &Function,
 ) -> ModeChoice {
     use crate::lockstep::Verdict;
-    if !matches!(target, crate::Target::HostCpu) {
+    if !target.facts().emulates_threads {
         return ModeChoice { warp: false, guarded: None, exact: true, why: "compiled for a GPU, which runs the warps".into() };
     }
     let waits = a.needs_scheduler(item);
@@ -898,7 +785,7 @@ pub fn warp_capable(
     item: ItemId,
     f: &Function,
 ) -> bool {
-    if !matches!(target, crate::Target::HostCpu) || opts.warp == crate::WarpMode::Off {
+    if !target.facts().emulates_threads || opts.warp == crate::WarpMode::Off {
         return false;
     }
     choose_mode(m, "", a, target, opts, item, f).warp
@@ -1433,7 +1320,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let mut addressed = Vec::new();
             while i < b.statements.len() && plain(i) && (i == start || !w.starts.contains_key(&i)) && i - start < MAX_REGION {
                 if let Statement::Instruction(inst) = &b.statements[i] {
-                    instruction_registers(b, inst, &mut uses, &mut defs);
+                    b.def_use(inst, &mut uses, &mut defs);
                     written.extend_from_slice(&defs);
                     let address = match inst.op {
                         Opcode::Ld => Some(1),
@@ -1915,7 +1802,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         w.pending_affine = None;
         let args = self.b.args(inst);
         let Some(&Operand::Reg(dest)) = args.first() else { return Ok(()) };
-        if !writes_first(self.b, inst) || self.stride(dest).is_none() {
+        if !self.b.writes_first(inst) || self.stride(dest).is_none() {
             return Ok(());
         }
         let Some(form) = crate::affine::form(self.f, self.b, inst) else { return Ok(()) };
@@ -2613,8 +2500,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         // (the unrolled last-warp reduction, block scans over `volatile`
         // shared arrays) then takes the vector paths of plain accesses.
         // `.shared::cluster` may name another block's window: kept ordered.
-        let block_private =
-            matches!(self.cx.target, crate::Target::HostCpu) && matches!(inst.space(b), Some(StateSpace::Shared | StateSpace::SharedCta));
+        let block_private = self.cx.facts.block_on_one_thread && matches!(inst.space(b), Some(StateSpace::Shared | StateSpace::SharedCta));
         let ordered = !block_private
             && inst
                 .semantics(b)
@@ -2645,9 +2531,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let observed = ordered || crate::memory::communicates(inst, self.b);
         let layout = if uniform || observed || !matches!(n, 1 | 2 | 4 | 8) { None } else { self.operand_layout(&args[1], size * n) };
         let in_loop = self.warp.as_ref().is_some_and(|w| w.in_loop.get(w.block as usize).copied().unwrap_or(false));
-        let prefetch = in_loop
-            && matches!(self.cx.target, crate::Target::HostCpu)
-            && matches!(inst.space(self.b), None | Some(StateSpace::Global | StateSpace::Const));
+        let prefetch =
+            in_loop && self.cx.facts.prefetch && matches!(inst.space(self.b), None | Some(StateSpace::Global | StateSpace::Const));
         let wide = crate::memory::single_copy_width(dests.len(), i64::from(size), observed);
         let values = match (wide, layout) {
             (Some(wide), _) => {
@@ -2729,7 +2614,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let is_red = inst.op == Opcode::Red;
         let (addr_op, srcs) = if is_red { (&args[0], &args[1..]) } else { (&args[1], &args[2..]) };
         let space = inst.space(b);
-        let cpu_shared = matches!(self.cx.target, crate::Target::HostCpu)
+        let cpu_shared = self.cx.facts.block_on_one_thread
             && matches!(space, Some(StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster));
         let op = inst.flags(b).find(|f| {
             matches!(

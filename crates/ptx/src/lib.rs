@@ -21,6 +21,7 @@
 //! ```
 
 pub mod ast;
+mod defuse;
 pub mod diag;
 mod keywords;
 pub mod lexer;

@@ -1,80 +1,132 @@
-//! Target descriptions: what each code generation target adds around the
-//! target-neutral lowering.
+//! Code generation targets: what each target adds around the
+//! target-neutral lowering, behind one trait.
 //!
 //! The lowering of a kernel body is the same for every target: a `thread`
 //! function taking `(params, ctx, tid.x, tid.y, tid.z)` that reads block
 //! facts from a [`crate::cpu_abi::BlockCtx`] and calls the runtime functions
-//! of [`crate::cpu_abi::runtime`]. A target supplies
-//! * the kernel entry points around the `thread` function, and
-//! * the runtime functions, either as definitions in the module or as
-//!   external symbols its loader resolves.
+//! of [`crate::cpu_abi::runtime`]. A [`CodeTarget`] supplies
+//! * the facts the lowering asks about how the target runs threads
+//!   ([`TargetFacts`]: the lowering never matches on the target itself),
+//! * the checks of what the target cannot run at all,
+//! * the kernel entry points around the `thread` function,
+//! * the runtime functions, as definitions in the module or as external
+//!   symbols its loader resolves,
+//! * object emission and the fingerprint that keys cached code.
+//!
+//! [`crate::Target`] is the plain description callers pass around (and
+//! caches key on); [`crate::Target::code_target`] resolves it to its
+//! implementation: [`host::HostTarget`] (the CPU the compiler runs on,
+//! which emulates CUDA's threads: thread mode, warp mode, coroutines) and
+//! [`amdgpu::AmdgpuTarget`] (AMD GPUs, whose hardware runs the warps).
+//! Another target (NVPTX, SPIR-V) is another implementation of the trait
+//! and its facts; no lowering code changes for it unless it needs a fact
+//! that does not exist yet.
 
 pub mod amdgpu;
+pub mod host;
 
-use crate::{CompileError, KernelInfo, Target};
+use crate::{CompileError, KernelInfo, Target, Tier};
 use std::collections::BTreeMap;
 
-/// Entry points of one kernel for `target`.
-pub fn kernel_entries(target: &Target, kernel: &KernelInfo) -> Result<String, CompileError> {
-    match target {
-        // The CPU backend calls `thread` per coroutine, or `block` for a whole block.
-        Target::HostCpu if kernel.lanes > 1 => Ok(crate::lower::warp_block_function(&kernel.name, kernel.param_bytes, kernel.frame_bytes)),
-        Target::HostCpu => Ok(crate::lower::block_function(&kernel.name, kernel.param_bytes)),
-        Target::Amdgpu { .. } => Ok(amdgpu::kernel_entry(kernel)),
-    }
+/// What the target-neutral lowering needs to know about how a target runs
+/// a kernel. Each fact has one owner, the target that states it; the
+/// lowering asks for the fact by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TargetFacts {
+    /// The compiled code runs a CUDA block's threads itself (a loop over
+    /// threads, 32-lane vectors, coroutines), so it chooses an execution
+    /// mode per kernel (warp mode, the lockstep analysis). False where
+    /// the hardware runs warps.
+    pub emulates_threads: bool,
+    /// A block's threads take turns on one OS thread and switch only
+    /// inside runtime calls: no other thread of the block runs between two
+    /// instructions, so a plain read-modify-write of shared memory is
+    /// atomic for the block, and shared memory is the block's alone.
+    pub block_on_one_thread: bool,
+    /// A module may compile as separate units (one per kernel, one for the
+    /// variables) that the loader links: the units see each other's
+    /// variables by symbol.
+    pub links_units: bool,
+    /// Checked mode (`ANYCUDA_MEMCHECK`: bounds, initialisation and race
+    /// checks against shadow memory) is implemented.
+    pub checked_mode: bool,
+    /// Add-only global atomics may be privatised per worker (a table in the
+    /// block context, applied when a block ends; `privatise.rs`).
+    pub private_adds: bool,
+    /// Arrays in a function's frame indexed at run time are cheap (the host
+    /// stack), so loops over them beat unrolled code for compile time. On
+    /// GPUs such arrays live in scratch memory.
+    pub cheap_frame_arrays: bool,
+    /// Software prefetch of lanes' next addresses in warp-mode loops pays.
+    pub prefetch: bool,
+    /// The runtime's warp gather (`__anycuda_warp_gather`) has a buffer of
+    /// its own; otherwise the caller passes room for 32 lanes.
+    pub runtime_gather_buffer: bool,
+    /// A float clamp (minimum and maximum) of -0 to [0, 1] gives +0 as PTX's
+    /// `.sat` wants; otherwise `.sat` is lowered with integer compares
+    /// (AMD's clamp modifier leaves what it does with -0 undocumented).
+    pub float_clamp_saturates: bool,
+    /// Directed-rounding float arithmetic (`add.rm.f32`...) as single
+    /// instructions with the rounding mode embedded (AVX-512), instead of
+    /// a change of the floating-point environment.
+    pub embedded_rounding: bool,
+    /// Barriers for part of a block (a thread count) and arrivals that do
+    /// not wait (`bar.arrive`).
+    pub partial_barriers: bool,
 }
 
-/// Definitions the module needs from the target's runtime library, given
-/// the external declarations the lowering emitted.
-pub fn runtime_library(target: &Target, decls: &BTreeMap<String, String>) -> Result<String, CompileError> {
-    match target {
-        // The CPU backend resolves `__anycuda_*` when it loads the object.
-        Target::HostCpu => Ok(String::new()),
-        Target::Amdgpu { arch } => amdgpu::runtime_library(&amdgpu::Arch::parse(arch)?, decls),
-    }
+/// One code generation target (see the module notes).
+pub trait CodeTarget {
+    /// How the target runs threads, for the lowering.
+    fn facts(&self) -> TargetFacts;
+
+    /// Identifies the code a compile for this target produces (triple,
+    /// processor, features): part of every cache key for compiled code.
+    fn fingerprint(&self) -> String;
+
+    /// Rejects, before lowering, what the target cannot run at all, naming
+    /// the PTX construct and its position.
+    fn check_module(&self, module: &ptx::ast::Module, src: &str) -> Result<(), CompileError>;
+
+    /// Entry points of one kernel around its `thread` function.
+    fn kernel_entries(&self, kernel: &KernelInfo) -> Result<String, CompileError>;
+
+    /// Definitions the module needs from the target's runtime library,
+    /// given the external declarations the lowering emitted.
+    fn runtime_library(&self, decls: &BTreeMap<String, String>) -> Result<String, CompileError>;
+
+    /// The lowered module text as the target's code generator takes it.
+    ///
+    /// The lowering declares every runtime function it calls; a target that
+    /// defines some of them in [`CodeTarget::runtime_library`] must drop
+    /// those declarations, since LLVM rejects a declaration followed by a
+    /// definition of the same name. A target may also swap helper
+    /// functions of the lowering (`helpers`: name to definition text) for
+    /// its own.
+    fn finish_ir(&self, ir: String, decls: &BTreeMap<String, String>, helpers: &BTreeMap<String, String>) -> String;
+
+    /// Optimises `ir` for `tier` and emits the target's object: a
+    /// relocatable object for the host's loader, a linked code object for
+    /// HIP.
+    fn object(&self, ir: &str, tier: Tier) -> Result<Vec<u8>, CompileError>;
 }
 
-/// Rejects, before lowering, what the target cannot run at all, naming the
-/// PTX construct and its position.
-pub fn check_module(target: &Target, module: &ptx::ast::Module, src: &str) -> Result<(), CompileError> {
-    match target {
-        Target::HostCpu => Ok(()),
-        Target::Amdgpu { arch } => {
-            amdgpu::Arch::parse(arch)?;
-            amdgpu::check_module(module, src)
+impl Target {
+    /// The implementation of this target; an error for an AMD processor
+    /// name that is not one.
+    pub fn code_target(&self) -> Result<Box<dyn CodeTarget>, CompileError> {
+        match self {
+            Target::HostCpu => Ok(Box::new(host::HostTarget)),
+            Target::Amdgpu { arch } => Ok(Box::new(amdgpu::AmdgpuTarget { arch: amdgpu::Arch::parse(arch)? })),
         }
     }
-}
 
-/// The lowered module text as the target's code generator takes it.
-///
-/// The lowering declares every runtime function it calls; a target that
-/// defines some of them in [`runtime_library`] must drop those
-/// declarations, since LLVM rejects a declaration followed by a definition
-/// of the same name. A target may also swap helper functions of the
-/// lowering (`helpers`: name to definition text) for its own.
-pub fn finish_ir(target: &Target, ir: String, decls: &BTreeMap<String, String>, helpers: &BTreeMap<String, String>) -> String {
-    match target {
-        Target::HostCpu => ir,
-        Target::Amdgpu { .. } => {
-            let mut ir = ir;
-            for (name, text) in helpers {
-                if let Some(own) = amdgpu::replacement(name) {
-                    ir = ir.replacen(text.as_str(), &own, 1);
-                }
-            }
-            let defined: std::collections::HashSet<&str> =
-                decls.iter().filter(|(name, _)| amdgpu::defines(name)).map(|(_, decl)| decl.as_str()).collect();
-            if defined.is_empty() {
-                return ir;
-            }
-            let mut out = String::with_capacity(ir.len());
-            for line in ir.split_inclusive('\n') {
-                if !defined.contains(line.trim_end_matches('\n')) {
-                    out.push_str(line);
-                }
-            }
-            out
+    /// The target's [`TargetFacts`], without resolving its processor (the
+    /// facts do not depend on it).
+    pub fn facts(&self) -> TargetFacts {
+        match self {
+            Target::HostCpu => host::HostTarget.facts(),
+            Target::Amdgpu { .. } => amdgpu::FACTS,
         }
     }
 }

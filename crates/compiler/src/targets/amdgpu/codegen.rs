@@ -31,7 +31,7 @@ fn llvm_error(e: impl std::fmt::Display) -> CompileError {
 
 fn init() -> Result<(), CompileError> {
     // After the host target: registrations must not overlap.
-    crate::codegen::init()?;
+    crate::targets::host::init()?;
     static INIT: OnceLock<()> = OnceLock::new();
     INIT.get_or_init(|| Target::initialize_amd_gpu(&InitializationConfig::default()));
     Ok(())

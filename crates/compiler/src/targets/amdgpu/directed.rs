@@ -325,7 +325,7 @@ mod tests {
     /// constrained operations they stand for.
     #[test]
     fn replacements_round_like_the_constrained_operations() {
-        crate::codegen::init().expect("native target");
+        crate::targets::host::init().expect("native target");
         let mut ir = String::from(
             "declare void @llvm.set.rounding(i32)
 declare double @llvm.fma.f64(double, double, double)

@@ -21,10 +21,87 @@ pub use codegen::{fingerprint, object};
 pub use directed::replacement;
 pub use runtime::{defines, runtime_library};
 
+use super::{CodeTarget, TargetFacts};
 use crate::cpu_abi::{offsets, BlockCtx, KernelSymbols};
 use crate::ir::global_name;
-use crate::{CompileError, KernelInfo};
+use crate::{CompileError, KernelInfo, Tier};
+use std::collections::BTreeMap;
 use std::fmt::Write;
+
+/// How AMD GPUs run a kernel: the hardware runs the warps (a workgroup's
+/// wavefronts), shared memory is LDS that every wavefront of the workgroup
+/// reaches at once, and a code object is one unit.
+pub const FACTS: TargetFacts = TargetFacts {
+    emulates_threads: false,
+    block_on_one_thread: false,
+    links_units: false,
+    checked_mode: false,
+    private_adds: false,
+    cheap_frame_arrays: false,
+    prefetch: false,
+    runtime_gather_buffer: false,
+    float_clamp_saturates: false,
+    embedded_rounding: false,
+    // The workgroup's one barrier waits for every wavefront, and on wave64
+    // two CUDA warps share a wavefront.
+    partial_barriers: false,
+};
+
+/// An AMD processor as a [`CodeTarget`].
+pub struct AmdgpuTarget {
+    pub arch: Arch,
+}
+
+impl CodeTarget for AmdgpuTarget {
+    fn facts(&self) -> TargetFacts {
+        FACTS
+    }
+
+    fn fingerprint(&self) -> String {
+        fingerprint(&self.arch)
+    }
+
+    fn check_module(&self, module: &ptx::ast::Module, src: &str) -> Result<(), CompileError> {
+        check_module(module, src)
+    }
+
+    fn kernel_entries(&self, kernel: &KernelInfo) -> Result<String, CompileError> {
+        Ok(kernel_entry(kernel))
+    }
+
+    fn runtime_library(&self, decls: &BTreeMap<String, String>) -> Result<String, CompileError> {
+        runtime_library(&self.arch, decls)
+    }
+
+    /// Swaps the lowering's directed-rounding helpers for AMD's and drops
+    /// the declarations of the runtime functions the library defines.
+    fn finish_ir(&self, ir: String, decls: &BTreeMap<String, String>, helpers: &BTreeMap<String, String>) -> String {
+        let mut ir = ir;
+        for (name, text) in helpers {
+            if let Some(own) = replacement(name) {
+                ir = ir.replacen(text.as_str(), &own, 1);
+            }
+        }
+        let defined: std::collections::HashSet<&str> =
+            decls.iter().filter(|(name, _)| defines(name)).map(|(_, decl)| decl.as_str()).collect();
+        if defined.is_empty() {
+            return ir;
+        }
+        let mut out = String::with_capacity(ir.len());
+        for line in ir.split_inclusive('\n') {
+            if !defined.contains(line.trim_end_matches('\n')) {
+                out.push_str(line);
+            }
+        }
+        out
+    }
+
+    /// Code generation is the same for both tiers: a code object is made
+    /// once, optimised (AMD kernels are compiled at module load).
+    fn object(&self, ir: &str, _tier: Tier) -> Result<Vec<u8>, CompileError> {
+        object(ir, &self.arch)
+    }
+}
 
 /// Processor generations that differ in what the runtime library uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

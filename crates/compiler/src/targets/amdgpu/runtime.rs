@@ -839,7 +839,7 @@ mod tests {
     }
 
     fn engine<'c>(context: &'c Context, text: &str) -> ExecutionEngine<'c> {
-        crate::codegen::init().expect("native target");
+        crate::targets::host::init().expect("native target");
         let ir = format!(
             "declare i32 @__anycuda_amd.lane()
 declare i32 @__anycuda_amd.ballot(i1)

@@ -1,0 +1,153 @@
+//! The host CPU: the machine the compiler runs on. Its code emulates
+//! CUDA's threads (a block as a loop over threads, 32-lane warps as
+//! vectors, coroutines where threads wait for each other; see the CPU
+//! backend); its runtime functions are Rust functions the loader resolves.
+
+use super::{CodeTarget, TargetFacts};
+use crate::profile::{time, Phase};
+use crate::{CompileError, KernelInfo, Tier};
+use inkwell::context::Context;
+use inkwell::memory_buffer::MemoryBuffer;
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
+use inkwell::OptimizationLevel;
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+/// The host CPU as a [`CodeTarget`].
+pub struct HostTarget;
+
+impl CodeTarget for HostTarget {
+    fn facts(&self) -> TargetFacts {
+        TargetFacts {
+            emulates_threads: true,
+            block_on_one_thread: true,
+            links_units: true,
+            checked_mode: true,
+            private_adds: true,
+            cheap_frame_arrays: true,
+            prefetch: true,
+            runtime_gather_buffer: true,
+            float_clamp_saturates: true,
+            embedded_rounding: host_has_avx512f(),
+            partial_barriers: true,
+        }
+    }
+
+    fn fingerprint(&self) -> String {
+        host_fingerprint()
+    }
+
+    fn check_module(&self, _module: &ptx::ast::Module, _src: &str) -> Result<(), CompileError> {
+        Ok(())
+    }
+
+    /// The CPU backend calls `thread` per coroutine, or `block` for a whole
+    /// block (a loop over threads, or over warps in warp mode).
+    fn kernel_entries(&self, kernel: &KernelInfo) -> Result<String, CompileError> {
+        Ok(if kernel.lanes > 1 {
+            crate::lower::warp_block_function(&kernel.name, kernel.param_bytes, kernel.frame_bytes)
+        } else {
+            crate::lower::block_function(&kernel.name, kernel.param_bytes)
+        })
+    }
+
+    /// The CPU backend resolves `__anycuda_*` when it loads the object.
+    fn runtime_library(&self, _decls: &BTreeMap<String, String>) -> Result<String, CompileError> {
+        Ok(String::new())
+    }
+
+    fn finish_ir(&self, ir: String, _decls: &BTreeMap<String, String>, _helpers: &BTreeMap<String, String>) -> String {
+        ir
+    }
+
+    fn object(&self, ir: &str, tier: Tier) -> Result<Vec<u8>, CompileError> {
+        host_object(ir, tier)
+    }
+}
+
+/// Registers the host target once; other targets initialise after it,
+/// since LLVM's target registry is not safe to extend concurrently.
+pub(crate) fn init() -> Result<(), CompileError> {
+    static INIT: OnceLock<Result<(), String>> = OnceLock::new();
+    INIT.get_or_init(|| Target::initialize_native(&InitializationConfig::default())).clone().map_err(CompileError::Llvm)
+}
+
+/// Host features LLVM must not use: with them it converts `float` to
+/// `bfloat` with `VCVTNEPS2BF16`, which treats subnormal inputs as zero
+/// and flushes subnormal results, where PTX keeps bf16 subnormals (a
+/// bf16 value that crosses a basic block is held as a float and
+/// converted back so: checked mode's access checks split blocks, and
+/// `neg.bf16` of 0x0001 gave 0x8000).
+const OFF: [&str; 2] = ["avx512bf16", "avxneconvert"];
+
+/// The host processor's features, less [`OFF`].
+fn host_features() -> String {
+    TargetMachine::get_host_cpu_features()
+        .to_string_lossy()
+        .split(',')
+        .map(|f| match f.strip_prefix('+') {
+            Some(name) if OFF.contains(&name) => format!("-{name}"),
+            _ => f.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn host_machine(tier: Tier) -> Result<TargetMachine, CompileError> {
+    init()?;
+    let triple = TargetMachine::get_default_triple();
+    let target = Target::from_triple(&triple).map_err(|e| CompileError::Llvm(e.to_string()))?;
+    let cpu = TargetMachine::get_host_cpu_name();
+    let features = host_features();
+    target
+        .create_target_machine(
+            &triple,
+            &cpu.to_string_lossy(),
+            &features,
+            match tier {
+                Tier::Fast => OptimizationLevel::None,
+                Tier::Optimized => OptimizationLevel::Default,
+            },
+            RelocMode::PIC,
+            CodeModel::Default,
+        )
+        .ok_or_else(|| CompileError::Llvm(format!("no target machine for {}", triple.as_str().to_string_lossy())))
+}
+
+/// Whether the host processor has AVX-512F, whose arithmetic
+/// instructions carry their own rounding mode (`{rd-sae}`): directed
+/// rounding then needs no change of the floating-point environment.
+/// Part of the fingerprint (the host's features), so cached code
+/// follows it.
+pub fn host_has_avx512f() -> bool {
+    static HAS: OnceLock<bool> = OnceLock::new();
+    *HAS.get_or_init(|| TargetMachine::get_host_cpu_features().to_string_lossy().split(',').any(|f| f == "+avx512f"))
+}
+
+pub fn host_fingerprint() -> String {
+    let triple = TargetMachine::get_default_triple();
+    format!("{}|{}|{}", triple.as_str().to_string_lossy(), TargetMachine::get_host_cpu_name().to_string_lossy(), host_features())
+}
+
+/// The optimisation pipeline of each tier (see [`Tier`]).
+pub fn pipeline(tier: Tier) -> &'static str {
+    match tier {
+        Tier::Fast => "function(sroa,instcombine<no-verify-fixpoint>,simplifycfg)",
+        Tier::Optimized => "default<O2>",
+    }
+}
+
+pub fn host_object(ir: &str, tier: Tier) -> Result<Vec<u8>, CompileError> {
+    let tm = host_machine(tier)?;
+    let context = Context::create();
+    let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "ptx");
+    let llvm = |e: inkwell::support::LLVMString| CompileError::Llvm(e.to_string());
+    let module = time(Phase::ParseIr, || context.create_module_from_ir(buf)).map_err(llvm)?;
+    module.set_triple(&tm.get_triple());
+    module.set_data_layout(&tm.get_target_data().get_data_layout());
+    time(Phase::Verify, || module.verify()).map_err(llvm)?;
+    time(Phase::Optimize, || module.run_passes(pipeline(tier), &tm, PassBuilderOptions::create())).map_err(llvm)?;
+    let obj = time(Phase::Codegen, || tm.write_to_memory_buffer(&module, FileType::Object)).map_err(llvm)?;
+    Ok(obj.as_slice().to_vec())
+}
