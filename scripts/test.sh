@@ -19,4 +19,8 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 # Every crate of the workspace (benchmarks are built, not run).
 cargo test --workspace
+# cuBLAS once more on a one-thread pool: epilogues, small batched
+# products, solves, geam/dgmm and batched LU then run on the calling
+# thread, a path of their own.
+RAYON_NUM_THREADS=1 cargo test -p anycuda-cublas --quiet --test gemm --test lt --test lu --test rankk --test geam --test level
 cargo check --workspace --benches --quiet
