@@ -32,6 +32,9 @@ pub struct ModuleCx<'m> {
     pub tables: std::collections::HashMap<Vec<u32>, String>,
     /// Instruction ids for warp collectives and barriers, in program order.
     pub next_site: u32,
+    /// Loops kept rolled: each gets a loop id `!N` (`N` from 1) saying
+    /// "do not unroll", defined at the end of the module.
+    pub rolled_loops: u32,
     /// The unit being compiled, and the functions it defines (all of them
     /// for a whole module).
     pub unit: crate::Unit,
@@ -162,6 +165,7 @@ impl<'m> ModuleCx<'m> {
             decls: BTreeMap::new(),
             tables: std::collections::HashMap::new(),
             next_site: 0,
+            rolled_loops: 0,
             unit: crate::Unit::Module,
             defined: None,
             private_sites: std::collections::HashMap::new(),
@@ -182,6 +186,7 @@ impl<'m> ModuleCx<'m> {
             decls: BTreeMap::new(),
             tables: std::collections::HashMap::new(),
             next_site: 0,
+            rolled_loops: 0,
             unit: crate::Unit::Module,
             defined: None,
             private_sites: std::collections::HashMap::new(),
@@ -229,6 +234,13 @@ impl<'m> ModuleCx<'m> {
         } else {
             CompileError::Invalid { function, what, line, column }
         }
+    }
+
+    /// The metadata attachment of a loop's back branch that keeps the loop
+    /// rolled (a new loop id).
+    pub fn rolled_loop(&mut self) -> String {
+        self.rolled_loops += 1;
+        format!(", !llvm.loop !{}", self.rolled_loops)
     }
 
     /// The whole module as IR text.
@@ -299,6 +311,12 @@ impl<'m> ModuleCx<'m> {
         }
         out.push_str(&code.runtime_library(&self.decls)?);
         out.push_str("\nattributes #0 = { nounwind }\nattributes #1 = { nounwind strictfp }\nattributes #2 = { alwaysinline nounwind }\n");
+        if self.rolled_loops > 0 {
+            out.push_str("!0 = !{!\"llvm.loop.unroll.disable\"}\n");
+            for n in 1..=self.rolled_loops {
+                let _ = writeln!(out, "!{n} = distinct !{{!{n}, !0}}");
+            }
+        }
         Ok(out)
     }
 

@@ -1059,7 +1059,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.op(format_args!("{accnext} = bitcast {next} to {}", next.ty));
         self.out.op(format_args!("{knext} = add i32 {}, 1", k.s));
         let more = self.out.def(Ty::I1, format_args!("icmp ult i32 {knext}, {}", p.k));
-        self.out.terminate(format_args!("br {more}, label %{body}, label %{done}"));
+        // Where D's elements are unrolled (GPUs), each element's k loop stays
+        // rolled: unrolled too, the tf32 m16n16k8 `wmma` kernel became one
+        // block of 2,900 loads from the snapshot in scratch memory, whose
+        // scheduling took 21.9 s for gfx1100 (the f16 one, whose k = 16
+        // loops LLVM left rolled, 1.7 s).
+        let rolled = if self.cx.facts.cheap_frame_arrays { String::new() } else { self.cx.rolled_loop() };
+        self.out.terminate(format_args!("br {more}, label %{body}, label %{done}{rolled}"));
         self.out.label(&done);
         V::new(cty, accnext)
     }
