@@ -576,8 +576,10 @@ fn matrix_and_async_copy_instructions_compile_for_rdna3_and_cdna2() {
     let src = std::fs::read_to_string(&files[0]).expect("module");
     let module = ptx::parse(&src).expect("parses");
     let ir = emit_target_ir(&module, &src, &amdgpu("gfx1100")).expect("lowers");
-    let ids: std::collections::BTreeSet<&str> =
-        ir.match_indices("!llvm.loop !").map(|(at, m)| ir[at + m.len()..].split(|c: char| !c.is_ascii_digit()).next().unwrap_or("")).collect();
+    let ids: std::collections::BTreeSet<&str> = ir
+        .match_indices("!llvm.loop !")
+        .map(|(at, m)| ir[at + m.len()..].split(|c: char| !c.is_ascii_digit()).next().unwrap_or(""))
+        .collect();
     assert!(!ids.is_empty(), "no rolled loop in the AMD IR of the matrix module");
     assert!(ir.contains("!0 = !{!\"llvm.loop.unroll.disable\"}"), "no unroll-disable node");
     for id in ids {
