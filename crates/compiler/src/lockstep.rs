@@ -174,6 +174,27 @@
 //!   touch distinct bytes; and the addresses lie in `[0, 2^64)`. Then
 //!   two threads' coordinates differ and so do all their bytes.
 //!
+//!   *64-bit loops and strides*: a term may also be a 64-bit coordinate
+//!   times a 64-bit launch constant (`mul.lo.s64` by a stride read from a
+//!   parameter), a coordinate widened with its sign (`cvt.s64.s32`,
+//!   `mul.wide.s32`: the widening stays in the coordinate's computation,
+//!   so the launch check fails unless the value lies in `[-2^31, 2^31)`,
+//!   where the widened register is the value), or a 64-bit grid-stride
+//!   counter (`for (size_t i = ...; i < n; i += ...)`,
+//!   `Forms::counter64`): two writes as above, the start a global index
+//!   `ctaid.d * ntid.d + tid.d` with step `ntid.d * nctaid.d`, or a block
+//!   index `ctaid.d` with step `nctaid.d` (then only `ctaid.d` is given),
+//!   leaves and products widened without sign, and every way into the
+//!   read's straight-line code passing a 64-bit comparison `i < n`, signed
+//!   or not. Invariant: with `n` in `[1, 2^32]` and `n + step <= 2^32`
+//!   (checked at launch) the start lies in `[0, step)` (so no 32-bit part
+//!   of it wrapped), and every value lies in `[0, 2^32)` — each step
+//!   follows a read that passed `i < n` — where signed and unsigned
+//!   comparisons of the registers are those of the values; so the counter
+//!   is `start + k * step`, in `[0, n)` where read, and names its start.
+//!   A coordinate's widenings are left out only to recognise what it
+//!   names (a global index, `%ctaid.d`), never in the launch check.
+//!
 //! A condition anything unknown leaves undecided (a parameter past the
 //! buffer, a variable not found, an interval past [`RANGE_BOUND`]) fails:
 //! a failed check costs speed only, the launch running the lockstep
@@ -422,7 +443,9 @@ pub type NoWrap<P> = (Vec<Op<P>>, Vec<Op<P>>);
 
 /// One term of an [`Injective`] address: a 32-bit coordinate (widened
 /// without sign; its computation bounds it) times a launch constant
-/// `stride` times `factor`.
+/// `stride` times `factor`. (Or a 64-bit coordinate, or one widened with
+/// its sign, whose computation ends in the widening: see "64-bit loops
+/// and strides" in the module's notes.)
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Term<P> {
     pub coord: Vec<Op<P>>,
@@ -1437,6 +1460,7 @@ impl<'a> Forms<'a> {
                     None => self.implies(y, k, truth, r, rat),
                 }
             }
+            (Opcode::Setp, [_, x, y]) if inst.ty(b).is_some_and(|t| t.bits() == 64) => self.implies64(inst, k, truth, (x, y), r, rat),
             (Opcode::Setp, [_, x, y]) => {
                 let ty = inst.ty(b)?;
                 if ty.bits() != 32 || !ty.is_integer() || ty.is_signed() || ty.is_float() {
@@ -1458,6 +1482,101 @@ impl<'a> Forms<'a> {
                 Some(v)
             }
             _ => None,
+        }
+    }
+
+    /// [`Forms::implies`] for a `setp` of 64-bit integers (`inst`, at
+    /// statement `k`, operands `xy`), signed or not: a bound `b` with `r <
+    /// b` *as the comparison reads both* for the 64-bit register `r` (none
+    /// for a 32-bit one). Only [`Forms::counter64`] uses it, whose launch
+    /// condition keeps `r` and `b` in `[0, 2^32]`, where signed and
+    /// unsigned comparisons of the registers are those of the values.
+    fn implies64(
+        &mut self,
+        inst: &Instruction,
+        k: usize,
+        truth: bool,
+        xy: (&Operand, &Operand),
+        r: RegId,
+        rat: usize,
+    ) -> Option<Vec<Op<VarId>>> {
+        let b = self.b;
+        let ty = inst.ty(b)?;
+        if !ty.is_integer() || ty.is_float() || crate::affine::register_bits(self.f, b, r)? != 64 {
+            return None;
+        }
+        let cmp = match (inst.cmp(b)?, truth) {
+            (CmpOp::Lt | CmpOp::Lo, true) | (CmpOp::Ge | CmpOp::Hs, false) => CmpOp::Lt,
+            (CmpOp::Gt | CmpOp::Hi, true) | (CmpOp::Le | CmpOp::Ls, false) => CmpOp::Gt,
+            _ => return None,
+        };
+        let (mine, other) = if cmp == CmpOp::Lt { xy } else { (xy.1, xy.0) };
+        if !matches!(*mine, Operand::Reg(m) if m == r && self.same_value(r, k, rat)) {
+            return None;
+        }
+        let mut v = Vec::new();
+        self.value_operand_as(other, k, Imm::B64, &mut v)?;
+        Some(v)
+    }
+
+    /// A 64-bit grid-stride loop's counter `r` read at `at` (`for (size_t
+    /// i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x *
+    /// gridDim.x)`, or `for (int64_t i = blockIdx.y; i < n; i +=
+    /// gridDim.y)`): the parts of the thread's index its value determines,
+    /// and the bound and step for [`Injective::nowrap`]. As
+    /// [`Forms::counter`]: two writes, the start before the loop's label,
+    /// the step after `at` in `at`'s straight-line code (the first write
+    /// of `r` there); every way into that code passes a comparison `r <
+    /// n` (64-bit, signed or not: [`Forms::implies64`]). The start is a
+    /// global index `ctaid.d * ntid.d + tid.d` with step `ntid.d *
+    /// nctaid.d`, or a block index `ctaid.d` with step `nctaid.d`, each
+    /// leaf or product widened without sign. Invariant, under the launch
+    /// condition `n + step <= 2^32` (`n` at least 1): the start lies in
+    /// `[0, step)` (below `2^32`, so no 32-bit part of it wrapped); each
+    /// step follows a read with `r < n`, so every value lies in `[0,
+    /// 2^32)`, where the 64-bit comparison, signed or not, is that of the
+    /// values; so `r` is `start + k * step`, in `[0, n)` where read, and
+    /// determines the start and with it `ctaid.d` (and `tid.d`).
+    fn counter64(&mut self, r: RegId, at: usize) -> Option<(Vec<(Launch, u8)>, NoWrap<VarId>)> {
+        if self.reach(r, at).is_some() || crate::affine::register_bits(self.f, self.b, r)? != 64 {
+            return None;
+        }
+        let head = *self.region.get(at)?;
+        if self.writes.get(r as usize)?.iter().any(|&w| w > head && w < at) {
+            return None;
+        }
+        let mut visiting = Vec::new();
+        let bound = self.bound_at(r, head, &mut visiting)?;
+        let [w0, w1] = self.writes.get(r as usize)?[..] else { return None };
+        if w0 >= head || w1 <= at || self.region.get(w1) != Some(&head) {
+            return None;
+        }
+        let (start, step) = (self.def(w0)?, self.def(w1)?);
+        if start.guard.is_some()
+            || step.guard.is_some()
+            || step.op != Opcode::Add
+            || step.has(self.b, Flag::Sat)
+            || step.ty(self.b)?.bits() != 64
+        {
+            return None;
+        }
+        let start = unwidened(&self.value(w0)?);
+        let [_, x, y] = self.b.args(step) else { return None };
+        let other = match (x, y) {
+            (Operand::Reg(a), o) if *a == r => o,
+            (o, Operand::Reg(a)) if *a == r => o,
+            _ => return None,
+        };
+        let s = self.value64(other, w1)?;
+        let plain = unwidened(&s);
+        if let Some(d) = global_index(&start) {
+            let grid = |a, b| vec![Op::Special(a, d), Op::Special(b, d), Op::Mul];
+            (plain == grid(Launch::Ntid, Launch::Nctaid) || plain == grid(Launch::Nctaid, Launch::Ntid))
+                .then_some((vec![(Launch::Ctaid, d), (Launch::Tid, d)], (bound, s)))
+        } else if let [Op::Special(Launch::Ctaid, d)] = start[..] {
+            (plain == [Op::Special(Launch::Nctaid, d)]).then_some((vec![(Launch::Ctaid, d)], (bound, s)))
+        } else {
+            None
         }
     }
 
@@ -2299,19 +2418,23 @@ impl<'a> Forms<'a> {
         let mut known: Vec<(Launch, u8)> = Vec::new();
         let mut nowrap = Vec::new();
         let mut terms = Vec::new();
-        let programs: Vec<Vec<Op<VarId>>> = raw.iter().map(|t| t.coord.clone()).collect();
+        let programs: Vec<Vec<Op<VarId>>> = raw.iter().map(|t| unwiden_coord(&t.coord)).collect();
         for t in &raw {
+            let core = unwiden_coord(&t.coord);
             match self.counter(t.reg, t.read) {
                 Some((d, bound_step)) => {
                     known.extend([(Launch::Ctaid, d), (Launch::Tid, d)]);
                     nowrap.push(bound_step);
                 }
                 None => {
-                    if let Some(d) = global_index(&t.coord) {
+                    if let Some((parts, bound_step)) = self.counter64(t.reg, t.read) {
+                        known.extend(parts);
+                        nowrap.push(bound_step);
+                    } else if let Some(d) = global_index(&core) {
                         known.extend([(Launch::Ctaid, d), (Launch::Tid, d)]);
-                    } else if let [Op::Special(l @ (Launch::Tid | Launch::Ctaid), d)] = t.coord[..] {
+                    } else if let [Op::Special(l @ (Launch::Tid | Launch::Ctaid), d)] = core[..] {
                         known.push((l, d));
-                    } else if let Some(d) = divided(&t.coord, &programs) {
+                    } else if let Some(d) = divided(&core, &programs) {
                         known.extend([(Launch::Ctaid, d), (Launch::Tid, d)]);
                     }
                 }
@@ -2337,11 +2460,61 @@ impl<'a> Forms<'a> {
     fn terms(&mut self, op: &Operand, read: usize, factor: i64, out: &mut Vec<RawTerm>, depth: u32) -> Option<()> {
         let Operand::Reg(r) = *op else { return None };
         (depth <= 16 && out.len() <= 16).then_some(())?;
+        if self.reach(r, read).is_none() {
+            // A 64-bit grid-stride counter, stride 1.
+            let coord = self.coordinate64(op, read)?;
+            out.push(RawTerm { coord, stride: vec![Op::Const(1)], factor, reg: r, read });
+            return Some(());
+        }
         let i = self.reach(r, read)?;
         let inst = self.def(i)?;
         let b = self.b;
         let ty = inst.ty(b)?;
         match (inst.op, b.args(inst)) {
+            // A 32-bit coordinate widened with its sign (`cvt.s64.s32`):
+            // the widening in the coordinate's computation makes the
+            // launch check fail unless the value lies in `[-2^31, 2^31)`.
+            (Opcode::Cvt, [_, x @ Operand::Reg(xr)]) if inst.types(b).take(2).eq([Type::S64, Type::S32]) && inst.rounding(b).is_none() => {
+                let mut coord = Vec::new();
+                self.value_operand_as(x, i, Imm::S32, &mut coord)?;
+                coord.push(Op::Wide { signed: true });
+                out.push(RawTerm { coord, stride: vec![Op::Const(1)], factor, reg: *xr, read: i });
+                Some(())
+            }
+            // `mul.wide.s32` of a coordinate by a launch constant, both
+            // widened with their signs.
+            (Opcode::Mul, [_, x, y]) if inst.has(b, Flag::Wide) && ty == Type::S32 => {
+                let (mut vx, mut vy) = (Vec::new(), Vec::new());
+                self.value_operand_as(x, i, Imm::S32, &mut vx)?;
+                self.value_operand_as(y, i, Imm::S32, &mut vy)?;
+                vx.push(Op::Wide { signed: true });
+                vy.push(Op::Wide { signed: true });
+                let (coord, stride, reg) = if launch_constant(&vy) {
+                    (vx, vy, x)
+                } else if launch_constant(&vx) {
+                    (vy, vx, y)
+                } else {
+                    return None;
+                };
+                let Operand::Reg(reg) = *reg else { return None };
+                out.push(RawTerm { coord, stride, factor, reg, read: i });
+                Some(())
+            }
+            // `mul.lo.s64` / `.u64` of a 64-bit coordinate by a 64-bit
+            // launch constant (a stride read from a parameter): both
+            // registers hold their values modulo 2^64, so the product does.
+            (Opcode::Mul, [_, x, y]) if inst.has(b, Flag::LoHalf) && ty.bits() == 64 && ty.is_integer() && !ty.is_float() => {
+                let constant = |f: &mut Self, o: &Operand| f.value64(o, i).filter(|v| launch_constant(v));
+                let (coord, stride, reg) = if let Some(s) = constant(self, y) {
+                    (self.coordinate64(x, i)?, s, x)
+                } else {
+                    let s = constant(self, x)?;
+                    (self.coordinate64(y, i)?, s, y)
+                };
+                let Operand::Reg(reg) = *reg else { return None };
+                out.push(RawTerm { coord, stride, factor, reg, read: i });
+                Some(())
+            }
             (Opcode::Add, [_, x, y]) if ty.bits() == 64 && ty.is_integer() => {
                 self.terms(x, i, factor, out, depth + 1)?;
                 self.terms(y, i, factor, out, depth + 1)
@@ -2377,6 +2550,20 @@ impl<'a> Forms<'a> {
             }
             _ => None,
         }
+    }
+
+    /// The computation of a 64-bit coordinate read at statement `at`: its
+    /// register's value, or for a 64-bit grid-stride counter
+    /// ([`Forms::counter64`]) `[0, n)`, which holds under the counter's
+    /// launch condition (the caller adds it to [`Injective::nowrap`]).
+    fn coordinate64(&mut self, x: &Operand, at: usize) -> Option<Vec<Op<VarId>>> {
+        let Operand::Reg(r) = *x else { return None };
+        if self.reach(r, at).is_some() {
+            return self.value64(x, at);
+        }
+        let (_, (mut bound, _)) = self.counter64(r, at)?;
+        bound.push(Op::Under);
+        Some(bound)
     }
 
     /// A grid-stride loop's counter `r` read at `at`: its dimension, the
@@ -2560,6 +2747,28 @@ struct RawTerm {
     factor: i64,
     reg: RegId,
     read: usize,
+}
+
+/// Whether `v` is the same in every thread and every iteration (a
+/// computation of launch constants: no `%tid`, `%ctaid` or loop bound).
+fn launch_constant(v: &[Op<VarId>]) -> bool {
+    !v.iter().any(|o| matches!(o, Op::Special(Launch::Tid | Launch::Ctaid, _) | Op::Under | Op::Either))
+}
+
+/// `v` without its widenings without sign (`cvt.u64.u32`, `mul.wide.u32`
+/// of the leaves or of a 32-bit part): the form a 64-bit value of launch
+/// values is compared in, where the launch condition that needs the form
+/// also keeps every part in `[0, 2^32)` (so no widening changed a value).
+fn unwidened(v: &[Op<VarId>]) -> Vec<Op<VarId>> {
+    v.iter().copied().filter(|o| *o != Op::Wide { signed: false }).collect()
+}
+
+/// A coordinate's computation without its widenings (with or without
+/// sign), to name the value it widens: [`Injective::holds`] evaluates the
+/// whole computation, which fails unless each widened value lies in the
+/// range its widening reads, and then each widening keeps its value.
+fn unwiden_coord(v: &[Op<VarId>]) -> Vec<Op<VarId>> {
+    v.iter().copied().filter(|o| !matches!(o, Op::Wide { .. })).collect()
 }
 
 /// The dimension `d` when `v` computes `ctaid.d * ntid.d + tid.d` (the
@@ -3465,6 +3674,168 @@ mod tests {
         // A back edge that does not compare the counter with the bound.
         let unbounded = optional_operand_kernel("or.pred %p5, %p3, %p4;", "setp.lt.u32 %p2, %r7, %r1;\n@%p2 bra $L__loop;");
         assert!(matches!(verdict(&unbounded), Verdict::Exchanges(_)));
+    }
+
+    /// `for (int64_t i = START; i < n; i += STEP) dst[ROW * pitch + i] =
+    /// tid;` with 64-bit `i`, `n` and `pitch` (`%rd6` the counter, `%rd9`
+    /// the step, `%rd11` the row's offset; `%r1`-`%r3` = `ctaid.x`,
+    /// `ntid.x`, `tid.x`). `start`, `step` and `row` replace the lines
+    /// computing them; `cmp` is the loop's comparison type.
+    fn grid_stride64_kernel(start: &str, step: &str, row: &str, cmp: &str) -> String {
+        format!(
+            ".visible .entry k(.param .u64 dst, .param .u64 n, .param .u64 pitch)\n{{\n.reg .pred %p<4>;\n.reg .b32 %r<8>;\n\
+             .reg .b64 %rd<16>;\nld.param.u64 %rd1, [dst];\nld.param.u64 %rd2, [n];\nld.param.u64 %rd3, [pitch];\n\
+             mov.u32 %r1, %ctaid.x;\nmov.u32 %r2, %ntid.x;\nmov.u32 %r3, %tid.x;\n{start}\nsetp.ge.{cmp} %p1, %rd6, %rd2;\n\
+             @%p1 bra $L__done;\nmov.u32 %r4, %nctaid.x;\ncvt.u64.u32 %rd7, %r4;\ncvt.u64.u32 %rd8, %r2;\n{step}\n\
+             mov.u32 %r5, %ctaid.y;\n{row}\ncvta.to.global.u64 %rd12, %rd1;\n$L__loop:\nadd.s64 %rd13, %rd11, %rd6;\n\
+             shl.b64 %rd14, %rd13, 2;\nadd.s64 %rd15, %rd12, %rd14;\nst.global.u32 [%rd15], %r3;\nadd.s64 %rd6, %rd6, %rd9;\n\
+             setp.lt.{cmp} %p2, %rd6, %rd2;\n@%p2 bra $L__loop;\n$L__done:\nret;\n}}\n"
+        )
+    }
+
+    const START_GLOBAL: &str = "mul.wide.u32 %rd4, %r1, %r2;\ncvt.u64.u32 %rd5, %r3;\nadd.s64 %rd6, %rd4, %rd5;";
+    const STEP_GRID: &str = "mul.lo.s64 %rd9, %rd7, %rd8;";
+    const ROW_SIGNED: &str = "cvt.s64.s32 %rd10, %r5;\nmul.lo.s64 %rd11, %rd10, %rd3;";
+
+    #[test]
+    fn sixty_four_bit_grid_stride_loops_store_each_element_from_one_thread() {
+        // Every thread's stores, simulated as the PTX computes them (64-bit
+        // registers wrapping, comparisons signed or not): whether two
+        // threads write the same byte.
+        type Start = dyn Fn(u64, u64, u64) -> u64;
+        let collide =
+            |start: &Start, step: u64, row: &dyn Fn(u64) -> u64, signed: bool, n: u64, pitch: u64, grid: [u32; 3], block: [u32; 3]| {
+                let below = |i: u64| if signed { (i as i64) < (n as i64) } else { i < n };
+                let mut seen = std::collections::HashMap::new();
+                for cz in 0..grid[2] as u64 {
+                    for cy in 0..grid[1] as u64 {
+                        for cx in 0..grid[0] as u64 {
+                            for tz in 0..block[2] as u64 {
+                                for ty in 0..block[1] as u64 {
+                                    for tx in 0..block[0] as u64 {
+                                        let me = (cz, cy, cx, tz, ty, tx);
+                                        let mut i = start(cx, u64::from(block[0]), tx);
+                                        let mut runs = 0;
+                                        while below(i) {
+                                            let at = row(cy).wrapping_mul(pitch).wrapping_add(i).wrapping_mul(4);
+                                            for byte in at..at + 4 {
+                                                if *seen.entry(byte).or_insert(me) != me {
+                                                    return true;
+                                                }
+                                            }
+                                            i = i.wrapping_add(step);
+                                            runs += 1;
+                                            assert!(runs < 4096, "a test launch that runs too long");
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                false
+            };
+        let global = |cx: u64, ntid: u64, tx: u64| cx * ntid + tx;
+        let check = |src: &str, start: &Start, step: &dyn Fn([u32; 3], [u32; 3]) -> u64, row: &dyn Fn(u64) -> u64, signed: bool| {
+            let c = match verdict(src) {
+                Verdict::IndependentIf(c) => c,
+                v => {
+                    assert!(matches!(v, Verdict::Exchanges(_)), "{v:?}");
+                    return 0;
+                }
+            };
+            assert!(!c.injective.is_empty(), "{c:?}");
+            let mut passed = 0;
+            let ns: [u64; 7] = [0, 1, 7, 40, 64, (-5i64) as u64, 1 << 40];
+            let pitches: [u64; 6] = [0, 8, 39, 40, 64, (-64i64) as u64];
+            let launches = [
+                ([2, 1, 1], [4, 1, 1]),
+                ([3, 2, 1], [4, 1, 1]),
+                ([2, 2, 1], [8, 1, 1]),
+                ([2, 2, 1], [4, 2, 1]),
+                ([2, 1, 2], [4, 1, 1]),
+                ([1, 3, 1], [1, 1, 1]),
+            ];
+            for n in ns {
+                for pitch in pitches {
+                    for (grid, block) in launches {
+                        let param = |v: &VarId, field: u32, signed: bool| {
+                            let x = match v {
+                                1 => n,
+                                2 => pitch,
+                                _ => return None,
+                            };
+                            Some(match (field, signed) {
+                                (0, false) => i64::from(x as u32),
+                                (0, true) => i64::from(x as u32 as i32),
+                                (4, true) => i64::from((x >> 32) as u32 as i32),
+                                (4, false) => i64::from((x >> 32) as u32),
+                                _ => return None,
+                            })
+                        };
+                        let base = |b: &Base| (*b == P).then_some(0x1000_0000u64);
+                        let holds = c.injective.iter().all(|d| d.holds(&base, &param, grid, block));
+                        if n == 1 << 40 {
+                            // Too long to simulate: a bound this far from
+                            // 2^32 must fail the check (a step could wrap).
+                            assert!(!holds, "n = 2^40 passed: {c:?}");
+                            continue;
+                        }
+                        if holds {
+                            passed += 1;
+                            assert!(
+                                !collide(start, step(grid, block), row, signed, n, pitch, grid, block),
+                                "n {n} pitch {pitch} {grid:?} {block:?} passed, threads collide: {c:?}"
+                            );
+                        }
+                    }
+                }
+            }
+            passed
+        };
+        let grid_step = |g: [u32; 3], b: [u32; 3]| u64::from(g[0]) * u64::from(b[0]);
+        let signed_row = |cy: u64| cy as u32 as i32 as i64 as u64;
+        // The loop of `size_t`/`int64_t` counters: it applies (some launches
+        // pass) and no launch that passes has two threads on one byte.
+        for cmp in ["s64", "u64"] {
+            let k = grid_stride64_kernel(START_GLOBAL, STEP_GRID, ROW_SIGNED, cmp);
+            assert!(check(&k, &global, &grid_step, &signed_row, cmp == "s64") > 0, "{cmp}");
+        }
+        // The start widened as a 32-bit sum, the row widened without sign,
+        // the step's product in 32 bits then widened.
+        let k = grid_stride64_kernel(
+            "mad.lo.s32 %r6, %r1, %r2, %r3;\ncvt.u64.u32 %rd6, %r6;",
+            "mul.lo.s32 %r7, %r4, %r2;\ncvt.u64.u32 %rd9, %r7;",
+            "cvt.u64.u32 %rd10, %r5;\nmul.lo.s64 %rd11, %rd3, %rd10;",
+            "s64",
+        );
+        assert!(check(&k, &global, &grid_step, &|cy| cy, true) > 0);
+        // A block index stepped by the grid's extent: each block's threads
+        // all write the same elements, so only blocks of one thread pass.
+        let k = grid_stride64_kernel("cvt.u64.u32 %rd6, %r1;", "mov.u64 %rd9, %rd7;", ROW_SIGNED, "s64");
+        assert!(check(&k, &|cx, _, _| cx, &|g, _| u64::from(g[0]), &signed_row, true) > 0);
+        // Where the rule must not apply: steps that let threads meet (by
+        // one; by the block's size only), a start not the thread's own.
+        for (start, step) in
+            [(START_GLOBAL, "mov.u64 %rd9, 1;"), (START_GLOBAL, "mov.u64 %rd9, %rd8;"), ("cvt.u64.u32 %rd6, %r3;", STEP_GRID)]
+        {
+            let k = grid_stride64_kernel(start, step, ROW_SIGNED, "s64");
+            let start_of = move |cx: u64, ntid: u64, tx: u64| match start {
+                START_GLOBAL => cx * ntid + tx,
+                _ => tx,
+            };
+            let step_of = move |g: [u32; 3], b: [u32; 3]| match step {
+                STEP_GRID => u64::from(g[0]) * u64::from(b[0]),
+                "mov.u64 %rd9, 1;" => 1,
+                _ => u64::from(b[0]),
+            };
+            check(&k, &start_of, &step_of, &signed_row, true);
+        }
+        // A counter with a third write (reset inside the loop) is no
+        // grid-stride counter.
+        let k = grid_stride64_kernel(START_GLOBAL, STEP_GRID, ROW_SIGNED, "s64")
+            .replace("st.global.u32 [%rd15], %r3;", "st.global.u32 [%rd15], %r3;\nselp.b64 %rd6, %rd6, 0, %p1;");
+        assert!(matches!(verdict(&k), Verdict::Exchanges(_)) || conditions(&verdict(&k)).injective.is_empty());
     }
 
     #[test]
