@@ -194,6 +194,18 @@
 //!   is `start + k * step`, in `[0, n)` where read, and names its start.
 //!   A coordinate's widenings are left out only to recognise what it
 //!   names (a global index, `%ctaid.d`), never in the launch check.
+//!   Where no such form is found, the store is examined again with the
+//!   values of 64-bit grid-stride counters followed where read (`[0,
+//!   n)`, their conditions added to the store's; the analysis' caches are
+//!   set aside meanwhile, so no other access sees those values): then the
+//!   quotient and remainder of one fast division of a truncated counter
+//!   (`z / n`, `z % n` of `(uint32_t) z`) name the counter's value, and
+//!   with it its start (`Forms::split_counter`). Invariant: the remainder
+//!   is `x - q * d` of the very `q` the other coordinate holds, `d` exact
+//!   at launch, so `x = q * d + r` modulo 2^32; the counter is below 2^32
+//!   under its condition, so `x` is its value; and `q`, `r` and their
+//!   widenings come from one value of `x`: each has one write, all in one
+//!   stretch of straight-line code without branch, exit or call.
 //!
 //! A condition anything unknown leaves undecided (a parameter past the
 //! buffer, a variable not found, an interval past [`RANGE_BOUND`]) fails:
@@ -1094,6 +1106,10 @@ struct Forms<'a> {
     /// The exits on signed 64-bit comparisons, by register compared
     /// (built when first needed, [`Forms::exit_bound64`]).
     exits64: Option<std::collections::HashMap<RegId, Vec<usize>>>,
+    /// While a store in a loop is examined with 64-bit counters in its
+    /// values ([`Forms::injective_with_counters`]): the launch conditions
+    /// of the counters read.
+    counters64: Option<Vec<NoWrap<VarId>>>,
 }
 
 impl<'a> Forms<'a> {
@@ -1144,6 +1160,7 @@ impl<'a> Forms<'a> {
             values: Default::default(),
             visiting: Default::default(),
             exits64: None,
+            counters64: None,
         }
     }
 
@@ -1322,10 +1339,13 @@ impl<'a> Forms<'a> {
                 }
                 None => match self.diamond(r, at) {
                     Some(v) => out.extend(v),
-                    None => {
-                        out.extend(self.counter_bound(r, at)?);
-                        out.push(Op::Under);
-                    }
+                    None => match self.counter_bound(r, at) {
+                        Some(v) => {
+                            out.extend(v);
+                            out.push(Op::Under);
+                        }
+                        None => out.extend(self.counter_value64(r, at)?),
+                    },
                 },
             },
             _ => return None,
@@ -2436,6 +2456,8 @@ impl<'a> Forms<'a> {
                         known.push((l, d));
                     } else if let Some(d) = divided(&core, &programs) {
                         known.extend([(Launch::Ctaid, d), (Launch::Tid, d)]);
+                    } else if let Some(parts) = self.split_counter(t, &raw, &mut nowrap) {
+                        known.extend(parts);
                     }
                 }
             }
@@ -2550,6 +2572,155 @@ impl<'a> Forms<'a> {
             }
             _ => None,
         }
+    }
+
+    /// A 64-bit grid-stride counter's value where statement `at` reads it,
+    /// `[0, n)` ([`Forms::counter64`]), only while a store in a loop is
+    /// examined: its launch condition goes to `counters64`, which the
+    /// store's [`Injective`] carries.
+    fn counter_value64(&mut self, r: RegId, at: usize) -> Option<Vec<Op<VarId>>> {
+        self.counters64.as_ref()?;
+        let (_, (mut bound, step)) = self.counter64(r, at)?;
+        self.counters64.as_mut()?.push((bound.clone(), step));
+        bound.push(Op::Under);
+        Some(bound)
+    }
+
+    /// [`Forms::injective`], and when that finds nothing, again with the
+    /// values of 64-bit grid-stride counters followed (a fast division of
+    /// a truncated counter: `z / n`, `z % n`), their launch conditions
+    /// added to the store's. The values followed so are kept apart: the
+    /// caches (and the record of what they were computed for) are set
+    /// aside while it runs and put back after.
+    fn injective_with_counters(&mut self, inst: &Instruction, at: usize) -> Option<Injective<Base, VarId>> {
+        if let Some(found) = self.injective(inst, at) {
+            return Some(found);
+        }
+        let saved = (
+            std::mem::take(&mut self.values),
+            std::mem::take(&mut self.forms),
+            std::mem::take(&mut self.uniform),
+            std::mem::take(&mut self.lane),
+            std::mem::take(&mut self.visiting),
+        );
+        self.counters64 = Some(Vec::new());
+        let found = self.injective(inst, at);
+        let counters = self.counters64.take().unwrap_or_default();
+        (self.values, self.forms, self.uniform, self.lane, self.visiting) = saved;
+        let mut found = found?;
+        for c in counters {
+            if !found.nowrap.contains(&c) {
+                found.nowrap.push(c);
+            }
+        }
+        Some(found)
+    }
+
+    /// For a coordinate register `reg` read at `read` that holds (widened
+    /// by a `cvt` or not) a fast-division quotient `q = (mul.hi.u32(x, m) +
+    /// x) >> s` or remainder `x - q * d`: whether it is the remainder, the
+    /// write of `q` and the write of `x` it reads.
+    fn split_source(&mut self, reg: RegId, read: usize, depth: u32) -> Option<(bool, usize, usize)> {
+        let w = self.reach(reg, read)?;
+        let inst = self.def(w)?;
+        let b = self.b;
+        match (inst.op, b.args(inst)) {
+            (Opcode::Cvt, [_, Operand::Reg(x)]) if depth == 0 && inst.rounding(b).is_none() => {
+                let mut types = inst.types(b);
+                let (dst, src) = (types.next()?, types.next()?);
+                (dst.bits() == 64 && src.bits() == 32 && dst.is_integer() && src.is_integer()).then_some(())?;
+                self.split_source(*x, w, depth + 1)
+            }
+            (Opcode::Shr, [_, t, _]) => {
+                let (ai, add) = self.def_of(t, w, Opcode::Add)?;
+                let [_, y, z] = b.args(add) else { return None };
+                for c in [y, z] {
+                    let Operand::Reg(xr) = *c else { continue };
+                    if self.fast_quotient(&Operand::Reg(reg), read, (xr, ai)).is_some() {
+                        return Some((false, w, self.reach(xr, ai)?));
+                    }
+                }
+                None
+            }
+            (Opcode::Sub, [_, Operand::Reg(xr), p]) if inst.ty(b)?.bits() == 32 => {
+                let xr = *xr;
+                let (mi, mul) = self.def_of(p, w, Opcode::Mul)?;
+                (mul.has(b, Flag::LoHalf) && mul.ty(b)?.bits() == 32).then_some(())?;
+                let [_, u, v] = b.args(mul) else { return None };
+                for q in [u, v] {
+                    let Operand::Reg(qr) = *q else { continue };
+                    if self.fast_quotient(q, mi, (xr, w)).is_some() {
+                        return Some((true, self.reach(qr, mi)?, self.reach(xr, w)?));
+                    }
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// The parts of the thread's index that the coordinate term `t`
+    /// names together with another term of `raw`: `t` the quotient `q`
+    /// and the other the remainder `x - q * d` of one fast division (or
+    /// the other way round), of `x` a 64-bit grid-stride counter
+    /// truncated (`cvt.u32.u64`, [`Forms::counter64`]). Invariant: `x =
+    /// q * d + r` modulo 2^32 with `d` exact at launch (the remainder's
+    /// check), so the pair names `x`, below 2^32 under the counter's
+    /// condition (added to `nowrap`), and with it the counter's start;
+    /// and the two are the same `x`'s: `q`, the remainder and their
+    /// widenings each have one write, all in one stretch of
+    /// straight-line code with no branch or exit, so every run of it
+    /// writes all of them from one value of `x` (read the same there,
+    /// [`Forms::fast_quotient`]).
+    fn split_counter(&mut self, t: &RawTerm, raw: &[RawTerm], nowrap: &mut Vec<NoWrap<VarId>>) -> Option<Vec<(Launch, u8)>> {
+        let (rem, qw, xw) = self.split_source(t.reg, t.read, 0)?;
+        let partner = raw.iter().find_map(|o| {
+            let (orem, oqw, oxw) = self.split_source(o.reg, o.read, 0)?;
+            (orem != rem && oqw == qw && oxw == xw).then_some(o)
+        })?;
+        // One exit-free stretch of straight-line code writes them all.
+        let mut stmts = Vec::new();
+        for term in [t, partner] {
+            let mut reg = term.reg;
+            let mut read = term.read;
+            for _ in 0..2 {
+                let w = self.reach(reg, read)?;
+                (self.writes.get(reg as usize)?.len() == 1).then_some(())?;
+                stmts.push(w);
+                let inst = self.def(w)?;
+                match (inst.op, self.b.args(inst)) {
+                    (Opcode::Cvt, [_, Operand::Reg(x)]) => {
+                        (reg, read) = (*x, w);
+                    }
+                    _ => break,
+                }
+            }
+        }
+        stmts.push(qw);
+        let (lo, hi) = (*stmts.iter().min()?, *stmts.iter().max()?);
+        let head = *self.region.get(lo)?;
+        (self.region.get(hi) == Some(&head)).then_some(())?;
+        let exits = (lo..=hi).any(|j| match self.b.statements.get(j) {
+            Some(Statement::Instruction(e)) => matches!(e.op, Opcode::Bra | Opcode::Brx | Opcode::Ret | Opcode::Exit | Opcode::Call),
+            _ => true,
+        });
+        (!exits).then_some(())?;
+        // `x`: a 64-bit grid-stride counter truncated.
+        let xinst = self.def(xw)?;
+        let [_, Operand::Reg(c)] = self.b.args(xinst) else { return None };
+        let c = *c;
+        let mut types = xinst.types(self.b);
+        let (dst, src) = (types.next()?, types.next()?);
+        (xinst.op == Opcode::Cvt
+            && dst.bits() == 32
+            && src.bits() == 64
+            && dst.is_integer()
+            && src.is_integer()
+            && xinst.rounding(self.b).is_none())
+        .then_some(())?;
+        let (parts, bound_step) = self.counter64(c, xw)?;
+        nowrap.push(bound_step);
+        Some(parts)
     }
 
     /// The computation of a 64-bit coordinate read at statement `at`: its
@@ -2882,7 +3053,7 @@ pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
                         span => span,
                     };
                     let once = item == kernel && !rep[i];
-                    let injective = if item == kernel && !once { forms.injective(inst, i) } else { None };
+                    let injective = if item == kernel && !once { forms.injective_with_counters(inst, i) } else { None };
                     accesses.push(Access { at, effect: e, once, form, bytes, span, injective })
                 }
             }
@@ -3836,6 +4007,139 @@ mod tests {
         let k = grid_stride64_kernel(START_GLOBAL, STEP_GRID, ROW_SIGNED, "s64")
             .replace("st.global.u32 [%rd15], %r3;", "st.global.u32 [%rd15], %r3;\nselp.b64 %rd6, %rd6, 0, %p1;");
         assert!(matches!(verdict(&k), Verdict::Exchanges(_)) || conditions(&verdict(&k)).injective.is_empty());
+    }
+
+    /// `for (int64_t z = blockIdx.z; z < nz; z += gridDim.z) dst[(z / d) *
+    /// s2 + (z % d) * s3 + threadIdx.x] = ...;` with CUDA's fast division
+    /// of the truncated counter (`c` = `{m, s, d}`), the quotient `%r10`
+    /// and the remainder `%r12` widened with their signs; `between` goes
+    /// between the two, `rem` computes the remainder.
+    fn split_counter_kernel(between: &str, rem: &str) -> String {
+        format!(
+            ".visible .entry k(.param .u64 dst, .param .u64 nz, .param .align 4 .b8 c[12], .param .u64 s2, .param .u64 s3)\n{{\n\
+             .reg .pred %p<4>;\n.reg .b32 %r<16>;\n.reg .b64 %rd<24>;\nld.param.u64 %rd1, [dst];\nld.param.u64 %rd2, [nz];\n\
+             ld.param.u32 %r1, [c];\nld.param.u32 %r2, [c+4];\nld.param.u32 %r3, [c+8];\nld.param.u64 %rd3, [s2];\n\
+             ld.param.u64 %rd4, [s3];\nmov.u32 %r4, %ctaid.z;\ncvt.u64.u32 %rd5, %r4;\nsetp.le.s64 %p1, %rd2, %rd5;\n\
+             @%p1 bra $L__done;\nmov.u32 %r5, %nctaid.z;\ncvt.u64.u32 %rd6, %r5;\nmov.u32 %r6, %tid.x;\n\
+             cvt.u64.u32 %rd7, %r6;\ncvta.to.global.u64 %rd8, %rd1;\n$L__loop:\ncvt.u32.u64 %r7, %rd5;\n\
+             mul.hi.u32 %r8, %r7, %r1;\nadd.s32 %r9, %r8, %r7;\nshr.u32 %r10, %r9, %r2;\n{between}\n{rem}\n\
+             cvt.s64.s32 %rd9, %r10;\nmul.lo.s64 %rd10, %rd9, %rd3;\ncvt.s64.s32 %rd11, %r12;\nmul.lo.s64 %rd12, %rd11, %rd4;\n\
+             add.s64 %rd13, %rd10, %rd12;\nadd.s64 %rd14, %rd13, %rd7;\nshl.b64 %rd15, %rd14, 2;\nadd.s64 %rd16, %rd8, %rd15;\n\
+             st.global.u32 [%rd16], %r6;\nadd.s64 %rd5, %rd5, %rd6;\nsetp.lt.s64 %p2, %rd5, %rd2;\n@%p2 bra $L__loop;\n\
+             $L__done:\nret;\n}}\n"
+        )
+    }
+
+    const SPLIT_REM: &str = "mul.lo.s32 %r11, %r10, %r3;\nsub.s32 %r12, %r7, %r11;";
+
+    #[test]
+    fn quotient_and_remainder_of_a_truncated_counter_name_it() {
+        // Every thread's stores as the PTX computes them: whether two
+        // threads write the same byte. `plus` is added to `x` for the
+        // remainder (the variant computing it from another value), `more`
+        // to the quotient's shift (the variant whose quotient coordinate is
+        // another division's).
+        let collide = |d: u32, (plus, more): (u32, u32), nz: u64, s2: u64, s3: u64, grid: [u32; 3], block: [u32; 3]| {
+            let (m, sh) = magic(d);
+            let mut seen = std::collections::HashMap::new();
+            for cz in 0..grid[2] {
+                for cy in 0..grid[1] {
+                    for cx in 0..grid[0] {
+                        for ty in 0..block[1] * block[2] {
+                            for tx in 0..block[0] {
+                                let me = (cz, cy, cx, ty, tx);
+                                let mut z = u64::from(cz);
+                                while (z as i64) < (nz as i64) {
+                                    let x = z as u32;
+                                    let q = fast_quotient(x, m, sh + more);
+                                    let r = x.wrapping_add(plus).wrapping_sub(fast_quotient(x, m, sh).wrapping_mul(d));
+                                    let wide = |v: u32| v as i32 as i64 as u64;
+                                    let at = wide(q)
+                                        .wrapping_mul(s2)
+                                        .wrapping_add(wide(r).wrapping_mul(s3))
+                                        .wrapping_add(u64::from(tx))
+                                        .wrapping_mul(4);
+                                    for byte in at..at + 4 {
+                                        if *seen.entry(byte).or_insert(me) != me {
+                                            return true;
+                                        }
+                                    }
+                                    z = z.wrapping_add(u64::from(grid[2]));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            false
+        };
+        let run = |src: &str, plus: (u32, u32)| -> (usize, bool) {
+            let c = match verdict(src) {
+                Verdict::IndependentIf(c) => c,
+                v => {
+                    assert!(matches!(v, Verdict::Exchanges(_)), "{v:?}");
+                    return (0, false);
+                }
+            };
+            let (mut passed, mut many_blocks) = (0, false);
+            for d in [1u32, 3, 4] {
+                let (m, sh) = magic(d);
+                for nz in [0u64, 1, 6, 12, u64::MAX] {
+                    for s2 in [4u64, 12, 16] {
+                        for s3 in [1u64, 4, 8] {
+                            for (grid, block) in [
+                                ([1, 1, 1], [4, 1, 1]),
+                                ([1, 1, 3], [4, 1, 1]),
+                                ([1, 1, 5], [1, 1, 1]),
+                                ([2, 1, 3], [4, 1, 1]),
+                                ([1, 1, 2], [4, 2, 1]),
+                            ] {
+                                let param = |v: &VarId, field: u32, signed: bool| {
+                                    let x = match (v, field) {
+                                        (1, 0 | 4) => nz,
+                                        (2, 0) => return Some(i64::from(m)),
+                                        (2, 4) => return Some(i64::from(sh)),
+                                        (2, 8) => return Some(i64::from(d)),
+                                        (3, 0 | 4) => s2,
+                                        (4, 0 | 4) => s3,
+                                        _ => return None,
+                                    };
+                                    let w = if field == 0 { x as u32 } else { (x >> 32) as u32 };
+                                    Some(if signed { i64::from(w as i32) } else { i64::from(w) })
+                                };
+                                let base = |b: &Base| (*b == P).then_some(0x1000_0000u64);
+                                if c.injective.iter().all(|i| i.holds(&base, &param, grid, block)) {
+                                    passed += 1;
+                                    many_blocks |= grid[2] > 1;
+                                    assert!(
+                                        !collide(d, plus, nz, s2, s3, grid, block),
+                                        "d {d} nz {nz} s2 {s2} s3 {s3} {grid:?} {block:?}: {c:?}"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            (passed, many_blocks)
+        };
+        // The rule applies: launches of several blocks along z pass, and
+        // none of the launches that pass has two threads on one byte.
+        assert!(run(&split_counter_kernel("", SPLIT_REM), (0, 0)).1);
+        // Where it must not: a remainder of another value (`x + 1`), or a
+        // way out between the quotient and the remainder (the pair may
+        // then come from two values of the counter). Blocks along z are
+        // then not told apart, and no launch of several passes.
+        let other = "add.s32 %r13, %r7, 1;\nmul.lo.s32 %r11, %r10, %r3;\nsub.s32 %r12, %r13, %r11;";
+        assert!(!run(&split_counter_kernel("", other), (1, 0)).1);
+        let exit = "setp.eq.u32 %p3, %r10, 7;\n@%p3 bra $L__done;";
+        assert!(!run(&split_counter_kernel(exit, SPLIT_REM), (0, 0)).1);
+        // A quotient coordinate from another division of the same `x` (one
+        // more bit of shift) with the remainder of the first: the pair
+        // does not name `x`.
+        let another = split_counter_kernel("add.s32 %r15, %r2, 1;\nshr.u32 %r14, %r9, %r15;", SPLIT_REM)
+            .replace("cvt.s64.s32 %rd9, %r10;", "cvt.s64.s32 %rd9, %r14;");
+        assert!(!run(&another, (0, 1)).1);
     }
 
     #[test]
