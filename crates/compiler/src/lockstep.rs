@@ -206,6 +206,12 @@
 //!   under its condition, so `x` is its value; and `q`, `r` and their
 //!   widenings come from one value of `x`: each has one write, all in one
 //!   stretch of straight-line code without branch, exit or call.
+//!   Likewise a value's quotient and remainder by a power of two name it
+//!   (`digits`): `(x + y) >> k` beside `x - ((x + y) & -2^k)`, which is
+//!   `((x + y) mod 2^k) - y` (`Forms::low_bits`, so its range is that of
+//!   a remainder), give `x` back as `2^k a + b`; and arithmetic shifts
+//!   right by constants are followed as logical ones of values the launch
+//!   check keeps in `[0, 2^31)`.
 //!
 //! A condition anything unknown leaves undecided (a parameter past the
 //! buffer, a variable not found, an interval past [`RANGE_BOUND`]) fails:
@@ -1710,6 +1716,42 @@ impl<'a> Forms<'a> {
         Some(())
     }
 
+    /// `x - (q & -2^k)` (statement `i`, operands `x` and `p`, 32 bits)
+    /// with `q` the same value as `x`, or `x + y` (nvcc's `x % 2^k` of a
+    /// signed `x`, `y` the bias of its sign): `(q mod 2^k) - y`
+    /// ([`Op::Mod`], which needs `q` in `[0, 2^63)`). The registers agree
+    /// modulo 2^32: `q & -2^k` is `q - (q mod 2^k)` there, as `2^k`
+    /// divides 2^32.
+    fn low_bits(&mut self, i: usize, x: &Operand, p: &Operand, out: &mut Vec<Op<VarId>>) -> Option<()> {
+        let Operand::Reg(xr) = *x else { return None };
+        let (ai, and) = self.def_of(p, i, Opcode::And)?;
+        let [_, q, Operand::Imm(mask)] = self.b.args(and) else { return None };
+        let k = (1..32).find(|k| (*mask as i32) == (-1i32 << k))?;
+        (and.ty(self.b)?.bits() == 32).then_some(())?;
+        let mut ops = Vec::new();
+        if self.is_write(q, ai, (xr, i)) {
+            self.value_operand_as(x, i, Imm::U32, &mut ops)?;
+            ops.extend([Op::Const(1 << k), Op::Mod]);
+        } else {
+            let (si, add) = self.def_of(q, ai, Opcode::Add)?;
+            let [_, u, v] = self.b.args(add) else { return None };
+            (add.ty(self.b)?.bits() == 32 && !add.has(self.b, Flag::Sat)).then_some(())?;
+            let y = if self.is_write(u, si, (xr, i)) {
+                v
+            } else if self.is_write(v, si, (xr, i)) {
+                u
+            } else {
+                return None;
+            };
+            self.value_operand_as(q, ai, Imm::U32, &mut ops)?;
+            ops.extend([Op::Const(1 << k), Op::Mod]);
+            self.value_operand_as(y, si, Imm::U32, &mut ops)?;
+            ops.push(Op::Sub);
+        }
+        out.extend(ops);
+        Some(())
+    }
+
     /// `x - m` (statement `i`, 64 bits) with `m = q * d` (`mul.lo`,
     /// either order) and `q` the value `x / d` ([`Op::Div`]) of the same
     /// `x` and `d`: `x mod d` ([`Op::Mod`]). Equal computations are equal
@@ -2106,6 +2148,7 @@ impl<'a> Forms<'a> {
                 out.push(Op::Sub);
             }
             (Opcode::Sub, [_, x, p]) if bits == 32 && self.remainder(i, x, p, out).is_some() => {}
+            (Opcode::Sub, [_, x, p]) if bits == 32 && self.low_bits(i, x, p, out).is_some() => {}
             (Opcode::Sub, [_, x, p]) if bits == 64 && self.remainder64(i, x, p, out).is_some() => {}
             (Opcode::Add | Opcode::Sub, [_, a, c]) => {
                 self.value_operand_as(a, i, imm, out)?;
@@ -2157,6 +2200,20 @@ impl<'a> Forms<'a> {
                 self.value_operand_as(a, i, Imm::U32, out)?;
                 self.value_operand_as(k, i, Imm::U32, out)?;
                 out.push(Op::Shr);
+            }
+            // Arithmetic shift right by a constant: a logical one of a value
+            // in `[0, 2^31)` (the widening with sign admits `[-2^31, 2^31)`,
+            // the shift `[0, 2^32)`): nvcc's signed `x / 2^k` of a value
+            // known not negative (its sign's bias is then 0).
+            (Opcode::Shr, [_, a, Operand::Imm(k)]) if bits == 32 && ty.is_signed() && (0..32).contains(k) => {
+                self.value_operand_as(a, i, Imm::S32, out)?;
+                out.extend([Op::Wide { signed: true }, Op::Const(*k), Op::Shr]);
+            }
+            // `x & -2^k`: `2^k * floor(x / 2^k)` of `x` in `[0, 2^32)`.
+            (Opcode::And, [_, a, Operand::Imm(mask)]) if bits == 32 && (1..32).any(|k| (*mask as i32) == (-1i32 << k)) => {
+                let k = (!(*mask as i32)).count_ones();
+                self.value_operand_as(a, i, Imm::U32, out)?;
+                out.extend([Op::Const(i64::from(k)), Op::Shr, Op::Const(1 << k), Op::Mul]);
             }
             // A 64-bit parameter: its low word unsigned plus its high word
             // (signed) times 2^32, the signed value of the register.
@@ -2457,6 +2514,8 @@ impl<'a> Forms<'a> {
                     } else if let Some(d) = divided(&core, &programs) {
                         known.extend([(Launch::Ctaid, d), (Launch::Tid, d)]);
                     } else if let Some(parts) = self.split_counter(t, &raw, &mut nowrap) {
+                        known.extend(parts);
+                    } else if let Some(parts) = digits(&core, &programs) {
                         known.extend(parts);
                     }
                 }
@@ -2952,6 +3011,45 @@ fn global_index(v: &[Op<VarId>]) -> Option<u8> {
     let (c, n, t) = (Op::Special(Launch::Ctaid, d), Op::Special(Launch::Ntid, d), Op::Special(Launch::Tid, d));
     let forms = [[c, n, Op::Mul, t, Op::Add], [n, c, Op::Mul, t, Op::Add], [t, c, n, Op::Mul, Op::Add], [t, n, c, Op::Mul, Op::Add]];
     forms.iter().any(|f| v == f).then_some(d)
+}
+
+/// The parts of the thread's index two coordinates name together: `a =
+/// q >> k` and `b = (q mod 2^k) - y` with `q = x + y` (or `b = q mod 2^k`
+/// with `q = x`; `v` either of the two), every computation naming a value
+/// (no [`Op::Under`] or [`Op::Either`]), and `x` `%tid.d`, `%ctaid.d` or a
+/// global index: nvcc's `tid / 8` as `(tid + bias) >> 3` beside `tid % 8`
+/// as `tid - ((tid + bias) & -8)` ([`Forms::low_bits`]). Invariant: where
+/// the launch check passes, each coordinate's exact value is its
+/// computation's, and `2^k a + b = q - y = x`, so the two determine `x`
+/// whatever `y` is (the same value in both: equal computations naming
+/// values). Computations are compared without their widenings
+/// ([`unwiden_coord`]).
+fn digits(v: &[Op<VarId>], others: &[Vec<Op<VarId>>]) -> Option<Vec<(Launch, u8)>> {
+    let names = |x: &[Op<VarId>]| -> Option<Vec<(Launch, u8)>> {
+        if let [Op::Special(l @ (Launch::Tid | Launch::Ctaid), d)] = x[..] {
+            return Some(vec![(l, d)]);
+        }
+        global_index(x).map(|d| vec![(Launch::Ctaid, d), (Launch::Tid, d)])
+    };
+    // `a` = `[q, k, Shr]` and `b` = `[q, 2^k, Mod]` or `[q, 2^k, Mod, y,
+    // Sub]` with `q` = `[x, y, Add]` (either order): `2^k a + b = q - y =
+    // x` ([`Forms::low_bits`]).
+    let low = |b: &[Op<VarId>], a: &[Op<VarId>]| -> Option<Vec<(Launch, u8)>> {
+        let [q @ .., Op::Const(k), Op::Shr] = a else { return None };
+        let m = Op::Const(1i64.checked_shl(u32::try_from(*k).ok()?)?);
+        (names_value(a) && names_value(b)).then_some(())?;
+        if let [bq @ .., mm, Op::Mod] = b {
+            return (bq == q && *mm == m).then_some(()).and_then(|_| names(q));
+        }
+        let [rest @ .., Op::Sub] = b else { return None };
+        let pre: Vec<Op<VarId>> = q.iter().copied().chain([m, Op::Mod]).collect();
+        let y = rest.strip_prefix(pre.as_slice())?;
+        let [inner @ .., Op::Add] = q else { return None };
+        let x = inner.strip_suffix(y).or_else(|| inner.strip_prefix(y))?;
+        (!y.is_empty()).then_some(())?;
+        names(x)
+    };
+    others.iter().filter(|o| o.as_slice() != v).find_map(|o| low(v, o).or_else(|| low(o, v)))
 }
 
 /// The dimension of a global index `x` when `v` is `x`'s fast-division
@@ -4142,6 +4240,99 @@ mod tests {
         assert!(!run(&another, (0, 1)).1);
     }
 
+    /// `for (int64_t ib = blockIdx.y; ib < n; ib += gridDim.y) dst[ib * pitch
+    /// + 64 * (tid / 8) + 4 * (tid % 8)] = tid;` as nvcc writes the signed
+    /// division and remainder (`%r5`, `%r7`); `digits` replaces the lines
+    /// computing them from `%r4` = `tid + bias`.
+    fn digits_kernel(digits: &str) -> String {
+        format!(
+            ".visible .entry k(.param .u64 dst, .param .u64 n, .param .u64 pitch)\n{{\n.reg .pred %p<4>;\n.reg .b32 %r<16>;\n\
+             .reg .b64 %rd<16>;\nld.param.u64 %rd1, [dst];\nld.param.u64 %rd2, [n];\nld.param.u64 %rd3, [pitch];\n\
+             mov.u32 %r1, %tid.x;\nshr.s32 %r2, %r1, 31;\nshr.u32 %r3, %r2, 29;\nadd.s32 %r4, %r1, %r3;\n{digits}\n\
+             mul.wide.s32 %rd4, %r5, 64;\nmul.wide.s32 %rd5, %r7, 4;\nadd.s64 %rd6, %rd4, %rd5;\nmov.u32 %r8, %ctaid.y;\n\
+             cvt.u64.u32 %rd7, %r8;\nsetp.le.s64 %p1, %rd2, %rd7;\n@%p1 bra $L__done;\nmov.u32 %r9, %nctaid.y;\n\
+             cvt.u64.u32 %rd8, %r9;\ncvta.to.global.u64 %rd9, %rd1;\n$L__loop:\nmul.lo.s64 %rd10, %rd7, %rd3;\n\
+             add.s64 %rd11, %rd10, %rd6;\nshl.b64 %rd12, %rd11, 2;\nadd.s64 %rd13, %rd9, %rd12;\nst.global.u32 [%rd13], %r1;\n\
+             add.s64 %rd7, %rd7, %rd8;\nsetp.lt.s64 %p2, %rd7, %rd2;\n@%p2 bra $L__loop;\n$L__done:\nret;\n}}\n"
+        )
+    }
+
+    #[test]
+    fn a_value_and_its_quotient_by_a_power_of_two_name_it() {
+        // `split(tid)` = the two coordinates the PTX computes.
+        // The widest block that passes (0: none).
+        let run = |src: &str, split: &dyn Fn(u64) -> (u64, u64)| -> u32 {
+            let c = match verdict(src) {
+                Verdict::IndependentIf(c) => c,
+                v => {
+                    assert!(matches!(v, Verdict::Exchanges(_)), "{v:?}");
+                    return 0;
+                }
+            };
+            let mut widest = 0;
+            for n in [0u64, 1, 4, 7] {
+                for pitch in [0u64, 16, 64, 256, 512] {
+                    for (grid, block) in [
+                        ([1, 3, 1], [32, 1, 1]),
+                        ([1, 2, 1], [8, 1, 1]),
+                        ([1, 4, 1], [1, 1, 1]),
+                        ([2, 2, 1], [8, 1, 1]),
+                        ([1, 2, 1], [8, 2, 1]),
+                    ] {
+                        let param = |v: &VarId, field: u32, signed: bool| {
+                            let x = match v {
+                                1 => n,
+                                2 => pitch,
+                                _ => return None,
+                            };
+                            let w = if field == 0 { x as u32 } else { (x >> 32) as u32 };
+                            Some(if signed { i64::from(w as i32) } else { i64::from(w) })
+                        };
+                        let base = |b: &Base| (*b == P).then_some(0x1000_0000u64);
+                        if !c.injective.iter().all(|i| i.holds(&base, &param, grid, block)) {
+                            continue;
+                        }
+                        widest = widest.max(block[0]);
+                        let mut seen = std::collections::HashMap::new();
+                        for cy in 0..grid[1] {
+                            for cx in 0..grid[0] {
+                                for ty in 0..block[1] {
+                                    for tx in 0..block[0] {
+                                        let (a, b) = split(u64::from(tx));
+                                        let mut ib = u64::from(cy);
+                                        while ib < n {
+                                            let at = (ib * pitch + 64 * a + 4 * b) * 4;
+                                            for byte in at..at + 4 {
+                                                let me = (cy, cx, ty, tx);
+                                                assert_eq!(
+                                                    *seen.entry(byte).or_insert(me),
+                                                    me,
+                                                    "n {n} pitch {pitch} {grid:?} {block:?}: {c:?}"
+                                                );
+                                            }
+                                            ib += u64::from(grid[1]);
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            widest
+        };
+        // `tid / 8` and `tid % 8` name `tid`: blocks of many threads pass
+        // (the remainder's range is `[0, 8)`, not the difference's).
+        let eight = "shr.s32 %r5, %r4, 3;\nand.b32 %r6, %r4, -8;\nsub.s32 %r7, %r1, %r6;";
+        assert_eq!(run(&digits_kernel(eight), &|t| (t / 8, t % 8)), 32);
+        // Not when the remainder is by another power of two (`tid / 8`
+        // beside `tid % 4`), nor of another value (`(tid + 1) % 8`-like).
+        let four = "shr.s32 %r5, %r4, 3;\nand.b32 %r6, %r4, -4;\nsub.s32 %r7, %r1, %r6;";
+        assert!(run(&digits_kernel(four), &|t| (t / 8, t % 4)) <= 1);
+        let other = "shr.s32 %r5, %r4, 3;\nand.b32 %r6, %r4, -8;\nadd.s32 %r10, %r1, 1;\nsub.s32 %r7, %r10, %r6;";
+        assert!(run(&digits_kernel(other), &|t| (t / 8, t % 8 + 1)) <= 1);
+    }
+
     #[test]
     fn injective_terms_need_each_stride_past_the_smaller_ones() {
         // Coordinates i in [0, 10) (stride 4 bytes) and j in [0, 3)
@@ -4404,7 +4595,7 @@ mod tests {
     #[test]
     fn indices_the_range_cannot_bound_exchange() {
         for (index, why) in [
-            ("shr.s32 %r2, %r1, 1;", "an arithmetic shift right is not followed"),
+            ("shr.s32 %r2, %r1, %r1;", "an arithmetic shift right by a register is not followed"),
             ("mul.hi.s32 %r2, %r1, 7;", "nor a signed multiply-high"),
             ("add.sat.s32 %r2, %r1, 1;", "saturation"),
             ("ld.global.u32 %r2, [%rd5+1024];", "an index read from memory"),
@@ -4423,6 +4614,23 @@ mod tests {
         // 64 threads: p's bytes [0, 8 * 32), q's [0, 4 * 64).
         assert!(launch_holds(&d, 0x1000, 0x1000 + 256, &[], [1, 1, 1], [64, 1, 1]));
         assert!(!launch_holds(&d, 0x1000, 0x1000 + 248, &[], [1, 1, 1], [64, 1, 1]));
+        // An arithmetic one by a constant is followed where the value is
+        // not negative, and fails the launch check where it may be.
+        let shifted = |pre: &str| {
+            only_disjoint(&verdict(&kernel(&format!(
+                "{pre}\nmul.wide.u32 %rd6, %r2, 8;\nadd.s64 %rd7, %rd1, %rd6;\nld.global.u32 %r3, [%rd5];\nst.global.u64 [%rd7], %rd6;"
+            ))))
+        };
+        let d = shifted("shr.s32 %r2, %r1, 1;");
+        assert!(launch_holds(&d, 0x1000, 0x1000 + 256, &[], [1, 1, 1], [64, 1, 1]));
+        assert!(!launch_holds(&d, 0x1000, 0x1000 + 248, &[], [1, 1, 1], [64, 1, 1]));
+        let d = shifted("neg.s32 %r4, %r1;\nshr.s32 %r2, %r4, 1;");
+        assert!(!launch_holds(&d, 0x1000, 0x10_0000, &[], [1, 1, 1], [64, 1, 1]));
+        assert!(launch_holds(&d, 0x1000, 0x10_0000, &[], [1, 1, 1], [1, 1, 1]));
+        // Values past 2^31 are negative to the arithmetic shift.
+        let d = shifted("add.s32 %r4, %r1, 2147483647;\nshr.s32 %r2, %r4, 1;");
+        assert!(!launch_holds(&d, 0x1000, 0x1_0000_0000_0000, &[], [1, 1, 1], [64, 1, 1]));
+        assert!(launch_holds(&d, 0x1000, 0x1_0000_0000_0000, &[], [1, 1, 1], [1, 1, 1]));
     }
 
     #[test]
