@@ -459,6 +459,10 @@ pub struct Injective<B, P> {
 /// A grid-stride counter's bound and step (see [`Injective::nowrap`]).
 pub type NoWrap<P> = (Vec<Op<P>>, Vec<Op<P>>);
 
+/// A 64-bit grid-stride counter ([`Forms::counter64`]): the parts of the
+/// thread's index it names, and its bound and step.
+type Counter64 = (Vec<(Launch, u8)>, NoWrap<VarId>);
+
 /// One term of an [`Injective`] address: a 32-bit coordinate (widened
 /// without sign; its computation bounds it) times a launch constant
 /// `stride` times `factor`. (Or a 64-bit coordinate, or one widened with
@@ -1563,7 +1567,7 @@ impl<'a> Forms<'a> {
     /// 2^32)`, where the 64-bit comparison, signed or not, is that of the
     /// values; so `r` is `start + k * step`, in `[0, n)` where read, and
     /// determines the start and with it `ctaid.d` (and `tid.d`).
-    fn counter64(&mut self, r: RegId, at: usize) -> Option<(Vec<(Launch, u8)>, NoWrap<VarId>)> {
+    fn counter64(&mut self, r: RegId, at: usize) -> Option<Counter64> {
         if self.reach(r, at).is_some() || crate::affine::register_bits(self.f, self.b, r)? != 64 {
             return None;
         }
