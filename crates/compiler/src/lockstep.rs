@@ -174,6 +174,45 @@
 //!   touch distinct bytes; and the addresses lie in `[0, 2^64)`. Then
 //!   two threads' coordinates differ and so do all their bytes.
 //!
+//!   *64-bit loops and strides*: a term may also be a 64-bit coordinate
+//!   times a 64-bit launch constant (`mul.lo.s64` by a stride read from a
+//!   parameter), a coordinate widened with its sign (`cvt.s64.s32`,
+//!   `mul.wide.s32`: the widening stays in the coordinate's computation,
+//!   so the launch check fails unless the value lies in `[-2^31, 2^31)`,
+//!   where the widened register is the value), or a 64-bit grid-stride
+//!   counter (`for (size_t i = ...; i < n; i += ...)`,
+//!   `Forms::counter64`): two writes as above, the start a global index
+//!   `ctaid.d * ntid.d + tid.d` with step `ntid.d * nctaid.d`, or a block
+//!   index `ctaid.d` with step `nctaid.d` (then only `ctaid.d` is given),
+//!   leaves and products widened without sign, and every way into the
+//!   read's straight-line code passing a 64-bit comparison `i < n`, signed
+//!   or not. Invariant: with `n` in `[1, 2^32]` and `n + step <= 2^32`
+//!   (checked at launch) the start lies in `[0, step)` (so no 32-bit part
+//!   of it wrapped), and every value lies in `[0, 2^32)` — each step
+//!   follows a read that passed `i < n` — where signed and unsigned
+//!   comparisons of the registers are those of the values; so the counter
+//!   is `start + k * step`, in `[0, n)` where read, and names its start.
+//!   A coordinate's widenings are left out only to recognise what it
+//!   names (a global index, `%ctaid.d`), never in the launch check.
+//!   Where no such form is found, the store is examined again with the
+//!   values of 64-bit grid-stride counters followed where read (`[0,
+//!   n)`, their conditions added to the store's; the analysis' caches are
+//!   set aside meanwhile, so no other access sees those values): then the
+//!   quotient and remainder of one fast division of a truncated counter
+//!   (`z / n`, `z % n` of `(uint32_t) z`) name the counter's value, and
+//!   with it its start (`Forms::split_counter`). Invariant: the remainder
+//!   is `x - q * d` of the very `q` the other coordinate holds, `d` exact
+//!   at launch, so `x = q * d + r` modulo 2^32; the counter is below 2^32
+//!   under its condition, so `x` is its value; and `q`, `r` and their
+//!   widenings come from one value of `x`: each has one write, all in one
+//!   stretch of straight-line code without branch, exit or call.
+//!   Likewise a value's quotient and remainder by a power of two name it
+//!   (`digits`): `(x + y) >> k` beside `x - ((x + y) & -2^k)`, which is
+//!   `((x + y) mod 2^k) - y` (`Forms::low_bits`, so its range is that of
+//!   a remainder), give `x` back as `2^k a + b`; and arithmetic shifts
+//!   right by constants are followed as logical ones of values the launch
+//!   check keeps in `[0, 2^31)`.
+//!
 //! A condition anything unknown leaves undecided (a parameter past the
 //! buffer, a variable not found, an interval past [`RANGE_BOUND`]) fails:
 //! a failed check costs speed only, the launch running the lockstep
@@ -420,9 +459,15 @@ pub struct Injective<B, P> {
 /// A grid-stride counter's bound and step (see [`Injective::nowrap`]).
 pub type NoWrap<P> = (Vec<Op<P>>, Vec<Op<P>>);
 
+/// A 64-bit grid-stride counter ([`Forms::counter64`]): the parts of the
+/// thread's index it names, and its bound and step.
+type Counter64 = (Vec<(Launch, u8)>, NoWrap<VarId>);
+
 /// One term of an [`Injective`] address: a 32-bit coordinate (widened
 /// without sign; its computation bounds it) times a launch constant
-/// `stride` times `factor`.
+/// `stride` times `factor`. (Or a 64-bit coordinate, or one widened with
+/// its sign, whose computation ends in the widening: see "64-bit loops
+/// and strides" in the module's notes.)
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Term<P> {
     pub coord: Vec<Op<P>>,
@@ -1071,6 +1116,10 @@ struct Forms<'a> {
     /// The exits on signed 64-bit comparisons, by register compared
     /// (built when first needed, [`Forms::exit_bound64`]).
     exits64: Option<std::collections::HashMap<RegId, Vec<usize>>>,
+    /// While a store in a loop is examined with 64-bit counters in its
+    /// values ([`Forms::injective_with_counters`]): the launch conditions
+    /// of the counters read.
+    counters64: Option<Vec<NoWrap<VarId>>>,
 }
 
 impl<'a> Forms<'a> {
@@ -1117,6 +1166,7 @@ impl<'a> Forms<'a> {
             values: Default::default(),
             visiting: Default::default(),
             exits64: None,
+            counters64: None,
         }
     }
 
@@ -1295,10 +1345,13 @@ impl<'a> Forms<'a> {
                 }
                 None => match self.diamond(r, at) {
                     Some(v) => out.extend(v),
-                    None => {
-                        out.extend(self.counter_bound(r, at)?);
-                        out.push(Op::Under);
-                    }
+                    None => match self.counter_bound(r, at) {
+                        Some(v) => {
+                            out.extend(v);
+                            out.push(Op::Under);
+                        }
+                        None => out.extend(self.counter_value64(r, at)?),
+                    },
                 },
             },
             _ => return None,
@@ -1433,6 +1486,7 @@ impl<'a> Forms<'a> {
                     None => self.implies(y, k, truth, r, rat),
                 }
             }
+            (Opcode::Setp, [_, x, y]) if inst.ty(b).is_some_and(|t| t.bits() == 64) => self.implies64(inst, k, truth, (x, y), r, rat),
             (Opcode::Setp, [_, x, y]) => {
                 let ty = inst.ty(b)?;
                 if ty.bits() != 32 || !ty.is_integer() || ty.is_signed() || ty.is_float() {
@@ -1454,6 +1508,101 @@ impl<'a> Forms<'a> {
                 Some(v)
             }
             _ => None,
+        }
+    }
+
+    /// [`Forms::implies`] for a `setp` of 64-bit integers (`inst`, at
+    /// statement `k`, operands `xy`), signed or not: a bound `b` with `r <
+    /// b` *as the comparison reads both* for the 64-bit register `r` (none
+    /// for a 32-bit one). Only [`Forms::counter64`] uses it, whose launch
+    /// condition keeps `r` and `b` in `[0, 2^32]`, where signed and
+    /// unsigned comparisons of the registers are those of the values.
+    fn implies64(
+        &mut self,
+        inst: &Instruction,
+        k: usize,
+        truth: bool,
+        xy: (&Operand, &Operand),
+        r: RegId,
+        rat: usize,
+    ) -> Option<Vec<Op<VarId>>> {
+        let b = self.b;
+        let ty = inst.ty(b)?;
+        if !ty.is_integer() || ty.is_float() || crate::affine::register_bits(self.f, b, r)? != 64 {
+            return None;
+        }
+        let cmp = match (inst.cmp(b)?, truth) {
+            (CmpOp::Lt | CmpOp::Lo, true) | (CmpOp::Ge | CmpOp::Hs, false) => CmpOp::Lt,
+            (CmpOp::Gt | CmpOp::Hi, true) | (CmpOp::Le | CmpOp::Ls, false) => CmpOp::Gt,
+            _ => return None,
+        };
+        let (mine, other) = if cmp == CmpOp::Lt { xy } else { (xy.1, xy.0) };
+        if !matches!(*mine, Operand::Reg(m) if m == r && self.same_value(r, k, rat)) {
+            return None;
+        }
+        let mut v = Vec::new();
+        self.value_operand_as(other, k, Imm::B64, &mut v)?;
+        Some(v)
+    }
+
+    /// A 64-bit grid-stride loop's counter `r` read at `at` (`for (size_t
+    /// i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x *
+    /// gridDim.x)`, or `for (int64_t i = blockIdx.y; i < n; i +=
+    /// gridDim.y)`): the parts of the thread's index its value determines,
+    /// and the bound and step for [`Injective::nowrap`]. As
+    /// [`Forms::counter`]: two writes, the start before the loop's label,
+    /// the step after `at` in `at`'s straight-line code (the first write
+    /// of `r` there); every way into that code passes a comparison `r <
+    /// n` (64-bit, signed or not: [`Forms::implies64`]). The start is a
+    /// global index `ctaid.d * ntid.d + tid.d` with step `ntid.d *
+    /// nctaid.d`, or a block index `ctaid.d` with step `nctaid.d`, each
+    /// leaf or product widened without sign. Invariant, under the launch
+    /// condition `n + step <= 2^32` (`n` at least 1): the start lies in
+    /// `[0, step)` (below `2^32`, so no 32-bit part of it wrapped); each
+    /// step follows a read with `r < n`, so every value lies in `[0,
+    /// 2^32)`, where the 64-bit comparison, signed or not, is that of the
+    /// values; so `r` is `start + k * step`, in `[0, n)` where read, and
+    /// determines the start and with it `ctaid.d` (and `tid.d`).
+    fn counter64(&mut self, r: RegId, at: usize) -> Option<Counter64> {
+        if self.reach(r, at).is_some() || crate::affine::register_bits(self.f, self.b, r)? != 64 {
+            return None;
+        }
+        let head = *self.region.get(at)?;
+        if self.writes.get(r as usize)?.iter().any(|&w| w > head && w < at) {
+            return None;
+        }
+        let mut visiting = Vec::new();
+        let bound = self.bound_at(r, head, &mut visiting)?;
+        let [w0, w1] = self.writes.get(r as usize)?[..] else { return None };
+        if w0 >= head || w1 <= at || self.region.get(w1) != Some(&head) {
+            return None;
+        }
+        let (start, step) = (self.def(w0)?, self.def(w1)?);
+        if start.guard.is_some()
+            || step.guard.is_some()
+            || step.op != Opcode::Add
+            || step.has(self.b, Flag::Sat)
+            || step.ty(self.b)?.bits() != 64
+        {
+            return None;
+        }
+        let start = unwidened(&self.value(w0)?);
+        let [_, x, y] = self.b.args(step) else { return None };
+        let other = match (x, y) {
+            (Operand::Reg(a), o) if *a == r => o,
+            (o, Operand::Reg(a)) if *a == r => o,
+            _ => return None,
+        };
+        let s = self.value64(other, w1)?;
+        let plain = unwidened(&s);
+        if let Some(d) = global_index(&start) {
+            let grid = |a, b| vec![Op::Special(a, d), Op::Special(b, d), Op::Mul];
+            (plain == grid(Launch::Ntid, Launch::Nctaid) || plain == grid(Launch::Nctaid, Launch::Ntid))
+                .then_some((vec![(Launch::Ctaid, d), (Launch::Tid, d)], (bound, s)))
+        } else if let [Op::Special(Launch::Ctaid, d)] = start[..] {
+            (plain == [Op::Special(Launch::Nctaid, d)]).then_some((vec![(Launch::Ctaid, d)], (bound, s)))
+        } else {
+            None
         }
     }
 
@@ -1563,6 +1712,42 @@ impl<'a> Forms<'a> {
         self.value_operand_as(&s, at_s, Imm::U32, &mut ops)?;
         self.value_operand_as(d, mi, Imm::U32, &mut ops)?;
         ops.push(Op::Rem);
+        out.extend(ops);
+        Some(())
+    }
+
+    /// `x - (q & -2^k)` (statement `i`, operands `x` and `p`, 32 bits)
+    /// with `q` the same value as `x`, or `x + y` (nvcc's `x % 2^k` of a
+    /// signed `x`, `y` the bias of its sign): `(q mod 2^k) - y`
+    /// ([`Op::Mod`], which needs `q` in `[0, 2^63)`). The registers agree
+    /// modulo 2^32: `q & -2^k` is `q - (q mod 2^k)` there, as `2^k`
+    /// divides 2^32.
+    fn low_bits(&mut self, i: usize, x: &Operand, p: &Operand, out: &mut Vec<Op<VarId>>) -> Option<()> {
+        let Operand::Reg(xr) = *x else { return None };
+        let (ai, and) = self.def_of(p, i, Opcode::And)?;
+        let [_, q, Operand::Imm(mask)] = self.b.args(and) else { return None };
+        let k = (1..32).find(|k| (*mask as i32) == (-1i32 << k))?;
+        (and.ty(self.b)?.bits() == 32).then_some(())?;
+        let mut ops = Vec::new();
+        if self.is_write(q, ai, (xr, i)) {
+            self.value_operand_as(x, i, Imm::U32, &mut ops)?;
+            ops.extend([Op::Const(1 << k), Op::Mod]);
+        } else {
+            let (si, add) = self.def_of(q, ai, Opcode::Add)?;
+            let [_, u, v] = self.b.args(add) else { return None };
+            (add.ty(self.b)?.bits() == 32 && !add.has(self.b, Flag::Sat)).then_some(())?;
+            let y = if self.is_write(u, si, (xr, i)) {
+                v
+            } else if self.is_write(v, si, (xr, i)) {
+                u
+            } else {
+                return None;
+            };
+            self.value_operand_as(q, ai, Imm::U32, &mut ops)?;
+            ops.extend([Op::Const(1 << k), Op::Mod]);
+            self.value_operand_as(y, si, Imm::U32, &mut ops)?;
+            ops.push(Op::Sub);
+        }
         out.extend(ops);
         Some(())
     }
@@ -1963,6 +2148,7 @@ impl<'a> Forms<'a> {
                 out.push(Op::Sub);
             }
             (Opcode::Sub, [_, x, p]) if bits == 32 && self.remainder(i, x, p, out).is_some() => {}
+            (Opcode::Sub, [_, x, p]) if bits == 32 && self.low_bits(i, x, p, out).is_some() => {}
             (Opcode::Sub, [_, x, p]) if bits == 64 && self.remainder64(i, x, p, out).is_some() => {}
             (Opcode::Add | Opcode::Sub, [_, a, c]) => {
                 self.value_operand_as(a, i, imm, out)?;
@@ -2014,6 +2200,20 @@ impl<'a> Forms<'a> {
                 self.value_operand_as(a, i, Imm::U32, out)?;
                 self.value_operand_as(k, i, Imm::U32, out)?;
                 out.push(Op::Shr);
+            }
+            // Arithmetic shift right by a constant: a logical one of a value
+            // in `[0, 2^31)` (the widening with sign admits `[-2^31, 2^31)`,
+            // the shift `[0, 2^32)`): nvcc's signed `x / 2^k` of a value
+            // known not negative (its sign's bias is then 0).
+            (Opcode::Shr, [_, a, Operand::Imm(k)]) if bits == 32 && ty.is_signed() && (0..32).contains(k) => {
+                self.value_operand_as(a, i, Imm::S32, out)?;
+                out.extend([Op::Wide { signed: true }, Op::Const(*k), Op::Shr]);
+            }
+            // `x & -2^k`: `2^k * floor(x / 2^k)` of `x` in `[0, 2^32)`.
+            (Opcode::And, [_, a, Operand::Imm(mask)]) if bits == 32 && (1..32).any(|k| (*mask as i32) == (-1i32 << k)) => {
+                let k = (!(*mask as i32)).count_ones();
+                self.value_operand_as(a, i, Imm::U32, out)?;
+                out.extend([Op::Const(i64::from(k)), Op::Shr, Op::Const(1 << k), Op::Mul]);
             }
             // A 64-bit parameter: its low word unsigned plus its high word
             // (signed) times 2^32, the signed value of the register.
@@ -2295,20 +2495,28 @@ impl<'a> Forms<'a> {
         let mut known: Vec<(Launch, u8)> = Vec::new();
         let mut nowrap = Vec::new();
         let mut terms = Vec::new();
-        let programs: Vec<Vec<Op<VarId>>> = raw.iter().map(|t| t.coord.clone()).collect();
+        let programs: Vec<Vec<Op<VarId>>> = raw.iter().map(|t| unwiden_coord(&t.coord)).collect();
         for t in &raw {
+            let core = unwiden_coord(&t.coord);
             match self.counter(t.reg, t.read) {
                 Some((d, bound_step)) => {
                     known.extend([(Launch::Ctaid, d), (Launch::Tid, d)]);
                     nowrap.push(bound_step);
                 }
                 None => {
-                    if let Some(d) = global_index(&t.coord) {
+                    if let Some((parts, bound_step)) = self.counter64(t.reg, t.read) {
+                        known.extend(parts);
+                        nowrap.push(bound_step);
+                    } else if let Some(d) = global_index(&core) {
                         known.extend([(Launch::Ctaid, d), (Launch::Tid, d)]);
-                    } else if let [Op::Special(l @ (Launch::Tid | Launch::Ctaid), d)] = t.coord[..] {
+                    } else if let [Op::Special(l @ (Launch::Tid | Launch::Ctaid), d)] = core[..] {
                         known.push((l, d));
-                    } else if let Some(d) = divided(&t.coord, &programs) {
+                    } else if let Some(d) = divided(&core, &programs) {
                         known.extend([(Launch::Ctaid, d), (Launch::Tid, d)]);
+                    } else if let Some(parts) = self.split_counter(t, &raw, &mut nowrap) {
+                        known.extend(parts);
+                    } else if let Some(parts) = digits(&core, &programs) {
+                        known.extend(parts);
                     }
                 }
             }
@@ -2333,11 +2541,61 @@ impl<'a> Forms<'a> {
     fn terms(&mut self, op: &Operand, read: usize, factor: i64, out: &mut Vec<RawTerm>, depth: u32) -> Option<()> {
         let Operand::Reg(r) = *op else { return None };
         (depth <= 16 && out.len() <= 16).then_some(())?;
+        if self.reach(r, read).is_none() {
+            // A 64-bit grid-stride counter, stride 1.
+            let coord = self.coordinate64(op, read)?;
+            out.push(RawTerm { coord, stride: vec![Op::Const(1)], factor, reg: r, read });
+            return Some(());
+        }
         let i = self.reach(r, read)?;
         let inst = self.def(i)?;
         let b = self.b;
         let ty = inst.ty(b)?;
         match (inst.op, b.args(inst)) {
+            // A 32-bit coordinate widened with its sign (`cvt.s64.s32`):
+            // the widening in the coordinate's computation makes the
+            // launch check fail unless the value lies in `[-2^31, 2^31)`.
+            (Opcode::Cvt, [_, x @ Operand::Reg(xr)]) if inst.types(b).take(2).eq([Type::S64, Type::S32]) && inst.rounding(b).is_none() => {
+                let mut coord = Vec::new();
+                self.value_operand_as(x, i, Imm::S32, &mut coord)?;
+                coord.push(Op::Wide { signed: true });
+                out.push(RawTerm { coord, stride: vec![Op::Const(1)], factor, reg: *xr, read: i });
+                Some(())
+            }
+            // `mul.wide.s32` of a coordinate by a launch constant, both
+            // widened with their signs.
+            (Opcode::Mul, [_, x, y]) if inst.has(b, Flag::Wide) && ty == Type::S32 => {
+                let (mut vx, mut vy) = (Vec::new(), Vec::new());
+                self.value_operand_as(x, i, Imm::S32, &mut vx)?;
+                self.value_operand_as(y, i, Imm::S32, &mut vy)?;
+                vx.push(Op::Wide { signed: true });
+                vy.push(Op::Wide { signed: true });
+                let (coord, stride, reg) = if launch_constant(&vy) {
+                    (vx, vy, x)
+                } else if launch_constant(&vx) {
+                    (vy, vx, y)
+                } else {
+                    return None;
+                };
+                let Operand::Reg(reg) = *reg else { return None };
+                out.push(RawTerm { coord, stride, factor, reg, read: i });
+                Some(())
+            }
+            // `mul.lo.s64` / `.u64` of a 64-bit coordinate by a 64-bit
+            // launch constant (a stride read from a parameter): both
+            // registers hold their values modulo 2^64, so the product does.
+            (Opcode::Mul, [_, x, y]) if inst.has(b, Flag::LoHalf) && ty.bits() == 64 && ty.is_integer() && !ty.is_float() => {
+                let constant = |f: &mut Self, o: &Operand| f.value64(o, i).filter(|v| launch_constant(v));
+                let (coord, stride, reg) = if let Some(s) = constant(self, y) {
+                    (self.coordinate64(x, i)?, s, x)
+                } else {
+                    let s = constant(self, x)?;
+                    (self.coordinate64(y, i)?, s, y)
+                };
+                let Operand::Reg(reg) = *reg else { return None };
+                out.push(RawTerm { coord, stride, factor, reg, read: i });
+                Some(())
+            }
             (Opcode::Add, [_, x, y]) if ty.bits() == 64 && ty.is_integer() => {
                 self.terms(x, i, factor, out, depth + 1)?;
                 self.terms(y, i, factor, out, depth + 1)
@@ -2373,6 +2631,169 @@ impl<'a> Forms<'a> {
             }
             _ => None,
         }
+    }
+
+    /// A 64-bit grid-stride counter's value where statement `at` reads it,
+    /// `[0, n)` ([`Forms::counter64`]), only while a store in a loop is
+    /// examined: its launch condition goes to `counters64`, which the
+    /// store's [`Injective`] carries.
+    fn counter_value64(&mut self, r: RegId, at: usize) -> Option<Vec<Op<VarId>>> {
+        self.counters64.as_ref()?;
+        let (_, (mut bound, step)) = self.counter64(r, at)?;
+        self.counters64.as_mut()?.push((bound.clone(), step));
+        bound.push(Op::Under);
+        Some(bound)
+    }
+
+    /// [`Forms::injective`], and when that finds nothing, again with the
+    /// values of 64-bit grid-stride counters followed (a fast division of
+    /// a truncated counter: `z / n`, `z % n`), their launch conditions
+    /// added to the store's. The values followed so are kept apart: the
+    /// caches (and the record of what they were computed for) are set
+    /// aside while it runs and put back after.
+    fn injective_with_counters(&mut self, inst: &Instruction, at: usize) -> Option<Injective<Base, VarId>> {
+        if let Some(found) = self.injective(inst, at) {
+            return Some(found);
+        }
+        let saved = (
+            std::mem::take(&mut self.values),
+            std::mem::take(&mut self.forms),
+            std::mem::take(&mut self.uniform),
+            std::mem::take(&mut self.lane),
+            std::mem::take(&mut self.visiting),
+        );
+        self.counters64 = Some(Vec::new());
+        let found = self.injective(inst, at);
+        let counters = self.counters64.take().unwrap_or_default();
+        (self.values, self.forms, self.uniform, self.lane, self.visiting) = saved;
+        let mut found = found?;
+        for c in counters {
+            if !found.nowrap.contains(&c) {
+                found.nowrap.push(c);
+            }
+        }
+        Some(found)
+    }
+
+    /// For a coordinate register `reg` read at `read` that holds (widened
+    /// by a `cvt` or not) a fast-division quotient `q = (mul.hi.u32(x, m) +
+    /// x) >> s` or remainder `x - q * d`: whether it is the remainder, the
+    /// write of `q` and the write of `x` it reads.
+    fn split_source(&mut self, reg: RegId, read: usize, depth: u32) -> Option<(bool, usize, usize)> {
+        let w = self.reach(reg, read)?;
+        let inst = self.def(w)?;
+        let b = self.b;
+        match (inst.op, b.args(inst)) {
+            (Opcode::Cvt, [_, Operand::Reg(x)]) if depth == 0 && inst.rounding(b).is_none() => {
+                let mut types = inst.types(b);
+                let (dst, src) = (types.next()?, types.next()?);
+                (dst.bits() == 64 && src.bits() == 32 && dst.is_integer() && src.is_integer()).then_some(())?;
+                self.split_source(*x, w, depth + 1)
+            }
+            (Opcode::Shr, [_, t, _]) => {
+                let (ai, add) = self.def_of(t, w, Opcode::Add)?;
+                let [_, y, z] = b.args(add) else { return None };
+                for c in [y, z] {
+                    let Operand::Reg(xr) = *c else { continue };
+                    if self.fast_quotient(&Operand::Reg(reg), read, (xr, ai)).is_some() {
+                        return Some((false, w, self.reach(xr, ai)?));
+                    }
+                }
+                None
+            }
+            (Opcode::Sub, [_, Operand::Reg(xr), p]) if inst.ty(b)?.bits() == 32 => {
+                let xr = *xr;
+                let (mi, mul) = self.def_of(p, w, Opcode::Mul)?;
+                (mul.has(b, Flag::LoHalf) && mul.ty(b)?.bits() == 32).then_some(())?;
+                let [_, u, v] = b.args(mul) else { return None };
+                for q in [u, v] {
+                    let Operand::Reg(qr) = *q else { continue };
+                    if self.fast_quotient(q, mi, (xr, w)).is_some() {
+                        return Some((true, self.reach(qr, mi)?, self.reach(xr, w)?));
+                    }
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// The parts of the thread's index that the coordinate term `t`
+    /// names together with another term of `raw`: `t` the quotient `q`
+    /// and the other the remainder `x - q * d` of one fast division (or
+    /// the other way round), of `x` a 64-bit grid-stride counter
+    /// truncated (`cvt.u32.u64`, [`Forms::counter64`]). Invariant: `x =
+    /// q * d + r` modulo 2^32 with `d` exact at launch (the remainder's
+    /// check), so the pair names `x`, below 2^32 under the counter's
+    /// condition (added to `nowrap`), and with it the counter's start;
+    /// and the two are the same `x`'s: `q`, the remainder and their
+    /// widenings each have one write, all in one stretch of
+    /// straight-line code with no branch or exit, so every run of it
+    /// writes all of them from one value of `x` (read the same there,
+    /// [`Forms::fast_quotient`]).
+    fn split_counter(&mut self, t: &RawTerm, raw: &[RawTerm], nowrap: &mut Vec<NoWrap<VarId>>) -> Option<Vec<(Launch, u8)>> {
+        let (rem, qw, xw) = self.split_source(t.reg, t.read, 0)?;
+        let partner = raw.iter().find_map(|o| {
+            let (orem, oqw, oxw) = self.split_source(o.reg, o.read, 0)?;
+            (orem != rem && oqw == qw && oxw == xw).then_some(o)
+        })?;
+        // One exit-free stretch of straight-line code writes them all.
+        let mut stmts = Vec::new();
+        for term in [t, partner] {
+            let mut reg = term.reg;
+            let mut read = term.read;
+            for _ in 0..2 {
+                let w = self.reach(reg, read)?;
+                (self.writes.get(reg as usize)?.len() == 1).then_some(())?;
+                stmts.push(w);
+                let inst = self.def(w)?;
+                match (inst.op, self.b.args(inst)) {
+                    (Opcode::Cvt, [_, Operand::Reg(x)]) => {
+                        (reg, read) = (*x, w);
+                    }
+                    _ => break,
+                }
+            }
+        }
+        stmts.push(qw);
+        let (lo, hi) = (*stmts.iter().min()?, *stmts.iter().max()?);
+        let head = *self.region.get(lo)?;
+        (self.region.get(hi) == Some(&head)).then_some(())?;
+        let exits = (lo..=hi).any(|j| match self.b.statements.get(j) {
+            Some(Statement::Instruction(e)) => matches!(e.op, Opcode::Bra | Opcode::Brx | Opcode::Ret | Opcode::Exit | Opcode::Call),
+            _ => true,
+        });
+        (!exits).then_some(())?;
+        // `x`: a 64-bit grid-stride counter truncated.
+        let xinst = self.def(xw)?;
+        let [_, Operand::Reg(c)] = self.b.args(xinst) else { return None };
+        let c = *c;
+        let mut types = xinst.types(self.b);
+        let (dst, src) = (types.next()?, types.next()?);
+        (xinst.op == Opcode::Cvt
+            && dst.bits() == 32
+            && src.bits() == 64
+            && dst.is_integer()
+            && src.is_integer()
+            && xinst.rounding(self.b).is_none())
+        .then_some(())?;
+        let (parts, bound_step) = self.counter64(c, xw)?;
+        nowrap.push(bound_step);
+        Some(parts)
+    }
+
+    /// The computation of a 64-bit coordinate read at statement `at`: its
+    /// register's value, or for a 64-bit grid-stride counter
+    /// ([`Forms::counter64`]) `[0, n)`, which holds under the counter's
+    /// launch condition (the caller adds it to [`Injective::nowrap`]).
+    fn coordinate64(&mut self, x: &Operand, at: usize) -> Option<Vec<Op<VarId>>> {
+        let Operand::Reg(r) = *x else { return None };
+        if self.reach(r, at).is_some() {
+            return self.value64(x, at);
+        }
+        let (_, (mut bound, _)) = self.counter64(r, at)?;
+        bound.push(Op::Under);
+        Some(bound)
     }
 
     /// A grid-stride loop's counter `r` read at `at`: its dimension, the
@@ -2558,6 +2979,28 @@ struct RawTerm {
     read: usize,
 }
 
+/// Whether `v` is the same in every thread and every iteration (a
+/// computation of launch constants: no `%tid`, `%ctaid` or loop bound).
+fn launch_constant(v: &[Op<VarId>]) -> bool {
+    !v.iter().any(|o| matches!(o, Op::Special(Launch::Tid | Launch::Ctaid, _) | Op::Under | Op::Either))
+}
+
+/// `v` without its widenings without sign (`cvt.u64.u32`, `mul.wide.u32`
+/// of the leaves or of a 32-bit part): the form a 64-bit value of launch
+/// values is compared in, where the launch condition that needs the form
+/// also keeps every part in `[0, 2^32)` (so no widening changed a value).
+fn unwidened(v: &[Op<VarId>]) -> Vec<Op<VarId>> {
+    v.iter().copied().filter(|o| *o != Op::Wide { signed: false }).collect()
+}
+
+/// A coordinate's computation without its widenings (with or without
+/// sign), to name the value it widens: [`Injective::holds`] evaluates the
+/// whole computation, which fails unless each widened value lies in the
+/// range its widening reads, and then each widening keeps its value.
+fn unwiden_coord(v: &[Op<VarId>]) -> Vec<Op<VarId>> {
+    v.iter().copied().filter(|o| !matches!(o, Op::Wide { .. })).collect()
+}
+
 /// The dimension `d` when `v` computes `ctaid.d * ntid.d + tid.d` (the
 /// factors in either order, or `tid.d` first).
 fn global_index(v: &[Op<VarId>]) -> Option<u8> {
@@ -2568,6 +3011,45 @@ fn global_index(v: &[Op<VarId>]) -> Option<u8> {
     let (c, n, t) = (Op::Special(Launch::Ctaid, d), Op::Special(Launch::Ntid, d), Op::Special(Launch::Tid, d));
     let forms = [[c, n, Op::Mul, t, Op::Add], [n, c, Op::Mul, t, Op::Add], [t, c, n, Op::Mul, Op::Add], [t, n, c, Op::Mul, Op::Add]];
     forms.iter().any(|f| v == f).then_some(d)
+}
+
+/// The parts of the thread's index two coordinates name together: `a =
+/// q >> k` and `b = (q mod 2^k) - y` with `q = x + y` (or `b = q mod 2^k`
+/// with `q = x`; `v` either of the two), every computation naming a value
+/// (no [`Op::Under`] or [`Op::Either`]), and `x` `%tid.d`, `%ctaid.d` or a
+/// global index: nvcc's `tid / 8` as `(tid + bias) >> 3` beside `tid % 8`
+/// as `tid - ((tid + bias) & -8)` ([`Forms::low_bits`]). Invariant: where
+/// the launch check passes, each coordinate's exact value is its
+/// computation's, and `2^k a + b = q - y = x`, so the two determine `x`
+/// whatever `y` is (the same value in both: equal computations naming
+/// values). Computations are compared without their widenings
+/// ([`unwiden_coord`]).
+fn digits(v: &[Op<VarId>], others: &[Vec<Op<VarId>>]) -> Option<Vec<(Launch, u8)>> {
+    let names = |x: &[Op<VarId>]| -> Option<Vec<(Launch, u8)>> {
+        if let [Op::Special(l @ (Launch::Tid | Launch::Ctaid), d)] = x[..] {
+            return Some(vec![(l, d)]);
+        }
+        global_index(x).map(|d| vec![(Launch::Ctaid, d), (Launch::Tid, d)])
+    };
+    // `a` = `[q, k, Shr]` and `b` = `[q, 2^k, Mod]` or `[q, 2^k, Mod, y,
+    // Sub]` with `q` = `[x, y, Add]` (either order): `2^k a + b = q - y =
+    // x` ([`Forms::low_bits`]).
+    let low = |b: &[Op<VarId>], a: &[Op<VarId>]| -> Option<Vec<(Launch, u8)>> {
+        let [q @ .., Op::Const(k), Op::Shr] = a else { return None };
+        let m = Op::Const(1i64.checked_shl(u32::try_from(*k).ok()?)?);
+        (names_value(a) && names_value(b)).then_some(())?;
+        if let [bq @ .., mm, Op::Mod] = b {
+            return (bq == q && *mm == m).then_some(()).and_then(|_| names(q));
+        }
+        let [rest @ .., Op::Sub] = b else { return None };
+        let pre: Vec<Op<VarId>> = q.iter().copied().chain([m, Op::Mod]).collect();
+        let y = rest.strip_prefix(pre.as_slice())?;
+        let [inner @ .., Op::Add] = q else { return None };
+        let x = inner.strip_suffix(y).or_else(|| inner.strip_prefix(y))?;
+        (!y.is_empty()).then_some(())?;
+        names(x)
+    };
+    others.iter().filter(|o| o.as_slice() != v).find_map(|o| low(v, o).or_else(|| low(o, v)))
 }
 
 /// The dimension of a global index `x` when `v` is `x`'s fast-division
@@ -2669,7 +3151,7 @@ pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
                         span => span,
                     };
                     let once = item == kernel && !rep[i];
-                    let injective = if item == kernel && !once { forms.injective(inst, i) } else { None };
+                    let injective = if item == kernel && !once { forms.injective_with_counters(inst, i) } else { None };
                     accesses.push(Access { at, effect: e, once, form, bytes, span, injective })
                 }
             }
@@ -3463,6 +3945,394 @@ mod tests {
         assert!(matches!(verdict(&unbounded), Verdict::Exchanges(_)));
     }
 
+    /// `for (int64_t i = START; i < n; i += STEP) dst[ROW * pitch + i] =
+    /// tid;` with 64-bit `i`, `n` and `pitch` (`%rd6` the counter, `%rd9`
+    /// the step, `%rd11` the row's offset; `%r1`-`%r3` = `ctaid.x`,
+    /// `ntid.x`, `tid.x`). `start`, `step` and `row` replace the lines
+    /// computing them; `cmp` is the loop's comparison type.
+    fn grid_stride64_kernel(start: &str, step: &str, row: &str, cmp: &str) -> String {
+        format!(
+            ".visible .entry k(.param .u64 dst, .param .u64 n, .param .u64 pitch)\n{{\n.reg .pred %p<4>;\n.reg .b32 %r<8>;\n\
+             .reg .b64 %rd<16>;\nld.param.u64 %rd1, [dst];\nld.param.u64 %rd2, [n];\nld.param.u64 %rd3, [pitch];\n\
+             mov.u32 %r1, %ctaid.x;\nmov.u32 %r2, %ntid.x;\nmov.u32 %r3, %tid.x;\n{start}\nsetp.ge.{cmp} %p1, %rd6, %rd2;\n\
+             @%p1 bra $L__done;\nmov.u32 %r4, %nctaid.x;\ncvt.u64.u32 %rd7, %r4;\ncvt.u64.u32 %rd8, %r2;\n{step}\n\
+             mov.u32 %r5, %ctaid.y;\n{row}\ncvta.to.global.u64 %rd12, %rd1;\n$L__loop:\nadd.s64 %rd13, %rd11, %rd6;\n\
+             shl.b64 %rd14, %rd13, 2;\nadd.s64 %rd15, %rd12, %rd14;\nst.global.u32 [%rd15], %r3;\nadd.s64 %rd6, %rd6, %rd9;\n\
+             setp.lt.{cmp} %p2, %rd6, %rd2;\n@%p2 bra $L__loop;\n$L__done:\nret;\n}}\n"
+        )
+    }
+
+    const START_GLOBAL: &str = "mul.wide.u32 %rd4, %r1, %r2;\ncvt.u64.u32 %rd5, %r3;\nadd.s64 %rd6, %rd4, %rd5;";
+    const STEP_GRID: &str = "mul.lo.s64 %rd9, %rd7, %rd8;";
+    const ROW_SIGNED: &str = "cvt.s64.s32 %rd10, %r5;\nmul.lo.s64 %rd11, %rd10, %rd3;";
+
+    #[test]
+    fn sixty_four_bit_grid_stride_loops_store_each_element_from_one_thread() {
+        // Every thread's stores, simulated as the PTX computes them (64-bit
+        // registers wrapping, comparisons signed or not): whether two
+        // threads write the same byte.
+        type Start = dyn Fn(u64, u64, u64) -> u64;
+        let collide =
+            |start: &Start, step: u64, row: &dyn Fn(u64) -> u64, signed: bool, n: u64, pitch: u64, grid: [u32; 3], block: [u32; 3]| {
+                let below = |i: u64| if signed { (i as i64) < (n as i64) } else { i < n };
+                let mut seen = std::collections::HashMap::new();
+                for cz in 0..grid[2] as u64 {
+                    for cy in 0..grid[1] as u64 {
+                        for cx in 0..grid[0] as u64 {
+                            for tz in 0..block[2] as u64 {
+                                for ty in 0..block[1] as u64 {
+                                    for tx in 0..block[0] as u64 {
+                                        let me = (cz, cy, cx, tz, ty, tx);
+                                        let mut i = start(cx, u64::from(block[0]), tx);
+                                        let mut runs = 0;
+                                        while below(i) {
+                                            let at = row(cy).wrapping_mul(pitch).wrapping_add(i).wrapping_mul(4);
+                                            for byte in at..at + 4 {
+                                                if *seen.entry(byte).or_insert(me) != me {
+                                                    return true;
+                                                }
+                                            }
+                                            i = i.wrapping_add(step);
+                                            runs += 1;
+                                            assert!(runs < 4096, "a test launch that runs too long");
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                false
+            };
+        let global = |cx: u64, ntid: u64, tx: u64| cx * ntid + tx;
+        let check = |src: &str, start: &Start, step: &dyn Fn([u32; 3], [u32; 3]) -> u64, row: &dyn Fn(u64) -> u64, signed: bool| {
+            let c = match verdict(src) {
+                Verdict::IndependentIf(c) => c,
+                v => {
+                    assert!(matches!(v, Verdict::Exchanges(_)), "{v:?}");
+                    return 0;
+                }
+            };
+            assert!(!c.injective.is_empty(), "{c:?}");
+            let mut passed = 0;
+            let ns: [u64; 7] = [0, 1, 7, 40, 64, (-5i64) as u64, 1 << 40];
+            let pitches: [u64; 6] = [0, 8, 39, 40, 64, (-64i64) as u64];
+            let launches = [
+                ([2, 1, 1], [4, 1, 1]),
+                ([3, 2, 1], [4, 1, 1]),
+                ([2, 2, 1], [8, 1, 1]),
+                ([2, 2, 1], [4, 2, 1]),
+                ([2, 1, 2], [4, 1, 1]),
+                ([1, 3, 1], [1, 1, 1]),
+            ];
+            for n in ns {
+                for pitch in pitches {
+                    for (grid, block) in launches {
+                        let param = |v: &VarId, field: u32, signed: bool| {
+                            let x = match v {
+                                1 => n,
+                                2 => pitch,
+                                _ => return None,
+                            };
+                            Some(match (field, signed) {
+                                (0, false) => i64::from(x as u32),
+                                (0, true) => i64::from(x as u32 as i32),
+                                (4, true) => i64::from((x >> 32) as u32 as i32),
+                                (4, false) => i64::from((x >> 32) as u32),
+                                _ => return None,
+                            })
+                        };
+                        let base = |b: &Base| (*b == P).then_some(0x1000_0000u64);
+                        let holds = c.injective.iter().all(|d| d.holds(&base, &param, grid, block));
+                        if n == 1 << 40 {
+                            // Too long to simulate: a bound this far from
+                            // 2^32 must fail the check (a step could wrap).
+                            assert!(!holds, "n = 2^40 passed: {c:?}");
+                            continue;
+                        }
+                        if holds {
+                            passed += 1;
+                            assert!(
+                                !collide(start, step(grid, block), row, signed, n, pitch, grid, block),
+                                "n {n} pitch {pitch} {grid:?} {block:?} passed, threads collide: {c:?}"
+                            );
+                        }
+                    }
+                }
+            }
+            passed
+        };
+        let grid_step = |g: [u32; 3], b: [u32; 3]| u64::from(g[0]) * u64::from(b[0]);
+        let signed_row = |cy: u64| cy as u32 as i32 as i64 as u64;
+        // The loop of `size_t`/`int64_t` counters: it applies (some launches
+        // pass) and no launch that passes has two threads on one byte.
+        for cmp in ["s64", "u64"] {
+            let k = grid_stride64_kernel(START_GLOBAL, STEP_GRID, ROW_SIGNED, cmp);
+            assert!(check(&k, &global, &grid_step, &signed_row, cmp == "s64") > 0, "{cmp}");
+        }
+        // The start widened as a 32-bit sum, the row widened without sign,
+        // the step's product in 32 bits then widened.
+        let k = grid_stride64_kernel(
+            "mad.lo.s32 %r6, %r1, %r2, %r3;\ncvt.u64.u32 %rd6, %r6;",
+            "mul.lo.s32 %r7, %r4, %r2;\ncvt.u64.u32 %rd9, %r7;",
+            "cvt.u64.u32 %rd10, %r5;\nmul.lo.s64 %rd11, %rd3, %rd10;",
+            "s64",
+        );
+        assert!(check(&k, &global, &grid_step, &|cy| cy, true) > 0);
+        // A block index stepped by the grid's extent: each block's threads
+        // all write the same elements, so only blocks of one thread pass.
+        let k = grid_stride64_kernel("cvt.u64.u32 %rd6, %r1;", "mov.u64 %rd9, %rd7;", ROW_SIGNED, "s64");
+        assert!(check(&k, &|cx, _, _| cx, &|g, _| u64::from(g[0]), &signed_row, true) > 0);
+        // Where the rule must not apply: steps that let threads meet (by
+        // one; by the block's size only), a start not the thread's own.
+        for (start, step) in
+            [(START_GLOBAL, "mov.u64 %rd9, 1;"), (START_GLOBAL, "mov.u64 %rd9, %rd8;"), ("cvt.u64.u32 %rd6, %r3;", STEP_GRID)]
+        {
+            let k = grid_stride64_kernel(start, step, ROW_SIGNED, "s64");
+            let start_of = move |cx: u64, ntid: u64, tx: u64| match start {
+                START_GLOBAL => cx * ntid + tx,
+                _ => tx,
+            };
+            let step_of = move |g: [u32; 3], b: [u32; 3]| match step {
+                STEP_GRID => u64::from(g[0]) * u64::from(b[0]),
+                "mov.u64 %rd9, 1;" => 1,
+                _ => u64::from(b[0]),
+            };
+            check(&k, &start_of, &step_of, &signed_row, true);
+        }
+        // A counter with a third write (reset inside the loop) is no
+        // grid-stride counter.
+        let k = grid_stride64_kernel(START_GLOBAL, STEP_GRID, ROW_SIGNED, "s64")
+            .replace("st.global.u32 [%rd15], %r3;", "st.global.u32 [%rd15], %r3;\nselp.b64 %rd6, %rd6, 0, %p1;");
+        assert!(matches!(verdict(&k), Verdict::Exchanges(_)) || conditions(&verdict(&k)).injective.is_empty());
+    }
+
+    /// `for (int64_t z = blockIdx.z; z < nz; z += gridDim.z) dst[(z / d) *
+    /// s2 + (z % d) * s3 + threadIdx.x] = ...;` with CUDA's fast division
+    /// of the truncated counter (`c` = `{m, s, d}`), the quotient `%r10`
+    /// and the remainder `%r12` widened with their signs; `between` goes
+    /// between the two, `rem` computes the remainder.
+    fn split_counter_kernel(between: &str, rem: &str) -> String {
+        format!(
+            ".visible .entry k(.param .u64 dst, .param .u64 nz, .param .align 4 .b8 c[12], .param .u64 s2, .param .u64 s3)\n{{\n\
+             .reg .pred %p<4>;\n.reg .b32 %r<16>;\n.reg .b64 %rd<24>;\nld.param.u64 %rd1, [dst];\nld.param.u64 %rd2, [nz];\n\
+             ld.param.u32 %r1, [c];\nld.param.u32 %r2, [c+4];\nld.param.u32 %r3, [c+8];\nld.param.u64 %rd3, [s2];\n\
+             ld.param.u64 %rd4, [s3];\nmov.u32 %r4, %ctaid.z;\ncvt.u64.u32 %rd5, %r4;\nsetp.le.s64 %p1, %rd2, %rd5;\n\
+             @%p1 bra $L__done;\nmov.u32 %r5, %nctaid.z;\ncvt.u64.u32 %rd6, %r5;\nmov.u32 %r6, %tid.x;\n\
+             cvt.u64.u32 %rd7, %r6;\ncvta.to.global.u64 %rd8, %rd1;\n$L__loop:\ncvt.u32.u64 %r7, %rd5;\n\
+             mul.hi.u32 %r8, %r7, %r1;\nadd.s32 %r9, %r8, %r7;\nshr.u32 %r10, %r9, %r2;\n{between}\n{rem}\n\
+             cvt.s64.s32 %rd9, %r10;\nmul.lo.s64 %rd10, %rd9, %rd3;\ncvt.s64.s32 %rd11, %r12;\nmul.lo.s64 %rd12, %rd11, %rd4;\n\
+             add.s64 %rd13, %rd10, %rd12;\nadd.s64 %rd14, %rd13, %rd7;\nshl.b64 %rd15, %rd14, 2;\nadd.s64 %rd16, %rd8, %rd15;\n\
+             st.global.u32 [%rd16], %r6;\nadd.s64 %rd5, %rd5, %rd6;\nsetp.lt.s64 %p2, %rd5, %rd2;\n@%p2 bra $L__loop;\n\
+             $L__done:\nret;\n}}\n"
+        )
+    }
+
+    const SPLIT_REM: &str = "mul.lo.s32 %r11, %r10, %r3;\nsub.s32 %r12, %r7, %r11;";
+
+    #[test]
+    fn quotient_and_remainder_of_a_truncated_counter_name_it() {
+        // Every thread's stores as the PTX computes them: whether two
+        // threads write the same byte. `plus` is added to `x` for the
+        // remainder (the variant computing it from another value), `more`
+        // to the quotient's shift (the variant whose quotient coordinate is
+        // another division's).
+        let collide = |d: u32, (plus, more): (u32, u32), nz: u64, s2: u64, s3: u64, grid: [u32; 3], block: [u32; 3]| {
+            let (m, sh) = magic(d);
+            let mut seen = std::collections::HashMap::new();
+            for cz in 0..grid[2] {
+                for cy in 0..grid[1] {
+                    for cx in 0..grid[0] {
+                        for ty in 0..block[1] * block[2] {
+                            for tx in 0..block[0] {
+                                let me = (cz, cy, cx, ty, tx);
+                                let mut z = u64::from(cz);
+                                while (z as i64) < (nz as i64) {
+                                    let x = z as u32;
+                                    let q = fast_quotient(x, m, sh + more);
+                                    let r = x.wrapping_add(plus).wrapping_sub(fast_quotient(x, m, sh).wrapping_mul(d));
+                                    let wide = |v: u32| v as i32 as i64 as u64;
+                                    let at = wide(q)
+                                        .wrapping_mul(s2)
+                                        .wrapping_add(wide(r).wrapping_mul(s3))
+                                        .wrapping_add(u64::from(tx))
+                                        .wrapping_mul(4);
+                                    for byte in at..at + 4 {
+                                        if *seen.entry(byte).or_insert(me) != me {
+                                            return true;
+                                        }
+                                    }
+                                    z = z.wrapping_add(u64::from(grid[2]));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            false
+        };
+        let run = |src: &str, plus: (u32, u32)| -> (usize, bool) {
+            let c = match verdict(src) {
+                Verdict::IndependentIf(c) => c,
+                v => {
+                    assert!(matches!(v, Verdict::Exchanges(_)), "{v:?}");
+                    return (0, false);
+                }
+            };
+            let (mut passed, mut many_blocks) = (0, false);
+            for d in [1u32, 3, 4] {
+                let (m, sh) = magic(d);
+                for nz in [0u64, 1, 6, 12, u64::MAX] {
+                    for s2 in [4u64, 12, 16] {
+                        for s3 in [1u64, 4, 8] {
+                            for (grid, block) in [
+                                ([1, 1, 1], [4, 1, 1]),
+                                ([1, 1, 3], [4, 1, 1]),
+                                ([1, 1, 5], [1, 1, 1]),
+                                ([2, 1, 3], [4, 1, 1]),
+                                ([1, 1, 2], [4, 2, 1]),
+                            ] {
+                                let param = |v: &VarId, field: u32, signed: bool| {
+                                    let x = match (v, field) {
+                                        (1, 0 | 4) => nz,
+                                        (2, 0) => return Some(i64::from(m)),
+                                        (2, 4) => return Some(i64::from(sh)),
+                                        (2, 8) => return Some(i64::from(d)),
+                                        (3, 0 | 4) => s2,
+                                        (4, 0 | 4) => s3,
+                                        _ => return None,
+                                    };
+                                    let w = if field == 0 { x as u32 } else { (x >> 32) as u32 };
+                                    Some(if signed { i64::from(w as i32) } else { i64::from(w) })
+                                };
+                                let base = |b: &Base| (*b == P).then_some(0x1000_0000u64);
+                                if c.injective.iter().all(|i| i.holds(&base, &param, grid, block)) {
+                                    passed += 1;
+                                    many_blocks |= grid[2] > 1;
+                                    assert!(
+                                        !collide(d, plus, nz, s2, s3, grid, block),
+                                        "d {d} nz {nz} s2 {s2} s3 {s3} {grid:?} {block:?}: {c:?}"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            (passed, many_blocks)
+        };
+        // The rule applies: launches of several blocks along z pass, and
+        // none of the launches that pass has two threads on one byte.
+        assert!(run(&split_counter_kernel("", SPLIT_REM), (0, 0)).1);
+        // Where it must not: a remainder of another value (`x + 1`), or a
+        // way out between the quotient and the remainder (the pair may
+        // then come from two values of the counter). Blocks along z are
+        // then not told apart, and no launch of several passes.
+        let other = "add.s32 %r13, %r7, 1;\nmul.lo.s32 %r11, %r10, %r3;\nsub.s32 %r12, %r13, %r11;";
+        assert!(!run(&split_counter_kernel("", other), (1, 0)).1);
+        let exit = "setp.eq.u32 %p3, %r10, 7;\n@%p3 bra $L__done;";
+        assert!(!run(&split_counter_kernel(exit, SPLIT_REM), (0, 0)).1);
+        // A quotient coordinate from another division of the same `x` (one
+        // more bit of shift) with the remainder of the first: the pair
+        // does not name `x`.
+        let another = split_counter_kernel("add.s32 %r15, %r2, 1;\nshr.u32 %r14, %r9, %r15;", SPLIT_REM)
+            .replace("cvt.s64.s32 %rd9, %r10;", "cvt.s64.s32 %rd9, %r14;");
+        assert!(!run(&another, (0, 1)).1);
+    }
+
+    /// `for (int64_t ib = blockIdx.y; ib < n; ib += gridDim.y) dst[ib * pitch
+    /// + 64 * (tid / 8) + 4 * (tid % 8)] = tid;` as nvcc writes the signed
+    /// division and remainder (`%r5`, `%r7`); `digits` replaces the lines
+    /// computing them from `%r4` = `tid + bias`.
+    fn digits_kernel(digits: &str) -> String {
+        format!(
+            ".visible .entry k(.param .u64 dst, .param .u64 n, .param .u64 pitch)\n{{\n.reg .pred %p<4>;\n.reg .b32 %r<16>;\n\
+             .reg .b64 %rd<16>;\nld.param.u64 %rd1, [dst];\nld.param.u64 %rd2, [n];\nld.param.u64 %rd3, [pitch];\n\
+             mov.u32 %r1, %tid.x;\nshr.s32 %r2, %r1, 31;\nshr.u32 %r3, %r2, 29;\nadd.s32 %r4, %r1, %r3;\n{digits}\n\
+             mul.wide.s32 %rd4, %r5, 64;\nmul.wide.s32 %rd5, %r7, 4;\nadd.s64 %rd6, %rd4, %rd5;\nmov.u32 %r8, %ctaid.y;\n\
+             cvt.u64.u32 %rd7, %r8;\nsetp.le.s64 %p1, %rd2, %rd7;\n@%p1 bra $L__done;\nmov.u32 %r9, %nctaid.y;\n\
+             cvt.u64.u32 %rd8, %r9;\ncvta.to.global.u64 %rd9, %rd1;\n$L__loop:\nmul.lo.s64 %rd10, %rd7, %rd3;\n\
+             add.s64 %rd11, %rd10, %rd6;\nshl.b64 %rd12, %rd11, 2;\nadd.s64 %rd13, %rd9, %rd12;\nst.global.u32 [%rd13], %r1;\n\
+             add.s64 %rd7, %rd7, %rd8;\nsetp.lt.s64 %p2, %rd7, %rd2;\n@%p2 bra $L__loop;\n$L__done:\nret;\n}}\n"
+        )
+    }
+
+    #[test]
+    fn a_value_and_its_quotient_by_a_power_of_two_name_it() {
+        // `split(tid)` = the two coordinates the PTX computes.
+        // The widest block that passes (0: none).
+        let run = |src: &str, split: &dyn Fn(u64) -> (u64, u64)| -> u32 {
+            let c = match verdict(src) {
+                Verdict::IndependentIf(c) => c,
+                v => {
+                    assert!(matches!(v, Verdict::Exchanges(_)), "{v:?}");
+                    return 0;
+                }
+            };
+            let mut widest = 0;
+            for n in [0u64, 1, 4, 7] {
+                for pitch in [0u64, 16, 64, 256, 512] {
+                    for (grid, block) in [
+                        ([1, 3, 1], [32, 1, 1]),
+                        ([1, 2, 1], [8, 1, 1]),
+                        ([1, 4, 1], [1, 1, 1]),
+                        ([2, 2, 1], [8, 1, 1]),
+                        ([1, 2, 1], [8, 2, 1]),
+                    ] {
+                        let param = |v: &VarId, field: u32, signed: bool| {
+                            let x = match v {
+                                1 => n,
+                                2 => pitch,
+                                _ => return None,
+                            };
+                            let w = if field == 0 { x as u32 } else { (x >> 32) as u32 };
+                            Some(if signed { i64::from(w as i32) } else { i64::from(w) })
+                        };
+                        let base = |b: &Base| (*b == P).then_some(0x1000_0000u64);
+                        if !c.injective.iter().all(|i| i.holds(&base, &param, grid, block)) {
+                            continue;
+                        }
+                        widest = widest.max(block[0]);
+                        let mut seen = std::collections::HashMap::new();
+                        for cy in 0..grid[1] {
+                            for cx in 0..grid[0] {
+                                for ty in 0..block[1] {
+                                    for tx in 0..block[0] {
+                                        let (a, b) = split(u64::from(tx));
+                                        let mut ib = u64::from(cy);
+                                        while ib < n {
+                                            let at = (ib * pitch + 64 * a + 4 * b) * 4;
+                                            for byte in at..at + 4 {
+                                                let me = (cy, cx, ty, tx);
+                                                assert_eq!(
+                                                    *seen.entry(byte).or_insert(me),
+                                                    me,
+                                                    "n {n} pitch {pitch} {grid:?} {block:?}: {c:?}"
+                                                );
+                                            }
+                                            ib += u64::from(grid[1]);
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            widest
+        };
+        // `tid / 8` and `tid % 8` name `tid`: blocks of many threads pass
+        // (the remainder's range is `[0, 8)`, not the difference's).
+        let eight = "shr.s32 %r5, %r4, 3;\nand.b32 %r6, %r4, -8;\nsub.s32 %r7, %r1, %r6;";
+        assert_eq!(run(&digits_kernel(eight), &|t| (t / 8, t % 8)), 32);
+        // Not when the remainder is by another power of two (`tid / 8`
+        // beside `tid % 4`), nor of another value (`(tid + 1) % 8`-like).
+        let four = "shr.s32 %r5, %r4, 3;\nand.b32 %r6, %r4, -4;\nsub.s32 %r7, %r1, %r6;";
+        assert!(run(&digits_kernel(four), &|t| (t / 8, t % 4)) <= 1);
+        let other = "shr.s32 %r5, %r4, 3;\nand.b32 %r6, %r4, -8;\nadd.s32 %r10, %r1, 1;\nsub.s32 %r7, %r10, %r6;";
+        assert!(run(&digits_kernel(other), &|t| (t / 8, t % 8 + 1)) <= 1);
+    }
+
     #[test]
     fn injective_terms_need_each_stride_past_the_smaller_ones() {
         // Coordinates i in [0, 10) (stride 4 bytes) and j in [0, 3)
@@ -3725,7 +4595,7 @@ mod tests {
     #[test]
     fn indices_the_range_cannot_bound_exchange() {
         for (index, why) in [
-            ("shr.s32 %r2, %r1, 1;", "an arithmetic shift right is not followed"),
+            ("shr.s32 %r2, %r1, %r1;", "an arithmetic shift right by a register is not followed"),
             ("mul.hi.s32 %r2, %r1, 7;", "nor a signed multiply-high"),
             ("add.sat.s32 %r2, %r1, 1;", "saturation"),
             ("ld.global.u32 %r2, [%rd5+1024];", "an index read from memory"),
@@ -3744,6 +4614,23 @@ mod tests {
         // 64 threads: p's bytes [0, 8 * 32), q's [0, 4 * 64).
         assert!(launch_holds(&d, 0x1000, 0x1000 + 256, &[], [1, 1, 1], [64, 1, 1]));
         assert!(!launch_holds(&d, 0x1000, 0x1000 + 248, &[], [1, 1, 1], [64, 1, 1]));
+        // An arithmetic one by a constant is followed where the value is
+        // not negative, and fails the launch check where it may be.
+        let shifted = |pre: &str| {
+            only_disjoint(&verdict(&kernel(&format!(
+                "{pre}\nmul.wide.u32 %rd6, %r2, 8;\nadd.s64 %rd7, %rd1, %rd6;\nld.global.u32 %r3, [%rd5];\nst.global.u64 [%rd7], %rd6;"
+            ))))
+        };
+        let d = shifted("shr.s32 %r2, %r1, 1;");
+        assert!(launch_holds(&d, 0x1000, 0x1000 + 256, &[], [1, 1, 1], [64, 1, 1]));
+        assert!(!launch_holds(&d, 0x1000, 0x1000 + 248, &[], [1, 1, 1], [64, 1, 1]));
+        let d = shifted("neg.s32 %r4, %r1;\nshr.s32 %r2, %r4, 1;");
+        assert!(!launch_holds(&d, 0x1000, 0x10_0000, &[], [1, 1, 1], [64, 1, 1]));
+        assert!(launch_holds(&d, 0x1000, 0x10_0000, &[], [1, 1, 1], [1, 1, 1]));
+        // Values past 2^31 are negative to the arithmetic shift.
+        let d = shifted("add.s32 %r4, %r1, 2147483647;\nshr.s32 %r2, %r4, 1;");
+        assert!(!launch_holds(&d, 0x1000, 0x1_0000_0000_0000, &[], [1, 1, 1], [64, 1, 1]));
+        assert!(launch_holds(&d, 0x1000, 0x1_0000_0000_0000, &[], [1, 1, 1], [1, 1, 1]));
     }
 
     #[test]
