@@ -118,6 +118,49 @@ pub struct Plan {
     pub sites: Vec<usize>,
     pub bytes: u32,
     pub guard: Guard,
+    /// The sites whose address is a base plus an index loaded just
+    /// before (by statement), for warp mode's lane-by-lane adds.
+    pub loaded: Vec<(usize, LoadedIndex)>,
+}
+
+/// A privatised add addressed as `base + (widen(index) << shift) +
+/// offset`, the index read by a load in the same straight run of
+/// instructions (`atomicAdd(&hist[data[i]], 1)`: `ld.global.u8 %r5,
+/// [%rd14]; mul.wide.u32 %rd15, %r5, 4; add.s64 %rd16, %rd5, %rd15; atom
+/// [%rd16]`). Warp mode can then have each lane load its index and form
+/// its address where its add needs it, instead of the warp building a
+/// vector of 32 addresses and each lane extracting its own.
+///
+/// Invariant (what [`Cx::loaded_index`] checks): at the atomic, the
+/// load's address register and `base` hold what they held for the load
+/// and the `add` (nothing writes them in between), nothing in between
+/// writes memory, orders it or leaves the run (the same load there reads
+/// the same bytes, as the warp's own lanes cannot write them in between
+/// and another runner's concurrent store would be a race the program
+/// already has), and nothing but the next link reads the index, the
+/// scaled index or the sum (no instruction anywhere else names them), so
+/// the value the warp loaded is not needed for anything else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadedIndex {
+    /// The load's statement and type (its value extended to 32 bits by
+    /// the type's signedness, as it writes the index register).
+    pub load_at: usize,
+    pub load: Type,
+    /// `mul.wide.s32` (sign-extending the index) rather than `.u32`.
+    pub widen_signed: bool,
+    pub shift: u32,
+    /// The 64-bit register holding the base.
+    pub base: RegId,
+    /// The atomic's address offset.
+    pub offset: i64,
+}
+
+/// What the lowering needs of a kernel's [`Plan`]: its sites, and those
+/// with a [`LoadedIndex`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sites {
+    pub sites: Vec<usize>,
+    pub loaded: Vec<(usize, LoadedIndex)>,
 }
 
 /// Magnitude beyond which an interval is not computed.
@@ -614,6 +657,79 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// The [`LoadedIndex`] form of the candidate `inst` at statement
+    /// `at`, when its address is one (see the type's invariant).
+    fn loaded_index(&self, f: &Function, at: usize, inst: &Instruction) -> Option<LoadedIndex> {
+        use crate::shared_index::{last_write, writes_memory};
+        let b = self.b;
+        let reg_bits = |r: RegId| Some(crate::lower::reg_ty(f.var(b.regs.get(r as usize)?.var).ty).bits());
+        // Read by the next link only: named by its write and one reader.
+        let single_use = |r: RegId| self.mentions.get(&r) == Some(&2) && self.defs.get(&r).is_some_and(|d| d.len() == 1);
+        if inst.guard.is_some() {
+            return None;
+        }
+        let args = b.args(inst);
+        let address = if inst.op == Opcode::Red { args.first()? } else { args.get(1)? };
+        let Operand::AddrReg(sum, offset) = *address else { return None };
+        let sum_at = last_write(b, at, sum)?;
+        let add = self.inst(sum_at)?;
+        let (t, aargs) = (add.ty(b)?, b.args(add));
+        if add.op != Opcode::Add || aargs.len() != 3 || t.is_float() || t.bits() != 64 || add.has(b, Flag::Sat) || add.has(b, Flag::Cc) {
+            return None;
+        }
+        for (x, y) in [(aargs[1], aargs[2]), (aargs[2], aargs[1])] {
+            let (Operand::Reg(base), Operand::Reg(scaled)) = (x, y) else { continue };
+            if base == sum || base == scaled || reg_bits(base)? != 64 {
+                continue;
+            }
+            let Some(scaled_at) = last_write(b, sum_at, scaled) else { continue };
+            let Some(mul) = self.inst(scaled_at) else { continue };
+            let (Some(mt), margs) = (mul.ty(b), b.args(mul)) else { continue };
+            if mul.op != Opcode::Mul || !mul.has(b, Flag::Wide) || !matches!(mt, Type::U32 | Type::S32) || margs.len() != 3 {
+                continue;
+            }
+            let (index, scale) = match (margs[1], margs[2]) {
+                (Operand::Reg(r), Operand::Imm(c)) | (Operand::Imm(c), Operand::Reg(r)) => (r, c),
+                _ => continue,
+            };
+            if !matches!(scale, 1 | 2 | 4 | 8) || reg_bits(index)? != 32 {
+                continue;
+            }
+            let Some(load_at) = last_write(b, scaled_at, index) else { continue };
+            let Some(ld) = self.inst(load_at) else { continue };
+            let (Some(lt), largs) = (ld.ty(b), b.args(ld)) else { continue };
+            let weak = matches!(ld.semantics(b), None | Some(Semantics::Weak)) && ld.cache_op(b) != Some(CacheOp::Cv);
+            let space = matches!(ld.space(b), Some(StateSpace::Global | StateSpace::Const));
+            if ld.op != Opcode::Ld || largs.len() != 2 || largs[0] != Operand::Reg(index) || ld.vector(b).is_some() {
+                continue;
+            }
+            if !weak || !space || !lt.is_integer() || lt.bits() > 32 {
+                continue;
+            }
+            let Operand::AddrReg(from, _) = largs[1] else { continue };
+            if !(single_use(index) && single_use(scaled) && single_use(sum)) {
+                continue;
+            }
+            let kept = (load_at + 1..at).all(|j| {
+                self.inst(j).is_some_and(|i| {
+                    let w = writes(b, i);
+                    !writes_memory(i.op) && !w.contains(&from) && !(j > sum_at && w.contains(&base))
+                })
+            });
+            if kept {
+                return Some(LoadedIndex {
+                    load_at,
+                    load: lt,
+                    widen_signed: mt.is_signed(),
+                    shift: (scale as u64).trailing_zeros(),
+                    base,
+                    offset,
+                });
+            }
+        }
+        None
+    }
+
     /// The address region of an address operand accessed `bytes` wide.
     fn region(&self, op: &Operand, bytes: u64, at: usize) -> Option<Region> {
         let mut address = match *op {
@@ -672,6 +788,7 @@ pub fn plan(m: &Module, f: &Function) -> Option<Plan> {
     }
     let cx = Cx { m, b, defs, params, mentions, branches, budget: std::cell::Cell::new(BUDGET) };
     let mut sites = Vec::new();
+    let mut loaded = Vec::new();
     let mut width = None;
     let mut guard = Guard::default();
     for (i, s) in b.statements.iter().enumerate() {
@@ -716,6 +833,9 @@ pub fn plan(m: &Module, f: &Function) -> Option<Plan> {
                         return None;
                     }
                     sites.push(i);
+                    if let Some(l) = cx.loaded_index(f, i, inst) {
+                        loaded.push((i, l));
+                    }
                     if !guard.targets.contains(&region) {
                         guard.targets.push(region);
                     }
@@ -730,13 +850,28 @@ pub fn plan(m: &Module, f: &Function) -> Option<Plan> {
             guard.others.push(region);
         }
     }
-    (!sites.is_empty()).then(|| Plan { sites, bytes: width.unwrap_or(4), guard })
+    (!sites.is_empty()).then(|| Plan { sites, bytes: width.unwrap_or(4), guard, loaded })
 }
 
 /// [`plan`] where the target and options allow privatising: the host CPU,
 /// unchecked code.
 pub fn plan_for(m: &Module, f: &Function, target: &crate::Target, opts: &crate::Options) -> Option<Plan> {
     (matches!(target, crate::Target::HostCpu) && !opts.memcheck && f.kind == FunctionKind::Entry).then(|| plan(m, f)).flatten()
+}
+
+/// Adds [`add_helpers`]' helpers of `bits`-wide adds to the module and
+/// returns their names.
+pub(crate) fn register_helpers(cx: &mut crate::lower::ModuleCx, bits: u32) -> [String; 2] {
+    let [(name, text), (inner, inner_text)] = add_helpers(bits);
+    cx.declare("llvm.expect.i1", "declare i1 @llvm.expect.i1(i1, i1)");
+    cx.helper(&inner, || inner_text);
+    cx.helper(&name, || text);
+    [name, inner]
+}
+
+/// [`plan_for`]'s sites, as the lowering reads them (none without a plan).
+pub fn sites_for(m: &Module, f: &Function, target: &crate::Target, opts: &crate::Options) -> Sites {
+    plan_for(m, f, target, opts).map(|p| Sites { sites: p.sites, loaded: p.loaded }).unwrap_or_default()
 }
 
 /// The IR helpers that add `v` (`iN`, N = `bits`) at `p`: into the table
@@ -780,7 +915,8 @@ entry:
   %slot = getelementptr i8, ptr %t, i64 %o
   %dp = getelementptr i8, ptr %slot, i64 8
   %k = load i64, ptr %slot, align 8
-  %hit = icmp eq i64 %k, %key
+  %same = icmp eq i64 %k, %key
+  %hit = call i1 @llvm.expect.i1(i1 %same, i1 true)
   br i1 %hit, label %add, label %miss
 add:
   %d = load i64, ptr %dp, align 8
@@ -838,6 +974,203 @@ mem:
         list = offsets::PRIVATE_LIST,
     );
     [(name, outer), (inner, text)]
+}
+
+/// The warp-mode helper for a whole warp's adds addressed by loaded
+/// indices (`LoadedIndex`; `load`: the load's element): lane `k` loads its
+/// index at `%q + k * size`, extends it as the load and the widening do,
+/// and adds its `%a` at `%base + (index << shift)` through the table
+/// (`inner`, `add_helpers`' second).
+pub(crate) fn warp_loaded_add_helper(bits: u32, form: &LoadedIndex, load: crate::ir::Ty, inner: &str) -> (String, String) {
+    use std::fmt::Write;
+    let w = crate::warp::W;
+    let (l, size) = (load.name(), load.bits() / 8);
+    let lext = if form.load.is_signed() { "sext" } else { "zext" };
+    let wext = if form.widen_signed { "sext" } else { "zext" };
+    let name = format!(
+        "__anycuda_wprivate_add_i{bits}_ld{}{l}_{}x{}",
+        if form.load.is_signed() { "s" } else { "u" },
+        if form.widen_signed { "s" } else { "u" },
+        1u32 << form.shift
+    );
+    let mut text = format!("define internal void @{name}(ptr %t, i64 %base, ptr %q, <{w} x i{bits}> %a) alwaysinline {{\nentry:\n");
+    for k in 0..w {
+        let _ = writeln!(text, "  %q{k} = getelementptr i8, ptr %q, i64 {}", k * size);
+        let _ = writeln!(text, "  %l{k} = load {l}, ptr %q{k}, align 1");
+        if load.bits() == 32 {
+            let _ = writeln!(text, "  %x{k} = add i32 %l{k}, 0");
+        } else {
+            let _ = writeln!(text, "  %x{k} = {lext} {l} %l{k} to i32");
+        }
+        let _ = writeln!(text, "  %w{k} = {wext} i32 %x{k} to i64");
+        let _ = writeln!(text, "  %o{k} = shl i64 %w{k}, {}", form.shift);
+        let _ = writeln!(text, "  %s{k} = add i64 %base, %o{k}");
+        let _ = writeln!(text, "  %p{k} = inttoptr i64 %s{k} to ptr");
+        let _ = writeln!(text, "  %a{k} = extractelement <{w} x i{bits}> %a, i32 {k}");
+        let _ = writeln!(text, "  %r{k} = call i{bits} @{inner}(ptr %t, ptr %p{k}, i{bits} %a{k})");
+    }
+    text.push_str("  ret void\n}\n");
+    (name, text)
+}
+
+/// Whether [`warp_window_add_helper`] serves a [`LoadedIndex`] of
+/// `bits`-wide adds: the index is a byte (so the window's 256 entries
+/// cover it) and the step between entries a multiple of the add's size
+/// (so an aligned base keeps every entry's address aligned).
+pub(crate) fn window_serves(bits: u32, form: &LoadedIndex) -> bool {
+    matches!(form.load, Type::U8 | Type::B8) && (1u32 << form.shift) >= bits / 8
+}
+
+/// The warp-mode helper for a whole warp's adds at an aligned `%base`
+/// indexed by the bytes lane after lane at `%q` (a [`LoadedIndex`]
+/// [`window_serves`]), through the table's window (`cpu_abi::PrivateAdds`):
+/// moved to this base first if it is at another (making its pending adds,
+/// `__anycuda_private_window_seat`); then each lane's add goes to its
+/// byte's entry when an add on memory at that address has succeeded, and
+/// otherwise to memory, after which the entry is taken. The hit path of
+/// a lane: load its byte, test the entry's flag, add.
+pub(crate) fn warp_window_add_helper(cx: &mut crate::lower::ModuleCx, bits: u32, form: &LoadedIndex) -> String {
+    use crate::cpu_abi::offsets;
+    use std::fmt::Write;
+    let w = crate::warp::W;
+    let seat = "__anycuda_private_window_seat";
+    cx.helper(seat, || {
+        format!(
+            "define internal void @{seat}(ptr %t, i64 %key, i32 %shift) noinline {{
+entry:
+  %kp = getelementptr i8, ptr %t, i64 {key}
+  %ok = load i64, ptr %kp, align 8
+  %sp = getelementptr i8, ptr %t, i64 {shift}
+  %os = load i32, ptr %sp, align 4
+  %os64 = zext i32 %os to i64
+  %up = getelementptr i8, ptr %t, i64 {used}
+  %n = load i32, ptr %up, align 4
+  %w = getelementptr i8, ptr %t, i64 {window}
+  %tk = getelementptr i8, ptr %t, i64 {taken}
+  %lst = getelementptr i8, ptr %t, i64 {list}
+  %obase = and i64 %ok, -2
+  %o1 = and i64 %ok, 1
+  %wide = icmp ne i64 %o1, 0
+  %none = icmp eq i32 %n, 0
+  br i1 %none, label %set, label %loop
+loop:
+  %i = phi i32 [0, %entry], [%i1, %next]
+  %iz = zext i32 %i to i64
+  %lp = getelementptr i8, ptr %lst, i64 %iz
+  %x8 = load i8, ptr %lp, align 1
+  %x = zext i8 %x8 to i64
+  %tp = getelementptr i8, ptr %tk, i64 %x
+  store i8 0, ptr %tp, align 1
+  %ep = getelementptr i64, ptr %w, i64 %x
+  %d = load i64, ptr %ep, align 8
+  store i64 0, ptr %ep, align 8
+  %pend = icmp ne i64 %d, 0
+  br i1 %pend, label %add, label %next
+add:
+  %off = shl i64 %x, %os64
+  %ad = add i64 %obase, %off
+  %p = inttoptr i64 %ad to ptr
+  br i1 %wide, label %a64, label %a32
+a64:
+  %r64 = atomicrmw add ptr %p, i64 %d monotonic, align 8
+  br label %next
+a32:
+  %d32 = trunc i64 %d to i32
+  %r32 = atomicrmw add ptr %p, i32 %d32 monotonic, align 4
+  br label %next
+next:
+  %i1 = add i32 %i, 1
+  %more = icmp ult i32 %i1, %n
+  br i1 %more, label %loop, label %set
+set:
+  store i64 %key, ptr %kp, align 8
+  store i32 %shift, ptr %sp, align 4
+  store i32 0, ptr %up, align 4
+  ret void
+}}
+",
+            key = offsets::PRIVATE_WINDOW_KEY,
+            shift = offsets::PRIVATE_WINDOW_SHIFT,
+            used = offsets::PRIVATE_WINDOW_USED,
+            window = offsets::PRIVATE_WINDOW,
+            taken = offsets::PRIVATE_WINDOW_TAKEN,
+            list = offsets::PRIVATE_WINDOW_LIST,
+        )
+    });
+    let name = format!("__anycuda_wprivate_window_i{bits}_x{}", 1u32 << form.shift);
+    let (size, key_bit, shift) = (bits / 8, u32::from(bits == 64), form.shift);
+    let widen = if bits == 64 { "add i64 %a{k}, 0".to_string() } else { "zext i32 %a{k} to i64".to_string() };
+    let mut text = format!(
+        "define internal void @{name}(ptr %t, i64 %base, ptr %q, <{w} x i{bits}> %a) alwaysinline {{
+entry:
+  %key = or i64 %base, {key_bit}
+  %kp = getelementptr i8, ptr %t, i64 {kpos}
+  %k = load i64, ptr %kp, align 8
+  %sp = getelementptr i8, ptr %t, i64 {spos}
+  %s = load i32, ptr %sp, align 4
+  %key.same = icmp eq i64 %k, %key
+  %shift.same = icmp eq i32 %s, {shift}
+  %same0 = and i1 %key.same, %shift.same
+  %same = call i1 @llvm.expect.i1(i1 %same0, i1 true)
+  br i1 %same, label %lanes, label %seat
+seat:
+  call void @{seat}(ptr %t, i64 %key, i32 {shift})
+  br label %lanes
+lanes:
+  %w = getelementptr i8, ptr %t, i64 {wpos}
+  %tk = getelementptr i8, ptr %t, i64 {tpos}
+  %up = getelementptr i8, ptr %t, i64 {upos}
+  %lst = getelementptr i8, ptr %t, i64 {lpos}
+  br label %lane0
+",
+        kpos = offsets::PRIVATE_WINDOW_KEY,
+        spos = offsets::PRIVATE_WINDOW_SHIFT,
+        wpos = offsets::PRIVATE_WINDOW,
+        tpos = offsets::PRIVATE_WINDOW_TAKEN,
+        upos = offsets::PRIVATE_WINDOW_USED,
+        lpos = offsets::PRIVATE_WINDOW_LIST,
+    );
+    for k in 0..w {
+        let next = k + 1;
+        let _ = write!(
+            text,
+            "lane{k}:
+  %q{k} = getelementptr i8, ptr %q, i64 {k}
+  %l{k} = load i8, ptr %q{k}, align 1
+  %x{k} = zext i8 %l{k} to i64
+  %tp{k} = getelementptr i8, ptr %tk, i64 %x{k}
+  %tv{k} = load i8, ptr %tp{k}, align 1
+  %a{k} = extractelement <{w} x i{bits}> %a, i32 {k}
+  %on0.{k} = icmp ne i8 %tv{k}, 0
+  %on{k} = call i1 @llvm.expect.i1(i1 %on0.{k}, i1 true)
+  br i1 %on{k}, label %hit{k}, label %first{k}
+hit{k}:
+  %ep{k} = getelementptr i64, ptr %w, i64 %x{k}
+  %e{k} = load i64, ptr %ep{k}, align 8
+  %az{k} = {widen}
+  %n{k} = add i64 %e{k}, %az{k}
+  store i64 %n{k}, ptr %ep{k}, align 8
+  br label %lane{next}
+first{k}:
+  %o{k} = shl i64 %x{k}, {shift}
+  %s{k} = add i64 %base, %o{k}
+  %p{k} = inttoptr i64 %s{k} to ptr
+  %m{k} = atomicrmw add ptr %p{k}, i{bits} %a{k} monotonic, align {size}
+  store i8 1, ptr %tp{k}, align 1
+  %u{k} = load i32, ptr %up, align 4
+  %uz{k} = zext i32 %u{k} to i64
+  %lq{k} = getelementptr i8, ptr %lst, i64 %uz{k}
+  store i8 %l{k}, ptr %lq{k}, align 1
+  %u1.{k} = add i32 %u{k}, 1
+  store i32 %u1.{k}, ptr %up, align 4
+  br label %lane{next}
+",
+            widen = widen.replace("{k}", &k.to_string()),
+        );
+    }
+    let _ = write!(text, "lane{w}:\n  ret void\n}}\n");
+    cx.helper(&name, || text);
+    name
 }
 
 /// The warp-mode helper: an add of each executing lane, in lane order,
