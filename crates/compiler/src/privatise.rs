@@ -361,6 +361,34 @@ const BUDGET: u32 = 20_000;
 const DEPTH: u32 = 24;
 
 impl<'a> Cx<'a> {
+    fn new(m: &'a Module<'a>, b: &'a Body<'a>, params: std::collections::HashMap<VarId, u32>) -> Cx<'a> {
+        let mut defs: std::collections::HashMap<RegId, Vec<usize>> = std::collections::HashMap::new();
+        let mut branches: std::collections::HashMap<LabelId, Vec<usize>> = std::collections::HashMap::new();
+        let mut mentions: std::collections::HashMap<RegId, u32> = std::collections::HashMap::new();
+        for (i, s) in b.statements.iter().enumerate() {
+            if let Statement::Instruction(inst) = s {
+                for r in writes(b, inst) {
+                    defs.entry(r).or_default().push(i);
+                }
+                let mut named: Vec<RegId> = inst.guard.map(|g| g.reg).into_iter().collect();
+                for a in b.args(inst) {
+                    regs_of(b, a, &mut named);
+                }
+                named.sort_unstable();
+                named.dedup();
+                for r in named {
+                    *mentions.entry(r).or_default() += 1;
+                }
+                if inst.op == Opcode::Bra {
+                    if let Some(Operand::Label(l)) = b.args(inst).first() {
+                        branches.entry(*l).or_default().push(i);
+                    }
+                }
+            }
+        }
+        Cx { m, b, defs, params, mentions, branches, budget: std::cell::Cell::new(BUDGET) }
+    }
+
     fn inst(&self, at: usize) -> Option<&'a Instruction> {
         match self.b.statements.get(at) {
             Some(Statement::Instruction(i)) => Some(i),
@@ -762,31 +790,7 @@ pub fn plan(m: &Module, f: &Function) -> Option<Plan> {
     if !any {
         return None;
     }
-    let mut defs: std::collections::HashMap<RegId, Vec<usize>> = std::collections::HashMap::new();
-    let mut branches: std::collections::HashMap<LabelId, Vec<usize>> = std::collections::HashMap::new();
-    let mut mentions: std::collections::HashMap<RegId, u32> = std::collections::HashMap::new();
-    for (i, s) in b.statements.iter().enumerate() {
-        if let Statement::Instruction(inst) = s {
-            for r in writes(b, inst) {
-                defs.entry(r).or_default().push(i);
-            }
-            let mut named: Vec<RegId> = inst.guard.map(|g| g.reg).into_iter().collect();
-            for a in b.args(inst) {
-                regs_of(b, a, &mut named);
-            }
-            named.sort_unstable();
-            named.dedup();
-            for r in named {
-                *mentions.entry(r).or_default() += 1;
-            }
-            if inst.op == Opcode::Bra {
-                if let Some(Operand::Label(l)) = b.args(inst).first() {
-                    branches.entry(*l).or_default().push(i);
-                }
-            }
-        }
-    }
-    let cx = Cx { m, b, defs, params, mentions, branches, budget: std::cell::Cell::new(BUDGET) };
+    let cx = Cx::new(m, b, params);
     let mut sites = Vec::new();
     let mut loaded = Vec::new();
     let mut width = None;
@@ -1406,6 +1410,100 @@ ret;
         // counter may wrap.
         let p = plan_of(&body.replace("add.s32 %r5, %r5, %r7;\n", "bra STEP;\nSTEP:\nadd.s32 %r5, %r5, %r7;\n")).expect("a plan");
         assert!(!p.guard.holds(&below, GRID, BLOCK));
+    }
+
+    /// The [`LoadedIndex`] form of the kernel's first `atom` or `red`,
+    /// looked for directly (with or without a launch condition).
+    fn loaded_of(body: &str) -> Option<LoadedIndex> {
+        let src = format!("{HEAD}{body}");
+        let m = ptx::parse(&src).expect("test PTX parses");
+        let f = m.kernels().next().expect("a kernel");
+        let b = f.body.as_ref().expect("a body");
+        let cx = Cx::new(&m, b, Default::default());
+        let (at, inst) = b.statements.iter().enumerate().find_map(|(i, s)| match s {
+            Statement::Instruction(inst) if matches!(inst.op, Opcode::Atom | Opcode::Red) => Some((i, inst)),
+            _ => None,
+        })?;
+        cx.loaded_index(f, at, inst)
+    }
+
+    #[test]
+    fn a_loaded_index_is_taken_only_where_nothing_else_needs_it() {
+        let h = histogram(ADD, "");
+        let form = loaded_of(&h).expect("the histogram's form");
+        assert_eq!((form.load, form.widen_signed, form.shift, form.offset), (Type::U8, false, 2, 0));
+        let p = plan_of(&h).expect("a plan");
+        assert_eq!(p.loaded, vec![(p.sites[0], form)], "the plan carries it");
+        // Other shapes of the same computation.
+        let with = |from: &str, to: &str| {
+            assert!(h.contains(from), "{from}");
+            loaded_of(&h.replace(from, to))
+        };
+        let mul = "mul.wide.u32 %rd15, %r5, 4;";
+        let sum = "add.s64 %rd16, %rd5, %rd15;";
+        assert_eq!(with(mul, "mul.wide.s32 %rd15, %r5, 8;").map(|f| (f.widen_signed, f.shift)), Some((true, 3)));
+        assert_eq!(with(mul, "mul.wide.u32 %rd15, 2, %r5;").map(|f| f.shift), Some(1));
+        assert_eq!(with("ld.global.u8", "ld.global.s16").map(|f| f.load), Some(Type::S16));
+        assert_eq!(with("ld.global.u8", "ld.const.u32").map(|f| f.load), Some(Type::U32));
+        assert_eq!(with("[%rd16], 1;", "[%rd16+8], 1;").map(|f| f.offset), Some(8));
+        assert!(with(sum, "add.s64 %rd16, %rd15, %rd5;").is_some());
+        assert!(with(mul, &format!("add.s64 %rd5, %rd5, 0;\n{mul}")).is_some(), "the base written before the sum reads it");
+        assert_eq!(loaded_of(&histogram("red.global.add.u64 [%rd16], 1;", "")).map(|f| f.base), Some(form.base));
+        // Where it must not apply.
+        for (from, to, why) in [
+            ("DONE:", "st.global.u32 [%rd4], %r5;\nDONE:", "the index read elsewhere"),
+            ("DONE:", "st.global.u64 [%rd4], %rd15;\nDONE:", "the scaled index read elsewhere"),
+            ("DONE:", "st.global.u64 [%rd4], %rd16;\nDONE:", "the sum read elsewhere"),
+            (sum, &format!("st.global.u32 [%rd4], %r1;\n{sum}"), "a store between the load and the atomic"),
+            (sum, &format!("membar.gl;\n{sum}"), "a fence in between"),
+            (mul, &format!("{mul}\nadd.s64 %rd14, %rd14, 1;"), "the load's address changed in between"),
+            (sum, &format!("{sum}\nadd.s64 %rd5, %rd5, 4;"), "the base changed after the sum"),
+            (sum, &format!("bra NEXT;\nNEXT:\n{sum}"), "not one straight run"),
+            ("ld.global.u8", "ld.volatile.global.u8", "a volatile load"),
+            ("ld.global.u8", "ld.global.cv.u8", "a load that must see others' stores"),
+            ("ld.global.u8", "ld.u8", "a generic load"),
+            ("ld.global.u8", "ld.shared.u8", "a shared load"),
+            ("ld.global.u8 %r5, [%rd14];", "ld.global.u8 %r5, [%rd14];\nadd.u32 %r5, %r5, 1;", "the index changed after the load"),
+            (mul, "mul.wide.u32 %rd15, %r5, 3;", "a scale that is no power of two"),
+            (mul, "mul.wide.u32 %rd15, %r5, 16;", "a scale past 8"),
+            (mul, "cvt.u64.u32 %rd15, %r5;", "no scaling multiply"),
+            (mul, "mul.wide.u32 %rd15, %r5, %r4;", "a scale in a register"),
+            (sum, "sub.s64 %rd16, %rd5, %rd15;", "no sum"),
+            (sum, "add.s64 %rd16, %rd15, %rd15;", "no base"),
+            ("atom.global", "@%p1 atom.global", "a guarded atomic"),
+        ] {
+            assert!(h.contains(from), "{from}");
+            assert_eq!(loaded_of(&h.replace(from, to)), None, "{why}");
+        }
+    }
+
+    #[test]
+    fn warp_mode_adds_loaded_indices_lane_by_lane() {
+        let ir = |body: &str| {
+            let src = format!("{HEAD}{body}");
+            let m = ptx::parse(&src).expect("test PTX parses");
+            let opts = crate::Options { warp: crate::WarpMode::Always, ..Default::default() };
+            crate::emit_ir_with_options(&m, &src, &opts).expect("the kernel compiles")
+        };
+        let h = histogram(ADD, "");
+        // Bytes: the window, for 32-bit adds 4 bytes apart and 64-bit 8.
+        assert!(ir(&h).contains("call void @__anycuda_wprivate_window_i32_x4("));
+        let wide = histogram("red.global.add.u64 [%rd16], 1;", "").replace("%r5, 4;", "%r5, 8;");
+        assert!(ir(&wide).contains("call void @__anycuda_wprivate_window_i64_x8("));
+        // Wider or signed indices: a lane's index and the slots.
+        let half = h.replace("ld.global.u8", "ld.global.u16");
+        assert!(ir(&half).contains("call void @__anycuda_wprivate_add_i32_ldui16_ux4("));
+        let signed = h.replace("ld.global.u8", "ld.global.s8").replace("mul.wide.u32", "mul.wide.s32");
+        assert!(ir(&signed).contains("call void @__anycuda_wprivate_add_i32_ldsi8_sx4("));
+        // No such form: the vector of addresses only.
+        let used = ir(&histogram(ADD, "st.global.u32 [%rd4], %r5;"));
+        assert!(used.contains("@__anycuda_wprivate_add_i32(") && !used.contains("_ld") && !used.contains("window"));
+        // Thread mode: one add per thread, through the slots.
+        let src = format!("{HEAD}{h}");
+        let m = ptx::parse(&src).expect("test PTX parses");
+        let opts = crate::Options { warp: crate::WarpMode::Off, ..Default::default() };
+        let thread = crate::emit_ir_with_options(&m, &src, &opts).expect("the kernel compiles");
+        assert!(thread.contains("call i32 @__anycuda_private_add_i32(") && !thread.contains("window"));
     }
 
     #[test]
