@@ -47,6 +47,14 @@
 //! fit the signed range and `n + step` not pass it: then the exact values
 //! never wrap and lie in `[init, n)` at the access.
 //!
+//! Warp mode: an add whose address is a base plus an index loaded just
+//! before ([`LoadedIndex`]) is made lane by lane from the load's
+//! addresses for whole warps whose load read consecutive elements
+//! (`warp_loaded_add_helper`), byte indices through the table's window
+//! (`warp_window_add_helper`, `cpu_abi::PrivateAdds`); other warps, and
+//! every other add, take the vector of the lanes' addresses
+//! (`warp_add_helper`).
+//!
 //! Checked runs (`Options::memcheck`) keep every atomic as it is, so the
 //! checking tools see each access where it happens.
 
