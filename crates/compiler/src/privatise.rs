@@ -749,7 +749,8 @@ impl<'a> Cx<'a> {
             let kept = (load_at + 1..at).all(|j| {
                 self.inst(j).is_some_and(|i| {
                     let w = writes(b, i);
-                    !writes_memory(i.op) && !w.contains(&from) && !(j > sum_at && w.contains(&base))
+                    let changes_base = j > sum_at && w.contains(&base);
+                    !(writes_memory(i.op) || w.contains(&from) || changes_base)
                 })
             });
             if kept {
