@@ -297,3 +297,75 @@ fn float_adds_and_checked_runs_stay_on_memory() {
         assert_eq!(words32(&run.read(hist, 1024)), counts(&data), "{warp:?}: checked");
     }
 }
+
+/// Warp mode's lane-by-lane adds of indices loaded just before (the
+/// table's window for bytes, its slots for wider and signed indices),
+/// against the vector of addresses they replace where a warp is partial,
+/// the base misaligned or the window must move between two bases: exact
+/// in both modes, launch after launch.
+#[test]
+fn loaded_indices_count_exactly_in_every_path() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let n = 150_001usize;
+    let red = "red.global.add.u32 [%rd16], 1;";
+    let base = histogram(red, "");
+    let data = bytes(n);
+    let byte_counts = counts(&data);
+    // 16-bit indices in [0, 4096) (more bins than the table's slots),
+    // the element `i` at `d + 2 i`.
+    let halves: Vec<u16> = (0..n as u32).map(|i| (i.wrapping_mul(2654435761).rotate_left(7) % 4096) as u16).collect();
+    let half_kernel = base
+        .replace("add.s64 %rd14, %rd4, %rd17;", "shl.b64 %rd2, %rd17, 1;\nadd.s64 %rd14, %rd4, %rd2;")
+        .replace("ld.global.u8", "ld.global.u16");
+    let mut half_counts = vec![0u64; 4096];
+    for &h in &halves {
+        half_counts[usize::from(h)] += 1;
+    }
+    // Signed bytes, bins around the base.
+    let signed_kernel = base.replace("ld.global.u8", "ld.global.s8").replace("mul.wide.u32", "mul.wide.s32");
+    let mut signed_counts = vec![0u64; 256];
+    for &b in &data {
+        signed_counts[(i32::from(b as i8) + 128) as usize] += 1;
+    }
+    // A second histogram at another base, from its own load: the window
+    // moves between the two every iteration.
+    let two_kernel = base
+        .replace(".param .u64 hist)", ".param .u64 hist, .param .u64 hist2)")
+        .replace("ld.param.u64 %rd10, [hist];", "ld.param.u64 %rd10, [hist];\nld.param.u64 %rd0, [hist2];\ncvta.to.global.u64 %rd2, %rd0;")
+        .replace(
+            "add.s64 %rd17, %rd17, %rd3;",
+            "ld.global.u8 %r6, [%rd14];\nmul.wide.u32 %rd7, %r6, 4;\nadd.s64 %rd6, %rd2, %rd7;\nred.global.add.u32 [%rd6], 1;\nadd.s64 %rd17, %rd17, %rd3;",
+        );
+    for warp in MODES {
+        for (kernel, what) in [(&base, "bytes"), (&half_kernel, "halves"), (&signed_kernel, "signed"), (&two_kernel, "two bases")] {
+            let run = load(kernel, warp, false);
+            let (input, bins, offset, want): (Vec<u8>, usize, u64, &[u64]) = match what {
+                "halves" => (halves.iter().flat_map(|h| h.to_le_bytes()).collect(), 65536 * 4, 0, &half_counts),
+                "signed" => (data.clone(), 1024, 512, &signed_counts),
+                _ => (data.clone(), 1024, 0, &byte_counts),
+            };
+            let d = run.alloc_with(&input);
+            let hist = run.alloc_with(&vec![0u8; bins]);
+            let hist2 = run.alloc_with(&vec![0u8; 1024]);
+            // Blocks of whole warps, then blocks whose last warp is partial.
+            for (round, block) in [(1u64, 96u32), (2, 100)] {
+                let what = format!("{what} {warp:?} block {block}");
+                assert!(run.launch(&[d, n as u64, hist + offset, hist2], 37, block), "{what}: privatised");
+                let got = words32(&run.read(hist, want.len() * 4));
+                assert_eq!(got, want.iter().map(|c| c * round).collect::<Vec<_>>(), "{what}");
+                if what.starts_with("two") {
+                    assert_eq!(words32(&run.read(hist2, 1024)), got, "{what}: the second histogram");
+                }
+            }
+        }
+        // A base that is not 4-byte aligned: no window, the same counts.
+        // (No bin across a cache line: the host makes such a locked add
+        // very slow.)
+        let run = load(&base, warp, false);
+        let near: Vec<u8> = data.iter().map(|&b| if b % 16 == 15 { b - 1 } else { b }).collect();
+        let d = run.alloc_with(&near);
+        let hist = run.alloc_with(&[0u8; 1028]);
+        assert!(run.launch(&[d, n as u64, hist + 2], 37, 96), "{warp:?}: misaligned, privatised");
+        assert_eq!(words32(&run.read(hist + 2, 1024)), counts(&near), "{warp:?}: misaligned");
+    }
+}

@@ -83,27 +83,61 @@ pub struct BlockCtx {
 /// Slots of [`PrivateAdds`] (a power of two).
 pub const PRIVATE_SLOTS: usize = 1024;
 
+/// Entries of [`PrivateAdds::window`]: one per value of a byte.
+pub const PRIVATE_WINDOW: usize = 256;
+
 /// Pending integer adds of privatised atomics (`privatise.rs`), one
 /// table per runner: direct-mapped by address (`(address >> 2) %
 /// PRIVATE_SLOTS`), each slot a key (the address, plus 1 for a 64-bit
 /// add; 0: empty) and the sum of the adds not yet made. Compiled code
 /// fills it; the backend applies it ([`PrivateAdds::flush`]) when a block
 /// ends. `list[..used]` are the occupied slots.
+///
+/// Besides the slots, a window for warps whose lanes index one base by
+/// the bytes they loaded (`privatise::warp_window_add_helper`): entry `i`
+/// is for the address `base + (i << window_shift)`, where `base` is
+/// `window_key` less its low bit (set for 64-bit adds; 0: no window).
+/// `window_taken[i]` is 0 until an add on memory at that address
+/// succeeded, then 1; `window[i]` is the sum of the adds not yet made
+/// there. `window_list[..window_used]` are the entries taken. Compiled
+/// code moves the window to another base after making its pending adds.
 #[repr(C)]
 pub struct PrivateAdds {
     pub used: u32,
     pub _pad: u32,
     pub list: [u16; PRIVATE_SLOTS],
     pub slots: [[u64; 2]; PRIVATE_SLOTS],
+    pub window_key: u64,
+    pub window_shift: u32,
+    pub window_used: u32,
+    pub window_list: [u8; PRIVATE_WINDOW],
+    pub window_taken: [u8; PRIVATE_WINDOW],
+    pub window: [u64; PRIVATE_WINDOW],
 }
 
 impl Default for PrivateAdds {
     fn default() -> Self {
-        PrivateAdds { used: 0, _pad: 0, list: [0; PRIVATE_SLOTS], slots: [[0; 2]; PRIVATE_SLOTS] }
+        PrivateAdds {
+            used: 0,
+            _pad: 0,
+            list: [0; PRIVATE_SLOTS],
+            slots: [[0; 2]; PRIVATE_SLOTS],
+            window_key: 0,
+            window_shift: 0,
+            window_used: 0,
+            window_list: [0; PRIVATE_WINDOW],
+            window_taken: [0; PRIVATE_WINDOW],
+            window: [0; PRIVATE_WINDOW],
+        }
     }
 }
 
 impl PrivateAdds {
+    /// Whether any add waits in the table (in a slot or the window).
+    pub fn pending(&self) -> bool {
+        self.used != 0 || self.window_used != 0
+    }
+
     /// Makes every pending add with an atomic add on memory and empties
     /// the table.
     ///
@@ -112,7 +146,6 @@ impl PrivateAdds {
     /// width: compiled code only enters an aligned address after an
     /// atomic add on it succeeded.
     pub unsafe fn flush(&mut self) {
-        use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
         let used = (self.used as usize).min(PRIVATE_SLOTS);
         for k in 0..used {
             let slot = &mut self.slots[usize::from(self.list[k]) % PRIVATE_SLOTS];
@@ -121,17 +154,24 @@ impl PrivateAdds {
             if key == 0 || delta == 0 {
                 continue;
             }
-            let address = (key & !1) as usize;
             // SAFETY: the caller's contract (aligned, valid for atomics).
-            unsafe {
-                if key & 1 == 1 {
-                    AtomicU64::from_ptr(address as *mut u64).fetch_add(delta, Ordering::Relaxed);
-                } else {
-                    AtomicU32::from_ptr(address as *mut u32).fetch_add(delta as u32, Ordering::Relaxed);
-                }
-            }
+            unsafe { add_at(key, (key & !1) as usize, delta) };
         }
         self.used = 0;
+        let base = (self.window_key & !1) as usize;
+        let used = (self.window_used as usize).min(PRIVATE_WINDOW);
+        for k in 0..used {
+            let i = usize::from(self.window_list[k]);
+            self.window_taken[i] = 0;
+            let delta = std::mem::take(&mut self.window[i]);
+            if delta != 0 {
+                let address = base.wrapping_add(i << (self.window_shift % 64));
+                // SAFETY: as for the slots: an entry is taken only after
+                // an atomic add at its address succeeded.
+                unsafe { add_at(self.window_key, address, delta) };
+            }
+        }
+        self.window_used = 0;
     }
 
     /// Empties the table without making its adds (those of a block that
@@ -143,6 +183,30 @@ impl PrivateAdds {
             self.slots[usize::from(self.list[k]) % PRIVATE_SLOTS] = [0, 0];
         }
         self.used = 0;
+        let used = (self.window_used as usize).min(PRIVATE_WINDOW);
+        for k in 0..used {
+            let i = usize::from(self.window_list[k]);
+            self.window_taken[i] = 0;
+            self.window[i] = 0;
+        }
+        self.window_used = 0;
+    }
+}
+
+/// Adds `delta` at `address` with an atomic of the width `key` says (its
+/// low bit: 64 bits).
+///
+/// # Safety
+/// `address` must be valid and aligned for an atomic access of that width.
+unsafe fn add_at(key: u64, address: usize, delta: u64) {
+    use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+    // SAFETY: the caller's contract.
+    unsafe {
+        if key & 1 == 1 {
+            AtomicU64::from_ptr(address as *mut u64).fetch_add(delta, Ordering::Relaxed);
+        } else {
+            AtomicU32::from_ptr(address as *mut u32).fetch_add(delta as u32, Ordering::Relaxed);
+        }
     }
 }
 
@@ -176,6 +240,12 @@ pub mod offsets {
     pub const PRIVATE_USED: usize = offset_of!(super::PrivateAdds, used);
     pub const PRIVATE_LIST: usize = offset_of!(super::PrivateAdds, list);
     pub const PRIVATE_SLOTS: usize = offset_of!(super::PrivateAdds, slots);
+    pub const PRIVATE_WINDOW_KEY: usize = offset_of!(super::PrivateAdds, window_key);
+    pub const PRIVATE_WINDOW_SHIFT: usize = offset_of!(super::PrivateAdds, window_shift);
+    pub const PRIVATE_WINDOW_USED: usize = offset_of!(super::PrivateAdds, window_used);
+    pub const PRIVATE_WINDOW_LIST: usize = offset_of!(super::PrivateAdds, window_list);
+    pub const PRIVATE_WINDOW_TAKEN: usize = offset_of!(super::PrivateAdds, window_taken);
+    pub const PRIVATE_WINDOW: usize = offset_of!(super::PrivateAdds, window);
 }
 
 /// The bits of [`BlockCtx::check_tools`]: the tools of checked mode beyond

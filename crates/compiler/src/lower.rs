@@ -41,7 +41,7 @@ pub struct ModuleCx<'m> {
     pub defined: Option<std::collections::HashSet<ItemId>>,
     /// Each kernel's privatised atomics (`privatise::plan_for`), by the
     /// kernel's item, computed on first use.
-    pub private_sites: std::collections::HashMap<ItemId, Vec<usize>>,
+    pub private_sites: std::collections::HashMap<ItemId, crate::privatise::Sites>,
 }
 
 impl<'m> ModuleCx<'m> {
@@ -58,10 +58,15 @@ impl<'m> ModuleCx<'m> {
     /// gathers in the private table (`privatise.rs`).
     pub fn privatised(&mut self, item: ItemId, f: &Function, stmt: usize) -> bool {
         let (m, target, opts) = (self.m, &self.target, &self.opts);
-        self.private_sites
-            .entry(item)
-            .or_insert_with(|| crate::privatise::plan_for(m, f, target, opts).map(|p| p.sites).unwrap_or_default())
-            .contains(&stmt)
+        self.private_sites.entry(item).or_insert_with(|| crate::privatise::sites_for(m, f, target, opts)).sites.contains(&stmt)
+    }
+
+    /// The form of a privatised atomic's address whose index a load just
+    /// before reads (`privatise::LoadedIndex`), if it has one.
+    pub fn private_loaded(&mut self, item: ItemId, f: &Function, stmt: usize) -> Option<crate::privatise::LoadedIndex> {
+        let (m, target, opts) = (self.m, &self.target, &self.opts);
+        let sites = self.private_sites.entry(item).or_insert_with(|| crate::privatise::sites_for(m, f, target, opts));
+        sites.loaded.iter().find(|(at, _)| *at == stmt).map(|(_, l)| *l)
     }
 
     /// Adds a helper function (its full `define` text) if not yet present.

@@ -334,9 +334,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let size = t.size();
         if self.cx.privatised(self.item, self.f, self.stmt) {
             // An add gathered in the runner's table (`privatise.rs`).
-            let [(name, text), (inner, inner_text)] = crate::privatise::add_helpers(t.bits());
-            self.cx.helper(&inner, || inner_text);
-            self.cx.helper(&name, || text);
+            let [name, _] = crate::privatise::register_helpers(self.cx, t.bits());
             let table = self.ctx_field(crate::cpu_abi::offsets::PRIVATE_ADDS, Ty::Ptr);
             let v = self.get(&srcs[0], ity)?;
             let zero = self.out.def(ity, format_args!("call {ity} @{name}({table}, {addr}, {v})"));

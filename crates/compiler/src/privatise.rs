@@ -47,6 +47,14 @@
 //! fit the signed range and `n + step` not pass it: then the exact values
 //! never wrap and lie in `[init, n)` at the access.
 //!
+//! Warp mode: an add whose address is a base plus an index loaded just
+//! before ([`LoadedIndex`]) is made lane by lane from the load's
+//! addresses for whole warps whose load read consecutive elements
+//! (`warp_loaded_add_helper`), byte indices through the table's window
+//! (`warp_window_add_helper`, `cpu_abi::PrivateAdds`); other warps, and
+//! every other add, take the vector of the lanes' addresses
+//! (`warp_add_helper`).
+//!
 //! Checked runs (`Options::memcheck`) keep every atomic as it is, so the
 //! checking tools see each access where it happens.
 
@@ -118,6 +126,49 @@ pub struct Plan {
     pub sites: Vec<usize>,
     pub bytes: u32,
     pub guard: Guard,
+    /// The sites whose address is a base plus an index loaded just
+    /// before (by statement), for warp mode's lane-by-lane adds.
+    pub loaded: Vec<(usize, LoadedIndex)>,
+}
+
+/// A privatised add addressed as `base + (widen(index) << shift) +
+/// offset`, the index read by a load in the same straight run of
+/// instructions (`atomicAdd(&hist[data[i]], 1)`: `ld.global.u8 %r5,
+/// [%rd14]; mul.wide.u32 %rd15, %r5, 4; add.s64 %rd16, %rd5, %rd15; atom
+/// [%rd16]`). Warp mode can then have each lane load its index and form
+/// its address where its add needs it, instead of the warp building a
+/// vector of 32 addresses and each lane extracting its own.
+///
+/// Invariant (what [`Cx::loaded_index`] checks): at the atomic, the
+/// load's address register and `base` hold what they held for the load
+/// and the `add` (nothing writes them in between), nothing in between
+/// writes memory, orders it or leaves the run (the same load there reads
+/// the same bytes, as the warp's own lanes cannot write them in between
+/// and another runner's concurrent store would be a race the program
+/// already has), and nothing but the next link reads the index, the
+/// scaled index or the sum (no instruction anywhere else names them), so
+/// the value the warp loaded is not needed for anything else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadedIndex {
+    /// The load's statement and type (its value extended to 32 bits by
+    /// the type's signedness, as it writes the index register).
+    pub load_at: usize,
+    pub load: Type,
+    /// `mul.wide.s32` (sign-extending the index) rather than `.u32`.
+    pub widen_signed: bool,
+    pub shift: u32,
+    /// The 64-bit register holding the base.
+    pub base: RegId,
+    /// The atomic's address offset.
+    pub offset: i64,
+}
+
+/// What the lowering needs of a kernel's [`Plan`]: its sites, and those
+/// with a [`LoadedIndex`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sites {
+    pub sites: Vec<usize>,
+    pub loaded: Vec<(usize, LoadedIndex)>,
 }
 
 /// Magnitude beyond which an interval is not computed.
@@ -292,6 +343,34 @@ const BUDGET: u32 = 20_000;
 const DEPTH: u32 = 24;
 
 impl<'a> Cx<'a> {
+    fn new(m: &'a Module<'a>, b: &'a Body<'a>, params: std::collections::HashMap<VarId, u32>) -> Cx<'a> {
+        let mut defs: std::collections::HashMap<RegId, Vec<usize>> = std::collections::HashMap::new();
+        let mut branches: std::collections::HashMap<LabelId, Vec<usize>> = std::collections::HashMap::new();
+        let mut mentions: std::collections::HashMap<RegId, u32> = std::collections::HashMap::new();
+        for (i, s) in b.statements.iter().enumerate() {
+            if let Statement::Instruction(inst) = s {
+                for r in writes(b, inst) {
+                    defs.entry(r).or_default().push(i);
+                }
+                let mut named: Vec<RegId> = inst.guard.map(|g| g.reg).into_iter().collect();
+                for &a in b.args(inst) {
+                    b.operand_registers(a, &mut named);
+                }
+                named.sort_unstable();
+                named.dedup();
+                for r in named {
+                    *mentions.entry(r).or_default() += 1;
+                }
+                if inst.op == Opcode::Bra {
+                    if let Some(Operand::Label(l)) = b.args(inst).first() {
+                        branches.entry(*l).or_default().push(i);
+                    }
+                }
+            }
+        }
+        Cx { m, b, defs, params, mentions, branches, budget: std::cell::Cell::new(BUDGET) }
+    }
+
     fn inst(&self, at: usize) -> Option<&'a Instruction> {
         match self.b.statements.get(at) {
             Some(Statement::Instruction(i)) => Some(i),
@@ -588,6 +667,80 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// The [`LoadedIndex`] form of the candidate `inst` at statement
+    /// `at`, when its address is one (see the type's invariant).
+    fn loaded_index(&self, f: &Function, at: usize, inst: &Instruction) -> Option<LoadedIndex> {
+        use crate::shared_index::{last_write, writes_memory};
+        let b = self.b;
+        let reg_bits = |r: RegId| Some(crate::lower::reg_ty(f.var(b.regs.get(r as usize)?.var).ty).bits());
+        // Read by the next link only: named by its write and one reader.
+        let single_use = |r: RegId| self.mentions.get(&r) == Some(&2) && self.defs.get(&r).is_some_and(|d| d.len() == 1);
+        if inst.guard.is_some() {
+            return None;
+        }
+        let args = b.args(inst);
+        let address = if inst.op == Opcode::Red { args.first()? } else { args.get(1)? };
+        let Operand::AddrReg(sum, offset) = *address else { return None };
+        let sum_at = last_write(b, at, sum)?;
+        let add = self.inst(sum_at)?;
+        let (t, aargs) = (add.ty(b)?, b.args(add));
+        if add.op != Opcode::Add || aargs.len() != 3 || t.is_float() || t.bits() != 64 || add.has(b, Flag::Sat) || add.has(b, Flag::Cc) {
+            return None;
+        }
+        for (x, y) in [(aargs[1], aargs[2]), (aargs[2], aargs[1])] {
+            let (Operand::Reg(base), Operand::Reg(scaled)) = (x, y) else { continue };
+            if base == sum || base == scaled || reg_bits(base)? != 64 {
+                continue;
+            }
+            let Some(scaled_at) = last_write(b, sum_at, scaled) else { continue };
+            let Some(mul) = self.inst(scaled_at) else { continue };
+            let (Some(mt), margs) = (mul.ty(b), b.args(mul)) else { continue };
+            if mul.op != Opcode::Mul || !mul.has(b, Flag::Wide) || !matches!(mt, Type::U32 | Type::S32) || margs.len() != 3 {
+                continue;
+            }
+            let (index, scale) = match (margs[1], margs[2]) {
+                (Operand::Reg(r), Operand::Imm(c)) | (Operand::Imm(c), Operand::Reg(r)) => (r, c),
+                _ => continue,
+            };
+            if !matches!(scale, 1 | 2 | 4 | 8) || reg_bits(index)? != 32 {
+                continue;
+            }
+            let Some(load_at) = last_write(b, scaled_at, index) else { continue };
+            let Some(ld) = self.inst(load_at) else { continue };
+            let (Some(lt), largs) = (ld.ty(b), b.args(ld)) else { continue };
+            let weak = matches!(ld.semantics(b), None | Some(Semantics::Weak)) && ld.cache_op(b) != Some(CacheOp::Cv);
+            let space = matches!(ld.space(b), Some(StateSpace::Global | StateSpace::Const));
+            if ld.op != Opcode::Ld || largs.len() != 2 || largs[0] != Operand::Reg(index) || ld.vector(b).is_some() {
+                continue;
+            }
+            if !weak || !space || !lt.is_integer() || lt.bits() > 32 {
+                continue;
+            }
+            let Operand::AddrReg(from, _) = largs[1] else { continue };
+            if !(single_use(index) && single_use(scaled) && single_use(sum)) {
+                continue;
+            }
+            let kept = (load_at + 1..at).all(|j| {
+                self.inst(j).is_some_and(|i| {
+                    let w = writes(b, i);
+                    let changes_base = j > sum_at && w.contains(&base);
+                    !(writes_memory(i.op) || w.contains(&from) || changes_base)
+                })
+            });
+            if kept {
+                return Some(LoadedIndex {
+                    load_at,
+                    load: lt,
+                    widen_signed: mt.is_signed(),
+                    shift: (scale as u64).trailing_zeros(),
+                    base,
+                    offset,
+                });
+            }
+        }
+        None
+    }
+
     /// The address region of an address operand accessed `bytes` wide.
     fn region(&self, op: &Operand, bytes: u64, at: usize) -> Option<Region> {
         let mut address = match *op {
@@ -620,32 +773,9 @@ pub fn plan(m: &Module, f: &Function) -> Option<Plan> {
     if !any {
         return None;
     }
-    let mut defs: std::collections::HashMap<RegId, Vec<usize>> = std::collections::HashMap::new();
-    let mut branches: std::collections::HashMap<LabelId, Vec<usize>> = std::collections::HashMap::new();
-    let mut mentions: std::collections::HashMap<RegId, u32> = std::collections::HashMap::new();
-    for (i, s) in b.statements.iter().enumerate() {
-        if let Statement::Instruction(inst) = s {
-            for r in writes(b, inst) {
-                defs.entry(r).or_default().push(i);
-            }
-            let mut named: Vec<RegId> = inst.guard.map(|g| g.reg).into_iter().collect();
-            for &a in b.args(inst) {
-                b.operand_registers(a, &mut named);
-            }
-            named.sort_unstable();
-            named.dedup();
-            for r in named {
-                *mentions.entry(r).or_default() += 1;
-            }
-            if inst.op == Opcode::Bra {
-                if let Some(Operand::Label(l)) = b.args(inst).first() {
-                    branches.entry(*l).or_default().push(i);
-                }
-            }
-        }
-    }
-    let cx = Cx { m, b, defs, params, mentions, branches, budget: std::cell::Cell::new(BUDGET) };
+    let cx = Cx::new(m, b, params);
     let mut sites = Vec::new();
+    let mut loaded = Vec::new();
     let mut width = None;
     let mut guard = Guard::default();
     for (i, s) in b.statements.iter().enumerate() {
@@ -690,6 +820,9 @@ pub fn plan(m: &Module, f: &Function) -> Option<Plan> {
                         return None;
                     }
                     sites.push(i);
+                    if let Some(l) = cx.loaded_index(f, i, inst) {
+                        loaded.push((i, l));
+                    }
                     if !guard.targets.contains(&region) {
                         guard.targets.push(region);
                     }
@@ -704,13 +837,28 @@ pub fn plan(m: &Module, f: &Function) -> Option<Plan> {
             guard.others.push(region);
         }
     }
-    (!sites.is_empty()).then(|| Plan { sites, bytes: width.unwrap_or(4), guard })
+    (!sites.is_empty()).then(|| Plan { sites, bytes: width.unwrap_or(4), guard, loaded })
 }
 
 /// [`plan`] where the target and options allow privatising: the host CPU,
 /// unchecked code.
 pub fn plan_for(m: &Module, f: &Function, target: &crate::Target, opts: &crate::Options) -> Option<Plan> {
     (target.facts().private_adds && !opts.memcheck && f.kind == FunctionKind::Entry).then(|| plan(m, f)).flatten()
+}
+
+/// Adds [`add_helpers`]' helpers of `bits`-wide adds to the module and
+/// returns their names.
+pub(crate) fn register_helpers(cx: &mut crate::lower::ModuleCx, bits: u32) -> [String; 2] {
+    let [(name, text), (inner, inner_text)] = add_helpers(bits);
+    cx.declare("llvm.expect.i1", "declare i1 @llvm.expect.i1(i1, i1)");
+    cx.helper(&inner, || inner_text);
+    cx.helper(&name, || text);
+    [name, inner]
+}
+
+/// [`plan_for`]'s sites, as the lowering reads them (none without a plan).
+pub fn sites_for(m: &Module, f: &Function, target: &crate::Target, opts: &crate::Options) -> Sites {
+    plan_for(m, f, target, opts).map(|p| Sites { sites: p.sites, loaded: p.loaded }).unwrap_or_default()
 }
 
 /// The IR helpers that add `v` (`iN`, N = `bits`) at `p`: into the table
@@ -754,7 +902,8 @@ entry:
   %slot = getelementptr i8, ptr %t, i64 %o
   %dp = getelementptr i8, ptr %slot, i64 8
   %k = load i64, ptr %slot, align 8
-  %hit = icmp eq i64 %k, %key
+  %same = icmp eq i64 %k, %key
+  %hit = call i1 @llvm.expect.i1(i1 %same, i1 true)
   br i1 %hit, label %add, label %miss
 add:
   %d = load i64, ptr %dp, align 8
@@ -812,6 +961,203 @@ mem:
         list = offsets::PRIVATE_LIST,
     );
     [(name, outer), (inner, text)]
+}
+
+/// The warp-mode helper for a whole warp's adds addressed by loaded
+/// indices (`LoadedIndex`; `load`: the load's element): lane `k` loads its
+/// index at `%q + k * size`, extends it as the load and the widening do,
+/// and adds its `%a` at `%base + (index << shift)` through the table
+/// (`inner`, `add_helpers`' second).
+pub(crate) fn warp_loaded_add_helper(bits: u32, form: &LoadedIndex, load: crate::ir::Ty, inner: &str) -> (String, String) {
+    use std::fmt::Write;
+    let w = crate::warp::W;
+    let (l, size) = (load.name(), load.bits() / 8);
+    let lext = if form.load.is_signed() { "sext" } else { "zext" };
+    let wext = if form.widen_signed { "sext" } else { "zext" };
+    let name = format!(
+        "__anycuda_wprivate_add_i{bits}_ld{}{l}_{}x{}",
+        if form.load.is_signed() { "s" } else { "u" },
+        if form.widen_signed { "s" } else { "u" },
+        1u32 << form.shift
+    );
+    let mut text = format!("define internal void @{name}(ptr %t, i64 %base, ptr %q, <{w} x i{bits}> %a) alwaysinline {{\nentry:\n");
+    for k in 0..w {
+        let _ = writeln!(text, "  %q{k} = getelementptr i8, ptr %q, i64 {}", k * size);
+        let _ = writeln!(text, "  %l{k} = load {l}, ptr %q{k}, align 1");
+        if load.bits() == 32 {
+            let _ = writeln!(text, "  %x{k} = add i32 %l{k}, 0");
+        } else {
+            let _ = writeln!(text, "  %x{k} = {lext} {l} %l{k} to i32");
+        }
+        let _ = writeln!(text, "  %w{k} = {wext} i32 %x{k} to i64");
+        let _ = writeln!(text, "  %o{k} = shl i64 %w{k}, {}", form.shift);
+        let _ = writeln!(text, "  %s{k} = add i64 %base, %o{k}");
+        let _ = writeln!(text, "  %p{k} = inttoptr i64 %s{k} to ptr");
+        let _ = writeln!(text, "  %a{k} = extractelement <{w} x i{bits}> %a, i32 {k}");
+        let _ = writeln!(text, "  %r{k} = call i{bits} @{inner}(ptr %t, ptr %p{k}, i{bits} %a{k})");
+    }
+    text.push_str("  ret void\n}\n");
+    (name, text)
+}
+
+/// Whether [`warp_window_add_helper`] serves a [`LoadedIndex`] of
+/// `bits`-wide adds: the index is a byte (so the window's 256 entries
+/// cover it) and the step between entries a multiple of the add's size
+/// (so an aligned base keeps every entry's address aligned).
+pub(crate) fn window_serves(bits: u32, form: &LoadedIndex) -> bool {
+    matches!(form.load, Type::U8 | Type::B8) && (1u32 << form.shift) >= bits / 8
+}
+
+/// The warp-mode helper for a whole warp's adds at an aligned `%base`
+/// indexed by the bytes lane after lane at `%q` (a [`LoadedIndex`]
+/// [`window_serves`]), through the table's window (`cpu_abi::PrivateAdds`):
+/// moved to this base first if it is at another (making its pending adds,
+/// `__anycuda_private_window_seat`); then each lane's add goes to its
+/// byte's entry when an add on memory at that address has succeeded, and
+/// otherwise to memory, after which the entry is taken. The hit path of
+/// a lane: load its byte, test the entry's flag, add.
+pub(crate) fn warp_window_add_helper(cx: &mut crate::lower::ModuleCx, bits: u32, form: &LoadedIndex) -> String {
+    use crate::cpu_abi::offsets;
+    use std::fmt::Write;
+    let w = crate::warp::W;
+    let seat = "__anycuda_private_window_seat";
+    cx.helper(seat, || {
+        format!(
+            "define internal void @{seat}(ptr %t, i64 %key, i32 %shift) noinline {{
+entry:
+  %kp = getelementptr i8, ptr %t, i64 {key}
+  %ok = load i64, ptr %kp, align 8
+  %sp = getelementptr i8, ptr %t, i64 {shift}
+  %os = load i32, ptr %sp, align 4
+  %os64 = zext i32 %os to i64
+  %up = getelementptr i8, ptr %t, i64 {used}
+  %n = load i32, ptr %up, align 4
+  %w = getelementptr i8, ptr %t, i64 {window}
+  %tk = getelementptr i8, ptr %t, i64 {taken}
+  %lst = getelementptr i8, ptr %t, i64 {list}
+  %obase = and i64 %ok, -2
+  %o1 = and i64 %ok, 1
+  %wide = icmp ne i64 %o1, 0
+  %none = icmp eq i32 %n, 0
+  br i1 %none, label %set, label %loop
+loop:
+  %i = phi i32 [0, %entry], [%i1, %next]
+  %iz = zext i32 %i to i64
+  %lp = getelementptr i8, ptr %lst, i64 %iz
+  %x8 = load i8, ptr %lp, align 1
+  %x = zext i8 %x8 to i64
+  %tp = getelementptr i8, ptr %tk, i64 %x
+  store i8 0, ptr %tp, align 1
+  %ep = getelementptr i64, ptr %w, i64 %x
+  %d = load i64, ptr %ep, align 8
+  store i64 0, ptr %ep, align 8
+  %pend = icmp ne i64 %d, 0
+  br i1 %pend, label %add, label %next
+add:
+  %off = shl i64 %x, %os64
+  %ad = add i64 %obase, %off
+  %p = inttoptr i64 %ad to ptr
+  br i1 %wide, label %a64, label %a32
+a64:
+  %r64 = atomicrmw add ptr %p, i64 %d monotonic, align 8
+  br label %next
+a32:
+  %d32 = trunc i64 %d to i32
+  %r32 = atomicrmw add ptr %p, i32 %d32 monotonic, align 4
+  br label %next
+next:
+  %i1 = add i32 %i, 1
+  %more = icmp ult i32 %i1, %n
+  br i1 %more, label %loop, label %set
+set:
+  store i64 %key, ptr %kp, align 8
+  store i32 %shift, ptr %sp, align 4
+  store i32 0, ptr %up, align 4
+  ret void
+}}
+",
+            key = offsets::PRIVATE_WINDOW_KEY,
+            shift = offsets::PRIVATE_WINDOW_SHIFT,
+            used = offsets::PRIVATE_WINDOW_USED,
+            window = offsets::PRIVATE_WINDOW,
+            taken = offsets::PRIVATE_WINDOW_TAKEN,
+            list = offsets::PRIVATE_WINDOW_LIST,
+        )
+    });
+    let name = format!("__anycuda_wprivate_window_i{bits}_x{}", 1u32 << form.shift);
+    let (size, key_bit, shift) = (bits / 8, u32::from(bits == 64), form.shift);
+    let widen = if bits == 64 { "add i64 %a{k}, 0".to_string() } else { "zext i32 %a{k} to i64".to_string() };
+    let mut text = format!(
+        "define internal void @{name}(ptr %t, i64 %base, ptr %q, <{w} x i{bits}> %a) alwaysinline {{
+entry:
+  %key = or i64 %base, {key_bit}
+  %kp = getelementptr i8, ptr %t, i64 {kpos}
+  %k = load i64, ptr %kp, align 8
+  %sp = getelementptr i8, ptr %t, i64 {spos}
+  %s = load i32, ptr %sp, align 4
+  %key.same = icmp eq i64 %k, %key
+  %shift.same = icmp eq i32 %s, {shift}
+  %same0 = and i1 %key.same, %shift.same
+  %same = call i1 @llvm.expect.i1(i1 %same0, i1 true)
+  br i1 %same, label %lanes, label %seat
+seat:
+  call void @{seat}(ptr %t, i64 %key, i32 {shift})
+  br label %lanes
+lanes:
+  %w = getelementptr i8, ptr %t, i64 {wpos}
+  %tk = getelementptr i8, ptr %t, i64 {tpos}
+  %up = getelementptr i8, ptr %t, i64 {upos}
+  %lst = getelementptr i8, ptr %t, i64 {lpos}
+  br label %lane0
+",
+        kpos = offsets::PRIVATE_WINDOW_KEY,
+        spos = offsets::PRIVATE_WINDOW_SHIFT,
+        wpos = offsets::PRIVATE_WINDOW,
+        tpos = offsets::PRIVATE_WINDOW_TAKEN,
+        upos = offsets::PRIVATE_WINDOW_USED,
+        lpos = offsets::PRIVATE_WINDOW_LIST,
+    );
+    for k in 0..w {
+        let next = k + 1;
+        let _ = write!(
+            text,
+            "lane{k}:
+  %q{k} = getelementptr i8, ptr %q, i64 {k}
+  %l{k} = load i8, ptr %q{k}, align 1
+  %x{k} = zext i8 %l{k} to i64
+  %tp{k} = getelementptr i8, ptr %tk, i64 %x{k}
+  %tv{k} = load i8, ptr %tp{k}, align 1
+  %a{k} = extractelement <{w} x i{bits}> %a, i32 {k}
+  %on0.{k} = icmp ne i8 %tv{k}, 0
+  %on{k} = call i1 @llvm.expect.i1(i1 %on0.{k}, i1 true)
+  br i1 %on{k}, label %hit{k}, label %first{k}
+hit{k}:
+  %ep{k} = getelementptr i64, ptr %w, i64 %x{k}
+  %e{k} = load i64, ptr %ep{k}, align 8
+  %az{k} = {widen}
+  %n{k} = add i64 %e{k}, %az{k}
+  store i64 %n{k}, ptr %ep{k}, align 8
+  br label %lane{next}
+first{k}:
+  %o{k} = shl i64 %x{k}, {shift}
+  %s{k} = add i64 %base, %o{k}
+  %p{k} = inttoptr i64 %s{k} to ptr
+  %m{k} = atomicrmw add ptr %p{k}, i{bits} %a{k} monotonic, align {size}
+  store i8 1, ptr %tp{k}, align 1
+  %u{k} = load i32, ptr %up, align 4
+  %uz{k} = zext i32 %u{k} to i64
+  %lq{k} = getelementptr i8, ptr %lst, i64 %uz{k}
+  store i8 %l{k}, ptr %lq{k}, align 1
+  %u1.{k} = add i32 %u{k}, 1
+  store i32 %u1.{k}, ptr %up, align 4
+  br label %lane{next}
+",
+            widen = widen.replace("{k}", &k.to_string()),
+        );
+    }
+    let _ = write!(text, "lane{w}:\n  ret void\n}}\n");
+    cx.helper(&name, || text);
+    name
 }
 
 /// The warp-mode helper: an add of each executing lane, in lane order,
@@ -1047,6 +1393,100 @@ ret;
         // counter may wrap.
         let p = plan_of(&body.replace("add.s32 %r5, %r5, %r7;\n", "bra STEP;\nSTEP:\nadd.s32 %r5, %r5, %r7;\n")).expect("a plan");
         assert!(!p.guard.holds(&below, GRID, BLOCK));
+    }
+
+    /// The [`LoadedIndex`] form of the kernel's first `atom` or `red`,
+    /// looked for directly (with or without a launch condition).
+    fn loaded_of(body: &str) -> Option<LoadedIndex> {
+        let src = format!("{HEAD}{body}");
+        let m = ptx::parse(&src).expect("test PTX parses");
+        let f = m.kernels().next().expect("a kernel");
+        let b = f.body.as_ref().expect("a body");
+        let cx = Cx::new(&m, b, Default::default());
+        let (at, inst) = b.statements.iter().enumerate().find_map(|(i, s)| match s {
+            Statement::Instruction(inst) if matches!(inst.op, Opcode::Atom | Opcode::Red) => Some((i, inst)),
+            _ => None,
+        })?;
+        cx.loaded_index(f, at, inst)
+    }
+
+    #[test]
+    fn a_loaded_index_is_taken_only_where_nothing_else_needs_it() {
+        let h = histogram(ADD, "");
+        let form = loaded_of(&h).expect("the histogram's form");
+        assert_eq!((form.load, form.widen_signed, form.shift, form.offset), (Type::U8, false, 2, 0));
+        let p = plan_of(&h).expect("a plan");
+        assert_eq!(p.loaded, vec![(p.sites[0], form)], "the plan carries it");
+        // Other shapes of the same computation.
+        let with = |from: &str, to: &str| {
+            assert!(h.contains(from), "{from}");
+            loaded_of(&h.replace(from, to))
+        };
+        let mul = "mul.wide.u32 %rd15, %r5, 4;";
+        let sum = "add.s64 %rd16, %rd5, %rd15;";
+        assert_eq!(with(mul, "mul.wide.s32 %rd15, %r5, 8;").map(|f| (f.widen_signed, f.shift)), Some((true, 3)));
+        assert_eq!(with(mul, "mul.wide.u32 %rd15, 2, %r5;").map(|f| f.shift), Some(1));
+        assert_eq!(with("ld.global.u8", "ld.global.s16").map(|f| f.load), Some(Type::S16));
+        assert_eq!(with("ld.global.u8", "ld.const.u32").map(|f| f.load), Some(Type::U32));
+        assert_eq!(with("[%rd16], 1;", "[%rd16+8], 1;").map(|f| f.offset), Some(8));
+        assert!(with(sum, "add.s64 %rd16, %rd15, %rd5;").is_some());
+        assert!(with(mul, &format!("add.s64 %rd5, %rd5, 0;\n{mul}")).is_some(), "the base written before the sum reads it");
+        assert_eq!(loaded_of(&histogram("red.global.add.u64 [%rd16], 1;", "")).map(|f| f.base), Some(form.base));
+        // Where it must not apply.
+        for (from, to, why) in [
+            ("DONE:", "st.global.u32 [%rd4], %r5;\nDONE:", "the index read elsewhere"),
+            ("DONE:", "st.global.u64 [%rd4], %rd15;\nDONE:", "the scaled index read elsewhere"),
+            ("DONE:", "st.global.u64 [%rd4], %rd16;\nDONE:", "the sum read elsewhere"),
+            (sum, &format!("st.global.u32 [%rd4], %r1;\n{sum}"), "a store between the load and the atomic"),
+            (sum, &format!("membar.gl;\n{sum}"), "a fence in between"),
+            (mul, &format!("{mul}\nadd.s64 %rd14, %rd14, 1;"), "the load's address changed in between"),
+            (sum, &format!("{sum}\nadd.s64 %rd5, %rd5, 4;"), "the base changed after the sum"),
+            (sum, &format!("bra NEXT;\nNEXT:\n{sum}"), "not one straight run"),
+            ("ld.global.u8", "ld.volatile.global.u8", "a volatile load"),
+            ("ld.global.u8", "ld.global.cv.u8", "a load that must see others' stores"),
+            ("ld.global.u8", "ld.u8", "a generic load"),
+            ("ld.global.u8", "ld.shared.u8", "a shared load"),
+            ("ld.global.u8 %r5, [%rd14];", "ld.global.u8 %r5, [%rd14];\nadd.u32 %r5, %r5, 1;", "the index changed after the load"),
+            (mul, "mul.wide.u32 %rd15, %r5, 3;", "a scale that is no power of two"),
+            (mul, "mul.wide.u32 %rd15, %r5, 16;", "a scale past 8"),
+            (mul, "cvt.u64.u32 %rd15, %r5;", "no scaling multiply"),
+            (mul, "mul.wide.u32 %rd15, %r5, %r4;", "a scale in a register"),
+            (sum, "sub.s64 %rd16, %rd5, %rd15;", "no sum"),
+            (sum, "add.s64 %rd16, %rd15, %rd15;", "no base"),
+            ("atom.global", "@%p1 atom.global", "a guarded atomic"),
+        ] {
+            assert!(h.contains(from), "{from}");
+            assert_eq!(loaded_of(&h.replace(from, to)), None, "{why}");
+        }
+    }
+
+    #[test]
+    fn warp_mode_adds_loaded_indices_lane_by_lane() {
+        let ir = |body: &str| {
+            let src = format!("{HEAD}{body}");
+            let m = ptx::parse(&src).expect("test PTX parses");
+            let opts = crate::Options { warp: crate::WarpMode::Always, ..Default::default() };
+            crate::emit_ir_with_options(&m, &src, &opts).expect("the kernel compiles")
+        };
+        let h = histogram(ADD, "");
+        // Bytes: the window, for 32-bit adds 4 bytes apart and 64-bit 8.
+        assert!(ir(&h).contains("call void @__anycuda_wprivate_window_i32_x4("));
+        let wide = histogram("red.global.add.u64 [%rd16], 1;", "").replace("%r5, 4;", "%r5, 8;");
+        assert!(ir(&wide).contains("call void @__anycuda_wprivate_window_i64_x8("));
+        // Wider or signed indices: a lane's index and the slots.
+        let half = h.replace("ld.global.u8", "ld.global.u16");
+        assert!(ir(&half).contains("call void @__anycuda_wprivate_add_i32_ldui16_ux4("));
+        let signed = h.replace("ld.global.u8", "ld.global.s8").replace("mul.wide.u32", "mul.wide.s32");
+        assert!(ir(&signed).contains("call void @__anycuda_wprivate_add_i32_ldsi8_sx4("));
+        // No such form: the vector of addresses only.
+        let used = ir(&histogram(ADD, "st.global.u32 [%rd4], %r5;"));
+        assert!(used.contains("@__anycuda_wprivate_add_i32(") && !used.contains("_ld") && !used.contains("window"));
+        // Thread mode: one add per thread, through the slots.
+        let src = format!("{HEAD}{h}");
+        let m = ptx::parse(&src).expect("test PTX parses");
+        let opts = crate::Options { warp: crate::WarpMode::Off, ..Default::default() };
+        let thread = crate::emit_ir_with_options(&m, &src, &opts).expect("the kernel compiles");
+        assert!(thread.contains("call i32 @__anycuda_private_add_i32(") && !thread.contains("window"));
     }
 
     #[test]

@@ -139,7 +139,7 @@ pub fn sinkable_load(b: &Body, at: usize, s: &ScaledIndex) -> Option<usize> {
 
 /// Instructions that write memory, order it or wait: a load moved past one
 /// could read another value.
-fn writes_memory(op: Opcode) -> bool {
+pub(crate) fn writes_memory(op: Opcode) -> bool {
     use Opcode::*;
     matches!(
         op,
@@ -230,7 +230,7 @@ fn constant(f: &Function, b: &Body, op: Operand, shared_offset: &dyn Fn(VarId) -
 /// The statement of the last write of `r` before statement `at`, in the
 /// straight run of unconditional, non-branching instructions that ends
 /// there; `None` when the run has none or a guarded one.
-fn last_write(b: &Body, at: usize, r: RegId) -> Option<usize> {
+pub(crate) fn last_write(b: &Body, at: usize, r: RegId) -> Option<usize> {
     for k in (0..at).rev() {
         let Statement::Instruction(inst) = b.statements.get(k)? else { return None };
         if matches!(

@@ -2635,18 +2635,25 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let a = self.get(&srcs[0], ty)?;
         if self.cx.privatised(self.item, self.f, self.stmt) {
             // Adds gathered in the runner's table (`privatise.rs`).
-            let [_, (inner, text)] = crate::privatise::add_helpers(t.bits());
-            self.cx.helper(&inner, || text);
+            let [_, inner] = crate::privatise::register_helpers(self.cx, t.bits());
             let (name, text) = crate::privatise::warp_add_helper(t.bits(), &inner);
             self.cx.helper(&name, || text);
             self.cx.declare("llvm.vector.reduce.and.v32i1", "declare i1 @llvm.vector.reduce.and.v32i1(<32 x i1>)");
             let table = self.ctx_field(crate::cpu_abi::offsets::PRIVATE_ADDS, Ty::Ptr);
+            let join = match self.cx.private_loaded(self.item, self.f, self.stmt) {
+                Some(form) => self.loaded_private_adds(&form, &a, &table, t.bits(), &inner)?,
+                None => None,
+            };
             let (ptrs, uniform) = self.warp_address(addr_op, space)?;
             let ptrs = if uniform { self.vec(ptrs) } else { ptrs };
             let mask = self.mask();
-            let zero = self.out.def(ty, format_args!("call {ty} @{name}({ptrs}, {a}, {mask}, {table})"));
+            let _ = self.out.def(ty, format_args!("call {ty} @{name}({ptrs}, {a}, {mask}, {table})"));
+            if let Some(join) = join {
+                self.out.terminate(format_args!("br label %{join}"));
+                self.out.label(&join);
+            }
             if !is_red {
-                self.set(&args[0], zero)?;
+                self.set(&args[0], V::new(ty, "zeroinitializer"))?;
             }
             return Ok(());
         }
@@ -2728,6 +2735,72 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.cx.helper(&name, || text);
         let mask = self.mask();
         self.out.def(*ty, format_args!("call {ty} @{name}({addresses}, {a}, {c}, {mask})"))
+    }
+
+    /// The lanes of a privatised add whose index a load just before read
+    /// (`privatise::LoadedIndex`): for a whole warp whose load read
+    /// consecutive elements, through one base, with a table, each lane
+    /// loads its index, forms its address and adds to the table, with no
+    /// vector of addresses in between. Ends the current block with the
+    /// branch between that path and the caller's general one, opens the
+    /// latter and returns the label joining the two; `None` (nothing
+    /// emitted) when the load's lanes have no known layout.
+    fn loaded_private_adds(
+        &mut self,
+        form: &crate::privatise::LoadedIndex,
+        a: &V,
+        table: &V,
+        bits: u32,
+        inner: &str,
+    ) -> Res<Option<String>> {
+        let b = self.b;
+        let Some(Statement::Instruction(ld)) = b.statements.get(form.load_at) else {
+            return self.invalid("an index load is not an instruction");
+        };
+        let largs = b.args(ld);
+        let lety = access_element(form.load);
+        let size = lety.bits() / 8;
+        let (ptrs, uniform) = self.warp_address(&largs[1], ld.space(b))?;
+        let layout = if uniform { None } else { self.operand_layout(&largs[1], size) };
+        let Some(layout) = layout else { return Ok(None) };
+        let (p0, p16) = self.half_bases(&ptrs, &layout);
+        let mask = self.mask();
+        let mbits = self.bits(&mask);
+        let full = self.out.def_scalar(Ty::I1, format_args!("icmp eq {mbits}, -1"));
+        let shape = layout.shape.clone();
+        let consecutive = self.out.def_scalar(Ty::I1, format_args!("icmp eq {shape}, {SHAPE_HALVES_CONSECUTIVE}"));
+        let next = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {p0}, i64 {}", 16 * size));
+        let adjacent = self.out.def_scalar(Ty::I1, format_args!("icmp eq {p16}, {}", next.s));
+        let base = self.get(&Operand::Reg(form.base), Ty::I64)?;
+        let base = self.vec(base);
+        let b0 = self.lane0(&base);
+        let same = self.icmp("eq", &base, &b0);
+        let one_base = self.all(&same);
+        let have = self.out.def_scalar(Ty::I1, format_args!("icmp ne {table}, null"));
+        let start = self.out.def_scalar(Ty::I64, format_args!("add {b0}, {}", form.offset));
+        // Byte indices go to the table's window, whose entries' addresses
+        // must be aligned.
+        let window = crate::privatise::window_serves(bits, form);
+        let low = self.out.def_scalar(Ty::I64, format_args!("and {start}, {}", if window { bits / 8 - 1 } else { 0 }));
+        let aligned = self.out.def_scalar(Ty::I1, format_args!("icmp eq {low}, 0"));
+        let mut direct = full;
+        for c in [consecutive, adjacent, one_base, have, aligned] {
+            direct = self.out.def_scalar(Ty::I1, format_args!("and {direct}, {}", c.s));
+        }
+        let (own, vector, joined) = (self.out.fresh_label("own"), self.out.fresh_label("vec"), self.out.fresh_label("ownj"));
+        self.out.terminate(format_args!("br {direct}, label %{own}, label %{vector}"));
+        self.out.label(&own);
+        let name = if window {
+            crate::privatise::warp_window_add_helper(self.cx, bits, form)
+        } else {
+            let (name, text) = crate::privatise::warp_loaded_add_helper(bits, form, lety, inner);
+            self.cx.helper(&name, || text);
+            name
+        };
+        self.out.op(format_args!("call void @{name}({table}, {start}, {p0}, {a})"));
+        self.out.terminate(format_args!("br label %{joined}"));
+        self.out.label(&vector);
+        Ok(Some(joined))
     }
 
     /// A shared atomic addressed by a scaled index that a load in the same

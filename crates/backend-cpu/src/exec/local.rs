@@ -193,7 +193,7 @@ pub(crate) unsafe fn flush_block_adds(ctx: *mut compiler::cpu_abi::BlockCtx) {
     // atomics (`PrivateAdds::flush`).
     unsafe {
         let t = (*ctx).private_adds;
-        if !t.is_null() && (*t).used != 0 {
+        if !t.is_null() && (*t).pending() {
             (*t).flush();
         }
     }
