@@ -77,6 +77,24 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.def(a.ty, format_args!("{op} {a}, {}", b.s))
     }
 
+    /// The truncated quotient `x / y` of 32-bit integers (`y` neither 0
+    /// nor, when signed, -1) through one `f64` division: `vdivpd` on eight
+    /// lanes at a time instead of a `div` per lane. Exact: both operands
+    /// convert exactly; with `t = x / y` and `q = trunc(t)`, `q` is an
+    /// integer below 2^32 (representable), and `|t|` lies at least `1 / |y|`
+    /// below `|q| + 1`, while the doubles next to `|q| + 1` lie within
+    /// `(|q| + 1) 2^-52`, which is smaller since `|y| (|q| + 1) <= |x| + |y|
+    /// < 2^33 < 2^52`; so the rounded quotient lies in `[|q|, |q| + 1)` and
+    /// truncates to `q`.
+    pub fn lanes_quotient_i32(&mut self, x: &V, y: &V, signed: bool) -> V {
+        let (x, y) = (&self.vec(x.clone()), &self.vec(y.clone()));
+        let (to, back) = if signed { ("sitofp", "fptosi") } else { ("uitofp", "fptoui") };
+        let xd = self.out.def(Ty::Double, format_args!("{to} {x} to {VF64}"));
+        let yd = self.out.def(Ty::Double, format_args!("{to} {y} to {VF64}"));
+        let qd = self.out.def(Ty::Double, format_args!("fdiv {xd}, {}", yd.s));
+        self.out.def(Ty::I32, format_args!("{back} {qd} to {}", Ty::I32))
+    }
+
     pub fn bitcast(&mut self, v: &V, to: Ty) -> V {
         let v = &self.vec(v.clone());
         if v.ty == to {
@@ -337,8 +355,16 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     safe_y = self.select(&m1, &one, &safe_y);
                     overflow = Some(m1);
                 }
+                // Warp mode: x86 has no vector integer division, and LLVM
+                // splits `<32 x i32>` divisions into 32 `div`s with the lane
+                // extractions around them; see `lanes_quotient_i32`.
+                let by_double = ty == Ty::I32 && crate::ir::lanes() > 1;
                 let q = if inst.op == Div {
-                    let q = self.bin(if signed { "sdiv" } else { "udiv" }, &x, &safe_y);
+                    let q = if by_double {
+                        self.lanes_quotient_i32(&x, &safe_y, signed)
+                    } else {
+                        self.bin(if signed { "sdiv" } else { "udiv" }, &x, &safe_y)
+                    };
                     let q = match &overflow {
                         Some(m1) => {
                             let n = self.bin("sub", &zero, &x);
@@ -355,7 +381,14 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     };
                     self.select(&isz, &by_zero, &q)
                 } else {
-                    let r = self.bin(if signed { "srem" } else { "urem" }, &x, &safe_y);
+                    let r = if by_double {
+                        // x - q y: exact, as |q y| <= |x| (truncated quotient).
+                        let q = self.lanes_quotient_i32(&x, &safe_y, signed);
+                        let qy = self.bin("mul", &q, &safe_y);
+                        self.bin("sub", &x, &qy)
+                    } else {
+                        self.bin(if signed { "srem" } else { "urem" }, &x, &safe_y)
+                    };
                     let r = match &overflow {
                         Some(m1) => self.select(m1, &zero, &r),
                         None => r,

@@ -611,6 +611,69 @@ pub(crate) fn constant_registers(b: &Body) -> HashMap<RegId, i64> {
 /// The most blocks × registers a kernel may have to run in warp mode.
 const WARP_PHI_BUDGET: usize = 4_096;
 
+/// The most blocks x registers live across blocks a kernel over
+/// [`WARP_PHI_BUDGET`] may have and still run in warp mode, when it also
+/// has at most [`WARP_FEW_ACCESSES`] memory accesses and warp collectives.
+const WARP_CROSS_BUDGET: usize = 8_192;
+/// See [`WARP_CROSS_BUDGET`].
+const WARP_FEW_ACCESSES: usize = 16;
+
+/// Whether a kernel is small enough for LLVM to compile as warps in
+/// reasonable time. Within [`WARP_PHI_BUDGET`] blocks x registers it is.
+/// Beyond it, what LLVM's time follows is measured, not derived (release
+/// build, one kernel, warp mode against thread mode): a Bezier surface
+/// evaluation with nvcc's inlined `powf` (61 blocks, 550 registers of
+/// which 85 are read in a block that did not write them first, 6 memory
+/// accesses) compiles in 2.5 s (0.18 s thread by thread); cub's
+/// `DeviceReduceKernel` (41 blocks, 374 registers, 28 live across blocks,
+/// about 80 loads, stores, atomics and shuffles) in 10.5 s (0.56 s), and
+/// cub's radix-sort histogram kernel (84 blocks, 511 registers, 82 across
+/// blocks, about 120 accesses) did not finish in 5 minutes; a tiled matrix
+/// product built with `nvcc -G` (60 blocks, 29 registers across blocks, at
+/// most 16 accesses) in 3.7 s (0.1 s, but thread by thread its barriers
+/// make it a coroutine per thread). Registers
+/// used only inside one block (the temporaries of straight-line
+/// arithmetic) get no phis ([`block_local_registers`]), so they do not
+/// count; each memory access and collective becomes several blocks of
+/// address classification and masking, which is where the compile time
+/// goes. So a kernel over the first budget runs as warps only with few
+/// accesses and few registers live across blocks.
+fn warp_size_ok(b: &Body) -> bool {
+    let (starts, _, blocks) = FnLower::number_blocks(b);
+    let blocks = blocks as usize;
+    if blocks * b.regs.len() <= WARP_PHI_BUDGET {
+        return true;
+    }
+    let accesses = b
+        .statements
+        .iter()
+        .filter(|s| match s {
+            Statement::Instruction(i) => match i.op {
+                Opcode::Ld => i.space(b) != Some(StateSpace::Param),
+                Opcode::Ldu
+                | Opcode::St
+                | Opcode::Atom
+                | Opcode::Red
+                | Opcode::Shfl
+                | Opcode::Vote
+                | Opcode::Match
+                | Opcode::Redux
+                | Opcode::Bar
+                | Opcode::Barrier
+                | Opcode::Prefetch
+                | Opcode::Cp => true,
+                _ => !supported(i.op),
+            },
+            _ => false,
+        })
+        .count();
+    if accesses > WARP_FEW_ACCESSES {
+        return false;
+    }
+    let cross = block_local_registers(b, &starts).iter().filter(|local| !**local).count();
+    blocks * cross <= WARP_CROSS_BUDGET
+}
+
 /// Instructions warp mode lowers.
 fn supported(op: Opcode) -> bool {
     use Opcode::*;
@@ -669,14 +732,14 @@ pub fn warp_obstacle(a: &crate::layout::Analysis, target: &crate::Target, item: 
     }
     // Every block is reachable from the dispatch block and masked writes
     // keep each register's old value live, so after SSA construction a
-    // kernel has about one vector phi per register per block. LLVM's
-    // compile time grows faster than that count (a cub scan kernel of 133
-    // blocks and 769 registers: 190,000 phis, 25 s; 41 blocks and 374
-    // registers: 4 s), so big kernels stay in thread mode, whose code
-    // follows the PTX control flow.
-    let (_, _, blocks) = FnLower::number_blocks(b);
-    if blocks as usize * b.regs.len() > WARP_PHI_BUDGET {
-        return Some("it has more than 4,096 blocks x registers");
+    // kernel has about one vector phi per register live across blocks per
+    // block, and LLVM's compile time grows faster than that
+    // (`warp_size_ok`); big kernels stay in thread mode, whose code follows
+    // the PTX control flow.
+    if !warp_size_ok(b) {
+        return Some(
+            "it has more than 4,096 blocks x registers, and more than 16 memory accesses or 8,192 blocks x registers live across blocks",
+        );
     }
     for s in &b.statements {
         match s {
