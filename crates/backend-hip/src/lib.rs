@@ -5,9 +5,13 @@
 //! nothing of ROCm is needed to build anycuda. Every HIP device is a CUDA
 //! device (warp size 32 whatever the wavefront size: a CUDA warp is half a
 //! wave64). Kernels come from the shared JIT (`crates/jit`) compiled for
-//! the device's processor (`gcnArchName`, with its features); a module is
-//! one code object, loaded with `hipModuleLoadData` when the module is
-//! loaded (its variables need addresses then).
+//! the device's processor (`gcnArchName`, with its features). A module
+//! with variables is one code object, loaded with `hipModuleLoadData` when
+//! the module is loaded (its variables need addresses then, and code
+//! objects cannot share variables); a module without `.global`/`.const`
+//! variables splits, as on the CPU: each kernel is its own code object,
+//! compiled and loaded at its first launch (the JIT compiles the module's
+//! other kernels in the background meanwhile).
 //!
 //! This layer is thin: memory, module loading and synchronous copies map
 //! to HIP calls. Each driver stream has a queue ([`HipQueue`]): a HIP
@@ -27,7 +31,7 @@ pub mod api;
 use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use driver::backend::{
     Backend, BackendError, BackendEvent, BackendModule, BackendQueue, DevicePtr, GlobalDesc, HostAddr, HostAllocation, HostSrc, KernelDesc,
@@ -512,13 +516,23 @@ fn other(log: String) -> ModuleError {
     ModuleError { kind: ModuleErrorKind::Other, log }
 }
 
-/// A module loaded on a HIP device: one code object.
+/// A module loaded on a HIP device: one code object, or one per kernel
+/// where the module splits (see the crate notes).
 pub struct HipModule {
     hip: Arc<Hip>,
     device: usize,
-    module: api::Module,
+    jit: Arc<jit::JitModule>,
+    /// The whole module's code object (none where the module splits).
+    module: Option<api::Module>,
     kernels: Vec<KernelDesc>,
-    functions: Vec<api::Function>,
+    /// Each kernel's function: looked up in the whole module's code
+    /// object at load, or, where the module splits, in the kernel's own
+    /// code object at its first launch (an error is kept and reported
+    /// again at each launch).
+    functions: Vec<OnceLock<Result<api::Function, String>>>,
+    /// The kernels' own code objects (split modules), unloaded with the
+    /// module.
+    kernel_objects: Mutex<Vec<api::Module>>,
     globals: Vec<GlobalDesc>,
     info: String,
 }
@@ -531,29 +545,33 @@ unsafe impl Sync for HipModule {}
 impl HipModule {
     fn load(hip: Arc<Hip>, device: usize, jit: &Arc<jit::Jit>, ptx: &str, options: &ModuleOptions) -> Result<HipModule, ModuleError> {
         let module = jit.load(ptx, options)?;
-        let code = module.shared()?;
-        let mut handle = std::ptr::null_mut();
-        // SAFETY: the code object stays alive for the call (HIP copies it).
-        let e = unsafe { (hip.module_load_data)(&mut handle, code.object.as_ptr().cast()) };
-        hip.check(e, "hipModuleLoadData").map_err(|m| ModuleError { kind: ModuleErrorKind::Other, log: m })?;
+        let info = module.info().clone();
+        let split = module.splits();
         let mut loaded = HipModule {
             hip: hip.clone(),
             device,
-            module: handle,
-            kernels: Vec::new(),
-            functions: Vec::new(),
+            jit: module.clone(),
+            module: None,
+            kernels: module.kernel_descs(options),
+            functions: (0..info.kernels.len()).map(|_| OnceLock::new()).collect(),
+            kernel_objects: Mutex::new(Vec::new()),
             globals: Vec::new(),
             info: String::new(),
         };
-        let info = module.info();
-        loaded.kernels = module.kernel_descs(options);
-        for k in &info.kernels {
-            let name = CString::new(k.name.as_str()).map_err(|_| other(format!("kernel name {:?} has a NUL", k.name)))?;
-            let mut f = std::ptr::null_mut();
-            // SAFETY: valid module handle and name.
-            let e = unsafe { (hip.module_get_function)(&mut f, handle, name.as_ptr()) };
-            hip.check(e, &format!("hipModuleGetFunction({})", k.name)).map_err(other)?;
-            loaded.functions.push(f);
+        if split {
+            // Kernels load at their first launch; a split module for a
+            // target whose code objects cannot share variables has none.
+            if !info.globals.is_empty() {
+                return Err(other(format!("{} module variables in a module compiled kernel by kernel", info.globals.len())));
+            }
+            loaded.info = format!("anycuda: module compiled for {:?}, kernel by kernel, on HIP device {device}", jit.target());
+            return Ok(loaded);
+        }
+        let code = module.shared()?;
+        let handle = load_code_object(&hip, &code.object).map_err(other)?;
+        loaded.module = Some(handle);
+        for (k, slot) in info.kernels.iter().zip(&loaded.functions) {
+            let _ = slot.set(Ok(get_function(&hip, handle, &k.name).map_err(other)?));
         }
         for g in &info.globals {
             // The code object names a module variable as the compiler's
@@ -571,11 +589,52 @@ impl HipModule {
     }
 }
 
+/// Loads a code object with `hipModuleLoadData`.
+fn load_code_object(hip: &Hip, object: &[u8]) -> Result<api::Module, String> {
+    let mut handle = std::ptr::null_mut();
+    // SAFETY: the code object stays alive for the call (HIP copies it).
+    let e = unsafe { (hip.module_load_data)(&mut handle, object.as_ptr().cast()) };
+    hip.check(e, "hipModuleLoadData")?;
+    Ok(handle)
+}
+
+/// The kernel named `name` in a loaded code object.
+fn get_function(hip: &Hip, module: api::Module, name: &str) -> Result<api::Function, String> {
+    let c = CString::new(name).map_err(|_| format!("kernel name {name:?} has a NUL"))?;
+    let mut f = std::ptr::null_mut();
+    // SAFETY: valid module handle and name.
+    let e = unsafe { (hip.module_get_function)(&mut f, module, c.as_ptr()) };
+    hip.check(e, &format!("hipModuleGetFunction({name})"))?;
+    Ok(f)
+}
+
 impl Drop for HipModule {
     fn drop(&mut self) {
-        // SAFETY: the handle came from hipModuleLoadData and no launch of it
-        // can still run (the driver drops modules after their work).
-        let _ = unsafe { (self.hip.module_unload)(self.module) };
+        let objects = std::mem::take(self.kernel_objects.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for handle in self.module.into_iter().chain(objects) {
+            // SAFETY: the handle came from hipModuleLoadData and no launch
+            // of it can still run (the driver drops modules after their
+            // work).
+            let _ = unsafe { (self.hip.module_unload)(handle) };
+        }
+    }
+}
+
+impl HipModule {
+    /// Kernel `k`'s function, loading its own code object at the first
+    /// call where the module splits.
+    fn function(&self, k: usize) -> Result<api::Function, String> {
+        let slot = self.functions.get(k).ok_or_else(|| format!("no kernel {k}"))?;
+        slot.get_or_init(|| {
+            let name = self.kernels.get(k).map(|d| d.name.clone()).ok_or_else(|| format!("no kernel {k}"))?;
+            let code = self.jit.kernel(k).map_err(|e| e.log)?;
+            let handle = load_code_object(&self.hip, &code.object)?;
+            if let Ok(mut objects) = self.kernel_objects.lock() {
+                objects.push(handle);
+            }
+            get_function(&self.hip, handle, &name)
+        })
+        .clone()
     }
 }
 
@@ -586,6 +645,16 @@ impl BackendModule for HipModule {
 
     fn globals(&self) -> &[GlobalDesc] {
         &self.globals
+    }
+
+    /// Compiles and loads kernel `kernel`'s code object where the module
+    /// splits, so that a kernel that cannot be compiled fails its launch
+    /// call.
+    fn prepare(&self, kernel: usize) -> Result<(), ModuleError> {
+        if self.module.is_none() {
+            self.jit.kernel(kernel)?;
+        }
+        self.function(kernel).map(|_| ()).map_err(other)
     }
 
     fn info_log(&self) -> String {
@@ -615,7 +684,7 @@ impl BackendModule for HipModule {
 impl HipModule {
     /// Enqueues a launch on `stream` (the null stream when null).
     fn launch_on(&self, kernel: usize, launch: &LaunchParams<'_>, stream: api::Stream) -> Result<(), LaunchFault> {
-        let f = *self.functions.get(kernel).ok_or_else(|| LaunchFault::Failed(format!("no kernel {kernel}")))?;
+        let f = self.function(kernel).map_err(LaunchFault::Failed)?;
         // SAFETY: a plain call.
         let e = unsafe { (self.hip.set_device)(self.device as i32) };
         self.hip.check(e, "hipSetDevice").map_err(LaunchFault::Failed)?;

@@ -387,8 +387,10 @@ pub fn compile_with_options(module: &ptx::ast::Module, src: &str, target: &Targe
 /// Whether the module can be compiled as separate units (one per kernel,
 /// one for the variables) for `target`: the host's loader links the units
 /// of a module together; AMD code objects cannot see each other's
-/// variables, and a module in which something takes a kernel's address
-/// must define that kernel once (see `layout::Analysis::unit_functions`).
+/// variables, so for AMD only a module without `.global`/`.const`
+/// variables splits; and a module in which something takes a kernel's
+/// address must define that kernel once (see
+/// `layout::Analysis::unit_functions`).
 pub fn splits_into_units(module: &ptx::ast::Module, target: &Target) -> bool {
     splits_into_units_analysed(module, target, &analyse(module))
 }
@@ -413,7 +415,10 @@ pub fn describe_analysed(module: &ptx::ast::Module, a: &ModuleAnalysis, target: 
 
 /// [`splits_into_units`] with an analysis made before.
 pub fn splits_into_units_analysed(module: &ptx::ast::Module, target: &Target, a: &ModuleAnalysis) -> bool {
-    if !target.facts().links_units {
+    // Units of a target that does not link them cannot share variables:
+    // such a target splits only modules without any.
+    let variables = module.variables().any(|v| matches!(v.decl.space, ptx::ast::StateSpace::Global | ptx::ast::StateSpace::Const));
+    if !target.facts().links_units && variables {
         return false;
     }
     let a = &a.0;

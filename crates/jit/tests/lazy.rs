@@ -60,6 +60,30 @@ fn loading_a_module_compiles_none_of_its_kernels() {
     assert_eq!(jit.stats().compiled, 1);
 }
 
+/// AMD code objects cannot share variables: a module without any compiles
+/// kernel by kernel, each unit a code object of its own; a module with
+/// variables is one code object with every kernel.
+#[test]
+fn amd_modules_split_only_without_variables() {
+    let target = compiler::Target::Amdgpu { arch: "gfx1100".into() };
+    let jit = Jit::new(target.clone(), config(TierPolicy::FastOnly, false));
+    let m = jit.load(&module(3, false), &ModuleOptions::default()).expect("load");
+    assert!(m.splits());
+    assert!(m.shared().expect("shared").object.is_empty());
+    assert_eq!(jit.stats().compiled, 0, "a load compiled something");
+    let k = m.kernel(1).expect("kernel 1");
+    assert_eq!(k.info.kernels.iter().map(|i| i.name.as_str()).collect::<Vec<_>>(), ["k1"]);
+    assert!(k.object.starts_with(b"\x7fELF"), "not a code object");
+    assert_eq!(jit.stats().compiled, 1);
+
+    let jit = Jit::new(target, config(TierPolicy::FastOnly, false));
+    let m = jit.load(&module(3, true), &ModuleOptions::default()).expect("load");
+    assert!(!m.splits(), "an AMD module with a variable split");
+    let whole = m.kernel(1).expect("kernel 1");
+    assert_eq!(whole.info.kernels.len(), 3);
+    assert_eq!(whole.info.globals.len(), 1);
+}
+
 #[test]
 fn a_module_with_variables_compiles_them_alone_at_first() {
     let jit = Jit::new(compiler::Target::HostCpu, config(TierPolicy::FastOnly, false));

@@ -45,7 +45,8 @@ pub struct TargetFacts {
     pub block_on_one_thread: bool,
     /// A module may compile as separate units (one per kernel, one for the
     /// variables) that the loader links: the units see each other's
-    /// variables by symbol.
+    /// variables by symbol. Otherwise only a module without variables
+    /// splits (each kernel's unit then stands alone).
     pub links_units: bool,
     /// Checked mode (`ANYCUDA_MEMCHECK`: bounds, initialisation and race
     /// checks against shadow memory) is implemented.
