@@ -2562,14 +2562,19 @@ impl<'a> Forms<'a> {
                 out.push(RawTerm { coord, stride: vec![Op::Const(1)], factor, reg: *xr, read: i });
                 Some(())
             }
-            // `mul.wide.s32` of a coordinate by a launch constant, both
-            // widened with their signs.
-            (Opcode::Mul, [_, x, y]) if inst.has(b, Flag::Wide) && ty == Type::S32 => {
+            // `mul.wide.u32` / `.s32` of a coordinate by a launch
+            // constant (no thread coordinate, loop bound or choice), both
+            // widened (`.s32`: with their signs).
+            (Opcode::Mul, [_, x, y]) if inst.has(b, Flag::Wide) && matches!(ty, Type::U32 | Type::S32) => {
+                let signed = ty == Type::S32;
+                let imm = if signed { Imm::S32 } else { Imm::U32 };
                 let (mut vx, mut vy) = (Vec::new(), Vec::new());
-                self.value_operand_as(x, i, Imm::S32, &mut vx)?;
-                self.value_operand_as(y, i, Imm::S32, &mut vy)?;
-                vx.push(Op::Wide { signed: true });
-                vy.push(Op::Wide { signed: true });
+                self.value_operand_as(x, i, imm, &mut vx)?;
+                self.value_operand_as(y, i, imm, &mut vy)?;
+                if signed {
+                    vx.push(Op::Wide { signed: true });
+                    vy.push(Op::Wide { signed: true });
+                }
                 let (coord, stride, reg) = if launch_constant(&vy) {
                     (vx, vy, x)
                 } else if launch_constant(&vx) {
@@ -2611,22 +2616,6 @@ impl<'a> Forms<'a> {
                 let mut coord = Vec::new();
                 self.value_operand_as(x, i, Imm::U32, &mut coord)?;
                 out.push(RawTerm { coord, stride: vec![Op::Const(1)], factor, reg: xr, read: i });
-                Some(())
-            }
-            (Opcode::Mul, [_, x, y]) if inst.has(b, Flag::Wide) && ty == Type::U32 => {
-                let constant = |v: &[Op<VarId>]| !v.iter().any(|o| matches!(o, Op::Special(Launch::Tid | Launch::Ctaid, _) | Op::Under));
-                let (mut vx, mut vy) = (Vec::new(), Vec::new());
-                self.value_operand_as(x, i, Imm::U32, &mut vx)?;
-                self.value_operand_as(y, i, Imm::U32, &mut vy)?;
-                let (coord, stride, reg) = if constant(&vy) {
-                    (vx, vy, x)
-                } else if constant(&vx) {
-                    (vy, vx, y)
-                } else {
-                    return None;
-                };
-                let Operand::Reg(reg) = *reg else { return None };
-                out.push(RawTerm { coord, stride, factor, reg, read: i });
                 Some(())
             }
             _ => None,
