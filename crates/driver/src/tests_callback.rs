@@ -58,6 +58,25 @@ fn add_callback<T: Send + 'static>(s: &Setup, stream: u64, body: impl FnOnce(&Dr
     rx
 }
 
+/// Holds `stream` (a host function waiting, at most 10 s) until the returned
+/// sender is used: what the test enqueues after a callback is then in place
+/// before the callback runs.
+fn hold(d: &Driver, stream: u64) -> mpsc::Sender<()> {
+    let (tx, rx) = mpsc::channel::<()>();
+    let rx = std::sync::Mutex::new(rx);
+    d.launch_host_func(
+        stream,
+        false,
+        Box::new(move || {
+            if let Ok(rx) = rx.lock() {
+                let _ = rx.recv_timeout(Duration::from_secs(10));
+            }
+        }),
+    )
+    .expect("hold the stream");
+    tx
+}
+
 fn get<T>(rx: mpsc::Receiver<T>) -> T {
     rx.recv_timeout(Duration::from_secs(10)).expect("the callback deadlocked (no answer within 10 s)")
 }
@@ -75,6 +94,9 @@ fn waits_for_the_callbacks_own_stream_or_context_are_refused() {
     let after = d.event_create(0).expect("event");
     let before = d.event_create(0).expect("event");
     d.event_record(before, stream, false, 0).expect("record");
+    // The callback must not start before `after` is recorded behind it (an
+    // event never recorded completes at once).
+    let gate = hold(&d, stream);
     let host = [7u8; 64];
     let host_addr = host.as_ptr() as usize;
     let rx = add_callback(&s, stream, move |d| {
@@ -95,6 +117,7 @@ fn waits_for_the_callbacks_own_stream_or_context_are_refused() {
         ]
     });
     d.event_record(after, stream, false, 0).expect("record after");
+    gate.send(()).expect("open the gate");
     let results = get(rx);
     for (what, r) in &results[..6] {
         not_permitted(r.clone(), what);
@@ -125,6 +148,7 @@ fn waits_on_independent_work_run_and_dependent_work_is_found_transitively() {
     // `other` has 100 ms of unrelated work; `waiter` waits for an event
     // recorded on the callback's stream after the callback.
     sleep_on(&s, other, 100);
+    let gate = hold(&d, cb_stream);
     let rx = add_callback(&s, cb_stream, move |d| {
         let t = std::time::Instant::now();
         let independent = d.stream_synchronize(other, false);
@@ -140,6 +164,7 @@ fn waits_on_independent_work_run_and_dependent_work_is_found_transitively() {
     });
     d.event_record(ev, cb_stream, false, 0).expect("record");
     d.stream_wait_event(waiter, ev, false, 0).expect("wait event");
+    gate.send(()).expect("open the gate");
     let (independent, waited, dependent, legacy_copy) = get(rx);
     assert_eq!(independent, Ok(()));
     assert!(waited >= Duration::from_millis(50), "the independent stream was not waited for: {waited:?}");
