@@ -656,12 +656,26 @@ pub type BlockFn = unsafe extern "C" fn(params: *const u8, ctx: *mut BlockCtx);
 /// definitions are never linked.
 pub mod devrt {
     /// How an argument is passed in the words array: a 32-bit or 64-bit
-    /// scalar takes one word (zero-extended); a `dim3` (`.b8[12]`) three.
+    /// scalar takes one word (zero-extended); a `dim3` (`.b8[12]`) three;
+    /// a structure of `n` 64-bit fields passed by value (`.align 8
+    /// .b8[8n]`: `cudaPitchedPtr` has four, `cudaExtent` three) `n`.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum Arg {
         U32,
         U64,
         Dim3,
+        Fields64(u8),
+    }
+
+    impl Arg {
+        /// The words the argument takes in the array.
+        pub const fn words(self) -> usize {
+            match self {
+                Arg::U32 | Arg::U64 => 1,
+                Arg::Dim3 => 3,
+                Arg::Fields64(n) => n as usize,
+            }
+        }
     }
 
     /// What the function returns.
@@ -706,11 +720,13 @@ pub mod devrt {
         Memcpy2DAsync,
         MemsetAsync,
         Memset2DAsync,
+        Memcpy3DAsync,
+        Memset3DAsync,
     }
 
     impl Op {
         /// Every operation, for the backend's dispatch.
-        pub const ALL: [Op; 29] = [
+        pub const ALL: [Op; 31] = [
             Op::GetParameterBuffer,
             Op::GetParameterBufferV2,
             Op::LaunchDevice,
@@ -740,6 +756,8 @@ pub mod devrt {
             Op::Memcpy2DAsync,
             Op::MemsetAsync,
             Op::Memset2DAsync,
+            Op::Memcpy3DAsync,
+            Op::Memset3DAsync,
         ];
 
         pub fn from_u32(v: u32) -> Option<Op> {
@@ -747,7 +765,7 @@ pub mod devrt {
         }
     }
 
-    use Arg::{Dim3, U32, U64};
+    use Arg::{Dim3, Fields64, U32, U64};
 
     /// A device-runtime function: its operation, the PTX declaration's
     /// parameters and its result.
@@ -813,6 +831,12 @@ pub mod devrt {
         // (dst, pitch, value, width, height, stream)
         f("Memset2DAsync", Op::Memset2DAsync, &[U64, U64, U32, U64, U64, U64], Ret::Error),
         f("Memset2DAsync_ptsz", Op::Memset2DAsync, &[U64, U64, U32, U64, U64, U64], Ret::Error),
+        // (const cudaMemcpy3DParms *, stream)
+        f("Memcpy3DAsync", Op::Memcpy3DAsync, &[U64, U64], Ret::Error),
+        f("Memcpy3DAsync_ptsz", Op::Memcpy3DAsync, &[U64, U64], Ret::Error),
+        // (cudaPitchedPtr, value, cudaExtent, stream), the structures by value
+        f("Memset3DAsync", Op::Memset3DAsync, &[Fields64(4), U32, Fields64(3), U64], Ret::Error),
+        f("Memset3DAsync_ptsz", Op::Memset3DAsync, &[Fields64(4), U32, Fields64(3), U64], Ret::Error),
     ];
 
     /// The device-runtime function a PTX name calls: `__cudaCDP2X` (what

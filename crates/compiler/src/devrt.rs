@@ -18,7 +18,7 @@ impl FnLower<'_, '_> {
         if params.len() != f.args.len() {
             return self.invalid(format!("device runtime function `{}` takes {} arguments, {} given", f.name, f.args.len(), params.len()));
         }
-        let words: usize = f.args.iter().map(|a| if *a == Arg::Dim3 { 3 } else { 1 }).sum();
+        let words: usize = f.args.iter().map(|a| a.words()).sum();
         let array = self.out.alloca(&format!("[{} x i64]", words.max(1)), 8);
         let mut w = 0;
         for (k, arg) in f.args.iter().enumerate() {
@@ -28,7 +28,8 @@ impl FnLower<'_, '_> {
                     vec![self.convert(v, Ty::I64, false)]
                 }
                 Arg::U64 => vec![self.param_arg(params, k, Ty::I64)?],
-                Arg::Dim3 => self.dim3_arg(&params[k])?,
+                Arg::Dim3 => self.struct_arg(&params[k], "a dim3", Ty::I32, 3)?,
+                Arg::Fields64(n) => self.struct_arg(&params[k], "a structure passed by value", Ty::I64, n)?,
             };
             for v in values {
                 let slot = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i64, ptr {array}, i64 {w}"));
@@ -47,19 +48,21 @@ impl FnLower<'_, '_> {
         self.param_result(rets, r)
     }
 
-    /// A `dim3` argument: a 12-byte `.param` array, as three zero-extended
-    /// words.
-    fn dim3_arg(&mut self, op: &Operand) -> Res<Vec<crate::ir::V>> {
-        let Operand::Var(v) = *op else {
-            return self.invalid("a dim3 argument must be a `.param` array");
+    /// A structure passed by value (a `.param` array): its `n` fields of
+    /// type `field` (`.b32` for a `dim3`'s three, `.b64` for a
+    /// `cudaPitchedPtr`'s four), each as a zero-extended word.
+    fn struct_arg(&mut self, op: &Operand, what: &str, field: Ty, n: u8) -> Res<Vec<crate::ir::V>> {
+        let Some(VarLoc::Ptr(p)) = (match *op {
+            Operand::Var(v) => self.vars.get(&v).cloned(),
+            _ => None,
+        }) else {
+            return self.invalid(format!("{what} argument must be a `.param` array"));
         };
-        let Some(VarLoc::Ptr(p)) = self.vars.get(&v).cloned() else {
-            return self.invalid("a dim3 argument must be a `.param` array");
-        };
+        let size = if field == Ty::I32 { 4 } else { 8 };
         let mut out = Vec::new();
-        for i in 0..3 {
-            let at = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, ptr {p}, i64 {}", 4 * i));
-            let x = self.out.def(Ty::I32, format_args!("load i32, {at}, align 4"));
+        for i in 0..u64::from(n) {
+            let at = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, ptr {p}, i64 {}", size * i));
+            let x = self.out.def(field, format_args!("load {}, {at}, align {size}", field.name()));
             out.push(self.convert(x, Ty::I64, false));
         }
         Ok(out)

@@ -126,6 +126,14 @@ pub const DRIVER_FUNCTIONS: &[&str] = &[
     "cudaMemset2DAsync",
     "__cudaCDP2Memset2DAsync_ptsz",
     "cudaMemset2DAsync_ptsz",
+    "__cudaCDP2Memcpy3DAsync",
+    "cudaMemcpy3DAsync",
+    "__cudaCDP2Memcpy3DAsync_ptsz",
+    "cudaMemcpy3DAsync_ptsz",
+    "__cudaCDP2Memset3DAsync",
+    "cudaMemset3DAsync",
+    "__cudaCDP2Memset3DAsync_ptsz",
+    "cudaMemset3DAsync_ptsz",
 ];
 
 /// The device runtime's functions among [`DRIVER_FUNCTIONS`] (the

@@ -347,6 +347,8 @@ fn device_runtime_functions_the_driver_provides_need_no_definition() {
         "cudaLaunchDevice",
         "__cudaCDP2StreamCreateWithFlags",
         "__cudaCDP2Memcpy2DAsync",
+        "__cudaCDP2Memcpy3DAsync",
+        "__cudaCDP2Memset3DAsync_ptsz",
     ] {
         assert!(ptx::DEVICE_RUNTIME_PROVIDED.contains(&name), "{name}");
         let launcher = format!("{HEAD}{}{}", extern_decl(name), caller("k", name));
@@ -354,7 +356,7 @@ fn device_runtime_functions_the_driver_provides_need_no_definition() {
         assert_eq!(l.included, vec![0]);
     }
     // One anycuda does not provide is an error naming it.
-    let name = "__cudaCDP2Memcpy3DAsync";
+    let name = "__cudaCDP2DeviceGetCacheConfig";
     let launcher = format!("{HEAD}{}{}", extern_decl(name), caller("k", name));
     let e = run(&[("k", &launcher, false)], ptx::DRIVER_FUNCTIONS).expect_err("undefined");
     assert!(e.to_string().contains(name) && e.to_string().contains("device runtime"), "{e}");

@@ -1,8 +1,7 @@
 //! CUDA's device runtime on the CPU (dynamic parallelism, CDP2): kernels
 //! that launch kernels, device-side streams and events, device-side
-//! `cudaMemcpyAsync`/`cudaMemcpy2DAsync`/`cudaMemsetAsync`/
-//! `cudaMemset2DAsync`, the per-thread last error, device-side
-//! `cudaMalloc`.
+//! `cudaMemcpyAsync`/`cudaMemsetAsync` and their 2-D and 3-D forms, the
+//! per-thread last error, device-side `cudaMalloc`.
 //!
 //! The schedule: a grid's device-side launches are recorded while its
 //! blocks run and start once every block of the grid has finished, in the
@@ -87,24 +86,39 @@ pub(crate) struct ChildLaunch {
 /// finish.
 pub(crate) enum ChildWork {
     Launch(Box<ChildLaunch>),
-    /// `height` rows of `width` bytes, `src` to `dst`, rows `spitch` and
-    /// `dpitch` bytes apart.
+    /// `extent` (bytes per row, rows, slices) from `src` to `dst`.
     Copy {
-        dst: u64,
-        dpitch: u64,
-        src: u64,
-        spitch: u64,
-        width: u64,
-        height: u64,
+        dst: Pitched,
+        src: Pitched,
+        extent: [u64; 3],
     },
-    /// `height` rows of `width` bytes of `value` at `dst`, `pitch` apart.
+    /// `extent` (bytes per row, rows, slices) of `value` at `dst`.
     Set {
-        dst: u64,
-        pitch: u64,
+        dst: Pitched,
         value: u8,
-        width: u64,
-        height: u64,
+        extent: [u64; 3],
     },
+}
+
+/// Where a copy's or memset's rows are: row `y` of slice `z` starts at
+/// `base + z * slice + y * pitch`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pitched {
+    pub base: u64,
+    pub pitch: u64,
+    pub slice: u64,
+}
+
+impl Pitched {
+    /// One row of `pitch` bytes per row (a 1-D or 2-D operand).
+    fn rows(base: u64, pitch: u64) -> Pitched {
+        Pitched { base, pitch, slice: 0 }
+    }
+    /// Row `y` of slice `z`; wrapping, as a GPU's address arithmetic: the
+    /// row is then checked against the allocations before it is touched.
+    fn row(&self, y: u64, z: u64) -> u64 {
+        self.base.wrapping_add(z.wrapping_mul(self.slice)).wrapping_add(y.wrapping_mul(self.pitch))
+    }
 }
 
 impl ChildWork {
@@ -113,36 +127,44 @@ impl ChildWork {
     /// allocations), else the launch fails at the first bad address, as a
     /// GPU's copy engine would fault.
     pub(crate) fn run_memory(&self) -> Result<(), super::LaunchError> {
-        let rows = |base: u64, pitch: u64, width: u64, height: u64| -> Result<(), super::LaunchError> {
-            for r in 0..height {
-                let at = base.wrapping_add(r.wrapping_mul(pitch));
-                if crate::memcheck::containing(at, width).is_none() {
-                    return Err(super::LaunchError::IllegalAddress { address: at });
+        let check = |at: &Pitched, [width, height, depth]: [u64; 3]| -> Result<(), super::LaunchError> {
+            for z in 0..depth {
+                for y in 0..height {
+                    let row = at.row(y, z);
+                    if crate::memcheck::containing(row, width).is_none() {
+                        return Err(super::LaunchError::IllegalAddress { address: row });
+                    }
                 }
             }
             Ok(())
         };
         match *self {
             ChildWork::Launch(_) => Ok(()),
-            ChildWork::Copy { dst, dpitch, src, spitch, width, height } => {
-                rows(src, spitch, width, height)?;
-                rows(dst, dpitch, width, height)?;
-                for r in 0..height {
-                    let (d, s) = (dst.wrapping_add(r.wrapping_mul(dpitch)), src.wrapping_add(r.wrapping_mul(spitch)));
-                    // SAFETY: both rows lie in live allocations (checked
-                    // above); `copy` allows them to overlap.
-                    unsafe { std::ptr::copy(s as *const u8, d as *mut u8, width as usize) };
-                    crate::memcheck::copied(d, s, width);
+            ChildWork::Copy { dst, src, extent } => {
+                check(&src, extent)?;
+                check(&dst, extent)?;
+                let [width, height, depth] = extent;
+                for z in 0..depth {
+                    for y in 0..height {
+                        let (d, s) = (dst.row(y, z), src.row(y, z));
+                        // SAFETY: both rows lie in live allocations (checked
+                        // above); `copy` allows them to overlap.
+                        unsafe { std::ptr::copy(s as *const u8, d as *mut u8, width as usize) };
+                        crate::memcheck::copied(d, s, width);
+                    }
                 }
                 Ok(())
             }
-            ChildWork::Set { dst, pitch, value, width, height } => {
-                rows(dst, pitch, width, height)?;
-                for r in 0..height {
-                    let d = dst.wrapping_add(r.wrapping_mul(pitch));
-                    // SAFETY: the row lies in a live allocation (checked above).
-                    unsafe { std::ptr::write_bytes(d as *mut u8, value, width as usize) };
-                    crate::memcheck::host_wrote(d, width);
+            ChildWork::Set { dst, value, extent } => {
+                check(&dst, extent)?;
+                let [width, height, depth] = extent;
+                for z in 0..depth {
+                    for y in 0..height {
+                        let d = dst.row(y, z);
+                        // SAFETY: the row lies in a live allocation (checked above).
+                        unsafe { std::ptr::write_bytes(d as *mut u8, value, width as usize) };
+                        crate::memcheck::host_wrote(d, width);
+                    }
                 }
                 Ok(())
             }
@@ -411,28 +433,48 @@ pub unsafe extern "C" fn __anycuda_devrt(ctx: *mut BlockCtx, thread: u32, op: u3
         }
         Op::RuntimeGetVersion => u64::from(store(args.at(0), 13000i32)),
         Op::MemcpyAsync => {
-            let work = ChildWork::Copy { dst: args.at(0), dpitch: 0, src: args.at(1), spitch: 0, width: args.at(2), height: 1 };
+            let work = ChildWork::Copy { dst: Pitched::rows(args.at(0), 0), src: Pitched::rows(args.at(1), 0), extent: [args.at(2), 1, 1] };
             u64::from(memory_work(job, work, args.at(4), Some(args.u32(3))))
         }
         Op::Memcpy2DAsync => {
             let work = ChildWork::Copy {
-                dst: args.at(0),
-                dpitch: args.at(1),
-                src: args.at(2),
-                spitch: args.at(3),
-                width: args.at(4),
-                height: args.at(5),
+                dst: Pitched::rows(args.at(0), args.at(1)),
+                src: Pitched::rows(args.at(2), args.at(3)),
+                extent: [args.at(4), args.at(5), 1],
             };
             u64::from(memory_work(job, work, args.at(7), Some(args.u32(6))))
         }
         Op::MemsetAsync => {
-            let work = ChildWork::Set { dst: args.at(0), pitch: 0, value: args.u32(1) as u8, width: args.at(2), height: 1 };
+            let work = ChildWork::Set { dst: Pitched::rows(args.at(0), 0), value: args.u32(1) as u8, extent: [args.at(2), 1, 1] };
             u64::from(memory_work(job, work, args.at(3), None))
         }
         Op::Memset2DAsync => {
-            let work =
-                ChildWork::Set { dst: args.at(0), pitch: args.at(1), value: args.u32(2) as u8, width: args.at(3), height: args.at(4) };
+            let work = ChildWork::Set {
+                dst: Pitched::rows(args.at(0), args.at(1)),
+                value: args.u32(2) as u8,
+                extent: [args.at(3), args.at(4), 1],
+            };
             u64::from(memory_work(job, work, args.at(5), None))
+        }
+        Op::Memcpy3DAsync => match copy_3d(job, args.at(0)) {
+            Ok((work, kind)) => u64::from(memory_work(job, work, args.at(1), Some(kind))),
+            Err(e) => u64::from(e),
+        },
+        Op::Memset3DAsync => {
+            // (cudaPitchedPtr {ptr, pitch, xsize, ysize}, value, cudaExtent {width, height, depth}, stream)
+            let (ptr, pitch, ysize) = (args.at(0), args.at(1), args.at(3));
+            let extent = [args.at(5), args.at(6), args.at(7)];
+            match check_3d(job, "cudaMemset3DAsync", pitch, ysize, [0, 0], extent) {
+                Ok(()) => {
+                    let work = ChildWork::Set {
+                        dst: Pitched { base: ptr, pitch, slice: pitch.wrapping_mul(ysize) },
+                        value: args.u32(4) as u8,
+                        extent,
+                    };
+                    u64::from(memory_work(job, work, args.at(8), None))
+                }
+                Err(e) => u64::from(e),
+            }
         }
         Op::FuncGetAttributes => u64::from(func_attributes(g, args.at(0), args.at(1) as usize)),
         Op::OccupancyMaxActiveBlocksPerMultiprocessor | Op::OccupancyMaxActiveBlocksPerMultiprocessorWithFlags => {
@@ -554,9 +596,70 @@ fn launch(job: &Job, buffer: u64, config: Option<Config>, stream: u64) -> u32 {
 const MEMCPY_DEVICE_TO_DEVICE: u32 = 3;
 const MEMCPY_DEFAULT: u32 = 4;
 
-/// Device-side `cudaMemcpy2DAsync`/`cudaMemset2DAsync` (and their 1-D
-/// forms, one row): checks the arguments as CUDA does and records the work
-/// in its stream. Empty work succeeds and records nothing.
+/// Reads the `cudaMemcpy3DParms` a device-side `cudaMemcpy3DAsync` points
+/// to (CUDA 12 and 13, 160 bytes: `srcArray`, `srcPos` {x, y, z},
+/// `srcPtr` {ptr, pitch, xsize, ysize}, `dstArray`, `dstPos`, `dstPtr`,
+/// `extent` {width, height, depth}, then `kind`): the copy, with the
+/// positions folded into the operands (x in bytes, y in rows, z in
+/// slices of `pitch * ysize` bytes), and the kind. A NULL pointer is
+/// `cudaErrorInvalidValue`; so is a CUDA array operand, which the device
+/// runtime here does not support (said in the log).
+fn copy_3d(job: &Job, p: u64) -> Result<(ChildWork, u32), u32> {
+    if p == 0 {
+        return Err(err::INVALID_VALUE);
+    }
+    // SAFETY: the kernel passed the address of its parameter structure; a
+    // bad address faults, which ends the launch like any kernel fault.
+    let w = |i: u64| unsafe { (p.wrapping_add(8 * i) as *const u64).read_unaligned() };
+    let extent = [w(16), w(17), w(18)];
+    let side = |array: u64, pos: u64, ptr: u64| -> Result<(u64, Pitched), u32> {
+        let (x, y, z) = (w(pos), w(pos + 1), w(pos + 2));
+        let (base, pitch, ysize) = (w(ptr), w(ptr + 1), w(ptr + 3));
+        check_3d(job, "cudaMemcpy3DAsync", pitch, ysize, [x, y], extent)?;
+        let slice = pitch.wrapping_mul(ysize);
+        let base = base.wrapping_add(x).wrapping_add(y.wrapping_mul(pitch)).wrapping_add(z.wrapping_mul(slice));
+        Ok((w(array), Pitched { base, pitch, slice }))
+    };
+    let (src_array, src) = side(0, 1, 4)?;
+    let (dst_array, dst) = side(8, 9, 12)?;
+    // SAFETY: as above, the 32-bit kind after the extent.
+    let kind = unsafe { (p.wrapping_add(8 * 19) as *const u32).read_unaligned() };
+    if src_array != 0 || dst_array != 0 {
+        tracing::warn!(
+            "device-side cudaMemcpy3DAsync in kernel `{}`: a CUDA array operand, which anycuda's device runtime does not support (cudaErrorInvalidValue)",
+            job.kernel_name
+        );
+        return Err(err::INVALID_VALUE);
+    }
+    Ok((ChildWork::Copy { dst, src, extent }, kind))
+}
+
+/// The rows of a 3-D copy's or memset's operand, as the host's
+/// `cuMemcpy3D` checks them: with several rows or slices, a pitch of at
+/// least the row (from the operand's x position on); with several slices,
+/// a height (`ysize`, which may be 0 for one slice) of at least the rows
+/// (from its y position on). Otherwise `cudaErrorInvalidValue`, said in
+/// the log.
+fn check_3d(job: &Job, what: &str, pitch: u64, ysize: u64, [x, y]: [u64; 2], [width, height, depth]: [u64; 3]) -> Result<(), u32> {
+    if width == 0 || height == 0 || depth == 0 {
+        return Ok(());
+    }
+    let row_fits = x.checked_add(width).is_some_and(|end| end <= pitch);
+    let rows_fit = y.checked_add(height).is_some_and(|end| end <= ysize);
+    if (height > 1 || depth > 1) && !row_fits || depth > 1 && !rows_fit {
+        tracing::warn!(
+            "device-side {what} in kernel `{}`: {depth} slices of {height} rows of {width} bytes from row {y}, byte {x}, do not fit a pitch of {pitch} bytes and a height of {ysize} rows (cudaErrorInvalidValue)",
+            job.kernel_name
+        );
+        return Err(err::INVALID_VALUE);
+    }
+    Ok(())
+}
+
+/// Device-side copies and memsets (`cudaMemcpyAsync`, `cudaMemsetAsync`
+/// and their 2-D and 3-D forms): checks the arguments as CUDA does and
+/// records the work in its stream. Empty work succeeds and records
+/// nothing.
 fn memory_work(job: &Job, work: ChildWork, stream: u64, kind: Option<u32>) -> u32 {
     let g = &job.devrt;
     let name = &job.kernel_name;
@@ -566,19 +669,23 @@ fn memory_work(job: &Job, work: ChildWork, stream: u64, kind: Option<u32>) -> u3
             return err::INVALID_MEMCPY_DIRECTION;
         }
     }
-    let (width, height, pitches) = match work {
-        ChildWork::Copy { width, height, dpitch, spitch, .. } => (width, height, [dpitch, spitch]),
-        ChildWork::Set { width, height, pitch, .. } => (width, height, [pitch, pitch]),
+    let (extent, sides) = match work {
+        ChildWork::Copy { dst, src, extent } => (extent, [dst, src]),
+        ChildWork::Set { dst, extent, .. } => (extent, [dst, dst]),
         ChildWork::Launch(_) => return err::INVALID_VALUE,
     };
-    if height > 1 && pitches.iter().any(|&p| p < width) {
-        tracing::warn!("device-side 2-D copy or memset in kernel `{name}`: rows of {width} bytes with pitches {pitches:?} (cudaErrorInvalidPitchValue)");
+    let [width, height, depth] = extent;
+    if height > 1 && sides.iter().any(|s| s.pitch < width) {
+        tracing::warn!(
+            "device-side copy or memset in kernel `{name}`: rows of {width} bytes with pitches {:?} (cudaErrorInvalidPitchValue)",
+            sides.map(|s| s.pitch)
+        );
         return err::INVALID_PITCH_VALUE;
     }
     if !g.with(|s| valid_stream(s, stream)) {
         return err::INVALID_RESOURCE_HANDLE;
     }
-    if width == 0 || height == 0 {
+    if width == 0 || height == 0 || depth == 0 {
         return err::SUCCESS;
     }
     g.with(|s| if stream == STREAM_TAIL_LAUNCH { s.tails.push(work) } else { s.launches.push(work) });
