@@ -29,7 +29,7 @@ impl FnLower<'_, '_> {
                 }
                 Arg::U64 => vec![self.param_arg(params, k, Ty::I64)?],
                 Arg::Dim3 => self.struct_arg(&params[k], "a dim3", Ty::I32, 3)?,
-                Arg::Fields64(n) => self.struct_arg(&params[k], "a structure passed by value", Ty::I64, n)?,
+                Arg::Fields64(n) => self.struct_arg(&params[k], "a structure passed by value", Ty::I64, *n)?,
             };
             for v in values {
                 let slot = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i64, ptr {array}, i64 {w}"));
