@@ -787,57 +787,18 @@ pub fn float_from_f64(t: Type, v: f64) -> u64 {
     }
 }
 
-/// The fast-path function of a warp-mode kernel: every warp of the block
-/// in order, each in a frame of its own on the stack. Fast-path kernels
-/// have no barriers; a warp that suspends anyway (`nanosleep`) continues
-/// at once.
-pub fn warp_block_function(kernel: &str, param_bytes: u32, frame_bytes: u32) -> String {
-    let thread = global_name(&KernelSymbols::thread(kernel));
-    let block = global_name(&KernelSymbols::block(kernel));
+/// The signature line of a kernel's block function.
+fn block_function_header(block: &str, param_bytes: u32) -> String {
     let ctx_bytes = std::mem::size_of::<crate::cpu_abi::BlockCtx>();
     let param_bytes = param_bytes.max(1);
-    let frame_bytes = frame_bytes.max(crate::cpu_abi::warp_frame::HEADER_BYTES);
-    let suspended = crate::cpu_abi::warp_frame::SUSPENDED;
-    format!(
-        "define void {block}(ptr noalias readonly align 16 dereferenceable({param_bytes}) %params, ptr noalias align 8 dereferenceable({ctx_bytes}) %ctx) #0 {{
-entry:
-  %frame = alloca [{frame_bytes} x i8], align 64
-  %pn = getelementptr i8, ptr %ctx, i64 {nthreads}
-  %n = load i32, ptr %pn, align 4
-  %n31 = add i32 %n, 31
-  %nw = lshr i32 %n31, 5
-  %none = icmp eq i32 %nw, 0
-  br i1 %none, label %done, label %wloop
-wloop:
-  %w = phi i32 [0, %entry], [%w1, %wnext]
-  store i32 0, ptr %frame, align 64
-  br label %wcall
-wcall:
-  %r = call i32 {thread}(ptr %params, ptr %ctx, i32 %w, ptr %frame)
-  %again = icmp eq i32 %r, {suspended}
-  br i1 %again, label %wcall, label %wnext
-wnext:
-  %w1 = add nuw i32 %w, 1
-  %more = icmp ult i32 %w1, %nw
-  br i1 %more, label %wloop, label %done
-done:
-  ret void
-}}
-",
-        nthreads = offsets::NTHREADS
-    )
+    format!("define void {block}(ptr noalias readonly align 16 dereferenceable({param_bytes}) %params, ptr noalias align 8 dereferenceable({ctx_bytes}) %ctx) #0 {{\n")
 }
 
-/// The fast-path function running every thread of a block in order.
-pub fn block_function(kernel: &str, param_bytes: u32) -> String {
-    let thread = global_name(&KernelSymbols::thread(kernel));
-    let block = global_name(&KernelSymbols::block(kernel));
-    let ctx_bytes = std::mem::size_of::<crate::cpu_abi::BlockCtx>();
-    let param_bytes = param_bytes.max(1);
+/// Block-function code calling `thread` for every thread of the block in
+/// order (x fastest), entered from block `from`; it ends at `%done`.
+fn every_thread(thread: &str, from: &str) -> String {
     format!(
-        "define void {block}(ptr noalias readonly align 16 dereferenceable({param_bytes}) %params, ptr noalias align 8 dereferenceable({ctx_bytes}) %ctx) #0 {{
-entry:
-  %nx = load i32, ptr %ctx, align 4
+        "  %nx = load i32, ptr %ctx, align 4
   %pny = getelementptr i8, ptr %ctx, i64 4
   %ny = load i32, ptr %pny, align 4
   %pnz = getelementptr i8, ptr %ctx, i64 8
@@ -845,7 +806,7 @@ entry:
   %ez = icmp eq i32 %nz, 0
   br i1 %ez, label %done, label %zloop
 zloop:
-  %z = phi i32 [0, %entry], [%z1, %zlatch]
+  %z = phi i32 [0, %{from}], [%z1, %zlatch]
   br label %yloop
 yloop:
   %y = phi i32 [0, %zloop], [%y1, %ylatch]
@@ -864,11 +825,65 @@ zlatch:
   %z1 = add nuw i32 %z, 1
   %zc = icmp ult i32 %z1, %nz
   br i1 %zc, label %zloop, label %done
-done:
-  ret void
-}}
 "
     )
+}
+
+/// Block-function code calling the warp function `warp` for every warp of
+/// the block in order, each from a fresh frame (`%frame`), entered from
+/// block `from`; a warp that suspends is called again at once. It ends at
+/// `%done`.
+fn every_warp(warp: &str, from: &str) -> String {
+    let suspended = crate::cpu_abi::warp_frame::SUSPENDED;
+    format!(
+        "  %pn = getelementptr i8, ptr %ctx, i64 {nthreads}
+  %n = load i32, ptr %pn, align 4
+  %n31 = add i32 %n, 31
+  %nw = lshr i32 %n31, 5
+  %none = icmp eq i32 %nw, 0
+  br i1 %none, label %done, label %wloop
+wloop:
+  %w = phi i32 [0, %{from}], [%w1, %wnext]
+  store i32 0, ptr %frame, align 64
+  br label %wcall
+wcall:
+  %r = call i32 {warp}(ptr %params, ptr %ctx, i32 %w, ptr %frame)
+  %again = icmp eq i32 %r, {suspended}
+  br i1 %again, label %wcall, label %wnext
+wnext:
+  %w1 = add nuw i32 %w, 1
+  %more = icmp ult i32 %w1, %nw
+  br i1 %more, label %wloop, label %done
+",
+        nthreads = offsets::NTHREADS
+    )
+}
+
+/// The frame of the warps a block function runs, on its stack.
+fn warp_frame_alloca(frame_bytes: u32) -> String {
+    let frame_bytes = frame_bytes.max(crate::cpu_abi::warp_frame::HEADER_BYTES);
+    format!("  %frame = alloca [{frame_bytes} x i8], align 64\n")
+}
+
+const BLOCK_FUNCTION_END: &str = "done:\n  ret void\n}\n";
+
+/// The fast-path function of a warp-mode kernel: every warp of the block
+/// in order, each in a frame of its own on the stack. Fast-path kernels
+/// have no barriers; a warp that suspends anyway (`nanosleep`) continues
+/// at once.
+pub fn warp_block_function(kernel: &str, param_bytes: u32, frame_bytes: u32) -> String {
+    let thread = global_name(&KernelSymbols::thread(kernel));
+    let block = global_name(&KernelSymbols::block(kernel));
+    let header = block_function_header(&block, param_bytes);
+    format!("{header}entry:\n{}{}{BLOCK_FUNCTION_END}", warp_frame_alloca(frame_bytes), every_warp(&thread, "entry"))
+}
+
+/// The fast-path function running every thread of a block in order.
+pub fn block_function(kernel: &str, param_bytes: u32) -> String {
+    let thread = global_name(&KernelSymbols::thread(kernel));
+    let block = global_name(&KernelSymbols::block(kernel));
+    let header = block_function_header(&block, param_bytes);
+    format!("{header}entry:\n{}{BLOCK_FUNCTION_END}", every_thread(&thread, "entry"))
 }
 
 /// The block function of a guarded kernel (`warp::ModeChoice::guarded`):
@@ -881,67 +896,12 @@ pub fn guarded_block_function(kernel: &str, param_bytes: u32, frame_bytes: u32, 
     let thread = global_name(&KernelSymbols::thread(kernel));
     let warp = global_name(&KernelSymbols::lockstep(kernel));
     let block = global_name(&KernelSymbols::block(kernel));
-    let ctx_bytes = std::mem::size_of::<crate::cpu_abi::BlockCtx>();
-    let param_bytes = param_bytes.max(1);
-    let frame_bytes = frame_bytes.max(crate::cpu_abi::warp_frame::HEADER_BYTES);
-    let suspended = crate::cpu_abi::warp_frame::SUSPENDED;
+    let header = block_function_header(&block, param_bytes);
     format!(
-        "define void {block}(ptr noalias readonly align 16 dereferenceable({param_bytes}) %params, ptr noalias align 8 dereferenceable({ctx_bytes}) %ctx) #0 {{
-entry:
-  %frame = alloca [{frame_bytes} x i8], align 64
-{check}  br i1 %ok, label %threads, label %warps
-threads:
-  %nx = load i32, ptr %ctx, align 4
-  %pny = getelementptr i8, ptr %ctx, i64 4
-  %ny = load i32, ptr %pny, align 4
-  %pnz = getelementptr i8, ptr %ctx, i64 8
-  %nz = load i32, ptr %pnz, align 4
-  %ez = icmp eq i32 %nz, 0
-  br i1 %ez, label %done, label %zloop
-zloop:
-  %z = phi i32 [0, %threads], [%z1, %zlatch]
-  br label %yloop
-yloop:
-  %y = phi i32 [0, %zloop], [%y1, %ylatch]
-  br label %xloop
-xloop:
-  %x = phi i32 [0, %yloop], [%x1, %xloop]
-  call void {thread}(ptr %params, ptr %ctx, i32 %x, i32 %y, i32 %z)
-  %x1 = add nuw i32 %x, 1
-  %xc = icmp ult i32 %x1, %nx
-  br i1 %xc, label %xloop, label %ylatch
-ylatch:
-  %y1 = add nuw i32 %y, 1
-  %yc = icmp ult i32 %y1, %ny
-  br i1 %yc, label %yloop, label %zlatch
-zlatch:
-  %z1 = add nuw i32 %z, 1
-  %zc = icmp ult i32 %z1, %nz
-  br i1 %zc, label %zloop, label %done
-warps:
-  %pn = getelementptr i8, ptr %ctx, i64 {nthreads}
-  %n = load i32, ptr %pn, align 4
-  %n31 = add i32 %n, 31
-  %nw = lshr i32 %n31, 5
-  %none = icmp eq i32 %nw, 0
-  br i1 %none, label %done, label %wloop
-wloop:
-  %w = phi i32 [0, %warps], [%w1, %wnext]
-  store i32 0, ptr %frame, align 64
-  br label %wcall
-wcall:
-  %r = call i32 {warp}(ptr %params, ptr %ctx, i32 %w, ptr %frame)
-  %again = icmp eq i32 %r, {suspended}
-  br i1 %again, label %wcall, label %wnext
-wnext:
-  %w1 = add nuw i32 %w, 1
-  %more = icmp ult i32 %w1, %nw
-  br i1 %more, label %wloop, label %done
-done:
-  ret void
-}}
-",
-        nthreads = offsets::NTHREADS
+        "{header}entry:\n{}{check}  br i1 %ok, label %threads, label %warps\nthreads:\n{}warps:\n{}{BLOCK_FUNCTION_END}",
+        warp_frame_alloca(frame_bytes),
+        every_thread(&thread, "threads"),
+        every_warp(&warp, "warps")
     )
 }
 
