@@ -210,30 +210,39 @@ unsafe fn copy2d(p: *const CUDA_MEMCPY2D) -> Result<Memcpy2D, Error> {
     })
 }
 
+/// The copy a `CUDA_MEMCPY3D` or a `CUDA_MEMCPY3D_PEER` describes: the
+/// two structures name these fields alike.
+macro_rules! memcpy3d_of {
+    ($c:expr) => {{
+        let c = $c;
+        Ok(Memcpy3D {
+            src: loc(c.srcMemoryType, c.srcHost as usize, c.srcDevice, c.srcArray)?,
+            src_x: c.srcXInBytes,
+            src_y: c.srcY,
+            src_z: c.srcZ,
+            src_lod: c.srcLOD,
+            src_pitch: c.srcPitch,
+            src_height: c.srcHeight,
+            dst: loc(c.dstMemoryType, c.dstHost as usize, c.dstDevice, c.dstArray)?,
+            dst_x: c.dstXInBytes,
+            dst_y: c.dstY,
+            dst_z: c.dstZ,
+            dst_lod: c.dstLOD,
+            dst_pitch: c.dstPitch,
+            dst_height: c.dstHeight,
+            width: c.WidthInBytes,
+            height: c.Height,
+            depth: c.Depth,
+        })
+    }};
+}
+
 pub(crate) unsafe fn copy3d(p: *const CUDA_MEMCPY3D) -> Result<Memcpy3D, Error> {
     if p.is_null() {
         return Err(Error::InvalidValue("pCopy is NULL".into()));
     }
     let c = p.read_unaligned();
-    Ok(Memcpy3D {
-        src: loc(c.srcMemoryType, c.srcHost as usize, c.srcDevice, c.srcArray)?,
-        src_x: c.srcXInBytes,
-        src_y: c.srcY,
-        src_z: c.srcZ,
-        src_lod: c.srcLOD,
-        src_pitch: c.srcPitch,
-        src_height: c.srcHeight,
-        dst: loc(c.dstMemoryType, c.dstHost as usize, c.dstDevice, c.dstArray)?,
-        dst_x: c.dstXInBytes,
-        dst_y: c.dstY,
-        dst_z: c.dstZ,
-        dst_lod: c.dstLOD,
-        dst_pitch: c.dstPitch,
-        dst_height: c.dstHeight,
-        width: c.WidthInBytes,
-        height: c.Height,
-        depth: c.Depth,
-    })
+    memcpy3d_of!(c)
 }
 
 unsafe fn copy3d_peer(p: *const CUDA_MEMCPY3D_PEER) -> Result<Memcpy3D, Error> {
@@ -245,25 +254,7 @@ unsafe fn copy3d_peer(p: *const CUDA_MEMCPY3D_PEER) -> Result<Memcpy3D, Error> {
     for h in [c.srcContext, c.dstContext] {
         d.ctx_get_device(h.addr() as u64).map_err(|_| Error::InvalidContext)?;
     }
-    Ok(Memcpy3D {
-        src: loc(c.srcMemoryType, c.srcHost as usize, c.srcDevice, c.srcArray)?,
-        src_x: c.srcXInBytes,
-        src_y: c.srcY,
-        src_z: c.srcZ,
-        src_lod: c.srcLOD,
-        src_pitch: c.srcPitch,
-        src_height: c.srcHeight,
-        dst: loc(c.dstMemoryType, c.dstHost as usize, c.dstDevice, c.dstArray)?,
-        dst_x: c.dstXInBytes,
-        dst_y: c.dstY,
-        dst_z: c.dstZ,
-        dst_lod: c.dstLOD,
-        dst_pitch: c.dstPitch,
-        dst_height: c.dstHeight,
-        width: c.WidthInBytes,
-        height: c.Height,
-        depth: c.Depth,
-    })
+    memcpy3d_of!(c)
 }
 
 api! {
