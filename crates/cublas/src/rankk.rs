@@ -20,8 +20,9 @@ use crate::types::{DType, Fill, Op};
 
 /// Rows or columns of a panel. DSYRK 1024 x 1024 on the 2-vCPU
 /// development machine (measured as in [`panels`]), panels of 96, 128, 192
-/// and 256 were within the noise of each other (1.00-1.11x OpenBLAS); 128
-/// leaves 8 panels at n = 1024, which two threads share evenly.
+/// and 256 were within the noise of each other (0.93-1.22x OpenBLAS, one
+/// run of each); 128 leaves 8 panels at n = 1024, which two threads share
+/// evenly.
 const PANEL: i64 = 128;
 
 /// Columns of the diagonal blocks, the only products that compute
