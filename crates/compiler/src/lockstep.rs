@@ -1487,8 +1487,16 @@ impl<'a> Forms<'a> {
     /// examined must agree on `b`, which names a launch value.
     fn bound_on_entry(&mut self, r: RegId, head: usize, visiting: &mut Vec<usize>) -> Option<Option<Vec<Op<VarId>>>> {
         let b = self.b;
-        let Some(Statement::Label(label)) = b.statements.get(head) else { return None };
-        let label = *label;
+        let Some(Statement::Label(_)) = b.statements.get(head) else { return None };
+        // The labels of the run ending at `head` (nothing between them):
+        // a branch to any of them enters `head`'s code.
+        let first = (0..=head).rev().take_while(|&k| matches!(b.statements.get(k), Some(Statement::Label(_)))).last()?;
+        let labels: Vec<LabelId> = (first..=head)
+            .filter_map(|k| match b.statements.get(k) {
+                Some(Statement::Label(l)) => Some(*l),
+                _ => None,
+            })
+            .collect();
         if visiting.contains(&head) {
             return Some(None);
         }
@@ -1504,7 +1512,7 @@ impl<'a> Forms<'a> {
             if inst.op == Opcode::Brx {
                 return None;
             }
-            if inst.op == Opcode::Bra && matches!(b.args(inst).first(), Some(Operand::Label(l)) if *l == label) {
+            if inst.op == Opcode::Bra && matches!(b.args(inst).first(), Some(Operand::Label(l)) if labels.contains(l)) {
                 // Taken when the guard is true (false when negated).
                 entries.push((j, inst.guard.map(|g| (g.reg, !g.negate))));
             }
@@ -1525,7 +1533,7 @@ impl<'a> Forms<'a> {
         };
         // Falling into the label from the code before it: the way in from
         // its last instruction, unless that always leaves.
-        let fall = (0..head).rev().find_map(|j| match b.statements.get(j) {
+        let fall = (0..first).rev().find_map(|j| match b.statements.get(j) {
             Some(Statement::Instruction(inst)) => Some((j, inst)),
             _ => None,
         });
@@ -5373,10 +5381,17 @@ mod tests {
         let passed = check(&rows_kernel(&same));
         assert!(passed.is_some_and(|p| p > 20), "{passed:?}");
         // Not applied: the copy reachable without the check (the branch
-        // past the loops removed), the checked register rewritten between
+        // past the loops removed), the loop entered where no copy was
+        // made, the checked register rewritten between
         // the check and the copy, a bias that is not the sign's.
-        let changes: [&dyn Fn(String) -> String; 3] = [
+        let changes: [&dyn Fn(String) -> String; 4] = [
             &|s: String| s.replace("bra.uni $L__empty;\n$L__body:", "$L__body:"),
+            // A way into the inner loop through a label just before its
+            // own, from code that never made the copy.
+            &|s: String| {
+                s.replace("$L__inner:", "$L__extra:\n$L__inner:")
+                    .replace("$L__empty:\n", "$L__empty:\nsetp.eq.s64 %p5, %rd74, 7;\n@%p5 bra $L__extra;\n")
+            },
             &|s: String| s.replace("mov.u64 %rd76, %rd4;", "add.s64 %rd4, %rd4, %rd15;\nmov.u64 %rd76, %rd4;"),
             &|s: String| s.replace("shr.u64 %rd11, %rd10, 56;", "shr.u64 %rd11, %rd10, 57;"),
         ];
@@ -5384,5 +5399,20 @@ mod tests {
             let src = rows_kernel(change);
             assert_eq!(check(&src), None, "{src}");
         }
+    }
+
+    #[test]
+    fn a_label_just_before_a_loop_is_a_way_into_it() {
+        // The grid-stride loop applies; a branch to a second label right
+        // before the loop's own, taken before the check `i < n`, enters
+        // the loop with any `i`: no bound, no condition.
+        let k = grid_stride64_kernel(START_GLOBAL, STEP_GRID, ROW_SIGNED, "s64");
+        assert!(!conditions(&verdict(&k)).injective.is_empty());
+        let k = k.replace("$L__loop:", "$L__extra:\n$L__loop:").replace(
+            "setp.ge.s64 %p1, %rd6, %rd2;",
+            "setp.eq.s64 %p3, %rd6, 7;\n@%p3 bra $L__extra;\nsetp.ge.s64 %p1, %rd6, %rd2;",
+        );
+        let v = verdict(&k);
+        assert_eq!(kind(&v), Some(ExchangeKind::RepeatedWrite), "{v:?}");
     }
 }
