@@ -499,6 +499,11 @@ const MAX_PATTERN: i128 = 4096;
 /// A grid-stride counter's bound and step (see [`Injective::nowrap`]).
 pub type NoWrap<P> = (Vec<Op<P>>, Vec<Op<P>>);
 
+/// A way into a label's code ([`Forms::bound_at`]): the branching or
+/// falling statement, the branch's guard and the value it has when taken,
+/// and whether it is the fall.
+type WayIn = (usize, Option<(RegId, bool)>, bool);
+
 /// A 64-bit grid-stride counter ([`Forms::counter64`]): the parts of the
 /// thread's index it names, and its bound and step.
 type Counter64 = (Vec<(Launch, u8)>, NoWrap<VarId>);
@@ -1540,7 +1545,7 @@ impl<'a> Forms<'a> {
         // (No instruction before the label: the body's start falls in,
         // where nothing is known.)
         let (j, inst) = fall?;
-        let mut ways: Vec<(usize, Option<(RegId, bool)>, bool)> = entries.into_iter().map(|(j, g)| (j, g, false)).collect();
+        let mut ways: Vec<WayIn> = entries.into_iter().map(|(j, g)| (j, g, false)).collect();
         if !(inst.guard.is_none() && matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit)) {
             ways.push((j, None, true));
         }
@@ -5408,10 +5413,9 @@ mod tests {
         // the loop with any `i`: no bound, no condition.
         let k = grid_stride64_kernel(START_GLOBAL, STEP_GRID, ROW_SIGNED, "s64");
         assert!(!conditions(&verdict(&k)).injective.is_empty());
-        let k = k.replace("$L__loop:", "$L__extra:\n$L__loop:").replace(
-            "setp.ge.s64 %p1, %rd6, %rd2;",
-            "setp.eq.s64 %p3, %rd6, 7;\n@%p3 bra $L__extra;\nsetp.ge.s64 %p1, %rd6, %rd2;",
-        );
+        let k = k
+            .replace("$L__loop:", "$L__extra:\n$L__loop:")
+            .replace("setp.ge.s64 %p1, %rd6, %rd2;", "setp.eq.s64 %p3, %rd6, 7;\n@%p3 bra $L__extra;\nsetp.ge.s64 %p1, %rd6, %rd2;");
         let v = verdict(&k);
         assert_eq!(kind(&v), Some(ExchangeKind::RepeatedWrite), "{v:?}");
     }
