@@ -1827,7 +1827,7 @@ impl<'a> Forms<'a> {
         {
             return None;
         }
-        let start = unwidened(&self.value(w0)?);
+        let start = unwidened(uncapped(&self.value(w0)?));
         let [_, x, y] = self.b.args(step) else { return None };
         let other = match (x, y) {
             (Operand::Reg(a), o) if *a == r => o,
@@ -3296,6 +3296,28 @@ fn joint_stores(forms: &mut Forms, b: &Body, accesses: &mut [Access], joints: &m
             }
         }
     }
+}
+
+/// A computation without its final cap ([`Op::Min`] pops `n` and `x`
+/// and pushes `x`, its interval capped by an exit passed): `x`'s
+/// computation, the same value; `v` itself when it ends otherwise.
+fn uncapped(v: &[Op<VarId>]) -> &[Op<VarId>] {
+    let [rest @ .., Op::Min] = v else { return v };
+    // Walk back over `n`: the operations still to be matched against
+    // the values they pop, until `n` is one whole value.
+    let mut need = 1i64;
+    for (k, op) in rest.iter().enumerate().rev() {
+        need += match op {
+            Op::Const(_) | Op::Param { .. } | Op::Field { .. } | Op::Special(..) => -1,
+            Op::Wide { .. } | Op::Under => 0,
+            Op::Rem => 3,
+            Op::Add | Op::Sub | Op::Mul | Op::MulHi | Op::Shr | Op::Div | Op::Mod | Op::Either | Op::Min => 1,
+        };
+        if need == 0 {
+            return rest.get(..k).unwrap_or(v);
+        }
+    }
+    v
 }
 
 /// Whether a computation names one value (a function of the launch and
@@ -5384,6 +5406,17 @@ mod tests {
         };
         let same = |s: String| s;
         let passed = check(&rows_kernel(&same));
+        assert!(passed.is_some_and(|p| p > 20), "{passed:?}");
+        // The check made at every outer iteration instead, skipping to the
+        // outer step (q5_K's shape): the copy's value is capped by the
+        // exit, and still names `blockIdx.y`.
+        let inside = |s: String| {
+            s.replace("@%p2 bra $L__body;\nbra.uni $L__empty;\n", "")
+                .replace("$L__outer:\n", "$L__outer:\nsetp.le.s64 %p2, %rd1, %rd4;\n@%p2 bra $L__step;\n")
+                .replace("add.s64 %rd74, %rd74, %rd5;\nsetp.lt.s64 %p7", "$L__step:\nadd.s64 %rd74, %rd74, %rd5;\nsetp.lt.s64 %p7")
+                .replace("setp.gt.s64 %p2, %rd1, %rd4;\n", "")
+        };
+        let passed = check(&rows_kernel(&inside));
         assert!(passed.is_some_and(|p| p > 20), "{passed:?}");
         // Not applied: the copy reachable without the check (the branch
         // past the loops removed), the loop entered where no copy was
