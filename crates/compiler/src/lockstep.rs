@@ -1993,6 +1993,50 @@ impl<'a> Forms<'a> {
         Some(())
     }
 
+    /// `w - m` (statement `i`, 64 bits) with `w` a 32-bit `x` widened with
+    /// its sign (`cvt.s64.s32`), `m = q * 2^k` (`mul.wide.s32` by the
+    /// constant) and `q = (x + y) >> k` (`shr.s32`, nvcc's signed `x /
+    /// 2^k` with its sign's bias `y`), `x` the same value in both: the
+    /// computation `((x + y) mod 2^k) - y`, as [`Forms::low_bits`] gives
+    /// for the 32-bit form, with `x` and `x + y` checked in `[-2^31,
+    /// 2^31)` (`Op::Wide`) and `x + y` at least 0 (`Op::Mod`). Invariant:
+    /// where the launch check passes, `w` is `x`, `q` is `floor((x + y) /
+    /// 2^k)` (an arithmetic shift of a value not negative), so `w - m =
+    /// x - 2^k floor((x + y) / 2^k) = ((x + y) mod 2^k) - y` exactly (no
+    /// 64-bit wrap: every value is below `2^31` in magnitude).
+    fn low_bits64(&mut self, i: usize, w: &Operand, p: &Operand) -> Option<Vec<Op<VarId>>> {
+        let (ci, cvt) = self.def_of(w, i, Opcode::Cvt)?;
+        (cvt.types(self.b).take(2).eq([Type::S64, Type::S32]) && cvt.rounding(self.b).is_none()).then_some(())?;
+        let [_, x @ Operand::Reg(xr)] = self.b.args(cvt) else { return None };
+        let (mi, mul) = self.def_of(p, i, Opcode::Mul)?;
+        (mul.has(self.b, Flag::Wide) && mul.ty(self.b) == Some(Type::S32)).then_some(())?;
+        let [_, q, Operand::Imm(m)] = self.b.args(mul) else { return None };
+        let k = (1..31).find(|k| *m == 1i64 << k)?;
+        let (si, shr) = self.def_of(q, mi, Opcode::Shr)?;
+        (shr.ty(self.b) == Some(Type::S32)).then_some(())?;
+        let [_, a, Operand::Imm(k2)] = self.b.args(shr) else { return None };
+        (*k2 == k).then_some(())?;
+        let (ai, add) = self.def_of(a, si, Opcode::Add)?;
+        (add.ty(self.b)?.bits() == 32 && !add.has(self.b, Flag::Sat)).then_some(())?;
+        let [_, u, v] = self.b.args(add) else { return None };
+        let y = if self.is_write(u, ai, (*xr, ci)) {
+            v
+        } else if self.is_write(v, ai, (*xr, ci)) {
+            u
+        } else {
+            return None;
+        };
+        let (mut out, mut yv) = (Vec::new(), Vec::new());
+        self.value_operand_as(x, ci, Imm::S32, &mut out)?;
+        out.push(Op::Wide { signed: true });
+        self.value_operand_as(y, ai, Imm::S32, &mut yv)?;
+        out.extend(yv.iter().copied());
+        out.extend([Op::Add, Op::Wide { signed: true }, Op::Const(1 << k), Op::Mod]);
+        out.extend(yv);
+        out.push(Op::Sub);
+        (out.len() <= MAX_VALUE_OPS).then_some(out)
+    }
+
     /// `x - m` (statement `i`, 64 bits) with `m = q * d` (`mul.lo`,
     /// either order) and `q` the value `x / d` ([`Op::Div`]) of the same
     /// `x` and `d`: `x mod d` ([`Op::Mod`]). Equal computations are equal
@@ -2889,6 +2933,12 @@ impl<'a> Forms<'a> {
             (Opcode::Add, [_, x, y]) if ty.bits() == 64 && ty.is_integer() => {
                 self.terms(x, i, factor, out, depth + 1)?;
                 self.terms(y, i, factor, out, depth + 1)
+            }
+            // nvcc's 64-bit `x % 2^k` beside `x / 2^k` ([`Forms::low_bits64`]).
+            (Opcode::Sub, [_, x @ Operand::Reg(xr), p]) if ty.bits() == 64 && ty.is_integer() => {
+                let coord = self.low_bits64(i, x, p)?;
+                out.push(RawTerm { coord, stride: vec![Op::Const(1)], factor, reg: *xr, read: i });
+                Some(())
             }
             (Opcode::Shl, [_, x, Operand::Imm(k)]) if ty.bits() == 64 && (0..32).contains(k) => {
                 self.terms(x, i, factor.checked_mul(1 << *k)?, out, depth + 1)
@@ -5310,7 +5360,7 @@ mod tests {
     fn rows_kernel(change: &dyn Fn(String) -> String) -> String {
         change(
             ".visible .entry k(.param .u64 dst, .param .u64 ne00, .param .u64 nz, .param .u64 s2)\n{\n.reg .pred %p<8>;\n\
-             .reg .b32 %r<8>;\n.reg .b64 %rd<80>;\nld.param.u64 %rd20, [dst];\nld.param.u64 %rd21, [ne00];\n\
+             .reg .b32 %r<16>;\n.reg .b64 %rd<80>;\nld.param.u64 %rd20, [dst];\nld.param.u64 %rd21, [ne00];\n\
              ld.param.u64 %rd3, [nz];\nld.param.u64 %rd22, [s2];\nshr.s64 %rd10, %rd21, 63;\nshr.u64 %rd11, %rd10, 56;\n\
              add.s64 %rd12, %rd21, %rd11;\nshr.s64 %rd1, %rd12, 8;\nmov.u32 %r1, %ctaid.z;\ncvt.u64.u32 %rd74, %r1;\n\
              setp.le.s64 %p1, %rd3, %rd74;\n@%p1 bra $L__done;\nmov.u32 %r2, %ctaid.y;\ncvt.u64.u32 %rd4, %r2;\n\
@@ -5331,7 +5381,7 @@ mod tests {
         // The kernel simulated as its PTX computes (signed 64-bit
         // comparisons, nvcc's signed division): whether two threads write
         // a byte in common.
-        let collide = |ne00: i64, nz: i64, s2: u64, grid: [u32; 3], block: u32| {
+        let collide = |elem: &dyn Fn(u64) -> u64, ne00: i64, nz: i64, s2: u64, grid: [u32; 3], block: u32| {
             let nsb = (ne00.wrapping_add(((ne00 >> 63) as u64 >> 56) as i64)) >> 8;
             let mut owner = std::collections::HashMap::new();
             for (cz, cy, cx) in (0..u64::from(grid[2]))
@@ -5347,7 +5397,7 @@ mod tests {
                         loop {
                             let mut ib = cy;
                             loop {
-                                let at = z.wrapping_mul(s2).wrapping_add(ib << 8).wrapping_add(tx).wrapping_mul(4);
+                                let at = z.wrapping_mul(s2).wrapping_add(ib << 8).wrapping_add(elem(tx)).wrapping_mul(4);
                                 for byte in at..at + 4 {
                                     if *owner.entry(byte).or_insert(me) != me {
                                         return true;
@@ -5368,7 +5418,7 @@ mod tests {
             }
             false
         };
-        let check = |src: &str| -> Option<usize> {
+        let check_elem = |src: &str, elem: &dyn Fn(u64) -> u64| -> Option<usize> {
             let c = match verdict(src) {
                 Verdict::IndependentIf(c) => c,
                 _ => return None,
@@ -5394,7 +5444,7 @@ mod tests {
                             if c.injective.iter().all(|d| d.holds(&base, &param, grid, [block, 1, 1])) {
                                 passed += 1;
                                 assert!(
-                                    !collide(ne00, nz, s2, grid, block),
+                                    !collide(elem, ne00, nz, s2, grid, block),
                                     "ne00 {ne00} nz {nz} s2 {s2} {grid:?} {block} passed, threads collide: {c:?}"
                                 );
                             }
@@ -5404,6 +5454,7 @@ mod tests {
             }
             Some(passed)
         };
+        let check = |src: &str| check_elem(src, &|tx| tx);
         let same = |s: String| s;
         let passed = check(&rows_kernel(&same));
         assert!(passed.is_some_and(|p| p > 20), "{passed:?}");
@@ -5451,5 +5502,57 @@ mod tests {
             .replace("setp.ge.s64 %p1, %rd6, %rd2;", "setp.eq.s64 %p3, %rd6, 7;\n@%p3 bra $L__extra;\nsetp.ge.s64 %p1, %rd6, %rd2;");
         let v = verdict(&k);
         assert_eq!(kind(&v), Some(ExchangeKind::RepeatedWrite), "{v:?}");
+    }
+
+    /// [`rows_kernel`] with the element `(tid % 32) + 64 * (tid / 32)`
+    /// computed as nvcc does for `int64_t` (q2_K's and q6_K's rows): the
+    /// signed quotient `(tid + bias) >> 5` in 32 bits, the remainder as
+    /// `tid - 32 * quotient` in 64; `change` edits those lines.
+    fn digits64_kernel(change: &dyn Fn(String) -> String) -> String {
+        let digits = change(
+            "shr.s32 %r11, %r4, 31;\nshr.u32 %r12, %r11, 27;\nadd.s32 %r13, %r4, %r12;\nshr.s32 %r14, %r13, 5;\n\
+             cvt.s64.s32 %rd30, %r4;\nmul.wide.s32 %rd31, %r14, 32;\nsub.s64 %rd32, %rd30, %rd31;\n\
+             mul.wide.s32 %rd33, %r14, 64;\nadd.s64 %rd8, %rd32, %rd33;"
+                .to_string(),
+        );
+        rows_kernel(&|s: String| s.replace("cvt.u64.u32 %rd8, %r4;", &digits))
+    }
+
+    #[test]
+    fn a_64_bit_remainder_by_a_power_of_two_names_its_value_with_the_quotient() {
+        let v = verdict(&digits64_kernel(&|s: String| s));
+        let c = conditions(&v);
+        assert_eq!(c.injective.len(), 1, "{c:?}");
+        // The launch check against every thread's stores: `tid % 32`
+        // strided 1 and `tid / 32` strided 64 pass up to 128 threads (four
+        // quotients within the 256 elements of a block of the row), fail
+        // beyond.
+        let base = |b: &Base| (*b == P).then_some(0x1000_0000u64);
+        let param = |ne00: i64| {
+            move |v: &VarId, field: u32, _: bool| {
+                let x = match v {
+                    1 => ne00 as u64,
+                    2 => 2,
+                    3 => 4096,
+                    _ => return None,
+                };
+                Some(if field == 0 { i64::from(x as u32) } else { i64::from((x >> 32) as u32 as i32) })
+            }
+        };
+        let holds = |block: u32| c.injective.iter().all(|d| d.holds(&base, &param(1024), [1, 2, 2], [block, 1, 1]));
+        assert!(holds(32) && holds(128));
+        assert!(!holds(129) && !holds(256));
+        // Not applied: a quotient by another power than the product's, a
+        // remainder of another register than the quotient's, a product
+        // by a constant that is not a power of two.
+        let changes: [&dyn Fn(String) -> String; 3] = [
+            &|s: String| s.replace("shr.s32 %r14, %r13, 5;", "shr.s32 %r14, %r13, 4;"),
+            &|s: String| s.replace("cvt.s64.s32 %rd30, %r4;", "cvt.s64.s32 %rd30, %r11;"),
+            &|s: String| s.replace("mul.wide.s32 %rd31, %r14, 32;", "mul.wide.s32 %rd31, %r14, 31;"),
+        ];
+        for change in changes {
+            let src = digits64_kernel(change);
+            assert!(matches!(verdict(&src), Verdict::Exchanges(_)), "{src}");
+        }
     }
 }
