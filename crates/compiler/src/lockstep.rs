@@ -238,9 +238,14 @@
 //!   passes the check's edge (`Forms::copy_checked`). A 64-bit counter's
 //!   step may lie after an inner loop when that code is entered under the
 //!   same bound, and writes after which the read never runs are not its
-//!   writes. nvcc's signed 64-bit division by `2^k` (`shr.s64` of `x`
-//!   plus its sign's bias) is [`Op::Div`] by `2^k`, which the launch
-//!   check requires `x` in `[0, 2^63)` for, where the bias is 0.
+//!   writes. A start capped by an exit it passed (`Op::Min`, `uncapped`)
+//!   names the same value. nvcc's signed 64-bit division by `2^k`
+//!   (`shr.s64` of `x` plus its sign's bias) is [`Op::Div`] by `2^k`,
+//!   which the launch check requires `x` in `[0, 2^63)` for, where the
+//!   bias is 0; its 64-bit remainder `x - 2^k * ((x + bias) >> k)` of a
+//!   32-bit `x` widened with its sign is the coordinate `((x + bias) mod
+//!   2^k) - bias` (`Forms::low_bits64`), which names `x` with the
+//!   quotient as the 32-bit form does.
 //!
 //! A condition anything unknown leaves undecided (a parameter past the
 //! buffer, a variable not found, an interval past [`RANGE_BOUND`]) fails:
