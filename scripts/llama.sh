@@ -29,7 +29,9 @@
 # build (cmake_args) in a directory of its own with compile_commands.json,
 # and each unit's nvcc command is run as cmake wrote it, with the object
 # output replaced by `-ptx -o DIR/NAME.ptx` (so the flags and defines are
-# the build's: compute_80, -O3, -DNDEBUG, GGML's feature defines). The
+# the build's: compute_80, -O3, -DNDEBUG, GGML's feature defines) and
+# `-frandom-seed=NAME`, without which nvcc names internal functions with
+# a random number (the same source then gives byte-identical PTX). The
 # units, one after the other (nvcc on mmvq takes minutes), are listed in
 # PTX_UNITS; `cargo bench -p anycuda-compiler --bench compile` reads DIR
 # through ANYCUDA_BENCH_PTX=DIR. DIR/.anycuda-ptx records the source and
@@ -289,7 +291,7 @@ ptx() {
     fetch_source
     cmake_args
     local build="$CACHE/build-ptx" key unit name
-    key=$(printf '%s\n' "$SDIST_SHA256" "${CMAKE_ARGS[@]}" "${PTX_UNITS[@]}" | sha256sum | cut -c1-16)
+    key=$(printf '%s\n' "$SDIST_SHA256" "${CMAKE_ARGS[@]}" "${PTX_UNITS[@]}" frandom-seed | sha256sum | cut -c1-16)
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
     if [ ! -f "$dir/.anycuda-ptx" ] || [ "$(cat "$dir/.anycuda-ptx")" != "$key" ]; then
@@ -326,7 +328,10 @@ while i < len(args):
     cmd.append(a)
     i += 1
 tmp = out + ".part"
-cmd += ["-ptx", "-o", tmp]
+# nvcc names internal functions with a random number unless seeded: the
+# unit's name as seed makes the same source give the same PTX.
+seed = os.path.basename(out)[: -len(".ptx")]
+cmd += [f"-frandom-seed={seed}", "-ptx", "-o", tmp]
 r = subprocess.run(cmd, cwd=e["directory"])
 if r.returncode != 0:
     sys.exit(r.returncode)
