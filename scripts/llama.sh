@@ -8,6 +8,9 @@
 #   scripts/llama.sh generate   random-weight models, CUDA0 tokens == CPU tokens
 #   scripts/llama.sh bench      cold/warm start and tokens/s, CUDA0 vs CPU
 #   scripts/llama.sh all        build, ops, generate (default)
+#   scripts/llama.sh ptx [DIR]  the compile benchmark's llama.cpp corpus: ten
+#                               CUDA translation units as PTX in DIR (default
+#                               $ANYCUDA_LLAMA_CACHE/ptx)
 #
 # The source is llama.cpp as vendored by the llama-cpp-python sdist on PyPI
 # (pinned version and sha256 below). The build lives outside the repository,
@@ -21,6 +24,19 @@
 # K/V only (GGML_CUDA_FA_QUANTS=f16-f16: quantised-KV FlashAttention is
 # the part of the build that grows fastest), no NCCL, no server, no curl.
 # Jobs: ANYCUDA_LLAMA_JOBS (default 2).
+#
+# The PTX corpus (`ptx`) needs no anycuda build: cmake configures the same
+# build (cmake_args) in a directory of its own with compile_commands.json,
+# and each unit's nvcc command is run as cmake wrote it, with the object
+# output replaced by `-ptx -o DIR/NAME.ptx` (so the flags and defines are
+# the build's: compute_80, -O3, -DNDEBUG, GGML's feature defines) and
+# `-frandom-seed=NAME`, without which nvcc names internal functions with
+# a random number (the same source then gives byte-identical PTX). The
+# units, one after the other (nvcc on mmvq takes minutes), are listed in
+# PTX_UNITS; `cargo bench -p anycuda-compiler --bench compile` reads DIR
+# through ANYCUDA_BENCH_PTX=DIR. DIR/.anycuda-ptx records the source and
+# configuration the files were built from; a second run with the same
+# ones rebuilds only missing files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -39,6 +55,11 @@ LIBDIR="$REPO/target/$PROFILE"
 # anycuda's libraries under NVIDIA's file names (what `anycuda run` sets up
 # too): llama.cpp links against them and loads them at run time.
 LINKDIR="$CACHE/lib-$PROFILE"
+
+# The compile benchmark's corpus: translation units of ggml/src/ggml-cuda
+# (without .cu), in the order they are built (getrows first: it is quick).
+PTX_UNITS=(getrows binbcast softmax rope norm cpy unary
+    template-instances/mmq-instance-q4_0 template-instances/fattn-tile-instance-dkq64-dv64 mmvq)
 
 log() { echo "llama: $*"; }
 die() { echo "llama: error: $*" >&2; exit 1; }
@@ -258,11 +279,76 @@ bench() {
         -r "${ANYCUDA_LLAMA_BENCH_R:-3}" -o md 2>"$CACHE/bench.log" || { tail -20 "$CACHE/bench.log"; die "llama-bench failed"; }
 }
 
+# The PTX corpus (see the header): nvcc's command for each unit from the
+# configured build's compile_commands.json, writing PTX instead of an
+# object (dependency-file options dropped, the file written under a
+# temporary name and renamed when complete).
+ptx() {
+    local dir="${1:-$CACHE/ptx}"
+    scripts/toolkit.sh
+    command -v cmake >/dev/null && command -v ninja >/dev/null || die "cmake and ninja are needed (scripts/setup.sh installs them)"
+    command -v python3 >/dev/null || die "python3 is needed to read compile_commands.json"
+    fetch_source
+    cmake_args
+    local build="$CACHE/build-ptx" key unit name
+    key=$(printf '%s\n' "$SDIST_SHA256" "${CMAKE_ARGS[@]}" "${PTX_UNITS[@]}" frandom-seed | sha256sum | cut -c1-16)
+    mkdir -p "$dir"
+    dir=$(cd "$dir" && pwd)
+    if [ ! -f "$dir/.anycuda-ptx" ] || [ "$(cat "$dir/.anycuda-ptx")" != "$key" ]; then
+        rm -f "$dir"/*.ptx "$dir/.anycuda-ptx"
+    fi
+    if [ ! -f "$build/compile_commands.json" ] || [ ! -f "$build/.anycuda-configured" ] || [ "$(cat "$build/.anycuda-configured")" != "$key" ]; then
+        log "configuring $build (log: $CACHE/configure-ptx.log)"
+        cmake -S "$SRC" -B "$build" "${CMAKE_ARGS[@]}" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >"$CACHE/configure-ptx.log" 2>&1 \
+            || { tail -30 "$CACHE/configure-ptx.log"; die "cmake configure failed"; }
+        echo "$key" >"$build/.anycuda-configured"
+    fi
+    for unit in "${PTX_UNITS[@]}"; do
+        name=$(basename "$unit")
+        [ -f "$dir/$name.ptx" ] && continue
+        local t0=$SECONDS
+        python3 - "$build/compile_commands.json" "ggml/src/ggml-cuda/$unit.cu" "$dir/$name.ptx" <<'PY' \
+            || die "nvcc could not build $unit.cu to PTX"
+import json, os, shlex, subprocess, sys
+db, unit, out = sys.argv[1:]
+entries = [e for e in json.load(open(db)) if e["file"].endswith("/" + unit)]
+if len(entries) != 1:
+    sys.exit(f"{unit}: {len(entries)} entries in compile_commands.json (expected 1)")
+e = entries[0]
+args = e["arguments"] if "arguments" in e else shlex.split(e["command"])
+cmd, i = [], 0
+while i < len(args):
+    a = args[i]
+    if a in ("-o", "-MF", "-MT"):
+        i += 2
+        continue
+    if a in ("-c", "-MD"):
+        i += 1
+        continue
+    cmd.append(a)
+    i += 1
+tmp = out + ".part"
+# nvcc names internal functions with a random number unless seeded: the
+# unit's name as seed makes the same source give the same PTX.
+seed = os.path.basename(out)[: -len(".ptx")]
+cmd += [f"-frandom-seed={seed}", "-ptx", "-o", tmp]
+r = subprocess.run(cmd, cwd=e["directory"])
+if r.returncode != 0:
+    sys.exit(r.returncode)
+os.replace(tmp, out)
+PY
+        log "$name.ptx: $(stat -c %s "$dir/$name.ptx") bytes, $(grep -c '^\.visible \.entry\|^\.entry' "$dir/$name.ptx") kernels, $((SECONDS - t0)) s"
+    done
+    echo "$key" >"$dir/.anycuda-ptx"
+    log "PTX corpus in $dir: ANYCUDA_BENCH_PTX=$dir cargo bench -p anycuda-compiler --bench compile"
+}
+
 case "${1:-all}" in
     bench) bench ;;
     build) build ;;
     ops) shift; ops "$@" ;;
     generate) generate ;;
+    ptx) shift; ptx "$@" ;;
     all) build; ops; generate ;;
-    *) die "usage: $0 [build|ops [ARGS]|generate|bench|all]" ;;
+    *) die "usage: $0 [build|ops [ARGS]|generate|bench|ptx [DIR]|all]" ;;
 esac

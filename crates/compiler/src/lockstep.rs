@@ -213,6 +213,40 @@
 //!   right by constants are followed as logical ones of values the launch
 //!   check keeps in `[0, 2^31)`.
 //!
+//!   *Stores through one address* (`joint_stores`): stores that read the
+//!   same write of one address register at different constant offsets
+//!   (`y[l]` and `y[l + 32]` unrolled: `st [%rd+0]`, `[%rd+128]`, `[%rd+4]`,
+//!   ...) are each other's pairs; each alone decomposes as above, into the
+//!   same terms, and together they get one condition over the union of
+//!   their bytes ([`Injective::more`]): the stores' intervals, which must
+//!   not overlap, are a pattern the terms translate, in increasing stride,
+//!   and no two translates may overlap (a stride at least the pattern's
+//!   extent keeps them apart, as the mixed radix above; a smaller one,
+//!   `tid % 8` strided 16 bytes beside stores 128 bytes apart, is checked
+//!   interval by interval). Then every pair of a coordinate tuple and a
+//!   store touches bytes of its own, and two threads never meet through
+//!   any of the stores.
+//!
+//!   *Loop bounds across loops* ([`Forms::bound_at`]): a loop counter's
+//!   bound is proved on every way into the loop's code, where code
+//!   reached again while being examined (a cycle that does not write the
+//!   counter: an outer loop's counter around an inner loop) adds no way
+//!   in; an exit passed before a branch into the code counts as for a
+//!   fall into it; and a counter started as a copy (`mov i, s`) of a
+//!   register checked before the copy (`if (blockIdx.y < n)` tested once,
+//!   before an outer loop) is below the bound when every way to the copy
+//!   passes the check's edge (`Forms::copy_checked`). A 64-bit counter's
+//!   step may lie after an inner loop when that code is entered under the
+//!   same bound, and writes after which the read never runs are not its
+//!   writes. A start capped by an exit it passed (`Op::Min`, `uncapped`)
+//!   names the same value. nvcc's signed 64-bit division by `2^k`
+//!   (`shr.s64` of `x` plus its sign's bias) is [`Op::Div`] by `2^k`,
+//!   which the launch check requires `x` in `[0, 2^63)` for, where the
+//!   bias is 0; its 64-bit remainder `x - 2^k * ((x + bias) >> k)` of a
+//!   32-bit `x` widened with its sign is the coordinate `((x + bias) mod
+//!   2^k) - bias` (`Forms::low_bits64`), which names `x` with the
+//!   quotient as the 32-bit form does.
+//!
 //! A condition anything unknown leaves undecided (a parameter past the
 //! buffer, a variable not found, an interval past [`RANGE_BOUND`]) fails:
 //! a failed check costs speed only, the launch running the lockstep
@@ -454,10 +488,28 @@ pub struct Injective<B, P> {
     /// Grid-stride counters' `(bound, step)`: `bound + step <= 2^32`, so a
     /// counter below its bound never wraps when stepped.
     pub nowrap: Vec<NoWrap<P>>,
+    /// Further stores through the same address register, written by the
+    /// same instruction, at their own constant `(offset, bytes)` (offsets
+    /// counted as `offset` is): the condition is then about the union of
+    /// all of them ("Stores through one address" in the module's notes).
+    pub more: Vec<(i64, u64)>,
 }
+
+/// Most byte intervals [`Injective::holds`] enumerates for a coordinate
+/// whose stride is smaller than the bytes the smaller terms and the
+/// stores' offsets span: llama.cpp's dequantising stores need at most
+/// 128 (q6_K: 32 values of `tid % 32` times four stores 128 bytes
+/// apart; q4_K 16), and a launch check of 4,096 intervals (sorted once)
+/// stays far below a block's run time.
+const MAX_PATTERN: i128 = 4096;
 
 /// A grid-stride counter's bound and step (see [`Injective::nowrap`]).
 pub type NoWrap<P> = (Vec<Op<P>>, Vec<Op<P>>);
+
+/// A way into a label's code ([`Forms::bound_at`]): the branching or
+/// falling statement, the branch's guard and the value it has when taken,
+/// and whether it is the fall.
+type WayIn = (usize, Option<(RegId, bool)>, bool);
 
 /// A 64-bit grid-stride counter ([`Forms::counter64`]): the parts of the
 /// thread's index it names, and its bound and step.
@@ -483,6 +535,19 @@ impl<B, P> Injective<B, P> {
     /// the bytes all smaller terms span (`bytes + sum of c * (hi - lo)`),
     /// so distinct coordinate tuples give disjoint bytes; the addresses
     /// must lie in `[0, 2^64)` (then the 64-bit registers are exact).
+    ///
+    /// With further stores ([`Injective::more`]) the bytes a tuple's
+    /// stores touch are a set of intervals, the *pattern* (initially the
+    /// stores' own, which must not overlap). Each term, in increasing
+    /// `c`, replaces the pattern by its translates by `k * c`, `k` in
+    /// `[0, hi - lo]`: when `c` is at least the pattern's extent they
+    /// cannot overlap and their hull stands for them (a superset: what
+    /// keeps the hull's translates apart keeps the pattern's apart), as
+    /// without further stores; otherwise the translates are enumerated
+    /// (at most [`MAX_PATTERN`] intervals) and must not overlap.
+    /// Invariant, by induction over the terms: distinct pairs of a tuple
+    /// of the terms taken so far and a store touch disjoint bytes of the
+    /// pattern; so at the end distinct threads (distinct tuples) do.
     pub fn holds(
         &self,
         base: &dyn Fn(&B) -> Option<u64>,
@@ -527,12 +592,25 @@ impl<B, P> Injective<B, P> {
             }
         }
         steps.sort();
-        let mut span = i128::from(self.bytes);
+        let low = self.more.iter().map(|&(o, _)| o).fold(self.offset, i64::min);
+        start = start.checked_add(i128::from(low) - i128::from(self.offset))?;
+        let mut pattern: Vec<(i128, i128)> = std::iter::once((self.offset, self.bytes))
+            .chain(self.more.iter().copied())
+            .map(|(o, n)| (i128::from(o) - i128::from(low), i128::from(o) - i128::from(low) + i128::from(n)))
+            .collect();
+        pattern = disjoint_union(pattern)?;
         for (c, n) in steps {
-            (c >= span).then_some(())?;
-            span = span.checked_add(c.checked_mul(n)?)?;
-            (span <= 1 << 64).then_some(())?;
+            let span = pattern.last()?.1;
+            if c >= span {
+                pattern = vec![(0, span.checked_add(c.checked_mul(n)?)?)];
+            } else {
+                ((n + 1).checked_mul(pattern.len() as i128)? <= MAX_PATTERN).then_some(())?;
+                let shifted = (0..=n).flat_map(|k| pattern.iter().map(move |&(a, b)| (a + k * c, b + k * c))).collect();
+                pattern = disjoint_union(shifted)?;
+            }
+            (pattern.last()?.1 <= 1 << 64).then_some(())?;
         }
+        let span = pattern.last()?.1;
         (start >= 0 && start + span <= 1 << 64).then_some(())
     }
 
@@ -546,8 +624,25 @@ impl<B, P> Injective<B, P> {
             terms: self.terms.iter().map(|t| Term { coord: ops(&t.coord), stride: ops(&t.stride), factor: t.factor }).collect(),
             single: self.single.clone(),
             nowrap: self.nowrap.iter().map(|(b, s)| (ops(b), ops(s))).collect(),
+            more: self.more.clone(),
         }
     }
+}
+
+/// Half-open intervals `[a, b)` sorted and merged where they touch, or
+/// `None` when two overlap (or one is empty).
+fn disjoint_union(mut v: Vec<(i128, i128)>) -> Option<Vec<(i128, i128)>> {
+    v.sort_unstable();
+    let mut out: Vec<(i128, i128)> = Vec::with_capacity(v.len());
+    for (a, b) in v {
+        (a < b).then_some(())?;
+        match out.last_mut() {
+            Some(last) if a < last.1 => return None,
+            Some(last) if a == last.1 => last.1 = b,
+            _ => out.push((a, b)),
+        }
+    }
+    Some(out)
 }
 
 /// A computation with parameters named otherwise.
@@ -1045,6 +1140,12 @@ struct Access {
     /// For a store: the condition keeping threads' bytes apart, when its
     /// address decomposes ([`Forms::injective`]).
     injective: Option<Injective<Base, VarId>>,
+    /// For a store in the kernel's body: its address register and the
+    /// write of it the store reads.
+    address: Option<(RegId, usize)>,
+    /// The stores through the same address it is one of, when their union
+    /// keeps threads' bytes apart (an index into the joint conditions).
+    group: Option<usize>,
 }
 
 /// A lane's address: `base + scale * widen(index) + offset`, where `index`
@@ -1381,14 +1482,37 @@ impl<'a> Forms<'a> {
     /// a branch to the label or the fall into it from the code before —
     /// either because a comparison of `r`'s value there proves it (a
     /// branch taken only when it holds, an exit passed that leaves unless
-    /// it holds) or because it held when entering the code the branch or
-    /// fall comes from, which writes no `r` before it. Code reached again
-    /// while being examined (a cycle with no proof on it) gives none.
+    /// it holds, in the branch's or the fall's straight-line code after
+    /// the last write of `r`; a copy checked before, [`Forms::copy_checked`])
+    /// or because it held when entering the code the branch or fall
+    /// comes from, which writes no `r` before it.
     fn bound_at(&mut self, r: RegId, head: usize, visiting: &mut Vec<usize>) -> Option<Vec<Op<VarId>>> {
+        self.bound_on_entry(r, head, visiting)?
+    }
+
+    /// [`Forms::bound_at`], where code reached again while being examined
+    /// (a cycle of code writing no `r`) adds no way in: `Some(None)` when
+    /// every way in is such a cycle. Invariant (induction over the
+    /// execution): if every way into the heads examined that is not such
+    /// a cycle enters with `r < b`, every entry does, since a cycle
+    /// enters with the `r` of an earlier entry; the ways in of every head
+    /// examined must agree on `b`, which names a launch value.
+    fn bound_on_entry(&mut self, r: RegId, head: usize, visiting: &mut Vec<usize>) -> Option<Option<Vec<Op<VarId>>>> {
         let b = self.b;
-        let Some(Statement::Label(label)) = b.statements.get(head) else { return None };
-        let label = *label;
-        if visiting.contains(&head) || visiting.len() > 16 {
+        let Some(Statement::Label(_)) = b.statements.get(head) else { return None };
+        // The labels of the run ending at `head` (nothing between them):
+        // a branch to any of them enters `head`'s code.
+        let first = (0..=head).rev().take_while(|&k| matches!(b.statements.get(k), Some(Statement::Label(_)))).last()?;
+        let labels: Vec<LabelId> = (first..=head)
+            .filter_map(|k| match b.statements.get(k) {
+                Some(Statement::Label(l)) => Some(*l),
+                _ => None,
+            })
+            .collect();
+        if visiting.contains(&head) {
+            return Some(None);
+        }
+        if visiting.len() > 16 {
             return None;
         }
         visiting.push(head);
@@ -1400,13 +1524,14 @@ impl<'a> Forms<'a> {
             if inst.op == Opcode::Brx {
                 return None;
             }
-            if inst.op == Opcode::Bra && matches!(b.args(inst).first(), Some(Operand::Label(l)) if *l == label) {
+            if inst.op == Opcode::Bra && matches!(b.args(inst).first(), Some(Operand::Label(l)) if labels.contains(l)) {
                 // Taken when the guard is true (false when negated).
                 entries.push((j, inst.guard.map(|g| (g.reg, !g.negate))));
             }
         }
         let mut bound: Option<Vec<Op<VarId>>> = None;
-        let mut agree = |v: Vec<Op<VarId>>| -> bool {
+        let mut agree = |v: Option<Vec<Op<VarId>>>| -> bool {
+            let Some(v) = v else { return true };
             if v.contains(&Op::Under) {
                 return false;
             }
@@ -1418,33 +1543,36 @@ impl<'a> Forms<'a> {
                 }
             }
         };
-        for (j, guard) in entries {
-            let proved = guard.and_then(|(g, truth)| self.implies(g, j, truth, r, j));
-            let v = match proved {
-                Some(v) => v,
-                None => {
-                    let from = *self.region.get(j)?;
-                    (clean(from, j)).then_some(())?;
-                    self.bound_at(r, from, visiting)?
-                }
-            };
-            if !agree(v) {
-                return None;
-            }
-        }
-        // Falling into the label from the code before it.
-        let (j, inst) = (0..head).rev().find_map(|j| match b.statements.get(j) {
+        // Falling into the label from the code before it: the way in from
+        // its last instruction, unless that always leaves.
+        let fall = (0..first).rev().find_map(|j| match b.statements.get(j) {
             Some(Statement::Instruction(inst)) => Some((j, inst)),
             _ => None,
-        })?;
-        let ends = inst.guard.is_none() && matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit);
-        if !ends {
+        });
+        // (No instruction before the label: the body's start falls in,
+        // where nothing is known.)
+        let (j, inst) = fall?;
+        let mut ways: Vec<WayIn> = entries.into_iter().map(|(j, g)| (j, g, false)).collect();
+        if !(inst.guard.is_none() && matches!(inst.op, Opcode::Bra | Opcode::Ret | Opcode::Exit)) {
+            ways.push((j, None, true));
+        }
+        for (j, guard, falls) in ways {
+            // The branch's own guard (a fall through a guarded branch
+            // needs the guard false: not used).
+            if let Some(v) = guard.and_then(|(g, truth)| self.implies(g, j, truth, r, j)) {
+                if !agree(Some(v)) {
+                    return None;
+                }
+                continue;
+            }
+            // An exit passed in the straight-line code before, after the
+            // last write of `r` (the fall's own instruction included).
             let start = *self.region.get(j)?;
-            let found = (start..=j).rev().find_map(|k| match b.statements.get(k) {
-                Some(Statement::Instruction(e)) if matches!(e.op, Opcode::Bra | Opcode::Ret | Opcode::Exit) => {
+            let upto = if falls { j } else { j.checked_sub(1)? };
+            let found = (start..=upto).rev().find_map(|k| match b.statements.get(k) {
+                Some(Statement::Instruction(e)) if matches!(e.op, Opcode::Bra | Opcode::Ret | Opcode::Exit) && (k != j || falls) => {
                     let g = e.guard?;
-                    // No write of `r` between the exit and the label.
-                    if !clean(k, head) {
+                    if !clean(k, if falls { head } else { j }) {
                         return None;
                     }
                     self.implies(g.reg, k, g.negate, r, k)
@@ -1452,18 +1580,124 @@ impl<'a> Forms<'a> {
                 _ => None,
             });
             let v = match found {
-                Some(v) => v,
-                None => {
-                    (clean(start, head)).then_some(())?;
-                    self.bound_at(r, start, visiting)?
-                }
+                Some(v) => Some(v),
+                None if clean(start, if falls { head } else { j }) => self.bound_on_entry(r, start, visiting)?,
+                None if falls => Some(self.copy_checked(r, start, head)?),
+                None => return None,
             };
             if !agree(v) {
                 return None;
             }
         }
         visiting.pop();
-        bound
+        Some(bound)
+    }
+
+    /// A bound `b` with `r < b` on falling into label statement `head`
+    /// from the straight-line code starting at `start`, when the last
+    /// write of `r` there is an unguarded copy `mov r, s` of a register
+    /// checked before the copy: an edge of a guarded branch (taken or
+    /// not) whose predicate then proves `s < b` ([`Forms::implies`])
+    /// dominates the copy ([`Forms::edge_dominates`]), and `s` holds the
+    /// same value at the branch and at the copy ([`Forms::same_value`]);
+    /// `b` must name a value. (`for (i = blockIdx.y; i < n; ...)` inside
+    /// an outer loop, entered where nvcc tested `blockIdx.y < n` once
+    /// before the outer loop.) Invariant: every execution reaching the
+    /// copy took that edge, where `s < b` held, and neither changed since;
+    /// the code from the copy to `head` writes no `r` and has no label,
+    /// so falling into `head` passed the copy.
+    fn copy_checked(&mut self, r: RegId, start: usize, head: usize) -> Option<Vec<Op<VarId>>> {
+        let w = *self.writes.get(r as usize)?.iter().rev().find(|&&w| w >= start && w < head)?;
+        let copy = self.def(w)?;
+        let [_, Operand::Reg(src)] = self.b.args(copy) else { return None };
+        let src = *src;
+        (copy.op == Opcode::Mov && copy.guard.is_none() && src != r).then_some(())?;
+        let branches: Vec<(usize, RegId, bool)> = self
+            .b
+            .statements
+            .iter()
+            .enumerate()
+            .filter_map(|(j, st)| match st {
+                Statement::Instruction(i) if i.op == Opcode::Bra => i.guard.map(|g| (j, g.reg, g.negate)),
+                _ => None,
+            })
+            .collect();
+        for (j, g, negate) in branches {
+            // Taken when the guard's value is `!negate`.
+            for taken in [true, false] {
+                let Some(v) = self.implies(g, j, taken != negate, src, j) else { continue };
+                if names_value(&v) && self.same_value(src, j, w) && self.edge_dominates(j, taken, w) {
+                    return Some(v);
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether every way from the body's start to statement `w` passes
+    /// the edge of the branch at statement `j` that is taken (`taken`)
+    /// or falls through: `w` is unreachable once that edge is removed.
+    /// Ways are followed over statements (falling through, branch
+    /// targets, guarded exits falling through); an indirect branch or a
+    /// label not found makes every statement reachable.
+    fn edge_dominates(&self, j: usize, taken: bool, w: usize) -> bool {
+        !self.reachable(0, Some((j, taken)), w)
+    }
+
+    /// Whether statement `to` can run after control reaches statement
+    /// `from`, without the edge `without` (a branch's statement, and
+    /// whether its taken edge or its fall through is removed). Ways are
+    /// followed over statements (falling through, branch targets, guarded
+    /// exits falling through); an indirect branch or a label not found
+    /// reaches everything.
+    fn reachable(&self, from: usize, without: Option<(usize, bool)>, to: usize) -> bool {
+        let b = self.b;
+        let n = b.statements.len();
+        let mut label_at = std::collections::HashMap::new();
+        for (i, s) in b.statements.iter().enumerate() {
+            if let Statement::Label(l) = s {
+                label_at.insert(*l, i);
+            }
+        }
+        let mut seen = vec![false; n];
+        let mut stack = vec![from];
+        while let Some(i) = stack.pop() {
+            if i >= n || seen[i] {
+                continue;
+            }
+            seen[i] = true;
+            if i == to {
+                return true;
+            }
+            let Statement::Instruction(inst) = &b.statements[i] else {
+                stack.push(i + 1);
+                continue;
+            };
+            match inst.op {
+                Opcode::Brx => return true,
+                Opcode::Bra => {
+                    let Some(&t) = (match b.args(inst).first() {
+                        Some(Operand::Label(l)) => label_at.get(l),
+                        _ => None,
+                    }) else {
+                        return true;
+                    };
+                    if without != Some((i, true)) {
+                        stack.push(t);
+                    }
+                    if inst.guard.is_some() && without != Some((i, false)) {
+                        stack.push(i + 1);
+                    }
+                }
+                Opcode::Ret | Opcode::Exit => {
+                    if inst.guard.is_some() {
+                        stack.push(i + 1);
+                    }
+                }
+                _ => stack.push(i + 1),
+            }
+        }
+        false
     }
 
     /// When predicate `p`, read at statement `at`, is `truth`: a bound `b`
@@ -1573,9 +1807,23 @@ impl<'a> Forms<'a> {
         }
         let mut visiting = Vec::new();
         let bound = self.bound_at(r, head, &mut visiting)?;
-        let [w0, w1] = self.writes.get(r as usize)?[..] else { return None };
-        if w0 >= head || w1 <= at || self.region.get(w1) != Some(&head) {
+        let all = self.writes.get(r as usize)?.clone();
+        // Writes after which the read never runs cannot be the value it
+        // reads, nor the value the step adds to (the step reaches the read).
+        let writes: Vec<usize> = all.iter().copied().filter(|&w| self.reachable(w + 1, None, at)).collect();
+        let [w0, w1] = writes[..] else { return None };
+        if w0 >= head || w1 <= at {
             return None;
+        }
+        let h1 = *self.region.get(w1)?;
+        if h1 != head {
+            // The step in other straight-line code (after an inner loop):
+            // entered with the same bound, no write of `r` before the step.
+            if h1 <= at || all.iter().any(|&w| w > h1 && w < w1) {
+                return None;
+            }
+            let mut visiting = Vec::new();
+            (self.bound_at(r, h1, &mut visiting)? == bound).then_some(())?;
         }
         let (start, step) = (self.def(w0)?, self.def(w1)?);
         if start.guard.is_some()
@@ -1586,7 +1834,7 @@ impl<'a> Forms<'a> {
         {
             return None;
         }
-        let start = unwidened(&self.value(w0)?);
+        let start = unwidened(uncapped(&self.value(w0)?));
         let [_, x, y] = self.b.args(step) else { return None };
         let other = match (x, y) {
             (Operand::Reg(a), o) if *a == r => o,
@@ -1750,6 +1998,50 @@ impl<'a> Forms<'a> {
         }
         out.extend(ops);
         Some(())
+    }
+
+    /// `w - m` (statement `i`, 64 bits) with `w` a 32-bit `x` widened with
+    /// its sign (`cvt.s64.s32`), `m = q * 2^k` (`mul.wide.s32` by the
+    /// constant) and `q = (x + y) >> k` (`shr.s32`, nvcc's signed `x /
+    /// 2^k` with its sign's bias `y`), `x` the same value in both: the
+    /// computation `((x + y) mod 2^k) - y`, as [`Forms::low_bits`] gives
+    /// for the 32-bit form, with `x` and `x + y` checked in `[-2^31,
+    /// 2^31)` (`Op::Wide`) and `x + y` at least 0 (`Op::Mod`). Invariant:
+    /// where the launch check passes, `w` is `x`, `q` is `floor((x + y) /
+    /// 2^k)` (an arithmetic shift of a value not negative), so `w - m =
+    /// x - 2^k floor((x + y) / 2^k) = ((x + y) mod 2^k) - y` exactly (no
+    /// 64-bit wrap: every value is below `2^31` in magnitude).
+    fn low_bits64(&mut self, i: usize, w: &Operand, p: &Operand) -> Option<Vec<Op<VarId>>> {
+        let (ci, cvt) = self.def_of(w, i, Opcode::Cvt)?;
+        (cvt.types(self.b).take(2).eq([Type::S64, Type::S32]) && cvt.rounding(self.b).is_none()).then_some(())?;
+        let [_, x @ Operand::Reg(xr)] = self.b.args(cvt) else { return None };
+        let (mi, mul) = self.def_of(p, i, Opcode::Mul)?;
+        (mul.has(self.b, Flag::Wide) && mul.ty(self.b) == Some(Type::S32)).then_some(())?;
+        let [_, q, Operand::Imm(m)] = self.b.args(mul) else { return None };
+        let k = (1..31).find(|k| *m == 1i64 << k)?;
+        let (si, shr) = self.def_of(q, mi, Opcode::Shr)?;
+        (shr.ty(self.b) == Some(Type::S32)).then_some(())?;
+        let [_, a, Operand::Imm(k2)] = self.b.args(shr) else { return None };
+        (*k2 == k).then_some(())?;
+        let (ai, add) = self.def_of(a, si, Opcode::Add)?;
+        (add.ty(self.b)?.bits() == 32 && !add.has(self.b, Flag::Sat)).then_some(())?;
+        let [_, u, v] = self.b.args(add) else { return None };
+        let y = if self.is_write(u, ai, (*xr, ci)) {
+            v
+        } else if self.is_write(v, ai, (*xr, ci)) {
+            u
+        } else {
+            return None;
+        };
+        let (mut out, mut yv) = (Vec::new(), Vec::new());
+        self.value_operand_as(x, ci, Imm::S32, &mut out)?;
+        out.push(Op::Wide { signed: true });
+        self.value_operand_as(y, ai, Imm::S32, &mut yv)?;
+        out.extend(yv.iter().copied());
+        out.extend([Op::Add, Op::Wide { signed: true }, Op::Const(1 << k), Op::Mod]);
+        out.extend(yv);
+        out.push(Op::Sub);
+        (out.len() <= MAX_VALUE_OPS).then_some(out)
     }
 
     /// `x - m` (statement `i`, 64 bits) with `m = q * d` (`mul.lo`,
@@ -2209,6 +2501,17 @@ impl<'a> Forms<'a> {
                 self.value_operand_as(a, i, Imm::S32, out)?;
                 out.extend([Op::Wide { signed: true }, Op::Const(*k), Op::Shr]);
             }
+            // A 64-bit shift right by a constant `k`: `x / 2^k` as
+            // [`Op::Div`], whose launch check keeps `x` in `[0, 2^63)`,
+            // where the register is the value and both shifts floor.
+            // nvcc's signed `x / 2^k` (`shr.s64 q, x + ((x >> 63) >>> (64
+            // - k)), k`, `Forms::sign_biased`) is the same for such `x`:
+            // its bias is 0.
+            (Opcode::Shr, [_, a, Operand::Imm(k)]) if bits == 64 && (0..63).contains(k) => {
+                let x = if ty.is_signed() { self.sign_biased(a, i, *k).unwrap_or(*a) } else { *a };
+                self.value_operand_as(&x, i, Imm::B64, out)?;
+                out.extend([Op::Const(1 << *k), Op::Div]);
+            }
             // `x & -2^k`: `2^k * floor(x / 2^k)` of `x` in `[0, 2^32)`.
             (Opcode::And, [_, a, Operand::Imm(mask)]) if bits == 32 && (1..32).any(|k| (*mask as i32) == (-1i32 << k)) => {
                 let k = (!(*mask as i32)).count_ones();
@@ -2245,6 +2548,31 @@ impl<'a> Forms<'a> {
             _ => return None,
         }
         (out.len() <= MAX_VALUE_OPS).then_some(())
+    }
+
+    /// For `s`, read at statement `at` by `shr.s64 q, s, k`: the `x` of
+    /// nvcc's signed division by `2^k`, `s = x + ((x >> 63) >>> (64 -
+    /// k))` (`shr.s64` by 63, then `shr.u64`), both reads of `x` the same
+    /// write ([`Forms::same_value`]). For `x` in `[0, 2^63)` the bias is
+    /// 0, so `s` is `x` (the caller's [`Op::Div`] checks the range).
+    fn sign_biased(&mut self, s: &Operand, at: usize, k: i64) -> Option<Operand> {
+        let (ai, add) = self.def_of(s, at, Opcode::Add)?;
+        (add.ty(self.b)?.bits() == 64).then_some(())?;
+        let [_, y, z] = self.b.args(add) else { return None };
+        for (x, t) in [(y, z), (z, y)] {
+            let Operand::Reg(xr) = *x else { continue };
+            let Some((ti, tu)) = self.def_of(t, ai, Opcode::Shr) else { continue };
+            let [_, u, Operand::Imm(sh)] = self.b.args(tu) else { continue };
+            if tu.ty(self.b) != Some(Type::U64) || *sh != 64 - k {
+                continue;
+            }
+            let Some((ui, su)) = self.def_of(u, ti, Opcode::Shr) else { continue };
+            let [_, Operand::Reg(xr2), Operand::Imm(63)] = self.b.args(su) else { continue };
+            if su.ty(self.b) == Some(Type::S64) && *xr2 == xr && self.same_value(xr, ui, ai) {
+                return Some(*x);
+            }
+        }
+        None
     }
 
     fn sum(a: Form, b: Form) -> Option<Form> {
@@ -2457,6 +2785,14 @@ impl<'a> Forms<'a> {
         Some(Span { base: base.base, offset: base.offset.checked_add(off)?, index: Some(index), bytes })
     }
 
+    /// For a store at statement `at`: its address register and the write
+    /// of it the store reads.
+    fn store_address(&self, inst: &Instruction, at: usize) -> Option<(RegId, usize)> {
+        (inst.op == Opcode::St).then_some(())?;
+        let (AddrBase::Reg(r), _) = self.b.args(inst).first()?.address()? else { return None };
+        Some((r, self.reach(r, at)?))
+    }
+
     /// The condition under which no two threads write the same byte
     /// through the store at statement `at`, however often each runs it:
     /// its address is `base + sum of terms` ([`Forms::terms`]), and the
@@ -2531,7 +2867,7 @@ impl<'a> Forms<'a> {
                 single.push((Launch::Nctaid, d));
             }
         }
-        Some(Injective { base: base.base, offset: base.offset.checked_add(off)?, bytes, terms, single, nowrap })
+        Some(Injective { base: base.base, offset: base.offset.checked_add(off)?, bytes, terms, single, nowrap, more: Vec::new() })
     }
 
     /// The terms of a 64-bit offset read at statement `read`, times
@@ -2604,6 +2940,12 @@ impl<'a> Forms<'a> {
             (Opcode::Add, [_, x, y]) if ty.bits() == 64 && ty.is_integer() => {
                 self.terms(x, i, factor, out, depth + 1)?;
                 self.terms(y, i, factor, out, depth + 1)
+            }
+            // nvcc's 64-bit `x % 2^k` beside `x / 2^k` ([`Forms::low_bits64`]).
+            (Opcode::Sub, [_, x @ Operand::Reg(xr), p]) if ty.bits() == 64 && ty.is_integer() => {
+                let coord = self.low_bits64(i, x, p)?;
+                out.push(RawTerm { coord, stride: vec![Op::Const(1)], factor, reg: *xr, read: i });
+                Some(())
             }
             (Opcode::Shl, [_, x, Operand::Imm(k)]) if ty.bits() == 64 && (0..32).contains(k) => {
                 self.terms(x, i, factor.checked_mul(1 << *k)?, out, depth + 1)
@@ -2950,6 +3292,91 @@ impl<'a> Forms<'a> {
     }
 }
 
+/// Stores through one address (see "Stores through one address" in the
+/// module's notes): the stores among `accesses` (of the kernel's body
+/// `b`) that read the same write of the same address register, each at
+/// its constant offset, when each decomposes ([`Forms::injective`]; also
+/// for stores run once, which need no condition of their own) into the
+/// same base, terms and single extents and their bytes do not overlap,
+/// get one condition over their union, pushed to `joints`; their `group`
+/// names it. Invariant: the stores' addresses are the one register value
+/// plus their offsets wherever they run, so the union's condition (every
+/// pair of a coordinate tuple and a store touches its own bytes) keeps
+/// any two threads' bytes apart through any of them.
+fn joint_stores(forms: &mut Forms, b: &Body, accesses: &mut [Access], joints: &mut Vec<Injective<Base, VarId>>) {
+    let mut by_address: std::collections::BTreeMap<(RegId, usize), Vec<usize>> = Default::default();
+    for (k, x) in accesses.iter().enumerate() {
+        if let (Some(address), Effect::Write { .. }) = (x.address, x.effect) {
+            by_address.entry(address).or_default().push(k);
+        }
+    }
+    for members in by_address.into_values().filter(|m| m.len() >= 2) {
+        for &k in &members {
+            let Some(x) = accesses.get(k) else { return };
+            if x.injective.is_none() && x.once {
+                let found = match b.statements.get(x.at.statement) {
+                    Some(Statement::Instruction(inst)) => forms.injective_with_counters(inst, x.at.statement),
+                    _ => None,
+                };
+                if let Some(x) = accesses.get_mut(k) {
+                    x.injective = found;
+                }
+            }
+        }
+        let injs: Option<Vec<&Injective<Base, VarId>>> = members.iter().map(|&k| accesses.get(k)?.injective.as_ref()).collect();
+        let Some((first, rest)) = injs.as_deref().and_then(|v| v.split_first()) else { continue };
+        if !rest.iter().all(|j| j.base == first.base && j.terms == first.terms && j.single == first.single) {
+            continue;
+        }
+        let mut joint = (*first).clone();
+        joint.more = rest.iter().map(|j| (j.offset, j.bytes)).collect();
+        for j in rest {
+            for c in &j.nowrap {
+                if !joint.nowrap.contains(c) {
+                    joint.nowrap.push(c.clone());
+                }
+            }
+        }
+        // Stores that overlap never qualify (known now).
+        let pieces = std::iter::once((joint.offset, joint.bytes))
+            .chain(joint.more.iter().copied())
+            .map(|(o, n)| (i128::from(o), i128::from(o) + i128::from(n)))
+            .collect();
+        if disjoint_union(pieces).is_none() {
+            continue;
+        }
+        let g = joints.len();
+        joints.push(joint);
+        for &k in &members {
+            if let Some(x) = accesses.get_mut(k) {
+                x.group = Some(g);
+            }
+        }
+    }
+}
+
+/// A computation without its final cap ([`Op::Min`] pops `n` and `x`
+/// and pushes `x`, its interval capped by an exit passed): `x`'s
+/// computation, the same value; `v` itself when it ends otherwise.
+fn uncapped(v: &[Op<VarId>]) -> &[Op<VarId>] {
+    let [rest @ .., Op::Min] = v else { return v };
+    // Walk back over `n`: the operations still to be matched against
+    // the values they pop, until `n` is one whole value.
+    let mut need = 1i64;
+    for (k, op) in rest.iter().enumerate().rev() {
+        need += match op {
+            Op::Const(_) | Op::Param { .. } | Op::Field { .. } | Op::Special(..) => -1,
+            Op::Wide { .. } | Op::Under => 0,
+            Op::Rem => 3,
+            Op::Add | Op::Sub | Op::Mul | Op::MulHi | Op::Shr | Op::Div | Op::Mod | Op::Either | Op::Min => 1,
+        };
+        if need == 0 {
+            return rest.get(..k).unwrap_or(v);
+        }
+    }
+    v
+}
+
 /// Whether a computation names one value (a function of the launch and
 /// the thread, the same wherever the same write is read): neither a
 /// loop's bound ([`Op::Under`]) nor a choice between two ([`Op::Either`]),
@@ -3119,6 +3546,7 @@ fn disjoint(w: &Access, x: &Access) -> Option<Disjoint<Base, VarId>> {
 /// The verdict for kernel `kernel` (an item index) of `m`.
 pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
     let mut accesses = Vec::new();
+    let mut joints: Vec<Injective<Base, VarId>> = Vec::new();
     for item in a.reachable(kernel) {
         let Some(Item::Function(f)) = m.items.get(item as usize) else { continue };
         let Some(b) = &f.body else { continue };
@@ -3141,9 +3569,13 @@ pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
                     };
                     let once = item == kernel && !rep[i];
                     let injective = if item == kernel && !once { forms.injective_with_counters(inst, i) } else { None };
-                    accesses.push(Access { at, effect: e, once, form, bytes, span, injective })
+                    let address = if item == kernel { forms.store_address(inst, i) } else { None };
+                    accesses.push(Access { at, effect: e, once, form, bytes, span, injective, address, group: None })
                 }
             }
+        }
+        if item == kernel {
+            joint_stores(&mut forms, b, &mut accesses, &mut joints);
         }
     }
     if !accesses.iter().any(|x| matches!(x.effect, Effect::Write { .. })) {
@@ -3180,7 +3612,17 @@ pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
                     // in common (each thread's own instances run in its
                     // order either way).
                     None if x.at == w.at && w.injective.is_some() => {
-                        if let Some(inj) = &w.injective {
+                        let joint = w.group.and_then(|g| joints.get(g));
+                        if let Some(inj) = joint.or(w.injective.as_ref()) {
+                            if !conditions.injective.contains(inj) {
+                                conditions.injective.push(inj.clone());
+                            }
+                        }
+                    }
+                    // Two stores through one address: no two threads may
+                    // write a byte in common through either.
+                    None if w.group.is_some() && w.group == x.group => {
+                        if let Some(inj) = w.group.and_then(|g| joints.get(g)) {
                             if !conditions.injective.contains(inj) {
                                 conditions.injective.push(inj.clone());
                             }
@@ -4336,6 +4778,7 @@ mod tests {
             ],
             single: vec![],
             nowrap: vec![],
+            more: vec![],
         };
         let none = |_: &VarId, _: u32, _: bool| None;
         let zero = |_: &Base| Some(0);
@@ -4733,5 +5176,390 @@ mod tests {
         let m = ptx::parse(&src).expect("parses");
         let text = analyse(&m, &Analysis::new(&m), k).explain(&m, &src);
         assert!(text.contains("one dimension") && text.contains("`p` and `q` are equal or at least 128 bytes apart"), "{text}");
+    }
+
+    /// Brute force for [`Injective::holds`] with further stores: the
+    /// address `tid.x * c1 + ctaid.x * c2 + piece` for every thread and
+    /// piece `(offset, bytes)`; whether two threads touch a byte in common.
+    fn pattern_collides(c1: u64, c2: u64, pieces: &[(i64, u64)], grid: u32, block: u32) -> bool {
+        let mut owner = std::collections::HashMap::new();
+        for cx in 0..u64::from(grid) {
+            for tx in 0..u64::from(block) {
+                for &(o, n) in pieces {
+                    let at = tx * c1 + cx * c2 + o as u64;
+                    for byte in at..at + n {
+                        if *owner.entry(byte).or_insert((cx, tx)) != (cx, tx) {
+                            return true;
+                        }
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    #[test]
+    fn stores_through_one_address_check_the_union_of_their_bytes() {
+        let tid = vec![Op::Special(Launch::Tid, 0)];
+        let ctaid = vec![Op::Special(Launch::Ctaid, 0)];
+        let cond = |c1: i64, c2: i64, pieces: &[(i64, u64)]| Injective::<Base, VarId> {
+            base: P,
+            offset: pieces[0].0,
+            bytes: pieces[0].1,
+            terms: vec![
+                Term { coord: tid.clone(), stride: vec![Op::Const(c1)], factor: 1 },
+                Term { coord: ctaid.clone(), stride: vec![Op::Const(1)], factor: c2 },
+            ],
+            single: vec![],
+            nowrap: vec![],
+            more: pieces[1..].to_vec(),
+        };
+        let base = |b: &Base| (*b == P).then_some(0x1000u64);
+        let no_param = |_: &VarId, _: u32, _: bool| None;
+        // llama.cpp's q4_K rows: `tid % 8` strided 16 bytes, stores at 0-12
+        // and 128-140; `tid / 8` 256 bytes (here the block, 8 threads).
+        let q4k: Vec<(i64, u64)> = [0, 128, 4, 132, 8, 136, 12, 140].iter().map(|&o| (o, 4)).collect();
+        let c = cond(16, 256, &q4k);
+        assert!(c.holds(&base, &no_param, [4, 1, 1], [8, 1, 1]));
+        // A ninth thread writes the first one's upper run.
+        assert!(!c.holds(&base, &no_param, [4, 1, 1], [9, 1, 1]));
+        assert!(pattern_collides(16, 256, &q4k, 4, 9));
+        // Every shape, every launch: passing implies no collision, and
+        // the interleaved shapes (a stride below the pieces' extent) pass.
+        let shapes: [&[(i64, u64)]; 7] = [
+            &[(0, 4)],
+            &[(0, 4), (8, 4)],
+            &[(0, 4), (4, 4), (128, 4)],
+            &[(0, 4), (16, 4)],
+            &[(4, 4), (0, 2)],
+            &[(0, 2), (64, 8), (32, 4)],
+            &[(-8, 4), (0, 4)],
+        ];
+        let (mut passed, mut interleaved) = (0, 0);
+        for pieces in shapes {
+            for c1 in [4i64, 8, 12, 16, 32] {
+                for c2 in [16i64, 64, 128, 256, 512] {
+                    for grid in [1u32, 2, 3] {
+                        for block in [1u32, 2, 4, 8, 9] {
+                            let c = cond(c1, c2, pieces);
+                            if !c.holds(&base, &no_param, [grid, 1, 1], [block, 1, 1]) {
+                                continue;
+                            }
+                            passed += 1;
+                            let extent = pieces.iter().map(|&(o, n)| o + n as i64).max().unwrap_or(0)
+                                - pieces.iter().map(|&(o, _)| o).min().unwrap_or(0);
+                            interleaved += usize::from(block > 1 && c1 < extent);
+                            let shifted: Vec<(i64, u64)> = pieces.iter().map(|&(o, n)| (o + 64, n)).collect();
+                            assert!(
+                                !pattern_collides(c1 as u64, c2 as u64, &shifted, grid, block),
+                                "{pieces:?} c1 {c1} c2 {c2} grid {grid} block {block} passed, threads collide"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        assert!(passed > 100 && interleaved > 10, "{passed} {interleaved}");
+        // Stores that overlap each other never pass.
+        let c = cond(64, 1024, &[(0, 4), (2, 4)]);
+        assert!(!c.holds(&base, &no_param, [1, 1, 1], [1, 1, 1]));
+    }
+
+    /// A 64-bit grid-stride loop over elements of `16` bytes (`dst[i]`, `i`
+    /// the global index) storing `stores` through `%rd15`.
+    fn joint_kernel(stores: &str) -> String {
+        format!(
+            ".visible .entry k(.param .u64 dst, .param .u64 n)\n{{\n.reg .pred %p<4>;\n.reg .b32 %r<8>;\n.reg .b64 %rd<20>;\n\
+             ld.param.u64 %rd1, [dst];\nld.param.u64 %rd2, [n];\nmov.u32 %r1, %ctaid.x;\nmov.u32 %r2, %ntid.x;\n\
+             mov.u32 %r3, %tid.x;\nmul.wide.u32 %rd4, %r1, %r2;\ncvt.u64.u32 %rd5, %r3;\nadd.s64 %rd6, %rd4, %rd5;\n\
+             setp.ge.s64 %p1, %rd6, %rd2;\n@%p1 bra $L__done;\nmov.u32 %r4, %nctaid.x;\ncvt.u64.u32 %rd7, %r4;\n\
+             cvt.u64.u32 %rd8, %r2;\nmul.lo.s64 %rd9, %rd7, %rd8;\ncvta.to.global.u64 %rd12, %rd1;\n$L__loop:\n\
+             shl.b64 %rd14, %rd6, 4;\nadd.s64 %rd15, %rd12, %rd14;\n{stores}\nadd.s64 %rd6, %rd6, %rd9;\n\
+             setp.lt.s64 %p2, %rd6, %rd2;\n@%p2 bra $L__loop;\n$L__done:\nret;\n}}\n"
+        )
+    }
+
+    #[test]
+    fn stores_through_one_address_are_kept_apart_together() {
+        // Whether two threads of `joint_kernel` write a byte in common,
+        // simulated: pieces at `16 * i` plus their offsets.
+        let collide = |pieces: &[(u64, u64)], n: u64, grid: u32, block: u32| {
+            let mut owner = std::collections::HashMap::new();
+            for cx in 0..u64::from(grid) {
+                for tx in 0..u64::from(block) {
+                    let mut i = cx * u64::from(block) + tx;
+                    while (i as i64) < n as i64 {
+                        for &(o, len) in pieces {
+                            for byte in 16 * i + o..16 * i + o + len {
+                                if *owner.entry(byte).or_insert((cx, tx)) != (cx, tx) {
+                                    return true;
+                                }
+                            }
+                        }
+                        i += u64::from(grid) * u64::from(block);
+                    }
+                }
+            }
+            false
+        };
+        let check = |stores: &str, pieces: &[(u64, u64)]| -> Option<usize> {
+            let c = match verdict(&joint_kernel(stores)) {
+                Verdict::IndependentIf(c) => c,
+                _ => return None,
+            };
+            let mut passed = 0;
+            for n in [0u64, 1, 5, 40, (-3i64) as u64] {
+                for grid in [1u32, 2, 3] {
+                    for block in [1u32, 4, 8] {
+                        let param = |v: &VarId, field: u32, signed: bool| match (v, field, signed) {
+                            (1, 0, false) => Some(i64::from(n as u32)),
+                            (1, 4, true) => Some(i64::from((n >> 32) as u32 as i32)),
+                            _ => None,
+                        };
+                        let base = |b: &Base| (*b == P).then_some(0x1000_0000u64);
+                        if c.injective.iter().all(|d| d.holds(&base, &param, [grid, 1, 1], [block, 1, 1])) && c.disjoint.is_empty() {
+                            passed += 1;
+                            assert!(!collide(pieces, n, grid, block), "{stores}: n {n} {grid}x{block} passed, threads collide");
+                        }
+                    }
+                }
+            }
+            Some(passed)
+        };
+        // Accepted: two, three or four words of an element, in any order.
+        for (stores, pieces) in [
+            ("st.global.u32 [%rd15], %r3;\nst.global.u32 [%rd15+8], %r3;", &[(0, 4), (8, 4)][..]),
+            ("st.global.u32 [%rd15+12], %r3;\nst.global.u32 [%rd15], %r3;\nst.global.u32 [%rd15+4], %r3;", &[(12, 4), (0, 4), (4, 4)][..]),
+        ] {
+            let passed = check(stores, pieces);
+            assert!(passed.is_some_and(|p| p > 10), "{stores}: {passed:?}");
+        }
+        // Offsets reaching the next element's stride: no launch of more
+        // than one thread passes (and none that passes collides).
+        let stores = "st.global.u32 [%rd15], %r3;\nst.global.u32 [%rd15+16], %r3;";
+        if let Some(c) = check(stores, &[(0, 4), (16, 4)]) {
+            let v = conditions(&verdict(&joint_kernel(stores)));
+            let param = |v: &VarId, field: u32, _: bool| (*v == 1).then_some(if field == 0 { 40 } else { 0 });
+            let base = |b: &Base| (*b == P).then_some(0x1000_0000u64);
+            assert!(!v.injective.iter().all(|d| d.holds(&base, &param, [1, 1, 1], [2, 1, 1])), "{c}");
+        }
+        // Not applied: overlapping stores, a store through another
+        // register (a copy of the address), the register rewritten
+        // between the stores.
+        for stores in [
+            "st.global.u32 [%rd15], %r3;\nst.global.u32 [%rd15+2], %r3;",
+            "st.global.u32 [%rd15], %r3;\nmov.b64 %rd16, %rd15;\nst.global.u32 [%rd16+8], %r3;",
+            "st.global.u32 [%rd15], %r3;\nadd.s64 %rd15, %rd15, 4;\nst.global.u32 [%rd15+4], %r3;",
+        ] {
+            let v = verdict(&joint_kernel(stores));
+            assert_eq!(kind(&v), Some(ExchangeKind::GlobalPair), "{stores}: {v:?}");
+        }
+    }
+
+    /// llama.cpp's `k_get_rows_kq` loops: `for (z = blockIdx.z; z < nz; z
+    /// += gridDim.z) for (ib = blockIdx.y; ib < ne00 / 256; ib +=
+    /// gridDim.y) dst[z * s2 + ib * 256 + threadIdx.x] = ...;` as nvcc
+    /// compiles them: `ne00 / 256` signed (`shr.s64` with a sign bias),
+    /// `blockIdx.y < ne00 / 256` tested once before the outer loop (an
+    /// empty outer loop otherwise), the inner counter a copy of
+    /// `blockIdx.y`, the outer step after the inner loop. `change` edits
+    /// the text.
+    fn rows_kernel(change: &dyn Fn(String) -> String) -> String {
+        change(
+            ".visible .entry k(.param .u64 dst, .param .u64 ne00, .param .u64 nz, .param .u64 s2)\n{\n.reg .pred %p<8>;\n\
+             .reg .b32 %r<16>;\n.reg .b64 %rd<80>;\nld.param.u64 %rd20, [dst];\nld.param.u64 %rd21, [ne00];\n\
+             ld.param.u64 %rd3, [nz];\nld.param.u64 %rd22, [s2];\nshr.s64 %rd10, %rd21, 63;\nshr.u64 %rd11, %rd10, 56;\n\
+             add.s64 %rd12, %rd21, %rd11;\nshr.s64 %rd1, %rd12, 8;\nmov.u32 %r1, %ctaid.z;\ncvt.u64.u32 %rd74, %r1;\n\
+             setp.le.s64 %p1, %rd3, %rd74;\n@%p1 bra $L__done;\nmov.u32 %r2, %ctaid.y;\ncvt.u64.u32 %rd4, %r2;\n\
+             setp.gt.s64 %p2, %rd1, %rd4;\nmov.u32 %r3, %nctaid.z;\ncvt.u64.u32 %rd5, %r3;\nmov.u32 %r4, %tid.x;\n\
+             cvt.u64.u32 %rd8, %r4;\n@%p2 bra $L__body;\nbra.uni $L__empty;\n$L__body:\ncvta.to.global.u64 %rd13, %rd20;\n\
+             mov.u32 %r5, %nctaid.y;\ncvt.u64.u32 %rd15, %r5;\n$L__outer:\nmul.lo.s64 %rd19, %rd74, %rd22;\n\
+             mov.u64 %rd76, %rd4;\n$L__inner:\nshl.b64 %rd69, %rd76, 8;\nadd.s64 %rd70, %rd19, %rd69;\n\
+             add.s64 %rd71, %rd70, %rd8;\nshl.b64 %rd72, %rd71, 2;\nadd.s64 %rd73, %rd13, %rd72;\nst.global.u32 [%rd73], %r4;\n\
+             add.s64 %rd76, %rd76, %rd15;\nsetp.lt.s64 %p6, %rd76, %rd1;\n@%p6 bra $L__inner;\nadd.s64 %rd74, %rd74, %rd5;\n\
+             setp.lt.s64 %p7, %rd74, %rd3;\n@%p7 bra $L__outer;\nbra.uni $L__done;\n$L__empty:\nadd.s64 %rd74, %rd74, %rd5;\n\
+             setp.lt.s64 %p3, %rd74, %rd3;\n@%p3 bra $L__empty;\n$L__done:\nret;\n}\n"
+                .to_string(),
+        )
+    }
+
+    #[test]
+    fn a_loop_entered_through_a_checked_copy_is_bounded() {
+        // The kernel simulated as its PTX computes (signed 64-bit
+        // comparisons, nvcc's signed division): whether two threads write
+        // a byte in common.
+        let collide = |elem: &dyn Fn(u64) -> u64, ne00: i64, nz: i64, s2: u64, grid: [u32; 3], block: u32| {
+            let nsb = (ne00.wrapping_add(((ne00 >> 63) as u64 >> 56) as i64)) >> 8;
+            let mut owner = std::collections::HashMap::new();
+            for (cz, cy, cx) in (0..u64::from(grid[2]))
+                .flat_map(|z| (0..u64::from(grid[1])).flat_map(move |y| (0..u64::from(grid[0])).map(move |x| (z, y, x))))
+            {
+                {
+                    for tx in 0..u64::from(block) {
+                        let me = (cz, cy, cx, tx);
+                        let mut z = cz;
+                        if (z as i64) >= nz || nsb <= cy as i64 {
+                            continue;
+                        }
+                        loop {
+                            let mut ib = cy;
+                            loop {
+                                let at = z.wrapping_mul(s2).wrapping_add(ib << 8).wrapping_add(elem(tx)).wrapping_mul(4);
+                                for byte in at..at + 4 {
+                                    if *owner.entry(byte).or_insert(me) != me {
+                                        return true;
+                                    }
+                                }
+                                ib += u64::from(grid[1]);
+                                if (ib as i64) >= nsb {
+                                    break;
+                                }
+                            }
+                            z += u64::from(grid[2]);
+                            if (z as i64) >= nz {
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            false
+        };
+        let check_elem = |src: &str, elem: &dyn Fn(u64) -> u64| -> Option<usize> {
+            let c = match verdict(src) {
+                Verdict::IndependentIf(c) => c,
+                _ => return None,
+            };
+            if c.injective.is_empty() {
+                return None;
+            }
+            let mut passed = 0;
+            for ne00 in [0i64, 256, 1024, 1000, -512] {
+                for nz in [1i64, 3] {
+                    for s2 in [64u64, 1024, 4096] {
+                        for (grid, block) in [([1, 1, 1], 64), ([1, 2, 2], 64), ([1, 3, 1], 256), ([1, 2, 2], 300), ([2, 1, 1], 8)] {
+                            let param = |v: &VarId, field: u32, _: bool| {
+                                let x = match v {
+                                    1 => ne00 as u64,
+                                    2 => nz as u64,
+                                    3 => s2,
+                                    _ => return None,
+                                };
+                                Some(if field == 0 { i64::from(x as u32) } else { i64::from((x >> 32) as u32 as i32) })
+                            };
+                            let base = |b: &Base| (*b == P).then_some(0x1000_0000u64);
+                            if c.injective.iter().all(|d| d.holds(&base, &param, grid, [block, 1, 1])) {
+                                passed += 1;
+                                assert!(
+                                    !collide(elem, ne00, nz, s2, grid, block),
+                                    "ne00 {ne00} nz {nz} s2 {s2} {grid:?} {block} passed, threads collide: {c:?}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+            Some(passed)
+        };
+        let check = |src: &str| check_elem(src, &|tx| tx);
+        let same = |s: String| s;
+        let passed = check(&rows_kernel(&same));
+        assert!(passed.is_some_and(|p| p > 20), "{passed:?}");
+        // The check made at every outer iteration instead, skipping to the
+        // outer step (q5_K's shape): the copy's value is capped by the
+        // exit, and still names `blockIdx.y`.
+        let inside = |s: String| {
+            s.replace("@%p2 bra $L__body;\nbra.uni $L__empty;\n", "")
+                .replace("$L__outer:\n", "$L__outer:\nsetp.le.s64 %p2, %rd1, %rd4;\n@%p2 bra $L__step;\n")
+                .replace("add.s64 %rd74, %rd74, %rd5;\nsetp.lt.s64 %p7", "$L__step:\nadd.s64 %rd74, %rd74, %rd5;\nsetp.lt.s64 %p7")
+                .replace("setp.gt.s64 %p2, %rd1, %rd4;\n", "")
+        };
+        let passed = check(&rows_kernel(&inside));
+        assert!(passed.is_some_and(|p| p > 20), "{passed:?}");
+        // Not applied: the copy reachable without the check (the branch
+        // past the loops removed), the loop entered where no copy was
+        // made, the checked register rewritten between
+        // the check and the copy, a bias that is not the sign's.
+        let changes: [&dyn Fn(String) -> String; 4] = [
+            &|s: String| s.replace("bra.uni $L__empty;\n$L__body:", "$L__body:"),
+            // A way into the inner loop through a label just before its
+            // own, from code that never made the copy.
+            &|s: String| {
+                s.replace("$L__inner:", "$L__extra:\n$L__inner:")
+                    .replace("$L__empty:\n", "$L__empty:\nsetp.eq.s64 %p5, %rd74, 7;\n@%p5 bra $L__extra;\n")
+            },
+            &|s: String| s.replace("mov.u64 %rd76, %rd4;", "add.s64 %rd4, %rd4, %rd15;\nmov.u64 %rd76, %rd4;"),
+            &|s: String| s.replace("shr.u64 %rd11, %rd10, 56;", "shr.u64 %rd11, %rd10, 57;"),
+        ];
+        for change in changes {
+            let src = rows_kernel(change);
+            assert_eq!(check(&src), None, "{src}");
+        }
+    }
+
+    #[test]
+    fn a_label_just_before_a_loop_is_a_way_into_it() {
+        // The grid-stride loop applies; a branch to a second label right
+        // before the loop's own, taken before the check `i < n`, enters
+        // the loop with any `i`: no bound, no condition.
+        let k = grid_stride64_kernel(START_GLOBAL, STEP_GRID, ROW_SIGNED, "s64");
+        assert!(!conditions(&verdict(&k)).injective.is_empty());
+        let k = k
+            .replace("$L__loop:", "$L__extra:\n$L__loop:")
+            .replace("setp.ge.s64 %p1, %rd6, %rd2;", "setp.eq.s64 %p3, %rd6, 7;\n@%p3 bra $L__extra;\nsetp.ge.s64 %p1, %rd6, %rd2;");
+        let v = verdict(&k);
+        assert_eq!(kind(&v), Some(ExchangeKind::RepeatedWrite), "{v:?}");
+    }
+
+    /// [`rows_kernel`] with the element `(tid % 32) + 64 * (tid / 32)`
+    /// computed as nvcc does for `int64_t` (q2_K's and q6_K's rows): the
+    /// signed quotient `(tid + bias) >> 5` in 32 bits, the remainder as
+    /// `tid - 32 * quotient` in 64; `change` edits those lines.
+    fn digits64_kernel(change: &dyn Fn(String) -> String) -> String {
+        let digits = change(
+            "shr.s32 %r11, %r4, 31;\nshr.u32 %r12, %r11, 27;\nadd.s32 %r13, %r4, %r12;\nshr.s32 %r14, %r13, 5;\n\
+             cvt.s64.s32 %rd30, %r4;\nmul.wide.s32 %rd31, %r14, 32;\nsub.s64 %rd32, %rd30, %rd31;\n\
+             mul.wide.s32 %rd33, %r14, 64;\nadd.s64 %rd8, %rd32, %rd33;"
+                .to_string(),
+        );
+        rows_kernel(&|s: String| s.replace("cvt.u64.u32 %rd8, %r4;", &digits))
+    }
+
+    #[test]
+    fn a_64_bit_remainder_by_a_power_of_two_names_its_value_with_the_quotient() {
+        let v = verdict(&digits64_kernel(&|s: String| s));
+        let c = conditions(&v);
+        assert_eq!(c.injective.len(), 1, "{c:?}");
+        // The launch check against every thread's stores: `tid % 32`
+        // strided 1 and `tid / 32` strided 64 pass up to 128 threads (four
+        // quotients within the 256 elements of a block of the row), fail
+        // beyond.
+        let base = |b: &Base| (*b == P).then_some(0x1000_0000u64);
+        let param = |ne00: i64| {
+            move |v: &VarId, field: u32, _: bool| {
+                let x = match v {
+                    1 => ne00 as u64,
+                    2 => 2,
+                    3 => 4096,
+                    _ => return None,
+                };
+                Some(if field == 0 { i64::from(x as u32) } else { i64::from((x >> 32) as u32 as i32) })
+            }
+        };
+        let holds = |block: u32| c.injective.iter().all(|d| d.holds(&base, &param(1024), [1, 2, 2], [block, 1, 1]));
+        assert!(holds(32) && holds(128));
+        assert!(!holds(129) && !holds(256));
+        // Not applied: a quotient by another power than the product's, a
+        // remainder of another register than the quotient's, a product
+        // by a constant that is not a power of two.
+        let changes: [&dyn Fn(String) -> String; 3] = [
+            &|s: String| s.replace("shr.s32 %r14, %r13, 5;", "shr.s32 %r14, %r13, 4;"),
+            &|s: String| s.replace("cvt.s64.s32 %rd30, %r4;", "cvt.s64.s32 %rd30, %r11;"),
+            &|s: String| s.replace("mul.wide.s32 %rd31, %r14, 32;", "mul.wide.s32 %rd31, %r14, 31;"),
+        ];
+        for change in changes {
+            let src = digits64_kernel(change);
+            assert!(matches!(verdict(&src), Verdict::Exchanges(_)), "{src}");
+        }
     }
 }

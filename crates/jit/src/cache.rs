@@ -38,8 +38,9 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// 5: entries are MACed under the directory's secret and hold one compile
 /// unit (a kernel, the variables, a whole module or a module's
 /// description). 6: kernel descriptions carry their privatisation
-/// condition.
-const FORMAT: u32 = 6;
+/// condition. 7: stores-in-loops conditions carry the further stores
+/// through the same address.
+const FORMAT: u32 = 7;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 const SECRET: &str = ".secret";

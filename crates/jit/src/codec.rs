@@ -215,6 +215,11 @@ fn put_guard(w: &mut Vec<u8>, g: Option<&compiler::LaunchGuard>) {
             put_ops(w, b);
             put_ops(w, s);
         }
+        w.extend_from_slice(&(d.more.len() as u32).to_le_bytes());
+        for (o, n) in &d.more {
+            w.extend_from_slice(&o.to_le_bytes());
+            w.extend_from_slice(&n.to_le_bytes());
+        }
     }
 }
 
@@ -243,7 +248,12 @@ fn read_injective(r: &mut Reader) -> Option<compiler::lockstep::Injective<compil
     for _ in 0..n {
         nowrap.push((read_ops(r)?, read_ops(r)?));
     }
-    Some(Injective { base, offset, bytes, terms, single, nowrap })
+    let n = r.u32()? as usize;
+    let mut more = Vec::with_capacity(n.min(64));
+    for _ in 0..n {
+        more.push((r.u64()? as i64, r.u64()?));
+    }
+    Some(Injective { base, offset, bytes, terms, single, nowrap, more })
 }
 
 fn put_span(w: &mut Vec<u8>, s: &compiler::lockstep::Span<compiler::GuardBase, u32>) {
@@ -565,6 +575,7 @@ mod tests {
                             vec![compiler::lockstep::Op::Param { at: 8, signed: false }],
                             vec![compiler::lockstep::Op::Special(compiler::lockstep::Launch::Ntid, 0)],
                         )],
+                        more: vec![(-4, 2), (140, 4)],
                     }],
                 }),
                 privatise: Some(compiler::privatise::Guard {
