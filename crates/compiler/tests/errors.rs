@@ -149,7 +149,7 @@ fn device_runtime_table_agrees_with_the_linker() {
     for name in &lowered {
         assert!(compiler::cpu_abi::devrt::lookup(name).is_some(), "{name}");
     }
-    assert!(compiler::cpu_abi::devrt::lookup("__cudaCDP2Memcpy3DAsync").is_none());
+    assert!(compiler::cpu_abi::devrt::lookup("__cudaCDP2DeviceGetCacheConfig").is_none());
 }
 
 #[test]
