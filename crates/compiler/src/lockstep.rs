@@ -1093,18 +1093,24 @@ fn effect(m: &Module, f: &Function, b: &Body, inst: &Instruction) -> Effect {
     }
 }
 
+/// The statement index of each label of a body.
+fn label_positions(b: &Body) -> std::collections::HashMap<LabelId, usize> {
+    b.statements
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| match s {
+            Statement::Label(l) => Some((*l, i)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Statements of a body that may run more than once per call: those
 /// inside a loop, i.e. between the target of a backward branch and the
 /// branch (every cycle of the control flow contains such a range), or
 /// every statement if the body has an indirect branch.
-fn repeated(b: &Body) -> Vec<bool> {
+fn repeated(b: &Body, label_at: &std::collections::HashMap<LabelId, usize>) -> Vec<bool> {
     let n = b.statements.len();
-    let mut label_at = std::collections::HashMap::new();
-    for (i, s) in b.statements.iter().enumerate() {
-        if let Statement::Label(l) = s {
-            label_at.insert(*l, i);
-        }
-    }
     let mut out = vec![false; n];
     for (i, s) in b.statements.iter().enumerate() {
         let Statement::Instruction(inst) = s else { continue };
@@ -1209,6 +1215,8 @@ struct Forms<'a> {
     region: Vec<usize>,
     /// Per statement: whether it may run more than once per call ([`repeated`]).
     rep: Vec<bool>,
+    /// The statement index of each label ([`label_positions`]).
+    label_at: std::collections::HashMap<LabelId, usize>,
     uniform: std::collections::HashMap<usize, bool>,
     lane: std::collections::HashMap<usize, bool>,
     forms: std::collections::HashMap<usize, Option<Form>>,
@@ -1253,6 +1261,7 @@ impl<'a> Forms<'a> {
                 single[r] = None;
             }
         }
+        let label_at = label_positions(b);
         Forms {
             f,
             b,
@@ -1260,7 +1269,8 @@ impl<'a> Forms<'a> {
             single,
             writes,
             region,
-            rep: repeated(b),
+            rep: repeated(b, &label_at),
+            label_at,
             uniform: Default::default(),
             lane: Default::default(),
             forms: Default::default(),
@@ -1653,12 +1663,7 @@ impl<'a> Forms<'a> {
     fn reachable(&self, from: usize, without: Option<(usize, bool)>, to: usize) -> bool {
         let b = self.b;
         let n = b.statements.len();
-        let mut label_at = std::collections::HashMap::new();
-        for (i, s) in b.statements.iter().enumerate() {
-            if let Statement::Label(l) = s {
-                label_at.insert(*l, i);
-            }
-        }
+        let label_at = &self.label_at;
         let mut seen = vec![false; n];
         let mut stack = vec![from];
         while let Some(i) = stack.pop() {
@@ -3550,8 +3555,8 @@ pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
     for item in a.reachable(kernel) {
         let Some(Item::Function(f)) = m.items.get(item as usize) else { continue };
         let Some(b) = &f.body else { continue };
-        let rep = repeated(b);
         let mut forms = Forms::new(m, f, b);
+        let rep = forms.rep.clone();
         for (i, s) in b.statements.iter().enumerate() {
             let Statement::Instruction(inst) = s else { continue };
             let at = Site { item, statement: i };
