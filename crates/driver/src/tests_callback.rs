@@ -147,7 +147,6 @@ fn waits_on_independent_work_run_and_dependent_work_is_found_transitively() {
     let ev = d.event_create(0).expect("event");
     // `other` has 100 ms of unrelated work; `waiter` waits for an event
     // recorded on the callback's stream after the callback.
-    sleep_on(&s, other, 100);
     let gate = hold(&d, cb_stream);
     let rx = add_callback(&s, cb_stream, move |d| {
         let t = std::time::Instant::now();
@@ -164,6 +163,8 @@ fn waits_on_independent_work_run_and_dependent_work_is_found_transitively() {
     });
     d.event_record(ev, cb_stream, false, 0).expect("record");
     d.stream_wait_event(waiter, ev, false, 0).expect("wait event");
+    // Launched last, so that the callback starts right after it.
+    sleep_on(&s, other, 100);
     gate.send(()).expect("open the gate");
     let (independent, waited, dependent, legacy_copy) = get(rx);
     assert_eq!(independent, Ok(()));
