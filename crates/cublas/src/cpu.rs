@@ -110,6 +110,25 @@ pub(crate) fn par() -> Parallelism {
     }
 }
 
+/// Multiply-adds from which a call moves to one of rayon's workers before
+/// it starts (see [`on_worker_if_large`]).
+const FAN_OUT_WORK: i64 = 1 << 20;
+
+/// Runs a call of `work` multiply-adds: a large one on a pool of several
+/// threads on one of rayon's workers, where each of its fan-outs (the
+/// conversions, the products, the rounding, the panels) is not a separate
+/// hand-off from the stream's thread with its wake-up (tens of
+/// microseconds on a busy machine, a quarter of a 256 x 256 x 256 HGEMM);
+/// a small one, which fans out to nothing, and everything on a pool of one
+/// thread on the calling thread (the hand-off would be its largest cost).
+pub(crate) fn on_worker_if_large(work: i64, f: impl FnOnce() + Send) {
+    if work >= FAN_OUT_WORK && rayon::current_num_threads() > 1 {
+        rayon::scope(|_| f());
+    } else {
+        f();
+    }
+}
+
 /// Runs `f(0..n)`, on rayon's pool when it has several threads, else on
 /// the calling thread in order: with a pool of one thread, a parallel
 /// loop started from outside the pool (the stream's thread) would hand the

@@ -1016,24 +1016,9 @@ unsafe fn dispatch(p: &Matmul, x: Addrs, alpha: Complex64, beta: Complex64, par:
 /// Runs a checked matmul: every product of its batch, small ones one per
 /// thread, large ones each on all threads.
 pub fn run(call: Matmul) {
-    // The whole call on one of rayon's workers: the conversions, the
-    // product and the rounding each fan out to the pool, and from a
-    // thread outside it (the stream's) each would be a separate hand-off
-    // and wake-up (tens of microseconds on a busy machine, a quarter of a
-    // 256 x 256 x 256 HGEMM); from a worker they are not. Small calls,
-    // which fan out to nothing, stay on the stream's thread (the hand-off
-    // would be their largest cost), and so does everything when the pool
-    // has one thread (`cpu::par` then runs every step on this thread).
     let work = call.m.saturating_mul(call.n).saturating_mul(call.k.max(1)).saturating_mul(call.batch.count());
-    if work >= FAN_OUT_WORK && rayon::current_num_threads() > 1 {
-        rayon::scope(|_| run_here(call));
-    } else {
-        run_here(call);
-    }
+    crate::cpu::on_worker_if_large(work, || run_here(call));
 }
-
-/// Multiply-adds from which a matmul moves to a rayon worker.
-const FAN_OUT_WORK: i64 = 1 << 20;
 
 fn run_here(call: Matmul) {
     // SAFETY (block): device scalars and every operand were checked to lie

@@ -333,24 +333,13 @@ unsafe fn rankk_typed<T: Elem>(call: &RankK, par: Parallelism) {
     }
 }
 
-/// Multiply-adds from which an update moves to a rayon worker before it
-/// starts (see [`run`]).
-const FAN_OUT_WORK: i64 = 1 << 20;
-
 /// Runs a checked rank-k update.
 pub fn run(call: RankK) {
     if call.n == 0 {
         return;
     }
-    // A large update on a pool of several threads runs on one of rayon's
-    // workers: from there each product's or the panels' fan-out is not a
-    // separate hand-off from the stream's thread, with its wake-up.
     let work = call.n.saturating_mul(call.n).saturating_mul(call.k.max(1));
-    if work >= FAN_OUT_WORK && rayon::current_num_threads() > 1 {
-        rayon::scope(|_| run_here(call));
-    } else {
-        run_here(call);
-    }
+    crate::cpu::on_worker_if_large(work, || run_here(call));
 }
 
 fn run_here(call: RankK) {
