@@ -101,6 +101,9 @@ cmake_args() {
         -DCUDA_cuda_driver_LIBRARY="$LINKDIR/libcuda.so"
         -DCUDA_cublas_LIBRARY="$LINKDIR/libcublas.so"
         -DCUDA_cublasLt_LIBRARY="$LINKDIR/libcublasLt.so"
+        # The programs link against libggml-cuda, which needs cudart and
+        # anycuda's libraries: the linker must find them to check it.
+        -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$tk/lib:$LINKDIR"
         -DLLAMA_BUILD_TESTS=ON
         -DLLAMA_BUILD_EXAMPLES=ON
         -DLLAMA_BUILD_TOOLS=ON

@@ -361,8 +361,8 @@ pub struct CpuModule {
     jit: Arc<jit::JitModule>,
     kernels: Vec<KernelDesc>,
     globals: Vec<GlobalDesc>,
-    /// The variables' unit (or, for a module that does not split, the
-    /// whole module); none when the module has no variables.
+    /// The shared unit (the variables; for a module that does not split,
+    /// the whole module); none when it is empty.
     shared: Option<LoadedModule>,
     /// The variables' symbols, defined in every kernel unit's link.
     shared_symbols: Vec<(String, usize)>,
@@ -451,7 +451,7 @@ impl CpuModule {
         let slot = self.code.get(k).ok_or_else(|| other(format!("no kernel {k}")))?;
         let current = slot.read().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(c) = &current {
-            if c.tier == compiler::Tier::Optimized || !self.jit.splits() {
+            if c.tier == compiler::Tier::Optimized || !self.jit.compiled_apart(k) {
                 return Ok(c.clone());
             }
         }
@@ -469,14 +469,15 @@ impl CpuModule {
             .find(|i| &i.name == name)
             .cloned()
             .ok_or_else(|| other(format!("kernel `{name}` missing from its compiled unit")))?;
-        let (kernel, unit) = if self.jit.splits() {
+        let (kernel, unit) = if self.jit.compiled_apart(k) {
             let unit = crate::loader::load_with(&compiled.object, &self.shared_symbols).map_err(|e| other(e.to_string()))?;
             // SAFETY: the object is this kernel's unit, compiled for the host.
             let kernel = unsafe { LoadedKernel::from_module(&unit, info) };
             (kernel, Some(unit))
         } else {
             let whole = self.shared.as_ref().ok_or_else(|| other("the module's code is missing".into()))?;
-            // SAFETY: the shared unit is the whole module, compiled for the host.
+            // SAFETY: the shared unit (the whole module, or the part that
+            // holds this kernel), compiled for the host.
             (unsafe { LoadedKernel::from_module(whole, info) }, None)
         };
         let kernel = kernel.ok_or_else(|| other(format!("kernel `{name}` missing from its object")))?;

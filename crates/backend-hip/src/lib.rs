@@ -5,13 +5,14 @@
 //! nothing of ROCm is needed to build anycuda. Every HIP device is a CUDA
 //! device (warp size 32 whatever the wavefront size: a CUDA warp is half a
 //! wave64). Kernels come from the shared JIT (`crates/jit`) compiled for
-//! the device's processor (`gcnArchName`, with its features). A module
-//! with variables is one code object, loaded with `hipModuleLoadData` when
-//! the module is loaded (its variables need addresses then, and code
-//! objects cannot share variables); a module without `.global`/`.const`
-//! variables splits, as on the CPU: each kernel is its own code object,
-//! compiled and loaded at its first launch (the JIT compiles the module's
-//! other kernels in the background meanwhile).
+//! the device's processor (`gcnArchName`, with its features). Code
+//! objects cannot share variables, so a module's variables and the
+//! kernels that name them (in their code or in functions they call) are
+//! one code object, the shared unit, loaded with `hipModuleLoadData`
+//! when the module is loaded (its variables need addresses then); every
+//! other kernel is a code object of its own, compiled and loaded at its
+//! first launch, as on the CPU (the JIT compiles the module's other
+//! kernels in the background meanwhile; `compiler::partition`).
 //!
 //! This layer is thin: memory, module loading and synchronous copies map
 //! to HIP calls. Each driver stream has a queue ([`HipQueue`]): a HIP
@@ -516,21 +517,22 @@ fn other(log: String) -> ModuleError {
     ModuleError { kind: ModuleErrorKind::Other, log }
 }
 
-/// A module loaded on a HIP device: one code object, or one per kernel
-/// where the module splits (see the crate notes).
+/// A module loaded on a HIP device: the shared code object, and one per
+/// kernel compiled apart (see the crate notes).
 pub struct HipModule {
     hip: Arc<Hip>,
     device: usize,
     jit: Arc<jit::JitModule>,
-    /// The whole module's code object (none where the module splits).
+    /// The shared unit's code object: the whole module, or the variables
+    /// and the kernels that name them (none where there is neither).
     module: Option<api::Module>,
     kernels: Vec<KernelDesc>,
-    /// Each kernel's function: looked up in the whole module's code
-    /// object at load, or, where the module splits, in the kernel's own
-    /// code object at its first launch (an error is kept and reported
-    /// again at each launch).
+    /// Each kernel's function: looked up in the shared code object at
+    /// load, or, for a kernel compiled apart, in its own code object at
+    /// its first launch (an error is kept and reported again at each
+    /// launch).
     functions: Vec<OnceLock<Result<api::Function, String>>>,
-    /// The kernels' own code objects (split modules), unloaded with the
+    /// The code objects of kernels compiled apart, unloaded with the
     /// module.
     kernel_objects: Mutex<Vec<api::Module>>,
     globals: Vec<GlobalDesc>,
@@ -558,20 +560,19 @@ impl HipModule {
             globals: Vec::new(),
             info: String::new(),
         };
-        if split {
-            // Kernels load at their first launch; a split module for a
-            // target whose code objects cannot share variables has none.
-            if !info.globals.is_empty() {
-                return Err(other(format!("{} module variables in a module compiled kernel by kernel", info.globals.len())));
-            }
+        let code = module.shared()?;
+        let apart = (0..info.kernels.len()).filter(|&k| module.compiled_apart(k)).count();
+        if split && code.object.is_empty() {
+            // Every kernel loads at its first launch; nothing to load now.
             loaded.info = format!("anycuda: module compiled for {:?}, kernel by kernel, on HIP device {device}", jit.target());
             return Ok(loaded);
         }
-        let code = module.shared()?;
         let handle = load_code_object(&hip, &code.object).map_err(other)?;
         loaded.module = Some(handle);
-        for (k, slot) in info.kernels.iter().zip(&loaded.functions) {
-            let _ = slot.set(Ok(get_function(&hip, handle, &k.name).map_err(other)?));
+        for (k, (desc, slot)) in info.kernels.iter().zip(&loaded.functions).enumerate() {
+            if !module.compiled_apart(k) {
+                let _ = slot.set(Ok(get_function(&hip, handle, &desc.name).map_err(other)?));
+            }
         }
         for g in &info.globals {
             // The code object names a module variable as the compiler's
@@ -584,7 +585,16 @@ impl HipModule {
             hip.check(e, &format!("hipModuleGetGlobal({})", g.name)).map_err(other)?;
             loaded.globals.push(GlobalDesc { name: g.name.clone(), address: p as u64, size, constant: g.constant, managed: g.managed });
         }
-        loaded.info = format!("anycuda: module compiled for {:?} and loaded on HIP device {device}", jit.target());
+        loaded.info = if apart > 0 {
+            format!(
+                "anycuda: module compiled for {:?} on HIP device {device}: the variables and {} kernel(s) in one code object, \
+                 {apart} kernel(s) each in a code object of its own (compiled at its first launch)",
+                jit.target(),
+                info.kernels.len() - apart
+            )
+        } else {
+            format!("anycuda: module compiled for {:?} and loaded on HIP device {device}", jit.target())
+        };
         Ok(loaded)
     }
 }
@@ -622,7 +632,7 @@ impl Drop for HipModule {
 
 impl HipModule {
     /// Kernel `k`'s function, loading its own code object at the first
-    /// call where the module splits.
+    /// call for a kernel compiled apart.
     fn function(&self, k: usize) -> Result<api::Function, String> {
         let slot = self.functions.get(k).ok_or_else(|| format!("no kernel {k}"))?;
         slot.get_or_init(|| {
@@ -647,11 +657,10 @@ impl BackendModule for HipModule {
         &self.globals
     }
 
-    /// Compiles and loads kernel `kernel`'s code object where the module
-    /// splits, so that a kernel that cannot be compiled fails its launch
-    /// call.
+    /// Compiles and loads the code object of a kernel compiled apart, so
+    /// that a kernel that cannot be compiled fails its launch call.
     fn prepare(&self, kernel: usize) -> Result<(), ModuleError> {
-        if self.module.is_none() {
+        if self.jit.compiled_apart(kernel) {
             self.jit.kernel(kernel)?;
         }
         self.function(kernel).map(|_| ()).map_err(other)

@@ -46,6 +46,10 @@ pub struct FunctionFacts {
     pub indirect_calls: bool,
     pub address_taken: HashSet<ItemId>,
     pub module_shared: HashSet<SymbolId>,
+    /// Names a module variable other than a `.shared` one (`.global`,
+    /// `.const`, texture and surface references): code that must be in
+    /// the unit defining the variables where units cannot link.
+    pub names_variables: bool,
     /// Contains a barrier or warp collective, `exit` in a called function,
     /// or a loop that may spin on memory.
     pub waits: bool,
@@ -95,7 +99,9 @@ fn body_facts(m: &Module, item: ItemId, f: &Function, b: &Body) -> FunctionFacts
             }
             Some(SymbolKind::Variable) => {
                 if let Some(v) = m.variable(sym) {
-                    if is_shared(v.decl.space) && !is_dynamic_shared(&v.decl) {
+                    if !is_shared(v.decl.space) {
+                        facts.names_variables = true;
+                    } else if !is_dynamic_shared(&v.decl) {
                         facts.module_shared.insert(sym);
                     }
                 }
@@ -154,13 +160,17 @@ fn body_facts(m: &Module, item: ItemId, f: &Function, b: &Body) -> FunctionFacts
                             }
                         }
                     }
-                    _ => {
-                        for a in args {
-                            note_operand(&mut facts, a, false);
-                            if let Operand::Vector(l) | Operand::Bracket(l) = a {
-                                for op in b.list(*l) {
-                                    note_operand(&mut facts, op, false);
-                                }
+                    _ => {}
+                }
+                // Every instruction's symbols but a call's (its target and
+                // arguments are noted above): barriers and matrix
+                // collectives name shared tiles and variables too.
+                if inst.op != Opcode::Call {
+                    for a in args {
+                        note_operand(&mut facts, a, false);
+                        if let Operand::Vector(l) | Operand::Bracket(l) = a {
+                            for op in b.list(*l) {
+                                note_operand(&mut facts, op, false);
                             }
                         }
                     }
@@ -291,16 +301,18 @@ impl Analysis {
     /// module. A kernel's unit holds the kernel and every function its code
     /// reaches: called, or whose address it takes (an indirect call can
     /// only jump to an address some code or initializer produced, and
-    /// those define their own copies). The variables' unit holds the
-    /// functions their initializers point to, and what those reach.
+    /// those define their own copies). The shared unit holds the functions
+    /// the variables' initializers point to, the kernels that do not
+    /// compile apart ([`Analysis::shared_kernels`]: none where units link,
+    /// `links_units`), and what those reach.
     ///
     /// Invariant: `None` when a unit would have to define a kernel other
     /// than its own (an initializer or another kernel takes a kernel's
     /// address): kernels are external symbols, defined once per module, so
     /// such a module compiles as one unit.
-    pub fn unit_functions(&self, m: &Module, unit: crate::Unit) -> Option<HashSet<ItemId>> {
+    pub fn unit_functions(&self, m: &Module, unit: crate::Unit, links_units: bool) -> Option<HashSet<ItemId>> {
         let is_kernel = |i: ItemId| matches!(m.items.get(i as usize), Some(Item::Function(f)) if f.kind == FunctionKind::Entry);
-        let mut stack: Vec<ItemId> = match unit {
+        let (mut stack, own): (Vec<ItemId>, HashSet<ItemId>) = match unit {
             crate::Unit::Module => {
                 return Some(
                     m.items
@@ -311,25 +323,23 @@ impl Analysis {
                         .collect(),
                 )
             }
-            crate::Unit::Kernel(k) => vec![k],
-            crate::Unit::Variables => {
+            crate::Unit::Kernel(k) => (vec![k], HashSet::from([k])),
+            crate::Unit::Shared => {
                 let mut roots = HashSet::new();
                 for v in m.variables() {
                     collect_init_functions(m, v.decl.init.as_ref(), &mut roots);
                 }
-                roots.into_iter().collect()
+                let kernels: HashSet<ItemId> = self.shared_kernels(m, links_units)?.into_iter().collect();
+                roots.extend(kernels.iter().copied());
+                (roots.into_iter().collect(), kernels)
             }
-        };
-        let own = match unit {
-            crate::Unit::Kernel(k) => Some(k),
-            _ => None,
         };
         let mut seen = HashSet::new();
         while let Some(f) = stack.pop() {
             if !seen.insert(f) {
                 continue;
             }
-            if is_kernel(f) && Some(f) != own {
+            if is_kernel(f) && !own.contains(&f) {
                 return None;
             }
             if let Some(ff) = self.facts.get(&f) {
@@ -338,6 +348,31 @@ impl Analysis {
             }
         }
         Some(seen)
+    }
+
+    /// The kernels (with bodies) that compile in the shared unit rather
+    /// than as units of their own: where units link (`links_units`), none;
+    /// where they cannot, those whose unit would name a module variable
+    /// (`FunctionFacts::names_variables` of any function it defines), as
+    /// the variables are defined in the shared unit only. `None` when a
+    /// kernel's unit cannot be compiled apart (see
+    /// [`Analysis::unit_functions`]).
+    pub fn shared_kernels(&self, m: &Module, links_units: bool) -> Option<Vec<ItemId>> {
+        if links_units {
+            return Some(Vec::new());
+        }
+        let mut out = Vec::new();
+        for (i, item) in m.items.iter().enumerate() {
+            let Item::Function(f) = item else { continue };
+            if f.kind != FunctionKind::Entry || f.body.is_none() {
+                continue;
+            }
+            let defined = self.unit_functions(m, crate::Unit::Kernel(i as ItemId), links_units)?;
+            if defined.iter().any(|g| self.facts.get(g).is_some_and(|ff| ff.names_variables)) {
+                out.push(i as ItemId);
+            }
+        }
+        Some(out)
     }
 
     pub fn needs_scheduler(&self, kernel: ItemId) -> bool {
@@ -478,16 +513,23 @@ pub fn describe_with_options(m: &Module, target: &crate::Target, opts: &crate::O
 pub fn describe_for(m: &Module, a: &Analysis, target: &crate::Target, opts: &crate::Options) -> ModuleInfo {
     let mut info = describe_with(m, a);
     for k in &mut info.kernels {
-        let item = m.symbol_by_name(&k.name).map(|s| m.symbol(s).item);
-        if let Some(Item::Function(f)) = item.and_then(|i| m.items.get(i as usize)) {
-            if crate::warp::warp_capable(m, a, target, opts, item.unwrap_or(0), f) {
-                k.lanes = crate::warp::W;
-                k.frame_bytes = crate::warp::frame_layout(a, item.unwrap_or(0), f).bytes;
-            }
-            k.privatise = crate::privatise::plan_for(m, f, target, opts).map(|p| p.guard);
-        }
+        set_lanes(m, a, target, opts, k);
     }
     info
+}
+
+/// A kernel's lane count, frame and privatisation as compiled for
+/// `target` in a unit that carries both of its versions (a whole module,
+/// the shared unit).
+fn set_lanes(m: &Module, a: &Analysis, target: &crate::Target, opts: &crate::Options, k: &mut KernelInfo) {
+    let item = m.symbol_by_name(&k.name).map(|s| m.symbol(s).item);
+    if let Some(Item::Function(f)) = item.and_then(|i| m.items.get(i as usize)) {
+        if crate::warp::warp_capable(m, a, target, opts, item.unwrap_or(0), f) {
+            k.lanes = crate::warp::W;
+            k.frame_bytes = crate::warp::frame_layout(a, item.unwrap_or(0), f).bytes;
+        }
+        k.privatise = crate::privatise::plan_for(m, f, target, opts).map(|p| p.guard);
+    }
 }
 
 /// The description of what one compile unit defines: its kernels (with
@@ -496,7 +538,15 @@ pub fn describe_for(m: &Module, a: &Analysis, target: &crate::Target, opts: &cra
 pub fn describe_unit(m: &Module, a: &Analysis, target: &crate::Target, opts: &crate::Options, unit: crate::Unit) -> ModuleInfo {
     match unit {
         crate::Unit::Module => describe_for(m, a, target, opts),
-        crate::Unit::Variables => ModuleInfo { kernels: Vec::new(), globals: describe_with(m, a).globals },
+        crate::Unit::Shared => {
+            let shared = a.shared_kernels(m, target.facts().links_units).unwrap_or_default();
+            let mut info = describe_with(m, a);
+            info.kernels.retain(|k| m.symbol_by_name(&k.name).is_some_and(|s| shared.contains(&m.symbol(s).item)));
+            for k in &mut info.kernels {
+                set_lanes(m, a, target, opts, k);
+            }
+            info
+        }
         crate::Unit::Kernel(k) => {
             let mut kernels = Vec::new();
             if let Some(Item::Function(f)) = m.items.get(k as usize) {

@@ -73,12 +73,15 @@ pub enum Tier {
 pub enum Unit {
     /// Every kernel, function and variable.
     Module,
-    /// The module's `.global`/`.const` variables, with their initializers,
-    /// and the functions those point to; no kernel.
-    Variables,
+    /// What a module cut into units ([`partition`]) loads with it: the
+    /// `.global`/`.const` variables, with their initializers, the
+    /// functions those point to, and the kernels that do not compile apart
+    /// (none on the host; on AMDGPU those that name a variable), with
+    /// what they reach.
+    Shared,
     /// One kernel (its item index in `Module::items`) and the functions it
     /// reaches; the module's variables are external symbols, defined by the
-    /// `Variables` unit loaded beside it.
+    /// `Shared` unit loaded beside it.
     Kernel(u32),
 }
 
@@ -384,15 +387,41 @@ pub fn compile_with_options(module: &ptx::ast::Module, src: &str, target: &Targe
     compile_unit(module, src, target, opts, Unit::Module)
 }
 
-/// Whether the module can be compiled as separate units (one per kernel,
-/// one for the variables) for `target`: the host's loader links the units
-/// of a module together; AMD code objects cannot see each other's
-/// variables, so for AMD only a module without `.global`/`.const`
-/// variables splits; and a module in which something takes a kernel's
-/// address must define that kernel once (see
+/// How a module's code is cut into compile units for a target
+/// ([`partition`]): the kernels compiled as units of their own
+/// ([`Unit::Kernel`]), each at its first launch; the rest, variables
+/// included, is the [`Unit::Shared`] unit, loaded with the module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Partition {
+    /// Item indices of the kernels compiled apart, in module order.
+    pub apart: Vec<u32>,
+}
+
+/// How `module` compiles for `target`: cut into units ([`Partition`]),
+/// or `None` for one unit of the whole module. The host's loader links
+/// the units of a module together, so there every kernel compiles
+/// apart; AMD code objects cannot see each other's variables, so there
+/// a kernel that names a `.global`/`.const` variable (itself or in a
+/// function it reaches) compiles in the shared unit, with the variables,
+/// and the others apart. A module in which something takes a kernel's
+/// address must define that kernel once, and compiles whole (see
 /// `layout::Analysis::unit_functions`).
-pub fn splits_into_units(module: &ptx::ast::Module, target: &Target) -> bool {
-    splits_into_units_analysed(module, target, &analyse(module))
+pub fn partition(module: &ptx::ast::Module, target: &Target, a: &ModuleAnalysis) -> Option<Partition> {
+    let links = target.facts().links_units;
+    let a = &a.0;
+    let shared = a.shared_kernels(module, links)?;
+    a.unit_functions(module, Unit::Shared, links)?;
+    let apart = module
+        .items
+        .iter()
+        .enumerate()
+        .filter(|(i, it)| {
+            matches!(it, ptx::ast::Item::Function(f) if f.kind == ptx::ast::FunctionKind::Entry && f.body.is_some())
+                && !shared.contains(&(*i as u32))
+        })
+        .map(|(i, _)| i as u32)
+        .collect();
+    Some(Partition { apart })
 }
 
 /// What the compiler learns about a whole module before lowering any of
@@ -413,24 +442,6 @@ pub fn describe_analysed(module: &ptx::ast::Module, a: &ModuleAnalysis, target: 
     layout::describe_for(module, &a.0, target, opts)
 }
 
-/// [`splits_into_units`] with an analysis made before.
-pub fn splits_into_units_analysed(module: &ptx::ast::Module, target: &Target, a: &ModuleAnalysis) -> bool {
-    // Units of a target that does not link them cannot share variables:
-    // such a target splits only modules without any.
-    let variables = module.variables().any(|v| matches!(v.decl.space, ptx::ast::StateSpace::Global | ptx::ast::StateSpace::Const));
-    if !target.facts().links_units && variables {
-        return false;
-    }
-    let a = &a.0;
-    a.unit_functions(module, Unit::Variables).is_some()
-        && module.items.iter().enumerate().all(|(i, it)| match it {
-            ptx::ast::Item::Function(f) if f.kind == ptx::ast::FunctionKind::Entry && f.body.is_some() => {
-                a.unit_functions(module, Unit::Kernel(i as u32)).is_some()
-            }
-            _ => true,
-        })
-}
-
 /// How one kernel runs, and why (see [`kernel_modes`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelMode {
@@ -448,7 +459,7 @@ pub struct KernelMode {
 /// `src` is the module's text.
 pub fn kernel_modes(module: &ptx::ast::Module, src: &str, target: &Target, opts: &Options, unit: Unit) -> Vec<KernelMode> {
     let a = layout::Analysis::new(module);
-    let defined = a.unit_functions(module, unit).unwrap_or_default();
+    let defined = a.unit_functions(module, unit, target.facts().links_units).unwrap_or_default();
     let mut out = Vec::new();
     for (i, item) in module.items.iter().enumerate() {
         let ptx::ast::Item::Function(f) = item else { continue };
@@ -462,9 +473,9 @@ pub fn kernel_modes(module: &ptx::ast::Module, src: &str, target: &Target, opts:
 }
 
 /// Compiles one unit of a module. The object of a `Kernel` unit refers to
-/// the module's variables by their symbols; the `Variables` unit of the
+/// the module's variables by their symbols; the `Shared` unit of the
 /// same module defines them. Only [`Unit::Module`] is valid when
-/// [`splits_into_units`] is false.
+/// [`partition`] is `None`.
 pub fn compile_unit(
     module: &ptx::ast::Module,
     src: &str,

@@ -217,7 +217,7 @@ impl<'m> ModuleCx<'m> {
                 });
             }
         }
-        match self.a.unit_functions(self.m, unit) {
+        match self.a.unit_functions(self.m, unit, self.facts.links_units) {
             Some(set) => {
                 self.defined = Some(set);
                 Ok(())

@@ -39,8 +39,9 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// unit (a kernel, the variables, a whole module or a module's
 /// description). 6: kernel descriptions carry their privatisation
 /// condition. 7: stores-in-loops conditions carry the further stores
-/// through the same address.
-const FORMAT: u32 = 7;
+/// through the same address. 8: module descriptions say which kernels
+/// compile apart; the variables' unit is the shared unit.
+const FORMAT: u32 = 8;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 const SECRET: &str = ".secret";

@@ -28,7 +28,7 @@ pub struct Compiled {
     /// A relocatable object (host) or a code object (AMDGPU).
     pub object: Vec<u8>,
     /// What the unit defines: its kernels, with their lane counts and
-    /// frame sizes, and (for the variables' unit or a whole module) the
+    /// frame sizes, and (for the shared unit or a whole module) the
     /// variables.
     pub info: ModuleInfo,
     pub tier: Tier,
@@ -49,10 +49,13 @@ struct Desc {
     info: ModuleInfo,
     /// The SM number of the PTX `.target` (0 when absent).
     target_sm: u32,
-    /// Kernels compile as units of their own.
+    /// The module is cut into units (`compiler::partition`).
     split: bool,
     /// Each kernel's item index in the module.
     items: Vec<u32>,
+    /// Per kernel: it compiles as a unit of its own (else it is in the
+    /// shared unit, or the module is whole).
+    apart: Vec<bool>,
 }
 
 /// Per kernel: its code in each tier, and how long it has run.
@@ -88,7 +91,7 @@ pub struct JitModule {
     analysis: OnceLock<compiler::ModuleAnalysis>,
     desc: Desc,
     slots: Vec<Slot>,
-    /// The variables' unit (split modules) or the whole module.
+    /// The shared unit (split modules) or the whole module.
     shared: Code,
     launched: AtomicBool,
     described_from_cache: bool,
@@ -201,20 +204,29 @@ impl JitModule {
         self.desc.target_sm
     }
 
-    /// Whether kernels compile as units of their own (beside the
-    /// variables' unit, [`JitModule::shared`]); otherwise the shared unit
-    /// is the whole module and holds every kernel.
+    /// Whether the module is cut into units (`compiler::partition`):
+    /// kernels compiled apart ([`JitModule::compiled_apart`]) beside the
+    /// shared unit ([`JitModule::shared`]); otherwise the shared unit is
+    /// the whole module and holds every kernel.
     pub fn splits(&self) -> bool {
         self.desc.split
     }
 
-    /// The unit every kernel's code links against: the variables (split
-    /// modules; an empty object when the module has none) or the whole
+    /// Whether kernel `k` compiles as a unit of its own (at its first
+    /// launch); otherwise its code is in the shared unit.
+    pub fn compiled_apart(&self, k: usize) -> bool {
+        self.desc.split && self.desc.apart.get(k).copied().unwrap_or(false)
+    }
+
+    /// The unit every kernel's code links against and that holds the
+    /// kernels not compiled apart: the variables and those kernels (split
+    /// modules; an empty object when there is neither) or the whole
     /// module. Compiled once; the backend loads it with the module.
     pub fn shared(&self) -> Result<Arc<Compiled>, ModuleError> {
         self.shared
             .get_or_init(|| {
-                if self.desc.split && self.desc.info.globals.is_empty() {
+                let kernels = self.desc.split && self.desc.apart.iter().any(|a| !a);
+                if self.desc.split && self.desc.info.globals.is_empty() && !kernels {
                     // Nothing to define: no object at all.
                     Ok(Arc::new(Compiled {
                         object: Vec::new(),
@@ -223,9 +235,13 @@ impl JitModule {
                         from_cache: false,
                         compile_time: Duration::ZERO,
                     }))
-                } else if self.desc.split {
+                } else if self.desc.split && !kernels {
                     // Data and the functions initializers point to: fast code is enough.
-                    self.compile(Unit::Variables, Tier::Fast)
+                    self.compile(Unit::Shared, Tier::Fast)
+                } else if self.desc.split {
+                    // Kernels beside the variables: as a whole module's.
+                    let tier = if self.jit.config.tiers == TierPolicy::FastOnly { Tier::Fast } else { Tier::Optimized };
+                    self.compile(Unit::Shared, tier)
                 } else {
                     // Kernels and variables in one object: it cannot be
                     // swapped for a faster one later (the variables would
@@ -240,13 +256,13 @@ impl JitModule {
     /// The best code available now for kernel `k` (an index into
     /// [`JitModule::info`]'s kernels), compiling it in its first tier if
     /// there is none. Blocks while that kernel compiles, and only then.
-    /// For a module that does not split, the whole module's unit.
+    /// For a kernel not compiled apart, the shared unit.
     pub fn kernel(&self, k: usize) -> Result<Arc<Compiled>, ModuleError> {
         let slot = self.slots.get(k).ok_or_else(|| invalid(format!("the module has no kernel {k}")))?;
         if !self.launched.load(Ordering::Relaxed) && !self.launched.swap(true, Ordering::Relaxed) {
             self.precompile_others(k);
         }
-        if !self.desc.split {
+        if !self.compiled_apart(k) {
             return self.shared();
         }
         let item = self.desc.items[k];
@@ -278,8 +294,8 @@ impl JitModule {
     /// most programs never need it.
     pub fn lockstep(&self, k: usize) -> Result<Arc<Compiled>, ModuleError> {
         let slot = self.slots.get(k).ok_or_else(|| invalid(format!("the module has no kernel {k}")))?;
-        if !self.desc.split {
-            return Err(invalid(format!("{}a whole module carries its kernels' lockstep versions", self.located())));
+        if !self.compiled_apart(k) {
+            return Err(invalid(format!("{}a unit of several kernels carries their lockstep versions", self.located())));
         }
         let item = self.desc.items[k];
         let tier = if self.jit.config.tiers == TierPolicy::OptimizedOnly { Tier::Optimized } else { Tier::Fast };
@@ -290,7 +306,7 @@ impl JitModule {
     /// optimised tier.
     pub fn record_run(&self, k: usize, elapsed: Duration) {
         let Some(slot) = self.slots.get(k) else { return };
-        if !self.desc.split || self.jit.config.tiers != TierPolicy::Adaptive {
+        if !self.compiled_apart(k) || self.jit.config.tiers != TierPolicy::Adaptive {
             return;
         }
         let ns = slot.run_ns.fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed) + elapsed.as_nanos() as u64;
@@ -329,7 +345,7 @@ impl JitModule {
             return;
         }
         let tier = if self.jit.config.tiers == TierPolicy::OptimizedOnly { Tier::Optimized } else { Tier::Fast };
-        for k in (0..self.slots.len()).filter(|&k| k != launched) {
+        for k in (0..self.slots.len()).filter(|&k| k != launched && self.compiled_apart(k)) {
             let this = self.this.clone();
             let item = self.desc.items[k];
             background::submit(Priority::Speculative, move || {
@@ -352,7 +368,7 @@ impl JitModule {
     fn unit_name(&self, unit: Unit, lockstep: bool) -> String {
         match unit {
             Unit::Module => "module".into(),
-            Unit::Variables => "variables".into(),
+            Unit::Shared => "shared".into(),
             Unit::Kernel(item) if lockstep => format!("lockstep kernel {item}"),
             Unit::Kernel(item) => format!("kernel {item}"),
         }
@@ -418,7 +434,7 @@ impl JitModule {
             self.jit.target,
             compile_time.as_secs_f64() * 1e3
         );
-        if !lockstep {
+        if !lockstep && !compiled.info.kernels.is_empty() {
             // (The backend says why it needs a lockstep version.)
             self.log_modes(module, parsed.borrow_owner(), &opts, unit);
         }
@@ -437,7 +453,7 @@ impl JitModule {
     /// cannot tell whether the kernel synchronises its exchanges: most
     /// such kernels, CUB's, do), else at `debug`.
     fn log_modes(&self, module: &Ast, src: &str, opts: &compiler::Options, unit: Unit) {
-        if matches!(unit, Unit::Variables) || !tracing::enabled!(tracing::Level::INFO) {
+        if !tracing::enabled!(tracing::Level::INFO) {
             return;
         }
         let exact_logged = tracing::enabled!(tracing::Level::DEBUG);
@@ -499,12 +515,9 @@ fn describe(jit: &Jit, module: &ptx::ast::Module, a: &compiler::ModuleAnalysis) 
                 .ok_or_else(|| invalid(format!("kernel `{}` has no symbol", k.name)))
         })
         .collect::<Result<Vec<u32>, ModuleError>>()?;
-    Ok(Desc {
-        info,
-        target_sm: module.target.sm().unwrap_or(0),
-        split: compiler::splits_into_units_analysed(module, &jit.target, a),
-        items,
-    })
+    let partition = compiler::partition(module, &jit.target, a);
+    let apart = items.iter().map(|i| partition.as_ref().is_some_and(|p| p.apart.contains(i))).collect();
+    Ok(Desc { info, target_sm: module.target.sm().unwrap_or(0), split: partition.is_some(), items, apart })
 }
 
 fn encode_desc(d: &Desc) -> Vec<u8> {
@@ -513,8 +526,9 @@ fn encode_desc(d: &Desc) -> Vec<u8> {
     w.extend_from_slice(&d.target_sm.to_le_bytes());
     w.extend_from_slice(&(d.split as u32).to_le_bytes());
     w.extend_from_slice(&(d.items.len() as u32).to_le_bytes());
-    for i in &d.items {
+    for (i, apart) in d.items.iter().zip(&d.apart) {
         w.extend_from_slice(&i.to_le_bytes());
+        w.extend_from_slice(&(*apart as u32).to_le_bytes());
     }
     put_str(&mut w, "end");
     w
@@ -529,6 +543,11 @@ fn decode_desc(p: &[u8]) -> Option<Desc> {
     if n != info.kernels.len() {
         return None;
     }
-    let items = (0..n).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
-    (r.string()? == "end" && r.at == p.len()).then_some(Desc { info, target_sm, split, items })
+    let mut items = Vec::with_capacity(n);
+    let mut apart = Vec::with_capacity(n);
+    for _ in 0..n {
+        items.push(r.u32()?);
+        apart.push(r.u32()? != 0);
+    }
+    (r.string()? == "end" && r.at == p.len()).then_some(Desc { info, target_sm, split, items, apart })
 }

@@ -61,14 +61,17 @@ fn loading_a_module_compiles_none_of_its_kernels() {
 }
 
 /// AMD code objects cannot share variables: a module without any compiles
-/// kernel by kernel, each unit a code object of its own; a module with
-/// variables is one code object with every kernel.
+/// kernel by kernel, each unit a code object of its own; in a module with
+/// variables, the kernels that name one (in their code or in a function
+/// they call) are one code object with the variables, loaded with the
+/// module, and the others still compile apart, each at its first launch.
 #[test]
-fn amd_modules_split_only_without_variables() {
+fn amd_modules_compile_apart_the_kernels_that_name_no_variable() {
     let target = compiler::Target::Amdgpu { arch: "gfx1100".into() };
     let jit = Jit::new(target.clone(), config(TierPolicy::FastOnly, false));
     let m = jit.load(&module(3, false), &ModuleOptions::default()).expect("load");
     assert!(m.splits());
+    assert!((0..3).all(|k| m.compiled_apart(k)));
     assert!(m.shared().expect("shared").object.is_empty());
     assert_eq!(jit.stats().compiled, 0, "a load compiled something");
     let k = m.kernel(1).expect("kernel 1");
@@ -76,12 +79,46 @@ fn amd_modules_split_only_without_variables() {
     assert!(k.object.starts_with(b"\x7fELF"), "not a code object");
     assert_eq!(jit.stats().compiled, 1);
 
-    let jit = Jit::new(target, config(TierPolicy::FastOnly, false));
+    // Every kernel names the variable: all of them are the shared unit.
+    let jit = Jit::new(target.clone(), config(TierPolicy::FastOnly, false));
     let m = jit.load(&module(3, true), &ModuleOptions::default()).expect("load");
-    assert!(!m.splits(), "an AMD module with a variable split");
+    assert!((0..3).all(|k| !m.compiled_apart(k)));
     let whole = m.kernel(1).expect("kernel 1");
     assert_eq!(whole.info.kernels.len(), 3);
     assert_eq!(whole.info.globals.len(), 1);
+    assert!(Arc::ptr_eq(&whole, &m.kernel(2).expect("kernel 2")));
+    assert_eq!(jit.stats().compiled, 1);
+
+    // `uses` names the table, `via_call` calls a function that does,
+    // `plain` and `plain2` name none.
+    let text = concat!(
+        ".version 7.0\n.target sm_80\n.address_size 64\n",
+        ".global .align 4 .u32 table[2] = {5, 9};\n",
+        ".func (.reg .u32 r) lookup(.reg .u32 i)\n{\n.reg .b64 %rd<3>;\n",
+        "mov.u64 %rd1, table;\nmul.wide.u32 %rd2, i, 4;\nadd.s64 %rd1, %rd1, %rd2;\nld.global.u32 r, [%rd1];\nret;\n}\n",
+        ".visible .entry plain(.param .u64 out)\n{\n.reg .b64 %rd<2>;\nld.param.u64 %rd1, [out];\nst.global.u32 [%rd1], 1;\nret;\n}\n",
+        ".visible .entry uses(.param .u64 out)\n{\n.reg .b32 %r<2>;\n.reg .b64 %rd<2>;\n",
+        "ld.param.u64 %rd1, [out];\nld.global.u32 %r1, [table+4];\nst.global.u32 [%rd1], %r1;\nret;\n}\n",
+        ".visible .entry via_call(.param .u64 out)\n{\n.reg .b32 %r<2>;\n.reg .b64 %rd<2>;\n",
+        "ld.param.u64 %rd1, [out];\ncall (%r1), lookup, (0);\nst.global.u32 [%rd1], %r1;\nret;\n}\n",
+        ".visible .entry plain2(.param .u64 out)\n{\n.reg .b64 %rd<2>;\nld.param.u64 %rd1, [out];\nst.global.u32 [%rd1], 2;\nret;\n}\n",
+    );
+    let jit = Jit::new(target, config(TierPolicy::FastOnly, false));
+    let m = jit.load(text, &ModuleOptions::default()).expect("load");
+    let names: Vec<&str> = m.info().kernels.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["plain", "uses", "via_call", "plain2"]);
+    assert!(m.splits());
+    assert_eq!((0..4).map(|k| m.compiled_apart(k)).collect::<Vec<_>>(), [true, false, false, true]);
+    assert_eq!(jit.stats().compiled, 0, "a load compiled something");
+    let shared = m.shared().expect("shared");
+    assert_eq!(shared.info.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>(), ["uses", "via_call"]);
+    assert_eq!(shared.info.globals.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(), ["table"]);
+    assert!(Arc::ptr_eq(&shared, &m.kernel(2).expect("via_call")));
+    assert_eq!(jit.stats().compiled, 1);
+    let plain = m.kernel(3).expect("plain2");
+    assert_eq!(plain.info.kernels.iter().map(|i| i.name.as_str()).collect::<Vec<_>>(), ["plain2"]);
+    assert!(plain.info.globals.is_empty());
+    assert_eq!(jit.stats().compiled, 2);
 }
 
 #[test]

@@ -49,18 +49,14 @@ fn load_family(name: &str, build: Build) -> Result<Family, String> {
         Ok::<(), String>(())
     };
     if build.units {
-        if !compiler::splits_into_units(&module, &target) {
-            return Err("the module does not split into units".into());
-        }
-        let vars = compiler::compile_unit(&module, &src, &target, &opts, compiler::Unit::Variables).map_err(|e| e.to_string())?;
-        add(vars, &[], &mut modules)?;
+        let partition = compiler::partition(&module, &target, &compiler::analyse(&module))
+            .ok_or_else(|| "the module does not split into units".to_string())?;
+        let shared = compiler::compile_unit(&module, &src, &target, &opts, compiler::Unit::Shared).map_err(|e| e.to_string())?;
+        add(shared, &[], &mut modules)?;
         let extra: Vec<(String, usize)> = modules[0].symbols().map(|(n, a)| (n.to_string(), a)).collect();
-        for (i, item) in module.items.iter().enumerate() {
-            if matches!(item, ptx::ast::Item::Function(f) if f.kind == ptx::ast::FunctionKind::Entry && f.body.is_some()) {
-                let unit =
-                    compiler::compile_unit(&module, &src, &target, &opts, compiler::Unit::Kernel(i as u32)).map_err(|e| e.to_string())?;
-                add(unit, &extra, &mut modules)?;
-            }
+        for &i in &partition.apart {
+            let unit = compiler::compile_unit(&module, &src, &target, &opts, compiler::Unit::Kernel(i)).map_err(|e| e.to_string())?;
+            add(unit, &extra, &mut modules)?;
         }
     } else {
         let compiled = compiler::compile_with_options(&module, &src, &target, &opts).map_err(|e| e.to_string())?;
