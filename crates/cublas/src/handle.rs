@@ -92,9 +92,13 @@ impl Handle {
     }
 }
 
-/// Fails unless `[ptr, ptr + bytes)` lies in one allocation of the driver
-/// (device, managed or page-locked host memory): a kernel on a GPU would
-/// fault on anything else, and on the CPU it would bring the process down.
+/// Fails unless `[ptr, ptr + bytes)` lies in driver memory (device,
+/// managed or page-locked host memory): one allocation, or allocations
+/// mapped side by side without a gap (virtual memory management: a pool
+/// that maps physical chunks one after another into a reservation, as
+/// llama.cpp's does, hands out buffers that span several). A kernel on a
+/// GPU would fault on anything else, and on the CPU it would bring the
+/// process down.
 pub fn check_device(ptr: u64, bytes: u64, what: &str) -> Result<()> {
     if bytes == 0 {
         return Ok(());
@@ -102,12 +106,29 @@ pub fn check_device(ptr: u64, bytes: u64, what: &str) -> Result<()> {
     if ptr == 0 {
         return Err(Error::invalid(format!("{what} is NULL")));
     }
-    match driver()?.range(ptr) {
-        Some((start, size)) if ptr >= start && ptr - start <= size && bytes <= size - (ptr - start) => Ok(()),
-        Some((start, size)) => {
-            Err(Error::invalid(format!("{what} ({bytes} bytes at {ptr:#x}) overruns its {size}-byte allocation at {start:#x}")))
+    let end = ptr.checked_add(bytes).ok_or_else(|| Error::invalid(format!("{what} ({bytes} bytes at {ptr:#x}) wraps around")))?;
+    let d = driver()?;
+    let mut at = ptr;
+    loop {
+        match d.range(at) {
+            Some((start, size)) if at >= start && at - start < size => {
+                let stop = start.saturating_add(size);
+                if end <= stop {
+                    return Ok(());
+                }
+                // The rest must be the allocation mapped right after it.
+                at = stop;
+            }
+            Some((start, size)) if at == ptr => {
+                return Err(Error::invalid(format!("{what} ({bytes} bytes at {ptr:#x}) overruns its {size}-byte allocation at {start:#x}")))
+            }
+            None if at == ptr => return Err(Error::invalid(format!("{what} at {ptr:#x} is not device memory"))),
+            _ => {
+                return Err(Error::invalid(format!(
+                    "{what} ({bytes} bytes at {ptr:#x}) overruns its allocation: nothing is mapped at {at:#x}"
+                )))
+            }
         }
-        None => Err(Error::invalid(format!("{what} at {ptr:#x} is not device memory"))),
     }
 }
 

@@ -85,6 +85,80 @@ fn gemm_argument_checks() {
     e.destroy(h);
 }
 
+/// `CUmemAllocationProp` (a pinned allocation on device 0).
+#[repr(C)]
+struct AllocationProp {
+    kind: i32,
+    handle_types: i32,
+    location: [i32; 2],
+    win32: *mut c_void,
+    flags: [u8; 8],
+}
+
+/// A virtual-memory pool maps physical chunks side by side in one
+/// reservation and hands out buffers that span several (llama.cpp's
+/// does): such a buffer is device memory; one that runs past the last
+/// mapping is refused.
+#[test]
+fn buffers_across_side_by_side_mappings_are_device_memory() {
+    let e = env();
+    let h = e.handle();
+    let sgemm = e.blas.f::<Sgemm>("cublasSgemm_v2");
+    type Reserve = unsafe extern "C" fn(*mut u64, usize, usize, u64, u64) -> i32;
+    type Create = unsafe extern "C" fn(*mut u64, usize, *const AllocationProp, u64) -> i32;
+    type Map = unsafe extern "C" fn(u64, usize, usize, u64, u64) -> i32;
+    type SetAccess = unsafe extern "C" fn(u64, usize, *const [i32; 3], usize) -> i32;
+    type Unmap = unsafe extern "C" fn(u64, usize) -> i32;
+    type Release = unsafe extern "C" fn(u64) -> i32;
+    type Copy = unsafe extern "C" fn(u64, *const c_void, usize) -> i32;
+    let (reserve, create, map) =
+        (e.cuda.f::<Reserve>("cuMemAddressReserve"), e.cuda.f::<Create>("cuMemCreate"), e.cuda.f::<Map>("cuMemMap"));
+    let (set_access, unmap, release) =
+        (e.cuda.f::<SetAccess>("cuMemSetAccess"), e.cuda.f::<Unmap>("cuMemUnmap"), e.cuda.f::<Release>("cuMemRelease"));
+    let free = e.cuda.f::<Unmap>("cuMemAddressFree");
+    let copy = e.cuda.f::<Copy>("cuMemcpyHtoD_v2");
+    let gran = 2usize << 20;
+    let prop = AllocationProp { kind: 1, handle_types: 0, location: [1, 0], win32: std::ptr::null_mut(), flags: [0; 8] };
+    let (k, n) = (4usize, 256usize);
+    let av: Vec<f32> = (0..4 * k).map(|i| i as f32 - 7.0).collect();
+    let bv: Vec<f32> = (0..k * n).map(|i| (i % 13) as f32 * 0.5).collect();
+    let a = e.upload(&av);
+    let c = e.upload(&vec![0f32; 4 * n]);
+    let (al, be) = (1f32, 0f32);
+    let (pa, pb): (P, P) = ((&al as *const f32).cast(), (&be as *const f32).cast());
+    unsafe {
+        let mut r = 0u64;
+        assert_eq!(reserve(&mut r, 2 * gran, 0, 0, 0), 0);
+        let (mut h1, mut h2) = (0u64, 0u64);
+        assert_eq!(create(&mut h1, gran, &prop, 0), 0);
+        assert_eq!(create(&mut h2, gran, &prop, 0), 0);
+        assert_eq!(map(r, gran, 0, h1, 0), 0);
+        assert_eq!(map(r + gran as u64, gran, 0, h2, 0), 0);
+        assert_eq!(set_access(r, 2 * gran, &[1, 0, 3], 1), 0);
+        // B (4 KiB) starts 1 KiB before the second chunk.
+        let b = r + gran as u64 - 1024;
+        assert_eq!(copy(b, bv.as_ptr().cast(), 4 * k * n), 0);
+        assert_eq!(sgemm(h, 0, 0, 4, n as i32, k as i32, pa, a as P, 4, b as P, k as i32, pb, c as H, 4), 0, "B across two mappings");
+        e.sync();
+        let got: Vec<f32> = e.download(c, 4 * n);
+        for j in 0..n {
+            for i in 0..4 {
+                let want: f32 = (0..k).map(|l| av[l * 4 + i] * bv[j * k + l]).sum();
+                assert_eq!(got[j * 4 + i], want, "C[{i}, {j}]");
+            }
+        }
+        // Without the second chunk, B runs past the mapped memory.
+        assert_eq!(unmap(r + gran as u64, gran), 0);
+        assert_eq!(sgemm(h, 0, 0, 4, n as i32, k as i32, pa, a as P, 4, b as P, k as i32, pb, c as H, 4), INVALID, "B past the mapping");
+        assert_eq!(unmap(r, gran), 0);
+        assert_eq!(release(h1), 0);
+        assert_eq!(release(h2), 0);
+        assert_eq!(free(r, 2 * gran), 0);
+    }
+    e.free(a);
+    e.free(c);
+}
+
 #[test]
 fn level_1_2_and_trsm_argument_checks() {
     let e = env();
