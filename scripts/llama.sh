@@ -181,12 +181,16 @@ check_ops() { # log, exit status
     local ok fail unsupported summary
     # One line per case: "  OP(params): OK", "... FAIL" or "not supported".
     ok=$(grep -Ec '^  [A-Z0-9_]+\(.*\): OK$' "$out" || true)
-    fail=$(grep -Ec '^  [A-Z0-9_]+\(.*FAIL$' "$out" || true)
+    # A failing case is reported as "[OP] ERR = ... OP(params): FAIL".
+    fail=$(grep -Ec '[A-Z0-9_]+\(.*\): FAIL$' "$out" || true)
     unsupported=$(grep -Ec '^  [A-Z0-9_]+\(.*\): not supported' "$out" || true)
     summary=$(grep -E '^  [0-9]+/[0-9]+ tests passed$' "$out" | tail -1)
     log "CUDA0: $ok passed, $fail failed, $unsupported not supported by CUDA0 ($summary)"
-    if [ "$fail" -gt 0 ] || [ "$rc" -ne 0 ]; then
-        grep -E '^  [A-Z0-9_]+\(.*FAIL$' "$out" | head -40
+    local passed total
+    passed=$(echo "$summary" | awk '{split($1, a, "/"); print a[1]}')
+    total=$(echo "$summary" | awk '{split($1, a, "/"); print a[2]}')
+    if [ "$fail" -gt 0 ] || [ "$rc" -ne 0 ] || [ "${passed:-0}" != "${total:-1}" ]; then
+        grep -E '[A-Z0-9_]+\(.*\): FAIL$' "$out" | head -40
         die "test-backend-ops failed (exit status $rc; log: $out)"
     fi
     [ "$ok" -gt 0 ] || die "CUDA0 ran no test case"
