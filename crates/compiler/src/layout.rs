@@ -303,7 +303,7 @@ impl Analysis {
     /// only jump to an address some code or initializer produced, and
     /// those define their own copies). The shared unit holds the functions
     /// the variables' initializers point to, the kernels that do not
-    /// compile apart ([`Analysis::shared_kernels`]: none where units link,
+    /// compile apart ([`Analysis::shared_unit`]: none where units link,
     /// `links_units`), and what those reach.
     ///
     /// Invariant: `None` when a unit would have to define a kernel other
@@ -311,29 +311,56 @@ impl Analysis {
     /// address): kernels are external symbols, defined once per module, so
     /// such a module compiles as one unit.
     pub fn unit_functions(&self, m: &Module, unit: crate::Unit, links_units: bool) -> Option<HashSet<ItemId>> {
+        match unit {
+            crate::Unit::Module => Some(
+                m.items
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, it)| matches!(it, Item::Function(f) if f.body.is_some()))
+                    .map(|(i, _)| i as ItemId)
+                    .collect(),
+            ),
+            crate::Unit::Kernel(k) => self.defined_from(m, vec![k], &HashSet::from([k])),
+            crate::Unit::Shared => self.shared_unit(m, links_units).map(|(_, defined)| defined),
+        }
+    }
+
+    /// The shared unit: the kernels (with bodies) it holds rather than
+    /// compiling them apart, in module order, and the functions it
+    /// defines. Where units link (`links_units`) it holds no kernel; where
+    /// they cannot, the kernels whose unit would name a module variable
+    /// (`FunctionFacts::names_variables` of any function it defines), as
+    /// the variables are defined in the shared unit only. `None` when the
+    /// module cannot be cut into units: a kernel's unit, or the shared
+    /// unit, would define another kernel (see [`Analysis::unit_functions`]).
+    pub fn shared_unit(&self, m: &Module, links_units: bool) -> Option<(Vec<ItemId>, HashSet<ItemId>)> {
+        let mut kernels = Vec::new();
+        for (i, item) in m.items.iter().enumerate() {
+            let Item::Function(f) = item else { continue };
+            if f.kind != FunctionKind::Entry || f.body.is_none() {
+                continue;
+            }
+            let k = i as ItemId;
+            let defined = self.defined_from(m, vec![k], &HashSet::from([k]))?;
+            if !links_units && defined.iter().any(|g| self.facts.get(g).is_some_and(|ff| ff.names_variables)) {
+                kernels.push(k);
+            }
+        }
+        let mut roots = HashSet::new();
+        for v in m.variables() {
+            collect_init_functions(m, v.decl.init.as_ref(), &mut roots);
+        }
+        let own: HashSet<ItemId> = kernels.iter().copied().collect();
+        roots.extend(own.iter().copied());
+        let defined = self.defined_from(m, roots.into_iter().collect(), &own)?;
+        Some((kernels, defined))
+    }
+
+    /// The functions a unit with these roots defines: every function they
+    /// reach (called, or whose address they take); `None` when that
+    /// includes a kernel not in `own`.
+    fn defined_from(&self, m: &Module, mut stack: Vec<ItemId>, own: &HashSet<ItemId>) -> Option<HashSet<ItemId>> {
         let is_kernel = |i: ItemId| matches!(m.items.get(i as usize), Some(Item::Function(f)) if f.kind == FunctionKind::Entry);
-        let (mut stack, own): (Vec<ItemId>, HashSet<ItemId>) = match unit {
-            crate::Unit::Module => {
-                return Some(
-                    m.items
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, it)| matches!(it, Item::Function(f) if f.body.is_some()))
-                        .map(|(i, _)| i as ItemId)
-                        .collect(),
-                )
-            }
-            crate::Unit::Kernel(k) => (vec![k], HashSet::from([k])),
-            crate::Unit::Shared => {
-                let mut roots = HashSet::new();
-                for v in m.variables() {
-                    collect_init_functions(m, v.decl.init.as_ref(), &mut roots);
-                }
-                let kernels: HashSet<ItemId> = self.shared_kernels(m, links_units)?.into_iter().collect();
-                roots.extend(kernels.iter().copied());
-                (roots.into_iter().collect(), kernels)
-            }
-        };
         let mut seen = HashSet::new();
         while let Some(f) = stack.pop() {
             if !seen.insert(f) {
@@ -348,31 +375,6 @@ impl Analysis {
             }
         }
         Some(seen)
-    }
-
-    /// The kernels (with bodies) that compile in the shared unit rather
-    /// than as units of their own: where units link (`links_units`), none;
-    /// where they cannot, those whose unit would name a module variable
-    /// (`FunctionFacts::names_variables` of any function it defines), as
-    /// the variables are defined in the shared unit only. `None` when a
-    /// kernel's unit cannot be compiled apart (see
-    /// [`Analysis::unit_functions`]).
-    pub fn shared_kernels(&self, m: &Module, links_units: bool) -> Option<Vec<ItemId>> {
-        if links_units {
-            return Some(Vec::new());
-        }
-        let mut out = Vec::new();
-        for (i, item) in m.items.iter().enumerate() {
-            let Item::Function(f) = item else { continue };
-            if f.kind != FunctionKind::Entry || f.body.is_none() {
-                continue;
-            }
-            let defined = self.unit_functions(m, crate::Unit::Kernel(i as ItemId), links_units)?;
-            if defined.iter().any(|g| self.facts.get(g).is_some_and(|ff| ff.names_variables)) {
-                out.push(i as ItemId);
-            }
-        }
-        Some(out)
     }
 
     pub fn needs_scheduler(&self, kernel: ItemId) -> bool {
@@ -539,7 +541,7 @@ pub fn describe_unit(m: &Module, a: &Analysis, target: &crate::Target, opts: &cr
     match unit {
         crate::Unit::Module => describe_for(m, a, target, opts),
         crate::Unit::Shared => {
-            let shared = a.shared_kernels(m, target.facts().links_units).unwrap_or_default();
+            let shared = a.shared_unit(m, target.facts().links_units).map(|(kernels, _)| kernels).unwrap_or_default();
             let mut info = describe_with(m, a);
             info.kernels.retain(|k| m.symbol_by_name(&k.name).is_some_and(|s| shared.contains(&m.symbol(s).item)));
             for k in &mut info.kernels {

@@ -407,10 +407,7 @@ pub struct Partition {
 /// address must define that kernel once, and compiles whole (see
 /// `layout::Analysis::unit_functions`).
 pub fn partition(module: &ptx::ast::Module, target: &Target, a: &ModuleAnalysis) -> Option<Partition> {
-    let links = target.facts().links_units;
-    let a = &a.0;
-    let shared = a.shared_kernels(module, links)?;
-    a.unit_functions(module, Unit::Shared, links)?;
+    let (shared, _) = a.0.shared_unit(module, target.facts().links_units)?;
     let apart = module
         .items
         .iter()

@@ -121,6 +121,25 @@ fn amd_modules_compile_apart_the_kernels_that_name_no_variable() {
     assert_eq!(jit.stats().compiled, 2);
 }
 
+/// A kernel whose address another kernel takes (device-side launches)
+/// must be defined once: such a module compiles as one unit on every
+/// target, variables or not.
+#[test]
+fn a_module_that_takes_a_kernels_address_compiles_whole() {
+    let text = concat!(
+        ".version 7.0\n.target sm_80\n.address_size 64\n",
+        ".visible .entry child(.param .u64 out)\n{\n.reg .b64 %rd<2>;\nld.param.u64 %rd1, [out];\nst.global.u32 [%rd1], 1;\nret;\n}\n",
+        ".visible .entry parent(.param .u64 out)\n{\n.reg .b64 %rd<3>;\n",
+        "ld.param.u64 %rd1, [out];\nmov.u64 %rd2, child;\nst.global.u64 [%rd1], %rd2;\nret;\n}\n",
+    );
+    for target in [compiler::Target::HostCpu, compiler::Target::Amdgpu { arch: "gfx1100".into() }] {
+        let jit = Jit::new(target.clone(), config(TierPolicy::FastOnly, false));
+        let m = jit.load(text, &ModuleOptions::default()).expect("load");
+        assert!(!m.splits(), "{target:?}: a module that takes a kernel's address split");
+        assert!(!m.compiled_apart(0) && !m.compiled_apart(1));
+    }
+}
+
 #[test]
 fn a_module_with_variables_compiles_them_alone_at_first() {
     let jit = Jit::new(compiler::Target::HostCpu, config(TierPolicy::FastOnly, false));
