@@ -22,8 +22,10 @@
 //!   used at once, the optimised one first.
 //! * **Background.** After a module's first launch, its other kernels
 //!   compile on low-priority threads (one per core), so that the next
-//!   kernel a program launches is often ready; this work stops at process
-//!   exit (`background.rs`).
+//!   kernel a program launches is often ready — in modules of at most
+//!   [`SPECULATE_MAX_PTX_BYTES`] of PTX, a program's own kernels; a
+//!   library's template instances (CUB, Thrust, ggml) are compiled only
+//!   when launched. This work stops at process exit (`background.rs`).
 //! * **Cache** ([`cache`]): every unit's object, and the module's
 //!   description, keyed by the PTX text, the target's fingerprint (processor
 //!   and features), the options and the unit.
@@ -61,6 +63,22 @@ pub const TIER_UP_MIN: Duration = Duration::from_millis(20);
 /// kernel's own run time, and a short program does not wait at its exit
 /// for a long compile it will not use.
 pub const TIER_UP_COMPILE_RATIO: u32 = 8;
+
+/// Largest module (bytes of PTX text) whose other kernels are compiled
+/// speculatively after its first launch.
+///
+/// Speculation pays when a program launches most of its module's kernels,
+/// as programs do with kernels of their own: the nvcc test programs'
+/// modules are 4 KB (median) to 100 KB with up to 23 kernels. Libraries of
+/// template instances launch a small part of theirs: the CUB and Thrust
+/// programs' modules are 0.96 and 2.1 MB (25 and 49 kernels), ggml's CUDA
+/// backend ~175 MB (~7,000 kernels, of which a text generation launches
+/// ~50). Compiling all of those costs CPU time the program competes with
+/// for its whole run, and a process exits only after the compiles running
+/// then finish (`background.rs`): at the lowest priority, beside other
+/// load, one of ggml's large kernels held `llama-simple`'s exit for four
+/// minutes after 7.5 s of generation.
+pub const SPECULATE_MAX_PTX_BYTES: usize = 256 << 10;
 
 /// Which tiers kernels compile in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use driver::backend::{ModuleError, ModuleErrorKind, ModuleOptions};
 
 use crate::background::{self, Priority};
 use crate::codec::{put_str, read_info, write_info, Reader};
-use crate::{Jit, TierPolicy, TIER_UP_COMPILE_RATIO, TIER_UP_MIN};
+use crate::{Jit, TierPolicy, SPECULATE_MAX_PTX_BYTES, TIER_UP_COMPILE_RATIO, TIER_UP_MIN};
 
 type Ast<'a> = ptx::ast::Module<'a>;
 
@@ -339,9 +339,17 @@ impl JitModule {
     }
 
     /// After the first launch: the other kernels, in the background, in
-    /// their first tier.
+    /// their first tier (modules of at most [`SPECULATE_MAX_PTX_BYTES`]).
     fn precompile_others(&self, launched: usize) {
         if !self.jit.config.background || !self.desc.split {
+            return;
+        }
+        if self.text.len() > SPECULATE_MAX_PTX_BYTES {
+            tracing::debug!(
+                "JIT: {}a module of {} KB of PTX: its kernels compile when launched, none in advance",
+                self.located(),
+                self.text.len() >> 10
+            );
             return;
         }
         let tier = if self.jit.config.tiers == TierPolicy::OptimizedOnly { Tier::Optimized } else { Tier::Fast };

@@ -286,3 +286,28 @@ fn launches_of_a_compiled_kernel_do_not_touch_the_disk() {
     assert_eq!(jit.stats().cache_lookups, after_first, "launches of a compiled kernel asked the cache");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// After a module's first launch its other kernels compile in the
+/// background, unless the module is larger than
+/// `jit::SPECULATE_MAX_PTX_BYTES` (a library's template instances): then
+/// nothing but what is launched compiles.
+#[test]
+fn only_small_modules_compile_kernels_before_their_launch() {
+    let small = module(3, false);
+    let mut large = small.clone();
+    // PTX comments fill the module past the limit, the code is the same.
+    let line = format!("// {}\n", "x".repeat(77));
+    while large.len() <= jit::SPECULATE_MAX_PTX_BYTES {
+        large.push_str(&line);
+    }
+    for (text, compiled) in [(&small, 3), (&large, 1)] {
+        let jit = Jit::new(compiler::Target::HostCpu, config(TierPolicy::FastOnly, true));
+        let m = jit.load(text, &ModuleOptions::default()).expect("load");
+        m.kernel(0).expect("k0");
+        jit::wait_for_background_compiles();
+        assert_eq!(jit.stats().compiled, compiled, "module of {} bytes", text.len());
+        // Launched later, a kernel compiles then.
+        assert_eq!(m.kernel(2).expect("k2").info.kernels[0].name, "k2");
+        assert_eq!(jit.stats().compiled, compiled.max(2));
+    }
+}
