@@ -40,8 +40,9 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// description). 6: kernel descriptions carry their privatisation
 /// condition. 7: stores-in-loops conditions carry the further stores
 /// through the same address. 8: module descriptions say which kernels
-/// compile apart; the variables' unit is the shared unit.
-const FORMAT: u32 = 8;
+/// compile apart; the variables' unit is the shared unit. 9: a compiled
+/// unit's entry starts with the CPU time its compile took.
+const FORMAT: u32 = 9;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 const SECRET: &str = ".secret";

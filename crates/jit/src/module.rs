@@ -34,7 +34,9 @@ pub struct Compiled {
     pub tier: Tier,
     /// Whether it came from the disk cache.
     pub from_cache: bool,
-    /// CPU time the compile took (zero for cache hits).
+    /// CPU time the compile took (for code from the cache, the compile
+    /// that made the entry: what the tier-up rule weighs a kernel's
+    /// run time against).
     pub compile_time: Duration,
 }
 
@@ -387,6 +389,7 @@ impl JitModule {
         self.jit.cache_lookups.fetch_add(1, Ordering::Relaxed);
         let payload = cache.load(&self.jit.unit_key(&self.hash, &self.unit_name(unit, lockstep), Some(tier)))?;
         let mut r = Reader { b: &payload, at: 0 };
+        let compile_time = Duration::from_micros(r.u64()?);
         let info = read_info(&mut r)?;
         let object = payload.get(r.at..)?.to_vec();
         self.jit.cache_hits.fetch_add(1, Ordering::Relaxed);
@@ -394,7 +397,7 @@ impl JitModule {
             let mode = if k.lanes > 1 { "as 32-lane warps" } else { "thread by thread" };
             tracing::debug!("JIT: {}kernel `{}` runs {mode} (code from the cache; why is logged when it compiles)", self.located(), k.name);
         }
-        Some(Compiled { object, info, tier, from_cache: true, compile_time: Duration::ZERO })
+        Some(Compiled { object, info, tier, from_cache: true, compile_time })
     }
 
     /// One unit in one tier: from the cache, or compiled (and cached).
@@ -448,6 +451,7 @@ impl JitModule {
         }
         if let Some(cache) = &self.jit.cache {
             let mut payload = Vec::with_capacity(compiled.object.len() + 256);
+            payload.extend_from_slice(&(compile_time.as_micros() as u64).to_le_bytes());
             write_info(&mut payload, &compiled.info);
             payload.extend_from_slice(&compiled.object);
             cache.store(&self.jit.unit_key(&self.hash, &self.unit_name(unit, lockstep), Some(tier)), &payload);

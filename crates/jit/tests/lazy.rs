@@ -254,6 +254,41 @@ fn kernels_that_run_long_are_recompiled_optimised_in_the_background() {
     assert_eq!(jit.stats().compiled, 2);
 }
 
+/// Fast code from the cache keeps the CPU time of the compile that made it,
+/// so a warm run promotes a kernel after the same run time as a cold one
+/// (with no compile time, every kernel that ran for `TIER_UP_MIN` was
+/// recompiled, and a short program waited at its exit for optimised
+/// compiles it would never use).
+#[test]
+fn code_from_the_cache_tiers_up_after_the_run_time_its_compile_cost() {
+    let dir = temp_dir("tier-up-cached");
+    let jit_with_cache = || {
+        let mut c = config(TierPolicy::Adaptive, false);
+        c.cache_dir = Some(dir.clone());
+        c.cache_limit = jit::cache::DEFAULT_LIMIT;
+        Jit::new(compiler::Target::HostCpu, c)
+    };
+    let text = module(2, false);
+    let cold = jit_with_cache();
+    let first = cold.load(&text, &ModuleOptions::default()).expect("load").kernel(1).expect("kernel");
+    assert!(!first.from_cache && first.compile_time > Duration::ZERO);
+    // A second process: the same module, its fast code from the cache.
+    let warm = jit_with_cache();
+    let m = warm.load(&text, &ModuleOptions::default()).expect("load");
+    let cached = m.kernel(1).expect("kernel");
+    assert!(cached.from_cache);
+    assert_eq!(cached.tier, compiler::Tier::Fast);
+    assert_eq!(cached.compile_time.as_micros(), first.compile_time.as_micros());
+    let threshold = jit::TIER_UP_MIN.max(cached.compile_time * jit::TIER_UP_COMPILE_RATIO);
+    m.record_run(1, threshold - Duration::from_micros(2));
+    jit::wait_for_background_compiles();
+    assert_eq!(m.kernel(1).expect("kernel").tier, compiler::Tier::Fast, "promoted before its threshold");
+    m.record_run(1, Duration::from_micros(3));
+    jit::wait_for_background_compiles();
+    assert_eq!(m.kernel(1).expect("kernel").tier, compiler::Tier::Optimized);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_kernel_that_cannot_compile_fails_alone_with_its_position() {
     let text = ".version 7.0\n.target sm_80\n.address_size 64\n\
