@@ -8,6 +8,9 @@
 #   scripts/llama.sh generate   random-weight models, CUDA0 tokens == CPU tokens
 #   scripts/llama.sh bench      cold/warm start and tokens/s, CUDA0 vs CPU
 #   scripts/llama.sh all        build, ops, generate (default)
+#   scripts/llama.sh ci         the stage meant for CI: a build without FlashAttention
+#                               kernels (ANYCUDA_LLAMA_FA=OFF, its own build
+#                               directory), the MUL_MAT op group, generate
 #   scripts/llama.sh ptx [DIR]  the compile benchmark's llama.cpp corpus: ten
 #                               CUDA translation units as PTX in DIR (default
 #                               $ANYCUDA_LLAMA_CACHE/ptx)
@@ -23,7 +26,10 @@
 # (the same libraries it loads at run time), FlashAttention kernels for f16
 # K/V only (GGML_CUDA_FA_QUANTS=f16-f16: quantised-KV FlashAttention is
 # the part of the build that grows fastest), no NCCL, no server, no curl.
-# Jobs: ANYCUDA_LLAMA_JOBS (default 2).
+# Jobs: ANYCUDA_LLAMA_JOBS (default 2). ANYCUDA_LLAMA_FA=OFF leaves out
+# ggml's FlashAttention kernels (GGML_CUDA_FA=OFF; about a third of the
+# CUDA build's job time; attention then runs as matrix products and
+# softmax), in a build directory of its own.
 #
 # The PTX corpus (`ptx`) needs no anycuda build: cmake configures the same
 # build (cmake_args) in a directory of its own with compile_commands.json,
@@ -50,6 +56,8 @@ SDIST_URL=https://files.pythonhosted.org/packages/ec/e9/e7de2b0463ea3ffbf0ede6cb
 PROFILE=${ANYCUDA_PROFILE:-release}
 CACHE=${ANYCUDA_LLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/anycuda/llama}
 JOBS=${ANYCUDA_LLAMA_JOBS:-2}
+FA=${ANYCUDA_LLAMA_FA:-ON}
+case "$FA" in ON|OFF) ;; *) echo "llama: error: ANYCUDA_LLAMA_FA must be ON or OFF" >&2; exit 1 ;; esac
 TARGETS=(test-backend-ops test-llama-archs llama-simple llama-bench)
 LIBDIR="$REPO/target/$PROFILE"
 # anycuda's libraries under NVIDIA's file names (what `anycuda run` sets up
@@ -112,6 +120,7 @@ cmake_args() {
         -DLLAMA_OPENSSL=OFF
         -DLLAMA_CURL=OFF
     )
+    [ "$FA" = ON ] || CMAKE_ARGS+=(-DGGML_CUDA_FA=OFF)
 }
 
 build() {
@@ -134,6 +143,7 @@ build() {
     local key
     key=$(printf '%s\n' "$SDIST_SHA256" "${CMAKE_ARGS[@]}" "${TARGETS[@]}" | sha256sum | cut -c1-16)
     BUILD="$CACHE/build"
+    [ "$FA" = ON ] || BUILD="$CACHE/build-nofa"
     if [ -f "$BUILD/.anycuda-built" ] && [ "$(cat "$BUILD/.anycuda-built")" = "$key" ]; then
         return
     fi
@@ -357,5 +367,6 @@ case "${1:-all}" in
     generate) generate ;;
     ptx) shift; ptx "$@" ;;
     all) build; ops; generate ;;
-    *) die "usage: $0 [build|ops [ARGS]|generate|bench|ptx [DIR]|all]" ;;
+    ci) FA=OFF; build; ops -o MUL_MAT; generate ;;
+    *) die "usage: $0 [build|ops [ARGS]|generate|bench|ptx [DIR]|all|ci]" ;;
 esac
