@@ -12,12 +12,16 @@
 //! - `anycuda info` lists the devices as CUDA programs see them ([`info`]).
 //! - `anycuda ptx FILE...` parses and compiles PTX, reporting each kernel
 //!   ([`ptxcheck`]).
+//! - `anycuda extract [--list] [--out DIR] FILE...` writes the PTX (and
+//!   cubins) a program's fatbins carry, so the PTX lines anycuda's
+//!   diagnostics name can be read ([`extract`]).
 //!
 //! Exit codes of anycuda's own failures follow env(1): 125 when anycuda
 //! itself fails (no library found), 126 when the program cannot be
 //! executed, 127 when it does not exist; otherwise the program's own
 //! status, since `run` replaces this process with it.
 
+mod extract;
 mod info;
 mod ptxcheck;
 mod run;
@@ -110,6 +114,25 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Write the device code of executables, shared libraries, objects,
+    /// archives or fatbins: each PTX entry as FILE.N.sm_XX.ptx (N numbers
+    /// the file's fatbins from 1), each cubin as FILE.N.sm_XX.cubin, one
+    /// path per line on stdout. The PTX line numbers in anycuda's
+    /// diagnostics (memcheck, racecheck, compile errors) are lines of
+    /// these files.
+    Extract {
+        /// List the entries (fatbin, kind, architecture, PTX ISA version,
+        /// size, file name) instead of writing them.
+        #[arg(long)]
+        list: bool,
+        /// Directory to write into (created if missing; default: the
+        /// current directory).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Files to read.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -122,5 +145,6 @@ fn main() -> ExitCode {
         }
         Command::Info => info::info(),
         Command::Ptx { emit_ir, emit_obj, target, files } => ptxcheck::check(&files, emit_ir, emit_obj.as_deref(), target.as_deref()),
+        Command::Extract { list, out, files } => extract::extract(&files, out.as_deref(), list),
     }
 }

@@ -432,3 +432,64 @@ fn memcheck_tool_racecheck_reports_a_shared_memory_race() {
     let o = anycuda().args(["memcheck", "--tool", "synccheck", "--", "true"]).output().expect("anycuda runs");
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// `anycuda extract` writes a program's PTX under cuobjdump's names, and
+/// the PTX lines racecheck reports are lines of that file: the racing
+/// store and load of `checker_errors race`. `--list` names the entries
+/// without writing; a file without device code is an error.
+#[test]
+fn extract_writes_the_ptx_whose_lines_racecheck_names() {
+    let exe = root().join("target/cuda-tests/bin/static/checker_errors");
+    assert!(exe.exists(), "{} is missing: build the CUDA test programs with scripts/build-cuda-tests.sh", exe.display());
+    let dir = scratch("extract");
+    let o = anycuda().args(["extract", "--list"]).arg(&exe).output().expect("anycuda runs");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    let ptx_line = out.lines().find(|l| l.contains(": PTX compute_")).unwrap_or_else(|| panic!("no PTX entry listed: {out}"));
+    assert!(ptx_line.contains("(PTX ISA ") && ptx_line.ends_with(".ptx"), "{ptx_line}");
+    assert_eq!(std::fs::read_dir(&dir).expect("scratch").count(), 0, "--list wrote files");
+
+    let out_dir = dir.join("code");
+    let o = anycuda().args(["extract", "--out"]).arg(&out_dir).arg(&exe).output().expect("anycuda runs");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    let ptx_path = out.lines().find(|l| l.ends_with(".ptx")).unwrap_or_else(|| panic!("no PTX written: {out}"));
+    assert!(ptx_path.starts_with(out_dir.to_str().expect("utf-8 path")), "{ptx_path}");
+    assert!(Path::new(ptx_path).file_name().is_some_and(|n| n.to_string_lossy().starts_with("checker_errors.")), "{ptx_path}");
+    let ptx = std::fs::read_to_string(ptx_path).expect("the written PTX");
+    assert!(ptx.contains(".entry _Z6rotatePii"), "{ptx}");
+
+    let o = anycuda()
+        .args(["memcheck", "--tool", "racecheck"])
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("ANYCUDA_CACHE_DIR", dir.join("kernels"))
+        .env_remove("ANYCUDA_LIBRARY")
+        .env_remove("ANYCUDA_MEMCHECK")
+        .env("ANYCUDA_BACKEND", "cpu")
+        .env_remove("ANYCUDA_LOG")
+        .arg("--")
+        .arg(&exe)
+        .arg("race")
+        .output()
+        .expect("anycuda runs");
+    let (_, err) = text(&o);
+    // "read by thread (0,0,0) ... (PTX line 96, ...)" and "unordered with
+    // the write by thread ... (PTX line 79, ...)".
+    let line_of = |role: &str| -> usize {
+        let at = err.find(role).unwrap_or_else(|| panic!("no `{role}` in the report: {err}"));
+        let rest = &err[at..];
+        let n = rest.find("(PTX line ").map(|i| &rest[i + "(PTX line ".len()..]).unwrap_or_else(|| panic!("no PTX line: {rest}"));
+        n[..n.find(',').unwrap_or(n.len())].parse().unwrap_or_else(|e| panic!("PTX line of {role}: {e}: {rest}"))
+    };
+    let lines: Vec<&str> = ptx.lines().collect();
+    let read = lines[line_of("read by thread") - 1].trim();
+    let write = lines[line_of("with the write by thread") - 1].trim();
+    assert!(read.starts_with("ld.shared."), "the racing read's line is `{read}`");
+    assert!(write.starts_with("st.shared."), "the racing write's line is `{write}`");
+
+    let o = anycuda().args(["extract", "--list"]).arg(root().join("README.md")).output().expect("anycuda runs");
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(err.contains("README.md: not a fatbin"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
