@@ -526,11 +526,39 @@ pub fn describe_for(m: &Module, a: &Analysis, target: &crate::Target, opts: &cra
 fn set_lanes(m: &Module, a: &Analysis, target: &crate::Target, opts: &crate::Options, k: &mut KernelInfo) {
     let item = m.symbol_by_name(&k.name).map(|s| m.symbol(s).item);
     if let Some(Item::Function(f)) = item.and_then(|i| m.items.get(i as usize)) {
-        if crate::warp::warp_capable(m, a, target, opts, item.unwrap_or(0), f) {
-            k.lanes = crate::warp::W;
-            k.frame_bytes = crate::warp::frame_layout(a, item.unwrap_or(0), f).bytes;
+        let item = item.unwrap_or(0);
+        if let Some(choice) = mode_choice(m, a, target, opts, item, f) {
+            apply_mode(a, item, f, &choice, k);
         }
         k.privatise = crate::privatise::plan_for(m, f, target, opts).map(|p| p.guard);
+    }
+}
+
+/// How a kernel runs on a target that emulates threads (`None` on a GPU,
+/// or with warp mode off: thread by thread as described).
+pub(crate) fn mode_choice(
+    m: &Module,
+    a: &Analysis,
+    target: &crate::Target,
+    opts: &crate::Options,
+    item: ItemId,
+    f: &Function,
+) -> Option<crate::warp::ModeChoice> {
+    (target.facts().emulates_threads && opts.warp != crate::WarpMode::Off)
+        .then(|| crate::warp::choose_mode(m, "", a, target, opts, item, f))
+}
+
+/// What a kernel's mode changes in its description: warp mode's lanes and
+/// frame; a kernel run thread by thread whose lanes meet
+/// (`ModeChoice::meet`) suspends at the meetings, so it runs on the thread
+/// scheduler.
+pub(crate) fn apply_mode(a: &Analysis, item: ItemId, f: &Function, choice: &crate::warp::ModeChoice, info: &mut KernelInfo) {
+    if choice.warp {
+        info.lanes = crate::warp::W;
+        info.frame_bytes = crate::warp::frame_layout(a, item, f).bytes;
+    }
+    if choice.meet {
+        info.needs_scheduler = true;
     }
 }
 
@@ -554,11 +582,9 @@ pub fn describe_unit(m: &Module, a: &Analysis, target: &crate::Target, opts: &cr
             if let Some(Item::Function(f)) = m.items.get(k as usize) {
                 if f.kind == FunctionKind::Entry && f.body.is_some() {
                     let mut info = describe_kernel(m, a, k, f);
-                    let choice = (target.facts().emulates_threads && opts.warp != crate::WarpMode::Off)
-                        .then(|| crate::warp::choose_mode(m, "", a, target, opts, k, f));
-                    if choice.as_ref().is_some_and(|c| c.warp) {
-                        info.lanes = crate::warp::W;
-                        info.frame_bytes = crate::warp::frame_layout(a, k, f).bytes;
+                    let choice = mode_choice(m, a, target, opts, k, f);
+                    if let Some(choice) = &choice {
+                        apply_mode(a, k, f, choice, &mut info);
                     }
                     info.lockstep_guard = choice.and_then(|c| c.guarded).map(|c| launch_guard(m, f, &c));
                     info.privatise = crate::privatise::plan_for(m, f, target, opts).map(|p| p.guard);

@@ -15,6 +15,7 @@ pub mod layout;
 pub mod lockstep;
 mod lower;
 mod matrix;
+mod meet;
 mod memcheck;
 mod memory;
 pub mod privatise;

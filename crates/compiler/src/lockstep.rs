@@ -1,6 +1,6 @@
 //! Whether the lanes of a warp can observe each other's memory effects:
 //! the analysis behind the choice between running a kernel thread by
-//! thread and running it as 32-lane warps (`warp::warp_capable`).
+//! thread and running it as 32-lane warps (`warp::choose_mode`).
 //!
 //! On a GPU the lanes of a converged warp execute each instruction
 //! together: a value one lane stores is there for every other lane of the

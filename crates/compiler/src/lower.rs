@@ -126,6 +126,9 @@ pub struct FnLower<'c, 'm> {
     /// Checked mode: the block context's cache slot the next checked
     /// instruction uses.
     pub memcheck_slot: usize,
+    /// Thread by thread: the statements before which the warp's lanes meet
+    /// (`meet::meeting_points`; empty when they need not).
+    pub meetings: Vec<bool>,
 }
 
 pub fn reg_ty(t: Type) -> Ty {
@@ -267,17 +270,20 @@ impl<'m> ModuleCx<'m> {
             if self.defined.as_ref().is_some_and(|d| !d.contains(&(idx as ItemId))) {
                 continue;
             }
-            let choice = (f.kind == FunctionKind::Entry && self.facts.emulates_threads && self.opts.warp != crate::WarpMode::Off)
-                .then(|| crate::warp::choose_mode(self.m, "", &self.a, &self.target, &self.opts, idx as ItemId, f));
+            let choice = (f.kind == FunctionKind::Entry)
+                .then(|| layout::mode_choice(self.m, &self.a, &self.target, &self.opts, idx as ItemId, f))
+                .flatten();
             let warp = choice.as_ref().is_some_and(|c| c.warp);
             let mut fl = FnLower::new(self, idx as ItemId, f, body);
+            if choice.as_ref().is_some_and(|c| c.meet) {
+                fl.meetings = crate::meet::meeting_points(fl.cx.m, f, body);
+            }
             let text = if warp { fl.lower_warp()? } else { fl.lower()? };
             funcs.push_str(&text);
             if f.kind == FunctionKind::Entry {
                 let mut kernel = layout::describe_kernel(self.m, &self.a, idx as ItemId, f);
-                if warp {
-                    kernel.lanes = crate::warp::W;
-                    kernel.frame_bytes = crate::warp::frame_layout(&self.a, idx as ItemId, f).bytes;
+                if let Some(choice) = &choice {
+                    layout::apply_mode(&self.a, idx as ItemId, f, choice, &mut kernel);
                 }
                 // A unit of one kernel leaves the lockstep version to a
                 // compile of its own, made only for a launch that needs it
@@ -927,6 +933,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             nan_blind: crate::arith::nan_blind_registers(b),
             memcheck_caches: Default::default(),
             memcheck_slot: 0,
+            meetings: Vec::new(),
         }
     }
 
@@ -1031,6 +1038,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         for (i, s) in self.b.statements.iter().enumerate() {
             self.stmt = i;
+            if self.meetings.get(i).copied().unwrap_or(false) {
+                self.meet_lanes();
+            }
             self.statement(s)?;
         }
         if !self.out.terminated {

@@ -233,6 +233,18 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.set(&args[0], r)
     }
 
+    /// A meeting of the warp's lanes (`meet.rs`): `activemask`'s
+    /// scheduling, its result unused. Code after a branch or `ret` that
+    /// nothing reaches has no lanes to meet.
+    pub fn meet_lanes(&mut self) {
+        if self.out.terminated {
+            return;
+        }
+        let site = self.site();
+        self.cx.declare_runtime(&crate::cpu_abi::runtime::ACTIVEMASK);
+        self.out.op(format_args!("call i32 @__anycuda_activemask(ptr %ctx, i32 %lin, i32 {site})"));
+    }
+
     /// `elect.sync d|p, mask`: the lowest participating lane is the leader.
     pub fn elect(&mut self, inst: &Instruction) -> Res<()> {
         let args = self.b.args(inst);

@@ -778,6 +778,10 @@ pub struct ModeChoice {
     /// (warp mode always does; thread by thread when the lockstep analysis
     /// finds that lanes cannot observe each other's memory effects).
     pub exact: bool,
+    /// Thread by thread with the warp's lanes meeting before each memory
+    /// access that could see them out of step (`meet::meeting_points`):
+    /// the kernel runs on the thread scheduler.
+    pub meet: bool,
     /// The reason, in words.
     pub why: String,
 }
@@ -796,15 +800,15 @@ pub fn choose_mode(
 ) -> ModeChoice {
     use crate::lockstep::Verdict;
     if !target.facts().emulates_threads {
-        return ModeChoice { warp: false, guarded: None, exact: true, why: "compiled for a GPU, which runs the warps".into() };
+        return ModeChoice { warp: false, guarded: None, exact: true, meet: false, why: "compiled for a GPU, which runs the warps".into() };
     }
     let waits = a.needs_scheduler(item);
     let obstacle = warp_obstacle(a, target, item, f);
     let verdict = crate::lockstep::analyse(m, a, item);
     let explain = |v: &Verdict| if src.is_empty() { format!("{v:?}") } else { v.explain(m, src) };
     let independent = verdict.independent();
-    let thread = |why: String| ModeChoice { warp: false, guarded: None, exact: independent, why };
-    let warp = |why: String| ModeChoice { warp: true, guarded: None, exact: true, why };
+    let thread = |why: String| ModeChoice { warp: false, guarded: None, exact: independent, meet: false, why };
+    let warp = |why: String| ModeChoice { warp: true, guarded: None, exact: true, meet: false, why };
     let wait_reason = "its threads wait for each other (barriers, warp collectives or spin loops)";
     match opts.warp {
         crate::WarpMode::Off => thread(format!("thread by thread (ANYCUDA_WARP=0); {}", explain(&verdict))),
@@ -822,6 +826,7 @@ pub fn choose_mode(
                 warp: false,
                 guarded: Some(c.clone()),
                 exact: true,
+                meet: false,
                 why: format!("thread by thread, the fast path, {}; as 32-lane warps otherwise", c.explain(m)),
             },
             (_, true, None) => warp(format!("warp mode: {wait_reason}")),
@@ -829,29 +834,29 @@ pub fn choose_mode(
             (Verdict::Independent(_), true, Some(o)) => {
                 thread(format!("thread by thread, one coroutine per thread: {wait_reason}, and warp mode cannot run it ({o})"))
             }
+            // Too big for warp mode, and calls no function: its lanes meet
+            // where they could see each other out of step.
+            (_, _, Some(o)) if a.reachable(item).len() == 1 => ModeChoice {
+                warp: false,
+                guarded: None,
+                exact: true,
+                meet: true,
+                why: format!(
+                    "thread by thread, the lanes of a warp meeting before each memory access where they could see each other out \
+                     of step, as a GPU's warp in lockstep would ({} such accesses): {}; warp mode cannot run it ({o})",
+                    f.body.as_ref().map_or(0, |b| crate::meet::meeting_points(m, f, b).into_iter().filter(|&x| x).count()),
+                    explain(&verdict)
+                ),
+            },
             (_, _, Some(o)) => thread(format!(
                 "thread by thread, which is not lockstep within a warp: {}; warp mode would keep the lanes in step but cannot run it \
-                 ({o}); results match a GPU's only if the kernel synchronises such exchanges (`__syncwarp`, barriers){}",
+                 ({o}), and the lanes meet only in the kernel's own code, which calls functions; results match a GPU's only if the \
+                 kernel synchronises such exchanges (`__syncwarp`, barriers){}",
                 explain(&verdict),
                 if let Verdict::IndependentIf(_) = verdict { " or its launches meet those conditions" } else { "" }
             )),
         },
     }
-}
-
-/// Whether a kernel runs in warp mode (see [`choose_mode`]).
-pub fn warp_capable(
-    m: &Module,
-    a: &crate::layout::Analysis,
-    target: &crate::Target,
-    opts: &crate::Options,
-    item: ItemId,
-    f: &Function,
-) -> bool {
-    if !target.facts().emulates_threads || opts.warp == crate::WarpMode::Off {
-        return false;
-    }
-    choose_mode(m, "", a, target, opts, item, f).warp
 }
 
 /// `<0, 1, ..., 31>`

@@ -342,3 +342,72 @@ fn different_strides_run_thread_by_thread_when_the_launch_ranges_are_apart_and_a
         assert_eq!(word_pairs(&buf, 64 + 31, 32), start[64..96].iter().map(|&v| i64::from(v)).collect::<Vec<_>>(), "{tier:?}");
     }
 }
+
+/// A kernel too big for warp mode whose lanes exchange values through
+/// shared memory with no barrier, in the shape of llama.cpp's
+/// FlashAttention tiles: each round every lane stores its value, reads its
+/// neighbour's, and the next round overwrites the tile. Thread by thread
+/// the lanes meet before the load (a read after another lane's write) and
+/// before the store (the next round's write after the last round's reads),
+/// so the results are a GPU's warp in lockstep: every lane reads its
+/// neighbour's value of the same round. Forty branches over loads of a
+/// zero-filled buffer make it too big (blocks x registers, accesses).
+#[test]
+fn a_kernel_too_big_for_warp_mode_keeps_its_lanes_in_step_through_shared_memory() {
+    let mut pad = String::new();
+    for k in 0..40 {
+        pad.push_str(&format!(
+            "ld.global.u32 %r{a}, [%rd3+{off}];\nsetp.eq.u32 %p{k}, %r{a}, 0;\n@%p{k} bra $SKIP{k};\n\
+             add.u32 %r6, %r6, %r{a};\nmul.lo.u32 %r{b}, %r6, %r{a};\nxor.b32 %r6, %r6, %r{b};\n$SKIP{k}:\n",
+            a = 30 + k,
+            b = 80 + k,
+            off = 4 * k
+        ));
+    }
+    let src = format!(
+        ".version 7.0\n.target sm_80\n.address_size 64\n\
+         .visible .entry rotate_rounds(.param .u64 inp, .param .u64 out, .param .u64 pad)\n{{\n\
+         .reg .b32 %r<200>;\n.reg .b64 %rd<20>;\n.reg .pred %p<80>;\n.shared .align 4 .b32 s[1024];\n\
+         ld.param.u64 %rd1, [inp];\nld.param.u64 %rd2, [out];\nld.param.u64 %rd3, [pad];\n\
+         mov.u32 %r1, %tid.x;\nmov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\nmad.lo.s32 %r4, %r2, %r3, %r1;\n\
+         mul.wide.u32 %rd4, %r4, 4;\nadd.s64 %rd5, %rd1, %rd4;\nld.global.u32 %r5, [%rd5];\nmov.u32 %r6, 0;\n\
+         {pad}add.u32 %r5, %r5, %r6;\n\
+         and.b32 %r7, %r1, 31;\nand.b32 %r8, %r1, -32;\nadd.u32 %r10, %r7, 1;\nand.b32 %r10, %r10, 31;\nadd.u32 %r10, %r10, %r8;\n\
+         mov.u32 %r11, s;\nshl.b32 %r12, %r1, 2;\nadd.u32 %r20, %r11, %r12;\nshl.b32 %r13, %r10, 2;\nadd.u32 %r21, %r11, %r13;\n\
+         mov.u32 %r9, 0;\n$ROUND:\nst.shared.u32 [%r20], %r5;\nld.shared.u32 %r22, [%r21];\nmad.lo.u32 %r5, %r22, 3, %r9;\n\
+         add.u32 %r9, %r9, 1;\nsetp.lt.u32 %p79, %r9, 4;\n@%p79 bra $ROUND;\n\
+         add.s64 %rd6, %rd2, %rd4;\nst.global.u32 [%rd6], %r5;\nret;\n}}\n"
+    );
+    for tier in [Tier::Fast, Tier::Optimized] {
+        let p = Program::from_source_with(&src, &Options { warp: WarpMode::Auto, tier, strict_affine: false, memcheck: false })
+            .expect("the kernel compiles");
+        let k = p.kernel("rotate_rounds").expect("kernel");
+        assert!(k.info.lanes == 1 && k.info.needs_scheduler, "thread by thread on the scheduler: {:?}", k.info);
+        let (blocks, threads) = (3u32, 128u32);
+        let n = (blocks * threads) as usize;
+        let inp = input(n);
+        let mut buf = inp.clone();
+        let mut out = vec![0u32; n];
+        let mut zeros = vec![0u32; 64];
+        launch(
+            exec(),
+            k,
+            [blocks, 1, 1],
+            [threads, 1, 1],
+            0,
+            &mut [Arg::Buf(as_bytes(&mut buf)), Arg::Buf(as_bytes(&mut out)), Arg::Buf(as_bytes(&mut zeros))],
+        )
+        .expect("params")
+        .expect("launch");
+        // The warp in lockstep: every round, all lanes store, then all read.
+        let mut want = inp.clone();
+        for round in 0..4u32 {
+            let tile = want.clone();
+            for g in 0..n {
+                let neighbour = (g & !31) | ((g + 1) & 31);
+                want[g] = tile[neighbour].wrapping_mul(3).wrapping_add(round);
+            }
+        }
+        assert_eq!(out, want, "{tier:?}");
+    }
+}
