@@ -47,11 +47,12 @@ enum Step {
     Other,
     /// The warp's lanes (or the block's threads) meet here.
     Meet,
-    /// A memory access: the state bits it adds (shared in the low three,
-    /// global in the next three). `after_meeting`: the instruction is a
+    /// A memory access: the kinds it is checked as and the state bits it
+    /// adds (shared in the low three, global in the next three; they
+    /// differ only for `cp.async`). `after_meeting`: the instruction is a
     /// warp collective that accesses memory after its lanes met
     /// (`ldmatrix`, `wmma.load`...).
-    Access { bits: u8, after_meeting: bool },
+    Access { check: u8, adds: u8, after_meeting: bool },
 }
 
 fn class_bits(shared: bool, global: bool, kind: u8) -> u8 {
@@ -78,8 +79,12 @@ fn step(m: &Module, f: &Function, b: &Body, inst: &Instruction) -> Step {
         if bits == 0 && !after_meeting {
             Step::Other
         } else {
-            Step::Access { bits, after_meeting }
+            Step::Access { check: bits, adds: bits, after_meeting }
         }
+    };
+    let global_access = |kind: u8| {
+        let bits = class_bits(false, true, kind);
+        Step::Access { check: bits, adds: bits, after_meeting: false }
     };
     match inst.op {
         Bar | Barrier => {
@@ -102,11 +107,20 @@ fn step(m: &Module, f: &Function, b: &Body, inst: &Instruction) -> Step {
         Wmma if inst.has(b, Flag::MmaOp) => Step::Meet,
         Wmma if inst.has(b, Flag::Load) => access(READ, true),
         Wmma => access(WRITE, true),
-        // `cp.async` reads global memory and writes shared memory.
-        Cp => Step::Access { bits: class_bits(true, false, WRITE) | class_bits(false, true, READ), after_meeting: false },
-        Suld => Step::Access { bits: class_bits(false, true, READ), after_meeting: false },
-        Sust => Step::Access { bits: class_bits(false, true, WRITE), after_meeting: false },
-        Sured => Step::Access { bits: class_bits(false, true, ATOMIC), after_meeting: false },
+        // `cp.async` reads global memory when issued and writes shared
+        // memory at some point before the issuing thread's wait: it must
+        // not overtake an earlier access of another lane, but nothing may
+        // read or write its bytes before a wait and a barrier (a race on a
+        // GPU too), so it adds no shared-memory state of its own.
+        Cp if inst.has(b, Flag::CommitGroup) || inst.has(b, Flag::WaitGroup) || inst.has(b, Flag::WaitAll) => Step::Other,
+        Cp => Step::Access {
+            check: class_bits(true, false, WRITE) | class_bits(false, true, READ),
+            adds: class_bits(false, true, READ),
+            after_meeting: false,
+        },
+        Suld => global_access(READ),
+        Sust => global_access(WRITE),
+        Sured => global_access(ATOMIC),
         _ => Step::Other,
     }
 }
@@ -177,17 +191,17 @@ pub fn meeting_points(m: &Module, f: &Function, b: &Body) -> Vec<bool> {
         let out = match steps[i] {
             Step::Other => state,
             Step::Meet => 0,
-            Step::Access { bits, after_meeting } => {
+            Step::Access { check, adds, after_meeting } => {
                 if after_meeting {
-                    bits
-                } else if conflicts(state, bits) {
+                    adds
+                } else if conflicts(state, check) {
                     meet[i] = true;
-                    bits
+                    adds
                 } else if meet[i] {
                     // Met before: stays a meeting (the state only grows).
-                    bits
+                    adds
                 } else {
-                    state | bits
+                    state | adds
                 }
             }
         };
@@ -277,6 +291,24 @@ mod tests {
         // A global store then a generic load: may be the same bytes.
         let p = points("st.global.u32 [%rd1], 1;\nld.u32 %r1, [%rd2];\nret;");
         assert_eq!(p, ["Ld"]);
+    }
+
+    #[test]
+    fn async_copies_wait_for_earlier_reads_only() {
+        // A read of the tile, then a copy into it: the copy must not
+        // overtake another lane's read.
+        let p = points(
+            "mov.u32 %r3, s;\nld.shared.u32 %r1, [%r3];\ncp.async.ca.shared.global [%r3], [%rd1], 4;\ncp.async.commit_group;\n\
+             cp.async.wait_group 0;\nret;",
+        );
+        assert_eq!(p, ["Cp"], "only the copy meets, not the commit or the wait");
+        // Copies one after another: their writes are unordered until a
+        // wait on a GPU too.
+        let p = points(
+            "mov.u32 %r3, s;\ncp.async.ca.shared.global [%r3], [%rd1], 4;\ncp.async.ca.shared.global [%r3+4], [%rd1+4], 4;\n\
+             cp.async.wait_all;\nbar.sync 0;\nld.shared.u32 %r1, [%r3];\nret;",
+        );
+        assert!(p.is_empty(), "{p:?}");
     }
 
     #[test]
