@@ -352,8 +352,10 @@ fn different_strides_run_thread_by_thread_when_the_launch_ranges_are_apart_and_a
 /// so the results are a GPU's warp in lockstep: every lane reads its
 /// neighbour's value of the same round. Forty branches over loads of a
 /// zero-filled buffer make it too big (blocks x registers, accesses).
-#[test]
-fn a_kernel_too_big_for_warp_mode_keeps_its_lanes_in_step_through_shared_memory() {
+/// Forty branches over loads of a buffer of zeros (`%rd3`), adding them
+/// to `%r6`: enough blocks, registers and accesses that warp mode refuses
+/// the kernel as too big.
+fn too_big_for_warp_mode() -> String {
     let mut pad = String::new();
     for k in 0..40 {
         pad.push_str(&format!(
@@ -364,6 +366,12 @@ fn a_kernel_too_big_for_warp_mode_keeps_its_lanes_in_step_through_shared_memory(
             off = 4 * k
         ));
     }
+    pad
+}
+
+#[test]
+fn a_kernel_too_big_for_warp_mode_keeps_its_lanes_in_step_through_shared_memory() {
+    let pad = too_big_for_warp_mode();
     let src = format!(
         ".version 7.0\n.target sm_80\n.address_size 64\n\
          .visible .entry rotate_rounds(.param .u64 inp, .param .u64 out, .param .u64 pad)\n{{\n\
@@ -409,5 +417,60 @@ fn a_kernel_too_big_for_warp_mode_keeps_its_lanes_in_step_through_shared_memory(
             }
         }
         assert_eq!(out, want, "{tier:?}");
+    }
+}
+
+/// A lane that spins until another lane of its warp sets a flag, in a
+/// kernel whose lanes meet: the flag's writer meets first (its read after
+/// its write), and the spinning lane never gets there. The meeting goes on
+/// with the lanes that reached it once every runnable thread only spins,
+/// as a GPU's diverged warp runs its other path, instead of waiting
+/// forever.
+#[test]
+fn a_meeting_does_not_wait_for_a_lane_that_spins_on_it() {
+    let pad = too_big_for_warp_mode();
+    let src = format!(
+        ".version 7.0\n.target sm_80\n.address_size 64\n\
+         .visible .entry spin_on_a_lane(.param .u64 inp, .param .u64 out, .param .u64 pad)\n{{\n\
+         .reg .b32 %r<200>;\n.reg .b64 %rd<20>;\n.reg .pred %p<80>;\n.shared .align 4 .b32 s[1024];\n\
+         ld.param.u64 %rd1, [inp];\nld.param.u64 %rd2, [out];\nld.param.u64 %rd3, [pad];\n\
+         mov.u32 %r1, %tid.x;\nmov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\nmad.lo.s32 %r4, %r2, %r3, %r1;\n\
+         mul.wide.u32 %rd4, %r4, 4;\nadd.s64 %rd5, %rd1, %rd4;\nld.global.u32 %r5, [%rd5];\nmov.u32 %r6, 0;\n\
+         {pad}add.u32 %r5, %r5, %r6;\n\
+         and.b32 %r7, %r1, 31;\nshr.u32 %r8, %r1, 5;\nshl.b32 %r8, %r8, 4;\nmov.u32 %r11, s;\nadd.u32 %r11, %r11, %r8;\n\
+         setp.eq.u32 %p70, %r7, 0;\n@%p70 bra $SPIN;\nsetp.eq.u32 %p71, %r7, 1;\n@%p71 bra $PRODUCE;\nbra $DONE;\n\
+         $PRODUCE:\nst.shared.u32 [%r11+8], %r5;\nld.shared.u32 %r23, [%r11+8];\nadd.u32 %r5, %r23, 1;\n\
+         st.volatile.shared.u32 [%r11], 1;\nbra $DONE;\n\
+         $SPIN:\nld.volatile.shared.u32 %r24, [%r11];\nsetp.eq.u32 %p72, %r24, 0;\n@%p72 bra $SPIN;\n\
+         ld.shared.u32 %r5, [%r11+8];\n\
+         $DONE:\nadd.s64 %rd6, %rd2, %rd4;\nst.global.u32 [%rd6], %r5;\nret;\n}}\n"
+    );
+    let p = Program::from_source_with(&src, &Options { warp: WarpMode::Auto, tier: Tier::Fast, strict_affine: false, memcheck: false })
+        .expect("the kernel compiles");
+    let k = p.kernel("spin_on_a_lane").expect("kernel");
+    assert!(k.info.lanes == 1 && k.info.needs_scheduler, "thread by thread on the scheduler: {:?}", k.info);
+    let (blocks, threads) = (2u32, 64u32);
+    let n = (blocks * threads) as usize;
+    let inp = input(n);
+    let mut buf = inp.clone();
+    let mut out = vec![0u32; n];
+    let mut zeros = vec![0u32; 64];
+    launch(
+        exec(),
+        k,
+        [blocks, 1, 1],
+        [threads, 1, 1],
+        0,
+        &mut [Arg::Buf(as_bytes(&mut buf)), Arg::Buf(as_bytes(&mut out)), Arg::Buf(as_bytes(&mut zeros))],
+    )
+    .expect("params")
+    .expect("launch");
+    for g in 0..n {
+        let want = match g % 32 {
+            0 => inp[g + 1],
+            1 => inp[g].wrapping_add(1),
+            _ => inp[g],
+        };
+        assert_eq!(out[g], want, "thread {g}");
     }
 }

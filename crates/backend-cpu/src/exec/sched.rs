@@ -300,9 +300,18 @@ impl SchedState {
             return Ok(());
         }
         // Every runnable thread yielded since anything else happened: they
-        // wait for memory another block (or the host) writes. Give the
-        // other OS threads the core, more and more patiently.
+        // spin. Lanes parked where their warp meets (`activemask`, the
+        // compiler's meetings) may be what they wait for: a GPU's warp
+        // runs its diverged paths in turn, so those lanes go on with the
+        // lanes that reached the meeting.
         self.streak = 0;
+        if self.resolve_stalled_warps(env) {
+            self.spin_rounds = 0;
+            return Ok(());
+        }
+        // Otherwise they wait for memory another block (or the host)
+        // writes. Give the other OS threads the core, more and more
+        // patiently.
         env.job.yields.fetch_add(1, Ordering::Relaxed);
         if env.job.failed() {
             return Err(LaunchError::Internal("launch cancelled".into()));
