@@ -810,10 +810,28 @@ pub fn choose_mode(
     let thread = |why: String| ModeChoice { warp: false, guarded: None, exact: independent, meet: false, why };
     let warp = |why: String| ModeChoice { warp: true, guarded: None, exact: true, meet: false, why };
     let wait_reason = "its threads wait for each other (barriers, warp collectives or spin loops)";
+    // Warp mode cannot run it and its lanes may see each other: unless it
+    // calls functions, they meet where they could see each other out of
+    // step (`meet.rs`).
+    let meeting = |o: &str| {
+        (!independent && a.reachable(item).len() == 1).then(|| ModeChoice {
+            warp: false,
+            guarded: None,
+            exact: true,
+            meet: true,
+            why: format!(
+                "thread by thread, the lanes of a warp meeting before each memory access where they could see each other out of \
+                 step, as a GPU's warp in lockstep would ({} such accesses): {}; warp mode cannot run it ({o})",
+                f.body.as_ref().map_or(0, |b| crate::meet::meeting_points(m, f, b).into_iter().filter(|&x| x).count()),
+                explain(&verdict)
+            ),
+        })
+    };
     match opts.warp {
         crate::WarpMode::Off => thread(format!("thread by thread (ANYCUDA_WARP=0); {}", explain(&verdict))),
         crate::WarpMode::WhereThreadsWait | crate::WarpMode::Always if obstacle.is_some() => {
-            thread(format!("thread by thread: warp mode cannot run it ({}); {}", obstacle.unwrap_or_default(), explain(&verdict)))
+            let o = obstacle.unwrap_or_default();
+            meeting(&o).unwrap_or_else(|| thread(format!("thread by thread: warp mode cannot run it ({o}); {}", explain(&verdict))))
         }
         crate::WarpMode::WhereThreadsWait if !waits => {
             thread(format!("thread by thread (ANYCUDA_WARP=wait, no waiting); {}", explain(&verdict)))
@@ -834,27 +852,15 @@ pub fn choose_mode(
             (Verdict::Independent(_), true, Some(o)) => {
                 thread(format!("thread by thread, one coroutine per thread: {wait_reason}, and warp mode cannot run it ({o})"))
             }
-            // Too big for warp mode, and calls no function: its lanes meet
-            // where they could see each other out of step.
-            (_, _, Some(o)) if a.reachable(item).len() == 1 => ModeChoice {
-                warp: false,
-                guarded: None,
-                exact: true,
-                meet: true,
-                why: format!(
-                    "thread by thread, the lanes of a warp meeting before each memory access where they could see each other out \
-                     of step, as a GPU's warp in lockstep would ({} such accesses): {}; warp mode cannot run it ({o})",
-                    f.body.as_ref().map_or(0, |b| crate::meet::meeting_points(m, f, b).into_iter().filter(|&x| x).count()),
-                    explain(&verdict)
-                ),
-            },
-            (_, _, Some(o)) => thread(format!(
-                "thread by thread, which is not lockstep within a warp: {}; warp mode would keep the lanes in step but cannot run it \
+            (_, _, Some(o)) => meeting(&o).unwrap_or_else(|| {
+                thread(format!(
+                    "thread by thread, which is not lockstep within a warp: {}; warp mode would keep the lanes in step but cannot run it \
                  ({o}), and the lanes meet only in the kernel's own code, which calls functions; results match a GPU's only if the \
                  kernel synchronises such exchanges (`__syncwarp`, barriers){}",
-                explain(&verdict),
-                if let Verdict::IndependentIf(_) = verdict { " or its launches meet those conditions" } else { "" }
-            )),
+                    explain(&verdict),
+                    if let Verdict::IndependentIf(_) = verdict { " or its launches meet those conditions" } else { "" }
+                ))
+            }),
         },
     }
 }

@@ -386,8 +386,15 @@ fn a_kernel_too_big_for_warp_mode_keeps_its_lanes_in_step_through_shared_memory(
          add.u32 %r9, %r9, 1;\nsetp.lt.u32 %p79, %r9, 4;\n@%p79 bra $ROUND;\n\
          add.s64 %rd6, %rd2, %rd4;\nst.global.u32 [%rd6], %r5;\nret;\n}}\n"
     );
-    for tier in [Tier::Fast, Tier::Optimized] {
-        let p = Program::from_source_with(&src, &Options { warp: WarpMode::Auto, tier, strict_affine: false, memcheck: false })
+    // Every mode but `ANYCUDA_WARP=0` keeps the lanes in step.
+    let configurations = [
+        (WarpMode::Auto, Tier::Fast),
+        (WarpMode::Auto, Tier::Optimized),
+        (WarpMode::WhereThreadsWait, Tier::Fast),
+        (WarpMode::Always, Tier::Fast),
+    ];
+    for (warp, tier) in configurations {
+        let p = Program::from_source_with(&src, &Options { warp, tier, strict_affine: false, memcheck: false })
             .expect("the kernel compiles");
         let k = p.kernel("rotate_rounds").expect("kernel");
         assert!(k.info.lanes == 1 && k.info.needs_scheduler, "thread by thread on the scheduler: {:?}", k.info);
@@ -416,7 +423,7 @@ fn a_kernel_too_big_for_warp_mode_keeps_its_lanes_in_step_through_shared_memory(
                 want[g] = tile[neighbour].wrapping_mul(3).wrapping_add(round);
             }
         }
-        assert_eq!(out, want, "{tier:?}");
+        assert_eq!(out, want, "{warp:?} {tier:?}");
     }
 }
 
