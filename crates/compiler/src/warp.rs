@@ -831,7 +831,7 @@ pub fn choose_mode(
         crate::WarpMode::Off => thread(format!("thread by thread (ANYCUDA_WARP=0); {}", explain(&verdict))),
         crate::WarpMode::WhereThreadsWait | crate::WarpMode::Always if obstacle.is_some() => {
             let o = obstacle.unwrap_or_default();
-            meeting(&o).unwrap_or_else(|| thread(format!("thread by thread: warp mode cannot run it ({o}); {}", explain(&verdict))))
+            meeting(o).unwrap_or_else(|| thread(format!("thread by thread: warp mode cannot run it ({o}); {}", explain(&verdict))))
         }
         crate::WarpMode::WhereThreadsWait if !waits => {
             thread(format!("thread by thread (ANYCUDA_WARP=wait, no waiting); {}", explain(&verdict)))
@@ -852,7 +852,7 @@ pub fn choose_mode(
             (Verdict::Independent(_), true, Some(o)) => {
                 thread(format!("thread by thread, one coroutine per thread: {wait_reason}, and warp mode cannot run it ({o})"))
             }
-            (_, _, Some(o)) => meeting(&o).unwrap_or_else(|| {
+            (_, _, Some(o)) => meeting(o).unwrap_or_else(|| {
                 thread(format!(
                     "thread by thread, which is not lockstep within a warp: {}; warp mode would keep the lanes in step but cannot run it \
                  ({o}), and the lanes meet only in the kernel's own code, which calls functions; results match a GPU's only if the \

@@ -394,8 +394,8 @@ fn a_kernel_too_big_for_warp_mode_keeps_its_lanes_in_step_through_shared_memory(
         (WarpMode::Always, Tier::Fast),
     ];
     for (warp, tier) in configurations {
-        let p = Program::from_source_with(&src, &Options { warp, tier, strict_affine: false, memcheck: false })
-            .expect("the kernel compiles");
+        let p =
+            Program::from_source_with(&src, &Options { warp, tier, strict_affine: false, memcheck: false }).expect("the kernel compiles");
         let k = p.kernel("rotate_rounds").expect("kernel");
         assert!(k.info.lanes == 1 && k.info.needs_scheduler, "thread by thread on the scheduler: {:?}", k.info);
         let (blocks, threads) = (3u32, 128u32);
