@@ -197,15 +197,51 @@ check_ops() { # log, exit status
     unsupported=$(grep -Ec '^  [A-Z0-9_]+\(.*\): not supported' "$out" || true)
     summary=$(grep -E '^  [0-9]+/[0-9]+ tests passed$' "$out" | tail -1)
     log "CUDA0: $ok passed, $fail failed, $unsupported not supported by CUDA0 ($summary)"
-    local passed total
+    local passed total retried=
     passed=$(echo "$summary" | awk '{split($1, a, "/"); print a[1]}')
     total=$(echo "$summary" | awk '{split($1, a, "/"); print a[2]}')
     if [ "$fail" -gt 0 ] || [ "$rc" -ne 0 ] || [ "${passed:-0}" != "${total:-1}" ]; then
         grep -E '[A-Z0-9_]+\(.*\): FAIL$' "$out" | head -40
-        die "test-backend-ops failed (exit status $rc; log: $out)"
+        if [ "$fail" -gt 0 ] && [ "$fail" = "$((total - passed))" ] && retry_tolerance_failures "$out"; then
+            log "CUDA0: the $fail case(s) above passed twice each on fresh random inputs (see retry_tolerance_failures)"
+            retried=1
+        else
+            die "test-backend-ops failed (exit status $rc; log: $out)"
+        fi
     fi
     [ "$ok" -gt 0 ] || die "CUDA0 ran no test case"
-    grep -q '^  Backend CUDA0: OK$' "$out" || die "CUDA0 did not report OK"
+    [ -n "$retried" ] || grep -q '^  Backend CUDA0: OK$' "$out" || die "CUDA0 did not report OK"
+}
+
+# test-backend-ops draws each case's inputs at random (std::random_device)
+# and compares CUDA0's result with the CPU backend's against a normalised
+# error bound; both quantise differently (the CPU backend and CUDA round
+# the activations to 8 bits each their own way), so a small case can end
+# just over the bound on one draw: once in 1,304 MUL_MAT cases,
+# q5_1 x f32 m=16 n=1 k=256 at 5.8e-4 against 5e-4, which then passed 41
+# runs in a row. Up to 3 cases that failed only by exceeding the bound are
+# run twice more each, on fresh inputs; the run passes if every rerun
+# does. A real error fails its reruns too.
+retry_tolerance_failures() { # log -> status
+    local out="$1" case op params pattern i retry="$1.retry"
+    local cases=()
+    mapfile -t cases < <(grep -E '^\[[A-Z0-9_]+\] ERR = [0-9.e+-]+ > [0-9.e+-]+ +[A-Z0-9_]+\(.*\): FAIL$' "$out" \
+        | sed -E 's/.* ([A-Z0-9_]+\(.*\)): FAIL$/\1/')
+    [ "${#cases[@]}" -gt 0 ] && [ "${#cases[@]}" -le 3 ] || return 1
+    [ "$(grep -Ec '[A-Z0-9_]+\(.*\): FAIL$' "$out")" = "${#cases[@]}" ] || return 1
+    for case in "${cases[@]}"; do
+        op=${case%%(*}
+        params=${case#*(}
+        params=${params%)}
+        pattern=$(printf '%s' "$params" | sed -e 's/[][().*+?^${}|\\]/\\&/g')
+        for i in 1 2; do
+            "$BUILD/bin/test-backend-ops" test -b CUDA0 -o "$op" -p "$pattern" 2>&1 | strip_ansi >"$retry" || return 1
+            grep -q '^  Backend CUDA0: OK$' "$retry" || return 1
+            grep -Eq '^  [A-Z0-9_]+\(.*\): OK$' "$retry" || return 1
+            ! grep -Eq ': FAIL$' "$retry" || return 1
+            log "rerun $i of $case: OK"
+        done
+    done
 }
 
 # Small random-weight models written by llama.cpp's own test tool

@@ -24,3 +24,12 @@ cargo test --workspace
 # thread, a path of their own.
 RAYON_NUM_THREADS=1 cargo test -p anycuda-cublas --quiet --test gemm --test lt --test lu --test rankk --test geam --test level
 cargo check --workspace --benches --quiet
+
+# llama.cpp's CUDA build on anycuda (scripts/llama.sh ci): a build without
+# FlashAttention kernels, test-backend-ops' MUL_MAT group on CUDA0 and text
+# generation with CUDA0's tokens checked against the CPU backend's. The
+# build is cached (~/.cache/anycuda/llama); the first one takes about 20
+# minutes on two cores. ANYCUDA_TEST_LLAMA=0 leaves this stage out.
+if [ "${ANYCUDA_TEST_LLAMA:-1}" != 0 ]; then
+    scripts/llama.sh ci
+fi

@@ -814,17 +814,34 @@ pub fn choose_mode(
     // calls functions, they meet where they could see each other out of
     // step (`meet.rs`).
     let meeting = |o: &str| {
-        (!independent && a.reachable(item).len() == 1).then(|| ModeChoice {
-            warp: false,
-            guarded: None,
-            exact: true,
-            meet: true,
-            why: format!(
-                "thread by thread, the lanes of a warp meeting before each memory access where they could see each other out of \
-                 step, as a GPU's warp in lockstep would ({} such accesses): {}; warp mode cannot run it ({o})",
-                f.body.as_ref().map_or(0, |b| crate::meet::meeting_points(m, f, b).into_iter().filter(|&x| x).count()),
-                explain(&verdict)
-            ),
+        if independent || a.reachable(item).len() != 1 {
+            return None;
+        }
+        let meetings = f.body.as_ref().map_or(0, |b| crate::meet::meeting_points(m, f, b).into_iter().filter(|&x| x).count());
+        Some(if meetings == 0 {
+            ModeChoice {
+                warp: false,
+                guarded: None,
+                exact: true,
+                meet: false,
+                why: format!(
+                    "thread by thread: {}, but on no path does one lane read what another may have written since the warp \
+                     last met, or write what it read; warp mode cannot run it ({o})",
+                    explain(&verdict)
+                ),
+            }
+        } else {
+            ModeChoice {
+                warp: false,
+                guarded: None,
+                exact: true,
+                meet: true,
+                why: format!(
+                    "thread by thread, the lanes of a warp meeting before each memory access where they could see each other \
+                     out of step, as a GPU's warp in lockstep would ({meetings} such accesses): {}; warp mode cannot run it ({o})",
+                    explain(&verdict)
+                ),
+            }
         })
     };
     match opts.warp {

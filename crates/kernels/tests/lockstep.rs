@@ -354,12 +354,12 @@ fn different_strides_run_thread_by_thread_when_the_launch_ranges_are_apart_and_a
 /// zero-filled buffer make it too big (blocks x registers, accesses).
 /// Forty branches over loads of a buffer of zeros (`%rd3`), adding them
 /// to `%r6`: enough blocks, registers and accesses that warp mode refuses
-/// the kernel as too big.
-fn too_big_for_warp_mode() -> String {
+/// the kernel as too big. `load` is the loads' instruction.
+fn too_big_for_warp_mode_with(load: &str) -> String {
     let mut pad = String::new();
     for k in 0..40 {
         pad.push_str(&format!(
-            "ld.global.u32 %r{a}, [%rd3+{off}];\nsetp.eq.u32 %p{k}, %r{a}, 0;\n@%p{k} bra $SKIP{k};\n\
+            "{load} %r{a}, [%rd3+{off}];\nsetp.eq.u32 %p{k}, %r{a}, 0;\n@%p{k} bra $SKIP{k};\n\
              add.u32 %r6, %r6, %r{a};\nmul.lo.u32 %r{b}, %r6, %r{a};\nxor.b32 %r6, %r6, %r{b};\n$SKIP{k}:\n",
             a = 30 + k,
             b = 80 + k,
@@ -367,6 +367,10 @@ fn too_big_for_warp_mode() -> String {
         ));
     }
     pad
+}
+
+fn too_big_for_warp_mode() -> String {
+    too_big_for_warp_mode_with("ld.global.u32")
 }
 
 #[test]
@@ -479,5 +483,51 @@ fn a_meeting_does_not_wait_for_a_lane_that_spins_on_it() {
             _ => inp[g],
         };
         assert_eq!(out[g], want, "thread {g}");
+    }
+}
+
+/// A kernel too big for warp mode that stores twice through an index it
+/// loads (the lockstep analysis cannot keep one lane's second store from
+/// another lane's first, as in a ray tracer's colour stores) but reads
+/// only read-only memory: no lane can read what another wrote or
+/// overwrite what another read, so no meeting is needed and it keeps the
+/// fast path, with a GPU's results.
+#[test]
+fn a_kernel_too_big_for_warp_mode_without_conflicting_accesses_keeps_the_fast_path() {
+    let pad = too_big_for_warp_mode_with("ld.global.nc.u32");
+    let src = format!(
+        ".version 7.0\n.target sm_80\n.address_size 64\n\
+         .visible .entry scatter(.param .u64 inp, .param .u64 out, .param .u64 pad)\n{{\n\
+         .reg .b32 %r<200>;\n.reg .b64 %rd<20>;\n.reg .pred %p<80>;\n\
+         ld.param.u64 %rd1, [inp];\nld.param.u64 %rd2, [out];\nld.param.u64 %rd3, [pad];\n\
+         mov.u32 %r1, %tid.x;\nmov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\nmad.lo.s32 %r4, %r2, %r3, %r1;\n\
+         mul.wide.u32 %rd4, %r4, 4;\nadd.s64 %rd5, %rd1, %rd4;\nld.global.nc.u32 %r5, [%rd5];\nmov.u32 %r6, 0;\n\
+         {pad}add.u32 %r5, %r5, %r6;\n\
+         mul.wide.u32 %rd6, %r5, 8;\nadd.s64 %rd7, %rd2, %rd6;\nst.global.u32 [%rd7], %r4;\nadd.u32 %r7, %r4, 1000;\n\
+         st.global.u32 [%rd7+4], %r7;\nret;\n}}\n"
+    );
+    let p = Program::from_source_with(&src, &Options { warp: WarpMode::Auto, tier: Tier::Fast, strict_affine: false, memcheck: false })
+        .expect("the kernel compiles");
+    let k = p.kernel("scatter").expect("kernel");
+    assert!(runs_on_the_fast_path(k), "{:?}", k.info);
+    let (blocks, threads) = (3u32, 64u32);
+    let n = (blocks * threads) as usize;
+    // A permutation: out[2 perm[g]] = g, out[2 perm[g] + 1] = g + 1000.
+    let mut perm: Vec<u32> = (0..n as u32).map(|g| (g * 37 + 11) % n as u32).collect();
+    let mut out = vec![u32::MAX; 2 * n];
+    let mut zeros = vec![0u32; 64];
+    launch(
+        exec(),
+        k,
+        [blocks, 1, 1],
+        [threads, 1, 1],
+        0,
+        &mut [Arg::Buf(as_bytes(&mut perm)), Arg::Buf(as_bytes(&mut out)), Arg::Buf(as_bytes(&mut zeros))],
+    )
+    .expect("params")
+    .expect("launch");
+    for g in 0..n {
+        let at = 2 * perm[g] as usize;
+        assert_eq!((out[at], out[at + 1]), (g as u32, g as u32 + 1000), "thread {g}");
     }
 }
