@@ -36,6 +36,21 @@ fn run_cmd(dir: &Path) -> Command {
     c
 }
 
+/// `anycuda memcheck` with the given arguments (`--tool ...`), its link
+/// directory and kernel cache inside the test's scratch directory.
+fn memcheck_cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut c = anycuda();
+    c.arg("memcheck")
+        .args(args)
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("ANYCUDA_CACHE_DIR", dir.join("kernels"))
+        .env_remove("ANYCUDA_LIBRARY")
+        .env_remove("ANYCUDA_MEMCHECK")
+        .env("ANYCUDA_BACKEND", "cpu")
+        .env_remove("ANYCUDA_LOG");
+    c
+}
+
 fn text(o: &Output) -> (String, String) {
     (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
 }
@@ -383,19 +398,7 @@ fn memcheck_reports_a_store_past_an_allocation() {
     let exe = root().join("target/cuda-tests/bin/static/memcheck_errors");
     assert!(exe.exists(), "{} is missing: build the CUDA test programs with scripts/build-cuda-tests.sh", exe.display());
     let dir = scratch("memcheck");
-    let o = anycuda()
-        .arg("memcheck")
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .env("ANYCUDA_CACHE_DIR", dir.join("kernels"))
-        .env_remove("ANYCUDA_LIBRARY")
-        .env_remove("ANYCUDA_MEMCHECK")
-        .env("ANYCUDA_BACKEND", "cpu")
-        .env_remove("ANYCUDA_LOG")
-        .arg("--")
-        .arg(&exe)
-        .arg("write")
-        .output()
-        .expect("anycuda runs");
+    let o = memcheck_cmd(&dir, &[]).arg("--").arg(&exe).arg("write").output().expect("anycuda runs");
     let (out, err) = text(&o);
     let _ = std::fs::remove_dir_all(&dir);
     assert!(o.status.success() && out.ends_with("PASS memcheck_errors\n"), "{out}{err}");
@@ -411,19 +414,7 @@ fn memcheck_tool_racecheck_reports_a_shared_memory_race() {
     let exe = root().join("target/cuda-tests/bin/static/checker_errors");
     assert!(exe.exists(), "{} is missing: build the CUDA test programs with scripts/build-cuda-tests.sh", exe.display());
     let dir = scratch("racecheck");
-    let o = anycuda()
-        .args(["memcheck", "--tool", "racecheck"])
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .env("ANYCUDA_CACHE_DIR", dir.join("kernels"))
-        .env_remove("ANYCUDA_LIBRARY")
-        .env_remove("ANYCUDA_MEMCHECK")
-        .env("ANYCUDA_BACKEND", "cpu")
-        .env_remove("ANYCUDA_LOG")
-        .arg("--")
-        .arg(&exe)
-        .arg("race")
-        .output()
-        .expect("anycuda runs");
+    let o = memcheck_cmd(&dir, &["--tool", "racecheck"]).arg("--").arg(&exe).arg("race").output().expect("anycuda runs");
     let (out, err) = text(&o);
     let _ = std::fs::remove_dir_all(&dir);
     assert!(o.status.success() && out.ends_with("PASS checker_errors\n"), "{out}{err}");
@@ -459,19 +450,7 @@ fn extract_writes_the_ptx_whose_lines_racecheck_names() {
     let ptx = std::fs::read_to_string(ptx_path).expect("the written PTX");
     assert!(ptx.contains(".entry _Z6rotatePii"), "{ptx}");
 
-    let o = anycuda()
-        .args(["memcheck", "--tool", "racecheck"])
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .env("ANYCUDA_CACHE_DIR", dir.join("kernels"))
-        .env_remove("ANYCUDA_LIBRARY")
-        .env_remove("ANYCUDA_MEMCHECK")
-        .env("ANYCUDA_BACKEND", "cpu")
-        .env_remove("ANYCUDA_LOG")
-        .arg("--")
-        .arg(&exe)
-        .arg("race")
-        .output()
-        .expect("anycuda runs");
+    let o = memcheck_cmd(&dir, &["--tool", "racecheck"]).arg("--").arg(&exe).arg("race").output().expect("anycuda runs");
     let (_, err) = text(&o);
     // "read by thread (0,0,0) ... (PTX line 96, ...)" and "unordered with
     // the write by thread ... (PTX line 79, ...)".

@@ -369,26 +369,48 @@ fn too_big_for_warp_mode_with(load: &str) -> String {
     pad
 }
 
-fn too_big_for_warp_mode() -> String {
-    too_big_for_warp_mode_with("ld.global.u32")
+/// A kernel `name(inp, out, pad)` whose body starts by loading its
+/// global index's element of `inp` (with `load`) into `%r5`, plus the
+/// padding, then runs `rest`; `%r1` is `%tid.x`, `%r4` the global index,
+/// `%rd4` its byte offset, `%rd2` the output.
+fn too_big_kernel(name: &str, load: &str, rest: &str) -> String {
+    let pad = too_big_for_warp_mode_with(load);
+    format!(
+        ".version 7.0\n.target sm_80\n.address_size 64\n\
+         .visible .entry {name}(.param .u64 inp, .param .u64 out, .param .u64 pad)\n{{\n\
+         .reg .b32 %r<200>;\n.reg .b64 %rd<20>;\n.reg .pred %p<80>;\n.shared .align 4 .b32 s[1024];\n\
+         ld.param.u64 %rd1, [inp];\nld.param.u64 %rd2, [out];\nld.param.u64 %rd3, [pad];\n\
+         mov.u32 %r1, %tid.x;\nmov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\nmad.lo.s32 %r4, %r2, %r3, %r1;\n\
+         mul.wide.u32 %rd4, %r4, 4;\nadd.s64 %rd5, %rd1, %rd4;\n{load} %r5, [%rd5];\nmov.u32 %r6, 0;\n\
+         {pad}add.u32 %r5, %r5, %r6;\n{rest}\n}}\n"
+    )
+}
+
+/// Launches `k(inp, out, pad)` on `blocks` x `threads` with `pad` 64 zeros.
+fn launch_too_big(k: &LoadedKernel, blocks: u32, threads: u32, inp: &mut [u32], out: &mut [u32]) {
+    let mut zeros = vec![0u32; 64];
+    launch(
+        exec(),
+        k,
+        [blocks, 1, 1],
+        [threads, 1, 1],
+        0,
+        &mut [Arg::Buf(as_bytes(inp)), Arg::Buf(as_bytes(out)), Arg::Buf(as_bytes(&mut zeros))],
+    )
+    .expect("params")
+    .expect("launch");
 }
 
 #[test]
 fn a_kernel_too_big_for_warp_mode_keeps_its_lanes_in_step_through_shared_memory() {
-    let pad = too_big_for_warp_mode();
-    let src = format!(
-        ".version 7.0\n.target sm_80\n.address_size 64\n\
-         .visible .entry rotate_rounds(.param .u64 inp, .param .u64 out, .param .u64 pad)\n{{\n\
-         .reg .b32 %r<200>;\n.reg .b64 %rd<20>;\n.reg .pred %p<80>;\n.shared .align 4 .b32 s[1024];\n\
-         ld.param.u64 %rd1, [inp];\nld.param.u64 %rd2, [out];\nld.param.u64 %rd3, [pad];\n\
-         mov.u32 %r1, %tid.x;\nmov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\nmad.lo.s32 %r4, %r2, %r3, %r1;\n\
-         mul.wide.u32 %rd4, %r4, 4;\nadd.s64 %rd5, %rd1, %rd4;\nld.global.u32 %r5, [%rd5];\nmov.u32 %r6, 0;\n\
-         {pad}add.u32 %r5, %r5, %r6;\n\
-         and.b32 %r7, %r1, 31;\nand.b32 %r8, %r1, -32;\nadd.u32 %r10, %r7, 1;\nand.b32 %r10, %r10, 31;\nadd.u32 %r10, %r10, %r8;\n\
+    let src = too_big_kernel(
+        "rotate_rounds",
+        "ld.global.u32",
+        "and.b32 %r7, %r1, 31;\nand.b32 %r8, %r1, -32;\nadd.u32 %r10, %r7, 1;\nand.b32 %r10, %r10, 31;\nadd.u32 %r10, %r10, %r8;\n\
          mov.u32 %r11, s;\nshl.b32 %r12, %r1, 2;\nadd.u32 %r20, %r11, %r12;\nshl.b32 %r13, %r10, 2;\nadd.u32 %r21, %r11, %r13;\n\
          mov.u32 %r9, 0;\n$ROUND:\nst.shared.u32 [%r20], %r5;\nld.shared.u32 %r22, [%r21];\nmad.lo.u32 %r5, %r22, 3, %r9;\n\
          add.u32 %r9, %r9, 1;\nsetp.lt.u32 %p79, %r9, 4;\n@%p79 bra $ROUND;\n\
-         add.s64 %rd6, %rd2, %rd4;\nst.global.u32 [%rd6], %r5;\nret;\n}}\n"
+         add.s64 %rd6, %rd2, %rd4;\nst.global.u32 [%rd6], %r5;\nret;",
     );
     // Every mode but `ANYCUDA_WARP=0` keeps the lanes in step.
     let configurations = [
@@ -405,19 +427,8 @@ fn a_kernel_too_big_for_warp_mode_keeps_its_lanes_in_step_through_shared_memory(
         let (blocks, threads) = (3u32, 128u32);
         let n = (blocks * threads) as usize;
         let inp = input(n);
-        let mut buf = inp.clone();
         let mut out = vec![0u32; n];
-        let mut zeros = vec![0u32; 64];
-        launch(
-            exec(),
-            k,
-            [blocks, 1, 1],
-            [threads, 1, 1],
-            0,
-            &mut [Arg::Buf(as_bytes(&mut buf)), Arg::Buf(as_bytes(&mut out)), Arg::Buf(as_bytes(&mut zeros))],
-        )
-        .expect("params")
-        .expect("launch");
+        launch_too_big(k, blocks, threads, &mut inp.clone(), &mut out);
         // The warp in lockstep: every round, all lanes store, then all read.
         let mut want = inp.clone();
         for round in 0..4u32 {
@@ -439,22 +450,16 @@ fn a_kernel_too_big_for_warp_mode_keeps_its_lanes_in_step_through_shared_memory(
 /// forever.
 #[test]
 fn a_meeting_does_not_wait_for_a_lane_that_spins_on_it() {
-    let pad = too_big_for_warp_mode();
-    let src = format!(
-        ".version 7.0\n.target sm_80\n.address_size 64\n\
-         .visible .entry spin_on_a_lane(.param .u64 inp, .param .u64 out, .param .u64 pad)\n{{\n\
-         .reg .b32 %r<200>;\n.reg .b64 %rd<20>;\n.reg .pred %p<80>;\n.shared .align 4 .b32 s[1024];\n\
-         ld.param.u64 %rd1, [inp];\nld.param.u64 %rd2, [out];\nld.param.u64 %rd3, [pad];\n\
-         mov.u32 %r1, %tid.x;\nmov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\nmad.lo.s32 %r4, %r2, %r3, %r1;\n\
-         mul.wide.u32 %rd4, %r4, 4;\nadd.s64 %rd5, %rd1, %rd4;\nld.global.u32 %r5, [%rd5];\nmov.u32 %r6, 0;\n\
-         {pad}add.u32 %r5, %r5, %r6;\n\
-         and.b32 %r7, %r1, 31;\nshr.u32 %r8, %r1, 5;\nshl.b32 %r8, %r8, 4;\nmov.u32 %r11, s;\nadd.u32 %r11, %r11, %r8;\n\
+    let src = too_big_kernel(
+        "spin_on_a_lane",
+        "ld.global.u32",
+        "and.b32 %r7, %r1, 31;\nshr.u32 %r8, %r1, 5;\nshl.b32 %r8, %r8, 4;\nmov.u32 %r11, s;\nadd.u32 %r11, %r11, %r8;\n\
          setp.eq.u32 %p70, %r7, 0;\n@%p70 bra $SPIN;\nsetp.eq.u32 %p71, %r7, 1;\n@%p71 bra $PRODUCE;\nbra $DONE;\n\
          $PRODUCE:\nst.shared.u32 [%r11+8], %r5;\nld.shared.u32 %r23, [%r11+8];\nadd.u32 %r5, %r23, 1;\n\
          st.volatile.shared.u32 [%r11], 1;\nbra $DONE;\n\
          $SPIN:\nld.volatile.shared.u32 %r24, [%r11];\nsetp.eq.u32 %p72, %r24, 0;\n@%p72 bra $SPIN;\n\
          ld.shared.u32 %r5, [%r11+8];\n\
-         $DONE:\nadd.s64 %rd6, %rd2, %rd4;\nst.global.u32 [%rd6], %r5;\nret;\n}}\n"
+         $DONE:\nadd.s64 %rd6, %rd2, %rd4;\nst.global.u32 [%rd6], %r5;\nret;",
     );
     let p = Program::from_source_with(&src, &Options { warp: WarpMode::Auto, tier: Tier::Fast, strict_affine: false, memcheck: false })
         .expect("the kernel compiles");
@@ -463,19 +468,8 @@ fn a_meeting_does_not_wait_for_a_lane_that_spins_on_it() {
     let (blocks, threads) = (2u32, 64u32);
     let n = (blocks * threads) as usize;
     let inp = input(n);
-    let mut buf = inp.clone();
     let mut out = vec![0u32; n];
-    let mut zeros = vec![0u32; 64];
-    launch(
-        exec(),
-        k,
-        [blocks, 1, 1],
-        [threads, 1, 1],
-        0,
-        &mut [Arg::Buf(as_bytes(&mut buf)), Arg::Buf(as_bytes(&mut out)), Arg::Buf(as_bytes(&mut zeros))],
-    )
-    .expect("params")
-    .expect("launch");
+    launch_too_big(k, blocks, threads, &mut inp.clone(), &mut out);
     for g in 0..n {
         let want = match g % 32 {
             0 => inp[g + 1],
@@ -494,17 +488,11 @@ fn a_meeting_does_not_wait_for_a_lane_that_spins_on_it() {
 /// fast path, with a GPU's results.
 #[test]
 fn a_kernel_too_big_for_warp_mode_without_conflicting_accesses_keeps_the_fast_path() {
-    let pad = too_big_for_warp_mode_with("ld.global.nc.u32");
-    let src = format!(
-        ".version 7.0\n.target sm_80\n.address_size 64\n\
-         .visible .entry scatter(.param .u64 inp, .param .u64 out, .param .u64 pad)\n{{\n\
-         .reg .b32 %r<200>;\n.reg .b64 %rd<20>;\n.reg .pred %p<80>;\n\
-         ld.param.u64 %rd1, [inp];\nld.param.u64 %rd2, [out];\nld.param.u64 %rd3, [pad];\n\
-         mov.u32 %r1, %tid.x;\nmov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\nmad.lo.s32 %r4, %r2, %r3, %r1;\n\
-         mul.wide.u32 %rd4, %r4, 4;\nadd.s64 %rd5, %rd1, %rd4;\nld.global.nc.u32 %r5, [%rd5];\nmov.u32 %r6, 0;\n\
-         {pad}add.u32 %r5, %r5, %r6;\n\
-         mul.wide.u32 %rd6, %r5, 8;\nadd.s64 %rd7, %rd2, %rd6;\nst.global.u32 [%rd7], %r4;\nadd.u32 %r7, %r4, 1000;\n\
-         st.global.u32 [%rd7+4], %r7;\nret;\n}}\n"
+    let src = too_big_kernel(
+        "scatter",
+        "ld.global.nc.u32",
+        "mul.wide.u32 %rd6, %r5, 8;\nadd.s64 %rd7, %rd2, %rd6;\nst.global.u32 [%rd7], %r4;\nadd.u32 %r7, %r4, 1000;\n\
+         st.global.u32 [%rd7+4], %r7;\nret;",
     );
     let p = Program::from_source_with(&src, &Options { warp: WarpMode::Auto, tier: Tier::Fast, strict_affine: false, memcheck: false })
         .expect("the kernel compiles");
@@ -515,17 +503,7 @@ fn a_kernel_too_big_for_warp_mode_without_conflicting_accesses_keeps_the_fast_pa
     // A permutation: out[2 perm[g]] = g, out[2 perm[g] + 1] = g + 1000.
     let mut perm: Vec<u32> = (0..n as u32).map(|g| (g * 37 + 11) % n as u32).collect();
     let mut out = vec![u32::MAX; 2 * n];
-    let mut zeros = vec![0u32; 64];
-    launch(
-        exec(),
-        k,
-        [blocks, 1, 1],
-        [threads, 1, 1],
-        0,
-        &mut [Arg::Buf(as_bytes(&mut perm)), Arg::Buf(as_bytes(&mut out)), Arg::Buf(as_bytes(&mut zeros))],
-    )
-    .expect("params")
-    .expect("launch");
+    launch_too_big(k, blocks, threads, &mut perm, &mut out);
     for g in 0..n {
         let at = 2 * perm[g] as usize;
         assert_eq!((out[at], out[at + 1]), (g as u32, g as u32 + 1000), "thread {g}");
