@@ -472,3 +472,62 @@ fn extract_writes_the_ptx_whose_lines_racecheck_names() {
     assert!(err.contains("README.md: not a fatbin"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `anycuda extract --list` reads the same device code from an `ar`
+/// archive holding the program (entries named after the member) and from
+/// the program's fatbin alone, as a file of its own.
+#[test]
+fn extract_reads_archives_and_bare_fatbins() {
+    let exe = root().join("target/cuda-tests/bin/static/checker_errors");
+    assert!(exe.exists(), "{} is missing: build the CUDA test programs with scripts/build-cuda-tests.sh", exe.display());
+    let bytes = std::fs::read(&exe).expect("the program");
+    let dir = scratch("extract-forms");
+    let list = |path: &Path| {
+        let o = anycuda().args(["extract", "--list"]).arg(path).output().expect("anycuda runs");
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{}: {out}{err}", path.display());
+        out.lines()
+            .filter(|l| l.contains(": PTX compute_"))
+            .map(|l| l.split_once(": fatbin").map_or(l, |(_, r)| r).to_string())
+            .collect::<Vec<_>>()
+    };
+    let from_program = list(&exe);
+    assert!(!from_program.is_empty());
+
+    // An archive of one member, `prog.o`, in the common `ar` format.
+    let mut archive = b"!<arch>\n".to_vec();
+    archive.extend_from_slice(format!("{:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n", "prog.o/", 0, 0, 0, 644, bytes.len()).as_bytes());
+    archive.extend_from_slice(&bytes);
+    if bytes.len() % 2 == 1 {
+        archive.push(b'\n');
+    }
+    let ar = dir.join("libprog.a");
+    std::fs::write(&ar, &archive).expect("archive written");
+    let from_archive = list(&ar);
+    let renamed: Vec<String> = from_program.iter().map(|l| l.replace("checker_errors.", "libprog.a.prog.o.")).collect();
+    assert_eq!(from_archive, renamed);
+
+    // The fatbin holding the PTX, cut out of the program by its header
+    // (magic, version, header size, then the size of its entries).
+    let magic = 0xBA55_ED50u32.to_le_bytes();
+    let starts: Vec<usize> = (0..bytes.len().saturating_sub(16)).filter(|&i| i % 8 == 0 && bytes[i..i + 4] == magic).collect();
+    let with_ptx = starts
+        .iter()
+        .filter_map(|&at| {
+            let header = u16::from_le_bytes([bytes[at + 6], bytes[at + 7]]) as usize;
+            let size = u64::from_le_bytes(bytes[at + 8..at + 16].try_into().expect("8 bytes")) as usize;
+            bytes.get(at..at.checked_add(header)?.checked_add(size)?)
+        })
+        .find(|f| {
+            let path = dir.join("probe.fatbin");
+            std::fs::write(&path, f).expect("fatbin written");
+            !list(&path).is_empty()
+        })
+        .expect("a fatbin with PTX in the program");
+    let path = dir.join("kernels.fatbin");
+    std::fs::write(&path, with_ptx).expect("fatbin written");
+    let from_fatbin = list(&path);
+    let stripped = |v: &[String]| v.iter().map(|l| l.split(": ").nth(1).unwrap_or_default().to_string()).collect::<Vec<_>>();
+    assert_eq!(stripped(&from_fatbin), stripped(&from_program), "the same PTX entry");
+    let _ = std::fs::remove_dir_all(&dir);
+}
