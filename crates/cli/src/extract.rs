@@ -55,10 +55,11 @@ fn fatbins_of<'a>(name: &str, bytes: &'a [u8]) -> Result<Vec<(String, &'a [u8])>
         }
         return Ok(all);
     }
-    if bytes.len() >= 4 && u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) == fatbin::FATBIN_MAGIC {
+    let magic = bytes.first_chunk::<4>().map(|m| u32::from_le_bytes(*m));
+    if magic == Some(fatbin::FATBIN_MAGIC) {
         return Ok(vec![(name.to_string(), bytes)]);
     }
-    if bytes.len() >= 4 && u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) == fatbin::ELF_MAGIC {
+    if magic == Some(fatbin::ELF_MAGIC) {
         if let Ok(Image::Cubin(_)) = Image::parse(bytes) {
             return Err("a cubin holds SASS only: there is no PTX to extract".to_string());
         }

@@ -550,14 +550,14 @@ pub(crate) fn mode_choice(
 
 /// What a kernel's mode changes in its description: warp mode's lanes and
 /// frame; a kernel run thread by thread whose lanes meet
-/// (`ModeChoice::meet`) suspends at the meetings, so it runs on the thread
-/// scheduler.
+/// (`ModeChoice::meetings`) suspends at the meetings, so it runs on the
+/// thread scheduler.
 pub(crate) fn apply_mode(a: &Analysis, item: ItemId, f: &Function, choice: &crate::warp::ModeChoice, info: &mut KernelInfo) {
     if choice.warp {
         info.lanes = crate::warp::W;
         info.frame_bytes = crate::warp::frame_layout(a, item, f).bytes;
     }
-    if choice.meet {
+    if !choice.meetings.is_empty() {
         info.needs_scheduler = true;
     }
 }

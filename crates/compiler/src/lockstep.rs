@@ -1094,7 +1094,7 @@ fn effect(m: &Module, f: &Function, b: &Body, inst: &Instruction) -> Effect {
 }
 
 /// The statement index of each label of a body.
-fn label_positions(b: &Body) -> std::collections::HashMap<LabelId, usize> {
+pub(crate) fn label_positions(b: &Body) -> std::collections::HashMap<LabelId, usize> {
     b.statements
         .iter()
         .enumerate()

@@ -275,8 +275,8 @@ impl<'m> ModuleCx<'m> {
                 .flatten();
             let warp = choice.as_ref().is_some_and(|c| c.warp);
             let mut fl = FnLower::new(self, idx as ItemId, f, body);
-            if choice.as_ref().is_some_and(|c| c.meet) {
-                fl.meetings = crate::meet::meeting_points(fl.cx.m, f, body);
+            if let Some(c) = &choice {
+                fl.meetings.clone_from(&c.meetings);
             }
             let text = if warp { fl.lower_warp()? } else { fl.lower()? };
             funcs.push_str(&text);

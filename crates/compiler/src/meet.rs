@@ -29,11 +29,11 @@
 //! gets a meeting before it. Invariant: on every path through the body,
 //! between a read and a write of one class, or an atomic and a plain
 //! access, there is a meeting or a barrier. A body without any meeting
-//! runs thread by thread as it would in lockstep, and needs none. Read-only memory (`.nc`, `ldu`, constants,
-//! parameters, textures) and local memory cannot be exchanged through and
-//! are ignored.
+//! runs thread by thread as it would in lockstep, and needs none.
+//! Read-only memory (`.nc`, `ldu`, constants, parameters, textures) and
+//! local memory cannot be exchanged through and are ignored.
 
-use crate::lockstep::{is_shared, names_shared};
+use crate::lockstep::{is_shared, label_positions, names_shared};
 use ptx::ast::*;
 
 const READ: u8 = 1;
@@ -148,8 +148,7 @@ fn conflicts(state: u8, bits: u8) -> bool {
 /// instructions. See the module's description for the invariant.
 pub fn meeting_points(m: &Module, f: &Function, b: &Body) -> Vec<bool> {
     let n = b.statements.len();
-    let label_at: std::collections::HashMap<LabelId, usize> =
-        b.statements.iter().enumerate().filter_map(|(i, s)| if let Statement::Label(l) = s { Some((*l, i)) } else { None }).collect();
+    let label_at = label_positions(b);
     let steps: Vec<Step> =
         b.statements.iter().map(|s| if let Statement::Instruction(i) = s { step(m, f, b, i) } else { Step::Other }).collect();
     // Successors of each statement.

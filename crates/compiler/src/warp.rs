@@ -778,10 +778,10 @@ pub struct ModeChoice {
     /// (warp mode always does; thread by thread when the lockstep analysis
     /// finds that lanes cannot observe each other's memory effects).
     pub exact: bool,
-    /// Thread by thread with the warp's lanes meeting before each memory
-    /// access that could see them out of step (`meet::meeting_points`):
-    /// the kernel runs on the thread scheduler.
-    pub meet: bool,
+    /// Thread by thread: the statements before which the warp's lanes meet
+    /// (`meet::meeting_points`, one flag per statement), empty when they
+    /// need not; a kernel with meetings runs on the thread scheduler.
+    pub meetings: Vec<bool>,
     /// The reason, in words.
     pub why: String,
 }
@@ -800,15 +800,21 @@ pub fn choose_mode(
 ) -> ModeChoice {
     use crate::lockstep::Verdict;
     if !target.facts().emulates_threads {
-        return ModeChoice { warp: false, guarded: None, exact: true, meet: false, why: "compiled for a GPU, which runs the warps".into() };
+        return ModeChoice {
+            warp: false,
+            guarded: None,
+            exact: true,
+            meetings: Vec::new(),
+            why: "compiled for a GPU, which runs the warps".into(),
+        };
     }
     let waits = a.needs_scheduler(item);
     let obstacle = warp_obstacle(a, target, item, f);
     let verdict = crate::lockstep::analyse(m, a, item);
     let explain = |v: &Verdict| if src.is_empty() { format!("{v:?}") } else { v.explain(m, src) };
     let independent = verdict.independent();
-    let thread = |why: String| ModeChoice { warp: false, guarded: None, exact: independent, meet: false, why };
-    let warp = |why: String| ModeChoice { warp: true, guarded: None, exact: true, meet: false, why };
+    let thread = |why: String| ModeChoice { warp: false, guarded: None, exact: independent, meetings: Vec::new(), why };
+    let warp = |why: String| ModeChoice { warp: true, guarded: None, exact: true, meetings: Vec::new(), why };
     let wait_reason = "its threads wait for each other (barriers, warp collectives or spin loops)";
     // Warp mode cannot run it and its lanes may see each other: unless it
     // calls functions, they meet where they could see each other out of
@@ -817,32 +823,23 @@ pub fn choose_mode(
         if independent || a.reachable(item).len() != 1 {
             return None;
         }
-        let meetings = f.body.as_ref().map_or(0, |b| crate::meet::meeting_points(m, f, b).into_iter().filter(|&x| x).count());
-        Some(if meetings == 0 {
-            ModeChoice {
-                warp: false,
-                guarded: None,
-                exact: true,
-                meet: false,
-                why: format!(
-                    "thread by thread: {}, but on no path does one lane read what another may have written since the warp \
-                     last met, or write what it read; warp mode cannot run it ({o})",
-                    explain(&verdict)
-                ),
-            }
+        let meetings = f.body.as_ref().map(|b| crate::meet::meeting_points(m, f, b)).unwrap_or_default();
+        let count = meetings.iter().filter(|&&x| x).count();
+        let why = if count == 0 {
+            format!(
+                "thread by thread: {}, but on no path does one lane read what another may have written since the warp last \
+                 met, or write what it read; warp mode cannot run it ({o})",
+                explain(&verdict)
+            )
         } else {
-            ModeChoice {
-                warp: false,
-                guarded: None,
-                exact: true,
-                meet: true,
-                why: format!(
-                    "thread by thread, the lanes of a warp meeting before each memory access where they could see each other \
-                     out of step, as a GPU's warp in lockstep would ({meetings} such accesses): {}; warp mode cannot run it ({o})",
-                    explain(&verdict)
-                ),
-            }
-        })
+            format!(
+                "thread by thread, the lanes of a warp meeting before each memory access where they could see each other out of \
+                 step, as a GPU's warp in lockstep would ({count} such accesses): {}; warp mode cannot run it ({o})",
+                explain(&verdict)
+            )
+        };
+        let meetings = if count == 0 { Vec::new() } else { meetings };
+        Some(ModeChoice { warp: false, guarded: None, exact: true, meetings, why })
     };
     match opts.warp {
         crate::WarpMode::Off => thread(format!("thread by thread (ANYCUDA_WARP=0); {}", explain(&verdict))),
@@ -861,7 +858,7 @@ pub fn choose_mode(
                 warp: false,
                 guarded: Some(c.clone()),
                 exact: true,
-                meet: false,
+                meetings: Vec::new(),
                 why: format!("thread by thread, the fast path, {}; as 32-lane warps otherwise", c.explain(m)),
             },
             (_, true, None) => warp(format!("warp mode: {wait_reason}")),
