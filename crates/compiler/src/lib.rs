@@ -60,7 +60,8 @@ pub struct Options {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Tier {
     /// Scalar replacement, instruction combining and CFG simplification,
-    /// then LLVM's fast instruction selector: about a tenth of the compile
+    /// then LLVM's fast instruction selector (for units with warp-mode
+    /// code, its `Less` code generator: `targets::host`): about a tenth of the compile
     /// time of [`Tier::Optimized`] (nvcc corpus, median per kernel: 14 ms
     /// against 125 ms of CPU time), code two to ten times slower (the
     /// kernel benchmarks). For a kernel's first launches.
@@ -502,7 +503,8 @@ pub fn compile_unit_analysed(
     let ir = time(Phase::Lower, || cx.lower_module())?;
     let ir = time(Phase::Lower, || code.finish_ir(ir, &cx.decls, &cx.helpers));
     let info = time(Phase::Analyse, || layout::describe_unit(module, &cx.a, target, opts, unit));
-    let object = code.object(&ir, opts.tier)?;
+    let warp_code = info.kernels.iter().any(|k| k.lanes > 1);
+    let object = code.object(&ir, opts.tier, warp_code)?;
     Ok(CompiledModule { object, info })
 }
 

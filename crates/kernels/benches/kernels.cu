@@ -44,6 +44,36 @@ extern "C" __global__ void reduce_sum(int n, const float* x, float* partial) {
     }
 }
 
+// Matrix-vector product y = A x, one block of 128 threads per row of A
+// (row-major, `cols` floats, `cols` even): each thread accumulates float2
+// pairs with a block-stride loop, each warp sums with butterfly shuffles,
+// the warps' sums meet in shared memory and warp 0 sums them. The shape of
+// the matrix-vector kernels of LLM inference engines.
+extern "C" __global__ void matvec_rows(int cols, const float* A, const float* x, float* y) {
+    __shared__ float warp_sums[32];
+    const int row = blockIdx.x;
+    const int tid = threadIdx.x;
+    if (tid < 32) warp_sums[tid] = 0.0f;
+    __syncthreads();
+    const float2* a2 = (const float2*)(A + (long long)row * cols);
+    const float2* x2 = (const float2*)x;
+    float acc = 0.0f;
+    for (int c = tid; c < cols / 2; c += blockDim.x) {
+        float2 a = a2[c];
+        float2 b = x2[c];
+        acc = fmaf(a.x, b.x, acc);
+        acc = fmaf(a.y, b.y, acc);
+    }
+    for (int m = 16; m > 0; m >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, m);
+    warp_sums[tid >> 5] = acc;
+    __syncthreads();
+    if (tid < 32) {
+        acc = warp_sums[tid];
+        for (int m = 16; m > 0; m >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, m);
+        if (tid == 0) y[row] = acc;
+    }
+}
+
 // 256-bin histogram of bytes: per-block shared histogram, then global.
 extern "C" __global__ void histogram(int n, const unsigned char* data, unsigned int* bins) {
     __shared__ unsigned int local[256];

@@ -201,6 +201,55 @@ fn main() {
         rows.push(Row { name: "SGEMM 512, 16x16 shared tiles", native, ours });
     }
 
+    // Matrix-vector products, one block of 128 threads per row: short
+    // rows (the per-token products of a small language model, where the
+    // per-block cost decides) and long ones.
+    for (rows_n, cols, name) in [
+        (4096usize, 256usize, "matrix-vector 4096x256, block per row, shuffles + barrier"),
+        (4096, 4096, "matrix-vector 4096x4096, block per row, shuffles + barrier"),
+    ] {
+        if !selected("matvec") {
+            break;
+        }
+        let a = DeviceVec::from_slice(&(0..rows_n * cols).map(|i| ((i * 7) % 13) as f32 * 0.125).collect::<Vec<f32>>());
+        let x = DeviceVec::from_slice(&(0..cols).map(|i| ((i * 5) % 11) as f32 * 0.25).collect::<Vec<f32>>());
+        let k = prog.kernel("matvec_rows").expect("matvec");
+        let mut native = [0.0; 2];
+        let mut ours = [0.0; 2];
+        for (c, exec) in execs.iter().enumerate() {
+            let (mut aa, mut xx) = (DeviceVec::from_slice(&a), DeviceVec::from_slice(&x));
+            let mut y = DeviceVec::from_slice(&vec![0f32; rows_n]);
+            let mut ours_run = || {
+                launch(exec, k, [rows_n as u32, 1, 1], [128, 1, 1], 0, &mut [Arg::U32(cols as u32), aa.arg(), xx.arg(), y.arg()])
+                    .expect("params")
+                    .expect("launch");
+            };
+            let parts = cores[c];
+            let mut reference = vec![0f32; rows_n];
+            let rp = reference.as_mut_ptr() as usize;
+            let (av, xv) = (&a, &x);
+            let mut native_run = || {
+                par(rows_n, parts, |rows| {
+                    for i in rows {
+                        let row = &av[i * cols..(i + 1) * cols];
+                        let mut acc = [0f32; 8];
+                        for (ch, xc) in row.chunks(8).zip(xv.chunks(8)) {
+                            for ((s, p), q) in acc.iter_mut().zip(ch).zip(xc) {
+                                *s += p * q;
+                            }
+                        }
+                        // SAFETY: each row's result is written by one thread.
+                        unsafe { *(rp as *mut f32).add(i) = acc.iter().sum() };
+                    }
+                });
+            };
+            (ours[c], native[c]) = best_pair(REPS, &mut ours_run, &mut native_run);
+            let err = y.iter().zip(&reference).map(|(p, q)| (p - q).abs() / q.abs().max(1.0)).fold(0f32, f32::max);
+            assert!(err < 1e-4, "matrix-vector result differs: {err}");
+        }
+        rows.push(Row { name, native, ours });
+    }
+
     // Block reduction with warp shuffles.
     if selected("reduce") {
         let n = 1usize << 24;

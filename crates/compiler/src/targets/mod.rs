@@ -108,8 +108,9 @@ pub trait CodeTarget {
 
     /// Optimises `ir` for `tier` and emits the target's object: a
     /// relocatable object for the host's loader, a linked code object for
-    /// HIP.
-    fn object(&self, ir: &str, tier: Tier) -> Result<Vec<u8>, CompileError>;
+    /// HIP. `warp_code`: the unit has warp-mode functions (values of 32
+    /// lanes), which a target may generate code for differently.
+    fn object(&self, ir: &str, tier: Tier, warp_code: bool) -> Result<Vec<u8>, CompileError>;
 }
 
 impl Target {

@@ -98,7 +98,7 @@ impl CodeTarget for AmdgpuTarget {
 
     /// Code generation is the same for both tiers: a code object is made
     /// once, optimised (AMD kernels are compiled at module load).
-    fn object(&self, ir: &str, _tier: Tier) -> Result<Vec<u8>, CompileError> {
+    fn object(&self, ir: &str, _tier: Tier, _warp_code: bool) -> Result<Vec<u8>, CompileError> {
         object(ir, &self.arch)
     }
 }
