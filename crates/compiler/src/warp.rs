@@ -615,8 +615,18 @@ const WARP_PHI_BUDGET: usize = 4_096;
 /// [`WARP_PHI_BUDGET`] may have and still run in warp mode, when it also
 /// has at most [`WARP_FEW_ACCESSES`] memory accesses and warp collectives.
 const WARP_CROSS_BUDGET: usize = 8_192;
-/// See [`WARP_CROSS_BUDGET`].
-const WARP_FEW_ACCESSES: usize = 16;
+/// See [`WARP_CROSS_BUDGET`]. 64 admits llama.cpp's fused matrix-vector
+/// kernels (`mul_mat_vec_f`/`_q` with bias and gate: 47 blocks, 83
+/// registers live across blocks, 59 accesses and collectives), which
+/// thread by thread parked every lane at each of their shuffles: 76 µs
+/// per block of 128 threads there, 2.8 µs as warps (fast tier), and a
+/// small model's generation went from 89 to 12 ms per token. Their cost:
+/// 0.73 s fast / 4 s optimised compiles, and on llama.cpp's PTX corpus
+/// (fast tier, 1,027 kernels, 103 more of them as warps) a median of 37
+/// ms per kernel instead of 21, p90 342 ms instead of 181, the largest
+/// 1.4 s. At 16 they ran thread by thread; kernels with ~80 accesses
+/// (cub's `DeviceReduceKernel` below) stay out.
+const WARP_FEW_ACCESSES: usize = 64;
 
 /// Whether a kernel is small enough for LLVM to compile as warps in
 /// reasonable time. Within [`WARP_PHI_BUDGET`] blocks x registers it is.
