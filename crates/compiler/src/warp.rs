@@ -747,8 +747,10 @@ pub fn warp_obstacle(a: &crate::layout::Analysis, target: &crate::Target, item: 
     // (`warp_size_ok`); big kernels stay in thread mode, whose code follows
     // the PTX control flow.
     if !warp_size_ok(b) {
+        // The message names the budgets' values.
+        const _: () = assert!(WARP_PHI_BUDGET == 4_096 && WARP_FEW_ACCESSES == 64 && WARP_CROSS_BUDGET == 8_192);
         return Some(
-            "it has more than 4,096 blocks x registers, and more than 16 memory accesses or 8,192 blocks x registers live across blocks",
+            "it has more than 4,096 blocks x registers, and more than 64 memory accesses or 8,192 blocks x registers live across blocks",
         );
     }
     for s in &b.statements {

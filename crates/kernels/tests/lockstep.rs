@@ -343,6 +343,9 @@ fn different_strides_run_thread_by_thread_when_the_launch_ranges_are_apart_and_a
     }
 }
 
+/// The padding's loads (`too_big_for_warp_mode_with`).
+const PAD_LOADS: usize = 70;
+
 /// A kernel too big for warp mode whose lanes exchange values through
 /// shared memory with no barrier, in the shape of llama.cpp's
 /// FlashAttention tiles: each round every lane stores its value, reads its
@@ -350,19 +353,20 @@ fn different_strides_run_thread_by_thread_when_the_launch_ranges_are_apart_and_a
 /// the lanes meet before the load (a read after another lane's write) and
 /// before the store (the next round's write after the last round's reads),
 /// so the results are a GPU's warp in lockstep: every lane reads its
-/// neighbour's value of the same round. Forty branches over loads of a
+/// neighbour's value of the same round. Seventy branches over loads of a
 /// zero-filled buffer make it too big (blocks x registers, accesses).
-/// Forty branches over loads of a buffer of zeros (`%rd3`), adding them
-/// to `%r6`: enough blocks, registers and accesses that warp mode refuses
-/// the kernel as too big. `load` is the loads' instruction.
+/// Seventy branches over loads of a buffer of zeros (`%rd3`), adding them
+/// to `%r6`: enough blocks, registers and accesses (more than warp mode's
+/// 64) that warp mode refuses the kernel as too big. `load` is the loads'
+/// instruction.
 fn too_big_for_warp_mode_with(load: &str) -> String {
     let mut pad = String::new();
-    for k in 0..40 {
+    for k in 0..PAD_LOADS {
         pad.push_str(&format!(
             "{load} %r{a}, [%rd3+{off}];\nsetp.eq.u32 %p{k}, %r{a}, 0;\n@%p{k} bra $SKIP{k};\n\
              add.u32 %r6, %r6, %r{a};\nmul.lo.u32 %r{b}, %r6, %r{a};\nxor.b32 %r6, %r6, %r{b};\n$SKIP{k}:\n",
             a = 30 + k,
-            b = 80 + k,
+            b = 110 + k,
             off = 4 * k
         ));
     }
@@ -386,9 +390,10 @@ fn too_big_kernel(name: &str, load: &str, rest: &str) -> String {
     )
 }
 
-/// Launches `k(inp, out, pad)` on `blocks` x `threads` with `pad` 64 zeros.
+/// Launches `k(inp, out, pad)` on `blocks` x `threads` with `pad`
+/// holding a zero for each of the padding's loads.
 fn launch_too_big(k: &LoadedKernel, blocks: u32, threads: u32, inp: &mut [u32], out: &mut [u32]) {
-    let mut zeros = vec![0u32; 64];
+    let mut zeros = vec![0u32; PAD_LOADS];
     launch(
         exec(),
         k,
