@@ -60,11 +60,12 @@ pub struct Options {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Tier {
     /// Scalar replacement, instruction combining and CFG simplification,
-    /// then LLVM's fast instruction selector (for units with warp-mode
-    /// code, its `Less` code generator: `targets::host`): about a tenth of the compile
+    /// then LLVM's fast instruction selector: about a tenth of the compile
     /// time of [`Tier::Optimized`] (nvcc corpus, median per kernel: 14 ms
     /// against 125 ms of CPU time), code two to ten times slower (the
-    /// kernel benchmarks). For a kernel's first launches.
+    /// kernel benchmarks). Units with warp-mode code get LLVM's `Less` code
+    /// generator instead (`targets::host`): about a fifth of the optimised
+    /// compile time, code about as fast. For a kernel's first launches.
     Fast,
     /// LLVM's `default<O2>` pipeline and full instruction selection.
     Optimized,

@@ -346,19 +346,11 @@ fn different_strides_run_thread_by_thread_when_the_launch_ranges_are_apart_and_a
 /// The padding's loads (`too_big_for_warp_mode_with`).
 const PAD_LOADS: usize = 70;
 
-/// A kernel too big for warp mode whose lanes exchange values through
-/// shared memory with no barrier, in the shape of llama.cpp's
-/// FlashAttention tiles: each round every lane stores its value, reads its
-/// neighbour's, and the next round overwrites the tile. Thread by thread
-/// the lanes meet before the load (a read after another lane's write) and
-/// before the store (the next round's write after the last round's reads),
-/// so the results are a GPU's warp in lockstep: every lane reads its
-/// neighbour's value of the same round. Seventy branches over loads of a
-/// zero-filled buffer make it too big (blocks x registers, accesses).
 /// Seventy branches over loads of a buffer of zeros (`%rd3`), adding them
 /// to `%r6`: enough blocks, registers and accesses (more than warp mode's
 /// 64) that warp mode refuses the kernel as too big. `load` is the loads'
-/// instruction.
+/// instruction. Registers `%r30`-`%r179` and predicates `%p0`-`%p69` are
+/// the padding's.
 fn too_big_for_warp_mode_with(load: &str) -> String {
     let mut pad = String::new();
     for k in 0..PAD_LOADS {
@@ -406,6 +398,14 @@ fn launch_too_big(k: &LoadedKernel, blocks: u32, threads: u32, inp: &mut [u32], 
     .expect("launch");
 }
 
+/// A kernel too big for warp mode whose lanes exchange values through
+/// shared memory with no barrier, in the shape of llama.cpp's
+/// FlashAttention tiles: each round every lane stores its value, reads its
+/// neighbour's, and the next round overwrites the tile. Thread by thread
+/// the lanes meet before the load (a read after another lane's write) and
+/// before the store (the next round's write after the last round's reads),
+/// so the results are a GPU's warp in lockstep: every lane reads its
+/// neighbour's value of the same round.
 #[test]
 fn a_kernel_too_big_for_warp_mode_keeps_its_lanes_in_step_through_shared_memory() {
     let src = too_big_kernel(
