@@ -15,7 +15,6 @@ pub mod limit;
 pub mod loader;
 pub mod memcheck;
 pub mod memory;
-pub mod printf;
 pub mod vmm;
 
 pub use compiler::cpu_abi::{BlockCtx, BlockFn, ThreadFn};

@@ -5,9 +5,9 @@ mod common;
 use std::ffi::{c_char, CString};
 
 use backend_cpu::exec::runtime::__anycuda_vprintf;
-use backend_cpu::printf::format_packed;
 use backend_cpu::{BlockCtx, LaunchOptions};
 use common::*;
+use compiler::printf::format_packed;
 
 #[derive(Clone, Copy, Debug)]
 enum Arg {
@@ -234,7 +234,7 @@ unsafe extern "C" fn printf_kernel(p: *const u8, c: *mut BlockCtx, x: u32, y: u3
             value: f64,
         }
         let args = Args { name: c"dev".as_ptr(), thread: t, value: f64::from(t) / 4.0 };
-        let r = __anycuda_vprintf(c, t, c"[%s] thread %2u value %.2f\n".as_ptr(), (&args as *const Args).cast());
+        let r = __anycuda_vprintf(c, t, c"[%s] thread %2u value %.2f\n".as_ptr(), (&args as *const Args).cast(), std::ptr::null());
         *(arg(p, 0) as *mut i32).add((block_linear(ctx(c)) * 32 + t) as usize) = r;
     }
 }
@@ -252,6 +252,6 @@ fn kernels_print_whole_lines_and_get_the_argument_count() {
     let mut want: Vec<String> = (0..64).map(|t| format!("[dev] thread {:2} value {:.2}", t % 32, f64::from(t % 32) / 4.0)).collect();
     want.sort();
     assert_eq!(lines, want);
-    let null = unsafe { __anycuda_vprintf(std::ptr::null_mut(), 0, std::ptr::null(), std::ptr::null()) };
+    let null = unsafe { __anycuda_vprintf(std::ptr::null_mut(), 0, std::ptr::null(), std::ptr::null(), std::ptr::null()) };
     assert_eq!(null, -1);
 }

@@ -28,6 +28,7 @@
 //! queue has drained (ROCm 5.2 has no `hipLaunchHostFunc`).
 
 pub mod api;
+mod printf;
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -56,6 +57,8 @@ pub struct HipBackend {
     devices: Vec<Device>,
     /// Host allocations made with `hipHostMalloc`: host address -> device address.
     host: Mutex<HashMap<usize, u64>>,
+    /// Each device's device-printf records.
+    printf: Arc<printf::PrintfBuffers>,
 }
 
 /// Why the backend cannot start.
@@ -92,7 +95,9 @@ impl HipBackend {
             for d in 0..n {
                 devices.push(describe(&hip, d).map_err(StartError::NoDevice)?);
             }
-            Ok(HipBackend { hip: Arc::new(hip), devices, host: Mutex::new(HashMap::new()) })
+            let hip = Arc::new(hip);
+            let printf = Arc::new(printf::PrintfBuffers::new(hip.clone(), devices.len()));
+            Ok(HipBackend { hip, devices, host: Mutex::new(HashMap::new()), printf })
         }
     }
 
@@ -323,13 +328,14 @@ impl Backend for HipBackend {
         if e != api::HIP_SUCCESS {
             return Err(self.mem_error(e, "hipStreamCreateWithPriority", 0));
         }
-        Ok(Some(Arc::new(HipQueue { hip: self.hip.clone(), device, stream, keep: Mutex::new(Vec::new()) })))
+        Ok(Some(Arc::new(HipQueue { hip: self.hip.clone(), device, stream, keep: Mutex::new(Vec::new()), printf: self.printf.clone() })))
     }
 
     fn load_module(&self, device: usize, ptx: &str, options: &ModuleOptions) -> Result<Arc<dyn BackendModule>, ModuleError> {
         let dev = self.devices.get(device).ok_or_else(|| other(format!("no HIP device {device}")))?;
         self.set_device(device).map_err(|e| other(e.to_string()))?;
-        HipModule::load(self.hip.clone(), device, &dev.jit, ptx, options).map(|m| Arc::new(m) as Arc<dyn BackendModule>)
+        HipModule::load(self.hip.clone(), self.printf.clone(), device, &dev.jit, ptx, options)
+            .map(|m| Arc::new(m) as Arc<dyn BackendModule>)
     }
 }
 
@@ -353,6 +359,8 @@ pub struct HipQueue {
     /// sources, the modules of launches (a module must not be unloaded
     /// under a running kernel). Dropped once the stream is known idle.
     keep: Mutex<Vec<Box<dyn Any + Send + Sync>>>,
+    /// Device printf's records, printed when the queue is synchronised.
+    printf: Arc<printf::PrintfBuffers>,
 }
 
 // SAFETY: HIP streams may be used from any thread; the driver enqueues
@@ -498,6 +506,7 @@ impl BackendQueue for HipQueue {
             return false;
         }
         self.idle();
+        self.printf.drain(self.device);
         true
     }
 
@@ -506,6 +515,7 @@ impl BackendQueue for HipQueue {
         let e = unsafe { (self.hip.stream_synchronize)(self.stream) };
         self.idle();
         if e == api::HIP_SUCCESS {
+            self.printf.drain(self.device);
             Ok(())
         } else {
             Err(fault(&self.hip, e))
@@ -521,6 +531,7 @@ fn other(log: String) -> ModuleError {
 /// kernel compiled apart (see the crate notes).
 pub struct HipModule {
     hip: Arc<Hip>,
+    printf: Arc<printf::PrintfBuffers>,
     device: usize,
     jit: Arc<jit::JitModule>,
     /// The shared unit's code object: the whole module, or the variables
@@ -545,12 +556,20 @@ unsafe impl Send for HipModule {}
 unsafe impl Sync for HipModule {}
 
 impl HipModule {
-    fn load(hip: Arc<Hip>, device: usize, jit: &Arc<jit::Jit>, ptx: &str, options: &ModuleOptions) -> Result<HipModule, ModuleError> {
+    fn load(
+        hip: Arc<Hip>,
+        printf: Arc<printf::PrintfBuffers>,
+        device: usize,
+        jit: &Arc<jit::Jit>,
+        ptx: &str,
+        options: &ModuleOptions,
+    ) -> Result<HipModule, ModuleError> {
         let module = jit.load(ptx, options)?;
         let info = module.info().clone();
         let split = module.splits();
         let mut loaded = HipModule {
             hip: hip.clone(),
+            printf,
             device,
             jit: module.clone(),
             module: None,
@@ -674,7 +693,10 @@ impl BackendModule for HipModule {
         self.launch_on(kernel, launch, std::ptr::null_mut())?;
         // SAFETY: a plain call.
         match unsafe { (self.hip.device_synchronize)() } {
-            api::HIP_SUCCESS => Ok(()),
+            api::HIP_SUCCESS => {
+                self.printf.drain(self.device);
+                Ok(())
+            }
             e => Err(fault(&self.hip, e)),
         }
     }
@@ -697,7 +719,14 @@ impl HipModule {
         // SAFETY: a plain call.
         let e = unsafe { (self.hip.set_device)(self.device as i32) };
         self.hip.check(e, "hipSetDevice").map_err(LaunchFault::Failed)?;
-        let mut params = launch.params.to_vec();
+        // The kernel's parameters, then the address of the device's printf
+        // records (`compiler::targets::amdgpu::printf_records_arg`).
+        let _launching = self.printf.launching();
+        let records = self.printf.buffer(self.device).map_err(LaunchFault::Failed)?;
+        let param_bytes = self.kernels.get(kernel).map_or(launch.params.len(), |k| k.param_bytes as usize);
+        let mut params = launch.params.get(..param_bytes).unwrap_or(launch.params).to_vec();
+        params.resize(compiler::targets::amdgpu::printf_records_arg(param_bytes), 0);
+        params.extend_from_slice(&records.to_le_bytes());
         let mut size = params.len();
         let mut extra = [
             api::LAUNCH_PARAM_BUFFER_POINTER,

@@ -78,6 +78,10 @@ pub struct BlockCtx {
     /// a launch whose `KernelInfo::privatise` condition does not hold
     /// makes every atomic on memory.
     pub private_adds: *mut PrivateAdds,
+    /// Targets whose printf writes records for the host
+    /// (`TargetFacts::printf_records`, AMD GPUs): the launch's record
+    /// buffer (`printf_records` layout), or null; unused on the host.
+    pub printf_records: *mut u8,
 }
 
 /// Slots of [`PrivateAdds`] (a power of two).
@@ -237,6 +241,7 @@ pub mod offsets {
     pub const MEMCHECK: usize = offset_of!(BlockCtx, memcheck);
     pub const CHECK_TOOLS: usize = offset_of!(BlockCtx, check_tools);
     pub const PRIVATE_ADDS: usize = offset_of!(BlockCtx, private_adds);
+    pub const PRINTF_RECORDS: usize = offset_of!(BlockCtx, printf_records);
     pub const PRIVATE_USED: usize = offset_of!(super::PrivateAdds, used);
     pub const PRIVATE_LIST: usize = offset_of!(super::PrivateAdds, list);
     pub const PRIVATE_SLOTS: usize = offset_of!(super::PrivateAdds, slots);
@@ -246,6 +251,33 @@ pub mod offsets {
     pub const PRIVATE_WINDOW_LIST: usize = offset_of!(super::PrivateAdds, window_list);
     pub const PRIVATE_WINDOW_TAKEN: usize = offset_of!(super::PrivateAdds, window_taken);
     pub const PRIVATE_WINDOW: usize = offset_of!(super::PrivateAdds, window);
+}
+
+/// The printf record buffer of targets whose printf writes records for the
+/// host to decode (`TargetFacts::printf_records`; [`BlockCtx::printf_records`]):
+/// a header, then records from [`printf_records::RECORDS`] on, each a
+/// multiple of 8 bytes: `u32` size of the record, `u32` format length,
+/// `u32` argument bytes, `u32` count of `%s` strings; the format's bytes
+/// (no NUL), padded to 8; the packed arguments, padded to 8; per `%s`
+/// argument in order, `u32` length ([`printf_records::NULL_STRING`] for a
+/// null pointer), `u32` 0 and the string's bytes (no NUL), padded to 8.
+/// `crate::printf::decode_records` reads them.
+pub mod printf_records {
+    /// `u32`: bytes of records reserved so far (may pass the capacity:
+    /// those that did not fit were dropped).
+    pub const USED: usize = 0;
+    /// `u32`: records dropped for want of room.
+    pub const DROPPED: usize = 4;
+    /// `u32`: bytes of room for records after the header.
+    pub const CAPACITY: usize = 8;
+    /// Where records start.
+    pub const RECORDS: usize = 16;
+    /// A record's fixed part.
+    pub const RECORD_HEADER: usize = 16;
+    /// The length of a `%s` argument that is a null pointer.
+    pub const NULL_STRING: u32 = u32::MAX;
+    /// Bytes of a `%s` string copied at most (longer ones are cut).
+    pub const MAX_STRING: u32 = 4096;
 }
 
 /// The bits of [`BlockCtx::check_tools`]: the tools of checked mode beyond
@@ -482,8 +514,12 @@ runtime_functions! {
     ASSERTFAIL = "__anycuda_assertfail": fn(Ctx, U32, Str, Str, U32, Str, U64), noreturn;
     /// Lets other threads run (inserted in loops that may spin on memory).
     YIELD = "__anycuda_yield": fn(Ctx, U32);
-    /// printf: `args` is the packed argument buffer of CUDA's vprintf.
-    VPRINTF = "__anycuda_vprintf": fn(Ctx, U32, Str, Bytes) -> I32;
+    /// printf: (ctx, thread, format, args, layout): `args` is the packed
+    /// argument buffer of CUDA's vprintf; `layout`, where the format is a
+    /// constant string, is `i32`s: the buffer's bytes, the arguments'
+    /// count, the count of `%s` arguments and their offsets
+    /// (`printf::ArgLayout`); null otherwise.
+    VPRINTF = "__anycuda_vprintf": fn(Ctx, U32, Str, Bytes, Bytes) -> I32;
     /// Device-side `malloc`.
     MALLOC = "__anycuda_malloc": fn(Ctx, U64) -> Mem;
     /// Device-side `free`.

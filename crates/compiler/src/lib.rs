@@ -18,6 +18,7 @@ mod matrix;
 mod meet;
 mod memcheck;
 mod memory;
+pub mod printf;
 pub mod privatise;
 pub mod profile;
 mod shared_index;

@@ -1983,8 +1983,24 @@ impl<'c, 'm> FnLower<'c, 'm> {
             "vprintf" => {
                 let fmt = self.param_arg(params, 0, Ty::Ptr)?;
                 let buf = self.param_arg(params, 1, Ty::Ptr)?;
+                let format = params.first().and_then(|p| crate::printf::constant_string(self.cx.m, self.b, self.stmt, p));
+                let layout = match format {
+                    Some(format) => {
+                        let l = crate::printf::layout(&format);
+                        let mut table = vec![l.bytes, l.count, l.strings.len() as u32];
+                        table.extend(&l.strings);
+                        self.constant_table(&table)
+                    }
+                    None if self.cx.facts.printf_records => {
+                        return self.unsupported(
+                            "device printf with a format that is not a constant string: on this target the layout of printf's \
+                             arguments must be known when the kernel is compiled",
+                        )
+                    }
+                    None => "null".to_string(),
+                };
                 self.cx.declare_runtime(&crate::cpu_abi::runtime::VPRINTF);
-                let r = self.out.def(Ty::I32, format_args!("call i32 @__anycuda_vprintf(ptr %ctx, i32 %lin, {fmt}, {buf})"));
+                let r = self.out.def(Ty::I32, format_args!("call i32 @__anycuda_vprintf(ptr %ctx, i32 %lin, {fmt}, {buf}, ptr {layout})"));
                 self.param_result(rets, r)
             }
             "malloc" => {

@@ -1013,7 +1013,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     /// A module constant holding `table`; returns its address.
-    fn constant_table(&mut self, table: &[u32]) -> String {
+    pub(crate) fn constant_table(&mut self, table: &[u32]) -> String {
         if let Some(name) = self.cx.tables.get(table) {
             return format!("@\"{name}\"");
         }

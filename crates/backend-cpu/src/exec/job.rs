@@ -405,6 +405,7 @@ impl Job {
             check_tools: crate::memcheck::tools(),
             memcheck: [[0; 2]; compiler::cpu_abi::MEMCHECK_SLOTS],
             private_adds: std::ptr::null_mut(),
+            printf_records: std::ptr::null_mut(),
         }
     }
 }

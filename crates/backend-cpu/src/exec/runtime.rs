@@ -517,20 +517,29 @@ fn fast_path_yield(rt: &BlockRt) {
 ///
 /// Returns the number of arguments consumed, which is what CUDA's device
 /// printf returns (not the character count of C's printf); -1 for a null
-/// format.
+/// format. `layout` (from the compiler, for a constant format; else null)
+/// bounds the reads of `args` to the bytes the format was compiled for.
 ///
 /// # Safety
 /// As for [`__anycuda_barrier`]; `format` and `args` are read from kernel
-/// memory.
-pub unsafe extern "C" fn __anycuda_vprintf(ctx: *mut BlockCtx, _thread: u32, format: *const c_char, args: *const u8) -> i32 {
+/// memory; `layout` is null or the compiler's table.
+pub unsafe extern "C" fn __anycuda_vprintf(
+    ctx: *mut BlockCtx,
+    _thread: u32,
+    format: *const c_char,
+    args: *const u8,
+    layout: *const u8,
+) -> i32 {
     if format.is_null() {
         return -1;
     }
+    // SAFETY: the compiler's table starts with the buffer's size.
+    let args_len = (!layout.is_null()).then(|| unsafe { layout.cast::<u32>().read_unaligned() } as usize);
     // SAFETY: the kernel passes a NUL-terminated format and its packed
     // argument buffer.
     let (text, consumed) = unsafe {
         let format = CStr::from_ptr(format).to_bytes();
-        crate::printf::format_packed(format, args, None)
+        compiler::printf::format_packed(format, args, args_len)
     };
     // SAFETY: called from compiled code with its ctx.
     match unsafe { runtime(ctx) } {

@@ -74,6 +74,12 @@ pub struct TargetFacts {
     /// Barriers for part of a block (a thread count) and arrivals that do
     /// not wait (`bar.arrive`).
     pub partial_barriers: bool,
+    /// Device `printf` writes records (format, arguments, the strings of
+    /// `%s`) to a buffer the host decodes after the launch, so the layout
+    /// of its arguments must be known when the kernel is compiled: the
+    /// format must be a constant string. Otherwise `printf` formats on the
+    /// host during the launch, reading the kernel's memory.
+    pub printf_records: bool,
 }
 
 /// One code generation target (see the module notes).

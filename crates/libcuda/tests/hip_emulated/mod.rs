@@ -177,7 +177,8 @@ pub fn oracle_cases(arch: &'static str) {
 /// shared memory, 2-D/3-D grids, local arrays, device function calls
 /// through pointers, module variables (`__constant__`, `__device__`),
 /// half/bfloat16/double arithmetic, streams, events, callbacks, graphs,
-/// 2-D/3-D copies, managed and host memory.
+/// 2-D/3-D copies, managed and host memory, device printf (its output
+/// compared with `printf_kernel.expected`).
 ///
 /// Not here, and why: `dynamic_shared` asks for 96 KiB of shared memory per
 /// block (gfx1100 and gfx90a have 64 KiB: the driver refuses, as it
@@ -185,9 +186,10 @@ pub fn oracle_cases(arch: &'static str) {
 /// yet: `cudaErrorNotSupported`); `mma_ldmatrix` (its 8-bit integer `mma`
 /// compiles to `v_mul_i32_i24`/`v_mul_hi_i32_i24`, which the emulator does
 /// not truncate to 24 bits, a known emulator error); `async_copy` (reads a
-/// clock with `s_sendmsg_rtn_b64`, which the emulator lacks); `printf_kernel`,
-/// `device_malloc`, `device_assert` (no device-side printf, malloc or
-/// assert on AMD yet: a compile error that names them);
+/// clock with `s_sendmsg_rtn_b64`, which the emulator lacks);
+/// `device_malloc`, `device_assert` (no device-side malloc or assert
+/// message on AMD yet: a compile error that names malloc; a failed assert
+/// traps without its message);
 /// `dynamic_parallelism` (HIP cannot launch kernels from the device: a
 /// compile error that names the device-runtime function); `vmm` (the HIP
 /// backend has no virtual memory management yet); `barriers` (its
@@ -232,6 +234,7 @@ pub const PROGRAMS: &[&str] = &[
     "host_memory",
     "driver_api",
     "device_info",
+    "printf_kernel",
 ];
 
 /// Each program of [`PROGRAMS`] passes its own checks on the emulated `arch`.
@@ -266,11 +269,11 @@ pub fn programs(arch: &str) {
 
 /// Runs one program on the emulated `arch`; `Err` says why it failed.
 fn run_program(out: &Path, manifest: &str, dir: &Path, arch: &str, name: &str) -> Result<(), String> {
-    let exe = manifest
+    let (exe, expected) = manifest
         .lines()
         .map(|l| l.split('\t').collect::<Vec<_>>())
         .find(|f| f.len() >= 4 && f[0] == name && f[1] == "static" && f[2] == "exe")
-        .map(|f| out.join(f[3]))
+        .map(|f| (out.join(f[3]), f.get(4).filter(|e| **e != "-").map(|e| out.join(e))))
         .ok_or_else(|| format!("{name} (static) is not in the manifest"))?;
     let log = dir.join(format!("{name}.log"));
     let run = Command::new(&exe)
@@ -290,6 +293,14 @@ fn run_program(out: &Path, manifest: &str, dir: &Path, arch: &str, name: &str) -
             tail(&String::from_utf8_lossy(&run.stderr)),
             tail(&text)
         ));
+    }
+    // The exact output, where the program has an `.expected` file (device
+    // printf's text among the host's).
+    if let Some(expected) = expected {
+        let want = std::fs::read_to_string(&expected).map_err(|e| format!("{}: {e}", expected.display()))?;
+        if stdout != want {
+            return Err(format!("{name}: stdout differs from {}:\n--- got ---\n{stdout}--- want ---\n{want}", expected.display()));
+        }
     }
     // The log's backend line names the devices: the emulated one, not the CPU.
     if !text.lines().any(|l| l.contains("backend: hip") && l.contains("(emulated)")) {

@@ -45,6 +45,7 @@ pub const FACTS: TargetFacts = TargetFacts {
     // The workgroup's one barrier waits for every wavefront, and on wave64
     // two CUDA warps share a wavefront.
     partial_barriers: false,
+    printf_records: true,
 };
 
 /// An AMD processor as a [`CodeTarget`].
@@ -240,6 +241,13 @@ fn flat_work_group_size(kernel: &KernelInfo) -> (u32, u32) {
     }
 }
 
+/// Where a kernel's kernarg segment holds the printf record buffer's
+/// address (a 64-bit pointer after the PTX parameters): the launcher puts
+/// it there.
+pub fn printf_records_arg(param_bytes: usize) -> usize {
+    param_bytes.next_multiple_of(8)
+}
+
 /// The `amdgpu_kernel` entry of one kernel.
 pub fn kernel_entry(kernel: &KernelInfo) -> String {
     let name = global_name(&kernel.name);
@@ -257,11 +265,13 @@ pub fn kernel_entry(kernel: &KernelInfo) -> String {
         DYNAMIC_LDS.to_string()
     };
 
+    // The PTX parameters, then the printf record buffer (`BlockCtx::printf_records`),
+    // at the parameters' size rounded up to 8 bytes (`PRINTF_RECORDS_ARG`).
     let param = if kernel.param_bytes > 0 {
         let align = kernel.params.iter().map(|p| p.align).max().unwrap_or(1).clamp(4, 256);
-        format!("ptr addrspace(4) byref([{} x i8]) align {align} %kernarg", kernel.param_bytes)
+        format!("ptr addrspace(4) byref([{} x i8]) align {align} %kernarg, ptr addrspace(1) %printf.records", kernel.param_bytes)
     } else {
-        String::new()
+        "ptr addrspace(1) %printf.records".to_string()
     };
     let _ = writeln!(
         s,
@@ -274,6 +284,9 @@ pub fn kernel_entry(kernel: &KernelInfo) -> String {
         s.push_str("  %params = addrspacecast ptr addrspace(4) %kernarg to ptr\n");
     }
     let _ = writeln!(s, "  call void @llvm.memset.p0.i64(ptr align 8 %ctx, i8 0, i64 {ctx_bytes}, i1 false)");
+    let _ = writeln!(s, "  %printf.f = getelementptr i8, ptr %ctx, i64 {}", offsets::PRINTF_RECORDS);
+    s.push_str("  %printf.g = addrspacecast ptr addrspace(1) %printf.records to ptr\n");
+    s.push_str("  store ptr %printf.g, ptr %printf.f, align 8\n");
     s.push_str("  %dp = call ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()\n");
     for (i, c) in ["x", "y", "z"].iter().enumerate() {
         let _ = writeln!(s, "  %tid.{c} = call i32 @llvm.amdgcn.workitem.id.{c}()");
@@ -333,11 +346,8 @@ pub fn kernel_entry(kernel: &KernelInfo) -> String {
 
 /// Runtime functions with no AMDGPU implementation yet, and what PTX
 /// calls them.
-const UNSUPPORTED_CALLS: &[(&str, &str)] = &[
-    ("vprintf", "device-side printf (`vprintf`) is not supported on AMDGPU yet"),
-    ("malloc", "device-side `malloc` is not supported on AMDGPU yet"),
-    ("free", "device-side `free` is not supported on AMDGPU yet"),
-];
+const UNSUPPORTED_CALLS: &[(&str, &str)] =
+    &[("malloc", "device-side `malloc` is not supported on AMDGPU yet"), ("free", "device-side `free` is not supported on AMDGPU yet")];
 
 /// Fails on the first call of a runtime function AMDGPU code cannot have
 /// yet, at its position.

@@ -40,21 +40,14 @@ const DEFINED: &[&str] = &[
     "__anycuda_globaltimer",
     "__anycuda_nanosleep",
     "__anycuda_is_local",
+    "__anycuda_vprintf",
     "tanhf",
     "tanh",
 ];
 
 /// Runtime functions with no AMDGPU implementation yet.
-const MISSING: &[&str] = &[
-    "__anycuda_vprintf",
-    "__anycuda_malloc",
-    "__anycuda_free",
-    "__anycuda_tex",
-    "__anycuda_suld",
-    "__anycuda_sust",
-    "__anycuda_txq",
-    "__anycuda_devrt",
-];
+const MISSING: &[&str] =
+    &["__anycuda_malloc", "__anycuda_free", "__anycuda_tex", "__anycuda_suld", "__anycuda_sust", "__anycuda_txq", "__anycuda_devrt"];
 
 /// Attributes of every runtime function.
 const ATTRS: &str = "alwaysinline nounwind convergent";
@@ -85,6 +78,7 @@ const INTRINSICS: &[(&str, &str)] = &[
     ("llvm.readcyclecounter", "declare i64 @llvm.readcyclecounter()"),
     ("llvm.trap", "declare void @llvm.trap()"),
     ("llvm.memset.p0.i64", "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)"),
+    ("llvm.memcpy.p0.p0.i64", "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)"),
     ("llvm.usub.sat.i32", "declare i32 @llvm.usub.sat.i32(i32, i32)"),
     ("llvm.ctpop.i32", "declare i32 @llvm.ctpop.i32(i32)"),
     ("llvm.ctpop.i64", "declare i64 @llvm.ctpop.i64(i64)"),
@@ -157,6 +151,7 @@ pub fn runtime_library(arch: &Arch, decls: &BTreeMap<String, String>) -> Result<
             "__anycuda_globaltimer" => globaltimer(arch),
             "__anycuda_nanosleep" => nanosleep(),
             "__anycuda_is_local" => is_local(),
+            "__anycuda_vprintf" => vprintf(),
             "tanhf" => tanhf(),
             "tanh" => tanh(),
             _ => continue,
@@ -605,6 +600,165 @@ fn trap(name: &str, params: &str) -> String {
         "define internal void @{name}({params}) noreturn {ATTRS} {{
   call void @llvm.trap()
   unreachable
+}}
+"
+    )
+}
+
+/// Device printf: the call's record (`cpu_abi::printf_records`: the
+/// format, the packed arguments as many bytes as the compiler's layout
+/// says, each `%s` string) appended to the launch's record buffer, which
+/// the backend decodes and prints when it synchronises; a record that does
+/// not fit is dropped and counted. Returns the argument count, or -1 (no
+/// buffer, no format or layout, or dropped).
+fn vprintf() -> String {
+    use crate::cpu_abi::{offsets, printf_records as pr};
+    let (records_field, max) = (offsets::PRINTF_RECORDS, pr::MAX_STRING);
+    let (used, dropped, capacity, records) = (pr::USED, pr::DROPPED, pr::CAPACITY, pr::RECORDS);
+    let (header, null_string) = (pr::RECORD_HEADER, pr::NULL_STRING as i32);
+    format!(
+        "define internal i32 @__anycuda_amd.strlen(ptr %s) {ATTRS} {{
+entry:
+  br label %loop
+loop:
+  %n = phi i32 [0, %entry], [%n1, %next]
+  %full = icmp uge i32 %n, {max}
+  br i1 %full, label %done, label %body
+body:
+  %p = getelementptr i8, ptr %s, i32 %n
+  %c = load i8, ptr %p, align 1
+  %z = icmp eq i8 %c, 0
+  br i1 %z, label %done, label %next
+next:
+  %n1 = add i32 %n, 1
+  br label %loop
+done:
+  ret i32 %n
+}}
+
+define internal ptr @__anycuda_amd.string_arg(ptr %args, ptr %layout, i32 %i) {ATTRS} {{
+  %k = add i32 %i, 3
+  %off.p = getelementptr i32, ptr %layout, i32 %k
+  %off = load i32, ptr %off.p, align 4
+  %slot = getelementptr i8, ptr %args, i32 %off
+  %sp = load ptr, ptr %slot, align 1
+  ret ptr %sp
+}}
+
+define internal i32 @__anycuda_vprintf(ptr %ctx, i32 %thread, ptr %format, ptr %args, ptr %layout) {ATTRS} {{
+entry:
+  %buf.p = getelementptr i8, ptr %ctx, i64 {records_field}
+  %buf = load ptr, ptr %buf.p, align 8
+  %nobuf = icmp eq ptr %buf, null
+  %nofmt = icmp eq ptr %format, null
+  %nolayout = icmp eq ptr %layout, null
+  %no1 = or i1 %nobuf, %nofmt
+  %no = or i1 %no1, %nolayout
+  br i1 %no, label %fail, label %measure
+measure:
+  %flen = call i32 @__anycuda_amd.strlen(ptr %format)
+  %abytes = load i32, ptr %layout, align 4
+  %count.p = getelementptr i8, ptr %layout, i64 4
+  %count = load i32, ptr %count.p, align 4
+  %ns.p = getelementptr i8, ptr %layout, i64 8
+  %ns = load i32, ptr %ns.p, align 4
+  br label %slen
+slen:
+  %i = phi i32 [0, %measure], [%i1, %slen.next]
+  %room = phi i32 [0, %measure], [%room1, %slen.next]
+  %more = icmp ult i32 %i, %ns
+  br i1 %more, label %slen.body, label %reserve
+slen.body:
+  %sp = call ptr @__anycuda_amd.string_arg(ptr %args, ptr %layout, i32 %i)
+  %isnull = icmp eq ptr %sp, null
+  br i1 %isnull, label %slen.next, label %slen.len
+slen.len:
+  %l = call i32 @__anycuda_amd.strlen(ptr %sp)
+  br label %slen.next
+slen.next:
+  %len = phi i32 [0, %slen.body], [%l, %slen.len]
+  %len7 = add i32 %len, 7
+  %lenp = and i32 %len7, -8
+  %r = add i32 %lenp, 8
+  %room1 = add i32 %room, %r
+  %i1 = add i32 %i, 1
+  br label %slen
+reserve:
+  %f7 = add i32 %flen, 7
+  %fpad = and i32 %f7, -8
+  %a7 = add i32 %abytes, 7
+  %apad = and i32 %a7, -8
+  %s1 = add i32 {header}, %fpad
+  %s2 = add i32 %s1, %apad
+  %size = add i32 %s2, %room
+  %used.p = getelementptr i8, ptr %buf, i64 {used}
+  %off = atomicrmw add ptr %used.p, i32 %size syncscope(\"agent\") monotonic, align 4
+  %cap.p = getelementptr i8, ptr %buf, i64 {capacity}
+  %cap = load i32, ptr %cap.p, align 4
+  %off64 = zext i32 %off to i64
+  %size64 = zext i32 %size to i64
+  %end = add i64 %off64, %size64
+  %cap64 = zext i32 %cap to i64
+  %fits = icmp ule i64 %end, %cap64
+  br i1 %fits, label %write, label %drop
+drop:
+  %dropped.p = getelementptr i8, ptr %buf, i64 {dropped}
+  %d = atomicrmw add ptr %dropped.p, i32 1 syncscope(\"agent\") monotonic, align 4
+  br label %fail
+write:
+  %rec.off = add i64 %off64, {records}
+  %rec = getelementptr i8, ptr %buf, i64 %rec.off
+  store i32 %size, ptr %rec, align 8
+  %h1 = getelementptr i8, ptr %rec, i64 4
+  store i32 %flen, ptr %h1, align 4
+  %h2 = getelementptr i8, ptr %rec, i64 8
+  store i32 %abytes, ptr %h2, align 8
+  %h3 = getelementptr i8, ptr %rec, i64 12
+  store i32 %ns, ptr %h3, align 4
+  %fdst = getelementptr i8, ptr %rec, i64 {header}
+  %flen64 = zext i32 %flen to i64
+  call void @llvm.memcpy.p0.p0.i64(ptr align 8 %fdst, ptr align 1 %format, i64 %flen64, i1 false)
+  %s1.64 = zext i32 %s1 to i64
+  %adst = getelementptr i8, ptr %rec, i64 %s1.64
+  %abytes64 = zext i32 %abytes to i64
+  call void @llvm.memcpy.p0.p0.i64(ptr align 8 %adst, ptr align 1 %args, i64 %abytes64, i1 false)
+  %s2.64 = zext i32 %s2 to i64
+  %sbase = getelementptr i8, ptr %rec, i64 %s2.64
+  br label %scopy
+scopy:
+  %j = phi i32 [0, %write], [%j1, %scopy.next]
+  %at = phi ptr [%sbase, %write], [%at.next, %scopy.next]
+  %more2 = icmp ult i32 %j, %ns
+  br i1 %more2, label %scopy.body, label %done
+scopy.body:
+  %str = call ptr @__anycuda_amd.string_arg(ptr %args, ptr %layout, i32 %j)
+  %at.pad = getelementptr i8, ptr %at, i64 4
+  store i32 0, ptr %at.pad, align 4
+  %isnull2 = icmp eq ptr %str, null
+  br i1 %isnull2, label %scopy.null, label %scopy.copy
+scopy.null:
+  store i32 {null_string}, ptr %at, align 8
+  br label %scopy.next
+scopy.copy:
+  %l2 = call i32 @__anycuda_amd.strlen(ptr %str)
+  store i32 %l2, ptr %at, align 8
+  %dst = getelementptr i8, ptr %at, i64 8
+  %l2.64 = zext i32 %l2 to i64
+  call void @llvm.memcpy.p0.p0.i64(ptr align 8 %dst, ptr align 1 %str, i64 %l2.64, i1 false)
+  br label %scopy.next
+scopy.next:
+  %len2 = phi i32 [0, %scopy.null], [%l2, %scopy.copy]
+  %len2.7 = add i32 %len2, 7
+  %len2.p = and i32 %len2.7, -8
+  %adv = add i32 %len2.p, 8
+  %adv64 = zext i32 %adv to i64
+  %at.next = getelementptr i8, ptr %at, i64 %adv64
+  %j1 = add i32 %j, 1
+  br label %scopy
+done:
+  ret i32 %count
+fail:
+  ret i32 -1
 }}
 "
     )

@@ -1,5 +1,6 @@
 //! Device `printf`: C format strings over CUDA's packed argument buffer,
-//! producing what glibc's `printf` would.
+//! producing what glibc's `printf` would, and the buffer's layout for a
+//! format known when a kernel is compiled ([`ArgLayout`]).
 //!
 //! The buffer holds the arguments after C's default promotions, each
 //! aligned to its own size: 4-byte `int`s (also for `char`/`short` and
@@ -19,7 +20,41 @@ const MAX_FIELD: usize = 1 << 16;
 /// past `args_len` bytes, when given, yield zeros); `%s` arguments must be
 /// readable NUL-terminated strings or null.
 pub unsafe fn format_packed(format: &[u8], args: *const u8, args_len: Option<usize>) -> (Vec<u8>, i32) {
-    let mut reader = Packed { base: args, offset: 0, len: args_len, consumed: 0 };
+    // SAFETY: per this function's contract.
+    let (out, reader) = unsafe { format_with(format, args, args_len) };
+    (out, reader.consumed)
+}
+
+/// Where a format's arguments lie in CUDA's packed buffer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgLayout {
+    /// Bytes of the buffer the format reads.
+    pub bytes: u32,
+    /// Arguments the format consumes (what device printf returns).
+    pub count: u32,
+    /// Byte offsets of the `%s` arguments (8-byte string addresses), in
+    /// order.
+    pub strings: Vec<u32>,
+}
+
+/// The packed-buffer layout of the arguments `format` reads.
+pub fn layout(format: &[u8]) -> ArgLayout {
+    // SAFETY: a null buffer is never read (every argument reads as zero,
+    // and a null `%s` prints `(null)`).
+    let (_, reader) = unsafe { format_with(format, std::ptr::null(), Some(0)) };
+    ArgLayout {
+        bytes: u32::try_from(reader.offset).unwrap_or(u32::MAX),
+        count: reader.consumed.max(0) as u32,
+        strings: reader.strings.iter().map(|&o| u32::try_from(o).unwrap_or(u32::MAX)).collect(),
+    }
+}
+
+/// [`format_packed`], returning the reader (where the arguments were).
+///
+/// # Safety
+/// As for [`format_packed`].
+unsafe fn format_with(format: &[u8], args: *const u8, args_len: Option<usize>) -> (Vec<u8>, Packed) {
+    let mut reader = Packed { base: args, offset: 0, len: args_len, consumed: 0, strings: Vec::new() };
     let mut out = Vec::with_capacity(format.len() + 16);
     let mut i = 0;
     while i < format.len() {
@@ -110,6 +145,7 @@ pub unsafe fn format_packed(format: &[u8], args: *const u8, args_len: Option<usi
             }
             b's' => {
                 let address = unsafe { reader.take(8) };
+                reader.strings.push(reader.offset - 8);
                 let text = if address == 0 {
                     if spec.precision.is_none_or(|p| p >= 6) {
                         b"(null)".to_vec()
@@ -144,7 +180,7 @@ pub unsafe fn format_packed(format: &[u8], args: *const u8, args_len: Option<usi
             _ => out.extend_from_slice(&format[start..i]),
         }
     }
-    (out, reader.consumed)
+    (out, reader)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,6 +207,8 @@ struct Packed {
     offset: usize,
     len: Option<usize>,
     consumed: i32,
+    /// Offsets of the `%s` arguments read so far.
+    strings: Vec<usize>,
 }
 
 impl Packed {
@@ -474,4 +512,288 @@ fn hexadecimal(value: f64, precision: Option<usize>, alt: bool) -> Vec<u8> {
     text.push(if exponent < 0 { b'-' } else { b'+' });
     text.extend_from_slice(exponent.unsigned_abs().to_string().as_bytes());
     text
+}
+
+/// The C string a call's argument holds when the calling function sets it
+/// to a module constant's address, as nvcc passes `printf`'s format: the
+/// `.param` argument `param`, stored by the last `st.param` before
+/// statement `call`, is a register written once by `mov`/`cvta` chains
+/// from `$str` (or `$str+offset`), a byte array with an initializer. The
+/// string is its bytes from that offset to the first NUL. `None` when the
+/// value is anything else (then it is known only at run time).
+pub fn constant_string(m: &ptx::ast::Module, b: &ptx::ast::Body, call: usize, param: &ptx::ast::Operand) -> Option<Vec<u8>> {
+    use ptx::ast::{AddrBase, Initializer, Opcode, Operand, StateSpace, Statement};
+    let mut value = *param;
+    if let Operand::Var(v) = *param {
+        value = b.statements.get(..call)?.iter().rev().find_map(|s| {
+            let Statement::Instruction(inst) = s else { return None };
+            let args = b.args(inst);
+            (inst.op == Opcode::St
+                && inst.space(b) == Some(StateSpace::Param)
+                && args.first().and_then(|a| a.address()) == Some((AddrBase::Var(v), 0)))
+            .then(|| args.get(1).copied())
+            .flatten()
+        })?;
+    }
+    // Follow single writes back to the symbol (a few steps: nvcc emits
+    // `mov` then `cvta.global`).
+    let (symbol, offset) = 'resolve: {
+        for _ in 0..8 {
+            match value {
+                Operand::Global(s) => break 'resolve (s, 0),
+                Operand::GlobalOffset(s, o) => break 'resolve (s, o),
+                Operand::Reg(r) => {
+                    let mut writes = b.statements.iter().filter_map(|s| match s {
+                        Statement::Instruction(inst) => {
+                            let mut defs = Vec::new();
+                            b.defs(inst, &mut defs);
+                            defs.contains(&r).then_some(inst)
+                        }
+                        _ => None,
+                    });
+                    let (Some(inst), None) = (writes.next(), writes.next()) else { return None };
+                    if inst.guard.is_some() || !matches!(inst.op, Opcode::Mov | Opcode::Cvta) {
+                        return None;
+                    }
+                    value = *b.args(inst).get(1)?;
+                }
+                _ => return None,
+            }
+        }
+        return None;
+    };
+    let var = m.variable(symbol)?;
+    if var.decl.element_size() != 1 {
+        return None;
+    }
+    let Some(Initializer::List(items)) = &var.decl.init else { return None };
+    let start = usize::try_from(offset).ok()?;
+    let mut bytes = Vec::new();
+    for item in items.iter().skip(start) {
+        let Initializer::Int(v) = item else { return None };
+        if *v & 0xff == 0 {
+            return Some(bytes);
+        }
+        bytes.push(*v as u8);
+    }
+    // Elements past the initializer's are zeros.
+    let declared = usize::try_from(var.decl.elements()?).ok()?;
+    (declared > items.len().max(start)).then_some(bytes)
+}
+
+/// The text a printf record buffer's records print, in order
+/// (`cpu_abi::printf_records`; `records` is the part after the header, as
+/// many bytes as were written), and whether every record was well formed
+/// (decoding stops at the first that is not).
+pub fn decode_records(records: &[u8]) -> (Vec<u8>, bool) {
+    use crate::cpu_abi::printf_records::{NULL_STRING, RECORD_HEADER};
+    let word = |at: usize| -> Option<u32> { Some(u32::from_le_bytes(records.get(at..at + 4)?.try_into().ok()?)) };
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < records.len() {
+        let Some((printed, size)) = (|| {
+            let size = word(at)? as usize;
+            let (format_len, arg_bytes, count) = (word(at + 4)? as usize, word(at + 8)? as usize, word(at + 12)? as usize);
+            if size < RECORD_HEADER || !size.is_multiple_of(8) || size > records.len() - at {
+                return None;
+            }
+            let record = &records[at..at + size];
+            let mut p = RECORD_HEADER;
+            let format = record.get(p..p.checked_add(format_len)?)?;
+            p += format_len.next_multiple_of(8);
+            // The arguments, 8-byte aligned, with room for what the format
+            // reads even if the record holds less.
+            let layout = layout(format);
+            if layout.strings.len() != count {
+                return None;
+            }
+            let src = record.get(p..p.checked_add(arg_bytes)?)?;
+            let mut args = vec![0u64; (arg_bytes.max(layout.bytes as usize)).div_ceil(8)];
+            for (i, b) in src.iter().enumerate() {
+                args[i / 8] |= u64::from(*b) << (8 * (i % 8));
+            }
+            p += arg_bytes.next_multiple_of(8);
+            let mut strings = Vec::with_capacity(count);
+            for &offset in &layout.strings {
+                let len = u32::from_le_bytes(record.get(p..p + 4)?.try_into().ok()?);
+                p += 8;
+                let slot = args.get_mut(offset as usize / 8)?;
+                if len == NULL_STRING {
+                    *slot = 0;
+                    continue;
+                }
+                let mut text = record.get(p..p.checked_add(len as usize)?)?.to_vec();
+                p += (len as usize).next_multiple_of(8);
+                text.push(0);
+                *slot = text.as_ptr() as u64;
+                strings.push(text);
+            }
+            // SAFETY: `args` holds every byte the format reads; each `%s`
+            // slot is null or points to a NUL-terminated copy in
+            // `strings`, alive for the call.
+            let (text, _) = unsafe { format_packed(format, args.as_ptr().cast(), Some(args.len() * 8)) };
+            drop(strings);
+            Some((text, size))
+        })() else {
+            return (out, false);
+        };
+        out.extend_from_slice(&printed);
+        at += size;
+    }
+    (out, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu_abi::printf_records::{NULL_STRING, RECORD_HEADER};
+
+    #[test]
+    fn the_layout_aligns_each_argument_to_its_size_and_finds_the_strings() {
+        let l = layout(b"%d %lld %s %c %f %p %*d %.*f %% %hhd");
+        // %d 0, %lld 8, %s 16, %c 24, %f 32, %p 40, * 48 + %d 52,
+        // * 56 + %f 64, %hhd 72.
+        assert_eq!(l, ArgLayout { bytes: 76, count: 11, strings: vec![16] });
+        assert_eq!(layout(b"no arguments\n"), ArgLayout { bytes: 0, count: 0, strings: vec![] });
+        assert_eq!(layout(b"%s%s").strings, vec![0, 8]);
+    }
+
+    /// A record as the AMD runtime writes it (`cpu_abi::printf_records`).
+    fn record(format: &str, args: &[u8], strings: &[Option<&str>]) -> Vec<u8> {
+        let pad = |v: &mut Vec<u8>| v.resize(v.len().next_multiple_of(8), 0);
+        let mut r = vec![0u8; RECORD_HEADER];
+        r.extend_from_slice(format.as_bytes());
+        pad(&mut r);
+        r.extend_from_slice(args);
+        pad(&mut r);
+        for s in strings {
+            let len = s.map_or(NULL_STRING, |s| s.len() as u32);
+            r.extend_from_slice(&len.to_le_bytes());
+            r.extend_from_slice(&[0; 4]);
+            r.extend_from_slice(s.unwrap_or("").as_bytes());
+            pad(&mut r);
+        }
+        let size = r.len() as u32;
+        r[0..4].copy_from_slice(&size.to_le_bytes());
+        r[4..8].copy_from_slice(&(format.len() as u32).to_le_bytes());
+        r[8..12].copy_from_slice(&(args.len() as u32).to_le_bytes());
+        r[12..16].copy_from_slice(&(strings.len() as u32).to_le_bytes());
+        r
+    }
+
+    #[test]
+    fn records_print_their_format_arguments_and_copied_strings() {
+        // "[%s] %d %.2f\n": %s at 0 (a device address the host cannot
+        // read: the record's copy replaces it), %d at 8, %f at 16.
+        let mut args = vec![0u8; 24];
+        args[0..8].copy_from_slice(&0xdead_0000_u64.to_le_bytes());
+        args[8..12].copy_from_slice(&(-7i32).to_le_bytes());
+        args[16..24].copy_from_slice(&2.5f64.to_le_bytes());
+        let mut records = record("[%s] %d %.2f\n", &args, &[Some("abc")]);
+        records.extend(record("%s|%5s|\n", &[0u8; 16], &[None, Some("xy")]));
+        records.extend(record("plain\n", &[], &[]));
+        let (text, whole) = decode_records(&records);
+        assert!(whole);
+        assert_eq!(String::from_utf8_lossy(&text), "[abc] -7 2.50\n(null)|   xy|\nplain\n");
+    }
+
+    #[test]
+    fn a_malformed_record_ends_the_decoding_after_the_good_ones() {
+        let good = record("one %d\n", &1i32.to_le_bytes(), &[]);
+        let mut records = good.clone();
+        let mut bad = record("two %s\n", &[0u8; 8], &[Some("x")]);
+        bad[12..16].copy_from_slice(&0u32.to_le_bytes()); // no strings, but the format reads one
+        records.extend(bad);
+        records.extend(good);
+        let (text, whole) = decode_records(&records);
+        assert!(!whole);
+        assert_eq!(text, b"one 1\n");
+        // A size past the end, and one not a multiple of 8.
+        let mut short = record("x\n", &[], &[]);
+        short[0..4].copy_from_slice(&64u32.to_le_bytes());
+        assert_eq!(decode_records(&short), (Vec::new(), false));
+        short[0..4].copy_from_slice(&20u32.to_le_bytes());
+        assert_eq!(decode_records(&short), (Vec::new(), false));
+    }
+
+    const CALLS: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.extern .func (.param .b32 func_retval0) vprintf(.param .b64 vprintf_param_0, .param .b64 vprintf_param_1);
+.global .align 1 .b8 $str[6] = {104, 105, 32, 37, 100};
+.global .align 1 .b8 $str$1[4] = {97, 0, 98, 0};
+.visible .entry k(.param .u64 k_param_0)
+{
+	.local .align 8 .b8 __local_depot0[8];
+	.reg .b64 %SP;
+	.reg .b64 %SPL;
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<8>;
+	mov.u64 %SPL, __local_depot0;
+	cvta.local.u64 %SP, %SPL;
+	mov.u64 %rd1, $str;
+	cvta.global.u64 %rd2, %rd1;
+	add.u64 %rd3, %SP, 0;
+	{
+	.param .b64 param0;
+	st.param.b64 [param0+0], %rd2;
+	.param .b64 param1;
+	st.param.b64 [param1+0], %rd3;
+	.param .b32 retval0;
+	call.uni (retval0), vprintf, (param0, param1);
+	}
+	mov.u64 %rd4, $str$1+2;
+	{
+	.param .b64 param0;
+	st.param.b64 [param0+0], %rd4;
+	.param .b64 param1;
+	st.param.b64 [param1+0], %rd3;
+	.param .b32 retval0;
+	call.uni (retval0), vprintf, (param0, param1);
+	}
+	ld.param.u64 %rd5, [k_param_0];
+	{
+	.param .b64 param0;
+	st.param.b64 [param0+0], %rd5;
+	.param .b64 param1;
+	st.param.b64 [param1+0], %rd3;
+	.param .b32 retval0;
+	call.uni (retval0), vprintf, (param0, param1);
+	}
+	ret;
+}
+"#;
+
+    #[test]
+    fn formats_set_from_module_strings_are_known_when_compiled() {
+        use ptx::ast::{Opcode, Operand, Statement};
+        let m = ptx::parse(CALLS).expect("parses");
+        let f = m.kernels().next().expect("kernel");
+        let b = f.body.as_ref().expect("body");
+        let formats: Vec<Option<Vec<u8>>> = b
+            .statements
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s {
+                Statement::Instruction(inst) if inst.op == Opcode::Call => {
+                    let param = b.args(inst).iter().filter_map(|a| if let Operand::Paren(r) = a { Some(*r) } else { None }).nth(1)?;
+                    let first = *b.list(param).first()?;
+                    Some(constant_string(&m, b, i, &first))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            formats,
+            vec![
+                // The initializer stops before the array's end: zeros.
+                Some(b"hi %d".to_vec()),
+                // From an offset, up to the first NUL.
+                Some(b"b".to_vec()),
+                // A kernel parameter: known only when the kernel runs.
+                None,
+            ]
+        );
+    }
 }

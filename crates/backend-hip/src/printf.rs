@@ -1,0 +1,161 @@
+//! Device `printf` on HIP devices. Compiled code appends a record per call
+//! (the format, the packed arguments, the `%s` strings) to a buffer of the
+//! device (`compiler::cpu_abi::printf_records`), whose address every
+//! kernel takes after its parameters; the host decodes the records and
+//! writes their text to the process's standard output when it
+//! synchronises with the device (a stream or the context), as CUDA
+//! prints a kernel's output at synchronisation points.
+//!
+//! Emptying the buffer needs every kernel that may still append to it
+//! finished: a drain that finds records waits for the whole device, under
+//! a lock that launches take to enqueue (a kernel enqueued meanwhile
+//! waits for the drain instead of writing into a buffer being reset).
+
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+
+use compiler::cpu_abi::printf_records as layout;
+
+use crate::api::{self, Hip};
+
+/// Bytes of records a device's buffer holds: CUDA's default printf FIFO
+/// (`cudaLimitPrintfFifoSize`, 1 MiB). Records that do not fit between two
+/// synchronisations are dropped, counted, and reported in the log.
+pub const CAPACITY: usize = 1 << 20;
+
+/// The record buffers of a backend's devices, made at a device's first
+/// launch.
+pub struct PrintfBuffers {
+    hip: Arc<Hip>,
+    buffers: Vec<Mutex<Option<u64>>>,
+    /// Launches read, drains write (see the module notes).
+    gate: RwLock<()>,
+}
+
+impl PrintfBuffers {
+    pub fn new(hip: Arc<Hip>, devices: usize) -> PrintfBuffers {
+        PrintfBuffers { hip, buffers: (0..devices).map(|_| Mutex::new(None)).collect(), gate: RwLock::new(()) }
+    }
+
+    /// Held while a launch is enqueued.
+    pub fn launching(&self) -> RwLockReadGuard<'_, ()> {
+        self.gate.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Device `device`'s buffer (the current HIP device), made at the
+    /// first call.
+    pub fn buffer(&self, device: usize) -> Result<u64, String> {
+        let slot = self.buffers.get(device).ok_or_else(|| format!("no HIP device {device}"))?;
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = *slot {
+            return Ok(p);
+        }
+        let bytes = layout::RECORDS + CAPACITY;
+        let mut p = std::ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        let e = unsafe { (self.hip.malloc)(&mut p, bytes) };
+        self.hip.check(e, "hipMalloc (the printf buffer)")?;
+        let mut header = [0u8; layout::RECORDS];
+        header[layout::CAPACITY..layout::CAPACITY + 4].copy_from_slice(&(CAPACITY as u32).to_le_bytes());
+        // SAFETY: `p` is `bytes` long.
+        let e = unsafe { (self.hip.memcpy)(p, header.as_ptr().cast(), header.len(), api::MEMCPY_HOST_TO_DEVICE) };
+        if let Err(why) = self.hip.check(e, "hipMemcpy (the printf buffer)") {
+            // SAFETY: ours, unused.
+            unsafe { (self.hip.free)(p) };
+            return Err(why);
+        }
+        *slot = Some(p as u64);
+        Ok(p as u64)
+    }
+
+    /// Prints device `device`'s records, if it has a buffer and records,
+    /// and empties the buffer.
+    pub fn drain(&self, device: usize) {
+        let Some(p) = self.buffers.get(device).and_then(|s| *s.lock().unwrap_or_else(|e| e.into_inner())) else { return };
+        let Some(header) = self.header(p) else { return };
+        if header == [0, 0] {
+            return;
+        }
+        let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: plain calls.
+        let e = unsafe {
+            let e = (self.hip.set_device)(device as i32);
+            if e == api::HIP_SUCCESS {
+                (self.hip.device_synchronize)()
+            } else {
+                e
+            }
+        };
+        if self.hip.check(e, "hipDeviceSynchronize (printf)").is_err() {
+            // A fault: the stream's synchronisation reports it.
+            return;
+        }
+        let Some([used, dropped]) = self.header(p) else { return };
+        let len = (used as usize).min(CAPACITY);
+        let mut records = vec![0u8; len];
+        // SAFETY: the buffer holds `CAPACITY` bytes of records.
+        let e = unsafe {
+            (self.hip.memcpy)(records.as_mut_ptr().cast(), (p as usize + layout::RECORDS) as *const c_void, len, api::MEMCPY_DEVICE_TO_HOST)
+        };
+        if self.hip.check(e, "hipMemcpy (printf records)").is_err() {
+            return;
+        }
+        let zeros = [0u8; 8];
+        // SAFETY: the header's first 8 bytes: `USED` and `DROPPED`.
+        let e = unsafe { (self.hip.memcpy)(p as *mut c_void, zeros.as_ptr().cast(), zeros.len(), api::MEMCPY_HOST_TO_DEVICE) };
+        let _ = self.hip.check(e, "hipMemcpy (printf buffer reset)");
+        drop(_gate);
+        // Records whose reservation did not fit are counted as dropped;
+        // the bytes reserved past the capacity are not records.
+        let (text, whole) = compiler::printf::decode_records(&records);
+        write_stdout(&text);
+        if dropped > 0 {
+            tracing::warn!(
+                "device printf: {dropped} call(s) on HIP device {device} did not fit in the {CAPACITY}-byte printf buffer and were dropped"
+            );
+        }
+        if !whole {
+            tracing::error!("device printf: HIP device {device}'s printf buffer holds a malformed record; output after it is lost");
+        }
+    }
+
+    /// `USED` and `DROPPED`.
+    fn header(&self, p: u64) -> Option<[u32; 2]> {
+        let mut h = [0u8; 8];
+        // SAFETY: the buffer's header.
+        let e = unsafe { (self.hip.memcpy)(h.as_mut_ptr().cast(), p as *const c_void, h.len(), api::MEMCPY_DEVICE_TO_HOST) };
+        self.hip.check(e, "hipMemcpy (printf buffer header)").ok()?;
+        let word = |at: usize| u32::from_le_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
+        Some([word(layout::USED), word(layout::DROPPED)])
+    }
+}
+
+impl Drop for PrintfBuffers {
+    fn drop(&mut self) {
+        for slot in &self.buffers {
+            if let Some(p) = *slot.lock().unwrap_or_else(|e| e.into_inner()) {
+                // SAFETY: ours; nothing runs once the backend goes.
+                unsafe { (self.hip.free)(p as *mut c_void) };
+            }
+        }
+    }
+}
+
+extern "C" {
+    static mut stdout: *mut libc::FILE;
+}
+
+/// Writes through C's `stdout`, so that device output keeps its place
+/// among the program's own `printf` output.
+fn write_stdout(bytes: &[u8]) {
+    if bytes.is_empty() {
+        return;
+    }
+    // SAFETY: glibc's `stdout` is a valid stream for the life of the
+    // process; fwrite locks it.
+    unsafe {
+        let out = std::ptr::addr_of!(stdout).read();
+        libc::fwrite(bytes.as_ptr().cast(), 1, bytes.len(), out);
+        libc::fflush(out);
+    }
+}
