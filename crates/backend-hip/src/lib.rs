@@ -507,7 +507,8 @@ impl BackendQueue for HipQueue {
         }
         self.idle();
         self.printf.drain(self.device);
-        true
+        // A failed assertion: `synchronize` reports it.
+        !self.printf.assert_pending(self.device)
     }
 
     fn synchronize(&self) -> Result<(), LaunchFault> {
@@ -516,7 +517,7 @@ impl BackendQueue for HipQueue {
         self.idle();
         if e == api::HIP_SUCCESS {
             self.printf.drain(self.device);
-            Ok(())
+            self.printf.take_assert(self.device).map_or(Ok(()), |m| Err(LaunchFault::Assert(m)))
         } else {
             Err(fault(&self.hip, e))
         }
@@ -695,7 +696,7 @@ impl BackendModule for HipModule {
         match unsafe { (self.hip.device_synchronize)() } {
             api::HIP_SUCCESS => {
                 self.printf.drain(self.device);
-                Ok(())
+                self.printf.take_assert(self.device).map_or(Ok(()), |m| Err(LaunchFault::Assert(m)))
             }
             e => Err(fault(&self.hip, e)),
         }

@@ -4,7 +4,9 @@
 //! kernel takes after its parameters; the host decodes the records and
 //! writes their text to the process's standard output when it
 //! synchronises with the device (a stream or the context), as CUDA
-//! prints a kernel's output at synchronisation points.
+//! prints a kernel's output at synchronisation points. A failed assertion
+//! writes its message (to standard error) the same way and flags the
+//! buffer: the next synchronisation reports it (`CUDA_ERROR_ASSERT`).
 //!
 //! Emptying the buffer needs every kernel that may still append to it
 //! finished: a drain that finds records waits for the whole device, under
@@ -28,13 +30,20 @@ pub const CAPACITY: usize = 1 << 20;
 pub struct PrintfBuffers {
     hip: Arc<Hip>,
     buffers: Vec<Mutex<Option<u64>>>,
+    /// Per device, a failed assertion's message not reported yet.
+    asserted: Vec<Mutex<Option<String>>>,
     /// Launches read, drains write (see the module notes).
     gate: RwLock<()>,
 }
 
 impl PrintfBuffers {
     pub fn new(hip: Arc<Hip>, devices: usize) -> PrintfBuffers {
-        PrintfBuffers { hip, buffers: (0..devices).map(|_| Mutex::new(None)).collect(), gate: RwLock::new(()) }
+        PrintfBuffers {
+            hip,
+            buffers: (0..devices).map(|_| Mutex::new(None)).collect(),
+            asserted: (0..devices).map(|_| Mutex::new(None)).collect(),
+            gate: RwLock::new(()),
+        }
     }
 
     /// Held while a launch is enqueued.
@@ -68,12 +77,23 @@ impl PrintfBuffers {
         Ok(p as u64)
     }
 
+    /// Whether device `device` has a failed assertion to report.
+    pub fn assert_pending(&self, device: usize) -> bool {
+        self.asserted.get(device).is_some_and(|a| a.lock().unwrap_or_else(|e| e.into_inner()).is_some())
+    }
+
+    /// Device `device`'s failed assertion, reported once.
+    pub fn take_assert(&self, device: usize) -> Option<String> {
+        self.asserted.get(device)?.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
     /// Prints device `device`'s records, if it has a buffer and records,
-    /// and empties the buffer.
+    /// and empties the buffer; a failed assertion becomes pending
+    /// ([`PrintfBuffers::take_assert`]).
     pub fn drain(&self, device: usize) {
         let Some(p) = self.buffers.get(device).and_then(|s| *s.lock().unwrap_or_else(|e| e.into_inner())) else { return };
         let Some(header) = self.header(p) else { return };
-        if header == [0, 0] {
+        if header == [0, 0, 0] {
             return;
         }
         let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
@@ -90,7 +110,7 @@ impl PrintfBuffers {
             // A fault: the stream's synchronisation reports it.
             return;
         }
-        let Some([used, dropped]) = self.header(p) else { return };
+        let Some([used, dropped, flags]) = self.header(p) else { return };
         let len = (used as usize).min(CAPACITY);
         let mut records = vec![0u8; len];
         // SAFETY: the buffer holds `CAPACITY` bytes of records.
@@ -100,33 +120,41 @@ impl PrintfBuffers {
         if self.hip.check(e, "hipMemcpy (printf records)").is_err() {
             return;
         }
-        let zeros = [0u8; 8];
-        // SAFETY: the header's first 8 bytes: `USED` and `DROPPED`.
+        let zeros = [0u8; layout::CAPACITY];
+        // SAFETY: the header's first words: `USED`, `DROPPED`, `FLAGS`.
         let e = unsafe { (self.hip.memcpy)(p as *mut c_void, zeros.as_ptr().cast(), zeros.len(), api::MEMCPY_HOST_TO_DEVICE) };
         let _ = self.hip.check(e, "hipMemcpy (printf buffer reset)");
         drop(_gate);
         // Records whose reservation did not fit are counted as dropped;
         // the bytes reserved past the capacity are not records.
-        let (text, whole) = compiler::printf::decode_records(&records);
-        write_stdout(&text);
+        let decoded = compiler::printf::decode_records(&records);
+        write_c(Stream::Out, &decoded.stdout);
+        write_c(Stream::Err, &decoded.stderr);
+        if flags & layout::ASSERTED != 0 {
+            let text = String::from_utf8_lossy(&decoded.stderr);
+            let message = text.lines().find(|l| l.contains("Assertion")).unwrap_or("a device assertion failed").to_string();
+            if let Some(slot) = self.asserted.get(device) {
+                slot.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(message);
+            }
+        }
         if dropped > 0 {
             tracing::warn!(
                 "device printf: {dropped} call(s) on HIP device {device} did not fit in the {CAPACITY}-byte printf buffer and were dropped"
             );
         }
-        if !whole {
+        if !decoded.whole {
             tracing::error!("device printf: HIP device {device}'s printf buffer holds a malformed record; output after it is lost");
         }
     }
 
-    /// `USED` and `DROPPED`.
-    fn header(&self, p: u64) -> Option<[u32; 2]> {
-        let mut h = [0u8; 8];
+    /// `USED`, `DROPPED` and `FLAGS`.
+    fn header(&self, p: u64) -> Option<[u32; 3]> {
+        let mut h = [0u8; layout::CAPACITY];
         // SAFETY: the buffer's header.
         let e = unsafe { (self.hip.memcpy)(h.as_mut_ptr().cast(), p as *const c_void, h.len(), api::MEMCPY_DEVICE_TO_HOST) };
         self.hip.check(e, "hipMemcpy (printf buffer header)").ok()?;
         let word = |at: usize| u32::from_le_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
-        Some([word(layout::USED), word(layout::DROPPED)])
+        Some([word(layout::USED), word(layout::DROPPED), word(layout::FLAGS)])
     }
 }
 
@@ -143,19 +171,28 @@ impl Drop for PrintfBuffers {
 
 extern "C" {
     static mut stdout: *mut libc::FILE;
+    static mut stderr: *mut libc::FILE;
 }
 
-/// Writes through C's `stdout`, so that device output keeps its place
-/// among the program's own `printf` output.
-fn write_stdout(bytes: &[u8]) {
+enum Stream {
+    Out,
+    Err,
+}
+
+/// Writes through C's `stdout` or `stderr`, so that device output keeps
+/// its place among the program's own output.
+fn write_c(stream: Stream, bytes: &[u8]) {
     if bytes.is_empty() {
         return;
     }
-    // SAFETY: glibc's `stdout` is a valid stream for the life of the
-    // process; fwrite locks it.
+    // SAFETY: glibc's streams are valid for the life of the process;
+    // fwrite locks them.
     unsafe {
-        let out = std::ptr::addr_of!(stdout).read();
-        libc::fwrite(bytes.as_ptr().cast(), 1, bytes.len(), out);
-        libc::fflush(out);
+        let file = match stream {
+            Stream::Out => std::ptr::addr_of!(stdout).read(),
+            Stream::Err => std::ptr::addr_of!(stderr).read(),
+        };
+        libc::fwrite(bytes.as_ptr().cast(), 1, bytes.len(), file);
+        libc::fflush(file);
     }
 }

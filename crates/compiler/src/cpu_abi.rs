@@ -256,20 +256,26 @@ pub mod offsets {
 /// The printf record buffer of targets whose printf writes records for the
 /// host to decode (`TargetFacts::printf_records`; [`BlockCtx::printf_records`]):
 /// a header, then records from [`printf_records::RECORDS`] on, each a
-/// multiple of 8 bytes: `u32` size of the record, `u32` format length,
+/// multiple of 8 bytes: `u32` size of the record, `u32` format length
+/// (with [`printf_records::STDERR`] for text meant for standard error),
 /// `u32` argument bytes, `u32` count of `%s` strings; the format's bytes
 /// (no NUL), padded to 8; the packed arguments, padded to 8; per `%s`
 /// argument in order, `u32` length ([`printf_records::NULL_STRING`] for a
 /// null pointer), `u32` 0 and the string's bytes (no NUL), padded to 8.
-/// `crate::printf::decode_records` reads them.
+/// `crate::printf::decode_records` reads them. Failed assertions write
+/// their message as a record to standard error and set
+/// [`printf_records::ASSERTED`] in the header's flags.
 pub mod printf_records {
     /// `u32`: bytes of records reserved so far (may pass the capacity:
     /// those that did not fit were dropped).
     pub const USED: usize = 0;
     /// `u32`: records dropped for want of room.
     pub const DROPPED: usize = 4;
+    /// `u32`: what happened on the device since the host last read the
+    /// buffer ([`ASSERTED`]).
+    pub const FLAGS: usize = 8;
     /// `u32`: bytes of room for records after the header.
-    pub const CAPACITY: usize = 8;
+    pub const CAPACITY: usize = 12;
     /// Where records start.
     pub const RECORDS: usize = 16;
     /// A record's fixed part.
@@ -278,6 +284,13 @@ pub mod printf_records {
     pub const NULL_STRING: u32 = u32::MAX;
     /// Bytes of a `%s` string copied at most (longer ones are cut).
     pub const MAX_STRING: u32 = 4096;
+    /// In a record's format length: the text goes to standard error.
+    pub const STDERR: u32 = 1 << 31;
+    /// In the header's flags: a thread failed an assertion.
+    pub const ASSERTED: u32 = 1;
+    /// What a failed assertion prints (CUDA's words), with its arguments:
+    /// file, line, function, block x/y/z, thread x/y/z, message.
+    pub const ASSERT_FORMAT: &str = "%s:%d: %s: block: [%d,%d,%d], thread: [%d,%d,%d] Assertion `%s` failed.\n";
 }
 
 /// The bits of [`BlockCtx::check_tools`]: the tools of checked mode beyond

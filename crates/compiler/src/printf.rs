@@ -581,19 +581,30 @@ pub fn constant_string(m: &ptx::ast::Module, b: &ptx::ast::Body, call: usize, pa
     (declared > items.len().max(start)).then_some(bytes)
 }
 
-/// The text a printf record buffer's records print, in order
-/// (`cpu_abi::printf_records`; `records` is the part after the header, as
-/// many bytes as were written), and whether every record was well formed
-/// (decoding stops at the first that is not).
-pub fn decode_records(records: &[u8]) -> (Vec<u8>, bool) {
-    use crate::cpu_abi::printf_records::{NULL_STRING, RECORD_HEADER};
+/// What a printf record buffer's records print.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Decoded {
+    /// The text for standard output and for standard error, each in the
+    /// records' order.
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// Every record was well formed (decoding stops at the first that is
+    /// not).
+    pub whole: bool,
+}
+
+/// Decodes a printf record buffer's records (`cpu_abi::printf_records`;
+/// `records` is the part after the header, as many bytes as were written).
+pub fn decode_records(records: &[u8]) -> Decoded {
+    use crate::cpu_abi::printf_records::{NULL_STRING, RECORD_HEADER, STDERR};
     let word = |at: usize| -> Option<u32> { Some(u32::from_le_bytes(records.get(at..at + 4)?.try_into().ok()?)) };
-    let mut out = Vec::new();
+    let mut out = Decoded { whole: true, ..Decoded::default() };
     let mut at = 0;
     while at < records.len() {
-        let Some((printed, size)) = (|| {
+        let Some((printed, size, to_stderr)) = (|| {
             let size = word(at)? as usize;
-            let (format_len, arg_bytes, count) = (word(at + 4)? as usize, word(at + 8)? as usize, word(at + 12)? as usize);
+            let format_word = word(at + 4)?;
+            let (format_len, arg_bytes, count) = ((format_word & !STDERR) as usize, word(at + 8)? as usize, word(at + 12)? as usize);
             if size < RECORD_HEADER || !size.is_multiple_of(8) || size > records.len() - at {
                 return None;
             }
@@ -633,14 +644,15 @@ pub fn decode_records(records: &[u8]) -> (Vec<u8>, bool) {
             // `strings`, alive for the call.
             let (text, _) = unsafe { format_packed(format, args.as_ptr().cast(), Some(args.len() * 8)) };
             drop(strings);
-            Some((text, size))
+            Some((text, size, format_word & STDERR != 0))
         })() else {
-            return (out, false);
+            out.whole = false;
+            return out;
         };
-        out.extend_from_slice(&printed);
+        if to_stderr { &mut out.stderr } else { &mut out.stdout }.extend_from_slice(&printed);
         at += size;
     }
-    (out, true)
+    out
 }
 
 #[cfg(test)]
@@ -656,6 +668,14 @@ mod tests {
         assert_eq!(l, ArgLayout { bytes: 76, count: 11, strings: vec![16] });
         assert_eq!(layout(b"no arguments\n"), ArgLayout { bytes: 0, count: 0, strings: vec![] });
         assert_eq!(layout(b"%s%s").strings, vec![0, 8]);
+    }
+
+    #[test]
+    fn the_assert_message_layout_is_the_one_the_amd_runtime_stores() {
+        // `targets::amdgpu::runtime::assertfail` stores file, line,
+        // function, block x/y/z, thread x/y/z and message at these offsets.
+        let l = layout(crate::cpu_abi::printf_records::ASSERT_FORMAT.as_bytes());
+        assert_eq!(l, ArgLayout { bytes: 56, count: 10, strings: vec![0, 16, 48] });
     }
 
     /// A record as the AMD runtime writes it (`cpu_abi::printf_records`).
@@ -692,9 +712,14 @@ mod tests {
         let mut records = record("[%s] %d %.2f\n", &args, &[Some("abc")]);
         records.extend(record("%s|%5s|\n", &[0u8; 16], &[None, Some("xy")]));
         records.extend(record("plain\n", &[], &[]));
-        let (text, whole) = decode_records(&records);
-        assert!(whole);
-        assert_eq!(String::from_utf8_lossy(&text), "[abc] -7 2.50\n(null)|   xy|\nplain\n");
+        // An assertion's message goes to standard error.
+        let mut message = record("%s: %d\n", &[0u8; 12], &[Some("failed")]);
+        message[4..8].copy_from_slice(&(7 | crate::cpu_abi::printf_records::STDERR).to_le_bytes());
+        records.extend(message);
+        let d = decode_records(&records);
+        assert!(d.whole);
+        assert_eq!(String::from_utf8_lossy(&d.stdout), "[abc] -7 2.50\n(null)|   xy|\nplain\n");
+        assert_eq!(String::from_utf8_lossy(&d.stderr), "failed: 0\n");
     }
 
     #[test]
@@ -705,15 +730,15 @@ mod tests {
         bad[12..16].copy_from_slice(&0u32.to_le_bytes()); // no strings, but the format reads one
         records.extend(bad);
         records.extend(good);
-        let (text, whole) = decode_records(&records);
-        assert!(!whole);
-        assert_eq!(text, b"one 1\n");
+        let d = decode_records(&records);
+        assert!(!d.whole);
+        assert_eq!(d.stdout, b"one 1\n");
         // A size past the end, and one not a multiple of 8.
         let mut short = record("x\n", &[], &[]);
         short[0..4].copy_from_slice(&64u32.to_le_bytes());
-        assert_eq!(decode_records(&short), (Vec::new(), false));
+        assert_eq!(decode_records(&short), Decoded::default());
         short[0..4].copy_from_slice(&20u32.to_le_bytes());
-        assert_eq!(decode_records(&short), (Vec::new(), false));
+        assert_eq!(decode_records(&short), Decoded::default());
     }
 
     const CALLS: &str = r#"

@@ -178,7 +178,9 @@ pub fn oracle_cases(arch: &'static str) {
 /// through pointers, module variables (`__constant__`, `__device__`),
 /// half/bfloat16/double arithmetic, streams, events, callbacks, graphs,
 /// 2-D/3-D copies, managed and host memory, device printf (its output
-/// compared with `printf_kernel.expected`).
+/// compared with `printf_kernel.expected`), a failed device assertion
+/// (`cudaErrorAssert`, sticky, and its message on standard error:
+/// [`STDERR_LINES`]).
 ///
 /// Not here, and why: `dynamic_shared` asks for 96 KiB of shared memory per
 /// block (gfx1100 and gfx90a have 64 KiB: the driver refuses, as it
@@ -187,9 +189,8 @@ pub fn oracle_cases(arch: &'static str) {
 /// compiles to `v_mul_i32_i24`/`v_mul_hi_i32_i24`, which the emulator does
 /// not truncate to 24 bits, a known emulator error); `async_copy` (reads a
 /// clock with `s_sendmsg_rtn_b64`, which the emulator lacks);
-/// `device_malloc`, `device_assert` (no device-side malloc or assert
-/// message on AMD yet: a compile error that names malloc; a failed assert
-/// traps without its message);
+/// `device_malloc` (no device-side malloc on AMD yet: a compile error that
+/// names it);
 /// `dynamic_parallelism` (HIP cannot launch kernels from the device: a
 /// compile error that names the device-runtime function); `vmm` (the HIP
 /// backend has no virtual memory management yet); `barriers` (its
@@ -235,7 +236,15 @@ pub const PROGRAMS: &[&str] = &[
     "driver_api",
     "device_info",
     "printf_kernel",
+    "device_assert",
 ];
+
+/// Lines a program of [`PROGRAMS`] must write to standard error: what the
+/// device reported, in CUDA's words.
+pub const STDERR_LINES: &[(&str, &str)] = &[(
+    "device_assert",
+    "tests/cuda/device_assert.cu:10: void checks(const int *, int, int): block: [1,0,0], thread: [13,0,0] Assertion `p[i] != bad` failed.",
+)];
 
 /// Each program of [`PROGRAMS`] passes its own checks on the emulated `arch`.
 pub fn programs(arch: &str) {
@@ -300,6 +309,12 @@ fn run_program(out: &Path, manifest: &str, dir: &Path, arch: &str, name: &str) -
         let want = std::fs::read_to_string(&expected).map_err(|e| format!("{}: {e}", expected.display()))?;
         if stdout != want {
             return Err(format!("{name}: stdout differs from {}:\n--- got ---\n{stdout}--- want ---\n{want}", expected.display()));
+        }
+    }
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    for (_, line) in STDERR_LINES.iter().filter(|(n, _)| *n == name) {
+        if !stderr.lines().any(|l| l == *line) {
+            return Err(format!("{name}: stderr lacks `{line}`:\n{}", tail(&stderr)));
         }
     }
     // The log's backend line names the devices: the emulated one, not the CPU.

@@ -143,9 +143,7 @@ pub fn runtime_library(arch: &Arch, decls: &BTreeMap<String, String>) -> Result<
             "__anycuda_warp_gather" => warp_gather(),
             "__anycuda_exit" => exit(),
             "__anycuda_trap" => trap("__anycuda_trap", "ptr %ctx, i32 %thread, ptr %place"),
-            "__anycuda_assertfail" => {
-                trap("__anycuda_assertfail", "ptr %ctx, i32 %thread, ptr %message, ptr %file, i32 %line, ptr %function, i64 %char_size")
-            }
+            "__anycuda_assertfail" => assertfail(!decls.contains_key("__anycuda_vprintf")),
             "__anycuda_yield" => yield_(),
             "__anycuda_clock64" => clock64(arch),
             "__anycuda_globaltimer" => globaltimer(arch),
@@ -593,8 +591,7 @@ fn exit() -> String {
     )
 }
 
-/// `trap` and failed assertions: `s_trap`, which makes the HSA runtime
-/// fail the dispatch's queue. The assertion message is not reported.
+/// `trap`: `s_trap`, which makes the HSA runtime fail the dispatch's queue.
 fn trap(name: &str, params: &str) -> String {
     format!(
         "define internal void @{name}({params}) noreturn {ATTRS} {{
@@ -603,6 +600,81 @@ fn trap(name: &str, params: &str) -> String {
 }}
 "
     )
+}
+
+/// A failed `assert`: its message (CUDA's words,
+/// `printf_records::ASSERT_FORMAT`) as a record for standard error, the
+/// buffer's [`ASSERTED`](crate::cpu_abi::printf_records::ASSERTED) flag,
+/// and the end of the wavefront (`s_endpgm`): the host reports the
+/// assertion when it synchronises (`CUDA_ERROR_ASSERT`). Ended wavefronts
+/// no longer count at barriers, so the rest of the grid runs to its end.
+/// `with_printf`: the module does not define the record writer already.
+fn assertfail(with_printf: bool) -> String {
+    use crate::cpu_abi::{offsets, printf_records as pr};
+    let format = pr::ASSERT_FORMAT;
+    let layout = crate::printf::layout(format.as_bytes());
+    let mut table = vec![layout.bytes, layout.count, layout.strings.len() as u32];
+    table.extend(&layout.strings);
+    let table_text: Vec<String> = table.iter().map(|v| format!("i32 {v}")).collect();
+    let escaped: String = format
+        .bytes()
+        .map(|b| if b.is_ascii_graphic() && b != b'"' && b != b'\\' || b == b' ' { (b as char).to_string() } else { format!("\\{b:02X}") })
+        .collect();
+    let mut s = if with_printf { vprintf() } else { String::new() };
+    let (records_field, flags, asserted, stderr) = (offsets::PRINTF_RECORDS, pr::FLAGS, pr::ASSERTED, pr::STDERR as i32);
+    let _ = write!(
+        s,
+        "@__anycuda_amd.assert_format = internal unnamed_addr constant [{n} x i8] c\"{escaped}\\00\", align 1
+@__anycuda_amd.assert_layout = internal unnamed_addr constant [{k} x i32] [{table}], align 4
+
+define internal void @__anycuda_assertfail(ptr %ctx, i32 %thread, ptr %message, ptr %file, i32 %line, ptr %function, i64 %char_size) noreturn {ATTRS} {{
+  %a.p = alloca [{bytes} x i8], align 8, addrspace(5)
+  %a = addrspacecast ptr addrspace(5) %a.p to ptr
+  store ptr %file, ptr %a, align 8
+  %line.p = getelementptr i8, ptr %a, i64 8
+  store i32 %line, ptr %line.p, align 4
+  %function.p = getelementptr i8, ptr %a, i64 16
+  store ptr %function, ptr %function.p, align 8
+  %bx = call i32 @llvm.amdgcn.workgroup.id.x()
+  %bx.p = getelementptr i8, ptr %a, i64 24
+  store i32 %bx, ptr %bx.p, align 4
+  %by = call i32 @llvm.amdgcn.workgroup.id.y()
+  %by.p = getelementptr i8, ptr %a, i64 28
+  store i32 %by, ptr %by.p, align 4
+  %bz = call i32 @llvm.amdgcn.workgroup.id.z()
+  %bz.p = getelementptr i8, ptr %a, i64 32
+  store i32 %bz, ptr %bz.p, align 4
+  %tx = call i32 @llvm.amdgcn.workitem.id.x()
+  %tx.p = getelementptr i8, ptr %a, i64 36
+  store i32 %tx, ptr %tx.p, align 4
+  %ty = call i32 @llvm.amdgcn.workitem.id.y()
+  %ty.p = getelementptr i8, ptr %a, i64 40
+  store i32 %ty, ptr %ty.p, align 4
+  %tz = call i32 @llvm.amdgcn.workitem.id.z()
+  %tz.p = getelementptr i8, ptr %a, i64 44
+  store i32 %tz, ptr %tz.p, align 4
+  %message.p = getelementptr i8, ptr %a, i64 48
+  store ptr %message, ptr %message.p, align 8
+  %r = call i32 @__anycuda_amd.record(ptr %ctx, ptr @__anycuda_amd.assert_format, ptr %a, ptr @__anycuda_amd.assert_layout, i32 {stderr})
+  %buf.p = getelementptr i8, ptr %ctx, i64 {records_field}
+  %buf = load ptr, ptr %buf.p, align 8
+  %nobuf = icmp eq ptr %buf, null
+  br i1 %nobuf, label %end, label %flag
+flag:
+  %flags.p = getelementptr i8, ptr %buf, i64 {flags}
+  %old = atomicrmw or ptr %flags.p, i32 {asserted} syncscope(\"agent\") monotonic, align 4
+  br label %end
+end:
+  call void @llvm.amdgcn.endpgm()
+  unreachable
+}}
+",
+        n = format.len() + 1,
+        k = table.len(),
+        table = table_text.join(", "),
+        bytes = layout.bytes,
+    );
+    s
 }
 
 /// Device printf: the call's record (`cpu_abi::printf_records`: the
@@ -646,6 +718,11 @@ define internal ptr @__anycuda_amd.string_arg(ptr %args, ptr %layout, i32 %i) {A
 }}
 
 define internal i32 @__anycuda_vprintf(ptr %ctx, i32 %thread, ptr %format, ptr %args, ptr %layout) {ATTRS} {{
+  %r = call i32 @__anycuda_amd.record(ptr %ctx, ptr %format, ptr %args, ptr %layout, i32 0)
+  ret i32 %r
+}}
+
+define internal i32 @__anycuda_amd.record(ptr %ctx, ptr %format, ptr %args, ptr %layout, i32 %flags) {ATTRS} {{
 entry:
   %buf.p = getelementptr i8, ptr %ctx, i64 {records_field}
   %buf = load ptr, ptr %buf.p, align 8
@@ -710,7 +787,8 @@ write:
   %rec = getelementptr i8, ptr %buf, i64 %rec.off
   store i32 %size, ptr %rec, align 8
   %h1 = getelementptr i8, ptr %rec, i64 4
-  store i32 %flen, ptr %h1, align 4
+  %flen.flags = or i32 %flen, %flags
+  store i32 %flen.flags, ptr %h1, align 4
   %h2 = getelementptr i8, ptr %rec, i64 8
   store i32 %abytes, ptr %h2, align 8
   %h3 = getelementptr i8, ptr %rec, i64 12
