@@ -506,8 +506,11 @@ impl BackendQueue for HipQueue {
             return false;
         }
         self.idle();
+        // The driver's synchronisations end with a query that finds the
+        // queue idle: device printf's output and failed assertions are
+        // taken here too (waiting for the device only after a launch of a
+        // module that may print); `synchronize` reports the assertion.
         self.printf.drain(self.device);
-        // A failed assertion: `synchronize` reports it.
         !self.printf.assert_pending(self.device)
     }
 
@@ -533,6 +536,9 @@ fn other(log: String) -> ModuleError {
 pub struct HipModule {
     hip: Arc<Hip>,
     printf: Arc<printf::PrintfBuffers>,
+    /// The PTX calls `vprintf` or `__assertfail`: its kernels get the
+    /// device's printf buffer.
+    prints: bool,
     device: usize,
     jit: Arc<jit::JitModule>,
     /// The shared unit's code object: the whole module, or the variables
@@ -571,6 +577,7 @@ impl HipModule {
         let mut loaded = HipModule {
             hip: hip.clone(),
             printf,
+            prints: ptx.contains("vprintf") || ptx.contains("__assertfail"),
             device,
             jit: module.clone(),
             module: None,
@@ -721,9 +728,14 @@ impl HipModule {
         let e = unsafe { (self.hip.set_device)(self.device as i32) };
         self.hip.check(e, "hipSetDevice").map_err(LaunchFault::Failed)?;
         // The kernel's parameters, then the address of the device's printf
-        // records (`compiler::targets::amdgpu::printf_records_arg`).
-        let _launching = self.printf.launching();
-        let records = self.printf.buffer(self.device).map_err(LaunchFault::Failed)?;
+        // records (`compiler::targets::amdgpu::printf_records_arg`) for a
+        // module that may print, else null.
+        let (records, _launching) = if self.prints {
+            let (p, gate) = self.printf.launching(self.device).map_err(LaunchFault::Failed)?;
+            (p, Some(gate))
+        } else {
+            (0, None)
+        };
         let param_bytes = self.kernels.get(kernel).map_or(launch.params.len(), |k| k.param_bytes as usize);
         let mut params = launch.params.get(..param_bytes).unwrap_or(launch.params).to_vec();
         params.resize(compiler::targets::amdgpu::printf_records_arg(param_bytes), 0);

@@ -8,12 +8,16 @@
 //! writes its message (to standard error) the same way and flags the
 //! buffer: the next synchronisation reports it (`CUDA_ERROR_ASSERT`).
 //!
-//! Emptying the buffer needs every kernel that may still append to it
-//! finished: a drain that finds records waits for the whole device, under
-//! a lock that launches take to enqueue (a kernel enqueued meanwhile
-//! waits for the drain instead of writing into a buffer being reset).
+//! Only kernels of modules that call `vprintf` or `__assertfail` get the
+//! buffer (the others get a null address and cost nothing): a launch of
+//! one marks the device pending. Emptying the buffer needs every kernel
+//! that may still append to it finished: a synchronisation that finds the
+//! device pending waits for the whole device, under a lock that such
+//! launches take to enqueue (a kernel enqueued meanwhile waits for the
+//! drain instead of writing into a buffer being reset).
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 use compiler::cpu_abi::printf_records as layout;
@@ -32,6 +36,9 @@ pub struct PrintfBuffers {
     buffers: Vec<Mutex<Option<u64>>>,
     /// Per device, a failed assertion's message not reported yet.
     asserted: Vec<Mutex<Option<String>>>,
+    /// Per device, a kernel that may print was launched since the last
+    /// drain.
+    pending: Vec<AtomicBool>,
     /// Launches read, drains write (see the module notes).
     gate: RwLock<()>,
 }
@@ -42,18 +49,25 @@ impl PrintfBuffers {
             hip,
             buffers: (0..devices).map(|_| Mutex::new(None)).collect(),
             asserted: (0..devices).map(|_| Mutex::new(None)).collect(),
+            pending: (0..devices).map(|_| AtomicBool::new(false)).collect(),
             gate: RwLock::new(()),
         }
     }
 
-    /// Held while a launch is enqueued.
-    pub fn launching(&self) -> RwLockReadGuard<'_, ()> {
-        self.gate.read().unwrap_or_else(|e| e.into_inner())
+    /// For the launch of a kernel that may print on device `device` (the
+    /// current HIP device): the buffer's address, made at the first call,
+    /// and the lock to hold while the launch is enqueued. The device is
+    /// pending from now on.
+    pub fn launching(&self, device: usize) -> Result<(u64, RwLockReadGuard<'_, ()>), String> {
+        let gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
+        let p = self.buffer(device)?;
+        if let Some(pending) = self.pending.get(device) {
+            pending.store(true, Ordering::Release);
+        }
+        Ok((p, gate))
     }
 
-    /// Device `device`'s buffer (the current HIP device), made at the
-    /// first call.
-    pub fn buffer(&self, device: usize) -> Result<u64, String> {
+    fn buffer(&self, device: usize) -> Result<u64, String> {
         let slot = self.buffers.get(device).ok_or_else(|| format!("no HIP device {device}"))?;
         let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(p) = *slot {
@@ -91,11 +105,11 @@ impl PrintfBuffers {
     /// and empties the buffer; a failed assertion becomes pending
     /// ([`PrintfBuffers::take_assert`]).
     pub fn drain(&self, device: usize) {
-        let Some(p) = self.buffers.get(device).and_then(|s| *s.lock().unwrap_or_else(|e| e.into_inner())) else { return };
-        let Some(header) = self.header(p) else { return };
-        if header == [0, 0, 0] {
+        let Some(pending) = self.pending.get(device) else { return };
+        if !pending.load(Ordering::Acquire) {
             return;
         }
+        let Some(p) = self.buffers.get(device).and_then(|s| *s.lock().unwrap_or_else(|e| e.into_inner())) else { return };
         let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
         // SAFETY: plain calls.
         let e = unsafe {
@@ -110,7 +124,12 @@ impl PrintfBuffers {
             // A fault: the stream's synchronisation reports it.
             return;
         }
+        // Every kernel launched so far has finished, and none can start.
+        pending.store(false, Ordering::Release);
         let Some([used, dropped, flags]) = self.header(p) else { return };
+        if [used, dropped, flags] == [0, 0, 0] {
+            return;
+        }
         let len = (used as usize).min(CAPACITY);
         let mut records = vec![0u8; len];
         // SAFETY: the buffer holds `CAPACITY` bytes of records.

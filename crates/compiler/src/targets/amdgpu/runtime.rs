@@ -616,15 +616,12 @@ fn assertfail(with_printf: bool) -> String {
     let mut table = vec![layout.bytes, layout.count, layout.strings.len() as u32];
     table.extend(&layout.strings);
     let table_text: Vec<String> = table.iter().map(|v| format!("i32 {v}")).collect();
-    let escaped: String = format
-        .bytes()
-        .map(|b| if b.is_ascii_graphic() && b != b'"' && b != b'\\' || b == b' ' { (b as char).to_string() } else { format!("\\{b:02X}") })
-        .collect();
+    let literal = crate::ir::c_bytes(format!("{format}\0").as_bytes());
     let mut s = if with_printf { vprintf() } else { String::new() };
     let (records_field, flags, asserted, stderr) = (offsets::PRINTF_RECORDS, pr::FLAGS, pr::ASSERTED, pr::STDERR as i32);
     let _ = write!(
         s,
-        "@__anycuda_amd.assert_format = internal unnamed_addr constant [{n} x i8] c\"{escaped}\\00\", align 1
+        "@__anycuda_amd.assert_format = internal unnamed_addr constant [{n} x i8] {literal}, align 1
 @__anycuda_amd.assert_layout = internal unnamed_addr constant [{k} x i32] [{table}], align 4
 
 define internal void @__anycuda_assertfail(ptr %ctx, i32 %thread, ptr %message, ptr %file, i32 %line, ptr %function, i64 %char_size) noreturn {ATTRS} {{
