@@ -178,10 +178,14 @@ impl Hip {
         f
     }
 
-    /// Launches with the packed parameter buffer (`extra` form).
+    /// Launches with the packed parameter buffer (`extra` form), followed,
+    /// as anycuda's AMD kernels take it, by a null printf buffer address
+    /// at the parameters' size rounded up to 8.
     pub fn launch(&self, f: P, grid: [u32; 3], block: [u32; 3], shared: u32, args: &Args) -> c_int {
-        let mut size = args.bytes.len();
-        let mut extra: [P; 5] = [1 as P, args.bytes.as_ptr() as P, 2 as P, &mut size as *mut usize as P, 3 as P];
+        let mut bytes = args.bytes.clone();
+        bytes.resize(bytes.len().next_multiple_of(8) + 8, 0);
+        let mut size = bytes.len();
+        let mut extra: [P; 5] = [1 as P, bytes.as_ptr() as P, 2 as P, &mut size as *mut usize as P, 3 as P];
         hipcall!(self, hipModuleLaunchKernel: fn(P, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, P, *mut P, *mut P)(
             f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, null_mut(), null_mut(), extra.as_mut_ptr()
         ))
