@@ -543,9 +543,10 @@ pub fn constant_string(m: &ptx::ast::Module, b: &ptx::ast::Body, call: usize, pa
                 Operand::Global(s) => break 'resolve (s, 0),
                 Operand::GlobalOffset(s, o) => break 'resolve (s, o),
                 Operand::Reg(r) => {
+                    let mut defs = Vec::new();
                     let mut writes = b.statements.iter().filter_map(|s| match s {
                         Statement::Instruction(inst) => {
-                            let mut defs = Vec::new();
+                            defs.clear();
                             b.defs(inst, &mut defs);
                             defs.contains(&r).then_some(inst)
                         }

@@ -617,6 +617,19 @@ fn assertfail(with_printf: bool) -> String {
     table.extend(&layout.strings);
     let table_text: Vec<String> = table.iter().map(|v| format!("i32 {v}")).collect();
     let literal = crate::ir::c_bytes(format!("{format}\0").as_bytes());
+    // The block's and the thread's coordinates, at offsets 24 to 44.
+    let mut ids = String::new();
+    for (k, (name, intrinsic)) in ["bx", "by", "bz", "tx", "ty", "tz"]
+        .iter()
+        .zip(["workgroup.id.x", "workgroup.id.y", "workgroup.id.z", "workitem.id.x", "workitem.id.y", "workitem.id.z"])
+        .enumerate()
+    {
+        let _ = write!(
+            ids,
+            "  %{name} = call i32 @llvm.amdgcn.{intrinsic}()\n  %{name}.p = getelementptr i8, ptr %a, i64 {}\n  store i32 %{name}, ptr %{name}.p, align 4\n",
+            24 + 4 * k
+        );
+    }
     let mut s = if with_printf { vprintf() } else { String::new() };
     let (records_field, flags, asserted, stderr) = (offsets::PRINTF_RECORDS, pr::FLAGS, pr::ASSERTED, pr::STDERR as i32);
     let _ = write!(
@@ -632,25 +645,7 @@ define internal void @__anycuda_assertfail(ptr %ctx, i32 %thread, ptr %message, 
   store i32 %line, ptr %line.p, align 4
   %function.p = getelementptr i8, ptr %a, i64 16
   store ptr %function, ptr %function.p, align 8
-  %bx = call i32 @llvm.amdgcn.workgroup.id.x()
-  %bx.p = getelementptr i8, ptr %a, i64 24
-  store i32 %bx, ptr %bx.p, align 4
-  %by = call i32 @llvm.amdgcn.workgroup.id.y()
-  %by.p = getelementptr i8, ptr %a, i64 28
-  store i32 %by, ptr %by.p, align 4
-  %bz = call i32 @llvm.amdgcn.workgroup.id.z()
-  %bz.p = getelementptr i8, ptr %a, i64 32
-  store i32 %bz, ptr %bz.p, align 4
-  %tx = call i32 @llvm.amdgcn.workitem.id.x()
-  %tx.p = getelementptr i8, ptr %a, i64 36
-  store i32 %tx, ptr %tx.p, align 4
-  %ty = call i32 @llvm.amdgcn.workitem.id.y()
-  %ty.p = getelementptr i8, ptr %a, i64 40
-  store i32 %ty, ptr %ty.p, align 4
-  %tz = call i32 @llvm.amdgcn.workitem.id.z()
-  %tz.p = getelementptr i8, ptr %a, i64 44
-  store i32 %tz, ptr %tz.p, align 4
-  %message.p = getelementptr i8, ptr %a, i64 48
+{ids}  %message.p = getelementptr i8, ptr %a, i64 48
   store ptr %message, ptr %message.p, align 8
   %r = call i32 @__anycuda_amd.record(ptr %ctx, ptr @__anycuda_amd.assert_format, ptr %a, ptr @__anycuda_amd.assert_layout, i32 {stderr})
   %buf.p = getelementptr i8, ptr %ctx, i64 {records_field}
