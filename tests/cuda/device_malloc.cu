@@ -1,6 +1,8 @@
 // Dynamic memory in kernels: malloc/free per thread, new/delete of arrays and
 // of objects with constructors and destructors, memory allocated in one
-// kernel and freed in another, cudaLimitMallocHeapSize.
+// kernel and freed in another, cudaLimitMallocHeapSize (a block larger than
+// the default 8 MiB heap fits in the 32 MiB one set here; one larger than
+// the heap is null).
 #include "common.cuh"
 
 struct Tracker {
@@ -51,6 +53,20 @@ __global__ void use_and_free_block(int n, long long *out) {
     }
 }
 
+__global__ void big_blocks(size_t fits, size_t too_big, int *out) {
+    char *p = (char *)malloc(fits);
+    out[0] = p != nullptr;
+    if (p) {
+        p[0] = 1;
+        p[fits - 1] = 2;
+        out[1] = p[0] + p[fits - 1];
+        free(p);
+    }
+    char *q = (char *)malloc(too_big);
+    out[2] = q == nullptr;
+    if (q) free(q);
+}
+
 int main() {
     size_t heap = 0;
     CHECK(cudaDeviceSetLimit(cudaLimitMallocHeapSize, 32u << 20));
@@ -90,6 +106,15 @@ int main() {
     for (int k = 0; k < 1000; k++) want += k * k;
     EXPECT_EQ(hout, want, "cross-kernel allocation", 0);
 
-    CHECK(cudaFree(sums)); CHECK(cudaFree(nulls)); CHECK(cudaFree(dtors)); CHECK(cudaFree(out));
+    int *flags, hf[3] = {0, 0, 0};
+    CHECK(cudaMalloc(&flags, sizeof hf));
+    big_blocks<<<1, 1>>>(20u << 20, 256u << 20, flags);
+    CHECK_KERNEL();
+    CHECK(cudaMemcpy(hf, flags, sizeof hf, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(hf[0], 1, "a 20 MiB block in the 32 MiB heap", 0);
+    EXPECT_EQ(hf[1], 3, "the 20 MiB block's first and last bytes", 1);
+    EXPECT_EQ(hf[2], 1, "a 256 MiB block is null", 2);
+
+    CHECK(cudaFree(sums)); CHECK(cudaFree(nulls)); CHECK(cudaFree(dtors)); CHECK(cudaFree(out)); CHECK(cudaFree(flags));
     return finish();
 }

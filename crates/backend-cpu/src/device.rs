@@ -548,6 +548,9 @@ impl BackendModule for CpuModule {
     fn launch(&self, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault> {
         let code = self.code_for(kernel, launch).map_err(|e| LaunchFault::Failed(e.log))?;
         let options = LaunchOptions { cooperative: launch.cooperative, pending_launch_limit: Some(launch.pending_launch_limit) };
+        // The context's heap limit as of this launch (the heap is the
+        // process's: CPU devices share the host's memory).
+        Executor::global().heap().set_limit(usize::try_from(launch.heap_limit).unwrap_or(usize::MAX));
         let start = std::time::Instant::now();
         // SAFETY: the code is alive (`code` holds it) and the driver built the
         // parameter buffer from this kernel's layout; what the pointers in it

@@ -196,6 +196,8 @@ fn launch(module: &Arc<dyn BackendModule>, kernel: &str, block: u32, args: &[u64
         params: &params,
         cooperative: false,
         pending_launch_limit: 2048,
+        heap_limit: 8 << 20,
+        printf_fifo_size: 1 << 20,
     };
     module.launch(k, &launch)
 }

@@ -213,6 +213,8 @@ impl Fixture {
             params: &params,
             cooperative: false,
             pending_launch_limit: 2048,
+            heap_limit: 8 << 20,
+            printf_fifo_size: 1 << 20,
         };
         self.module.launch(k, &launch)
     }

@@ -114,6 +114,8 @@ impl Run {
             params: &params,
             cooperative: false,
             pending_launch_limit: 2048,
+            heap_limit: 8 << 20,
+            printf_fifo_size: 1 << 20,
         };
         self.module.launch(0, &launch).expect("the launch succeeds");
         privatised_launches() - before > 0
@@ -266,6 +268,8 @@ fn a_last_block_that_sums_the_bins_sees_every_add() {
                 params: &buf,
                 cooperative: false,
                 pending_launch_limit: 2048,
+                heap_limit: 8 << 20,
+                printf_fifo_size: 1 << 20,
             };
             run.module.launch(0, &launch).expect("the launch succeeds");
             assert_eq!(privatised_launches(), before, "{fence} {warp:?}: not privatised");

@@ -101,6 +101,8 @@ fn torn_reads(warp: compiler::WarpMode, memcheck: bool, count: u32) -> u32 {
         params: &params,
         cooperative: false,
         pending_launch_limit: 2048,
+        heap_limit: 8 << 20,
+        printf_fifo_size: 1 << 20,
     };
     module.launch(0, &launch).expect("the launch succeeds");
     let mut out = [0u8; 4];

@@ -511,7 +511,7 @@ impl BackendQueue for HipQueue {
         // taken here too (waiting for the device only after a launch of a
         // module that may print); `synchronize` reports the assertion.
         self.printf.drain(self.device);
-        !self.printf.assert_pending(self.device)
+        !self.printf.fault_pending(self.device)
     }
 
     fn synchronize(&self) -> Result<(), LaunchFault> {
@@ -520,7 +520,7 @@ impl BackendQueue for HipQueue {
         self.idle();
         if e == api::HIP_SUCCESS {
             self.printf.drain(self.device);
-            self.printf.take_assert(self.device).map_or(Ok(()), |m| Err(LaunchFault::Assert(m)))
+            self.printf.take_fault(self.device)
         } else {
             Err(fault(&self.hip, e))
         }
@@ -536,8 +536,9 @@ fn other(log: String) -> ModuleError {
 pub struct HipModule {
     hip: Arc<Hip>,
     printf: Arc<printf::PrintfBuffers>,
-    /// The PTX calls `vprintf` or `__assertfail`: its kernels get the
-    /// device's printf buffer.
+    /// The PTX may call `vprintf` or `__assertfail` or trap (it names
+    /// them; a name in a comment only costs the buffer): its kernels get
+    /// the device's printf buffer.
     prints: bool,
     device: usize,
     jit: Arc<jit::JitModule>,
@@ -577,7 +578,7 @@ impl HipModule {
         let mut loaded = HipModule {
             hip: hip.clone(),
             printf,
-            prints: ptx.contains("vprintf") || ptx.contains("__assertfail"),
+            prints: ["vprintf", "__assertfail", "trap", "brkpt"].iter().any(|w| ptx.contains(w)),
             device,
             jit: module.clone(),
             module: None,
@@ -703,7 +704,7 @@ impl BackendModule for HipModule {
         match unsafe { (self.hip.device_synchronize)() } {
             api::HIP_SUCCESS => {
                 self.printf.drain(self.device);
-                self.printf.take_assert(self.device).map_or(Ok(()), |m| Err(LaunchFault::Assert(m)))
+                self.printf.take_fault(self.device)
             }
             e => Err(fault(&self.hip, e)),
         }
@@ -731,7 +732,7 @@ impl HipModule {
         // records (`compiler::targets::amdgpu::printf_records_arg`) for a
         // module that may print, else null.
         let (records, _launching) = if self.prints {
-            let (p, gate) = self.printf.launching(self.device).map_err(LaunchFault::Failed)?;
+            let (p, gate) = self.printf.launching(self.device, launch.printf_fifo_size).map_err(LaunchFault::Failed)?;
             (p, Some(gate))
         } else {
             (0, None)

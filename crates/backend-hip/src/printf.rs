@@ -6,9 +6,13 @@
 //! synchronises with the device (a stream or the context), as CUDA
 //! prints a kernel's output at synchronisation points. A failed assertion
 //! writes its message (to standard error) the same way and flags the
-//! buffer: the next synchronisation reports it (`CUDA_ERROR_ASSERT`).
+//! buffer: the next synchronisation reports it (`CUDA_ERROR_ASSERT`). A
+//! `trap` writes where it happened as a record for the error and flags
+//! the buffer too: the next synchronisation fails the launch
+//! (`CUDA_ERROR_LAUNCH_FAILED`) instead of the HSA runtime failing the
+//! queue, which aborts the process.
 //!
-//! Only kernels of modules that call `vprintf` or `__assertfail` get the
+//! Only kernels of modules that may print, assert or trap get the
 //! buffer (the others get a null address and cost nothing): a launch of
 //! one marks the device pending. Emptying the buffer needs every kernel
 //! that may still append to it finished: a synchronisation that finds the
@@ -22,20 +26,32 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 use compiler::cpu_abi::printf_records as layout;
 
+use driver::backend::LaunchFault;
+
 use crate::api::{self, Hip};
 
-/// Bytes of records a device's buffer holds: CUDA's default printf FIFO
-/// (`cudaLimitPrintfFifoSize`, 1 MiB). Records that do not fit between two
-/// synchronisations are dropped, counted, and reported in the log.
-pub const CAPACITY: usize = 1 << 20;
+/// Bytes of records a device's buffer holds at most: the buffer's
+/// capacity is the context's `cudaLimitPrintfFifoSize` (1 MiB unless the
+/// program sets it), capped where the header's `u32` offsets end. Records
+/// that do not fit between two synchronisations are dropped, counted, and
+/// reported in the log.
+pub const MAX_CAPACITY: usize = (u32::MAX as usize) & !7;
+
+/// A device's record buffer: its address and the bytes of records it
+/// holds.
+#[derive(Clone, Copy)]
+struct Buffer {
+    address: u64,
+    capacity: usize,
+}
 
 /// The record buffers of a backend's devices, made at a device's first
-/// launch.
+/// launch that may print.
 pub struct PrintfBuffers {
     hip: Arc<Hip>,
-    buffers: Vec<Mutex<Option<u64>>>,
-    /// Per device, a failed assertion's message not reported yet.
-    asserted: Vec<Mutex<Option<String>>>,
+    buffers: Vec<Mutex<Option<Buffer>>>,
+    /// Per device, a failed assertion or a trap not reported yet.
+    faults: Vec<Mutex<Option<LaunchFault>>>,
     /// Per device, a kernel that may print was launched since the last
     /// drain.
     pending: Vec<AtomicBool>,
@@ -48,38 +64,53 @@ impl PrintfBuffers {
         PrintfBuffers {
             hip,
             buffers: (0..devices).map(|_| Mutex::new(None)).collect(),
-            asserted: (0..devices).map(|_| Mutex::new(None)).collect(),
+            faults: (0..devices).map(|_| Mutex::new(None)).collect(),
             pending: (0..devices).map(|_| AtomicBool::new(false)).collect(),
             gate: RwLock::new(()),
         }
     }
 
     /// For the launch of a kernel that may print on device `device` (the
-    /// current HIP device): the buffer's address, made at the first call,
-    /// and the lock to hold while the launch is enqueued. The device is
-    /// pending from now on.
-    pub fn launching(&self, device: usize) -> Result<(u64, RwLockReadGuard<'_, ()>), String> {
+    /// current HIP device) with the context's printf FIFO size `fifo`: the
+    /// buffer's address, and the lock to hold while the launch is
+    /// enqueued. The device is pending from now on.
+    pub fn launching(&self, device: usize, fifo: u64) -> Result<(u64, RwLockReadGuard<'_, ()>), String> {
         let gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
-        let p = self.buffer(device)?;
-        if let Some(pending) = self.pending.get(device) {
-            pending.store(true, Ordering::Release);
-        }
+        let capacity = usize::try_from(fifo).unwrap_or(MAX_CAPACITY).clamp(8, MAX_CAPACITY) & !7;
+        let p = self.buffer(device, capacity)?;
         Ok((p, gate))
     }
 
-    fn buffer(&self, device: usize) -> Result<u64, String> {
-        let slot = self.buffers.get(device).ok_or_else(|| format!("no HIP device {device}"))?;
+    /// The device's buffer, made with `capacity` bytes of records at the
+    /// first call, for a launch: the device is pending from now on. A
+    /// buffer of another capacity is replaced when no launch since the last
+    /// drain may use it (the device is not pending: the drain waited for
+    /// the device, and launches that may print hold the gate the caller
+    /// holds and mark the device pending under the slot's lock); otherwise
+    /// it is kept until then.
+    fn buffer(&self, device: usize, capacity: usize) -> Result<u64, String> {
+        let (Some(slot), Some(pending)) = (self.buffers.get(device), self.pending.get(device)) else {
+            return Err(format!("no HIP device {device}"));
+        };
         let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = *slot {
-            return Ok(p);
+        let busy = pending.swap(true, Ordering::AcqRel);
+        match *slot {
+            Some(b) if b.capacity == capacity || busy => return Ok(b.address),
+            Some(b) => {
+                tracing::debug!("device printf: HIP device {device}'s buffer changes from {} to {capacity} bytes", b.capacity);
+                // SAFETY: ours, and no kernel that may use it is running.
+                unsafe { (self.hip.free)(b.address as *mut c_void) };
+                *slot = None;
+            }
+            None => {}
         }
-        let bytes = layout::RECORDS + CAPACITY;
+        let bytes = layout::RECORDS + capacity;
         let mut p = std::ptr::null_mut();
         // SAFETY: valid out-pointer.
         let e = unsafe { (self.hip.malloc)(&mut p, bytes) };
         self.hip.check(e, "hipMalloc (the printf buffer)")?;
         let mut header = [0u8; layout::RECORDS];
-        header[layout::CAPACITY..layout::CAPACITY + 4].copy_from_slice(&(CAPACITY as u32).to_le_bytes());
+        header[layout::CAPACITY..layout::CAPACITY + 4].copy_from_slice(&(capacity as u32).to_le_bytes());
         // SAFETY: `p` is `bytes` long.
         let e = unsafe { (self.hip.memcpy)(p, header.as_ptr().cast(), header.len(), api::MEMCPY_HOST_TO_DEVICE) };
         if let Err(why) = self.hip.check(e, "hipMemcpy (the printf buffer)") {
@@ -87,29 +118,32 @@ impl PrintfBuffers {
             unsafe { (self.hip.free)(p) };
             return Err(why);
         }
-        *slot = Some(p as u64);
+        *slot = Some(Buffer { address: p as u64, capacity });
         Ok(p as u64)
     }
 
-    /// Whether device `device` has a failed assertion to report.
-    pub fn assert_pending(&self, device: usize) -> bool {
-        self.asserted.get(device).is_some_and(|a| a.lock().unwrap_or_else(|e| e.into_inner()).is_some())
+    /// Whether device `device` has a failed assertion or a trap to report.
+    pub fn fault_pending(&self, device: usize) -> bool {
+        self.faults.get(device).is_some_and(|a| a.lock().unwrap_or_else(|e| e.into_inner()).is_some())
     }
 
-    /// Device `device`'s failed assertion, reported once.
-    pub fn take_assert(&self, device: usize) -> Option<String> {
-        self.asserted.get(device)?.lock().unwrap_or_else(|e| e.into_inner()).take()
+    /// Device `device`'s failed assertion or trap, reported once.
+    pub fn take_fault(&self, device: usize) -> Result<(), LaunchFault> {
+        self.faults.get(device).and_then(|f| f.lock().unwrap_or_else(|e| e.into_inner()).take()).map_or(Ok(()), Err)
     }
 
     /// Prints device `device`'s records, if it has a buffer and records,
-    /// and empties the buffer; a failed assertion becomes pending
-    /// ([`PrintfBuffers::take_assert`]).
+    /// and empties the buffer; a failed assertion or a trap becomes pending
+    /// ([`PrintfBuffers::take_fault`]).
     pub fn drain(&self, device: usize) {
         let Some(pending) = self.pending.get(device) else { return };
         if !pending.load(Ordering::Acquire) {
             return;
         }
-        let Some(p) = self.buffers.get(device).and_then(|s| *s.lock().unwrap_or_else(|e| e.into_inner())) else { return };
+        let Some(Buffer { address: p, capacity }) = self.buffers.get(device).and_then(|s| *s.lock().unwrap_or_else(|e| e.into_inner()))
+        else {
+            return;
+        };
         let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
         // SAFETY: plain calls.
         let e = unsafe {
@@ -130,9 +164,9 @@ impl PrintfBuffers {
         if [used, dropped, flags] == [0, 0, 0] {
             return;
         }
-        let len = (used as usize).min(CAPACITY);
+        let len = (used as usize).min(capacity);
         let mut records = vec![0u8; len];
-        // SAFETY: the buffer holds `CAPACITY` bytes of records.
+        // SAFETY: the buffer holds `capacity` bytes of records.
         let e = unsafe {
             (self.hip.memcpy)(records.as_mut_ptr().cast(), (p as usize + layout::RECORDS) as *const c_void, len, api::MEMCPY_DEVICE_TO_HOST)
         };
@@ -149,16 +183,23 @@ impl PrintfBuffers {
         let decoded = compiler::printf::decode_records(&records);
         write_c(Stream::Out, &decoded.stdout);
         write_c(Stream::Err, &decoded.stderr);
-        if flags & layout::ASSERTED != 0 {
+        let fault = if flags & layout::TRAPPED != 0 {
+            let text = String::from_utf8_lossy(&decoded.faults);
+            Some(LaunchFault::Trap(if text.is_empty() { "a thread executed trap".into() } else { text.into_owned() }))
+        } else if flags & layout::ASSERTED != 0 {
             let text = String::from_utf8_lossy(&decoded.stderr);
             let message = text.lines().find(|l| l.contains("Assertion")).unwrap_or("a device assertion failed").to_string();
-            if let Some(slot) = self.asserted.get(device) {
-                slot.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(message);
-            }
+            Some(LaunchFault::Assert(message))
+        } else {
+            None
+        };
+        if let (Some(fault), Some(slot)) = (fault, self.faults.get(device)) {
+            tracing::error!("HIP device {device}: {fault}");
+            slot.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(fault);
         }
         if dropped > 0 {
             tracing::warn!(
-                "device printf: {dropped} call(s) on HIP device {device} did not fit in the {CAPACITY}-byte printf buffer and were dropped"
+                "device printf: {dropped} call(s) on HIP device {device} did not fit in the {capacity}-byte printf buffer (cudaLimitPrintfFifoSize) and were dropped"
             );
         }
         if !decoded.whole {
@@ -180,9 +221,9 @@ impl PrintfBuffers {
 impl Drop for PrintfBuffers {
     fn drop(&mut self) {
         for slot in &self.buffers {
-            if let Some(p) = *slot.lock().unwrap_or_else(|e| e.into_inner()) {
+            if let Some(b) = *slot.lock().unwrap_or_else(|e| e.into_inner()) {
                 // SAFETY: ours; nothing runs once the backend goes.
-                unsafe { (self.hip.free)(p as *mut c_void) };
+                unsafe { (self.hip.free)(b.address as *mut c_void) };
             }
         }
     }

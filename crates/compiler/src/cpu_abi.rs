@@ -45,7 +45,10 @@ pub struct BlockCtx {
     /// Offset of the dynamic part (`extern .shared` arrays) in the window.
     pub dynamic_shared_offset: u32,
     pub dynamic_shared_bytes: u32,
-    pub _pad: u32,
+    /// Targets whose `exit` in a called function returns
+    /// (`TargetFacts::exit_returns`, AMD GPUs): set to 1 by that `exit`;
+    /// callers stop after a call that left it set. Unused on the host.
+    pub exited: u32,
     pub gridid: u64,
     /// `%envreg0`..`%envreg31`; cooperative launches put the grid-sync
     /// workspace address in envreg1 (high 32 bits) / envreg2 (low 32 bits),
@@ -231,6 +234,7 @@ pub mod offsets {
     pub const SHARED_BYTES: usize = offset_of!(BlockCtx, shared_bytes);
     pub const DYNAMIC_SHARED_OFFSET: usize = offset_of!(BlockCtx, dynamic_shared_offset);
     pub const DYNAMIC_SHARED_BYTES: usize = offset_of!(BlockCtx, dynamic_shared_bytes);
+    pub const EXITED: usize = offset_of!(BlockCtx, exited);
     pub const GRIDID: usize = offset_of!(BlockCtx, gridid);
     pub const ENVREG: usize = offset_of!(BlockCtx, envreg);
     pub const CHAIN_END: usize = offset_of!(BlockCtx, chain_end);
@@ -264,7 +268,9 @@ pub mod offsets {
 /// null pointer), `u32` 0 and the string's bytes (no NUL), padded to 8.
 /// `crate::printf::decode_records` reads them. Failed assertions write
 /// their message as a record to standard error and set
-/// [`printf_records::ASSERTED`] in the header's flags.
+/// [`printf_records::ASSERTED`] in the header's flags; traps write where
+/// they happened as a record for the host's error
+/// ([`printf_records::FAULT`]) and set [`printf_records::TRAPPED`].
 pub mod printf_records {
     /// `u32`: bytes of records reserved so far (may pass the capacity:
     /// those that did not fit were dropped).
@@ -272,7 +278,7 @@ pub mod printf_records {
     /// `u32`: records dropped for want of room.
     pub const DROPPED: usize = 4;
     /// `u32`: what happened on the device since the host last read the
-    /// buffer ([`ASSERTED`]).
+    /// buffer ([`ASSERTED`], [`TRAPPED`]).
     pub const FLAGS: usize = 8;
     /// `u32`: bytes of room for records after the header.
     pub const CAPACITY: usize = 12;
@@ -286,8 +292,17 @@ pub mod printf_records {
     pub const MAX_STRING: u32 = 4096;
     /// In a record's format length: the text goes to standard error.
     pub const STDERR: u32 = 1 << 31;
+    /// In a record's format length: the text describes a fault, for the
+    /// error the host reports, not for the program's output.
+    pub const FAULT: u32 = 1 << 30;
     /// In the header's flags: a thread failed an assertion.
     pub const ASSERTED: u32 = 1;
+    /// In the header's flags: a thread executed `trap`.
+    pub const TRAPPED: u32 = 2;
+    /// Where a `trap` happened, with its arguments: block x/y/z, thread
+    /// x/y/z, the place the compiler wrote (function and PTX line). The
+    /// host's own traps say the same.
+    pub const TRAP_FORMAT: &str = "trap in block [%u, %u, %u], thread [%u, %u, %u], at %s";
     /// What a failed assertion prints (CUDA's words), with its arguments:
     /// file, line, function, block x/y/z, thread x/y/z, message.
     pub const ASSERT_FORMAT: &str = "%s:%d: %s: block: [%d,%d,%d], thread: [%d,%d,%d] Assertion `%s` failed.\n";

@@ -53,6 +53,9 @@ pub struct FunctionFacts {
     /// Contains a barrier or warp collective, `exit` in a called function,
     /// or a loop that may spin on memory.
     pub waits: bool,
+    /// Contains `exit` and is not a kernel: its callers may have to stop
+    /// after the call (`TargetFacts::exit_returns`).
+    pub exits: bool,
     /// Statement indices of branches closing a loop that may spin.
     pub yield_points: HashSet<usize>,
 }
@@ -149,7 +152,10 @@ fn body_facts(m: &Module, item: ItemId, f: &Function, b: &Body) -> FunctionFacts
                     Opcode::Mma | Opcode::Ldmatrix | Opcode::Stmatrix | Opcode::Movmatrix | Opcode::Mbarrier => facts.waits = true,
                     Opcode::Wmma if inst.has(b, Flag::MmaOp) => facts.waits = true,
                     Opcode::Cp if inst.has(b, Flag::Mbarrier) => facts.waits = true,
-                    Opcode::Exit if !is_kernel => facts.waits = true,
+                    Opcode::Exit if !is_kernel => {
+                        facts.waits = true;
+                        facts.exits = true;
+                    }
                     Opcode::Bra => {
                         if let Some(Operand::Label(l)) = args.first() {
                             if let Some(&start) = label_at.get(l) {
@@ -375,6 +381,16 @@ impl Analysis {
             }
         }
         Some(seen)
+    }
+
+    /// A call of `callee` (an indirect one: `None`) may end the calling
+    /// thread: it reaches a function that contains `exit`.
+    pub fn call_may_exit(&self, callee: Option<ItemId>) -> bool {
+        let exits = |f: &ItemId| self.facts.get(f).is_some_and(|ff| ff.exits);
+        match callee {
+            Some(f) => self.reachable(f).iter().any(exits),
+            None => self.address_taken.iter().any(|&f| self.reachable(f).iter().any(exits)),
+        }
     }
 
     pub fn needs_scheduler(&self, kernel: ItemId) -> bool {

@@ -1215,6 +1215,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Exit => {
                 if self.kernel {
                     self.out.terminate(format_args!("br label %{}", self.exit_label.clone()));
+                } else if self.cx.facts.exit_returns {
+                    let flag = self.out.def(Ty::Ptr, format_args!("getelementptr i8, ptr %ctx, i64 {}", crate::cpu_abi::offsets::EXITED));
+                    self.out.op(format_args!("store i32 1, {flag}, align 4"));
+                    self.out.terminate(format_args!("br label %{}", self.exit_label.clone()));
                 } else {
                     self.runtime_noreturn(&crate::cpu_abi::runtime::EXIT, "ptr %ctx, i32 %lin");
                 }
@@ -1915,6 +1919,22 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 self.out.op(format_args!("call void {}({call_args})", fp.s));
             }
             _ => return self.invalid("call target must be a function or a register"),
+        }
+        if self.cx.facts.exit_returns {
+            let callee_item = match callee {
+                Operand::Global(s) => Some(self.cx.m.symbol(s).item),
+                _ => None,
+            };
+            if self.cx.a.call_may_exit(callee_item) {
+                // The callee's `exit` returned with the flag set: this
+                // thread ends here too.
+                let flag = self.out.def(Ty::Ptr, format_args!("getelementptr i8, ptr %ctx, i64 {}", crate::cpu_abi::offsets::EXITED));
+                let exited = self.out.def(Ty::I32, format_args!("load i32, {flag}, align 4"));
+                let stop = self.out.def(Ty::I1, format_args!("icmp ne {exited}, 0"));
+                let go_on = self.out.fresh_label("called");
+                self.out.terminate(format_args!("br {stop}, label %{}, label %{go_on}", self.exit_label.clone()));
+                self.out.label(&go_on);
+            }
         }
         for (op, ptr, ty) in writebacks {
             let v = self.out.def(ty, format_args!("load {ty}, ptr {ptr}"));

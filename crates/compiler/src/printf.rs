@@ -589,6 +589,8 @@ pub struct Decoded {
     /// records' order.
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
+    /// The text of fault records (`printf_records::FAULT`), in order.
+    pub faults: Vec<u8>,
     /// Every record was well formed (decoding stops at the first that is
     /// not).
     pub whole: bool,
@@ -597,15 +599,16 @@ pub struct Decoded {
 /// Decodes a printf record buffer's records (`cpu_abi::printf_records`;
 /// `records` is the part after the header, as many bytes as were written).
 pub fn decode_records(records: &[u8]) -> Decoded {
-    use crate::cpu_abi::printf_records::{NULL_STRING, RECORD_HEADER, STDERR};
+    use crate::cpu_abi::printf_records::{FAULT, NULL_STRING, RECORD_HEADER, STDERR};
     let word = |at: usize| -> Option<u32> { Some(u32::from_le_bytes(records.get(at..at + 4)?.try_into().ok()?)) };
     let mut out = Decoded { whole: true, ..Decoded::default() };
     let mut at = 0;
     while at < records.len() {
-        let Some((printed, size, to_stderr)) = (|| {
+        let Some((printed, size, stream)) = (|| {
             let size = word(at)? as usize;
             let format_word = word(at + 4)?;
-            let (format_len, arg_bytes, count) = ((format_word & !STDERR) as usize, word(at + 8)? as usize, word(at + 12)? as usize);
+            let (format_len, arg_bytes, count) =
+                ((format_word & !(STDERR | FAULT)) as usize, word(at + 8)? as usize, word(at + 12)? as usize);
             if size < RECORD_HEADER || !size.is_multiple_of(8) || size > records.len() - at {
                 return None;
             }
@@ -645,12 +648,17 @@ pub fn decode_records(records: &[u8]) -> Decoded {
             // `strings`, alive for the call.
             let (text, _) = unsafe { format_packed(format, args.as_ptr().cast(), Some(args.len() * 8)) };
             drop(strings);
-            Some((text, size, format_word & STDERR != 0))
+            Some((text, size, format_word & (STDERR | FAULT)))
         })() else {
             out.whole = false;
             return out;
         };
-        if to_stderr { &mut out.stderr } else { &mut out.stdout }.extend_from_slice(&printed);
+        let sink = match stream {
+            0 => &mut out.stdout,
+            STDERR => &mut out.stderr,
+            _ => &mut out.faults,
+        };
+        sink.extend_from_slice(&printed);
         at += size;
     }
     out
@@ -717,10 +725,28 @@ mod tests {
         let mut message = record("%s: %d\n", &[0u8; 12], &[Some("failed")]);
         message[4..8].copy_from_slice(&(7 | crate::cpu_abi::printf_records::STDERR).to_le_bytes());
         records.extend(message);
+        // A trap's place goes to the faults, in the host's words.
+        let mut place = vec![0u8; 32];
+        for (k, v) in [2u32, 0, 0, 5, 1, 0].iter().enumerate() {
+            place[4 * k..4 * k + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        let format = crate::cpu_abi::printf_records::TRAP_FORMAT;
+        let mut fault = record(format, &place, &[Some("k line 12")]);
+        fault[4..8].copy_from_slice(&(format.len() as u32 | crate::cpu_abi::printf_records::FAULT).to_le_bytes());
+        records.extend(fault);
         let d = decode_records(&records);
         assert!(d.whole);
         assert_eq!(String::from_utf8_lossy(&d.stdout), "[abc] -7 2.50\n(null)|   xy|\nplain\n");
         assert_eq!(String::from_utf8_lossy(&d.stderr), "failed: 0\n");
+        assert_eq!(String::from_utf8_lossy(&d.faults), "trap in block [2, 0, 0], thread [5, 1, 0], at k line 12");
+    }
+
+    #[test]
+    fn the_trap_message_layout_is_the_one_the_amd_runtime_stores() {
+        // `targets::amdgpu::runtime::trap` stores block x/y/z and thread
+        // x/y/z from 0 and the place at 24.
+        let l = layout(crate::cpu_abi::printf_records::TRAP_FORMAT.as_bytes());
+        assert_eq!(l, ArgLayout { bytes: 32, count: 7, strings: vec![24] });
     }
 
     #[test]

@@ -319,7 +319,6 @@ fn every_runtime_function_compiles_for_every_processor_family() {
         "__anycuda_match",
         "__anycuda_redux",
         "__anycuda_activemask",
-        "__anycuda_exit",
         "__anycuda_trap",
         "__anycuda_assertfail",
         "__anycuda_clock64",
@@ -332,6 +331,19 @@ fn every_runtime_function_compiles_for_every_processor_family() {
         assert!(!ir.lines().any(|l| l.starts_with("declare") && l.contains(&format!(" @{f}("))), "{f} stays declared");
         assert!(ir.lines().any(|l| l.starts_with("define internal") && l.contains(&format!(" @{f}("))), "{f} is not defined");
     }
+    // `exit` in a called function sets the context's flag and returns; the
+    // kernel returns after a call that set it (one wavefront's lanes that
+    // did not exit go on: the runtime's `s_endpgm` would end them too).
+    assert!(!ir.contains("@__anycuda_exit("), "exit still calls the runtime");
+    let exited = compiler::cpu_abi::offsets::EXITED;
+    let leave = function_text(&ir, "leave");
+    assert!(leave.contains(&format!("i64 {exited}")) && leave.contains("store i32 1, ptr"), "leave does not set the flag:\n{leave}");
+    let kernel = function_text(&ir, "everything");
+    let after_call = kernel.split_once("leave\"(").map(|(_, rest)| rest).unwrap_or_default();
+    assert!(
+        after_call.contains(&format!("i64 {exited}")) && after_call.contains("load i32, ptr") && after_call.contains("icmp ne i32"),
+        "the kernel does not check the flag after calling leave:\n{kernel}"
+    );
     // Each definition has the signature of the runtime table.
     let mut checked = 0;
     for f in compiler::cpu_abi::runtime::ALL {
@@ -682,4 +694,24 @@ fn device_side_launches_are_unsupported_on_amdgpu() {
     for arch in ["gfx1100", "gfx90a"] {
         expect_unsupported(&src, arch, "parent_v2", "cudaGetParameterBufferV2", call);
     }
+}
+
+/// The text of the functions of `ir` whose names contain `name`, one after
+/// the other.
+fn function_text(ir: &str, name: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for line in ir.lines() {
+        if line.starts_with("define") {
+            inside = line.split_once('(').is_some_and(|(head, _)| head.contains(name));
+        }
+        if inside {
+            out.push_str(line);
+            out.push('\n');
+            if line == "}" {
+                inside = false;
+            }
+        }
+    }
+    out
 }

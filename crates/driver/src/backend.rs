@@ -241,6 +241,13 @@ pub struct LaunchParams<'a> {
     /// The context's `CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT`: how many
     /// device-side launches may wait to start at once.
     pub pending_launch_limit: u64,
+    /// The context's `CU_LIMIT_MALLOC_HEAP_SIZE`: bytes device `malloc`
+    /// may hold at once (allocations past it return null).
+    pub heap_limit: u64,
+    /// The context's `CU_LIMIT_PRINTF_FIFO_SIZE`: bytes of device `printf`
+    /// output kept between two synchronisations, for backends that buffer
+    /// it (later output is dropped).
+    pub printf_fifo_size: u64,
 }
 
 /// Why a kernel did not complete. Every fault is sticky: the context it ran

@@ -267,7 +267,7 @@ fn run_plan(
     gens: &[u64],
     queue: &dyn BackendQueue,
     sticky: Option<&Error>,
-    pending_launch_limit: u64,
+    limits: crate::context::Limits,
 ) -> Result<()> {
     let mut failed: Option<Error> = sticky.cloned();
     let (mut p, mut g) = (0, 0);
@@ -308,7 +308,9 @@ fn run_plan(
                     dynamic_shared_bytes: k.shared_bytes,
                     params: &k.params,
                     cooperative: k.cooperative,
-                    pending_launch_limit,
+                    pending_launch_limit: limits.dev_runtime_pending_launch_count,
+                    heap_limit: limits.malloc_heap_size,
+                    printf_fifo_size: limits.printf_fifo_size,
                 };
                 queue.launch(&k.code, k.index, &lp).map_err(Error::Fault)
             }
@@ -625,13 +627,8 @@ impl Driver {
         };
         let run = plan.clone();
         let gens2 = gens.clone();
-        let pending_launch_limit = lock(&ctx.st).limits.dev_runtime_pending_launch_count;
-        match self.submit(
-            &ctx,
-            &s,
-            deps,
-            Box::new(move |sticky, queue| run_plan(&run, &prepared, &gens2, queue, sticky, pending_launch_limit)),
-        ) {
+        let limits = lock(&ctx.st).limits;
+        match self.submit(&ctx, &s, deps, Box::new(move |sticky, queue| run_plan(&run, &prepared, &gens2, queue, sticky, limits))) {
             Ok(seq) => {
                 st.last = Some((s, seq));
                 Ok(())

@@ -244,7 +244,9 @@ impl Driver {
             return self.capture_node(&stream, &cap, crate::graph::NodeParams::Kernel(node)).map(|_| ());
         }
         let cfg = *cfg;
-        let pending_launch_limit = lock(&ctx.st).limits.dev_runtime_pending_launch_count;
+        let limits = lock(&ctx.st).limits;
+        let (pending_launch_limit, heap_limit, printf_fifo_size) =
+            (limits.dev_runtime_pending_launch_count, limits.malloc_heap_size, limits.printf_fifo_size);
         self.run_async(
             &ctx,
             &stream,
@@ -256,6 +258,8 @@ impl Driver {
                     params: &params,
                     cooperative: cfg.cooperative,
                     pending_launch_limit,
+                    heap_limit,
+                    printf_fifo_size,
                 };
                 queue.launch(&code, index, &lp).map_err(Error::Fault)
             }),

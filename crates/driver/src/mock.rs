@@ -728,12 +728,22 @@ impl BackendQueue for MockQueue {
         let name = module.kernels().get(kernel).map_or_else(|| format!("#{kernel}"), |k| k.name.clone());
         let (module, params) = (module.clone(), launch.params.to_vec());
         let (grid, block, dynamic_shared_bytes, cooperative) = (launch.grid, launch.block, launch.dynamic_shared_bytes, launch.cooperative);
-        let pending_launch_limit = launch.pending_launch_limit;
+        let (pending_launch_limit, heap_limit, printf_fifo_size) =
+            (launch.pending_launch_limit, launch.heap_limit, launch.printf_fifo_size);
         self.defer(format!("launch {name}"), move |skip| {
             if skip {
                 return Ok(());
             }
-            let launch = LaunchParams { grid, block, dynamic_shared_bytes, params: &params, cooperative, pending_launch_limit };
+            let launch = LaunchParams {
+                grid,
+                block,
+                dynamic_shared_bytes,
+                params: &params,
+                cooperative,
+                pending_launch_limit,
+                heap_limit,
+                printf_fifo_size,
+            };
             module.launch(kernel, &launch)
         });
         Ok(())

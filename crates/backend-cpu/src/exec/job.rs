@@ -393,7 +393,7 @@ impl Job {
             shared_bytes: self.shared_bytes,
             dynamic_shared_offset: self.dynamic_shared_offset,
             dynamic_shared_bytes: self.dynamic_shared_bytes,
-            _pad: 0,
+            exited: 0,
             gridid: self.gridid,
             envreg: self.envreg,
             runtime,

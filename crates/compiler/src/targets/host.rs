@@ -32,6 +32,7 @@ impl CodeTarget for HostTarget {
             embedded_rounding: host_has_avx512f(),
             partial_barriers: true,
             printf_records: false,
+            exit_returns: false,
         }
     }
 

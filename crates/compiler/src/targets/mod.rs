@@ -80,6 +80,14 @@ pub struct TargetFacts {
     /// format must be a constant string. Otherwise `printf` formats on the
     /// host during the launch, reading the kernel's memory.
     pub printf_records: bool,
+    /// `exit` in a called function returns to its caller after setting the
+    /// context's `exited` flag, and every call that may reach such an
+    /// `exit` checks the flag and returns in turn: the thread ends when
+    /// the kernel returns. Otherwise `exit` calls the runtime, which ends
+    /// the thread where it is (the host's threads are coroutines). On AMD
+    /// GPUs the only instruction that ends execution inside a function,
+    /// `s_endpgm`, ends the whole wavefront, lanes that did not exit too.
+    pub exit_returns: bool,
 }
 
 /// One code generation target (see the module notes).

@@ -237,6 +237,9 @@ pub const PROGRAMS: &[&str] = &[
     "device_info",
     "printf_kernel",
     "device_assert",
+    "device_trap",
+    "exit_in_function",
+    "printf_fifo",
 ];
 
 /// Lines a program of [`PROGRAMS`] must write to standard error: what the
@@ -245,6 +248,17 @@ pub const STDERR_LINES: &[(&str, &str)] = &[(
     "device_assert",
     "tests/cuda/device_assert.cu:10: void checks(const int *, int, int): block: [1,0,0], thread: [13,0,0] Assertion `p[i] != bad` failed.",
 )];
+
+/// Text a program's anycuda log must hold: what the backend reported.
+/// (`device_trap`'s log names where the trap happened, but the message is
+/// garbled on the emulator, whose unaligned global stores write to the
+/// dword below: the compiler's constant copies of the message use them,
+/// as the AMDHSA ABI allows.)
+pub const LOG_LINES: &[(&str, &str)] = &[
+    // 200 records of 64 bytes in a 4096-byte buffer: 64 fit.
+    ("printf_fifo", "136 call(s) on HIP device 0 did not fit in the 4096-byte printf buffer (cudaLimitPrintfFifoSize)"),
+    ("device_trap", "trap in block ["),
+];
 
 /// Each program of [`PROGRAMS`] passes its own checks on the emulated `arch`.
 pub fn programs(arch: &str) {
@@ -315,6 +329,11 @@ fn run_program(out: &Path, manifest: &str, dir: &Path, arch: &str, name: &str) -
     for (_, line) in STDERR_LINES.iter().filter(|(n, _)| *n == name) {
         if !stderr.lines().any(|l| l == *line) {
             return Err(format!("{name}: stderr lacks `{line}`:\n{}", tail(&stderr)));
+        }
+    }
+    for (_, want) in LOG_LINES.iter().filter(|(n, _)| *n == name) {
+        if !text.contains(want) {
+            return Err(format!("{name}: its log lacks `{want}`:\n{}", tail(&text)));
         }
     }
     // The log's backend line names the devices: the emulated one, not the CPU.

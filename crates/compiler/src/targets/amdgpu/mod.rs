@@ -46,6 +46,7 @@ pub const FACTS: TargetFacts = TargetFacts {
     // two CUDA warps share a wavefront.
     partial_barriers: false,
     printf_records: true,
+    exit_returns: true,
 };
 
 /// An AMD processor as a [`CodeTarget`].

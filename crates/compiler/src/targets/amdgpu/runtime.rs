@@ -32,7 +32,6 @@ const DEFINED: &[&str] = &[
     "__anycuda_redux",
     "__anycuda_activemask",
     "__anycuda_warp_gather",
-    "__anycuda_exit",
     "__anycuda_trap",
     "__anycuda_assertfail",
     "__anycuda_yield",
@@ -122,6 +121,11 @@ pub fn runtime_library(arch: &Arch, decls: &BTreeMap<String, String>) -> Result<
     s.push_str(&lane_helpers(arch));
     let uses_bar_red = decls.contains_key("__anycuda_barrier_red");
     s.push_str(&prologue(uses_bar_red));
+    // Faults report through the printf record writer.
+    let reports = ["__anycuda_assertfail", "__anycuda_trap"].iter().any(|n| decls.contains_key(*n));
+    if reports && !decls.contains_key("__anycuda_vprintf") {
+        s.push_str(&vprintf());
+    }
     for name in DEFINED {
         if !decls.contains_key(*name) {
             continue;
@@ -141,9 +145,8 @@ pub fn runtime_library(arch: &Arch, decls: &BTreeMap<String, String>) -> Result<
             "__anycuda_redux" => redux(),
             "__anycuda_activemask" => activemask(),
             "__anycuda_warp_gather" => warp_gather(),
-            "__anycuda_exit" => exit(),
-            "__anycuda_trap" => trap("__anycuda_trap", "ptr %ctx, i32 %thread, ptr %place"),
-            "__anycuda_assertfail" => assertfail(!decls.contains_key("__anycuda_vprintf")),
+            "__anycuda_trap" => trap(),
+            "__anycuda_assertfail" => assertfail(),
             "__anycuda_yield" => yield_(),
             "__anycuda_clock64" => clock64(arch),
             "__anycuda_globaltimer" => globaltimer(arch),
@@ -578,46 +581,73 @@ fn activemask() -> String {
     )
 }
 
-/// `exit` inside a called function ends the whole wavefront: a lane cannot
-/// be switched off for good from inside a function. Right when the lanes
-/// of the wavefront that are still running exit together.
-fn exit() -> String {
-    format!(
-        "define internal void @__anycuda_exit(ptr %ctx, i32 %thread) noreturn {ATTRS} {{
-  call void @llvm.amdgcn.endpgm()
-  unreachable
-}}
-"
-    )
-}
-
-/// `trap`: `s_trap`, which makes the HSA runtime fail the dispatch's queue.
-fn trap(name: &str, params: &str) -> String {
-    format!(
-        "define internal void @{name}({params}) noreturn {ATTRS} {{
-  call void @llvm.trap()
-  unreachable
-}}
-"
-    )
-}
-
 /// A failed `assert`: its message (CUDA's words,
 /// `printf_records::ASSERT_FORMAT`) as a record for standard error, the
 /// buffer's [`ASSERTED`](crate::cpu_abi::printf_records::ASSERTED) flag,
 /// and the end of the wavefront (`s_endpgm`): the host reports the
 /// assertion when it synchronises (`CUDA_ERROR_ASSERT`). Ended wavefronts
 /// no longer count at barriers, so the rest of the grid runs to its end.
-/// `with_printf`: the module does not define the record writer already.
-fn assertfail(with_printf: bool) -> String {
+fn assertfail() -> String {
+    use crate::cpu_abi::printf_records as pr;
+    let stores = "  store ptr %file, ptr %a, align 8
+  %line.p = getelementptr i8, ptr %a, i64 8
+  store i32 %line, ptr %line.p, align 4
+  %function.p = getelementptr i8, ptr %a, i64 16
+  store ptr %function, ptr %function.p, align 8
+  %message.p = getelementptr i8, ptr %a, i64 48
+  store ptr %message, ptr %message.p, align 8
+";
+    fault_report(
+        "assert",
+        "@__anycuda_assertfail(ptr %ctx, i32 %thread, ptr %message, ptr %file, i32 %line, ptr %function, i64 %char_size)",
+        FaultReport { format: pr::ASSERT_FORMAT, stream: pr::STDERR, flag: pr::ASSERTED, ids_at: 24, stores },
+        "call void @llvm.amdgcn.endpgm()",
+    )
+}
+
+/// `trap`: where it happened (`printf_records::TRAP_FORMAT`: the block,
+/// the thread, the PTX function and line) as a record for the host's
+/// error, the buffer's [`TRAPPED`](crate::cpu_abi::printf_records::TRAPPED)
+/// flag and the end of the wavefront: the host's next synchronisation
+/// fails with `CUDA_ERROR_LAUNCH_FAILED`, sticky, as CUDA's does, and the
+/// process lives on. Without a buffer, `s_trap`, after which the HSA
+/// runtime fails the queue.
+fn trap() -> String {
+    use crate::cpu_abi::printf_records as pr;
+    let stores = "  %place.p = getelementptr i8, ptr %a, i64 24
+  store ptr %place, ptr %place.p, align 8
+";
+    fault_report(
+        "trap",
+        "@__anycuda_trap(ptr %ctx, i32 %thread, ptr %place)",
+        FaultReport { format: pr::TRAP_FORMAT, stream: pr::FAULT, flag: pr::TRAPPED, ids_at: 0, stores },
+        "call void @llvm.trap()",
+    )
+}
+
+/// What [`fault_report`] writes: the record's `format`, for `stream` (a
+/// bit of its format length), the header's `flag`, where the block's and
+/// the thread's coordinates go in the argument block (six `u32` from
+/// `ids_at`), and the stores of the other arguments into `%a`.
+struct FaultReport<'a> {
+    format: &'a str,
+    stream: u32,
+    flag: u32,
+    ids_at: usize,
+    stores: &'a str,
+}
+
+/// A runtime function (`signature`: name and parameters) that reports a
+/// fault of its thread through the record buffer and ends the wavefront;
+/// `no_buffer`: what it does instead where the kernel has no buffer.
+/// Needs the record writer of [`vprintf`].
+fn fault_report(kind: &str, signature: &str, r: FaultReport, no_buffer: &str) -> String {
     use crate::cpu_abi::{offsets, printf_records as pr};
-    let format = pr::ASSERT_FORMAT;
-    let layout = crate::printf::layout(format.as_bytes());
+    let layout = crate::printf::layout(r.format.as_bytes());
     let mut table = vec![layout.bytes, layout.count, layout.strings.len() as u32];
     table.extend(&layout.strings);
     let table_text: Vec<String> = table.iter().map(|v| format!("i32 {v}")).collect();
-    let literal = crate::ir::c_bytes(format!("{format}\0").as_bytes());
-    // The block's and the thread's coordinates, at offsets 24 to 44.
+    let literal = crate::ir::c_bytes(format!("{}\0", r.format).as_bytes());
     let mut ids = String::new();
     for (k, (name, intrinsic)) in ["bx", "by", "bz", "tx", "ty", "tz"]
         .iter()
@@ -627,46 +657,40 @@ fn assertfail(with_printf: bool) -> String {
         let _ = write!(
             ids,
             "  %{name} = call i32 @llvm.amdgcn.{intrinsic}()\n  %{name}.p = getelementptr i8, ptr %a, i64 {}\n  store i32 %{name}, ptr %{name}.p, align 4\n",
-            24 + 4 * k
+            r.ids_at + 4 * k
         );
     }
-    let mut s = if with_printf { vprintf() } else { String::new() };
-    let (records_field, flags, asserted, stderr) = (offsets::PRINTF_RECORDS, pr::FLAGS, pr::ASSERTED, pr::STDERR as i32);
-    let _ = write!(
-        s,
-        "@__anycuda_amd.assert_format = internal unnamed_addr constant [{n} x i8] {literal}, align 1
-@__anycuda_amd.assert_layout = internal unnamed_addr constant [{k} x i32] [{table}], align 4
+    let (records_field, flags) = (offsets::PRINTF_RECORDS, pr::FLAGS);
+    format!(
+        "@__anycuda_amd.{kind}_format = internal unnamed_addr constant [{n} x i8] {literal}, align 1
+@__anycuda_amd.{kind}_layout = internal unnamed_addr constant [{k} x i32] [{table}], align 4
 
-define internal void @__anycuda_assertfail(ptr %ctx, i32 %thread, ptr %message, ptr %file, i32 %line, ptr %function, i64 %char_size) noreturn {ATTRS} {{
+define internal void {signature} noreturn {ATTRS} {{
   %a.p = alloca [{bytes} x i8], align 8, addrspace(5)
   %a = addrspacecast ptr addrspace(5) %a.p to ptr
-  store ptr %file, ptr %a, align 8
-  %line.p = getelementptr i8, ptr %a, i64 8
-  store i32 %line, ptr %line.p, align 4
-  %function.p = getelementptr i8, ptr %a, i64 16
-  store ptr %function, ptr %function.p, align 8
-{ids}  %message.p = getelementptr i8, ptr %a, i64 48
-  store ptr %message, ptr %message.p, align 8
-  %r = call i32 @__anycuda_amd.record(ptr %ctx, ptr @__anycuda_amd.assert_format, ptr %a, ptr @__anycuda_amd.assert_layout, i32 {stderr})
-  %buf.p = getelementptr i8, ptr %ctx, i64 {records_field}
+{stores}{ids}  %buf.p = getelementptr i8, ptr %ctx, i64 {records_field}
   %buf = load ptr, ptr %buf.p, align 8
   %nobuf = icmp eq ptr %buf, null
-  br i1 %nobuf, label %end, label %flag
-flag:
+  br i1 %nobuf, label %none, label %report
+report:
+  %r = call i32 @__anycuda_amd.record(ptr %ctx, ptr @__anycuda_amd.{kind}_format, ptr %a, ptr @__anycuda_amd.{kind}_layout, i32 {stream})
   %flags.p = getelementptr i8, ptr %buf, i64 {flags}
-  %old = atomicrmw or ptr %flags.p, i32 {asserted} syncscope(\"agent\") monotonic, align 4
-  br label %end
-end:
+  %old = atomicrmw or ptr %flags.p, i32 {flag} syncscope(\"agent\") monotonic, align 4
   call void @llvm.amdgcn.endpgm()
+  unreachable
+none:
+  {no_buffer}
   unreachable
 }}
 ",
-        n = format.len() + 1,
+        n = r.format.len() + 1,
         k = table.len(),
         table = table_text.join(", "),
         bytes = layout.bytes,
-    );
-    s
+        stores = r.stores,
+        stream = r.stream as i32,
+        flag = r.flag,
+    )
 }
 
 /// Device printf: the call's record (`cpu_abi::printf_records`: the
