@@ -28,6 +28,7 @@
 //! queue has drained (ROCm 5.2 has no `hipLaunchHostFunc`).
 
 pub mod api;
+mod heap;
 mod printf;
 
 use std::any::Any;
@@ -59,6 +60,8 @@ pub struct HipBackend {
     host: Mutex<HashMap<usize, u64>>,
     /// Each device's device-printf records.
     printf: Arc<printf::PrintfBuffers>,
+    /// Each device's heap for device `malloc`.
+    heaps: Arc<heap::DeviceHeaps>,
 }
 
 /// Why the backend cannot start.
@@ -97,7 +100,8 @@ impl HipBackend {
             }
             let hip = Arc::new(hip);
             let printf = Arc::new(printf::PrintfBuffers::new(hip.clone(), devices.len()));
-            Ok(HipBackend { hip, devices, host: Mutex::new(HashMap::new()), printf })
+            let heaps = Arc::new(heap::DeviceHeaps::new(hip.clone(), devices.len()));
+            Ok(HipBackend { hip, devices, host: Mutex::new(HashMap::new()), printf, heaps })
         }
     }
 
@@ -334,7 +338,7 @@ impl Backend for HipBackend {
     fn load_module(&self, device: usize, ptx: &str, options: &ModuleOptions) -> Result<Arc<dyn BackendModule>, ModuleError> {
         let dev = self.devices.get(device).ok_or_else(|| other(format!("no HIP device {device}")))?;
         self.set_device(device).map_err(|e| other(e.to_string()))?;
-        HipModule::load(self.hip.clone(), self.printf.clone(), device, &dev.jit, ptx, options)
+        HipModule::load(self.hip.clone(), self.printf.clone(), self.heaps.clone(), device, &dev.jit, ptx, options)
             .map(|m| Arc::new(m) as Arc<dyn BackendModule>)
     }
 }
@@ -540,6 +544,10 @@ pub struct HipModule {
     /// them; a name in a comment only costs the buffer): its kernels get
     /// the device's printf buffer.
     prints: bool,
+    heaps: Arc<heap::DeviceHeaps>,
+    /// The PTX may call `malloc` or `free`: its kernels get the device's
+    /// heap.
+    allocates: bool,
     device: usize,
     jit: Arc<jit::JitModule>,
     /// The shared unit's code object: the whole module, or the variables
@@ -567,6 +575,7 @@ impl HipModule {
     fn load(
         hip: Arc<Hip>,
         printf: Arc<printf::PrintfBuffers>,
+        heaps: Arc<heap::DeviceHeaps>,
         device: usize,
         jit: &Arc<jit::Jit>,
         ptx: &str,
@@ -579,6 +588,8 @@ impl HipModule {
             hip: hip.clone(),
             printf,
             prints: ["vprintf", "__assertfail", "trap", "brkpt"].iter().any(|w| ptx.contains(w)),
+            heaps,
+            allocates: ["malloc", "free"].iter().any(|w| ptx.contains(w)),
             device,
             jit: module.clone(),
             module: None,
@@ -728,9 +739,10 @@ impl HipModule {
         // SAFETY: a plain call.
         let e = unsafe { (self.hip.set_device)(self.device as i32) };
         self.hip.check(e, "hipSetDevice").map_err(LaunchFault::Failed)?;
-        // The kernel's parameters, then the address of the device's printf
-        // records (`compiler::targets::amdgpu::printf_records_arg`) for a
-        // module that may print, else null.
+        // The kernel's parameters, then the addresses of the device's
+        // printf records for a module that may print and of its heap for a
+        // module that may allocate, else null
+        // (`compiler::targets::amdgpu::kernarg_tail`).
         let (records, _launching) = if self.prints {
             let (p, gate) = self.printf.launching(self.device, launch.printf_fifo_size).map_err(LaunchFault::Failed)?;
             (p, Some(gate))
@@ -739,8 +751,11 @@ impl HipModule {
         };
         let param_bytes = self.kernels.get(kernel).map_or(launch.params.len(), |k| k.param_bytes as usize);
         let mut params = launch.params.get(..param_bytes).unwrap_or(launch.params).to_vec();
-        params.resize(compiler::targets::amdgpu::printf_records_arg(param_bytes), 0);
-        params.extend_from_slice(&records.to_le_bytes());
+        let heap = if self.allocates { self.heaps.heap(self.device, launch.heap_limit).map_err(LaunchFault::Failed)? } else { 0 };
+        let tail = compiler::targets::amdgpu::kernarg_tail(param_bytes);
+        params.resize(tail.bytes, 0);
+        params[tail.printf_records..tail.printf_records + 8].copy_from_slice(&records.to_le_bytes());
+        params[tail.heap..tail.heap + 8].copy_from_slice(&heap.to_le_bytes());
         let mut size = params.len();
         let mut extra = [
             api::LAUNCH_PARAM_BUFFER_POINTER,

@@ -85,6 +85,10 @@ pub struct BlockCtx {
     /// (`TargetFacts::printf_records`, AMD GPUs): the launch's record
     /// buffer (`printf_records` layout), or null; unused on the host.
     pub printf_records: *mut u8,
+    /// Targets whose device `malloc` runs in compiled code
+    /// (AMD GPUs): the device's heap
+    /// (`device_heap` layout), or null; unused on the host.
+    pub heap: *mut u8,
 }
 
 /// Slots of [`PrivateAdds`] (a power of two).
@@ -246,6 +250,7 @@ pub mod offsets {
     pub const CHECK_TOOLS: usize = offset_of!(BlockCtx, check_tools);
     pub const PRIVATE_ADDS: usize = offset_of!(BlockCtx, private_adds);
     pub const PRINTF_RECORDS: usize = offset_of!(BlockCtx, printf_records);
+    pub const HEAP: usize = offset_of!(BlockCtx, heap);
     pub const PRIVATE_USED: usize = offset_of!(super::PrivateAdds, used);
     pub const PRIVATE_LIST: usize = offset_of!(super::PrivateAdds, list);
     pub const PRIVATE_SLOTS: usize = offset_of!(super::PrivateAdds, slots);
@@ -306,6 +311,66 @@ pub mod printf_records {
     /// What a failed assertion prints (CUDA's words), with its arguments:
     /// file, line, function, block x/y/z, thread x/y/z, message.
     pub const ASSERT_FORMAT: &str = "%s:%d: %s: block: [%d,%d,%d], thread: [%d,%d,%d] Assertion `%s` failed.\n";
+}
+
+/// The device heap of targets whose `malloc` runs in compiled code
+/// (AMD GPUs; [`BlockCtx::heap`]): a header, then the
+/// arena, from which blocks are carved in order ([`device_heap::BUMP`])
+/// and to which freed blocks return on one free list per size class
+/// ([`device_heap::class_of`]), lock-free: every update is a
+/// compare-and-swap, so the lanes of a wavefront, which cannot wait for
+/// each other, never wait for a lock. A list head is a block's offset in
+/// the arena in units of 16 bytes (0: empty; the arena's first 16 bytes
+/// are never handed out) in its low [`device_heap::OFFSET_BITS`] bits and
+/// a count of the head's changes above them, so that a head that left and
+/// came back is not taken for the one a pop read (ABA). Each block starts
+/// with a 16-byte header: `u32` class, `u32` state ([`device_heap::ALLOCATED`]
+/// or [`device_heap::FREED`]: a block freed twice is freed once), `u64` the
+/// next free block's head word; `malloc` returns the bytes after it.
+pub mod device_heap {
+    /// `u64`: bytes of the arena carved so far (starts at 16).
+    pub const BUMP: usize = 0;
+    /// `u64`: the arena's size in bytes (`cudaLimitMallocHeapSize`).
+    pub const ARENA_BYTES: usize = 8;
+    /// `u64` per size class: the head of its free list.
+    pub const HEADS: usize = 16;
+    /// Size classes (blocks up to 2^41 bytes, larger than any heap).
+    pub const CLASSES: usize = 160;
+    /// Where the arena starts.
+    pub const ARENA: usize = HEADS + 8 * CLASSES;
+    /// A block's header.
+    pub const BLOCK_HEADER: usize = 16;
+    /// Offset of a block's state in its header.
+    pub const STATE: usize = 4;
+    /// Offset of a block's free-list link in its header.
+    pub const NEXT: usize = 8;
+    /// A block's state while allocated.
+    pub const ALLOCATED: u32 = 0xa110_c8ed;
+    /// A block's state once freed.
+    pub const FREED: u32 = 0xf7ee_b10c;
+    /// Bits of a list head that hold the block's offset (in 16-byte units).
+    pub const OFFSET_BITS: u32 = 38;
+    /// Requests above this many bytes fail at once (null).
+    pub const MAX_REQUEST: u64 = 1 << 40;
+
+    /// The size class of a request of `bytes` and the size of its blocks
+    /// (header included): up to 64 bytes, a class per 16 bytes; then four
+    /// classes per power of two, so a block wastes at most a quarter of
+    /// its size. The AMD runtime's `malloc` computes the same in IR.
+    pub fn class_of(bytes: u64) -> Option<(u32, u64)> {
+        if bytes > MAX_REQUEST {
+            return None;
+        }
+        // 16-byte units, header included.
+        let units = bytes.div_ceil(16) + 1;
+        if units <= 4 {
+            return Some((units as u32 - 1, units * 16));
+        }
+        let p = 63 - (units - 1).leading_zeros();
+        let step = 1u64 << (p - 2);
+        let j = (units - (1 << p)).div_ceil(step);
+        Some((4 * (p - 1) + j as u32 - 1, ((1 << p) + j * step) * 16))
+    }
 }
 
 /// The bits of [`BlockCtx::check_tools`]: the tools of checked mode beyond
@@ -920,4 +985,36 @@ pub mod devrt {
     /// The special stream handles of device code.
     pub const STREAM_TAIL_LAUNCH: u64 = 3;
     pub const STREAM_FIRE_AND_FORGET: u64 = 4;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::device_heap::*;
+
+    #[test]
+    fn heap_classes_step_by_16_bytes_then_by_quarters_of_a_power_of_two() {
+        // Header included: 16 bytes, then one class per 16 bytes to 64.
+        assert_eq!(class_of(0), Some((0, 16)));
+        assert_eq!(class_of(1), Some((1, 32)));
+        assert_eq!(class_of(16), Some((1, 32)));
+        assert_eq!(class_of(48), Some((3, 64)));
+        // 65..80 bytes with the header: 5 units, the first class of 2^2.
+        assert_eq!(class_of(49), Some((4, 80)));
+        assert_eq!(class_of(112), Some((7, 128)));
+        // 9 units: class 8, 10 units.
+        assert_eq!(class_of(113), Some((8, 160)));
+        // 20 MiB: between 2^20 and 2^21 units, the second quarter step.
+        assert_eq!(class_of(20 << 20), Some((4 * 19 + 1, 24 << 20)));
+        assert_eq!(class_of(MAX_REQUEST + 1), None);
+        // Every request fits its block, wastes under a quarter of it past
+        // 64 bytes, and classes grow with the size.
+        let mut last = (0, 0);
+        for bytes in (0..5000u64).chain([1 << 20, (1 << 20) + 1, 3 << 30, MAX_REQUEST]) {
+            let (class, size) = class_of(bytes).expect("a class");
+            assert!(size >= bytes + BLOCK_HEADER as u64 && size.is_multiple_of(16), "{bytes}: {size}");
+            assert!(size <= 64 || (size - bytes - 16) * 4 < size, "{bytes}: {size}");
+            assert!((class as usize) < CLASSES && class >= last.0 && size >= last.1, "{bytes}");
+            last = (class, size);
+        }
+    }
 }

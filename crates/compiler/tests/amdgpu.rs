@@ -125,12 +125,12 @@ fn check_code_object(tag: &str, arch: &str, compiled: &CompiledModule) -> Vec<St
             problems.push(format!("{tag}: kernel `{}` missing from the metadata", k.name));
             continue;
         };
-        // The parameters, then the printf record buffer's address where
-        // the launcher puts it.
-        let expected = compiler::targets::amdgpu::printf_records_arg(k.param_bytes as usize) as u32 + 8;
+        // The parameters, then the printf record buffer's and the heap's
+        // addresses where the launcher puts them.
+        let expected = compiler::targets::amdgpu::kernarg_tail(k.param_bytes as usize).bytes as u32;
         if n.kernarg_segment_size != Some(expected) {
             problems.push(format!(
-                "{tag}: `{}` has .kernarg_segment_size {:?}, its parameters take {} bytes and the printf buffer's address 8",
+                "{tag}: `{}` has .kernarg_segment_size {:?}, its parameters take {} bytes and the printf buffer's and heap's addresses 16",
                 k.name, n.kernarg_segment_size, k.param_bytes
             ));
         }
@@ -407,13 +407,16 @@ fn kernel_entry_builds_the_block_context_from_the_dispatch() {
     let ir = emit_target_ir(&module, TINY, &amdgpu("gfx1100")).expect("lowers");
     let expected = [
         "@\"__anycuda_lds.tiny\" = internal addrspace(3) global [32 x i8] poison, align 16".to_string(),
-        "define amdgpu_kernel void @\"tiny\"(ptr addrspace(4) byref([12 x i8]) align 8 %kernarg, ptr addrspace(1) %printf.records) #0 \"amdgpu-flat-work-group-size\"=\"128,128\" \"amdgpu-no-implicitarg-ptr\" {".into(),
+        "define amdgpu_kernel void @\"tiny\"(ptr addrspace(4) byref([12 x i8]) align 8 %kernarg, ptr addrspace(1) %printf.records, ptr addrspace(1) %heap) #0 \"amdgpu-flat-work-group-size\"=\"128,128\" \"amdgpu-no-implicitarg-ptr\" {".into(),
         format!("  %ctx.p = alloca [{} x i8], align 8, addrspace(5)", std::mem::size_of::<compiler::cpu_abi::BlockCtx>()),
         "  %ctx = addrspacecast ptr addrspace(5) %ctx.p to ptr".into(),
         "  %params = addrspacecast ptr addrspace(4) %kernarg to ptr".into(),
         format!("  %printf.f = getelementptr i8, ptr %ctx, i64 {}", offsets::PRINTF_RECORDS),
         "  %printf.g = addrspacecast ptr addrspace(1) %printf.records to ptr".into(),
         "  store ptr %printf.g, ptr %printf.f, align 8".into(),
+        format!("  %heap.f = getelementptr i8, ptr %ctx, i64 {}", offsets::HEAP),
+        "  %heap.g = addrspacecast ptr addrspace(1) %heap to ptr".into(),
+        "  store ptr %heap.g, ptr %heap.f, align 8".into(),
         "  %dp = call ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()".into(),
         "  %tid.x = call i32 @llvm.amdgcn.workitem.id.x()".into(),
         "  %ctaid.x = call i32 @llvm.amdgcn.workgroup.id.x()".into(),
@@ -466,7 +469,7 @@ fn expect_unsupported(src: &str, arch: &str, function: &str, needle: &str, line:
 }
 
 #[test]
-fn printf_needs_a_constant_format_and_malloc_and_free_are_unsupported_on_amdgpu() {
+fn printf_needs_a_constant_format_and_malloc_and_free_compile_on_amdgpu() {
     // printf with a module string as its format compiles (its records'
     // layout is known); the same call with the format from a kernel
     // parameter is refused at the call, naming why.
@@ -510,10 +513,17 @@ fn printf_needs_a_constant_format_and_malloc_and_free_are_unsupported_on_amdgpu(
 	ret;
 }
 "#;
-    let call = heap.lines().position(|l| l.contains("malloc, (s0)")).expect("a malloc call") as u32 + 1;
-    expect_unsupported(heap, "gfx1100", "heap", "malloc", call);
-    // The CPU still takes both.
+    // Both run on the device's heap: the module's code defines them.
     let module = ptx::parse(heap).expect("parses");
+    let ir = emit_target_ir(&module, heap, &amdgpu("gfx1100")).expect("lowers");
+    for f in ["__anycuda_malloc", "__anycuda_free"] {
+        assert!(ir.lines().any(|l| l.starts_with("define internal") && l.contains(&format!(" @{f}("))), "{f} is not defined");
+    }
+    for arch in ["gfx1100", "gfx90a"] {
+        let compiled = compile(&module, heap, &amdgpu(arch)).expect("malloc and free compile");
+        let problems = check_code_object("heap", arch, &compiled);
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
     assert!(compile(&module, heap, &Target::HostCpu).is_ok());
 }
 

@@ -406,6 +406,7 @@ impl Job {
             memcheck: [[0; 2]; compiler::cpu_abi::MEMCHECK_SLOTS],
             private_adds: std::ptr::null_mut(),
             printf_records: std::ptr::null_mut(),
+            heap: std::ptr::null_mut(),
         }
     }
 }

@@ -189,8 +189,6 @@ pub fn oracle_cases(arch: &'static str) {
 /// compiles to `v_mul_i32_i24`/`v_mul_hi_i32_i24`, which the emulator does
 /// not truncate to 24 bits, a known emulator error); `async_copy` (reads a
 /// clock with `s_sendmsg_rtn_b64`, which the emulator lacks);
-/// `device_malloc` (no device-side malloc on AMD yet: a compile error that
-/// names it);
 /// `dynamic_parallelism` (HIP cannot launch kernels from the device: a
 /// compile error that names the device-runtime function); `vmm` (the HIP
 /// backend has no virtual memory management yet); `barriers` (its
@@ -240,6 +238,7 @@ pub const PROGRAMS: &[&str] = &[
     "device_trap",
     "exit_in_function",
     "printf_fifo",
+    "device_malloc",
 ];
 
 /// Lines a program of [`PROGRAMS`] must write to standard error: what the

@@ -242,11 +242,24 @@ fn flat_work_group_size(kernel: &KernelInfo) -> (u32, u32) {
     }
 }
 
-/// Where a kernel's kernarg segment holds the printf record buffer's
-/// address (a 64-bit pointer after the PTX parameters): the launcher puts
-/// it there.
-pub fn printf_records_arg(param_bytes: usize) -> usize {
-    param_bytes.next_multiple_of(8)
+/// What a kernel's kernarg segment holds after the PTX parameters: the
+/// addresses the launcher puts there, each 64 bits (null where the
+/// kernel's module does not use it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernargTail {
+    /// The device's printf record buffer (`BlockCtx::printf_records`).
+    pub printf_records: usize,
+    /// The device's heap (`BlockCtx::heap`).
+    pub heap: usize,
+    /// The kernarg segment's size.
+    pub bytes: usize,
+}
+
+/// Where the [`KernargTail`] of a kernel with `param_bytes` of PTX
+/// parameters lies: from the parameters' size rounded up to 8.
+pub fn kernarg_tail(param_bytes: usize) -> KernargTail {
+    let at = param_bytes.next_multiple_of(8);
+    KernargTail { printf_records: at, heap: at + 8, bytes: at + 16 }
 }
 
 /// The `amdgpu_kernel` entry of one kernel.
@@ -266,13 +279,15 @@ pub fn kernel_entry(kernel: &KernelInfo) -> String {
         DYNAMIC_LDS.to_string()
     };
 
-    // The PTX parameters, then the printf record buffer (`BlockCtx::printf_records`),
-    // at the parameters' size rounded up to 8 bytes (`PRINTF_RECORDS_ARG`).
+    // The PTX parameters, then the printf record buffer
+    // (`BlockCtx::printf_records`) and the heap (`BlockCtx::heap`), at the
+    // parameters' size rounded up to 8 bytes (`kernarg_tail`).
+    let tail = "ptr addrspace(1) %printf.records, ptr addrspace(1) %heap";
     let param = if kernel.param_bytes > 0 {
         let align = kernel.params.iter().map(|p| p.align).max().unwrap_or(1).clamp(4, 256);
-        format!("ptr addrspace(4) byref([{} x i8]) align {align} %kernarg, ptr addrspace(1) %printf.records", kernel.param_bytes)
+        format!("ptr addrspace(4) byref([{} x i8]) align {align} %kernarg, {tail}", kernel.param_bytes)
     } else {
-        "ptr addrspace(1) %printf.records".to_string()
+        tail.to_string()
     };
     let _ = writeln!(
         s,
@@ -288,6 +303,9 @@ pub fn kernel_entry(kernel: &KernelInfo) -> String {
     let _ = writeln!(s, "  %printf.f = getelementptr i8, ptr %ctx, i64 {}", offsets::PRINTF_RECORDS);
     s.push_str("  %printf.g = addrspacecast ptr addrspace(1) %printf.records to ptr\n");
     s.push_str("  store ptr %printf.g, ptr %printf.f, align 8\n");
+    let _ = writeln!(s, "  %heap.f = getelementptr i8, ptr %ctx, i64 {}", offsets::HEAP);
+    s.push_str("  %heap.g = addrspacecast ptr addrspace(1) %heap to ptr\n");
+    s.push_str("  store ptr %heap.g, ptr %heap.f, align 8\n");
     s.push_str("  %dp = call ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()\n");
     for (i, c) in ["x", "y", "z"].iter().enumerate() {
         let _ = writeln!(s, "  %tid.{c} = call i32 @llvm.amdgcn.workitem.id.{c}()");
@@ -345,10 +363,6 @@ pub fn kernel_entry(kernel: &KernelInfo) -> String {
     s
 }
 
-/// Runtime functions with no AMDGPU implementation yet, and what PTX
-/// calls them.
-const UNSUPPORTED_CALLS: &[(&str, &str)] =
-    &[("malloc", "device-side `malloc` is not supported on AMDGPU yet"), ("free", "device-side `free` is not supported on AMDGPU yet")];
 
 /// Fails on the first call of a runtime function AMDGPU code cannot have
 /// yet, at its position.
@@ -371,8 +385,7 @@ pub fn check_module(module: &ptx::ast::Module, src: &str) -> Result<(), CompileE
             let name = module.symbol(*callee).name;
             let device_runtime = (crate::cpu_abi::devrt::lookup(name).is_some() || crate::devrt::DEVICE_SYNCHRONIZE.contains(&name))
                 .then(|| format!("`{name}`: the CUDA device runtime (kernels launching kernels, dynamic parallelism) is not supported on AMDGPU: HIP cannot launch from the device"));
-            let why = UNSUPPORTED_CALLS.iter().find(|(n, _)| *n == name).map(|(_, why)| why.to_string()).or(device_runtime);
-            if let Some(why) = why {
+            if let Some(why) = device_runtime {
                 let index = lines.get_or_insert_with(|| ptx::LineIndex::new(src));
                 let (line, column) = index.line_col(body.span(i).start);
                 return Err(CompileError::Unsupported { function: f.name.to_string(), what: why, line, column });
