@@ -2,7 +2,7 @@
 // of objects with constructors and destructors, memory allocated in one
 // kernel and freed in another, cudaLimitMallocHeapSize (a block larger than
 // the default 8 MiB heap fits in the 32 MiB one set here; one larger than
-// the heap is null).
+// the heap is null; freed blocks are reused).
 #include "common.cuh"
 
 struct Tracker {
@@ -67,6 +67,18 @@ __global__ void big_blocks(size_t fits, size_t too_big, int *out) {
     if (q) free(q);
 }
 
+// Blocks freed are reused: a hundred 1 MiB blocks, one at a time, in a
+// 32 MiB heap.
+__global__ void reuse(int *out) {
+    for (int k = 0; k < 100; k++) {
+        char *p = (char *)malloc(1 << 20);
+        if (!p) { *out = k; return; }
+        p[k] = (char)k;
+        free(p);
+    }
+    *out = 100;
+}
+
 int main() {
     size_t heap = 0;
     CHECK(cudaDeviceSetLimit(cudaLimitMallocHeapSize, 32u << 20));
@@ -81,18 +93,21 @@ int main() {
     CHECK(cudaMalloc(&dtors, sizeof(int)));
     CHECK(cudaMemset(nulls, 0, sizeof(int)));
     CHECK(cudaMemset(dtors, 0, sizeof(int)));
-    per_thread<<<nt / 128, 128>>>(sums, nulls, dtors);
-    CHECK_KERNEL();
-    CHECK(cudaMemcpy(hs, sums, sizeof hs, cudaMemcpyDeviceToHost));
-    CHECK(cudaMemcpy(&hn, nulls, sizeof hn, cudaMemcpyDeviceToHost));
-    CHECK(cudaMemcpy(&hd, dtors, sizeof hd, cudaMemcpyDeviceToHost));
-    EXPECT_EQ(hn, 0, "failed device allocations", 0);
-    EXPECT_EQ(hd, nt, "destructor calls", 0);
-    for (int i = 0; i < nt; i++) {
-        int n = 16 + i % 50;
-        long long want = 2LL * i;
-        for (int k = 0; k < n; k++) want += i + k;
-        EXPECT_EQ(hs[i], want, "per-thread sum", i);
+    // Twice: the second launch allocates the blocks the first freed.
+    for (int round = 1; round <= 2; round++) {
+        per_thread<<<nt / 128, 128>>>(sums, nulls, dtors);
+        CHECK_KERNEL();
+        CHECK(cudaMemcpy(hs, sums, sizeof hs, cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpy(&hn, nulls, sizeof hn, cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpy(&hd, dtors, sizeof hd, cudaMemcpyDeviceToHost));
+        EXPECT_EQ(hn, 0, "failed device allocations", round);
+        EXPECT_EQ(hd, nt * round, "destructor calls", round);
+        for (int i = 0; i < nt; i++) {
+            int n = 16 + i % 50;
+            long long want = 2LL * i;
+            for (int k = 0; k < n; k++) want += i + k;
+            EXPECT_EQ(hs[i], want, "per-thread sum", i);
+        }
     }
 
     long long *out, hout = 0;
@@ -114,6 +129,10 @@ int main() {
     EXPECT_EQ(hf[0], 1, "a 20 MiB block in the 32 MiB heap", 0);
     EXPECT_EQ(hf[1], 3, "the 20 MiB block's first and last bytes", 1);
     EXPECT_EQ(hf[2], 1, "a 256 MiB block is null", 2);
+    reuse<<<1, 1>>>(flags);
+    CHECK_KERNEL();
+    CHECK(cudaMemcpy(hf, flags, sizeof(int), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(hf[0], 100, "1 MiB blocks allocated and freed in turn", 0);
 
     CHECK(cudaFree(sums)); CHECK(cudaFree(nulls)); CHECK(cudaFree(dtors)); CHECK(cudaFree(out)); CHECK(cudaFree(flags));
     return finish();

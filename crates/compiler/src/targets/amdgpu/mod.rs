@@ -363,7 +363,6 @@ pub fn kernel_entry(kernel: &KernelInfo) -> String {
     s
 }
 
-
 /// Fails on the first call of a runtime function AMDGPU code cannot have
 /// yet, at its position.
 pub fn check_module(module: &ptx::ast::Module, src: &str) -> Result<(), CompileError> {

@@ -47,8 +47,7 @@ const DEFINED: &[&str] = &[
 ];
 
 /// Runtime functions with no AMDGPU implementation yet.
-const MISSING: &[&str] =
-    &["__anycuda_tex", "__anycuda_suld", "__anycuda_sust", "__anycuda_txq", "__anycuda_devrt"];
+const MISSING: &[&str] = &["__anycuda_tex", "__anycuda_suld", "__anycuda_sust", "__anycuda_txq", "__anycuda_devrt"];
 
 /// Attributes of every runtime function.
 const ATTRS: &str = "alwaysinline nounwind convergent";
@@ -1013,6 +1012,173 @@ fn tanh_f64() -> String {
 /// replaced by a recorded tape: for each lane in turn, the ballots it
 /// sees and the values of the other lanes it reads, in call order.
 /// Results are compared with the PTX semantics the CPU backend implements.
+/// Device `malloc` on the device's heap (`cpu_abi::device_heap`): the
+/// request's size class (as `device_heap::class_of`), then a block popped
+/// from the class's free list or carved from the arena, each with a
+/// compare-and-swap retried until it holds; null when the arena is used up,
+/// the request is larger than any heap, or the launch has no heap.
+fn malloc() -> String {
+    use crate::cpu_abi::{device_heap as dh, offsets};
+    let (heap_field, max, heads, arena, next, state) = (offsets::HEAP, dh::MAX_REQUEST, dh::HEADS, dh::ARENA, dh::NEXT, dh::STATE);
+    let (arena_bytes, bits, allocated, header) = (dh::ARENA_BYTES, dh::OFFSET_BITS, dh::ALLOCATED as i32, dh::BLOCK_HEADER);
+    let mask = (1u64 << dh::OFFSET_BITS) - 1;
+    format!(
+        "define internal ptr @__anycuda_malloc(ptr %ctx, i64 %size) {ATTRS} {{
+entry:
+  %h.f = getelementptr i8, ptr %ctx, i64 {heap_field}
+  %h.g = load ptr, ptr %h.f, align 8
+  %noheap = icmp eq ptr %h.g, null
+  %big = icmp ugt i64 %size, {max}
+  %no = or i1 %noheap, %big
+  br i1 %no, label %fail, label %class
+class:
+  %h = addrspacecast ptr %h.g to ptr addrspace(1)
+  %s15 = add i64 %size, 15
+  %u0 = lshr i64 %s15, 4
+  %units = add i64 %u0, 1
+  %small = icmp ule i64 %units, 4
+  %um1 = sub i64 %units, 1
+  %lz = call i64 @llvm.ctlz.i64(i64 %um1, i1 false)
+  %p = sub i64 63, %lz
+  %pm2 = sub i64 %p, 2
+  %pm2c = select i1 %small, i64 0, i64 %pm2
+  %step = shl i64 1, %pm2c
+  %pc = select i1 %small, i64 2, i64 %p
+  %pow = shl i64 1, %pc
+  %over = sub i64 %units, %pow
+  %stepm1 = sub i64 %step, 1
+  %o2 = add i64 %over, %stepm1
+  %j = lshr i64 %o2, %pm2c
+  %pm1 = sub i64 %pc, 1
+  %c4 = shl i64 %pm1, 2
+  %cj = add i64 %c4, %j
+  %cbig = sub i64 %cj, 1
+  %jstep = mul i64 %j, %step
+  %ubig = add i64 %pow, %jstep
+  %class.n = select i1 %small, i64 %um1, i64 %cbig
+  %bunits = select i1 %small, i64 %units, i64 %ubig
+  %bytes = shl i64 %bunits, 4
+  %head.o0 = shl i64 %class.n, 3
+  %head.o = add i64 %head.o0, {heads}
+  %head.p = getelementptr i8, ptr addrspace(1) %h, i64 %head.o
+  %arena = getelementptr i8, ptr addrspace(1) %h, i64 {arena}
+  br label %pop
+pop:
+  %head = load atomic i64, ptr addrspace(1) %head.p syncscope(\"agent\") acquire, align 8
+  %hoff = and i64 %head, {mask}
+  %empty = icmp eq i64 %hoff, 0
+  br i1 %empty, label %carve, label %take
+take:
+  %hb = shl i64 %hoff, 4
+  %blk = getelementptr i8, ptr addrspace(1) %arena, i64 %hb
+  %next.p = getelementptr i8, ptr addrspace(1) %blk, i64 {next}
+  %next = load atomic i64, ptr addrspace(1) %next.p syncscope(\"agent\") monotonic, align 8
+  %nextoff = and i64 %next, {mask}
+  %tag = lshr i64 %head, {bits}
+  %tag1 = add i64 %tag, 1
+  %tag1s = shl i64 %tag1, {bits}
+  %new = or i64 %tag1s, %nextoff
+  %cx = cmpxchg ptr addrspace(1) %head.p, i64 %head, i64 %new syncscope(\"agent\") acq_rel monotonic, align 8
+  %ok = extractvalue {{ i64, i1 }} %cx, 1
+  br i1 %ok, label %got, label %pop
+carve:
+  %used = load atomic i64, ptr addrspace(1) %h syncscope(\"agent\") monotonic, align 8
+  %cap.p = getelementptr i8, ptr addrspace(1) %h, i64 {arena_bytes}
+  %cap = load i64, ptr addrspace(1) %cap.p, align 8
+  %end = add i64 %used, %bytes
+  %fits = icmp ule i64 %end, %cap
+  br i1 %fits, label %claim, label %fail
+claim:
+  %cx2 = cmpxchg ptr addrspace(1) %h, i64 %used, i64 %end syncscope(\"agent\") monotonic monotonic, align 8
+  %ok2 = extractvalue {{ i64, i1 }} %cx2, 1
+  br i1 %ok2, label %carved, label %pop
+carved:
+  %blk2 = getelementptr i8, ptr addrspace(1) %arena, i64 %used
+  br label %got
+got:
+  %b = phi ptr addrspace(1) [%blk, %take], [%blk2, %carved]
+  %class32 = trunc i64 %class.n to i32
+  store i32 %class32, ptr addrspace(1) %b, align 16
+  %st.p = getelementptr i8, ptr addrspace(1) %b, i64 {state}
+  store atomic i32 {allocated}, ptr addrspace(1) %st.p syncscope(\"agent\") monotonic, align 4
+  %pay = getelementptr i8, ptr addrspace(1) %b, i64 {header}
+  %r = addrspacecast ptr addrspace(1) %pay to ptr
+  ret ptr %r
+fail:
+  ret ptr null
+}}
+"
+    )
+}
+
+/// Device `free`: a block of the heap in the allocated state becomes freed
+/// (one compare-and-swap, so a second `free` of it does nothing) and is
+/// pushed on its class's free list. Null, pointers that are not a block of
+/// the heap and blocks freed already are ignored, as on the host.
+fn free() -> String {
+    use crate::cpu_abi::{device_heap as dh, offsets};
+    let (heap_field, heads, arena, next, state, classes) = (offsets::HEAP, dh::HEADS, dh::ARENA, dh::NEXT, dh::STATE, dh::CLASSES);
+    let (bits, allocated, freed, header) = (dh::OFFSET_BITS, dh::ALLOCATED as i32, dh::FREED as i32, dh::BLOCK_HEADER);
+    let first = 2 * dh::BLOCK_HEADER;
+    format!(
+        "define internal void @__anycuda_free(ptr %ctx, ptr %p) {ATTRS} {{
+entry:
+  %h.f = getelementptr i8, ptr %ctx, i64 {heap_field}
+  %h.g = load ptr, ptr %h.f, align 8
+  %noheap = icmp eq ptr %h.g, null
+  %nop = icmp eq ptr %p, null
+  %no = or i1 %noheap, %nop
+  br i1 %no, label %done, label %range
+range:
+  %h = addrspacecast ptr %h.g to ptr addrspace(1)
+  %arena = getelementptr i8, ptr addrspace(1) %h, i64 {arena}
+  %pi = ptrtoint ptr %p to i64
+  %ai = ptrtoint ptr addrspace(1) %arena to i64
+  %off = sub i64 %pi, %ai
+  %used = load atomic i64, ptr addrspace(1) %h syncscope(\"agent\") monotonic, align 8
+  %lo = icmp uge i64 %off, {first}
+  %hi = icmp ult i64 %off, %used
+  %rem = and i64 %off, 15
+  %aligned = icmp eq i64 %rem, 0
+  %in1 = and i1 %lo, %hi
+  %in = and i1 %in1, %aligned
+  br i1 %in, label %mark, label %done
+mark:
+  %boff = sub i64 %off, {header}
+  %b = getelementptr i8, ptr addrspace(1) %arena, i64 %boff
+  %st.p = getelementptr i8, ptr addrspace(1) %b, i64 {state}
+  %cx = cmpxchg ptr addrspace(1) %st.p, i32 {allocated}, i32 {freed} syncscope(\"agent\") monotonic monotonic, align 4
+  %ok = extractvalue {{ i32, i1 }} %cx, 1
+  br i1 %ok, label %sized, label %done
+sized:
+  %class = load i32, ptr addrspace(1) %b, align 16
+  %known = icmp ult i32 %class, {classes}
+  br i1 %known, label %list, label %done
+list:
+  %class64 = zext i32 %class to i64
+  %head.o0 = shl i64 %class64, 3
+  %head.o = add i64 %head.o0, {heads}
+  %head.p = getelementptr i8, ptr addrspace(1) %h, i64 %head.o
+  %units = lshr i64 %boff, 4
+  %next.p = getelementptr i8, ptr addrspace(1) %b, i64 {next}
+  br label %push
+push:
+  %head = load atomic i64, ptr addrspace(1) %head.p syncscope(\"agent\") monotonic, align 8
+  store atomic i64 %head, ptr addrspace(1) %next.p syncscope(\"agent\") monotonic, align 8
+  %tag = lshr i64 %head, {bits}
+  %tag1 = add i64 %tag, 1
+  %tag1s = shl i64 %tag1, {bits}
+  %new = or i64 %tag1s, %units
+  %cx2 = cmpxchg ptr addrspace(1) %head.p, i64 %head, i64 %new syncscope(\"agent\") acq_rel monotonic, align 8
+  %ok2 = extractvalue {{ i64, i1 }} %cx2, 1
+  br i1 %ok2, label %done, label %push
+done:
+  ret void
+}}
+"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1293,171 +1459,4 @@ declare double @llvm.copysign.f64(double, double)
         }
         assert!(worst.0 <= 4, "tanh is {} ulp off at {:e}", worst.0, worst.1);
     }
-}
-
-/// Device `malloc` on the device's heap (`cpu_abi::device_heap`): the
-/// request's size class (as `device_heap::class_of`), then a block popped
-/// from the class's free list or carved from the arena, each with a
-/// compare-and-swap retried until it holds; null when the arena is used up,
-/// the request is larger than any heap, or the launch has no heap.
-fn malloc() -> String {
-    use crate::cpu_abi::{device_heap as dh, offsets};
-    let (heap_field, max, heads, arena, next, state) = (offsets::HEAP, dh::MAX_REQUEST, dh::HEADS, dh::ARENA, dh::NEXT, dh::STATE);
-    let (arena_bytes, bits, allocated, header) = (dh::ARENA_BYTES, dh::OFFSET_BITS, dh::ALLOCATED as i32, dh::BLOCK_HEADER);
-    let mask = (1u64 << dh::OFFSET_BITS) - 1;
-    format!(
-        "define internal ptr @__anycuda_malloc(ptr %ctx, i64 %size) {ATTRS} {{
-entry:
-  %h.f = getelementptr i8, ptr %ctx, i64 {heap_field}
-  %h.g = load ptr, ptr %h.f, align 8
-  %noheap = icmp eq ptr %h.g, null
-  %big = icmp ugt i64 %size, {max}
-  %no = or i1 %noheap, %big
-  br i1 %no, label %fail, label %class
-class:
-  %h = addrspacecast ptr %h.g to ptr addrspace(1)
-  %s15 = add i64 %size, 15
-  %u0 = lshr i64 %s15, 4
-  %units = add i64 %u0, 1
-  %small = icmp ule i64 %units, 4
-  %um1 = sub i64 %units, 1
-  %lz = call i64 @llvm.ctlz.i64(i64 %um1, i1 false)
-  %p = sub i64 63, %lz
-  %pm2 = sub i64 %p, 2
-  %pm2c = select i1 %small, i64 0, i64 %pm2
-  %step = shl i64 1, %pm2c
-  %pc = select i1 %small, i64 2, i64 %p
-  %pow = shl i64 1, %pc
-  %over = sub i64 %units, %pow
-  %stepm1 = sub i64 %step, 1
-  %o2 = add i64 %over, %stepm1
-  %j = lshr i64 %o2, %pm2c
-  %pm1 = sub i64 %pc, 1
-  %c4 = shl i64 %pm1, 2
-  %cj = add i64 %c4, %j
-  %cbig = sub i64 %cj, 1
-  %jstep = mul i64 %j, %step
-  %ubig = add i64 %pow, %jstep
-  %class.n = select i1 %small, i64 %um1, i64 %cbig
-  %bunits = select i1 %small, i64 %units, i64 %ubig
-  %bytes = shl i64 %bunits, 4
-  %head.o0 = shl i64 %class.n, 3
-  %head.o = add i64 %head.o0, {heads}
-  %head.p = getelementptr i8, ptr addrspace(1) %h, i64 %head.o
-  %arena = getelementptr i8, ptr addrspace(1) %h, i64 {arena}
-  br label %pop
-pop:
-  %head = load atomic i64, ptr addrspace(1) %head.p syncscope(\"agent\") acquire, align 8
-  %hoff = and i64 %head, {mask}
-  %empty = icmp eq i64 %hoff, 0
-  br i1 %empty, label %carve, label %take
-take:
-  %hb = shl i64 %hoff, 4
-  %blk = getelementptr i8, ptr addrspace(1) %arena, i64 %hb
-  %next.p = getelementptr i8, ptr addrspace(1) %blk, i64 {next}
-  %next = load atomic i64, ptr addrspace(1) %next.p syncscope(\"agent\") monotonic, align 8
-  %nextoff = and i64 %next, {mask}
-  %tag = lshr i64 %head, {bits}
-  %tag1 = add i64 %tag, 1
-  %tag1s = shl i64 %tag1, {bits}
-  %new = or i64 %tag1s, %nextoff
-  %cx = cmpxchg ptr addrspace(1) %head.p, i64 %head, i64 %new syncscope(\"agent\") acq_rel monotonic, align 8
-  %ok = extractvalue {{ i64, i1 }} %cx, 1
-  br i1 %ok, label %got, label %pop
-carve:
-  %used = load atomic i64, ptr addrspace(1) %h syncscope(\"agent\") monotonic, align 8
-  %cap.p = getelementptr i8, ptr addrspace(1) %h, i64 {arena_bytes}
-  %cap = load i64, ptr addrspace(1) %cap.p, align 8
-  %end = add i64 %used, %bytes
-  %fits = icmp ule i64 %end, %cap
-  br i1 %fits, label %claim, label %fail
-claim:
-  %cx2 = cmpxchg ptr addrspace(1) %h, i64 %used, i64 %end syncscope(\"agent\") monotonic monotonic, align 8
-  %ok2 = extractvalue {{ i64, i1 }} %cx2, 1
-  br i1 %ok2, label %carved, label %pop
-carved:
-  %blk2 = getelementptr i8, ptr addrspace(1) %arena, i64 %used
-  br label %got
-got:
-  %b = phi ptr addrspace(1) [%blk, %take], [%blk2, %carved]
-  %class32 = trunc i64 %class.n to i32
-  store i32 %class32, ptr addrspace(1) %b, align 16
-  %st.p = getelementptr i8, ptr addrspace(1) %b, i64 {state}
-  store atomic i32 {allocated}, ptr addrspace(1) %st.p syncscope(\"agent\") monotonic, align 4
-  %pay = getelementptr i8, ptr addrspace(1) %b, i64 {header}
-  %r = addrspacecast ptr addrspace(1) %pay to ptr
-  ret ptr %r
-fail:
-  ret ptr null
-}}
-"
-    )
-}
-
-/// Device `free`: a block of the heap in the allocated state becomes freed
-/// (one compare-and-swap, so a second `free` of it does nothing) and is
-/// pushed on its class's free list. Null, pointers that are not a block of
-/// the heap and blocks freed already are ignored, as on the host.
-fn free() -> String {
-    use crate::cpu_abi::{device_heap as dh, offsets};
-    let (heap_field, heads, arena, next, state, classes) = (offsets::HEAP, dh::HEADS, dh::ARENA, dh::NEXT, dh::STATE, dh::CLASSES);
-    let (bits, allocated, freed, header) = (dh::OFFSET_BITS, dh::ALLOCATED as i32, dh::FREED as i32, dh::BLOCK_HEADER);
-    let first = 2 * dh::BLOCK_HEADER;
-    format!(
-        "define internal void @__anycuda_free(ptr %ctx, ptr %p) {ATTRS} {{
-entry:
-  %h.f = getelementptr i8, ptr %ctx, i64 {heap_field}
-  %h.g = load ptr, ptr %h.f, align 8
-  %noheap = icmp eq ptr %h.g, null
-  %nop = icmp eq ptr %p, null
-  %no = or i1 %noheap, %nop
-  br i1 %no, label %done, label %range
-range:
-  %h = addrspacecast ptr %h.g to ptr addrspace(1)
-  %arena = getelementptr i8, ptr addrspace(1) %h, i64 {arena}
-  %pi = ptrtoint ptr %p to i64
-  %ai = ptrtoint ptr addrspace(1) %arena to i64
-  %off = sub i64 %pi, %ai
-  %used = load atomic i64, ptr addrspace(1) %h syncscope(\"agent\") monotonic, align 8
-  %lo = icmp uge i64 %off, {first}
-  %hi = icmp ult i64 %off, %used
-  %rem = and i64 %off, 15
-  %aligned = icmp eq i64 %rem, 0
-  %in1 = and i1 %lo, %hi
-  %in = and i1 %in1, %aligned
-  br i1 %in, label %mark, label %done
-mark:
-  %boff = sub i64 %off, {header}
-  %b = getelementptr i8, ptr addrspace(1) %arena, i64 %boff
-  %st.p = getelementptr i8, ptr addrspace(1) %b, i64 {state}
-  %cx = cmpxchg ptr addrspace(1) %st.p, i32 {allocated}, i32 {freed} syncscope(\"agent\") monotonic monotonic, align 4
-  %ok = extractvalue {{ i32, i1 }} %cx, 1
-  br i1 %ok, label %class, label %done
-class:
-  %class = load i32, ptr addrspace(1) %b, align 16
-  %known = icmp ult i32 %class, {classes}
-  br i1 %known, label %list, label %done
-list:
-  %class64 = zext i32 %class to i64
-  %head.o0 = shl i64 %class64, 3
-  %head.o = add i64 %head.o0, {heads}
-  %head.p = getelementptr i8, ptr addrspace(1) %h, i64 %head.o
-  %units = lshr i64 %boff, 4
-  %next.p = getelementptr i8, ptr addrspace(1) %b, i64 {next}
-  br label %push
-push:
-  %head = load atomic i64, ptr addrspace(1) %head.p syncscope(\"agent\") monotonic, align 8
-  store atomic i64 %head, ptr addrspace(1) %next.p syncscope(\"agent\") monotonic, align 8
-  %tag = lshr i64 %head, {bits}
-  %tag1 = add i64 %tag, 1
-  %tag1s = shl i64 %tag1, {bits}
-  %new = or i64 %tag1s, %units
-  %cx2 = cmpxchg ptr addrspace(1) %head.p, i64 %head, i64 %new syncscope(\"agent\") acq_rel monotonic, align 8
-  %ok2 = extractvalue {{ i64, i1 }} %cx2, 1
-  br i1 %ok2, label %done, label %push
-done:
-  ret void
-}}
-"
-    )
 }
