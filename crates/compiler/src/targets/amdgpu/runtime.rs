@@ -1020,8 +1020,9 @@ fn tanh_f64() -> String {
 fn malloc() -> String {
     use crate::cpu_abi::{device_heap as dh, offsets};
     let (heap_field, max, heads, arena, next, state) = (offsets::HEAP, dh::MAX_REQUEST, dh::HEADS, dh::ARENA, dh::NEXT, dh::STATE);
-    let (arena_bytes, bits, allocated, header) = (dh::ARENA_BYTES, dh::OFFSET_BITS, dh::ALLOCATED as i32, dh::BLOCK_HEADER);
+    let (arena_bytes, allocated, header) = (dh::ARENA_BYTES, dh::ALLOCATED as i32, dh::BLOCK_HEADER);
     let mask = (1u64 << dh::OFFSET_BITS) - 1;
+    let swap = swap_head("%nextoff");
     format!(
         "define internal ptr @__anycuda_malloc(ptr %ctx, i64 %size) {ATTRS} {{
 entry:
@@ -1074,13 +1075,7 @@ take:
   %next.p = getelementptr i8, ptr addrspace(1) %blk, i64 {next}
   %next = load atomic i64, ptr addrspace(1) %next.p syncscope(\"agent\") monotonic, align 8
   %nextoff = and i64 %next, {mask}
-  %tag = lshr i64 %head, {bits}
-  %tag1 = add i64 %tag, 1
-  %tag1s = shl i64 %tag1, {bits}
-  %new = or i64 %tag1s, %nextoff
-  %cx = cmpxchg ptr addrspace(1) %head.p, i64 %head, i64 %new syncscope(\"agent\") acq_rel monotonic, align 8
-  %ok = extractvalue {{ i64, i1 }} %cx, 1
-  br i1 %ok, label %got, label %pop
+{swap}  br i1 %ok, label %got, label %pop
 carve:
   %used = load atomic i64, ptr addrspace(1) %h syncscope(\"agent\") monotonic, align 8
   %cap.p = getelementptr i8, ptr addrspace(1) %h, i64 {arena_bytes}
@@ -1111,6 +1106,23 @@ fail:
     )
 }
 
+/// The compare-and-swap of a free list's head `%head` (read from
+/// `%head.p`) for the block at offset `offset` (16-byte units), with the
+/// head's change count one more (`device_heap::OFFSET_BITS`); `%ok` says
+/// whether it held.
+fn swap_head(offset: &str) -> String {
+    let bits = crate::cpu_abi::device_heap::OFFSET_BITS;
+    format!(
+        "  %tag = lshr i64 %head, {bits}
+  %tag1 = add i64 %tag, 1
+  %tag1s = shl i64 %tag1, {bits}
+  %new = or i64 %tag1s, {offset}
+  %cx = cmpxchg ptr addrspace(1) %head.p, i64 %head, i64 %new syncscope(\"agent\") acq_rel monotonic, align 8
+  %ok = extractvalue {{ i64, i1 }} %cx, 1
+"
+    )
+}
+
 /// Device `free`: a block of the heap in the allocated state becomes freed
 /// (one compare-and-swap, so a second `free` of it does nothing) and is
 /// pushed on its class's free list. Null, pointers that are not a block of
@@ -1118,8 +1130,9 @@ fail:
 fn free() -> String {
     use crate::cpu_abi::{device_heap as dh, offsets};
     let (heap_field, heads, arena, next, state, classes) = (offsets::HEAP, dh::HEADS, dh::ARENA, dh::NEXT, dh::STATE, dh::CLASSES);
-    let (bits, allocated, freed, header) = (dh::OFFSET_BITS, dh::ALLOCATED as i32, dh::FREED as i32, dh::BLOCK_HEADER);
+    let (allocated, freed, header) = (dh::ALLOCATED as i32, dh::FREED as i32, dh::BLOCK_HEADER);
     let first = 2 * dh::BLOCK_HEADER;
+    let swap = swap_head("%units");
     format!(
         "define internal void @__anycuda_free(ptr %ctx, ptr %p) {ATTRS} {{
 entry:
@@ -1147,9 +1160,9 @@ mark:
   %boff = sub i64 %off, {header}
   %b = getelementptr i8, ptr addrspace(1) %arena, i64 %boff
   %st.p = getelementptr i8, ptr addrspace(1) %b, i64 {state}
-  %cx = cmpxchg ptr addrspace(1) %st.p, i32 {allocated}, i32 {freed} syncscope(\"agent\") monotonic monotonic, align 4
-  %ok = extractvalue {{ i32, i1 }} %cx, 1
-  br i1 %ok, label %sized, label %done
+  %mark.cx = cmpxchg ptr addrspace(1) %st.p, i32 {allocated}, i32 {freed} syncscope(\"agent\") monotonic monotonic, align 4
+  %marked = extractvalue {{ i32, i1 }} %mark.cx, 1
+  br i1 %marked, label %sized, label %done
 sized:
   %class = load i32, ptr addrspace(1) %b, align 16
   %known = icmp ult i32 %class, {classes}
@@ -1165,13 +1178,7 @@ list:
 push:
   %head = load atomic i64, ptr addrspace(1) %head.p syncscope(\"agent\") monotonic, align 8
   store atomic i64 %head, ptr addrspace(1) %next.p syncscope(\"agent\") monotonic, align 8
-  %tag = lshr i64 %head, {bits}
-  %tag1 = add i64 %tag, 1
-  %tag1s = shl i64 %tag1, {bits}
-  %new = or i64 %tag1s, %units
-  %cx2 = cmpxchg ptr addrspace(1) %head.p, i64 %head, i64 %new syncscope(\"agent\") acq_rel monotonic, align 8
-  %ok2 = extractvalue {{ i64, i1 }} %cx2, 1
-  br i1 %ok2, label %done, label %push
+{swap}  br i1 %ok, label %done, label %push
 done:
   ret void
 }}
