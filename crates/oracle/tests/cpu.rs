@@ -200,8 +200,14 @@ fn run_all(build: Build) {
                 .and_then(|n| n.parse::<u64>().ok())
                 .is_some_and(|n| n % 4 == 0 && n < 768 * 4)
         };
+        // Where the host allocator put a block freed by an earlier case
+        // right after the input, the read lands in it and the report names
+        // the freed block (seen in CI-sized runs beside other suites).
+        let in_a_freed_block = |e: &str| e.contains("device allocation at") && e.ends_with("that was freed");
         let result = match (build.memcheck && case.kernel == "special_regs_3d", result) {
-            (true, Err(e)) if e.contains("invalid __global__ read of size 4 bytes") && past_the_input(&e) => Ok(()),
+            (true, Err(e)) if e.contains("invalid __global__ read of size 4 bytes") && (past_the_input(&e) || in_a_freed_block(&e)) => {
+                Ok(())
+            }
             (true, Err(e)) => Err(format!("reported, but not as the read past the input: {e}")),
             (true, Ok(())) => Err("its read past the 4-byte input was not reported".into()),
             (false, r) => r,
