@@ -79,8 +79,15 @@ __global__ void reuse(int *out) {
     *out = 100;
 }
 
+// Uses no heap: launching it leaves the heap's size open.
+__global__ void no_heap(int *p) { *p = 1; }
+
 int main() {
     size_t heap = 0;
+    int *scratch;
+    CHECK(cudaMalloc(&scratch, sizeof(int)));
+    no_heap<<<1, 1>>>(scratch);
+    CHECK_KERNEL();
     CHECK(cudaDeviceSetLimit(cudaLimitMallocHeapSize, 32u << 20));
     CHECK(cudaDeviceGetLimit(&heap, cudaLimitMallocHeapSize));
     EXPECT(heap >= (32u << 20), "heap limit %zu", heap);
@@ -97,6 +104,12 @@ int main() {
     for (int round = 1; round <= 2; round++) {
         per_thread<<<nt / 128, 128>>>(sums, nulls, dtors);
         CHECK_KERNEL();
+        // Once a kernel that calls malloc has been launched, the heap's
+        // size is fixed (cudaDeviceSetLimit's documentation).
+        CHECK_ERR(cudaDeviceSetLimit(cudaLimitMallocHeapSize, 64u << 20), cudaErrorInvalidValue);
+        CHECK_ERR(cudaGetLastError(), cudaErrorInvalidValue);
+        CHECK(cudaDeviceGetLimit(&heap, cudaLimitMallocHeapSize));
+        EXPECT(heap >= (32u << 20) && heap < (64u << 20), "heap limit %zu after a refused change", heap);
         CHECK(cudaMemcpy(hs, sums, sizeof hs, cudaMemcpyDeviceToHost));
         CHECK(cudaMemcpy(&hn, nulls, sizeof hn, cudaMemcpyDeviceToHost));
         CHECK(cudaMemcpy(&hd, dtors, sizeof hd, cudaMemcpyDeviceToHost));
@@ -135,5 +148,6 @@ int main() {
     EXPECT_EQ(hf[0], 100, "1 MiB blocks allocated and freed in turn", 0);
 
     CHECK(cudaFree(sums)); CHECK(cudaFree(nulls)); CHECK(cudaFree(dtors)); CHECK(cudaFree(out)); CHECK(cudaFree(flags));
+    CHECK(cudaFree(scratch));
     return finish();
 }

@@ -2,8 +2,9 @@
 // device gets half of a vector and runs the kernel on its half with its own
 // stream; peer access between them is queried and enabled; a kernel on
 // device 0 reads device 1's half directly, and cudaMemcpyPeer moves the
-// halves between devices. Needs two devices (the test harness runs it with
-// ANYCUDA_CPU_DEVICES=2); with fewer it fails.
+// halves between devices. Needs two devices (the test harnesses run it with
+// ANYCUDA_CPU_DEVICES=2 on the CPU and ANYCUDA_HIP_EMULATED_DEVICES=2 on the
+// emulated AMD GPUs); with fewer it fails.
 //@ run-env: ANYCUDA_CPU_DEVICES=2
 //@ variants: shared cu12
 #include "common.cuh"

@@ -4,7 +4,9 @@
 // device's business (NVIDIA's FIFO is circular; anycuda's AMD buffer keeps
 // the records that fit and says in the log how many it dropped), so the
 // program checks the limit and that the kernel completes; the HIP test
-// runner checks the log.
+// runner checks the log. Once a printing kernel has been launched, the FIFO's
+// size is fixed: a later change is refused (cudaDeviceSetLimit's
+// documentation).
 #include "common.cuh"
 
 __global__ void chatty(int n) {
@@ -19,5 +21,11 @@ int main() {
     EXPECT(fifo >= 4096 && fifo < 65536, "printf FIFO size %zu", fifo);
     chatty<<<1, 200>>>(200);
     CHECK_KERNEL();
+    CHECK_ERR(cudaDeviceSetLimit(cudaLimitPrintfFifoSize, 1 << 20), cudaErrorInvalidValue);
+    CHECK_ERR(cudaGetLastError(), cudaErrorInvalidValue);
+    CHECK(cudaDeviceGetLimit(&fifo, cudaLimitPrintfFifoSize));
+    EXPECT(fifo >= 4096 && fifo < 65536, "printf FIFO size %zu after a refused change", fifo);
+    // The heap's size is still open: no kernel that calls malloc ran.
+    CHECK(cudaDeviceSetLimit(cudaLimitMallocHeapSize, 16u << 20));
     return finish();
 }

@@ -24,6 +24,8 @@ fn info(needs_scheduler: bool) -> KernelInfo {
         frame_bytes: 0,
         lockstep_guard: None,
         privatise: None,
+        calls_malloc: false,
+        calls_printf: false,
     }
 }
 

@@ -17,6 +17,9 @@ pub const HIP_ERROR_ILLEGAL_ADDRESS: HipError = 700;
 pub const HIP_ERROR_LAUNCH_OUT_OF_RESOURCES: HipError = 701;
 pub const HIP_ERROR_LAUNCH_TIMEOUT: HipError = 702;
 pub const HIP_ERROR_ASSERT: HipError = 710;
+pub const HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED: HipError = 704;
+pub const HIP_ERROR_PEER_ACCESS_NOT_ENABLED: HipError = 705;
+pub const HIP_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE: HipError = 720;
 pub const HIP_ERROR_OUT_OF_MEMORY: HipError = 2;
 
 pub type Stream = *mut c_void;
@@ -67,6 +70,11 @@ pub mod attr {
     pub const WARP_SIZE: i32 = 87;
 }
 
+/// `hipModuleLaunchCooperativeKernel(f, grid x/y/z, block x/y/z,
+/// sharedMemBytes, stream, kernelParams)`.
+pub type LaunchCooperative =
+    unsafe extern "C" fn(Function, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Stream, *mut *mut c_void) -> HipError;
+
 macro_rules! hip_api {
     ($( $field:ident = $name:literal : fn($($arg:ty),*) ;)*) => {
         /// The loaded runtime: one function pointer per entry point.
@@ -75,6 +83,9 @@ macro_rules! hip_api {
             $( pub $field: unsafe extern "C" fn($($arg),*) -> HipError, )*
             /// ROCm 6 and later.
             pub get_device_properties_r0600: Option<unsafe extern "C" fn(*mut u8, c_int) -> HipError>,
+            /// ROCm 6 and later (`hipModuleLaunchCooperativeKernel`):
+            /// without it, devices say they have no cooperative launch.
+            pub module_launch_cooperative_kernel: Option<LaunchCooperative>,
             pub get_error_string: unsafe extern "C" fn(HipError) -> *const c_char,
         }
 
@@ -91,10 +102,12 @@ macro_rules! hip_api {
                         .map_err(|e| format!("{}: {e}", $name))?; )*
                     let get_device_properties_r0600 =
                         lib.get::<unsafe extern "C" fn(*mut u8, c_int) -> HipError>(b"hipGetDevicePropertiesR0600\0").ok().map(|s| *s);
+                    let module_launch_cooperative_kernel =
+                        lib.get::<LaunchCooperative>(b"hipModuleLaunchCooperativeKernel\0").ok().map(|s| *s);
                     let get_error_string = *lib
                         .get::<unsafe extern "C" fn(HipError) -> *const c_char>(b"hipGetErrorString\0")
                         .map_err(|e| format!("hipGetErrorString: {e}"))?;
-                    Ok(Hip { _lib: lib, $($field,)* get_device_properties_r0600, get_error_string })
+                    Ok(Hip { _lib: lib, $($field,)* get_device_properties_r0600, module_launch_cooperative_kernel, get_error_string })
                 }
             }
         }
@@ -142,8 +155,12 @@ hip_api! {
     event_destroy = "hipEventDestroy": fn(Event);
     event_record = "hipEventRecord": fn(Event, Stream);
     event_query = "hipEventQuery": fn(Event);
+    stream_wait_event = "hipStreamWaitEvent": fn(Stream, Event, c_uint);
     event_elapsed_time = "hipEventElapsedTime": fn(*mut f32, Event, Event);
     get_last_error = "hipGetLastError": fn();
+    device_can_access_peer = "hipDeviceCanAccessPeer": fn(*mut c_int, c_int, c_int);
+    device_enable_peer_access = "hipDeviceEnablePeerAccess": fn(c_int, c_uint);
+    device_disable_peer_access = "hipDeviceDisablePeerAccess": fn(c_int);
 }
 
 /// Byte offsets in ROCm 6's `hipDeviceProp_tR0600`.

@@ -2,10 +2,12 @@
 //! Compiled code allocates and frees on it by itself
 //! (`compiler::cpu_abi::device_heap`: size classes, lock-free free lists);
 //! the host makes it, with an arena of the context's
-//! `cudaLimitMallocHeapSize`, at the first launch of a module that may
-//! call `malloc` or `free`, and passes its address to every kernel of such
-//! modules after their parameters (`amdgpu::kernarg_tail`; other kernels
-//! get null).
+//! `cudaLimitMallocHeapSize`, at the first launch of a kernel that may
+//! call `malloc` or `free` (`KernelDesc::calls_malloc`, from the module's
+//! call graph), and passes its address to every such kernel after its
+//! parameters (`amdgpu::kernarg_tail`; other kernels get null). The driver
+//! refuses a new heap size once such a kernel has been launched, as CUDA
+//! does, so the heap's size is the context's limit.
 
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};

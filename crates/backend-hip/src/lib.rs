@@ -183,7 +183,8 @@ unsafe fn describe(hip: &Hip, d: i32) -> Result<Device, String> {
     props.pci_domain = get(attr::PCI_DOMAIN_ID).max(0) as u32;
     props.integrated = get(attr::INTEGRATED) != 0;
     props.managed_memory = get(attr::MANAGED_MEMORY) != 0;
-    props.cooperative_launch = false;
+    // Cooperative launches need `hipModuleLaunchCooperativeKernel` (ROCm 6).
+    props.cooperative_launch = hip.module_launch_cooperative_kernel.is_some() && get(attr::COOPERATIVE_LAUNCH) != 0;
     props.concurrent_kernels = get(attr::CONCURRENT_KERNELS) != 0;
     // A CUDA warp is 32 lanes on every AMD GPU (half a wave64).
     props.warp_size = 32;
@@ -213,6 +214,40 @@ impl Backend for HipBackend {
         } else {
             (0, self.device_props(device).total_mem)
         }
+    }
+
+    fn can_access_peer(&self, device: usize, peer: usize) -> bool {
+        let mut can = 0;
+        // SAFETY: valid out-pointer; the driver checked both indices.
+        let e = unsafe { (self.hip.device_can_access_peer)(&mut can, device as i32, peer as i32) };
+        e == api::HIP_SUCCESS && can != 0
+    }
+
+    fn enable_peer_access(&self, device: usize, peer: usize) -> Result<(), BackendError> {
+        self.set_device(device)?;
+        // SAFETY: a plain call on the current device.
+        let e = unsafe { (self.hip.device_enable_peer_access)(peer as i32, 0) };
+        if e == api::HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED {
+            // Enabled outside anycuda (another library of the process).
+            return Ok(());
+        }
+        self.hip.check(e, &format!("hipDeviceEnablePeerAccess (device {device} to {peer})")).map_err(|m| {
+            tracing::error!("{m}");
+            BackendError::Other(m)
+        })
+    }
+
+    fn disable_peer_access(&self, device: usize, peer: usize) -> Result<(), BackendError> {
+        self.set_device(device)?;
+        // SAFETY: a plain call on the current device.
+        let e = unsafe { (self.hip.device_disable_peer_access)(peer as i32) };
+        if e == api::HIP_ERROR_PEER_ACCESS_NOT_ENABLED {
+            return Ok(());
+        }
+        self.hip.check(e, &format!("hipDeviceDisablePeerAccess (device {device} to {peer})")).map_err(|m| {
+            tracing::error!("{m}");
+            BackendError::Other(m)
+        })
     }
 
     fn alloc(&self, device: usize, size: usize) -> Result<DevicePtr, BackendError> {
@@ -502,6 +537,20 @@ impl BackendQueue for HipQueue {
         Ok(Arc::new(ev))
     }
 
+    fn waits_on_device(&self) -> bool {
+        true
+    }
+
+    fn wait_event(&self, event: &dyn BackendEvent) -> Result<bool, BackendError> {
+        let Some(event) = event.as_any().downcast_ref::<HipEvent>() else { return Ok(false) };
+        // SAFETY: a live stream and a live, recorded event of this runtime
+        // (the caller holds it); HIP waits for the record made before the
+        // call, across devices too.
+        let e = unsafe { (self.hip.stream_wait_event)(self.stream, event.event, 0) };
+        self.hip.check(e, "hipStreamWaitEvent").map_err(BackendError::Other)?;
+        Ok(true)
+    }
+
     fn query(&self) -> bool {
         // SAFETY: a live stream.
         let e = unsafe { (self.hip.stream_query)(self.stream) };
@@ -544,10 +593,9 @@ pub struct HipModule {
     /// them; a name in a comment only costs the buffer): its kernels get
     /// the device's printf buffer.
     prints: bool,
+    /// The device's heaps: a kernel that may call `malloc` or `free`
+    /// (`KernelDesc::calls_malloc`) gets its device's.
     heaps: Arc<heap::DeviceHeaps>,
-    /// The PTX may call `malloc` or `free`: its kernels get the device's
-    /// heap.
-    allocates: bool,
     device: usize,
     jit: Arc<jit::JitModule>,
     /// The shared unit's code object: the whole module, or the variables
@@ -589,7 +637,6 @@ impl HipModule {
             printf,
             prints: ["vprintf", "__assertfail", "trap", "brkpt"].iter().any(|w| ptx.contains(w)),
             heaps,
-            allocates: ["malloc", "free"].iter().any(|w| ptx.contains(w)),
             device,
             jit: module.clone(),
             module: None,
@@ -710,7 +757,8 @@ impl BackendModule for HipModule {
     }
 
     fn launch(&self, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault> {
-        self.launch_on(kernel, launch, std::ptr::null_mut())?;
+        // A cooperative launch's workspace lives until the device is idle.
+        let _workspace = self.launch_on(kernel, launch, std::ptr::null_mut())?;
         // SAFETY: a plain call.
         match unsafe { (self.hip.device_synchronize)() } {
             api::HIP_SUCCESS => {
@@ -723,7 +771,12 @@ impl BackendModule for HipModule {
 
     fn enqueue_launch(&self, queue: &dyn BackendQueue, kernel: usize, launch: &LaunchParams<'_>) -> Result<(), LaunchFault> {
         match queue.as_any().downcast_ref::<HipQueue>() {
-            Some(q) if q.device == self.device => self.launch_on(kernel, launch, q.stream),
+            Some(q) if q.device == self.device => {
+                if let Some(workspace) = self.launch_on(kernel, launch, q.stream)? {
+                    q.keep(Box::new(workspace));
+                }
+                Ok(())
+            }
             Some(q) => {
                 Err(LaunchFault::Failed(format!("a module of HIP device {} launched on a queue of device {}", self.device, q.device)))
             }
@@ -732,9 +785,48 @@ impl BackendModule for HipModule {
     }
 }
 
+/// A cooperative launch's grid-sync workspace
+/// (`compiler::cpu_abi::GRID_SYNC_WORKSPACE` bytes of device memory,
+/// zeroed on the launch's stream before it): freed when dropped, which the
+/// queue does once its work has completed.
+struct GridWorkspace {
+    hip: Arc<Hip>,
+    address: *mut c_void,
+}
+
+// SAFETY: a device address, usable from any thread.
+unsafe impl Send for GridWorkspace {}
+// SAFETY: as above.
+unsafe impl Sync for GridWorkspace {}
+
+impl GridWorkspace {
+    /// A zeroed workspace for a launch on `stream` (of the current device).
+    fn new(hip: &Arc<Hip>, stream: api::Stream) -> Result<GridWorkspace, LaunchFault> {
+        let bytes = compiler::cpu_abi::GRID_SYNC_WORKSPACE;
+        let mut address = std::ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        let e = unsafe { (hip.malloc)(&mut address, bytes) };
+        hip.check(e, "hipMalloc (a cooperative launch's grid-sync workspace)").map_err(LaunchFault::OutOfResources)?;
+        let w = GridWorkspace { hip: hip.clone(), address };
+        // SAFETY: `bytes` bytes of the allocation, ordered before the launch on its stream.
+        let e = unsafe { (hip.memset_d8_async)(address, 0, bytes, stream) };
+        hip.check(e, "hipMemsetD8Async (the grid-sync workspace)").map_err(LaunchFault::Failed)?;
+        Ok(w)
+    }
+}
+
+impl Drop for GridWorkspace {
+    fn drop(&mut self) {
+        // SAFETY: ours; the launch that used it has completed.
+        let _ = unsafe { (self.hip.free)(self.address) };
+    }
+}
+
 impl HipModule {
-    /// Enqueues a launch on `stream` (the null stream when null).
-    fn launch_on(&self, kernel: usize, launch: &LaunchParams<'_>, stream: api::Stream) -> Result<(), LaunchFault> {
+    /// Enqueues a launch on `stream` (the null stream when null); a
+    /// cooperative one returns its workspace, which must live until the
+    /// launch has completed.
+    fn launch_on(&self, kernel: usize, launch: &LaunchParams<'_>, stream: api::Stream) -> Result<Option<GridWorkspace>, LaunchFault> {
         let f = self.function(kernel).map_err(LaunchFault::Failed)?;
         // SAFETY: a plain call.
         let e = unsafe { (self.hip.set_device)(self.device as i32) };
@@ -751,11 +843,53 @@ impl HipModule {
         };
         let param_bytes = self.kernels.get(kernel).map_or(launch.params.len(), |k| k.param_bytes as usize);
         let mut params = launch.params.get(..param_bytes).unwrap_or(launch.params).to_vec();
-        let heap = if self.allocates { self.heaps.heap(self.device, launch.heap_limit).map_err(LaunchFault::Failed)? } else { 0 };
+        // The heap is made at the first launch of a kernel that uses it,
+        // with the limit of then, which the driver then keeps fixed.
+        let heap = if self.kernels.get(kernel).is_some_and(|k| k.calls_malloc) {
+            self.heaps.heap(self.device, launch.heap_limit).map_err(LaunchFault::Failed)?
+        } else {
+            0
+        };
         let tail = compiler::targets::amdgpu::kernarg_tail(param_bytes);
         params.resize(tail.bytes, 0);
         params[tail.printf_records..tail.printf_records + 8].copy_from_slice(&records.to_le_bytes());
         params[tail.heap..tail.heap + 8].copy_from_slice(&heap.to_le_bytes());
+        let workspace = if launch.cooperative { Some(GridWorkspace::new(&self.hip, stream)?) } else { None };
+        let address = workspace.as_ref().map_or(0, |w| w.address as u64);
+        params[tail.grid_workspace..tail.grid_workspace + 8].copy_from_slice(&address.to_le_bytes());
+        let [gx, gy, gz] = launch.grid;
+        let [bx, by, bz] = launch.block;
+        if launch.cooperative {
+            let Some(cooperative) = self.hip.module_launch_cooperative_kernel else {
+                return Err(LaunchFault::Failed("this HIP runtime has no hipModuleLaunchCooperativeKernel (ROCm 6 and later)".into()));
+            };
+            // The code object's explicit arguments, each from its bytes:
+            // the PTX parameters (one block) if any, then the tail's addresses.
+            let base = params.as_mut_ptr();
+            let mut args: Vec<*mut c_void> = Vec::with_capacity(4);
+            if param_bytes > 0 {
+                args.push(base.cast());
+            }
+            for at in [tail.printf_records, tail.heap, tail.grid_workspace] {
+                // SAFETY: `at` + 8 lies within `params` (resized to the tail).
+                args.push(unsafe { base.add(at) }.cast());
+            }
+            // SAFETY: as for `hipModuleLaunchKernel` below; HIP copies each
+            // argument (its size from the code object) when it enqueues.
+            let e = unsafe { cooperative(f, gx, gy, gz, bx, by, bz, launch.dynamic_shared_bytes, stream, args.as_mut_ptr()) };
+            return match e {
+                api::HIP_SUCCESS => Ok(workspace),
+                api::HIP_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE => Err(LaunchFault::OutOfResources(format!(
+                    "hipModuleLaunchCooperativeKernel: {} (the device cannot hold the {} blocks at once)",
+                    self.hip.error_string(e),
+                    u64::from(gx) * u64::from(gy) * u64::from(gz)
+                ))),
+                e => Err(match fault(&self.hip, e) {
+                    LaunchFault::Failed(m) => LaunchFault::Failed(format!("hipModuleLaunchCooperativeKernel: {m}")),
+                    f => f,
+                }),
+            };
+        }
         let mut size = params.len();
         let mut extra = [
             api::LAUNCH_PARAM_BUFFER_POINTER,
@@ -764,8 +898,6 @@ impl HipModule {
             (&mut size as *mut usize).cast::<c_void>(),
             api::LAUNCH_PARAM_END,
         ];
-        let [gx, gy, gz] = launch.grid;
-        let [bx, by, bz] = launch.block;
         // SAFETY: the function belongs to this module; the parameter buffer
         // is laid out as the kernel's kernarg segment (the compiler's AMD
         // entry takes the packed PTX parameter buffer) and outlives the call
@@ -785,6 +917,15 @@ impl HipModule {
                 extra.as_mut_ptr(),
             )
         };
-        self.hip.check(e, "hipModuleLaunchKernel").map_err(LaunchFault::Failed)
+        if e == api::HIP_SUCCESS {
+            return Ok(None);
+        }
+        // A fault the runtime reports at the launch (an earlier kernel's, or
+        // one it found enqueueing this one) is the same fault as at a
+        // synchronisation.
+        Err(match fault(&self.hip, e) {
+            LaunchFault::Failed(m) => LaunchFault::Failed(format!("hipModuleLaunchKernel: {m}")),
+            f => f,
+        })
     }
 }

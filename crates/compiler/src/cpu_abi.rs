@@ -51,8 +51,8 @@ pub struct BlockCtx {
     pub exited: u32,
     pub gridid: u64,
     /// `%envreg0`..`%envreg31`; cooperative launches put the grid-sync
-    /// workspace address in envreg1 (high 32 bits) / envreg2 (low 32 bits),
-    /// as cooperative groups reads it.
+    /// workspace address ([`GRID_SYNC_WORKSPACE`] zeroed bytes) in envreg1
+    /// (high 32 bits) / envreg2 (low 32 bits), as cooperative groups reads it.
     pub envreg: [u32; 32],
     /// Owned by the backend; compiled code only passes `ctx` back.
     pub runtime: *mut c_void,
@@ -90,6 +90,11 @@ pub struct BlockCtx {
     /// (`device_heap` layout), or null; unused on the host.
     pub heap: *mut u8,
 }
+
+/// Bytes of the zeroed grid-sync workspace a cooperative launch passes in
+/// [`BlockCtx::envreg`] (cooperative groups' `grid.sync()` counts the
+/// arriving blocks in its first word).
+pub const GRID_SYNC_WORKSPACE: usize = 256;
 
 /// Slots of [`PrivateAdds`] (a power of two).
 pub const PRIVATE_SLOTS: usize = 1024;

@@ -668,8 +668,14 @@ pub fn launch_guard(m: &Module, f: &Function, c: &crate::lockstep::Conditions) -
 }
 
 /// The description of one kernel (`kid` is its item index).
-pub fn describe_kernel(_m: &Module, a: &Analysis, kid: ItemId, f: &Function) -> KernelInfo {
+pub fn describe_kernel(m: &Module, a: &Analysis, kid: ItemId, f: &Function) -> KernelInfo {
     {
+        let calls = |names: &[&str]| {
+            a.reachable(kid).iter().any(|&it| match m.items.get(it as usize) {
+                Some(Item::Function(g)) => names.contains(&g.name),
+                _ => false,
+            })
+        };
         let (params, param_bytes) = param_layout(f, &f.params);
         let mut reqntid = None;
         let mut maxntid = None;
@@ -694,6 +700,75 @@ pub fn describe_kernel(_m: &Module, a: &Analysis, kid: ItemId, f: &Function) -> 
             frame_bytes: 0,
             lockstep_guard: None,
             privatise: None,
+            calls_malloc: calls(&["malloc", "free", "__nv_aligned_device_malloc"]),
+            calls_printf: calls(&["vprintf"]),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Which kernels may call device `malloc`/`free` or `printf`: through
+    /// calls, several deep, and through function pointers.
+    #[test]
+    fn kernels_that_reach_malloc_or_printf_are_marked() {
+        let src = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.extern .func (.param .b64 r) malloc(.param .b64 n);
+.extern .func free(.param .b64 p);
+.extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);
+.func scratch()
+{
+	.reg .b64 %rd<3>;
+	mov.u64 %rd1, 16;
+	{
+	.param .b64 n;
+	st.param.b64 [n], %rd1;
+	.param .b64 r;
+	call.uni (r), malloc, (n);
+	ld.param.b64 %rd2, [r];
+	}
+	ret;
+}
+.func outer()
+{
+	call.uni scratch, ();
+	ret;
+}
+.func say()
+{
+	.reg .b64 %rd<2>;
+	mov.u64 %rd1, 0;
+	{
+	.param .b64 f;
+	st.param.b64 [f], %rd1;
+	.param .b64 a;
+	st.param.b64 [a], %rd1;
+	.param .b32 r;
+	call.uni (r), vprintf, (f, a);
+	}
+	ret;
+}
+.visible .entry deep() { call.uni outer, (); ret; }
+.visible .entry plain() { ret; }
+.visible .entry prints() { call.uni say, (); ret; }
+.visible .entry through_pointer()
+{
+	.reg .b64 %rd<2>;
+	mov.u64 %rd1, say;
+	call.uni %rd1, ();
+	ret;
+}
+"#;
+        let m = ptx::parse(src).expect("parses");
+        let info = super::describe(&m);
+        let flags: Vec<(&str, bool, bool)> = info.kernels.iter().map(|k| (k.name.as_str(), k.calls_malloc, k.calls_printf)).collect();
+        assert_eq!(
+            flags,
+            [("deep", true, false), ("plain", false, false), ("prints", false, true), ("through_pointer", false, true)],
+            "(kernel, calls malloc, calls printf)"
+        );
     }
 }

@@ -225,6 +225,13 @@ pub struct KernelInfo {
     /// condition holds for (`privatise::Guard::holds`); `None`: the
     /// kernel has none.
     pub privatise: Option<privatise::Guard>,
+    /// The kernel or a function it may call calls device `malloc` or
+    /// `free`: once it has been launched, the context's heap size is fixed
+    /// (CUDA refuses `cudaLimitMallocHeapSize` then).
+    pub calls_malloc: bool,
+    /// The same for device `printf` (`vprintf`) and
+    /// `cudaLimitPrintfFifoSize`.
+    pub calls_printf: bool,
 }
 
 /// Launch conditions of a kernel's thread-by-thread code, in terms a

@@ -36,13 +36,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         if inst.scope(b) == Some(Scope::Cluster) {
             // A cluster is one block here: waiting for the cluster is waiting
-            // for the block; arriving alone needs no action.
+            // for the whole block, as barrier 0 without a count does (the
+            // runtimes have barriers 0-15 only; a program that waits at
+            // the cluster barrier in some threads and at barrier 0 in
+            // others would hang on hardware); arriving alone needs no
+            // action.
             if inst.has(b, Flag::Arrive) {
                 return Ok(());
             }
             let site = self.site();
             self.cx.declare_runtime(&crate::cpu_abi::runtime::BARRIER);
-            self.out.op(format_args!("call void @__anycuda_barrier(ptr %ctx, i32 %lin, i32 16, i32 0, i32 {site})"));
+            self.out.op(format_args!("call void @__anycuda_barrier(ptr %ctx, i32 %lin, i32 0, i32 0, i32 {site})"));
             self.race_sync(crate::cpu_abi::memcheck::SYNC_BLOCK, None);
             return Ok(());
         }

@@ -130,7 +130,7 @@ fn check_code_object(tag: &str, arch: &str, compiled: &CompiledModule) -> Vec<St
         let expected = compiler::targets::amdgpu::kernarg_tail(k.param_bytes as usize).bytes as u32;
         if n.kernarg_segment_size != Some(expected) {
             problems.push(format!(
-                "{tag}: `{}` has .kernarg_segment_size {:?}, its parameters take {} bytes and the printf buffer's and heap's addresses 16",
+                "{tag}: `{}` has .kernarg_segment_size {:?}, its parameters take {} bytes and the printf buffer's, heap's and grid-sync workspace's addresses 24",
                 k.name, n.kernarg_segment_size, k.param_bytes
             ));
         }
@@ -407,7 +407,7 @@ fn kernel_entry_builds_the_block_context_from_the_dispatch() {
     let ir = emit_target_ir(&module, TINY, &amdgpu("gfx1100")).expect("lowers");
     let expected = [
         "@\"__anycuda_lds.tiny\" = internal addrspace(3) global [32 x i8] poison, align 16".to_string(),
-        "define amdgpu_kernel void @\"tiny\"(ptr addrspace(4) byref([12 x i8]) align 8 %kernarg, ptr addrspace(1) %printf.records, ptr addrspace(1) %heap) #0 \"amdgpu-flat-work-group-size\"=\"128,128\" \"amdgpu-no-implicitarg-ptr\" {".into(),
+        "define amdgpu_kernel void @\"tiny\"(ptr addrspace(4) byref([12 x i8]) align 8 %kernarg, ptr addrspace(1) %printf.records, ptr addrspace(1) %heap, ptr addrspace(1) %grid.workspace) #0 \"amdgpu-flat-work-group-size\"=\"128,128\" \"amdgpu-no-implicitarg-ptr\" {".into(),
         format!("  %ctx.p = alloca [{} x i8], align 8, addrspace(5)", std::mem::size_of::<compiler::cpu_abi::BlockCtx>()),
         "  %ctx = addrspacecast ptr addrspace(5) %ctx.p to ptr".into(),
         "  %params = addrspacecast ptr addrspace(4) %kernarg to ptr".into(),
@@ -417,6 +417,14 @@ fn kernel_entry_builds_the_block_context_from_the_dispatch() {
         format!("  %heap.f = getelementptr i8, ptr %ctx, i64 {}", offsets::HEAP),
         "  %heap.g = addrspacecast ptr addrspace(1) %heap to ptr".into(),
         "  store ptr %heap.g, ptr %heap.f, align 8".into(),
+        "  %gw = ptrtoint ptr addrspace(1) %grid.workspace to i64".into(),
+        "  %gw.high = lshr i64 %gw, 32".into(),
+        "  %envreg1.v = trunc i64 %gw.high to i32".into(),
+        format!("  %envreg1.f = getelementptr i8, ptr %ctx, i64 {}", offsets::ENVREG + 4),
+        "  store i32 %envreg1.v, ptr %envreg1.f, align 4".into(),
+        "  %envreg2.v = trunc i64 %gw to i32".into(),
+        format!("  %envreg2.f = getelementptr i8, ptr %ctx, i64 {}", offsets::ENVREG + 8),
+        "  store i32 %envreg2.v, ptr %envreg2.f, align 4".into(),
         "  %dp = call ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()".into(),
         "  %tid.x = call i32 @llvm.amdgcn.workitem.id.x()".into(),
         "  %ctaid.x = call i32 @llvm.amdgcn.workgroup.id.x()".into(),
@@ -554,8 +562,8 @@ fn fingerprints_name_the_processor_and_llvm() {
 
 #[test]
 fn odd_parameter_buffers_and_missing_symbols() {
-    // One byte of parameters: the printf buffer's and the heap's
-    // addresses follow at 8.
+    // One byte of parameters: the printf buffer's, the heap's and the
+    // grid-sync workspace's addresses follow at 8.
     let byte = r#"
 .version 8.0
 .target sm_80
@@ -576,7 +584,7 @@ fn odd_parameter_buffers_and_missing_symbols() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     let notes = parse_notes(&read_elf(&c.object, "byte", &["--notes"]));
     let sizes: Vec<_> = notes.kernels.iter().map(|k| (k.name.as_str(), k.kernarg_segment_size)).collect();
-    assert!(sizes.contains(&("one_byte", Some(24))) && sizes.contains(&("nothing", Some(16))), "{sizes:?}");
+    assert!(sizes.contains(&("one_byte", Some(32))) && sizes.contains(&("nothing", Some(24))), "{sizes:?}");
 
     // An extern variable nothing defines: a link error, not a crash.
     let ext = r#"

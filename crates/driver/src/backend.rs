@@ -181,6 +181,12 @@ pub struct KernelDesc {
     pub ptx_version: u32,
     /// The architecture the code was compiled for, major * 10 + minor.
     pub binary_version: u32,
+    /// The kernel may call device `malloc`/`free`: launching it fixes the
+    /// context's `CU_LIMIT_MALLOC_HEAP_SIZE`.
+    pub calls_malloc: bool,
+    /// The kernel may call device `printf`: launching it fixes
+    /// `CU_LIMIT_PRINTF_FIFO_SIZE`.
+    pub calls_printf: bool,
 }
 
 impl KernelDesc {
@@ -199,6 +205,8 @@ impl KernelDesc {
             min_blocks_per_sm: None,
             ptx_version: 0,
             binary_version: 0,
+            calls_malloc: false,
+            calls_printf: false,
         }
     }
 
@@ -309,6 +317,21 @@ pub trait Backend: Send + Sync {
     /// different device of this backend) once peer access is enabled.
     fn can_access_peer(&self, _device: usize, _peer: usize) -> bool {
         false
+    }
+
+    /// Kernels on `device` may access memory of `peer` from now on (a pair
+    /// `can_access_peer` accepted). The driver calls it when the first
+    /// context of `device` enables access to a context of `peer`, and
+    /// [`Backend::disable_peer_access`] when the last one disables it or is
+    /// destroyed: CUDA enables peer access per context, GPU runtimes per
+    /// device. A backend whose devices share one memory does nothing.
+    fn enable_peer_access(&self, _device: usize, _peer: usize) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    /// Undoes [`Backend::enable_peer_access`].
+    fn disable_peer_access(&self, _device: usize, _peer: usize) -> Result<(), BackendError> {
+        Ok(())
     }
 
     /// Interprocess memory (`cuIpcGetMemHandle`): makes the device
@@ -608,6 +631,21 @@ pub trait BackendQueue: Send + Sync {
     /// An event that completes when everything enqueued so far has, and
     /// then knows when that was (for `cuEventElapsedTime`).
     fn record(&self) -> Result<Arc<dyn BackendEvent>, BackendError>;
+
+    /// Whether [`BackendQueue::wait_event`] can wait on the device (the
+    /// driver does not look for records to wait for otherwise).
+    fn waits_on_device(&self) -> bool {
+        false
+    }
+
+    /// Makes the work enqueued after this call wait, on the device, for
+    /// `event` (a [`BackendQueue::record`] of this backend, on any of its
+    /// queues) to complete: `cuStreamWaitEvent` without the host waiting.
+    /// `Ok(false)` when the backend cannot (the default: the driver's
+    /// stream thread then waits on the host).
+    fn wait_event(&self, _event: &dyn BackendEvent) -> Result<bool, BackendError> {
+        Ok(false)
+    }
 
     /// Whether everything enqueued has completed without a fault (after a
     /// fault: `false`, and `synchronize` reports it).

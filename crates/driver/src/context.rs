@@ -31,6 +31,11 @@ pub(crate) struct Limits {
     pub dev_runtime_pending_launch_count: u64,
     pub max_l2_fetch_granularity: u64,
     pub persisting_l2_cache_size: u64,
+    /// A kernel that calls device `malloc`/`free` has been launched: the
+    /// heap size can no longer change (`cuCtxSetLimit` refuses it).
+    pub malloc_heap_fixed: bool,
+    /// The same for device `printf` and the FIFO size.
+    pub printf_fifo_fixed: bool,
 }
 
 impl Default for Limits {
@@ -43,6 +48,8 @@ impl Default for Limits {
             dev_runtime_pending_launch_count: 2048,
             max_l2_fetch_granularity: 128,
             persisting_l2_cache_size: 0,
+            malloc_heap_fixed: false,
+            printf_fifo_fixed: false,
         }
     }
 }
@@ -63,8 +70,8 @@ pub(crate) struct CtxState {
     /// of a primary context are not reused.
     pub generation: u64,
     /// Contexts whose memory this one was given access to
-    /// (`cuCtxEnablePeerAccess`).
-    pub peers: std::collections::HashSet<u64>,
+    /// (`cuCtxEnablePeerAccess`), with their devices.
+    pub peers: std::collections::HashMap<u64, usize>,
 }
 
 pub struct Context {
@@ -138,7 +145,7 @@ impl Context {
                 streams: Vec::new(),
                 cls: HashMap::new(),
                 generation: 0,
-                peers: std::collections::HashSet::new(),
+                peers: std::collections::HashMap::new(),
             }),
             sticky: Mutex::new(None),
             submit_lock: Mutex::new(()),
@@ -420,8 +427,27 @@ impl Driver {
             _ => value,
         };
         let mut st = lock(&ctx.st);
+        // CUDA's rule (the documentation of cuCtxSetLimit): the heap and
+        // the printf FIFO are set up for the first kernel that uses them.
+        if limit == CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE && st.limits.malloc_heap_fixed {
+            return Err(Error::invalid("the malloc heap size cannot change once a kernel that calls malloc or free has been launched"));
+        }
+        if limit == CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE && st.limits.printf_fifo_fixed {
+            return Err(Error::invalid("the printf FIFO size cannot change once a kernel that calls printf has been launched"));
+        }
         *slot(&mut st.limits) = value;
         Ok(())
+    }
+
+    /// The context's limits for launches of `kernels`, noting that the
+    /// heap or the printf FIFO is in use by then if one of them uses it.
+    pub(crate) fn limits_for_launch<'k>(ctx: &Context, kernels: impl IntoIterator<Item = &'k crate::backend::KernelDesc>) -> Limits {
+        let mut st = lock(&ctx.st);
+        for k in kernels {
+            st.limits.malloc_heap_fixed |= k.calls_malloc;
+            st.limits.printf_fifo_fixed |= k.calls_printf;
+        }
+        st.limits
     }
 
     pub fn ctx_get_cache_config(&self) -> Result<u32> {
@@ -539,7 +565,13 @@ impl Driver {
             st.cache_config = 0;
             st.shared_config = 0;
             st.generation += 1;
-            st.peers.clear();
+            let peers: Vec<usize> = st.peers.drain().map(|(_, device)| device).collect();
+            drop(st);
+            for device in peers {
+                // A failure is the backend's to log; the context goes anyway.
+                let _ = self.peer_links.unlink(self.backend().as_ref(), ctx.device, device);
+            }
+            let mut st = lock(&ctx.st);
             st.cls.drain().map(|(_, v)| v).collect()
         };
         for e in cls {

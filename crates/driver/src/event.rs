@@ -109,6 +109,45 @@ impl Event {
         if generation > s.completed {
             s.marks.push((generation, mark));
         }
+        drop(s);
+        // Stream threads may wait for the record to be enqueued
+        // (`Event::enqueued_mark`).
+        self.cv.notify_all();
+    }
+
+    /// Whether record `generation` has completed.
+    pub(crate) fn is_complete_generation(&self, generation: u64) -> bool {
+        match self.shared.get() {
+            Some(c) => c.completed().load(SeqCst) >= generation,
+            None => lock(&self.st).completed >= generation,
+        }
+    }
+
+    /// The backend event of record `generation` if it is enqueued and not
+    /// complete yet; `None` once it is complete (or for an interprocess
+    /// event, whose records other processes make). With `wait`, blocks
+    /// until one or the other.
+    pub(crate) fn enqueued_mark(&self, generation: u64, wait: bool) -> Option<Arc<dyn BackendEvent>> {
+        if self.shared.get().is_some() {
+            if wait {
+                self.wait_generation(generation);
+            }
+            return None;
+        }
+        let mark = |s: &EventState| s.marks.iter().find(|(g, _)| *g == generation).map(|(_, m)| m.clone());
+        let mut s = lock(&self.st);
+        loop {
+            if s.completed >= generation {
+                return None;
+            }
+            if let Some(m) = mark(&s) {
+                return Some(m);
+            }
+            if !wait {
+                return None;
+            }
+            s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
     }
 
     /// A new record generation, for a record made outside
@@ -280,14 +319,13 @@ impl Driver {
         // stream done.
         let after: crate::stream::After = Box::new(move || e2.complete(generation));
         let e3 = ev.clone();
-        let timed = !ev.timing_disabled();
         let record: crate::stream::Work = Box::new(move |_, queue| {
-            if timed {
-                // Without a backend event the time is the host's at
-                // completion.
-                if let Ok(m) = queue.record() {
-                    e3.set_mark(generation, m);
-                }
+            // The backend event gives elapsed times (without one, the time
+            // is the host's at completion) and lets other streams wait for
+            // the record on the device (`BackendQueue::wait_event`), which
+            // events made without timing are for too.
+            if let Ok(m) = queue.record() {
+                e3.set_mark(generation, m);
             }
             Ok(())
         });

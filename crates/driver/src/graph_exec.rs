@@ -627,7 +627,11 @@ impl Driver {
         };
         let run = plan.clone();
         let gens2 = gens.clone();
-        let limits = lock(&ctx.st).limits;
+        let kernels = plan.steps.iter().filter_map(|step| match step {
+            Step::Kernel(k) => k.code.kernels().get(k.index),
+            _ => None,
+        });
+        let limits = Driver::limits_for_launch(&ctx, kernels);
         match self.submit(&ctx, &s, deps, Box::new(move |sticky, queue| run_plan(&run, &prepared, &gens2, queue, sticky, limits))) {
             Ok(seq) => {
                 st.last = Some((s, seq));

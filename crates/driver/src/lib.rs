@@ -182,6 +182,9 @@ pub struct Driver {
     ipc: ipc::Imports,
     /// Attributes set on streams.
     stream_attrs: stream_attr::StreamAttrs,
+    /// How many contexts of each device have peer access to a context of
+    /// each other device (`peer::PeerLinks`).
+    peer_links: peer::PeerLinks,
 }
 
 impl Driver {
@@ -219,6 +222,7 @@ impl Driver {
             textures: texture::State::default(),
             ipc: ipc::Imports::default(),
             stream_attrs: stream_attr::StreamAttrs::default(),
+            peer_links: peer::PeerLinks::default(),
         }
     }
 

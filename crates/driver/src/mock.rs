@@ -82,6 +82,8 @@ pub struct MockBackend {
     pub queue_log: Arc<Mutex<Vec<QueuedOp>>>,
     /// Queues created so far (the id of the next).
     queues: AtomicU64,
+    /// Every change of peer access the driver asked for: (enabled, device, peer).
+    pub peer_log: Arc<Mutex<Vec<(bool, usize, usize)>>>,
 }
 
 type Ranges = BTreeMap<usize, (usize, Option<Layout>)>;
@@ -111,6 +113,7 @@ impl MockBackend {
             loads: AtomicU64::new(0),
             queue_log: Arc::new(Mutex::new(Vec::new())),
             queues: AtomicU64::new(0),
+            peer_log: Arc::new(Mutex::new(Vec::new())),
         }
     }
 
@@ -297,6 +300,20 @@ impl Backend for MockBackend {
 
     fn alloc(&self, _device: usize, size: usize) -> Result<DevicePtr, BackendError> {
         self.alloc_raw(size).map(|p| p as u64)
+    }
+
+    fn can_access_peer(&self, device: usize, peer: usize) -> bool {
+        device != peer
+    }
+
+    fn enable_peer_access(&self, device: usize, peer: usize) -> Result<(), BackendError> {
+        lock(&self.peer_log).push((true, device, peer));
+        Ok(())
+    }
+
+    fn disable_peer_access(&self, device: usize, peer: usize) -> Result<(), BackendError> {
+        lock(&self.peer_log).push((false, device, peer));
+        Ok(())
     }
 
     fn free(&self, _device: usize, ptr: DevicePtr) -> Result<(), BackendError> {
@@ -639,7 +656,7 @@ unsafe fn gather(dst: *mut u8, pieces: &[(usize, usize)]) {
 
 /// The event of a [`MockQueue`]: completes when the queue runs it.
 pub struct MockEvent {
-    at: Mutex<Option<std::time::Instant>>,
+    at: Arc<Mutex<Option<std::time::Instant>>>,
 }
 
 impl BackendEvent for MockEvent {
@@ -750,13 +767,35 @@ impl BackendQueue for MockQueue {
     }
 
     fn record(&self) -> Result<Arc<dyn BackendEvent>, BackendError> {
-        let ev = Arc::new(MockEvent { at: Mutex::new(None) });
+        let ev = Arc::new(MockEvent { at: Arc::new(Mutex::new(None)) });
         let e2 = ev.clone();
         self.defer("record", move |_| {
             *lock(&e2.at) = Some(std::time::Instant::now());
             Ok(())
         });
         Ok(ev)
+    }
+
+    fn waits_on_device(&self) -> bool {
+        true
+    }
+
+    /// A `wait` operation: when the queue runs it, it blocks until the
+    /// other queue has run the record (at most 10 s, then a deadlock fault).
+    fn wait_event(&self, event: &dyn BackendEvent) -> Result<bool, BackendError> {
+        let Some(event) = event.as_any().downcast_ref::<MockEvent>() else { return Ok(false) };
+        let at = event.at.clone();
+        self.defer("wait", move |_| {
+            let start = std::time::Instant::now();
+            while lock(&at).is_none() {
+                if start.elapsed() > std::time::Duration::from_secs(10) {
+                    return Err(LaunchFault::Deadlock("a mock queue waited 10 s for an event".into()));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            Ok(())
+        });
+        Ok(true)
     }
 
     fn query(&self) -> bool {

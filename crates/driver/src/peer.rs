@@ -5,11 +5,55 @@
 //! answer ([`crate::backend::Backend::can_access_peer`]); a device is
 //! never its own peer. Enabling is recorded per context, one way (the
 //! current context gains access to the peer context's device), and
-//! forgotten when the context is torn down.
+//! forgotten when the context is torn down. GPU runtimes enable access per
+//! device, not per context: the backend is told when the first context of
+//! a device gains access to a device and when the last one loses it
+//! ([`PeerLinks`]).
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::handle::lock;
 use crate::Driver;
+
+/// For each (device, peer device) pair, how many contexts of `device` have
+/// peer access to a context of the peer. Invariant: the backend has access
+/// enabled for exactly the pairs with a count above 0.
+#[derive(Default)]
+pub(crate) struct PeerLinks {
+    counts: Mutex<HashMap<(usize, usize), usize>>,
+}
+
+impl PeerLinks {
+    /// One more context of `device` has access to `peer`: the backend
+    /// enables the pair if it is the first; its refusal undoes the count.
+    fn link(&self, backend: &dyn Backend, device: usize, peer: usize) -> Result<()> {
+        let mut counts = lock(&self.counts);
+        let n = counts.entry((device, peer)).or_insert(0);
+        if *n == 0 {
+            backend.enable_peer_access(device, peer).map_err(crate::memory::backend_err)?;
+        }
+        *n += 1;
+        Ok(())
+    }
+
+    /// One context fewer; the backend disables the pair after the last.
+    /// The count drops even when the backend fails to disable (the
+    /// context's access is gone either way; what the backend leaves
+    /// enabled only permits more, and the backend logs its failure).
+    pub(crate) fn unlink(&self, backend: &dyn Backend, device: usize, peer: usize) -> Result<()> {
+        let mut counts = lock(&self.counts);
+        let Some(n) = counts.get_mut(&(device, peer)) else { return Ok(()) };
+        *n -= 1;
+        if *n > 0 {
+            return Ok(());
+        }
+        counts.remove(&(device, peer));
+        backend.disable_peer_access(device, peer).map_err(crate::memory::backend_err)
+    }
+}
 
 /// `CUdevice_P2PAttribute` values.
 pub mod p2p {
@@ -58,9 +102,12 @@ impl Driver {
         if !self.can_access_peer(ctx.device as i32, peer.device as i32)? {
             return Err(Error::PeerAccessUnsupported);
         }
-        if !lock(&ctx.st).peers.insert(peer_ctx) {
+        let mut st = lock(&ctx.st);
+        if st.peers.contains_key(&peer_ctx) {
             return Err(Error::PeerAccessAlreadyEnabled);
         }
+        self.peer_links.link(self.backend().as_ref(), ctx.device, peer.device)?;
+        st.peers.insert(peer_ctx, peer.device);
         Ok(())
     }
 
@@ -68,9 +115,9 @@ impl Driver {
     pub fn ctx_disable_peer_access(&self, peer_ctx: u64) -> Result<()> {
         let ctx = self.current_ctx()?;
         self.ctx_by_handle(peer_ctx)?;
-        if !lock(&ctx.st).peers.remove(&peer_ctx) {
+        let Some(device) = lock(&ctx.st).peers.remove(&peer_ctx) else {
             return Err(Error::PeerAccessNotEnabled);
-        }
-        Ok(())
+        };
+        self.peer_links.unlink(self.backend().as_ref(), ctx.device, device)
     }
 }

@@ -282,3 +282,32 @@ fn a_callback_may_wait_for_an_event_recorded_before_work_that_waits_for_it() {
     t.d.stream_synchronize(s, false).expect("sync s");
     assert_eq!(*result.lock().expect("lock"), Some(Ok(())));
 }
+
+#[test]
+fn a_wait_on_a_record_already_on_a_queue_is_made_by_the_waiting_queue() {
+    let t = setup();
+    let (s1, s2) = (t.d.stream_create(1, 0).expect("s1"), t.d.stream_create(1, 0).expect("s2"));
+    let (a, b) = (t.d.mem_alloc(16).expect("a"), t.d.mem_alloc(16).expect("b"));
+    // Events made only to order streams, without timing, are waited on
+    // the device too.
+    let ev = t.d.event_create(cuda_types::CUevent_flags::CU_EVENT_DISABLE_TIMING.0).expect("event");
+    // s1 is held until everything is submitted: s2's thread then finds the
+    // record not yet on s1's queue and waits for it to be enqueued (not
+    // run: s1's queue runs its 400 ms launch first).
+    let release = crate::tests_callback::hold(&t.d, s1);
+    t.sleep(400, s1);
+    t.fill(a, 7, 4, s1);
+    t.d.event_record(ev, s1, false, 0).expect("record");
+    t.d.stream_wait_event(s2, ev, false, 0).expect("wait");
+    t.copy(b, a, 4, s2);
+    release.send(()).expect("release s1");
+    t.d.stream_synchronize(s2, false).expect("sync s2");
+    assert_eq!(t.read(b, 4), [7; 4], "s2 copied before s1's fill ran");
+    let log = t.log();
+    let at = |what: &str| log.iter().position(|o| o.what == what).expect("logged");
+    let q2 = log[at("launch mock_copy_u32")].queue;
+    let s2_ops: Vec<&str> = log.iter().filter(|o| o.queue == q2).map(|o| o.what.as_str()).collect();
+    assert_eq!(s2_ops, ["wait", "launch mock_copy_u32"], "s2's queue did not wait for the record itself");
+    assert!(at("record") < at("launch mock_copy_u32"), "s2's copy ran before s1's record");
+    t.d.ctx_synchronize(0).expect("sync");
+}

@@ -7,7 +7,11 @@
 //! synchronisation, `cuStreamWaitEvent`) is expressed as dependencies: an
 //! operation first waits until other streams have completed the work that
 //! was submitted to them before it. Dependencies only ever point at work
-//! submitted earlier, so they cannot form cycles.
+//! submitted earlier, so they cannot form cycles. A dependency on an event
+//! record that is already on a backend queue is waited for by this
+//! stream's queue on the device instead, when the backend can
+//! ([`BackendQueue::wait_event`]): it waits for work enqueued before it
+//! only, so it cannot close a cycle either.
 //!
 //! Device work goes to the stream's backend queue ([`BackendQueue`]): the
 //! worker enqueues copies, memsets, launches and event records and goes on
@@ -95,6 +99,19 @@ impl DepWait {
         match self {
             DepWait::Stream(d) => d.stream.wait_for(d.seq),
             DepWait::Event(e, gen) => e.wait_generation(*gen),
+        }
+    }
+
+    /// Makes `queue`'s later work wait for this on the device, if the
+    /// backend can and what it waits for is an event record already on a
+    /// backend queue (`wait`: first blocks until the record is enqueued
+    /// or complete). `false` when the host must wait instead; `true` also
+    /// when there is nothing left to wait for.
+    fn wait_on_device(&self, queue: &dyn BackendQueue, wait: bool) -> bool {
+        let DepWait::Event(e, generation) = self else { return false };
+        match e.enqueued_mark(*generation, wait) {
+            Some(mark) => matches!(queue.wait_event(&*mark), Ok(true)),
+            None => wait || e.is_complete_generation(*generation),
         }
     }
 }
@@ -265,11 +282,25 @@ impl Stream {
             };
             drop(q);
             let ctx = self.ctx.upgrade();
-            if kind == OpKind::Host || !deps.is_empty() {
+            // Waits on event records already on a backend queue go to this
+            // stream's queue when the backend can wait on the device, so
+            // neither this thread nor the GPU's pipeline stops for them.
+            // Any other wait is the host's, after draining: what it waits
+            // for may itself wait for this stream's enqueued work to be
+            // counted. A wait on a record not enqueued yet waits (after
+            // the drain) for it to be enqueued, then on the device.
+            let host: Vec<&DepWait> = if kind == OpKind::Device && self.queue.waits_on_device() {
+                deps.iter().filter(|d| !d.wait_on_device(&*self.queue, false)).collect()
+            } else {
+                deps.iter().collect()
+            };
+            if kind == OpKind::Host || !host.is_empty() {
                 self.drain(&mut in_flight, ctx.as_ref());
             }
-            for d in &deps {
-                d.wait();
+            for d in host {
+                if !(kind == OpKind::Device && self.queue.waits_on_device() && d.wait_on_device(&*self.queue, true)) {
+                    d.wait();
+                }
             }
             let sticky = ctx.as_ref().and_then(|c| c.sticky_error());
             let queue = &*self.queue;

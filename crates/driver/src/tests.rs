@@ -852,3 +852,28 @@ fn a_stream_is_done_once_its_last_recorded_event_is() {
     }
     assert_eq!(counter.load(Ordering::SeqCst), 2000);
 }
+
+#[test]
+fn peer_access_reaches_the_backend_once_per_device_pair() {
+    let m = Arc::new(MockBackend::with_builtins(2));
+    let d = Driver::new(m.clone(), Config::default());
+    d.init(0).expect("init");
+    let log = || m.peer_log.lock().map(|l| l.clone()).unwrap_or_default();
+    let peer = d.primary_ctx_retain(1).expect("device 1");
+    let a = d.ctx_create(0, 0).expect("first context of device 0");
+    d.ctx_enable_peer_access(peer, 0).expect("enable from the first");
+    assert_eq!(log(), [(true, 0, 1)]);
+    assert_eq!(d.ctx_enable_peer_access(peer, 0), Err(Error::PeerAccessAlreadyEnabled));
+    let b = d.ctx_create(0, 0).expect("second context of device 0");
+    d.ctx_enable_peer_access(peer, 0).expect("enable from the second");
+    assert_eq!(log(), [(true, 0, 1)], "device 0 already had access");
+    d.ctx_disable_peer_access(peer).expect("disable from the second");
+    assert_eq!(d.ctx_disable_peer_access(peer), Err(Error::PeerAccessNotEnabled));
+    assert_eq!(log(), [(true, 0, 1)], "the first context still has access");
+    d.ctx_enable_peer_access(peer, 0).expect("enable again from the second");
+    d.ctx_destroy(b).expect("destroy the second");
+    assert_eq!(log(), [(true, 0, 1)]);
+    d.ctx_set_current(a).expect("current");
+    d.ctx_destroy(a).expect("destroying the last context with access disables it");
+    assert_eq!(log(), [(true, 0, 1), (false, 0, 1)]);
+}

@@ -61,7 +61,7 @@ fn add_callback<T: Send + 'static>(s: &Setup, stream: u64, body: impl FnOnce(&Dr
 /// Holds `stream` (a host function waiting, at most 10 s) until the returned
 /// sender is used: what the test enqueues after a callback is then in place
 /// before the callback runs.
-fn hold(d: &Driver, stream: u64) -> mpsc::Sender<()> {
+pub(crate) fn hold(d: &Driver, stream: u64) -> mpsc::Sender<()> {
     let (tx, rx) = mpsc::channel::<()>();
     let rx = std::sync::Mutex::new(rx);
     d.launch_host_func(

@@ -17,7 +17,7 @@ use crate::emulator::LaunchRecord;
 use crate::error::{self, fail, HipError, Result};
 use crate::log::{debug, info};
 use crate::memory::Kind;
-use crate::runtime::{call, last_error, runtime, Event, Stream, DYNAMIC_STACK_BYTES};
+use crate::runtime::{call, current_device, last_error, runtime, set_current_device, Event, Stream, DYNAMIC_STACK_BYTES};
 
 /// `HIP_VERSION` of ROCm 6.2.4 (major * 10^7 + minor * 10^5 + patch).
 const HIP_VERSION: c_int = 60_241_134;
@@ -72,7 +72,7 @@ api! { fn hipRuntimeGetVersion(version: *mut c_int) {
 
 api! { fn hipGetDeviceCount(count: *mut c_int) {
     match runtime().arch() {
-        Ok(_) => out(count, 1, "hipGetDeviceCount"),
+        Ok(_) => out(count, runtime().devices, "hipGetDeviceCount"),
         Err(e) => {
             out(count, 0, "hipGetDeviceCount")?;
             Err(e)
@@ -80,19 +80,15 @@ api! { fn hipGetDeviceCount(count: *mut c_int) {
     }
 }}
 
-thread_local! {
-    static CURRENT: std::cell::Cell<c_int> = const { std::cell::Cell::new(0) };
-}
-
 api! { fn hipSetDevice(ordinal: c_int) {
     runtime().device(ordinal)?;
-    CURRENT.with(|c| c.set(ordinal));
+    set_current_device(ordinal);
     Ok(())
 }}
 
 api! { fn hipGetDevice(ordinal: *mut c_int) {
     runtime().arch()?;
-    out(ordinal, CURRENT.with(|c| c.get()), "hipGetDevice")
+    out(ordinal, current_device(), "hipGetDevice")
 }}
 
 api! { fn hipDeviceGetAttribute(value: *mut c_int, attribute: c_int, ordinal: c_int) {
@@ -100,7 +96,7 @@ api! { fn hipDeviceGetAttribute(value: *mut c_int, attribute: c_int, ordinal: c_
     if value.is_null() {
         fail!(error::INVALID_VALUE, "hipDeviceGetAttribute: NULL output pointer");
     }
-    out(value, device::attribute(arch, attribute)?, "hipDeviceGetAttribute")
+    out(value, device::attribute(arch, ordinal, attribute)?, "hipDeviceGetAttribute")
 }}
 
 api! { fn hipDeviceGetName(name: *mut c_char, len: c_int, ordinal: c_int) {
@@ -125,17 +121,17 @@ api! { fn hipDeviceTotalMem(bytes: *mut usize, ordinal: c_int) {
 
 api! { fn hipGetDevicePropertiesR0600(prop: *mut DevicePropR0600, ordinal: c_int) {
     let arch = runtime().device(ordinal)?;
-    out(prop, device::properties(arch), "hipGetDevicePropertiesR0600")
+    out(prop, device::properties(arch, ordinal), "hipGetDevicePropertiesR0600")
 }}
 
 api! { fn hipDeviceGetUuid(uuid: *mut [u8; 16], ordinal: c_int) {
     let arch = runtime().device(ordinal)?;
-    out(uuid, arch.uuid(), "hipDeviceGetUuid")
+    out(uuid, arch.uuid(ordinal), "hipDeviceGetUuid")
 }}
 
 api! { fn hipDeviceGetPCIBusId(bus_id: *mut c_char, len: c_int, ordinal: c_int) {
     let arch = runtime().device(ordinal)?;
-    let (domain, bus, dev) = arch.pci();
+    let (domain, bus, dev) = arch.pci(ordinal);
     let text = format!("{domain:04x}:{bus:02x}:{dev:02x}.0");
     if bus_id.is_null() || len < text.len() as c_int + 1 {
         fail!(error::INVALID_VALUE, "hipDeviceGetPCIBusId: the buffer needs {} bytes, has {len}", text.len() + 1);
@@ -192,7 +188,7 @@ unsafe fn allocate(ptr: *mut *mut c_void, size: usize, kind: Kind, what: &str) -
     if ptr.is_null() {
         fail!(error::INVALID_VALUE, "{what}: NULL output pointer");
     }
-    let addr = if size == 0 { 0 } else { runtime().memory().allocate(size, kind)? };
+    let addr = if size == 0 { 0 } else { runtime().memory().allocate(size, kind, current_device())? };
     // SAFETY: checked not NULL.
     unsafe { *ptr = addr as *mut c_void };
     debug!("{what}({size}) = {addr:#x}");
@@ -274,7 +270,7 @@ api! { fn hipMemGetInfo(free: *mut usize, total: *mut usize) {
     if free.is_null() || total.is_null() {
         fail!(error::INVALID_VALUE, "hipMemGetInfo: NULL output pointer");
     }
-    *free = runtime().memory().free_bytes();
+    *free = runtime().memory().free_bytes(current_device());
     *total = TOTAL_MEMORY;
     Ok(())
 }}
@@ -531,13 +527,45 @@ api! { fn hipModuleLaunchKernel(
     shared_bytes: c_uint, stream: *mut c_void,
     params: *mut *mut c_void, extra: *mut *mut c_void
 ) {
+    launch(function, [grid_x, grid_y, grid_z], [block_x, block_y, block_z], shared_bytes, stream, params, extra, false)
+}}
+
+/// Work-groups of one cooperative launch the double runs at once (each has
+/// an LDS window of its own, a reserved 4 GiB mapping).
+pub const MAX_COOPERATIVE_GROUPS: u64 = 64;
+
+api! { fn hipModuleLaunchCooperativeKernel(
+    function: *mut c_void,
+    grid_x: c_uint, grid_y: c_uint, grid_z: c_uint,
+    block_x: c_uint, block_y: c_uint, block_z: c_uint,
+    shared_bytes: c_uint, stream: *mut c_void,
+    params: *mut *mut c_void
+) {
+    if params.is_null() {
+        fail!(error::INVALID_VALUE, "hipModuleLaunchCooperativeKernel: NULL kernelParams");
+    }
+    launch(function, [grid_x, grid_y, grid_z], [block_x, block_y, block_z], shared_bytes, stream, params, std::ptr::null_mut(), true)
+}}
+
+/// `hipModuleLaunchKernel` and, `cooperative`, `hipModuleLaunchCooperativeKernel`.
+unsafe fn launch(
+    function: *mut c_void,
+    grid: [c_uint; 3],
+    block: [c_uint; 3],
+    shared_bytes: c_uint,
+    stream: *mut c_void,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    cooperative: bool,
+) -> Result<()> {
+    let [grid_x, grid_y, grid_z] = grid;
+    let [block_x, block_y, block_z] = block;
     let rt = runtime();
     let arch = rt.arch()?;
     let f = rt.objects().functions.get(&(function as u64)).cloned();
     let Some(f) = f else { fail!(error::INVALID_HANDLE, "{:#x} is not a kernel of a loaded module", function as u64) };
     check_stream(stream, "hipModuleLaunchKernel")?;
     let name = &f.meta.name;
-    let (grid, block) = ([grid_x, grid_y, grid_z], [block_x, block_y, block_z]);
     if grid.contains(&0) || block.contains(&0) {
         fail!(error::INVALID_VALUE, "`{name}`: grid {grid:?} and block {block:?} must not have a 0 dimension");
     }
@@ -553,10 +581,34 @@ api! { fn hipModuleLaunchKernel(
     }
     let lds = u64::from(f.desc.group_segment_fixed_size) + u64::from(shared_bytes);
     if lds > u64::from(device::LDS_BYTES) {
-        fail!(error::INVALID_VALUE, "`{name}`: {lds} bytes of shared memory ({} static), the device has {}", f.desc.group_segment_fixed_size, device::LDS_BYTES);
+        fail!(
+            error::INVALID_VALUE,
+            "`{name}`: {lds} bytes of shared memory ({} static), the device has {}",
+            f.desc.group_segment_fixed_size,
+            device::LDS_BYTES
+        );
     }
     if f.meta.wavefront_size != arch.wave_size() {
-        fail!(error::NOT_SUPPORTED, "`{name}` is compiled for wave{}; the emulated {} runs wave{}", f.meta.wavefront_size, arch.gcn_arch_name(), arch.wave_size());
+        fail!(
+            error::NOT_SUPPORTED,
+            "`{name}` is compiled for wave{}; the emulated {} runs wave{}",
+            f.meta.wavefront_size,
+            arch.gcn_arch_name(),
+            arch.wave_size()
+        );
+    }
+    if cooperative {
+        let groups = u64::from(grid_x) * u64::from(grid_y) * u64::from(grid_z);
+        let resident = device::resident_groups(arch, threads, lds);
+        if groups > resident {
+            fail!(error::COOPERATIVE_LAUNCH_TOO_LARGE, "`{name}`: {groups} work-groups, at most {resident} fit on the device at once");
+        }
+        if groups > MAX_COOPERATIVE_GROUPS {
+            fail!(
+                error::NOT_SUPPORTED,
+                "`{name}`: {groups} work-groups in a cooperative launch; the double runs at most {MAX_COOPERATIVE_GROUPS} at once"
+            );
+        }
     }
 
     // The kernarg segment.
@@ -569,7 +621,9 @@ api! { fn hipModuleLaunchKernel(
     }
     match (params.is_null(), extra.is_null()) {
         (false, false) => fail!(error::INVALID_VALUE, "`{name}`: both kernelParams and extra given"),
-        (true, true) if !explicit.is_empty() => fail!(error::INVALID_VALUE, "`{name}` takes arguments; neither kernelParams nor extra given"),
+        (true, true) if !explicit.is_empty() => {
+            fail!(error::INVALID_VALUE, "`{name}` takes arguments; neither kernelParams nor extra given")
+        }
         (true, true) => {}
         (false, true) => {
             for (i, a) in explicit.iter().enumerate() {
@@ -609,6 +663,9 @@ api! { fn hipModuleLaunchKernel(
         }
     }
     hidden_args(&mut kernarg, &f.meta.args, grid, block, shared_bytes);
+    let device = stream_device(stream);
+    check_device_of(&f, device)?;
+    check_peer_arguments(name, &kernarg[..explicit_end], device)?;
 
     let fixed = u64::from(f.desc.private_segment_fixed_size);
     let private = if f.desc.uses_dynamic_stack() { fixed.max(DYNAMIC_STACK_BYTES) } else { fixed };
@@ -628,6 +685,7 @@ api! { fn hipModuleLaunchKernel(
         properties: f.desc.properties.into(),
         wave64: arch.wave64().into(),
         dispatch_id: rt.next_dispatch_id(),
+        cooperative: cooperative.into(),
         steps: 0,
     };
     let started = Instant::now();
@@ -637,6 +695,83 @@ api! { fn hipModuleLaunchKernel(
     .inspect_err(|e| info!("{}", e.why))?;
     debug!("`{name}` grid {grid:?} block {block:?}: {} instructions in {:.2?}", record.steps, started.elapsed());
     trace(stream as u64, op::LAUNCH);
+    Ok(())
+}
+
+/// The device a stream's work runs on: the stream's own, or the calling
+/// thread's current device for the null and per-thread streams.
+fn stream_device(stream: *mut c_void) -> c_int {
+    let s = stream as u64;
+    runtime().objects().streams.get(&s).map_or_else(current_device, |st| st.device)
+}
+
+/// A kernel runs on the device its module was loaded on.
+fn check_device_of(f: &crate::runtime::Function, device: c_int) -> Result<()> {
+    let loaded = runtime().objects().modules.get(&f.module).map(|m| m.device);
+    match loaded {
+        Some(d) if d != device => {
+            fail!(error::INVALID_DEVICE_FUNCTION, "`{}` belongs to a module loaded on device {d}, launched on device {device}", f.meta.name)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A real device reaches another device's memory only once peer access is
+/// enabled (the peer's memory is not in its page tables before): the
+/// double, whose devices share the host's address space, takes an explicit
+/// argument that points into memory of a device `device` has no access to
+/// as such an access and fails the launch with `hipErrorIllegalAddress`
+/// (stricter than hardware for a pointer the kernel never dereferences).
+fn check_peer_arguments(name: &str, explicit: &[u8], device: c_int) -> Result<()> {
+    let m = runtime().memory();
+    let o = runtime().objects();
+    for (i, word) in explicit.chunks_exact(8).enumerate() {
+        let v = u64::from_le_bytes(word.try_into().unwrap_or_default()) as usize;
+        match m.device_of(v) {
+            Some(owner) if owner != device && !o.peers.contains(&(device, owner)) => fail!(
+                error::ILLEGAL_ADDRESS,
+                "`{name}` on device {device}: the argument at byte {} points into device {owner}'s memory ({v:#x}), and device {device} has no peer access to it",
+                8 * i
+            ),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Peer access
+// ---------------------------------------------------------------------------
+
+api! { fn hipDeviceCanAccessPeer(can: *mut c_int, ordinal: c_int, peer: c_int) {
+    runtime().device(ordinal)?;
+    runtime().device(peer)?;
+    out(can, c_int::from(ordinal != peer), "hipDeviceCanAccessPeer")
+}}
+
+api! { fn hipDeviceEnablePeerAccess(peer: c_int, flags: c_uint) {
+    let device = current_device();
+    runtime().device(peer)?;
+    if flags != 0 {
+        fail!(error::INVALID_VALUE, "hipDeviceEnablePeerAccess: flags must be 0, got {flags:#x}");
+    }
+    if peer == device {
+        fail!(error::INVALID_DEVICE, "hipDeviceEnablePeerAccess: device {device} is not its own peer");
+    }
+    if !runtime().objects().peers.insert((device, peer)) {
+        fail!(error::PEER_ACCESS_ALREADY_ENABLED, "device {device} already has access to device {peer}");
+    }
+    info!("device {device} has access to device {peer}'s memory");
+    Ok(())
+}}
+
+api! { fn hipDeviceDisablePeerAccess(peer: c_int) {
+    let device = current_device();
+    runtime().device(peer)?;
+    if !runtime().objects().peers.remove(&(device, peer)) {
+        fail!(error::PEER_ACCESS_NOT_ENABLED, "device {device} has no access to device {peer} to disable");
+    }
+    info!("device {device} no longer has access to device {peer}'s memory");
     Ok(())
 }}
 
@@ -655,7 +790,7 @@ fn create_stream(stream: *mut *mut c_void, flags: c_uint, priority: c_int, what:
     }
     let mut o = runtime().objects();
     let h = o.handle();
-    o.streams.insert(h, Stream { flags, priority: priority.clamp(-1, 0) });
+    o.streams.insert(h, Stream { device: current_device(), flags, priority: priority.clamp(-1, 0) });
     // SAFETY: checked not NULL.
     unsafe { *stream = h as *mut c_void };
     Ok(())

@@ -126,14 +126,18 @@ impl Arch {
         }
     }
 
-    /// PCI location: domain, bus, device.
-    pub fn pci(self) -> (i32, i32, i32) {
-        (0, 3, 0)
+    /// PCI location of device `ordinal`: domain, bus, device (one bus per
+    /// device, from 3).
+    pub fn pci(self, ordinal: i32) -> (i32, i32, i32) {
+        (0, 3 + ordinal, 0)
     }
 
-    /// A fixed UUID per processor (the bytes of an ASCII tag).
-    pub fn uuid(self) -> [u8; 16] {
+    /// A fixed UUID per processor and device (the bytes of an ASCII tag).
+    pub fn uuid(self, ordinal: i32) -> [u8; 16] {
         let mut u = *b"anycuda-hip-emu0";
+        if ordinal > 0 {
+            u[14] = b'0' + ordinal as u8;
+        }
         u[15] = match self {
             Arch::Gfx1100 => b'1',
             Arch::Gfx90a => b'2',
@@ -268,15 +272,27 @@ fn c_string<const N: usize>(s: &str) -> [c_char; N] {
     out
 }
 
+/// Work-groups of `threads` work-items and `lds` bytes of LDS the device
+/// holds at once (`hipModuleLaunchCooperativeKernel`'s limit): per compute
+/// unit as many as its work-item slots and its LDS allow, whole wavefronts
+/// counted, at least one.
+pub fn resident_groups(arch: Arch, threads: u64, lds: u64) -> u64 {
+    let wave = u64::from(arch.wave_size());
+    let slots = threads.div_ceil(wave).max(1) * wave;
+    let by_threads = arch.max_threads_per_cu() as u64 / slots;
+    let by_lds = u64::from(LDS_BYTES).checked_div(lds).unwrap_or(u64::MAX);
+    arch.multiprocessors() as u64 * by_threads.min(by_lds).max(1)
+}
+
 /// The values behind the attributes and the properties.
-pub fn properties(arch: Arch) -> DevicePropR0600 {
+pub fn properties(arch: Arch, ordinal: i32) -> DevicePropR0600 {
     let (major, minor) = arch.version();
-    let (domain, bus, dev) = arch.pci();
+    let (domain, bus, dev) = arch.pci(ordinal);
     // SAFETY: every field is an integer, an array of them or a raw pointer,
     // for which all-zero bytes are a valid value.
     let mut p: DevicePropR0600 = unsafe { std::mem::zeroed() };
     p.name = c_string(arch.marketing_name());
-    p.uuid = arch.uuid();
+    p.uuid = arch.uuid(ordinal);
     p.total_global_mem = TOTAL_MEMORY;
     p.shared_mem_per_block = LDS_BYTES as usize;
     p.regs_per_block = 65536;
@@ -310,6 +326,7 @@ pub fn properties(arch: Arch) -> DevicePropR0600 {
     p.memory_bus_width = arch.bus_width();
     p.l2_cache_size = arch.l2_bytes();
     p.max_threads_per_multi_processor = arch.max_threads_per_cu();
+    p.cooperative_launch = 1;
     p.stream_priorities_supported = 1;
     p.global_l1_cache_supported = 1;
     p.local_l1_cache_supported = 1;
@@ -426,9 +443,9 @@ fn clamp(v: usize) -> i32 {
 /// `hipDeviceGetAttribute`. Attributes with no meaning on this device
 /// (textures, surfaces, Windows LUIDs) are refused with
 /// `hipErrorInvalidValue`, as ROCm refuses unknown ones.
-pub fn attribute(arch: Arch, a: i32) -> Result<i32> {
+pub fn attribute(arch: Arch, ordinal: i32, a: i32) -> Result<i32> {
     use attr::*;
-    let p = properties(arch);
+    let p = properties(arch, ordinal);
     Ok(match a {
         ECC_ENABLED => p.ecc_enabled,
         ACCESS_POLICY_MAX_WINDOW_SIZE => p.access_policy_max_window_size,
@@ -535,15 +552,28 @@ mod tests {
     }
 
     #[test]
+    fn cooperative_grids_are_bounded_by_work_item_slots_and_lds() {
+        // gfx1100: 48 units of 2048 work-item slots; 128 threads = 4 waves of 32.
+        assert_eq!(resident_groups(Arch::Gfx1100, 128, 0), 48 * 16);
+        // 100 threads still take 4 whole wavefronts.
+        assert_eq!(resident_groups(Arch::Gfx1100, 100, 0), 48 * 16);
+        // 40 KiB of LDS: one group per unit.
+        assert_eq!(resident_groups(Arch::Gfx1100, 128, 40 << 10), 48);
+        // gfx90a: 104 units; 128 threads = 2 waves of 64.
+        assert_eq!(resident_groups(Arch::Gfx90a, 128, 0), 104 * 16);
+        assert_eq!(resident_groups(Arch::Gfx90a, 1024, 0), 104 * 2);
+    }
+
+    #[test]
     fn attributes_follow_the_properties() {
         for arch in [Arch::Gfx1100, Arch::Gfx90a] {
-            assert_eq!(attribute(arch, attr::WARP_SIZE), Ok(arch.wave_size() as i32));
-            assert_eq!(attribute(arch, attr::MAX_SHARED_MEMORY_PER_BLOCK), Ok(65536));
-            assert_eq!(attribute(arch, attr::PCI_BUS_ID), Ok(3));
-            assert!(attribute(arch, attr::MULTIPROCESSOR_COUNT).is_ok_and(|n| n > 0));
-            assert_eq!(attribute(arch, 21).map_err(|e| e.code), Err(INVALID_VALUE), "LUID");
+            assert_eq!(attribute(arch, 0, attr::WARP_SIZE), Ok(arch.wave_size() as i32));
+            assert_eq!(attribute(arch, 0, attr::MAX_SHARED_MEMORY_PER_BLOCK), Ok(65536));
+            assert_eq!(attribute(arch, 0, attr::PCI_BUS_ID), Ok(3));
+            assert!(attribute(arch, 0, attr::MULTIPROCESSOR_COUNT).is_ok_and(|n| n > 0));
+            assert_eq!(attribute(arch, 0, 21).map_err(|e| e.code), Err(INVALID_VALUE), "LUID");
         }
-        assert_eq!(attribute(Arch::Gfx90a, attr::COMPUTE_CAPABILITY_MAJOR), Ok(9));
-        assert_eq!(attribute(Arch::Gfx1100, attr::COMPUTE_CAPABILITY_MAJOR), Ok(11));
+        assert_eq!(attribute(Arch::Gfx90a, 0, attr::COMPUTE_CAPABILITY_MAJOR), Ok(9));
+        assert_eq!(attribute(Arch::Gfx1100, 0, attr::COMPUTE_CAPABILITY_MAJOR), Ok(11));
     }
 }

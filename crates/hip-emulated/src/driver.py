@@ -65,6 +65,13 @@ LDS_BYTES = 65536
 LDS_WINDOW = (1 << 32) + (1 << 18)
 # Instructions one wavefront may run between two barriers.
 STEP_LIMIT = 20_000_000
+# Instructions a wavefront of a cooperative launch runs before the next
+# wavefront's turn: every work-group of such a launch is resident at once,
+# and groups may wait for each other (a grid barrier spins on global memory
+# until the other groups arrive), so no wavefront may run to its end alone.
+QUANTUM = 2000
+# What a wavefront does after its turn.
+RUNNING, AT_BARRIER, ENDED = 0, 1, 2
 
 _h = {}
 _modules = {}
@@ -76,7 +83,7 @@ class Launch(ctypes.Structure):
         "module", "entry", "kernel_object", "kernarg", "kernarg_size",
         "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
         "group_fixed", "dynamic_lds", "private_stride",
-        "rsrc1", "rsrc2", "properties", "wave64", "dispatch_id", "steps")]
+        "rsrc1", "rsrc2", "properties", "wave64", "dispatch_id", "cooperative", "steps")]
 
 
 class KernelTrap(Exception):
@@ -122,7 +129,7 @@ def init(emu_dir):
     lib, _ = emu._get_ftz_lib()
     if lib is None:
         raise RuntimeError("the emulator could not build its MXCSR helper (is clang on PATH?)")
-    _h.update(run=run, emu=emu, st=st, fpcr=lib, lds=_lds_window())
+    _h.update(run=run, emu=emu, st=st, fpcr=lib, lds=_lds_window(), lds_pool=[])
 
 
 def _lds_window():
@@ -222,71 +229,136 @@ def launch(addr):
     ftz = ((r.rsrc1 >> 16) & 3) == 0  # FLOAT_DENORM_MODE_32: flush
     mode = st["ftz_ctx"] if ftz else st["noftz"]
     steps = 0
+    windows = []
     try:
         st["reset"]()
         with mode():
-            for gz in range(grid[2]):
-                for gy in range(grid[1]):
-                    for gx in range(grid[0]):
-                        ctypes.memset(lds_addr, 0, max(group, 4))
-                        steps += _run_group(emu, mod["programs"], r, arch, wave, threads, waves, block,
-                                            (gx, gy, gz), ka, user_sgprs, ctypes.addressof(private), stride, lds_addr)
+            if r.cooperative:
+                groups = [(gx, gy, gz) for gz in range(grid[2]) for gy in range(grid[1]) for gx in range(grid[0])]
+                windows = _lds_windows(len(groups))
+                steps = _run_cooperative(emu, mod["programs"], r, arch, wave, threads, waves, block, groups, ka,
+                                         user_sgprs, stride, [w[0] for w in windows], group)
+            else:
+                for gz in range(grid[2]):
+                    for gy in range(grid[1]):
+                        for gx in range(grid[0]):
+                            ctypes.memset(lds_addr, 0, max(group, 4))
+                            steps += _run_group(emu, mod["programs"], r, arch, wave, threads, waves, block,
+                                                (gx, gy, gz), ka, user_sgprs, ctypes.addressof(private), stride, lds_addr)
     finally:
         fpcr.set_fpcr(saved)
         lds_release()
+        for _, release in windows:
+            release()
     r.steps = steps
+
+
+def _lds_windows(n):
+    """`n` LDS windows, one per work-group of a cooperative launch (made
+    once, kept for later launches)."""
+    pool = _h["lds_pool"]
+    while len(pool) < n:
+        pool.append(_lds_window())
+    return pool[:n]
 
 
 def _split(v):
     return [v & 0xFFFFFFFF, (v >> 32) & 0xFFFFFFFF]
 
 
+def _new_wave(emu, r, arch, wave, threads, block, gid, ka, user_sgprs, region, stride, lds, w):
+    """Wavefront `w` of work-group `gid`: its state and the buffers its compiled instructions take."""
+    s = emu._init_wave(r.entry, w * wave, threads, *block, ka, r.rsrc2, stride, arch, *gid, user_sgprs(region), wave)
+    for reg, hi in APERTURE_REGS.items():
+        s._write_sgpr(reg, hi)
+    # The emulator keeps s_getreg's HW_ID at index 248, which is also the
+    # inline constant 1/(2*pi) (v_sin/v_cos arguments are multiplied by
+    # it): the constant wins.
+    s._write_sgpr(248, 0x3E22F983)
+    s._write_sgpr(SLOT_PRIVATE, region & 0xFFFFFFFF)
+    s._write_sgpr(SLOT_PRIVATE + 1, region >> 32)
+    s._write_sgpr(SLOT_LDS, lds & 0xFFFFFFFF)
+    s._write_sgpr(SLOT_LDS + 1, lds >> 32)
+    bufs = [ctypes.c_uint64(s.sgpr_buf._buf.va_addr), ctypes.c_uint64(s.vgpr_buf._buf.va_addr), ctypes.c_uint64(0),
+            ctypes.c_uint64(lds), ctypes.c_uint64(region), ctypes.c_uint64(s.accvgpr_buf._buf.va_addr)]
+    return s, bufs
+
+
+def _advance(emu, programs, r, arch, s, bufs, limit, gid, w):
+    """Runs a wavefront for at most `limit` instructions, up to a barrier
+    (which it executes) or its end: the instructions run and what it does
+    next (RUNNING when the limit stopped it)."""
+    end = emu.ENDPGM_PC
+    n = 0
+    while n < limit:
+        pc = s.pc
+        if pc == end:
+            return n, ENDED
+        entry = programs.get(pc)
+        if entry is None:
+            entry = programs[pc] = _compile(emu, pc, arch)
+        fxn, glob, kind = entry
+        if kind == 2:
+            raise KernelTrap(f"the kernel executed s_trap at offset {pc - r.entry:#x} of its code "
+                             f"(work-group {gid}, wavefront {w}): trap, assert or abort")
+        fxn(*[bufs[g] for g in glob])
+        n += 1
+        if kind == 1:
+            return n, AT_BARRIER
+    return n, RUNNING
+
+
 def _run_group(emu, programs, r, arch, wave, threads, waves, block, gid, ka, user_sgprs, private, stride, lds):
-    states = []
-    for w in range(waves):
-        region = private + w * wave * stride
-        s = emu._init_wave(r.entry, w * wave, threads, *block, ka, r.rsrc2, stride, arch, *gid, user_sgprs(region), wave)
-        for reg, hi in APERTURE_REGS.items():
-            s._write_sgpr(reg, hi)
-        # The emulator keeps s_getreg's HW_ID at index 248, which is also the
-        # inline constant 1/(2*pi) (v_sin/v_cos arguments are multiplied by
-        # it): the constant wins.
-        s._write_sgpr(248, 0x3E22F983)
-        s._write_sgpr(SLOT_PRIVATE, region & 0xFFFFFFFF)
-        s._write_sgpr(SLOT_PRIVATE + 1, region >> 32)
-        s._write_sgpr(SLOT_LDS, lds & 0xFFFFFFFF)
-        s._write_sgpr(SLOT_LDS + 1, lds >> 32)
-        bufs = [ctypes.c_uint64(s.sgpr_buf._buf.va_addr), ctypes.c_uint64(s.vgpr_buf._buf.va_addr), ctypes.c_uint64(0),
-                ctypes.c_uint64(lds), ctypes.c_uint64(region), ctypes.c_uint64(s.accvgpr_buf._buf.va_addr)]
-        states.append((s, bufs))
+    states = [_new_wave(emu, r, arch, wave, threads, block, gid, ka, user_sgprs, private + w * wave * stride, stride, lds, w)
+              for w in range(waves)]
     done = [False] * waves
     steps = 0
-    end = emu.ENDPGM_PC
     # Each round runs every live wavefront up to its next barrier or its end;
     # a round in which all of them arrived releases the barrier.
     while not all(done):
         for w, (s, bufs) in enumerate(states):
             if done[w]:
                 continue
-            for _ in range(STEP_LIMIT):
-                pc = s.pc
-                if pc == end:
-                    done[w] = True
-                    break
-                entry = programs.get(pc)
-                if entry is None:
-                    entry = programs[pc] = _compile(emu, pc, arch)
-                fxn, glob, kind = entry
-                if kind == 2:
-                    raise KernelTrap(f"the kernel executed s_trap at offset {pc - r.entry:#x} of its code "
-                                     f"(work-group {gid}, wavefront {w}): trap, assert or abort")
-                fxn(*[bufs[g] for g in glob])
-                steps += 1
-                if kind == 1:
-                    break
-            else:
+            n, what = _advance(emu, programs, r, arch, s, bufs, STEP_LIMIT, gid, w)
+            steps += n
+            if what == ENDED:
+                done[w] = True
+            elif what == RUNNING:
                 raise RuntimeError(f"a wavefront ran {STEP_LIMIT} instructions without reaching a barrier or its end "
-                                   f"(work-group {gid}, wavefront {w}, pc {pc - r.entry:#x})")
+                                   f"(work-group {gid}, wavefront {w}, pc {s.pc - r.entry:#x})")
+    return steps
+
+
+def _run_cooperative(emu, programs, r, arch, wave, threads, waves, block, groups, ka, user_sgprs, stride, windows, group):
+    """A cooperative launch: every wavefront of every work-group, in turns
+    of QUANTUM instructions; a group's barrier releases once each of its
+    live wavefronts has arrived. Returns the instructions run."""
+    private = ctypes.create_string_buffer(max(len(groups) * waves * wave * stride, 16))
+    base = ctypes.addressof(private)
+    fronts = []  # (group index, wavefront, state, buffers)
+    for g, gid in enumerate(groups):
+        ctypes.memset(windows[g], 0, max(group, 4))
+        for w in range(waves):
+            region = base + (g * waves + w) * wave * stride
+            s, bufs = _new_wave(emu, r, arch, wave, threads, block, gid, ka, user_sgprs, region, stride, windows[g], w)
+            fronts.append((g, w, s, bufs))
+    status = [RUNNING] * len(fronts)
+    steps = 0
+    while any(x != ENDED for x in status):
+        for i, (g, w, s, bufs) in enumerate(fronts):
+            if status[i] == RUNNING:
+                n, status[i] = _advance(emu, programs, r, arch, s, bufs, QUANTUM, groups[g], w)
+                steps += n
+        for g in range(len(groups)):
+            mine = range(g * waves, (g + 1) * waves)
+            if all(status[i] != RUNNING for i in mine):
+                for i in mine:
+                    if status[i] == AT_BARRIER:
+                        status[i] = RUNNING
+        if steps > STEP_LIMIT:
+            waiting = sum(1 for x in status if x != ENDED)
+            raise RuntimeError(f"a cooperative launch ran {steps} instructions and {waiting} wavefront(s) have not ended "
+                               f"(a grid barrier some work-group never reaches?)")
     return steps
 
 

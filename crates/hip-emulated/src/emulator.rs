@@ -42,6 +42,9 @@ pub struct LaunchRecord {
     pub properties: u64,
     pub wave64: u64,
     pub dispatch_id: u64,
+    /// 1 for a cooperative launch: every work-group's wavefronts run
+    /// interleaved, so that groups can wait for each other.
+    pub cooperative: u64,
     /// Out: the instructions the wavefronts ran.
     pub steps: u64,
 }

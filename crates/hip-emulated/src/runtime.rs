@@ -1,6 +1,12 @@
-//! The runtime's state: the device, memory, modules and kernels, streams,
-//! events, each thread's last error, and the emulator (started by the
-//! first module load).
+//! The runtime's state: the devices, memory, modules and kernels, streams,
+//! events, peer access, each thread's current device and last error, and
+//! the emulator (started by the first module load).
+//!
+//! Devices: one by default; `ANYCUDA_HIP_EMULATED_DEVICES` (1 to 8) asks
+//! for more, all of the same processor. Their memory is one host address
+//! space, so a kernel could reach every device's memory; the double checks
+//! what a real runtime enforces with page tables at the places it can see
+//! (a launch's arguments, see `api::hipModuleLaunchKernel`).
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -23,6 +29,8 @@ pub const DYNAMIC_STACK_BYTES: u64 = 8 << 10;
 
 /// A loaded code object.
 pub struct Module {
+    /// The device current when it was loaded: its kernels run there.
+    pub device: i32,
     pub base: usize,
     /// Bytes of the image from `base` (the highest section end).
     pub extent: usize,
@@ -41,6 +49,8 @@ pub struct Function {
 }
 
 pub struct Stream {
+    /// The device current when it was created.
+    pub device: i32,
     pub flags: u32,
     pub priority: i32,
 }
@@ -57,6 +67,9 @@ pub struct Objects {
     pub functions: HashMap<u64, Arc<Function>>,
     pub streams: HashMap<u64, Stream>,
     pub events: HashMap<u64, Event>,
+    /// Peer access enabled: (device, peer) for `hipDeviceEnablePeerAccess(peer)`
+    /// called on `device`.
+    pub peers: std::collections::HashSet<(i32, i32)>,
     /// Every operation enqueued, with its stream (see
     /// `api::anycuda_hip_emulated_trace`).
     pub trace: Vec<(u64, u64)>,
@@ -72,8 +85,10 @@ impl Objects {
 }
 
 pub struct Runtime {
-    /// The device, or why there is none (`hipErrorNoDevice`).
+    /// The devices' processor, or why there is none (`hipErrorNoDevice`).
     pub arch: std::result::Result<Arch, String>,
+    /// How many devices (at least 1 when `arch` is `Ok`).
+    pub devices: i32,
     pub memory: Mutex<Memory>,
     pub objects: Mutex<Objects>,
     emulator: Mutex<Option<std::result::Result<Emulator, String>>>,
@@ -83,12 +98,16 @@ pub struct Runtime {
 pub fn runtime() -> &'static Runtime {
     static RT: OnceLock<Runtime> = OnceLock::new();
     RT.get_or_init(|| {
-        let arch = Arch::from_env();
+        let (arch, devices) = match (Arch::from_env(), device_count_from_env()) {
+            (Ok(a), Ok(n)) => (Ok(a), n),
+            (Err(e), _) | (_, Err(e)) => (Err(e), 0),
+        };
         if let Err(e) = &arch {
             log::log(log::Level::Warn, &format!("no device: {e}"));
         }
         Runtime {
             arch,
+            devices,
             memory: Mutex::new(Memory::default()),
             objects: Mutex::new(Objects::default()),
             emulator: Mutex::new(None),
@@ -109,11 +128,11 @@ impl Runtime {
         }
     }
 
-    /// Checks a device ordinal: there is one device, 0.
+    /// Checks a device ordinal.
     pub fn device(&self, ordinal: i32) -> Result<Arch> {
         let arch = self.arch()?;
-        if ordinal != 0 {
-            fail!(error::INVALID_DEVICE, "device {ordinal}: the emulated runtime has one device, 0");
+        if !(0..self.devices).contains(&ordinal) {
+            fail!(error::INVALID_DEVICE, "device {ordinal}: the emulated runtime has {} device(s)", self.devices);
         }
         Ok(arch)
     }
@@ -183,7 +202,7 @@ impl Runtime {
             let _ = self.with_emulator(|emu| emu.unload(handle).map_err(|w| HipError::new(error::UNKNOWN, w)));
             return Err(e);
         }
-        let module = Module { base, extent, symbols: code.symbols, kernels: code.kernels };
+        let module = Module { device: current_device(), base, extent, symbols: code.symbols, kernels: code.kernels };
         debug!("module {handle:#x}: {} kernel(s) mapped at {base:#x} ({extent} bytes)", module.kernels.len());
         self.memory().add_module(base, extent);
         self.objects().modules.insert(handle, Arc::new(module));
@@ -239,8 +258,32 @@ impl Runtime {
     }
 }
 
+/// The most devices `ANYCUDA_HIP_EMULATED_DEVICES` may ask for.
+pub const MAX_DEVICES: i32 = 8;
+
+/// `ANYCUDA_HIP_EMULATED_DEVICES`: 1 when unset.
+fn device_count_from_env() -> std::result::Result<i32, String> {
+    match std::env::var("ANYCUDA_HIP_EMULATED_DEVICES") {
+        Err(_) => Ok(1),
+        Ok(v) => match v.trim().parse::<i32>() {
+            Ok(n) if (1..=MAX_DEVICES).contains(&n) => Ok(n),
+            _ => Err(format!("ANYCUDA_HIP_EMULATED_DEVICES={v}: the double emulates 1 to {MAX_DEVICES} devices")),
+        },
+    }
+}
+
 thread_local! {
     static LAST_ERROR: Cell<i32> = const { Cell::new(error::SUCCESS) };
+    static CURRENT: Cell<i32> = const { Cell::new(0) };
+}
+
+/// The calling thread's current device (`hipSetDevice`; 0 at first).
+pub fn current_device() -> i32 {
+    CURRENT.with(Cell::get)
+}
+
+pub fn set_current_device(ordinal: i32) {
+    CURRENT.with(|c| c.set(ordinal));
 }
 
 /// `hipGetLastError` (resets) and `hipPeekAtLastError`: the last error an

@@ -43,8 +43,9 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// compile apart; the variables' unit is the shared unit. 9: a compiled
 /// unit's entry starts with the CPU time its compile took. 10: the fast
 /// tier's warp-mode code comes from an optimising code generator (entries
-/// of 9 hold code up to nine times slower).
-const FORMAT: u32 = 10;
+/// of 9 hold code up to nine times slower). 11: kernel descriptions say
+/// whether the kernel calls device `malloc`/`free` or `printf`.
+const FORMAT: u32 = 11;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 const SECRET: &str = ".secret";

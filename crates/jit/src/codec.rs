@@ -416,9 +416,8 @@ pub(crate) fn write_info(w: &mut Vec<u8>, info: &compiler::ModuleInfo) {
                 w.extend_from_slice(&x.to_le_bytes());
             }
         }
-        for x in
-            [k.param_bytes, k.static_shared_bytes, k.dynamic_shared_offset, k.needs_scheduler as u32, k.local_bytes, k.lanes, k.frame_bytes]
-        {
+        let flags = k.needs_scheduler as u32 | (k.calls_malloc as u32) << 1 | (k.calls_printf as u32) << 2;
+        for x in [k.param_bytes, k.static_shared_bytes, k.dynamic_shared_offset, flags, k.local_bytes, k.lanes, k.frame_bytes] {
             w.extend_from_slice(&x.to_le_bytes());
         }
         put_dims(w, k.reqntid);
@@ -444,7 +443,7 @@ pub(crate) fn read_info(r: &mut Reader) -> Option<compiler::ModuleInfo> {
         for _ in 0..np {
             params.push(compiler::ParamInfo { offset: r.u32()?, size: r.u32()?, align: r.u32()? });
         }
-        let (param_bytes, static_shared_bytes, dynamic_shared_offset, needs, local_bytes, lanes, frame_bytes) =
+        let (param_bytes, static_shared_bytes, dynamic_shared_offset, flags, local_bytes, lanes, frame_bytes) =
             (r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?);
         let reqntid = r.dims()?;
         let maxntid = r.dims()?;
@@ -456,7 +455,7 @@ pub(crate) fn read_info(r: &mut Reader) -> Option<compiler::ModuleInfo> {
             param_bytes,
             static_shared_bytes,
             dynamic_shared_offset,
-            needs_scheduler: needs != 0,
+            needs_scheduler: flags & 1 != 0,
             reqntid,
             maxntid,
             local_bytes,
@@ -464,6 +463,8 @@ pub(crate) fn read_info(r: &mut Reader) -> Option<compiler::ModuleInfo> {
             frame_bytes,
             lockstep_guard,
             privatise,
+            calls_malloc: flags & 2 != 0,
+            calls_printf: flags & 4 != 0,
         });
     }
     let ng = r.u32()? as usize;
@@ -604,6 +605,8 @@ mod tests {
                         bytes: 16,
                     }],
                 }),
+                calls_malloc: true,
+                calls_printf: false,
             }],
             globals: vec![compiler::GlobalInfo { name: "g".into(), size: 16, constant: true, managed: false }],
         };

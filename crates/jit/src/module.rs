@@ -191,6 +191,8 @@ impl JitModule {
                 min_blocks_per_sm: None,
                 ptx_version,
                 binary_version: options.target,
+                calls_malloc: k.calls_malloc,
+                calls_printf: k.calls_printf,
             })
             .collect()
     }

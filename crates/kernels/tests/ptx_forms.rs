@@ -1093,3 +1093,36 @@ fn elect_cache_policies_and_hints() {
         vec![o0, o1, (lane == 0) as u32, a[1], a[0], a[0]]
     });
 }
+
+// ---- cluster barriers ------------------------------------------------------------
+
+/// `barrier.cluster.arrive` and `barrier.cluster.wait` (sm_90): a cluster
+/// is one block here, so the wait is a barrier of the whole block; threads
+/// exchange words through shared memory across it, and across a
+/// `bar.sync 0` after it. (Warp mode leaves kernels with cluster barriers
+/// to thread mode, so every mode runs them thread by thread.)
+#[test]
+fn cluster_barriers_order_the_block() {
+    let src = format!(
+        "{HEADER}{}",
+        kernel(
+            "k",
+            1,
+            2,
+            ".shared .align 4 .b32 words[64];\n.shared .align 4 .b32 more[64];\n.reg .b64 %sd<3>;\n.reg .b32 %u;",
+            "mov.u32 %t0, %tid.x;\nmul.wide.u32 %sd0, %t0, 4;\nmov.u64 %sd1, words;\nadd.u64 %sd1, %sd1, %sd0;\n\
+             st.shared.u32 [%sd1], %a0;\nbarrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n\
+             xor.b32 %u, %t0, 1;\nmul.wide.u32 %sd2, %u, 4;\nmov.u64 %sd1, words;\nadd.u64 %sd1, %sd1, %sd2;\nld.shared.u32 %o0, [%sd1];\n\
+             not.b32 %u, %a0;\nmov.u64 %sd1, more;\nadd.u64 %sd1, %sd1, %sd0;\nst.shared.u32 [%sd1], %u;\nbar.sync 0;\n\
+             xor.b32 %u, %t0, 2;\nmul.wide.u32 %sd2, %u, 4;\nmov.u64 %sd1, more;\nadd.u64 %sd1, %sd1, %sd2;\nld.shared.u32 %o1, [%sd1];",
+        )
+    );
+    let n = 64;
+    let input = words(n, 31);
+    let expected: Vec<u32> = (0..n).flat_map(|t| [input[t ^ 1], !input[t ^ 2]]).collect();
+    for (warp, tier) in modes() {
+        let p = program(&src, warp, tier);
+        let got = run_with(p.kernel("k").expect("kernel"), n, &input, 2, 0);
+        assert_eq!(got, expected, "({warp:?}, {tier:?})");
+    }
+}

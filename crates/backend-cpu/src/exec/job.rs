@@ -15,9 +15,6 @@ use super::{LaunchError, LaunchOptions, LoadedKernel};
 /// per-thread state by it.
 pub(crate) const MAX_THREADS_PER_BLOCK: u32 = 1024;
 
-/// Size of the zeroed grid-sync workspace of cooperative launches.
-pub(crate) const GRID_SYNC_WORKSPACE: usize = 256;
-
 /// A heap buffer with a chosen alignment (parameter buffers and shared
 /// memory hold vectors that compiled code may load with aligned
 /// instructions).
@@ -194,8 +191,8 @@ impl Job {
         unsafe { std::ptr::copy_nonoverlapping(params.as_ptr(), param_buf.ptr(), params.len()) };
         let mut envreg = [0u32; 32];
         let workspace = if options.cooperative {
-            let buf =
-                AlignedBuf::zeroed(GRID_SYNC_WORKSPACE, 64).ok_or_else(|| LaunchError::OutOfResources("grid sync workspace".into()))?;
+            let buf = AlignedBuf::zeroed(compiler::cpu_abi::GRID_SYNC_WORKSPACE, 64)
+                .ok_or_else(|| LaunchError::OutOfResources("grid sync workspace".into()))?;
             let address = buf.ptr() as u64;
             // Cooperative groups reads the grid workspace as
             // (envreg1 << 32) | envreg2.
@@ -210,7 +207,7 @@ impl Job {
             // addresses, and cooperative groups use the workspace.
             crate::memcheck::track(param_buf.ptr() as u64, params.len() as u64, crate::memcheck::Kind::LaunchData);
             if let Some(w) = &workspace {
-                crate::memcheck::track(w.ptr() as u64, GRID_SYNC_WORKSPACE as u64, crate::memcheck::Kind::LaunchData);
+                crate::memcheck::track(w.ptr() as u64, compiler::cpu_abi::GRID_SYNC_WORKSPACE as u64, crate::memcheck::Kind::LaunchData);
             }
         }
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);

@@ -57,6 +57,8 @@ pub fn info(name: &str, needs_scheduler: bool) -> KernelInfo {
         frame_bytes: 0,
         lockstep_guard: None,
         privatise: None,
+        calls_malloc: false,
+        calls_printf: false,
     }
 }
 

@@ -179,12 +179,11 @@ impl Hip {
     }
 
     /// Launches with the packed parameter buffer (`extra` form), followed,
-    /// as anycuda's AMD kernels take them, by null printf buffer and heap
-    /// addresses at the parameters' size rounded up to 8
-    /// (`amdgpu::kernarg_tail`).
+    /// as anycuda's AMD kernels take them, by null printf buffer, heap and
+    /// grid-sync workspace addresses (`amdgpu::kernarg_tail`).
     pub fn launch(&self, f: P, grid: [u32; 3], block: [u32; 3], shared: u32, args: &Args) -> c_int {
         let mut bytes = args.bytes.clone();
-        bytes.resize(bytes.len().next_multiple_of(8) + 16, 0);
+        bytes.resize(compiler::targets::amdgpu::kernarg_tail(bytes.len()).bytes, 0);
         let mut size = bytes.len();
         let mut extra: [P; 5] = [1 as P, bytes.as_ptr() as P, 2 as P, &mut size as *mut usize as P, 3 as P];
         hipcall!(self, hipModuleLaunchKernel: fn(P, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, P, *mut P, *mut P)(

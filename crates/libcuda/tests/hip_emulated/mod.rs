@@ -180,12 +180,12 @@ pub fn oracle_cases(arch: &'static str) {
 /// 2-D/3-D copies, managed and host memory, device printf (its output
 /// compared with `printf_kernel.expected`), a failed device assertion
 /// (`cudaErrorAssert`, sticky, and its message on standard error:
-/// [`STDERR_LINES`]).
+/// [`STDERR_LINES`]), two GPUs with peer access (`multi_device`), grid
+/// barriers of a cooperative launch (`coop_grid_sync`).
 ///
 /// Not here, and why: `dynamic_shared` asks for 96 KiB of shared memory per
 /// block (gfx1100 and gfx90a have 64 KiB: the driver refuses, as it
-/// should); `coop_grid_sync` (the HIP backend has no cooperative launch
-/// yet: `cudaErrorNotSupported`); `mma_ldmatrix` (its 8-bit integer `mma`
+/// should); `mma_ldmatrix` (its 8-bit integer `mma`
 /// compiles to `v_mul_i32_i24`/`v_mul_hi_i32_i24`, which the emulator does
 /// not truncate to 24 bits, a known emulator error); `async_copy` (reads a
 /// clock with `s_sendmsg_rtn_b64`, which the emulator lacks);
@@ -239,6 +239,16 @@ pub const PROGRAMS: &[&str] = &[
     "exit_in_function",
     "printf_fifo",
     "device_malloc",
+    "multi_device",
+    "coop_grid_sync",
+];
+
+/// Environment a program of [`PROGRAMS`] needs beyond [`environment`].
+pub const RUN_ENV: &[(&str, &str, &str)] = &[
+    // Two emulated GPUs: per-device memory, streams and modules, peer access
+    // enabled through the driver (the double fails a launch whose arguments
+    // point into another device's memory without it) and peer copies.
+    ("multi_device", "ANYCUDA_HIP_EMULATED_DEVICES", "2"),
 ];
 
 /// Lines a program of [`PROGRAMS`] must write to standard error: what the
@@ -300,6 +310,7 @@ fn run_program(out: &Path, manifest: &str, dir: &Path, arch: &str, name: &str) -
     let log = dir.join(format!("{name}.log"));
     let run = Command::new(&exe)
         .envs(environment(arch))
+        .envs(RUN_ENV.iter().filter(|(n, _, _)| *n == name).map(|(_, k, v)| (*k, *v)))
         .env("LD_LIBRARY_PATH", dir)
         .env("ANYCUDA_LOG", "info")
         .env("ANYCUDA_LOG_FILE", &log)

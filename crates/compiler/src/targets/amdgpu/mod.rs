@@ -251,6 +251,11 @@ pub struct KernargTail {
     pub printf_records: usize,
     /// The device's heap (`BlockCtx::heap`).
     pub heap: usize,
+    /// A cooperative launch's zeroed grid-sync workspace
+    /// ([`crate::cpu_abi::GRID_SYNC_WORKSPACE`] bytes), which the entry
+    /// puts in `%envreg1` (high half) and `%envreg2` (low half) as
+    /// cooperative groups reads it.
+    pub grid_workspace: usize,
     /// The kernarg segment's size.
     pub bytes: usize,
 }
@@ -259,7 +264,7 @@ pub struct KernargTail {
 /// parameters lies: from the parameters' size rounded up to 8.
 pub fn kernarg_tail(param_bytes: usize) -> KernargTail {
     let at = param_bytes.next_multiple_of(8);
-    KernargTail { printf_records: at, heap: at + 8, bytes: at + 16 }
+    KernargTail { printf_records: at, heap: at + 8, grid_workspace: at + 16, bytes: at + 24 }
 }
 
 /// The `amdgpu_kernel` entry of one kernel.
@@ -280,9 +285,10 @@ pub fn kernel_entry(kernel: &KernelInfo) -> String {
     };
 
     // The PTX parameters, then the printf record buffer
-    // (`BlockCtx::printf_records`) and the heap (`BlockCtx::heap`), at the
-    // parameters' size rounded up to 8 bytes (`kernarg_tail`).
-    let tail = "ptr addrspace(1) %printf.records, ptr addrspace(1) %heap";
+    // (`BlockCtx::printf_records`), the heap (`BlockCtx::heap`) and the
+    // grid-sync workspace (`%envreg1`/`%envreg2`), at the parameters' size
+    // rounded up to 8 bytes (`kernarg_tail`).
+    let tail = "ptr addrspace(1) %printf.records, ptr addrspace(1) %heap, ptr addrspace(1) %grid.workspace";
     let param = if kernel.param_bytes > 0 {
         let align = kernel.params.iter().map(|p| p.align).max().unwrap_or(1).clamp(4, 256);
         format!("ptr addrspace(4) byref([{} x i8]) align {align} %kernarg, {tail}", kernel.param_bytes)
@@ -306,6 +312,13 @@ pub fn kernel_entry(kernel: &KernelInfo) -> String {
     let _ = writeln!(s, "  %heap.f = getelementptr i8, ptr %ctx, i64 {}", offsets::HEAP);
     s.push_str("  %heap.g = addrspacecast ptr addrspace(1) %heap to ptr\n");
     s.push_str("  store ptr %heap.g, ptr %heap.f, align 8\n");
+    s.push_str("  %gw = ptrtoint ptr addrspace(1) %grid.workspace to i64\n");
+    s.push_str("  %gw.high = lshr i64 %gw, 32\n");
+    for (reg, value) in [(1, "%gw.high"), (2, "%gw")] {
+        let _ = writeln!(s, "  %envreg{reg}.v = trunc i64 {value} to i32");
+        let _ = writeln!(s, "  %envreg{reg}.f = getelementptr i8, ptr %ctx, i64 {}", offsets::ENVREG + 4 * reg);
+        let _ = writeln!(s, "  store i32 %envreg{reg}.v, ptr %envreg{reg}.f, align 4");
+    }
     s.push_str("  %dp = call ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()\n");
     for (i, c) in ["x", "y", "z"].iter().enumerate() {
         let _ = writeln!(s, "  %tid.{c} = call i32 @llvm.amdgcn.workitem.id.{c}()");
