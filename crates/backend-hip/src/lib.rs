@@ -547,7 +547,11 @@ impl BackendQueue for HipQueue {
         // (the caller holds it); HIP waits for the record made before the
         // call, across devices too.
         let e = unsafe { (self.hip.stream_wait_event)(self.stream, event.event, 0) };
-        self.hip.check(e, "hipStreamWaitEvent").map_err(BackendError::Other)?;
+        self.hip.check(e, "hipStreamWaitEvent").map_err(|m| {
+            // The driver's stream thread waits on the host instead.
+            tracing::warn!("{m}; waiting on the host");
+            BackendError::Other(m)
+        })?;
         Ok(true)
     }
 
