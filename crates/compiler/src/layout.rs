@@ -670,12 +670,16 @@ pub fn launch_guard(m: &Module, f: &Function, c: &crate::lockstep::Conditions) -
 /// The description of one kernel (`kid` is its item index).
 pub fn describe_kernel(m: &Module, a: &Analysis, kid: ItemId, f: &Function) -> KernelInfo {
     {
-        let calls = |names: &[&str]| {
-            a.reachable(kid).iter().any(|&it| match m.items.get(it as usize) {
-                Some(Item::Function(g)) => names.contains(&g.name),
-                _ => false,
+        // The names of the functions the kernel may reach (one walk).
+        let reached: Vec<&str> = a
+            .reachable(kid)
+            .iter()
+            .filter_map(|&it| match m.items.get(it as usize) {
+                Some(Item::Function(g)) => Some(g.name),
+                _ => None,
             })
-        };
+            .collect();
+        let calls = |names: &[&str]| reached.iter().any(|r| names.contains(r));
         let (params, param_bytes) = param_layout(f, &f.params);
         let mut reqntid = None;
         let mut maxntid = None;

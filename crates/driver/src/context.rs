@@ -128,6 +128,17 @@ fn check_ctx_flags(flags: u32) -> Result<()> {
 }
 
 impl Context {
+    /// The context's limits for launches of `kernels`, noting that the
+    /// heap or the printf FIFO is in use by then if one of them uses it.
+    pub(crate) fn limits_for_launch<'k>(&self, kernels: impl IntoIterator<Item = &'k crate::backend::KernelDesc>) -> Limits {
+        let mut st = lock(&self.st);
+        for k in kernels {
+            st.limits.malloc_heap_fixed |= k.calls_malloc;
+            st.limits.printf_fifo_fixed |= k.calls_printf;
+        }
+        st.limits
+    }
+
     pub(crate) fn create(driver: &Driver, device: usize, flags: u32, primary: bool) -> Result<Arc<Context>> {
         let queue = driver.new_queue(device, 0)?;
         let ctx = driver.contexts.insert_with(|h| Context {
@@ -437,17 +448,6 @@ impl Driver {
         }
         *slot(&mut st.limits) = value;
         Ok(())
-    }
-
-    /// The context's limits for launches of `kernels`, noting that the
-    /// heap or the printf FIFO is in use by then if one of them uses it.
-    pub(crate) fn limits_for_launch<'k>(ctx: &Context, kernels: impl IntoIterator<Item = &'k crate::backend::KernelDesc>) -> Limits {
-        let mut st = lock(&ctx.st);
-        for k in kernels {
-            st.limits.malloc_heap_fixed |= k.calls_malloc;
-            st.limits.printf_fifo_fixed |= k.calls_printf;
-        }
-        st.limits
     }
 
     pub fn ctx_get_cache_config(&self) -> Result<u32> {

@@ -631,7 +631,7 @@ impl Driver {
             Step::Kernel(k) => k.code.kernels().get(k.index),
             _ => None,
         });
-        let limits = Driver::limits_for_launch(&ctx, kernels);
+        let limits = ctx.limits_for_launch(kernels);
         match self.submit(&ctx, &s, deps, Box::new(move |sticky, queue| run_plan(&run, &prepared, &gens2, queue, sticky, limits))) {
             Ok(seq) => {
                 st.last = Some((s, seq));

@@ -244,7 +244,7 @@ impl Driver {
             return self.capture_node(&stream, &cap, crate::graph::NodeParams::Kernel(node)).map(|_| ());
         }
         let cfg = *cfg;
-        let limits = Driver::limits_for_launch(&ctx, [&func.desc]);
+        let limits = ctx.limits_for_launch([&func.desc]);
         let (pending_launch_limit, heap_limit, printf_fifo_size) =
             (limits.dev_runtime_pending_launch_count, limits.malloc_heap_size, limits.printf_fifo_size);
         self.run_async(
