@@ -1004,8 +1004,9 @@ fail:
 
     /// A directed-rounding operation: on a host with AVX-512F one
     /// instruction with the rounding mode embedded ([`Self::rounded_avx512`]);
-    /// elsewhere a small strictfp helper that sets the rounding mode around
-    /// one constrained operation.
+    /// on other hosts, for scalars, round to nearest corrected by the sign
+    /// of the exact error ([`crate::directed`]); elsewhere a small strictfp
+    /// helper that sets the rounding mode around one constrained operation.
     pub(crate) fn rounded(&mut self, op: &str, args: &[&V], mode: Rounding) -> V {
         if let Some(v) = self.rounded_avx512(op, args, mode) {
             return v;
@@ -1018,6 +1019,16 @@ fail:
             _ => 1,
         };
         let name = format!("__anycuda_{op}_{}_{}", ty.suffix(), mode);
+        let call_args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        if !self.cx.facts.cheap_rounding_mode_switch {
+            if let Some(text) = crate::directed::round_to_nearest_form(&name) {
+                for (intr, decl) in crate::directed::INTRINSICS {
+                    self.cx.declare(intr, decl);
+                }
+                self.cx.helper(&name, || text);
+                return self.out.def(ty, format_args!("call {ty} @{name}({})", call_args.join(", ")));
+            }
+        }
         let n = args.len();
         let params: Vec<String> = (0..n).map(|i| format!("{ty} %a{i}")).collect();
         let pass: Vec<String> = (0..n).map(|i| format!("{ty} %a{i}")).collect();
@@ -1031,7 +1042,6 @@ fail:
             pass.join(", ")
         );
         self.cx.helper(&name, || text);
-        let call_args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         self.out.def(ty, format_args!("call {ty} @{name}({})", call_args.join(", ")))
     }
 

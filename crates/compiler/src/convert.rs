@@ -352,6 +352,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
         };
         let op = if signed { "sitofp" } else { "uitofp" };
         let name = format!("__anycuda_{op}_f64_{mode}");
+        if !self.cx.facts.cheap_rounding_mode_switch {
+            if let Some(text) = crate::directed::round_to_nearest_form(&name) {
+                self.cx.helper(&name, || text);
+                return self.call_helper(&name, Ty::Double, &[Ty::I64], &[x]);
+            }
+        }
         let intr = format!("llvm.experimental.constrained.{op}.f64.i64");
         self.cx.declare(&intr, &format!("declare double @{intr}(i64, metadata, metadata)"));
         self.cx.declare("llvm.set.rounding", "declare void @llvm.set.rounding(i32)");

@@ -10,6 +10,7 @@ mod async_copy;
 mod convert;
 pub mod cpu_abi;
 mod devrt;
+mod directed;
 mod ir;
 pub mod layout;
 pub mod lockstep;

@@ -1,7 +1,9 @@
 //! How directed rounding (`.rm`, `.rp`, `.rz` on float arithmetic) is
 //! lowered for the host, read from the LLVM IR: on a processor with AVX-512F
-//! as instructions that carry the rounding mode, elsewhere by switching the
-//! rounding mode around the operation. (The results are checked against the
+//! as instructions that carry the rounding mode; elsewhere scalars are
+//! rounded to nearest and corrected by the sign of the exact error, and
+//! vectors (and what has no such form) switch the rounding mode around the
+//! operation. (The results are checked against the
 //! hardware by the oracle's tests, in thread and warp mode.)
 
 const KERNEL: &str = r#".version 8.0
@@ -45,7 +47,28 @@ fn directed_rounding_is_one_instruction_on_hosts_with_avx512() {
     for warp in [compiler::WarpMode::Off, compiler::WarpMode::Always] {
         let text = ir(warp);
         if !compiler::host_has_avx512f() {
-            assert!(text.contains("@llvm.set.rounding(i32 3)"), "{text}");
+            if warp == compiler::WarpMode::Off {
+                // Scalars: rounded to nearest and corrected, except the
+                // f64 fma, which keeps the mode switch (toward zero: 0).
+                for helper in [
+                    "float @__anycuda_fadd_f32_rm(",
+                    "float @__anycuda_fsub_f32_rp(",
+                    "float @__anycuda_fmul_f32_rz(",
+                    "float @__anycuda_fma_f32_rm(",
+                    "float @__anycuda_fdiv_f32_rp(",
+                    "float @__anycuda_sqrt_f32_rm(",
+                    "double @__anycuda_fadd_f64_rp(",
+                    "double @__anycuda_fmul_f64_rm(",
+                ] {
+                    assert!(text.contains(&format!("define internal {helper}")), "{helper}: {text}");
+                }
+                assert!(!text.contains("@llvm.set.rounding(i32 3)"), "{text}");
+                assert!(!text.contains("@llvm.set.rounding(i32 2)"), "{text}");
+                assert!(text.contains("@llvm.set.rounding(i32 0)"), "{text}");
+            } else {
+                // 32-lane vectors switch the mode once per operation.
+                assert!(text.contains("@llvm.set.rounding(i32 3)"), "{text}");
+            }
             continue;
         }
         assert!(!text.contains("@llvm.set.rounding"), "{warp:?}: {text}");

@@ -30,6 +30,7 @@ impl CodeTarget for HostTarget {
             runtime_gather_buffer: true,
             float_clamp_saturates: true,
             embedded_rounding: host_has_avx512f(),
+            cheap_rounding_mode_switch: false,
             partial_barriers: true,
             printf_records: false,
             exit_returns: false,

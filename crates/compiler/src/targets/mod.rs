@@ -71,6 +71,13 @@ pub struct TargetFacts {
     /// instructions with the rounding mode embedded (AVX-512), instead of
     /// a change of the floating-point environment.
     pub embedded_rounding: bool,
+    /// Setting the rounding mode costs about as little as an arithmetic
+    /// instruction (AMD: a field of the `MODE` register), so directed
+    /// rounding without embedded rounding sets it around the operation.
+    /// Otherwise (x86: `ldmxcsr` and `fldcw` serialise the pipeline)
+    /// scalar directed rounding is computed in round-to-nearest arithmetic
+    /// corrected by the sign of the exact error (`crate::directed`).
+    pub cheap_rounding_mode_switch: bool,
     /// Barriers for part of a block (a thread count) and arrivals that do
     /// not wait (`bar.arrive`).
     pub partial_barriers: bool,

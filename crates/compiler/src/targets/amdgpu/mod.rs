@@ -14,11 +14,9 @@
 //! CUDA's numbering since work-items fill wavefronts in linear order.
 
 mod codegen;
-mod directed;
 mod runtime;
 
 pub use codegen::{fingerprint, object};
-pub use directed::replacement;
 pub use runtime::{defines, runtime_library};
 
 use super::{CodeTarget, TargetFacts};
@@ -42,6 +40,7 @@ pub const FACTS: TargetFacts = TargetFacts {
     runtime_gather_buffer: false,
     float_clamp_saturates: false,
     embedded_rounding: false,
+    cheap_rounding_mode_switch: true,
     // The workgroup's one barrier waits for every wavefront, and on wave64
     // two CUDA warps share a wavefront.
     partial_barriers: false,
@@ -80,7 +79,7 @@ impl CodeTarget for AmdgpuTarget {
     fn finish_ir(&self, ir: String, decls: &BTreeMap<String, String>, helpers: &BTreeMap<String, String>) -> String {
         let mut ir = ir;
         for (name, text) in helpers {
-            if let Some(own) = replacement(name) {
+            if let Some(own) = crate::directed::amdgpu_replacement(name) {
                 ir = ir.replacen(text.as_str(), &own, 1);
             }
         }
