@@ -999,6 +999,20 @@ impl Conditions {
         for d in &self.disjoint {
             parts.push(format!("the bytes at {} and at {} over the whole launch do not overlap", span(&d.a), span(&d.b)));
         }
+        for inj in &self.injective {
+            let mut t = base_name(inj.base);
+            if inj.offset != 0 {
+                let _ = write!(t, " {} {}", if inj.offset < 0 { '-' } else { '+' }, inj.offset.unsigned_abs());
+            }
+            parts.push(format!(
+                "the {} bytes a store writes at `{t}` plus {} index term(s) are never the same for two threads",
+                inj.bytes,
+                inj.terms.len()
+            ));
+        }
+        if parts.is_empty() {
+            return "whatever the launch".to_string();
+        }
         format!("when {}", parts.join(" and "))
     }
 }
@@ -1131,6 +1145,26 @@ fn repeated(b: &Body, label_at: &std::collections::HashMap<LabelId, usize>) -> V
     out
 }
 
+/// The bytes a load or store touches relative to one register value: the
+/// register, the write of it the access reads (`Forms::reach`), the
+/// address operand's constant offset and the bytes accessed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Cell {
+    reg: RegId,
+    write: usize,
+    offset: i64,
+    bytes: u64,
+}
+
+impl Cell {
+    /// Every byte of `self` is a byte of `other` for the same register
+    /// value.
+    fn within(&self, other: &Cell) -> bool {
+        let (a, b) = (i128::from(self.offset), i128::from(other.offset));
+        self.reg == other.reg && self.write == other.write && a >= b && a + i128::from(self.bytes) <= b + i128::from(other.bytes)
+    }
+}
+
 struct Access {
     at: Site,
     effect: Effect,
@@ -1149,6 +1183,9 @@ struct Access {
     /// For a store in the kernel's body: its address register and the
     /// write of it the store reads.
     address: Option<(RegId, usize)>,
+    /// For a load or store in the kernel's body: its address register, the
+    /// write of it the access reads, and its constant offset and bytes.
+    cell: Option<Cell>,
     /// The stores through the same address it is one of, when their union
     /// keeps threads' bytes apart (an index into the joint conditions).
     group: Option<usize>,
@@ -2790,6 +2827,25 @@ impl<'a> Forms<'a> {
         Some(Span { base: base.base, offset: base.offset.checked_add(off)?, index: Some(index), bytes })
     }
 
+    /// For a plain load or store at statement `at` ([`Cell`]): its address
+    /// register, the write of it the access reads, its offset and bytes.
+    fn cell(&self, inst: &Instruction, at: usize) -> Option<Cell> {
+        let b = self.b;
+        let args = b.args(inst);
+        let (address, data) = match inst.op {
+            Opcode::St => (args.first()?, args.get(1)?),
+            Opcode::Ld => (args.get(1)?, args.first()?),
+            _ => return None,
+        };
+        let n = match data {
+            Operand::Vector(l) => b.list(*l).len() as u64,
+            _ => 1,
+        };
+        let bytes = (u64::from(inst.ty(b)?.bits()) / 8).max(1) * n;
+        let (AddrBase::Reg(r), offset) = address.address()? else { return None };
+        Some(Cell { reg: r, write: self.reach(r, at)?, offset, bytes })
+    }
+
     /// For a store at statement `at`: its address register and the write
     /// of it the store reads.
     fn store_address(&self, inst: &Instruction, at: usize) -> Option<(RegId, usize)> {
@@ -3297,6 +3353,55 @@ impl<'a> Forms<'a> {
     }
 }
 
+/// Whether `x` touches, once per thread, only bytes the store `w` (run
+/// once per thread, with a known [`Injective`] condition) writes through
+/// the same value of the same address register ([`Cell::within`]). Under
+/// that condition no thread writes through `w` a byte another thread
+/// writes through it, so no thread's `x` touches a byte another thread's
+/// `w` writes. Both run once: the register holds one value per thread,
+/// the one both use, and the condition's coordinates range over the
+/// whole launch (no loop bound is involved).
+///
+/// Only for addresses the per-warp rule cannot follow (no [`Form`]: a
+/// 64-bit index sum such as `(long)blockIdx.x * blockDim.x + threadIdx.x`):
+/// where it can, it decides when compiled, and an overlap it finds (8-byte
+/// elements 4 bytes apart, an index that is not the lane) stays an exchange.
+fn own_cell(w: &Access, x: &Access) -> bool {
+    w.once
+        && x.once
+        && w.form.is_none()
+        && x.form.is_none()
+        && w.injective.is_some()
+        && matches!((x.cell, w.cell), (Some(cx), Some(cw)) if cx.within(&cw))
+}
+
+/// Gives the stores of `accesses` run once whose bytes another access run
+/// once also touches through the same register value ([`own_cell`]) their
+/// [`Injective`] condition, which stores run once need for nothing else.
+fn own_cell_stores(forms: &mut Forms, b: &Body, accesses: &mut [Access]) {
+    for k in 0..accesses.len() {
+        let Some(w) = accesses.get(k) else { return };
+        let shared = matches!(w.effect, Effect::Write { .. })
+            && w.once
+            && w.form.is_none()
+            && w.injective.is_none()
+            && accesses
+                .iter()
+                .enumerate()
+                .any(|(j, x)| j != k && x.once && matches!((x.cell, w.cell), (Some(cx), Some(cw)) if cx.within(&cw)));
+        if !shared {
+            continue;
+        }
+        let found = match b.statements.get(w.at.statement) {
+            Some(Statement::Instruction(inst)) => forms.injective_with_counters(inst, w.at.statement),
+            _ => None,
+        };
+        if let Some(w) = accesses.get_mut(k) {
+            w.injective = found;
+        }
+    }
+}
+
 /// Stores through one address (see "Stores through one address" in the
 /// module's notes): the stores among `accesses` (of the kernel's body
 /// `b`) that read the same write of the same address register, each at
@@ -3575,12 +3680,14 @@ pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
                     let once = item == kernel && !rep[i];
                     let injective = if item == kernel && !once { forms.injective_with_counters(inst, i) } else { None };
                     let address = if item == kernel { forms.store_address(inst, i) } else { None };
-                    accesses.push(Access { at, effect: e, once, form, bytes, span, injective, address, group: None })
+                    let cell = if item == kernel { forms.cell(inst, i) } else { None };
+                    accesses.push(Access { at, effect: e, once, form, bytes, span, injective, address, cell, group: None })
                 }
             }
         }
         if item == kernel {
             joint_stores(&mut forms, b, &mut accesses, &mut joints);
+            own_cell_stores(&mut forms, b, &mut accesses);
         }
     }
     if !accesses.iter().any(|x| matches!(x.effect, Effect::Write { .. })) {
@@ -3619,6 +3726,17 @@ pub fn analyse(m: &Module, a: &Analysis, kernel: ItemId) -> Verdict {
                     None if x.at == w.at && w.injective.is_some() => {
                         let joint = w.group.and_then(|g| joints.get(g));
                         if let Some(inj) = joint.or(w.injective.as_ref()) {
+                            if !conditions.injective.contains(inj) {
+                                conditions.injective.push(inj.clone());
+                            }
+                        }
+                    }
+                    // A load or store of bytes a store run once writes
+                    // through the same register value (`x = p[i]; p[i] =
+                    // f(x)`): each thread touches only its own bytes when
+                    // no two threads write a byte in common.
+                    None if own_cell(w, x) => {
+                        if let Some(inj) = w.injective.as_ref() {
                             if !conditions.injective.contains(inj) {
                                 conditions.injective.push(inj.clone());
                             }
@@ -5500,6 +5618,63 @@ mod tests {
             let src = rows_kernel(change);
             assert_eq!(check(&src), None, "{src}");
         }
+    }
+
+    /// `out[i] += sums[blockIdx.x]` for `i = blockIdx.x * 256 + threadIdx.x`
+    /// (64-bit), as nvcc writes it: the load and the store of `out[i]`
+    /// read one register value.
+    const OWN_CELL: &str = ".visible .entry k(.param .u64 p, .param .u64 q, .param .u64 n)\n{\n.reg .pred %p<2>;\n.reg .b32 %r<6>;\n\
+        .reg .b64 %rd<14>;\nld.param.u64 %rd3, [p];\nld.param.u64 %rd4, [q];\nld.param.u64 %rd5, [n];\nmov.u32 %r1, %ctaid.x;\n\
+        cvt.u64.u32 %rd1, %r1;\nmul.wide.u32 %rd6, %r1, 256;\nmov.u32 %r2, %tid.x;\ncvt.u64.u32 %rd7, %r2;\nadd.s64 %rd2, %rd6, %rd7;\n\
+        setp.ge.s64 %p1, %rd2, %rd5;\n@%p1 bra $L__done;\ncvta.to.global.u64 %rd8, %rd4;\nshl.b64 %rd9, %rd1, 2;\n\
+        add.s64 %rd10, %rd8, %rd9;\ncvta.to.global.u64 %rd11, %rd3;\nshl.b64 %rd12, %rd2, 2;\nadd.s64 %rd13, %rd11, %rd12;\n\
+        ld.global.u32 %r3, [%rd13];\nld.global.u32 %r4, [%rd10];\nadd.s32 %r5, %r3, %r4;\nst.global.u32 [%rd13], %r5;\n\
+        $L__done:\nret;\n}\n";
+
+    #[test]
+    fn a_load_of_the_bytes_the_thread_then_stores_needs_only_the_store_injective() {
+        let c = conditions(&verdict(OWN_CELL));
+        assert_eq!((c.injective.len(), c.disjoint.len()), (1, 1), "{c:?}");
+        let p = 1u64 << 32;
+        let holds = |q: u64, grid: [u32; 3], block: [u32; 3]| {
+            let base = |b: &Base| match b {
+                Base::Param(0) => Some(p),
+                Base::Param(1) => Some(q),
+                _ => None,
+            };
+            // n = 16384, a 64-bit parameter read as two 32-bit fields.
+            let param = |v: &VarId, field: u32, _: bool| match (*v, field) {
+                (2, 0) => Some(16384),
+                (2, 4) => Some(0),
+                _ => None,
+            };
+            c.injective.iter().all(|d| d.holds(&base, &param, grid, block))
+                && c.disjoint.iter().all(|d| d.holds(&base, &param, grid, block))
+        };
+        let (g, b) = ([64, 1, 1], [256, 1, 1]);
+        assert!(holds(p + (1 << 20), g, b));
+        // Blocks of 512 threads: thread 256 of block 0 and thread 0 of
+        // block 1 load and store the same element.
+        assert!(!holds(p + (1 << 20), g, [512, 1, 1]));
+        // The sums inside the output: a store may change what another
+        // thread loads through `q`.
+        assert!(!holds(p + 4 * 100, g, b));
+        // A second store through the register, in a loop, or a load at
+        // another offset keeps the pair an exchange.
+        let shifted = OWN_CELL.replace("ld.global.u32 %r3, [%rd13];", "ld.global.u32 %r3, [%rd13+4];");
+        assert_eq!(kind(&verdict(&shifted)), Some(ExchangeKind::GlobalPair));
+    }
+
+    #[test]
+    fn conditions_on_stores_in_loops_are_said_in_words() {
+        let k = grid_stride64_kernel(START_GLOBAL, STEP_GRID, ROW_SIGNED, "s64");
+        let (src, _) = parse(&k);
+        let m = ptx::parse(&src).expect("test PTX parses");
+        let c = conditions(&verdict(&k));
+        assert!(!c.injective.is_empty());
+        let text = c.explain(&m);
+        assert!(text.contains("bytes a store writes at `"), "{text}");
+        assert!(text.contains("are never the same for two threads"), "{text}");
     }
 
     #[test]

@@ -44,8 +44,12 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// unit's entry starts with the CPU time its compile took. 10: the fast
 /// tier's warp-mode code comes from an optimising code generator (entries
 /// of 9 hold code up to nine times slower). 11: kernel descriptions say
-/// whether the kernel calls device `malloc`/`free` or `printf`.
-const FORMAT: u32 = 11;
+/// whether the kernel calls device `malloc`/`free` or `printf`. 12: on
+/// hosts without AVX-512, directed rounding no longer switches the rounding
+/// mode (entries of 11 hold code up to 50 times slower); kernels whose
+/// loads read the bytes a store run once writes through the same register
+/// run thread by thread under that store's condition.
+const FORMAT: u32 = 12;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 const SECRET: &str = ".secret";
