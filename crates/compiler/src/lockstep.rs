@@ -227,6 +227,16 @@
 //!   store touches bytes of its own, and two threads never meet through
 //!   any of the stores.
 //!
+//!   *A thread's own cell* (`own_cell`): a load or store run once per
+//!   thread that touches only bytes a store run once writes through the
+//!   same write of the same address register (`x = out[i]; out[i] = f(x)`
+//!   with a 64-bit `i`, which the per-warp rule cannot follow) is paired
+//!   with that store under the store's condition above: no two threads
+//!   write a byte in common through the store, and each thread's access
+//!   lies within its own store's bytes, so no thread touches a byte
+//!   another writes. Where the per-warp rule follows the addresses it
+//!   decides alone.
+//!
 //!   *Loop bounds across loops* ([`Forms::bound_at`]): a loop counter's
 //!   bound is proved on every way into the loop's code, where code
 //!   reached again while being examined (a cycle that does not write the
