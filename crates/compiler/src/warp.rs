@@ -2260,6 +2260,38 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
     }
 
+    /// A masked gather (`intrinsic`, declared) of `ptrs` under `mask`: the
+    /// intrinsic inline where the target gathers in one instruction,
+    /// otherwise a call of one shared helper per type and alignment (see
+    /// `TargetFacts::inline_gathers`).
+    fn gather(&mut self, intrinsic: &str, ptrs: &V, mask: &V, ety: Ty, align: u32) -> V {
+        if self.cx.facts.inline_gathers {
+            return self.out.def(ety, format_args!("call {ety} @{intrinsic}({ptrs}, i32 {align}, {mask}, {ety} poison)"));
+        }
+        let name = format!("__anycuda_wgather_{}_a{align}", ety.suffix());
+        let text = format!(
+            "define internal {ety} @{name}(<{W} x ptr> %p, <{W} x i1> %m) noinline nounwind {{\n  %v = call {ety} @{intrinsic}(<{W} x ptr> %p, i32 {align}, <{W} x i1> %m, {ety} poison)\n  ret {ety} %v\n}}\n"
+        );
+        self.cx.helper(&name, || text);
+        self.out.def(ety, format_args!("call {ety} @{name}({ptrs}, {mask})"))
+    }
+
+    /// A masked scatter (`intrinsic`, declared) of `v` to `ptrs` under
+    /// `mask`, inline or through a shared helper as [`Self::gather`].
+    fn scatter(&mut self, intrinsic: &str, v: &V, ptrs: &V, mask: &V, align: u32) {
+        if self.cx.facts.inline_gathers {
+            self.out.op(format_args!("call void @{intrinsic}({v}, {ptrs}, i32 {align}, {mask})"));
+            return;
+        }
+        let ety = v.ty;
+        let name = format!("__anycuda_wscatter_{}_a{align}", ety.suffix());
+        let text = format!(
+            "define internal void @{name}({ety} %v, <{W} x ptr> %p, <{W} x i1> %m) noinline nounwind {{\n  call void @{intrinsic}({ety} %v, <{W} x ptr> %p, i32 {align}, <{W} x i1> %m)\n  ret void\n}}\n"
+        );
+        self.cx.helper(&name, || text);
+        self.out.op(format_args!("call void @{name}({v}, {ptrs}, {mask})"));
+    }
+
     /// Loads by a register address of known shape, `n` components of
     /// `size` bytes per lane (`ld.v2`/`.v4`: the shape is for a lane stride
     /// of `n * size`): two 16-lane vector loads split into components (one
@@ -2381,7 +2413,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let mut gathered = Vec::new();
         for k in 0..n {
             let pk = self.component_pointer(ptrs, false, size, k as usize);
-            gathered.push(self.out.def(ety, format_args!("call {ety} @{g}({pk}, i32 {align}, {mask}, {ety} poison)")));
+            gathered.push(self.gather(&g, &pk, &mask, ety, align));
         }
         self.out.terminate(format_args!("br label %{j}"));
         self.out.label(&j);
@@ -2466,7 +2498,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.label(&gv);
         for (k, v) in values.iter().enumerate() {
             let pk = self.component_pointer(ptrs, false, size, k);
-            self.out.op(format_args!("call void @{s}({v}, {pk}, i32 {align}, {mask})"));
+            self.scatter(&s, v, &pk, &mask, align);
         }
         self.out.terminate(format_args!("br label %{j}"));
         self.out.label(&j);
@@ -2511,7 +2543,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let a = self.out.def(ety, format_args!("call {ety} @{l}({p0}, i32 {}, {mask}, {ety} poison)", size.min(16)));
         self.out.terminate(format_args!("br label %{j}"));
         self.out.label(&gv);
-        let b = self.out.def(ety, format_args!("call {ety} @{g}({ptrs}, i32 {}, {mask}, {ety} poison)", size.min(16)));
+        let b = self.gather(&g, ptrs, &mask, ety, size.min(16));
         self.out.terminate(format_args!("br label %{j}"));
         self.out.label(&j);
         self.out.def(ety, format_args!("phi {ety} [{}, %{cv}], [{}, %{gv}]", a.s, b.s))
@@ -2544,7 +2576,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.op(format_args!("call void @{st}({v}, {p0}, i32 {}, {mask})", size.min(16)));
         self.out.terminate(format_args!("br label %{j}"));
         self.out.label(&gv);
-        self.out.op(format_args!("call void @{s}({v}, {ptrs}, i32 {}, {mask})", size.min(16)));
+        self.scatter(&s, v, ptrs, &mask, size.min(16));
         self.out.terminate(format_args!("br label %{j}"));
         self.out.label(&j);
     }

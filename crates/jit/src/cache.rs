@@ -48,7 +48,8 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// hosts without AVX-512, directed rounding no longer switches the rounding
 /// mode (entries of 11 hold code up to 50 times slower); kernels whose
 /// loads read the bytes a store run once writes through the same register
-/// run thread by thread under that store's condition.
+/// run thread by thread under that store's condition; and warp-mode
+/// gather and scatter fallbacks call shared helpers there.
 const FORMAT: u32 = 12;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;

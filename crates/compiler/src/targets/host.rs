@@ -31,6 +31,7 @@ impl CodeTarget for HostTarget {
             float_clamp_saturates: true,
             embedded_rounding: host_has_avx512f(),
             cheap_rounding_mode_switch: false,
+            inline_gathers: host_has_avx512f(),
             partial_barriers: true,
             printf_records: false,
             exit_returns: false,

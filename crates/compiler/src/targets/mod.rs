@@ -78,6 +78,13 @@ pub struct TargetFacts {
     /// scalar directed rounding is computed in round-to-nearest arithmetic
     /// corrected by the sign of the exact error (`crate::directed`).
     pub cheap_rounding_mode_switch: bool,
+    /// Masked gathers and scatters of 32 lanes compile to a few vector
+    /// instructions (AVX-512's, with mask registers), so a warp-mode
+    /// access's fallback for addresses of no regular shape stays inline.
+    /// Otherwise LLVM expands each into 32 tests, branches and scalar
+    /// accesses, and the fallbacks call one shared helper per type: inline,
+    /// such fallbacks made most of a 200 KB stencil kernel.
+    pub inline_gathers: bool,
     /// Barriers for part of a block (a thread count) and arrivals that do
     /// not wait (`bar.arrive`).
     pub partial_barriers: bool,

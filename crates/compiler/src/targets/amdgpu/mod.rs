@@ -41,6 +41,7 @@ pub const FACTS: TargetFacts = TargetFacts {
     float_clamp_saturates: false,
     embedded_rounding: false,
     cheap_rounding_mode_switch: true,
+    inline_gathers: true,
     // The workgroup's one barrier waits for every wavefront, and on wave64
     // two CUDA warps share a wavefront.
     partial_barriers: false,

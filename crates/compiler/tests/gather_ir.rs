@@ -1,0 +1,56 @@
+//! Where a warp-mode load or store has addresses of no regular shape, its
+//! fallback is a masked gather or scatter: inline on hosts with AVX-512
+//! (a few instructions), a call of one shared helper per type elsewhere
+//! (LLVM would expand each one inline into 32 tests, branches and scalar
+//! accesses). Read from the LLVM IR.
+
+const KERNEL: &str = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u64 q)
+{
+.reg .b32 %r<8>;
+.reg .b64 %rd<12>;
+ld.param.u64 %rd1, [p];
+ld.param.u64 %rd2, [q];
+mov.u32 %r1, %tid.x;
+mul.wide.u32 %rd3, %r1, 4;
+add.s64 %rd4, %rd2, %rd3;
+ld.global.u32 %r2, [%rd4];
+mul.wide.u32 %rd5, %r2, 4;
+add.s64 %rd6, %rd1, %rd5;
+ld.global.u32 %r3, [%rd6];
+ld.global.u32 %r4, [%rd6+4];
+add.s32 %r5, %r3, %r4;
+st.global.u32 [%rd6], %r5;
+st.global.u32 [%rd6+8], %r5;
+ret;
+}
+"#;
+
+fn calls(text: &str, callee: &str) -> usize {
+    text.lines().filter(|l| l.contains(" call ") && l.contains(callee)).count()
+}
+
+#[test]
+fn irregular_warp_accesses_gather_inline_only_where_gathers_are_instructions() {
+    let module = ptx::parse(KERNEL).unwrap_or_else(|d| panic!("test PTX must parse: {d}"));
+    let opts = compiler::Options { warp: compiler::WarpMode::Always, ..Default::default() };
+    let text = compiler::emit_ir_with_options(&module, KERNEL, &opts).expect("compiles");
+    let (gathers, scatters) = (calls(&text, "@llvm.masked.gather."), calls(&text, "@llvm.masked.scatter."));
+    assert!(gathers >= 2 && scatters >= 1 || !compiler::host_has_avx512f(), "{text}");
+    if compiler::host_has_avx512f() {
+        assert_eq!(calls(&text, "@__anycuda_wgather_"), 0, "{text}");
+        assert_eq!(calls(&text, "@__anycuda_wscatter_"), 0, "{text}");
+        return;
+    }
+    // One intrinsic call in each helper; every access calls a helper.
+    assert!(text.contains("define internal <32 x i32> @__anycuda_wgather_v32i32_a4(<32 x ptr> %p, <32 x i1> %m) noinline"), "{text}");
+    assert!(
+        text.contains("define internal void @__anycuda_wscatter_v32i32_a4(<32 x i32> %v, <32 x ptr> %p, <32 x i1> %m) noinline"),
+        "{text}"
+    );
+    assert_eq!((gathers, scatters), (1, 1), "{text}");
+    assert!(calls(&text, "@__anycuda_wgather_v32i32_a4(") >= 3, "{text}");
+    assert!(calls(&text, "@__anycuda_wscatter_v32i32_a4(") >= 2, "{text}");
+}
