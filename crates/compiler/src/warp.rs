@@ -2276,6 +2276,52 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.def(ety, format_args!("call {ety} @{name}({ptrs}, {mask})"))
     }
 
+    /// A masked load (`intrinsic`, declared) of `wide` elements of `ety`'s
+    /// type at `p` under the `<wide x i1>` mask `mask`, as a value name.
+    /// Elements of 8 or 16 bits on a target without masked loads of them
+    /// (`TargetFacts::inline_gathers` false: AVX2 has them for 32 and 64
+    /// bits only, and LLVM expands the rest into a test and branch per
+    /// element) call one shared helper, which loads the whole vector
+    /// unmasked when some element is loaded and the vector lies within
+    /// one 4 KiB page (an element loaded maps that page, so no byte of it
+    /// can fault; the other elements' values are never used), and falls
+    /// back to the masked load otherwise.
+    fn masked_half_load(&mut self, intrinsic: &str, p: &V, mask: &str, wide: u32, ety: Ty, align: u32) -> String {
+        let t = ety.name();
+        let x = self.out.fresh("vl");
+        if self.cx.facts.inline_gathers || ety.bits() >= 32 {
+            self.out
+                .op(format_args!("{x} = call <{wide} x {t}> @{intrinsic}({p}, i32 {align}, <{wide} x i1> {mask}, <{wide} x {t}> poison)"));
+            return x;
+        }
+        let bytes = wide * ety.bits() / 8;
+        let name = format!("__anycuda_wmaskload_v{wide}{}_a{align}", ety.scalar_suffix());
+        let or = format!("llvm.vector.reduce.or.v{wide}i1");
+        self.cx.declare(&or, &format!("declare i1 @{or}(<{wide} x i1>)"));
+        let text = format!(
+            "define internal <{wide} x {t}> @{name}(ptr %p, <{wide} x i1> %m) noinline nounwind {{
+entry:
+  %any = call i1 @{or}(<{wide} x i1> %m)
+  %a = ptrtoint ptr %p to i64
+  %in = and i64 %a, 4095
+  %end = add i64 %in, {bytes}
+  %fits = icmp ule i64 %end, 4096
+  %whole = and i1 %any, %fits
+  br i1 %whole, label %plain, label %masked
+plain:
+  %v = load <{wide} x {t}>, ptr %p, align {align}
+  ret <{wide} x {t}> %v
+masked:
+  %w = call <{wide} x {t}> @{intrinsic}(ptr %p, i32 {align}, <{wide} x i1> %m, <{wide} x {t}> poison)
+  ret <{wide} x {t}> %w
+}}
+"
+        );
+        self.cx.helper(&name, || text);
+        self.out.op(format_args!("{x} = call <{wide} x {t}> @{name}({p}, <{wide} x i1> {mask})"));
+        x
+    }
+
     /// A masked scatter (`intrinsic`, declared) of `v` to `ptrs` under
     /// `mask`, inline or through a shared helper as [`Self::gather`].
     fn scatter(&mut self, intrinsic: &str, v: &V, ptrs: &V, mask: &V, align: u32) {
@@ -2368,8 +2414,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         for (p, m) in [(&p0, &lo), (&p16, &hi)] {
             let mr = self.out.fresh("mrep");
             self.out.op(format_args!("{mr} = shufflevector <16 x i1> {m}, <16 x i1> poison, <{wide} x i32> <{repeat}>"));
-            let x = self.out.fresh("vl");
-            self.out.op(format_args!("{x} = call <{wide} x {t}> @{lw}({p}, i32 {align}, <{wide} x i1> {mr}, <{wide} x {t}> poison)"));
+            let x = self.masked_half_load(&lw, p, &mr, wide, ety, align);
             loaded.push(x);
         }
         let loaded = components(self, &loaded[0], &loaded[1]);
@@ -2492,7 +2537,18 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let m = self.half_mask(&mask, *high);
             let mr = self.out.fresh("mrep");
             self.out.op(format_args!("{mr} = shufflevector <16 x i1> {m}, <16 x i1> poison, <{wide} x i32> <{repeat}>"));
-            self.out.op(format_args!("call void @{sw}(<{wide} x {t}> {part}, {p}, i32 {align}, <{wide} x i1> {mr})"));
+            if self.cx.facts.inline_gathers || ety.bits() >= 32 {
+                self.out.op(format_args!("call void @{sw}(<{wide} x {t}> {part}, {p}, i32 {align}, <{wide} x i1> {mr})"));
+            } else {
+                // Masked stores of 8- and 16-bit elements: one shared
+                // helper (see `masked_half_load`), never a wider store.
+                let name = format!("__anycuda_wmaskstore_v{wide}{}_a{align}", ety.scalar_suffix());
+                let text = format!(
+                    "define internal void @{name}(<{wide} x {t}> %v, ptr %p, <{wide} x i1> %m) noinline nounwind {{\n  call void @{sw}(<{wide} x {t}> %v, ptr %p, i32 {align}, <{wide} x i1> %m)\n  ret void\n}}\n"
+                );
+                self.cx.helper(&name, || text);
+                self.out.op(format_args!("call void @{name}(<{wide} x {t}> {part}, {p}, <{wide} x i1> {mr})"));
+            }
         }
         self.out.terminate(format_args!("br label %{j}"));
         self.out.label(&gv);

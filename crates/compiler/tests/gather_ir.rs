@@ -54,3 +54,52 @@ fn irregular_warp_accesses_gather_inline_only_where_gathers_are_instructions() {
     assert!(calls(&text, "@__anycuda_wgather_v32i32_a4(") >= 3, "{text}");
     assert!(calls(&text, "@__anycuda_wscatter_v32i32_a4(") >= 2, "{text}");
 }
+
+/// A byte load and a byte store by part of a warp (`@%p1 ld.global.u8`,
+/// lanes 0-19).
+const PARTIAL_BYTES: &str = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u64 q)
+{
+.reg .pred %p<2>;
+.reg .b32 %r<8>;
+.reg .b64 %rd<12>;
+ld.param.u64 %rd1, [p];
+ld.param.u64 %rd2, [q];
+mov.u32 %r1, %tid.x;
+cvt.u64.u32 %rd3, %r1;
+add.s64 %rd4, %rd1, %rd3;
+mov.u32 %r2, 0;
+setp.lt.u32 %p1, %r1, 20;
+@%p1 ld.global.u8 %r2, [%rd4];
+bar.sync 0;
+mul.wide.u32 %rd5, %r1, 4;
+add.s64 %rd6, %rd2, %rd5;
+st.global.u32 [%rd6], %r2;
+@%p1 st.global.u8 [%rd4+64], %r2;
+ret;
+}
+"#;
+
+#[test]
+fn masked_byte_accesses_share_helpers_where_the_target_has_no_byte_masks() {
+    let module = ptx::parse(PARTIAL_BYTES).unwrap_or_else(|d| panic!("test PTX must parse: {d}"));
+    let opts = compiler::Options { warp: compiler::WarpMode::Always, ..Default::default() };
+    let text = compiler::emit_ir_with_options(&module, PARTIAL_BYTES, &opts).expect("compiles");
+    if compiler::host_has_avx512f() {
+        assert_eq!(calls(&text, "@__anycuda_wmaskload_"), 0, "{text}");
+        assert!(calls(&text, "@llvm.masked.load.v16i8.p0(") >= 2, "{text}");
+        assert!(calls(&text, "@llvm.masked.store.v16i8.p0(") >= 2, "{text}");
+        return;
+    }
+    assert!(text.contains("define internal <16 x i8> @__anycuda_wmaskload_v16i8_a1(ptr %p, <16 x i1> %m) noinline"), "{text}");
+    // The page check before the unmasked load; the masked load only in
+    // the helper.
+    assert!(text.contains("%in = and i64 %a, 4095") && text.contains("%fits = icmp ule i64 %end, 4096"), "{text}");
+    assert_eq!(calls(&text, "@llvm.masked.load.v16i8.p0("), 1, "{text}");
+    assert_eq!(calls(&text, "@__anycuda_wmaskload_v16i8_a1("), 2, "{text}");
+    // Stores are never widened: the masked store, in one helper.
+    assert_eq!(calls(&text, "@llvm.masked.store.v16i8.p0("), 1, "{text}");
+    assert_eq!(calls(&text, "@__anycuda_wmaskstore_v16i8_a1("), 2, "{text}");
+}
