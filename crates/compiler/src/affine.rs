@@ -26,11 +26,13 @@ use std::collections::HashMap;
 
 /// The stride of each register (indexed by register; in the register's
 /// width, read as signed), or `None` for registers some write leaves
-/// without one.
-pub fn strides(f: &Function, b: &Body) -> Vec<Option<i64>> {
+/// without one. Registers `uniform` marks (`crate::uniform`) have stride
+/// 0 whatever writes them.
+pub fn strides(f: &Function, b: &Body, uniform: &[bool]) -> Vec<Option<i64>> {
     let consts = crate::warp::constant_registers(b);
     let n = b.regs.len();
-    let mut state = vec![Lattice::Unknown; n];
+    let is_uniform = |r: usize| uniform.get(r).copied().unwrap_or(false);
+    let mut state: Vec<Lattice> = (0..n).map(|r| if is_uniform(r) { Lattice::Stride(0) } else { Lattice::Unknown }).collect();
     // Optimistic iteration: a register's stride is the one all its writes
     // agree on, assuming what is known so far of their operands.
     loop {
@@ -41,6 +43,9 @@ pub fn strides(f: &Function, b: &Body) -> Vec<Option<i64>> {
             let mut defs = Vec::new();
             b.defs(inst, &mut defs);
             for r in defs {
+                if is_uniform(r as usize) {
+                    continue;
+                }
                 let write = match args.first() {
                     Some(&Operand::Reg(d)) if d == r => transfer(f, b, inst, &state, &consts),
                     _ => Lattice::Varying,
@@ -304,7 +309,7 @@ mod tests {
         let module = ptx::parse(src).expect("test PTX parses");
         let f = module.functions().next().expect("a kernel");
         let b = f.body.as_ref().expect("a body");
-        strides(f, b).into_iter().enumerate().filter_map(|(r, s)| Some((ptx::reg_name(f, b, r as RegId), s?))).collect()
+        strides(f, b, &[]).into_iter().enumerate().filter_map(|(r, s)| Some((ptx::reg_name(f, b, r as RegId), s?))).collect()
     }
 
     const KERNEL: &str = r#".version 8.0

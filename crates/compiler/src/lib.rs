@@ -27,6 +27,7 @@ pub mod softfloat;
 mod sync;
 pub mod targets;
 mod texture;
+mod uniform;
 mod video;
 mod warp;
 

@@ -1286,6 +1286,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
     // ---- registers and operands ---------------------------------------------------
 
     pub fn load_reg(&mut self, r: RegId) -> V {
+        if self.uniform_reg(r) {
+            // One scalar for the warp, broadcast (LLVM folds the broadcast
+            // into scalar operations where every operand is one).
+            let v = self.load_uniform_reg(r);
+            return self.vec(v);
+        }
         let ty = self.reg_tys[r as usize];
         if let Some(offset) = self.warp.as_ref().and_then(|w| w.resident_slot(r)) {
             let q = self.frame_ptr(offset);
@@ -1499,6 +1505,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     pub fn set_ext(&mut self, op: &Operand, v: V, signed: bool) -> Res<()> {
         match *op {
+            Operand::Reg(r) if self.uniform_reg(r) => {
+                let ty = self.reg_tys[r as usize];
+                let v = self.convert(v, ty, signed);
+                let mask = self.warp.as_ref().map(|w| w.mask.clone()).unwrap_or_else(|| V::int(Ty::I1, 1));
+                self.store_uniform_reg(r, v, &mask);
+                Ok(())
+            }
             Operand::Reg(r) => {
                 let ty = self.reg_tys[r as usize];
                 let v = self.convert(v, ty, signed);

@@ -136,6 +136,9 @@ struct Layout {
     /// [`SHAPE_SCATTERED`], [`SHAPE_HALVES_CONSECUTIVE`] or
     /// [`SHAPE_HALVES_UNIFORM`] (a scalar i32).
     shape: V,
+    /// The register is warp-uniform (`crate::uniform`): one address for
+    /// the whole warp, known when compiling.
+    warp_uniform: bool,
     /// When the register has a lane stride: how far lane 16's address lies
     /// from lane 0's (an i64): 16 strides while its affine bit holds in a
     /// warp affine as a whole (lane 16 itself may have exited with an
@@ -201,6 +204,9 @@ pub struct Frame {
     /// The lane stride of each register, where every write keeps one
     /// (`affine::strides`; indexed by register).
     pub strides: Vec<Option<i64>>,
+    /// Registers with the same value in every lane (`uniform::registers`;
+    /// indexed by register): kept as one scalar.
+    pub uniform: Vec<bool>,
     /// Frame offset of the affine bit (`affine`) of every register with a
     /// stride and a slot.
     pub affine_bits: HashMap<RegId, u32>,
@@ -267,16 +273,18 @@ fn sunk_load(
     Some((s, crate::shared_index::sinkable_load(b, i, &s)?))
 }
 
-/// Which registers each suspension site must save: those a lane at the
-/// site may read later, and those live into any block, where lanes that
-/// diverged from the warp wait. Per-thread liveness over the blocks of
-/// `number_blocks`.
-pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> Frame {
-    let Some(b) = &f.body else { return Frame { bytes: FRAME_REGISTERS, ..Frame::default() } };
-    let (starts, label_block, blocks) = FnLower::number_blocks(b);
-    let nregs = b.regs.len();
+/// The basic blocks of `number_blocks` as a graph: the instruction
+/// statements of each block in order, and each block's successors (a
+/// branch's target, the next block for a guarded branch or a block that
+/// does not end in a branch, return or exit). One entry more than
+/// `blocks`, for the code after the last block.
+pub(crate) struct BlockGraph {
+    pub ranges: Vec<Vec<usize>>,
+    pub succ: Vec<Vec<usize>>,
+}
+
+pub(crate) fn block_graph(b: &Body, starts: &HashMap<usize, u32>, label_block: &HashMap<LabelId, u32>, blocks: u32) -> BlockGraph {
     let n = blocks as usize + 1;
-    // Statements of each block, in order.
     let mut ranges: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut current = 0usize;
     for (i, s) in b.statements.iter().enumerate() {
@@ -291,7 +299,6 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
         Statement::Instruction(inst) => Some(inst),
         _ => None,
     };
-    // Successors.
     let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
     for k in 0..n.saturating_sub(1) {
         let last = ranges[k].last().and_then(|&i| inst_at(i));
@@ -311,6 +318,23 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
             _ => succ[k].push(fall),
         }
     }
+    BlockGraph { ranges, succ }
+}
+
+/// Which registers each suspension site must save: those a lane at the
+/// site may read later, and those live into any block, where lanes that
+/// diverged from the warp wait. Per-thread liveness over the blocks of
+/// `number_blocks`.
+pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> Frame {
+    let Some(b) = &f.body else { return Frame { bytes: FRAME_REGISTERS, ..Frame::default() } };
+    let (starts, label_block, blocks) = FnLower::number_blocks(b);
+    let nregs = b.regs.len();
+    let n = blocks as usize + 1;
+    let BlockGraph { ranges, succ } = block_graph(b, &starts, &label_block, blocks);
+    let inst_at = |i: usize| match &b.statements[i] {
+        Statement::Instruction(inst) => Some(inst),
+        _ => None,
+    };
     // Upward-exposed uses and kills per block.
     let (mut uses, mut defs) = (Vec::new(), Vec::new());
     let mut ue = vec![vec![false; nregs]; n];
@@ -438,18 +462,29 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
         }
     }
     frame.stable = written_after.iter().map(|w| !w).collect();
+    frame.uniform = crate::uniform::registers(f, b, &starts, &label_block, blocks);
+    for (r, u) in frame.uniform.iter_mut().enumerate() {
+        // (One scalar of at most 8 bytes: `b128` registers stay vectors.)
+        *u &= crate::lower::reg_ty(f.var(b.regs[r].var).ty).bits() <= 64;
+    }
     let mut offset = FRAME_REGISTERS;
     for r in 0..nregs {
         if saved[r] {
             frame.slots.insert(r as RegId, offset);
             let ty = crate::lower::reg_ty(f.var(b.regs[r].var).ty);
-            let bytes = if ty == Ty::I1 { W / 8 } else { W * ty.bits() / 8 };
+            let bytes = if frame.uniform[r] {
+                8
+            } else if ty == Ty::I1 {
+                W / 8
+            } else {
+                W * ty.bits() / 8
+            };
             offset += bytes.div_ceil(64) * 64;
         }
     }
-    frame.strides = crate::affine::strides(f, b);
+    frame.strides = crate::affine::strides(f, b, &frame.uniform);
     for r in 0..nregs {
-        if saved[r] && frame.strides[r].is_some() {
+        if saved[r] && frame.strides[r].is_some() && !frame.uniform[r] {
             frame.affine_bits.insert(r as RegId, offset);
             offset += 1;
         }
@@ -962,7 +997,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     /// Numbers the basic blocks: the entry, each label, and the code after
     /// each branch, return or exit.
-    fn number_blocks(b: &Body) -> (HashMap<usize, u32>, HashMap<LabelId, u32>, u32) {
+    pub(crate) fn number_blocks(b: &Body) -> (HashMap<usize, u32>, HashMap<LabelId, u32>, u32) {
         let mut starts = HashMap::new();
         let mut label_block = HashMap::new();
         let mut n = 1u32;
@@ -1034,7 +1069,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         for r in 0..self.b.regs.len() {
             let decl = self.f.var(self.b.regs[r].var);
             let ty = crate::lower::reg_ty(decl.ty);
-            let a = self.out.alloca(&ty.to_string(), 16);
+            let a = if self.uniform_reg(r as RegId) { self.out.alloca(ty.name(), 8) } else { self.out.alloca(&ty.to_string(), 16) };
             self.regs.push(a);
             self.reg_tys.push(ty);
             self.shadows.push(None);
@@ -1044,7 +1079,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let mut affine = Vec::with_capacity(self.b.regs.len());
         for r in 0..self.b.regs.len() as RegId {
             let bit = match self.warp.as_ref() {
-                Some(w) if w.frame.strides.get(r as usize).copied().flatten().is_some() => {
+                Some(w) if w.frame.strides.get(r as usize).copied().flatten().is_some() && !w.frame.uniform[r as usize] => {
                     match (w.resident_slot(r), w.frame.affine_bits.get(&r)) {
                         (Some(_), Some(&offset)) => Some(AffineBit::Frame(offset)),
                         _ => Some(AffineBit::Stack(self.out.alloca("i1", 1))),
@@ -1428,7 +1463,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                         _ => None,
                     };
                     if let Some(Operand::AddrReg(r, _)) = address.and_then(|k| b.args(inst).get(k).copied()) {
-                        if w.frame.strides.get(r as usize).copied().flatten().is_some() {
+                        if w.frame.strides.get(r as usize).copied().flatten().is_some() && !self.uniform_reg(r) {
                             addressed.push(r);
                         }
                     }
@@ -1550,7 +1585,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             None => Vec::new(),
         };
         for &(r, offset) in slots.iter().filter(|s| !resident.contains(&s.0)) {
-            let v = self.load_reg(r);
+            let v = if self.uniform_reg(r) { self.load_uniform_reg(r) } else { self.load_reg(r) };
             let p = field(&mut self.out, offset as usize);
             self.out.op(format_args!("store {v}, ptr {p}, align 64"));
             let t = v.type_name();
@@ -1832,6 +1867,49 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     // ---- lane-affine registers (`crate::affine`) ----------------------------------------
 
+    // ---- warp-uniform registers (`crate::uniform`) ---------------------------------------
+
+    /// Whether register `r` is kept as one scalar for the whole warp.
+    pub fn uniform_reg(&self, r: RegId) -> bool {
+        self.warp.as_ref().is_some_and(|w| w.frame.uniform.get(r as usize).copied().unwrap_or(false))
+    }
+
+    /// A uniform register's scalar value.
+    pub fn load_uniform_reg(&mut self, r: RegId) -> V {
+        let ty = self.reg_tys[r as usize];
+        let p = match self.warp.as_ref().and_then(|w| w.resident_slot(r)) {
+            Some(offset) => self.frame_ptr(offset),
+            None => self.regs[r as usize].clone(),
+        };
+        self.out.def_scalar(ty, format_args!("load {}, ptr {p}, align 8", ty.name()))
+    }
+
+    /// Writes uniform register `r` from `v` (of the register's type) as the
+    /// executing lanes `mask` compute it: the value of the first executing
+    /// lane (every one computes the same; lanes outside the mask may not,
+    /// a division's, say), or the old value when no lane executes (a false
+    /// uniform guard).
+    pub fn store_uniform_reg(&mut self, r: RegId, v: V, mask: &V) {
+        let ty = self.reg_tys[r as usize];
+        let p = match self.warp.as_ref().and_then(|w| w.resident_slot(r)) {
+            Some(offset) => self.frame_ptr(offset),
+            None => self.regs[r as usize].clone(),
+        };
+        let s = if v.lanes == 1 {
+            v
+        } else {
+            let mb = self.bits(mask);
+            let cttz = "llvm.cttz.i32";
+            self.cx.declare(cttz, "declare i32 @llvm.cttz.i32(i32, i1)");
+            let first = self.out.def_scalar(Ty::I32, format_args!("call i32 @{cttz}({mb}, i1 false)"));
+            let x = self.out.def_scalar(ty, format_args!("extractelement {v}, {first}"));
+            let old = self.out.def_scalar(ty, format_args!("load {}, ptr {p}, align 8", ty.name()));
+            let any = self.out.def_scalar(Ty::I1, format_args!("icmp ne {mb}, 0"));
+            self.out.def_scalar(ty, format_args!("select {any}, {x}, {old}"))
+        };
+        self.out.op(format_args!("store {s}, ptr {p}, align 8"));
+    }
+
     /// Where code runs that a warp whose affine bits hold never needs:
     /// traps when compiled for tests with `Options::strict_affine`.
     fn strict_affine_trap(&mut self) {
@@ -1902,7 +1980,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         w.pending_affine = None;
         let args = self.b.args(inst);
         let Some(&Operand::Reg(dest)) = args.first() else { return Ok(()) };
-        if !self.b.writes_first(inst) || self.stride(dest).is_none() {
+        if !self.b.writes_first(inst) || self.stride(dest).is_none() || self.uniform_reg(dest) {
             return Ok(());
         }
         let Some(form) = crate::affine::form(self.f, self.b, inst) else { return Ok(()) };
@@ -1923,6 +2001,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     Some(st) => (None, st),
                     None => (Some(V::scalar(Ty::I1, "false")), 0),
                 },
+                Operand::Reg(r) if self.uniform_reg(r) => (None, 0),
                 Operand::Reg(r) => match (self.affine_bit(r), self.stride(r)) {
                     (Some(bit), Some(st)) => (Some(bit), st),
                     _ => (Some(V::scalar(Ty::I1, "false")), 0),
@@ -1952,6 +2031,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// given: its affine bit becomes the one its instruction prepared, kept
     /// only if the write reaches every live lane and lane 0.
     pub fn affine_written(&mut self, r: RegId, mask: Option<&V>) {
+        if self.uniform_reg(r) {
+            return;
+        }
         let Some(bit) = self.warp.as_ref().and_then(|w| w.affine.get(r as usize).cloned().flatten()) else { return };
         let pending = self.warp.as_mut().and_then(|w| w.pending_affine.take_if(|(d, _)| *d == r)).map(|(_, f)| f);
         let mut flag = pending.unwrap_or_else(|| V::scalar(Ty::I1, "false"));
@@ -2068,6 +2150,14 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// register whose lane stride is 0 or `size` (`crate::affine`) needs no
     /// comparing while its affine bit holds.
     fn address_layout(&mut self, r: RegId, size: u32) -> Layout {
+        if self.uniform_reg(r) {
+            // One address for the whole warp, known when compiling.
+            return Layout {
+                shape: V::scalar(Ty::I32, SHAPE_HALVES_UNIFORM.to_string()),
+                lane16: Some(V::scalar(Ty::I64, "0")),
+                warp_uniform: true,
+            };
+        }
         if let Some(l) = self.warp.as_ref().and_then(|w| w.shapes.get(&(r, size)).cloned()) {
             return l;
         }
@@ -2077,7 +2167,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let shape = V::scalar(Ty::I32, if s == 0 { SHAPE_HALVES_UNIFORM } else { SHAPE_HALVES_CONSECUTIVE }.to_string());
             let half_apart = self.lane_distance(r);
             let lane16 = self.out.def_scalar(Ty::I64, format_args!("select i1 %aff.whole, i64 {}, {}", 16 * s, half_apart));
-            let layout = Layout { shape, lane16: Some(lane16) };
+            let layout = Layout { shape, lane16: Some(lane16), warp_uniform: false };
             if let Some(w) = self.warp.as_mut() {
                 w.shapes.insert((r, size), layout.clone());
             }
@@ -2120,9 +2210,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let lane16 = self
                     .out
                     .def_scalar(Ty::I64, format_args!("phi i64 [{}, %{fv}], [{}, %{hv}], [{}, %{sv}]", 16 * s, half_apart.s, apart.s));
-                Layout { shape, lane16: Some(lane16) }
+                Layout { shape, lane16: Some(lane16), warp_uniform: false }
             }
-            None => Layout { shape: self.lane_shape(r, size), lane16: None },
+            None => Layout { shape: self.lane_shape(r, size), lane16: None, warp_uniform: false },
         };
         if let Some(w) = self.warp.as_mut() {
             w.shapes.insert((r, size), layout.clone());
@@ -2338,6 +2428,27 @@ masked:
         self.out.op(format_args!("call void @{name}({v}, {ptrs}, {mask})"));
     }
 
+    /// Loads through a warp-uniform address register: `n` components of
+    /// `size` bytes, each loaded once if some lane executes, for every lane.
+    fn warp_uniform_load(&mut self, ptrs: &V, mask: &V, ety: Ty, size: u32, n: u32) -> Vec<V> {
+        let t = ety.name();
+        let st = ety.scalar_suffix();
+        let l1 = format!("llvm.masked.load.v1{st}.p0");
+        self.cx.declare(&l1, &format!("declare <1 x {t}> @{l1}(ptr, i32, <1 x i1>, <1 x {t}>)"));
+        let any = self.any(mask);
+        let one = self.out.def_scalar(Ty::I1, format_args!("insertelement <1 x i1> poison, {any}, i32 0"));
+        let p0 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 0"));
+        (0..n)
+            .map(|k| {
+                let pk = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {p0}, i64 {}", k * size));
+                let x = self.out.fresh("u");
+                self.out.op(format_args!("{x} = call <1 x {t}> @{l1}({pk}, i32 {}, <1 x i1> {}, <1 x {t}> poison)", size.min(16), one.s));
+                let s = self.out.def_scalar(ety, format_args!("extractelement <1 x {t}> {x}, i32 0"));
+                self.vec(s)
+            })
+            .collect()
+    }
+
     /// Loads by a register address of known shape, `n` components of
     /// `size` bytes per lane (`ld.v2`/`.v4`: the shape is for a lane stride
     /// of `n * size`): two 16-lane vector loads split into components (one
@@ -2349,6 +2460,9 @@ masked:
         let mask = self.mask();
         let sfx = ety.suffix();
         let t = ety.name();
+        if layout.warp_uniform {
+            return self.warp_uniform_load(ptrs, &mask, ety, size, n);
+        }
         let g = format!("llvm.masked.gather.{sfx}.v{W}p0");
         self.cx.declare(&g, &format!("declare {ety} @{g}(<{W} x ptr>, i32, <{W} x i1>, {ety})"));
         let st = ety.scalar_suffix();

@@ -49,8 +49,10 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// mode (entries of 11 hold code up to 50 times slower); kernels whose
 /// loads read the bytes a store run once writes through the same register
 /// run thread by thread under that store's condition; and warp-mode
-/// gather and scatter fallbacks call shared helpers there.
-const FORMAT: u32 = 12;
+/// gather and scatter fallbacks call shared helpers there. 13: warp mode
+/// keeps warp-uniform registers as scalars, and kernels that wait for
+/// each other have no block function.
+const FORMAT: u32 = 13;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 const SECRET: &str = ".secret";
