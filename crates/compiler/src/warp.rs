@@ -1874,13 +1874,19 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.warp.as_ref().is_some_and(|w| w.frame.uniform.get(r as usize).copied().unwrap_or(false))
     }
 
+    /// Where a uniform register's scalar lives: its frame slot if it is
+    /// frame-resident, else its stack slot.
+    fn uniform_slot(&mut self, r: RegId) -> String {
+        match self.warp.as_ref().and_then(|w| w.resident_slot(r)) {
+            Some(offset) => self.frame_ptr(offset),
+            None => self.regs[r as usize].clone(),
+        }
+    }
+
     /// A uniform register's scalar value.
     pub fn load_uniform_reg(&mut self, r: RegId) -> V {
         let ty = self.reg_tys[r as usize];
-        let p = match self.warp.as_ref().and_then(|w| w.resident_slot(r)) {
-            Some(offset) => self.frame_ptr(offset),
-            None => self.regs[r as usize].clone(),
-        };
+        let p = self.uniform_slot(r);
         self.out.def_scalar(ty, format_args!("load {}, ptr {p}, align 8", ty.name()))
     }
 
@@ -1891,10 +1897,6 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// uniform guard).
     pub fn store_uniform_reg(&mut self, r: RegId, v: V, mask: &V) {
         let ty = self.reg_tys[r as usize];
-        let p = match self.warp.as_ref().and_then(|w| w.resident_slot(r)) {
-            Some(offset) => self.frame_ptr(offset),
-            None => self.regs[r as usize].clone(),
-        };
         let s = if v.lanes == 1 {
             v
         } else {
@@ -1903,10 +1905,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
             self.cx.declare(cttz, "declare i32 @llvm.cttz.i32(i32, i1)");
             let first = self.out.def_scalar(Ty::I32, format_args!("call i32 @{cttz}({mb}, i1 false)"));
             let x = self.out.def_scalar(ty, format_args!("extractelement {v}, {first}"));
-            let old = self.out.def_scalar(ty, format_args!("load {}, ptr {p}, align 8", ty.name()));
+            let old = self.load_uniform_reg(r);
             let any = self.out.def_scalar(Ty::I1, format_args!("icmp ne {mb}, 0"));
             self.out.def_scalar(ty, format_args!("select {any}, {x}, {old}"))
         };
+        let p = self.uniform_slot(r);
         self.out.op(format_args!("store {s}, ptr {p}, align 8"));
     }
 
