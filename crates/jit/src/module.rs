@@ -73,6 +73,20 @@ struct Slot {
     optimised_looked_up: AtomicBool,
 }
 
+/// A background job's result for `slot`: compiled outside the slot, then
+/// set if the slot is still empty. A background thread runs at the lowest
+/// priority and, on a busy machine, can take many times a compile's CPU
+/// time to finish one (seen: a launch waiting 9-30 s for a 0.7 s compile
+/// while other programs kept both cores busy), and an unprivileged thread
+/// cannot raise its priority back; so no launch ever waits on a slot a
+/// background job is filling: it finds the slot empty and compiles the
+/// kernel itself, and the background's code, when done, is dropped.
+fn offer(slot: &Code, compile: impl FnOnce() -> Result<Arc<Compiled>, ModuleError>) {
+    if slot.get().is_none() {
+        let _ = slot.set(compile());
+    }
+}
+
 fn tier_index(t: Tier) -> usize {
     match t {
         Tier::Fast => 0,
@@ -259,13 +273,23 @@ impl JitModule {
 
     /// The best code available now for kernel `k` (an index into
     /// [`JitModule::info`]'s kernels), compiling it in its first tier if
-    /// there is none. Blocks while that kernel compiles, and only then.
-    /// For a kernel not compiled apart, the shared unit.
+    /// there is none. Blocks while that kernel compiles, and only then:
+    /// never for a background compile (those run at the lowest priority
+    /// and offer their code when done; a launch that finds none compiles
+    /// the kernel itself). For a kernel not compiled apart, the shared unit.
     pub fn kernel(&self, k: usize) -> Result<Arc<Compiled>, ModuleError> {
-        let slot = self.slots.get(k).ok_or_else(|| invalid(format!("the module has no kernel {k}")))?;
+        let code = self.kernel_code(k);
+        // After the first launch's own code is ready, so that the module's
+        // parse and analysis, which every compile shares, are made by the
+        // launching thread and not by a background one it would wait for.
         if !self.launched.load(Ordering::Relaxed) && !self.launched.swap(true, Ordering::Relaxed) {
             self.precompile_others(k);
         }
+        code
+    }
+
+    fn kernel_code(&self, k: usize) -> Result<Arc<Compiled>, ModuleError> {
+        let slot = self.slots.get(k).ok_or_else(|| invalid(format!("the module has no kernel {k}")))?;
         if !self.compiled_apart(k) {
             return self.shared();
         }
@@ -336,7 +360,7 @@ impl JitModule {
         background::submit(Priority::TierUp, move || {
             if let Some(m) = this.upgrade() {
                 if let Some(slot) = m.slots.get(k) {
-                    let _ = slot.code[1].get_or_init(|| m.compile(Unit::Kernel(item), Tier::Optimized));
+                    offer(&slot.code[1], || m.compile(Unit::Kernel(item), Tier::Optimized));
                 }
             }
         });
@@ -363,9 +387,8 @@ impl JitModule {
             background::submit(Priority::Speculative, move || {
                 if let Some(m) = this.upgrade() {
                     if let Some(slot) = m.slots.get(k) {
-                        let code = &slot.code[tier_index(tier)];
-                        if code.get().is_none() && slot.code[1].get().is_none() {
-                            let _ = code.get_or_init(|| m.compile(Unit::Kernel(item), tier));
+                        if slot.code[1].get().is_none() {
+                            offer(&slot.code[tier_index(tier)], || m.compile(Unit::Kernel(item), tier));
                         }
                     }
                 }

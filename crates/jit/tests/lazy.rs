@@ -3,8 +3,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use driver::backend::ModuleOptions;
 use jit::{Jit, JitConfig, TierPolicy};
@@ -180,58 +180,140 @@ fn a_warm_cache_needs_neither_parse_nor_compile() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn a_launch_never_waits_for_another_kernels_compile() {
-    // The background compile of k1 blocks in the hook until released.
-    let (blocked_tx, blocked_rx) = mpsc::channel::<()>();
-    let release = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
-    let hook_release = release.clone();
-    let blocked_tx = Mutex::new(blocked_tx);
-    let mut c = config(TierPolicy::FastOnly, true);
-    let text = module(3, false);
-    let parsed = ptx::parse(&text).expect("parse");
-    let item_of = |name: &str| parsed.symbol(parsed.symbol_by_name(name).expect("symbol")).item;
-    let slow = format!("kernel {}", item_of("k1"));
-    c.before_compile = Some(Arc::new(move |unit: &str| {
-        if unit == slow {
+/// Holds the compiles of one unit in the compile hook until released (on
+/// background threads only, with `background_only`), bounded so that a
+/// failing test cannot hang the process.
+struct Gate {
+    release: Arc<(Mutex<bool>, Condvar)>,
+    blocked: mpsc::Receiver<()>,
+}
+
+impl Gate {
+    fn new(unit: String, background_only: bool) -> (Gate, jit::CompileHook) {
+        let (blocked_tx, blocked) = mpsc::channel::<()>();
+        let release = Arc::new((Mutex::new(false), Condvar::new()));
+        let hook_release = release.clone();
+        let blocked_tx = Mutex::new(blocked_tx);
+        let hook: jit::CompileHook = Arc::new(move |u: &str| {
+            let background = std::thread::current().name().is_some_and(|n| n.starts_with("anycuda-jit-"));
+            if u != unit || (background_only && !background) {
+                return;
+            }
             let _ = blocked_tx.lock().map(|t| t.send(()));
             let (lock, cv) = &*hook_release;
             let mut go = lock.lock().unwrap_or_else(|e| e.into_inner());
-            // Bounded, so that a failing test cannot hang the process.
-            let deadline = std::time::Instant::now() + Duration::from_secs(60);
-            while !*go && std::time::Instant::now() < deadline {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !*go && Instant::now() < deadline {
                 go = cv.wait_timeout(go, Duration::from_millis(100)).unwrap_or_else(|e| e.into_inner()).0;
             }
-        }
-    }));
+        });
+        (Gate { release, blocked }, hook)
+    }
+
+    fn open(&self) {
+        let (lock, cv) = &*self.release;
+        *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        cv.notify_all();
+    }
+}
+
+/// Runs `f` on another thread; whether it finished within 30 s (the gate
+/// is opened either way, so that the thread ends).
+fn finishes_while_held(gate: &Gate, f: impl FnOnce() + Send + 'static) -> bool {
+    let done = Arc::new(AtomicBool::new(false));
+    let done2 = done.clone();
+    let t = std::thread::spawn(move || {
+        f();
+        done2.store(true, Ordering::SeqCst);
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done.load(Ordering::SeqCst) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let finished = done.load(Ordering::SeqCst);
+    gate.open();
+    t.join().expect("launch thread");
+    finished
+}
+
+/// The unit name the compile hook sees for kernel `name` of `text`.
+fn kernel_unit(text: &str, name: &str) -> String {
+    let parsed = ptx::parse(text).expect("parse");
+    format!("kernel {}", parsed.symbol(parsed.symbol_by_name(name).expect("symbol")).item)
+}
+
+#[test]
+fn a_launch_never_waits_for_another_kernels_compile() {
+    // The background compile of k1 blocks in the hook until released.
+    let text = module(3, false);
+    let (gate, hook) = Gate::new(kernel_unit(&text, "k1"), false);
+    let mut c = config(TierPolicy::FastOnly, true);
+    c.before_compile = Some(hook);
     let jit = Jit::new(compiler::Target::HostCpu, c);
     let m = jit.load(&text, &ModuleOptions::default()).expect("load");
     // The first launch of k0 compiles it and queues k1 and k2 behind it.
     m.kernel(0).expect("k0");
-    blocked_rx.recv_timeout(Duration::from_secs(60)).expect("k1's background compile never started");
+    gate.blocked.recv_timeout(Duration::from_secs(60)).expect("k1's background compile never started");
     // While k1's compile is stuck: k0 (compiled) and k2 (compiled by
     // whoever gets to it first) are ready without waiting for k1.
-    let done = Arc::new(AtomicBool::new(false));
-    let (m2, done2) = (m.clone(), done.clone());
-    let t = std::thread::spawn(move || {
+    let m2 = m.clone();
+    let finished = finishes_while_held(&gate, move || {
         m2.kernel(0).expect("k0 again");
         m2.kernel(2).expect("k2");
-        done2.store(true, Ordering::SeqCst);
     });
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !done.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let waited = !done.load(Ordering::SeqCst);
-    {
-        let (lock, cv) = &*release;
-        *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        cv.notify_all();
-    }
-    t.join().expect("launch thread");
-    assert!(!waited, "a launch of k0 or k2 waited for k1's compile");
+    assert!(finished, "a launch of k0 or k2 waited for k1's compile");
     // k1 itself is the background's work, and is ready afterwards.
     assert_eq!(m.kernel(1).expect("k1").info.kernels[0].name, "k1");
+}
+
+/// Background compiles run at the lowest priority: on a machine busy with
+/// other programs one can take many times its CPU time (seen: 9-30 s for a
+/// 0.7 s compile). A launch of the kernel such a compile is working on
+/// compiles it itself instead of waiting, in every tier policy.
+#[test]
+fn a_launch_never_waits_for_a_background_compile_of_its_own_kernel() {
+    for tiers in [TierPolicy::FastOnly, TierPolicy::OptimizedOnly, TierPolicy::Adaptive] {
+        let text = module(3, false);
+        let (gate, hook) = Gate::new(kernel_unit(&text, "k1"), true);
+        let mut c = config(tiers, true);
+        c.before_compile = Some(hook);
+        let jit = Jit::new(compiler::Target::HostCpu, c);
+        let m = jit.load(&text, &ModuleOptions::default()).expect("load");
+        m.kernel(0).expect("k0");
+        gate.blocked.recv_timeout(Duration::from_secs(60)).expect("k1's background compile never started");
+        let m2 = m.clone();
+        let finished = finishes_while_held(&gate, move || {
+            assert_eq!(m2.kernel(1).expect("k1").info.kernels[0].name, "k1");
+        });
+        assert!(finished, "{tiers:?}: a launch of k1 waited for k1's background compile");
+        jit::wait_for_background_compiles();
+        // The launch's code stays: the background's, finished later, is dropped.
+        let first = m.kernel(1).expect("k1");
+        assert!(Arc::ptr_eq(&first, &m.kernel(1).expect("k1 again")));
+    }
+}
+
+/// Optimised code for a kernel that ran long compiles in the background;
+/// the launches meanwhile keep running the fast code, never waiting for it.
+#[test]
+fn launches_keep_the_fast_code_while_the_optimised_compile_runs() {
+    let text = module(2, false);
+    let (gate, hook) = Gate::new(kernel_unit(&text, "k1"), true);
+    let mut c = config(TierPolicy::Adaptive, false);
+    c.before_compile = Some(hook);
+    let jit = Jit::new(compiler::Target::HostCpu, c);
+    let m = jit.load(&text, &ModuleOptions::default()).expect("load");
+    let fast = m.kernel(1).expect("k1");
+    assert_eq!(fast.tier, compiler::Tier::Fast);
+    m.record_run(1, jit::TIER_UP_MIN + fast.compile_time * jit::TIER_UP_COMPILE_RATIO);
+    gate.blocked.recv_timeout(Duration::from_secs(60)).expect("k1's optimised compile never started");
+    let m2 = m.clone();
+    let finished = finishes_while_held(&gate, move || {
+        assert_eq!(m2.kernel(1).expect("k1").tier, compiler::Tier::Fast);
+    });
+    assert!(finished, "a launch waited for its kernel's optimised compile");
+    jit::wait_for_background_compiles();
+    assert_eq!(m.kernel(1).expect("k1").tier, compiler::Tier::Optimized);
 }
 
 #[test]
