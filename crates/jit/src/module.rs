@@ -1,7 +1,7 @@
 //! A module under the JIT: its description, and its code unit by unit.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use compiler::{ModuleInfo, Tier, Unit};
@@ -71,20 +71,50 @@ struct Slot {
     /// The cache was asked for optimised code once (asking on every
     /// launch cost a file open each: 3 -> 55 µs per empty launch).
     optimised_looked_up: AtomicBool,
+    /// Per tier: the CPU-time clock of the background thread compiling
+    /// that code now ([`NO_COMPILE`] when none; [`NO_CLOCK`] when its clock
+    /// is unknown).
+    in_background: [AtomicI64; 2],
 }
 
-/// A background job's result for `slot`: compiled outside the slot, then
-/// set if the slot is still empty. A background thread runs at the lowest
-/// priority and, on a busy machine, can take many times a compile's CPU
-/// time to finish one (seen: a launch waiting 9-30 s for a 0.7 s compile
-/// while other programs kept both cores busy), and an unprivileged thread
-/// cannot raise its priority back; so no launch ever waits on a slot a
-/// background job is filling: it finds the slot empty and compiles the
-/// kernel itself, and the background's code, when done, is dropped.
-fn offer(slot: &Code, compile: impl FnOnce() -> Result<Arc<Compiled>, ModuleError>) {
-    if slot.get().is_none() {
-        let _ = slot.set(compile());
+/// The value of `cell`, made by `make` outside the cell's lock if there is
+/// none yet. Whatever a background job fills is filled this way, so that
+/// no other thread blocks on the cell's lock while a thread of the lowest
+/// priority works under it (see [`JitModule::race`] for what a launch does
+/// about a kernel a background job is compiling): a caller that finds the
+/// cell empty makes the value itself, and the cell keeps the first value
+/// set (the values are the same: one text, one compiler).
+fn get_or_make<T>(cell: &OnceLock<T>, make: impl FnOnce() -> T) -> &T {
+    if let Some(v) = cell.get() {
+        return v;
     }
+    let made = make();
+    cell.get_or_init(|| made)
+}
+
+/// `Slot::in_background` when no background job compiles the code.
+const NO_COMPILE: i64 = i64::MIN;
+/// `Slot::in_background` for a job whose thread's clock is unknown.
+const NO_CLOCK: i64 = i64::MIN + 1;
+/// How long a launch watches a background compile's progress before it
+/// judges whether the job is getting the CPU (see [`JitModule::race`]).
+const RACE_SAMPLE: Duration = Duration::from_millis(20);
+
+/// The CPU time of the background thread whose clock `clock` is (a value of
+/// `Slot::in_background`); `None` when unknown. The background threads live
+/// as long as the process, so their clocks stay valid.
+fn thread_cpu(clock: i64) -> Option<Duration> {
+    let id = libc::clockid_t::try_from(clock).ok()?;
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: reads a clock into a local.
+    if unsafe { libc::clock_gettime(id, &mut ts) } != 0 {
+        return None;
+    }
+    Some(Duration::new(u64::try_from(ts.tv_sec).ok()?, u32::try_from(ts.tv_nsec).ok()?))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn tier_index(t: Tier) -> usize {
@@ -111,6 +141,9 @@ pub struct JitModule {
     shared: Code,
     launched: AtomicBool,
     described_from_cache: bool,
+    /// Notified when a background job or a launch's compile thread fills a
+    /// slot (see [`JitModule::race`]).
+    filled: (Mutex<()>, Condvar),
 }
 
 fn invalid(log: String) -> ModuleError {
@@ -156,6 +189,7 @@ impl JitModule {
                 run_ns: AtomicU64::new(0),
                 tier_up_queued: AtomicBool::new(false),
                 optimised_looked_up: AtomicBool::new(false),
+                in_background: [AtomicI64::new(NO_COMPILE), AtomicI64::new(NO_COMPILE)],
             })
             .collect();
         Ok(Arc::new_cyclic(|this| JitModule {
@@ -170,6 +204,7 @@ impl JitModule {
             slots,
             shared: OnceLock::new(),
             launched: AtomicBool::new(false),
+            filled: (Mutex::new(()), Condvar::new()),
             described_from_cache,
         }))
     }
@@ -274,22 +309,13 @@ impl JitModule {
     /// The best code available now for kernel `k` (an index into
     /// [`JitModule::info`]'s kernels), compiling it in its first tier if
     /// there is none. Blocks while that kernel compiles, and only then:
-    /// never for a background compile (those run at the lowest priority
-    /// and offer their code when done; a launch that finds none compiles
-    /// the kernel itself). For a kernel not compiled apart, the shared unit.
+    /// never for a background compile (see [`get_or_make`]). For a kernel
+    /// not compiled apart, the shared unit.
     pub fn kernel(&self, k: usize) -> Result<Arc<Compiled>, ModuleError> {
-        let code = self.kernel_code(k);
-        // After the first launch's own code is ready, so that the module's
-        // parse and analysis, which every compile shares, are made by the
-        // launching thread and not by a background one it would wait for.
+        let slot = self.slots.get(k).ok_or_else(|| invalid(format!("the module has no kernel {k}")))?;
         if !self.launched.load(Ordering::Relaxed) && !self.launched.swap(true, Ordering::Relaxed) {
             self.precompile_others(k);
         }
-        code
-    }
-
-    fn kernel_code(&self, k: usize) -> Result<Arc<Compiled>, ModuleError> {
-        let slot = self.slots.get(k).ok_or_else(|| invalid(format!("the module has no kernel {k}")))?;
         if !self.compiled_apart(k) {
             return self.shared();
         }
@@ -299,8 +325,8 @@ impl JitModule {
             return Ok(c.clone());
         }
         match self.jit.config.tiers {
-            TierPolicy::OptimizedOnly => opt.get_or_init(|| self.compile(Unit::Kernel(item), Tier::Optimized)).clone(),
-            TierPolicy::FastOnly => slot.code[0].get_or_init(|| self.compile(Unit::Kernel(item), Tier::Fast)).clone(),
+            TierPolicy::OptimizedOnly => self.first_code(k, Tier::Optimized),
+            TierPolicy::FastOnly => self.first_code(k, Tier::Fast),
             TierPolicy::Adaptive => {
                 // Optimised code from the cache beats compiling fast code.
                 if opt.get().is_none() && !slot.optimised_looked_up.swap(true, Ordering::Relaxed) {
@@ -311,9 +337,101 @@ impl JitModule {
                         }
                     }
                 }
-                slot.code[0].get_or_init(|| self.compile(Unit::Kernel(item), Tier::Fast)).clone()
+                self.first_code(k, Tier::Fast)
             }
         }
+    }
+
+    /// Kernel `k`'s code in `tier`, compiled now if there is none. When a
+    /// background job is compiling it, a launch neither waits for that job
+    /// alone (it runs at the lowest priority) nor throws its head start
+    /// away: see [`JitModule::race`].
+    fn first_code(&self, k: usize, tier: Tier) -> Result<Arc<Compiled>, ModuleError> {
+        let slot = self.slots.get(k).ok_or_else(|| invalid(format!("the module has no kernel {k}")))?;
+        let cell = &slot.code[tier_index(tier)];
+        if let Some(c) = cell.get() {
+            return c.clone();
+        }
+        if slot.in_background[tier_index(tier)].load(Ordering::Acquire) != NO_COMPILE {
+            if let Some(c) = self.race(k, tier) {
+                return c;
+            }
+        }
+        let item = self.desc.items[k];
+        cell.get_or_init(|| self.compile(Unit::Kernel(item), tier)).clone()
+    }
+
+    /// Kernel `k` in `tier` from the background job compiling it now, or
+    /// from whichever finishes first of that job and the same compile on a
+    /// thread of the launch's priority. A background thread runs at the
+    /// lowest priority: on a quiet machine it is already well into the
+    /// compile (a program's next kernel, queued at its first launch) and
+    /// runs at full speed, and the launch waits for it; on a busy one it can
+    /// take many times a compile's CPU time (seen: a launch waiting 47-49 s
+    /// for a 0.7 s compile while two other programs kept both cores busy),
+    /// and an unprivileged thread cannot raise its priority back. So the
+    /// launch watches the job's CPU time, and once the job gets less than
+    /// half of a core ([`RACE_SAMPLE`] at a time) it starts its own compile
+    /// thread (which would starve the job further) and takes the first code
+    /// done; a compile thread that lost is lowered to the lowest priority for
+    /// the rest of its compile. `None` when no thread could be started.
+    fn race(&self, k: usize, tier: Tier) -> Option<Result<Arc<Compiled>, ModuleError>> {
+        let slot = self.slots.get(k)?;
+        let cell = &slot.code[tier_index(tier)];
+        // The compile thread's id, and whether it is done (under the lock,
+        // so that a thread id is never used after its thread has ended).
+        let helper = Arc::new(Mutex::new((0 as libc::id_t, false)));
+        let mut started = false;
+        let mut sample = (std::time::Instant::now(), thread_cpu(slot.in_background[tier_index(tier)].load(Ordering::Acquire)));
+        let mut g = lock(&self.filled.0);
+        let code = loop {
+            if let Some(c) = cell.get() {
+                break c.clone();
+            }
+            let elapsed = sample.0.elapsed();
+            if !started && elapsed >= RACE_SAMPLE {
+                let cpu = thread_cpu(slot.in_background[tier_index(tier)].load(Ordering::Acquire));
+                let progress = match (sample.1, cpu) {
+                    (Some(a), Some(b)) => b.saturating_sub(a),
+                    _ => Duration::ZERO,
+                };
+                if progress * 2 < elapsed {
+                    let this = self.this.upgrade()?;
+                    let h = helper.clone();
+                    let spawned = std::thread::Builder::new().name("anycuda-compile".into()).spawn(move || {
+                        // SAFETY: a plain system call.
+                        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::id_t;
+                        lock(&h).0 = tid;
+                        if let Some(slot) = this.slots.get(k) {
+                            get_or_make(&slot.code[tier_index(tier)], || this.compile(Unit::Kernel(this.desc.items[k]), tier));
+                        }
+                        lock(&h).1 = true;
+                        this.notify_filled();
+                    });
+                    if let Err(e) = spawned {
+                        tracing::warn!("JIT: cannot start a compile thread ({e}); compiling on the launching thread");
+                        return None;
+                    }
+                    started = true;
+                }
+                sample = (std::time::Instant::now(), cpu);
+            }
+            g = self.filled.1.wait_timeout(g, RACE_SAMPLE / 4).map_or_else(|e| e.into_inner().0, |r| r.0);
+        };
+        drop(g);
+        let h = lock(&helper);
+        if !h.1 && h.0 != 0 {
+            // SAFETY: a plain system call on a thread of this process that
+            // has not ended (it sets its flag under this lock before).
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, h.0, 19) };
+        }
+        Some(code)
+    }
+
+    /// Wakes launches waiting in [`JitModule::race`].
+    fn notify_filled(&self) {
+        let _g = lock(&self.filled.0);
+        self.filled.1.notify_all();
     }
 
     /// Kernel `k` as 32-lane warps in lockstep (`compiler::WarpMode::Always`),
@@ -359,9 +477,7 @@ impl JitModule {
         );
         background::submit(Priority::TierUp, move || {
             if let Some(m) = this.upgrade() {
-                if let Some(slot) = m.slots.get(k) {
-                    offer(&slot.code[1], || m.compile(Unit::Kernel(item), Tier::Optimized));
-                }
+                m.in_background(k, Tier::Optimized, || m.compile(Unit::Kernel(item), Tier::Optimized));
             }
         });
     }
@@ -386,18 +502,30 @@ impl JitModule {
             let item = self.desc.items[k];
             background::submit(Priority::Speculative, move || {
                 if let Some(m) = this.upgrade() {
-                    if let Some(slot) = m.slots.get(k) {
-                        if slot.code[1].get().is_none() {
-                            offer(&slot.code[tier_index(tier)], || m.compile(Unit::Kernel(item), tier));
-                        }
+                    if m.slots.get(k).is_some_and(|slot| slot.code[1].get().is_none()) {
+                        m.in_background(k, tier, || m.compile(Unit::Kernel(item), tier));
                     }
                 }
             });
         }
     }
 
+    /// A background job's compile of kernel `k` in `tier`, marked as such
+    /// while it runs (launches then race it, [`JitModule::race`]).
+    fn in_background(&self, k: usize, tier: Tier, compile: impl FnOnce() -> Result<Arc<Compiled>, ModuleError>) {
+        let Some(slot) = self.slots.get(k) else { return };
+        let flag = &slot.in_background[tier_index(tier)];
+        let mut clock: libc::clockid_t = 0;
+        // SAFETY: the calling thread's own CPU-time clock id.
+        let known = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) } == 0;
+        flag.store(if known { i64::from(clock) } else { NO_CLOCK }, Ordering::Release);
+        get_or_make(&slot.code[tier_index(tier)], compile);
+        flag.store(NO_COMPILE, Ordering::Release);
+        self.notify_filled();
+    }
+
     fn parsed(&self) -> Result<&Parsed, ModuleError> {
-        self.parsed.get_or_init(|| parse(self.text.clone())).as_ref().map_err(Clone::clone)
+        get_or_make(&self.parsed, || parse(self.text.clone())).as_ref().map_err(Clone::clone)
     }
 
     fn unit_name(&self, unit: Unit, lockstep: bool) -> String {
@@ -449,7 +577,7 @@ impl JitModule {
         }
         let start = compiler::profile::thread_cpu_time();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let analysis = self.analysis.get_or_init(|| compiler::analyse(module));
+            let analysis = get_or_make(&self.analysis, || compiler::analyse(module));
             compiler::compile_unit_analysed(module, parsed.borrow_owner(), &self.jit.target, &opts, unit, analysis)
         }));
         let compile_time = compiler::profile::thread_cpu_time().saturating_sub(start);
@@ -587,4 +715,40 @@ fn decode_desc(p: &[u8]) -> Option<Desc> {
         apart.push(r.u32()? != 0);
     }
     (r.string()? == "end" && r.at == p.len()).then_some(Desc { info, target_sm, split, items, apart })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::get_or_make;
+    use std::sync::mpsc;
+    use std::sync::OnceLock;
+    use std::time::Duration;
+
+    /// A caller never waits for another thread's `make`: it makes its own
+    /// value, and the cell keeps whichever was set first.
+    #[test]
+    fn get_or_make_never_waits_for_another_threads_make() {
+        static CELL: OnceLock<u32> = OnceLock::new();
+        let (entered_tx, entered) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel::<()>();
+        let slow = std::thread::spawn(move || {
+            *get_or_make(&CELL, || {
+                let _ = entered_tx.send(());
+                // Held until the other caller is done (bounded).
+                let _ = release_rx.recv_timeout(Duration::from_secs(60));
+                1
+            })
+        });
+        entered.recv_timeout(Duration::from_secs(60)).expect("the first make never started");
+        let (done_tx, done) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done_tx.send(*get_or_make(&CELL, || 2));
+        });
+        let second = done.recv_timeout(Duration::from_secs(30));
+        let _ = release.send(());
+        assert_eq!(second, Ok(2), "the second caller waited for the first one's make");
+        // The first make finished later: its value is dropped.
+        assert_eq!(slow.join().expect("first caller"), 2);
+        assert_eq!(get_or_make(&CELL, || 3), &2);
+    }
 }

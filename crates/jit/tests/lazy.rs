@@ -180,23 +180,37 @@ fn a_warm_cache_needs_neither_parse_nor_compile() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Holds the compiles of one unit in the compile hook until released (on
-/// background threads only, with `background_only`), bounded so that a
-/// failing test cannot hang the process.
+/// Which compiles of a unit a [`Gate`] holds.
+#[derive(Clone, Copy, PartialEq)]
+enum Who {
+    All,
+    /// The background compile threads' (`jit::background`).
+    Background,
+    /// Every other thread's: launches and their compile threads.
+    Others,
+}
+
+/// Holds the compiles of one unit in the compile hook until released,
+/// bounded so that a failing test cannot hang the process.
 struct Gate {
     release: Arc<(Mutex<bool>, Condvar)>,
     blocked: mpsc::Receiver<()>,
 }
 
 impl Gate {
-    fn new(unit: String, background_only: bool) -> (Gate, jit::CompileHook) {
+    fn new(unit: String, who: Who) -> (Gate, jit::CompileHook) {
         let (blocked_tx, blocked) = mpsc::channel::<()>();
         let release = Arc::new((Mutex::new(false), Condvar::new()));
         let hook_release = release.clone();
         let blocked_tx = Mutex::new(blocked_tx);
         let hook: jit::CompileHook = Arc::new(move |u: &str| {
             let background = std::thread::current().name().is_some_and(|n| n.starts_with("anycuda-jit-"));
-            if u != unit || (background_only && !background) {
+            let held = match who {
+                Who::All => true,
+                Who::Background => background,
+                Who::Others => !background,
+            };
+            if u != unit || !held {
                 return;
             }
             let _ = blocked_tx.lock().map(|t| t.send(()));
@@ -246,7 +260,7 @@ fn kernel_unit(text: &str, name: &str) -> String {
 fn a_launch_never_waits_for_another_kernels_compile() {
     // The background compile of k1 blocks in the hook until released.
     let text = module(3, false);
-    let (gate, hook) = Gate::new(kernel_unit(&text, "k1"), false);
+    let (gate, hook) = Gate::new(kernel_unit(&text, "k1"), Who::All);
     let mut c = config(TierPolicy::FastOnly, true);
     c.before_compile = Some(hook);
     let jit = Jit::new(compiler::Target::HostCpu, c);
@@ -274,7 +288,7 @@ fn a_launch_never_waits_for_another_kernels_compile() {
 fn a_launch_never_waits_for_a_background_compile_of_its_own_kernel() {
     for tiers in [TierPolicy::FastOnly, TierPolicy::OptimizedOnly, TierPolicy::Adaptive] {
         let text = module(3, false);
-        let (gate, hook) = Gate::new(kernel_unit(&text, "k1"), true);
+        let (gate, hook) = Gate::new(kernel_unit(&text, "k1"), Who::Background);
         let mut c = config(tiers, true);
         c.before_compile = Some(hook);
         let jit = Jit::new(compiler::Target::HostCpu, c);
@@ -293,12 +307,46 @@ fn a_launch_never_waits_for_a_background_compile_of_its_own_kernel() {
     }
 }
 
+/// On a quiet machine the background job is well into the compile when the
+/// launch comes: its code is taken as soon as it is done, even while the
+/// launch's own compile is still running.
+#[test]
+fn a_launch_takes_the_background_compile_when_it_finishes_first() {
+    for tiers in [TierPolicy::FastOnly, TierPolicy::OptimizedOnly, TierPolicy::Adaptive] {
+        let text = module(3, false);
+        let (background, hold_background) = Gate::new(kernel_unit(&text, "k1"), Who::Background);
+        let (own, hold_own) = Gate::new(kernel_unit(&text, "k1"), Who::Others);
+        let mut c = config(tiers, true);
+        c.before_compile = Some(Arc::new(move |u: &str| {
+            hold_background(u);
+            hold_own(u);
+        }));
+        let jit = Jit::new(compiler::Target::HostCpu, c);
+        let m = jit.load(&text, &ModuleOptions::default()).expect("load");
+        m.kernel(0).expect("k0");
+        background.blocked.recv_timeout(Duration::from_secs(60)).expect("k1's background compile never started");
+        let (tx, rx) = mpsc::channel();
+        let m2 = m.clone();
+        let launch = std::thread::spawn(move || {
+            let _ = tx.send(m2.kernel(1).map(|c| c.info.kernels[0].name.clone()));
+        });
+        own.blocked.recv_timeout(Duration::from_secs(60)).expect("the launch did not compile k1 beside the background");
+        // The background finishes first; the launch's compile is still held.
+        background.open();
+        let got = rx.recv_timeout(Duration::from_secs(30));
+        own.open();
+        launch.join().expect("launch thread");
+        assert_eq!(got.ok().and_then(|r| r.ok()).as_deref(), Some("k1"), "{tiers:?}: the launch did not take the background's code");
+        jit::wait_for_background_compiles();
+    }
+}
+
 /// Optimised code for a kernel that ran long compiles in the background;
 /// the launches meanwhile keep running the fast code, never waiting for it.
 #[test]
 fn launches_keep_the_fast_code_while_the_optimised_compile_runs() {
     let text = module(2, false);
-    let (gate, hook) = Gate::new(kernel_unit(&text, "k1"), true);
+    let (gate, hook) = Gate::new(kernel_unit(&text, "k1"), Who::Background);
     let mut c = config(TierPolicy::Adaptive, false);
     c.before_compile = Some(hook);
     let jit = Jit::new(compiler::Target::HostCpu, c);
