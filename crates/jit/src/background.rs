@@ -173,6 +173,27 @@ pub fn submit(priority: Priority, job: impl FnOnce() + Send + 'static) {
     p.work.notify_one();
 }
 
+/// Runs `compile` on the calling thread as a compile the exit handler
+/// waits for, like the pool's own jobs (a launch's compile thread racing a
+/// background job may still run when the program exits); does nothing once
+/// the process is exiting.
+pub fn run_counted(compile: impl FnOnce()) {
+    let p = pool();
+    {
+        let mut st = lock(p);
+        if p.stopping.load(Ordering::Acquire) {
+            return;
+        }
+        st.running += 1;
+    }
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(compile));
+    let mut st = lock(p);
+    st.running -= 1;
+    if st.running == 0 {
+        p.idle.notify_all();
+    }
+}
+
 /// Waits until no job is queued or running (for tests and benchmarks).
 pub fn wait_idle() {
     let p = pool();

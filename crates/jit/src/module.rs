@@ -402,9 +402,11 @@ impl JitModule {
                         // SAFETY: a plain system call.
                         let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::id_t;
                         lock(&h).0 = tid;
-                        if let Some(slot) = this.slots.get(k) {
-                            get_or_make(&slot.code[tier_index(tier)], || this.compile(Unit::Kernel(this.desc.items[k]), tier));
-                        }
+                        background::run_counted(|| {
+                            if let Some(slot) = this.slots.get(k) {
+                                get_or_make(&slot.code[tier_index(tier)], || this.compile(Unit::Kernel(this.desc.items[k]), tier));
+                            }
+                        });
                         lock(&h).1 = true;
                         this.notify_filled();
                     });
