@@ -1632,17 +1632,38 @@ fn is_nan_blind_op(op: Opcode) -> bool {
     matches!(op, Opcode::Add | Opcode::Sub | Opcode::Mul | Opcode::Fma | Opcode::Mad)
 }
 
-/// Registers read only as sources of f32 `add`, `sub`, `mul`, `fma` and
-/// `mad`. Such an operation's result bits do not depend on which NaN an
-/// operand holds, so a value in one of these registers may be any NaN
-/// where PTX has the canonical one: nothing can tell them apart.
+/// f32 instructions whose results do not depend on which NaN a register
+/// source holds, only on whether it holds one: the arithmetic of
+/// [`is_nan_blind_op`] and the operations lowered with a canonical NaN
+/// result (`div`, `rcp`, `sqrt`, `rsqrt`, `sin`, `cos`, `lg2`, `ex2`,
+/// `tanh`, `abs`, `neg`, `min`, `max`), comparisons (`setp`, `set`) and
+/// class tests (`testp`), which see NaN-ness alone. Not `min`/`max` with
+/// `.xorsign` (the result's sign comes from the operands' sign bits, NaN
+/// or not), nor anything that moves bits (`mov`, `selp`, `copysign`,
+/// conversions, stores).
+fn reads_nan_blind(b: &Body, inst: &Instruction) -> bool {
+    use Opcode::*;
+    if inst.ty(b) != Some(Type::F32) {
+        return false;
+    }
+    match inst.op {
+        Div | Rcp | Sqrt | Rsqrt | Sin | Cos | Lg2 | Ex2 | Tanh | Abs | Neg | Setp | Set | Testp => true,
+        Min | Max => !inst.has(b, Flag::Xorsign),
+        op => is_nan_blind_op(op),
+    }
+}
+
+/// Registers read only as register sources of the instructions of
+/// [`reads_nan_blind`]. Those instructions' results do not depend on which
+/// NaN such a source holds, so a value in one of these registers may be
+/// any NaN where PTX has the canonical one: nothing can tell them apart.
 pub fn nan_blind_registers(b: &Body) -> Vec<bool> {
     let mut blind = vec![true; b.regs.len()];
     let mut regs = Vec::new();
     for s in &b.statements {
         let Statement::Instruction(inst) = s else { continue };
         let args = b.args(inst);
-        let consumer = is_nan_blind_op(inst.op) && inst.ty(b) == Some(Type::F32);
+        let consumer = reads_nan_blind(b, inst);
         regs.clear();
         if let Some(g) = inst.guard {
             regs.push(g.reg);
@@ -1685,5 +1706,74 @@ pub(crate) fn float_inf_bits(ty: Ty) -> u64 {
         Ty::Double => 0x7ff0_0000_0000_0000,
         Ty::Half => 0x7c00,
         _ => 0x7f80,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nan_blind_registers;
+
+    /// The NaN-blind registers of a kernel, by name.
+    fn blind_names(body: &str) -> Vec<String> {
+        let src = format!(
+            ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 p)\n{{\n\
+             .reg .pred %p<8>;\n.reg .b32 %r<8>;\n.reg .b64 %rd<4>;\n.reg .f32 %f<40>;\n\
+             ld.param.u64 %rd1, [p];\nld.global.f32 %f1, [%rd1];\n{body}\nret;\n}}\n"
+        );
+        let module = ptx::parse(&src).expect("test PTX parses");
+        let f = module.functions().next().expect("a kernel");
+        let b = f.body.as_ref().expect("a body");
+        nan_blind_registers(b)
+            .into_iter()
+            .enumerate()
+            .filter(|&(_, blind)| blind)
+            .map(|(r, _)| ptx::reg_name(f, b, r as ptx::ast::RegId))
+            // The products under test.
+            .filter(|name| name.len() == 4 && name.starts_with("%f1"))
+            .collect()
+    }
+
+    #[test]
+    fn products_read_only_by_operations_with_canonical_results_or_by_comparisons_are_blind() {
+        // %f10..%f19: each a product read by one instruction of another kind.
+        let readers = [
+            "div.rn.f32 %f20, %f10, %f1;",
+            "rcp.approx.ftz.f32 %f21, %f11;",
+            "sqrt.rn.f32 %f22, %f12;",
+            "ex2.approx.ftz.f32 %f23, %f13;",
+            "abs.f32 %f24, %f14;",
+            "neg.f32 %f25, %f15;",
+            "max.f32 %f26, %f16, %f1;",
+            "setp.lt.f32 %p1, %f17, %f1;",
+            "testp.notanumber.f32 %p2, %f18;",
+            "lg2.approx.f32 %f27, %f19;",
+        ];
+        let mut body = String::new();
+        for (k, r) in readers.iter().enumerate() {
+            body.push_str(&format!("mul.f32 %f1{k}, %f1, %f1;\n{r}\n"));
+        }
+        let mut want: Vec<String> = (0..10).map(|k| format!("%f1{k}")).collect();
+        want.sort();
+        let mut got = blind_names(&body);
+        got.sort();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn products_whose_bits_or_sign_a_reader_sees_are_not_blind() {
+        let readers = [
+            "mov.b32 %r1, %f10;",
+            "selp.f32 %f20, %f11, %f1, %p1;",
+            "copysign.f32 %f21, %f12, %f1;",
+            "max.xorsign.abs.f32 %f22, %f13, %f1;",
+            "st.global.f32 [%rd1], %f14;",
+            "cvt.f64.f32 %rd2, %f15;",
+            "cvt.rni.f32.f32 %f23, %f16;",
+        ];
+        let mut body = String::from("setp.ne.u64 %p1, %rd1, 0;\n");
+        for (k, r) in readers.iter().enumerate() {
+            body.push_str(&format!("mul.f32 %f1{k}, %f1, %f1;\n{r}\n"));
+        }
+        assert_eq!(blind_names(&body), Vec::<String>::new());
     }
 }

@@ -415,7 +415,22 @@ fn shared_atomics_of_whole_warps_on_shared_words_in_both_modes() {
 #[test]
 fn nan_results_are_canonical_where_a_program_can_see_them() {
     let canonical = 0x7fff_ffffu32;
-    let want = [canonical, canonical, canonical, canonical, 11.0f32.to_bits()];
+    let want = [
+        canonical,
+        canonical,
+        canonical,
+        canonical,
+        11.0f32.to_bits(),
+        canonical,
+        canonical,
+        3.0f32.to_bits(),
+        0,
+        1,
+        canonical,
+        canonical,
+        canonical,
+    ];
+    let n = want.len();
     for payload in [0x7f80_0001u32, 0xffc1_2345, 0x7fa0_0000] {
         let mut input = [payload, f32::INFINITY.to_bits(), 2.0f32.to_bits(), 3.0f32.to_bits()];
         for warp_mode in [true, false] {
@@ -427,12 +442,12 @@ fn nan_results_are_canonical_where_a_program_can_see_them() {
             };
             let p = Program::from_file_with("nan_chains.ptx", &opts).expect("compiles");
             let k = p.kernel("nan_chains").expect("kernel");
-            let mut out = vec![0u32; 40 * 5];
+            let mut out = vec![0u32; 40 * n];
             launch(exec(), k, [1, 1, 1], [40, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut input)), Arg::Buf(as_bytes(&mut out))])
                 .expect("params")
                 .expect("launch");
             for t in 0..40 {
-                assert_eq!(&out[t * 5..t * 5 + 5], &want[..], "thread {t}, payload {payload:#x}, warp mode {warp_mode}");
+                assert_eq!(&out[t * n..t * n + n], &want[..], "thread {t}, payload {payload:#x}, warp mode {warp_mode}");
             }
         }
     }
