@@ -1196,11 +1196,12 @@ fail:
             let v = s.get(&args[i], ty)?;
             Ok(if ftz { s.flush(&v) } else { v })
         };
-        // An f32 add, mul or fma whose result only ever feeds other such
-        // operations keeps whatever NaN the host produced: the NaN becomes
-        // canonical where the chain ends (the accumulation of an unrolled
-        // dot product then costs one fix-up instead of one per step).
-        let blind = t == Type::F32 && is_nan_blind_op(inst.op) && self.nan_blind_dest(&args[0]);
+        // An f32 result that only ever feeds operations whose results do
+        // not depend on which NaN it is ([`nan_blind_registers`]) keeps
+        // whatever NaN the host produced: the NaN becomes canonical where
+        // the chain ends (the accumulation of an unrolled dot product then
+        // costs one fix-up instead of one per step).
+        let blind = t == Type::F32 && self.nan_blind_dest(&args[0]);
         let finish = |s: &mut Self, v: V| -> V {
             let v = if fm.sat { s.saturate(&v) } else { v };
             let v = if ftz { s.flush(&v) } else { v };
@@ -1324,7 +1325,9 @@ fail:
                     self.out.def(ty, format_args!("fneg {x}"))
                 };
                 let r = if ftz { self.flush(&r) } else { r };
-                let r = if ty == Ty::Double {
+                let r = if blind {
+                    r
+                } else if ty == Ty::Double {
                     // NaN operands come back quieted with their sign unchanged.
                     let isnan = self.fcmp("uno", &x, &x);
                     let xb = self.bitcast(&x, Ty::I64);
@@ -1359,7 +1362,7 @@ fail:
                 }
                 let r = if fm.relu { self.relu(&r) } else { r };
                 let r = if ftz { self.flush(&r) } else { r };
-                let r = self.canonical_nan(&r);
+                let r = if blind { r } else { self.canonical_nan(&r) };
                 self.set(&args[0], r)
             }
             Copysign => {
@@ -1626,17 +1629,12 @@ fail:
     }
 }
 
-/// Operations whose NaN results are canonical whatever NaN payloads their
-/// operands carry: a NaN operand only decides that the result is NaN.
-fn is_nan_blind_op(op: Opcode) -> bool {
-    matches!(op, Opcode::Add | Opcode::Sub | Opcode::Mul | Opcode::Fma | Opcode::Mad)
-}
-
 /// f32 instructions whose results do not depend on which NaN a register
-/// source holds, only on whether it holds one: the arithmetic of
-/// [`is_nan_blind_op`] and the operations lowered with a canonical NaN
-/// result (`div`, `rcp`, `sqrt`, `rsqrt`, `sin`, `cos`, `lg2`, `ex2`,
-/// `tanh`, `abs`, `neg`, `min`, `max`), comparisons (`setp`, `set`) and
+/// source holds, only on whether it holds one: the operations lowered with
+/// a canonical NaN result (`add`, `sub`, `mul`, `fma`, `mad`, `div`,
+/// `rcp`, `sqrt`, `rsqrt`, `sin`, `cos`, `lg2`, `ex2`, `tanh`, `abs`,
+/// `neg`, `min`, `max`: a NaN operand only decides that the result is
+/// NaN), comparisons (`setp`, `set`) and
 /// class tests (`testp`), which see NaN-ness alone. Not `min`/`max` with
 /// `.xorsign` (the result's sign comes from the operands' sign bits, NaN
 /// or not), nor anything that moves bits (`mov`, `selp`, `copysign`,
@@ -1647,46 +1645,74 @@ fn reads_nan_blind(b: &Body, inst: &Instruction) -> bool {
         return false;
     }
     match inst.op {
-        Div | Rcp | Sqrt | Rsqrt | Sin | Cos | Lg2 | Ex2 | Tanh | Abs | Neg | Setp | Set | Testp => true,
+        Add | Sub | Mul | Fma | Mad | Div | Rcp | Sqrt | Rsqrt | Sin | Cos | Lg2 | Ex2 | Tanh | Abs | Neg | Setp | Set | Testp => true,
         Min | Max => !inst.has(b, Flag::Xorsign),
-        op => is_nan_blind_op(op),
+        _ => false,
     }
 }
 
 /// Registers read only as register sources of the instructions of
-/// [`reads_nan_blind`]. Those instructions' results do not depend on which
-/// NaN such a source holds, so a value in one of these registers may be
-/// any NaN where PTX has the canonical one: nothing can tell them apart.
+/// [`reads_nan_blind`], or copied (`mov`, `selp` of 32 bits) into such
+/// registers. Those instructions' results do not depend on which NaN such
+/// a source holds, so a value in one of these registers may be any NaN
+/// where PTX has the canonical one: nothing can tell them apart.
+///
+/// A greatest fixpoint: every register starts blind and loses it at a read
+/// that could see the payload, or at a copy into a register that lost it;
+/// each pass over the body only removes registers, so it ends after at most
+/// one pass per copy in the longest chain of copies, plus one.
 pub fn nan_blind_registers(b: &Body) -> Vec<bool> {
     let mut blind = vec![true; b.regs.len()];
     let mut regs = Vec::new();
-    for s in &b.statements {
-        let Statement::Instruction(inst) = s else { continue };
-        let args = b.args(inst);
-        let consumer = reads_nan_blind(b, inst);
-        regs.clear();
-        if let Some(g) = inst.guard {
-            regs.push(g.reg);
+    loop {
+        let mut changed = false;
+        for s in &b.statements {
+            let Statement::Instruction(inst) = s else { continue };
+            let args = b.args(inst);
+            let consumer = reads_nan_blind(b, inst);
+            // A copy's sources are blind exactly when its destination is.
+            let copy_to = match (inst.op, args.first()) {
+                (Opcode::Mov | Opcode::Selp, Some(&Operand::Reg(d))) if inst.ty(b).is_some_and(|t| t.bits() == 32) => {
+                    Some(blind.get(d as usize).copied().unwrap_or(false))
+                }
+                _ => None,
+            };
+            let copied = if inst.op == Opcode::Selp { 1..3 } else { 1..2 };
+            regs.clear();
+            if let Some(g) = inst.guard {
+                regs.push(g.reg);
+            }
+            let first_is_dest = b.writes_first(inst);
+            for (k, &op) in args.iter().enumerate() {
+                if k == 0 && first_is_dest {
+                    continue;
+                }
+                if let Operand::Reg(r) = op {
+                    // A plain register source of such an operation is the
+                    // one reading that cannot observe a payload.
+                    if consumer && k > 0 {
+                        continue;
+                    }
+                    if let Some(dest_blind) = copy_to.filter(|_| copied.contains(&k)) {
+                        if !dest_blind {
+                            regs.push(r);
+                        }
+                        continue;
+                    }
+                }
+                b.operand_registers(op, &mut regs);
+            }
+            for &r in &regs {
+                if let Some(x) = blind.get_mut(r as usize) {
+                    changed |= *x;
+                    *x = false;
+                }
+            }
         }
-        let first_is_dest = b.writes_first(inst);
-        for (k, &op) in args.iter().enumerate() {
-            if k == 0 && first_is_dest {
-                continue;
-            }
-            // A plain register source of an f32 arithmetic operation is
-            // the one reading that cannot observe a payload.
-            if consumer && k > 0 && matches!(op, Operand::Reg(_)) {
-                continue;
-            }
-            b.operand_registers(op, &mut regs);
-        }
-        for &r in &regs {
-            if let Some(x) = blind.get_mut(r as usize) {
-                *x = false;
-            }
+        if !changed {
+            return blind;
         }
     }
-    blind
 }
 
 /// The bits of 1.0 in a float type.
@@ -1760,10 +1786,31 @@ mod tests {
     }
 
     #[test]
+    fn copies_pass_blindness_back_from_their_destinations() {
+        // %f10 -> mov -> selp -> %f22 read by add: blind all along; %f11 ->
+        // mov -> %f23 stored: seen; %f12 selp'd with %f13 into %f24, which
+        // is moved to an integer register: both seen.
+        let body = "setp.ne.u64 %p1, %rd1, 0;
+mul.f32 %f10, %f1, %f1;
+mov.f32 %f21, %f10;
+selp.f32 %f22, %f21, %f1, %p1;
+add.f32 %f30, %f22, %f1;
+mul.f32 %f11, %f1, %f1;
+mov.f32 %f23, %f11;
+st.global.f32 [%rd1], %f23;
+mul.f32 %f12, %f1, %f1;
+mul.f32 %f13, %f1, %f1;
+selp.f32 %f24, %f12, %f13, %p1;
+mov.b32 %r1, %f24;
+st.global.u32 [%rd1], %r1;";
+        assert_eq!(blind_names(body), vec!["%f10".to_string()]);
+    }
+
+    #[test]
     fn products_whose_bits_or_sign_a_reader_sees_are_not_blind() {
         let readers = [
-            "mov.b32 %r1, %f10;",
-            "selp.f32 %f20, %f11, %f1, %p1;",
+            "mov.b32 %r1, %f10;\nst.global.u32 [%rd1], %r1;",
+            "selp.f32 %f20, %f11, %f1, %p1;\nst.global.f32 [%rd1], %f20;",
             "copysign.f32 %f21, %f12, %f1;",
             "max.xorsign.abs.f32 %f22, %f13, %f1;",
             "st.global.f32 [%rd1], %f14;",

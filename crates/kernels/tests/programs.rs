@@ -429,6 +429,10 @@ fn nan_results_are_canonical_where_a_program_can_see_them() {
         canonical,
         canonical,
         canonical,
+        canonical,
+        3.0f32.to_bits(),
+        canonical,
+        canonical,
     ];
     let n = want.len();
     for payload in [0x7f80_0001u32, 0xffc1_2345, 0x7fa0_0000] {
