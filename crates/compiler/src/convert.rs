@@ -223,6 +223,22 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     d
                 }
             }
+            // One IEEE rounding to nearest even, as LLVM's `fptrunc` does it
+            // (`vcvtsd2ss`/`vcvtps2ph`; the software rounding below cost
+            // dozens of 64-bit integer operations per lane).
+            Type::F32 if sty == Ty::Double && Self::mode_of(rnd) == Mode::Rn && !relu && !sat && !satfinite => {
+                let r = self.out.def(Ty::Float, format_args!("fptrunc {x} to {VF32}"));
+                let r = self.canonical_nan(&r);
+                if ftz {
+                    self.flush(&r)
+                } else {
+                    r
+                }
+            }
+            Type::F16 if sty == Ty::Float && Self::mode_of(rnd) == Mode::Rn && !relu && !sat && !satfinite => {
+                let r = self.narrow_float_rn(&x, Ty::Half);
+                self.canonical_nan(&r)
+            }
             Type::F32 | Type::F16 | Type::Bf16 | Type::Tf32 => {
                 let Some(fmt) = small_format(dt) else {
                     return self.unsupported(format!("conversion to .{dt}"));
