@@ -51,8 +51,11 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// run thread by thread under that store's condition; and warp-mode
 /// gather and scatter fallbacks call shared helpers there. 13: warp mode
 /// keeps warp-uniform registers as scalars, and kernels that wait for
-/// each other have no block function.
-const FORMAT: u32 = 13;
+/// each other have no block function. 14: f32 results only NaN-blind
+/// readers see skip their canonicalisation, and f16 arithmetic and
+/// conversions to f16 and f32 round with single instructions (entries of
+/// 13 hold llama.cpp's attention kernels about a fifth slower).
+const FORMAT: u32 = 14;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 const SECRET: &str = ".secret";
