@@ -235,6 +235,16 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     r
                 }
             }
+            // Exact widenings.
+            Type::F32 if sty == Ty::Half && !relu && !sat && !satfinite => {
+                let r = self.out.def(Ty::Float, format_args!("fpext {x} to {VF32}"));
+                let r = self.canonical_nan(&r);
+                if ftz {
+                    self.flush(&r)
+                } else {
+                    r
+                }
+            }
             Type::F16 if sty == Ty::Float && Self::mode_of(rnd) == Mode::Rn && !relu && !sat && !satfinite => {
                 let r = self.narrow_float_rn(&x, Ty::Half);
                 self.canonical_nan(&r)
