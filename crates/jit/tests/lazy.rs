@@ -256,15 +256,21 @@ fn kernel_unit(text: &str, name: &str) -> String {
     format!("kernel {}", parsed.symbol(parsed.symbol_by_name(name).expect("symbol")).item)
 }
 
+/// A module of `n` kernels loaded into a JIT of `tiers` and `background`,
+/// with the compiles of k1 that `who` names held by the returned gate.
+fn gated(n: usize, who: Who, tiers: TierPolicy, background: bool) -> (Gate, Arc<jit::JitModule>) {
+    let text = module(n, false);
+    let (gate, hook) = Gate::new(kernel_unit(&text, "k1"), who);
+    let mut c = config(tiers, background);
+    c.before_compile = Some(hook);
+    let jit = Jit::new(compiler::Target::HostCpu, c);
+    (gate, jit.load(&text, &ModuleOptions::default()).expect("load"))
+}
+
 #[test]
 fn a_launch_never_waits_for_another_kernels_compile() {
     // The background compile of k1 blocks in the hook until released.
-    let text = module(3, false);
-    let (gate, hook) = Gate::new(kernel_unit(&text, "k1"), Who::All);
-    let mut c = config(TierPolicy::FastOnly, true);
-    c.before_compile = Some(hook);
-    let jit = Jit::new(compiler::Target::HostCpu, c);
-    let m = jit.load(&text, &ModuleOptions::default()).expect("load");
+    let (gate, m) = gated(3, Who::All, TierPolicy::FastOnly, true);
     // The first launch of k0 compiles it and queues k1 and k2 behind it.
     m.kernel(0).expect("k0");
     gate.blocked.recv_timeout(Duration::from_secs(60)).expect("k1's background compile never started");
@@ -281,18 +287,14 @@ fn a_launch_never_waits_for_another_kernels_compile() {
 }
 
 /// Background compiles run at the lowest priority: on a machine busy with
-/// other programs one can take many times its CPU time (seen: 9-30 s for a
-/// 0.7 s compile). A launch of the kernel such a compile is working on
-/// compiles it itself instead of waiting, in every tier policy.
+/// other programs one can take many times its CPU time (seen: 47-49 s for
+/// a 0.7 s compile). A launch of the kernel such a compile is working on,
+/// seeing the job get no CPU (here: held in the hook), compiles it itself
+/// instead of waiting, in every tier policy.
 #[test]
 fn a_launch_never_waits_for_a_background_compile_of_its_own_kernel() {
     for tiers in [TierPolicy::FastOnly, TierPolicy::OptimizedOnly, TierPolicy::Adaptive] {
-        let text = module(3, false);
-        let (gate, hook) = Gate::new(kernel_unit(&text, "k1"), Who::Background);
-        let mut c = config(tiers, true);
-        c.before_compile = Some(hook);
-        let jit = Jit::new(compiler::Target::HostCpu, c);
-        let m = jit.load(&text, &ModuleOptions::default()).expect("load");
+        let (gate, m) = gated(3, Who::Background, tiers, true);
         m.kernel(0).expect("k0");
         gate.blocked.recv_timeout(Duration::from_secs(60)).expect("k1's background compile never started");
         let m2 = m.clone();
@@ -345,12 +347,7 @@ fn a_launch_takes_the_background_compile_when_it_finishes_first() {
 /// the launches meanwhile keep running the fast code, never waiting for it.
 #[test]
 fn launches_keep_the_fast_code_while_the_optimised_compile_runs() {
-    let text = module(2, false);
-    let (gate, hook) = Gate::new(kernel_unit(&text, "k1"), Who::Background);
-    let mut c = config(TierPolicy::Adaptive, false);
-    c.before_compile = Some(hook);
-    let jit = Jit::new(compiler::Target::HostCpu, c);
-    let m = jit.load(&text, &ModuleOptions::default()).expect("load");
+    let (gate, m) = gated(2, Who::Background, TierPolicy::Adaptive, false);
     let fast = m.kernel(1).expect("k1");
     assert_eq!(fast.tier, compiler::Tier::Fast);
     m.record_run(1, jit::TIER_UP_MIN + fast.compile_time * jit::TIER_UP_COMPILE_RATIO);
