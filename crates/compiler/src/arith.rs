@@ -1481,14 +1481,33 @@ fail:
     /// LLVM's `fptrunc`, the IEEE conversion (one instruction per 16 lanes
     /// with F16C or AVX-512 and on AMD GPUs; the software rounding of a
     /// 32-lane warp's values was a fifth of llama.cpp's generation time with
-    /// an f16 KV cache). bf16: the software rounding, from the exact double.
+    /// an f16 KV cache). bf16, the upper half of an f32's bits: the lower
+    /// half rounded away on the bits (adding 0x7fff plus the kept half's
+    /// lowest bit carries into the kept half exactly when rounding to
+    /// nearest even goes up, through the exponent too: to the smallest
+    /// normal, to infinity), a NaN made the canonical one.
     pub fn narrow_float_rn(&mut self, f: &V, ty: Ty) -> V {
         if ty == Ty::Half {
-            self.out.def(Ty::Half, format_args!("fptrunc {f} to {}", Ty::Half))
-        } else {
-            let d = self.out.def(Ty::Double, format_args!("fpext {f} to {VF64}"));
-            self.round_to(&d, ty, Mode::Rn)
+            return self.out.def(Ty::Half, format_args!("fptrunc {f} to {}", Ty::Half));
         }
+        let b = self.bitcast(f, Ty::I32);
+        let kept = self.bin("lshr", &b, &V::int(Ty::I32, 16));
+        let lsb = self.bin("and", &kept, &V::int(Ty::I32, 1));
+        let bias = self.bin("add", &lsb, &V::int(Ty::I32, 0x7fff));
+        let up = self.bin("add", &b, &bias);
+        let r = self.bin("lshr", &up, &V::int(Ty::I32, 16));
+        let h = self.trunc(&r, Ty::I16);
+        let isnan = self.fcmp("uno", f, f);
+        let h = self.select(&isnan, &V::int(Ty::I16, 0x7fff), &h);
+        self.bitcast(&h, Ty::Bfloat)
+    }
+
+    /// A bf16 value as f32: its bits are the upper half of the f32's.
+    pub fn widen_bf16(&mut self, h: &V) -> V {
+        let b = self.bitcast(h, Ty::I16);
+        let w = self.zext(&b, Ty::I32);
+        let w = self.bin("shl", &w, &V::int(Ty::I32, 16));
+        self.bitcast(&w, Ty::Float)
     }
 
     /// Rounds an exact (or rounded-to-odd) double to a 16-bit float type.
@@ -1550,15 +1569,26 @@ fail:
         let src: Vec<V> = s.iter().map(|v| if fm.ftz { self.flush(v) } else { v.clone() }).collect();
         let wide = |s: &mut Self, v: &V| s.out.def(Ty::Double, format_args!("fpext {v} to {VF64}"));
         let r = match inst.op {
-            Add | Sub | Mul if ety == Ty::Half && mode == Mode::Rn => {
-                // In f32, then rounded to f16: rounding twice gives the
-                // correctly rounded result for +, - and * when the
+            Add | Sub | Mul if mode == Mode::Rn => {
+                // In f32, then rounded to f16 or bf16: rounding twice gives
+                // the correctly rounded result for +, - and * when the
                 // intermediate format has at least 2p + 2 bits of precision
                 // for p-bit operands (Figueroa, "When is double rounding
-                // innocuous?", 1995): 24 >= 2 * 11 + 2. The exponent range
-                // cannot get in the way: f16 sums are exact in f32 wherever
-                // they are subnormal in f16, products are exact in f32.
-                let f = |s: &mut Self, v: &V| s.out.def(Ty::Float, format_args!("fpext {v} to {VF32}"));
+                // innocuous?", 1995): 24 >= 2 * 11 + 2 (f16), 2 * 8 + 2
+                // (bf16). The exponent range cannot get in the way: f16
+                // sums and products are exact in f32 wherever they are
+                // subnormal in f16; bf16 sums are multiples of bf16's
+                // smallest subnormal, exact on f32's finer grid there, and a
+                // bf16 product below f32's normal range has at most 16
+                // significant bits, so its f32 rounding cannot land on a
+                // bf16 midpoint from the wrong side (unit tests of both).
+                let f = |s: &mut Self, v: &V| {
+                    if ety == Ty::Half {
+                        s.out.def(Ty::Float, format_args!("fpext {v} to {VF32}"))
+                    } else {
+                        s.widen_bf16(v)
+                    }
+                };
                 let x = f(self, &src[0]);
                 let y = f(self, &src[1]);
                 let op = match inst.op {

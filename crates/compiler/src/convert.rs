@@ -236,8 +236,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 }
             }
             // Exact widenings.
-            Type::F32 if sty == Ty::Half && !relu && !sat && !satfinite => {
-                let r = self.out.def(Ty::Float, format_args!("fpext {x} to {VF32}"));
+            Type::F32 if matches!(sty, Ty::Half | Ty::Bfloat) && !relu && !sat && !satfinite => {
+                let r = if sty == Ty::Half { self.out.def(Ty::Float, format_args!("fpext {x} to {VF32}")) } else { self.widen_bf16(&x) };
                 let r = self.canonical_nan(&r);
                 if ftz {
                     self.flush(&r)
@@ -245,8 +245,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     r
                 }
             }
-            Type::F16 if sty == Ty::Float && Self::mode_of(rnd) == Mode::Rn && !relu && !sat && !satfinite => {
-                let r = self.narrow_float_rn(&x, Ty::Half);
+            Type::F16 | Type::Bf16 if sty == Ty::Float && Self::mode_of(rnd) == Mode::Rn && !relu && !sat && !satfinite => {
+                let r = self.narrow_float_rn(&x, if dt == Type::F16 { Ty::Half } else { Ty::Bfloat });
                 self.canonical_nan(&r)
             }
             Type::F32 | Type::F16 | Type::Bf16 | Type::Tf32 => {

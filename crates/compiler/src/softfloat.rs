@@ -284,6 +284,74 @@ mod tests {
         }
     }
 
+    /// The bits' rounding of f32 to bf16 that the lowering emits
+    /// (`narrow_float_rn`).
+    fn bf16_of_f32_bits(b: u32) -> u16 {
+        if f32::from_bits(b).is_nan() {
+            return 0x7fff;
+        }
+        (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16
+    }
+
+    fn to_bf16(x: f64) -> u16 {
+        f64_to_small(x.to_bits(), BF16, Mode::Rn) as u16
+    }
+
+    /// Every f32 whose low half is at or next to a rounding boundary, every
+    /// exponent and sign: the bits' rounding is the correct one.
+    #[test]
+    fn f32_to_bf16_on_the_bits_rounds_to_nearest_even() {
+        for hi in 0..=u16::MAX {
+            for lo in [0u32, 1, 0x7fff, 0x8000, 0x8001, 0xffff, 0x1234, 0xc000] {
+                let b = (u32::from(hi) << 16) | lo;
+                let x = f32::from_bits(b);
+                let want = if x.is_nan() { 0x7fff } else { to_bf16(f64::from(x)) };
+                assert_eq!(bf16_of_f32_bits(b), want, "{b:#010x}");
+            }
+        }
+    }
+
+    /// bf16 `add`, `sub` and `mul` computed in f32, then rounded on the
+    /// bits, against the correctly rounded exact results (exact in double):
+    /// every bf16 operand against 300 others, and 3 million random pairs.
+    #[test]
+    fn bf16_arithmetic_through_f32_rounds_correctly() {
+        let check = |a: u16, b: u16| {
+            let (x, y) = (f32::from_bits(u32::from(a) << 16), f32::from_bits(u32::from(b) << 16));
+            if x.is_nan() || y.is_nan() {
+                return;
+            }
+            let (dx, dy) = (f64::from(x), f64::from(y));
+            for (k, (exact, via)) in [(dx + dy, x + y), (dx - dy, x - y), (dx * dy, x * y)].into_iter().enumerate() {
+                // A product beyond double's range cannot come from bf16
+                // operands (|x * y| < 2^256).
+                let want = if exact.is_nan() { 0x7fff } else { to_bf16(exact) };
+                assert_eq!(bf16_of_f32_bits(via.to_bits()), want, "op {k} of {a:#06x} and {b:#06x}");
+            }
+        };
+        let mut others: Vec<u16> = Vec::new();
+        for base in [0x0000u16, 0x0001, 0x007f, 0x0080, 0x0100, 0x3f7f, 0x3f80, 0x3f81, 0x4000, 0x7f00, 0x7f7f, 0x7f80] {
+            for d in 0..25u16 {
+                others.push(base.wrapping_add(d));
+                others.push(base.wrapping_add(d) | 0x8000);
+                others.push(base.wrapping_sub(d) | 0x8000);
+            }
+        }
+        others.truncate(300);
+        for a in 0..=u16::MAX {
+            for &b in &others {
+                check(a, b);
+            }
+        }
+        let mut r = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..3_000_000 {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            check(r as u16, (r >> 16) as u16);
+        }
+    }
+
     #[test]
     fn half_rounding() {
         assert_eq!(to_f16(1.0, Mode::Rn), 0x3C00);
