@@ -52,8 +52,8 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// gather and scatter fallbacks call shared helpers there. 13: warp mode
 /// keeps warp-uniform registers as scalars, and kernels that wait for
 /// each other have no block function. 14: f32 results only NaN-blind
-/// readers see skip their canonicalisation, and f16 arithmetic and
-/// conversions to f16 and f32 round with single instructions (entries of
+/// readers see skip their canonicalisation, and f16 and bf16 arithmetic and
+/// conversions to f16, bf16 and f32 round without the software routine (entries of
 /// 13 hold llama.cpp's attention kernels about a fifth slower).
 const FORMAT: u32 = 14;
 /// magic, format, key, payload length, MAC.
