@@ -1569,47 +1569,43 @@ fail:
         let src: Vec<V> = s.iter().map(|v| if fm.ftz { self.flush(v) } else { v.clone() }).collect();
         let wide = |s: &mut Self, v: &V| s.out.def(Ty::Double, format_args!("fpext {v} to {VF64}"));
         let r = match inst.op {
-            Add | Sub | Mul if mode == Mode::Rn => {
-                // In f32, then rounded to f16 or bf16: rounding twice gives
-                // the correctly rounded result for +, - and * when the
-                // intermediate format has at least 2p + 2 bits of precision
-                // for p-bit operands (Figueroa, "When is double rounding
-                // innocuous?", 1995): 24 >= 2 * 11 + 2 (f16), 2 * 8 + 2
-                // (bf16). The exponent range cannot get in the way: f16
-                // sums and products are exact in f32 wherever they are
-                // subnormal in f16; bf16 sums are multiples of bf16's
-                // smallest subnormal, exact on f32's finer grid there, and a
-                // bf16 product below f32's normal range has at most 16
-                // significant bits, so its f32 rounding cannot land on a
-                // bf16 midpoint from the wrong side (unit tests of both).
-                let f = |s: &mut Self, v: &V| {
-                    if ety == Ty::Half {
-                        s.out.def(Ty::Float, format_args!("fpext {v} to {VF32}"))
-                    } else {
-                        s.widen_bf16(v)
-                    }
-                };
-                let x = f(self, &src[0]);
-                let y = f(self, &src[1]);
-                let op = match inst.op {
-                    Add => "fadd",
-                    Sub => "fsub",
-                    _ => "fmul",
-                };
-                let r = self.bin(op, &x, &y);
-                self.narrow_float_rn(&r, ety)
-            }
             Add | Sub | Mul => {
-                // Exact in double, then one rounding.
-                let x = wide(self, &src[0]);
-                let y = wide(self, &src[1]);
                 let op = match inst.op {
                     Add => "fadd",
                     Sub => "fsub",
                     _ => "fmul",
                 };
-                let d = self.bin(op, &x, &y);
-                self.round_to(&d, ety, mode)
+                if mode == Mode::Rn {
+                    // In f32, then rounded to f16 or bf16: rounding twice gives
+                    // the correctly rounded result for +, - and * when the
+                    // intermediate format has at least 2p + 2 bits of precision
+                    // for p-bit operands (Figueroa, "When is double rounding
+                    // innocuous?", 1995): 24 >= 2 * 11 + 2 (f16), 2 * 8 + 2
+                    // (bf16). The exponent range cannot get in the way: f16
+                    // sums and products are exact in f32 wherever they are
+                    // subnormal in f16; bf16 sums are multiples of bf16's
+                    // smallest subnormal, exact on f32's finer grid there, and a
+                    // bf16 product below f32's normal range has at most 16
+                    // significant bits, so its f32 rounding cannot land on a
+                    // bf16 midpoint from the wrong side (unit tests of both).
+                    let f = |s: &mut Self, v: &V| {
+                        if ety == Ty::Half {
+                            s.out.def(Ty::Float, format_args!("fpext {v} to {VF32}"))
+                        } else {
+                            s.widen_bf16(v)
+                        }
+                    };
+                    let x = f(self, &src[0]);
+                    let y = f(self, &src[1]);
+                    let r = self.bin(op, &x, &y);
+                    self.narrow_float_rn(&r, ety)
+                } else {
+                    // Exact in double, then one rounding.
+                    let x = wide(self, &src[0]);
+                    let y = wide(self, &src[1]);
+                    let d = self.bin(op, &x, &y);
+                    self.round_to(&d, ety, mode)
+                }
             }
             Fma | Mad => {
                 let x = wide(self, &src[0]);

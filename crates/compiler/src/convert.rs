@@ -224,20 +224,19 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 }
             }
             // One IEEE rounding to nearest even, as LLVM's `fptrunc` does it
-            // (`vcvtsd2ss`/`vcvtps2ph`; the software rounding below cost
-            // dozens of 64-bit integer operations per lane).
-            Type::F32 if sty == Ty::Double && Self::mode_of(rnd) == Mode::Rn && !relu && !sat && !satfinite => {
-                let r = self.out.def(Ty::Float, format_args!("fptrunc {x} to {VF32}"));
-                let r = self.canonical_nan(&r);
-                if ftz {
-                    self.flush(&r)
-                } else {
-                    r
-                }
-            }
-            // Exact widenings.
-            Type::F32 if matches!(sty, Ty::Half | Ty::Bfloat) && !relu && !sat && !satfinite => {
-                let r = if sty == Ty::Half { self.out.def(Ty::Float, format_args!("fpext {x} to {VF32}")) } else { self.widen_bf16(&x) };
+            // (`vcvtsd2ss`; the software rounding below cost dozens of
+            // 64-bit integer operations per lane), or an exact widening.
+            Type::F32
+                if !relu
+                    && !sat
+                    && !satfinite
+                    && (matches!(sty, Ty::Half | Ty::Bfloat) || (sty == Ty::Double && Self::mode_of(rnd) == Mode::Rn)) =>
+            {
+                let r = match sty {
+                    Ty::Double => self.out.def(Ty::Float, format_args!("fptrunc {x} to {VF32}")),
+                    Ty::Half => self.out.def(Ty::Float, format_args!("fpext {x} to {VF32}")),
+                    _ => self.widen_bf16(&x),
+                };
                 let r = self.canonical_nan(&r);
                 if ftz {
                     self.flush(&r)

@@ -238,6 +238,33 @@ mod tests {
         }
     }
 
+    /// Pairs of 16-bit operands for `check`: every value against the 300
+    /// first of those at, above and below `bases` (either sign), then 3
+    /// million random pairs from `seed`.
+    fn pairs(bases: &[u16], seed: u64, check: impl Fn(u16, u16)) {
+        let mut others: Vec<u16> = Vec::new();
+        for &base in bases {
+            for d in 0..25u16 {
+                others.push(base.wrapping_add(d));
+                others.push(base.wrapping_add(d) | 0x8000);
+                others.push(base.wrapping_sub(d) | 0x8000);
+            }
+        }
+        others.truncate(300);
+        for a in 0..=u16::MAX {
+            for &b in &others {
+                check(a, b);
+            }
+        }
+        let mut r = seed;
+        for _ in 0..3_000_000 {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            check(r as u16, (r >> 16) as u16);
+        }
+    }
+
     /// What the lowering of f16 `add`, `sub` and `mul` relies on (its
     /// fast form computes in f32, then rounds to f16): rounding the f32
     /// result again gives the correctly rounded result of the exact one.
@@ -261,27 +288,11 @@ mod tests {
                 assert_eq!(got, want, "op {k} of {a:#06x} and {b:#06x}");
             }
         };
-        let mut others: Vec<u16> = Vec::new();
-        for base in [0x0000u16, 0x0001, 0x03ff, 0x0400, 0x1000, 0x3bff, 0x3c00, 0x3c01, 0x4000, 0x6000, 0x7bff, 0x7c00] {
-            for d in 0..25u16 {
-                others.push(base.wrapping_add(d));
-                others.push(base.wrapping_add(d) | 0x8000);
-                others.push(base.wrapping_sub(d) | 0x8000);
-            }
-        }
-        others.truncate(300);
-        for a in 0..=u16::MAX {
-            for &b in &others {
-                check(a, b);
-            }
-        }
-        let mut r = 0x9e37_79b9_7f4a_7c15u64;
-        for _ in 0..3_000_000 {
-            r ^= r << 13;
-            r ^= r >> 7;
-            r ^= r << 17;
-            check(r as u16, (r >> 16) as u16);
-        }
+        pairs(
+            &[0x0000, 0x0001, 0x03ff, 0x0400, 0x1000, 0x3bff, 0x3c00, 0x3c01, 0x4000, 0x6000, 0x7bff, 0x7c00],
+            0x9e37_79b9_7f4a_7c15,
+            check,
+        );
     }
 
     /// The bits' rounding of f32 to bf16 that the lowering emits
@@ -329,27 +340,11 @@ mod tests {
                 assert_eq!(bf16_of_f32_bits(via.to_bits()), want, "op {k} of {a:#06x} and {b:#06x}");
             }
         };
-        let mut others: Vec<u16> = Vec::new();
-        for base in [0x0000u16, 0x0001, 0x007f, 0x0080, 0x0100, 0x3f7f, 0x3f80, 0x3f81, 0x4000, 0x7f00, 0x7f7f, 0x7f80] {
-            for d in 0..25u16 {
-                others.push(base.wrapping_add(d));
-                others.push(base.wrapping_add(d) | 0x8000);
-                others.push(base.wrapping_sub(d) | 0x8000);
-            }
-        }
-        others.truncate(300);
-        for a in 0..=u16::MAX {
-            for &b in &others {
-                check(a, b);
-            }
-        }
-        let mut r = 0x2545_f491_4f6c_dd1du64;
-        for _ in 0..3_000_000 {
-            r ^= r << 13;
-            r ^= r >> 7;
-            r ^= r << 17;
-            check(r as u16, (r >> 16) as u16);
-        }
+        pairs(
+            &[0x0000, 0x0001, 0x007f, 0x0080, 0x0100, 0x3f7f, 0x3f80, 0x3f81, 0x4000, 0x7f00, 0x7f7f, 0x7f80],
+            0x2545_f491_4f6c_dd1d,
+            check,
+        );
     }
 
     #[test]
