@@ -5,6 +5,13 @@ use crate::lower::{op_ty, FnLower, Res};
 use crate::softfloat::{self, Format, Mode};
 use ptx::ast::*;
 
+/// `ceil(2^64 / d)` of a 32-bit `d` (0 for `d = 1`, where it is 2^64, and
+/// for `d = 0`), the reciprocal of [`FnLower::quotient_by_reciprocal`]. A
+/// function apart, `speculatable` and reading no memory, so that LLVM
+/// hoists its call out of loops like an arithmetic instruction (a `udiv`
+/// may trap, and is hoisted only where it runs anyway).
+const RECIPROCAL_U32: &str = "__anycuda_reciprocal_u32";
+
 /// Floating-point behaviour modifiers of one instruction.
 #[derive(Clone, Copy, Debug)]
 pub struct FMods {
@@ -93,6 +100,89 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let yd = self.out.def(Ty::Double, format_args!("{to} {y} to {VF64}"));
         let qd = self.out.def(Ty::Double, format_args!("fdiv {xd}, {}", yd.s));
         self.out.def(Ty::I32, format_args!("{back} {qd} to {}", Ty::I32))
+    }
+
+    /// The divisor of a 32-bit division as one scalar, when many quotients
+    /// share it and its reciprocal is computed once for them: in warp mode,
+    /// a uniform register (one value per warp instruction); thread by
+    /// thread (optimised host code), a block-invariant register, whose
+    /// reciprocal LLVM hoists out of the loop over the block's threads.
+    fn shared_divisor(&mut self, op: &Operand) -> Res<Option<V>> {
+        let Operand::Reg(r) = *op else { return Ok(None) };
+        if self.reg_tys.get(r as usize) != Some(&Ty::I32) {
+            return Ok(None);
+        }
+        if crate::ir::lanes() > 1 {
+            return Ok(self.uniform_reg(r).then(|| self.load_uniform_reg(r)));
+        }
+        if self.invariant.get(r as usize).copied().unwrap_or(false) {
+            return Ok(Some(self.get(op, Ty::I32)?));
+        }
+        Ok(None)
+    }
+
+    /// The truncated quotient `x / d` of 32-bit integers whose divisor `d`
+    /// is a scalar many quotients share (not 0, nor -1 when signed: the
+    /// caller replaces those results), through its reciprocal `M =
+    /// ceil(2^64 / |d|)`, computed once by a call LLVM may hoist
+    /// ([`RECIPROCAL_U32`]), and per quotient `floor(|x| M / 2^64)` from two
+    /// 32x32->64-bit products: `M = Mh 2^32 + Ml`, `floor((|x| Mh +
+    /// floor(|x| Ml / 2^32)) / 2^32)`, whose sum stays below 2^64.
+    ///
+    /// Exact for every `|x| < 2^32` and `2 <= |d| < 2^32`: with `e = M |d|
+    /// - 2^64` in `[0, |d|)`, `|x| M / 2^64 = |x| / |d| + |x| e / (|d|
+    /// 2^64)`, and `|x| e < 2^64` keeps the excess below `1 / |d|`; writing
+    /// `|x| = q |d| + r` with `r <= |d| - 1`, the sum is at least `q` and
+    /// below `q + (r + 1) / |d| <= q + 1`. `|d| = 1` (M would be 2^64)
+    /// takes `|x|`; a signed quotient takes the sign of `x` times `d`.
+    pub fn quotient_by_reciprocal(&mut self, x: &V, d: &V, signed: bool) -> V {
+        let ud = if signed {
+            let neg = self.out.def_scalar(Ty::I1, format_args!("icmp slt i32 {}, 0", d.s));
+            let minus = self.out.def_scalar(Ty::I32, format_args!("sub i32 0, {}", d.s));
+            self.out.def_scalar(Ty::I32, format_args!("select i1 {}, i32 {}, i32 {}", neg.s, minus.s, d.s))
+        } else {
+            d.clone()
+        };
+        self.cx.helper(RECIPROCAL_U32, || {
+            format!(
+                "define internal i64 @{RECIPROCAL_U32}(i32 %d) noinline nounwind willreturn speculatable memory(none) {{
+  %w = zext i32 %d to i64
+  %z = icmp eq i64 %w, 0
+  %s = select i1 %z, i64 1, i64 %w
+  %q = udiv i64 -1, %s
+  %m = add i64 %q, 1
+  ret i64 %m
+}}
+"
+            )
+        });
+        let m = self.out.def_scalar(Ty::I64, format_args!("call i64 @{RECIPROCAL_U32}(i32 {})", ud.s));
+        let m_lo = self.out.def_scalar(Ty::I64, format_args!("and i64 {}, 4294967295", m.s));
+        let m_hi = self.out.def_scalar(Ty::I64, format_args!("lshr i64 {}, 32", m.s));
+        let by_one = self.out.def_scalar(Ty::I1, format_args!("icmp eq i32 {}, 1", ud.s));
+        let zero = V::int(Ty::I32, 0);
+        let ux = if signed {
+            let neg = self.icmp("slt", x, &zero);
+            let minus = self.bin("sub", &zero, x);
+            self.select(&neg, &minus, x)
+        } else {
+            x.clone()
+        };
+        let wide = self.zext(&ux, Ty::I64);
+        let low = self.bin("mul", &wide, &m_lo);
+        let high = self.bin("mul", &wide, &m_hi);
+        let carry = self.bin("lshr", &low, &V::int(Ty::I64, 32));
+        let sum = self.bin("add", &high, &carry);
+        let q = self.bin("lshr", &sum, &V::int(Ty::I64, 32));
+        let q = self.trunc(&q, Ty::I32);
+        let q = self.select(&by_one, &ux, &q);
+        if !signed {
+            return q;
+        }
+        let signs = self.bin("xor", x, d);
+        let neg = self.icmp("slt", &signs, &zero);
+        let minus = self.bin("sub", &zero, &q);
+        self.select(&neg, &minus, &q)
     }
 
     pub fn bitcast(&mut self, v: &V, to: Ty) -> V {
@@ -355,12 +445,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     safe_y = self.select(&m1, &one, &safe_y);
                     overflow = Some(m1);
                 }
+                // A divisor every thread shares: one reciprocal for all
+                // their quotients (`quotient_by_reciprocal`).
+                let shared = if ty == Ty::I32 { self.shared_divisor(&args[2])? } else { None };
                 // Warp mode: x86 has no vector integer division, and LLVM
                 // splits `<32 x i32>` divisions into 32 `div`s with the lane
                 // extractions around them; see `lanes_quotient_i32`.
-                let by_double = ty == Ty::I32 && crate::ir::lanes() > 1;
+                let by_double = shared.is_none() && ty == Ty::I32 && crate::ir::lanes() > 1;
                 let q = if inst.op == Div {
-                    let q = if by_double {
+                    let q = if let Some(d) = &shared {
+                        self.quotient_by_reciprocal(&x, d, signed)
+                    } else if by_double {
                         self.lanes_quotient_i32(&x, &safe_y, signed)
                     } else {
                         self.bin(if signed { "sdiv" } else { "udiv" }, &x, &safe_y)
@@ -381,9 +476,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     };
                     self.select(&isz, &by_zero, &q)
                 } else {
-                    let r = if by_double {
+                    let r = if shared.is_some() || by_double {
                         // x - q y: exact, as |q y| <= |x| (truncated quotient).
-                        let q = self.lanes_quotient_i32(&x, &safe_y, signed);
+                        let q = match &shared {
+                            Some(d) => self.quotient_by_reciprocal(&x, d, signed),
+                            None => self.lanes_quotient_i32(&x, &safe_y, signed),
+                        };
                         let qy = self.bin("mul", &q, &safe_y);
                         self.bin("sub", &x, &qy)
                     } else {

@@ -119,6 +119,11 @@ pub struct FnLower<'c, 'm> {
     /// Registers whose NaN payloads nothing observes (see
     /// `arith::nan_blind_registers`).
     pub nan_blind: Vec<bool>,
+    /// Thread-by-thread host code of the optimised tier: the kernel's
+    /// block-invariant registers (`uniform::block_invariant`), whose
+    /// divisions' reciprocals LLVM hoists out of the thread loop; empty
+    /// otherwise.
+    pub invariant: Vec<bool>,
     /// Checked mode: per state space, the function's `[low, length]` cache
     /// of the last range an access was found in (see `memcheck.rs`).
     /// (Index 5: the lanes' addresses of a warp-mode check.)
@@ -913,6 +918,11 @@ pub fn guarded_block_function(kernel: &str, param_bytes: u32, frame_bytes: u32, 
 
 impl<'c, 'm> FnLower<'c, 'm> {
     pub fn new(cx: &'c mut ModuleCx<'m>, item: ItemId, f: &'m Function<'m>, b: &'m Body<'m>) -> Self {
+        let invariant = if cx.target == crate::Target::HostCpu && cx.opts.tier == crate::Tier::Optimized {
+            crate::uniform::block_invariant(f, b)
+        } else {
+            Vec::new()
+        };
         FnLower {
             cx,
             item,
@@ -931,6 +941,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             next_shadow: None,
             warp: None,
             nan_blind: crate::arith::nan_blind_registers(b),
+            invariant,
             memcheck_caches: Default::default(),
             memcheck_slot: 0,
             meetings: Vec::new(),

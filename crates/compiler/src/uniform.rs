@@ -128,6 +128,63 @@ pub fn registers(f: &Function, b: &Body, starts: &HashMap<usize, u32>, label_blo
     }
 }
 
+/// Per register of a kernel: whether it is *block-invariant*, for code
+/// that runs a block's threads one after another: written by exactly one
+/// instruction, unguarded, that computes a pure function of immediates,
+/// `%ctaid`, `%nctaid`, `%ntid`, the kernel's parameters (`ld.param`) and
+/// other block-invariant registers. Every thread of a block that reads such
+/// a register reads the same value, and in the IR it is one SSA value
+/// computed from loop-invariant inputs, so LLVM can hoist what is computed
+/// from it alone out of the loop over the block's threads (a division's
+/// reciprocal, `arith.rs`). Unlike [`registers`], no write may repeat (a
+/// loop counter every thread runs alike is the same in all threads but
+/// changes inside the thread loop) and no other memory is read (loads LLVM
+/// cannot prove unaliased by the kernel's stores are not hoisted). A
+/// device function's parameters differ per call: only kernels have any.
+pub fn block_invariant(f: &Function, b: &Body) -> Vec<bool> {
+    let nregs = b.regs.len();
+    if f.kind != FunctionKind::Entry {
+        return vec![false; nregs];
+    }
+    let mut writes = vec![0u32; nregs];
+    let mut defs = Vec::new();
+    for s in &b.statements {
+        if let Statement::Instruction(inst) = s {
+            defs.clear();
+            b.defs(inst, &mut defs);
+            for &r in &defs {
+                if let Some(w) = writes.get_mut(r as usize) {
+                    *w += 1;
+                }
+            }
+        }
+    }
+    let mut invariant: Vec<bool> = writes.iter().map(|&w| w == 1).collect();
+    loop {
+        let mut changed = false;
+        for s in &b.statements {
+            let Statement::Instruction(inst) = s else { continue };
+            defs.clear();
+            b.defs(inst, &mut defs);
+            if defs.is_empty() || !defs.iter().any(|&r| invariant.get(r as usize).copied().unwrap_or(false)) {
+                continue;
+            }
+            let loads_other_memory = inst.op == Opcode::Ld && inst.space(b) != Some(StateSpace::Param);
+            let ok = inst.guard.is_none() && !loads_other_memory && uniform_result(f, b, inst, &invariant);
+            if !ok {
+                for &r in &defs {
+                    if let Some(u) = invariant.get_mut(r as usize) {
+                        changed |= std::mem::replace(u, false);
+                    }
+                }
+            }
+        }
+        if !changed {
+            return invariant;
+        }
+    }
+}
+
 /// The blocks some lanes of a warp may run without the others (the
 /// intervals of the module notes), given the uniform registers so far.
 fn divergent_blocks(b: &Body, ranges: &[Vec<usize>], succ: &[Vec<usize>], returns_only: &[bool], uniform: &[bool], n: usize) -> Vec<bool> {
@@ -359,6 +416,60 @@ ret;",
         ));
         assert!(!u.contains(&"%r4".to_string()), "{u:?}");
         assert!(u.contains(&"%r5".to_string()), "{u:?}");
+    }
+
+    /// The block-invariant registers of a kernel (or function), by name.
+    fn invariant_names(src: &str) -> Vec<String> {
+        let module = ptx::parse(src).expect("test PTX parses");
+        let f = module.functions().next().expect("a function");
+        let b = f.body.as_ref().expect("a body");
+        block_invariant(f, b).into_iter().enumerate().filter(|&(_, u)| u).map(|(r, _)| ptx::reg_name(f, b, r as RegId)).collect()
+    }
+
+    #[test]
+    fn block_invariant_registers_are_written_once_from_parameters_and_block_indices() {
+        let u = invariant_names(&kernel(
+            "ld.param.u32 %r1, [n];
+mov.u32 %r2, %ntid.x;
+mov.u32 %r3, %ctaid.x;
+mul.lo.s32 %r4, %r1, %r2;
+add.s32 %r5, %r4, %r3;
+mov.u32 %r6, %tid.x;
+add.s32 %r7, %r5, %r6;
+setp.ge.u32 %p1, %r7, %r1;
+@%p1 bra DONE;
+mul.lo.s32 %r8, %r5, 3;
+ld.param.u64 %rd1, [p];
+ld.global.u32 %r9, [%rd1];
+add.s32 %r10, %r9, %r1;
+ld.const.u32 %r11, [%rd1];
+mov.u32 %r12, 0;
+LOOP:
+add.s32 %r12, %r12, %r1;
+setp.lt.u32 %p2, %r12, 100;
+@%p2 bra LOOP;
+mov.u32 %r13, 1;
+@%p2 mov.u32 %r14, %r1;
+DONE:
+ret;",
+        ));
+        for r in ["%r1", "%r2", "%r3", "%r4", "%r5", "%r8", "%rd1", "%r13"] {
+            assert!(u.contains(&r.to_string()), "{r} should be block-invariant: {u:?}");
+        }
+        // Lane values, loaded memory (global and constant), a loop counter
+        // every thread runs alike, and guarded writes are not.
+        for r in ["%r6", "%r7", "%r9", "%r10", "%r11", "%r12", "%r14"] {
+            assert!(!u.contains(&r.to_string()), "{r} should not be block-invariant: {u:?}");
+        }
+    }
+
+    #[test]
+    fn device_functions_have_no_block_invariant_registers() {
+        let u = invariant_names(
+            ".version 8.0\n.target sm_80\n.address_size 64\n.func f(.param .u32 n)\n{\n.reg .b32 %r<4>;\n\
+             ld.param.u32 %r1, [n];\nmov.u32 %r2, %ntid.x;\nmul.lo.s32 %r3, %r1, %r2;\nret;\n}\n",
+        );
+        assert!(u.is_empty(), "{u:?}");
     }
 
     #[test]

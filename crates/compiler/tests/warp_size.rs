@@ -85,6 +85,9 @@ fn ir(src: &str) -> String {
 
 #[test]
 fn warp_mode_divides_32_bit_integers_as_doubles_and_thread_mode_as_integers() {
+    // Divisors that differ between lanes (a divisor the whole warp shares
+    // takes its reciprocal instead: `tests/shared_divisors.rs` of the
+    // kernels).
     let src = r#".version 8.0
 .target sm_80
 .address_size 64
@@ -96,8 +99,9 @@ fn warp_mode_divides_32_bit_integers_as_doubles_and_thread_mode_as_integers() {
 ld.param.u64 %rd1, [p];
 ld.param.u32 %r1, [n];
 mov.u32 %r2, %tid.x;
-rem.u32 %r3, %r2, %r1;
-div.s32 %r4, %r2, %r1;
+add.u32 %r8, %r1, %r2;
+rem.u32 %r3, %r2, %r8;
+div.s32 %r4, %r2, %r8;
 rem.s32 %r5, %r4, %r3;
 div.u32 %r6, %r5, %r3;
 add.s32 %r7, %r6, %r5;
