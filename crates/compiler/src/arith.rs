@@ -129,9 +129,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// 32x32->64-bit products: `M = Mh 2^32 + Ml`, `floor((|x| Mh +
     /// floor(|x| Ml / 2^32)) / 2^32)`, whose sum stays below 2^64.
     ///
-    /// Exact for every `|x| < 2^32` and `2 <= |d| < 2^32`: with `e = M |d|
-    /// - 2^64` in `[0, |d|)`, `|x| M / 2^64 = |x| / |d| + |x| e / (|d|
-    /// 2^64)`, and `|x| e < 2^64` keeps the excess below `1 / |d|`; writing
+    /// Exact for every `|x| < 2^32` and `2 <= |d| < 2^32`: with the excess
+    /// `e = M |d| - 2^64` in `[0, |d|)`, `|x| M / 2^64 = |x| / |d| + |x| e /
+    /// (|d| 2^64)`, and `|x| e < 2^64` keeps the excess below `1 / |d|`; writing
     /// `|x| = q |d| + r` with `r <= |d| - 1`, the sum is at least `q` and
     /// below `q + (r + 1) / |d| <= q + 1`. `|d| = 1` (M would be 2^64)
     /// takes `|x|`; a signed quotient takes the sign of `x` times `d`.
