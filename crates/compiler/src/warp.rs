@@ -1857,6 +1857,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 self.warp_suspend(crate::cpu_abi::warp_frame::YIELD, &zero, &zero, false, false)
             }
             Cvta => self.warp_cvta(inst),
+            // Plain arithmetic of uniform registers: one scalar for the
+            // warp, as thread-by-thread code computes it.
+            _ if self.scalar_uniform(inst) => {
+                let _scalar = ir::set_lanes(1);
+                self.dispatch_shared(inst)
+            }
             // Everything else works lane by lane through the shared lowering.
             _ => {
                 let _ = self.kernel;
@@ -1868,6 +1874,70 @@ impl<'c, 'm> FnLower<'c, 'm> {
     // ---- lane-affine registers (`crate::affine`) ----------------------------------------
 
     // ---- warp-uniform registers (`crate::uniform`) ---------------------------------------
+
+    /// Whether `inst` is plain arithmetic that writes only uniform
+    /// registers from uniform registers, immediates and block indices:
+    /// lowered as thread-by-thread code, one scalar for the warp, rather
+    /// than as 32 lanes of which the first executing one is kept (LLVM does
+    /// not fold that extraction, at a lane known only at run time, back
+    /// into scalar arithmetic: each such write cost a broadcast, four
+    /// 64-byte stores and a load in `mul_mat_vec_f`).
+    fn scalar_uniform(&self, inst: &Instruction) -> bool {
+        use Opcode::*;
+        let arithmetic = matches!(
+            inst.op,
+            Mov | Cvt
+                | Add
+                | Sub
+                | Mul
+                | Mad
+                | Mul24
+                | Mad24
+                | Div
+                | Rem
+                | Abs
+                | Neg
+                | Min
+                | Max
+                | Sad
+                | Popc
+                | Clz
+                | Bfind
+                | Brev
+                | Bfe
+                | Bfi
+                | Szext
+                | Bmsk
+                | And
+                | Or
+                | Xor
+                | Not
+                | Cnot
+                | Lop3
+                | Shf
+                | Shl
+                | Shr
+                | Prmt
+                | Selp
+                | Setp
+                | Fma
+                | Copysign
+        ) && !inst.has(self.b, Flag::Cc);
+        if !arithmetic {
+            return false;
+        }
+        let mut defs = Vec::new();
+        self.b.defs(inst, &mut defs);
+        if defs.is_empty() || !defs.iter().all(|&r| self.uniform_reg(r)) {
+            return false;
+        }
+        self.b.args(inst).iter().skip(1).all(|op| match *op {
+            Operand::Reg(r) | Operand::NotReg(r) => self.uniform_reg(r),
+            Operand::Imm(_) | Operand::F32(_) | Operand::F64(_) => true,
+            Operand::Special(SpecialReg::Ctaid | SpecialReg::Nctaid | SpecialReg::Ntid, _) => true,
+            _ => false,
+        })
+    }
 
     /// Whether register `r` is kept as one scalar for the whole warp.
     pub fn uniform_reg(&self, r: RegId) -> bool {
@@ -1897,7 +1967,14 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// uniform guard).
     pub fn store_uniform_reg(&mut self, r: RegId, v: V, mask: &V) {
         let ty = self.reg_tys[r as usize];
-        let s = if v.lanes == 1 {
+        let guarded = self.warp.as_ref().is_some_and(|w| w.guarded);
+        let s = if v.lanes == 1 && guarded {
+            // Under a uniform guard that may be false for the whole warp.
+            let mb = self.bits(mask);
+            let old = self.load_uniform_reg(r);
+            let any = self.out.def_scalar(Ty::I1, format_args!("icmp ne {mb}, 0"));
+            self.out.def_scalar(ty, format_args!("select {any}, {v}, {old}"))
+        } else if v.lanes == 1 {
             v
         } else {
             let mb = self.bits(mask);

@@ -337,3 +337,43 @@ fn volatile_and_scoped_shared_accesses_compile_as_plain_ones_in_warp_mode() {
     assert!(shared_step("", "", ".volatile").contains("__anycuda_wload"));
     assert!(shared_step("", "", ".relaxed.gpu").contains("__anycuda_wload"));
 }
+
+#[test]
+fn arithmetic_of_uniform_registers_is_scalar_code_in_warp_mode() {
+    let src = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u32 n)
+{
+.reg .b32 %r<12>;
+.reg .b64 %rd<8>;
+.reg .pred %q<3>;
+ld.param.u64 %rd1, [p];
+ld.param.u32 %r1, [n];
+mov.u32 %r2, %ctaid.x;
+mul.lo.s32 %r3, %r1, %r2;
+xor.b32 %r4, %r3, 1234567;
+setp.gt.u32 %q1, %r4, 99;
+@%q1 shl.b32 %r4, %r4, 3;
+mov.u32 %r5, %tid.x;
+add.s32 %r6, %r4, %r5;
+mul.wide.u32 %rd2, %r5, 4;
+add.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r6;
+bar.sync 0;
+ret;
+}
+"#;
+    let text = ir(src);
+    let warp = text.split("define ").skip(1).find(|f| f.contains("<32 x i32>")).expect("a warp function");
+    // The uniform values are computed once, as scalars, not as 32 lanes of
+    // which one is picked at run time.
+    for op in ["xor <32 x i32>", "shl <32 x i32>", "icmp ugt <32 x i32>"] {
+        assert!(!warp.contains(op), "{op} in:\n{warp}");
+    }
+    for op in ["mul i32 ", "xor i32 ", "shl i32 ", "icmp ugt i32 "] {
+        assert!(warp.contains(op), "no scalar {op} in:\n{warp}");
+    }
+    // The lane-varying sum stays a vector.
+    assert!(warp.contains("add <32 x i32>"), "{warp}");
+}
