@@ -1292,7 +1292,9 @@ fail:
         let ftz = fm.ftz;
         let src = |s: &mut Self, i: usize| -> Res<V> {
             let v = s.get(&args[i], ty)?;
-            Ok(if ftz { s.flush(&v) } else { v })
+            // Registers that hold no subnormal need no flush ([`flushed_registers`]).
+            let flushed = t == Type::F32 && matches!(args[i], Operand::Reg(r) if s.flushed.get(r as usize).copied().unwrap_or(false));
+            Ok(if ftz && !flushed { s.flush(&v) } else { v })
         };
         // An f32 result that only ever feeds operations whose results do
         // not depend on which NaN it is ([`nan_blind_registers`]) keeps
@@ -1808,8 +1810,8 @@ fn reads_nan_blind(b: &Body, inst: &Instruction) -> bool {
 }
 
 /// Registers read only as register sources of the instructions of
-/// [`reads_nan_blind`], or copied (`mov`, `selp` of 32 bits) into such
-/// registers. Those instructions' results do not depend on which NaN such
+/// [`reads_nan_blind`], or copied (`mov`, `selp` of 32 bits, the value
+/// `shfl` moves to another lane) into such registers. Those instructions' results do not depend on which NaN such
 /// a source holds, so a value in one of these registers may be any NaN
 /// where PTX has the canonical one: nothing can tell them apart.
 ///
@@ -1828,7 +1830,10 @@ pub fn nan_blind_registers(b: &Body) -> Vec<bool> {
             let consumer = reads_nan_blind(b, inst);
             // A copy's sources are blind exactly when its destination is.
             let copy_to = match (inst.op, args.first()) {
-                (Opcode::Mov | Opcode::Selp, Some(&Operand::Reg(d))) if inst.ty(b).is_some_and(|t| t.bits() == 32) => {
+                (Opcode::Mov | Opcode::Selp, Some(&Operand::Reg(d)))
+                | (Opcode::Shfl, Some(&Operand::PredPair(d, _) | &Operand::Reg(d)))
+                    if inst.ty(b).is_some_and(|t| t.bits() == 32) =>
+                {
                     Some(blind.get(d as usize).copied().unwrap_or(false))
                 }
                 _ => None,
@@ -1869,6 +1874,70 @@ pub fn nan_blind_registers(b: &Body) -> Vec<bool> {
             return blind;
         }
     }
+}
+
+/// Registers every write to which leaves an f32 that is not subnormal: the
+/// results of f32 arithmetic with `.ftz` (`add`, `sub`, `mul`, `fma`,
+/// `mad`, `div`, `rcp`, `sqrt`, `rsqrt`, `sin`, `cos`, `lg2`, `ex2`,
+/// `tanh`, `abs`, `neg`, `min`, `max`: [`FnLower::float_op`] flushes them
+/// last but for the canonical NaN, which is not subnormal), and 32-bit
+/// copies of such registers or of constants that are not subnormal (`mov`,
+/// `selp`, the value `shfl` moves between lanes). An `.ftz` operation need
+/// not flush such a source again: the shuffle reductions of llama.cpp's
+/// kernels read each step's sum back as an operand of the next.
+///
+/// A greatest fixpoint, as [`nan_blind_registers`]: every register starts
+/// flushed and loses it at a write that may leave a subnormal, or at a copy
+/// of a register that lost it.
+pub fn flushed_registers(b: &Body) -> Vec<bool> {
+    use Opcode::*;
+    let mut flushed = vec![true; b.regs.len()];
+    let mut defs = Vec::new();
+    loop {
+        let mut changed = false;
+        for s in &b.statements {
+            let Statement::Instruction(inst) = s else { continue };
+            defs.clear();
+            b.defs(inst, &mut defs);
+            if defs.is_empty() {
+                continue;
+            }
+            let args = b.args(inst);
+            let source = |op: &Operand| match *op {
+                Operand::Reg(r) => flushed.get(r as usize).copied().unwrap_or(false),
+                Operand::Imm(v) => !is_subnormal_f32(v as u32),
+                Operand::F32(bits) => !is_subnormal_f32(bits),
+                _ => false,
+            };
+            let ty = inst.ty(b);
+            let bits32 = ty.is_some_and(|t| t.bits() == 32);
+            let ok = |r: RegId| match inst.op {
+                Add | Sub | Mul | Fma | Mad | Div | Rcp | Sqrt | Rsqrt | Sin | Cos | Lg2 | Ex2 | Tanh | Abs | Neg | Min | Max => {
+                    ty == Some(Type::F32) && inst.has(b, Flag::Ftz)
+                }
+                Mov if bits32 && args.len() == 2 => source(&args[1]),
+                Selp if bits32 && args.len() == 4 => source(&args[1]) && source(&args[2]),
+                // The data register of `shfl` (not its predicate).
+                Shfl => {
+                    matches!(args.first(), Some(&Operand::PredPair(d, _)) | Some(&Operand::Reg(d)) if d == r)
+                        && args.get(1).is_some_and(source)
+                }
+                _ => false,
+            };
+            let lost: Vec<RegId> = defs.iter().copied().filter(|&r| flushed.get(r as usize) == Some(&true) && !ok(r)).collect();
+            for r in lost {
+                flushed[r as usize] = false;
+                changed = true;
+            }
+        }
+        if !changed {
+            return flushed;
+        }
+    }
+}
+
+fn is_subnormal_f32(bits: u32) -> bool {
+    bits & 0x7fff_ffff != 0 && bits & 0x7f80_0000 == 0
 }
 
 /// The bits of 1.0 in a float type.
@@ -1960,6 +2029,69 @@ selp.f32 %f24, %f12, %f13, %p1;
 mov.b32 %r1, %f24;
 st.global.u32 [%rd1], %r1;";
         assert_eq!(blind_names(body), vec!["%f10".to_string()]);
+    }
+
+    #[test]
+    fn a_shuffled_value_is_blind_when_the_lanes_that_receive_it_are() {
+        // %f10 moves to another lane and is added there: blind; %f11 moves
+        // and is stored: seen.
+        let body = "mul.f32 %f10, %f1, %f1;
+mov.b32 %r1, %f10;
+shfl.sync.bfly.b32 %r2|%p1, %r1, 16, 31, -1;
+mov.b32 %f20, %r2;
+add.f32 %f21, %f10, %f20;
+mul.f32 %f11, %f1, %f1;
+mov.b32 %r3, %f11;
+shfl.sync.down.b32 %r4, %r3, 1, 31, -1;
+st.global.u32 [%rd1], %r4;";
+        assert_eq!(blind_names(body), vec!["%f10".to_string()]);
+    }
+
+    /// The registers of a kernel that never hold an f32 subnormal, by name.
+    fn flushed_names(body: &str) -> Vec<String> {
+        let src = format!(
+            ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 p)\n{{\n\
+             .reg .pred %p<8>;\n.reg .b16 %rs<4>;\n.reg .b32 %r<8>;\n.reg .b64 %rd<4>;\n.reg .f32 %f<40>;\n\
+             ld.param.u64 %rd1, [p];\nld.global.f32 %f1, [%rd1];\nld.global.b16 %rs1, [%rd1];\n{body}\nret;\n}}\n"
+        );
+        let module = ptx::parse(&src).expect("test PTX parses");
+        let f = module.functions().next().expect("a kernel");
+        let b = f.body.as_ref().expect("a body");
+        super::flushed_registers(b)
+            .into_iter()
+            .enumerate()
+            .filter(|&(_, flushed)| flushed)
+            .map(|(r, _)| ptx::reg_name(f, b, r as ptx::ast::RegId))
+            // The registers the body writes.
+            .filter(|name| body.contains(&format!(" {name},")) || body.contains(&format!(" {name}|")))
+            .collect()
+    }
+
+    #[test]
+    fn flushed_registers_hold_ftz_results_and_their_copies_only() {
+        let body = "add.ftz.f32 %f10, %f1, %f1;
+mov.b32 %r1, %f10;
+shfl.sync.bfly.b32 %r2|%p1, %r1, 16, 31, -1;
+mov.b32 %f11, %r2;
+fma.rn.ftz.f32 %f12, %f11, %f10, %f1;
+mov.f32 %f13, 0f00000000;
+setp.ne.u64 %p2, %rd1, 0;
+selp.f32 %f14, %f12, %f13, %p2;
+add.f32 %f20, %f1, %f1;
+mov.f32 %f21, %f10;
+@%p2 mov.f32 %f21, %f20;
+mov.f32 %f22, 0f00000001;
+selp.f32 %f23, %f12, %f22, %p2;
+ld.global.f32 %f24, [%rd1];
+cvt.ftz.f32.f16 %f25, %rs1;";
+        let mut got = flushed_names(body);
+        got.sort();
+        // Not: a result without .ftz (%f20), a register one of whose writes
+        // copies it (%f21), a subnormal constant (%f22) and its selection
+        // (%f23), loads (%f24) and conversions (%f25).
+        let mut want: Vec<String> = ["%f10", "%r1", "%r2", "%f11", "%f12", "%f13", "%f14"].iter().map(|s| s.to_string()).collect();
+        want.sort();
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -119,6 +119,9 @@ pub struct FnLower<'c, 'm> {
     /// Registers whose NaN payloads nothing observes (see
     /// `arith::nan_blind_registers`).
     pub nan_blind: Vec<bool>,
+    /// Registers that never hold an f32 subnormal (see
+    /// `arith::flushed_registers`).
+    pub flushed: Vec<bool>,
     /// Thread-by-thread host code of the optimised tier: the kernel's
     /// block-invariant registers (`uniform::block_invariant`), whose
     /// divisions' reciprocals LLVM hoists out of the thread loop; empty
@@ -941,6 +944,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             next_shadow: None,
             warp: None,
             nan_blind: crate::arith::nan_blind_registers(b),
+            flushed: crate::arith::flushed_registers(b),
             invariant,
             memcheck_caches: Default::default(),
             memcheck_slot: 0,

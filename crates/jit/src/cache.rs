@@ -56,9 +56,10 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// conversions to f16, bf16 and f32 round without the software routine (entries of
 /// 13 hold llama.cpp's attention kernels about a fifth slower). 15: 32-bit
 /// divisions by a divisor every thread shares multiply by its reciprocal,
-/// and warp mode computes arithmetic of uniform registers as scalars
-/// (entries of 14 hold llama.cpp's KV-cache copy with a `div` per index and
-/// its matrix-vector kernels about a tenth slower).
+/// warp mode computes arithmetic of uniform registers as scalars, and
+/// `.ftz` operations do not flush registers that hold no subnormal (entries
+/// of 14 hold llama.cpp's KV-cache copy with a `div` per index and its
+/// matrix-vector kernels about a tenth slower).
 const FORMAT: u32 = 15;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;

@@ -1,0 +1,154 @@
+//! A warp's shuffle reduction with `add.ftz.f32`, in the shape of
+//! llama.cpp's matrix-vector kernels: the sums that the shuffles move
+//! between lanes are already flushed and NaN-blind, so the compiler skips
+//! flushing them again (`arith::flushed_registers`) and lets them keep the
+//! host's NaN until the chain ends (`arith::nan_blind_registers`). Checked
+//! against a model of the PTX rules in every mode and tier, over subnormal
+//! operands, sums that become subnormal, and NaNs with payloads.
+
+use backend_cpu::Executor;
+use compiler::{Options, Tier, WarpMode};
+use kernels::{as_bytes, launch, Arg, Program};
+
+const KERNEL: &str = r#".version 8.5
+.target sm_90
+.address_size 64
+.visible .entry r(.param .u64 pin, .param .u64 pout)
+{
+.reg .b32 %r<24>;
+.reg .f32 %f<24>;
+.reg .b64 %rd<8>;
+.reg .pred %p<8>;
+ld.param.u64 %rd0, [pin];
+ld.param.u64 %rd1, [pout];
+mov.u32 %r0, %tid.x;
+mul.wide.u32 %rd2, %r0, 8;
+add.u64 %rd3, %rd0, %rd2;
+ld.global.f32 %f0, [%rd3];
+ld.global.f32 %f1, [%rd3+4];
+add.ftz.f32 %f2, %f0, %f1;
+mov.b32 %r1, %f2;
+shfl.sync.bfly.b32 %r2|%p0, %r1, 16, 31, -1;
+mov.b32 %f3, %r2;
+add.ftz.f32 %f4, %f2, %f3;
+mov.b32 %r3, %f4;
+shfl.sync.bfly.b32 %r4|%p1, %r3, 8, 31, -1;
+mov.b32 %f5, %r4;
+add.ftz.f32 %f6, %f4, %f5;
+mov.b32 %r5, %f6;
+shfl.sync.bfly.b32 %r6|%p2, %r5, 4, 31, -1;
+mov.b32 %f7, %r6;
+add.ftz.f32 %f8, %f6, %f7;
+mov.b32 %r7, %f8;
+shfl.sync.bfly.b32 %r8|%p3, %r7, 2, 31, -1;
+mov.b32 %f9, %r8;
+add.ftz.f32 %f10, %f8, %f9;
+mov.b32 %r9, %f10;
+shfl.sync.bfly.b32 %r10|%p4, %r9, 1, 31, -1;
+mov.b32 %f11, %r10;
+add.ftz.f32 %f12, %f10, %f11;
+mul.wide.u32 %rd4, %r0, 12;
+add.u64 %rd5, %rd1, %rd4;
+st.global.f32 [%rd5], %f2;
+st.global.f32 [%rd5+4], %f6;
+st.global.f32 [%rd5+8], %f12;
+ret;
+}
+"#;
+
+/// `.ftz`: a subnormal becomes a zero of its sign.
+fn flush(x: f32) -> f32 {
+    if x.is_subnormal() {
+        if x.is_sign_negative() {
+            -0.0
+        } else {
+            0.0
+        }
+    } else {
+        x
+    }
+}
+
+/// `add.ftz.f32` as PTX defines it: operands and result flushed, any NaN
+/// result the canonical one.
+fn add_ftz(a: f32, b: f32) -> u32 {
+    let r = flush(flush(a) + flush(b));
+    if r.is_nan() {
+        0x7fff_ffff
+    } else {
+        r.to_bits()
+    }
+}
+
+/// What each of the 32 lanes stores: its first sum, the sum after two
+/// butterfly steps and the warp's total.
+fn model(input: &[f32]) -> Vec<u32> {
+    let mut v: Vec<u32> = (0..32).map(|l| add_ftz(input[2 * l], input[2 * l + 1])).collect();
+    let first = v.clone();
+    let mut after_two = Vec::new();
+    for (step, m) in [16usize, 8, 4, 2, 1].into_iter().enumerate() {
+        v = (0..32).map(|l| add_ftz(f32::from_bits(v[l]), f32::from_bits(v[l ^ m]))).collect();
+        if step == 1 {
+            after_two = v.clone();
+        }
+    }
+    (0..32).flat_map(|l| [first[l], after_two[l], v[l]]).collect()
+}
+
+#[test]
+fn ftz_shuffle_reductions_follow_the_ptx_rules_in_every_mode() {
+    let exec = Executor::global();
+    let tiny = f32::MIN_POSITIVE;
+    let cases: Vec<Vec<f32>> = vec![
+        // Subnormal operands, flushed before adding.
+        (0..64)
+            .map(|i| {
+                if i % 3 == 0 {
+                    1e-39
+                } else if i % 3 == 1 {
+                    -3e-40
+                } else {
+                    tiny * (i as f32)
+                }
+            })
+            .collect(),
+        // Normal operands whose sums are subnormal: flushed after adding,
+        // at the first sum and inside the reduction (a sum of two lanes).
+        (0..64).map(|i| if i % 2 == 0 { tiny * 1.5 } else { -tiny * (1.25 + (i % 5) as f32 * 0.0625) }).collect(),
+        // NaNs with payloads in some lanes, infinities of both signs.
+        (0..64)
+            .map(|i| match i % 11 {
+                0 => f32::from_bits(0x7fc0_1234),
+                5 => f32::from_bits(0xffa0_0001),
+                7 => f32::INFINITY,
+                9 => f32::NEG_INFINITY,
+                _ => i as f32 * 0.5 - 7.0,
+            })
+            .collect(),
+        // Ordinary values.
+        (0..64).map(|i| (i as f32 * 0.37).sin() * 1000.0).collect(),
+    ];
+    for warp in [WarpMode::Off, WarpMode::Always] {
+        for tier in [Tier::Fast, Tier::Optimized] {
+            let p = Program::from_source_with(KERNEL, &Options { warp, tier, strict_affine: false, memcheck: false })
+                .unwrap_or_else(|e| panic!("compiles ({warp:?}, {tier:?}): {e}"));
+            let k = p.kernel("r").expect("kernel `r`");
+            for (c, input) in cases.iter().enumerate() {
+                let mut inp = input.clone();
+                let mut out = vec![0xcdcd_cdcdu32; 32 * 3];
+                launch(exec, k, [1, 1, 1], [32, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out))])
+                    .expect("arguments")
+                    .expect("launch");
+                let want = model(input);
+                for l in 0..32 {
+                    assert_eq!(
+                        &out[3 * l..3 * l + 3],
+                        &want[3 * l..3 * l + 3],
+                        "case {c}, lane {l} ({warp:?}, {tier:?}): got {:x?}",
+                        &out[3 * l..3 * l + 3]
+                    );
+                }
+            }
+        }
+    }
+}
