@@ -80,20 +80,8 @@ pub fn registers(f: &Function, b: &Body, starts: &HashMap<usize, u32>, label_blo
             }
         }
     }
-    // How many instructions write each register.
-    let mut writes = vec![0u32; nregs];
+    let writes = write_counts(b);
     let mut defs = Vec::new();
-    for s in &b.statements {
-        if let Statement::Instruction(inst) = s {
-            defs.clear();
-            b.defs(inst, &mut defs);
-            for &r in &defs {
-                if let Some(w) = writes.get_mut(r as usize) {
-                    *w += 1;
-                }
-            }
-        }
-    }
     let mut uniform = vec![true; nregs];
     loop {
         let divergent = divergent_blocks(b, &ranges, &succ, &returns_only, &uniform, n);
@@ -114,11 +102,7 @@ pub fn registers(f: &Function, b: &Body, starts: &HashMap<usize, u32>, label_blo
                     && inst.guard.is_none_or(|g| uniform.get(g.reg as usize).copied().unwrap_or(false))
                     && uniform_result(f, b, inst, &uniform);
                 if !ok {
-                    for &r in &defs {
-                        if let Some(u) = uniform.get_mut(r as usize) {
-                            changed |= std::mem::replace(u, false);
-                        }
-                    }
+                    changed |= clear(&mut uniform, &defs);
                 }
             }
         }
@@ -146,20 +130,8 @@ pub fn block_invariant(f: &Function, b: &Body) -> Vec<bool> {
     if f.kind != FunctionKind::Entry {
         return vec![false; nregs];
     }
-    let mut writes = vec![0u32; nregs];
+    let mut invariant: Vec<bool> = write_counts(b).iter().map(|&w| w == 1).collect();
     let mut defs = Vec::new();
-    for s in &b.statements {
-        if let Statement::Instruction(inst) = s {
-            defs.clear();
-            b.defs(inst, &mut defs);
-            for &r in &defs {
-                if let Some(w) = writes.get_mut(r as usize) {
-                    *w += 1;
-                }
-            }
-        }
-    }
-    let mut invariant: Vec<bool> = writes.iter().map(|&w| w == 1).collect();
     loop {
         let mut changed = false;
         for s in &b.statements {
@@ -172,17 +144,42 @@ pub fn block_invariant(f: &Function, b: &Body) -> Vec<bool> {
             let loads_other_memory = inst.op == Opcode::Ld && inst.space(b) != Some(StateSpace::Param);
             let ok = inst.guard.is_none() && !loads_other_memory && uniform_result(f, b, inst, &invariant);
             if !ok {
-                for &r in &defs {
-                    if let Some(u) = invariant.get_mut(r as usize) {
-                        changed |= std::mem::replace(u, false);
-                    }
-                }
+                changed |= clear(&mut invariant, &defs);
             }
         }
         if !changed {
             return invariant;
         }
     }
+}
+
+/// How many instructions write each register.
+fn write_counts(b: &Body) -> Vec<u32> {
+    let mut writes = vec![0u32; b.regs.len()];
+    let mut defs = Vec::new();
+    for s in &b.statements {
+        if let Statement::Instruction(inst) = s {
+            defs.clear();
+            b.defs(inst, &mut defs);
+            for &r in &defs {
+                if let Some(w) = writes.get_mut(r as usize) {
+                    *w += 1;
+                }
+            }
+        }
+    }
+    writes
+}
+
+/// Clears the flags of `regs`; whether any was set.
+fn clear(flags: &mut [bool], regs: &[RegId]) -> bool {
+    let mut changed = false;
+    for &r in regs {
+        if let Some(u) = flags.get_mut(r as usize) {
+            changed |= std::mem::replace(u, false);
+        }
+    }
+    changed
 }
 
 /// The blocks some lanes of a warp may run without the others (the
