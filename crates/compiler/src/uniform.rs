@@ -231,13 +231,58 @@ fn uniform_result(f: &Function, b: &Body, inst: &Instruction, uniform: &[bool]) 
         return false;
     }
     let pure = match inst.op {
-        Mov | Cvt | Cvta | Add | Sub | Mul | Mad | Mul24 | Mad24 | Div | Rem | Abs | Neg | Min | Max | Sad | Popc | Clz | Bfind | Brev
-        | Bfe | Bfi | Szext | Bmsk | And | Or | Xor | Not | Cnot | Lop3 | Shf | Shl | Shr | Prmt | Selp | Slct | Setp | Set | Fma
-        | Copysign => !inst.has(b, Flag::Cc),
         Ld => read_only_load(f, b, inst),
-        _ => false,
+        _ => plain_arithmetic(b, inst),
     };
     pure && args[1..].iter().all(|&op| uniform_operand(f, op, uniform))
+}
+
+/// Whether `inst` computes its results from its operands alone: no memory,
+/// no other lanes, no carry flag.
+pub fn plain_arithmetic(b: &Body, inst: &Instruction) -> bool {
+    use Opcode::*;
+    matches!(
+        inst.op,
+        Mov | Cvt
+            | Cvta
+            | Add
+            | Sub
+            | Mul
+            | Mad
+            | Mul24
+            | Mad24
+            | Div
+            | Rem
+            | Abs
+            | Neg
+            | Min
+            | Max
+            | Sad
+            | Popc
+            | Clz
+            | Bfind
+            | Brev
+            | Bfe
+            | Bfi
+            | Szext
+            | Bmsk
+            | And
+            | Or
+            | Xor
+            | Not
+            | Cnot
+            | Lop3
+            | Shf
+            | Shl
+            | Shr
+            | Prmt
+            | Selp
+            | Slct
+            | Setp
+            | Set
+            | Fma
+            | Copysign
+    ) && !inst.has(b, Flag::Cc)
 }
 
 /// An `ld` of memory no thread writes while the kernel runs.

@@ -1883,47 +1883,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// into scalar arithmetic: each such write cost a broadcast, four
     /// 64-byte stores and a load in `mul_mat_vec_f`).
     fn scalar_uniform(&self, inst: &Instruction) -> bool {
-        use Opcode::*;
-        let arithmetic = matches!(
-            inst.op,
-            Mov | Cvt
-                | Add
-                | Sub
-                | Mul
-                | Mad
-                | Mul24
-                | Mad24
-                | Div
-                | Rem
-                | Abs
-                | Neg
-                | Min
-                | Max
-                | Sad
-                | Popc
-                | Clz
-                | Bfind
-                | Brev
-                | Bfe
-                | Bfi
-                | Szext
-                | Bmsk
-                | And
-                | Or
-                | Xor
-                | Not
-                | Cnot
-                | Lop3
-                | Shf
-                | Shl
-                | Shr
-                | Prmt
-                | Selp
-                | Setp
-                | Fma
-                | Copysign
-        ) && !inst.has(self.b, Flag::Cc);
-        if !arithmetic {
+        // (`cvta` never comes here: warp mode lowers it apart.)
+        if !crate::uniform::plain_arithmetic(self.b, inst) {
             return false;
         }
         let mut defs = Vec::new();
