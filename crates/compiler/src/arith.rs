@@ -107,18 +107,16 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// a uniform register (one value per warp instruction); thread by
     /// thread (optimised host code), a block-invariant register, whose
     /// reciprocal LLVM hoists out of the loop over the block's threads.
-    fn shared_divisor(&mut self, op: &Operand) -> Res<Option<V>> {
-        let Operand::Reg(r) = *op else { return Ok(None) };
+    /// `y` is the divisor as read.
+    fn shared_divisor(&mut self, op: &Operand, y: &V) -> Option<V> {
+        let Operand::Reg(r) = *op else { return None };
         if self.reg_tys.get(r as usize) != Some(&Ty::I32) {
-            return Ok(None);
+            return None;
         }
         if crate::ir::lanes() > 1 {
-            return Ok(self.uniform_reg(r).then(|| self.load_uniform_reg(r)));
+            return self.uniform_reg(r).then(|| self.load_uniform_reg(r));
         }
-        if self.invariant.get(r as usize).copied().unwrap_or(false) {
-            return Ok(Some(self.get(op, Ty::I32)?));
-        }
-        Ok(None)
+        self.invariant.get(r as usize).copied().unwrap_or(false).then(|| y.clone())
     }
 
     /// The truncated quotient `x / d` of 32-bit integers whose divisor `d`
@@ -447,7 +445,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 }
                 // A divisor every thread shares: one reciprocal for all
                 // their quotients (`quotient_by_reciprocal`).
-                let shared = if ty == Ty::I32 { self.shared_divisor(&args[2])? } else { None };
+                let shared = if ty == Ty::I32 { self.shared_divisor(&args[2], &y) } else { None };
                 // Warp mode: x86 has no vector integer division, and LLVM
                 // splits `<32 x i32>` divisions into 32 `div`s with the lane
                 // extractions around them; see `lanes_quotient_i32`.
@@ -1811,16 +1809,18 @@ fn reads_nan_blind(b: &Body, inst: &Instruction) -> bool {
 
 /// Registers read only as register sources of the instructions of
 /// [`reads_nan_blind`], or copied (`mov`, `selp` of 32 bits, the value
-/// `shfl` moves to another lane) into such registers. Those instructions' results do not depend on which NaN such
-/// a source holds, so a value in one of these registers may be any NaN
-/// where PTX has the canonical one: nothing can tell them apart.
+/// `shfl` moves to another lane) into such registers. Those instructions'
+/// results do not depend on which NaN such a source holds, so a value in
+/// one of these registers may be any NaN
+/// where PTX has the canonical one: nothing can tell them apart. A device
+/// function's `.reg` results are read by its caller: never blind.
 ///
 /// A greatest fixpoint: every register starts blind and loses it at a read
 /// that could see the payload, or at a copy into a register that lost it;
 /// each pass over the body only removes registers, so it ends after at most
 /// one pass per copy in the longest chain of copies, plus one.
-pub fn nan_blind_registers(b: &Body) -> Vec<bool> {
-    let mut blind = vec![true; b.regs.len()];
+pub fn nan_blind_registers(f: &Function, b: &Body) -> Vec<bool> {
+    let mut blind: Vec<bool> = b.regs.iter().map(|r| !f.returns.contains(&r.var)).collect();
     let mut regs = Vec::new();
     loop {
         let mut changed = false;
@@ -1886,12 +1886,15 @@ pub fn nan_blind_registers(b: &Body) -> Vec<bool> {
 /// not flush such a source again: the shuffle reductions of llama.cpp's
 /// kernels read each step's sum back as an operand of the next.
 ///
-/// A greatest fixpoint, as [`nan_blind_registers`]: every register starts
-/// flushed and loses it at a write that may leave a subnormal, or at a copy
-/// of a register that lost it.
-pub fn flushed_registers(b: &Body) -> Vec<bool> {
+/// A device function's `.reg` parameters hold what its caller passed:
+/// never flushed.
+///
+/// A greatest fixpoint, as [`nan_blind_registers`]: every other register
+/// starts flushed and loses it at a write that may leave a subnormal, or at
+/// a copy of a register that lost it.
+pub fn flushed_registers(f: &Function, b: &Body) -> Vec<bool> {
     use Opcode::*;
-    let mut flushed = vec![true; b.regs.len()];
+    let mut flushed: Vec<bool> = b.regs.iter().map(|r| !f.params.contains(&r.var)).collect();
     let mut defs = Vec::new();
     loop {
         let mut changed = false;
@@ -1974,7 +1977,7 @@ mod tests {
         let module = ptx::parse(&src).expect("test PTX parses");
         let f = module.functions().next().expect("a kernel");
         let b = f.body.as_ref().expect("a body");
-        nan_blind_registers(b)
+        nan_blind_registers(f, b)
             .into_iter()
             .enumerate()
             .filter(|&(_, blind)| blind)
@@ -2057,7 +2060,7 @@ st.global.u32 [%rd1], %r4;";
         let module = ptx::parse(&src).expect("test PTX parses");
         let f = module.functions().next().expect("a kernel");
         let b = f.body.as_ref().expect("a body");
-        super::flushed_registers(b)
+        super::flushed_registers(f, b)
             .into_iter()
             .enumerate()
             .filter(|&(_, flushed)| flushed)
@@ -2092,6 +2095,27 @@ cvt.ftz.f32.f16 %f25, %rs1;";
         let mut want: Vec<String> = ["%f10", "%r1", "%r2", "%f11", "%f12", "%f13", "%f14"].iter().map(|s| s.to_string()).collect();
         want.sort();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_device_functions_register_parameters_are_not_flushed_and_its_register_results_not_blind() {
+        let src = ".version 8.0\n.target sm_80\n.address_size 64\n\
+                   .func (.reg .f32 r) f(.reg .f32 a)\n{\n.reg .f32 %f<4>;\n\
+                   add.ftz.f32 %f1, a, a;\nmul.ftz.f32 r, %f1, %f1;\nret;\n}\n";
+        let module = ptx::parse(src).expect("test PTX parses");
+        let f = module.functions().next().expect("a function");
+        let b = f.body.as_ref().expect("a body");
+        let named = |flags: Vec<bool>| -> Vec<String> {
+            flags.into_iter().enumerate().filter(|&(_, x)| x).map(|(r, _)| ptx::reg_name(f, b, r as ptx::ast::RegId)).collect()
+        };
+        // `a` holds what the caller passed (a subnormal, maybe); `r` and
+        // `%f1` are `.ftz` results.
+        let mut flushed = named(super::flushed_registers(f, b));
+        flushed.sort();
+        assert_eq!(flushed, ["%f1", "r"]);
+        // The caller reads `r`'s bits; `%f1` only feeds a multiplication.
+        let blind = named(nan_blind_registers(f, b));
+        assert!(blind.contains(&"%f1".to_string()) && !blind.contains(&"r".to_string()), "{blind:?}");
     }
 
     #[test]

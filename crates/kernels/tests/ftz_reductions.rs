@@ -152,3 +152,67 @@ fn ftz_shuffle_reductions_follow_the_ptx_rules_in_every_mode() {
         }
     }
 }
+
+/// A device function with `.reg` parameters and results: what the caller
+/// passes is flushed by the callee's `.ftz` add (the parameter holds no
+/// known-flushed value), and the NaN it returns is the canonical one (the
+/// caller stores its bits).
+const CALLS: &str = r#".version 8.5
+.target sm_90
+.address_size 64
+.func (.reg .f32 r) twice(.reg .f32 a)
+{
+add.ftz.f32 r, a, a;
+ret;
+}
+.func (.reg .f32 r) plus(.reg .f32 a, .reg .f32 b)
+{
+add.f32 r, a, b;
+ret;
+}
+.visible .entry c(.param .u64 pin, .param .u64 pout)
+{
+.reg .f32 %f<8>;
+.reg .b64 %rd<8>;
+.reg .b32 %r<4>;
+ld.param.u64 %rd0, [pin];
+ld.param.u64 %rd1, [pout];
+mov.u32 %r0, %tid.x;
+mul.wide.u32 %rd2, %r0, 8;
+add.u64 %rd3, %rd0, %rd2;
+ld.global.f32 %f0, [%rd3];
+ld.global.f32 %f1, [%rd3+4];
+call (%f2), twice, (%f0);
+call (%f3), plus, (%f0, %f1);
+add.u64 %rd4, %rd1, %rd2;
+st.global.f32 [%rd4], %f2;
+st.global.f32 [%rd4+4], %f3;
+ret;
+}
+"#;
+
+#[test]
+fn register_parameters_are_flushed_and_register_results_canonical() {
+    let exec = Executor::global();
+    // Subnormals whose doubles are normal: only flushing the parameter
+    // gives 0.
+    let pairs: [(f32, f32); 4] =
+        [(1.1e-38, 1.0), (-6e-39, 2.0), (f32::from_bits(0x7fc0_1234), 1.0), (f32::from_bits(0xffa0_0001), f32::from_bits(0x7f90_0002))];
+    let want = |a: f32, b: f32| {
+        let canon = |x: f32| if x.is_nan() { 0x7fff_ffff } else { x.to_bits() };
+        [add_ftz(a, a), canon(a + b)]
+    };
+    for tier in [Tier::Fast, Tier::Optimized] {
+        let p = Program::from_source_with(CALLS, &Options { warp: WarpMode::Off, tier, strict_affine: false, memcheck: false })
+            .unwrap_or_else(|e| panic!("compiles ({tier:?}): {e}"));
+        let k = p.kernel("c").expect("kernel `c`");
+        let mut inp: Vec<f32> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
+        let mut out = vec![0xcdcd_cdcdu32; 2 * pairs.len()];
+        launch(exec, k, [1, 1, 1], [pairs.len() as u32, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out))])
+            .expect("arguments")
+            .expect("launch");
+        for (t, &(a, b)) in pairs.iter().enumerate() {
+            assert_eq!(out[2 * t..2 * t + 2], want(a, b), "thread {t} ({tier:?})");
+        }
+    }
+}
