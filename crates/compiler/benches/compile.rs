@@ -16,7 +16,9 @@
 //! Run: `cargo bench -p anycuda-compiler --bench compile [-- --tier opt] [--target gfx1100] [--only-extra]`
 //! (`--only-extra`: only the directories of `ANYCUDA_BENCH_PTX`;
 //! `ANYCUDA_BENCH_TSV=PREFIX` writes each corpus's per-kernel times, code
-//! sizes, modes (`warp`, `guarded`, `thread`) and names to `PREFIX.<corpus>`.)
+//! sizes, modes (`warp`, `guarded`, `thread`) and names to `PREFIX.<corpus>`;
+//! `ANYCUDA_BENCH_ONLY=TEXT` compiles only the kernels whose names contain
+//! TEXT, e.g. to profile one.)
 //! (AMDGPU targets compile whole modules, as their backend does: each module
 //! once, its kernels counted with equal shares of its time and code size.)
 
@@ -53,6 +55,7 @@ fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &com
     // launch conditions (`KernelInfo::lockstep_guard`).
     let (mut warps, mut guarded) = (0usize, 0usize);
     let mut profile = Profile::default();
+    let only_named = std::env::var("ANYCUDA_BENCH_ONLY").ok();
     let (mut parse, mut analyse, mut failed, mut ptx_bytes) = (Duration::ZERO, Duration::ZERO, 0usize, 0usize);
     compiler::profile::take();
     for path in files {
@@ -98,6 +101,9 @@ fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &com
         for (idx, item) in module.items.iter().enumerate() {
             let Item::Function(f) = item else { continue };
             if f.kind != FunctionKind::Entry || f.body.is_none() {
+                continue;
+            }
+            if only_named.as_deref().is_some_and(|n| !f.name.contains(n)) {
                 continue;
             }
             let unit = compiler::Unit::Kernel(idx as u32);

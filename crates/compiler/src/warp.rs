@@ -2391,12 +2391,24 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
     }
 
+    /// Whether a gather or scatter of `ety`'s elements stays inline: where
+    /// the target has the instruction (`TargetFacts::inline_gathers`: AVX-512
+    /// gathers and scatters 32- and 64-bit elements only). LLVM expands a
+    /// 32-lane access of 8- or 16-bit elements into a test, branch and
+    /// scalar access per lane, so those call the shared helper on every
+    /// host: inline, the 32 16-bit scatters of llama.cpp's bf16 `mul_mat_f`
+    /// were a third of its code generation time (1.76 s against 1.15 s
+    /// without them, `llc -O1`, AVX-512 host).
+    fn inline_gather(&self, ety: Ty) -> bool {
+        self.cx.facts.inline_gathers && ety.bits() >= 32
+    }
+
     /// A masked gather (`intrinsic`, declared) of `ptrs` under `mask`: the
     /// intrinsic inline where the target gathers in one instruction,
     /// otherwise a call of one shared helper per type and alignment (see
-    /// `TargetFacts::inline_gathers`).
+    /// [`Self::inline_gather`]).
     fn gather(&mut self, intrinsic: &str, ptrs: &V, mask: &V, ety: Ty, align: u32) -> V {
-        if self.cx.facts.inline_gathers {
+        if self.inline_gather(ety) {
             return self.out.def(ety, format_args!("call {ety} @{intrinsic}({ptrs}, i32 {align}, {mask}, {ety} poison)"));
         }
         let name = format!("__anycuda_wgather_{}_a{align}", ety.suffix());
@@ -2456,7 +2468,7 @@ masked:
     /// A masked scatter (`intrinsic`, declared) of `v` to `ptrs` under
     /// `mask`, inline or through a shared helper as [`Self::gather`].
     fn scatter(&mut self, intrinsic: &str, v: &V, ptrs: &V, mask: &V, align: u32) {
-        if self.cx.facts.inline_gathers {
+        if self.inline_gather(v.ty) {
             self.out.op(format_args!("call void @{intrinsic}({v}, {ptrs}, i32 {align}, {mask})"));
             return;
         }
@@ -2492,10 +2504,9 @@ masked:
 
     /// Loads by a register address of known shape, `n` components of
     /// `size` bytes per lane (`ld.v2`/`.v4`: the shape is for a lane stride
-    /// of `n * size`): two 16-lane vector loads split into components (one
-    /// plain load of the whole warp when every lane executes and the halves
-    /// lie side by side), scalar loads per half warp, or gathers, chosen by
-    /// the shape.
+    /// of `n * size`): two 16-lane vector loads split into components
+    /// (masked only when some lane does not execute), scalar loads per half
+    /// warp, or gathers, chosen by the shape.
     fn shaped_load(&mut self, ptrs: &V, layout: &Layout, ety: Ty, size: u32, n: u32) -> Vec<V> {
         let shape = layout.shape.clone();
         let mask = self.mask();
@@ -2528,9 +2539,8 @@ masked:
         // components side by side), then the components apart.
         self.out.label(&cv);
         let repeat = list(&mut (0..wide).map(|e| e / n));
-        let (_, masked, joined) = self.branch_on_full(&mask);
-        // Component k of lane i is element i * n + k of its half's vector,
-        // and of the whole warp's when the halves lie side by side.
+        let (plain, masked, joined) = self.branch_on_full(&mask);
+        // Component k of lane i is element i * n + k of its half's vector.
         let components = |this: &mut Self, lo: &str, hi: &str| -> Vec<V> {
             (0..n)
                 .map(|k| {
@@ -2539,23 +2549,9 @@ masked:
                 })
                 .collect()
         };
-        // Halves side by side (rows of whole warps): one load.
-        let next = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {p0}, i64 {}", wide * size));
-        let adjacent = self.out.def_scalar(Ty::I1, format_args!("icmp eq {p16}, {}", next.s));
-        let (one, two) = (self.out.fresh_label("one"), self.out.fresh_label("two"));
-        self.out.terminate(format_args!("br {adjacent}, label %{one}, label %{two}"));
-        self.out.label(&one);
-        let whole = self.out.fresh("vw");
-        self.out.op(format_args!("{whole} = load <{} x {t}>, {p0}, align {align}", 2 * wide));
-        let together: Vec<V> = (0..n)
-            .map(|k| {
-                let idx = list(&mut (0..W).map(|i| i * n + k));
-                self.out
-                    .def(ety, format_args!("shufflevector <{} x {t}> {whole}, <{} x {t}> poison, <{W} x i32> <{idx}>", 2 * wide, 2 * wide))
-            })
-            .collect();
-        self.out.terminate(format_args!("br label %{joined}"));
-        self.out.label(&two);
+        // Every lane executing: one plain load per half. (Halves side by
+        // side need no load of their own: LLVM splits a whole warp's load
+        // into the same two or four register loads.)
         let mut apart = Vec::new();
         for p in [&p0, &p16] {
             let x = self.out.fresh("vp");
@@ -2576,10 +2572,7 @@ masked:
         self.out.terminate(format_args!("br label %{joined}"));
         self.out.label(&joined);
         let consecutive: Vec<V> = (0..n as usize)
-            .map(|k| {
-                self.out
-                    .def(ety, format_args!("phi {ety} [{}, %{one}], [{}, %{two}], [{}, %{masked}]", together[k].s, apart[k].s, loaded[k].s))
-            })
+            .map(|k| self.out.def(ety, format_args!("phi {ety} [{}, %{plain}], [{}, %{masked}]", apart[k].s, loaded[k].s)))
             .collect();
         self.out.terminate(format_args!("br label %{j}"));
         // Uniform halves: scalar loads per half that has executing lanes.

@@ -103,3 +103,49 @@ fn masked_byte_accesses_share_helpers_where_the_target_has_no_byte_masks() {
     assert_eq!(calls(&text, "@llvm.masked.store.v16i8.p0("), 1, "{text}");
     assert_eq!(calls(&text, "@__anycuda_wmaskstore_v16i8_a1("), 2, "{text}");
 }
+
+/// The kernel above with 16-bit elements (`ld.global.u16`/`st.global.u16`
+/// by loaded indices).
+const KERNEL_U16: &str = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u64 q)
+{
+.reg .b16 %h<4>;
+.reg .b32 %r<8>;
+.reg .b64 %rd<12>;
+ld.param.u64 %rd1, [p];
+ld.param.u64 %rd2, [q];
+mov.u32 %r1, %tid.x;
+mul.wide.u32 %rd3, %r1, 4;
+add.s64 %rd4, %rd2, %rd3;
+ld.global.u32 %r2, [%rd4];
+mul.wide.u32 %rd5, %r2, 2;
+add.s64 %rd6, %rd1, %rd5;
+ld.global.u16 %h1, [%rd6];
+ld.global.u16 %h2, [%rd6+2];
+add.s16 %h3, %h1, %h2;
+st.global.u16 [%rd6], %h3;
+st.global.u16 [%rd6+4], %h3;
+ret;
+}
+"#;
+
+#[test]
+fn irregular_16_bit_warp_accesses_share_helpers_on_every_host() {
+    // No x86 processor gathers or scatters 16-bit elements: inline, LLVM
+    // would expand each access into 32 tests, branches and scalar accesses.
+    let module = ptx::parse(KERNEL_U16).unwrap_or_else(|d| panic!("test PTX must parse: {d}"));
+    let opts = compiler::Options { warp: compiler::WarpMode::Always, ..Default::default() };
+    let text = compiler::emit_ir_with_options(&module, KERNEL_U16, &opts).expect("compiles");
+    assert!(text.contains("define internal <32 x i16> @__anycuda_wgather_v32i16_a2(<32 x ptr> %p, <32 x i1> %m) noinline"), "{text}");
+    assert!(
+        text.contains("define internal void @__anycuda_wscatter_v32i16_a2(<32 x i16> %v, <32 x ptr> %p, <32 x i1> %m) noinline"),
+        "{text}"
+    );
+    // One intrinsic call in each helper; every irregular access calls one.
+    let (gathers, scatters) = (calls(&text, "@llvm.masked.gather.v32i16."), calls(&text, "@llvm.masked.scatter.v32i16."));
+    assert_eq!((gathers, scatters), (1, 1), "{text}");
+    assert!(calls(&text, "@__anycuda_wgather_v32i16_a2(") >= 2, "{text}");
+    assert!(calls(&text, "@__anycuda_wscatter_v32i16_a2(") >= 2, "{text}");
+}
