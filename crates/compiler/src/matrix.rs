@@ -770,11 +770,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     /// Warp mode: the whole warp's product as one small matrix product.
     /// Each fragment element vector (converted once) is stored whole; the
-    /// rows of B and C are gathered from those with constant indices;
-    /// each row of D is its row of C plus the products in increasing k as
-    /// vectors across the row (`<N x T>` fused multiply-adds of a
-    /// broadcast A element and a row of B); D's fragment elements are
-    /// gathered back per lane.
+    /// rows of B are gathered from those with constant indices, the rows
+    /// of C through a table; each row of D (one loop over the rows) is its
+    /// row of C plus the products in increasing k as vectors across the
+    /// row (`<N x T>` fused multiply-adds of a broadcast A element and a
+    /// row of B); D's fragment elements are gathered back per lane.
     fn warp_product(&mut self, p: &MatrixProduct, a: &[V], b: &[V], c: &[V]) -> Res<Vec<V>> {
         let cty = p.a.elem.compute_ty();
         let t = cty.name();
@@ -821,76 +821,115 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let atab = self.constant_table(&atab);
         let dbuf = self.out.alloca(&format!("[{} x {t}]", batches * rows * cols), 64);
         let vt = format!("<{cols} x {t}>");
+        // C's elements of every row of D, row after row, through a table.
+        let mut ctab = Vec::with_capacity(batches * rows * cols);
         for r in 0..batches * rows {
             let (bt, row) = (r / rows, r % rows);
-            let mut idx = Vec::with_capacity(cols);
             for j in 0..cols {
                 let q = Pos { batch: bt as u8, row: row as u16, col: j as u16 };
                 let Some(i) = slot(&staged[2].1, q) else { return self.invalid("mma fragments do not cover C") };
-                idx.push(i);
+                ctab.push(i as u32);
             }
-            let acc0 = self.gather_const(&staged[2].0, cty, &idx);
-            let (pre, body, done) = (self.out.fresh_label("wkpre"), self.out.fresh_label("wk"), self.out.fresh_label("wkdone"));
-            self.out.terminate(format_args!("br label %{pre}"));
-            self.out.label(&pre);
-            self.out.terminate(format_args!("br label %{body}"));
-            self.out.label(&body);
-            let (kn, accn, kk, acc) = (self.out.fresh("kn"), self.out.fresh("accn"), self.out.fresh("k"), self.out.fresh("acc"));
-            self.out.op(format_args!("{kk} = phi i64 [0, %{pre}], [{kn}, %{body}]"));
-            self.out.op(format_args!("{acc} = phi {vt} [{acc0}, %{pre}], [{accn}, %{body}]"));
-            let (ti, tp, ai, ap, ax, ins, asp) = (
-                self.out.fresh("ti"),
-                self.out.fresh("tp"),
-                self.out.fresh("ai"),
-                self.out.fresh("ap"),
-                self.out.fresh("ax"),
-                self.out.fresh("ins"),
-                self.out.fresh("asp"),
-            );
-            self.out.op(format_args!("{ti} = add i64 {kk}, {}", r * k));
-            self.out.op(format_args!("{tp} = getelementptr i32, ptr {atab}, i64 {ti}"));
-            self.out.op(format_args!("{ai} = load i32, ptr {tp}, align 4"));
-            self.out.op(format_args!("{ap} = getelementptr {t}, ptr {}, i32 {ai}", staged[0].0));
-            self.out.op(format_args!("{ax} = load {t}, ptr {ap}"));
-            self.out.op(format_args!("{ins} = insertelement {vt} poison, {t} {ax}, i32 0"));
-            self.out.op(format_args!("{asp} = shufflevector {vt} {ins}, {vt} poison, <{cols} x i32> zeroinitializer"));
-            let (bi, bi2, bp, brow) = (self.out.fresh("bi"), self.out.fresh("bi"), self.out.fresh("bp"), self.out.fresh("brow"));
-            self.out.op(format_args!("{bi} = mul i64 {kk}, {cols}"));
-            self.out.op(format_args!("{bi2} = add i64 {bi}, {}", bt * k * cols));
-            self.out.op(format_args!("{bp} = getelementptr {t}, ptr {bbuf}, i64 {bi2}"));
-            self.out.op(format_args!("{brow} = load {vt}, ptr {bp}, align 4"));
-            match p.combine {
-                Combine::Float(rd) if cty == Ty::Double && rd != Rounding::Rn => {
-                    let f = self.directed_row_fma(cols, rd);
-                    self.out.op(format_args!("{accn} = call {vt} @{f}({vt} {asp}, {vt} {brow}, {vt} {acc})"));
-                }
-                Combine::Float(_) => {
-                    let f = format!("llvm.fma.v{cols}{}", cty.scalar_suffix());
-                    self.cx.declare(&f, &format!("declare {vt} @{f}({vt}, {vt}, {vt})"));
-                    self.out.op(format_args!("{accn} = call {vt} @{f}({vt} {asp}, {vt} {brow}, {vt} {acc})"));
-                }
-                Combine::Int { .. } => {
-                    let m = self.out.fresh("m");
-                    self.out.op(format_args!("{m} = mul {vt} {asp}, {brow}"));
-                    self.out.op(format_args!("{accn} = add {vt} {acc}, {m}"));
-                }
-                Combine::Bits { and } => {
-                    let (x, n) = (self.out.fresh("x"), self.out.fresh("n"));
-                    self.out.op(format_args!("{x} = {} {vt} {asp}, {brow}", if and { "and" } else { "xor" }));
-                    let f = format!("llvm.ctpop.v{cols}i64");
-                    self.cx.declare(&f, &format!("declare {vt} @{f}({vt})"));
-                    self.out.op(format_args!("{n} = call {vt} @{f}({vt} {x})"));
-                    self.out.op(format_args!("{accn} = add {vt} {acc}, {n}"));
-                }
-            }
-            self.out.op(format_args!("{kn} = add i64 {kk}, 1"));
-            let more = self.out.fresh("more");
-            self.out.op(format_args!("{more} = icmp ult i64 {kn}, {k}"));
-            self.out.terminate(format_args!("br i1 {more}, label %{body}, label %{done}"));
-            self.out.label(&done);
-            let rowp = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr {t}, ptr {dbuf}, i64 {}", r * cols));
-            self.out.op(format_args!("store {vt} {accn}, {rowp}, align 4"));
         }
+        let ctab = self.constant_table(&ctab);
+        // One loop over the rows of D around one over k: a loop per row
+        // made llama.cpp's bf16 `mul_mat_f` (16 products of 16 rows) 256
+        // loops, and its code generation time grows with the blocks.
+        let (rpre, rbody, pre, body, done, rdone) = (
+            self.out.fresh_label("wrpre"),
+            self.out.fresh_label("wr"),
+            self.out.fresh_label("wkpre"),
+            self.out.fresh_label("wk"),
+            self.out.fresh_label("wkdone"),
+            self.out.fresh_label("wrdone"),
+        );
+        self.out.terminate(format_args!("br label %{rpre}"));
+        self.out.label(&rpre);
+        self.out.terminate(format_args!("br label %{rbody}"));
+        self.out.label(&rbody);
+        let (rr, rn) = (self.out.fresh("r"), self.out.fresh("rn"));
+        self.out.op(format_args!("{rr} = phi i64 [0, %{rpre}], [{rn}, %{done}]"));
+        let ci = self.out.def_scalar(Ty::I64, format_args!("mul i64 {rr}, {cols}"));
+        let cp = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i32, ptr {ctab}, {ci}"));
+        let cidx = self.out.fresh("cidx");
+        self.out.op(format_args!("{cidx} = load <{cols} x i32>, {cp}, align 4"));
+        let cptrs = self.out.fresh("cptrs");
+        self.out.op(format_args!("{cptrs} = getelementptr {t}, ptr {}, <{cols} x i32> {cidx}", staged[2].0));
+        let g = format!("llvm.masked.gather.v{cols}{}.v{cols}p0", cty.scalar_suffix());
+        self.cx.declare(&g, &format!("declare {vt} @{g}(<{cols} x ptr>, i32, <{cols} x i1>, {vt})"));
+        let acc0 = self.out.fresh("acc0");
+        self.out.op(format_args!(
+            "{acc0} = call {vt} @{g}(<{cols} x ptr> {cptrs}, i32 {}, <{cols} x i1> splat (i1 true), {vt} poison)",
+            cty.bits() / 8
+        ));
+        // The batch of row r: B's rows of that batch.
+        let bt = self.out.def_scalar(Ty::I64, format_args!("udiv i64 {rr}, {rows}"));
+        let bbase = self.out.def_scalar(Ty::I64, format_args!("mul i64 {}, {}", bt.s, k * cols));
+        let abase = self.out.def_scalar(Ty::I64, format_args!("mul i64 {rr}, {k}"));
+        self.out.terminate(format_args!("br label %{pre}"));
+        self.out.label(&pre);
+        self.out.terminate(format_args!("br label %{body}"));
+        self.out.label(&body);
+        let (kn, accn, kk, acc) = (self.out.fresh("kn"), self.out.fresh("accn"), self.out.fresh("k"), self.out.fresh("acc"));
+        self.out.op(format_args!("{kk} = phi i64 [0, %{pre}], [{kn}, %{body}]"));
+        self.out.op(format_args!("{acc} = phi {vt} [{acc0}, %{pre}], [{accn}, %{body}]"));
+        let (ti, tp, ai, ap, ax, ins, asp) = (
+            self.out.fresh("ti"),
+            self.out.fresh("tp"),
+            self.out.fresh("ai"),
+            self.out.fresh("ap"),
+            self.out.fresh("ax"),
+            self.out.fresh("ins"),
+            self.out.fresh("asp"),
+        );
+        self.out.op(format_args!("{ti} = add i64 {kk}, {}", abase.s));
+        self.out.op(format_args!("{tp} = getelementptr i32, ptr {atab}, i64 {ti}"));
+        self.out.op(format_args!("{ai} = load i32, ptr {tp}, align 4"));
+        self.out.op(format_args!("{ap} = getelementptr {t}, ptr {}, i32 {ai}", staged[0].0));
+        self.out.op(format_args!("{ax} = load {t}, ptr {ap}"));
+        self.out.op(format_args!("{ins} = insertelement {vt} poison, {t} {ax}, i32 0"));
+        self.out.op(format_args!("{asp} = shufflevector {vt} {ins}, {vt} poison, <{cols} x i32> zeroinitializer"));
+        let (bi, bi2, bp, brow) = (self.out.fresh("bi"), self.out.fresh("bi"), self.out.fresh("bp"), self.out.fresh("brow"));
+        self.out.op(format_args!("{bi} = mul i64 {kk}, {cols}"));
+        self.out.op(format_args!("{bi2} = add i64 {bi}, {}", bbase.s));
+        self.out.op(format_args!("{bp} = getelementptr {t}, ptr {bbuf}, i64 {bi2}"));
+        self.out.op(format_args!("{brow} = load {vt}, ptr {bp}, align 4"));
+        match p.combine {
+            Combine::Float(rd) if cty == Ty::Double && rd != Rounding::Rn => {
+                let f = self.directed_row_fma(cols, rd);
+                self.out.op(format_args!("{accn} = call {vt} @{f}({vt} {asp}, {vt} {brow}, {vt} {acc})"));
+            }
+            Combine::Float(_) => {
+                let f = format!("llvm.fma.v{cols}{}", cty.scalar_suffix());
+                self.cx.declare(&f, &format!("declare {vt} @{f}({vt}, {vt}, {vt})"));
+                self.out.op(format_args!("{accn} = call {vt} @{f}({vt} {asp}, {vt} {brow}, {vt} {acc})"));
+            }
+            Combine::Int { .. } => {
+                let m = self.out.fresh("m");
+                self.out.op(format_args!("{m} = mul {vt} {asp}, {brow}"));
+                self.out.op(format_args!("{accn} = add {vt} {acc}, {m}"));
+            }
+            Combine::Bits { and } => {
+                let (x, n) = (self.out.fresh("x"), self.out.fresh("n"));
+                self.out.op(format_args!("{x} = {} {vt} {asp}, {brow}", if and { "and" } else { "xor" }));
+                let f = format!("llvm.ctpop.v{cols}i64");
+                self.cx.declare(&f, &format!("declare {vt} @{f}({vt})"));
+                self.out.op(format_args!("{n} = call {vt} @{f}({vt} {x})"));
+                self.out.op(format_args!("{accn} = add {vt} {acc}, {n}"));
+            }
+        }
+        self.out.op(format_args!("{kn} = add i64 {kk}, 1"));
+        let more = self.out.fresh("more");
+        self.out.op(format_args!("{more} = icmp ult i64 {kn}, {k}"));
+        self.out.terminate(format_args!("br i1 {more}, label %{body}, label %{done}"));
+        self.out.label(&done);
+        let rowp = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr {t}, ptr {dbuf}, {ci}"));
+        self.out.op(format_args!("store {vt} {accn}, {rowp}, align 4"));
+        self.out.op(format_args!("{rn} = add i64 {rr}, 1"));
+        let rmore = self.out.fresh("rmore");
+        self.out.op(format_args!("{rmore} = icmp ult i64 {rn}, {}", batches * rows));
+        self.out.terminate(format_args!("br i1 {rmore}, label %{rbody}, label %{rdone}"));
+        self.out.label(&rdone);
         // D's elements per lane.
         let mut results = Vec::new();
         for lanes in &p.d.pos {
