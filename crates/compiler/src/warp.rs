@@ -2367,8 +2367,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.cx.declare("llvm.prefetch.p0", "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)");
         let p0 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {ptrs}, i32 0"));
         let cur = self.out.def_scalar(Ty::I64, format_args!("ptrtoint {p0} to i64"));
-        let last = self.out.def_scalar(Ty::I64, format_args!("load i64, ptr {slot}, align 8"));
-        self.out.op(format_args!("store {cur}, ptr {slot}, align 8"));
+        // The slot stays in memory (volatile: not promoted to a register).
+        // Promoted, its value was live through the whole function (the
+        // warps' chaining loop carries it) with a phi at every join: 577
+        // phis in llama.cpp's `mul_mat_q_stream_k_fixup` for 21 sites.
+        let last = self.out.def_scalar(Ty::I64, format_args!("load volatile i64, ptr {slot}, align 8"));
+        self.out.op(format_args!("store volatile {cur}, ptr {slot}, align 8"));
         let stride = self.out.def_scalar(Ty::I64, format_args!("sub {cur}, {}", last.s));
         let biased = self.out.def_scalar(Ty::I64, format_args!("add {stride}, {NEAR}"));
         let near = self.out.def_scalar(Ty::I1, format_args!("icmp ult {biased}, {}", 2 * NEAR));
