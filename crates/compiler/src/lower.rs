@@ -19,7 +19,11 @@ pub struct ModuleCx<'m> {
     pub facts: crate::targets::TargetFacts,
     pub opts: crate::Options,
     pub m: &'m Module<'m>,
-    pub lines: LineIndex<'m>,
+    /// The module's text, and its line index, made at the first error or
+    /// source place asked for: over a module of llama.cpp's (up to 10 MB
+    /// of PTX) making it took milliseconds for each kernel compiled.
+    src: &'m str,
+    lines: std::cell::OnceCell<LineIndex<'m>>,
     pub a: std::borrow::Cow<'m, Analysis>,
     /// Helper function definitions, by name (emitted once).
     pub helpers: BTreeMap<String, String>,
@@ -175,7 +179,8 @@ impl<'m> ModuleCx<'m> {
             facts: target.facts(),
             opts: opts.clone(),
             m,
-            lines: LineIndex::new(src),
+            src,
+            lines: std::cell::OnceCell::new(),
             a: std::borrow::Cow::Owned(Analysis::new(m)),
             helpers: BTreeMap::new(),
             decls: BTreeMap::new(),
@@ -196,7 +201,8 @@ impl<'m> ModuleCx<'m> {
             facts: target.facts(),
             opts: opts.clone(),
             m,
-            lines: LineIndex::new(src),
+            src,
+            lines: std::cell::OnceCell::new(),
             a: std::borrow::Cow::Borrowed(a),
             helpers: BTreeMap::new(),
             decls: BTreeMap::new(),
@@ -242,8 +248,13 @@ impl<'m> ModuleCx<'m> {
         }
     }
 
+    /// The module's line index, made at its first use.
+    pub fn lines(&self) -> &LineIndex<'m> {
+        self.lines.get_or_init(|| LineIndex::new(self.src))
+    }
+
     fn error_at(&self, f: &Function, span: Span, what: String, unsupported: bool) -> CompileError {
-        let (line, column) = self.lines.line_col(span.start);
+        let (line, column) = self.lines().line_col(span.start);
         let function = f.name.to_string();
         if unsupported {
             CompileError::Unsupported { function, what, line, column }

@@ -386,7 +386,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// function and PTX line, and the source line of the last `.loc`
     /// (memory checker reports, traps).
     pub(crate) fn source_place(&mut self) -> String {
-        let (line, _) = self.cx.lines.line_col(self.span().start);
+        let (line, _) = self.cx.lines().line_col(self.span().start);
         let mut text = format!("{} (PTX line {line}", self.f.name);
         let loc = self.b.statements[..self.stmt.min(self.b.statements.len())].iter().rev().find_map(|s| match s {
             Statement::Loc { file, line, column, .. } => Some((*file, *line, *column)),

@@ -93,17 +93,29 @@ pub(crate) fn init() -> Result<(), CompileError> {
 /// `neg.bf16` of 0x0001 gave 0x8000).
 const OFF: [&str; 2] = ["avx512bf16", "avxneconvert"];
 
-/// The host processor's features, less [`OFF`].
-fn host_features() -> String {
-    TargetMachine::get_host_cpu_features()
-        .to_string_lossy()
-        .split(',')
-        .map(|f| match f.strip_prefix('+') {
-            Some(name) if OFF.contains(&name) => format!("-{name}"),
-            _ => f.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(",")
+/// The host processor's features, less [`OFF`]. Asked of LLVM once per
+/// process: the answer does not change, and asking (cpuid and LLVM's
+/// tables, with the processor's name) was a seventh of the compile time of
+/// a small kernel.
+fn host_features() -> &'static str {
+    static FEATURES: OnceLock<String> = OnceLock::new();
+    FEATURES.get_or_init(|| {
+        TargetMachine::get_host_cpu_features()
+            .to_string_lossy()
+            .split(',')
+            .map(|f| match f.strip_prefix('+') {
+                Some(name) if OFF.contains(&name) => format!("-{name}"),
+                _ => f.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    })
+}
+
+/// The host processor's name, as LLVM knows it (once per process).
+fn host_cpu() -> &'static str {
+    static CPU: OnceLock<String> = OnceLock::new();
+    CPU.get_or_init(|| TargetMachine::get_host_cpu_name().to_string_lossy().into_owned())
 }
 
 /// The code generator's optimisation level for a unit.
@@ -132,11 +144,28 @@ fn host_machine(level: OptimizationLevel) -> Result<TargetMachine, CompileError>
     init()?;
     let triple = TargetMachine::get_default_triple();
     let target = Target::from_triple(&triple).map_err(|e| CompileError::Llvm(e.to_string()))?;
-    let cpu = TargetMachine::get_host_cpu_name();
-    let features = host_features();
     target
-        .create_target_machine(&triple, &cpu.to_string_lossy(), &features, level, RelocMode::PIC, CodeModel::Default)
+        .create_target_machine(&triple, host_cpu(), host_features(), level, RelocMode::PIC, CodeModel::Default)
         .ok_or_else(|| CompileError::Llvm(format!("no target machine for {}", triple.as_str().to_string_lossy())))
+}
+
+thread_local! {
+    /// Each compiling thread's target machines, one per code generation
+    /// level, made at its first compile and kept: making one (the
+    /// subtarget's tables) cost as much as compiling a small kernel. A
+    /// target machine holds no module state between compiles.
+    static MACHINES: std::cell::RefCell<Vec<(OptimizationLevel, std::rc::Rc<TargetMachine>)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// This thread's target machine for `level` (see [`MACHINES`]).
+fn cached_machine(level: OptimizationLevel) -> Result<std::rc::Rc<TargetMachine>, CompileError> {
+    if let Some(tm) = MACHINES.with_borrow(|m| m.iter().find(|(l, _)| *l == level).map(|(_, tm)| tm.clone())) {
+        return Ok(tm);
+    }
+    let tm = std::rc::Rc::new(host_machine(level)?);
+    MACHINES.with_borrow_mut(|m| m.push((level, tm.clone())));
+    Ok(tm)
 }
 
 /// Whether the host processor has AVX-512F, whose arithmetic
@@ -151,7 +180,7 @@ pub fn host_has_avx512f() -> bool {
 
 pub fn host_fingerprint() -> String {
     let triple = TargetMachine::get_default_triple();
-    format!("{}|{}|{}", triple.as_str().to_string_lossy(), TargetMachine::get_host_cpu_name().to_string_lossy(), host_features())
+    format!("{}|{}|{}", triple.as_str().to_string_lossy(), host_cpu(), host_features())
 }
 
 /// The optimisation pipeline of each tier (see [`Tier`]).
@@ -173,7 +202,7 @@ pub fn pipeline(tier: Tier) -> &'static str {
 }
 
 pub fn host_object(ir: &str, tier: Tier, warp_code: bool) -> Result<Vec<u8>, CompileError> {
-    let tm = host_machine(codegen_level(tier, warp_code))?;
+    let tm = cached_machine(codegen_level(tier, warp_code))?;
     let context = Context::create();
     let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "ptx");
     let llvm = |e: inkwell::support::LLVMString| CompileError::Llvm(e.to_string());
