@@ -184,11 +184,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     pub fn bitcast(&mut self, v: &V, to: Ty) -> V {
-        let v = &self.vec(v.clone());
-        if v.ty == to {
-            return v.clone();
-        }
-        self.out.def(to, format_args!("bitcast {v} to {to}"))
+        let v = self.vec(v.clone());
+        self.cast_bits(&v, to)
     }
 
     pub fn zext(&mut self, v: &V, to: Ty) -> V {

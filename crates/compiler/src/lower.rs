@@ -141,6 +141,10 @@ pub struct FnLower<'c, 'm> {
     /// Thread by thread: the statements before which the warp's lanes meet
     /// (`meet::meeting_points`; empty when they need not).
     pub meetings: Vec<bool>,
+    /// The bitcasts emitted so far: each result's name and its operand. A
+    /// bitcast back to the operand's type is the operand (see
+    /// [`FnLower::cast_bits`]).
+    pub bitcasts: HashMap<String, V>,
 }
 
 pub fn reg_ty(t: Type) -> Ty {
@@ -960,7 +964,27 @@ impl<'c, 'm> FnLower<'c, 'm> {
             memcheck_caches: Default::default(),
             memcheck_slot: 0,
             meetings: Vec::new(),
+            bitcasts: HashMap::new(),
         }
+    }
+
+    /// `v` reinterpreted as `to` (same width): its operand where `v` is
+    /// itself a bitcast from `to`. Registers live in integer slots, so an
+    /// f32 operand was read as `bitcast (load i32)`, and flushed, stored
+    /// or compared as bits through a second bitcast back: a sixth of the
+    /// IR of llama.cpp's thread-by-thread `mul_mat_q` was bitcasts.
+    pub fn cast_bits(&mut self, v: &V, to: Ty) -> V {
+        if v.ty == to {
+            return v.clone();
+        }
+        if let Some(src) = self.bitcasts.get(&v.s) {
+            if src.ty == to && src.lanes == v.lanes {
+                return src.clone();
+            }
+        }
+        let r = self.out.def(to, format_args!("bitcast {v} to {to}"));
+        self.bitcasts.insert(r.s.clone(), v.clone());
+        r
     }
 
     // ---- errors ---------------------------------------------------------
@@ -1391,7 +1415,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         if v.ty.is_float() {
             let it = v.ty.as_int();
-            v = self.out.def(it, format_args!("bitcast {v} to {it}"));
+            v = self.cast_bits(&v, it);
         }
         let target_int = to.as_int();
         if v.ty != target_int {
@@ -1414,7 +1438,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             }
         }
         if to.is_float() {
-            v = self.out.def(to, format_args!("bitcast {v} to {to}"));
+            v = self.cast_bits(&v, to);
         } else if to == Ty::Ptr {
             v = self.out.def(Ty::Ptr, format_args!("inttoptr {v} to {}", Ty::Ptr));
         }
