@@ -1,6 +1,7 @@
-//! A compiling thread keeps its LLVM target machines between compiles
-//! (one per code generation level): a compile must come out the same
-//! whatever the thread compiled before it.
+//! Compiles take their LLVM target machines from a process-wide pool (one
+//! per code generation level and compile running at once) and put them
+//! back: a compile must come out the same whatever was compiled before it,
+//! on whichever thread.
 
 const KERNEL: &str = r#".version 8.0
 .target sm_80
@@ -33,8 +34,8 @@ fn object(tier: compiler::Tier, warp: compiler::WarpMode) -> Vec<u8> {
 #[test]
 fn compiles_do_not_depend_on_what_the_thread_compiled_before() {
     use compiler::{Tier, WarpMode};
-    // Each level's first compile on this thread makes its machine; the
-    // second, after compiles at the other levels, reuses it.
+    // Each level's first compile makes its machine (unless another test
+    // made it); the second, after compiles at the other levels, reuses it.
     let first = [object(Tier::Fast, WarpMode::Off), object(Tier::Fast, WarpMode::Always), object(Tier::Optimized, WarpMode::Always)];
     let again = [object(Tier::Optimized, WarpMode::Always), object(Tier::Fast, WarpMode::Always), object(Tier::Fast, WarpMode::Off)];
     assert_eq!(first[0], again[2], "fast tier, thread by thread");
@@ -43,7 +44,8 @@ fn compiles_do_not_depend_on_what_the_thread_compiled_before() {
     // The three are different code (three levels, two modes).
     assert_ne!(first[0], first[1]);
     assert_ne!(first[1], first[2]);
-    // And the same as on a thread that compiled nothing before.
+    // And the same on a thread that compiled nothing before (a pooled
+    // machine made on another thread).
     let fresh = std::thread::spawn(|| object(Tier::Fast, WarpMode::Always)).join().expect("compile thread");
     assert_eq!(fresh, first[1], "fast tier, warp mode, on a fresh thread");
 }

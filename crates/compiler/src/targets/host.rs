@@ -12,7 +12,7 @@ use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
 use inkwell::OptimizationLevel;
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// The host CPU as a [`CodeTarget`].
 pub struct HostTarget;
@@ -149,23 +149,36 @@ fn host_machine(level: OptimizationLevel) -> Result<TargetMachine, CompileError>
         .ok_or_else(|| CompileError::Llvm(format!("no target machine for {}", triple.as_str().to_string_lossy())))
 }
 
-thread_local! {
-    /// Each compiling thread's target machines, one per code generation
-    /// level, made at its first compile and kept: making one (the
-    /// subtarget's tables) cost as much as compiling a small kernel. A
-    /// target machine holds no module state between compiles.
-    static MACHINES: std::cell::RefCell<Vec<(OptimizationLevel, std::rc::Rc<TargetMachine>)>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
+/// A target machine of the pool (see [`MACHINES`]) and its level.
+struct PooledMachine(OptimizationLevel, TargetMachine);
 
-/// This thread's target machine for `level` (see [`MACHINES`]).
-fn cached_machine(level: OptimizationLevel) -> Result<std::rc::Rc<TargetMachine>, CompileError> {
-    if let Some(tm) = MACHINES.with_borrow(|m| m.iter().find(|(l, _)| *l == level).map(|(_, tm)| tm.clone())) {
-        return Ok(tm);
-    }
-    let tm = std::rc::Rc::new(host_machine(level)?);
-    MACHINES.with_borrow_mut(|m| m.push((level, tm.clone())));
-    Ok(tm)
+// SAFETY: an LLVM target machine has no affinity to the thread that made
+// it, and the pool hands each one to a single compile at a time.
+unsafe impl Send for PooledMachine {}
+
+/// The target machines no compile is using, by code generation level.
+/// Making one (the subtarget's tables) cost as much as compiling a small
+/// kernel, so a compile takes one from here and puts it back: there are at
+/// most as many as compiles ever ran at once. A static is never dropped,
+/// so no machine is destroyed at process exit, when LLVM's own static
+/// state goes away (a per-thread cache would destroy its machines when a
+/// compile thread ends, which may be during the exit).
+static MACHINES: Mutex<Vec<PooledMachine>> = Mutex::new(Vec::new());
+
+/// Runs `compile` with a target machine for `level` from the pool.
+fn with_machine<T>(level: OptimizationLevel, compile: impl FnOnce(&TargetMachine) -> Result<T, CompileError>) -> Result<T, CompileError> {
+    let pool = || MACHINES.lock().unwrap_or_else(|e| e.into_inner());
+    let pooled = {
+        let mut machines = pool();
+        machines.iter().position(|m| m.0 == level).map(|i| machines.swap_remove(i))
+    };
+    let machine = match pooled {
+        Some(m) => m,
+        None => PooledMachine(level, host_machine(level)?),
+    };
+    let result = compile(&machine.1);
+    pool().push(machine);
+    result
 }
 
 /// Whether the host processor has AVX-512F, whose arithmetic
@@ -202,17 +215,18 @@ pub fn pipeline(tier: Tier) -> &'static str {
 }
 
 pub fn host_object(ir: &str, tier: Tier, warp_code: bool) -> Result<Vec<u8>, CompileError> {
-    let tm = cached_machine(codegen_level(tier, warp_code))?;
-    let context = Context::create();
-    let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "ptx");
-    let llvm = |e: inkwell::support::LLVMString| CompileError::Llvm(e.to_string());
-    let module = time(Phase::ParseIr, || context.create_module_from_ir(buf)).map_err(llvm)?;
-    module.set_triple(&tm.get_triple());
-    module.set_data_layout(&tm.get_target_data().get_data_layout());
-    time(Phase::Verify, || module.verify()).map_err(llvm)?;
-    time(Phase::Optimize, || module.run_passes(pipeline(tier), &tm, PassBuilderOptions::create())).map_err(llvm)?;
-    let obj = time(Phase::Codegen, || tm.write_to_memory_buffer(&module, FileType::Object)).map_err(llvm)?;
-    Ok(obj.as_slice().to_vec())
+    with_machine(codegen_level(tier, warp_code), |tm| {
+        let context = Context::create();
+        let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "ptx");
+        let llvm = |e: inkwell::support::LLVMString| CompileError::Llvm(e.to_string());
+        let module = time(Phase::ParseIr, || context.create_module_from_ir(buf)).map_err(llvm)?;
+        module.set_triple(&tm.get_triple());
+        module.set_data_layout(&tm.get_target_data().get_data_layout());
+        time(Phase::Verify, || module.verify()).map_err(llvm)?;
+        time(Phase::Optimize, || module.run_passes(pipeline(tier), tm, PassBuilderOptions::create())).map_err(llvm)?;
+        let obj = time(Phase::Codegen, || tm.write_to_memory_buffer(&module, FileType::Object)).map_err(llvm)?;
+        Ok(obj.as_slice().to_vec())
+    })
 }
 
 #[cfg(test)]
