@@ -18,7 +18,7 @@
 //! `ANYCUDA_BENCH_TSV=PREFIX` writes each corpus's per-kernel times, code
 //! sizes, modes (`warp`, `guarded`, `thread`) and names to `PREFIX.<corpus>`;
 //! `ANYCUDA_BENCH_ONLY=TEXT` compiles only the kernels whose names contain
-//! TEXT, e.g. to profile one.)
+//! TEXT, e.g. to profile one; host target only.)
 //! (AMDGPU targets compile whole modules, as their backend does: each module
 //! once, its kernels counted with equal shares of its time and code size.)
 

@@ -188,7 +188,7 @@ fn with_machine<T>(level: OptimizationLevel, compile: impl FnOnce(&TargetMachine
 /// follows it.
 pub fn host_has_avx512f() -> bool {
     static HAS: OnceLock<bool> = OnceLock::new();
-    *HAS.get_or_init(|| TargetMachine::get_host_cpu_features().to_string_lossy().split(',').any(|f| f == "+avx512f"))
+    *HAS.get_or_init(|| host_features().split(',').any(|f| f == "+avx512f"))
 }
 
 pub fn host_fingerprint() -> String {
