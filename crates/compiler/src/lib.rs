@@ -11,6 +11,7 @@ mod convert;
 pub mod cpu_abi;
 mod devrt;
 mod directed;
+mod forwarding;
 mod ir;
 pub mod layout;
 pub mod lockstep;

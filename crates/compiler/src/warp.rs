@@ -87,6 +87,9 @@ pub struct WarpState {
     /// Address registers whose affine bits the code being lowered runs
     /// under (`FnLower::lower_versioned`): their shapes are constants.
     assumed: Vec<RegId>,
+    /// The warp's recent whole-warp stores, for the loads that read them
+    /// back (`crate::forwarding`); like `shapes`, valid within a block.
+    pub(crate) stored_runs: Vec<crate::forwarding::StoredRun>,
 }
 
 /// Where `begin_block` leaves room for the incoming masks of block `k`
@@ -164,6 +167,7 @@ impl WarpState {
         if !self.shapes.is_empty() {
             self.shapes.retain(|&(reg, _), _| reg != r);
         }
+        self.stored_runs.retain(|run| run.reg() != r);
     }
 }
 
@@ -182,7 +186,7 @@ struct MemoryAccess {
 const SHAPE_SCATTERED: i32 = 0;
 /// Each half warp (lanes 0-15, 16-31) reads consecutive elements; a whole
 /// warp reading consecutive elements is the common case of it.
-const SHAPE_HALVES_CONSECUTIVE: i32 = 1;
+pub(crate) const SHAPE_HALVES_CONSECUTIVE: i32 = 1;
 /// Each half warp reads one address (a row of a 16-wide tile).
 const SHAPE_HALVES_UNIFORM: i32 = 2;
 
@@ -1060,6 +1064,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             pending_affine: None,
             incoming: HashMap::new(),
             assumed: Vec::new(),
+            stored_runs: Vec::new(),
         });
         let shapes = self.warp.as_ref().map(|w| resident_shape_slots(self.b, w)).unwrap_or_default();
         if let Some(w) = self.warp.as_mut() {
@@ -1406,6 +1411,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             w.mask = mask;
             // Values computed in another block need not dominate this one.
             w.shapes.clear();
+            w.stored_runs.clear();
         }
     }
 
@@ -1515,6 +1521,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             if let Some(w) = self.warp.as_mut() {
                 w.mask = mask.clone();
                 w.shapes = shapes.clone();
+                w.stored_runs.clear();
                 w.assumed = if assume { checked.clone() } else { Vec::new() };
             }
             for k in start..end {
@@ -1533,6 +1540,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         if let Some(w) = self.warp.as_mut() {
             w.mask = mask;
             w.shapes = shapes;
+            w.stored_runs.clear();
             w.assumed.clear();
         }
         Ok(())
@@ -1670,6 +1678,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             if let Some(w) = self.warp.as_mut() {
                 w.mask = mask;
                 w.shapes.clear();
+                w.stored_runs.clear();
                 w.suspended = true;
             }
         }
@@ -1688,6 +1697,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     fn warp_instruction(&mut self, inst: &Instruction) -> Res<()> {
         self.next_shadow = None;
+        self.runs_before(inst);
         if let Some(w) = self.warp.as_mut() {
             w.suspended = false;
         }
@@ -2892,7 +2902,25 @@ masked:
                 if prefetch {
                     self.stride_prefetch(&ptrs, W * size * n);
                 }
-                self.shaped_load(&ptrs, &layout, ety, size, n)
+                let space = inst.space(self.b);
+                match if n == 1 { self.forwarded(&args[1], space, ety, size) } else { None } {
+                    Some((whole, value)) => {
+                        let (fw, ld, j) = (self.out.fresh_label("fwd"), self.out.fresh_label("fld"), self.out.fresh_label("fwj"));
+                        self.out.terminate(format_args!("br {whole}, label %{fw}, label %{ld}"));
+                        self.out.label(&ld);
+                        let loaded = self.shaped_load(&ptrs, &layout, ety, size, n);
+                        let end = self.out.fresh_label("flde");
+                        self.out.terminate(format_args!("br label %{end}"));
+                        self.out.label(&end);
+                        self.out.terminate(format_args!("br label %{j}"));
+                        self.out.label(&fw);
+                        self.out.terminate(format_args!("br label %{j}"));
+                        self.out.label(&j);
+                        let v = self.out.def(ety, format_args!("phi {ety} [{}, %{fw}], [{}, %{end}]", value.s, loaded[0].s));
+                        vec![v]
+                    }
+                    None => self.shaped_load(&ptrs, &layout, ety, size, n),
+                }
             }
             (None, None) => {
                 let mut values = Vec::new();
@@ -2919,14 +2947,21 @@ masked:
         // with `_` components, which must leave memory alone).
         let observed = ordered || crate::memory::communicates(inst, self.b);
         let whole = !uniform && !observed && matches!(n, 1 | 2 | 4 | 8) && !srcs.iter().any(|s| matches!(s, Operand::Sink));
+        let space = inst.space(self.b);
         if let Some(layout) = if whole { self.operand_layout(&args[0], size * n) } else { None } {
             let mut values = Vec::new();
             for s in &srcs {
                 values.push(self.get(s, ety)?);
             }
             self.shaped_store(&ptrs, &layout, &values, size);
+            let run = match values.as_slice() {
+                [v] => Some((v.clone(), size, layout.shape.clone(), layout.lane16.clone(), ptrs.clone())),
+                _ => None,
+            };
+            self.record_run(&args[0], space, run);
             return Ok(());
         }
+        self.record_run(&args[0], space, None);
         let complete = !srcs.iter().any(|s| matches!(s, Operand::Sink));
         if let Some(wide) = crate::memory::single_copy_width(srcs.len(), i64::from(size), observed && complete) {
             let mut values = Vec::new();

@@ -379,3 +379,75 @@ ret;
     // The lane-varying sum stays a vector.
     assert!(warp.contains("add <32 x i32>"), "{warp}");
 }
+
+/// A warp-synchronous inclusive scan in `volatile` shared memory, as
+/// pre-Volta CUDA code writes it: a zeroed half warp in front of the
+/// warp's values, then five steps of a load a few lanes back and a store.
+/// `{X}` is placed before the last step's load.
+const WARP_SCAN: &str = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+.reg .b32 %r<12>;
+.reg .b64 %rd<4>;
+.shared .align 16 .b32 s[64];
+ld.param.u64 %rd1, [p];
+mov.u32 %r1, %tid.x;
+mul.wide.u32 %rd2, %r1, 4;
+add.s64 %rd3, %rd1, %rd2;
+ld.global.u32 %r2, [%rd3];
+mov.u32 %r3, s;
+and.b32 %r4, %r1, 31;
+shl.b32 %r5, %r4, 2;
+add.s32 %r6, %r3, %r5;
+mov.u32 %r7, 0;
+st.volatile.shared.u32 [%r6], %r7;
+st.volatile.shared.u32 [%r6+128], %r2;
+ld.volatile.shared.u32 %r8, [%r6+124];
+add.s32 %r2, %r2, %r8;
+st.volatile.shared.u32 [%r6+128], %r2;
+ld.volatile.shared.u32 %r8, [%r6+120];
+add.s32 %r2, %r2, %r8;
+st.volatile.shared.u32 [%r6+128], %r2;
+ld.volatile.shared.u32 %r8, [%r6+112];
+add.s32 %r2, %r2, %r8;
+st.volatile.shared.u32 [%r6+128], %r2;
+ld.volatile.shared.u32 %r8, [%r6+96];
+add.s32 %r2, %r2, %r8;
+st.volatile.shared.u32 [%r6+128], %r2;
+{X}
+ld.volatile.shared.u32 %r8, [%r6+64];
+add.s32 %r2, %r2, %r8;
+st.volatile.shared.u32 [%r6+128], %r2;
+st.global.u32 [%rd3], %r2;
+bar.sync 0;
+ret;
+}
+"#;
+
+#[test]
+fn a_warp_scans_loads_of_its_own_stores_are_shuffles_of_the_stored_lanes() {
+    // Every step's load reads lanes the two stores before it wrote: each
+    // has a path that shuffles the stored vectors (taken at run time when
+    // those stores were whole-warp and consecutive) beside the load.
+    let text = ir(&WARP_SCAN.replace("{X}", ""));
+    assert_eq!(text.lines().filter(|l| l.starts_with("fwd")).count(), 5, "{text}");
+    // The first step takes lane 0 from the zeroed half warp's last lane
+    // (element 31 of the first store: 63 in a shuffle with it second) and
+    // then, keeping lane 0, lanes 1-31 from the values' first 31 elements.
+    let poison: String = (1..32).map(|_| ", i32 poison").collect();
+    assert!(text.contains(&format!("<32 x i32> <i32 63{poison}>")), "{text}");
+    let values: String = (32..63).map(|e| format!(", i32 {e}")).collect();
+    assert!(text.contains(&format!("<32 x i32> <i32 0{values}>")), "{text}");
+    // A store through another register may overwrite those bytes, and an
+    // atomic may: the last load, after it, loads.
+    for between in ["add.s32 %r9, %r6, 4;\nst.volatile.shared.u32 [%r9+128], %r7;", "atom.shared.exch.b32 %r10, [s+132], %r7;"] {
+        let text = ir(&WARP_SCAN.replace("{X}", between));
+        assert_eq!(text.lines().filter(|l| l.starts_with("fwd")).count(), 4, "{between}\n{text}");
+    }
+    // An address register written between store and load: no forwarding
+    // from what it addressed before.
+    let text = ir(&WARP_SCAN.replace("{X}", "add.s32 %r6, %r6, 0;"));
+    assert_eq!(text.lines().filter(|l| l.starts_with("fwd")).count(), 4, "{text}");
+}
