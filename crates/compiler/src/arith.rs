@@ -1877,7 +1877,8 @@ pub fn nan_blind_registers(f: &Function, b: &Body) -> Vec<bool> {
 /// results of f32 arithmetic with `.ftz` (`add`, `sub`, `mul`, `fma`,
 /// `mad`, `div`, `rcp`, `sqrt`, `rsqrt`, `sin`, `cos`, `lg2`, `ex2`,
 /// `tanh`, `abs`, `neg`, `min`, `max`: [`FnLower::float_op`] flushes them
-/// last but for the canonical NaN, which is not subnormal), and 32-bit
+/// last but for the canonical NaN, which is not subnormal), conversions to
+/// f32 of integers and of f16 values (never subnormal), and 32-bit
 /// copies of such registers or of constants that are not subnormal (`mov`,
 /// `selp`, the value `shfl` moves between lanes). An `.ftz` operation need
 /// not flush such a source again: the shuffle reductions of llama.cpp's
@@ -1914,6 +1915,16 @@ pub fn flushed_registers(f: &Function, b: &Body) -> Vec<bool> {
             let ok = |r: RegId| match inst.op {
                 Add | Sub | Mul | Fma | Mad | Div | Rcp | Sqrt | Rsqrt | Sin | Cos | Lg2 | Ex2 | Tanh | Abs | Neg | Min | Max => {
                     ty == Some(Type::F32) && inst.has(b, Flag::Ftz)
+                }
+                // An integer converted to f32 is zero or at least 1 in
+                // magnitude, and an f16 value (the smallest subnormal f16
+                // is 2^-24) is a normal f32: llama.cpp's quantised matrix
+                // kernels scale each `cvt.rn.f32.s32` of an integer dot
+                // product by `mul.ftz`/`fma.rn.ftz`.
+                Cvt => {
+                    let mut types = inst.types(b);
+                    use Type::{F16, S16, S32, S64, S8, U16, U32, U64, U8};
+                    matches!((types.next(), types.next()), (Some(Type::F32), Some(U8 | U16 | U32 | U64 | S8 | S16 | S32 | S64 | F16)))
                 }
                 Mov if bits32 && args.len() == 2 => source(&args[1]),
                 Selp if bits32 && args.len() == 4 => source(&args[1]) && source(&args[2]),
@@ -2051,8 +2062,8 @@ st.global.u32 [%rd1], %r4;";
     fn flushed_names(body: &str) -> Vec<String> {
         let src = format!(
             ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 p)\n{{\n\
-             .reg .pred %p<8>;\n.reg .b16 %rs<4>;\n.reg .b32 %r<8>;\n.reg .b64 %rd<4>;\n.reg .f32 %f<40>;\n\
-             ld.param.u64 %rd1, [p];\nld.global.f32 %f1, [%rd1];\nld.global.b16 %rs1, [%rd1];\n{body}\nret;\n}}\n"
+             .reg .pred %p<8>;\n.reg .b16 %rs<4>;\n.reg .b32 %r<8>;\n.reg .b64 %rd<4>;\n.reg .f32 %f<40>;\n.reg .f64 %fd<4>;\n\
+             ld.param.u64 %rd1, [p];\nld.global.f32 %f1, [%rd1];\nld.global.b16 %rs1, [%rd1];\nld.global.f64 %fd1, [%rd1];\n{body}\nret;\n}}\n"
         );
         let module = ptx::parse(&src).expect("test PTX parses");
         let f = module.functions().next().expect("a kernel");
@@ -2083,13 +2094,20 @@ mov.f32 %f21, %f10;
 mov.f32 %f22, 0f00000001;
 selp.f32 %f23, %f12, %f22, %p2;
 ld.global.f32 %f24, [%rd1];
-cvt.ftz.f32.f16 %f25, %rs1;";
+cvt.ftz.f32.f16 %f25, %rs1;
+cvt.f32.bf16 %f26, %rs1;
+cvt.rn.f32.f64 %f27, %fd1;
+cvt.rn.f32.s32 %f28, %r1;
+cvt.rz.f32.u64 %f29, %rd1;
+cvt.rn.f32.s16 %f30, %rs1;";
         let mut got = flushed_names(body);
         got.sort();
         // Not: a result without .ftz (%f20), a register one of whose writes
         // copies it (%f21), a subnormal constant (%f22) and its selection
-        // (%f23), loads (%f24) and conversions (%f25).
-        let mut want: Vec<String> = ["%f10", "%r1", "%r2", "%f11", "%f12", "%f13", "%f14"].iter().map(|s| s.to_string()).collect();
+        // (%f23), loads (%f24), conversions of bf16 values (%f26: bf16 has
+        // f32's exponent range) and of f64 ones (%f27).
+        let mut want: Vec<String> =
+            ["%f10", "%r1", "%r2", "%f11", "%f12", "%f13", "%f14", "%f25", "%f28", "%f29", "%f30"].iter().map(|s| s.to_string()).collect();
         want.sort();
         assert_eq!(got, want);
     }

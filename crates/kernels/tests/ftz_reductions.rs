@@ -216,3 +216,85 @@ fn register_parameters_are_flushed_and_register_results_canonical() {
         }
     }
 }
+
+/// Conversions to f32 as `.ftz` operands: the compiler does not flush the
+/// results of integer and f16 conversions again (they are never
+/// subnormal), but must flush a bf16 conversion's (bf16 has f32's
+/// exponent range, so its subnormals stay subnormal).
+const CONVERSIONS: &str = r#".version 8.5
+.target sm_90
+.address_size 64
+.visible .entry c(.param .u64 pin, .param .u64 pout)
+{
+.reg .b16 %rs<4>;
+.reg .b32 %r<8>;
+.reg .f32 %f<16>;
+.reg .b64 %rd<8>;
+ld.param.u64 %rd0, [pin];
+ld.param.u64 %rd1, [pout];
+mov.u32 %r0, %tid.x;
+mul.wide.u32 %rd2, %r0, 8;
+add.u64 %rd3, %rd0, %rd2;
+ld.global.b16 %rs0, [%rd3];
+ld.global.u32 %r1, [%rd3+4];
+cvt.f32.bf16 %f0, %rs0;
+cvt.f32.f16 %f1, %rs0;
+cvt.rn.f32.s32 %f2, %r1;
+mul.ftz.f32 %f3, %f0, 0f3F800000;
+mul.ftz.f32 %f4, %f1, 0f3F800000;
+fma.rn.ftz.f32 %f5, %f2, 0f00800000, %f0;
+add.u64 %rd4, %rd1, %rd2;
+add.u64 %rd4, %rd4, %rd2;
+st.global.f32 [%rd4], %f3;
+st.global.f32 [%rd4+4], %f4;
+st.global.f32 [%rd4+8], %f5;
+st.global.f32 [%rd4+12], %f2;
+ret;
+}
+"#;
+
+/// An f16's value as an f32 (exact).
+fn f16_value(h: u16) -> f32 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let (e, m) = (i32::from((h >> 10) & 0x1f), f32::from(h & 0x3ff));
+    sign * match e {
+        0 => m * 2f32.powi(-24),
+        31 if m == 0.0 => f32::INFINITY,
+        31 => f32::NAN,
+        _ => (1.0 + m / 1024.0) * 2f32.powi(e - 15),
+    }
+}
+
+#[test]
+fn conversions_to_f32_are_flushed_as_ftz_operands_only_where_they_can_be_subnormal() {
+    let exec = Executor::global();
+    // 16-bit patterns that are bf16 subnormals and f16 subnormals or
+    // normals; integers whose products by 2^-126 are subnormal, normal and
+    // zero.
+    let cases: [(u16, i32); 8] =
+        [(0x0001, 1), (0x007f, -1), (0x8040, 3), (0x03ff, 0), (0x0400, 1 << 24), (0x3c00, -7), (0x8001, i32::MAX), (0x7bff, 2)];
+    let canon = |x: f32| if x.is_nan() { 0x7fff_ffff } else { x.to_bits() };
+    let want = |h: u16, i: i32| {
+        let bf = f32::from_bits(u32::from(h) << 16);
+        let int = i as f32;
+        // fma.rn.ftz: operands flushed, the exact sum rounded once, the
+        // result flushed (the products here are exact in f64).
+        let fma = (f64::from(flush(int)) * f64::from(f32::from_bits(0x0080_0000)) + f64::from(flush(bf))) as f32;
+        [canon(flush(flush(bf) * 1.0)), canon(flush(flush(f16_value(h)) * 1.0)), canon(flush(fma)), canon(int)]
+    };
+    for warp in [WarpMode::Off, WarpMode::Always] {
+        for tier in [Tier::Fast, Tier::Optimized] {
+            let p = Program::from_source_with(CONVERSIONS, &Options { warp, tier, strict_affine: false, memcheck: false })
+                .unwrap_or_else(|e| panic!("compiles ({warp:?}, {tier:?}): {e}"));
+            let k = p.kernel("c").expect("kernel `c`");
+            let mut inp: Vec<u32> = cases.iter().flat_map(|&(h, i)| [u32::from(h), i as u32]).collect();
+            let mut out = vec![0xcdcd_cdcdu32; 4 * cases.len()];
+            launch(exec, k, [1, 1, 1], [cases.len() as u32, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out))])
+                .expect("arguments")
+                .expect("launch");
+            for (t, &(h, i)) in cases.iter().enumerate() {
+                assert_eq!(out[4 * t..4 * t + 4], want(h, i), "thread {t}: {h:#06x}, {i} ({warp:?}, {tier:?})");
+            }
+        }
+    }
+}
