@@ -1025,6 +1025,52 @@ fail:
         }
     }
 
+    /// Register `r` read as `ty` and flushed, computed once per IR block
+    /// while the register keeps its value: the operands llama.cpp's
+    /// quantised matrix kernels scale by (`mul.ftz`/`fma.rn.ftz` by one
+    /// loaded scale, dozens of times) were flushed at every use, a fifth of
+    /// their IR. A value from an earlier block may not dominate this one
+    /// (a guarded instruction's arm, a label, a resumed warp), so the
+    /// block is part of the key's validity; writes drop the register's
+    /// entries (`store_reg`, and after each instruction by its
+    /// destinations).
+    pub fn memo_flush(&mut self, r: RegId, ty: Ty) -> Res<V> {
+        let lanes = crate::ir::lanes();
+        let block = self.out.block;
+        if let Some((at, v)) = self.flushes.get(&(r, lanes, ty)) {
+            if *at == block {
+                return Ok(v.clone());
+            }
+        }
+        let v = self.get(&Operand::Reg(r), ty)?;
+        let f = self.flush(&v);
+        // The flush itself emits no label: `f` is defined in `block`.
+        if self.out.block == block {
+            self.flushes.insert((r, lanes, ty), (block, f.clone()));
+        }
+        Ok(f)
+    }
+
+    /// Register `r` changed: its flushed values are stale.
+    pub fn forget_flushes(&mut self, r: RegId) {
+        if !self.flushes.is_empty() {
+            self.flushes.retain(|&(reg, _, _), _| reg != r);
+        }
+    }
+
+    /// Drops the flushed values of the registers `inst` writes (whatever
+    /// path its lowering wrote them by).
+    pub fn forget_written_flushes(&mut self, inst: &Instruction) {
+        if self.flushes.is_empty() {
+            return;
+        }
+        let mut defs = Vec::new();
+        self.b.defs(inst, &mut defs);
+        for r in defs {
+            self.forget_flushes(r);
+        }
+    }
+
     /// Flushes a subnormal to a zero of the same sign.
     pub fn flush(&mut self, v: &V) -> V {
         let ty = v.ty;
@@ -1286,10 +1332,18 @@ fail:
         let fm = self.fmods(inst);
         let ftz = fm.ftz;
         let src = |s: &mut Self, i: usize| -> Res<V> {
-            let v = s.get(&args[i], ty)?;
             // Registers that hold no subnormal need no flush ([`flushed_registers`]).
             let flushed = t == Type::F32 && matches!(args[i], Operand::Reg(r) if s.flushed.get(r as usize).copied().unwrap_or(false));
-            Ok(if ftz && !flushed { s.flush(&v) } else { v })
+            if !ftz || flushed {
+                return s.get(&args[i], ty);
+            }
+            match args[i] {
+                Operand::Reg(r) => s.memo_flush(r, ty),
+                _ => {
+                    let v = s.get(&args[i], ty)?;
+                    Ok(s.flush(&v))
+                }
+            }
         };
         // An f32 result that only ever feeds operations whose results do
         // not depend on which NaN it is ([`nan_blind_registers`]) keeps

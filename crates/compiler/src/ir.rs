@@ -228,6 +228,9 @@ pub struct Body {
     /// Allocas, emitted at the top of the entry block.
     pub allocas: String,
     pub terminated: bool,
+    /// How many labels were emitted: a value defined since the last one
+    /// dominates what follows in the block.
+    pub block: u32,
 }
 
 impl Body {
@@ -265,6 +268,7 @@ impl Body {
     pub fn label(&mut self, name: &str) {
         let _ = writeln!(self.text, "{name}:");
         self.terminated = false;
+        self.block += 1;
     }
 
     /// Emits a terminator (br/ret/switch/unreachable).

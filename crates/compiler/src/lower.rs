@@ -145,6 +145,11 @@ pub struct FnLower<'c, 'm> {
     /// bitcast back to the operand's type is the operand (see
     /// [`FnLower::cast_bits`]).
     pub bitcasts: HashMap<String, V>,
+    /// The flushed values of `.ftz` operands read so far, by register,
+    /// lanes and type: the IR block each was computed in and the value.
+    /// Valid in that block while the register keeps its value
+    /// ([`FnLower::memo_flush`]).
+    pub flushes: HashMap<(RegId, u32, Ty), (u32, V)>,
 }
 
 pub fn reg_ty(t: Type) -> Ty {
@@ -965,6 +970,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             memcheck_slot: 0,
             meetings: Vec::new(),
             bitcasts: HashMap::new(),
+            flushes: HashMap::new(),
         }
     }
 
@@ -1210,6 +1216,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     fn instruction(&mut self, inst: &Instruction) -> Res<()> {
+        let r = self.guarded_instruction(inst);
+        self.forget_written_flushes(inst);
+        r
+    }
+
+    fn guarded_instruction(&mut self, inst: &Instruction) -> Res<()> {
         self.next_shadow = None;
         let Some(g) = inst.guard else {
             return self.dispatch(inst);
@@ -1386,6 +1398,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     pub fn store_reg(&mut self, r: RegId, v: V) {
+        self.forget_flushes(r);
         if let Some(w) = self.warp.as_mut() {
             w.forget_shapes(r);
         }

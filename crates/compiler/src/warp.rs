@@ -1696,6 +1696,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     fn warp_instruction(&mut self, inst: &Instruction) -> Res<()> {
+        let r = self.warp_guarded_instruction(inst);
+        self.forget_written_flushes(inst);
+        r
+    }
+
+    fn warp_guarded_instruction(&mut self, inst: &Instruction) -> Res<()> {
         self.next_shadow = None;
         self.runs_before(inst);
         if let Some(w) = self.warp.as_mut() {
@@ -1937,6 +1943,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// a division's, say), or the old value when no lane executes (a false
     /// uniform guard).
     pub fn store_uniform_reg(&mut self, r: RegId, v: V, mask: &V) {
+        self.forget_flushes(r);
         let ty = self.reg_tys[r as usize];
         let guarded = self.warp.as_ref().is_some_and(|w| w.guarded);
         let s = if v.lanes == 1 && guarded {

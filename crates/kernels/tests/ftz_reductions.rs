@@ -298,3 +298,91 @@ fn conversions_to_f32_are_flushed_as_ftz_operands_only_where_they_can_be_subnorm
         }
     }
 }
+
+/// One register as the `.ftz` operand of several operations (the compiler
+/// flushes it once per IR block, `FnLower::memo_flush`), rewritten in
+/// between by a load, a `mov` and a guarded `mov`, and read under a guard
+/// and after it.
+const REUSED: &str = r#".version 8.5
+.target sm_90
+.address_size 64
+.visible .entry u(.param .u64 pin, .param .u64 pout)
+{
+.reg .b32 %r<4>;
+.reg .f32 %f<16>;
+.reg .b64 %rd<8>;
+.reg .pred %p<4>;
+ld.param.u64 %rd0, [pin];
+ld.param.u64 %rd1, [pout];
+mov.u32 %r0, %tid.x;
+mul.wide.u32 %rd2, %r0, 16;
+add.u64 %rd3, %rd0, %rd2;
+add.u64 %rd4, %rd1, %rd2;
+add.u64 %rd4, %rd4, %rd2;
+ld.global.f32 %f0, [%rd3];
+ld.global.f32 %f1, [%rd3+4];
+mul.ftz.f32 %f2, %f0, %f1;
+fma.rn.ftz.f32 %f3, %f0, %f1, %f2;
+ld.global.f32 %f0, [%rd3+8];
+mul.ftz.f32 %f4, %f0, %f1;
+setp.gt.f32 %p0, %f1, 0f00000000;
+@%p0 mul.ftz.f32 %f5, %f0, 0f3F800000;
+@!%p0 mov.f32 %f5, 0f3F800000;
+mul.ftz.f32 %f6, %f0, 0f40000000;
+mov.f32 %f0, %f1;
+mul.ftz.f32 %f7, %f0, 0f3F800000;
+ld.global.f32 %f8, [%rd3+12];
+@%p0 mov.f32 %f0, %f8;
+mul.ftz.f32 %f9, %f0, 0f3F800000;
+st.global.f32 [%rd4], %f2;
+st.global.f32 [%rd4+4], %f3;
+st.global.f32 [%rd4+8], %f4;
+st.global.f32 [%rd4+12], %f5;
+st.global.f32 [%rd4+16], %f6;
+st.global.f32 [%rd4+20], %f7;
+st.global.f32 [%rd4+24], %f9;
+st.global.f32 [%rd4+28], 0f00000000;
+ret;
+}
+"#;
+
+#[test]
+fn a_register_read_by_several_ftz_operations_is_flushed_as_it_is_at_each() {
+    let exec = Executor::global();
+    // Scale, x, the scale's second value, a replacement: subnormal and
+    // normal in each place, x of both signs.
+    let sub = f32::from_bits(0x0040_0000);
+    let cases: [[f32; 4]; 6] = [
+        [sub, 3.0, 1.5, sub],
+        [1.5, 3.0, sub, -sub],
+        [-sub, -2.0, 2.5, sub],
+        [2.0, 1e-30, -sub, 4.0],
+        [sub, -1e-30, sub, 7.0],
+        [1e-20, 1e-20, 1e-19, -sub],
+    ];
+    let canon = |x: f32| if x.is_nan() { 0x7fff_ffff } else { x.to_bits() };
+    let mul = |a: f32, b: f32| flush(flush(a) * flush(b));
+    let want = |[s, x, s2, y]: [f32; 4]| {
+        let f2 = mul(s, x);
+        let f3 = flush((f64::from(flush(s)) * f64::from(flush(x)) + f64::from(f2)) as f32);
+        let positive = x > 0.0;
+        let f5 = if positive { mul(s2, 1.0) } else { 1.0 };
+        let f9 = if positive { mul(y, 1.0) } else { mul(x, 1.0) };
+        [f2, f3, mul(s2, x), f5, mul(s2, 2.0), mul(x, 1.0), f9, 0.0].map(canon)
+    };
+    for warp in [WarpMode::Off, WarpMode::Always] {
+        for tier in [Tier::Fast, Tier::Optimized] {
+            let p = Program::from_source_with(REUSED, &Options { warp, tier, strict_affine: false, memcheck: false })
+                .unwrap_or_else(|e| panic!("compiles ({warp:?}, {tier:?}): {e}"));
+            let k = p.kernel("u").expect("kernel `u`");
+            let mut inp: Vec<f32> = cases.iter().flatten().copied().collect();
+            let mut out = vec![0xcdcd_cdcdu32; 8 * cases.len()];
+            launch(exec, k, [1, 1, 1], [cases.len() as u32, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out))])
+                .expect("arguments")
+                .expect("launch");
+            for (t, &c) in cases.iter().enumerate() {
+                assert_eq!(out[8 * t..8 * t + 8], want(c), "thread {t}: {c:?} ({warp:?}, {tier:?})");
+            }
+        }
+    }
+}
