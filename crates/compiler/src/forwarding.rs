@@ -191,9 +191,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
             runs.clear();
             return;
         };
-        // Another register may point anywhere; the same register at
-        // another offset only at the bytes the lookup computes.
-        runs.retain(|run| run.reg == reg && run.space == space && !(run.offset == offset && run.size == size));
+        // Another register may point anywhere. Through the same register,
+        // a record keeps what this store leaves alone, or what lies on
+        // the same grid of elements (the lookup takes the latest record
+        // first); one this store overwrites in part of an element (a byte
+        // into a word's run, a word into a byte's) goes.
+        let end = offset + i64::from(W * size);
+        runs.retain(|run| {
+            let overlaps = run.offset < end && offset < run.offset + i64::from(W * run.size);
+            let same_grid = run.size == size && (run.offset - offset) % i64::from(size) == 0 && run.offset != offset;
+            run.reg == reg && run.space == space && (!overlaps || same_grid)
+        });
         if runs.len() == MAX_RUNS {
             runs.remove(0);
         }
@@ -229,18 +237,19 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// otherwise).
     pub(crate) fn forwarded(&mut self, address: &Operand, space: Option<StateSpace>, ety: Ty, size: u32) -> Option<(V, V)> {
         let Some((AddrBase::Reg(reg), offset)) = address.address() else { return None };
-        let runs: Vec<StoredRun> = self
-            .warp
-            .as_ref()?
-            .stored_runs
-            .iter()
-            .filter(|run| run.reg == reg && run.space == space && run.value.ty == ety)
-            .cloned()
-            .collect();
+        let runs: Vec<StoredRun> =
+            self.warp.as_ref()?.stored_runs.iter().filter(|run| run.reg == reg && run.space == space).cloned().collect();
         let lanes = cover(&runs, offset, size)?;
         let mut used: Vec<usize> = lanes.iter().map(|&(k, _)| k).collect();
         used.sort_unstable();
         used.dedup();
+        // Accesses are made as integers of their size (an `.f32` store is
+        // an i32 one), so the latest store of each lane's element has the
+        // load's type; checked after the lookup, never by leaving a newer
+        // record out of it.
+        if used.iter().any(|&k| runs[k].value.ty != ety) {
+            return None;
+        }
         let t = ety.name();
         // Lanes taken so far are at their own index in the accumulator;
         // each further run is the second operand of one shuffle.

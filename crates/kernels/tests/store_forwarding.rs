@@ -3,8 +3,10 @@
 //! must not be forwarded, or only partly: after a store through another
 //! register that overlaps, after a store through a fixed address or an
 //! atomic, after a store only some lanes made, after the address register
-//! was rewritten, through lane addresses that are not consecutive or
-//! consecutive by half warps only, and under a guard. Checked against a simulation of the warp's shared memory
+//! was rewritten, after a byte store into the recorded words, after a
+//! float store over them (forwarded as its bits), through lane addresses
+//! that are not consecutive or consecutive by half warps only, and under
+//! a guard. Checked against a simulation of the warp's shared memory
 //! written here, in warp mode (the default mode's choice and forced), both
 //! tiers, with whole warps, a half warp, and two-dimensional blocks.
 
@@ -20,6 +22,7 @@ const KERNEL: &str = r#".version 8.5
 .reg .b32 %r<48>;
 .reg .b64 %rd<8>;
 .reg .pred %p<4>;
+.reg .f32 %f<2>;
 .shared .align 16 .b32 s[512];
 ld.param.u64 %rd0, [pin];
 ld.param.u64 %rd1, [pout];
@@ -106,7 +109,15 @@ add.u32 %r46, %r8, 200;
 st.volatile.shared.u32 [%r44], %r45;
 st.volatile.shared.u32 [%r44+64], %r46;
 ld.volatile.shared.u32 %r38, [%r44+60];
-mul.wide.u32 %rd4, %r7, 36;
+st.volatile.shared.u32 [%r15+128], %r8;
+st.volatile.shared.u8 [%r15+129], %r9;
+ld.volatile.shared.u32 %r39, [%r15+128];
+st.volatile.shared.u32 [%r15+64], %r8;
+st.volatile.shared.u32 [%r15+128], %r8;
+cvt.rn.f32.u32 %f0, %r9;
+st.volatile.shared.f32 [%r15+132], %f0;
+ld.volatile.shared.u32 %r47, [%r15+124];
+mul.wide.u32 %rd4, %r7, 44;
 add.u64 %rd5, %rd1, %rd4;
 st.global.u32 [%rd5], %r8;
 st.global.u32 [%rd5+4], %r31;
@@ -117,11 +128,13 @@ st.global.u32 [%rd5+20], %r30;
 st.global.u32 [%rd5+24], %r33;
 st.global.u32 [%rd5+28], %r37;
 st.global.u32 [%rd5+32], %r38;
+st.global.u32 [%rd5+36], %r39;
+st.global.u32 [%rd5+40], %r47;
 ret;
 }
 "#;
 
-const OUTS: usize = 9;
+const OUTS: usize = 11;
 
 /// A warp's 128 words of shared memory; reading a word nothing wrote is a
 /// defect of the test kernel.
@@ -183,7 +196,17 @@ fn model(v: &[u32], first_warp: bool) -> Vec<[u32; OUTS]> {
     store(&mut m, &|l| Some((row(l), x[l].wrapping_add(300))));
     store(&mut m, &|l| Some((row(l) + 16, x[l].wrapping_add(200))));
     let r38: Vec<u32> = lanes.clone().map(|l| m.get(row(l) + 15)).collect();
-    lanes.map(|l| [x[l], r31[l], r20[l], r23[l], r26[l], r30[l], r33[l], r37[l], r38[l]]).collect()
+    // A byte stored into each lane's word of a recorded run.
+    store(&mut m, &|l| Some((l + 32, x[l])));
+    let words: Vec<u32> = lanes.clone().map(|l| (m.get(l + 32) & !0xff00) | (l as u32) << 8).collect();
+    store(&mut m, &|l| Some((l + 32, words[l])));
+    let r39: Vec<u32> = lanes.clone().map(|l| m.get(l + 32)).collect();
+    // Words, then floats one word on over them.
+    store(&mut m, &|l| Some((l + 16, x[l])));
+    store(&mut m, &|l| Some((l + 32, x[l])));
+    store(&mut m, &|l| Some((l + 33, (l as f32).to_bits())));
+    let r47: Vec<u32> = lanes.clone().map(|l| m.get(l + 31)).collect();
+    lanes.map(|l| [x[l], r31[l], r20[l], r23[l], r26[l], r30[l], r33[l], r37[l], r38[l], r39[l], r47[l]]).collect()
 }
 
 #[test]
