@@ -70,71 +70,6 @@ impl StoredRun {
     }
 }
 
-/// Whether the records survive `op`: loads and instructions that compute
-/// registers only (their destinations are dropped from the records by
-/// register). Everything else may write, order or wait on memory.
-fn keeps_runs(op: Opcode) -> bool {
-    use Opcode::*;
-    matches!(
-        op,
-        Ld | Ldu
-            | Abs
-            | Add
-            | Addc
-            | And
-            | Bfe
-            | Bfi
-            | Bfind
-            | Bmsk
-            | Brev
-            | Clz
-            | Cnot
-            | Copysign
-            | Cos
-            | Cvt
-            | Cvta
-            | Div
-            | Dp2a
-            | Dp4a
-            | Ex2
-            | Fma
-            | Lg2
-            | Lop3
-            | Mad
-            | Mad24
-            | Madc
-            | Max
-            | Min
-            | Mov
-            | Mul
-            | Mul24
-            | Neg
-            | Not
-            | Or
-            | Popc
-            | Prmt
-            | Rcp
-            | Rem
-            | Rsqrt
-            | Sad
-            | Selp
-            | Set
-            | Setp
-            | Shf
-            | Shl
-            | Shr
-            | Sin
-            | Slct
-            | Sqrt
-            | Sub
-            | Subc
-            | Szext
-            | Tanh
-            | Testp
-            | Xor
-    )
-}
-
 /// Where each lane of a load of `size`-byte elements at `offset` from the
 /// register finds its value among `runs` (latest last): the run's index
 /// and the element, or None when some lane's bytes are not all in one
@@ -166,7 +101,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
         if runs.is_empty() {
             return;
         }
-        if inst.op != Opcode::St && !keeps_runs(inst.op) {
+        // Instructions that compute registers only keep them (their
+        // destinations are dropped below); what may write, order or wait
+        // on memory ends them all.
+        if inst.op != Opcode::St && crate::shared_index::writes_memory(inst.op) {
             if let Some(r) = self.runs_mut() {
                 r.clear();
             }

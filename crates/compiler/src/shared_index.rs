@@ -138,12 +138,18 @@ pub fn sinkable_load(b: &Body, at: usize, s: &ScaledIndex) -> Option<usize> {
 }
 
 /// Instructions that write memory, order it or wait: a load moved past one
-/// could read another value.
+/// could read another value, and a value stored before one may not be
+/// there after it (`crate::forwarding`). (`wmma.store`, `discard`, which
+/// leaves memory undefined, and `clusterlaunchcontrol.try_cancel`, which
+/// writes its response to shared memory, count.)
 pub(crate) fn writes_memory(op: Opcode) -> bool {
     use Opcode::*;
     matches!(
         op,
         St | Atom
+            | Wmma
+            | Discard
+            | Clusterlaunchcontrol
             | Red
             | Fence
             | Membar

@@ -80,6 +80,19 @@ fn add_ftz(a: f32, b: f32) -> u32 {
     }
 }
 
+/// Runs kernel `name` of `src` as one block of `threads` threads over
+/// `input` and returns the `outs` words each thread stores.
+fn run_block(src: &str, name: &str, warp: WarpMode, tier: Tier, input: &mut [u8], threads: usize, outs: usize) -> Vec<u32> {
+    let p = Program::from_source_with(src, &Options { warp, tier, strict_affine: false, memcheck: false })
+        .unwrap_or_else(|e| panic!("compiles ({warp:?}, {tier:?}): {e}"));
+    let k = p.kernel(name).unwrap_or_else(|e| panic!("kernel `{name}`: {e}"));
+    let mut out = vec![0xcdcd_cdcdu32; outs * threads];
+    launch(Executor::global(), k, [1, 1, 1], [threads as u32, 1, 1], 0, &mut [Arg::Buf(input), Arg::Buf(as_bytes(&mut out))])
+        .expect("arguments")
+        .expect("launch");
+    out
+}
+
 /// What each of the 32 lanes stores: its first sum, the sum after two
 /// butterfly steps and the warp's total.
 fn model(input: &[f32]) -> Vec<u32> {
@@ -193,7 +206,6 @@ ret;
 
 #[test]
 fn register_parameters_are_flushed_and_register_results_canonical() {
-    let exec = Executor::global();
     // Subnormals whose doubles are normal: only flushing the parameter
     // gives 0.
     let pairs: [(f32, f32); 4] =
@@ -203,14 +215,8 @@ fn register_parameters_are_flushed_and_register_results_canonical() {
         [add_ftz(a, a), canon(a + b)]
     };
     for tier in [Tier::Fast, Tier::Optimized] {
-        let p = Program::from_source_with(CALLS, &Options { warp: WarpMode::Off, tier, strict_affine: false, memcheck: false })
-            .unwrap_or_else(|e| panic!("compiles ({tier:?}): {e}"));
-        let k = p.kernel("c").expect("kernel `c`");
         let mut inp: Vec<f32> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
-        let mut out = vec![0xcdcd_cdcdu32; 2 * pairs.len()];
-        launch(exec, k, [1, 1, 1], [pairs.len() as u32, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out))])
-            .expect("arguments")
-            .expect("launch");
+        let out = run_block(CALLS, "c", WarpMode::Off, tier, as_bytes(&mut inp), pairs.len(), 2);
         for (t, &(a, b)) in pairs.iter().enumerate() {
             assert_eq!(out[2 * t..2 * t + 2], want(a, b), "thread {t} ({tier:?})");
         }
@@ -267,7 +273,6 @@ fn f16_value(h: u16) -> f32 {
 
 #[test]
 fn conversions_to_f32_are_flushed_as_ftz_operands_only_where_they_can_be_subnormal() {
-    let exec = Executor::global();
     // 16-bit patterns that are bf16 subnormals and f16 subnormals or
     // normals; integers whose products by 2^-126 are subnormal, normal and
     // zero.
@@ -284,14 +289,8 @@ fn conversions_to_f32_are_flushed_as_ftz_operands_only_where_they_can_be_subnorm
     };
     for warp in [WarpMode::Off, WarpMode::Always] {
         for tier in [Tier::Fast, Tier::Optimized] {
-            let p = Program::from_source_with(CONVERSIONS, &Options { warp, tier, strict_affine: false, memcheck: false })
-                .unwrap_or_else(|e| panic!("compiles ({warp:?}, {tier:?}): {e}"));
-            let k = p.kernel("c").expect("kernel `c`");
             let mut inp: Vec<u32> = cases.iter().flat_map(|&(h, i)| [u32::from(h), i as u32]).collect();
-            let mut out = vec![0xcdcd_cdcdu32; 4 * cases.len()];
-            launch(exec, k, [1, 1, 1], [cases.len() as u32, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out))])
-                .expect("arguments")
-                .expect("launch");
+            let out = run_block(CONVERSIONS, "c", warp, tier, as_bytes(&mut inp), cases.len(), 4);
             for (t, &(h, i)) in cases.iter().enumerate() {
                 assert_eq!(out[4 * t..4 * t + 4], want(h, i), "thread {t}: {h:#06x}, {i} ({warp:?}, {tier:?})");
             }
@@ -348,7 +347,6 @@ ret;
 
 #[test]
 fn a_register_read_by_several_ftz_operations_is_flushed_as_it_is_at_each() {
-    let exec = Executor::global();
     // Scale, x, the scale's second value, a replacement: subnormal and
     // normal in each place, x of both signs.
     let sub = f32::from_bits(0x0040_0000);
@@ -372,14 +370,8 @@ fn a_register_read_by_several_ftz_operations_is_flushed_as_it_is_at_each() {
     };
     for warp in [WarpMode::Off, WarpMode::Always] {
         for tier in [Tier::Fast, Tier::Optimized] {
-            let p = Program::from_source_with(REUSED, &Options { warp, tier, strict_affine: false, memcheck: false })
-                .unwrap_or_else(|e| panic!("compiles ({warp:?}, {tier:?}): {e}"));
-            let k = p.kernel("u").expect("kernel `u`");
             let mut inp: Vec<f32> = cases.iter().flatten().copied().collect();
-            let mut out = vec![0xcdcd_cdcdu32; 8 * cases.len()];
-            launch(exec, k, [1, 1, 1], [cases.len() as u32, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut inp)), Arg::Buf(as_bytes(&mut out))])
-                .expect("arguments")
-                .expect("launch");
+            let out = run_block(REUSED, "u", warp, tier, as_bytes(&mut inp), cases.len(), 8);
             for (t, &c) in cases.iter().enumerate() {
                 assert_eq!(out[8 * t..8 * t + 8], want(c), "thread {t}: {c:?} ({warp:?}, {tier:?})");
             }
