@@ -110,6 +110,10 @@ enum Command {
         /// Compile for an AMD GPU (`gfx1100`, `gfx90a`...) instead of the host.
         #[arg(long, value_name = "ARCH")]
         target: Option<String>,
+        /// The JIT tier to compile as: `opt` (the optimised code, the
+        /// default) or `fast` (the code a kernel's first launches run).
+        #[arg(long, value_name = "TIER")]
+        tier: Option<String>,
         /// PTX files to check.
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -144,7 +148,9 @@ fn main() -> ExitCode {
             run::run(log.as_deref(), log_file.as_deref(), Some(&tools), &command)
         }
         Command::Info => info::info(),
-        Command::Ptx { emit_ir, emit_obj, target, files } => ptxcheck::check(&files, emit_ir, emit_obj.as_deref(), target.as_deref()),
+        Command::Ptx { emit_ir, emit_obj, target, tier, files } => {
+            ptxcheck::check(&files, emit_ir, emit_obj.as_deref(), target.as_deref(), tier.as_deref())
+        }
         Command::Extract { list, out, files } => extract::extract(&files, out.as_deref(), list),
     }
 }

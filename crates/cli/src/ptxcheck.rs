@@ -14,7 +14,16 @@ use std::time::{Duration, Instant};
 
 use ptx::ast::{FunctionKind, Item, Module};
 
-pub fn check(files: &[PathBuf], emit_ir: bool, emit_obj: Option<&Path>, target: Option<&str>) -> ExitCode {
+pub fn check(files: &[PathBuf], emit_ir: bool, emit_obj: Option<&Path>, target: Option<&str>, tier: Option<&str>) -> ExitCode {
+    let tier = match tier {
+        None | Some("opt") => compiler::Tier::Optimized,
+        Some("fast") => compiler::Tier::Fast,
+        Some(other) => {
+            eprintln!("anycuda ptx: --tier {other}: one of `fast` (a kernel's first code) and `opt` (the optimised code)");
+            return ExitCode::from(2);
+        }
+    };
+    let opts = compiler::Options { tier, ..compiler::Options::default() };
     let target = match parse_target(target) {
         Ok(t) => t,
         Err(e) => {
@@ -26,7 +35,7 @@ pub fn check(files: &[PathBuf], emit_ir: bool, emit_obj: Option<&Path>, target: 
     let mut report: Box<dyn Write> = if emit_ir { Box::new(std::io::stderr()) } else { Box::new(std::io::stdout()) };
     let mut ok = true;
     for path in files {
-        ok &= check_file(path, &target, emit_ir, emit_obj, &mut report);
+        ok &= check_file(path, &target, &opts, emit_ir, emit_obj, &mut report);
     }
     let _ = report.flush();
     if ok {
@@ -65,7 +74,14 @@ fn ms(d: Duration) -> String {
 }
 
 /// Checks one file; false when it does not load as the driver would.
-fn check_file(path: &Path, target: &compiler::Target, emit_ir: bool, emit_obj: Option<&Path>, out: &mut dyn Write) -> bool {
+fn check_file(
+    path: &Path,
+    target: &compiler::Target,
+    opts: &compiler::Options,
+    emit_ir: bool,
+    emit_obj: Option<&Path>,
+    out: &mut dyn Write,
+) -> bool {
     let shown = path.display();
     let src = match std::fs::read(path) {
         Ok(bytes) => match String::from_utf8(bytes) {
@@ -107,7 +123,7 @@ fn check_file(path: &Path, target: &compiler::Target, emit_ir: bool, emit_obj: O
     let mut ok = true;
     if emit_ir {
         let ir = match target {
-            compiler::Target::HostCpu => compiler::emit_ir(&module, &src),
+            compiler::Target::HostCpu => compiler::emit_ir_with_options(&module, &src, opts),
             t => compiler::emit_target_ir(&module, &src, t),
         };
         match ir {
@@ -130,13 +146,13 @@ fn check_file(path: &Path, target: &compiler::Target, emit_ir: bool, emit_obj: O
         .filter(|(_, item)| matches!(item, Item::Function(f) if f.kind == FunctionKind::Entry && f.body.is_some()))
         .map(|(idx, _)| idx)
         .collect();
-    let results = compile_each(&module, &src, target, &kernels);
+    let results = compile_each(&module, &src, target, opts, &kernels);
     // What module load does, and what decides the module's status: one
     // compile of everything.
     let t = Instant::now();
-    let whole = compile_guarded(&module, &src, target);
+    let whole = compile_guarded(&module, &src, target, opts);
     let whole_time = t.elapsed();
-    let modes = compiler::kernel_modes(&module, &src, target, &compiler::Options::default(), compiler::Unit::Module);
+    let modes = compiler::kernel_modes(&module, &src, target, opts, compiler::Unit::Module);
     let mut kernels_ok = 0;
     for (&idx, (result, time)) in kernels.iter().zip(results) {
         let Item::Function(f) = &module.items[idx] else { continue };
@@ -206,7 +222,7 @@ type KernelResult = (Result<usize, compiler::CompileError>, Duration);
 
 /// Compiles each kernel of `kernels` (item indices) on its own, on all
 /// cores: the size of its code or the error, and the time it took.
-fn compile_each(module: &Module, src: &str, target: &compiler::Target, kernels: &[usize]) -> Vec<KernelResult> {
+fn compile_each(module: &Module, src: &str, target: &compiler::Target, opts: &compiler::Options, kernels: &[usize]) -> Vec<KernelResult> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let slots: Vec<std::sync::Mutex<Option<KernelResult>>> = kernels.iter().map(|_| std::sync::Mutex::new(None)).collect();
     let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(kernels.len()).max(1);
@@ -217,7 +233,7 @@ fn compile_each(module: &Module, src: &str, target: &compiler::Target, kernels: 
                 let Some(&idx) = kernels.get(i) else { break };
                 let alone = only_kernel(module, idx);
                 let t = Instant::now();
-                let r = compile_guarded(&alone, src, target).map(|o| o.len());
+                let r = compile_guarded(&alone, src, target, opts).map(|o| o.len());
                 let time = t.elapsed();
                 if let Ok(mut slot) = slots[i].lock() {
                     *slot = Some((r, time));
@@ -238,8 +254,13 @@ fn compile_each(module: &Module, src: &str, target: &compiler::Target, kernels: 
 
 /// The size of the compiled code. A compiler bug (a panic) must not take
 /// the report of the other kernels and files with it.
-fn compile_guarded(module: &Module, src: &str, target: &compiler::Target) -> Result<Vec<u8>, compiler::CompileError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compiler::compile(module, src, target)))
+fn compile_guarded(
+    module: &Module,
+    src: &str,
+    target: &compiler::Target,
+    opts: &compiler::Options,
+) -> Result<Vec<u8>, compiler::CompileError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compiler::compile_with_options(module, src, target, opts)))
         .unwrap_or_else(|_| Err(compiler::CompileError::Llvm("the compiler panicked (a bug in anycuda)".into())))
         .map(|c| c.object)
 }

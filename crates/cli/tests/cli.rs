@@ -531,3 +531,39 @@ fn extract_reads_archives_and_bare_fatbins() {
     assert_eq!(stripped(&from_fatbin), stripped(&from_program), "the same PTX entry");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn ptx_compiles_in_the_tier_asked_for() {
+    let dir = scratch("tier");
+    let file = dir.join("warp.ptx");
+    // A barrier (the kernel runs as warps) and a load through an index
+    // loaded from memory: the fast tier's code calls the shared helper
+    // that chooses the load's path, the optimised tier's chooses inline.
+    std::fs::write(
+        &file,
+        ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n.reg .b32 %r<4>;\n.reg .b64 %rd<6>;\n\
+         ld.param.u64 %rd1, [p];\nmov.u32 %r1, %tid.x;\nmul.wide.u32 %rd2, %r1, 4;\nadd.u64 %rd3, %rd1, %rd2;\nld.global.u32 %r2, [%rd3];\n\
+         bar.sync 0;\nmul.wide.u32 %rd4, %r2, 4;\nadd.u64 %rd5, %rd1, %rd4;\nld.global.u32 %r3, [%rd5];\nst.global.u32 [%rd3], %r3;\nret;\n}\n",
+    )
+    .expect("write");
+    let ir = |tier: Option<&str>| {
+        let mut c = anycuda();
+        c.arg("ptx").arg("--emit-ir");
+        if let Some(t) = tier {
+            c.args(["--tier", t]);
+        }
+        let o = c.arg(&file).output().expect("anycuda runs");
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{tier:?}: {err}");
+        assert!(err.contains("kernel k: ok ("), "{tier:?}: {err}");
+        out
+    };
+    assert!(ir(Some("fast")).contains("call <32 x i32> @__anycuda_wld_shaped_i32_s4_n1("), "{}", ir(Some("fast")));
+    for tier in [None, Some("opt")] {
+        let out = ir(tier);
+        assert!(out.contains("define ") && !out.contains("_shaped_"), "{tier:?}:\n{out}");
+    }
+    let o = anycuda().args(["ptx", "--tier", "slow"]).arg(&file).output().expect("anycuda runs");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("--tier slow"), "{}", text(&o).1);
+}

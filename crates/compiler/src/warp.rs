@@ -149,6 +149,34 @@ struct Layout {
     lane16: Option<V>,
 }
 
+/// The operands of a shaped access, as values of the function that emits
+/// its paths: the lanes' addresses, the executing lanes, the shape (an
+/// i32 scalar), and the addresses of lanes 0 and 16.
+struct Shaped {
+    ptrs: V,
+    mask: V,
+    shape: V,
+    p0: V,
+    p16: V,
+}
+
+/// Returns `values` from a helper whose return type is `ret` (the vector
+/// itself for one value, a literal structure of them otherwise).
+fn shaped_return(out: &mut ir::Body, ret: &str, values: &[V]) {
+    match values {
+        [v] => out.terminate(format_args!("ret {v}")),
+        _ => {
+            let mut agg = "poison".to_string();
+            for (k, v) in values.iter().enumerate() {
+                let x = out.fresh("agg");
+                out.op(format_args!("{x} = insertvalue {ret} {agg}, {v}, {k}"));
+                agg = x;
+            }
+            out.terminate(format_args!("ret {ret} {agg}"));
+        }
+    }
+}
+
 impl WarpState {
     /// The frame slot a register lives in for the whole kernel, if it does:
     /// registers nothing writes once the warp can have suspended and that
@@ -2538,13 +2566,169 @@ masked:
     /// (masked only when some lane does not execute), scalar loads per half
     /// warp, or gathers, chosen by the shape.
     fn shaped_load(&mut self, ptrs: &V, layout: &Layout, ety: Ty, size: u32, n: u32) -> Vec<V> {
-        let shape = layout.shape.clone();
         let mask = self.mask();
-        let sfx = ety.suffix();
-        let t = ety.name();
         if layout.warp_uniform {
             return self.warp_uniform_load(ptrs, &mask, ety, size, n);
         }
+        let (p0, p16) = self.half_bases(ptrs, layout);
+        let access = Shaped { ptrs: ptrs.clone(), mask, shape: layout.shape.clone(), p0, p16 };
+        self.shaped_load_paths(&access, ety, size, n)
+    }
+
+    /// Whether shaped loads and stores learn their addresses' shape when
+    /// compiling (affine registers, versioned regions) and choose their
+    /// path inline (the optimised tier), or call a shared helper per type
+    /// that classifies the lanes' addresses and chooses at run time (the
+    /// fast tier). Inline, the shape's computation and the paths (three
+    /// for a load, two for a store, each with a masked variant) were
+    /// about half of the fast tier's code generation time in warp kernels
+    /// with many accesses: llama.cpp's 72 warp-mode `mul_mat_f` kernels
+    /// (AVX-512 host) 51.7 s, 24.1 s with a plain gather or scatter
+    /// instead; `mul_mat_q_stream_k_fixup` 245 -> 145 ms. The helper
+    /// costs the fast tier's code a call and a classification per access;
+    /// the optimised tier, which hot kernels reach, keeps them inline.
+    fn shaped_inline(&self) -> bool {
+        self.cx.opts.tier == crate::Tier::Optimized
+    }
+
+    /// Whether an access through `address` learns its shape at run time,
+    /// in the fast tier's helper: a register not the same for the whole
+    /// warp, nor assumed affine in a versioned region (whose shape is
+    /// known when compiling: one path, inline).
+    fn shape_at_run_time(&mut self, address: &Operand) -> bool {
+        match address.address() {
+            Some((AddrBase::Reg(r), _)) => {
+                !self.shaped_inline() && !self.uniform_reg(r) && !self.warp.as_ref().is_some_and(|w| w.assumed.contains(&r))
+            }
+            _ => false,
+        }
+    }
+
+    /// What the fast tier's helper is told of an access's shape through
+    /// register address `address` with a lane stride of `stride` bytes
+    /// (an i32 scalar): [`SHAPE_HALVES_CONSECUTIVE`] when the register has
+    /// that lane stride and the warp holds its affine bit (as a whole, and
+    /// a 32-bit address widens without wrap, as `address_layout` asks),
+    /// so that the helper goes straight to the consecutive path; -1 (look
+    /// at the lanes) otherwise. Classifying every access's lanes in the
+    /// helper made the program suite's shared-memory stencil run 1.65
+    /// times as long in the fast tier as with the paths inline (1.45 times
+    /// with the hint); the consecutive path inline beside the call (1.35
+    /// times) gave back a quarter to two fifths of what the helper saves
+    /// in compile time.
+    fn shape_hint(&mut self, address: &Operand, stride: u32) -> V {
+        let known = match address.address() {
+            Some((AddrBase::Reg(r), _)) if self.stride(r) == Some(i64::from(stride)) => self.affine_bit(r).map(|bit| (r, bit)),
+            _ => None,
+        };
+        let Some((r, bit)) = known else { return V::scalar(Ty::I32, "-1") };
+        let mut cond = self.out.def_scalar(Ty::I1, format_args!("and {bit}, %aff.whole"));
+        if self.reg_tys[r as usize] == Ty::I32 {
+            let v = self.load_reg(r);
+            let fits = self.lanes_widen(&v, i64::from(stride), false);
+            cond = self.out.def_scalar(Ty::I1, format_args!("and {cond}, {}", fits.s));
+        }
+        self.out.def_scalar(Ty::I32, format_args!("select {cond}, i32 {SHAPE_HALVES_CONSECUTIVE}, i32 -1"))
+    }
+
+    /// A load of `n` components of `size` bytes per lane through the fast
+    /// tier's helper (see [`Self::shaped_inline`]), with the shape `hint`
+    /// of [`Self::shape_hint`].
+    fn shaped_load_call(&mut self, ptrs: &V, hint: &V, ety: Ty, size: u32, n: u32) -> Vec<V> {
+        let t = ety.name();
+        let ret = if n == 1 { format!("<{W} x {t}>") } else { format!("{{ {} }}", vec![format!("<{W} x {t}>"); n as usize].join(", ")) };
+        let name = format!("__anycuda_wld_shaped_{}_s{size}_n{n}", ety.scalar_suffix());
+        let call = self.shaped_helper(&name, &ret, ptrs, hint, &[], size * n, |this, a, _| {
+            let values = this.shaped_load_paths(a, ety, size, n);
+            shaped_return(&mut this.out, &ret, &values);
+        });
+        let r = self.out.fresh("shl");
+        self.out.op(format_args!("{r} = call {ret} {call}"));
+        if n == 1 {
+            return vec![V::new(ety, r)];
+        }
+        (0..n).map(|k| self.out.def(ety, format_args!("extractvalue {ret} {r}, {k}"))).collect()
+    }
+
+    /// A store of `values` (components of `size` bytes per lane) through
+    /// the fast tier's helper (see [`Self::shaped_inline`]), with the
+    /// shape `hint` of [`Self::shape_hint`].
+    fn shaped_store_call(&mut self, ptrs: &V, hint: &V, values: &[V], size: u32) {
+        let Some(first) = values.first() else { return };
+        let ety = first.ty;
+        let n = values.len() as u32;
+        let name = format!("__anycuda_wst_shaped_{}_s{size}_n{n}", ety.scalar_suffix());
+        let extra: Vec<(String, V)> = values.iter().enumerate().map(|(k, v)| (format!("v{k}"), v.clone())).collect();
+        let call = self.shaped_helper(&name, "void", ptrs, hint, &extra, size * n, |this, a, vals| {
+            this.shaped_store_paths(a, vals, size);
+            this.out.terminate(format_args!("ret void"));
+        });
+        self.out.op(format_args!("call void {call}"));
+    }
+
+    /// Emits (once per module) the helper `name`, which learns the shape
+    /// of the lanes' addresses (`%p`, a lane stride of `stride` bytes)
+    /// from the hint (`%hint`, [`Self::shape_hint`]) or else from the
+    /// lanes, and runs what `body` writes with them and the executing
+    /// lanes (`%m`) as its operands; `extra`: more parameters (name,
+    /// argument), which `body` receives as values. Returns the callee and
+    /// arguments of its call.
+    #[allow(clippy::too_many_arguments)]
+    fn shaped_helper(
+        &mut self,
+        name: &str,
+        ret: &str,
+        ptrs: &V,
+        hint: &V,
+        extra: &[(String, V)],
+        stride: u32,
+        body: impl FnOnce(&mut Self, &Shaped, &[V]),
+    ) -> String {
+        if !self.cx.helpers.contains_key(name) {
+            let values: Vec<V> = extra.iter().map(|(pname, v)| V::new(v.ty, format!("%{pname}"))).collect();
+            let declared: Vec<String> = values.iter().map(|v| format!(", {v}")).collect();
+            let saved = std::mem::take(&mut self.out);
+            let p = V::new(Ty::Ptr, "%p");
+            let p0 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {p}, i32 0"));
+            // A hinted shape: lane 16 (which may have exited with an older
+            // value) lies 16 strides on.
+            let (known, look, join) = (self.out.fresh_label("hint"), self.out.fresh_label("look"), self.out.fresh_label("shape"));
+            let hinted = self.out.def_scalar(Ty::I1, format_args!("icmp sge i32 %hint, 0"));
+            self.out.terminate(format_args!("br {hinted}, label %{known}, label %{look}"));
+            self.out.label(&known);
+            let q16 = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {p0}, i64 {}", 16 * stride));
+            self.out.terminate(format_args!("br label %{join}"));
+            self.out.label(&look);
+            let lanes = self.out.def(Ty::I64, format_args!("ptrtoint {p} to <{W} x i64>"));
+            let looked = self.classify_lanes(lanes, stride);
+            let l16 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {p}, i32 16"));
+            self.out.terminate(format_args!("br label %{join}"));
+            self.out.label(&join);
+            let shape = self.out.def_scalar(Ty::I32, format_args!("phi i32 [%hint, %{known}], [{}, %{look}]", looked.s));
+            let p16 = self.out.def_scalar(Ty::Ptr, format_args!("phi ptr [{}, %{known}], [{}, %{look}]", q16.s, l16.s));
+            let params = Shaped { ptrs: p, mask: V::new(Ty::I1, "%m"), shape, p0, p16 };
+            body(self, &params, &values);
+            let done = std::mem::replace(&mut self.out, saved);
+            let text = format!(
+                "define internal {ret} @{name}(<{W} x ptr> %p, <{W} x i1> %m, i32 %hint{}) noinline nounwind {{\nentry:\n{}{}}}\n",
+                declared.concat(),
+                done.allocas,
+                done.text
+            );
+            self.cx.helper(name, || text);
+        }
+        let args: Vec<String> = extra.iter().map(|(_, v)| format!(", {v}")).collect();
+        let mask = self.mask();
+        format!("@{name}({ptrs}, {mask}, {hint}{})", args.concat())
+    }
+
+    /// The paths of a shaped load: one vector load per half warp when the
+    /// halves are consecutive (masked when some lane does not execute),
+    /// scalar loads per half when they are uniform, gathers otherwise.
+    fn shaped_load_paths(&mut self, a: &Shaped, ety: Ty, size: u32, n: u32) -> Vec<V> {
+        let Shaped { ptrs, mask, shape, p0, p16 } = a;
+        let sfx = ety.suffix();
+        let t = ety.name();
         let g = format!("llvm.masked.gather.{sfx}.v{W}p0");
         self.cx.declare(&g, &format!("declare {ety} @{g}(<{W} x ptr>, i32, <{W} x i1>, {ety})"));
         let st = ety.scalar_suffix();
@@ -2555,8 +2739,7 @@ masked:
         self.cx.declare(&l1, &format!("declare <1 x {t}> @{l1}(ptr, i32, <1 x i1>, <1 x {t}>)"));
         let or16 = "llvm.vector.reduce.or.v16i1";
         self.cx.declare(or16, &format!("declare i1 @{or16}(<16 x i1>)"));
-        let (p0, p16) = self.half_bases(ptrs, layout);
-        let (lo, hi) = (self.half_mask(&mask, false), self.half_mask(&mask, true));
+        let (lo, hi) = (self.half_mask(mask, false), self.half_mask(mask, true));
         let (cv, uv, gv, j) =
             (self.out.fresh_label("hld"), self.out.fresh_label("uld"), self.out.fresh_label("gld"), self.out.fresh_label("ldj"));
         self.out.terminate(format_args!(
@@ -2569,7 +2752,7 @@ masked:
         // components side by side), then the components apart.
         self.out.label(&cv);
         let repeat = list(&mut (0..wide).map(|e| e / n));
-        let (plain, masked, joined) = self.branch_on_full(&mask);
+        let (plain, masked, joined) = self.branch_on_full(mask);
         // Component k of lane i is element i * n + k of its half's vector.
         let components = |this: &mut Self, lo: &str, hi: &str| -> Vec<V> {
             (0..n)
@@ -2583,7 +2766,7 @@ masked:
         // side need no load of their own: LLVM splits a whole warp's load
         // into the same two or four register loads.)
         let mut apart = Vec::new();
-        for p in [&p0, &p16] {
+        for p in [p0, p16] {
             let x = self.out.fresh("vp");
             self.out.op(format_args!("{x} = load <{wide} x {t}>, {p}, align {align}"));
             apart.push(x);
@@ -2592,7 +2775,7 @@ masked:
         self.out.terminate(format_args!("br label %{joined}"));
         self.out.label(&masked);
         let mut loaded = Vec::new();
-        for (p, m) in [(&p0, &lo), (&p16, &hi)] {
+        for (p, m) in [(p0, &lo), (p16, &hi)] {
             let mr = self.out.fresh("mrep");
             self.out.op(format_args!("{mr} = shufflevector <16 x i1> {m}, <16 x i1> poison, <{wide} x i32> <{repeat}>"));
             let x = self.masked_half_load(&lw, p, &mr, wide, ety, align);
@@ -2618,7 +2801,7 @@ masked:
         let mut uniform = Vec::new();
         for k in 0..n {
             let mut halves = Vec::new();
-            for (p, one) in [(&p0, &anys[0]), (&p16, &anys[1])] {
+            for (p, one) in [(p0, &anys[0]), (p16, &anys[1])] {
                 let pk = self.out.fresh("pk");
                 self.out.op(format_args!("{pk} = getelementptr i8, {p}, i64 {}", k * size));
                 let x = self.out.fresh("u");
@@ -2636,7 +2819,7 @@ masked:
         let mut gathered = Vec::new();
         for k in 0..n {
             let pk = self.component_pointer(ptrs, false, size, k as usize);
-            gathered.push(self.gather(&g, &pk, &mask, ety, align));
+            gathered.push(self.gather(&g, &pk, mask, ety, align));
         }
         self.out.terminate(format_args!("br label %{j}"));
         self.out.label(&j);
@@ -2657,8 +2840,17 @@ masked:
     /// only when some lane does not execute), scatters otherwise (lanes of
     /// one address store in lane order).
     fn shaped_store(&mut self, ptrs: &V, layout: &Layout, values: &[V], size: u32) {
-        let shape = layout.shape.clone();
         let mask = self.mask();
+        let (p0, p16) = self.half_bases(ptrs, layout);
+        let access = Shaped { ptrs: ptrs.clone(), mask, shape: layout.shape.clone(), p0, p16 };
+        self.shaped_store_paths(&access, values, size);
+    }
+
+    /// The paths of a shaped store: one vector store per half warp with
+    /// each lane's components side by side when the halves are consecutive
+    /// (masked only when some lane does not execute), scatters otherwise.
+    fn shaped_store_paths(&mut self, a: &Shaped, values: &[V], size: u32) {
+        let Shaped { ptrs, mask, shape, p0, p16 } = a;
         let Some(first) = values.first() else { return };
         let ety = first.ty;
         let n = values.len() as u32;
@@ -2694,10 +2886,9 @@ masked:
             parts = joined;
         }
         let (all, total) = parts.pop().unwrap_or_default();
-        let (p0, p16) = self.half_bases(ptrs, layout);
         let repeat = list(&mut (0..wide).map(|e| e / n));
         let mut halves = Vec::new();
-        for (p, high) in [(&p0, false), (&p16, true)] {
+        for (p, high) in [(p0, false), (p16, true)] {
             let base = if high { 16 } else { 0 };
             // Element e of the half: component e % n of lane e / n.
             let idx = list(&mut (0..wide).map(|e| (e % n) * W + base + e / n));
@@ -2705,14 +2896,14 @@ masked:
             self.out.op(format_args!("{part} = shufflevector <{total} x {t}> {all}, <{total} x {t}> poison, <{wide} x i32> <{idx}>"));
             halves.push((p, high, part));
         }
-        let (_, masked, _) = self.branch_on_full(&mask);
+        let (_, masked, _) = self.branch_on_full(mask);
         for (p, _, part) in &halves {
             self.out.op(format_args!("store <{wide} x {t}> {part}, {p}, align {align}"));
         }
         self.out.terminate(format_args!("br label %{j}"));
         self.out.label(&masked);
         for (p, high, part) in &halves {
-            let m = self.half_mask(&mask, *high);
+            let m = self.half_mask(mask, *high);
             let mr = self.out.fresh("mrep");
             self.out.op(format_args!("{mr} = shufflevector <16 x i1> {m}, <16 x i1> poison, <{wide} x i32> <{repeat}>"));
             if self.cx.facts.inline_gathers || ety.bits() >= 32 {
@@ -2732,7 +2923,7 @@ masked:
         self.out.label(&gv);
         for (k, v) in values.iter().enumerate() {
             let pk = self.component_pointer(ptrs, false, size, k);
-            self.scatter(&s, v, &pk, &mask, align);
+            self.scatter(&s, v, &pk, mask, align);
         }
         self.out.terminate(format_args!("br label %{j}"));
         self.out.label(&j);
@@ -2895,7 +3086,9 @@ masked:
         let n = dests.len() as u32;
         // A register address of known shape: all components at once.
         let observed = ordered || crate::memory::communicates(inst, self.b);
-        let layout = if uniform || observed || !matches!(n, 1 | 2 | 4 | 8) { None } else { self.operand_layout(&args[1], size * n) };
+        let shaped = !uniform && !observed && matches!(n, 1 | 2 | 4 | 8);
+        let at_run_time = shaped && self.shape_at_run_time(&args[1]);
+        let layout = if shaped && !at_run_time { self.operand_layout(&args[1], size * n) } else { None };
         let in_loop = self.warp.as_ref().is_some_and(|w| w.in_loop.get(w.block as usize).copied().unwrap_or(false));
         let prefetch =
             in_loop && self.cx.facts.prefetch && matches!(inst.space(self.b), None | Some(StateSpace::Global | StateSpace::Const));
@@ -2904,6 +3097,13 @@ masked:
             (Some(wide), _) => {
                 let w = self.warp_load(&ptrs, uniform, wide, wide.bits() / 8, true);
                 (0..dests.len()).map(|k| self.component(&w, ety, k)).collect()
+            }
+            (None, None) if at_run_time => {
+                if prefetch {
+                    self.stride_prefetch(&ptrs, W * size * n);
+                }
+                let hint = self.shape_hint(&args[1], size * n);
+                self.shaped_load_call(&ptrs, &hint, ety, size, n)
             }
             (None, Some(layout)) => {
                 if prefetch {
@@ -2955,6 +3155,16 @@ masked:
         let observed = ordered || crate::memory::communicates(inst, self.b);
         let whole = !uniform && !observed && matches!(n, 1 | 2 | 4 | 8) && !srcs.iter().any(|s| matches!(s, Operand::Sink));
         let space = inst.space(self.b);
+        if whole && self.shape_at_run_time(&args[0]) {
+            let mut values = Vec::new();
+            for s in &srcs {
+                values.push(self.get(s, ety)?);
+            }
+            let hint = self.shape_hint(&args[0], size * n);
+            self.shaped_store_call(&ptrs, &hint, &values, size);
+            self.record_run(&args[0], space, None);
+            return Ok(());
+        }
         if let Some(layout) = if whole { self.operand_layout(&args[0], size * n) } else { None } {
             let mut values = Vec::new();
             for s in &srcs {

@@ -451,3 +451,59 @@ fn a_warp_scans_loads_of_its_own_stores_are_shuffles_of_the_stored_lanes() {
     let text = ir(&WARP_SCAN.replace("{X}", "add.s32 %r6, %r6, 0;"));
     assert_eq!(text.lines().filter(|l| l.starts_with("fwd")).count(), 4, "{text}");
 }
+
+/// A warp-mode kernel loading and storing through a per-lane address: a
+/// block-wide barrier, a load through an index loaded from memory, a
+/// store beside it.
+const LANE_ADDRESSES: &str = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+.reg .b32 %r<4>;
+.reg .b64 %rd<6>;
+ld.param.u64 %rd1, [p];
+mov.u32 %r1, %tid.x;
+mul.wide.u32 %rd2, %r1, 4;
+add.u64 %rd3, %rd1, %rd2;
+ld.global.u32 %r2, [%rd3];
+bar.sync 0;
+mul.wide.u32 %rd4, %r2, 4;
+add.u64 %rd5, %rd1, %rd4;
+ld.global.u32 %r3, [%rd5];
+st.global.u32 [%rd5+4096], %r3;
+ret;
+}
+"#;
+
+#[test]
+fn the_fast_tier_chooses_an_accesss_path_in_a_shared_helper_and_the_optimised_tier_inline() {
+    let module = ptx::parse(LANE_ADDRESSES).unwrap_or_else(|d| panic!("test PTX must parse: {d}"));
+    let ir_of = |tier| {
+        let opts = compiler::Options { tier, warp: compiler::WarpMode::Always, strict_affine: false, memcheck: false };
+        compiler::emit_ir_with_options(&module, LANE_ADDRESSES, &opts).expect("compiles")
+    };
+    let kernel_of = |text: &str| {
+        let start = text.find("define i32 @\"__anycuda_thread.k\"").expect("the warp function");
+        let end = text[start..].find("\n}\n").map_or(text.len(), |e| start + e);
+        text[start..end].to_string()
+    };
+    let fast = ir_of(compiler::Tier::Fast);
+    let kernel = kernel_of(&fast);
+    // Both global loads through a lane address and the store call the
+    // helpers, which are defined once each; the kernel itself gathers and
+    // scatters nothing. The first load's address is affine: its call
+    // passes the consecutive shape when the warp holds the affine bit;
+    // the others' addresses are not (their calls pass -1).
+    assert_eq!(kernel.matches("call <32 x i32> @__anycuda_wld_shaped_i32_s4_n1(").count(), 2, "{fast}");
+    assert_eq!(kernel.matches(", i32 1, i32 -1\n").count(), 1, "{kernel}");
+    assert_eq!(kernel.matches(", i32 -1)\n").count(), 1, "{kernel}");
+    assert_eq!(kernel.matches(", i32 -1, <32 x i32> %").count(), 1, "{kernel}");
+    assert_eq!(kernel.matches("call void @__anycuda_wst_shaped_i32_s4_n1(").count(), 1, "{fast}");
+    assert_eq!(fast.matches("define internal <32 x i32> @__anycuda_wld_shaped_i32_s4_n1(").count(), 1, "{fast}");
+    assert!(!kernel.contains("@llvm.masked.gather") && !kernel.contains("@llvm.masked.scatter"), "{kernel}");
+    let optimised = ir_of(compiler::Tier::Optimized);
+    assert!(!optimised.contains("_shaped_"), "{optimised}");
+    let kernel = kernel_of(&optimised);
+    assert!(kernel.contains("@llvm.masked.gather") && kernel.contains("@llvm.masked.scatter"), "{kernel}");
+}
