@@ -705,31 +705,55 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 let per_e = (1 + 2 * kk) * W;
                 if self.cx.facts.cheap_frame_arrays {
                     // One loop nest for all of D's elements (the element
-                    // index picks the table's rows): the IR of an `mma`
-                    // stays the same size whatever the count of elements,
-                    // and a kernel with hundreds of them (llama.cpp's mmq)
-                    // compiles in a fraction of the time the unrolled
-                    // elements took.
+                    // index picks the table's rows), in a helper shared by
+                    // every `mma` of the same product and table: a call
+                    // per `mma`. Inline, the nest of each of the 512 `mma`
+                    // of llama.cpp's largest thread-by-thread `mul_mat_q`
+                    // kernel was 120 lines of IR, a third of its 180,000;
+                    // unrolled (before the nest) the elements took many
+                    // times as long again.
                     let out = self.out.alloca(&format!("[{nd} x {cty}]"), 8);
-                    let (epre, ebody, edone) = (self.out.fresh_label("epre"), self.out.fresh_label("e"), self.out.fresh_label("edone"));
-                    self.out.terminate(format_args!("br label %{epre}"));
-                    self.out.label(&epre);
-                    self.out.terminate(format_args!("br label %{ebody}"));
-                    self.out.label(&ebody);
-                    let enext = self.out.fresh("en");
-                    let latch = self.out.fresh_label("elatch");
-                    let e = self.out.def(Ty::I32, format_args!("phi i32 [0, %{epre}], [{enext}, %{latch}]"));
-                    let base = self.bin("mul", &e, &V::int(Ty::I32, per_e as i128));
-                    let acc = self.snapshot_dot(p, snap, &tab, lane, &base, cty);
-                    self.out.terminate(format_args!("br label %{latch}"));
-                    self.out.label(&latch);
-                    let ei = self.zext(&e, Ty::I64);
-                    let slot = self.out.def(Ty::Ptr, format_args!("getelementptr {cty}, ptr {out}, {ei}"));
-                    self.out.op(format_args!("store {acc}, {slot}"));
-                    self.out.op(format_args!("{enext} = add i32 {}, 1", e.s));
-                    let emore = self.out.def(Ty::I1, format_args!("icmp ult i32 {enext}, {nd}"));
-                    self.out.terminate(format_args!("br {emore}, label %{ebody}, label %{edone}"));
-                    self.out.label(&edone);
+                    let name = format!(
+                        "__anycuda_mma.{}.{cty}.{:?}.{:?}.{:?}.{:?}.{}",
+                        tab.trim_start_matches('@').trim_matches('"'),
+                        p.a.elem,
+                        p.b.elem,
+                        p.c.elem,
+                        p.combine,
+                        p.k
+                    )
+                    .replace(|c: char| !c.is_ascii_alphanumeric() && c != '.' && c != '_', "_");
+                    if !self.cx.helpers.contains_key(&name) {
+                        let saved = std::mem::take(&mut self.out);
+                        let (snap_p, lane_p) = (V::scalar(Ty::Ptr, "%snap"), V::scalar(Ty::I32, "%lane"));
+                        let (epre, ebody, edone) = (self.out.fresh_label("epre"), self.out.fresh_label("e"), self.out.fresh_label("edone"));
+                        self.out.terminate(format_args!("br label %{epre}"));
+                        self.out.label(&epre);
+                        self.out.terminate(format_args!("br label %{ebody}"));
+                        self.out.label(&ebody);
+                        let enext = self.out.fresh("en");
+                        let latch = self.out.fresh_label("elatch");
+                        let e = self.out.def(Ty::I32, format_args!("phi i32 [0, %{epre}], [{enext}, %{latch}]"));
+                        let base = self.bin("mul", &e, &V::int(Ty::I32, per_e as i128));
+                        let acc = self.snapshot_dot(p, &snap_p, &tab, &lane_p, &base, cty);
+                        self.out.terminate(format_args!("br label %{latch}"));
+                        self.out.label(&latch);
+                        let ei = self.zext(&e, Ty::I64);
+                        let slot = self.out.def(Ty::Ptr, format_args!("getelementptr {cty}, ptr %out, {ei}"));
+                        self.out.op(format_args!("store {acc}, {slot}"));
+                        self.out.op(format_args!("{enext} = add i32 {}, 1", e.s));
+                        let emore = self.out.def(Ty::I1, format_args!("icmp ult i32 {enext}, {nd}"));
+                        self.out.terminate(format_args!("br {emore}, label %{ebody}, label %{edone}"));
+                        self.out.label(&edone);
+                        self.out.terminate(format_args!("ret void"));
+                        let done = std::mem::replace(&mut self.out, saved);
+                        let text = format!(
+                            "define internal void @{name}(ptr %snap, i32 %lane, ptr %out) noinline nounwind {{\nentry:\n{}{}}}\n",
+                            done.allocas, done.text
+                        );
+                        self.cx.helper(&name, || text);
+                    }
+                    self.out.op(format_args!("call void @{name}({snap}, {lane}, ptr {out})"));
                     for e in 0..nd {
                         let slot = self.out.def(Ty::Ptr, format_args!("getelementptr {cty}, ptr {out}, i64 {e}"));
                         results.push(self.out.def(cty, format_args!("load {cty}, {slot}")));
