@@ -50,7 +50,8 @@ pub struct Options {
     /// register's run-time bit (see `affine.rs`), and the general version
     /// of a region lowered twice for its affine registers, trap instead of
     /// running, so a test can show that a kernel's addresses all took the
-    /// affine path. Never set for programs.
+    /// affine path (optimised tier: the fast tier's access helpers
+    /// classify lanes without trapping). Never set for programs.
     pub strict_affine: bool,
     /// Checked mode (`ANYCUDA_MEMCHECK=1`, host target only): every load,
     /// store, atomic and asynchronous or matrix copy of a kernel is checked
