@@ -16,8 +16,9 @@
 //! * **Tiers.** A kernel's first code comes from the fast tier
 //!   (`compiler::Tier::Fast`: about a tenth of the optimised compile time);
 //!   once its launches have run for as long as the optimised compile is
-//!   expected to take ([`TIER_UP_COMPILE_RATIO`] times the fast one, and
-//!   at least [`TIER_UP_MIN`]), the optimised tier compiles in the
+//!   expected to take ([`TIER_UP_COMPILE_RATIO`] times the fast one,
+//!   [`TIER_UP_WARP_COMPILE_RATIO`] for warp-mode code, and at least
+//!   [`TIER_UP_MIN`]: [`tier_up_threshold`]), the optimised tier compiles in the
 //!   background and later launches switch to it. Either tier found in the cache is
 //!   used at once, the optimised one first.
 //! * **Background.** After a module's first launch, its other kernels
@@ -63,6 +64,27 @@ pub const TIER_UP_MIN: Duration = Duration::from_millis(20);
 /// kernel's own run time, and a short program does not wait at its exit
 /// for a long compile it will not use.
 pub const TIER_UP_COMPILE_RATIO: u32 = 8;
+
+/// [`TIER_UP_COMPILE_RATIO`] for warp-mode code (`KernelInfo::lanes` 32),
+/// whose fast tier already generates code with LLVM's `Less` level: its
+/// optimised compile costs about two to four fast ones (medians of the
+/// optimised over the fast compile time: nvcc corpus, 83 warp-mode
+/// kernels, 2.1; oracle, 37, 1.7; llama.cpp's `mul_mat_vec_f`,
+/// `mul_mat_f`, `mul_mat_q_stream_k_fixup` and
+/// `flash_attn_combine_results` 3.9, 3.7, 3.4 and 2.3; against 6.7 and 10
+/// for the corpus's thread-by-thread and guarded kernels). With the
+/// thread ratio, warp kernels ran fast code two to four times as long as
+/// the rule means to (llama.cpp's `mul_mat_vec_f`, 283 ms fast: 2.3 s of
+/// launches instead of 0.85 s).
+pub const TIER_UP_WARP_COMPILE_RATIO: u32 = 3;
+
+/// The launch time after which a kernel whose fast code is `fast` is
+/// compiled optimised: its optimised compile's expected cost, at least
+/// [`TIER_UP_MIN`].
+pub fn tier_up_threshold(fast: &Compiled) -> Duration {
+    let ratio = if fast.info.kernels.iter().any(|k| k.lanes > 1) { TIER_UP_WARP_COMPILE_RATIO } else { TIER_UP_COMPILE_RATIO };
+    TIER_UP_MIN.max(fast.compile_time * ratio)
+}
 
 /// Largest module (bytes of PTX text) whose other kernels are compiled
 /// speculatively after its first launch.

@@ -9,7 +9,7 @@ use driver::backend::{ModuleError, ModuleErrorKind, ModuleOptions};
 
 use crate::background::{self, Priority};
 use crate::codec::{put_str, read_info, write_info, Reader};
-use crate::{Jit, TierPolicy, SPECULATE_MAX_PTX_BYTES, TIER_UP_COMPILE_RATIO, TIER_UP_MIN};
+use crate::{Jit, TierPolicy, SPECULATE_MAX_PTX_BYTES, TIER_UP_MIN};
 
 type Ast<'a> = ptx::ast::Module<'a>;
 
@@ -461,13 +461,11 @@ impl JitModule {
         if slot.code[1].get().is_some() || slot.tier_up_queued.load(Ordering::Relaxed) {
             return;
         }
-        let fast_compile = match slot.code[0].get() {
-            Some(Ok(c)) => c.compile_time,
-            _ => Duration::ZERO,
+        let threshold = match slot.code[0].get() {
+            Some(Ok(c)) => crate::tier_up_threshold(c),
+            _ => TIER_UP_MIN,
         };
-        if Duration::from_nanos(ns) < TIER_UP_MIN.max(fast_compile * TIER_UP_COMPILE_RATIO)
-            || slot.tier_up_queued.swap(true, Ordering::Relaxed)
-        {
+        if Duration::from_nanos(ns) < threshold || slot.tier_up_queued.swap(true, Ordering::Relaxed) {
             return;
         }
         let this = self.this.clone();

@@ -350,7 +350,7 @@ fn launches_keep_the_fast_code_while_the_optimised_compile_runs() {
     let (gate, m) = gated(2, Who::Background, TierPolicy::Adaptive, false);
     let fast = m.kernel(1).expect("k1");
     assert_eq!(fast.tier, compiler::Tier::Fast);
-    m.record_run(1, jit::TIER_UP_MIN + fast.compile_time * jit::TIER_UP_COMPILE_RATIO);
+    m.record_run(1, jit::tier_up_threshold(&fast));
     gate.blocked.recv_timeout(Duration::from_secs(60)).expect("k1's optimised compile never started");
     let m2 = m.clone();
     let finished = finishes_while_held(&gate, move || {
@@ -372,7 +372,7 @@ fn kernels_that_run_long_are_recompiled_optimised_in_the_background() {
     jit::wait_for_background_compiles();
     assert_eq!(m.kernel(1).expect("kernel").tier, compiler::Tier::Fast);
     // Past the threshold it is compiled optimised, and later asks get that.
-    m.record_run(1, jit::TIER_UP_MIN + first.compile_time * jit::TIER_UP_COMPILE_RATIO);
+    m.record_run(1, jit::tier_up_threshold(&first));
     jit::wait_for_background_compiles();
     let later = m.kernel(1).expect("kernel");
     assert_eq!(later.tier, compiler::Tier::Optimized);
@@ -406,7 +406,10 @@ fn code_from_the_cache_tiers_up_after_the_run_time_its_compile_cost() {
     assert!(cached.from_cache);
     assert_eq!(cached.tier, compiler::Tier::Fast);
     assert_eq!(cached.compile_time.as_micros(), first.compile_time.as_micros());
+    // A thread-by-thread kernel: eight times its fast compile.
+    assert_eq!(cached.info.kernels[0].lanes, 1);
     let threshold = jit::TIER_UP_MIN.max(cached.compile_time * jit::TIER_UP_COMPILE_RATIO);
+    assert_eq!(jit::tier_up_threshold(&cached), threshold);
     m.record_run(1, threshold - Duration::from_micros(2));
     jit::wait_for_background_compiles();
     assert_eq!(m.kernel(1).expect("kernel").tier, compiler::Tier::Fast, "promoted before its threshold");
@@ -472,4 +475,28 @@ fn only_small_modules_compile_kernels_before_their_launch() {
         assert_eq!(m.kernel(2).expect("k2").info.kernels[0].name, "k2");
         assert_eq!(jit.stats().compiled, compiled.max(2));
     }
+}
+
+/// Warp-mode code, whose fast tier already generates code at LLVM's `Less`
+/// level, is promoted after [`jit::TIER_UP_WARP_COMPILE_RATIO`] times its
+/// fast compile, not the thread-by-thread ratio.
+#[test]
+fn warp_code_tiers_up_after_its_own_ratio_of_the_fast_compile() {
+    let text =
+        ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry w(.param .u64 out)\n{\n.reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n\
+        ld.param.u64 %rd1, [out];\nmov.u32 %r1, %tid.x;\nshfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;\nmul.wide.u32 %rd2, %r1, 4;\n\
+        add.u64 %rd3, %rd1, %rd2;\nst.global.u32 [%rd3], %r2;\nret;\n}\n";
+    let jit = Jit::new(compiler::Target::HostCpu, config(TierPolicy::Adaptive, false));
+    let m = jit.load(text, &ModuleOptions::default()).expect("load");
+    let fast = m.kernel(0).expect("kernel");
+    assert_eq!(fast.tier, compiler::Tier::Fast);
+    assert_eq!(fast.info.kernels[0].lanes, 32, "the kernel runs as warps");
+    let threshold = jit::TIER_UP_MIN.max(fast.compile_time * jit::TIER_UP_WARP_COMPILE_RATIO);
+    assert_eq!(jit::tier_up_threshold(&fast), threshold);
+    m.record_run(0, threshold - Duration::from_micros(2));
+    jit::wait_for_background_compiles();
+    assert_eq!(m.kernel(0).expect("kernel").tier, compiler::Tier::Fast, "promoted before its threshold");
+    m.record_run(0, Duration::from_micros(3));
+    jit::wait_for_background_compiles();
+    assert_eq!(m.kernel(0).expect("kernel").tier, compiler::Tier::Optimized);
 }
