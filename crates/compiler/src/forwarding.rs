@@ -162,9 +162,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             }
         };
         let joined = self.out.def_scalar(Ty::I1, format_args!("icmp eq {apart}, {}", 16 * run.size));
-        // Every lane executing, as `shaped_store` tests it.
-        let bits = self.out.def_scalar(Ty::I32, format_args!("bitcast {} to i32", run.mask));
-        let full = self.out.def_scalar(Ty::I1, format_args!("icmp eq {bits}, -1"));
+        // Every lane executing.
+        let full = self.all(&run.mask);
         let both = self.out.def_scalar(Ty::I1, format_args!("and {consecutive}, {}", joined.s));
         self.out.def_scalar(Ty::I1, format_args!("and {both}, {}", full.s))
     }

@@ -1397,6 +1397,24 @@ impl<'c, 'm> FnLower<'c, 'm> {
         matches!(*op, Operand::Reg(r) if self.shadows.get(r as usize).is_some_and(|s| s.is_some()))
     }
 
+    /// Defines, once per module, the internal noinline function `name`
+    /// (`params`: its parameter list, `ret` its return type) whose body
+    /// `body` writes through `self.out` as lowering code writes any other
+    /// (the function's own allocas and labels; `body` ends it with its
+    /// `ret`). Lowering emits the same code as a call instead of inline
+    /// where many sites would repeat it (warp mode's fast-tier accesses,
+    /// thread mode's `mma` products).
+    pub(crate) fn define_helper(&mut self, name: &str, ret: &str, params: &str, body: impl FnOnce(&mut Self)) {
+        if self.cx.helpers.contains_key(name) {
+            return;
+        }
+        let saved = std::mem::take(&mut self.out);
+        body(self);
+        let done = std::mem::replace(&mut self.out, saved);
+        let text = format!("define internal {ret} @{name}({params}) noinline nounwind {{\nentry:\n{}{}}}\n", done.allocas, done.text);
+        self.cx.helper(name, || text);
+    }
+
     pub fn store_reg(&mut self, r: RegId, v: V) {
         self.forget_flushes(r);
         if let Some(w) = self.warp.as_mut() {

@@ -723,36 +723,29 @@ impl<'c, 'm> FnLower<'c, 'm> {
                         p.k
                     )
                     .replace(|c: char| !c.is_ascii_alphanumeric() && c != '.' && c != '_', "_");
-                    if !self.cx.helpers.contains_key(&name) {
-                        let saved = std::mem::take(&mut self.out);
+                    self.define_helper(&name, "void", "ptr %snap, i32 %lane, ptr %out", |this| {
                         let (snap_p, lane_p) = (V::scalar(Ty::Ptr, "%snap"), V::scalar(Ty::I32, "%lane"));
-                        let (epre, ebody, edone) = (self.out.fresh_label("epre"), self.out.fresh_label("e"), self.out.fresh_label("edone"));
-                        self.out.terminate(format_args!("br label %{epre}"));
-                        self.out.label(&epre);
-                        self.out.terminate(format_args!("br label %{ebody}"));
-                        self.out.label(&ebody);
-                        let enext = self.out.fresh("en");
-                        let latch = self.out.fresh_label("elatch");
-                        let e = self.out.def(Ty::I32, format_args!("phi i32 [0, %{epre}], [{enext}, %{latch}]"));
-                        let base = self.bin("mul", &e, &V::int(Ty::I32, per_e as i128));
-                        let acc = self.snapshot_dot(p, &snap_p, &tab, &lane_p, &base, cty);
-                        self.out.terminate(format_args!("br label %{latch}"));
-                        self.out.label(&latch);
-                        let ei = self.zext(&e, Ty::I64);
-                        let slot = self.out.def(Ty::Ptr, format_args!("getelementptr {cty}, ptr %out, {ei}"));
-                        self.out.op(format_args!("store {acc}, {slot}"));
-                        self.out.op(format_args!("{enext} = add i32 {}, 1", e.s));
-                        let emore = self.out.def(Ty::I1, format_args!("icmp ult i32 {enext}, {nd}"));
-                        self.out.terminate(format_args!("br {emore}, label %{ebody}, label %{edone}"));
-                        self.out.label(&edone);
-                        self.out.terminate(format_args!("ret void"));
-                        let done = std::mem::replace(&mut self.out, saved);
-                        let text = format!(
-                            "define internal void @{name}(ptr %snap, i32 %lane, ptr %out) noinline nounwind {{\nentry:\n{}{}}}\n",
-                            done.allocas, done.text
-                        );
-                        self.cx.helper(&name, || text);
-                    }
+                        let (epre, ebody, edone) = (this.out.fresh_label("epre"), this.out.fresh_label("e"), this.out.fresh_label("edone"));
+                        this.out.terminate(format_args!("br label %{epre}"));
+                        this.out.label(&epre);
+                        this.out.terminate(format_args!("br label %{ebody}"));
+                        this.out.label(&ebody);
+                        let enext = this.out.fresh("en");
+                        let latch = this.out.fresh_label("elatch");
+                        let e = this.out.def(Ty::I32, format_args!("phi i32 [0, %{epre}], [{enext}, %{latch}]"));
+                        let base = this.bin("mul", &e, &V::int(Ty::I32, per_e as i128));
+                        let acc = this.snapshot_dot(p, &snap_p, &tab, &lane_p, &base, cty);
+                        this.out.terminate(format_args!("br label %{latch}"));
+                        this.out.label(&latch);
+                        let ei = this.zext(&e, Ty::I64);
+                        let slot = this.out.def(Ty::Ptr, format_args!("getelementptr {cty}, ptr %out, {ei}"));
+                        this.out.op(format_args!("store {acc}, {slot}"));
+                        this.out.op(format_args!("{enext} = add i32 {}, 1", e.s));
+                        let emore = this.out.def(Ty::I1, format_args!("icmp ult i32 {enext}, {nd}"));
+                        this.out.terminate(format_args!("br {emore}, label %{ebody}, label %{edone}"));
+                        this.out.label(&edone);
+                        this.out.terminate(format_args!("ret void"));
+                    });
                     self.out.op(format_args!("call void @{name}({snap}, {lane}, ptr {out})"));
                     for e in 0..nd {
                         let slot = self.out.def(Ty::Ptr, format_args!("getelementptr {cty}, ptr {out}, i64 {e}"));

@@ -2684,39 +2684,31 @@ masked:
         stride: u32,
         body: impl FnOnce(&mut Self, &Shaped, &[V]),
     ) -> String {
-        if !self.cx.helpers.contains_key(name) {
-            let values: Vec<V> = extra.iter().map(|(pname, v)| V::new(v.ty, format!("%{pname}"))).collect();
-            let declared: Vec<String> = values.iter().map(|v| format!(", {v}")).collect();
-            let saved = std::mem::take(&mut self.out);
+        let values: Vec<V> = extra.iter().map(|(pname, v)| V::new(v.ty, format!("%{pname}"))).collect();
+        let declared: Vec<String> = values.iter().map(|v| format!(", {v}")).collect();
+        let params = format!("<{W} x ptr> %p, <{W} x i1> %m, i32 %hint{}", declared.concat());
+        self.define_helper(name, ret, &params, |this| {
             let p = V::new(Ty::Ptr, "%p");
-            let p0 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {p}, i32 0"));
+            let p0 = this.out.def_scalar(Ty::Ptr, format_args!("extractelement {p}, i32 0"));
             // A hinted shape: lane 16 (which may have exited with an older
             // value) lies 16 strides on.
-            let (known, look, join) = (self.out.fresh_label("hint"), self.out.fresh_label("look"), self.out.fresh_label("shape"));
-            let hinted = self.out.def_scalar(Ty::I1, format_args!("icmp sge i32 %hint, 0"));
-            self.out.terminate(format_args!("br {hinted}, label %{known}, label %{look}"));
-            self.out.label(&known);
-            let q16 = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {p0}, i64 {}", 16 * stride));
-            self.out.terminate(format_args!("br label %{join}"));
-            self.out.label(&look);
-            let lanes = self.out.def(Ty::I64, format_args!("ptrtoint {p} to <{W} x i64>"));
-            let looked = self.classify_lanes(lanes, stride);
-            let l16 = self.out.def_scalar(Ty::Ptr, format_args!("extractelement {p}, i32 16"));
-            self.out.terminate(format_args!("br label %{join}"));
-            self.out.label(&join);
-            let shape = self.out.def_scalar(Ty::I32, format_args!("phi i32 [%hint, %{known}], [{}, %{look}]", looked.s));
-            let p16 = self.out.def_scalar(Ty::Ptr, format_args!("phi ptr [{}, %{known}], [{}, %{look}]", q16.s, l16.s));
+            let (known, look, join) = (this.out.fresh_label("hint"), this.out.fresh_label("look"), this.out.fresh_label("shape"));
+            let hinted = this.out.def_scalar(Ty::I1, format_args!("icmp sge i32 %hint, 0"));
+            this.out.terminate(format_args!("br {hinted}, label %{known}, label %{look}"));
+            this.out.label(&known);
+            let q16 = this.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {p0}, i64 {}", 16 * stride));
+            this.out.terminate(format_args!("br label %{join}"));
+            this.out.label(&look);
+            let lanes = this.out.def(Ty::I64, format_args!("ptrtoint {p} to <{W} x i64>"));
+            let looked = this.classify_lanes(lanes, stride);
+            let l16 = this.out.def_scalar(Ty::Ptr, format_args!("extractelement {p}, i32 16"));
+            this.out.terminate(format_args!("br label %{join}"));
+            this.out.label(&join);
+            let shape = this.out.def_scalar(Ty::I32, format_args!("phi i32 [%hint, %{known}], [{}, %{look}]", looked.s));
+            let p16 = this.out.def_scalar(Ty::Ptr, format_args!("phi ptr [{}, %{known}], [{}, %{look}]", q16.s, l16.s));
             let params = Shaped { ptrs: p, mask: V::new(Ty::I1, "%m"), shape, p0, p16 };
-            body(self, &params, &values);
-            let done = std::mem::replace(&mut self.out, saved);
-            let text = format!(
-                "define internal {ret} @{name}(<{W} x ptr> %p, <{W} x i1> %m, i32 %hint{}) noinline nounwind {{\nentry:\n{}{}}}\n",
-                declared.concat(),
-                done.allocas,
-                done.text
-            );
-            self.cx.helper(name, || text);
-        }
+            body(this, &params, &values);
+        });
         let args: Vec<String> = extra.iter().map(|(_, v)| format!(", {v}")).collect();
         let mask = self.mask();
         format!("@{name}({ptrs}, {mask}, {hint}{})", args.concat())
