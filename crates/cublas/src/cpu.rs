@@ -112,7 +112,7 @@ pub(crate) fn par() -> Parallelism {
 
 /// Multiply-adds from which a call moves to one of rayon's workers before
 /// it starts (see [`on_worker_if_large`]).
-const FAN_OUT_WORK: i64 = 1 << 20;
+pub(crate) const FAN_OUT_WORK: i64 = 1 << 20;
 
 /// Runs a call of `work` multiply-adds: a large one on a pool of several
 /// threads on one of rayon's workers, where each of its fan-outs (the
