@@ -1450,13 +1450,19 @@ fail:
             }
             Sin | Cos | Lg2 | Ex2 => {
                 let x = src(self, 1)?;
-                let f = match inst.op {
-                    Sin => "llvm.sin",
-                    Cos => "llvm.cos",
-                    Lg2 => "llvm.log2",
-                    _ => "llvm.exp2",
+                let r = match inst.op {
+                    Ex2 if ty == Ty::Float && !self.cx.facts.native_exp2_log2 => self.exp2_f32(&x),
+                    Lg2 if ty == Ty::Float && !self.cx.facts.native_exp2_log2 => self.log2_f32(&x),
+                    _ => {
+                        let f = match inst.op {
+                            Sin => "llvm.sin",
+                            Cos => "llvm.cos",
+                            Lg2 => "llvm.log2",
+                            _ => "llvm.exp2",
+                        };
+                        self.call1(&format!("{f}.{}", ty.suffix()), &x)
+                    }
                 };
-                let r = self.call1(&format!("{f}.{}", ty.suffix()), &x);
                 let r = finish(self, r);
                 self.set(&args[0], r)
             }
@@ -1527,6 +1533,122 @@ fail:
             }
             _ => self.unsupported(format!("`{}`", self.describe(inst))),
         }
+    }
+
+    /// `2^x` of an f32 `x` (`ex2.approx`): a call of a helper defined
+    /// once per module for the lane count (see [`Self::exp2_f32_body`]).
+    pub fn exp2_f32(&mut self, x: &V) -> V {
+        self.pure_f32_helper("exp2", x, Self::exp2_f32_body)
+    }
+
+    /// `log2(x)` of an f32 `x` (`lg2.approx`), as [`Self::exp2_f32`]
+    /// (see [`Self::log2_f32_body`]).
+    pub fn log2_f32(&mut self, x: &V) -> V {
+        self.pure_f32_helper("log2", x, Self::log2_f32_body)
+    }
+
+    /// `body(x)` of an f32 `x` through `__anycuda_{what}_f32` (one lane)
+    /// or `__anycuda_{what}_v32f32` (a warp's lanes), defined once per
+    /// module: the fast tier calls it (inline, each warp-mode use cost its
+    /// code generator about as much as the rest of a small kernel), the
+    /// optimised tier's inliner takes it in (thread-by-thread loops then
+    /// vectorise).
+    fn pure_f32_helper(&mut self, what: &str, x: &V, body: fn(&mut Self, &V) -> V) -> V {
+        let x = self.vec(x.clone());
+        let t = x.type_name();
+        let name = if x.lanes > 1 { format!("__anycuda_{what}_v{}f32", x.lanes) } else { format!("__anycuda_{what}_f32") };
+        self.define_pure_helper(&name, &t, &format!("{t} %x"), |this| {
+            let r = body(this, &V { ty: Ty::Float, s: "%x".into(), lanes: x.lanes });
+            this.out.terminate(format_args!("ret {r}"));
+        });
+        self.out.def(Ty::Float, format_args!("call {t} @{name}({x})"))
+    }
+
+    /// The body of `2^x` of an f32 `x`, in double precision and
+    /// rounded once: `x = n + f` with `n` the nearest integer (after
+    /// clamping `x` to [-152, 130], beyond which the result is 0 or
+    /// infinity whatever the rest), `2^f` for `|f| <= 1/2` by its Taylor
+    /// series to the 9th power (truncation below 1e-11 relative), times
+    /// `2^n` built from its exponent bits (exact: `n` is a double's normal
+    /// exponent), then one `fptrunc`, which also gives subnormal results,
+    /// 0 and infinity their rounding. Within 0.5001 ulp, so inside the
+    /// documented 2 ulp of `ex2.approx.f32`. Vector code in warp mode,
+    /// where `llvm.exp2` became 32 calls of libm's `exp2f` per
+    /// instruction, with the warp's vector registers spilled around each.
+    fn exp2_f32_body(&mut self, x: &V) -> V {
+        let xv = self.vec(x.clone());
+        let d = self.out.def(Ty::Double, format_args!("fpext {xv} to {VF64}"));
+        let lo = self.call2("llvm.maxnum.f64", &d, &V::f64((-152f64).to_bits()));
+        let c = self.call2("llvm.minnum.f64", &lo, &V::f64(130f64.to_bits()));
+        let n = self.call1("llvm.rint.f64", &c);
+        let f = self.bin("fsub", &c, &n);
+        // ln(2)^k / k!, k = 9 down to 0.
+        let ln2 = std::f64::consts::LN_2;
+        let mut coef = [1f64; 10];
+        for k in 1..10 {
+            coef[k] = coef[k - 1] * ln2 / k as f64;
+        }
+        let mut p = V::f64(coef[9].to_bits());
+        for k in (0..9).rev() {
+            p = self.call3("llvm.fma.f64", &p, &f, &V::f64(coef[k].to_bits()));
+        }
+        let ni = self.out.def(Ty::I64, format_args!("fptosi {n} to {}", Ty::I64));
+        let biased = self.bin("add", &ni, &V::int(Ty::I64, 1023));
+        let exp_bits = self.bin("shl", &biased, &V::int(Ty::I64, 52));
+        let scale = self.bitcast(&exp_bits, Ty::Double);
+        let r = self.bin("fmul", &p, &scale);
+        let r = self.out.def(Ty::Float, format_args!("fptrunc {r} to {VF32}"));
+        // A NaN operand went through the clamp as -152; it is the result.
+        let nan = self.fcmp("uno", x, x);
+        self.select(&nan, x, &r)
+    }
+
+    /// The body of `log2(x)` of an f32 `x` (`lg2.approx`), in double precision and
+    /// rounded once: `x` widened (f32 subnormals are normal doubles) is
+    /// `m 2^e` with `m` in [sqrt(1/2), sqrt(2)), and `ln(m) = 2 atanh(s)`,
+    /// `s = (m - 1) / (m + 1)` (`|s| <= 0.172`), by its series to `s^13`
+    /// (truncation below 2e-12); `e + ln(m) log2(e)` then one `fptrunc`.
+    /// Within 0.5001 ulp (the documented bound is 2^-22 absolute).
+    /// Negative operands give NaN, zeros -infinity, +infinity itself.
+    fn log2_f32_body(&mut self, x: &V) -> V {
+        let xv = self.vec(x.clone());
+        let d = self.out.def(Ty::Double, format_args!("fpext {xv} to {VF64}"));
+        let bits = self.bitcast(&d, Ty::I64);
+        let biased = self.bin("lshr", &bits, &V::int(Ty::I64, 52));
+        let biased = self.bin("and", &biased, &V::int(Ty::I64, 0x7ff));
+        let e = self.bin("sub", &biased, &V::int(Ty::I64, 1023));
+        let frac = self.bin("and", &bits, &V::int(Ty::I64, 0x000f_ffff_ffff_ffff));
+        let m_bits = self.bin("or", &frac, &V::int(Ty::I64, 0x3ff0_0000_0000_0000));
+        let m = self.bitcast(&m_bits, Ty::Double);
+        let big = self.fcmp("ogt", &m, &V::f64(std::f64::consts::SQRT_2.to_bits()));
+        let half = self.bin("fmul", &m, &V::f64(0.5f64.to_bits()));
+        let m = self.select(&big, &half, &m);
+        let e1 = self.bin("add", &e, &V::int(Ty::I64, 1));
+        let e = self.select(&big, &e1, &e);
+        let one = V::f64(1f64.to_bits());
+        let num = self.bin("fsub", &m, &one);
+        let den = self.bin("fadd", &m, &one);
+        let s = self.bin("fdiv", &num, &den);
+        let z = self.bin("fmul", &s, &s);
+        // 1 + z/3 + z^2/5 + ... + z^6/13
+        let mut q = V::f64((1f64 / 13.0).to_bits());
+        for k in (0..6).rev() {
+            q = self.call3("llvm.fma.f64", &q, &z, &V::f64((1f64 / (2 * k + 1) as f64).to_bits()));
+        }
+        // log2(m) = 2 s q / ln(2)
+        let sq = self.bin("fmul", &s, &q);
+        let l = self.bin("fmul", &sq, &V::f64((2.0 * std::f64::consts::LOG2_E).to_bits()));
+        let ef = self.out.def(Ty::Double, format_args!("sitofp {e} to {VF64}"));
+        let r = self.bin("fadd", &ef, &l);
+        let r = self.out.def(Ty::Float, format_args!("fptrunc {r} to {VF32}"));
+        let zero = V::f32(0);
+        let is_zero = self.fcmp("oeq", x, &zero);
+        let r = self.select(&is_zero, &V::f32(0xff80_0000), &r);
+        let inf = self.fcmp("oeq", x, &V::f32(0x7f80_0000));
+        let r = self.select(&inf, x, &r);
+        // Negative (and NaN, `ult`) operands: NaN.
+        let neg = self.fcmp("ult", x, &zero);
+        self.select(&neg, &V::f32(0x7fff_ffff), &r)
     }
 
     fn libm1(&mut self, name: &str, x: &V) -> V {
@@ -1794,9 +1916,11 @@ fail:
             Ex2 | Tanh | Sin | Cos | Lg2 | Rcp | Sqrt | Rsqrt => {
                 let x = self.out.def(Ty::Float, format_args!("fpext {} to {VF32}", src[0]));
                 let f = match inst.op {
+                    Ex2 if !self.cx.facts.native_exp2_log2 => self.exp2_f32(&x),
                     Ex2 => self.call1("llvm.exp2.f32", &x),
                     Sin => self.call1("llvm.sin.f32", &x),
                     Cos => self.call1("llvm.cos.f32", &x),
+                    Lg2 if !self.cx.facts.native_exp2_log2 => self.log2_f32(&x),
                     Lg2 => self.call1("llvm.log2.f32", &x),
                     Sqrt => self.call1("llvm.sqrt.f32", &x),
                     Rcp => self.bin("fdiv", &V::f32(0x3f80_0000), &x),

@@ -1405,13 +1405,29 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// where many sites would repeat it (warp mode's fast-tier accesses,
     /// thread mode's `mma` products).
     pub(crate) fn define_helper(&mut self, name: &str, ret: &str, params: &str, body: impl FnOnce(&mut Self)) {
+        self.define_function(name, ret, params, "noinline nounwind", body);
+    }
+
+    /// [`Self::define_helper`] for a pure function of its operands that
+    /// the optimised pipeline may inline (the fast one has no inliner, so
+    /// its code calls it).
+    pub(crate) fn define_pure_helper(&mut self, name: &str, ret: &str, params: &str, body: impl FnOnce(&mut Self)) {
+        self.define_function(name, ret, params, "nounwind willreturn memory(none)", body);
+    }
+
+    fn define_function(&mut self, name: &str, ret: &str, params: &str, attrs: &str, body: impl FnOnce(&mut Self)) {
         if self.cx.helpers.contains_key(name) {
             return;
         }
+        // The body's value names start again from the first: the memo of
+        // the kernel's bitcasts, keyed by name, must neither answer in it
+        // nor keep its entries.
         let saved = std::mem::take(&mut self.out);
+        let casts = std::mem::take(&mut self.bitcasts);
         body(self);
+        self.bitcasts = casts;
         let done = std::mem::replace(&mut self.out, saved);
-        let text = format!("define internal {ret} @{name}({params}) noinline nounwind {{\nentry:\n{}{}}}\n", done.allocas, done.text);
+        let text = format!("define internal {ret} @{name}({params}) {attrs} {{\nentry:\n{}{}}}\n", done.allocas, done.text);
         self.cx.helper(name, || text);
     }
 

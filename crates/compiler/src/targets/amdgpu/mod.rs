@@ -47,6 +47,7 @@ pub const FACTS: TargetFacts = TargetFacts {
     partial_barriers: false,
     printf_records: true,
     exit_returns: true,
+    native_exp2_log2: true,
 };
 
 /// An AMD processor as a [`CodeTarget`].
