@@ -1451,8 +1451,10 @@ fail:
             Sin | Cos | Lg2 | Ex2 => {
                 let x = src(self, 1)?;
                 let r = match inst.op {
-                    Ex2 if ty == Ty::Float && !self.cx.facts.native_exp2_log2 => self.exp2_f32(&x),
-                    Lg2 if ty == Ty::Float && !self.cx.facts.native_exp2_log2 => self.log2_f32(&x),
+                    Ex2 if ty == Ty::Float && !self.cx.facts.native_approx_math => self.exp2_f32(&x),
+                    Lg2 if ty == Ty::Float && !self.cx.facts.native_approx_math => self.log2_f32(&x),
+                    Sin if ty == Ty::Float && !self.cx.facts.native_approx_math => self.sin_f32(&x),
+                    Cos if ty == Ty::Float && !self.cx.facts.native_approx_math => self.cos_f32(&x),
                     _ => {
                         let f = match inst.op {
                             Sin => "llvm.sin",
@@ -1547,13 +1549,100 @@ fail:
         self.pure_f32_helper("log2", x, Self::log2_f32_body)
     }
 
+    /// `sin(x)` of an f32 `x` (`sin.approx`), as [`Self::exp2_f32`] (see
+    /// [`Self::sin_cos_f32_body`]).
+    pub fn sin_f32(&mut self, x: &V) -> V {
+        self.pure_f32_helper("sin", x, |s, x| s.sin_cos_f32_body(x, false))
+    }
+
+    /// `cos(x)` of an f32 `x` (`cos.approx`), as [`Self::sin_f32`].
+    pub fn cos_f32(&mut self, x: &V) -> V {
+        self.pure_f32_helper("cos", x, |s, x| s.sin_cos_f32_body(x, true))
+    }
+
+    /// The body of `sin(x)` (`cos(x)` when `cos`) of an f32 `x`: when
+    /// every lane's `|x|` is at most 2^20, in double precision and rounded
+    /// once: `x = k pi/2 + r` with `k` the nearest integer to `x 2/pi` and
+    /// `r` by three fused steps with pi/2 split into three doubles (the
+    /// products are exact, so `r` is good to about 2^-53 relative for
+    /// these `k`), `sin r` and `cos r` for `|r| <= pi/4` by their series to
+    /// `r^11` and `r^12` (truncation below 1e-11), chosen and negated by
+    /// the quadrant `k mod 4` (plus one for the cosine): within 0.5001
+    /// ulp, where PTX allows 2^-20.5 absolute. Other lanes (larger, infinite
+    /// or NaN operands: rare) take libm's `sinf`/`cosf` for the whole
+    /// warp.
+    fn sin_cos_f32_body(&mut self, x: &V, cos: bool) -> V {
+        let xv = self.vec(x.clone());
+        let ax = self.call1("llvm.fabs.f32", &xv);
+        // Ordered: a NaN lane is not small.
+        let small = self.fcmp("ole", &ax, &V::f32(0x4980_0000));
+        let all_small = if xv.lanes > 1 { self.all(&small) } else { small };
+        let (fast, slow, join) = (self.out.fresh_label("fast"), self.out.fresh_label("slow"), self.out.fresh_label("join"));
+        self.out.terminate(format_args!("br {all_small}, label %{fast}, label %{slow}"));
+        self.out.label(&fast);
+        let d = self.out.def(Ty::Double, format_args!("fpext {xv} to {VF64}"));
+        let k = self.bin("fmul", &d, &V::f64(std::f64::consts::FRAC_2_PI.to_bits()));
+        let k = self.call1("llvm.rint.f64", &k);
+        let nk = self.bin("fsub", &V::f64(0f64.to_bits()), &k);
+        // pi/2 = P1 + P2 + P3 (each the rounding of what is left).
+        let p1 = std::f64::consts::FRAC_PI_2;
+        let (p2, p3) = (6.123_233_995_736_766e-17_f64, -1.497_384_904_859_260_6e-33_f64);
+        let mut r = d;
+        for p in [p1, p2, p3] {
+            r = self.call3("llvm.fma.f64", &nk, &V::f64(p.to_bits()), &r);
+        }
+        let z = self.bin("fmul", &r, &r);
+        // sin r = r + r z (S1 + z (S2 + ...)), cos r = 1 + z (C1 + z (...)).
+        let fact = |n: u32| (1..=n).map(f64::from).product::<f64>();
+        let mut ps = V::f64((-1.0 / fact(11)).to_bits());
+        for n in [9u32, 7, 5, 3] {
+            let c = if n % 4 == 1 { 1.0 / fact(n) } else { -1.0 / fact(n) };
+            ps = self.call3("llvm.fma.f64", &ps, &z, &V::f64(c.to_bits()));
+        }
+        let rz = self.bin("fmul", &r, &z);
+        let sin_r = self.call3("llvm.fma.f64", &rz, &ps, &r);
+        let mut pc = V::f64((1.0 / fact(12)).to_bits());
+        for n in [10u32, 8, 6, 4, 2] {
+            let c = if n % 4 == 0 { 1.0 / fact(n) } else { -1.0 / fact(n) };
+            pc = self.call3("llvm.fma.f64", &pc, &z, &V::f64(c.to_bits()));
+        }
+        let cos_r = self.call3("llvm.fma.f64", &z, &pc, &V::f64(1f64.to_bits()));
+        let ki = self.out.def(Ty::I64, format_args!("fptosi {k} to {}", Ty::I64));
+        let q = self.bin("add", &ki, &V::int(Ty::I64, i128::from(cos)));
+        let odd = self.bin("and", &q, &V::int(Ty::I64, 1));
+        let odd = self.icmp("ne", &odd, &V::int(Ty::I64, 0));
+        let v = self.select(&odd, &cos_r, &sin_r);
+        let half = self.bin("and", &q, &V::int(Ty::I64, 2));
+        let neg = self.icmp("ne", &half, &V::int(Ty::I64, 0));
+        let minus = self.out.def(Ty::Double, format_args!("fneg {v}"));
+        let v = self.select(&neg, &minus, &v);
+        let quick = self.out.def(Ty::Float, format_args!("fptrunc {v} to {VF32}"));
+        // The reduction gives -0 a positive r: sin(-0) is -0.
+        let quick = if cos {
+            quick
+        } else {
+            let zero = self.fcmp("oeq", &xv, &V::f32(0));
+            self.select(&zero, &xv, &quick)
+        };
+        let fast_end = self.out.fresh_label("fastend");
+        self.out.terminate(format_args!("br label %{fast_end}"));
+        self.out.label(&fast_end);
+        self.out.terminate(format_args!("br label %{join}"));
+        self.out.label(&slow);
+        let libm = self.call1(if cos { "llvm.cos.f32" } else { "llvm.sin.f32" }, &xv);
+        self.out.terminate(format_args!("br label %{join}"));
+        self.out.label(&join);
+        let t = xv.type_name();
+        self.out.def(Ty::Float, format_args!("phi {t} [{}, %{fast_end}], [{}, %{slow}]", quick.s, libm.s))
+    }
+
     /// `body(x)` of an f32 `x` through `__anycuda_{what}_f32` (one lane)
     /// or `__anycuda_{what}_v32f32` (a warp's lanes), defined once per
     /// module: the fast tier calls it (inline, each warp-mode use cost its
     /// code generator about as much as the rest of a small kernel), the
     /// optimised tier's inliner takes it in (thread-by-thread loops then
     /// vectorise).
-    fn pure_f32_helper(&mut self, what: &str, x: &V, body: fn(&mut Self, &V) -> V) -> V {
+    fn pure_f32_helper(&mut self, what: &str, x: &V, body: impl FnOnce(&mut Self, &V) -> V) -> V {
         let x = self.vec(x.clone());
         let t = x.type_name();
         let name = if x.lanes > 1 { format!("__anycuda_{what}_v{}f32", x.lanes) } else { format!("__anycuda_{what}_f32") };
@@ -1916,11 +2005,13 @@ fail:
             Ex2 | Tanh | Sin | Cos | Lg2 | Rcp | Sqrt | Rsqrt => {
                 let x = self.out.def(Ty::Float, format_args!("fpext {} to {VF32}", src[0]));
                 let f = match inst.op {
-                    Ex2 if !self.cx.facts.native_exp2_log2 => self.exp2_f32(&x),
+                    Ex2 if !self.cx.facts.native_approx_math => self.exp2_f32(&x),
                     Ex2 => self.call1("llvm.exp2.f32", &x),
+                    Sin if !self.cx.facts.native_approx_math => self.sin_f32(&x),
+                    Cos if !self.cx.facts.native_approx_math => self.cos_f32(&x),
                     Sin => self.call1("llvm.sin.f32", &x),
                     Cos => self.call1("llvm.cos.f32", &x),
-                    Lg2 if !self.cx.facts.native_exp2_log2 => self.log2_f32(&x),
+                    Lg2 if !self.cx.facts.native_approx_math => self.log2_f32(&x),
                     Lg2 => self.call1("llvm.log2.f32", &x),
                     Sqrt => self.call1("llvm.sqrt.f32", &x),
                     Rcp => self.bin("fdiv", &V::f32(0x3f80_0000), &x),

@@ -35,7 +35,7 @@ impl CodeTarget for HostTarget {
             partial_barriers: true,
             printf_records: false,
             exit_returns: false,
-            native_exp2_log2: false,
+            native_approx_math: false,
         }
     }
 

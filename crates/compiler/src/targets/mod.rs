@@ -102,12 +102,13 @@ pub struct TargetFacts {
     /// GPUs the only instruction that ends execution inside a function,
     /// `s_endpgm`, ends the whole wavefront, lanes that did not exit too.
     pub exit_returns: bool,
-    /// `llvm.exp2.f32` and `llvm.log2.f32` are instructions within the
-    /// error PTX allows `ex2.approx.f32`/`lg2.approx.f32` (AMD's
-    /// `v_exp_f32`/`v_log_f32`). Otherwise (x86) they are calls of libm,
-    /// one per lane in warp mode, and the lowering computes them itself
-    /// (`FnLower::exp2_f32`).
-    pub native_exp2_log2: bool,
+    /// `llvm.exp2`, `llvm.log2`, `llvm.sin` and `llvm.cos` of f32 are
+    /// instructions within the error PTX allows their `.approx`
+    /// instructions (AMD's `v_exp_f32`, `v_log_f32`, `v_sin_f32`,
+    /// `v_cos_f32`). Otherwise (x86) they are calls of libm, one per lane
+    /// in warp mode, and the lowering computes them itself
+    /// (`FnLower::exp2_f32`, `log2_f32`, `sin_f32`, `cos_f32`).
+    pub native_approx_math: bool,
 }
 
 /// One code generation target (see the module notes).

@@ -47,7 +47,7 @@ pub const FACTS: TargetFacts = TargetFacts {
     partial_barriers: false,
     printf_records: true,
     exit_returns: true,
-    native_exp2_log2: true,
+    native_approx_math: true,
 };
 
 /// An AMD processor as a [`CodeTarget`].
