@@ -1470,7 +1470,11 @@ fail:
             }
             Tanh => {
                 let x = src(self, 1)?;
-                let r = self.libm1(if ty == Ty::Float { "tanhf" } else { "tanh" }, &x);
+                let r = if ty == Ty::Float && !self.cx.facts.native_approx_math {
+                    self.tanh_f32(&x)
+                } else {
+                    self.libm1(if ty == Ty::Float { "tanhf" } else { "tanh" }, &x)
+                };
                 let r = finish(self, r);
                 self.set(&args[0], r)
             }
@@ -1541,6 +1545,67 @@ fail:
     /// once per module for the lane count (see [`Self::exp2_f32_body`]).
     pub fn exp2_f32(&mut self, x: &V) -> V {
         self.pure_f32_helper("exp2", x, Self::exp2_f32_body)
+    }
+
+    /// `2^d` of a double `d` that is not NaN, as a double: `d` clamped to
+    /// [-152, 130] (the f32 results beyond are 0 or infinity), `d = n +
+    /// f` with `n` the nearest integer, `2^f` for `|f| <= 1/2` by its
+    /// Taylor series to the power `degree` (truncation below
+    /// `0.347^(degree+1) / (degree+1)!` relative), times `2^n` from its
+    /// exponent bits (exact: a normal double's exponent).
+    fn exp2_f64(&mut self, d: &V, degree: usize) -> V {
+        let lo = self.call2("llvm.maxnum.f64", d, &V::f64((-152f64).to_bits()));
+        let c = self.call2("llvm.minnum.f64", &lo, &V::f64(130f64.to_bits()));
+        let n = self.call1("llvm.rint.f64", &c);
+        let f = self.bin("fsub", &c, &n);
+        // ln(2)^k / k!, k = degree down to 0.
+        let ln2 = std::f64::consts::LN_2;
+        let mut coef = vec![1f64; degree + 1];
+        for k in 1..=degree {
+            coef[k] = coef[k - 1] * ln2 / k as f64;
+        }
+        let mut p = V::f64(coef[degree].to_bits());
+        for k in (0..degree).rev() {
+            p = self.call3("llvm.fma.f64", &p, &f, &V::f64(coef[k].to_bits()));
+        }
+        let ni = self.out.def(Ty::I64, format_args!("fptosi {n} to {}", Ty::I64));
+        let biased = self.bin("add", &ni, &V::int(Ty::I64, 1023));
+        let exp_bits = self.bin("shl", &biased, &V::int(Ty::I64, 52));
+        let scale = self.bitcast(&exp_bits, Ty::Double);
+        self.bin("fmul", &p, &scale)
+    }
+
+    /// `tanh(x)` of an f32 `x` (`tanh.approx`), as [`Self::exp2_f32`]:
+    /// `sign(x) (1 - 2 / (e^(2|x|) + 1))` in double precision, `e^(2|x|)`
+    /// by [`Self::exp2_f64`] to the 9th power, and `x` itself for `|x| <
+    /// 2^-20` (`tanh x = x (1 - x^2/3 ...)`). The subtraction cancels only
+    /// for small `|x|`, where `2^f` is `e^(2|x|)` itself with `f` small and
+    /// its series' truncation (`f^10`) far below the result; from `|x| =
+    /// 0.17` (`f` up to 1/2) the result is above 0.17 and the 1e-11
+    /// truncation far below its ulp. Within 0.5001 ulp, where PTX allows
+    /// 2^-10.9 relative.
+    pub fn tanh_f32(&mut self, x: &V) -> V {
+        self.pure_f32_helper("tanh", x, Self::tanh_f32_body)
+    }
+
+    fn tanh_f32_body(&mut self, x: &V) -> V {
+        let xv = self.vec(x.clone());
+        let d = self.out.def(Ty::Double, format_args!("fpext {xv} to {VF64}"));
+        let a = self.call1("llvm.fabs.f64", &d);
+        // A NaN lane computes with 0 and takes its NaN back at the end.
+        let nan = self.fcmp("uno", &xv, &xv);
+        let a = self.select(&nan, &V::f64(0f64.to_bits()), &a);
+        let y = self.bin("fmul", &a, &V::f64((2.0 * std::f64::consts::LOG2_E).to_bits()));
+        let t = self.exp2_f64(&y, 9);
+        let one = V::f64(1f64.to_bits());
+        let t1 = self.bin("fadd", &t, &one);
+        let q = self.bin("fdiv", &V::f64(2f64.to_bits()), &t1);
+        let r = self.bin("fsub", &one, &q);
+        let r = self.call2("llvm.copysign.f64", &r, &d);
+        let small = self.fcmp("olt", &a, &V::f64((2f64).powi(-20).to_bits()));
+        let r = self.select(&small, &d, &r);
+        let r = self.out.def(Ty::Float, format_args!("fptrunc {r} to {VF32}"));
+        self.select(&nan, &xv, &r)
     }
 
     /// `log2(x)` of an f32 `x` (`lg2.approx`), as [`Self::exp2_f32`]
@@ -1667,25 +1732,7 @@ fail:
     fn exp2_f32_body(&mut self, x: &V) -> V {
         let xv = self.vec(x.clone());
         let d = self.out.def(Ty::Double, format_args!("fpext {xv} to {VF64}"));
-        let lo = self.call2("llvm.maxnum.f64", &d, &V::f64((-152f64).to_bits()));
-        let c = self.call2("llvm.minnum.f64", &lo, &V::f64(130f64.to_bits()));
-        let n = self.call1("llvm.rint.f64", &c);
-        let f = self.bin("fsub", &c, &n);
-        // ln(2)^k / k!, k = 9 down to 0.
-        let ln2 = std::f64::consts::LN_2;
-        let mut coef = [1f64; 10];
-        for k in 1..10 {
-            coef[k] = coef[k - 1] * ln2 / k as f64;
-        }
-        let mut p = V::f64(coef[9].to_bits());
-        for k in (0..9).rev() {
-            p = self.call3("llvm.fma.f64", &p, &f, &V::f64(coef[k].to_bits()));
-        }
-        let ni = self.out.def(Ty::I64, format_args!("fptosi {n} to {}", Ty::I64));
-        let biased = self.bin("add", &ni, &V::int(Ty::I64, 1023));
-        let exp_bits = self.bin("shl", &biased, &V::int(Ty::I64, 52));
-        let scale = self.bitcast(&exp_bits, Ty::Double);
-        let r = self.bin("fmul", &p, &scale);
+        let r = self.exp2_f64(&d, 9);
         let r = self.out.def(Ty::Float, format_args!("fptrunc {r} to {VF32}"));
         // A NaN operand went through the clamp as -152; it is the result.
         let nan = self.fcmp("uno", x, x);
@@ -2019,6 +2066,7 @@ fail:
                         let q = self.call1("llvm.sqrt.f32", &x);
                         self.bin("fdiv", &V::f32(0x3f80_0000), &q)
                     }
+                    _ if !self.cx.facts.native_approx_math => self.tanh_f32(&x),
                     _ => self.libm1("tanhf", &x),
                 };
                 self.narrow_float_rn(&f, ety)

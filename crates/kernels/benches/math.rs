@@ -1,9 +1,9 @@
-//! `ex2.approx.ftz.f32` and `sin.approx.f32` in warp mode (a softmax
-//! step: a butterfly shuffle, the max, `2^((x - max) log2 e)`; a rotary
-//! step: the shuffle, `sin(x + y)`), 4M elements in blocks of 256, both
-//! tiers, against a host loop doing the same arithmetic with
-//! `f32::exp2`/`f32::sin` on all cores (one thread per core) in the same
-//! run. `cargo bench -p anycuda-kernels --bench math`.
+//! `ex2.approx.ftz.f32`, `sin.approx.f32` and `tanh.approx.f32` in warp
+//! mode (a softmax step: a butterfly shuffle, the max, `2^((x - max)
+//! log2 e)`; a rotary step: the shuffle, `sin(x + y)`; the same with
+//! `tanh`), 4M elements in blocks of 256, both tiers, against a host loop
+//! doing the same arithmetic with `f32::exp2`/`sin`/`tanh` on all cores
+//! (one thread per core) in the same run. `cargo bench -p anycuda-kernels --bench math`.
 
 use backend_cpu::Executor;
 use compiler::{Options, Tier, WarpMode};
@@ -53,11 +53,12 @@ fn main() {
     let mut out = vec![0f32; n];
     let mut host = vec![0f32; n];
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
-    let cases: [(&str, &str, HostFn); 2] = [
+    let cases: [(&str, &str, HostFn); 3] = [
         ("ex2 softmax step", "mul.f32 %f4, %f3, 0f3FB8AA3B;\nex2.approx.ftz.f32 %f5, %f4;", |x, m| {
             ((x - m) * std::f32::consts::LOG2_E).exp2()
         }),
         ("sin rotary step", "add.f32 %f4, %f0, %f1;\nsin.approx.f32 %f5, %f4;", |x, y| (x + y).sin()),
+        ("tanh step", "add.f32 %f4, %f0, %f1;\ntanh.approx.f32 %f5, %f4;", |x, y| (x + y).tanh()),
     ];
     for (what, math, host_f) in cases {
         let kernel = KERNEL_TEMPLATE.replace("MATH", math);

@@ -1,6 +1,7 @@
-//! `ex2.approx`, `lg2.approx`, `sin.approx` and `cos.approx` (f32, with
-//! and without `.ftz`; f16 `ex2`) are computed in double precision and
-//! rounded once (`FnLower::exp2_f32`, `log2_f32`, `sin_f32`, `cos_f32`):
+//! `ex2.approx`, `lg2.approx`, `sin.approx`, `cos.approx` and
+//! `tanh.approx` (f32, with and without `.ftz`; f16 `ex2`) are computed
+//! in double precision and rounded once (`FnLower::exp2_f32`, `log2_f32`,
+//! `sin_f32`, `cos_f32`, `tanh_f32`):
 //! vector code in warp mode instead of a libm call per lane. Checked against the functions in f64 rounded to the result
 //! type, within one unit in the last place (the PTX ISA allows two), over
 //! special values, subnormal operands and results, the overflow and
@@ -46,7 +47,8 @@ cos.approx.f32 %f6, %f0;
 sin.approx.ftz.f32 %f7, %f0;
 cos.approx.ftz.f32 %f8, %f0;
 sin.approx.f32 %f12, %f9;
-mul.wide.u32 %rd4, %r3, 48;
+tanh.approx.f32 %f13, %f0;
+mul.wide.u32 %rd4, %r3, 52;
 add.u64 %rd5, %rd1, %rd4;
 st.global.f32 [%rd5], %f1;
 st.global.f32 [%rd5+4], %f2;
@@ -60,11 +62,12 @@ st.global.f32 [%rd5+32], %f6;
 st.global.f32 [%rd5+36], %f7;
 st.global.f32 [%rd5+40], %f8;
 st.global.f32 [%rd5+44], %f12;
+st.global.f32 [%rd5+48], %f13;
 ret;
 }
 "#;
 
-const OUTS: usize = 12;
+const OUTS: usize = 13;
 
 fn flush(x: f32) -> f32 {
     if x.is_subnormal() {
@@ -158,6 +161,13 @@ fn inputs() -> Vec<f32> {
         3e7,
         -1e20,
         12345.678,
+        9.5367e-7,
+        -9.5e-7,
+        1e-5,
+        0.5493,
+        -8.0,
+        9.1,
+        20.0,
     ];
     // Arguments next to large multiples of pi, where sin is small and
     // the reduction must keep pi/2's low parts.
@@ -182,7 +192,7 @@ fn inputs() -> Vec<f32> {
 }
 
 #[test]
-fn ex2_lg2_sin_and_cos_are_within_one_ulp_of_the_function_in_every_mode() {
+fn approximate_math_is_within_one_ulp_of_the_function_in_every_mode() {
     let exec = Executor::global();
     let xs = inputs();
     let uniform: [f32; 4] = [-3.25, f32::from_bits(0x0000_0100), -0.0, 10.5];
@@ -221,6 +231,7 @@ fn ex2_lg2_sin_and_cos_are_within_one_ulp_of_the_function_in_every_mode() {
                         (8, f64::cos, false, "cos"),
                         (9, f64::sin, true, "sin.ftz"),
                         (10, f64::cos, true, "cos.ftz"),
+                        (12, f64::tanh, false, "tanh"),
                     ] {
                         let w = want(f, x, ftz);
                         assert!(within_ulp(got[k], w), "{}: {:#x}, want {w:#x}", what(name), got[k]);

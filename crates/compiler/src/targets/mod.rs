@@ -107,7 +107,8 @@ pub struct TargetFacts {
     /// instructions (AMD's `v_exp_f32`, `v_log_f32`, `v_sin_f32`,
     /// `v_cos_f32`). Otherwise (x86) they are calls of libm, one per lane
     /// in warp mode, and the lowering computes them itself
-    /// (`FnLower::exp2_f32`, `log2_f32`, `sin_f32`, `cos_f32`).
+    /// (`FnLower::exp2_f32`, `log2_f32`, `sin_f32`, `cos_f32`), and
+    /// `tanh.approx` too (`tanh_f32`; elsewhere libm's `tanhf`).
     pub native_approx_math: bool,
 }
 
