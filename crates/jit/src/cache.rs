@@ -59,8 +59,11 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// warp mode computes arithmetic of uniform registers as scalars, and
 /// `.ftz` operations do not flush registers that hold no subnormal (entries
 /// of 14 hold llama.cpp's KV-cache copy with a `div` per index and its
-/// matrix-vector kernels about a tenth slower).
-const FORMAT: u32 = 15;
+/// matrix-vector kernels about a tenth slower). 16: `ex2`, `lg2`, `sin`,
+/// `cos` and `tanh` (`.approx`, f32) are vector code in warp mode (entries
+/// of 15 call libm once per lane: a softmax step 2.3 times, a `tanh` step
+/// five times slower).
+const FORMAT: u32 = 16;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 const SECRET: &str = ".secret";
