@@ -1450,31 +1450,23 @@ fail:
             }
             Sin | Cos | Lg2 | Ex2 => {
                 let x = src(self, 1)?;
-                let r = match inst.op {
-                    Ex2 if ty == Ty::Float && !self.cx.facts.native_approx_math => self.exp2_f32(&x),
-                    Lg2 if ty == Ty::Float && !self.cx.facts.native_approx_math => self.log2_f32(&x),
-                    Sin if ty == Ty::Float && !self.cx.facts.native_approx_math => self.sin_f32(&x),
-                    Cos if ty == Ty::Float && !self.cx.facts.native_approx_math => self.cos_f32(&x),
-                    _ => {
-                        let f = match inst.op {
-                            Sin => "llvm.sin",
-                            Cos => "llvm.cos",
-                            Lg2 => "llvm.log2",
-                            _ => "llvm.exp2",
-                        };
-                        self.call1(&format!("{f}.{}", ty.suffix()), &x)
-                    }
+                let r = if ty == Ty::Float {
+                    self.approx_f32(inst.op, &x)
+                } else {
+                    let f = match inst.op {
+                        Sin => "llvm.sin",
+                        Cos => "llvm.cos",
+                        Lg2 => "llvm.log2",
+                        _ => "llvm.exp2",
+                    };
+                    self.call1(&format!("{f}.{}", ty.suffix()), &x)
                 };
                 let r = finish(self, r);
                 self.set(&args[0], r)
             }
             Tanh => {
                 let x = src(self, 1)?;
-                let r = if ty == Ty::Float && !self.cx.facts.native_approx_math {
-                    self.tanh_f32(&x)
-                } else {
-                    self.libm1(if ty == Ty::Float { "tanhf" } else { "tanh" }, &x)
-                };
+                let r = if ty == Ty::Float { self.approx_f32(Tanh, &x) } else { self.libm1("tanh", &x) };
                 let r = finish(self, r);
                 self.set(&args[0], r)
             }
@@ -1541,9 +1533,33 @@ fail:
         }
     }
 
+    /// `op` (`ex2`, `lg2`, `sin`, `cos`, `tanh`: their `.approx` forms) of
+    /// an f32 `x`: the target's instructions where they are within PTX's
+    /// bounds (`TargetFacts::native_approx_math`), else this lowering's own
+    /// double-precision helpers.
+    fn approx_f32(&mut self, op: Opcode, x: &V) -> V {
+        use Opcode::*;
+        if self.cx.facts.native_approx_math {
+            return match op {
+                Ex2 => self.call1("llvm.exp2.f32", x),
+                Lg2 => self.call1("llvm.log2.f32", x),
+                Sin => self.call1("llvm.sin.f32", x),
+                Cos => self.call1("llvm.cos.f32", x),
+                _ => self.libm1("tanhf", x),
+            };
+        }
+        match op {
+            Ex2 => self.exp2_f32(x),
+            Lg2 => self.log2_f32(x),
+            Sin => self.sin_f32(x),
+            Cos => self.cos_f32(x),
+            _ => self.tanh_f32(x),
+        }
+    }
+
     /// `2^x` of an f32 `x` (`ex2.approx`): a call of a helper defined
     /// once per module for the lane count (see [`Self::exp2_f32_body`]).
-    pub fn exp2_f32(&mut self, x: &V) -> V {
+    fn exp2_f32(&mut self, x: &V) -> V {
         self.pure_f32_helper("exp2", x, Self::exp2_f32_body)
     }
 
@@ -1584,7 +1600,7 @@ fail:
     /// 0.17` (`f` up to 1/2) the result is above 0.17 and the 1e-11
     /// truncation far below its ulp. Within 0.5001 ulp, where PTX allows
     /// 2^-10.9 relative.
-    pub fn tanh_f32(&mut self, x: &V) -> V {
+    fn tanh_f32(&mut self, x: &V) -> V {
         self.pure_f32_helper("tanh", x, Self::tanh_f32_body)
     }
 
@@ -1610,18 +1626,18 @@ fail:
 
     /// `log2(x)` of an f32 `x` (`lg2.approx`), as [`Self::exp2_f32`]
     /// (see [`Self::log2_f32_body`]).
-    pub fn log2_f32(&mut self, x: &V) -> V {
+    fn log2_f32(&mut self, x: &V) -> V {
         self.pure_f32_helper("log2", x, Self::log2_f32_body)
     }
 
     /// `sin(x)` of an f32 `x` (`sin.approx`), as [`Self::exp2_f32`] (see
     /// [`Self::sin_cos_f32_body`]).
-    pub fn sin_f32(&mut self, x: &V) -> V {
+    fn sin_f32(&mut self, x: &V) -> V {
         self.pure_f32_helper("sin", x, |s, x| s.sin_cos_f32_body(x, false))
     }
 
     /// `cos(x)` of an f32 `x` (`cos.approx`), as [`Self::sin_f32`].
-    pub fn cos_f32(&mut self, x: &V) -> V {
+    fn cos_f32(&mut self, x: &V) -> V {
         self.pure_f32_helper("cos", x, |s, x| s.sin_cos_f32_body(x, true))
     }
 
@@ -1689,16 +1705,13 @@ fail:
             let zero = self.fcmp("oeq", &xv, &V::f32(0));
             self.select(&zero, &xv, &quick)
         };
-        let fast_end = self.out.fresh_label("fastend");
-        self.out.terminate(format_args!("br label %{fast_end}"));
-        self.out.label(&fast_end);
         self.out.terminate(format_args!("br label %{join}"));
         self.out.label(&slow);
         let libm = self.call1(if cos { "llvm.cos.f32" } else { "llvm.sin.f32" }, &xv);
         self.out.terminate(format_args!("br label %{join}"));
         self.out.label(&join);
         let t = xv.type_name();
-        self.out.def(Ty::Float, format_args!("phi {t} [{}, %{fast_end}], [{}, %{slow}]", quick.s, libm.s))
+        self.out.def(Ty::Float, format_args!("phi {t} [{}, %{fast}], [{}, %{slow}]", quick.s, libm.s))
     }
 
     /// `body(x)` of an f32 `x` through `__anycuda_{what}_f32` (one lane)
@@ -2052,22 +2065,14 @@ fail:
             Ex2 | Tanh | Sin | Cos | Lg2 | Rcp | Sqrt | Rsqrt => {
                 let x = self.out.def(Ty::Float, format_args!("fpext {} to {VF32}", src[0]));
                 let f = match inst.op {
-                    Ex2 if !self.cx.facts.native_approx_math => self.exp2_f32(&x),
-                    Ex2 => self.call1("llvm.exp2.f32", &x),
-                    Sin if !self.cx.facts.native_approx_math => self.sin_f32(&x),
-                    Cos if !self.cx.facts.native_approx_math => self.cos_f32(&x),
-                    Sin => self.call1("llvm.sin.f32", &x),
-                    Cos => self.call1("llvm.cos.f32", &x),
-                    Lg2 if !self.cx.facts.native_approx_math => self.log2_f32(&x),
-                    Lg2 => self.call1("llvm.log2.f32", &x),
+                    Ex2 | Sin | Cos | Lg2 | Tanh => self.approx_f32(inst.op, &x),
                     Sqrt => self.call1("llvm.sqrt.f32", &x),
                     Rcp => self.bin("fdiv", &V::f32(0x3f80_0000), &x),
                     Rsqrt => {
                         let q = self.call1("llvm.sqrt.f32", &x);
                         self.bin("fdiv", &V::f32(0x3f80_0000), &q)
                     }
-                    _ if !self.cx.facts.native_approx_math => self.tanh_f32(&x),
-                    _ => self.libm1("tanhf", &x),
+                    _ => self.approx_f32(Tanh, &x),
                 };
                 self.narrow_float_rn(&f, ety)
             }

@@ -1067,9 +1067,10 @@ fn run_here(call: Matmul) {
                 }
             });
         } else {
+            let panels = in_panels(&call);
             for i in 0..count {
                 if let Some(x) = addr(i) {
-                    if in_panels(&call) {
+                    if panels {
                         dispatch_in_panels(&call, x, alpha, beta);
                     } else {
                         dispatch(&call, x, alpha, beta, par());
