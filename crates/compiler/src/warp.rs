@@ -1799,29 +1799,29 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.set_next(&taken, target);
         self.set_next(&falls, fall_block);
         let any_taken = self.any(&taken);
-        let any_falls = self.any(&falls);
         // Everyone falls through: continue in order.
         let t = self.out.fresh_label("taken");
         self.out.terminate(format_args!("br {any_taken}, label %{t}, label %B{fall_block}"));
         self.out.label(&t);
-        // Everyone jumps: directly, when no other lane waits for an earlier
-        // block (always true going backwards, since this block was the lowest).
-        let direct = if target <= k {
-            self.out.def_scalar(Ty::I1, format_args!("xor {any_falls}, true"))
-        } else {
-            let live = self.out.def(Ty::I1, format_args!("load <{W} x i1>, ptr {}", Self::live_slot()));
-            let diff = self.bin("xor", &live, &mask);
-            let any_other = self.any(&diff);
-            let alone = self.out.def_scalar(Ty::I1, format_args!("or {any_other}, {}", any_falls.s));
-            self.out.def_scalar(Ty::I1, format_args!("xor {alone}, true"))
-        };
         if spins {
             // A loop that may wait for memory another warp or block writes:
             // the other warps run before the next iteration.
             let zero = V::scalar(Ty::I32, "0");
             return self.warp_suspend(crate::cpu_abi::warp_frame::YIELD, &zero, &zero, true, false);
         }
-        self.out.terminate(format_args!("br {direct}, label %B{target}, label %dispatch"));
+        // Some lanes fall through: the next block is the lowest pending one
+        // (every other live lane waits for a later block than this one), so
+        // the warp goes on there without the dispatch's search.
+        let any_falls = self.any(&falls);
+        let jumps = self.out.fresh_label("jumps");
+        self.out.terminate(format_args!("br {any_falls}, label %B{fall_block}, label %{jumps}"));
+        self.out.label(&jumps);
+        // Everyone jumps: directly, when no other lane waits for an earlier
+        // block than the target.
+        let live = self.out.def(Ty::I1, format_args!("load <{W} x i1>, ptr {}", Self::live_slot()));
+        let diff = self.bin("xor", &live, &mask);
+        let any_other = self.any(&diff);
+        self.out.terminate(format_args!("br {any_other}, label %dispatch, label %B{target}"));
         Ok(())
     }
 
@@ -1850,10 +1850,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
         if let Some(w) = self.warp.as_mut() {
             w.incoming.entry(target).or_default().push((mask.s.clone(), direct));
         }
+        // Some lanes loop, the others leave: the loop's block is the lowest
+        // pending one (every other live lane waits for a block after this
+        // one), entered with the lanes waiting there.
         self.out.label(&split);
         self.set_next(taken, target);
         self.set_next(falls, k + 1);
-        self.out.terminate(format_args!("br label %dispatch"));
+        self.out.terminate(format_args!("br label %B{target}"));
         Ok(())
     }
 
@@ -2729,8 +2732,6 @@ masked:
         self.cx.declare(&lw, &format!("declare <{wide} x {t}> @{lw}(ptr, i32, <{wide} x i1>, <{wide} x {t}>)"));
         let l1 = format!("llvm.masked.load.v1{st}.p0");
         self.cx.declare(&l1, &format!("declare <1 x {t}> @{l1}(ptr, i32, <1 x i1>, <1 x {t}>)"));
-        let or16 = "llvm.vector.reduce.or.v16i1";
-        self.cx.declare(or16, &format!("declare i1 @{or16}(<16 x i1>)"));
         let (lo, hi) = (self.half_mask(mask, false), self.half_mask(mask, true));
         let (cv, uv, gv, j) =
             (self.out.fresh_label("hld"), self.out.fresh_label("uld"), self.out.fresh_label("gld"), self.out.fresh_label("ldj"));
@@ -2782,12 +2783,17 @@ masked:
         self.out.terminate(format_args!("br label %{j}"));
         // Uniform halves: scalar loads per half that has executing lanes.
         self.out.label(&uv);
+        // Whether each half has an executing lane, from the mask's bits (a
+        // reduction of each half's `<16 x i1>` became a store of the mask
+        // and a wider reload, which waits for the store to complete).
+        let bits = self.bits(mask);
+        let low = self.out.def_scalar(Ty::I32, format_args!("and {bits}, 65535"));
+        let any_low = self.out.def_scalar(Ty::I1, format_args!("icmp ne {low}, 0"));
+        let any_high = self.out.def_scalar(Ty::I1, format_args!("icmp ugt {bits}, 65535"));
         let mut anys = Vec::new();
-        for m in [&lo, &hi] {
-            let any = self.out.fresh("any");
-            self.out.op(format_args!("{any} = call i1 @{or16}(<16 x i1> {m})"));
+        for any in [any_low, any_high] {
             let one = self.out.fresh("one");
-            self.out.op(format_args!("{one} = insertelement <1 x i1> poison, i1 {any}, i32 0"));
+            self.out.op(format_args!("{one} = insertelement <1 x i1> poison, {any}, i32 0"));
             anys.push(one);
         }
         let mut uniform = Vec::new();

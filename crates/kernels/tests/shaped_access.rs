@@ -1,8 +1,8 @@
 //! Warp-mode loads and stores through per-lane addresses whose shape only
 //! the run time knows (an index loaded from memory): consecutive lanes,
 //! consecutive half warps apart, half warps of one address, one address
-//! for the whole warp, and scattered lanes; whole warps and a guard that
-//! leaves lanes out; 8-, 16- and 32-bit elements and two- and
+//! for the whole warp, and scattered lanes; whole warps, a guard that
+//! leaves lanes out and guards that leave a whole half warp out; 8-, 16- and 32-bit elements and two- and
 //! four-component vectors; and accesses through affine addresses (the
 //! thread index), whole and guarded. The optimised tier chooses each
 //! access's path inline, the fast tier in a shared helper per type (told
@@ -68,7 +68,7 @@ st.global.u16 [%rd23+2048], %h1;
 mul.wide.u32 %rd20, %r2, 16;
 add.u64 %rd21, %rd3, %rd20;
 st.global.v4.u32 [%rd21+4096], {%r11, %r10, %r9, %r8};
-mul.wide.u32 %rd22, %r0, 48;
+mul.wide.u32 %rd22, %r0, 56;
 add.u64 %rd23, %rd4, %rd22;
 st.global.v4.u32 [%rd23], {%r4, %r5, %r6, %r7};
 st.global.v4.u32 [%rd23+16], {%r8, %r9, %r10, %r11};
@@ -78,12 +78,19 @@ mov.u32 %r15, 5;
 st.global.v2.u32 [%rd23+40], {%r15, %r1};
 add.u64 %rd20, %rd3, %rd5;
 @%p0 st.global.u32 [%rd20+5120], %r4;
+and.b32 %r16, %r0, 16;
+setp.ne.u32 %p1, %r16, 0;
+mov.u32 %r17, 77;
+@%p1 ld.global.u32 %r17, [%rd9+128];
+mov.u32 %r18, 88;
+@!%p1 ld.global.u32 %r18, [%rd9+384];
+st.global.v2.u32 [%rd23+48], {%r17, %r18};
 ret;
 }
 "#;
 
 const THREADS: usize = 64;
-const REGS: usize = 12;
+const REGS: usize = 14;
 /// Words of output: the stores reach byte 5120 + 64 x 4.
 const OUT_WORDS: usize = (5120 + THREADS * 4) / 4;
 
@@ -121,7 +128,11 @@ fn model(input: &[u8], idx: &[u32], perm: &[u32]) -> (Vec<u32>, Vec<u8>) {
         }
         out[k * 2 + 2048..k * 2 + 2050].copy_from_slice(&(r4 as u16).to_le_bytes());
         let r15 = if guard { perm[t] } else { 5 };
-        regs.extend([r4, r5, r6, r7, v4[0], v4[1], v4[2], v4[3], r12, r13, r15, idx[t]]);
+        // Loads by one half warp only (lanes 16-31, then lanes 0-15).
+        let high = t & 16 != 0;
+        let r17 = if high { word(input, j * 4 + 128) } else { 77 };
+        let r18 = if high { 88 } else { word(input, j * 4 + 384) };
+        regs.extend([r4, r5, r6, r7, v4[0], v4[1], v4[2], v4[3], r12, r13, r15, idx[t], r17, r18]);
     }
     (regs, out)
 }
