@@ -10,8 +10,12 @@
 //! that diverged meet again at the first block they all reach (where the
 //! hardware reconverges them too). Branches that every executing lane takes
 //! the same way jump directly, so uniform control flow stays ordinary LLVM
-//! control flow (loops remain loops); divergent ones go through a dispatch
-//! block that picks the lowest pending block.
+//! control flow (loops remain loops). Every live lane outside the current
+//! mask waits for a later block than the current one, so a divergent
+//! branch whose lanes partly fall through goes on at the next block, and
+//! a backward one whose lanes partly go round at the loop's block; the
+//! other divergent ones go through a dispatch block that picks the lowest
+//! pending block.
 //!
 //! Warp collectives become vector operations on the registers. Barriers
 //! are runtime calls made once per warp; the executor schedules warps
