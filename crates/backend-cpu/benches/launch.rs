@@ -17,6 +17,7 @@ fn info(needs_scheduler: bool) -> KernelInfo {
         static_shared_bytes: 0,
         dynamic_shared_offset: 0,
         needs_scheduler,
+        spin_waits: false,
         reqntid: None,
         maxntid: None,
         local_bytes: 0,

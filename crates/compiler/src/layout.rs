@@ -397,6 +397,12 @@ impl Analysis {
         self.reachable(kernel).iter().any(|f| self.facts.get(f).is_some_and(|ff| ff.waits))
     }
 
+    /// `KernelInfo::spin_waits`: a loop of the kernel or of a function it
+    /// may call may spin on memory.
+    pub fn spin_waits(&self, kernel: ItemId) -> bool {
+        self.reachable(kernel).iter().any(|f| self.facts.get(f).is_some_and(|ff| !ff.yield_points.is_empty()))
+    }
+
     fn layout_shared(&mut self, m: &Module) {
         let mut align_max = 16u64;
         // Module-level variables used by non-kernel functions go to a common
@@ -697,6 +703,7 @@ pub fn describe_kernel(m: &Module, a: &Analysis, kid: ItemId, f: &Function) -> K
             static_shared_bytes: a.kernel_static_bytes.get(&kid).copied().unwrap_or(0),
             dynamic_shared_offset: a.dynamic_shared_offset(kid),
             needs_scheduler: a.needs_scheduler(kid),
+            spin_waits: a.spin_waits(kid),
             reqntid,
             maxntid,
             local_bytes: local_bytes(f),

@@ -204,6 +204,12 @@ pub struct KernelInfo {
     /// backend must run them as cooperatively scheduled coroutines. When
     /// false, the `block` function runs the whole block.
     pub needs_scheduler: bool,
+    /// A loop of the kernel or of a function it may call may wait for
+    /// memory another thread writes (`Facts::yield_points`: a spin lock, a
+    /// flag, a grid-wide barrier), possibly another block's: a runner must
+    /// not hold blocks it has not started while one of them runs. When
+    /// false, no block waits for another.
+    pub spin_waits: bool,
     /// `.reqntid` / `.maxntid` (missing dimensions are 1).
     pub reqntid: Option<[u32; 3]>,
     pub maxntid: Option<[u32; 3]>,

@@ -62,8 +62,11 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// matrix-vector kernels about a tenth slower). 16: `ex2`, `lg2`, `sin`,
 /// `cos` and `tanh` (`.approx`, f32) are vector code in warp mode (entries
 /// of 15 call libm once per lane: a softmax step 2.3 times, a `tanh` step
-/// five times slower).
-const FORMAT: u32 = 16;
+/// five times slower). 17: a kernel's description says whether a loop of
+/// it may spin on memory (`KernelInfo::spin_waits`; entries of 16 would
+/// read "no" for every kernel, and runners would then hold unstarted
+/// blocks of kernels whose blocks wait for each other).
+const FORMAT: u32 = 17;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 const SECRET: &str = ".secret";

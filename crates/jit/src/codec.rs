@@ -416,7 +416,7 @@ pub(crate) fn write_info(w: &mut Vec<u8>, info: &compiler::ModuleInfo) {
                 w.extend_from_slice(&x.to_le_bytes());
             }
         }
-        let flags = k.needs_scheduler as u32 | (k.calls_malloc as u32) << 1 | (k.calls_printf as u32) << 2;
+        let flags = k.needs_scheduler as u32 | (k.calls_malloc as u32) << 1 | (k.calls_printf as u32) << 2 | (k.spin_waits as u32) << 3;
         for x in [k.param_bytes, k.static_shared_bytes, k.dynamic_shared_offset, flags, k.local_bytes, k.lanes, k.frame_bytes] {
             w.extend_from_slice(&x.to_le_bytes());
         }
@@ -456,6 +456,7 @@ pub(crate) fn read_info(r: &mut Reader) -> Option<compiler::ModuleInfo> {
             static_shared_bytes,
             dynamic_shared_offset,
             needs_scheduler: flags & 1 != 0,
+            spin_waits: flags & 8 != 0,
             reqntid,
             maxntid,
             local_bytes,
@@ -492,6 +493,7 @@ mod tests {
                 static_shared_bytes: 1024,
                 dynamic_shared_offset: 1024,
                 needs_scheduler: true,
+                spin_waits: true,
                 reqntid: Some([128, 1, 1]),
                 maxntid: None,
                 local_bytes: 64,

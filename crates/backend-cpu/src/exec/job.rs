@@ -83,6 +83,8 @@ pub(crate) struct Job {
     pub frame_bytes: u32,
     pub nblocks: u64,
     pub cooperative: bool,
+    /// `KernelInfo::spin_waits`: a block may wait for another one.
+    pub spin_waits: bool,
     params: AlignedBuf,
     pub shared_bytes: u32,
     pub dynamic_shared_offset: u32,
@@ -237,6 +239,7 @@ impl Job {
             frame_bytes: info.frame_bytes,
             nblocks,
             cooperative: options.cooperative,
+            spin_waits: info.spin_waits,
             params: param_buf,
             shared_bytes,
             dynamic_shared_offset: info.dynamic_shared_offset,

@@ -328,13 +328,28 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
         // SAFETY: `warps` outlives the coroutine (`run_in_coroutine`
         // returns before it is put back) and only this thread uses it.
         let warps = unsafe { &mut *warps_ptr };
-        // One block at a time: blocks of such kernels may wait for each
-        // other, so none is held while another runs. Finished blocks are
-        // reported [`FINISH_BATCH`] at a time (`unfinished` counts them
+        // Blocks that may wait for each other (a loop that spins on memory,
+        // a cooperative launch's grid barrier) are claimed one at a time,
+        // so that none is held while another runs; the others in runs, as
+        // on the fast path (one contended claim per run instead of one
+        // per block: llama.cpp's matrix-vector kernels run thousands of
+        // one-row blocks). Finished blocks are reported [`FINISH_BATCH`]
+        // at a time (`unfinished` counts them and the run's unstarted ones
         // meanwhile, so that an abandoned run still reports them).
+        let one_at_a_time = job.spin_waits || job.cooperative;
         let mut done = 0;
-        while let Some(index) = job.claim() {
-            rt.unfinished.set(done + 1);
+        let mut run = 0..0;
+        loop {
+            if run.is_empty() {
+                match if one_at_a_time { job.claim().map(|i| i..i + 1) } else { job.claim_run() } {
+                    Some(r) => run = r,
+                    None => break,
+                }
+            }
+            let index = run.start;
+            run.start += 1;
+            let left = run.end - run.start;
+            rt.unfinished.set(done + 1 + left);
             if !job.failed() {
                 let block = job.block_index(index);
                 rt.block.set(block);
@@ -353,9 +368,9 @@ pub(crate) fn run(job: &Arc<Job>, local: &mut Local, smid: u32) {
                 }
             }
             done += 1;
-            rt.unfinished.set(done);
+            rt.unfinished.set(done + left);
             if done == FINISH_BATCH {
-                rt.unfinished.set(0);
+                rt.unfinished.set(left);
                 job.finish_blocks(done);
                 done = 0;
             }

@@ -50,6 +50,7 @@ pub fn info(name: &str, needs_scheduler: bool) -> KernelInfo {
         static_shared_bytes: 0,
         dynamic_shared_offset: 0,
         needs_scheduler,
+        spin_waits: true,
         reqntid: None,
         maxntid: None,
         local_bytes: 0,
