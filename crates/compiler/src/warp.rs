@@ -2839,8 +2839,9 @@ masked:
     /// `size` bytes per lane (the shape is for a lane stride of
     /// `n * size`): one vector store per half warp with each lane's
     /// components side by side when the halves are consecutive (masked
-    /// only when some lane does not execute), scatters otherwise (lanes of
-    /// one address store in lane order).
+    /// only when some lane does not execute), the last executing lane's
+    /// value per half when each half has one address, scatters otherwise
+    /// (lanes of one address store in lane order).
     fn shaped_store(&mut self, ptrs: &V, layout: &Layout, values: &[V], size: u32) {
         let mask = self.mask();
         let (p0, p16) = self.half_bases(ptrs, layout);
@@ -2850,7 +2851,8 @@ masked:
 
     /// The paths of a shaped store: one vector store per half warp with
     /// each lane's components side by side when the halves are consecutive
-    /// (masked only when some lane does not execute), scatters otherwise.
+    /// (masked only when some lane does not execute), one scalar store per
+    /// half when each half has one address, scatters otherwise.
     fn shaped_store_paths(&mut self, a: &Shaped, values: &[V], size: u32) {
         let Shaped { ptrs, mask, shape, p0, p16 } = a;
         let Some(first) = values.first() else { return };
@@ -2863,9 +2865,11 @@ masked:
         self.cx.declare(&s, &format!("declare void @{s}({ety}, <{W} x ptr>, i32, <{W} x i1>)"));
         let sw = format!("llvm.masked.store.v{wide}{}.p0", ety.scalar_suffix());
         self.cx.declare(&sw, &format!("declare void @{sw}(<{wide} x {t}>, ptr, i32, <{wide} x i1>)"));
-        let consecutive = self.out.def_scalar(Ty::I1, format_args!("icmp eq {shape}, {SHAPE_HALVES_CONSECUTIVE}"));
-        let (cv, gv, j) = (self.out.fresh_label("hst"), self.out.fresh_label("sst"), self.out.fresh_label("stj"));
-        self.out.terminate(format_args!("br {consecutive}, label %{cv}, label %{gv}"));
+        let (cv, uv, gv, j) =
+            (self.out.fresh_label("hst"), self.out.fresh_label("ust"), self.out.fresh_label("sst"), self.out.fresh_label("stj"));
+        self.out.terminate(format_args!(
+            "switch {shape}, label %{gv} [ i32 {SHAPE_HALVES_CONSECUTIVE}, label %{cv} i32 {SHAPE_HALVES_UNIFORM}, label %{uv} ]"
+        ));
         let align = size.min(16);
         let list = |items: &mut dyn Iterator<Item = u32>| items.map(|i| format!("i32 {i}")).collect::<Vec<_>>().join(", ");
         self.out.label(&cv);
@@ -2920,6 +2924,30 @@ masked:
                 self.cx.helper(&name, || text);
                 self.out.op(format_args!("call void @{name}(<{wide} x {t}> {part}, {p}, <{wide} x i1> {mr})"));
             }
+        }
+        self.out.terminate(format_args!("br label %{j}"));
+        // One address per half: what a scatter would leave there, the
+        // value of the half's last executing lane (lanes store in order, so
+        // the high half's store comes second).
+        self.out.label(&uv);
+        let bits = self.bits(mask);
+        let ctlz = self.intrinsic_scalar_ret("llvm.ctlz.i32", Ty::I32, "i32, i1");
+        for (p, high) in [(p0, false), (p16, true)] {
+            let half = if high { format!("lshr {bits}, 16") } else { format!("and {bits}, 65535") };
+            let half = self.out.def_scalar(Ty::I32, format_args!("{half}"));
+            let any = self.out.def_scalar(Ty::I1, format_args!("icmp ne {half}, 0"));
+            let (put, next) = (self.out.fresh_label("ust1"), self.out.fresh_label("ust2"));
+            self.out.terminate(format_args!("br {any}, label %{put}, label %{next}"));
+            self.out.label(&put);
+            let zeros = self.out.def_scalar(Ty::I32, format_args!("call i32 {ctlz}({half}, i1 true)"));
+            let last = self.out.def_scalar(Ty::I32, format_args!("sub i32 {}, {}", if high { 47 } else { 31 }, zeros.s));
+            for (k, v) in values.iter().enumerate() {
+                let x = self.out.def_scalar(ety, format_args!("extractelement {v}, {last}"));
+                let pk = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, {p}, i64 {}", k as u32 * size));
+                self.out.op(format_args!("store {x}, {pk}, align {align}"));
+            }
+            self.out.terminate(format_args!("br label %{next}"));
+            self.out.label(&next);
         }
         self.out.terminate(format_args!("br label %{j}"));
         self.out.label(&gv);

@@ -189,3 +189,83 @@ fn loads_and_stores_of_every_run_time_shape_match_the_model_in_both_tiers() {
         }
     }
 }
+
+/// Stores of several lanes to one place through an index loaded from
+/// memory: every lane, the last lane alone, the first three lanes (two
+/// components), and the odd lanes of the high half. Each warp writes its
+/// own 16 slots of 8 bytes per store.
+const ONE_PLACE: &str = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry one_place(.param .u64 pidx, .param .u64 pout)
+{
+.reg .b32 %r<12>;
+.reg .b64 %rd<12>;
+.reg .pred %p<4>;
+ld.param.u64 %rd0, [pidx];
+ld.param.u64 %rd1, [pout];
+mov.u32 %r0, %tid.x;
+and.b32 %r1, %r0, 31;
+shr.u32 %r2, %r0, 5;
+mul.wide.u32 %rd2, %r0, 4;
+add.u64 %rd3, %rd0, %rd2;
+ld.global.u32 %r3, [%rd3];
+shl.b32 %r4, %r2, 4;
+add.u32 %r5, %r4, %r3;
+mul.wide.u32 %rd4, %r5, 8;
+add.u64 %rd5, %rd1, %rd4;
+st.global.u32 [%rd5], %r0;
+setp.eq.u32 %p0, %r1, 31;
+@%p0 st.global.u32 [%rd5+1024], %r0;
+setp.lt.u32 %p1, %r1, 3;
+@%p1 st.global.v2.u32 [%rd5+2048], {%r0, %r1};
+and.b32 %r6, %r1, 17;
+setp.eq.u32 %p2, %r6, 17;
+@%p2 st.global.u32 [%rd5+3072], %r0;
+ret;
+}
+"#;
+
+#[test]
+fn stores_of_several_lanes_to_one_place_leave_the_last_lanes_value() {
+    let exec = Executor::global();
+    let halves_uniform: Vec<u32> = (0..THREADS as u32).map(|t| (t % 32 / 16) * 3).collect();
+    let one_address = vec![7u32; THREADS];
+    let scattered: Vec<u32> = (0..THREADS as u32).map(|t| ((t % 32) ^ 5) % 16).collect();
+    let words = 4096 / 4;
+    for tier in [Tier::Fast, Tier::Optimized] {
+        let p = Program::from_source_with(ONE_PLACE, &Options { warp: WarpMode::Always, tier, strict_affine: false, memcheck: false })
+            .unwrap_or_else(|e| panic!("compiles ({tier:?}): {e}"));
+        let k = p.kernel("one_place").expect("kernel `one_place`");
+        assert_eq!(k.info.lanes, 32, "{tier:?}");
+        for (name, idx) in [("halves uniform", &halves_uniform), ("one address", &one_address), ("scattered", &scattered)] {
+            // The model: each store instruction in turn, its lanes in order.
+            let mut expected = vec![0xabab_ababu32; words];
+            for warp in 0..THREADS / 32 {
+                let at = |t: usize| (warp * 16 + idx[t] as usize) * 2;
+                let lanes = || (warp * 32..warp * 32 + 32).map(|t| (t, t % 32));
+                for (t, _) in lanes() {
+                    expected[at(t)] = t as u32;
+                }
+                for (t, _) in lanes().filter(|&(_, l)| l == 31) {
+                    expected[256 + at(t)] = t as u32;
+                }
+                for (t, l) in lanes().filter(|&(_, l)| l < 3) {
+                    expected[512 + at(t)] = t as u32;
+                    expected[512 + at(t) + 1] = l as u32;
+                }
+                for (t, _) in lanes().filter(|&(_, l)| l & 17 == 17) {
+                    expected[768 + at(t)] = t as u32;
+                }
+            }
+            let mut idx = idx.clone();
+            let mut out = vec![0xabab_ababu32; words];
+            launch(exec, k, [1, 1, 1], [THREADS as u32, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut idx)), Arg::Buf(as_bytes(&mut out))])
+                .expect("arguments")
+                .expect("launch");
+            if let Some(at) = (0..words).find(|&i| out[i] != expected[i]) {
+                panic!("{tier:?}, {name}: word {at} is {:#x}, expected {:#x}", out[at], expected[at]);
+            }
+        }
+    }
+}
