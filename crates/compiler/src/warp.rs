@@ -2936,7 +2936,7 @@ masked:
             let half = if high { format!("lshr {bits}, 16") } else { format!("and {bits}, 65535") };
             let half = self.out.def_scalar(Ty::I32, format_args!("{half}"));
             let any = self.out.def_scalar(Ty::I1, format_args!("icmp ne {half}, 0"));
-            let (put, next) = (self.out.fresh_label("ust1"), self.out.fresh_label("ust2"));
+            let (put, next) = (self.out.fresh_label("uput"), self.out.fresh_label("unext"));
             self.out.terminate(format_args!("br {any}, label %{put}, label %{next}"));
             self.out.label(&put);
             let zeros = self.out.def_scalar(Ty::I32, format_args!("call i32 {ctlz}({half}, i1 true)"));
