@@ -112,6 +112,37 @@ pub fn registers(f: &Function, b: &Body, starts: &HashMap<usize, u32>, label_blo
     }
 }
 
+/// Per register: whether every write to it, wherever it runs, computes
+/// a pure function of operands of this kind (unguarded or under such a
+/// guard): the registers [`registers`] finds before it looks at where
+/// lanes diverge. Lanes that ran the same writes equally often hold the
+/// same value, but lanes that left a loop at different times do not: a
+/// hint for choosing how to run a kernel (`warp::loops_run_alike`), never
+/// a fact the lowering may rely on.
+pub fn data_uniform(f: &Function, b: &Body) -> Vec<bool> {
+    let mut uniform = vec![true; b.regs.len()];
+    let mut defs = Vec::new();
+    loop {
+        let mut changed = false;
+        for s in &b.statements {
+            let Statement::Instruction(inst) = s else { continue };
+            defs.clear();
+            b.defs(inst, &mut defs);
+            if defs.is_empty() {
+                continue;
+            }
+            let ok =
+                inst.guard.is_none_or(|g| uniform.get(g.reg as usize).copied().unwrap_or(false)) && uniform_result(f, b, inst, &uniform);
+            if !ok {
+                changed |= clear(&mut uniform, &defs);
+            }
+        }
+        if !changed {
+            return uniform;
+        }
+    }
+}
+
 /// Per register of a kernel: whether it is *block-invariant*, for code
 /// that runs a block's threads one after another: written by exactly one
 /// instruction, unguarded, that computes a pure function of immediates,
@@ -394,6 +425,41 @@ ret;",
         for r in ["%r3", "%r4"] {
             assert!(!u.contains(&r.to_string()), "{r} is not uniform: {u:?}");
         }
+    }
+
+    /// [`data_uniform`] looks at what registers are computed from, not at
+    /// where lanes diverge: the counters of a loop some lanes leave early
+    /// are computed alike (a hint), a lane's index or a value written under
+    /// its guard are not.
+    #[test]
+    fn data_uniform_registers_are_computed_alike_wherever_they_run() {
+        let src = kernel(
+            "ld.param.u32 %r1, [n];
+mov.u32 %r2, %tid.x;
+mov.u32 %r3, 0;
+mov.u32 %r7, 5;
+L:
+add.s32 %r3, %r3, 1;
+setp.lt.s32 %p1, %r3, %r2;
+@%p1 bra L;
+setp.lt.s32 %p2, %r3, %r1;
+@%p1 mov.u32 %r7, 6;
+add.s32 %r8, %r2, %r1;
+ret;",
+        );
+        let module = ptx::parse(&src).expect("test PTX parses");
+        let f = module.functions().next().expect("a kernel");
+        let b = f.body.as_ref().expect("a body");
+        let names: Vec<String> =
+            data_uniform(f, b).into_iter().enumerate().filter(|&(_, u)| u).map(|(r, _)| ptx::reg_name(f, b, r as RegId)).collect();
+        for r in ["%r1", "%r3", "%p2"] {
+            assert!(names.contains(&r.to_string()), "{r} is computed alike: {names:?}");
+        }
+        for r in ["%r2", "%p1", "%r7", "%r8"] {
+            assert!(!names.contains(&r.to_string()), "{r} is not: {names:?}");
+        }
+        // (The convergence-aware analysis keeps the counter apart.)
+        assert!(!uniform_names(&src).contains(&"%r3".to_string()));
     }
 
     #[test]

@@ -936,6 +936,14 @@ pub fn choose_mode(
         crate::WarpMode::WhereThreadsWait => warp(format!("warp mode: {wait_reason}")),
         crate::WarpMode::Always => warp("warp mode (ANYCUDA_WARP=all)".into()),
         crate::WarpMode::Auto => match (&verdict, waits, obstacle) {
+            // Only in the optimised tier: such kernels can take many times
+            // longer to compile as warps (llama.cpp's stream-k fixups: 7 ->
+            // 178 ms), which a first launch should not wait for.
+            (Verdict::Independent(_) | Verdict::IndependentIf(_), false, None)
+                if opts.tier == crate::Tier::Optimized && loops_run_alike(f) =>
+            {
+                warp("warp mode: every lane of a warp goes round its loops alike, which thread by thread would run as scalar code".into())
+            }
             (Verdict::Independent(_), false, _) => thread(format!("thread by thread, the fast path: {}", explain(&verdict))),
             (Verdict::IndependentIf(c), false, None) => ModeChoice {
                 warp: false,
@@ -960,6 +968,44 @@ pub fn choose_mode(
             }),
         },
     }
+}
+
+/// Whether the body has a loop that ends in a conditional branch back (the
+/// form nvcc gives loops) and every such branch has a guard computed alike
+/// in every lane (`uniform::data_uniform`): the lanes of a warp go round
+/// those loops together. Thread by thread, the loop over a block's threads
+/// contains them and LLVM vectorises only innermost loops, so each thread
+/// runs them as scalar code; as warps, every iteration is vector code over
+/// 32 lanes (a Bezier surface: 165 -> 64 ms). Unconditional branches back
+/// are left out: nvcc also places blocks out of line and jumps back from
+/// them, and a loop of that form leaves by a forward branch this does not
+/// weigh (a grid-stride `while`, whose lanes leave at different times).
+pub fn loops_run_alike(f: &Function) -> bool {
+    let Some(b) = &f.body else { return false };
+    let (starts, label_block, _) = FnLower::number_blocks(b);
+    let mut uniform: Option<Vec<bool>> = None;
+    let mut any = false;
+    let mut block = 0;
+    for (i, s) in b.statements.iter().enumerate() {
+        if let Some(&k) = starts.get(&i) {
+            block = k;
+        }
+        let Statement::Instruction(inst) = s else { continue };
+        if inst.op != Opcode::Bra {
+            continue;
+        }
+        let Some(Operand::Label(l)) = b.args(inst).first().copied() else { return false };
+        if label_block.get(&l).is_none_or(|&t| t > block) {
+            continue;
+        }
+        let Some(g) = inst.guard else { continue };
+        let u = uniform.get_or_insert_with(|| crate::uniform::data_uniform(f, b));
+        if !u.get(g.reg as usize).copied().unwrap_or(false) {
+            return false;
+        }
+        any = true;
+    }
+    any
 }
 
 /// `<0, 1, ..., 31>`
