@@ -1060,6 +1060,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
         (plain, masked, joined)
     }
 
+    /// The lanes of each half warp of `m` (low, high) as the low 16 bits
+    /// of an i32: tests of a half's lanes on the mask's bits (a reduction
+    /// of a `<16 x i1>` half became a store of the mask and a wider reload
+    /// that waits for it).
+    fn half_bits(&mut self, m: &V) -> [V; 2] {
+        let bits = self.bits(m);
+        let low = self.out.def_scalar(Ty::I32, format_args!("and {bits}, 65535"));
+        let high = self.out.def_scalar(Ty::I32, format_args!("lshr {bits}, 16"));
+        [low, high]
+    }
+
     /// The lanes of `m` as the bits of an i32 (scalar).
     pub fn bits(&mut self, m: &V) -> V {
         self.out.def_scalar(Ty::I32, format_args!("bitcast {m} to i32"))
@@ -2833,15 +2844,10 @@ masked:
         self.out.terminate(format_args!("br label %{j}"));
         // Uniform halves: scalar loads per half that has executing lanes.
         self.out.label(&uv);
-        // Whether each half has an executing lane, from the mask's bits (a
-        // reduction of each half's `<16 x i1>` became a store of the mask
-        // and a wider reload, which waits for the store to complete).
-        let bits = self.bits(mask);
-        let low = self.out.def_scalar(Ty::I32, format_args!("and {bits}, 65535"));
-        let any_low = self.out.def_scalar(Ty::I1, format_args!("icmp ne {low}, 0"));
-        let any_high = self.out.def_scalar(Ty::I1, format_args!("icmp ugt {bits}, 65535"));
+        // Whether each half has an executing lane.
         let mut anys = Vec::new();
-        for any in [any_low, any_high] {
+        for half in self.half_bits(mask) {
+            let any = self.out.def_scalar(Ty::I1, format_args!("icmp ne {half}, 0"));
             let one = self.out.fresh("one");
             self.out.op(format_args!("{one} = insertelement <1 x i1> poison, {any}, i32 0"));
             anys.push(one);
@@ -2976,11 +2982,9 @@ masked:
         // value of the half's last executing lane (lanes store in order, so
         // the high half's store comes second).
         self.out.label(&uv);
-        let bits = self.bits(mask);
         let ctlz = self.intrinsic_scalar_ret("llvm.ctlz.i32", Ty::I32, "i32, i1");
-        for (p, high) in [(p0, false), (p16, true)] {
-            let half = if high { format!("lshr {bits}, 16") } else { format!("and {bits}, 65535") };
-            let half = self.out.def_scalar(Ty::I32, format_args!("{half}"));
+        let halves = self.half_bits(mask);
+        for ((p, high), half) in [(p0, false), (p16, true)].into_iter().zip(halves) {
             let any = self.out.def_scalar(Ty::I1, format_args!("icmp ne {half}, 0"));
             let (put, next) = (self.out.fresh_label("uput"), self.out.fresh_label("unext"));
             self.out.terminate(format_args!("br {any}, label %{put}, label %{next}"));

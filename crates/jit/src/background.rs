@@ -48,7 +48,8 @@ struct State {
 
 struct Pool {
     state: Mutex<State>,
-    work: Condvar,
+    /// Per [`Priority`]: signalled when a job of that kind is queued.
+    work: [Condvar; 2],
     idle: Condvar,
     stopping: AtomicBool,
 }
@@ -78,7 +79,7 @@ fn pool() -> &'static Pool {
         }
         Pool {
             state: Mutex::new(State { queues: [VecDeque::new(), VecDeque::new()], running: 0 }),
-            work: Condvar::new(),
+            work: [Condvar::new(), Condvar::new()],
             idle: Condvar::new(),
             stopping: AtomicBool::new(false),
         }
@@ -125,7 +126,7 @@ fn worker(kind: Priority) {
                     st.running += 1;
                     break job;
                 }
-                st = p.work.wait(st).unwrap_or_else(|e| e.into_inner());
+                st = p.work[kind as usize].wait(st).unwrap_or_else(|e| e.into_inner());
             }
         };
         // A failing compile reports through its module; a panic must not
@@ -144,7 +145,7 @@ extern "C" fn stop_at_exit() {
     p.stopping.store(true, Ordering::Release);
     let mut st = lock(p);
     st.queues.iter_mut().for_each(VecDeque::clear);
-    p.work.notify_all();
+    p.work.iter().for_each(Condvar::notify_all);
     while st.running > 0 {
         st = p.idle.wait(st).unwrap_or_else(|e| e.into_inner());
     }
@@ -157,8 +158,7 @@ pub fn submit(priority: Priority, job: impl FnOnce() + Send + 'static) {
         return;
     }
     lock(p).queues[priority as usize].push_back(Box::new(job));
-    // Workers of both kinds wait on one condition.
-    p.work.notify_all();
+    p.work[priority as usize].notify_one();
 }
 
 /// Runs `compile` on the calling thread as a compile the exit handler
