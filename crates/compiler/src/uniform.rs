@@ -62,14 +62,7 @@ pub fn registers(f: &Function, b: &Body, starts: &HashMap<usize, u32>, label_blo
     }
     let BlockGraph { ranges, succ } = crate::warp::block_graph(b, starts, label_block, blocks);
     let n = blocks as usize;
-    // Blocks that only return; `n` stands for the end of the kernel.
-    let returns_only: Vec<bool> = (0..=n)
-        .map(|k| {
-            k == n
-                || matches!(ranges[k].as_slice(), [i] if inst_at(*i)
-                    .is_some_and(|inst| matches!(inst.op, Opcode::Ret | Opcode::Exit) && inst.guard.is_none()))
-        })
-        .collect();
+    let returns_only = returns_only(b, &ranges, n);
     // Blocks inside a loop (from a backward branch's target to the
     // branch): the only ones that can run more than once in a warp.
     let mut in_loop = vec![false; n + 1];
@@ -211,6 +204,37 @@ fn clear(flags: &mut [bool], regs: &[RegId]) -> bool {
         }
     }
     changed
+}
+
+/// Per block, whether it only returns (`ret` or `exit`, unguarded,
+/// nothing else); entry `n` stands for the end of the kernel.
+fn returns_only(b: &Body, ranges: &[Vec<usize>], n: usize) -> Vec<bool> {
+    (0..=n)
+        .map(|k| {
+            k == n
+                || matches!(ranges[k].as_slice(), [i] if matches!(&b.statements[*i],
+                    Statement::Instruction(inst) if matches!(inst.op, Opcode::Ret | Opcode::Exit) && inst.guard.is_none()))
+        })
+        .collect()
+}
+
+/// Per block (numbered as warp mode numbers them, `n` entries), whether
+/// some lanes of a warp may run it without the others, given the kernel's
+/// uniform registers ([`registers`]): the complement is the convergent
+/// blocks of the module notes. Invariant: when a warp runs a convergent
+/// block, every lane of it that will read registers again runs that block
+/// with it (no lane waits at another block). Every block of a kernel with
+/// indirect branches counts as divergent.
+pub fn divergent(b: &Body, starts: &HashMap<usize, u32>, label_block: &HashMap<LabelId, u32>, blocks: u32, uniform: &[bool]) -> Vec<bool> {
+    let n = blocks as usize;
+    if b.statements.iter().any(|s| matches!(s, Statement::Instruction(i) if i.op == Opcode::Brx)) {
+        return vec![true; n];
+    }
+    let BlockGraph { ranges, succ } = crate::warp::block_graph(b, starts, label_block, blocks);
+    let returns_only = returns_only(b, &ranges, n);
+    let mut d = divergent_blocks(b, &ranges, &succ, &returns_only, uniform, n);
+    d.truncate(n);
+    d
 }
 
 /// The blocks some lanes of a warp may run without the others (the

@@ -423,7 +423,8 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
             pending[r] |= li[r];
         }
     }
-    let mut frame = Frame::default();
+    let mut frame = Frame { uniform: crate::uniform::registers(f, b, &starts, &label_block, blocks), ..Frame::default() };
+    let divergent = crate::uniform::divergent(b, &starts, &label_block, blocks, &frame.uniform);
     let mut saved = vec![false; nregs];
     for k in 0..n {
         let mut live = live_out[k].clone();
@@ -432,7 +433,18 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
             if suspension_site(a, item, b, i, inst) {
                 // A spinning branch has moved every lane to a block start.
                 let at_site = inst.op != Opcode::Bra;
-                let regs: Vec<RegId> = (0..nregs).filter(|&r| pending[r] || (at_site && live[r])).map(|r| r as RegId).collect();
+                // An unguarded site in a convergent block: every lane that
+                // reads registers again is here (`uniform::divergent`), so
+                // what it reads later is what is live here. Elsewhere lanes
+                // may wait at other blocks, with the registers live there.
+                // (In llama.cpp's matrix-vector kernel, whose two barriers
+                // are convergent, the loops' registers were saved and
+                // restored at both: half its time per block.)
+                let converged = at_site && inst.guard.is_none() && !divergent.get(k).copied().unwrap_or(true);
+                let regs: Vec<RegId> = (0..nregs)
+                    .filter(|&r| if converged { live[r] } else { pending[r] || (at_site && live[r]) })
+                    .map(|r| r as RegId)
+                    .collect();
                 for &r in &regs {
                     saved[r as usize] = true;
                 }
@@ -498,7 +510,6 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
         }
     }
     frame.stable = written_after.iter().map(|w| !w).collect();
-    frame.uniform = crate::uniform::registers(f, b, &starts, &label_block, blocks);
     for (r, u) in frame.uniform.iter_mut().enumerate() {
         // (One scalar of at most 8 bytes: `b128` registers stay vectors.)
         *u &= crate::lower::reg_ty(f.var(b.regs[r].var).ty).bits() <= 64;
@@ -4242,4 +4253,99 @@ done:
 }}
 "
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The registers `frame_layout` saves at the kernel's barriers, by
+    /// name, in statement order.
+    fn saved_at_barriers(body: &str) -> Vec<Vec<String>> {
+        let src = format!(
+            ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 p, .param .u32 n)\n{{\n\
+             .reg .pred %p<8>;\n.reg .b32 %r<40>;\n.reg .b64 %rd<40>;\n.reg .f32 %f<8>;\n.shared .align 4 .b8 s[128];\n{body}\n}}\n"
+        );
+        let m = ptx::parse(&src).expect("test PTX parses");
+        let a = crate::layout::Analysis::new(&m);
+        let (item, f) = m
+            .items
+            .iter()
+            .enumerate()
+            .find_map(|(i, it)| match it {
+                Item::Function(f) => Some((i as ItemId, f)),
+                _ => None,
+            })
+            .expect("a kernel");
+        let b = f.body.as_ref().expect("a body");
+        let frame = frame_layout(&a, item, f);
+        let mut sites: Vec<(&usize, &Vec<RegId>)> = frame.sites.iter().collect();
+        sites.sort();
+        sites.into_iter().map(|(_, regs)| regs.iter().map(|&r| ptx::reg_name(f, b, r)).collect()).collect()
+    }
+
+    /// A loop before the barrier: its counter and accumulator are live into
+    /// the loop's block, dead at the barrier.
+    const LOOP_THEN_BARRIER: &str = "ld.param.u32 %r1, [n];
+mov.u32 %r2, %tid.x;
+mov.u32 %r3, 0;
+mov.f32 %f1, 0f00000000;
+LOOP:
+cvt.rn.f32.u32 %f2, %r3;
+add.f32 %f1, %f1, %f2;
+add.s32 %r3, %r3, 1;
+setp.lt.u32 %p1, %r3, %r2;
+@%p1 bra LOOP;
+mov.b32 %r4, %f1;
+shl.b32 %r5, %r2, 2;
+mov.u32 %r6, s;
+add.s32 %r7, %r6, %r5;
+st.shared.u32 [%r7], %r4;
+BARRIER
+ld.shared.u32 %r8, [%r6];
+add.s32 %r9, %r8, %r1;
+ld.param.u64 %rd1, [p];
+mul.wide.u32 %rd2, %r2, 4;
+add.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r9;
+ret;";
+
+    #[test]
+    fn a_barrier_every_lane_reaches_together_saves_what_is_live_there() {
+        let sites = saved_at_barriers(&LOOP_THEN_BARRIER.replace("BARRIER", "bar.sync 0;"));
+        assert_eq!(sites.len(), 1, "{sites:?}");
+        for r in ["%r1", "%r2", "%r6"] {
+            assert!(sites[0].contains(&r.to_string()), "{r} is read after the barrier: {sites:?}");
+        }
+        for r in ["%r3", "%f1", "%f2", "%r4", "%r5", "%r7"] {
+            assert!(!sites[0].contains(&r.to_string()), "{r} is dead at the barrier: {sites:?}");
+        }
+    }
+
+    /// A barrier some lanes branch around: they wait at another block,
+    /// and what they read there stays in the frame although the barrier's
+    /// own lanes never read it again.
+    #[test]
+    fn a_barrier_where_lanes_may_wait_elsewhere_keeps_what_they_may_read() {
+        let sites = saved_at_barriers(
+            "mov.u32 %r2, %tid.x;
+mul.lo.u32 %r10, %r2, 3;
+ld.param.u64 %rd1, [p];
+mul.wide.u32 %rd2, %r2, 4;
+add.s64 %rd3, %rd1, %rd2;
+setp.lt.u32 %p2, %r2, 16;
+@%p2 bra SKIP;
+bar.sync 0;
+st.global.u32 [%rd3], %r2;
+bra.uni END;
+SKIP:
+st.global.u32 [%rd3], %r10;
+END:
+ret;",
+        );
+        assert_eq!(sites.len(), 1, "{sites:?}");
+        for r in ["%r10", "%rd3"] {
+            assert!(sites[0].contains(&r.to_string()), "{r} is kept: {sites:?}");
+        }
+    }
 }
