@@ -2,8 +2,9 @@
 //! (the loop over a block's threads, which LLVM vectorises when its body
 //! has no loop of its own), or, in the optimised tier, as warps when every
 //! lane goes round the kernel's loops alike (`warp::loops_run_alike`), so
-//! that the loops' iterations are vector code. Both give the model's
-//! results.
+//! that the loops' iterations are vector code, and kernels without loops
+//! that divide by 64-bit values (`warp::divides_by_wide_registers`). Both
+//! give the model's results.
 
 use backend_cpu::Executor;
 use compiler::{Options, Tier, WarpMode};
@@ -67,6 +68,39 @@ add.u64 %rd3, %rd1, %rd2;
 st.global.u32 [%rd3], %r6;
 ret;
 }
+.visible .entry wide_index(.param .u64 pout, .param .u64 pd)
+{
+.reg .pred %p<2>;
+.reg .b32 %r<12>;
+.reg .b64 %rd<12>;
+ld.param.u64 %rd1, [pout];
+ld.param.u64 %rd2, [pd];
+mov.u32 %r1, %ctaid.x;
+mov.u32 %r2, %ntid.x;
+mov.u32 %r3, %tid.x;
+mad.lo.u32 %r4, %r1, %r2, %r3;
+cvt.u64.u32 %rd3, %r4;
+mul.lo.u64 %rd3, %rd3, 2654435761;
+or.b64 %rd4, %rd3, %rd2;
+and.b64 %rd5, %rd4, -4294967296;
+setp.eq.s64 %p1, %rd5, 0;
+@%p1 bra FAST;
+div.u64 %rd6, %rd3, %rd2;
+bra.uni JOIN;
+FAST:
+cvt.u32.u64 %r5, %rd2;
+cvt.u32.u64 %r6, %rd3;
+div.u32 %r7, %r6, %r5;
+cvt.u64.u32 %rd6, %r7;
+JOIN:
+mul.lo.u64 %rd7, %rd6, %rd2;
+sub.u64 %rd8, %rd3, %rd7;
+xor.b64 %rd9, %rd8, %rd6;
+mul.wide.u32 %rd10, %r4, 8;
+add.u64 %rd11, %rd1, %rd10;
+st.global.u64 [%rd11], %rd9;
+ret;
+}
 "#;
 
 #[test]
@@ -109,5 +143,36 @@ fn loops_every_lane_runs_alike_run_as_warps_in_the_optimised_tier() {
         let mut out = vec![0u32; n];
         launch(exec, k, [blocks, 1, 1], [ntid, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out))]).expect("arguments").expect("launch");
         assert_eq!(out, own, "{tier:?}");
+    }
+}
+
+/// An element-wise kernel whose index arithmetic divides by a 64-bit
+/// parameter through nvcc's 32-bit fast path: thread by thread in the fast
+/// tier, as warps in the optimised one, both exact on either path.
+#[test]
+fn wide_divisions_without_loops_run_as_warps_in_the_optimised_tier() {
+    let exec = Executor::global();
+    let (blocks, ntid) = (4u32, 96u32);
+    let n = (blocks * ntid) as usize;
+    for (tier, lanes) in [(Tier::Fast, 1), (Tier::Optimized, 32)] {
+        let options = Options { warp: WarpMode::Auto, tier, strict_affine: false, memcheck: false };
+        let p = Program::from_source_with(KERNELS, &options).unwrap_or_else(|e| panic!("compiles ({tier:?}): {e}"));
+        let k = p.kernel("wide_index").expect("kernel `wide_index`");
+        assert_eq!(k.info.lanes, lanes, "{tier:?}: how wide_index runs");
+        // 1000: most lanes take the fast path, the rest (products past
+        // 2^32) the 64-bit one; 2^33 + 7: every lane the 64-bit one.
+        for d in [1000u64, (1 << 33) + 7, 3] {
+            let mut out = vec![0u64; n];
+            launch(exec, k, [blocks, 1, 1], [ntid, 1, 1], 0, &mut [Arg::Buf(as_bytes(&mut out)), Arg::U64(d)])
+                .expect("arguments")
+                .expect("launch");
+            let expected: Vec<u64> = (0..n as u64)
+                .map(|i| {
+                    let x = i * 2_654_435_761;
+                    (x % d) ^ (x / d)
+                })
+                .collect();
+            assert_eq!(out, expected, "{tier:?}, divisor {d}");
+        }
     }
 }
