@@ -4387,7 +4387,9 @@ mod tests {
     }
 
     /// The launch guard a unit of the first kernel of `src` carries (what
-    /// the backend checks before each launch: parameters by byte offset).
+    /// the backend checks before each launch: parameters by byte offset),
+    /// in the fast tier (the optimised one runs the diamond kernel, which
+    /// divides by 64-bit values, as warps).
     fn unit_guard(src: &str) -> crate::LaunchGuard {
         let (src, k) = parse(src);
         let m = ptx::parse(&src).expect("test PTX parses");
@@ -4395,7 +4397,7 @@ mod tests {
             &m,
             &Analysis::new(&m),
             &crate::Target::HostCpu,
-            &crate::Options::default(),
+            &crate::Options { tier: crate::Tier::Fast, ..crate::Options::default() },
             crate::Unit::Kernel(k),
         );
         let kernel = info.kernels.first().expect("the kernel");
