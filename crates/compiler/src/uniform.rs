@@ -49,16 +49,30 @@ use crate::warp::BlockGraph;
 use ptx::ast::*;
 use std::collections::HashMap;
 
-/// Per register: whether it is uniform (see the module notes). `starts`,
-/// `label_block` and `blocks` number the blocks as warp mode does.
-pub fn registers(f: &Function, b: &Body, starts: &HashMap<usize, u32>, label_block: &HashMap<LabelId, u32>, blocks: u32) -> Vec<bool> {
+/// The uniform registers and, given them, where lanes diverge.
+pub struct Convergence {
+    /// Per register: whether it is uniform (see the module notes).
+    pub uniform: Vec<bool>,
+    /// Per block (`blocks` entries): whether some lanes of a warp may run
+    /// it without the others; the complement is the convergent blocks of
+    /// the module notes. Invariant: when a warp runs a convergent block,
+    /// every lane of it that will read registers again runs that block
+    /// with it (no lane waits at another block). Every block of a kernel
+    /// with indirect branches counts as divergent.
+    pub divergent: Vec<bool>,
+}
+
+/// The uniform registers of a function and the blocks where its lanes may
+/// diverge. `starts`, `label_block` and `blocks` number the blocks as warp
+/// mode does.
+pub fn convergence(f: &Function, b: &Body, starts: &HashMap<usize, u32>, label_block: &HashMap<LabelId, u32>, blocks: u32) -> Convergence {
     let nregs = b.regs.len();
     let inst_at = |i: usize| match &b.statements[i] {
         Statement::Instruction(inst) => Some(inst),
         _ => None,
     };
     if b.statements.iter().any(|s| matches!(s, Statement::Instruction(i) if i.op == Opcode::Brx)) {
-        return vec![false; nregs];
+        return Convergence { uniform: vec![false; nregs], divergent: vec![true; blocks as usize] };
     }
     let BlockGraph { ranges, succ } = crate::warp::block_graph(b, starts, label_block, blocks);
     let n = blocks as usize;
@@ -77,7 +91,7 @@ pub fn registers(f: &Function, b: &Body, starts: &HashMap<usize, u32>, label_blo
     let mut defs = Vec::new();
     let mut uniform = vec![true; nregs];
     loop {
-        let divergent = divergent_blocks(b, &ranges, &succ, &returns_only, &uniform, n);
+        let mut divergent = divergent_blocks(b, &ranges, &succ, &returns_only, &uniform, n);
         let mut changed = false;
         for (k, range) in ranges.iter().enumerate().take(n) {
             for &i in range {
@@ -100,14 +114,17 @@ pub fn registers(f: &Function, b: &Body, starts: &HashMap<usize, u32>, label_blo
             }
         }
         if !changed {
-            return uniform;
+            // The blocks of the uniform registers found: what is divergent
+            // given them.
+            divergent.truncate(n);
+            return Convergence { uniform, divergent };
         }
     }
 }
 
 /// Per register: whether every write to it, wherever it runs, computes
 /// a pure function of operands of this kind (unguarded or under such a
-/// guard): the registers [`registers`] finds before it looks at where
+/// guard): the registers [`convergence`] finds uniform before it looks at where
 /// lanes diverge. Lanes that ran the same writes equally often hold the
 /// same value, but lanes that left a loop at different times do not: a
 /// hint for choosing how to run a kernel (`warp::loops_run_alike`), never
@@ -144,7 +161,7 @@ pub fn data_uniform(f: &Function, b: &Body) -> Vec<bool> {
 /// a register reads the same value, and in the IR it is one SSA value
 /// computed from loop-invariant inputs, so LLVM can hoist what is computed
 /// from it alone out of the loop over the block's threads (a division's
-/// reciprocal, `arith.rs`). Unlike [`registers`], no write may repeat (a
+/// reciprocal, `arith.rs`). Unlike [`convergence`], no write may repeat (a
 /// loop counter every thread runs alike is the same in all threads but
 /// changes inside the thread loop) and no other memory is read (loads LLVM
 /// cannot prove unaliased by the kernel's stores are not hoisted). A
@@ -216,25 +233,6 @@ fn returns_only(b: &Body, ranges: &[Vec<usize>], n: usize) -> Vec<bool> {
                     Statement::Instruction(inst) if matches!(inst.op, Opcode::Ret | Opcode::Exit) && inst.guard.is_none()))
         })
         .collect()
-}
-
-/// Per block (numbered as warp mode numbers them, `n` entries), whether
-/// some lanes of a warp may run it without the others, given the kernel's
-/// uniform registers ([`registers`]): the complement is the convergent
-/// blocks of the module notes. Invariant: when a warp runs a convergent
-/// block, every lane of it that will read registers again runs that block
-/// with it (no lane waits at another block). Every block of a kernel with
-/// indirect branches counts as divergent.
-pub fn divergent(b: &Body, starts: &HashMap<usize, u32>, label_block: &HashMap<LabelId, u32>, blocks: u32, uniform: &[bool]) -> Vec<bool> {
-    let n = blocks as usize;
-    if b.statements.iter().any(|s| matches!(s, Statement::Instruction(i) if i.op == Opcode::Brx)) {
-        return vec![true; n];
-    }
-    let BlockGraph { ranges, succ } = crate::warp::block_graph(b, starts, label_block, blocks);
-    let returns_only = returns_only(b, &ranges, n);
-    let mut d = divergent_blocks(b, &ranges, &succ, &returns_only, uniform, n);
-    d.truncate(n);
-    d
 }
 
 /// The blocks some lanes of a warp may run without the others (the
@@ -376,7 +374,8 @@ mod tests {
         let f = module.functions().next().expect("a kernel");
         let b = f.body.as_ref().expect("a body");
         let (starts, label_block, blocks) = crate::lower::FnLower::number_blocks(b);
-        registers(f, b, &starts, &label_block, blocks)
+        convergence(f, b, &starts, &label_block, blocks)
+            .uniform
             .into_iter()
             .enumerate()
             .filter(|&(_, u)| u)

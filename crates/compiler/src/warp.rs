@@ -240,7 +240,7 @@ pub struct Frame {
     /// The lane stride of each register, where every write keeps one
     /// (`affine::strides`; indexed by register).
     pub strides: Vec<Option<i64>>,
-    /// Registers with the same value in every lane (`uniform::registers`;
+    /// Registers with the same value in every lane (`uniform::convergence`;
     /// indexed by register): kept as one scalar.
     pub uniform: Vec<bool>,
     /// Frame offset of the affine bit (`affine`) of every register with a
@@ -423,8 +423,8 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
             pending[r] |= li[r];
         }
     }
-    let mut frame = Frame { uniform: crate::uniform::registers(f, b, &starts, &label_block, blocks), ..Frame::default() };
-    let divergent = crate::uniform::divergent(b, &starts, &label_block, blocks, &frame.uniform);
+    let crate::uniform::Convergence { uniform, divergent } = crate::uniform::convergence(f, b, &starts, &label_block, blocks);
+    let mut frame = Frame { uniform, ..Frame::default() };
     let mut saved = vec![false; nregs];
     for k in 0..n {
         let mut live = live_out[k].clone();
@@ -434,7 +434,7 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
                 // A spinning branch has moved every lane to a block start.
                 let at_site = inst.op != Opcode::Bra;
                 // An unguarded site in a convergent block: every lane that
-                // reads registers again is here (`uniform::divergent`), so
+                // reads registers again is here (`uniform::Convergence`), so
                 // what it reads later is what is live here. Elsewhere lanes
                 // may wait at other blocks, with the registers live there.
                 // (In llama.cpp's matrix-vector kernel, whose two barriers
@@ -1002,9 +1002,26 @@ pub fn choose_mode(
 /// weigh (a grid-stride `while`, whose lanes leave at different times).
 pub fn loops_run_alike(f: &Function) -> bool {
     let Some(b) = &f.body else { return false };
-    let (starts, label_block, _) = FnLower::number_blocks(b);
+    let Some(back) = branches_back(b) else { return false };
     let mut uniform: Option<Vec<bool>> = None;
     let mut any = false;
+    for inst in back {
+        let Some(g) = inst.guard else { continue };
+        let u = uniform.get_or_insert_with(|| crate::uniform::data_uniform(f, b));
+        if !u.get(g.reg as usize).copied().unwrap_or(false) {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
+/// The `bra` instructions of a body that jump back (to the block they are
+/// in or an earlier one, blocks as warp mode numbers them); `None` when a
+/// `bra` has no label operand.
+fn branches_back<'b>(b: &'b Body) -> Option<Vec<&'b Instruction>> {
+    let (starts, label_block, _) = FnLower::number_blocks(b);
+    let mut back = Vec::new();
     let mut block = 0;
     for (i, s) in b.statements.iter().enumerate() {
         if let Some(&k) = starts.get(&i) {
@@ -1014,18 +1031,12 @@ pub fn loops_run_alike(f: &Function) -> bool {
         if inst.op != Opcode::Bra {
             continue;
         }
-        let Some(Operand::Label(l)) = b.args(inst).first().copied() else { return false };
-        if label_block.get(&l).is_none_or(|&t| t > block) {
-            continue;
+        let Some(Operand::Label(l)) = b.args(inst).first().copied() else { return None };
+        if label_block.get(&l).is_some_and(|&t| t <= block) {
+            back.push(inst);
         }
-        let Some(g) = inst.guard else { continue };
-        let u = uniform.get_or_insert_with(|| crate::uniform::data_uniform(f, b));
-        if !u.get(g.reg as usize).copied().unwrap_or(false) {
-            return false;
-        }
-        any = true;
     }
-    any
+    Some(back)
 }
 
 /// Whether a kernel without loops divides by 64-bit registers (`div` or
@@ -1038,24 +1049,16 @@ pub fn loops_run_alike(f: &Function) -> bool {
 /// per element: about 2.5 times faster as warps).
 pub fn divides_by_wide_registers(f: &Function) -> bool {
     let Some(b) = &f.body else { return false };
-    let (starts, label_block, _) = FnLower::number_blocks(b);
-    let mut block = 0;
+    if !branches_back(b).is_some_and(|back| back.is_empty()) {
+        return false;
+    }
     let mut divides = false;
-    for (i, s) in b.statements.iter().enumerate() {
-        if let Some(&k) = starts.get(&i) {
-            block = k;
-        }
+    for s in &b.statements {
         let Statement::Instruction(inst) = s else { continue };
         match inst.op {
-            Opcode::Bra => {
-                let Some(Operand::Label(l)) = b.args(inst).first().copied() else { return false };
-                if label_block.get(&l).is_none_or(|&t| t <= block) {
-                    return false;
-                }
-            }
             Opcode::Brx => return false,
             Opcode::Div | Opcode::Rem => {
-                let wide = matches!(inst.ty(b), Some(Type::S64 | Type::U64 | Type::B64));
+                let wide = matches!(inst.ty(b), Some(Type::S64 | Type::U64));
                 divides |= wide && matches!(b.args(inst).get(2), Some(Operand::Reg(_)));
             }
             _ => {}
