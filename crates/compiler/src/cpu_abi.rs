@@ -454,6 +454,8 @@ pub mod tex {
     pub const RESULT_U32: u32 = 2;
     /// `tld4`: the component plus one (bits 8..10); 0 for `tex`.
     pub const GATHER_SHIFT: u32 = 8;
+    /// `tex.grad` (bit 11; `tex.level` without it).
+    pub const GRAD: u32 = 0x800;
     /// `suld`/`sust`: log2 of the element's bytes (bits 4..5), log2 of the
     /// vector length (bits 6..7), the out-of-range mode (bits 8..9).
     pub const SIZE_SHIFT: u32 = 4;
@@ -635,12 +637,19 @@ runtime_functions! {
     /// ([`tex`]), the four coordinate words as written, out: 4 x u32).
     /// Returns 1 (the texel is resident).
     TEX = "__anycuda_tex": fn(Ctx, U32, U64, U32, U32, U32, U32, U32, BytesMut) -> U32;
+    /// `tex.level`/`tex.grad`: as [`TEX`], with `lod` (7 x u32): the level
+    /// of detail (f32), or with [`tex::GRAD`] in `op` the derivatives along
+    /// x and then y (3 x f32 each).
+    TEX_MIP = "__anycuda_tex_mip": fn(Ctx, U32, U64, U32, U32, U32, U32, U32, Bytes, BytesMut) -> U32;
     /// `suld.b`: (ctx, thread, handle, op, coordinates, out).
     SULD = "__anycuda_suld": fn(Ctx, U32, U64, U32, U32, U32, U32, U32, BytesMut);
     /// `sust.b`: (ctx, thread, handle, op, coordinates, data).
     SUST = "__anycuda_sust": fn(Ctx, U32, U64, U32, U32, U32, U32, U32, Bytes);
     /// `txq`/`suq`: (ctx, thread, handle, query).
     TXQ = "__anycuda_txq": fn(Ctx, U32, U64, U32) -> U32;
+    /// `txq.level`: (ctx, thread, handle, query, level): the width, height
+    /// or depth of one mipmap level.
+    TXQ_LEVEL = "__anycuda_txq_level": fn(Ctx, U32, U64, U32, U32) -> U32;
     /// Checked mode (`Options::memcheck`): an access the inline test could
     /// not prove good, (ctx, thread, address, access, cache, where).
     /// `access` packs the size, direction and state space ([`memcheck`]);

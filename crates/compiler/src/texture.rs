@@ -1,7 +1,7 @@
-//! Texture and surface instructions through object handles (`tex`,
-//! `tld4`, `txq`, `suld.b`, `sust.b`, `suq`): calls into the runtime
-//! (`cpu_abi::tex`), which reads the object's descriptor and samples or
-//! accesses the resource in software.
+//! Texture and surface instructions through object handles (`tex` with
+//! its mipmap forms, `tld4`, `txq`, `suld.b`, `sust.b`, `suq`): calls into
+//! the runtime (`cpu_abi::tex`), which reads the object's descriptor and
+//! samples or accesses the resource in software.
 
 use crate::cpu_abi::{runtime, tex};
 use crate::ir::{Ty, V};
@@ -59,6 +59,14 @@ impl<'c, 'm> FnLower<'c, 'm> {
         Ok((handle, c))
     }
 
+    /// An `.f32` operand as its bits.
+    fn float_word(&mut self, e: &Operand) -> Res<V> {
+        match *e {
+            Operand::F32(bits) => Ok(V::int(Ty::I32, bits as i128)),
+            _ => self.get(e, Ty::I32),
+        }
+    }
+
     /// The object handle an operand names: a 64-bit register, or a
     /// module-scope `.texref`/`.surfref`, an 8-byte variable in which the
     /// driver keeps the bound object's handle (`cuTexRefSetArray`...).
@@ -113,8 +121,21 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let b = self.b;
         let args = b.args(inst);
         let gather = inst.op == Opcode::Tld4;
-        if inst.has(b, Flag::Level) || inst.has(b, Flag::Grad) || inst.has(b, Flag::Base) || args.len() != 2 {
-            return self.unsupported(format!("`{}` (explicit level, gradients, offsets or depth compare)", self.describe(inst)));
+        let level = inst.has(b, Flag::Level);
+        let grad = inst.has(b, Flag::Grad);
+        // `tex.base` samples level 0, as a plain `tex` does.
+        let lod_operands = if level {
+            1
+        } else if grad {
+            2
+        } else {
+            0
+        };
+        if gather && (level || grad || inst.has(b, Flag::Base)) {
+            return self.invalid("tld4 has no mipmap forms");
+        }
+        if args.len() != 2 + lod_operands {
+            return self.unsupported(format!("`{}` (texel offsets or depth compare)", self.describe(inst)));
         }
         let geometry = if gather && !inst.has(b, Flag::D2) {
             return self.unsupported(format!("`{}` (tld4 other than .2d)", self.describe(inst)));
@@ -160,14 +181,52 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         let (handle, c) = self.tex_operands(inst, &args[1], !int_coords)?;
         let buf = self.out.alloca("[4 x i32]", 16);
-        self.cx.declare_runtime(&runtime::TEX);
-        let resident = self.out.def(
-            Ty::I32,
-            format_args!(
-                "call i32 @__anycuda_tex(ptr %ctx, i32 %lin, {handle}, i32 {op}, {}, {}, {}, {}, ptr {buf})",
-                c[0], c[1], c[2], c[3]
-            ),
-        );
+        let resident = if level || grad {
+            // [lod, dPdx (3), dPdy (3)] as f32 bits.
+            let lod = self.out.alloca("[7 x i32]", 16);
+            let mut words: Vec<(usize, V)> = Vec::new();
+            if level {
+                words.push((0, self.float_word(&args[2])?));
+            } else {
+                op |= tex::GRAD;
+                for (g, at) in [(&args[2], 1), (&args[3], 4)] {
+                    let parts: Vec<Operand> = match *g {
+                        Operand::Vector(l) => b.list(l).to_vec(),
+                        other => vec![other],
+                    };
+                    if parts.is_empty() || parts.len() > 4 {
+                        return self.invalid("tex.grad: a gradient is a vector of 1 to 4 values");
+                    }
+                    // A fourth component (the .v4 of 3-D and cube
+                    // gradients) is ignored.
+                    for (k, e) in parts.iter().take(3).enumerate() {
+                        words.push((at + k, self.float_word(e)?));
+                    }
+                }
+            }
+            for k in 0..7 {
+                let v = words.iter().find(|(at, _)| *at == k).map_or(V::int(Ty::I32, 0), |(_, v)| v.clone());
+                let p = self.out.def(Ty::Ptr, format_args!("getelementptr i32, ptr {lod}, i64 {k}"));
+                self.out.op(format_args!("store {v}, {p}, align 4"));
+            }
+            self.cx.declare_runtime(&runtime::TEX_MIP);
+            self.out.def(
+                Ty::I32,
+                format_args!(
+                    "call i32 @__anycuda_tex_mip(ptr %ctx, i32 %lin, {handle}, i32 {op}, {}, {}, {}, {}, ptr {lod}, ptr {buf})",
+                    c[0], c[1], c[2], c[3]
+                ),
+            )
+        } else {
+            self.cx.declare_runtime(&runtime::TEX);
+            self.out.def(
+                Ty::I32,
+                format_args!(
+                    "call i32 @__anycuda_tex(ptr %ctx, i32 %lin, {handle}, i32 {op}, {}, {}, {}, {}, ptr {buf})",
+                    c[0], c[1], c[2], c[3]
+                ),
+            )
+        };
         if let Some(p) = self.tex_out(&args[0], &buf, 4)? {
             let r = self.icmp("ne", &resident, &V::int(Ty::I32, 0));
             self.set(&Operand::Reg(p), r)?;
@@ -267,8 +326,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
     pub fn txq(&mut self, inst: &Instruction) -> Res<()> {
         let b = self.b;
         let args = b.args(inst);
-        if inst.has(b, Flag::Level) || args.len() != 2 {
-            return self.unsupported(format!("`{}` (per-level queries)", self.describe(inst)));
+        let level = inst.has(b, Flag::Level);
+        if args.len() != 2 + usize::from(level) {
+            return self.invalid(format!("`{}`: expected `d, [a]` or, with .level, `d, [a], lod`", self.describe(inst)));
         }
         let queries = [
             (Flag::WidthQ, tex::Q_WIDTH),
@@ -295,6 +355,15 @@ impl<'c, 'm> FnLower<'c, 'm> {
             _ => return self.invalid("expected `[handle]`"),
         };
         let h = self.object_handle(inst, &handle)?;
+        if level {
+            if ![tex::Q_WIDTH, tex::Q_HEIGHT, tex::Q_DEPTH].contains(&q) {
+                return self.invalid(format!("`{}`: .level goes with .width, .height or .depth", self.describe(inst)));
+            }
+            let l = self.get(&args[2], Ty::I32)?;
+            self.cx.declare_runtime(&runtime::TXQ_LEVEL);
+            let r = self.out.def(Ty::I32, format_args!("call i32 @__anycuda_txq_level(ptr %ctx, i32 %lin, {h}, i32 {q}, {l})"));
+            return self.set(&args[0], r);
+        }
         self.cx.declare_runtime(&runtime::TXQ);
         let r = self.out.def(Ty::I32, format_args!("call i32 @__anycuda_txq(ptr %ctx, i32 %lin, {h}, i32 {q})"));
         self.set(&args[0], r)

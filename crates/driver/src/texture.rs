@@ -495,9 +495,31 @@ impl Driver {
         }
     }
 
-    fn write_object(&self, obj: TexObject, desc: &TexDesc) -> Result<u64> {
-        let bytes = desc.to_bytes();
-        let p = self.backend.alloc(obj.device, bytes.len()).map_err(backend_err)?;
+    /// The levels of a mipmapped array as a descriptor's level table
+    /// describes them; empty for every other resource.
+    fn mip_levels(&self, r: &Resource) -> Result<Vec<device::LevelDesc>> {
+        let Resource::Mipmapped(h) = *r else { return Ok(Vec::new()) };
+        let m = self.mipmapped_array(h)?;
+        Ok(m.levels.iter().map(|a| device::LevelDesc::of(&TexDesc::new(0, &a.desc, a.base, a.pitch(), 1, 0, [0; 3], [0.0; 4]))).collect())
+    }
+
+    /// Writes an object's descriptor, followed by its level table when it
+    /// has more than one level, into one device allocation.
+    fn write_object(&self, obj: TexObject, desc: &TexDesc, levels: &[device::LevelDesc]) -> Result<u64> {
+        let head = std::mem::size_of::<TexDesc>();
+        let table = if levels.len() > 1 { std::mem::size_of_val(levels) } else { 0 };
+        let p = self.backend.alloc(obj.device, head + table).map_err(backend_err)?;
+        let mut desc = *desc;
+        let mut bytes = Vec::with_capacity(head + table);
+        if table != 0 {
+            desc.level_table = p + head as u64;
+        }
+        bytes.extend_from_slice(&desc.to_bytes());
+        if table != 0 {
+            for l in levels {
+                bytes.extend_from_slice(&l.to_bytes());
+            }
+        }
         if let Err(e) = self.backend.copy_htod(p, &bytes) {
             let _ = self.backend.free(obj.device, p);
             return Err(backend_err(e));
@@ -552,9 +574,16 @@ impl Driver {
         if linear_resource {
             flags |= device::LINEAR_RESOURCE;
         }
-        let desc = device::TexDesc::new(device::TEX_MAGIC, &shape, base, pitch, levels, flags, tex.address, tex.border);
+        if tex.mipmap_filter == 1 {
+            flags |= device::MIPMAP_LINEAR;
+        }
+        let table = self.mip_levels(&resource)?;
+        let mut desc = device::TexDesc::new(device::TEX_MAGIC, &shape, base, pitch, levels, flags, tex.address, tex.border);
+        desc.lod_bias = tex.mipmap_bias;
+        desc.min_lod = tex.min_lod;
+        desc.max_lod = tex.max_lod;
         let obj = TexObject { ctx: ctx.handle, device: ctx.device, resource, texture: Some(*tex), view };
-        self.write_object(obj, &desc)
+        self.write_object(obj, &desc, &table)
     }
 
     /// `cuSurfObjectCreate`: arrays made with `CUDA_ARRAY3D_SURFACE_LDST`.
@@ -569,7 +598,7 @@ impl Driver {
         }
         let desc = device::TexDesc::new(device::SURF_MAGIC, &a.desc, a.base, a.pitch(), 1, 0, [1; 3], [0.0; 4]);
         let obj = TexObject { ctx: ctx.handle, device: ctx.device, resource, texture: None, view: None };
-        self.write_object(obj, &desc)
+        self.write_object(obj, &desc, &[])
     }
 
     /// The live object `h` of the given kind.
@@ -708,6 +737,9 @@ pub mod device {
     pub const LAYERED: u32 = 16;
     pub const CUBEMAP: u32 = 32;
     pub const LINEAR_RESOURCE: u32 = 64;
+    /// Linear filtering between mipmap levels (`CU_TR_FILTER_MODE_LINEAR`
+    /// as the mipmap filter mode).
+    pub const MIPMAP_LINEAR: u32 = 128;
 
     /// A texture or surface object in device memory. The layout is part of
     /// the device ABI.
@@ -735,6 +767,41 @@ pub mod device {
         /// Bytes from one slice (depth index, layer, face) to the next.
         pub slice: u64,
         pub border: [f32; 4],
+        /// `mipmapLevelBias`, `minMipmapLevelClamp`, `maxMipmapLevelClamp`.
+        pub lod_bias: f32,
+        pub min_lod: f32,
+        pub max_lod: f32,
+        pub _pad2: u32,
+        /// Device address of `levels` [`LevelDesc`]s (level 0 first), or 0
+        /// when the resource has one level.
+        pub level_table: u64,
+    }
+
+    /// Where one mipmap level's texels are and its extent (the fields of
+    /// [`TexDesc`] that change from level to level).
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct LevelDesc {
+        pub base: u64,
+        pub pitch: u64,
+        pub slice: u64,
+        pub width: u32,
+        pub height: u32,
+        pub depth: u32,
+        pub _pad: u32,
+    }
+
+    impl LevelDesc {
+        /// The level a descriptor describes.
+        pub fn of(d: &TexDesc) -> LevelDesc {
+            LevelDesc { base: d.base, pitch: d.pitch, slice: d.slice, width: d.width, height: d.height, depth: d.depth, _pad: 0 }
+        }
+
+        pub fn to_bytes(&self) -> Vec<u8> {
+            let p = (self as *const LevelDesc).cast::<u8>();
+            // SAFETY: a plain repr(C) value without padding.
+            unsafe { std::slice::from_raw_parts(p, std::mem::size_of::<LevelDesc>()) }.to_vec()
+        }
     }
 
     impl TexDesc {
@@ -782,6 +849,11 @@ pub mod device {
                 pitch: pitch as u64,
                 slice: (pitch * rows) as u64,
                 border,
+                lod_bias: 0.0,
+                min_lod: 0.0,
+                max_lod: 0.0,
+                _pad2: 0,
+                level_table: 0,
             }
         }
 
@@ -1095,6 +1167,146 @@ pub mod device {
         acc.map(f32::to_bits)
     }
 
+    /// How `tex.level` and `tex.grad` choose a mipmap level.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum Lod {
+        /// `tex.level`: the level of detail.
+        Level(f32),
+        /// `tex.grad`: the coordinates' derivatives along x and along y
+        /// (as many components as the geometry has coordinates).
+        Grad([f32; 3], [f32; 3]),
+    }
+
+    /// The length of the longer of the two gradients in level-0 texels
+    /// (the isotropic footprint of OpenGL 4.6, section 8.14.1: the scale
+    /// factor rho). Cubemap gradients are of the direction; they are
+    /// projected onto the face the direction selects (section 8.13).
+    pub(crate) fn footprint(d: &TexDesc, g: Geometry, c: [f32; 4], dx: [f32; 3], dy: [f32; 3]) -> f32 {
+        let normalized = d.flags & NORMALIZED != 0;
+        let size = [d.width, d.height, d.depth].map(|n| n.max(1) as f32);
+        let rho = |v: [f32; 3], n: usize, scale: [f32; 3]| -> f32 { (0..n).map(|k| (v[k] * scale[k]).powi(2)).sum::<f32>().sqrt() };
+        match g {
+            Geometry::Cube | Geometry::Acube => {
+                let p = if g == Geometry::Acube { [c[1], c[2], c[3]] } else { [c[0], c[1], c[2]] };
+                // The face's major axis and its (s, t) components, signed
+                // as `cube_face` picks them.
+                let (ax, ay, az) = (p[0].abs(), p[1].abs(), p[2].abs());
+                let pick = |v: [f32; 3]| -> (f32, f32, f32) {
+                    if ax >= ay && ax >= az {
+                        let sg = if p[0] >= 0.0 { 1.0 } else { -1.0 };
+                        (sg * v[0], -sg * v[2], -v[1])
+                    } else if ay >= az {
+                        let sg = if p[1] >= 0.0 { 1.0 } else { -1.0 };
+                        (sg * v[1], v[0], sg * v[2])
+                    } else {
+                        let sg = if p[2] >= 0.0 { 1.0 } else { -1.0 };
+                        (sg * v[2], sg * v[0], -v[1])
+                    }
+                };
+                let (m, sc, tc) = pick(p);
+                let face = |v: [f32; 3]| -> [f32; 3] {
+                    let (dm, ds, dt) = pick(v);
+                    // d/dx of (sc / m + 1) / 2
+                    [0.5 * (ds * m - sc * dm) / (m * m), 0.5 * (dt * m - tc * dm) / (m * m), 0.0]
+                };
+                let scale = [size[0], size[0], 1.0];
+                rho(face(dx), 2, scale).max(rho(face(dy), 2, scale))
+            }
+            _ => {
+                let n = match g {
+                    Geometry::D1 | Geometry::A1d => 1,
+                    Geometry::D3 => 3,
+                    _ => 2,
+                };
+                let scale = if normalized { size } else { [1.0; 3] };
+                rho(dx, n, scale).max(rho(dy, n, scale))
+            }
+        }
+    }
+
+    /// `tex.level` and `tex.grad`: the level of detail, plus the texture's
+    /// bias, clamped to its `[min, max]` level clamp and to its levels;
+    /// then the nearest level (the mipmap filter mode is point) or the two
+    /// levels around it mixed with an 8-bit weight (linear), as the linear
+    /// filter weighs texels. A resource of one level samples it. Integer
+    /// coordinates address the chosen level's texels; unnormalized float
+    /// coordinates are in level-0 texels and scale with the level.
+    ///
+    /// # Safety
+    /// As [`sample`]; `d.level_table`, when not 0, addresses `d.levels`
+    /// level descriptors.
+    pub unsafe fn sample_mip(d: &TexDesc, f: &Fetch, c: [u32; 4], lod: Lod) -> [u32; 4] {
+        if d.levels <= 1 || d.level_table == 0 {
+            // SAFETY: per the contract.
+            return unsafe { sample(d, f, c) };
+        }
+        let fc = c.map(f32::from_bits);
+        let base = match lod {
+            Lod::Level(l) => l,
+            Lod::Grad(dx, dy) => footprint(d, f.geometry, fc, dx, dy).log2(),
+        };
+        let top = (d.levels - 1) as f32;
+        // NaN (a NaN level, or 0 x infinity in a gradient) selects level 0
+        // (an assumption, as for NaN coordinates).
+        let lambda = (base + d.lod_bias).max(d.min_lod).min(d.max_lod);
+        let lambda = if lambda.is_nan() { 0.0 } else { lambda.clamp(0.0, top) };
+        // SAFETY: per the contract (level < levels).
+        let at = |level: u32| unsafe { sample_level(d, f, c, level) };
+        if d.flags & MIPMAP_LINEAR == 0 || f.result != Ret::F32 {
+            // Nearest: ceil(lambda + 1/2) - 1 (OpenGL 4.6, 8.14.3).
+            let level = ((lambda + 0.5).ceil() - 1.0).clamp(0.0, top);
+            return at(level as u32);
+        }
+        let lower = lambda.floor();
+        let w = weight(lambda - lower);
+        let a = at(lower as u32);
+        if w == 0.0 || lower >= top {
+            return a;
+        }
+        let b = at(lower as u32 + 1);
+        let mut out = [0u32; 4];
+        for k in 0..4 {
+            out[k] = ((1.0 - w) * f32::from_bits(a[k]) + w * f32::from_bits(b[k])).to_bits();
+        }
+        out
+    }
+
+    /// [`sample`] at one level of a mipmapped texture.
+    ///
+    /// # Safety
+    /// As [`sample_mip`], with `level < d.levels`.
+    unsafe fn sample_level(d: &TexDesc, f: &Fetch, c: [u32; 4], level: u32) -> [u32; 4] {
+        // SAFETY: per the contract.
+        let l = unsafe { (d.level_table as *const LevelDesc).add(level as usize).read_unaligned() };
+        let mut at = *d;
+        at.base = l.base;
+        at.pitch = l.pitch;
+        at.slice = l.slice;
+        at.width = l.width;
+        at.height = l.height;
+        at.depth = l.depth;
+        let mut c = c;
+        if !f.int_coords && d.flags & NORMALIZED == 0 {
+            let first = match f.geometry {
+                Geometry::A1d | Geometry::A2d => 1,
+                _ => 0,
+            };
+            let n = match f.geometry {
+                Geometry::D1 | Geometry::A1d => 1,
+                Geometry::D3 => 3,
+                Geometry::D2 | Geometry::A2d => 2,
+                // Cubemaps are always addressed by direction.
+                Geometry::Cube | Geometry::Acube => 0,
+            };
+            let ratio = [l.width as f32 / d.width as f32, l.height as f32 / d.height as f32, l.depth as f32 / d.depth as f32];
+            for k in 0..n {
+                c[first + k] = (f32::from_bits(c[first + k]) * ratio[k]).to_bits();
+            }
+        }
+        // SAFETY: the level's memory, per the contract.
+        unsafe { sample(&at, f, c) }
+    }
+
     /// A fetch with integer texel coordinates (`tex1Dfetch` and the
     /// `.s32` coordinate forms): point sampling; linear memory reads
     /// zeros outside its range.
@@ -1203,6 +1415,28 @@ pub mod device {
         pub const FILTER_MODE: u32 = 6;
         pub const ADDR_MODE_0: u32 = 7;
         pub const NUM_SAMPLES: u32 = 10;
+    }
+
+    /// Answers a `txq.level` query: the extent of level `level`; 0 for a
+    /// level the texture does not have (an assumption: the ISA leaves it
+    /// undefined).
+    ///
+    /// # Safety
+    /// `d.level_table`, when not 0, addresses `d.levels` level descriptors.
+    pub unsafe fn query_level(d: &TexDesc, q: u32, level: u32) -> u32 {
+        let l = if level == 0 {
+            LevelDesc::of(d)
+        } else if level < d.levels && d.level_table != 0 {
+            // SAFETY: per the contract.
+            unsafe { (d.level_table as *const LevelDesc).add(level as usize).read_unaligned() }
+        } else {
+            return 0;
+        };
+        match q {
+            query::WIDTH => l.width,
+            query::HEIGHT => l.height,
+            _ => l.depth,
+        }
     }
 
     /// Answers a `txq`/`suq` query.
@@ -1353,5 +1587,119 @@ mod tests {
         assert_eq!(at(2, 0, Clamp::Trap), Access::Trap, "misaligned");
         let wide = |c| surface_address(&d, SurfGeometry::D2, [0, 0, 0, 0], 32, c);
         assert_eq!((wide(Clamp::Clamp), wide(Clamp::Zero)), (Access::Trap, Access::Zero), "wider than a row");
+    }
+
+    /// A 2-D float texture of three levels (8 x 4, 4 x 2, 2 x 1) whose
+    /// texels are 10, 20 and 30 by level, and its level table.
+    struct Mip {
+        levels: Vec<Vec<f32>>,
+        table: Vec<LevelDesc>,
+    }
+
+    impl Mip {
+        fn new() -> Mip {
+            let sizes = [(8u32, 4u32), (4, 2), (2, 1)];
+            let levels: Vec<Vec<f32>> = sizes.iter().enumerate().map(|(l, (w, h))| vec![10.0 * (l + 1) as f32; (w * h) as usize]).collect();
+            let table = sizes.iter().zip(&levels).map(|((w, h), data)| LevelDesc::of(&desc_2d(data, *w, *h, 0, 1))).collect();
+            Mip { levels, table }
+        }
+
+        fn desc(&self, flags: u32, bias: f32, min: f32, max: f32) -> TexDesc {
+            let mut d = desc_2d(&self.levels[0], 8, 4, flags | NORMALIZED, 1);
+            d.levels = 3;
+            d.level_table = self.table.as_ptr() as u64;
+            d.lod_bias = bias;
+            d.min_lod = min;
+            d.max_lod = max;
+            d
+        }
+    }
+
+    fn at_lod(d: &TexDesc, lod: Lod) -> f32 {
+        f32::from_bits(unsafe { sample_mip(d, &FETCH_2D, f2(0.5, 0.5), lod) }[0])
+    }
+
+    #[test]
+    fn explicit_levels_pick_the_nearest_level_within_the_clamps() {
+        let m = Mip::new();
+        let d = m.desc(0, 0.0, 0.0, 2.0);
+        let cases = [(0.0, 10.0), (0.49, 10.0), (0.5, 10.0), (0.51, 20.0), (1.5, 20.0), (1.6, 30.0), (7.0, 30.0), (-3.0, 10.0)];
+        for (lod, want) in cases {
+            assert_eq!(at_lod(&d, Lod::Level(lod)), want, "level {lod}");
+        }
+        assert_eq!(at_lod(&d, Lod::Level(f32::NAN)), 10.0, "NaN reads level 0");
+        assert_eq!(at_lod(&m.desc(0, 0.0, 0.0, 1.0), Lod::Level(5.0)), 20.0, "the max clamp");
+        assert_eq!(at_lod(&m.desc(0, 0.0, 1.0, 2.0), Lod::Level(0.0)), 20.0, "the min clamp");
+        assert_eq!(at_lod(&m.desc(0, 1.0, 0.0, 2.0), Lod::Level(0.0)), 20.0, "the bias");
+        assert_eq!(at_lod(&m.desc(0, 0.0, 0.0, 0.0), Lod::Level(2.0)), 10.0, "a zero max clamp keeps level 0");
+        // One level: the level of detail does not matter.
+        let mut one = d;
+        one.levels = 1;
+        assert_eq!(at_lod(&one, Lod::Level(2.0)), 10.0);
+    }
+
+    #[test]
+    fn linear_mipmap_filtering_mixes_two_levels_with_8_bit_weights() {
+        let m = Mip::new();
+        let d = m.desc(MIPMAP_LINEAR, 0.0, 0.0, 2.0);
+        assert_eq!(at_lod(&d, Lod::Level(0.25)), 12.5);
+        assert_eq!(at_lod(&d, Lod::Level(1.5)), 25.0);
+        assert_eq!(at_lod(&d, Lod::Level(2.0)), 30.0);
+        assert_eq!(at_lod(&d, Lod::Level(9.0)), 30.0, "past the last level");
+        // 0.3 -> round(76.8) / 256
+        let w = 77.0f32 / 256.0;
+        assert_eq!(at_lod(&d, Lod::Level(0.3)), (1.0 - w) * 10.0 + w * 20.0);
+        // Integer results never mix.
+        let f = Fetch { result: Ret::S32, ..FETCH_2D };
+        let raw = unsafe { sample_mip(&d, &f, f2(0.5, 0.5), Lod::Level(0.25)) }[0];
+        assert_eq!(f32::from_bits(raw), 10.0, "the nearest level's texel, as read");
+    }
+
+    #[test]
+    fn gradients_select_the_level_of_the_longer_footprint() {
+        let m = Mip::new();
+        let d = m.desc(0, 0.0, 0.0, 2.0);
+        // Level 0 is 8 x 4: a derivative of 4/8 along u is 4 texels.
+        assert_eq!(at_lod(&d, Lod::Grad([0.5, 0.0, 0.0], [0.0, 0.0, 0.0])), 30.0, "rho 4: level 2");
+        assert_eq!(at_lod(&d, Lod::Grad([0.125, 0.0, 0.0], [0.0, 0.5, 0.0])), 20.0, "rho max(1, 2): level 1");
+        assert_eq!(at_lod(&d, Lod::Grad([0.0; 3], [0.0; 3])), 10.0, "no footprint: level 0");
+        // The two components of a derivative combine as a length: (3, 4) texels -> 5.
+        let rho = footprint(&d, Geometry::D2, [0.0; 4], [3.0 / 8.0, 4.0 / 4.0, 0.0], [0.0; 3]);
+        assert_eq!(rho, 5.0);
+        // Unnormalized coordinates are derivatives in texels already.
+        let mut texels = d;
+        texels.flags &= !NORMALIZED;
+        assert_eq!(footprint(&texels, Geometry::D2, [0.0; 4], [2.0, 0.0, 0.0], [0.0, 1.0, 0.0]), 2.0);
+        // A cubemap: on face +x at (1, 0, 0), s = (-z / x + 1) / 2, so a
+        // change of z by 1/2 moves s by 1/4: one texel of a 4-texel face.
+        let mut cube = d;
+        cube.width = 4;
+        cube.height = 4;
+        let one = footprint(&cube, Geometry::Cube, [1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.5], [0.0; 3]);
+        assert_eq!(one, 1.0);
+        let y = footprint(&cube, Geometry::Cube, [1.0, 0.0, 0.0, 0.0], [0.0; 3], [0.0, 2.0, 0.0]);
+        assert_eq!(y, 4.0, "t = (-y / x + 1) / 2 along y");
+    }
+
+    #[test]
+    fn levels_address_their_own_texels() {
+        // Level 0: 4 x 1 of 0..3; level 1: 2 x 1 of 10, 11.
+        let l0 = [0.0f32, 1.0, 2.0, 3.0];
+        let l1 = [10.0f32, 11.0];
+        let table = [LevelDesc::of(&desc_2d(&l0, 4, 1, 0, 1)), LevelDesc::of(&desc_2d(&l1, 2, 1, 0, 1))];
+        let mut d = desc_2d(&l0, 4, 1, 0, 1);
+        d.levels = 2;
+        d.level_table = table.as_ptr() as u64;
+        d.max_lod = 1.0;
+        // Unnormalized x = 1.5 in level-0 texels is 0.75 at level 1: texel 0.
+        let v = f32::from_bits(unsafe { sample_mip(&d, &FETCH_2D, f2(1.5, 0.5), Lod::Level(1.0)) }[0]);
+        assert_eq!(v, 10.0);
+        // Integer coordinates index the chosen level.
+        let f = Fetch { int_coords: true, ..FETCH_2D };
+        let v = f32::from_bits(unsafe { sample_mip(&d, &f, [1, 0, 0, 0], Lod::Level(1.0)) }[0]);
+        assert_eq!(v, 11.0);
+        assert_eq!(unsafe { query_level(&d, query::WIDTH, 1) }, 2);
+        assert_eq!(unsafe { query_level(&d, query::WIDTH, 0) }, 4);
+        assert_eq!(unsafe { query_level(&d, query::HEIGHT, 2) }, 0, "no such level");
     }
 }

@@ -161,6 +161,46 @@ fn mipmapped_arrays_halve_each_level() {
     assert!(matches!(d.mipmapped_array_destroy(m), Err(Error::InvalidHandle(_))));
 }
 
+#[test]
+fn a_mipmapped_texture_carries_its_levels_and_clamps() {
+    let d = with_ctx();
+    let m = d.mipmapped_array_create(&desc(8, 4, 0, format::FLOAT, 1, 0), 3).expect("mipmapped");
+    // Level l holds the value 100 * (l + 1) in every texel.
+    for (l, (w, h)) in [(8usize, 4usize), (4, 2), (2, 1)].into_iter().enumerate() {
+        let a = d.mipmapped_array_level(m, l as u32).expect("level");
+        let data = vec![100.0f32 * (l + 1) as f32; w * h];
+        let c = copy(MemLoc::Host(data.as_ptr() as usize), MemLoc::Array(a), 4 * w, h, 1);
+        unsafe { d.memcpy_3d(&c, 0, false, false) }.expect("copy");
+    }
+    let tex = TextureDesc {
+        flags: crate::texture::tex_flags::NORMALIZED_COORDINATES,
+        mipmap_filter: 1,
+        max_lod: 2.0,
+        mipmap_bias: 0.5,
+        ..TextureDesc::default()
+    };
+    let t = d.tex_object_create(Resource::Mipmapped(m), &tex, None).expect("texture");
+    let td = read_desc(&d, t);
+    assert_eq!((td.levels, td.lod_bias, td.min_lod, td.max_lod), (3, 0.5, 0.0, 2.0));
+    assert_eq!(td.flags & device::MIPMAP_LINEAR, device::MIPMAP_LINEAR);
+    assert_eq!(td.level_table, t + std::mem::size_of::<TexDesc>() as u64, "the table follows the descriptor");
+    let f = Fetch { geometry: Geometry::D2, int_coords: false, result: Ret::F32, gather: None };
+    let c = [0.5f32.to_bits(), 0.5f32.to_bits(), 0, 0];
+    let at = |lod: f32| f32::from_bits(unsafe { device::sample_mip(&td, &f, c, device::Lod::Level(lod)) }[0]);
+    assert_eq!(at(0.0), 150.0, "0 + bias 0.5: halfway between levels 0 and 1");
+    assert_eq!(at(0.5), 200.0);
+    assert_eq!(at(1.0), 250.0);
+    assert_eq!(at(3.0), 300.0, "clamped to level 2");
+    assert_eq!(unsafe { device::query_level(&td, device::query::WIDTH, 2) }, 2);
+    d.tex_object_destroy(t, false).expect("destroy");
+    // A plain array has no table.
+    let a = d.array_create(&desc(4, 4, 0, format::FLOAT, 1, 0)).expect("array");
+    let t = d.tex_object_create(Resource::Array(a), &tex, None).expect("texture");
+    assert_eq!((read_desc(&d, t).levels, read_desc(&d, t).level_table), (1, 0));
+    d.tex_object_destroy(t, false).expect("destroy");
+    d.mipmapped_array_destroy(m).expect("destroy");
+}
+
 /// The descriptor behind an object handle, read back from device memory.
 fn read_desc(d: &Driver, h: u64) -> TexDesc {
     let mut bytes = vec![0u8; std::mem::size_of::<TexDesc>()];

@@ -288,7 +288,15 @@ api! {
                 last_layer: v.lastLayer,
             })
         };
-        let h = drv()?.tex_object_create(resource(&r)?, &tex, view)?;
+        let res = resource(&r)?;
+        if matches!(res, Resource::Mipmapped(_)) && tex.max_anisotropy > 1 {
+            tracing::warn!(
+                "cuTexObjectCreate: maxAnisotropy {} over a mipmapped array: anisotropic filtering is not implemented; \
+                 tex.grad picks its level from the longer gradient, as isotropic filtering does",
+                tex.max_anisotropy
+            );
+        }
+        let h = drv()?.tex_object_create(res, &tex, view)?;
         out.set(h);
         Ok(())
     }
@@ -609,6 +617,96 @@ api! {
         let out = Out::new(pBorderColor.cast::<[f32; 4]>(), "pBorderColor")?;
         out.set(drv()?.texref_state(tr(hTexRef), false)?.texture.border);
         Ok(())
+    }
+}
+
+api! {
+    fn cuTexRefSetMipmapFilterMode(hTexRef: CUtexref, fm: c_uint) {
+        if fm > 1 {
+            return Err(Error::InvalidValue(format!("mipmap filter mode {fm}")));
+        }
+        drv()?.texref_update(tr(hTexRef), false, |st| {
+            st.texture.mipmap_filter = fm;
+            Ok(())
+        })
+    }
+}
+
+api! {
+    fn cuTexRefSetMipmapLevelBias(hTexRef: CUtexref, bias: f32) {
+        drv()?.texref_update(tr(hTexRef), false, |st| {
+            st.texture.mipmap_bias = bias;
+            Ok(())
+        })
+    }
+}
+
+api! {
+    fn cuTexRefSetMipmapLevelClamp(hTexRef: CUtexref, minMipmapLevelClamp: f32, maxMipmapLevelClamp: f32) {
+        drv()?.texref_update(tr(hTexRef), false, |st| {
+            (st.texture.min_lod, st.texture.max_lod) = (minMipmapLevelClamp, maxMipmapLevelClamp);
+            Ok(())
+        })
+    }
+}
+
+api! {
+    fn cuTexRefSetMaxAnisotropy(hTexRef: CUtexref, maxAniso: c_uint) {
+        if maxAniso > 16 {
+            tracing::warn!("cuTexRefSetMaxAnisotropy: {maxAniso} is more than 16; anisotropic filtering is not implemented either way");
+        }
+        drv()?.texref_update(tr(hTexRef), false, |st| {
+            st.texture.max_anisotropy = maxAniso;
+            Ok(())
+        })
+    }
+}
+
+api! {
+    fn cuTexRefGetMipmapFilterMode(pfm: *mut c_uint, hTexRef: CUtexref) {
+        let out = Out::new(pfm, "pfm")?;
+        out.set(drv()?.texref_state(tr(hTexRef), false)?.texture.mipmap_filter);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuTexRefGetMipmapLevelBias(pbias: *mut f32, hTexRef: CUtexref) {
+        let out = Out::new(pbias, "pbias")?;
+        out.set(drv()?.texref_state(tr(hTexRef), false)?.texture.mipmap_bias);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuTexRefGetMipmapLevelClamp(pminMipmapLevelClamp: *mut f32, pmaxMipmapLevelClamp: *mut f32, hTexRef: CUtexref) {
+        let min = Out::new(pminMipmapLevelClamp, "pminMipmapLevelClamp")?;
+        let max = Out::new(pmaxMipmapLevelClamp, "pmaxMipmapLevelClamp")?;
+        let t = drv()?.texref_state(tr(hTexRef), false)?.texture;
+        min.set(t.min_lod);
+        max.set(t.max_lod);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuTexRefGetMaxAnisotropy(pmaxAniso: *mut c_int, hTexRef: CUtexref) {
+        let out = Out::new(pmaxAniso, "pmaxAniso")?;
+        out.set(drv()?.texref_state(tr(hTexRef), false)?.texture.max_anisotropy as c_int);
+        Ok(())
+    }
+}
+
+api! {
+    fn cuTexRefGetMipmappedArray(phMipmappedArray: *mut CUmipmappedArray, hTexRef: CUtexref) {
+        let out = Out::new(phMipmappedArray, "phMipmappedArray")?;
+        match drv()?.texref_state(tr(hTexRef), false)?.bound {
+            Some(Resource::Mipmapped(h)) => {
+                out.set(CUmipmappedArray(h as *mut _));
+                Ok(())
+            }
+            _ => Err(Error::InvalidValue("the texture reference is not bound to a mipmapped array".into())),
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! Arrays, texture and surface objects through the C ABI on the CPU
 //! backend, with PTX written for the forms nvcc's C++ does not reach
 //! (`tld4` of other components, `txq`/`suq`, vector and 8/64-bit `suld`,
-//! integer coordinates on layered arrays, the clamp modes), the legacy
+//! integer coordinates on layered arrays, the clamp modes, `txq.level`),
+//! mipmapped textures (`tex.level`, `tex.grad`, `tex.base`), the legacy
 //! array copies, and the error paths: an out-of-range `sust.trap`, a
 //! destroyed texture object, and instructions anycuda refuses, named in
 //! the error.
@@ -91,11 +92,30 @@ const PTX: &str = concat!(
     " suld.b.1d.b32.trap {%r2}, [sref, {%r1}];\n",
     " st.global.u32 [%rd1+8], %r2;\n",
     " ret;\n}\n",
+    // mipmaps: explicit levels, gradients, the base level, level queries
+    ".visible .entry mips(.param .u64 t, .param .u64 out) {\n",
+    " .reg .b64 %rd<3>; .reg .f32 %f<12>; .reg .b32 %r<4>;\n",
+    " ld.param.u64 %rd1, [t]; ld.param.u64 %rd2, [out]; mov.f32 %f1, 0f3F000000; mov.f32 %f6, 0f3F800000;\n",
+    " tex.level.2d.v4.f32.f32 {%f2, %f3, %f4, %f5}, [%rd1, {%f1, %f1}], %f6;\n",
+    " st.global.f32 [%rd2], %f2;\n",
+    " tex.level.2d.v4.f32.f32 {%f2, %f3, %f4, %f5}, [%rd1, {%f1, %f1}], 0f40000000;\n",
+    " st.global.f32 [%rd2+4], %f2;\n",
+    " mov.f32 %f7, 0f3E000000; mov.f32 %f8, 0f00000000;\n",
+    " tex.grad.2d.v4.f32.f32 {%f2, %f3, %f4, %f5}, [%rd1, {%f1, %f1}], {%f7, %f8}, {%f8, %f1};\n",
+    " st.global.f32 [%rd2+8], %f2;\n",
+    " tex.base.2d.v4.f32.f32 {%f2, %f3, %f4, %f5}, [%rd1, {%f1, %f1}];\n",
+    " st.global.f32 [%rd2+12], %f2;\n",
+    " mov.u32 %r1, 1; mov.u32 %r2, 2;\n",
+    " txq.level.width.b32 %r3, [%rd1], %r1;\n",
+    " st.global.u32 [%rd2+16], %r3;\n",
+    " txq.level.height.b32 %r3, [%rd1], %r2;\n",
+    " st.global.u32 [%rd2+20], %r3;\n",
+    " ret;\n}\n",
     // refused forms
-    ".visible .entry level(.param .u64 t, .param .u64 out) {\n",
-    " .reg .b64 %rd<3>; .reg .f32 %f<8>;\n",
-    " ld.param.u64 %rd1, [t]; ld.param.u64 %rd2, [out]; mov.f32 %f1, 0f3F000000;\n",
-    " tex.level.2d.v4.f32.f32 {%f2, %f3, %f4, %f5}, [%rd1, {%f1, %f1}], %f1;\n",
+    ".visible .entry offsets(.param .u64 t, .param .u64 out) {\n",
+    " .reg .b64 %rd<3>; .reg .f32 %f<8>; .reg .b32 %r<2>;\n",
+    " ld.param.u64 %rd1, [t]; ld.param.u64 %rd2, [out]; mov.f32 %f1, 0f3F000000; mov.u32 %r1, 1;\n",
+    " tex.2d.v4.f32.f32 {%f2, %f3, %f4, %f5}, [%rd1, {%f1, %f1}], {%r1, %r1};\n",
     " st.global.f32 [%rd2], %f2;\n",
     " ret;\n}\n",
     ".visible .entry formatted(.param .u64 s) {\n",
@@ -154,6 +174,16 @@ fn texture_and_surface_instructions_and_errors() {
         cuTexRefGetFormat: fn(*mut CUarray_format, *mut i32, Ptr);
         cuTexRefSetArray: fn(Ptr, Ptr, u32);
         cuSurfRefSetArray: fn(Ptr, Ptr, u32);
+        cuTexRefSetMipmappedArray: fn(Ptr, Ptr, u32);
+        cuTexRefSetMipmapFilterMode: fn(Ptr, u32);
+        cuTexRefSetMipmapLevelBias: fn(Ptr, f32);
+        cuTexRefSetMipmapLevelClamp: fn(Ptr, f32, f32);
+        cuTexRefSetMaxAnisotropy: fn(Ptr, u32);
+        cuTexRefGetMipmapFilterMode: fn(*mut u32, Ptr);
+        cuTexRefGetMipmapLevelBias: fn(*mut f32, Ptr);
+        cuTexRefGetMipmapLevelClamp: fn(*mut f32, *mut f32, Ptr);
+        cuTexRefGetMaxAnisotropy: fn(*mut i32, Ptr);
+        cuTexRefGetMipmappedArray: fn(*mut Ptr, Ptr);
         cuMemcpyHtoD_v2: fn(Dptr, *const c_void, usize);
     );
     unsafe {
@@ -349,6 +379,32 @@ fn texture_and_surface_instructions_and_errors() {
         assert_eq!((dl3.Width, dl3.Height), (1, 1));
         assert_eq!(cuMipmappedArrayGetLevel(&mut lvl, mip, 4), INVALID_VALUE);
         assert_eq!(cuMipmappedArrayDestroy(mip), SUCCESS);
+        // Mipmaps: an 8 x 4 float texture of three levels whose texels are
+        // 100, 200 and 300 by level, point-filtered between levels.
+        let dm = CUDA_ARRAY3D_DESCRIPTOR { Width: 8, Height: 4, Depth: 0, Format: FLOAT, NumChannels: 1, Flags: 0 };
+        assert_eq!(cuMipmappedArrayCreate(&mut mip, &dm, 3), SUCCESS);
+        for (level, (w, h)) in [(8usize, 4usize), (4, 2), (2, 1)].into_iter().enumerate() {
+            assert_eq!(cuMipmappedArrayGetLevel(&mut lvl, mip, level as u32), SUCCESS);
+            let v = vec![100.0f32 * (level + 1) as f32; w * h];
+            cuda_copy_3d_to_array(&l, lvl, v.as_ptr().cast(), 4 * w, h, 1);
+        }
+        let mut mr = CUDA_RESOURCE_DESC { resType: 1, ..Default::default() };
+        mr.res[0] = mip as u64;
+        let tdm = CUDA_TEXTURE_DESC { addressMode: [1, 1, 1], flags: 2, maxMipmapLevelClamp: 2.0, ..Default::default() };
+        let mut tm: u64 = 0;
+        assert_eq!(cuTexObjectCreate(&mut tm, &mr, &tdm, std::ptr::null()), SUCCESS);
+        let (mut tmp, mut om) = (tm, out);
+        let mut args = [(&mut tmp as *mut u64).cast(), (&mut om as *mut u64).cast()];
+        assert_eq!(launch(func("mips"), &mut args), SUCCESS);
+        assert_eq!(cuCtxSynchronize(), SUCCESS);
+        let mut mv = [0u32; 6];
+        assert_eq!(cuMemcpyDtoH_v2(mv.as_mut_ptr().cast(), out, 24), SUCCESS);
+        let fv: Vec<f32> = mv[..4].iter().map(|b| f32::from_bits(*b)).collect();
+        // grad: 1/8 of 8 texels along x, 1/2 of 4 along y: rho 2, level 1.
+        assert_eq!(fv, [200.0, 300.0, 200.0, 100.0], "tex.level 1, tex.level 2, tex.grad, tex.base");
+        assert_eq!(&mv[4..], &[4, 1], "txq.level: width of level 1, height of level 2");
+        assert_eq!(cuTexObjectDestroy(tm), SUCCESS);
+        assert_eq!(cuMipmappedArrayDestroy(mip), SUCCESS);
         // Texture and surface references: linear memory bound before its
         // format is set, read as integers; a 1-D surface.
         let mut r: Ptr = null_mut();
@@ -390,11 +446,29 @@ fn texture_and_surface_instructions_and_errors() {
         assert_eq!(cuCtxSynchronize(), SUCCESS);
         assert_eq!(cuMemcpyDtoH_v2(rv.as_mut_ptr().cast(), out, 8), SUCCESS);
         assert_eq!(&rv[..2], &[13, 4], "texel 3 of layer 0 of the 1-D layered array, width 4");
+        // A reference's mipmap state reads back as set.
+        assert_eq!(cuMipmappedArrayCreate(&mut mip, &dm, 2), SUCCESS);
+        assert_eq!(cuTexRefSetMipmappedArray(r, mip, 1), SUCCESS);
+        assert_eq!(cuTexRefSetMipmapFilterMode(r, 1), SUCCESS);
+        assert_eq!(cuTexRefSetMipmapFilterMode(r, 2), INVALID_VALUE);
+        assert_eq!(cuTexRefSetMipmapLevelBias(r, 0.25), SUCCESS);
+        assert_eq!(cuTexRefSetMipmapLevelClamp(r, 0.5, 1.0), SUCCESS);
+        assert_eq!(cuTexRefSetMaxAnisotropy(r, 4), SUCCESS);
+        let (mut fm, mut bias, mut lo, mut hi, mut aniso, mut bound) = (0u32, 0f32, 0f32, 0f32, 0i32, null_mut());
+        assert_eq!(cuTexRefGetMipmapFilterMode(&mut fm, r), SUCCESS);
+        assert_eq!(cuTexRefGetMipmapLevelBias(&mut bias, r), SUCCESS);
+        assert_eq!(cuTexRefGetMipmapLevelClamp(&mut lo, &mut hi, r), SUCCESS);
+        assert_eq!(cuTexRefGetMaxAnisotropy(&mut aniso, r), SUCCESS);
+        assert_eq!(cuTexRefGetMipmappedArray(&mut bound, r), SUCCESS);
+        assert_eq!((fm, bias, lo, hi, aniso, bound), (1, 0.25, 0.5, 1.0, 4, mip));
+        assert_eq!(cuTexRefSetArray(r, a1l, 1), SUCCESS);
+        assert_eq!(cuTexRefGetMipmappedArray(&mut bound, r), INVALID_VALUE, "bound to an array now");
+        assert_eq!(cuMipmappedArrayDestroy(mip), SUCCESS);
 
         // Refused instructions fail their launch with INVALID_PTX.
         let (mut tt, mut oo) = (t, out);
         let mut args = [(&mut tt as *mut u64).cast(), (&mut oo as *mut u64).cast()];
-        assert_eq!(launch(func("level"), &mut args), INVALID_PTX, "tex.level");
+        assert_eq!(launch(func("offsets"), &mut args), INVALID_PTX, "texel offsets");
         let mut ss = s8;
         let mut args = [(&mut ss as *mut u64).cast()];
         assert_eq!(launch(func("formatted"), &mut args), INVALID_PTX, "sust.p");

@@ -873,7 +873,7 @@ fn describe_bad_address(address: u64, size: u64, space: u32, shared: (u64, u64),
 }
 
 /// Addresses of the runtime functions, by `cpu_abi` name.
-pub(crate) fn symbols() -> [(&'static str, usize); 31] {
+pub(crate) fn symbols() -> [(&'static str, usize); 33] {
     use compiler::cpu_abi::{runtime, runtime_types};
     // Each definition is cast to the table's type for it: a definition whose
     // signature differs from the table does not compile.
@@ -900,9 +900,11 @@ pub(crate) fn symbols() -> [(&'static str, usize); 31] {
         (runtime::NANOSLEEP.name, __anycuda_nanosleep as runtime_types::NANOSLEEP as usize),
         (runtime::IS_LOCAL.name, __anycuda_is_local as runtime_types::IS_LOCAL as usize),
         (runtime::TEX.name, super::texture::__anycuda_tex as runtime_types::TEX as usize),
+        (runtime::TEX_MIP.name, super::texture::__anycuda_tex_mip as runtime_types::TEX_MIP as usize),
         (runtime::SULD.name, super::texture::__anycuda_suld as runtime_types::SULD as usize),
         (runtime::SUST.name, super::texture::__anycuda_sust as runtime_types::SUST as usize),
         (runtime::TXQ.name, super::texture::__anycuda_txq as runtime_types::TXQ as usize),
+        (runtime::TXQ_LEVEL.name, super::texture::__anycuda_txq_level as runtime_types::TXQ_LEVEL as usize),
         (runtime::MEMCHECK.name, __anycuda_memcheck as runtime_types::MEMCHECK as usize),
         (runtime::MEMCHECK_WARP.name, __anycuda_memcheck_warp as runtime_types::MEMCHECK_WARP as usize),
         (runtime::SHADOW.name, super::shadow::__anycuda_shadow as runtime_types::SHADOW as usize),

@@ -3,7 +3,7 @@
 //! (`driver::texture::device`) on the object's descriptor.
 
 use compiler::cpu_abi::{tex, BlockCtx};
-use driver::texture::device::{self, Access, Clamp, Fetch, Geometry, Ret, SurfGeometry, TexDesc};
+use driver::texture::device::{self, Access, Clamp, Fetch, Geometry, Lod, Ret, SurfGeometry, TexDesc};
 
 use super::runtime::illegal_address;
 
@@ -52,6 +52,15 @@ pub unsafe extern "C" fn __anycuda_tex(
 ) -> u32 {
     // SAFETY: per the contract.
     let Some(d) = (unsafe { descriptor(ctx, handle, device::TEX_MAGIC) }) else { return 0 };
+    // SAFETY: a live descriptor.
+    let v = unsafe { device::sample(d, &fetch(op), [c0, c1, c2, c3]) };
+    // SAFETY: out holds 4 words.
+    unsafe { out.cast::<[u32; 4]>().write_unaligned(v) };
+    1
+}
+
+/// What a `tex`/`tld4` operation word asks for.
+fn fetch(op: u32) -> Fetch {
     let geometry = match op & tex::GEOMETRY_MASK {
         tex::D1 => Geometry::D1,
         tex::D2 => Geometry::D2,
@@ -70,9 +79,33 @@ pub unsafe extern "C" fn __anycuda_tex(
         0 => None,
         g => Some(g - 1),
     };
-    let f = Fetch { geometry, int_coords: op & tex::INT_COORDS != 0, result, gather };
-    // SAFETY: a live descriptor.
-    let v = unsafe { device::sample(d, &f, [c0, c1, c2, c3]) };
+    Fetch { geometry, int_coords: op & tex::INT_COORDS != 0, result, gather }
+}
+
+/// `tex.level` and `tex.grad`.
+///
+/// # Safety
+/// Called from compiled code; `lod` holds 7 words, `out` 4.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __anycuda_tex_mip(
+    ctx: *mut BlockCtx,
+    _thread: u32,
+    handle: u64,
+    op: u32,
+    c0: u32,
+    c1: u32,
+    c2: u32,
+    c3: u32,
+    lod: *const u8,
+    out: *mut u8,
+) -> u32 {
+    // SAFETY: per the contract.
+    let Some(d) = (unsafe { descriptor(ctx, handle, device::TEX_MAGIC) }) else { return 0 };
+    // SAFETY: lod holds 7 words.
+    let w = unsafe { lod.cast::<[u32; 7]>().read_unaligned() }.map(f32::from_bits);
+    let lod = if op & tex::GRAD != 0 { Lod::Grad([w[1], w[2], w[3]], [w[4], w[5], w[6]]) } else { Lod::Level(w[0]) };
+    // SAFETY: a live descriptor, whose level table the driver wrote.
+    let v = unsafe { device::sample_mip(d, &fetch(op), [c0, c1, c2, c3], lod) };
     // SAFETY: out holds 4 words.
     unsafe { out.cast::<[u32; 4]>().write_unaligned(v) };
     1
@@ -168,16 +201,16 @@ pub unsafe extern "C" fn __anycuda_sust(
     }
 }
 
-/// `txq` and `suq`.
+/// The descriptor behind a `txq`/`suq` handle (either kind of object).
 ///
 /// # Safety
-/// Called from compiled code.
-pub unsafe extern "C" fn __anycuda_txq(ctx: *mut BlockCtx, _thread: u32, handle: u64, query: u32) -> u32 {
+/// As [`descriptor`].
+unsafe fn any_descriptor<'a>(ctx: *mut BlockCtx, handle: u64) -> Option<&'a TexDesc> {
     if handle == 0 || !handle.is_multiple_of(8) {
         tracing::debug!("txq/suq: {handle:#x} is not a texture or surface object handle");
         // SAFETY: per the contract.
         unsafe { illegal_address(ctx, handle) };
-        return 0;
+        return None;
     }
     // SAFETY: as in `descriptor`; either kind of object.
     let d = unsafe { &*(handle as *const TexDesc) };
@@ -185,8 +218,18 @@ pub unsafe extern "C" fn __anycuda_txq(ctx: *mut BlockCtx, _thread: u32, handle:
         tracing::debug!("txq/suq: {handle:#x} is not a live texture or surface object");
         // SAFETY: per the contract.
         unsafe { illegal_address(ctx, handle) };
-        return 0;
+        return None;
     }
+    Some(d)
+}
+
+/// `txq` and `suq`.
+///
+/// # Safety
+/// Called from compiled code.
+pub unsafe extern "C" fn __anycuda_txq(ctx: *mut BlockCtx, _thread: u32, handle: u64, query: u32) -> u32 {
+    // SAFETY: per the contract.
+    let Some(d) = (unsafe { any_descriptor(ctx, handle) }) else { return 0 };
     let q = match query {
         tex::Q_WIDTH => device::query::WIDTH,
         tex::Q_HEIGHT => device::query::HEIGHT,
@@ -199,4 +242,20 @@ pub unsafe extern "C" fn __anycuda_txq(ctx: *mut BlockCtx, _thread: u32, handle:
         _ => device::query::NUM_SAMPLES,
     };
     device::query(d, q)
+}
+
+/// `txq.level`: the width, height or depth of one level.
+///
+/// # Safety
+/// Called from compiled code.
+pub unsafe extern "C" fn __anycuda_txq_level(ctx: *mut BlockCtx, _thread: u32, handle: u64, query: u32, level: u32) -> u32 {
+    // SAFETY: per the contract.
+    let Some(d) = (unsafe { any_descriptor(ctx, handle) }) else { return 0 };
+    let q = match query {
+        tex::Q_WIDTH => device::query::WIDTH,
+        tex::Q_HEIGHT => device::query::HEIGHT,
+        _ => device::query::DEPTH,
+    };
+    // SAFETY: a live descriptor, whose level table the driver wrote.
+    unsafe { device::query_level(d, q, level) }
 }
