@@ -580,7 +580,7 @@ impl BackendModule for CpuModule {
             LaunchError::Deadlock { .. } => LaunchFault::Deadlock(e.to_string()),
             LaunchError::OutOfResources(_) | LaunchError::InvalidConfiguration(_) => LaunchFault::OutOfResources(e.to_string()),
             LaunchError::Timeout { .. } => LaunchFault::Timeout(e.to_string()),
-            LaunchError::Internal(_) => LaunchFault::Failed(e.to_string()),
+            LaunchError::Internal(_) | LaunchError::Unsupported(_) => LaunchFault::Failed(e.to_string()),
         })
     }
 }

@@ -464,6 +464,18 @@ pub mod tex {
     pub const TRAP: u32 = 0;
     pub const CLAMP: u32 = 1;
     pub const ZERO: u32 = 2;
+    /// `sust.p`/`sured.p` (bit 10): the x coordinate counts samples, and
+    /// the data's type follows the surface's format.
+    pub const FORMATTED: u32 = 0x400;
+    /// `sured`: the reduction (bits 11..13) and whether `.min`/`.max`
+    /// compare as signed (bit 14; for `sured.p`, the format says).
+    pub const RED_SHIFT: u32 = 11;
+    pub const RED_ADD: u32 = 0;
+    pub const RED_MIN: u32 = 1;
+    pub const RED_MAX: u32 = 2;
+    pub const RED_AND: u32 = 3;
+    pub const RED_OR: u32 = 4;
+    pub const RED_SIGNED: u32 = 0x4000;
     /// `txq`/`suq` queries.
     pub const Q_WIDTH: u32 = 0;
     pub const Q_HEIGHT: u32 = 1;
@@ -643,8 +655,10 @@ runtime_functions! {
     TEX_MIP = "__anycuda_tex_mip": fn(Ctx, U32, U64, U32, U32, U32, U32, U32, Bytes, BytesMut) -> U32;
     /// `suld.b`: (ctx, thread, handle, op, coordinates, out).
     SULD = "__anycuda_suld": fn(Ctx, U32, U64, U32, U32, U32, U32, U32, BytesMut);
-    /// `sust.b`: (ctx, thread, handle, op, coordinates, data).
+    /// `sust.b` and `sust.p`: (ctx, thread, handle, op, coordinates, data).
     SUST = "__anycuda_sust": fn(Ctx, U32, U64, U32, U32, U32, U32, U32, Bytes);
+    /// `sured`: (ctx, thread, handle, op, coordinates, value).
+    SURED = "__anycuda_sured": fn(Ctx, U32, U64, U32, U32, U32, U32, U32, U64);
     /// `txq`/`suq`: (ctx, thread, handle, query).
     TXQ = "__anycuda_txq": fn(Ctx, U32, U64, U32) -> U32;
     /// `txq.level`: (ctx, thread, handle, query, level): the width, height

@@ -1334,6 +1334,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Tex | Tld4 => self.tex(inst),
             Suld => self.suld(inst),
             Sust => self.sust(inst),
+            Sured => self.sured(inst),
             Txq | Suq => self.txq(inst),
             Vadd | Vsub | Vabsdiff | Vmin | Vmax | Vshl | Vshr | Vmad | Vset | Vadd2 | Vsub2 | Vavrg2 | Vabsdiff2 | Vmin2 | Vmax2
             | Vset2 | Vadd4 | Vsub4 | Vavrg4 | Vabsdiff4 | Vmin4 | Vmax4 | Vset4 => self.video(inst),

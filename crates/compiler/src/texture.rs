@@ -1,5 +1,5 @@
 //! Texture and surface instructions through object handles (`tex` with
-//! its mipmap forms, `tld4`, `txq`, `suld.b`, `sust.b`, `suq`): calls into
+//! its mipmap forms, `tld4`, `txq`, `suld.b`, `sust`, `sured`, `suq`): calls into
 //! the runtime (`cpu_abi::tex`), which reads the object's descriptor and
 //! samples or accesses the resource in software.
 
@@ -236,8 +236,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     fn surface_op(&mut self, inst: &Instruction) -> Res<(u32, u32)> {
         let b = self.b;
-        if inst.has(b, Flag::Pfmt) || !inst.has(b, Flag::Bfmt) {
-            return self.unsupported(format!("`{}` (only .b surface accesses)", self.describe(inst)));
+        // `.p` (formatted) exists for stores and reductions only.
+        let formatted = inst.has(b, Flag::Pfmt) && inst.op != Opcode::Suld;
+        if !formatted && !inst.has(b, Flag::Bfmt) {
+            return self.unsupported(format!("`{}` (surface loads are .b only)", self.describe(inst)));
+        }
+        if formatted && inst.ty(b).map(|t| t.bits()) != Some(32) && inst.op == Opcode::Sust {
+            return self.invalid(format!("`{}`: sust.p stores .b32 values", self.describe(inst)));
         }
         let geometry = self.tex_geometry(inst, true)?;
         let size = match inst.ty(b).map(|t| t.bits()) {
@@ -261,7 +266,59 @@ impl<'c, 'm> FnLower<'c, 'm> {
             tex::TRAP
         };
         let n = 1u32 << vec;
-        Ok((geometry | (size << tex::SIZE_SHIFT) | (vec << tex::VEC_SHIFT) | (clamp << tex::CLAMP_SHIFT), n))
+        let formatted = if formatted { tex::FORMATTED } else { 0 };
+        Ok((geometry | (size << tex::SIZE_SHIFT) | (vec << tex::VEC_SHIFT) | (clamp << tex::CLAMP_SHIFT) | formatted, n))
+    }
+
+    /// `sured.b.op.geom.ctype.clamp [a, b], c` and `sured.p`: an atomic
+    /// reduction into one surface element.
+    pub fn sured(&mut self, inst: &Instruction) -> Res<()> {
+        let b = self.b;
+        let args = b.args(inst);
+        if args.len() != 2 || inst.vector(b).is_some() {
+            return self.invalid(format!("`{}`: expected `[a, b], c`", self.describe(inst)));
+        }
+        let (mut op, _) = self.surface_op(inst)?;
+        if op & tex::GEOMETRY_MASK > tex::D3 {
+            return self.invalid(format!("`{}`: sured takes .1d, .2d or .3d", self.describe(inst)));
+        }
+        let formatted = op & tex::FORMATTED != 0;
+        let ty = inst.ty(b);
+        let red = [
+            (Flag::AddOp, tex::RED_ADD),
+            (Flag::MinOp, tex::RED_MIN),
+            (Flag::MaxOp, tex::RED_MAX),
+            (Flag::And, tex::RED_AND),
+            (Flag::Or, tex::RED_OR),
+        ];
+        let Some(red) = red.iter().find(|(f, _)| inst.has(b, *f)).map(|(_, r)| *r) else {
+            return self.invalid(format!("`{}`: sured needs .add, .min, .max, .and or .or", self.describe(inst)));
+        };
+        // The ISA's pairs of operation and type.
+        let allowed = matches!(
+            (formatted, red, ty),
+            (false, tex::RED_ADD, Some(Type::U32 | Type::U64 | Type::S32))
+                | (false, tex::RED_MIN | tex::RED_MAX, Some(Type::U32 | Type::S32 | Type::U64 | Type::S64))
+                | (false, tex::RED_AND | tex::RED_OR, Some(Type::B32))
+                | (true, tex::RED_MIN | tex::RED_MAX, Some(Type::B32 | Type::B64))
+                | (true, _, Some(Type::B32))
+        );
+        if !allowed {
+            return self.invalid(format!("`{}`: that operation does not apply to that type", self.describe(inst)));
+        }
+        op |= red << tex::RED_SHIFT;
+        if matches!(ty, Some(Type::S32 | Type::S64)) {
+            op |= tex::RED_SIGNED;
+        }
+        let (handle, c) = self.tex_operands(inst, &args[0], false)?;
+        let v = self.get(&args[1], Ty::int(ty.map_or(32, |t| t.bits())))?;
+        let v = self.convert(v, Ty::I64, false);
+        self.cx.declare_runtime(&runtime::SURED);
+        self.out.op(format_args!(
+            "call void @__anycuda_sured(ptr %ctx, i32 %lin, {handle}, i32 {op}, {}, {}, {}, {}, {v})",
+            c[0], c[1], c[2], c[3]
+        ));
+        Ok(())
     }
 
     /// `suld.b.geom{.cop}.vec.dtype.clamp d, [a, b]`.
@@ -292,7 +349,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
         Ok(())
     }
 
-    /// `sust.b.geom{.cop}.vec.ctype.clamp [a, b], c`.
+    /// `sust.b.geom{.cop}.vec.ctype.clamp [a, b], c` and `sust.p` (32-bit
+    /// values the runtime converts to the surface's format).
     pub fn sust(&mut self, inst: &Instruction) -> Res<()> {
         let args = self.b.args(inst);
         let (op, n) = self.surface_op(inst)?;

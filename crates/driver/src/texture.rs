@@ -1404,6 +1404,112 @@ pub mod device {
         Access::At(d.base + slice * d.slice + v[1] as u64 * d.pitch + v[0] as u64)
     }
 
+    /// What `sust.p` writes for 32-bit values `words` (R, G, B, A in
+    /// order): one sample in the surface's format. The ISA reads the
+    /// values as f32 for float formats and as u32 or s32 for integer ones,
+    /// then converts them to the format; formats with 32-bit channels
+    /// store them as they are. Narrower formats are refused: how the
+    /// hardware narrows (saturation of integers, rounding to half floats
+    /// and normalized integers) is not documented.
+    pub fn formatted_sample(d: &TexDesc, words: &[u32]) -> Result<Vec<u8>, String> {
+        let Some((bytes, _, _)) = super::format::channel(d.format) else {
+            return Err(format!("a surface of format {:#x}", d.format));
+        };
+        if bytes != 4 {
+            return Err(format!(
+                "a surface with {}-bit channels (format {:#x}): the conversion is not documented; \
+                 anycuda converts only to 32-bit channels",
+                bytes * 8,
+                d.format
+            ));
+        }
+        let mut out = vec![0u8; d.element_size() as usize];
+        for (k, w) in words.iter().take(d.channels as usize).enumerate() {
+            out[4 * k..4 * k + 4].copy_from_slice(&w.to_le_bytes());
+        }
+        Ok(out)
+    }
+
+    /// The bytes of a sample that `n` formatted values cover.
+    pub fn formatted_bytes(d: &TexDesc, n: usize) -> usize {
+        let per = super::format::channel(d.format).map_or(4, |(b, _, _)| b as usize);
+        per * n.min(d.channels as usize)
+    }
+
+    /// Whether a surface's samples are signed integers (`sured.p`);
+    /// `None` for float formats.
+    pub fn integer_signedness(d: &TexDesc) -> Option<bool> {
+        match super::format::channel(d.format) {
+            Some((_, signed, false)) => Some(signed),
+            _ => None,
+        }
+    }
+
+    /// Reductions into surface memory, one lock for those whose address
+    /// is not aligned to their size (rows of a surface are packed, so a
+    /// value may straddle its natural alignment).
+    static UNALIGNED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// `sured`'s read-modify-write at `a` of `size` (4 or 8) bytes:
+    /// `red` is one of `cpu_abi::tex::RED_*` (add, min, max, and, or).
+    ///
+    /// # Safety
+    /// `a` addresses `size` writable bytes.
+    pub unsafe fn reduce(a: u64, size: u64, red: u32, signed: bool, v: u64) {
+        use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
+        let combine = |old: u64| -> u64 {
+            match (size, red, signed) {
+                (4, 0, _) => u64::from((old as u32).wrapping_add(v as u32)),
+                (4, 1, false) => u64::from((old as u32).min(v as u32)),
+                (4, 1, true) => u64::from((old as i32).min(v as i32) as u32),
+                (4, 2, false) => u64::from((old as u32).max(v as u32)),
+                (4, 2, true) => u64::from((old as i32).max(v as i32) as u32),
+                (_, 0, _) => old.wrapping_add(v),
+                (_, 1, false) => old.min(v),
+                (_, 1, true) => (old as i64).min(v as i64) as u64,
+                (_, 2, false) => old.max(v),
+                (_, 2, true) => (old as i64).max(v as i64) as u64,
+                (_, 3, _) => old & v,
+                _ => old | v,
+            }
+        };
+        if !a.is_multiple_of(size) {
+            let _g = UNALIGNED.lock().unwrap_or_else(|e| e.into_inner());
+            // SAFETY: per the contract; other unaligned reductions wait.
+            unsafe {
+                if size == 4 {
+                    let p = a as *mut u32;
+                    p.write_unaligned(combine(u64::from(p.read_unaligned())) as u32);
+                } else {
+                    let p = a as *mut u64;
+                    p.write_unaligned(combine(p.read_unaligned()));
+                }
+            }
+            return;
+        }
+        // SAFETY: aligned and writable, per the contract; the surface's
+        // memory is only accessed atomically by reductions meanwhile, as
+        // on the GPU.
+        unsafe {
+            match (size, red, signed) {
+                (4, 0, _) => _ = AtomicU32::from_ptr(a as *mut u32).fetch_add(v as u32, Relaxed),
+                (4, 1, false) => _ = AtomicU32::from_ptr(a as *mut u32).fetch_min(v as u32, Relaxed),
+                (4, 1, true) => _ = AtomicI32::from_ptr(a as *mut i32).fetch_min(v as i32, Relaxed),
+                (4, 2, false) => _ = AtomicU32::from_ptr(a as *mut u32).fetch_max(v as u32, Relaxed),
+                (4, 2, true) => _ = AtomicI32::from_ptr(a as *mut i32).fetch_max(v as i32, Relaxed),
+                (4, 3, _) => _ = AtomicU32::from_ptr(a as *mut u32).fetch_and(v as u32, Relaxed),
+                (4, _, _) => _ = AtomicU32::from_ptr(a as *mut u32).fetch_or(v as u32, Relaxed),
+                (_, 0, _) => _ = AtomicU64::from_ptr(a as *mut u64).fetch_add(v, Relaxed),
+                (_, 1, false) => _ = AtomicU64::from_ptr(a as *mut u64).fetch_min(v, Relaxed),
+                (_, 1, true) => _ = AtomicI64::from_ptr(a as *mut i64).fetch_min(v as i64, Relaxed),
+                (_, 2, false) => _ = AtomicU64::from_ptr(a as *mut u64).fetch_max(v, Relaxed),
+                (_, 2, true) => _ = AtomicI64::from_ptr(a as *mut i64).fetch_max(v as i64, Relaxed),
+                (_, 3, _) => _ = AtomicU64::from_ptr(a as *mut u64).fetch_and(v, Relaxed),
+                _ => _ = AtomicU64::from_ptr(a as *mut u64).fetch_or(v, Relaxed),
+            }
+        }
+    }
+
     /// `txq`/`suq` queries.
     pub mod query {
         pub const WIDTH: u32 = 0;

@@ -2,7 +2,8 @@
 //! backend, with PTX written for the forms nvcc's C++ does not reach
 //! (`tld4` of other components, `txq`/`suq`, vector and 8/64-bit `suld`,
 //! integer coordinates on layered arrays, the clamp modes, `txq.level`),
-//! mipmapped textures (`tex.level`, `tex.grad`, `tex.base`), the legacy
+//! mipmapped textures (`tex.level`, `tex.grad`, `tex.base`), formatted
+//! stores (`sust.p`) and reductions (`sured.b`, `sured.p`), the legacy
 //! array copies, and the error paths: an out-of-range `sust.trap`, a
 //! destroyed texture object, and instructions anycuda refuses, named in
 //! the error.
@@ -118,10 +119,38 @@ const PTX: &str = concat!(
     " tex.2d.v4.f32.f32 {%f2, %f3, %f4, %f5}, [%rd1, {%f1, %f1}], {%r1, %r1};\n",
     " st.global.f32 [%rd2], %f2;\n",
     " ret;\n}\n",
+    // formatted stores: element 1 of a 1-D surface; two of its channels
     ".visible .entry formatted(.param .u64 s) {\n",
+    " .reg .b64 %rd<2>; .reg .b32 %r<4>;\n",
+    " ld.param.u64 %rd1, [s]; mov.u32 %r1, 1; mov.u32 %r2, 7; mov.u32 %r3, 8;\n",
+    " sust.p.1d.v2.b32.trap [%rd1, {%r1}], {%r2, %r3};\n",
+    " ret;\n}\n",
+    // reductions by every thread: a u32 surface (bytes 0, 4, 8, 12), an
+    // s32 one through .p (element 1), a packed u8 one (a u32 at row 1,
+    // which is not 4-byte aligned)
+    ".visible .entry reductions(.param .u64 s, .param .u64 si, .param .u64 s8) {\n",
+    " .reg .b64 %rd<4>; .reg .b32 %r<8>;\n",
+    " ld.param.u64 %rd1, [s]; ld.param.u64 %rd2, [si]; ld.param.u64 %rd3, [s8];\n",
+    " mov.u32 %r1, 0; mov.u32 %r2, 5; mov.u32 %r3, -3; mov.u32 %r4, 240; mov.u32 %r5, 3840;\n",
+    " sured.b.add.1d.u32.trap [%rd1, {%r1}], %r2;\n",
+    " mov.u32 %r1, 4;\n",
+    " sured.b.min.1d.s32.trap [%rd1, {%r1}], %r3;\n",
+    " mov.u32 %r1, 8;\n",
+    " sured.b.max.1d.u32.trap [%rd1, {%r1}], %r3;\n",
+    " mov.u32 %r1, 12;\n",
+    " sured.b.and.1d.b32.trap [%rd1, {%r1}], %r4;\n",
+    " mov.u32 %r1, 3;\n",
+    " sured.p.or.1d.b32.trap [%rd1, {%r1}], %r5;\n",
+    " mov.u32 %r1, 1;\n",
+    " sured.p.min.1d.b32.trap [%rd2, {%r1}], %r3;\n",
+    " mov.u32 %r1, 0; mov.u32 %r6, 1;\n",
+    " sured.b.add.2d.u32.trap [%rd3, {%r1, %r6}], %r6;\n",
+    " ret;\n}\n",
+    // a formatted store into 8-bit channels: refused when it runs
+    ".visible .entry formatted_narrow(.param .u64 s) {\n",
     " .reg .b64 %rd<2>; .reg .b32 %r<3>;\n",
     " ld.param.u64 %rd1, [s]; mov.u32 %r1, 0;\n",
-    " sust.p.1d.b32.trap [%rd1, {%r1}], {%r1, %r1, %r1, %r1};\n",
+    " sust.p.1d.v4.b32.trap [%rd1, {%r1}], {%r1, %r1, %r1, %r1};\n",
     " ret;\n}\n",
     "\0"
 );
@@ -465,13 +494,62 @@ fn texture_and_surface_instructions_and_errors() {
         assert_eq!(cuTexRefGetMipmappedArray(&mut bound, r), INVALID_VALUE, "bound to an array now");
         assert_eq!(cuMipmappedArrayDestroy(mip), SUCCESS);
 
+        // Formatted stores: element 1 of the 1-D u32 x 4 surface, its
+        // first two channels.
+        let mut sp = s64;
+        let mut args = [(&mut sp as *mut u64).cast()];
+        assert_eq!(launch(func("formatted"), &mut args), SUCCESS);
+        assert_eq!(cuCtxSynchronize(), SUCCESS);
+        let mut w32 = [0u32; 16];
+        assert_eq!(cuMemcpyAtoH_v2(w32.as_mut_ptr().cast(), a64, 0, 64), SUCCESS);
+        let before: Vec<u32> = w.iter().flat_map(|v| [*v as u32, (*v >> 32) as u32]).collect();
+        assert_eq!(&w32[4..8], &[7, 8, before[6], before[7]], "channels 0 and 1 written, 2 and 3 kept");
+        assert_eq!(&w32[..4], &before[..4]);
+
+        // Reductions from 64 threads.
+        let ldst = |format: CUarray_format, width: usize, height: usize| {
+            let mut a: Ptr = null_mut();
+            let d = CUDA_ARRAY3D_DESCRIPTOR { Width: width, Height: height, Depth: 0, Format: format, NumChannels: 1, Flags: 2 };
+            assert_eq!(cuArray3DCreate_v2(&mut a, &d), SUCCESS);
+            let mut s = 0u64;
+            assert_eq!(cuSurfObjectCreate(&mut s, &array_res(a)), SUCCESS);
+            (a, s)
+        };
+        let (au, su) = ldst(CUarray_format::CU_AD_FORMAT_UNSIGNED_INT32, 4, 0);
+        let (ai, si) = ldst(CUarray_format::CU_AD_FORMAT_SIGNED_INT32, 4, 0);
+        let (ab, sb) = ldst(CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8, 5, 2);
+        let init_u: [u32; 4] = [100, 2, 7, 0x1234_5678];
+        let init_i: [i32; 4] = [9, 5, 9, 9];
+        assert_eq!(cuMemcpyHtoA_v2(au, 0, init_u.as_ptr().cast(), 16), SUCCESS);
+        assert_eq!(cuMemcpyHtoA_v2(ai, 0, init_i.as_ptr().cast(), 16), SUCCESS);
+        let init_b: [u8; 10] = [0, 1, 2, 3, 4, 250, 255, 1, 0, 9];
+        cuda_copy_3d_to_array(&l, ab, init_b.as_ptr().cast(), 5, 2, 1);
+        let (mut pu, mut pi, mut pb) = (su, si, sb);
+        let mut args = [(&mut pu as *mut u64).cast(), (&mut pi as *mut u64).cast(), (&mut pb as *mut u64).cast()];
+        let f = func("reductions");
+        assert_eq!(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, null_mut(), args.as_mut_ptr(), null_mut()), SUCCESS);
+        assert_eq!(cuCtxSynchronize(), SUCCESS);
+        let mut ru = [0u32; 4];
+        let mut ri = [0i32; 4];
+        let mut rb = [0u8; 10];
+        assert_eq!(cuMemcpyAtoH_v2(ru.as_mut_ptr().cast(), au, 0, 16), SUCCESS);
+        assert_eq!(cuMemcpyAtoH_v2(ri.as_mut_ptr().cast(), ai, 0, 16), SUCCESS);
+        cuda_copy_3d_from_array(&l, rb.as_mut_ptr().cast(), ab, 5, 2);
+        assert_eq!(
+            ru,
+            [100 + 64 * 5, (-3i32) as u32, 0xffff_fffd, 0x1234_5678 & 0xf0 | 0xf00],
+            "add, signed min, unsigned max, and then or"
+        );
+        assert_eq!(ri, [9, -3, 9, 9], ".p reads the s32 format's values as signed");
+        let row1 = u32::from_le_bytes([250, 255, 1, 0]) + 64;
+        let mut want_b = init_b;
+        want_b[5..9].copy_from_slice(&row1.to_le_bytes());
+        assert_eq!(rb, want_b, "64 adds of 1 to the unaligned u32 at row 1");
+
         // Refused instructions fail their launch with INVALID_PTX.
         let (mut tt, mut oo) = (t, out);
         let mut args = [(&mut tt as *mut u64).cast(), (&mut oo as *mut u64).cast()];
         assert_eq!(launch(func("offsets"), &mut args), INVALID_PTX, "texel offsets");
-        let mut ss = s8;
-        let mut args = [(&mut ss as *mut u64).cast()];
-        assert_eq!(launch(func("formatted"), &mut args), INVALID_PTX, "sust.p");
 
         // A destroyed texture object: the launch fails (sticky).
         let (mut tf, mut of) = (t, out);
@@ -507,8 +585,38 @@ fn texture_and_surface_instructions_and_errors() {
         let synced = cuCtxSynchronize();
         assert!(launched == ILLEGAL_ADDRESS || synced == ILLEGAL_ADDRESS, "sust.trap out of range: launch {launched}, sync {synced}");
         assert_eq!(cuDevicePrimaryCtxReset_v2(0), SUCCESS);
+
+        // A formatted store the engine cannot convert: the launch fails.
+        assert_eq!(cuDevicePrimaryCtxRetain(&mut ctx, 0), SUCCESS);
+        assert_eq!(cuCtxSetCurrent(ctx), SUCCESS);
+        assert_eq!(cuModuleLoadData(&mut m2, PTX.as_ptr().cast()), SUCCESS);
+        assert_eq!(cuModuleGetFunction(&mut f, m2, c"formatted_narrow".as_ptr()), SUCCESS);
+        assert_eq!(cuArray3DCreate_v2(&mut a16, &d16), SUCCESS);
+        assert_eq!(cuSurfObjectCreate(&mut s16, &array_res(a16)), SUCCESS);
+        let mut args = [(&mut s16 as *mut u64).cast::<c_void>()];
+        let launched = cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, null_mut(), args.as_mut_ptr(), null_mut());
+        let synced = cuCtxSynchronize();
+        assert!(launched == LAUNCH_FAILED || synced == LAUNCH_FAILED, "sust.p into 16-bit channels: launch {launched}, sync {synced}");
+        assert_eq!(cuDevicePrimaryCtxReset_v2(0), SUCCESS);
         let _ = (cuArrayDestroy, cuSurfObjectDestroy);
     }
+}
+
+/// A 2-D array's `height` rows of `row` bytes into host memory, with
+/// `cuMemcpy3D`.
+fn cuda_copy_3d_from_array(l: &Lib, dst: *mut c_void, array: Ptr, row: usize, height: usize) {
+    api!(l; cuMemcpy3D_v2: fn(*const cuda_types::CUDA_MEMCPY3D););
+    let mut c: cuda_types::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
+    c.srcMemoryType = cuda_types::CUmemorytype::CU_MEMORYTYPE_ARRAY;
+    c.srcArray = cuda_types::CUarray(array.cast());
+    c.dstMemoryType = cuda_types::CUmemorytype::CU_MEMORYTYPE_HOST;
+    c.dstHost = dst;
+    c.dstPitch = row;
+    c.dstHeight = height;
+    c.WidthInBytes = row;
+    c.Height = height;
+    c.Depth = 1;
+    unsafe { assert_eq!(cuMemcpy3D_v2(&c), SUCCESS) };
 }
 
 /// `cuMemcpyHtoD` through the library.

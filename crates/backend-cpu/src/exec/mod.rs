@@ -77,6 +77,10 @@ pub enum LaunchError {
     Timeout { limit: Duration },
     #[error("internal error: {0}")]
     Internal(String),
+    /// The kernel asked for something this engine does not do (said in
+    /// the message): the launch fails rather than guess.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
     /// Checked mode (`ANYCUDA_MEMCHECK`) found a bad access; `report` says
     /// which (kernel, block, thread, address, size, direction, PTX line).
     #[error("{report}")]

@@ -667,6 +667,18 @@ pub(crate) unsafe fn illegal_address(ctx: *mut BlockCtx, address: u64) {
     }
 }
 
+/// Ends the launch because the kernel asked for something this engine does
+/// not do (`what` says what).
+///
+/// # Safety
+/// As for [`__anycuda_barrier`].
+pub(crate) unsafe fn unsupported(ctx: *mut BlockCtx, what: String) {
+    // SAFETY: called from a runtime function with the kernel's ctx.
+    if let Some(rt) = unsafe { runtime(ctx) } {
+        rt.end(Some(LaunchError::Unsupported(what)));
+    }
+}
+
 /// Checked mode: an access the compiled code's inline test could not prove
 /// good (see `compiler/src/memcheck.rs`). A good one refills the caller's
 /// cache with the range it lies in; a bad one is reported on the program's
@@ -873,7 +885,7 @@ fn describe_bad_address(address: u64, size: u64, space: u32, shared: (u64, u64),
 }
 
 /// Addresses of the runtime functions, by `cpu_abi` name.
-pub(crate) fn symbols() -> [(&'static str, usize); 33] {
+pub(crate) fn symbols() -> [(&'static str, usize); 34] {
     use compiler::cpu_abi::{runtime, runtime_types};
     // Each definition is cast to the table's type for it: a definition whose
     // signature differs from the table does not compile.
@@ -903,6 +915,7 @@ pub(crate) fn symbols() -> [(&'static str, usize); 33] {
         (runtime::TEX_MIP.name, super::texture::__anycuda_tex_mip as runtime_types::TEX_MIP as usize),
         (runtime::SULD.name, super::texture::__anycuda_suld as runtime_types::SULD as usize),
         (runtime::SUST.name, super::texture::__anycuda_sust as runtime_types::SUST as usize),
+        (runtime::SURED.name, super::texture::__anycuda_sured as runtime_types::SURED as usize),
         (runtime::TXQ.name, super::texture::__anycuda_txq as runtime_types::TXQ as usize),
         (runtime::TXQ_LEVEL.name, super::texture::__anycuda_txq_level as runtime_types::TXQ_LEVEL as usize),
         (runtime::MEMCHECK.name, __anycuda_memcheck as runtime_types::MEMCHECK as usize),

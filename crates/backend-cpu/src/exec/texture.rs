@@ -166,7 +166,7 @@ pub unsafe extern "C" fn __anycuda_suld(
     }
 }
 
-/// `sust.b`.
+/// `sust.b` and `sust.p`.
 ///
 /// # Safety
 /// Called from compiled code; `data` holds the access's bytes.
@@ -185,6 +185,42 @@ pub unsafe extern "C" fn __anycuda_sust(
     // SAFETY: per the contract.
     let Some(d) = (unsafe { descriptor(ctx, handle, device::SURF_MAGIC) }) else { return };
     let (size, n, clamp) = surface_access(op);
+    if op & tex::FORMATTED != 0 {
+        // SAFETY: data holds n 32-bit values.
+        let words: Vec<u32> = (0..n as usize).map(|k| unsafe { data.add(4 * k).cast::<u32>().read_unaligned() }).collect();
+        let sample = match device::formatted_sample(d, &words) {
+            Ok(s) => s,
+            Err(why) => {
+                // SAFETY: per the contract.
+                unsafe { super::runtime::unsupported(ctx, format!("sust.p: {why}")) };
+                return;
+            }
+        };
+        let es = sample.len() as u64;
+        let x = (c0 as i32 as i64).wrapping_mul(es as i64) as u32;
+        let c = if matches!(surface_geometry(op), SurfGeometry::A1d | SurfGeometry::A2d) {
+            [c0, (c1 as i32 as i64).wrapping_mul(es as i64) as u32, c2, c3]
+        } else {
+            [x, c1, c2, c3]
+        };
+        match device::surface_address(d, surface_geometry(op), c, es, clamp) {
+            Access::At(a) => {
+                // Channels the data does not cover keep what they held
+                // (the ISA leaves them unpredictable).
+                let keep = device::formatted_bytes(d, words.len());
+                // SAFETY: inside the surface; the sample has `es` bytes.
+                unsafe { std::ptr::copy_nonoverlapping(sample.as_ptr(), a as *mut u8, keep) };
+                crate::memcheck::host_wrote(a, keep as u64);
+            }
+            Access::Zero => {}
+            Access::Trap => {
+                tracing::debug!("sust.p.trap out of range of surface {handle:#x} at ({c0}, {c1}, {c2}, {c3})");
+                // SAFETY: per the contract.
+                unsafe { illegal_address(ctx, handle) }
+            }
+        }
+        return;
+    }
     let bytes = size * n;
     match device::surface_address(d, surface_geometry(op), [c0, c1, c2, c3], bytes, clamp) {
         Access::At(a) => {
@@ -199,6 +235,61 @@ pub unsafe extern "C" fn __anycuda_sust(
             unsafe { illegal_address(ctx, handle) }
         }
     }
+}
+
+/// `sured.b` and `sured.p`: an atomic reduction into one element.
+///
+/// # Safety
+/// Called from compiled code.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __anycuda_sured(
+    ctx: *mut BlockCtx,
+    _thread: u32,
+    handle: u64,
+    op: u32,
+    c0: u32,
+    c1: u32,
+    c2: u32,
+    c3: u32,
+    value: u64,
+) {
+    // SAFETY: per the contract.
+    let Some(d) = (unsafe { descriptor(ctx, handle, device::SURF_MAGIC) }) else { return };
+    let (size, _, clamp) = surface_access(op);
+    let red = (op >> tex::RED_SHIFT) & 7;
+    let mut signed = op & tex::RED_SIGNED != 0;
+    let mut c = [c0, c1, c2, c3];
+    if op & tex::FORMATTED != 0 {
+        // The x coordinate counts values of the instruction's size; the
+        // format says whether they are signed.
+        signed = match device::integer_signedness(d) {
+            Some(s) => s,
+            None => {
+                // SAFETY: per the contract.
+                unsafe {
+                    super::runtime::unsupported(
+                        ctx,
+                        "sured.p on a surface whose format is not integer (the ISA defines UINT and SINT data only)".into(),
+                    )
+                };
+                return;
+            }
+        };
+        c[0] = (c0 as i32 as i64).wrapping_mul(size as i64) as u32;
+    }
+    let a = match device::surface_address(d, surface_geometry(op), c, size, clamp) {
+        Access::At(a) => a,
+        Access::Zero => return,
+        Access::Trap => {
+            tracing::debug!("sured.trap out of range of surface {handle:#x} at ({c0}, {c1}, {c2}, {c3})");
+            // SAFETY: per the contract.
+            unsafe { illegal_address(ctx, handle) };
+            return;
+        }
+    };
+    // SAFETY: inside the surface, `size` bytes.
+    unsafe { device::reduce(a, size, red, signed, value) };
+    crate::memcheck::host_wrote(a, size);
 }
 
 /// The descriptor behind a `txq`/`suq` handle (either kind of object).
