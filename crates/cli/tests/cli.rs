@@ -125,7 +125,7 @@ const BROKEN: &str = "\
     .reg .u64 %rd<2>;
     .reg .b32 %r<2>;
     ld.param.u64 %rd0, [p];
-    sured.b.add.2d.u32.trap [%rd0, {%r0, %r0}], %r1;
+    wgmma.fence.sync.aligned;
     ret;
 }
 ";
@@ -139,7 +139,7 @@ fn ptx_reports_a_kernel_that_does_not_compile() {
     let (out, _) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains("kernel good: ok ("), "{out}");
-    let want = format!("kernel bad: error: {}:20:5: unsupported: instruction `sured.b.add.2d.u32.trap`", file.display());
+    let want = format!("kernel bad: error: {}:20:5: unsupported: instruction `wgmma.fence.sync.aligned`", file.display());
     assert!(out.contains(&want), "no `{want}` in:\n{out}");
     assert!(out.contains("FAILED: 1 of 2 kernel(s) do not compile"), "{out}");
 }

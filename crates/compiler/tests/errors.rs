@@ -25,9 +25,9 @@ fn unsupported(body: &str) -> (String, u32, u32) {
 
 #[test]
 fn texture_instruction_is_named_with_its_position() {
-    // Explicit levels are not sampled yet.
-    let (what, line, column) = unsupported("mov.u32 %r1, 0;\n  tex.level.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [tex, {%f5, %f6}], %f7;");
-    assert!(what.contains("tex.level.2d.v4.f32.f32"), "{what}");
+    // Texel offsets are not applied yet.
+    let (what, line, column) = unsupported("mov.u32 %r1, 0;\n  tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [tex, {%f5, %f6}], {%r1, %r1};");
+    assert!(what.contains("tex.2d.v4.f32.f32") && what.contains("offsets"), "{what}");
     assert_eq!((line, column), (13, 3));
 }
 
@@ -54,8 +54,8 @@ fn call_to_a_function_without_definition_is_named() {
 
 #[test]
 fn error_message_names_function_line_and_column() {
-    let e = compile_src("sured.b.add.2d.u32.trap [tex, {%r1, %r2}], %r3;").expect_err("unsupported");
-    assert_eq!(e.to_string(), "12:1: unsupported: instruction `sured.b.add.2d.u32.trap` (in `k`)");
+    let e = compile_src("wgmma.fence.sync.aligned;").expect_err("unsupported");
+    assert_eq!(e.to_string(), "12:1: unsupported: instruction `wgmma.fence.sync.aligned` (in `k`)");
 }
 
 #[test]
@@ -63,7 +63,7 @@ fn a_module_with_an_unsupported_instruction_is_rejected_whole() {
     // One bad kernel among good ones still fails the module: nothing is dropped.
     let src = ".version 8.0\n.target sm_80\n.address_size 64\n\
                .visible .entry good() { ret; }\n\
-               .visible .entry bad() { .reg .b32 %r<2>; .reg .b64 %rd<2>; sured.b.add.2d.u32.trap [%rd0, {%r0, %r0}], %r1; ret; }\n";
+               .visible .entry bad() { .reg .b32 %r<2>; .reg .b64 %rd<2>; wgmma.fence.sync.aligned; ret; }\n";
     let module = ptx::parse(src).expect("parses");
     let e = compile(&module, src, &Target::HostCpu).expect_err("rejected");
     assert!(matches!(e, CompileError::Unsupported { ref function, .. } if function == "bad"), "{e}");
