@@ -1,8 +1,9 @@
 // Mipmapped textures: a mipmapped array filled level by level, sampled with
 // tex2DLod (explicit level of detail) and tex2DGrad (the level from the
 // coordinates' derivatives), with point and linear filtering between
-// levels, the level clamps and bias of the texture descriptor, and the
-// runtime's level queries. The host reference follows the CUDA
+// levels, the level clamps of the texture descriptor, the runtime's level
+// queries, and cubemap and layered mipmaps (texCubemapLod,
+// tex2DLayeredLod). The host reference follows the CUDA
 // programming guide's mipmapping rules; the cases are chosen so that no
 // result depends on rounding at a boundary: levels of detail away from
 // the point filter's halfway points, fractions of 1/4 between levels (any
@@ -25,6 +26,56 @@ static float texel(int level, int x, int y) {
 __global__ void at_lod(cudaTextureObject_t t, const float4 *c, float *out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = tex2DLod<float>(t, c[i].x, c[i].y, c[i].z);
+}
+
+__global__ void cube_lod(cudaTextureObject_t t, const float4 *c, float *out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = texCubemapLod<float>(t, c[i].x, c[i].y, c[i].z, c[i].w);
+}
+
+__global__ void layered_lod(cudaTextureObject_t t, const float4 *c, float *out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = tex2DLayeredLod<float>(t, c[i].x, c[i].y, (int)c[i].z, c[i].w);
+}
+
+// A mipmapped array of `slices` layers or faces of S x S texels and
+// `levels` levels whose texels hold 100 * (level + 1) + 10 * slice.
+static cudaMipmappedArray_t sliced_mipmaps(int s, int slices, int levels, unsigned flags) {
+    cudaChannelFormatDesc fd = cudaCreateChannelDesc<float>();
+    cudaMipmappedArray_t m;
+    CHECK(cudaMallocMipmappedArray(&m, &fd, make_cudaExtent(s, s, slices), levels, flags));
+    for (int l = 0; l < levels; l++) {
+        cudaArray_t a;
+        CHECK(cudaGetMipmappedArrayLevel(&a, m, l));
+        int w = s >> l;
+        float *host = (float *)malloc(sizeof(float) * w * w * slices);
+        for (int k = 0; k < slices; k++)
+            for (int t = 0; t < w * w; t++) host[k * w * w + t] = 100.0f * (l + 1) + 10.0f * k;
+        cudaMemcpy3DParms p = {};
+        p.srcPtr = make_cudaPitchedPtr(host, w * sizeof(float), w, w);
+        p.dstArray = a;
+        p.extent = make_cudaExtent(w, w, slices);
+        p.kind = cudaMemcpyHostToDevice;
+        CHECK(cudaMemcpy3D(&p));
+        free(host);
+    }
+    return m;
+}
+
+static cudaTextureObject_t point_mip_texture(cudaMipmappedArray_t m, float max_level) {
+    cudaResourceDesc rd = {};
+    rd.resType = cudaResourceTypeMipmappedArray;
+    rd.res.mipmap.mipmap = m;
+    cudaTextureDesc td = {};
+    td.addressMode[0] = td.addressMode[1] = td.addressMode[2] = cudaAddressModeClamp;
+    td.filterMode = cudaFilterModePoint;
+    td.readMode = cudaReadModeElementType;
+    td.normalizedCoords = 1;
+    td.mipmapFilterMode = cudaFilterModePoint;
+    td.maxMipmapLevelClamp = max_level;
+    cudaTextureObject_t t;
+    CHECK(cudaCreateTextureObject(&t, &rd, &td, NULL));
+    return t;
 }
 
 __global__ void at_grad(cudaTextureObject_t t, const float2 *c, const float4 *g, float *out, int n) {
@@ -166,6 +217,37 @@ int main() {
         float dy = sqrtf(hg[i].z * W * hg[i].z * W + hg[i].w * H * hg[i].w * H);
         float rho = dx > dy ? dx : dy;
         expect("grad", i, out[i], point(nearest(log2f(rho), 0, LEVELS - 1), hg_c[i].x, hg_c[i].y));
+    }
+
+    // Cubemaps: the face of the direction's major axis (+x, -x, +y, -y,
+    // +z, -z), at levels 0 to 2 of 8 x 8 faces.
+    {
+        cudaMipmappedArray_t cm = sliced_mipmaps(8, 6, 3, cudaArrayCubemap);
+        cudaTextureObject_t ct = point_mip_texture(cm, 2);
+        const float dirs[6][3] = {{1, 0.2f, -0.3f}, {-1, 0.1f, 0.4f}, {0.3f, 1, -0.2f}, {-0.1f, -1, 0.2f}, {0.2f, -0.4f, 1}, {0.1f, 0.3f, -1}};
+        float4 q[18];
+        for (int i = 0; i < 18; i++) q[i] = make_float4(dirs[i % 6][0], dirs[i % 6][1], dirs[i % 6][2], (float)(i / 6));
+        CHECK(cudaMemcpy(dc, q, sizeof q, cudaMemcpyHostToDevice));
+        cube_lod<<<1, 32>>>(ct, dc, dout, 18);
+        CHECK_KERNEL();
+        CHECK(cudaMemcpy(out, dout, 18 * sizeof(float), cudaMemcpyDeviceToHost));
+        for (int i = 0; i < 18; i++) expect("cube lod", i, out[i], 100.0f * (i / 6 + 1) + 10.0f * (i % 6));
+        CHECK(cudaDestroyTextureObject(ct));
+        CHECK(cudaFreeMipmappedArray(cm));
+    }
+    // Layered: layer k of each level, levels 0 to 3 of 16 x 16 layers.
+    {
+        cudaMipmappedArray_t lm = sliced_mipmaps(16, 3, 4, cudaArrayLayered);
+        cudaTextureObject_t lt = point_mip_texture(lm, 3);
+        float4 q[12];
+        for (int i = 0; i < 12; i++) q[i] = make_float4(0.3f, 0.6f, (float)(i % 3), (float)(i / 3));
+        CHECK(cudaMemcpy(dc, q, sizeof q, cudaMemcpyHostToDevice));
+        layered_lod<<<1, 32>>>(lt, dc, dout, 12);
+        CHECK_KERNEL();
+        CHECK(cudaMemcpy(out, dout, 12 * sizeof(float), cudaMemcpyDeviceToHost));
+        for (int i = 0; i < 12; i++) expect("layered lod", i, out[i], 100.0f * (i / 3 + 1) + 10.0f * (i % 3));
+        CHECK(cudaDestroyTextureObject(lt));
+        CHECK(cudaFreeMipmappedArray(lm));
     }
 
     CHECK(cudaDestroyTextureObject(nearest_tex));
