@@ -3,7 +3,8 @@
 //!
 //! - `cuLaunchKernel` overhead: an empty kernel, one block of 32 threads,
 //!   each launch followed by `cuStreamSynchronize` (round trip), and 1000
-//!   launches followed by one synchronize (issue cost, queued).
+//!   launches followed by one synchronize (issue cost, queued); 1000
+//!   launches of 64 blocks (the worker pool's hand-offs).
 //! - Module load: `cuModuleLoadData` cold (a cache miss: parse, compile,
 //!   store) and warm (from the kernel cache), for a small module and for
 //!   the biggest module of the PTX oracle. Each cold load gets a text with a
@@ -260,6 +261,21 @@ fn main() {
         sync();
     });
     rows.push(("1000 × `cuLaunchKernel` then one `cuStreamSynchronize`, per launch (median of 10)".into(), us(batch / 1000)));
+    // Several blocks: the launch goes through the worker pool.
+    let launch64 = || {
+        // SAFETY: a kernel without parameters.
+        ok("cuLaunchKernel", unsafe { (api.cuLaunchKernel)(f, 64, 1, 1, 128, 1, 1, 0, null_mut(), null_mut(), null_mut()) });
+    };
+    let batch64 = time(10, || {
+        for _ in 0..1000 {
+            launch64();
+        }
+        sync();
+    });
+    rows.push((
+        "1000 × `cuLaunchKernel` of 64 blocks of 128 threads then one `cuStreamSynchronize`, per launch (median of 10)".into(),
+        us(batch64 / 1000),
+    ));
     unload(&api, module);
 
     // Module load.

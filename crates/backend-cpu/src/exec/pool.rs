@@ -13,6 +13,14 @@ use crate::heap::DeviceHeap;
 /// How long an added worker waits for work before it leaves.
 const EXTRA_WORKER_IDLE: Duration = Duration::from_secs(2);
 
+/// How long the stall monitor keeps polling after the last launch it saw
+/// before it sleeps until the next submission wakes it. While it polls,
+/// submissions do not wake it: a program launching small kernels back to
+/// back (llama.cpp's generation: 31 launches per token, thousands per
+/// second) woke it at every launch, a thread switch each on a machine whose
+/// cores run the blocks.
+const MONITOR_LINGER: Duration = Duration::from_secs(1);
+
 pub(crate) struct Shared {
     pub config: ExecutorConfig,
     pub nsmid: u32,
@@ -35,6 +43,10 @@ struct PoolState {
     idle: usize,
     base_started: bool,
     monitor_started: bool,
+    /// The monitor sleeps until a submission wakes it (it polls otherwise).
+    monitor_asleep: bool,
+    /// When the last launch was submitted.
+    last_submit: Option<Instant>,
     next_worker: usize,
     shutdown: bool,
 }
@@ -113,6 +125,7 @@ impl Shared {
         }
         self.start_monitor(&mut state);
         state.queue.push_back(job.clone());
+        state.last_submit = Some(Instant::now());
         // The launching thread runs blocks too, so one block fewer needs a
         // worker.
         let helpers = usize::try_from(job.nblocks - 1).unwrap_or(usize::MAX);
@@ -129,7 +142,10 @@ impl Shared {
                 self.work.notify_one();
             }
         }
-        self.monitor.notify_one();
+        if state.monitor_asleep {
+            state.monitor_asleep = false;
+            self.monitor.notify_one();
+        }
     }
 
     fn retire(&self, job: &Arc<Job>) {
@@ -261,7 +277,14 @@ fn monitor_main(shared: std::sync::Weak<Shared>) {
         let waiting = state.queue.iter().any(|job| job.has_unclaimed());
         if !waiting {
             seen.clear();
-            let (guard, _) = shared.monitor.wait_timeout(state, Duration::from_secs(1)).unwrap_or_else(|p| p.into_inner());
+            // Soon after a launch, poll at the stall checks' pace (a launch
+            // submitted meanwhile is seen within half a stall period); once
+            // launches have stopped for a while, sleep until one comes.
+            let asleep = state.last_submit.is_none_or(|t| t.elapsed() >= MONITOR_LINGER);
+            state.monitor_asleep = asleep;
+            let wait = if asleep { Duration::from_secs(1) } else { stall / 2 };
+            let (mut guard, _) = shared.monitor.wait_timeout(state, wait).unwrap_or_else(|p| p.into_inner());
+            guard.monitor_asleep = false;
             drop(guard);
             continue;
         }
