@@ -476,6 +476,10 @@ pub mod tex {
     pub const RED_AND: u32 = 3;
     pub const RED_OR: u32 = 4;
     pub const RED_SIGNED: u32 = 0x4000;
+    /// `istypep`'s kinds.
+    pub const IS_TEXTURE: u32 = 0;
+    pub const IS_SAMPLER: u32 = 1;
+    pub const IS_SURFACE: u32 = 2;
     /// `txq`/`suq` queries.
     pub const Q_WIDTH: u32 = 0;
     pub const Q_HEIGHT: u32 = 1;
@@ -657,6 +661,9 @@ runtime_functions! {
     SULD = "__anycuda_suld": fn(Ctx, U32, U64, U32, U32, U32, U32, U32, BytesMut);
     /// `sust.b` and `sust.p`: (ctx, thread, handle, op, coordinates, data).
     SUST = "__anycuda_sust": fn(Ctx, U32, U64, U32, U32, U32, U32, U32, Bytes);
+    /// `istypep`: (ctx, thread, value, kind ([`tex::IS_TEXTURE`]...)): 1
+    /// when `value` is the handle of a live object of that kind.
+    ISTYPEP = "__anycuda_istypep": fn(Ctx, U32, U64, U32) -> U32;
     /// `sured`: (ctx, thread, handle, op, coordinates, value).
     SURED = "__anycuda_sured": fn(Ctx, U32, U64, U32, U32, U32, U32, U32, U64);
     /// `txq`/`suq`: (ctx, thread, handle, query).

@@ -1335,6 +1335,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Suld => self.suld(inst),
             Sust => self.sust(inst),
             Sured => self.sured(inst),
+            Istypep => self.istypep(inst),
             Txq | Suq => self.txq(inst),
             Vadd | Vsub | Vabsdiff | Vmin | Vmax | Vshl | Vshr | Vmad | Vset | Vadd2 | Vsub2 | Vavrg2 | Vabsdiff2 | Vmin2 | Vmax2
             | Vset2 | Vadd4 | Vsub4 | Vavrg4 | Vabsdiff4 | Vmin4 | Vmax4 | Vset4 => self.video(inst),

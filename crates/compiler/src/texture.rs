@@ -1,5 +1,6 @@
 //! Texture and surface instructions through object handles (`tex` with
-//! its mipmap forms, `tld4`, `txq`, `suld.b`, `sust`, `sured`, `suq`): calls into
+//! its mipmap forms, `tld4`, `txq`, `suld.b`, `sust`, `sured`, `suq`,
+//! `istypep`): calls into
 //! the runtime (`cpu_abi::tex`), which reads the object's descriptor and
 //! samples or accesses the resource in software.
 
@@ -376,6 +377,30 @@ impl<'c, 'm> FnLower<'c, 'm> {
             c[0], c[1], c[2], c[3]
         ));
         Ok(())
+    }
+
+    /// `istypep.type p, a`: whether the 64-bit value `a` is the handle of
+    /// a live texture (`.texref`) or surface (`.surfref`) object. CUDA
+    /// has no sampler objects of their own (a texture object carries its
+    /// sampling state), so `.samplerref` asks the runtime too and is false
+    /// for every handle.
+    pub fn istypep(&mut self, inst: &Instruction) -> Res<()> {
+        let b = self.b;
+        let args = b.args(inst);
+        let kind = match inst.ty(b) {
+            Some(Type::Texref) => tex::IS_TEXTURE,
+            Some(Type::Samplerref) => tex::IS_SAMPLER,
+            Some(Type::Surfref) => tex::IS_SURFACE,
+            _ => return self.invalid(format!("`{}`: istypep takes .texref, .samplerref or .surfref", self.describe(inst))),
+        };
+        if args.len() != 2 {
+            return self.invalid(format!("`{}`: expected `p, a`", self.describe(inst)));
+        }
+        let v = self.get(&args[1], Ty::I64)?;
+        self.cx.declare_runtime(&runtime::ISTYPEP);
+        let r = self.out.def(Ty::I32, format_args!("call i32 @__anycuda_istypep(ptr %ctx, i32 %lin, {v}, i32 {kind})"));
+        let p = self.icmp("ne", &r, &V::int(Ty::I32, 0));
+        self.set(&args[0], p)
     }
 
     /// `txq.query.b32 d, [a]` and `suq.query.b32 d, [a]`. The address

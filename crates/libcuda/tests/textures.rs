@@ -3,7 +3,7 @@
 //! (`tld4` of other components, `txq`/`suq`, vector and 8/64-bit `suld`,
 //! integer coordinates on layered arrays, the clamp modes, `txq.level`),
 //! mipmapped textures (`tex.level`, `tex.grad`, `tex.base`), formatted
-//! stores (`sust.p`) and reductions (`sured.b`, `sured.p`), the legacy
+//! stores (`sust.p`) and reductions (`sured.b`, `sured.p`), `istypep`, the legacy
 //! array copies, and the error paths: an out-of-range `sust.trap`, a
 //! destroyed texture object, and instructions anycuda refuses, named in
 //! the error.
@@ -111,6 +111,15 @@ const PTX: &str = concat!(
     " st.global.u32 [%rd2+16], %r3;\n",
     " txq.level.height.b32 %r3, [%rd1], %r2;\n",
     " st.global.u32 [%rd2+20], %r3;\n",
+    " ret;\n}\n",
+    // istypep of four values as texture, sampler and surface
+    ".visible .entry types(.param .u64 vals, .param .u64 out) {\n",
+    " .reg .b64 %rd<8>; .reg .b32 %r<4>; .reg .pred %p<4>;\n",
+    " ld.param.u64 %rd1, [vals]; ld.param.u64 %rd2, [out]; mov.u32 %r3, %tid.x;\n",
+    " mul.wide.u32 %rd3, %r3, 8; add.s64 %rd4, %rd1, %rd3; ld.global.u64 %rd5, [%rd4];\n",
+    " istypep.texref %p1, %rd5; istypep.samplerref %p2, %rd5; istypep.surfref %p3, %rd5;\n",
+    " selp.u32 %r1, 1, 0, %p1; selp.u32 %r2, 2, 0, %p2; add.u32 %r1, %r1, %r2; selp.u32 %r2, 4, 0, %p3; add.u32 %r1, %r1, %r2;\n",
+    " mul.wide.u32 %rd6, %r3, 4; add.s64 %rd7, %rd2, %rd6; st.global.u32 [%rd7], %r1;\n",
     " ret;\n}\n",
     // refused forms
     ".visible .entry offsets(.param .u64 t, .param .u64 out) {\n",
@@ -545,6 +554,21 @@ fn texture_and_surface_instructions_and_errors() {
         let mut want_b = init_b;
         want_b[5..9].copy_from_slice(&row1.to_le_bytes());
         assert_eq!(rb, want_b, "64 adds of 1 to the unaligned u32 at row 1");
+
+        // istypep: a texture handle, a surface handle, a device pointer, a
+        // pointer into the texture's descriptor, null, and a value that is
+        // no address at all.
+        let plain = alloc(64);
+        let vals: [u64; 6] = [t, s8, plain, t + 8, 0, 0x1234_5678_9abc_def0];
+        let dvals = alloc(48);
+        cuda_copy_htod(&l, dvals, &vals);
+        let (mut pv, mut po) = (dvals, out);
+        let mut args = [(&mut pv as *mut u64).cast(), (&mut po as *mut u64).cast()];
+        assert_eq!(cuLaunchKernel(func("types"), 1, 1, 1, 6, 1, 1, 0, null_mut(), args.as_mut_ptr(), null_mut()), SUCCESS);
+        assert_eq!(cuCtxSynchronize(), SUCCESS);
+        let mut kinds = [9u32; 6];
+        assert_eq!(cuMemcpyDtoH_v2(kinds.as_mut_ptr().cast(), out, 24), SUCCESS);
+        assert_eq!(kinds, [1, 4, 0, 0, 0, 0], "texref, surfref, then nothing (CUDA has no sampler objects)");
 
         // Refused instructions fail their launch with INVALID_PTX.
         let (mut tt, mut oo) = (t, out);

@@ -885,7 +885,7 @@ fn describe_bad_address(address: u64, size: u64, space: u32, shared: (u64, u64),
 }
 
 /// Addresses of the runtime functions, by `cpu_abi` name.
-pub(crate) fn symbols() -> [(&'static str, usize); 34] {
+pub(crate) fn symbols() -> [(&'static str, usize); 35] {
     use compiler::cpu_abi::{runtime, runtime_types};
     // Each definition is cast to the table's type for it: a definition whose
     // signature differs from the table does not compile.
@@ -915,6 +915,7 @@ pub(crate) fn symbols() -> [(&'static str, usize); 34] {
         (runtime::TEX_MIP.name, super::texture::__anycuda_tex_mip as runtime_types::TEX_MIP as usize),
         (runtime::SULD.name, super::texture::__anycuda_suld as runtime_types::SULD as usize),
         (runtime::SUST.name, super::texture::__anycuda_sust as runtime_types::SUST as usize),
+        (runtime::ISTYPEP.name, super::texture::__anycuda_istypep as runtime_types::ISTYPEP as usize),
         (runtime::SURED.name, super::texture::__anycuda_sured as runtime_types::SURED as usize),
         (runtime::TXQ.name, super::texture::__anycuda_txq as runtime_types::TXQ as usize),
         (runtime::TXQ_LEVEL.name, super::texture::__anycuda_txq_level as runtime_types::TXQ_LEVEL as usize),

@@ -292,6 +292,30 @@ pub unsafe extern "C" fn __anycuda_sured(
     crate::memcheck::host_wrote(a, size);
 }
 
+/// `istypep`: whether `value` is the handle of a live object of the kind
+/// asked for: the start of a live device allocation that holds a
+/// descriptor of that kind. Any 64-bit value may come: it is read only when
+/// it starts a live allocation.
+///
+/// # Safety
+/// Called from compiled code.
+pub unsafe extern "C" fn __anycuda_istypep(_ctx: *mut BlockCtx, _thread: u32, value: u64, kind: u32) -> u32 {
+    let magic = match kind {
+        tex::IS_TEXTURE => device::TEX_MAGIC,
+        tex::IS_SURFACE => device::SURF_MAGIC,
+        // CUDA has no sampler objects of their own.
+        _ => return 0,
+    };
+    // An object's descriptor is an allocation of its own, from its start.
+    let whole = crate::memcheck::containing(value, std::mem::size_of::<TexDesc>() as u64).is_some_and(|r| r.start == value);
+    if !whole || !value.is_multiple_of(8) {
+        return 0;
+    }
+    // SAFETY: inside a live allocation, aligned.
+    let d = unsafe { &*(value as *const TexDesc) };
+    u32::from(d.magic == magic)
+}
+
 /// The descriptor behind a `txq`/`suq` handle (either kind of object).
 ///
 /// # Safety

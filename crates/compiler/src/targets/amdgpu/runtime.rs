@@ -55,6 +55,7 @@ const MISSING: &[&str] = &[
     "__anycuda_sured",
     "__anycuda_txq",
     "__anycuda_txq_level",
+    "__anycuda_istypep",
     "__anycuda_devrt",
 ];
 
