@@ -503,6 +503,63 @@ impl Driver {
         Ok(m.levels.iter().map(|a| device::LevelDesc::of(&TexDesc::new(0, &a.desc, a.base, a.pitch(), 1, 0, [0; 3], [0.0; 4]))).collect())
     }
 
+    /// What a resource view (`CUDA_RESOURCE_VIEW_DESC`) selects of an array
+    /// or mipmapped array: levels `first_level..=last_level` and layers
+    /// `first_layer..=last_layer` (zeros select level 0 and layer 0, as
+    /// CUDA documents). Returns the shape, base and pitch of the first
+    /// selected level and the selected levels' table (empty for one
+    /// level). Views that reinterpret the format or change the extent are
+    /// refused as unsupported.
+    fn select_view(&self, r: &Resource, v: ViewDesc) -> Result<(ArrayDesc, u64, usize, Vec<device::LevelDesc>)> {
+        let arrays: Vec<Arc<Array>> = match *r {
+            Resource::Array(h) => vec![self.array(h)?],
+            Resource::Mipmapped(h) => self.mipmapped_array(h)?.levels.clone(),
+            _ => return Err(Error::invalid("a resource view is only for arrays and mipmapped arrays")),
+        };
+        if v.format != 0 {
+            return Err(Error::NotSupported("resource views that reinterpret the format".into()));
+        }
+        if v.first_level > v.last_level || v.last_level as usize >= arrays.len() {
+            return Err(Error::invalid(format!(
+                "view of levels {} to {} of a resource of {} level(s)",
+                v.first_level,
+                v.last_level,
+                arrays.len()
+            )));
+        }
+        let first = &arrays[v.first_level as usize];
+        let d = first.desc;
+        let layered = d.flags & array_flags::LAYERED != 0;
+        let cube = d.flags & array_flags::CUBEMAP != 0;
+        let layers = if layered || cube { d.depth } else { 1 };
+        if v.first_layer > v.last_layer || v.last_layer as usize >= layers {
+            return Err(Error::invalid(format!("view of layers {} to {} of a resource of {layers} layer(s)", v.first_layer, v.last_layer)));
+        }
+        let selected = (v.last_layer - v.first_layer + 1) as usize;
+        if cube && selected != layers {
+            return Err(Error::NotSupported("resource views of some faces or layers of a cubemap".into()));
+        }
+        let extent = |given: usize, actual: usize| given == 0 || given == actual.max(1);
+        let depth_ok = v.depth == 0 || v.depth == selected || v.depth == d.depth.max(1);
+        if !extent(v.width, d.width) || !extent(v.height, d.height) || !depth_ok {
+            return Err(Error::NotSupported(format!(
+                "resource views that change the extent ({} x {} x {} of a level of {} x {} x {})",
+                v.width, v.height, v.depth, d.width, d.height, d.depth
+            )));
+        }
+        let shape = ArrayDesc { depth: if layered { selected } else { d.depth }, ..d };
+        let level = |a: &Arc<Array>| {
+            let rows = a.desc.height.max(1);
+            let skip = (v.first_layer as usize * a.pitch() * rows) as u64;
+            let t = TexDesc::new(0, &ArrayDesc { depth: shape.depth, ..a.desc }, a.base + skip, a.pitch(), 1, 0, [0; 3], [0.0; 4]);
+            device::LevelDesc::of(&t)
+        };
+        let chosen = &arrays[v.first_level as usize..=v.last_level as usize];
+        let table = if chosen.len() > 1 { chosen.iter().map(level).collect() } else { Vec::new() };
+        let l0 = level(first);
+        Ok((shape, l0.base, first.pitch(), table))
+    }
+
     /// Writes an object's descriptor, followed by its level table when it
     /// has more than one level, into one device allocation.
     fn write_object(&self, obj: TexObject, desc: &TexDesc, levels: &[device::LevelDesc]) -> Result<u64> {
@@ -531,14 +588,11 @@ impl Driver {
     /// `cuTexObjectCreate`.
     pub fn tex_object_create(&self, resource: Resource, tex: &TextureDesc, view: Option<ViewDesc>) -> Result<u64> {
         let ctx = self.current_ctx()?;
-        let (shape, base, pitch, levels) = self.resource_view(&resource)?;
-        if view.is_some() && !matches!(resource, Resource::Array(_) | Resource::Mipmapped(_)) {
-            return Err(Error::invalid("a resource view is only for arrays and mipmapped arrays"));
-        }
+        let (mut shape, mut base, mut pitch, mut levels) = self.resource_view(&resource)?;
+        let mut table = self.mip_levels(&resource)?;
         if let Some(v) = view {
-            if v.format != 0 || v.first_level != 0 || v.first_layer != 0 {
-                return Err(Error::NotSupported("resource views that change format or start at another level or layer".into()));
-            }
+            (shape, base, pitch, table) = self.select_view(&resource, v)?;
+            levels = table.len().max(1) as u32;
         }
         let (bytes, signed, float) = format::channel(shape.format).unwrap_or((4, false, false));
         let as_integer = tex.flags & tex_flags::READ_AS_INTEGER != 0;
@@ -577,7 +631,6 @@ impl Driver {
         if tex.mipmap_filter == 1 {
             flags |= device::MIPMAP_LINEAR;
         }
-        let table = self.mip_levels(&resource)?;
         let mut desc = device::TexDesc::new(device::TEX_MAGIC, &shape, base, pitch, levels, flags, tex.address, tex.border);
         desc.lod_bias = tex.mipmap_bias;
         desc.min_lod = tex.min_lod;

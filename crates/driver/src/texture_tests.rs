@@ -201,6 +201,58 @@ fn a_mipmapped_texture_carries_its_levels_and_clamps() {
     d.mipmapped_array_destroy(m).expect("destroy");
 }
 
+#[test]
+fn resource_views_select_levels_and_layers() {
+    let d = with_ctx();
+    let f2 = Fetch { geometry: Geometry::D2, int_coords: false, result: Ret::F32, gather: None };
+    let centre = [0.5f32.to_bits(), 0.5f32.to_bits(), 0, 0];
+    // Three levels holding 100, 200 and 300.
+    let m = d.mipmapped_array_create(&desc(8, 4, 0, format::FLOAT, 1, 0), 3).expect("mipmapped");
+    for (l, (w, h)) in [(8usize, 4usize), (4, 2), (2, 1)].into_iter().enumerate() {
+        let a = d.mipmapped_array_level(m, l as u32).expect("level");
+        let data = vec![100.0f32 * (l + 1) as f32; w * h];
+        let c = copy(MemLoc::Host(data.as_ptr() as usize), MemLoc::Array(a), 4 * w, h, 1);
+        unsafe { d.memcpy_3d(&c, 0, false, false) }.expect("copy");
+    }
+    let tex = TextureDesc { flags: crate::texture::tex_flags::NORMALIZED_COORDINATES, max_lod: 5.0, ..TextureDesc::default() };
+    let levels_1_2 = ViewDesc { width: 4, height: 2, first_level: 1, last_level: 2, ..ViewDesc::default() };
+    let t = d.tex_object_create(Resource::Mipmapped(m), &tex, Some(levels_1_2)).expect("view of levels 1-2");
+    let td = read_desc(&d, t);
+    assert_eq!((td.width, td.height, td.levels), (4, 2, 2));
+    let at = |td: &TexDesc, lod: f32| f32::from_bits(unsafe { device::sample_mip(td, &f2, centre, device::Lod::Level(lod)) }[0]);
+    assert_eq!((at(&td, 0.0), at(&td, 1.0), at(&td, 4.0)), (200.0, 300.0, 300.0), "the view's level 0 is the array's level 1");
+    assert_eq!(d.tex_object(t, false).expect("object").view, Some(levels_1_2));
+    d.tex_object_destroy(t, false).expect("destroy");
+    // A view of zeros selects level 0 alone.
+    let t = d.tex_object_create(Resource::Mipmapped(m), &tex, Some(ViewDesc::default())).expect("zero view");
+    let td = read_desc(&d, t);
+    assert_eq!((td.levels, at(&td, 2.0)), (1, 100.0));
+    d.tex_object_destroy(t, false).expect("destroy");
+    let past = ViewDesc { first_level: 1, last_level: 3, ..ViewDesc::default() };
+    assert!(matches!(d.tex_object_create(Resource::Mipmapped(m), &tex, Some(past)), Err(Error::InvalidValue(_))), "past the last level");
+    let reformat = ViewDesc { format: 0x0b, ..ViewDesc::default() };
+    assert!(matches!(d.tex_object_create(Resource::Mipmapped(m), &tex, Some(reformat)), Err(Error::NotSupported(_))));
+    let wider = ViewDesc { width: 16, ..ViewDesc::default() };
+    assert!(matches!(d.tex_object_create(Resource::Mipmapped(m), &tex, Some(wider)), Err(Error::NotSupported(_))));
+    d.mipmapped_array_destroy(m).expect("destroy");
+
+    // Layers 1 and 2 of a 2 x 2 array of three layers holding 10, 20, 30.
+    let a = d.array_create(&desc(2, 2, 3, format::FLOAT, 1, af::LAYERED)).expect("layered");
+    let data: Vec<f32> = (0..12).map(|i| 10.0 * (i / 4 + 1) as f32).collect();
+    let c = copy(MemLoc::Host(data.as_ptr() as usize), MemLoc::Array(a), 8, 2, 3);
+    unsafe { d.memcpy_3d(&c, 0, false, false) }.expect("copy");
+    let layers = ViewDesc { width: 2, height: 2, depth: 2, first_layer: 1, last_layer: 2, ..ViewDesc::default() };
+    let t = d.tex_object_create(Resource::Array(a), &tex, Some(layers)).expect("view of layers 1-2");
+    let td = read_desc(&d, t);
+    assert_eq!(td.layers, 2);
+    let fa = Fetch { geometry: Geometry::A2d, ..f2 };
+    let layer = |l: u32| f32::from_bits(unsafe { device::sample(&td, &fa, [l, 0.5f32.to_bits(), 0.5f32.to_bits(), 0]) }[0]);
+    assert_eq!((layer(0), layer(1), layer(7)), (20.0, 30.0, 30.0), "layer 0 of the view is the array's layer 1; indices clamp to the view");
+    d.tex_object_destroy(t, false).expect("destroy");
+    let linear = Resource::Linear { ptr: d.mem_alloc(256).expect("alloc"), format: format::FLOAT, channels: 1, size: 256 };
+    assert!(matches!(d.tex_object_create(linear, &tex, Some(ViewDesc::default())), Err(Error::InvalidValue(_))), "views are for arrays");
+}
+
 /// The descriptor behind an object handle, read back from device memory.
 fn read_desc(d: &Driver, h: u64) -> TexDesc {
     let mut bytes = vec![0u8; std::mem::size_of::<TexDesc>()];
