@@ -1,8 +1,7 @@
 //! Texture and surface instructions through object handles (`tex` with
 //! its mipmap forms, `tld4`, `txq`, `suld.b`, `sust`, `sured`, `suq`,
-//! `istypep`): calls into
-//! the runtime (`cpu_abi::tex`), which reads the object's descriptor and
-//! samples or accesses the resource in software.
+//! `istypep`): calls into the runtime (`cpu_abi::tex`), which reads the
+//! object's descriptor and samples or accesses the resource in software.
 
 use crate::cpu_abi::{runtime, tex};
 use crate::ir::{Ty, V};
