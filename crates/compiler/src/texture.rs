@@ -184,9 +184,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let resident = if level || grad {
             // [lod, dPdx (3), dPdy (3)] as f32 bits.
             let lod = self.out.alloca("[7 x i32]", 16);
-            let mut words: Vec<(usize, V)> = Vec::new();
+            let mut words: [V; 7] = std::array::from_fn(|_| V::int(Ty::I32, 0));
             if level {
-                words.push((0, self.float_word(&args[2])?));
+                words[0] = self.float_word(&args[2])?;
             } else {
                 op |= tex::GRAD;
                 for (g, at) in [(&args[2], 1), (&args[3], 4)] {
@@ -200,12 +200,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     // A fourth component (the .v4 of 3-D and cube
                     // gradients) is ignored.
                     for (k, e) in parts.iter().take(3).enumerate() {
-                        words.push((at + k, self.float_word(e)?));
+                        words[at + k] = self.float_word(e)?;
                     }
                 }
             }
-            for k in 0..7 {
-                let v = words.iter().find(|(at, _)| *at == k).map_or(V::int(Ty::I32, 0), |(_, v)| v.clone());
+            for (k, v) in words.iter().enumerate() {
                 let p = self.out.def(Ty::Ptr, format_args!("getelementptr i32, ptr {lod}, i64 {k}"));
                 self.out.op(format_args!("store {v}, {p}, align 4"));
             }

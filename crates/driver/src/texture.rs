@@ -588,12 +588,16 @@ impl Driver {
     /// `cuTexObjectCreate`.
     pub fn tex_object_create(&self, resource: Resource, tex: &TextureDesc, view: Option<ViewDesc>) -> Result<u64> {
         let ctx = self.current_ctx()?;
-        let (mut shape, mut base, mut pitch, mut levels) = self.resource_view(&resource)?;
-        let mut table = self.mip_levels(&resource)?;
-        if let Some(v) = view {
-            (shape, base, pitch, table) = self.select_view(&resource, v)?;
-            levels = table.len().max(1) as u32;
-        }
+        let (shape, base, pitch, levels, table) = match view {
+            Some(v) => {
+                let (shape, base, pitch, table) = self.select_view(&resource, v)?;
+                (shape, base, pitch, table.len().max(1) as u32, table)
+            }
+            None => {
+                let (shape, base, pitch, levels) = self.resource_view(&resource)?;
+                (shape, base, pitch, levels, self.mip_levels(&resource)?)
+            }
+        };
         let (bytes, signed, float) = format::channel(shape.format).unwrap_or((4, false, false));
         let as_integer = tex.flags & tex_flags::READ_AS_INTEGER != 0;
         for (i, m) in tex.address.iter().enumerate() {
@@ -1457,14 +1461,15 @@ pub mod device {
         Access::At(d.base + slice * d.slice + v[1] as u64 * d.pitch + v[0] as u64)
     }
 
-    /// What `sust.p` writes for 32-bit values `words` (R, G, B, A in
-    /// order): one sample in the surface's format. The ISA reads the
-    /// values as f32 for float formats and as u32 or s32 for integer ones,
-    /// then converts them to the format; formats with 32-bit channels
-    /// store them as they are. Narrower formats are refused: how the
-    /// hardware narrows (saturation of integers, rounding to half floats
-    /// and normalized integers) is not documented.
-    pub fn formatted_sample(d: &TexDesc, words: &[u32]) -> Result<Vec<u8>, String> {
+    /// What `sust.p` of `n` 32-bit values (R, G, B, A in order) writes:
+    /// `(sample bytes, bytes written)`, the values' bytes going as they are
+    /// to the sample's first channels. The ISA reads the values as f32 for
+    /// float formats and as u32 or s32 for integer ones, then converts them
+    /// to the format; formats with 32-bit channels store them as they are.
+    /// Narrower formats are refused: how the hardware narrows (saturation
+    /// of integers, rounding to half floats and normalized integers) is not
+    /// documented.
+    pub fn formatted_store(d: &TexDesc, n: usize) -> Result<(u64, usize), String> {
         let Some((bytes, _, _)) = super::format::channel(d.format) else {
             return Err(format!("a surface of format {:#x}", d.format));
         };
@@ -1476,17 +1481,7 @@ pub mod device {
                 d.format
             ));
         }
-        let mut out = vec![0u8; d.element_size() as usize];
-        for (k, w) in words.iter().take(d.channels as usize).enumerate() {
-            out[4 * k..4 * k + 4].copy_from_slice(&w.to_le_bytes());
-        }
-        Ok(out)
-    }
-
-    /// The bytes of a sample that `n` formatted values cover.
-    pub fn formatted_bytes(d: &TexDesc, n: usize) -> usize {
-        let per = super::format::channel(d.format).map_or(4, |(b, _, _)| b as usize);
-        per * n.min(d.channels as usize)
+        Ok((d.element_size(), 4 * n.min(d.channels as usize)))
     }
 
     /// Whether a surface's samples are signed integers (`sured.p`);
@@ -1509,7 +1504,7 @@ pub mod device {
     /// # Safety
     /// `a` addresses `size` writable bytes.
     pub unsafe fn reduce(a: u64, size: u64, red: u32, signed: bool, v: u64) {
-        use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
+        use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
         let combine = |old: u64| -> u64 {
             match (size, red, signed) {
                 (4, 0, _) => u64::from((old as u32).wrapping_add(v as u32)),
@@ -1542,23 +1537,12 @@ pub mod device {
         }
         // SAFETY: aligned and writable, per the contract; the surface's
         // memory is only accessed atomically by reductions meanwhile, as
-        // on the GPU.
+        // on the GPU. The update never declines, so the results are unused.
         unsafe {
-            match (size, red, signed) {
-                (4, 0, _) => _ = AtomicU32::from_ptr(a as *mut u32).fetch_add(v as u32, Relaxed),
-                (4, 1, false) => _ = AtomicU32::from_ptr(a as *mut u32).fetch_min(v as u32, Relaxed),
-                (4, 1, true) => _ = AtomicI32::from_ptr(a as *mut i32).fetch_min(v as i32, Relaxed),
-                (4, 2, false) => _ = AtomicU32::from_ptr(a as *mut u32).fetch_max(v as u32, Relaxed),
-                (4, 2, true) => _ = AtomicI32::from_ptr(a as *mut i32).fetch_max(v as i32, Relaxed),
-                (4, 3, _) => _ = AtomicU32::from_ptr(a as *mut u32).fetch_and(v as u32, Relaxed),
-                (4, _, _) => _ = AtomicU32::from_ptr(a as *mut u32).fetch_or(v as u32, Relaxed),
-                (_, 0, _) => _ = AtomicU64::from_ptr(a as *mut u64).fetch_add(v, Relaxed),
-                (_, 1, false) => _ = AtomicU64::from_ptr(a as *mut u64).fetch_min(v, Relaxed),
-                (_, 1, true) => _ = AtomicI64::from_ptr(a as *mut i64).fetch_min(v as i64, Relaxed),
-                (_, 2, false) => _ = AtomicU64::from_ptr(a as *mut u64).fetch_max(v, Relaxed),
-                (_, 2, true) => _ = AtomicI64::from_ptr(a as *mut i64).fetch_max(v as i64, Relaxed),
-                (_, 3, _) => _ = AtomicU64::from_ptr(a as *mut u64).fetch_and(v, Relaxed),
-                _ => _ = AtomicU64::from_ptr(a as *mut u64).fetch_or(v, Relaxed),
+            if size == 4 {
+                let _ = AtomicU32::from_ptr(a as *mut u32).fetch_update(Relaxed, Relaxed, |old| Some(combine(u64::from(old)) as u32));
+            } else {
+                let _ = AtomicU64::from_ptr(a as *mut u64).fetch_update(Relaxed, Relaxed, |old| Some(combine(old)));
             }
         }
     }

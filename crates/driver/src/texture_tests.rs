@@ -161,17 +161,23 @@ fn mipmapped_arrays_halve_each_level() {
     assert!(matches!(d.mipmapped_array_destroy(m), Err(Error::InvalidHandle(_))));
 }
 
-#[test]
-fn a_mipmapped_texture_carries_its_levels_and_clamps() {
-    let d = with_ctx();
+/// A float mipmapped array of 8 x 4, 4 x 2 and 2 x 1 texels whose level
+/// `l` holds 100 * (l + 1) in every texel.
+fn three_levels(d: &Driver) -> u64 {
     let m = d.mipmapped_array_create(&desc(8, 4, 0, format::FLOAT, 1, 0), 3).expect("mipmapped");
-    // Level l holds the value 100 * (l + 1) in every texel.
     for (l, (w, h)) in [(8usize, 4usize), (4, 2), (2, 1)].into_iter().enumerate() {
         let a = d.mipmapped_array_level(m, l as u32).expect("level");
         let data = vec![100.0f32 * (l + 1) as f32; w * h];
         let c = copy(MemLoc::Host(data.as_ptr() as usize), MemLoc::Array(a), 4 * w, h, 1);
         unsafe { d.memcpy_3d(&c, 0, false, false) }.expect("copy");
     }
+    m
+}
+
+#[test]
+fn a_mipmapped_texture_carries_its_levels_and_clamps() {
+    let d = with_ctx();
+    let m = three_levels(&d);
     let tex = TextureDesc {
         flags: crate::texture::tex_flags::NORMALIZED_COORDINATES,
         mipmap_filter: 1,
@@ -206,14 +212,7 @@ fn resource_views_select_levels_and_layers() {
     let d = with_ctx();
     let f2 = Fetch { geometry: Geometry::D2, int_coords: false, result: Ret::F32, gather: None };
     let centre = [0.5f32.to_bits(), 0.5f32.to_bits(), 0, 0];
-    // Three levels holding 100, 200 and 300.
-    let m = d.mipmapped_array_create(&desc(8, 4, 0, format::FLOAT, 1, 0), 3).expect("mipmapped");
-    for (l, (w, h)) in [(8usize, 4usize), (4, 2), (2, 1)].into_iter().enumerate() {
-        let a = d.mipmapped_array_level(m, l as u32).expect("level");
-        let data = vec![100.0f32 * (l + 1) as f32; w * h];
-        let c = copy(MemLoc::Host(data.as_ptr() as usize), MemLoc::Array(a), 4 * w, h, 1);
-        unsafe { d.memcpy_3d(&c, 0, false, false) }.expect("copy");
-    }
+    let m = three_levels(&d);
     let tex = TextureDesc { flags: crate::texture::tex_flags::NORMALIZED_COORDINATES, max_lod: 5.0, ..TextureDesc::default() };
     let levels_1_2 = ViewDesc { width: 4, height: 2, first_level: 1, last_level: 2, ..ViewDesc::default() };
     let t = d.tex_object_create(Resource::Mipmapped(m), &tex, Some(levels_1_2)).expect("view of levels 1-2");

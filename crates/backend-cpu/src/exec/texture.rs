@@ -121,6 +121,14 @@ fn surface_geometry(op: u32) -> SurfGeometry {
     }
 }
 
+/// The coordinates of a formatted access (`.p`), whose x counts samples of
+/// `size` bytes, as byte coordinates (the x of `.b` accesses).
+fn samples_to_bytes(g: SurfGeometry, mut c: [u32; 4], size: u64) -> [u32; 4] {
+    let x = if matches!(g, SurfGeometry::A1d | SurfGeometry::A2d) { 1 } else { 0 };
+    c[x] = (c[x] as i32 as i64).wrapping_mul(size as i64) as u32;
+    c
+}
+
 /// (element bytes, elements, clamp mode) of a surface access.
 fn surface_access(op: u32) -> (u64, u64, Clamp) {
     let size = 1u64 << ((op >> tex::SIZE_SHIFT) & 3);
@@ -186,9 +194,7 @@ pub unsafe extern "C" fn __anycuda_sust(
     let Some(d) = (unsafe { descriptor(ctx, handle, device::SURF_MAGIC) }) else { return };
     let (size, n, clamp) = surface_access(op);
     if op & tex::FORMATTED != 0 {
-        // SAFETY: data holds n 32-bit values.
-        let words: Vec<u32> = (0..n as usize).map(|k| unsafe { data.add(4 * k).cast::<u32>().read_unaligned() }).collect();
-        let sample = match device::formatted_sample(d, &words) {
+        let (es, bytes) = match device::formatted_store(d, n as usize) {
             Ok(s) => s,
             Err(why) => {
                 // SAFETY: per the contract.
@@ -196,21 +202,15 @@ pub unsafe extern "C" fn __anycuda_sust(
                 return;
             }
         };
-        let es = sample.len() as u64;
-        let x = (c0 as i32 as i64).wrapping_mul(es as i64) as u32;
-        let c = if matches!(surface_geometry(op), SurfGeometry::A1d | SurfGeometry::A2d) {
-            [c0, (c1 as i32 as i64).wrapping_mul(es as i64) as u32, c2, c3]
-        } else {
-            [x, c1, c2, c3]
-        };
-        match device::surface_address(d, surface_geometry(op), c, es, clamp) {
+        let g = surface_geometry(op);
+        match device::surface_address(d, g, samples_to_bytes(g, [c0, c1, c2, c3], es), es, clamp) {
             Access::At(a) => {
                 // Channels the data does not cover keep what they held
                 // (the ISA leaves them unpredictable).
-                let keep = device::formatted_bytes(d, words.len());
-                // SAFETY: inside the surface; the sample has `es` bytes.
-                unsafe { std::ptr::copy_nonoverlapping(sample.as_ptr(), a as *mut u8, keep) };
-                crate::memcheck::host_wrote(a, keep as u64);
+                // SAFETY: inside the surface (`es` >= `bytes`); data holds
+                // n 32-bit values, `bytes` of them at most.
+                unsafe { std::ptr::copy_nonoverlapping(data, a as *mut u8, bytes) };
+                crate::memcheck::host_wrote(a, bytes as u64);
             }
             Access::Zero => {}
             Access::Trap => {
@@ -275,7 +275,7 @@ pub unsafe extern "C" fn __anycuda_sured(
                 return;
             }
         };
-        c[0] = (c0 as i32 as i64).wrapping_mul(size as i64) as u32;
+        c = samples_to_bytes(surface_geometry(op), c, size);
     }
     let a = match device::surface_address(d, surface_geometry(op), c, size, clamp) {
         Access::At(a) => a,
@@ -345,7 +345,12 @@ unsafe fn any_descriptor<'a>(ctx: *mut BlockCtx, handle: u64) -> Option<&'a TexD
 pub unsafe extern "C" fn __anycuda_txq(ctx: *mut BlockCtx, _thread: u32, handle: u64, query: u32) -> u32 {
     // SAFETY: per the contract.
     let Some(d) = (unsafe { any_descriptor(ctx, handle) }) else { return 0 };
-    let q = match query {
+    device::query(d, query_code(query))
+}
+
+/// The sampler's query for a `txq`/`suq` query word.
+fn query_code(query: u32) -> u32 {
+    match query {
         tex::Q_WIDTH => device::query::WIDTH,
         tex::Q_HEIGHT => device::query::HEIGHT,
         tex::Q_DEPTH => device::query::DEPTH,
@@ -355,8 +360,7 @@ pub unsafe extern "C" fn __anycuda_txq(ctx: *mut BlockCtx, _thread: u32, handle:
         tex::Q_FILTER_MODE => device::query::FILTER_MODE,
         q @ 7..=9 => device::query::ADDR_MODE_0 + (q - tex::Q_ADDR_MODE_0),
         _ => device::query::NUM_SAMPLES,
-    };
-    device::query(d, q)
+    }
 }
 
 /// `txq.level`: the width, height or depth of one level.
@@ -366,11 +370,6 @@ pub unsafe extern "C" fn __anycuda_txq(ctx: *mut BlockCtx, _thread: u32, handle:
 pub unsafe extern "C" fn __anycuda_txq_level(ctx: *mut BlockCtx, _thread: u32, handle: u64, query: u32, level: u32) -> u32 {
     // SAFETY: per the contract.
     let Some(d) = (unsafe { any_descriptor(ctx, handle) }) else { return 0 };
-    let q = match query {
-        tex::Q_WIDTH => device::query::WIDTH,
-        tex::Q_HEIGHT => device::query::HEIGHT,
-        _ => device::query::DEPTH,
-    };
     // SAFETY: a live descriptor, whose level table the driver wrote.
-    unsafe { device::query_level(d, q, level) }
+    unsafe { device::query_level(d, query_code(query), level) }
 }
