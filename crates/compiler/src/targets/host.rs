@@ -83,7 +83,34 @@ impl CodeTarget for HostTarget {
 /// since LLVM's target registry is not safe to extend concurrently.
 pub(crate) fn init() -> Result<(), CompileError> {
     static INIT: OnceLock<Result<(), String>> = OnceLock::new();
-    INIT.get_or_init(|| Target::initialize_native(&InitializationConfig::default())).clone().map_err(CompileError::Llvm)
+    INIT.get_or_init(|| {
+        Target::initialize_native(&InitializationConfig::default())?;
+        set_codegen_options();
+        Ok(())
+    })
+    .clone()
+    .map_err(CompileError::Llvm)
+}
+
+/// The code generator's command-line options anycuda sets, once per
+/// process, before its first target machine.
+///
+/// `-disable-x86-domain-reassignment`: on AVX-512 hosts, from
+/// `OptimizationLevel::Less` up, LLVM runs a pass that moves chains of
+/// general-register operations on masks into mask registers. On warp-mode
+/// units, whose masks are everywhere, it is slow: on llama.cpp's
+/// `mul_mat_q_stream_k_fixup` (41 KB of code) it was 38 % of `llc -O1`'s
+/// time (0.21 of 0.57 s) and changed no byte of the object (the same held
+/// for a bf16 `mul_mat_f`, 133 KB). LLVM's options are process-wide; this
+/// one only affects how fast AVX-512 mask code is made, so another user of
+/// the same LLVM library in the process keeps correct code. The C entry
+/// point reports parse errors to nowhere and never exits the process.
+fn set_codegen_options() {
+    const OPTIONS: [&std::ffi::CStr; 2] = [c"anycuda", c"-disable-x86-domain-reassignment"];
+    let argv: Vec<*const std::ffi::c_char> = OPTIONS.iter().map(|o| o.as_ptr()).collect();
+    // SAFETY: `argv` holds OPTIONS.len() pointers to NUL-terminated strings
+    // that outlive the call; LLVM copies what it keeps.
+    unsafe { inkwell::llvm_sys::support::LLVMParseCommandLineOptions(argv.len() as i32, argv.as_ptr(), c"".as_ptr()) };
 }
 
 /// Host features LLVM must not use: with them it converts `float` to
