@@ -419,6 +419,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
             (Flag::NumMipmapLevels, tex::Q_NUM_MIPMAP_LEVELS),
             (Flag::NormalizedCoords, tex::Q_NORMALIZED_COORDS),
             (Flag::FilterMode, tex::Q_FILTER_MODE),
+            (Flag::AddrMode0, tex::Q_ADDR_MODE_0),
+            (Flag::AddrMode1, tex::Q_ADDR_MODE_0 + 1),
+            (Flag::AddrMode2, tex::Q_ADDR_MODE_0 + 2),
             (Flag::NumSamples, tex::Q_NUM_SAMPLES),
         ];
         let Some(q) = queries.iter().find(|(f, _)| inst.has(b, *f)).map(|(_, q)| *q) else {

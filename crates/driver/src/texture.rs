@@ -215,9 +215,14 @@ impl Default for State {
 /// there.
 #[derive(Debug)]
 pub struct TexRef {
+    /// The module holding the variable; 0 for a reference made by
+    /// `cuTexRefCreate`, which belongs to no module.
     pub module: u64,
-    /// The module variable: its address is the reference's handle.
+    /// The module variable: its address is the reference's handle. A
+    /// reference made by `cuTexRefCreate` owns its 8 bytes, in the memory
+    /// of device `own_slot`.
     pub slot: u64,
+    pub own_slot: Option<usize>,
     pub surface: bool,
     pub state: Mutex<TexRefState>,
 }
@@ -699,15 +704,48 @@ impl Driver {
             }
             return Ok(slot);
         }
-        refs.insert(slot, Arc::new(TexRef { module, slot, surface, state: Mutex::default() }));
+        refs.insert(slot, Arc::new(TexRef { module, slot, own_slot: None, surface, state: Mutex::default() }));
         Ok(slot)
+    }
+
+    /// `cuTexRefCreate`: a texture reference of no module, set and queried
+    /// as a module's are. Its handle is the address of 8 bytes of device
+    /// memory it owns (where a module's reference has its variable), so
+    /// binding it makes and frees objects exactly as a module's does.
+    pub fn texref_create(&self) -> Result<u64> {
+        let ctx = self.current_ctx()?;
+        let slot = self.backend.alloc(ctx.device, 8).map_err(backend_err)?;
+        if let Err(e) = self.backend.copy_htod(slot, &[0u8; 8]) {
+            let _ = self.backend.free(ctx.device, slot);
+            return Err(backend_err(e));
+        }
+        let r = TexRef { module: 0, slot, own_slot: Some(ctx.device), surface: false, state: Mutex::default() };
+        lock(&self.textures.refs).insert(slot, Arc::new(r));
+        Ok(slot)
+    }
+
+    /// `cuTexRefDestroy`: a reference made by `cuTexRefCreate`, with the
+    /// object it is bound to. A module's references go with the module.
+    pub fn texref_destroy(&self, h: u64) -> Result<()> {
+        let r = self.texref(h, false)?;
+        let Some(device) = r.own_slot else {
+            return Err(Error::invalid(format!("{h:#x} is a module's texture reference: it goes when the module is unloaded")));
+        };
+        lock(&self.textures.refs).remove(&h);
+        let object = lock(&r.state).object;
+        if object != 0 {
+            let _ = self.tex_object_destroy(object, false);
+        }
+        self.backend.free(device, r.slot).map_err(backend_err)
     }
 
     /// The live reference `h` of the given kind.
     pub fn texref(&self, h: u64, surface: bool) -> Result<Arc<TexRef>> {
         let r = lock(&self.textures.refs).get(&h).cloned().filter(|r| r.surface == surface);
         let r = r.ok_or_else(|| Error::handle(format!("{h:#x} is not a {} reference", if surface { "surface" } else { "texture" })))?;
-        self.module(r.module).map_err(|_| Error::handle(format!("{h:#x} belongs to an unloaded module")))?;
+        if r.own_slot.is_none() {
+            self.module(r.module).map_err(|_| Error::handle(format!("{h:#x} belongs to an unloaded module")))?;
+        }
         Ok(r)
     }
 
@@ -1598,7 +1636,15 @@ pub mod device {
             query::NUM_MIPMAP_LEVELS => d.levels,
             query::NORMALIZED_COORDS => u32::from(d.flags & NORMALIZED != 0),
             query::FILTER_MODE => u32::from(d.flags & LINEAR_FILTER != 0),
-            7..=9 => d.address[(q - query::ADDR_MODE_0) as usize],
+            // The ISA's enumeration { wrap, mirror, clamp_ogl,
+            // clamp_to_edge, clamp_to_border } for CUaddress_mode's wrap,
+            // clamp, mirror and border.
+            7..=9 => match d.address[(q - query::ADDR_MODE_0) as usize] {
+                0 => 0,
+                2 => 1,
+                3 => 4,
+                _ => 3,
+            },
             query::NUM_SAMPLES => 0,
             _ => 0,
         }

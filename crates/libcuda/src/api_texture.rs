@@ -400,6 +400,21 @@ api! {
 }
 
 api! {
+    fn cuTexRefCreate(pTexRef: *mut CUtexref) {
+        let out = Out::new(pTexRef, "pTexRef")?;
+        let h = drv()?.texref_create()?;
+        out.set(CUtexref(h as *mut _));
+        Ok(())
+    }
+}
+
+api! {
+    fn cuTexRefDestroy(hTexRef: CUtexref) {
+        drv()?.texref_destroy(tr(hTexRef))
+    }
+}
+
+api! {
     fn cuModuleGetSurfRef(pSurfRef: *mut CUsurfref, hmod: CUmodule, name: *const c_char) {
         let out = Out::new(pSurfRef, "pSurfRef")?;
         let name = cstr(name, "name")?;

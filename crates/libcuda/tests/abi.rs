@@ -45,11 +45,11 @@ fn every_abi_symbol_is_exported() {
 #[test]
 fn unimplemented_functions_say_so() {
     let l = lib();
-    api!(l; cuUserObjectCreate: fn(*mut Ptr, Ptr, Ptr, u32, u32); cuTexRefCreate: fn(*mut Ptr););
+    api!(l; cuUserObjectCreate: fn(*mut Ptr, Ptr, Ptr, u32, u32); cuEGLStreamConsumerConnect: fn(*mut Ptr, Ptr););
     let mut g = null_mut();
     unsafe {
         assert_eq!(cuUserObjectCreate(&mut g, null_mut(), null_mut(), 1, 0), NOT_SUPPORTED);
-        assert_eq!(cuTexRefCreate(&mut g), NOT_SUPPORTED);
+        assert_eq!(cuEGLStreamConsumerConnect(&mut g, null_mut()), NOT_SUPPORTED);
     }
 }
 

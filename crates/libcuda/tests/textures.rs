@@ -39,6 +39,9 @@ const PTX: &str = concat!(
     " st.global.v4.u32 [%rd3], {%r1, %r2, %r3, %r4};\n",
     " st.global.v4.u32 [%rd3+16], {%r5, %r6, %r7, %r8};\n",
     " st.global.u32 [%rd3+32], %r9;\n",
+    " txq.addr_mode_0.b32 %r9, [%rd1]; txq.addr_mode_1.b32 %r10, [%rd1]; txq.addr_mode_2.b32 %r11, [%rd1];\n",
+    " st.global.v2.u32 [%rd3+36], {%r9, %r10};\n",
+    " st.global.u32 [%rd3+44], %r11;\n",
     " ret;\n}\n",
     // integer coordinates on a 1-D layered array: layer 1, texels -1, 2, 9 (clamped)
     ".visible .entry int_coords(.param .u64 t, .param .u64 out) {\n",
@@ -222,6 +225,9 @@ fn texture_and_surface_instructions_and_errors() {
         cuTexRefGetMipmapLevelClamp: fn(*mut f32, *mut f32, Ptr);
         cuTexRefGetMaxAnisotropy: fn(*mut i32, Ptr);
         cuTexRefGetMipmappedArray: fn(*mut Ptr, Ptr);
+        cuTexRefCreate: fn(*mut Ptr);
+        cuTexRefDestroy: fn(Ptr);
+        cuTexRefGetArray: fn(*mut Ptr, Ptr);
         cuMemcpyHtoD_v2: fn(Dptr, *const c_void, usize);
     );
     unsafe {
@@ -313,7 +319,10 @@ fn texture_and_surface_instructions_and_errors() {
         let dl = CUDA_ARRAY3D_DESCRIPTOR { Width: 5, Height: 4, Depth: 3, Format: FLOAT, NumChannels: 1, Flags: 1 };
         assert_eq!(cuArray3DCreate_v2(&mut al, &dl), SUCCESS);
         let mut tl: u64 = 0;
-        let tdl = CUDA_TEXTURE_DESC { filterMode: 1, flags: 2, ..Default::default() };
+        // Address modes mirror, border, clamp: the ISA's enumeration
+        // { wrap, mirror, clamp_ogl, clamp_to_edge, clamp_to_border } says
+        // 1, 4, 3 to txq.addr_mode_0..2.
+        let tdl = CUDA_TEXTURE_DESC { addressMode: [2, 3, 1], filterMode: 1, flags: 2, ..Default::default() };
         assert_eq!(cuTexObjectCreate(&mut tl, &array_res(al), &tdl, std::ptr::null()), SUCCESS);
         let mut a3: Ptr = null_mut();
         let ds = CUDA_ARRAY3D_DESCRIPTOR {
@@ -331,9 +340,9 @@ fn texture_and_surface_instructions_and_errors() {
         let mut args = [(&mut tq as *mut u64).cast(), (&mut sq as *mut u64).cast(), (&mut oq as *mut u64).cast()];
         assert_eq!(launch(func("queries"), &mut args), SUCCESS);
         assert_eq!(cuCtxSynchronize(), SUCCESS);
-        let mut q = [0u32; 9];
-        assert_eq!(cuMemcpyDtoH_v2(q.as_mut_ptr().cast(), out, 36), SUCCESS);
-        assert_eq!(q, [5, 4, 3, 1, 1, 1, 7, 6, 2]);
+        let mut q = [0u32; 12];
+        assert_eq!(cuMemcpyDtoH_v2(q.as_mut_ptr().cast(), out, 48), SUCCESS);
+        assert_eq!(q, [5, 4, 3, 1, 1, 1, 7, 6, 2, 1, 4, 3]);
 
         // Integer coordinates on a 1-D layered u32 array.
         let mut a1l: Ptr = null_mut();
@@ -502,6 +511,26 @@ fn texture_and_surface_instructions_and_errors() {
         assert_eq!(cuTexRefSetArray(r, a1l, 1), SUCCESS);
         assert_eq!(cuTexRefGetMipmappedArray(&mut bound, r), INVALID_VALUE, "bound to an array now");
         assert_eq!(cuMipmappedArrayDestroy(mip), SUCCESS);
+        // A reference of no module: set, queried and destroyed as CUDA
+        // documents; a module's reference is not destroyed this way.
+        let mut own: Ptr = null_mut();
+        assert_eq!(cuTexRefCreate(std::ptr::null_mut()), INVALID_VALUE);
+        assert_eq!(cuTexRefCreate(&mut own), SUCCESS);
+        assert!(!own.is_null() && own != r);
+        assert_eq!(cuTexRefGetArray(&mut bound, own), INVALID_VALUE, "bound to nothing yet");
+        assert_eq!(cuTexRefSetArray(own, a1l, 1), SUCCESS);
+        assert_eq!(cuTexRefSetMipmapLevelBias(own, 1.5), SUCCESS);
+        assert_eq!(cuTexRefGetArray(&mut bound, own), SUCCESS);
+        assert_eq!(bound, a1l);
+        assert_eq!(cuTexRefGetMipmapLevelBias(&mut bias, own), SUCCESS);
+        assert_eq!(bias, 1.5);
+        assert_eq!(cuTexRefDestroy(r), INVALID_VALUE, "a module's reference");
+        assert_eq!(cuTexRefDestroy(own), SUCCESS);
+        assert_eq!(cuTexRefDestroy(own), INVALID_HANDLE, "destroyed already");
+        assert_eq!(cuTexRefSetArray(own, a1l, 1), INVALID_HANDLE);
+        // The module's reference still works.
+        assert_eq!(cuTexRefGetArray(&mut bound, r), SUCCESS);
+        assert_eq!(bound, a1l);
 
         // Formatted stores: element 1 of the 1-D u32 x 4 surface, its
         // first two channels.
