@@ -37,6 +37,19 @@ pub mod format {
     pub const UNORM_INT8X1: u32 = 0xc0;
     pub const SNORM_INT16X4: u32 = 0xcb;
 
+    /// The channel format and count of a `CUresourceViewFormat` (1 to 24:
+    /// 1, 2 or 4 channels of u8, s8, u16, s16, u32, s32, half, float, in
+    /// that order). The block-compressed formats (25 to 34) are not
+    /// supported.
+    pub fn of_view(f: u32) -> crate::Result<(u32, u32)> {
+        const KINDS: [u32; 8] = [U8, S8, U16, S16, U32, S32, HALF, FLOAT];
+        match f {
+            1..=24 => Ok((KINDS[(f as usize - 1) / 3], [1, 2, 4][(f as usize - 1) % 3])),
+            25..=34 => Err(crate::Error::NotSupported(format!("block-compressed resource view format {f}"))),
+            _ => Err(crate::Error::invalid(format!("resource view format {f}"))),
+        }
+    }
+
     /// (bytes per channel, signed, float) of a format this driver stores;
     /// `None` for anything else.
     pub fn channel(f: u32) -> Option<(u32, bool, bool)> {
@@ -513,7 +526,9 @@ impl Driver {
     /// `first_layer..=last_layer` (zeros select level 0 and layer 0, as
     /// CUDA documents). Returns the shape, base and pitch of the first
     /// selected level and the selected levels' table (empty for one
-    /// level). Views that reinterpret the format or change the extent are
+    /// level). A view format reads the same bytes as elements of its own
+    /// channels (the same element size: CUDA keeps the extent for them);
+    /// block-compressed view formats and views that change the extent are
     /// refused as unsupported.
     fn select_view(&self, r: &Resource, v: ViewDesc) -> Result<(ArrayDesc, u64, usize, Vec<device::LevelDesc>)> {
         let arrays: Vec<Arc<Array>> = match *r {
@@ -521,9 +536,6 @@ impl Driver {
             Resource::Mipmapped(h) => self.mipmapped_array(h)?.levels.clone(),
             _ => return Err(Error::invalid("a resource view is only for arrays and mipmapped arrays")),
         };
-        if v.format != 0 {
-            return Err(Error::NotSupported("resource views that reinterpret the format".into()));
-        }
         if v.first_level > v.last_level || v.last_level as usize >= arrays.len() {
             return Err(Error::invalid(format!(
                 "view of levels {} to {} of a resource of {} level(s)",
@@ -533,7 +545,21 @@ impl Driver {
             )));
         }
         let first = &arrays[v.first_level as usize];
-        let d = first.desc;
+        let d = match v.format {
+            0 => first.desc,
+            f => {
+                let (format, channels) = format::of_view(f)?;
+                let view = ArrayDesc { format, channels, ..first.desc };
+                if view.element_size() != first.desc.element_size() {
+                    return Err(Error::invalid(format!(
+                        "view format {f} has {}-byte elements where the array's have {} bytes",
+                        view.element_size(),
+                        first.desc.element_size()
+                    )));
+                }
+                view
+            }
+        };
         let layered = d.flags & array_flags::LAYERED != 0;
         let cube = d.flags & array_flags::CUBEMAP != 0;
         let layers = if layered || cube { d.depth } else { 1 };
@@ -556,7 +582,8 @@ impl Driver {
         let level = |a: &Arc<Array>| {
             let rows = a.desc.height.max(1);
             let skip = (v.first_layer as usize * a.pitch() * rows) as u64;
-            let t = TexDesc::new(0, &ArrayDesc { depth: shape.depth, ..a.desc }, a.base + skip, a.pitch(), 1, 0, [0; 3], [0.0; 4]);
+            let level_shape = ArrayDesc { depth: shape.depth, format: d.format, channels: d.channels, ..a.desc };
+            let t = TexDesc::new(0, &level_shape, a.base + skip, a.pitch(), 1, 0, [0; 3], [0.0; 4]);
             device::LevelDesc::of(&t)
         };
         let chosen = &arrays[v.first_level as usize..=v.last_level as usize];

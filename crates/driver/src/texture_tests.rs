@@ -229,8 +229,26 @@ fn resource_views_select_levels_and_layers() {
     d.tex_object_destroy(t, false).expect("destroy");
     let past = ViewDesc { first_level: 1, last_level: 3, ..ViewDesc::default() };
     assert!(matches!(d.tex_object_create(Resource::Mipmapped(m), &tex, Some(past)), Err(Error::InvalidValue(_))), "past the last level");
-    let reformat = ViewDesc { format: 0x0b, ..ViewDesc::default() };
-    assert!(matches!(d.tex_object_create(Resource::Mipmapped(m), &tex, Some(reformat)), Err(Error::NotSupported(_))));
+    // A view format reads the same bytes as elements of its own channels:
+    // level 0's floats (100.0, bits 0x42c8_0000) as one u32, as two s16.
+    let ints = TextureDesc { flags: tex.flags | crate::texture::tex_flags::READ_AS_INTEGER, ..tex };
+    let fetch = |view: u32, result: Ret| {
+        let v = ViewDesc { format: view, ..ViewDesc::default() };
+        let t = d.tex_object_create(Resource::Mipmapped(m), &ints, Some(v)).expect("view of another format");
+        let td = read_desc(&d, t);
+        let texel = unsafe { device::sample(&td, &Fetch { result, ..f2 }, centre) };
+        d.tex_object_destroy(t, false).expect("destroy");
+        (td.format, td.channels, texel)
+    };
+    assert_eq!(fetch(13, Ret::U32), (format::U32, 1, [0x42c8_0000, 0, 0, 1]), "UINT_1X32");
+    assert_eq!(fetch(11, Ret::S32), (format::S16, 2, [0, 0x42c8, 0, 1]), "SINT_2X16");
+    assert_eq!(fetch(3, Ret::U32), (format::U8, 4, [0, 0, 0xc8, 0x42]), "UINT_4X8");
+    for (view, why) in [(15, "16-byte elements"), (35, "no such format")] {
+        let v = ViewDesc { format: view, ..ViewDesc::default() };
+        assert!(matches!(d.tex_object_create(Resource::Mipmapped(m), &tex, Some(v)), Err(Error::InvalidValue(_))), "{why}");
+    }
+    let bc1 = ViewDesc { format: 25, ..ViewDesc::default() };
+    assert!(matches!(d.tex_object_create(Resource::Mipmapped(m), &tex, Some(bc1)), Err(Error::NotSupported(_))), "block compressed");
     let wider = ViewDesc { width: 16, ..ViewDesc::default() };
     assert!(matches!(d.tex_object_create(Resource::Mipmapped(m), &tex, Some(wider)), Err(Error::NotSupported(_))));
     d.mipmapped_array_destroy(m).expect("destroy");
