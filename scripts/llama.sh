@@ -6,7 +6,9 @@
 #   scripts/llama.sh build      download + verify the source, build (cached)
 #   scripts/llama.sh ops [ARGS] test-backend-ops -b CUDA0 (ARGS: e.g. -o MUL_MAT)
 #   scripts/llama.sh generate   random-weight models, CUDA0 tokens == CPU tokens
-#   scripts/llama.sh bench      cold/warm start and tokens/s, CUDA0 vs CPU
+#   scripts/llama.sh bench      cold/warm start and tokens/s, CUDA0 vs CPU (the
+#                               tiny model, and a 103 M-parameter f16 one
+#                               written from it by llama-widen-model.py)
 #   scripts/llama.sh all        build, ops, generate (default)
 #   scripts/llama.sh ci         the stage meant for CI: a build without FlashAttention
 #                               kernels (ANYCUDA_LLAMA_FA=OFF, its own build
@@ -331,6 +333,13 @@ bench() {
     log "llama-simple -n $N_PREDICT, $(basename "$MODEL"): CUDA0 cold $cold s, warm $warm s; CPU backend $cpu s"
     "$BUILD/bin/llama-bench" -m "$MODEL" -dev none,CUDA0 -ngl 99 -p "${ANYCUDA_LLAMA_BENCH_P:-64}" -n "${ANYCUDA_LLAMA_BENCH_N:-32}" \
         -r "${ANYCUDA_LLAMA_BENCH_R:-3}" -o md 2>"$CACHE/bench.log" || { tail -20 "$CACHE/bench.log"; die "llama-bench failed"; }
+    # The same architecture 1,024 wide, 8 layers deep: a token is work,
+    # not launches and bookkeeping.
+    local wide="$MODELS/llama-wide.gguf"
+    [ -f "$wide" ] || python3 scripts/llama-widen-model.py "$MODELS/llama-dense.gguf" "$wide" 1024 2816 8 16 \
+        || die "could not write the wide model"
+    "$BUILD/bin/llama-bench" -m "$wide" -dev none,CUDA0 -ngl 99 -p "${ANYCUDA_LLAMA_BENCH_P:-64}" -n "${ANYCUDA_LLAMA_BENCH_N:-32}" \
+        -r "${ANYCUDA_LLAMA_BENCH_R:-3}" -o md 2>"$CACHE/bench-wide.log" || { tail -20 "$CACHE/bench-wide.log"; die "llama-bench (wide model) failed"; }
 }
 
 # The PTX corpus (see the header): nvcc's command for each unit from the

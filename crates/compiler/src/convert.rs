@@ -237,7 +237,16 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     Ty::Half => self.out.def(Ty::Float, format_args!("fpext {x} to {VF32}")),
                     _ => self.widen_bf16(&x),
                 };
-                let r = self.canonical_nan(&r);
+                let r = if sty == Ty::Double {
+                    self.canonical_nan(&r)
+                } else {
+                    // NaN-ness tested on the source's bits: instruction
+                    // combining turns a NaN test of the widened value into
+                    // a 16-bit float compare, which x86 code makes lane by
+                    // lane.
+                    let nan = self.is_nan_16(&x);
+                    self.select(&nan, &V::float_bits(Ty::Float, 0x7fff_ffff), &r)
+                };
                 if ftz {
                     self.flush(&r)
                 } else {

@@ -36,6 +36,7 @@ impl CodeTarget for HostTarget {
             printf_records: false,
             exit_returns: false,
             native_approx_math: false,
+            half_compares: false,
         }
     }
 

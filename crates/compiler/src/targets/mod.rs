@@ -110,6 +110,11 @@ pub struct TargetFacts {
     /// (`FnLower::exp2_f32`, `log2_f32`, `sin_f32`, `cos_f32`), and
     /// `tanh.approx` too (`tanh_f32`; elsewhere libm's `tanhf`).
     pub native_approx_math: bool,
+    /// 16-bit float comparisons are instructions (AMD's `v_cmp_*_f16`).
+    /// Otherwise (x86 without AVX512-FP16) LLVM makes a comparison of 32
+    /// f16 lanes 32 conversions and scalar compares, and the lowering
+    /// compares the operands' exact f32 widenings instead.
+    pub half_compares: bool,
 }
 
 /// One code generation target (see the module notes).

@@ -48,6 +48,7 @@ pub const FACTS: TargetFacts = TargetFacts {
     printf_records: true,
     exit_returns: true,
     native_approx_math: true,
+    half_compares: true,
 };
 
 /// An AMD processor as a [`CodeTarget`].
