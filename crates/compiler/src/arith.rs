@@ -140,7 +140,6 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.icmp("ugt", &magnitude, &V::int(Ty::I16, infinity))
     }
 
-
     pub fn bin(&mut self, op: &str, a: &V, b: &V) -> V {
         let (a, b) = (&self.vec(a.clone()), &self.vec(b.clone()));
         self.out.def(a.ty, format_args!("{op} {a}, {}", b.s))
