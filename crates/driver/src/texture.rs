@@ -528,8 +528,9 @@ impl Driver {
     /// selected level and the selected levels' table (empty for one
     /// level). A view format reads the same bytes as elements of its own
     /// channels (the same element size: CUDA keeps the extent for them);
-    /// block-compressed view formats and views that change the extent are
-    /// refused as unsupported.
+    /// block-compressed view formats are refused as unsupported, views
+    /// that change the extent as invalid (CUDA allows that only with
+    /// block-compressed formats).
     fn select_view(&self, r: &Resource, v: ViewDesc) -> Result<(ArrayDesc, u64, usize, Vec<device::LevelDesc>)> {
         let arrays: Vec<Arc<Array>> = match *r {
             Resource::Array(h) => vec![self.array(h)?],
@@ -573,8 +574,11 @@ impl Driver {
         let extent = |given: usize, actual: usize| given == 0 || given == actual.max(1);
         let depth_ok = v.depth == 0 || v.depth == selected || v.depth == d.depth.max(1);
         if !extent(v.width, d.width) || !extent(v.height, d.height) || !depth_ok {
-            return Err(Error::NotSupported(format!(
-                "resource views that change the extent ({} x {} x {} of a level of {} x {} x {})",
+            // CUDA: for formats other than block-compressed ones the
+            // view's extent "has to be equal to that of the original
+            // resource".
+            return Err(Error::invalid(format!(
+                "a resource view of {} x {} x {} of a level of {} x {} x {} (a view keeps the extent)",
                 v.width, v.height, v.depth, d.width, d.height, d.depth
             )));
         }
