@@ -77,7 +77,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
     pub fn fcmp(&mut self, pred: &str, a: &V, b: &V) -> V {
         let (a, b) = (self.vec(a.clone()), self.vec(b.clone()));
         if matches!(a.ty, Ty::Half | Ty::Bfloat) && !self.cx.facts.half_compares {
-            return self.fcmp_16_bits(pred, &a, &b);
+            if let Some(r) = self.fcmp_16_bits(pred, &a, &b) {
+                return r;
+            }
         }
         self.out.def(Ty::I1, format_args!("fcmp {pred} {a}, {}", b.s))
     }
@@ -86,38 +88,42 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// compares: x86 code compared 32 lanes one at a time (a compare of
     /// the f32 widenings does not help: instruction combining narrows it
     /// back). Outside NaNs, the bits as sign and magnitude order the
-    /// values, with -0 equal to +0.
-    fn fcmp_16_bits(&mut self, pred: &str, a: &V, b: &V) -> V {
+    /// values, with -0 equal to +0. `None` for a predicate it does not
+    /// know (the float compare is then made as written).
+    fn fcmp_16_bits(&mut self, pred: &str, a: &V, b: &V) -> Option<V> {
+        // (integer compare of the keys, whether a NaN operand makes it
+        // false (ordered) or true); `ord` and `uno` test NaNs alone.
+        let (int_pred, ordered) = match pred {
+            "oeq" => (Some("eq"), true),
+            "ogt" => (Some("sgt"), true),
+            "oge" => (Some("sge"), true),
+            "olt" => (Some("slt"), true),
+            "ole" => (Some("sle"), true),
+            "one" => (Some("ne"), true),
+            "ord" => (None, true),
+            "ueq" => (Some("eq"), false),
+            "ugt" => (Some("sgt"), false),
+            "uge" => (Some("sge"), false),
+            "ult" => (Some("slt"), false),
+            "ule" => (Some("sle"), false),
+            "une" => (Some("ne"), false),
+            "uno" => (None, false),
+            _ => return None,
+        };
         let nan_a = self.is_nan_16(a);
         let nan_b = self.is_nan_16(b);
         let unordered = self.bin("or", &nan_a, &nan_b);
-        let (int_pred, ordered) = match pred {
-            "oeq" => ("eq", true),
-            "ogt" => ("sgt", true),
-            "oge" => ("sge", true),
-            "olt" => ("slt", true),
-            "ole" => ("sle", true),
-            "one" => ("ne", true),
-            "ueq" => ("eq", false),
-            "ugt" => ("sgt", false),
-            "uge" => ("sge", false),
-            "ult" => ("slt", false),
-            "ule" => ("sle", false),
-            "une" => ("ne", false),
-            "ord" => return self.bin("xor", &unordered, &V::int(Ty::I1, 1)),
-            "uno" => return unordered,
-            "true" => return V::int(Ty::I1, 1),
-            _ => return V::int(Ty::I1, 0),
+        let numbers = if ordered { Some(self.bin("xor", &unordered, &V::int(Ty::I1, 1))) } else { None };
+        let Some(int_pred) = int_pred else {
+            return Some(numbers.unwrap_or(unordered));
         };
         let ka = self.order_key_16(a);
         let kb = self.order_key_16(b);
         let c = self.icmp(int_pred, &ka, &kb);
-        if ordered {
-            let both = self.bin("xor", &unordered, &V::int(Ty::I1, 1));
-            self.bin("and", &c, &both)
-        } else {
-            self.bin("or", &c, &unordered)
-        }
+        Some(match numbers {
+            Some(both) => self.bin("and", &c, &both),
+            None => self.bin("or", &c, &unordered),
+        })
     }
 
     /// A 16-bit float's value order as an i32 (NaNs excluded): the

@@ -401,9 +401,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.set(&args[0], p)
     }
 
-    /// `txq.query.b32 d, [a]` and `suq.query.b32 d, [a]`. The address
-    /// mode queries are not answered: the ISA does not say how their
-    /// values are encoded for texture objects.
+    /// `txq.query.b32 d, [a]` and `suq.query.b32 d, [a]`. The channel
+    /// queries are not answered: CUDA documents no values for them.
     pub fn txq(&mut self, inst: &Instruction) -> Res<()> {
         let b = self.b;
         let args = b.args(inst);

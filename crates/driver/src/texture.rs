@@ -228,16 +228,22 @@ impl Default for State {
 /// there.
 #[derive(Debug)]
 pub struct TexRef {
-    /// The module holding the variable; 0 for a reference made by
-    /// `cuTexRefCreate`, which belongs to no module.
-    pub module: u64,
-    /// The module variable: its address is the reference's handle. A
-    /// reference made by `cuTexRefCreate` owns its 8 bytes, in the memory
-    /// of device `own_slot`.
+    pub home: TexRefHome,
+    /// The 8 bytes kernels read the bound object's handle from: its
+    /// address is the reference's handle.
     pub slot: u64,
-    pub own_slot: Option<usize>,
     pub surface: bool,
     pub state: Mutex<TexRefState>,
+}
+
+/// Where a texture reference's slot lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TexRefHome {
+    /// A variable of this module (`cuModuleGetTexRef`/`GetSurfRef`).
+    Module(u64),
+    /// Device memory of this device that the reference owns
+    /// (`cuTexRefCreate`; no module reads it).
+    Own(usize),
 }
 
 /// What a texture reference is set to.
@@ -735,7 +741,7 @@ impl Driver {
             }
             return Ok(slot);
         }
-        refs.insert(slot, Arc::new(TexRef { module, slot, own_slot: None, surface, state: Mutex::default() }));
+        refs.insert(slot, Arc::new(TexRef { home: TexRefHome::Module(module), slot, surface, state: Mutex::default() }));
         Ok(slot)
     }
 
@@ -750,7 +756,7 @@ impl Driver {
             let _ = self.backend.free(ctx.device, slot);
             return Err(backend_err(e));
         }
-        let r = TexRef { module: 0, slot, own_slot: Some(ctx.device), surface: false, state: Mutex::default() };
+        let r = TexRef { home: TexRefHome::Own(ctx.device), slot, surface: false, state: Mutex::default() };
         lock(&self.textures.refs).insert(slot, Arc::new(r));
         Ok(slot)
     }
@@ -759,7 +765,7 @@ impl Driver {
     /// object it is bound to. A module's references go with the module.
     pub fn texref_destroy(&self, h: u64) -> Result<()> {
         let r = self.texref(h, false)?;
-        let Some(device) = r.own_slot else {
+        let TexRefHome::Own(device) = r.home else {
             return Err(Error::invalid(format!("{h:#x} is a module's texture reference: it goes when the module is unloaded")));
         };
         lock(&self.textures.refs).remove(&h);
@@ -774,8 +780,8 @@ impl Driver {
     pub fn texref(&self, h: u64, surface: bool) -> Result<Arc<TexRef>> {
         let r = lock(&self.textures.refs).get(&h).cloned().filter(|r| r.surface == surface);
         let r = r.ok_or_else(|| Error::handle(format!("{h:#x} is not a {} reference", if surface { "surface" } else { "texture" })))?;
-        if r.own_slot.is_none() {
-            self.module(r.module).map_err(|_| Error::handle(format!("{h:#x} belongs to an unloaded module")))?;
+        if let TexRefHome::Module(m) = r.home {
+            self.module(m).map_err(|_| Error::handle(format!("{h:#x} belongs to an unloaded module")))?;
         }
         Ok(r)
     }
@@ -830,7 +836,7 @@ impl Driver {
     pub(crate) fn forget_texrefs(&self, module: u64) {
         let gone: Vec<Arc<TexRef>> = {
             let mut refs = lock(&self.textures.refs);
-            let keys: Vec<u64> = refs.iter().filter(|(_, r)| r.module == module).map(|(k, _)| *k).collect();
+            let keys: Vec<u64> = refs.iter().filter(|(_, r)| r.home == TexRefHome::Module(module)).map(|(k, _)| *k).collect();
             keys.iter().filter_map(|k| refs.remove(k)).collect()
         };
         for r in gone {

@@ -113,7 +113,8 @@ pub struct TargetFacts {
     /// 16-bit float comparisons are instructions (AMD's `v_cmp_*_f16`).
     /// Otherwise (x86 without AVX512-FP16) LLVM makes a comparison of 32
     /// f16 lanes 32 conversions and scalar compares, and the lowering
-    /// compares the operands' exact f32 widenings instead.
+    /// tests and compares the values' bits instead
+    /// (`FnLower::is_nan_16`, `fcmp_16_bits`).
     pub half_compares: bool,
 }
 
