@@ -791,6 +791,10 @@ pub mod warp_frame {
     /// The barrier's id and expected count in warps (0: all warps).
     pub const BARRIER_ID: usize = 8;
     pub const BARRIER_COUNT: usize = 12;
+    /// Iterations of a grid-stride loop since the warp last let the
+    /// others take a turn (compiled code only: set at the warp's first
+    /// call, counted at the loop's backward branch).
+    pub const TURN_COUNT: usize = 16;
     /// Where the compiled code keeps the lanes' state and registers.
     pub const HEADER_BYTES: u32 = 256;
 
@@ -803,6 +807,10 @@ pub mod warp_frame {
     pub const ARRIVE: u32 = 2;
     /// A spin loop or `nanosleep`: let the other warps run first.
     pub const YIELD: u32 = 3;
+    /// A grid-stride loop: the warp made progress and lets the block's
+    /// other warps take their turn (queued behind them like [`YIELD`],
+    /// but never a sign of waiting).
+    pub const TURN: u32 = 5;
     /// The warp finished and the chain went on (see [`super::WarpFn`]).
     pub const DONE: u32 = 4;
 }

@@ -270,10 +270,22 @@ fn suspension_site(a: &crate::layout::Analysis, item: ItemId, b: &Body, i: usize
     match inst.op {
         Opcode::Bar | Opcode::Barrier => !inst.has(b, Flag::Warp),
         Opcode::Nanosleep => true,
-        Opcode::Bra => a.facts.get(&item).is_some_and(|f| f.yield_points.contains(&i)),
+        Opcode::Bra => a.facts.get(&item).is_some_and(|f| f.yield_points.contains(&i) || f.turn_points.contains_key(&i)),
         _ => false,
     }
 }
+
+/// Global loads of a grid-stride loop (`layout::grid_stride_loop`) a warp
+/// makes before the block's other warps take their turn. In
+/// `benches/access-order/grid_stride.c` (one load per iteration, no cost
+/// to a turn), turns every 4, 8, 16, 32 and 64 iterations took 0.63, 0.64,
+/// 0.69, 0.85 and 0.94 times as long as whole loops one warp after the
+/// other. Here a turn costs a return to the backend and a resume, so
+/// fewer win: the program suite's `reduce` (four loads per iteration of
+/// its unrolled loop; median of 30 launches, three alternations) took
+/// 3.7-4.0 ms without turns, 3.3-3.5 ms turning every 8 loads, 2.6-3.1 ms
+/// every 16, 3.0-3.2 ms every 32.
+pub(crate) const TURN_LOADS: u32 = 16;
 
 /// The load a shared atomic at statement `i` makes itself
 /// (`shared_index`), given the registers `live` after it: an unguarded
@@ -1280,6 +1292,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let _ = writeln!(e, "  %fresh = icmp eq i32 %resume, 0");
         let _ = writeln!(e, "  br i1 %fresh, label %ids.new, label %ids.saved");
         let _ = writeln!(e, "ids.new:");
+        if self.cx.a.facts.get(&self.item).is_some_and(|f| !f.turn_points.is_empty()) {
+            let _ = writeln!(e, "  %turn.p = getelementptr i8, ptr %frame, i64 {}", crate::cpu_abi::warp_frame::TURN_COUNT);
+            let _ = writeln!(e, "  store i32 0, ptr %turn.p, align 4");
+        }
         let _ = writeln!(e, "  %nx.low = and i32 %ntid.x, {}", W - 1);
         let _ = writeln!(e, "  %rows = icmp eq i32 %nx.low, 0");
         let _ = writeln!(e, "  br i1 %rows, label %ids.row, label %ids.lane");
@@ -1913,6 +1929,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let not_taken = self.bin("xor", &taken, &V::int(Ty::I1, 1));
         let falls = self.bin("and", &mask, &not_taken);
         let spins = target <= k && self.cx.a.facts.get(&self.item).is_some_and(|f| f.yield_points.contains(&self.stmt));
+        let turn = self.cx.a.facts.get(&self.item).and_then(|f| f.turn_points.get(&self.stmt).copied());
+        if let Some(every) = turn.filter(|_| target <= k && !spins) {
+            return self.warp_branch_turn(target, every, &mask, &taken, &falls);
+        }
         if target <= k && !spins {
             return self.warp_branch_back(target, &mask, &taken, &falls);
         }
@@ -1943,6 +1963,34 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let any_other = self.any(&diff);
         self.out.terminate(format_args!("br {any_other}, label %dispatch, label %B{target}"));
         Ok(())
+    }
+
+    /// The backward branch of a grid-stride loop: every `every`th time
+    /// some lane takes it, the warp suspends
+    /// ([`crate::cpu_abi::warp_frame::TURN`]) so that the block's other
+    /// warps run their iterations first, and resumes at the loop's block
+    /// through the dispatch; otherwise as `warp_branch_back`.
+    fn warp_branch_turn(&mut self, target: u32, every: u32, mask: &V, taken: &V, falls: &V) -> Res<()> {
+        use crate::cpu_abi::warp_frame as wf;
+        let k = self.warp.as_ref().map_or(0, |w| w.block);
+        let p = self.out.fresh("turnp");
+        self.out.op(format_args!("{p} = getelementptr i8, ptr %frame, i64 {}", wf::TURN_COUNT));
+        let count = self.out.def_scalar(Ty::I32, format_args!("load i32, ptr {p}, align 4"));
+        let next = self.out.def_scalar(Ty::I32, format_args!("add {count}, 1"));
+        let due = self.out.def_scalar(Ty::I1, format_args!("icmp uge {next}, {every}"));
+        let kept = self.out.def_scalar(Ty::I32, format_args!("select {due}, i32 0, {next}"));
+        self.out.op(format_args!("store {kept}, ptr {p}, align 4"));
+        let any_taken = self.any(taken);
+        let turn = self.out.def_scalar(Ty::I1, format_args!("and {due}, {}", any_taken.s));
+        let (t, stay) = (self.out.fresh_label("turn"), self.out.fresh_label("stay"));
+        self.out.terminate(format_args!("br {turn}, label %{t}, label %{stay}"));
+        self.out.label(&t);
+        self.set_next(taken, target);
+        self.set_next(falls, k + 1);
+        let zero = V::scalar(Ty::I32, "0");
+        self.warp_suspend(wf::TURN, &zero, &zero, true, false)?;
+        self.out.label(&stay);
+        self.warp_branch_back(target, mask, taken, falls)
     }
 
     /// A backward branch (a loop's). When every executing lane takes it,

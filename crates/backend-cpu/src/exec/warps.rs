@@ -188,6 +188,10 @@ impl Warps {
                         self.arrive(w, id as usize, count, kind == warp_frame::BARRIER);
                     }
                     warp_frame::YIELD => self.yielded.push(w),
+                    warp_frame::TURN => {
+                        progress = true;
+                        self.yielded.push(w);
+                    }
                     other => return Err(LaunchError::Internal(format!("warp {w} suspended for an unknown reason {other}"))),
                 }
             }
