@@ -58,11 +58,11 @@ pub struct FunctionFacts {
     pub exits: bool,
     /// Statement indices of branches closing a loop that may spin.
     pub yield_points: HashSet<usize>,
-    /// Statement indices of branches closing a grid-stride loop of a
-    /// function that waits anyway (`grid_stride_loop`), each with the
-    /// iterations a warp runs before the block's other warps take their
-    /// turn in warp mode (`warp::TURN_LOADS` loads, spread over the loop's
-    /// global loads: an unrolled loop turns after fewer iterations).
+    /// Statement indices of branches closing a grid-stride loop
+    /// (`grid_stride_loop`), each with the iterations a warp runs before
+    /// the block's other warps take their turn in warp mode
+    /// (`warp::TURN_BYTES` loaded per lane, divided by what an iteration
+    /// loads: an unrolled loop turns after fewer iterations).
     pub turn_points: HashMap<usize, u32>,
 }
 
@@ -191,7 +191,7 @@ fn body_facts(m: &Module, item: ItemId, f: &Function, b: &Body) -> FunctionFacts
             _ => {}
         }
     }
-    if facts.waits {
+    {
         for (i, s) in b.statements.iter().enumerate() {
             let Statement::Instruction(inst) = s else { continue };
             if inst.op != Opcode::Bra || facts.yield_points.contains(&i) {
@@ -200,8 +200,8 @@ fn body_facts(m: &Module, item: ItemId, f: &Function, b: &Body) -> FunctionFacts
             let Some(Operand::Label(l)) = b.args(inst).first() else { continue };
             if let Some(&start) = label_at.get(l) {
                 if start <= i {
-                    if let Some(loads) = grid_stride_loop(b, &b.statements[start..=i]) {
-                        facts.turn_points.insert(i, crate::warp::TURN_LOADS.div_ceil(loads).max(1));
+                    if let Some(bytes) = grid_stride_loop(b, &b.statements[start..=i]) {
+                        facts.turn_points.insert(i, crate::warp::TURN_BYTES.div_ceil(bytes).max(1));
                     }
                 }
             }
@@ -221,11 +221,7 @@ fn body_facts(m: &Module, item: ItemId, f: &Function, b: &Body) -> FunctionFacts
 /// warp running its whole loop before the next starts leaves the hardware
 /// prefetchers little to follow (`benches/access-order/grid_stride.c`:
 /// `reduce`'s loads take 1.5 times as long as with warps taking turns
-/// every 8 iterations). Returns the loop's loads. Only functions that wait
-/// anyway get turns: a kernel that does not runs its warps from the block
-/// function without suspending, and moved to the warp path for turns the
-/// suite's `histogram` (a byte per lane and iteration, its time in the
-/// privatised adds) took 17.8-18.8 ms against 16.1-16.5.
+/// every 8 iterations). Returns the bytes a lane loads per iteration.
 pub(crate) fn grid_stride_loop(b: &Body, stmts: &[Statement]) -> Option<u32> {
     let insts = || {
         stmts.iter().filter_map(|s| match s {
@@ -233,14 +229,23 @@ pub(crate) fn grid_stride_loop(b: &Body, stmts: &[Statement]) -> Option<u32> {
             _ => None,
         })
     };
-    let stops =
-        |i: &Instruction| matches!(i.op, Opcode::Bar | Opcode::Barrier | Opcode::Nanosleep | Opcode::Call | Opcode::Exit | Opcode::Ret);
+    // Atomics: a loop of them is bound by their work, not its loads; with
+    // a turn point the suite's `histogram` (a privatised add per byte)
+    // took 18.5-21.5 ms against 16.1-16.7, turning or not.
+    let stops = |i: &Instruction| {
+        matches!(
+            i.op,
+            Opcode::Bar | Opcode::Barrier | Opcode::Nanosleep | Opcode::Call | Opcode::Exit | Opcode::Ret | Opcode::Atom | Opcode::Red
+        )
+    };
     if insts().any(stops) {
         return None;
     }
-    let loads =
-        insts().filter(|i| matches!(i.op, Opcode::Ld | Opcode::Ldu) && matches!(i.space(b), None | Some(StateSpace::Global))).count();
-    if loads == 0 {
+    let bytes: u32 = insts()
+        .filter(|i| matches!(i.op, Opcode::Ld | Opcode::Ldu) && matches!(i.space(b), None | Some(StateSpace::Global)))
+        .map(|i| i.ty(b).map_or(4, |t| t.size()).max(1) * u32::from(i.vector(b).unwrap_or(1).max(1)))
+        .sum();
+    if bytes == 0 {
         return None;
     }
     // Each register's writes in the whole body.
@@ -273,7 +278,7 @@ pub(crate) fn grid_stride_loop(b: &Body, stmts: &[Statement]) -> Option<u32> {
         let args = b.args(i);
         i.op == Opcode::Add && args.len() == 3 && args[1..].iter().any(|a| matches!(*a, Operand::Reg(s) if from_grid(b, &defs, s, 6)))
     });
-    steps.then(|| u32::try_from(loads).unwrap_or(u32::MAX))
+    steps.then_some(bytes)
 }
 
 /// Registers an operand reads.
@@ -870,10 +875,10 @@ mod tests {
         );
     }
 
-    /// Grid-stride loops of kernels that wait get turn points, with the
-    /// iterations between turns spread over their global loads; loops
-    /// that do not step by the grid's width, hold a barrier or load
-    /// nothing from global memory, and kernels that never wait, do not.
+    /// Grid-stride loops get turn points, with the iterations between
+    /// turns set by the bytes a lane loads per iteration (a `.v4.u8` load
+    /// counts 4); loops that do not step by the grid's width, hold a
+    /// barrier or an atomic, or load nothing from global memory, do not.
     #[test]
     fn grid_stride_loops_of_waiting_kernels_are_turn_points() {
         let kernel = |name: &str, body: &str, tail: &str| {
@@ -911,7 +916,9 @@ ret;
             kernel("by_one", &format!("{load}add.u32 %r5, %r5, 1;"), sync),
             kernel("barrier_inside", &format!("{load}bar.sync 0;\nadd.u32 %r5, %r5, %r4;"), ""),
             kernel("shared_only", "ld.shared.f32 %f2, [0];\nadd.f32 %f1, %f1, %f2;\nadd.u32 %r5, %r5, %r4;", sync),
+            kernel("atomics", &format!("{load}red.global.add.u32 [%rd1], 1;\nadd.u32 %r5, %r5, %r4;"), sync),
             kernel("never_waits", &format!("{load}add.u32 %r5, %r5, %r4;"), ""),
+            kernel("vectors", &format!("{load}ld.global.v4.u8 {{%r8, %r9, %r10, %r11}}, [%rd3];\nadd.u32 %r5, %r5, %r4;"), ""),
         ]
         .concat();
         let m = ptx::parse(&src).expect("parses");
@@ -933,12 +940,14 @@ ret;
         assert_eq!(
             turns,
             [
-                ("stride", vec![crate::warp::TURN_LOADS]),
-                ("unrolled", vec![crate::warp::TURN_LOADS / 2]),
+                ("stride", vec![crate::warp::TURN_BYTES / 4]),
+                ("unrolled", vec![crate::warp::TURN_BYTES / 8]),
                 ("by_one", vec![]),
                 ("barrier_inside", vec![]),
                 ("shared_only", vec![]),
-                ("never_waits", vec![]),
+                ("atomics", vec![]),
+                ("never_waits", vec![crate::warp::TURN_BYTES / 4]),
+                ("vectors", vec![crate::warp::TURN_BYTES / 8]),
             ],
             "(kernel, iterations between turns at each turn point)"
         );

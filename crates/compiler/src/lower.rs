@@ -901,15 +901,103 @@ fn warp_frame_alloca(frame_bytes: u32) -> String {
 
 const BLOCK_FUNCTION_END: &str = "done:\n  ret void\n}\n";
 
+/// Largest warp frame for which the fast path keeps a frame per warp on
+/// its stack (see [`warp_block_function`]): 32 warps of 64 KiB are 2 MiB
+/// of the 16 MiB block stack (`ExecutorConfig::block_stack_size`).
+const TURN_FRAME_LIMIT: u32 = 64 << 10;
+
 /// The fast-path function of a warp-mode kernel: every warp of the block
-/// in order, each in a frame of its own on the stack. Fast-path kernels
-/// have no barriers; a warp that suspends anyway (`nanosleep`) continues
-/// at once.
+/// in order. Fast-path kernels have no barriers, but a warp may suspend
+/// (`nanosleep`, or a turn in a grid-stride loop,
+/// `cpu_abi::warp_frame::TURN`): it keeps its frame and the next warp
+/// starts in a new one; once every warp has started, the suspended ones
+/// are called again in turn, in their frames, until all have finished.
+/// A warp that finishes leaves its frame to the next, so a kernel whose
+/// warps never suspend uses one frame, as before. Frames above
+/// [`TURN_FRAME_LIMIT`] (local memory lives there) keep one frame and
+/// call a suspended warp again at once.
 pub fn warp_block_function(kernel: &str, param_bytes: u32, frame_bytes: u32) -> String {
     let thread = global_name(&KernelSymbols::thread(kernel));
     let block = global_name(&KernelSymbols::block(kernel));
     let header = block_function_header(&block, param_bytes);
-    format!("{header}entry:\n{}{}{BLOCK_FUNCTION_END}", warp_frame_alloca(frame_bytes), every_warp(&thread, "entry"))
+    if frame_bytes > TURN_FRAME_LIMIT {
+        return format!("{header}entry:\n{}{}{BLOCK_FUNCTION_END}", warp_frame_alloca(frame_bytes), every_warp(&thread, "entry"));
+    }
+    let stride = u64::from(frame_bytes.max(crate::cpu_abi::warp_frame::HEADER_BYTES).div_ceil(64) * 64);
+    let suspended = crate::cpu_abi::warp_frame::SUSPENDED;
+    format!(
+        "{header}entry:
+  %slot.of = alloca [32 x i32], align 4
+  %pn = getelementptr i8, ptr %ctx, i64 {nthreads}
+  %n = load i32, ptr %pn, align 4
+  %n31 = add i32 %n, 31
+  %nw = lshr i32 %n31, 5
+  %none = icmp eq i32 %nw, 0
+  br i1 %none, label %done, label %init
+init:
+  %nw64 = zext i32 %nw to i64
+  %bytes = mul i64 %nw64, {stride}
+  %frames = alloca i8, i64 %bytes, align 64
+  br label %first
+first:
+  %w = phi i32 [0, %init], [%w1, %first.next]
+  %used = phi i32 [0, %init], [%used1, %first.next]
+  %pending = phi i64 [0, %init], [%pending1, %first.next]
+  %used64 = zext i32 %used to i64
+  %off = mul i64 %used64, {stride}
+  %fr = getelementptr i8, ptr %frames, i64 %off
+  store i32 0, ptr %fr, align 64
+  %r = call i32 {thread}(ptr %params, ptr %ctx, i32 %w, ptr %fr)
+  %susp = icmp eq i32 %r, {suspended}
+  br i1 %susp, label %first.keep, label %first.next
+first.keep:
+  %sp = getelementptr [32 x i32], ptr %slot.of, i64 0, i32 %w
+  store i32 %used, ptr %sp, align 4
+  %w64 = zext i32 %w to i64
+  %bit = shl i64 1, %w64
+  %pk = or i64 %pending, %bit
+  %uk = add i32 %used, 1
+  br label %first.next
+first.next:
+  %pending1 = phi i64 [%pending, %first], [%pk, %first.keep]
+  %used1 = phi i32 [%used, %first], [%uk, %first.keep]
+  %w1 = add nuw i32 %w, 1
+  %more = icmp ult i32 %w1, %nw
+  br i1 %more, label %first, label %rounds
+rounds:
+  %left = phi i64 [%pending1, %first.next], [%left1, %round.next]
+  %any = icmp ne i64 %left, 0
+  br i1 %any, label %round, label %done
+round:
+  %v = phi i32 [0, %rounds], [%v1, %round.step]
+  %still = phi i64 [%left, %rounds], [%still1, %round.step]
+  %v64 = zext i32 %v to i64
+  %vbit = shl i64 1, %v64
+  %vp = and i64 %still, %vbit
+  %waiting = icmp ne i64 %vp, 0
+  br i1 %waiting, label %round.call, label %round.step
+round.call:
+  %vsp = getelementptr [32 x i32], ptr %slot.of, i64 0, i32 %v
+  %vslot = load i32, ptr %vsp, align 4
+  %vslot64 = zext i32 %vslot to i64
+  %voff = mul i64 %vslot64, {stride}
+  %vfr = getelementptr i8, ptr %frames, i64 %voff
+  %vr = call i32 {thread}(ptr %params, ptr %ctx, i32 %v, ptr %vfr)
+  %vsusp = icmp eq i32 %vr, {suspended}
+  %vclear = xor i64 %still, %vbit
+  %vnext = select i1 %vsusp, i64 %still, i64 %vclear
+  br label %round.step
+round.step:
+  %still1 = phi i64 [%still, %round], [%vnext, %round.call]
+  %v1 = add nuw i32 %v, 1
+  %vmore = icmp ult i32 %v1, %nw
+  br i1 %vmore, label %round, label %round.next
+round.next:
+  %left1 = phi i64 [%still1, %round.step]
+  br label %rounds
+{BLOCK_FUNCTION_END}",
+        nthreads = offsets::NTHREADS
+    )
 }
 
 /// The fast-path function running every thread of a block in order.

@@ -275,17 +275,17 @@ fn suspension_site(a: &crate::layout::Analysis, item: ItemId, b: &Body, i: usize
     }
 }
 
-/// Global loads of a grid-stride loop (`layout::grid_stride_loop`) a warp
-/// makes before the block's other warps take their turn. In
-/// `benches/access-order/grid_stride.c` (one load per iteration, no cost
-/// to a turn), turns every 4, 8, 16, 32 and 64 iterations took 0.63, 0.64,
-/// 0.69, 0.85 and 0.94 times as long as whole loops one warp after the
-/// other. Here a turn costs a return to the backend and a resume, so
-/// fewer win: the program suite's `reduce` (four loads per iteration of
-/// its unrolled loop; median of 30 launches, three alternations) took
-/// 3.7-4.0 ms without turns, 3.3-3.5 ms turning every 8 loads, 2.6-3.1 ms
-/// every 16, 3.0-3.2 ms every 32.
-pub(crate) const TURN_LOADS: u32 = 16;
+/// Bytes a lane loads in a grid-stride loop (`layout::grid_stride_loop`)
+/// before the block's other warps take their turn. In
+/// `benches/access-order/grid_stride.c` (one 4-byte load per lane and
+/// iteration, no cost to a turn), turns every 4, 8, 16, 32 and 64
+/// iterations took 0.63, 0.64, 0.69, 0.85 and 0.94 times as long as whole
+/// loops one warp after the other. Here a turn costs a return to the
+/// backend and a resume, so fewer win: the program suite's `reduce` (four
+/// 4-byte loads per iteration of its unrolled loop; median of 30
+/// launches, three alternations) took 3.7-4.0 ms without turns, 3.3-3.5
+/// ms turning every 32 bytes, 2.6-3.1 ms every 64, 3.0-3.2 ms every 128.
+pub(crate) const TURN_BYTES: u32 = 64;
 
 /// The load a shared atomic at statement `i` makes itself
 /// (`shared_index`), given the registers `live` after it: an unguarded
