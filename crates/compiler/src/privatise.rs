@@ -1089,7 +1089,20 @@ set:
     });
     let name = format!("__anycuda_wprivate_window_i{bits}_x{}", 1u32 << form.shift);
     let (size, key_bit, shift) = (bits / 8, u32::from(bits == 64), form.shift);
-    let widen = if bits == 64 { "add i64 %a{k}, 0".to_string() } else { "zext i32 %a{k} to i64".to_string() };
+    // Lane `k`'s value `a` added to the window's entry `x` (the names
+    // prefixed by `p`), then on to block `next`.
+    let add_to_entry = |p: &str, k: u32, x: &str, a: &str, next: &str| -> String {
+        let widen = if bits == 64 { format!("add i64 {a}, 0") } else { format!("zext i32 {a} to i64") };
+        format!(
+            "  %{p}ep{k} = getelementptr i64, ptr %w, i64 {x}
+  %{p}e{k} = load i64, ptr %{p}ep{k}, align 8
+  %{p}az{k} = {widen}
+  %{p}n{k} = add i64 %{p}e{k}, %{p}az{k}
+  store i64 %{p}n{k}, ptr %{p}ep{k}, align 8
+  br label %{next}
+"
+        )
+    };
     let mut text = format!(
         "define internal void @{name}(ptr %t, i64 %base, ptr %q, <{w} x i{bits}> %a) alwaysinline {{
 entry:
@@ -1139,13 +1152,7 @@ lanes:
   %on{k} = call i1 @llvm.expect.i1(i1 %on0.{k}, i1 true)
   br i1 %on{k}, label %hit{k}, label %first{k}
 hit{k}:
-  %ep{k} = getelementptr i64, ptr %w, i64 %x{k}
-  %e{k} = load i64, ptr %ep{k}, align 8
-  %az{k} = {widen}
-  %n{k} = add i64 %e{k}, %az{k}
-  store i64 %n{k}, ptr %ep{k}, align 8
-  br label %lane{next}
-first{k}:
+{hit}first{k}:
   %o{k} = shl i64 %x{k}, {shift}
   %s{k} = add i64 %base, %o{k}
   %p{k} = inttoptr i64 %s{k} to ptr
@@ -1159,7 +1166,7 @@ first{k}:
   store i32 %u1.{k}, ptr %up, align 4
   br label %lane{next}
 ",
-            widen = widen.replace("{k}", &k.to_string()),
+            hit = add_to_entry("", k, &format!("%x{k}"), &format!("%a{k}"), &format!("lane{next}")),
         );
     }
     // Every entry taken (the common case once a block has run a while):
@@ -1173,14 +1180,8 @@ first{k}:
   %fl{k} = load i8, ptr %fq{k}, align 1
   %fx{k} = zext i8 %fl{k} to i64
   %fa{k} = extractelement <{w} x i{bits}> %a, i32 {k}
-  %fep{k} = getelementptr i64, ptr %w, i64 %fx{k}
-  %fe{k} = load i64, ptr %fep{k}, align 8
-  %faz{k} = {widen}
-  %fn{k} = add i64 %fe{k}, %faz{k}
-  store i64 %fn{k}, ptr %fep{k}, align 8
-  br label %taken{next}
-",
-            widen = widen.replace("%a{k}", "%fa{k}").replace("{k}", &k.to_string()),
+{add}",
+            add = add_to_entry("f", k, &format!("%fx{k}"), &format!("%fa{k}"), &format!("taken{next}")),
         );
     }
     let _ = write!(text, "lane{w}:\n  ret void\ntaken{w}:\n  ret void\n}}\n");
