@@ -192,6 +192,8 @@ fn body_facts(m: &Module, item: ItemId, f: &Function, b: &Body) -> FunctionFacts
         }
     }
     {
+        // Each register's writes, built once for the function's loops.
+        let mut defs = None;
         for (i, s) in b.statements.iter().enumerate() {
             let Statement::Instruction(inst) = s else { continue };
             if inst.op != Opcode::Bra || facts.yield_points.contains(&i) {
@@ -200,7 +202,8 @@ fn body_facts(m: &Module, item: ItemId, f: &Function, b: &Body) -> FunctionFacts
             let Some(Operand::Label(l)) = b.args(inst).first() else { continue };
             if let Some(&start) = label_at.get(l) {
                 if start <= i {
-                    if let Some(bytes) = grid_stride_loop(b, &b.statements[start..=i]) {
+                    let defs = defs.get_or_insert_with(|| register_writes(b));
+                    if let Some(bytes) = grid_stride_loop(b, &b.statements[start..=i], defs) {
                         facts.turn_points.insert(i, crate::warp::TURN_BYTES.div_ceil(bytes).max(1));
                     }
                 }
@@ -222,7 +225,7 @@ fn body_facts(m: &Module, item: ItemId, f: &Function, b: &Body) -> FunctionFacts
 /// prefetchers little to follow (`benches/access-order/grid_stride.c`:
 /// `reduce`'s loads take 1.5 times as long as with warps taking turns
 /// every 8 iterations). Returns the bytes a lane loads per iteration.
-pub(crate) fn grid_stride_loop(b: &Body, stmts: &[Statement]) -> Option<u32> {
+pub(crate) fn grid_stride_loop<'b>(b: &'b Body, stmts: &[Statement], defs: &HashMap<RegId, Vec<&'b Instruction>>) -> Option<u32> {
     let insts = || {
         stmts.iter().filter_map(|s| match s {
             Statement::Instruction(i) => Some(i),
@@ -248,15 +251,6 @@ pub(crate) fn grid_stride_loop(b: &Body, stmts: &[Statement]) -> Option<u32> {
     if bytes == 0 {
         return None;
     }
-    // Each register's writes in the whole body.
-    let mut defs: HashMap<RegId, Vec<&Instruction>> = HashMap::new();
-    for s in &b.statements {
-        if let Statement::Instruction(i) = s {
-            if let Some(Operand::Reg(r)) = b.args(i).first() {
-                defs.entry(*r).or_default().push(i);
-            }
-        }
-    }
     fn from_grid(b: &Body, defs: &HashMap<RegId, Vec<&Instruction>>, r: RegId, depth: u32) -> bool {
         let Some(ds) = defs.get(&r) else { return false };
         if depth == 0 || ds.len() != 1 {
@@ -276,9 +270,23 @@ pub(crate) fn grid_stride_loop(b: &Body, stmts: &[Statement]) -> Option<u32> {
     // = a + s; i = b + s`): any add of such a step counts.
     let steps = insts().any(|i| {
         let args = b.args(i);
-        i.op == Opcode::Add && args.len() == 3 && args[1..].iter().any(|a| matches!(*a, Operand::Reg(s) if from_grid(b, &defs, s, 6)))
+        i.op == Opcode::Add && args.len() == 3 && args[1..].iter().any(|a| matches!(*a, Operand::Reg(s) if from_grid(b, defs, s, 6)))
     });
     steps.then_some(bytes)
+}
+
+/// The instructions writing each register (as their first operand) in
+/// the whole body: what `grid_stride_loop` follows back.
+fn register_writes<'b>(b: &'b Body) -> HashMap<RegId, Vec<&'b Instruction>> {
+    let mut defs: HashMap<RegId, Vec<&Instruction>> = HashMap::new();
+    for s in &b.statements {
+        if let Statement::Instruction(i) = s {
+            if let Some(Operand::Reg(r)) = b.args(i).first() {
+                defs.entry(*r).or_default().push(i);
+            }
+        }
+    }
+    defs
 }
 
 /// Registers an operand reads.
@@ -880,7 +888,7 @@ mod tests {
     /// counts 4); loops that do not step by the grid's width, hold a
     /// barrier or an atomic, or load nothing from global memory, do not.
     #[test]
-    fn grid_stride_loops_of_waiting_kernels_are_turn_points() {
+    fn grid_stride_loops_are_turn_points() {
         let kernel = |name: &str, body: &str, tail: &str| {
             format!(
                 ".visible .entry {name}(.param .u64 p, .param .u32 n)
