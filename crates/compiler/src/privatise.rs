@@ -1089,6 +1089,17 @@ set:
     });
     let name = format!("__anycuda_wprivate_window_i{bits}_x{}", 1u32 << form.shift);
     let (size, key_bit, shift) = (bits / 8, u32::from(bits == 64), form.shift);
+    // Lane `k`'s byte (`%{p}l{k}`, as an index `%{p}x{k}`) and value to
+    // add (`%{p}a{k}`), the names prefixed by `p`.
+    let lane_byte = |p: &str, k: u32| -> String {
+        format!(
+            "  %{p}q{k} = getelementptr i8, ptr %q, i64 {k}
+  %{p}l{k} = load i8, ptr %{p}q{k}, align 1
+  %{p}x{k} = zext i8 %{p}l{k} to i64
+  %{p}a{k} = extractelement <{w} x i{bits}> %a, i32 {k}
+"
+        )
+    };
     // Lane `k`'s value `a` added to the window's entry `x` (the names
     // prefixed by `p`), then on to block `next`.
     let add_to_entry = |p: &str, k: u32, x: &str, a: &str, next: &str| -> String {
@@ -1142,12 +1153,8 @@ lanes:
         let _ = write!(
             text,
             "lane{k}:
-  %q{k} = getelementptr i8, ptr %q, i64 {k}
-  %l{k} = load i8, ptr %q{k}, align 1
-  %x{k} = zext i8 %l{k} to i64
-  %tp{k} = getelementptr i8, ptr %tk, i64 %x{k}
+{byte}  %tp{k} = getelementptr i8, ptr %tk, i64 %x{k}
   %tv{k} = load i8, ptr %tp{k}, align 1
-  %a{k} = extractelement <{w} x i{bits}> %a, i32 {k}
   %on0.{k} = icmp ne i8 %tv{k}, 0
   %on{k} = call i1 @llvm.expect.i1(i1 %on0.{k}, i1 true)
   br i1 %on{k}, label %hit{k}, label %first{k}
@@ -1166,6 +1173,7 @@ hit{k}:
   store i32 %u1.{k}, ptr %up, align 4
   br label %lane{next}
 ",
+            byte = lane_byte("", k),
             hit = add_to_entry("", k, &format!("%x{k}"), &format!("%a{k}"), &format!("lane{next}")),
         );
     }
@@ -1176,11 +1184,8 @@ hit{k}:
         let _ = write!(
             text,
             "taken{k}:
-  %fq{k} = getelementptr i8, ptr %q, i64 {k}
-  %fl{k} = load i8, ptr %fq{k}, align 1
-  %fx{k} = zext i8 %fl{k} to i64
-  %fa{k} = extractelement <{w} x i{bits}> %a, i32 {k}
-{add}",
+{byte}{add}",
+            byte = lane_byte("f", k),
             add = add_to_entry("f", k, &format!("%fx{k}"), &format!("%fa{k}"), &format!("taken{next}")),
         );
     }

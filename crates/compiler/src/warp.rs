@@ -1934,7 +1934,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             return self.warp_branch_turn(target, every, &mask, &taken, &falls);
         }
         if target <= k && !spins {
-            return self.warp_branch_back(target, &mask, &taken, &falls);
+            let any_taken = self.any(&taken);
+            return self.warp_branch_back(target, &mask, &taken, &any_taken, &falls);
         }
         self.set_next(&taken, target);
         self.set_next(&falls, fall_block);
@@ -1990,17 +1991,17 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let zero = V::scalar(Ty::I32, "0");
         self.warp_suspend(wf::TURN, &zero, &zero, true, false)?;
         self.out.label(&stay);
-        self.warp_branch_back(target, mask, taken, falls)
+        self.warp_branch_back(target, mask, taken, &any_taken, falls)
     }
 
     /// A backward branch (a loop's). When every executing lane takes it,
     /// they are the only lanes of the target block (no lane waits for an
     /// earlier block than the lowest one, this block), so they jump there
     /// with their mask, and a loop back to its own block leaves the lanes'
-    /// next block as it is. Otherwise as `warp_branch`.
-    fn warp_branch_back(&mut self, target: u32, mask: &V, taken: &V, falls: &V) -> Res<()> {
+    /// next block as it is. Otherwise as `warp_branch`. `any_taken`: the
+    /// caller's test of whether some lane takes it.
+    fn warp_branch_back(&mut self, target: u32, mask: &V, taken: &V, any_taken: &V, falls: &V) -> Res<()> {
         let k = self.warp.as_ref().map_or(0, |w| w.block);
-        let any_taken = self.any(taken);
         let any_falls = self.any(falls);
         let (t, none, direct, split) =
             (self.out.fresh_label("taken"), self.out.fresh_label("none"), self.out.fresh_label("back"), self.out.fresh_label("split"));
