@@ -1447,7 +1447,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let ty = self.reg_tys[r as usize];
         if let Some(offset) = self.warp.as_ref().and_then(|w| w.resident_slot(r)) {
             let q = self.frame_ptr(offset);
-            return self.out.def(ty, format_args!("load {ty}, ptr {q}, align 64"));
+            return self.load_frame_value(ty, &q);
         }
         let p = self.regs[r as usize].clone();
         self.out.def(ty, format_args!("load {ty}, ptr {p}"))

@@ -35,6 +35,79 @@ use std::fmt::Write;
 /// Lanes of a warp.
 pub const W: u32 = 32;
 
+/// The shared helper behind a gather (or, `scatter`, a scatter) of
+/// `<W x t>` at `align` where the target has no such instruction: lane by
+/// lane in lane order, each lane loading from (storing to) its own
+/// address or, when it does not execute, a slot of the helper's own, so
+/// that no lane branches. LLVM expands the masked intrinsics into a test
+/// and branch per lane, which mispredicts on masks that vary from warp to
+/// warp (bitonic's exchanges, taken by a data-dependent half of the lanes:
+/// a quarter of its samples were in those branches).
+fn lane_by_lane_helper(name: &str, t: &str, align: u32, scatter: bool) -> String {
+    let slot_align = align.max(8);
+    let mut f = if scatter {
+        format!("define internal void @{name}(<{W} x {t}> %v, <{W} x ptr> %p, <{W} x i1> %m) noinline nounwind {{\n")
+    } else {
+        format!("define internal <{W} x {t}> @{name}(<{W} x ptr> %p, <{W} x i1> %m) noinline nounwind {{\n")
+    };
+    let _ = writeln!(f, "  %idle = alloca {t}, align {slot_align}");
+    let _ = writeln!(f, "  %idle.1 = insertelement <{W} x ptr> poison, ptr %idle, i32 0");
+    let _ = writeln!(f, "  %idle.w = shufflevector <{W} x ptr> %idle.1, <{W} x ptr> poison, <{W} x i32> zeroinitializer");
+    let _ = writeln!(f, "  %q = select <{W} x i1> %m, <{W} x ptr> %p, <{W} x ptr> %idle.w");
+    let mut acc = "poison".to_string();
+    for i in 0..W {
+        let _ = writeln!(f, "  %q{i} = extractelement <{W} x ptr> %q, i32 {i}");
+        if scatter {
+            let _ = writeln!(f, "  %x{i} = extractelement <{W} x {t}> %v, i32 {i}");
+            let _ = writeln!(f, "  store {t} %x{i}, ptr %q{i}, align {align}");
+        } else {
+            let _ = writeln!(f, "  %x{i} = load {t}, ptr %q{i}, align {align}");
+            let _ = writeln!(f, "  %v{i} = insertelement <{W} x {t}> {acc}, {t} %x{i}, i32 {i}");
+            acc = format!("%v{i}");
+        }
+    }
+    if scatter {
+        f.push_str("  ret void\n}\n");
+    } else {
+        let _ = writeln!(f, "  ret <{W} x {t}> {acc}\n}}");
+    }
+    f
+}
+
+/// IR text that reads a value of LLVM type `ty` stored in the frame at
+/// `q` into `dst` (`  dst = ...` lines). A lane mask (`<N x i1>`, stored as
+/// the N bits of an integer) is read as that integer broadcast to every
+/// lane and tested against the lane's bit: x86 without mask registers
+/// (AVX2) turned a `<32 x i1>` load whose value lives on past its block
+/// into one bit extraction and one byte insertion per lane (stencil's
+/// warp code: 960 of its 9,052 instructions; the broadcast and test is
+/// eight instructions there, and two tests on AVX-512).
+pub(crate) fn frame_load_text(dst: &str, ty: &str, q: &str) -> String {
+    let lanes = ty.strip_prefix('<').and_then(|t| t.strip_suffix(" x i1>")).and_then(|n| n.parse::<u32>().ok());
+    let Some(n) = lanes.filter(|&n| n > 1 && n <= 64) else {
+        return format!("  {dst} = load {ty}, ptr {q}, align 64\n");
+    };
+    let it = if n > 32 { "i64" } else { "i32" };
+    let bits: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                "{it} {}",
+                if i == 63 {
+                    i64::MIN
+                } else if i == 31 && it == "i32" {
+                    i32::MIN as i64
+                } else {
+                    1i64 << i
+                }
+            )
+        })
+        .collect();
+    format!(
+        "  {dst}.w = load {it}, ptr {q}, align 64\n  {dst}.b = insertelement <{n} x {it}> poison, {it} {dst}.w, i32 0\n  {dst}.s = shufflevector <{n} x {it}> {dst}.b, <{n} x {it}> poison, <{n} x i32> zeroinitializer\n  {dst}.a = and <{n} x {it}> {dst}.s, <{}>\n  {dst} = icmp ne <{n} x {it}> {dst}.a, zeroinitializer\n",
+        bits.join(", ")
+    )
+}
+
 /// The per-function state of warp mode.
 #[derive(Clone, Debug)]
 pub struct WarpState {
@@ -1763,7 +1836,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let t = v.type_name();
             let (q, x) = (self.out.fresh("rp"), self.out.fresh("rv"));
             let _ = writeln!(restore, "  {q} = getelementptr i8, ptr %frame, i64 {offset}");
-            let _ = writeln!(restore, "  {x} = load {t}, ptr {q}, align 64");
+            restore.push_str(&frame_load_text(&x, &t, &q));
             let _ = writeln!(restore, "  store {t} {x}, ptr {}", self.regs[r as usize]);
         }
         // Affine bits go with their registers; the others' registers are
@@ -1809,7 +1882,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             self.out.op(format_args!("store {t} {v}, ptr {p}, align 64"));
             let (q, x) = (self.out.fresh("rp"), self.out.fresh("rv"));
             let _ = writeln!(restore, "  {q} = getelementptr i8, ptr %frame, i64 {offset}");
-            let _ = writeln!(restore, "  {x} = load {t}, ptr {q}, align 64");
+            restore.push_str(&frame_load_text(&x, &t, &q));
             let _ = writeln!(restore, "  store {t} {x}, ptr {slot}");
         }
         self.out.op(format_args!("store i32 {point}, ptr %frame, align 4"));
@@ -2182,6 +2255,14 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let q = self.out.fresh("fr");
         self.out.op(format_args!("{q} = getelementptr i8, ptr %frame, i64 {offset}"));
         q
+    }
+
+    /// A register of type `ty` (in the current mode) read from the frame
+    /// at `q` (see [`frame_load_text`]).
+    pub fn load_frame_value(&mut self, ty: Ty, q: &str) -> V {
+        let v = V::new(ty, self.out.fresh("t"));
+        self.out.op(format_args!("{}", frame_load_text(&v.s, &v.type_name(), q).trim()));
+        v
     }
 
     /// Where affine bit `bit` is, as a pointer.
@@ -2642,10 +2723,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             return self.out.def(ety, format_args!("call {ety} @{intrinsic}({ptrs}, i32 {align}, {mask}, {ety} poison)"));
         }
         let name = format!("__anycuda_wgather_{}_a{align}", ety.suffix());
-        let text = format!(
-            "define internal {ety} @{name}(<{W} x ptr> %p, <{W} x i1> %m) noinline nounwind {{\n  %v = call {ety} @{intrinsic}(<{W} x ptr> %p, i32 {align}, <{W} x i1> %m, {ety} poison)\n  ret {ety} %v\n}}\n"
-        );
-        self.cx.helper(&name, || text);
+        self.cx.helper(&name, || lane_by_lane_helper(&name, ety.name(), align, false));
         self.out.def(ety, format_args!("call {ety} @{name}({ptrs}, {mask})"))
     }
 
@@ -2704,10 +2782,7 @@ masked:
         }
         let ety = v.ty;
         let name = format!("__anycuda_wscatter_{}_a{align}", ety.suffix());
-        let text = format!(
-            "define internal void @{name}({ety} %v, <{W} x ptr> %p, <{W} x i1> %m) noinline nounwind {{\n  call void @{intrinsic}({ety} %v, <{W} x ptr> %p, i32 {align}, <{W} x i1> %m)\n  ret void\n}}\n"
-        );
-        self.cx.helper(&name, || text);
+        self.cx.helper(&name, || lane_by_lane_helper(&name, ety.name(), align, true));
         self.out.op(format_args!("call void @{name}({v}, {ptrs}, {mask})"));
     }
 
