@@ -86,8 +86,10 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// from the frame as an integer's bits and gathers and scatters lane by
 /// lane without a branch per lane where the host has no such instruction
 /// (entries of 22 on AVX2 hosts: a barrier stencil about 1.35 times and
-/// a bitonic sort about 1.3 times slower).
-const FORMAT: u32 = 23;
+/// a bitonic sort about 1.3 times slower). 24: on such hosts warp code
+/// computes its lane masks as 32-bit lanes (`targets::wide_masks`;
+/// entries of 23: the barrier stencil about 1.2 times slower).
+const FORMAT: u32 = 24;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 const SECRET: &str = ".secret";

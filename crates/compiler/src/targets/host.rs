@@ -253,6 +253,9 @@ pub fn host_object(ir: &str, tier: Tier, warp_code: bool) -> Result<Vec<u8>, Com
         module.set_data_layout(&tm.get_target_data().get_data_layout());
         time(Phase::Verify, || module.verify()).map_err(llvm)?;
         time(Phase::Optimize, || module.run_passes(pipeline(tier), tm, PassBuilderOptions::create())).map_err(llvm)?;
+        if warp_code && !host_has_avx512f() {
+            time(Phase::Optimize, || super::wide_masks::widen_masks(&context, &module));
+        }
         let obj = time(Phase::Codegen, || tm.write_to_memory_buffer(&module, FileType::Object)).map_err(llvm)?;
         Ok(obj.as_slice().to_vec())
     })

@@ -24,6 +24,7 @@
 
 pub mod amdgpu;
 pub mod host;
+pub mod wide_masks;
 
 use crate::{CompileError, KernelInfo, Target, Tier};
 use std::collections::BTreeMap;
