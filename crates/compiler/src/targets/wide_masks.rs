@@ -45,7 +45,8 @@ use inkwell::llvm_sys::LLVMTypeKind;
 use inkwell::module::Module;
 use inkwell::types::VectorType;
 use inkwell::values::{
-    AnyValue, AnyValueEnum, AsValueRef, BasicValue, BasicValueEnum, InstructionOpcode, InstructionValue, PhiValue, VectorValue,
+    AnyValue, AnyValueEnum, AsValueRef, BasicValue, BasicValueEnum, CallSiteValue, InstructionOpcode, InstructionValue, IntValue, PhiValue,
+    VectorValue,
 };
 use inkwell::IntPredicate;
 use std::collections::{HashMap, HashSet};
@@ -169,6 +170,114 @@ impl<'ctx> Widen<'_, 'ctx> {
         let n = self.builder.build_int_compare(IntPredicate::SLT, w, w.get_type().const_zero(), "wn").ok()?;
         self.note(n);
         Some(n)
+    }
+
+    /// Whether any (`all` false) or every lane of wide form `w` is set, as
+    /// an `i1` made right before `at`: the lanes folded in halves with
+    /// `or` (`and`) down to eight, whose sign bits are then tested at once
+    /// (`vmovmskps` on AVX2, where a `<32 x i1>` reduction packed the
+    /// lanes to bytes with two packs and three permutes first).
+    fn reduce_before(&mut self, w: VectorValue<'ctx>, all: bool, at: InstructionValue<'ctx>) -> Option<IntValue<'ctx>> {
+        let b = self.builder;
+        b.position_before(&at);
+        let i32t = self.context.i32_type();
+        let mut v = w;
+        let mut n = w.get_type().get_size();
+        while n > 8 && n.is_multiple_of(2) {
+            let half = |from: u32| {
+                VectorType::const_vector(&(from..from + n / 2).map(|k| i32t.const_int(u64::from(k), false)).collect::<Vec<_>>())
+            };
+            let poison = v.get_type().get_poison();
+            let lo = b.build_shuffle_vector(v, poison, half(0), "wl").ok()?;
+            let hi = b.build_shuffle_vector(v, poison, half(n / 2), "wh").ok()?;
+            v = if all { b.build_and(lo, hi, "wr").ok()? } else { b.build_or(lo, hi, "wr").ok()? };
+            self.note(lo);
+            self.note(hi);
+            self.note(v);
+            n /= 2;
+        }
+        let signs = b.build_int_compare(IntPredicate::SLT, v, v.get_type().const_zero(), "ws").ok()?;
+        let bits_type = self.context.custom_width_int_type(std::num::NonZeroU32::new(n)?).ok()?;
+        let bits = b.build_bit_cast(signs, bits_type, "wb").ok()?.into_int_value();
+        let r = if all {
+            b.build_int_compare(IntPredicate::EQ, bits, bits_type.const_all_ones(), "wq").ok()?
+        } else {
+            b.build_int_compare(IntPredicate::NE, bits, bits_type.const_zero(), "wq").ok()?
+        };
+        self.note(signs);
+        self.note(bits);
+        self.note(r);
+        Some(r)
+    }
+
+    /// Replaces reader `u` when all it does with its mask is reduce it: a
+    /// call of `llvm.vector.reduce.or`/`.and`, or a bitcast of the mask to
+    /// bits that only compares (`eq`/`ne`) with 0 or with all ones (what
+    /// the optimiser makes of those reductions). The replaced instructions
+    /// go to `dead`. Whether it replaced `u`.
+    fn reduce_reader(&mut self, u: InstructionValue<'ctx>, dead: &mut Vec<InstructionValue<'ctx>>) -> bool {
+        let Some(m) = operand(u, 0).and_then(mask_instruction) else { return false };
+        let Some(&wm) = self.wide.get(&m) else { return false };
+        match u.get_opcode() {
+            InstructionOpcode::Call => {
+                let Ok(call) = CallSiteValue::try_from(u) else { return false };
+                let Some(callee) = call.get_called_fn_value() else { return false };
+                let name = callee.get_name().to_string_lossy();
+                let all = if name.starts_with("llvm.vector.reduce.or.") {
+                    false
+                } else if name.starts_with("llvm.vector.reduce.and.") {
+                    true
+                } else {
+                    return false;
+                };
+                let AnyValueEnum::IntValue(old) = u.as_any_value_enum() else { return false };
+                let Some(r) = self.reduce_before(wm, all, u) else { return false };
+                old.replace_all_uses_with(r);
+                dead.push(u);
+                true
+            }
+            InstructionOpcode::BitCast => {
+                // Each compare of the bits: (reduction, negated).
+                let mut tests = Vec::new();
+                let mut use_ = u.get_first_use();
+                while let Some(x) = use_ {
+                    use_ = x.get_next_use();
+                    let AnyValueEnum::IntValue(c) = x.get_user() else { return false };
+                    let Some(ci) = c.as_instruction() else { return false };
+                    let Some(pred) = ci.get_icmp_predicate() else { return false };
+                    let Some(BasicValueEnum::IntValue(k)) = operand(ci, 1) else { return false };
+                    let Some(k) = k.get_sign_extended_constant() else { return false };
+                    let same = matches!(operand(ci, 0), Some(v) if v.as_value_ref() == u.as_value_ref());
+                    let test = match (pred, k) {
+                        (IntPredicate::EQ, 0) => (false, true),
+                        (IntPredicate::NE, 0) => (false, false),
+                        (IntPredicate::EQ, -1) => (true, false),
+                        (IntPredicate::NE, -1) => (true, true),
+                        _ => return false,
+                    };
+                    if !same {
+                        return false;
+                    }
+                    tests.push((ci, c, test));
+                }
+                if tests.is_empty() {
+                    return false;
+                }
+                for (ci, c, (all, negate)) in tests {
+                    let Some(mut r) = self.reduce_before(wm, all, ci) else { return false };
+                    if negate {
+                        let Ok(n) = self.builder.build_not(r, "wt") else { return false };
+                        self.note(n);
+                        r = n;
+                    }
+                    c.replace_all_uses_with(r);
+                    dead.push(ci);
+                }
+                dead.push(u);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Makes the wide form of translated mask `x` right after it, if its
@@ -348,11 +457,15 @@ fn widen_function<'ctx>(context: &'ctx Context, builder: &Builder<'ctx>, blocks:
     }
     // Every other reader of a mask reads it narrowed right before it.
     let translated: HashSet<InstructionValue<'ctx>> = masks.iter().copied().filter(|x| !sources.contains(x)).collect();
+    let mut dead: Vec<InstructionValue<'ctx>> = Vec::new();
     for bb in &blocks {
         let mut i = bb.get_first_instruction();
         while let Some(u) = i {
             i = u.get_next_instruction();
             if translated.contains(&u) || w.made.contains(&u) {
+                continue;
+            }
+            if w.reduce_reader(u, &mut dead) {
                 continue;
             }
             for k in 0..u.get_num_operands() {
@@ -363,6 +476,10 @@ fn widen_function<'ctx>(context: &'ctx Context, builder: &Builder<'ctx>, blocks:
                 }
             }
         }
+    }
+    // Readers replaced by reductions of wide forms.
+    for x in dead {
+        x.erase_from_basic_block();
     }
     // The translated masks are read by nothing but each other now.
     for &x in &translated {
@@ -392,6 +509,7 @@ mod tests {
         let low: Vec<String> = (0..16).map(|i| format!("i32 {}", 2 * i + 1)).collect();
         format!(
             "declare i1 @llvm.vector.reduce.or.v32i1(<32 x i1>)
+declare i1 @llvm.vector.reduce.and.v32i1(<32 x i1>)
 declare <32 x i32> @llvm.masked.load.v32i32.p0(ptr, i32, <32 x i1>, <32 x i32>)
 
 define void @f(ptr %a, ptr %b, ptr %out, i32 %rounds) {{
@@ -437,6 +555,27 @@ done:
   %hb = bitcast <16 x i1> %h to i16
   %o4 = getelementptr i8, ptr %out, i64 264
   store i16 %hb, ptr %o4, align 1
+  %b2 = bitcast <32 x i1> %m to i32
+  %full = icmp eq i32 %b2, -1
+  %none = icmp eq i32 %b2, 0
+  %some = icmp ne i32 %b2, 0
+  %notfull = icmp ne i32 %b2, -1
+  %all = call i1 @llvm.vector.reduce.and.v32i1(<32 x i1> %m)
+  %t1 = zext i1 %full to i8
+  %t2 = zext i1 %none to i8
+  %t3 = zext i1 %some to i8
+  %t4 = zext i1 %notfull to i8
+  %t5 = zext i1 %all to i8
+  %o5 = getelementptr i8, ptr %out, i64 266
+  store i8 %t1, ptr %o5, align 1
+  %o6 = getelementptr i8, ptr %out, i64 267
+  store i8 %t2, ptr %o6, align 1
+  %o7 = getelementptr i8, ptr %out, i64 268
+  store i8 %t3, ptr %o7, align 1
+  %o8 = getelementptr i8, ptr %out, i64 269
+  store i8 %t4, ptr %o8, align 1
+  %o9 = getelementptr i8, ptr %out, i64 270
+  store i8 %t5, ptr %o9, align 1
   ret void
 }}
 ",
@@ -457,14 +596,21 @@ done:
             assert!(widen_masks(&context, &module) > 0, "masks to rewrite");
             module.verify().unwrap_or_else(|e| panic!("verifies after the rewrite: {e}\n{}", module.print_to_string()));
             let text = module.print_to_string().to_string();
-            for op in ["phi <32 x i1>", "xor <32 x i1>", "and <32 x i1>", "select i1 %sc, <32 x i1>"] {
+            for op in [
+                "phi <32 x i1>",
+                "xor <32 x i1>",
+                "and <32 x i1>",
+                "select i1 %sc, <32 x i1>",
+                "call i1 @llvm.vector.reduce.and.v32i1(",
+                "icmp eq i32 %b2",
+            ] {
                 assert!(!text.contains(op), "`{op}` left:\n{text}");
             }
         }
         let ee = module.create_jit_execution_engine(OptimizationLevel::Default).expect("jit");
         let mut out = vec![0u8; 272];
         // SAFETY: `f` has the signature of `Kernel`; it reads 128 bytes at
-        // each of `a` and `b` and writes 266 bytes of `out`.
+        // each of `a` and `b` and writes 271 bytes of `out`.
         unsafe {
             let f = ee.get_function::<Kernel>("f").expect("f");
             f.call(a.as_ptr(), b.as_ptr(), out.as_mut_ptr(), rounds);
@@ -486,5 +632,14 @@ done:
             let b: [u32; 32] = std::array::from_fn(|_| next());
             assert_eq!(run(true, &a, &b, rounds), run(false, &a, &b, rounds), "{rounds} rounds");
         }
+        // Every lane set, then none: the reductions' other answers.
+        let a: [u32; 32] = std::array::from_fn(|i| i as u32);
+        let b: [u32; 32] = std::array::from_fn(|i| i as u32 + 1);
+        let full = run(true, &a, &b, 0);
+        assert_eq!(&full[266..271], &[1, 0, 1, 0, 1], "every lane set");
+        assert_eq!(full, run(false, &a, &b, 0));
+        let none = run(true, &a, &a, 0);
+        assert_eq!(&none[266..271], &[0, 1, 0, 1, 0], "no lane set");
+        assert_eq!(none, run(false, &a, &a, 0));
     }
 }
