@@ -2,7 +2,8 @@
 //! fallback is a masked gather or scatter: inline on hosts with AVX-512
 //! (a few instructions), a call of one shared helper per type elsewhere
 //! (LLVM would expand each one inline into 32 tests, branches and scalar
-//! accesses). Read from the LLVM IR.
+//! accesses); the helper accesses every lane in lane order without a
+//! branch, an idle lane through a slot of its own. Read from the LLVM IR.
 
 const KERNEL: &str = r#".version 8.0
 .target sm_80
@@ -32,6 +33,22 @@ fn calls(text: &str, callee: &str) -> usize {
     text.lines().filter(|l| l.contains(" call ") && l.contains(callee)).count()
 }
 
+/// The gather and scatter helpers of `t` elements each redirect idle
+/// lanes to their own slot and then access all 32 lanes, without a
+/// branch.
+fn assert_lane_by_lane(text: &str, t: &str) {
+    for helper in ["wgather", "wscatter"] {
+        let name = format!("@__anycuda_{helper}_v32{t}_");
+        let line = text.lines().find(|l| l.starts_with("define") && l.contains(&name)).expect("helper defined");
+        let start = text.find(line).expect("the line is in the text");
+        let body = &text[start..start + text[start..].find("\n}").expect("helper body ends")];
+        assert!(body.contains("%q = select <32 x i1> %m, <32 x ptr> %p, <32 x ptr> %idle.w"), "{helper}: idle lanes redirected\n{body}");
+        let accesses = body.lines().filter(|l| l.contains(&format!("load {t}, ptr %q")) || l.contains(&format!("store {t} %x"))).count();
+        assert_eq!(accesses, 32, "{helper}: one access per lane\n{body}");
+        assert!(!body.contains(" br "), "{helper}: no branch\n{body}");
+    }
+}
+
 #[test]
 fn irregular_warp_accesses_gather_inline_only_where_gathers_are_instructions() {
     let module = ptx::parse(KERNEL).unwrap_or_else(|d| panic!("test PTX must parse: {d}"));
@@ -44,13 +61,14 @@ fn irregular_warp_accesses_gather_inline_only_where_gathers_are_instructions() {
         assert_eq!(calls(&text, "@__anycuda_wscatter_"), 0, "{text}");
         return;
     }
-    // One intrinsic call in each helper; every access calls a helper.
+    // Lane by lane in each helper; every access calls a helper.
     assert!(text.contains("define internal <32 x i32> @__anycuda_wgather_v32i32_a4(<32 x ptr> %p, <32 x i1> %m) noinline"), "{text}");
     assert!(
         text.contains("define internal void @__anycuda_wscatter_v32i32_a4(<32 x i32> %v, <32 x ptr> %p, <32 x i1> %m) noinline"),
         "{text}"
     );
-    assert_eq!((gathers, scatters), (1, 1), "{text}");
+    assert_eq!((gathers, scatters), (0, 0), "{text}");
+    assert_lane_by_lane(&text, "i32");
     assert!(calls(&text, "@__anycuda_wgather_v32i32_a4(") >= 3, "{text}");
     assert!(calls(&text, "@__anycuda_wscatter_v32i32_a4(") >= 2, "{text}");
 }
@@ -143,9 +161,10 @@ fn irregular_16_bit_warp_accesses_share_helpers_on_every_host() {
         text.contains("define internal void @__anycuda_wscatter_v32i16_a2(<32 x i16> %v, <32 x ptr> %p, <32 x i1> %m) noinline"),
         "{text}"
     );
-    // One intrinsic call in each helper; every irregular access calls one.
+    // Lane by lane in each helper; every irregular access calls one.
     let (gathers, scatters) = (calls(&text, "@llvm.masked.gather.v32i16."), calls(&text, "@llvm.masked.scatter.v32i16."));
-    assert_eq!((gathers, scatters), (1, 1), "{text}");
+    assert_eq!((gathers, scatters), (0, 0), "{text}");
+    assert_lane_by_lane(&text, "i16");
     assert!(calls(&text, "@__anycuda_wgather_v32i16_a2(") >= 2, "{text}");
     assert!(calls(&text, "@__anycuda_wscatter_v32i16_a2(") >= 2, "{text}");
 }
