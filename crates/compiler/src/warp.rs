@@ -88,20 +88,9 @@ pub(crate) fn frame_load_text(dst: &str, ty: &str, q: &str) -> String {
         return format!("  {dst} = load {ty}, ptr {q}, align 64\n");
     };
     let it = if n > 32 { "i64" } else { "i32" };
-    let bits: Vec<String> = (0..n)
-        .map(|i| {
-            format!(
-                "{it} {}",
-                if i == 63 {
-                    i64::MIN
-                } else if i == 31 && it == "i32" {
-                    i32::MIN as i64
-                } else {
-                    1i64 << i
-                }
-            )
-        })
-        .collect();
+    // Lane i's bit, as the signed constant of the integer's width.
+    let bit = |i: u32| if n > 32 { (1u64 << i) as i64 } else { i64::from((1u32 << i) as i32) };
+    let bits: Vec<String> = (0..n).map(|i| format!("{it} {}", bit(i))).collect();
     format!(
         "  {dst}.w = load {it}, ptr {q}, align 64\n  {dst}.b = insertelement <{n} x {it}> poison, {it} {dst}.w, i32 0\n  {dst}.s = shufflevector <{n} x {it}> {dst}.b, <{n} x {it}> poison, <{n} x i32> zeroinitializer\n  {dst}.a = and <{n} x {it}> {dst}.s, <{}>\n  {dst} = icmp ne <{n} x {it}> {dst}.a, zeroinitializer\n",
         bits.join(", ")

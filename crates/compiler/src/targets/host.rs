@@ -255,6 +255,11 @@ pub fn host_object(ir: &str, tier: Tier, warp_code: bool) -> Result<Vec<u8>, Com
         time(Phase::Optimize, || module.run_passes(pipeline(tier), tm, PassBuilderOptions::create())).map_err(llvm)?;
         if warp_code && !host_has_avx512f() {
             time(Phase::Optimize, || super::wide_masks::widen_masks(&context, &module));
+            // The rewrite works through LLVM's C API: IR it left invalid
+            // fails the compile with a clear error instead of reaching the
+            // code generator.
+            time(Phase::Verify, || module.verify())
+                .map_err(|e| CompileError::Llvm(format!("the lane-mask rewrite left invalid IR (a bug in anycuda): {e}")))?;
         }
         let obj = time(Phase::Codegen, || tm.write_to_memory_buffer(&module, FileType::Object)).map_err(llvm)?;
         Ok(obj.as_slice().to_vec())
