@@ -122,6 +122,54 @@ pub enum Form {
     /// `mul.wide`, the product of `mad.wide`), sign-extended when `signed`:
     /// the form survives only when no lane's value wraps around.
     Widened { signed: bool },
+    /// A 32-bit `and` with an immediate `mask` (`tid & 31`, `(tid << 2) &
+    /// 124`): for an operand of stride `2^j`, the mask's bits from `j` up
+    /// must be one run of at least four bits (`field`); the lanes then keep
+    /// the stride while their field does not wrap, which the lowering
+    /// checks. The mask's bits below `j` keep what every lane of a half
+    /// shares.
+    Masked { mask: u32 },
+    /// A 32-bit `shr` by an immediate `shift` (`tid >> 5`), arithmetic when
+    /// `signed`: a stride divisible by `2^shift` is divided (the lanes'
+    /// values must not wrap); a stride small enough that the lanes of a
+    /// half warp share every bit from `shift` up gives stride 0 (their low
+    /// bits must not carry into bit `shift`) (`shifted_stride`).
+    Shifted { shift: u32, signed: bool },
+}
+
+/// For `x & mask` with `x` of lane stride `stride`: the lowest bit `j` of
+/// the stride (a positive power of two) and the width `w` of the run of
+/// ones the mask has from bit `j` up, when that run exists and holds at
+/// least a half warp's 16 lanes. The result then has the same stride while
+/// every lane's field `(x >> j) & (2^w - 1)` stays within `[0, 2^w)` from
+/// its half's first lane on.
+pub fn field(mask: u32, stride: i64) -> Option<(u32, u32)> {
+    if stride <= 0 || stride.count_ones() != 1 || stride >= 1 << 32 {
+        return None;
+    }
+    let j = stride.trailing_zeros();
+    let hi = u64::from(mask) >> j;
+    let w = hi.trailing_ones();
+    (w >= 4 && hi == (1u64 << w) - 1).then_some((j, w))
+}
+
+/// For `x >> shift` with `x` of lane stride `stride` (positive): the
+/// result's stride. A stride divisible by `2^shift` is divided exactly
+/// (when no lane's value wraps); one with `15 * stride < 2^shift` leaves
+/// every lane of a half warp the same high bits (when the first lane's low
+/// bits leave room for the others' increments): stride 0.
+pub fn shifted_stride(stride: i64, shift: u32) -> Option<i64> {
+    if stride <= 0 || !(1..32).contains(&shift) {
+        return None;
+    }
+    let unit = 1i64 << shift;
+    if stride % unit == 0 {
+        Some(stride / unit)
+    } else if 15 * stride < unit {
+        Some(0)
+    } else {
+        None
+    }
 }
 
 /// How an instruction writing its first operand, a 32- or 64-bit register,
@@ -158,6 +206,14 @@ pub fn form(f: &Function, b: &Body, inst: &Instruction) -> Option<Form> {
             plain_ok(1).then_some(Form::Plain)
         }
         Opcode::Cvta if args.len() == 2 && t.bits() == dbits => operand_width_ok(f, b, args.get(1), 64).then_some(Form::Plain),
+        Opcode::And if args.len() == 3 && dbits == 32 && int && t.bits() == 32 => match args[2] {
+            Operand::Imm(m) => plain_ok(1).then_some(Form::Masked { mask: m as u32 }),
+            _ => None,
+        },
+        Opcode::Shr if args.len() == 3 && dbits == 32 && t.bits() == 32 && int => match args[2] {
+            Operand::Imm(k) if (1..32).contains(&k) => plain_ok(1).then_some(Form::Shifted { shift: k as u32, signed: t.is_signed() }),
+            _ => None,
+        },
         Opcode::Cvt if args.len() == 2 && inst.rounding(b).is_none() && !inst.has(b, Flag::Sat) => {
             let mut types = inst.types(b);
             let (to, from) = (types.next()?, types.next()?);
@@ -288,11 +344,20 @@ fn transfer(f: &Function, b: &Body, inst: &Instruction, state: &[Lattice], const
         },
         Opcode::Mul => product(),
         Opcode::Mad => sum(product(), s(3), false),
+        // Lanes of equal values give equal results; a lane-varying operand
+        // keeps a stride only in the forms `field` / `shifted_stride`
+        // describe, whose run-time conditions the lowering checks.
+        Opcode::And | Opcode::Shr => match (s(1), form) {
+            (Lattice::Stride(0), _) => Lattice::Stride(0),
+            (Lattice::Stride(a), Form::Masked { mask }) => field(mask, a).map_or(Lattice::Varying, |_| Lattice::Stride(a)),
+            (Lattice::Stride(a), Form::Shifted { shift, .. }) => shifted_stride(a, shift).map_or(Lattice::Varying, Lattice::Stride),
+            (Lattice::Stride(_), _) => Lattice::Varying,
+            (x, _) => x,
+        },
         _ => Lattice::Varying,
     };
     // A widened operand keeps its (signed) stride; the lanes' values must
     // then not wrap, which the lowering checks.
-    let _ = form;
     match result {
         Lattice::Stride(x) => Lattice::Stride(normalize(x, dbits)),
         other => other,
@@ -382,6 +447,81 @@ ret;
         for name in ["%r10", "%r11", "%r13", "%r14"] {
             assert!(!s.contains_key(name), "{name} has no stride: {s:?}");
         }
+    }
+
+    #[test]
+    fn fields_and_shifts_of_the_lane_keep_a_stride_where_the_lanes_can_stay_apart() {
+        let s = named_strides(
+            r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u32 n)
+{
+.reg .b32 %r<30>;
+ld.param.u32 %r1, [n];
+mov.u32 %r2, %tid.x;
+and.b32 %r3, %r2, 31;
+shl.b32 %r4, %r2, 2;
+and.b32 %r5, %r4, 124;
+and.b32 %r6, %r4, 127;
+shr.u32 %r7, %r2, 5;
+shr.s32 %r8, %r2, 4;
+shl.b32 %r9, %r2, 6;
+shr.u32 %r10, %r9, 2;
+and.b32 %r11, %r1, 12;
+shr.u32 %r12, %r1, 3;
+and.b32 %r20, %r2, 7;
+and.b32 %r21, %r2, 30;
+shr.u32 %r22, %r2, 3;
+mul.lo.s32 %r23, %r2, 3;
+and.b32 %r24, %r23, 31;
+and.b32 %r25, %r4, 28;
+and.b32 %r13, %r4, 60;
+shr.u32 %r26, %r4, 5;
+and.b32 %r27, %r2, %r1;
+ret;
+}
+"#,
+        );
+        let want = [
+            // The lane's field and four times it: the stride stays.
+            ("%r3", 1),
+            ("%r5", 4),
+            // Bits below the stride's lowest are what a half shares.
+            ("%r6", 4),
+            // The warp's number, and a half warp's: the same in a half.
+            ("%r7", 0),
+            ("%r8", 0),
+            // A stride divisible by the shift's unit is divided.
+            ("%r10", 16),
+            // Four bits hold a half warp's lanes.
+            ("%r13", 4),
+            // Fields and shifts of uniform values.
+            ("%r11", 0),
+            ("%r12", 0),
+        ];
+        for (name, stride) in want {
+            assert_eq!(s.get(name), Some(&stride), "{name} in {s:?}");
+        }
+        // Fields too narrow for a half warp (3 bits), a mask whose run does
+        // not start at the stride's bit, a shift whose half warp spans two
+        // values (15 > 8), a stride that is not a power of two, a field of
+        // 4 * lane 3 bits wide from bit 2 (too narrow), a shift of stride
+        // 4 by 5 (15 * 4 > 32), a mask that is not a constant: no stride.
+        for name in ["%r20", "%r21", "%r22", "%r24", "%r25", "%r26", "%r27"] {
+            assert!(!s.contains_key(name), "{name} has no stride: {s:?}");
+        }
+        assert_eq!(field(124, 4), Some((2, 5)));
+        assert_eq!(field(0xffff_ffff, 1), Some((0, 32)));
+        assert_eq!(field(28, 4), None, "bits 2-4: three bits");
+        assert_eq!(field(31, 2), Some((1, 4)), "bits 1-4");
+        assert_eq!(field(0x7c | 0x100, 4), None, "a gap in the run");
+        assert_eq!(field(31, -1), None);
+        assert_eq!(shifted_stride(1, 5), Some(0));
+        assert_eq!(shifted_stride(2, 5), Some(0), "15 * 2 < 32");
+        assert_eq!(shifted_stride(3, 5), None, "45 > 32, not divisible");
+        assert_eq!(shifted_stride(64, 2), Some(16));
+        assert_eq!(shifted_stride(-4, 2), None);
     }
 
     #[test]

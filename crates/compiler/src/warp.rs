@@ -1650,6 +1650,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
     fn affine_regions(&self) -> HashMap<usize, (usize, Vec<RegId>)> {
         /// Longer runs are cut, bounding the code lowered twice.
         const MAX_REGION: usize = 512;
+        /// Outside loops, the accesses a run needs to be lowered twice.
+        const STRAIGHT_ACCESSES: usize = 4;
         let mut regions = HashMap::new();
         let (b, Some(w)) = (self.b, self.warp.as_ref()) else { return regions };
         let plain = |k: usize| match &b.statements[k] {
@@ -1683,31 +1685,54 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 continue;
             }
             let start = i;
-            let mut written = Vec::new();
-            let mut addressed = Vec::new();
+            // Per statement of the run: its index, the registers it
+            // writes, and the lane-strided register it accesses through.
+            let mut run: Vec<(usize, Vec<RegId>, Option<RegId>)> = Vec::new();
             while i < b.statements.len() && plain(i) && (i == start || !w.starts.contains_key(&i)) && i - start < MAX_REGION {
                 if let Statement::Instruction(inst) = &b.statements[i] {
                     b.def_use(inst, &mut uses, &mut defs);
-                    written.extend_from_slice(&defs);
                     let address = match inst.op {
                         Opcode::Ld => Some(1),
                         Opcode::St => Some(0),
                         _ => None,
                     };
-                    if let Some(Operand::AddrReg(r, _)) = address.and_then(|k| b.args(inst).get(k).copied()) {
-                        if w.frame.strides.get(r as usize).copied().flatten().is_some() && !self.uniform_reg(r) {
-                            addressed.push(r);
+                    let accessed = match address.and_then(|k| b.args(inst).get(k).copied()) {
+                        Some(Operand::AddrReg(r, _))
+                            if w.frame.strides.get(r as usize).copied().flatten().is_some() && !self.uniform_reg(r) =>
+                        {
+                            Some(r)
                         }
-                    }
+                        _ => None,
+                    };
+                    run.push((i, defs.clone(), accessed));
                 }
                 i += 1;
             }
-            addressed.retain(|r| !written.contains(r));
             let in_loop = w.in_loop.get(block as usize).copied().unwrap_or(false);
-            if in_loop && addressed.len() >= 2 {
+            let needed = if in_loop { 2 } else { STRAIGHT_ACCESSES };
+            // The accesses from `from` on through registers the run does
+            // not write from there on.
+            let assumed = |from: usize| -> Vec<RegId> {
+                let tail = run.iter().filter(|(k, ..)| *k >= from);
+                let written: Vec<RegId> = tail.clone().flat_map(|(_, d, _)| d.iter().copied()).collect();
+                tail.filter_map(|(_, _, a)| *a).filter(|r| !written.contains(r)).collect()
+            };
+            let mut region = Some((start, assumed(start))).filter(|(_, a)| a.len() >= needed);
+            if region.is_none() && !in_loop {
+                // Straight-line code computes its addresses first: start
+                // after the last write of a register a later access uses.
+                let mut cut = start;
+                for (n, (k, d, _)) in run.iter().enumerate() {
+                    if run[n + 1..].iter().any(|(_, _, a)| a.is_some_and(|r| d.contains(&r))) {
+                        cut = k + 1;
+                    }
+                }
+                region = Some((cut, assumed(cut))).filter(|(c, a)| *c > start && *c < i && a.len() >= needed);
+            }
+            if let Some((from, mut addressed)) = region {
                 addressed.sort_unstable();
                 addressed.dedup();
-                regions.insert(start, (i, addressed));
+                regions.insert(from, (i, addressed));
             }
         }
         regions
@@ -2314,7 +2339,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let Some(form) = crate::affine::form(self.f, self.b, inst) else { return Ok(()) };
         let sources: &[usize] = match inst.op {
             Opcode::Ld => &[],
-            Opcode::Mov | Opcode::Cvt | Opcode::Cvta => &[1],
+            Opcode::Mov | Opcode::Cvt | Opcode::Cvta | Opcode::And | Opcode::Shr => &[1],
             Opcode::Mad => &[1, 2, 3],
             _ => &[1, 2],
         };
@@ -2348,11 +2373,62 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     flag = self.out.def_scalar(Ty::I1, format_args!("and {flag}, {}", ok.s));
                 }
             }
+            // A field or a shift of lane-varying values keeps its stride
+            // only while no lane's field wraps or carries (`affine::field`,
+            // `affine::shifted_stride`).
+            if matches!(form, crate::affine::Form::Masked { .. } | crate::affine::Form::Shifted { .. }) && stride != 0 {
+                let v = self.get(&op, Ty::I32)?;
+                let v = self.vec(v);
+                let ok = self.field_keeps_lanes(&v, form, stride);
+                flag = self.out.def_scalar(Ty::I1, format_args!("and {flag}, {}", ok.s));
+            }
         }
         if let Some(w) = self.warp.as_mut() {
             w.pending_affine = Some((dest, flag));
         }
         Ok(())
+    }
+
+    /// Whether `x & mask` or `x >> shift` (`form`) of the 32-bit lanes `v`,
+    /// affine with the (non-zero) `stride`, is affine with the stride
+    /// `affine::strides` gave its result. Where lane 16 follows lane 0
+    /// (`%aff.whole`) the whole warp must keep it, from lane 0's value;
+    /// otherwise each half from its first lane's.
+    fn field_keeps_lanes(&mut self, v: &V, form: crate::affine::Form, stride: i64) -> V {
+        // `limit(n)`: lane 0 (or 16) may hold at most this in the bits
+        // `bits` for the `n` lanes after it to stay within them.
+        let (bits, limit): (u64, Box<dyn Fn(i64) -> Option<u64>>) = match form {
+            crate::affine::Form::Masked { mask } => match crate::affine::field(mask, stride) {
+                Some((j, w)) => {
+                    let field = ((1u64 << w) - 1) << j;
+                    (field, Box::new(move |n| (1u64 << w).checked_sub(n as u64 + 1).map(|room| room << j)))
+                }
+                None => return V::scalar(Ty::I1, "false"),
+            },
+            crate::affine::Form::Shifted { shift, signed } => match crate::affine::shifted_stride(stride, shift) {
+                // Divided exactly: no lane may wrap.
+                Some(s) if s != 0 => return self.lanes_widen(v, stride, signed),
+                Some(_) => ((1u64 << shift) - 1, Box::new(move |n| ((1u64 << shift) - 1).checked_sub((n * stride) as u64))),
+                None => return V::scalar(Ty::I1, "false"),
+            },
+            _ => return V::scalar(Ty::I1, "false"),
+        };
+        let x0 = self.lane0(v);
+        let x16 = self.out.def_scalar(Ty::I32, format_args!("extractelement {v}, i32 16"));
+        let mut within = |x: &V, n: i64| -> V {
+            match limit(n) {
+                Some(l) => {
+                    let low = self.out.def_scalar(Ty::I32, format_args!("and {x}, {}", bits as u32 as i32));
+                    self.out.def_scalar(Ty::I1, format_args!("icmp ule {low}, {}", l as u32 as i32))
+                }
+                None => V::scalar(Ty::I1, "false"),
+            }
+        };
+        let whole = within(&x0, 31);
+        let low = within(&x0, 15);
+        let high = within(&x16, 15);
+        let halves = self.out.def_scalar(Ty::I1, format_args!("and {low}, {}", high.s));
+        self.out.def_scalar(Ty::I1, format_args!("select i1 %aff.whole, {whole}, {halves}"))
     }
 
     /// Register `r` is written, by the executing lanes only when `mask` is

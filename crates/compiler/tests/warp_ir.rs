@@ -431,8 +431,14 @@ fn a_warp_scans_loads_of_its_own_stores_are_shuffles_of_the_stored_lanes() {
     // Every step's load reads lanes the two stores before it wrote: each
     // has a path that shuffles the stored vectors (taken at run time when
     // those stores were whole-warp and consecutive) beside the load.
+    //
+    // `%r6` (`s + 4 * (tid & 31)`) is lane-affine, so the run of accesses
+    // after its last write is lowered twice (`lower_versioned`: once for
+    // warps whose lanes are consecutive, once in general), each version
+    // with its five forwarding paths.
     let text = ir(&WARP_SCAN.replace("{X}", ""));
-    assert_eq!(text.lines().filter(|l| l.starts_with("fwd")).count(), 5, "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("vaff")).count(), 1, "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("fwd")).count(), 2 * 5, "{text}");
     // The first step takes lane 0 from the zeroed half warp's last lane
     // (element 31 of the first store: 63 in a shuffle with it second) and
     // then, keeping lane 0, lanes 1-31 from the values' first 31 elements.
@@ -441,10 +447,16 @@ fn a_warp_scans_loads_of_its_own_stores_are_shuffles_of_the_stored_lanes() {
     let values: String = (32..63).map(|e| format!(", i32 {e}")).collect();
     assert!(text.contains(&format!("<32 x i32> <i32 0{values}>")), "{text}");
     // A store through another register may overwrite those bytes, and an
-    // atomic may: the last load, after it, loads.
-    for between in ["add.s32 %r9, %r6, 4;\nst.volatile.shared.u32 [%r9+128], %r7;", "atom.shared.exch.b32 %r10, [s+132], %r7;"] {
+    // atomic may: the last load, after it, loads. (After the store through
+    // `%r9`, written there, only the last step is lowered twice: four
+    // forwarding paths in all; the atomic writes no address register, so
+    // the whole scan is lowered twice: four in each version.)
+    for (between, paths) in
+        [("add.s32 %r9, %r6, 4;\nst.volatile.shared.u32 [%r9+128], %r7;", 4), ("atom.shared.exch.b32 %r10, [s+132], %r7;", 2 * 4)]
+    {
         let text = ir(&WARP_SCAN.replace("{X}", between));
-        assert_eq!(text.lines().filter(|l| l.starts_with("fwd")).count(), 4, "{between}\n{text}");
+        assert_eq!(text.lines().filter(|l| l.starts_with("vaff")).count(), 1, "{between}\n{text}");
+        assert_eq!(text.lines().filter(|l| l.starts_with("fwd")).count(), paths, "{between}\n{text}");
     }
     // An address register written between store and load: no forwarding
     // from what it addressed before.

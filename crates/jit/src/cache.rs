@@ -90,8 +90,12 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// computes its lane masks as 32-bit lanes (`targets::wide_masks`;
 /// entries of 23: the barrier stencil about 1.2 times slower). 25: and
 /// tests whether any or every lane is set on those lanes (entries of 24
-/// pack them to bytes first: the stencil about 1.1 times slower).
-const FORMAT: u32 = 25;
+/// pack them to bytes first: the stencil about 1.1 times slower). 26:
+/// fields and shifts of the lane (`tid & 31`, `tid >> 5`) are
+/// lane-affine, and straight-line runs of accesses are lowered twice
+/// (entries of 25 look at the lanes of each access: a warp-synchronous
+/// scan about 1.1 times slower).
+const FORMAT: u32 = 26;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 const SECRET: &str = ".secret";

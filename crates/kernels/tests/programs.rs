@@ -1122,3 +1122,61 @@ fn shared_float_and_max_atomics_on_loaded_bytes_in_both_modes() {
         }
     }
 }
+
+/// Runs `lane_fields` (ptx/affine.ptx) in one block of shape `block` and
+/// checks every thread's word.
+fn check_lane_fields(p: &Program, block: [u32; 3], off: u32, neighbour: bool, what: &str) {
+    let k = p.kernel("lane_fields").expect("kernel");
+    let n = (block[0] * block[1]) as usize;
+    let mut input = affine_input(n as u32);
+    let mut idx: Vec<u32> = (0..n as u32).map(|g| g % block[0] + off).collect();
+    let mut out = vec![0u32; n];
+    launch(
+        exec(),
+        k,
+        [1, 1, 1],
+        block,
+        0,
+        &mut [
+            Arg::Buf(as_bytes(&mut input)),
+            Arg::Buf(as_bytes(&mut idx)),
+            Arg::Buf(as_bytes(&mut out)),
+            Arg::U32(off),
+            Arg::U32(u32::from(neighbour)),
+        ],
+    )
+    .expect("params")
+    .unwrap_or_else(|e| panic!("{what}, block {block:?}, offset {off}, neighbour {neighbour}: {e:?}"));
+    for g in 0..n {
+        let x = g % block[0] as usize;
+        let want = input[g + usize::from(neighbour && x + 1 < block[0] as usize)];
+        assert_eq!(out[g], want, "thread {g}, {what}, block {block:?}, offset {off}, neighbour {neighbour}");
+    }
+}
+
+#[test]
+fn lane_and_warp_fields_of_the_thread_index_are_affine_where_they_do_not_wrap() {
+    // Compiled strict, any access whose lanes are looked at traps: warps
+    // of one-dimensional blocks whose fields start at 0, and blocks of
+    // half-warp rows whose fields start at 0 or 16 (each half on its own),
+    // take the affine path only.
+    let strict = strict_affine_program("affine.ptx");
+    for block in [[64, 1, 1], [256, 1, 1], [96, 1, 1]] {
+        check_lane_fields(&strict, block, 0, false, "strict");
+    }
+    for off in [0, 16] {
+        check_lane_fields(&strict, [16, 4, 1], off, false, "strict");
+    }
+    // Fields that wrap inside a warp or a half (most offsets), rows of 48
+    // (no affine form), a partial last warp, neighbours through the fields
+    // of x + 1: compiled as usual, in both modes.
+    for (p, what) in [(warp_program("affine.ptx", true), "warp mode"), (warp_program("affine.ptx", false), "thread mode")] {
+        for block in [[64, 1, 1], [96, 1, 1], [40, 1, 1], [16, 4, 1], [48, 2, 1]] {
+            for off in 0..32 {
+                for neighbour in [false, true] {
+                    check_lane_fields(&p, block, off, neighbour, what);
+                }
+            }
+        }
+    }
+}
