@@ -135,7 +135,18 @@ pub enum Form {
     /// half warp share every bit from `shift` up gives stride 0 (their low
     /// bits must not carry into bit `shift`) (`shifted_stride`).
     Shifted { shift: u32, signed: bool },
+    /// An `xor` of a lane-varying operand of positive stride (at most
+    /// `MAX_FLIPPED_STRIDE`) with a value every lane of a half shares
+    /// (`i ^ j` of a bitonic step): the lanes keep the stride while the
+    /// shared value has no bit set where the lanes' values differ, which
+    /// the lowering checks.
+    Flipped,
 }
+
+/// The largest stride an `xor` keeps (`Form::Flipped`): 31 strides stay
+/// below half the range of a 32-bit register, so the lanes of a warp whose
+/// values wrap around differ in the top bit.
+pub const MAX_FLIPPED_STRIDE: i64 = 1 << 24;
 
 /// For `x & mask` with `x` of lane stride `stride`: the lowest bit `j` of
 /// the stride (a positive power of two) and the width `w` of the run of
@@ -210,6 +221,7 @@ pub fn form(f: &Function, b: &Body, inst: &Instruction) -> Option<Form> {
             Operand::Imm(m) => plain_ok(1).then_some(Form::Masked { mask: m as u32 }),
             _ => None,
         },
+        Opcode::Xor if args.len() == 3 && int && t.bits() == dbits => (plain_ok(1) && plain_ok(2)).then_some(Form::Flipped),
         Opcode::Shr if args.len() == 3 && dbits == 32 && t.bits() == 32 && int => match args[2] {
             Operand::Imm(k) if (1..32).contains(&k) => plain_ok(1).then_some(Form::Shifted { shift: k as u32, signed: t.is_signed() }),
             _ => None,
@@ -354,6 +366,16 @@ fn transfer(f: &Function, b: &Body, inst: &Instruction, state: &[Lattice], const
             (Lattice::Stride(_), _) => Lattice::Varying,
             (x, _) => x,
         },
+        Opcode::Xor => match (s(1), s(2)) {
+            (Lattice::Unknown, _) | (_, Lattice::Unknown) => Lattice::Unknown,
+            (Lattice::Stride(0), Lattice::Stride(0)) => Lattice::Stride(0),
+            (Lattice::Stride(a), Lattice::Stride(0)) | (Lattice::Stride(0), Lattice::Stride(a))
+                if (1..=MAX_FLIPPED_STRIDE).contains(&a) =>
+            {
+                Lattice::Stride(a)
+            }
+            _ => Lattice::Varying,
+        },
         _ => Lattice::Varying,
     };
     // A widened operand keeps its (signed) stride; the lanes' values must
@@ -450,7 +472,7 @@ ret;
     }
 
     #[test]
-    fn fields_and_shifts_of_the_lane_keep_a_stride_where_the_lanes_can_stay_apart() {
+    fn fields_shifts_and_flips_of_the_lane_keep_a_stride_where_the_lanes_can_stay_apart() {
         let s = named_strides(
             r#".version 8.0
 .target sm_80
@@ -479,6 +501,12 @@ and.b32 %r25, %r4, 28;
 and.b32 %r13, %r4, 60;
 shr.u32 %r26, %r4, 5;
 and.b32 %r27, %r2, %r1;
+xor.b32 %r14, %r2, %r1;
+xor.b32 %r15, %r1, 5;
+xor.b32 %r16, %r9, %r1;
+xor.b32 %r28, %r2, %r2;
+shl.b32 %r17, %r2, 25;
+xor.b32 %r29, %r17, %r1;
 ret;
 }
 "#,
@@ -496,6 +524,10 @@ ret;
             ("%r10", 16),
             // Four bits hold a half warp's lanes.
             ("%r13", 4),
+            // Flipped by a uniform value (checked when run).
+            ("%r14", 1),
+            ("%r15", 0),
+            ("%r16", 64),
             // Fields and shifts of uniform values.
             ("%r11", 0),
             ("%r12", 0),
@@ -507,8 +539,9 @@ ret;
         // not start at the stride's bit, a shift whose half warp spans two
         // values (15 > 8), a stride that is not a power of two, a field of
         // 4 * lane 3 bits wide from bit 2 (too narrow), a shift of stride
-        // 4 by 5 (15 * 4 > 32), a mask that is not a constant: no stride.
-        for name in ["%r20", "%r21", "%r22", "%r24", "%r25", "%r26", "%r27"] {
+        // 4 by 5 (15 * 4 > 32), a mask that is not a constant, an `xor` of
+        // two lane-varying values, one of a stride over 2^24: no stride.
+        for name in ["%r20", "%r21", "%r22", "%r24", "%r25", "%r26", "%r27", "%r28", "%r29"] {
             assert!(!s.contains_key(name), "{name} has no stride: {s:?}");
         }
         assert_eq!(field(124, 4), Some((2, 5)));

@@ -2344,6 +2344,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             _ => &[1, 2],
         };
         let mut flag = V::scalar(Ty::I1, "true");
+        // The lane-varying source of an `xor` and its stride.
+        let mut flipped: Option<(Operand, i64)> = None;
         for &k in sources {
             let op = args[k];
             let (bit, stride) = match op {
@@ -2364,6 +2366,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
             if let Some(bit) = bit {
                 flag = self.out.def_scalar(Ty::I1, format_args!("and {flag}, {}", bit.s));
             }
+            if stride != 0 && form == crate::affine::Form::Flipped {
+                flipped = Some((op, stride));
+            }
             // The 32-bit operands of a widening form must not wrap.
             if let crate::affine::Form::Widened { signed } = form {
                 if k <= 2 && stride != 0 {
@@ -2383,10 +2388,56 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 flag = self.out.def_scalar(Ty::I1, format_args!("and {flag}, {}", ok.s));
             }
         }
+        if let Some((x, stride)) = flipped {
+            let other = if args[1] == x { args[2] } else { args[1] };
+            let ok = self.flip_keeps_lanes(&x, &other, stride, self.reg_tys[dest as usize])?;
+            flag = self.out.def_scalar(Ty::I1, format_args!("and {flag}, {}", ok.s));
+        }
         if let Some(w) = self.warp.as_mut() {
             w.pending_affine = Some((dest, flag));
         }
         Ok(())
+    }
+
+    /// Whether `x ^ u` keeps the lanes of `x` (affine, of positive `stride`
+    /// up to `affine::MAX_FLIPPED_STRIDE`) affine, `u` the same in each
+    /// half (stride 0): the lanes' values `x0 + stride * k` of a warp (or
+    /// of each half, from its first lane, where lane 16 does not follow
+    /// lane 0) lie between the first and the last, so they share every bit
+    /// above the highest one in which those two differ; `u` must have no
+    /// bit at or below it. Then every lane's value changes by the same
+    /// amount. The last lane's value is computed from the first (a lane not
+    /// live may hold anything); one that wraps around differs from the
+    /// first in the top bit, so only `u = 0` passes.
+    fn flip_keeps_lanes(&mut self, x: &Operand, u: &Operand, stride: i64, ty: Ty) -> Res<V> {
+        let xv = self.get(x, ty)?;
+        let xv = self.vec(xv);
+        let uv = self.get(u, ty)?;
+        let uv = self.vec(uv);
+        let bits = if ty == Ty::I64 { 64 } else { 32 };
+        let ctlz = format!("llvm.ctlz.i{bits}");
+        self.cx.declare(&ctlz, &format!("declare i{bits} @{ctlz}(i{bits}, i1)"));
+        let x0 = self.lane0(&xv);
+        let x16 = self.out.def_scalar(ty, format_args!("extractelement {xv}, i32 16"));
+        let u0 = self.lane0(&uv);
+        let u16 = self.out.def_scalar(ty, format_args!("extractelement {uv}, i32 16"));
+        let mut clear = |first: &V, lanes: i64, u: &V| -> V {
+            let last = self.out.def_scalar(ty, format_args!("add {first}, {}", lanes * stride));
+            let differ = self.out.def_scalar(ty, format_args!("xor {first}, {}", last.s));
+            let zeros = self.out.def_scalar(ty, format_args!("call i{bits} @{ctlz}({differ}, i1 false)"));
+            // Ones at and below the highest differing bit (none when the
+            // lanes are equal: `lshr` by the width would be poison).
+            let ones = self.out.def_scalar(ty, format_args!("lshr i{bits} -1, {}", zeros.s));
+            let same = self.out.def_scalar(Ty::I1, format_args!("icmp eq {differ}, 0"));
+            let span = self.out.def_scalar(ty, format_args!("select {same}, i{bits} 0, {ones}"));
+            let hit = self.out.def_scalar(ty, format_args!("and {u}, {}", span.s));
+            self.out.def_scalar(Ty::I1, format_args!("icmp eq {hit}, 0"))
+        };
+        let whole = clear(&x0, 31, &u0);
+        let low = clear(&x0, 15, &u0);
+        let high = clear(&x16, 15, &u16);
+        let halves = self.out.def_scalar(Ty::I1, format_args!("and {low}, {}", high.s));
+        Ok(self.out.def_scalar(Ty::I1, format_args!("select i1 %aff.whole, {whole}, {halves}")))
     }
 
     /// Whether `x & mask` or `x >> shift` (`form`) of the 32-bit lanes `v`,

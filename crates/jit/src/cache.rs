@@ -91,8 +91,9 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// entries of 23: the barrier stencil about 1.2 times slower). 25: and
 /// tests whether any or every lane is set on those lanes (entries of 24
 /// pack them to bytes first: the stencil about 1.1 times slower). 26:
-/// fields and shifts of the lane (`tid & 31`, `tid >> 5`) are
-/// lane-affine, and straight-line runs of accesses are lowered twice
+/// fields, shifts and uniform flips of the lane (`tid & 31`, `tid >> 5`,
+/// `i ^ j`) are lane-affine, and straight-line runs of accesses are
+/// lowered twice
 /// (entries of 25 look at the lanes of each access: a warp-synchronous
 /// scan about 1.1 times slower).
 const FORMAT: u32 = 26;

@@ -1180,3 +1180,45 @@ fn lane_and_warp_fields_of_the_thread_index_are_affine_where_they_do_not_wrap() 
         }
     }
 }
+
+/// Runs `flipped_pairs` (ptx/affine.ptx) over `blocks` blocks of shape
+/// `block` with `j` and checks every element.
+fn check_flipped_pairs(p: &Program, blocks: u32, block: [u32; 3], j: u64, what: &str) {
+    let k = p.kernel("flipped_pairs").expect("kernel");
+    let n = 256usize;
+    let mut input = affine_input(n as u32);
+    let mut out = vec![0u32; n];
+    launch(exec(), k, [blocks, 1, 1], block, 0, &mut [Arg::Buf(as_bytes(&mut input)), Arg::Buf(as_bytes(&mut out)), Arg::U64(j)])
+        .expect("params")
+        .unwrap_or_else(|e| panic!("{what}, block {block:?}, j {j}: {e:?}"));
+    let width = block[0] as usize;
+    for i in 0..blocks as usize * width {
+        let t = i % width;
+        let want = input[i ^ j as usize].wrapping_add(1000u32.wrapping_mul(input[t ^ j as usize]));
+        assert_eq!(out[i], want, "element {i}, {what}, block {block:?}, j {j}");
+    }
+}
+
+#[test]
+fn indices_flipped_by_a_uniform_value_stay_affine_where_the_flip_leaves_the_lanes_apart() {
+    // Compiled strict, any access whose lanes are looked at traps: flips
+    // of whole warps' bits above the lane (j a multiple of 32) in
+    // one-dimensional blocks, and of bits above a half warp's in blocks of
+    // half-warp rows, take the affine path only.
+    let strict = strict_affine_program("affine.ptx");
+    for j in [0, 32, 64, 96, 128, 160] {
+        check_flipped_pairs(&strict, 4, [64, 1, 1], j, "strict");
+    }
+    for j in [0, 16, 48, 80] {
+        check_flipped_pairs(&strict, 4, [16, 2, 1], j, "strict");
+    }
+    // Every j below the size (flips inside a warp permute its lanes),
+    // partial last warps and rows of 48: compiled as usual, in both modes.
+    for (p, what) in [(warp_program("affine.ptx", true), "warp mode"), (warp_program("affine.ptx", false), "thread mode")] {
+        for (blocks, block) in [(4, [64, 1, 1]), (2, [128, 1, 1]), (6, [40, 1, 1]), (4, [16, 2, 1]), (4, [48, 1, 1])] {
+            for j in 0..64 {
+                check_flipped_pairs(&p, blocks, block, j * 3 % 256, what);
+            }
+        }
+    }
+}
