@@ -439,6 +439,12 @@ fn a_warp_scans_loads_of_its_own_stores_are_shuffles_of_the_stored_lanes() {
     let text = ir(&WARP_SCAN.replace("{X}", ""));
     assert_eq!(text.lines().filter(|l| l.starts_with("vaff")).count(), 1, "{text}");
     assert_eq!(text.lines().filter(|l| l.starts_with("fwd")).count(), 2 * 5, "{text}");
+    // The fast tier lowers such runs outside loops once.
+    let src = WARP_SCAN.replace("{X}", "");
+    let module = ptx::parse(&src).unwrap_or_else(|d| panic!("test PTX must parse: {d}"));
+    let opts = compiler::Options { tier: compiler::Tier::Fast, warp: compiler::WarpMode::Always, strict_affine: false, memcheck: false };
+    let fast = compiler::emit_ir_with_options(&module, &src, &opts).expect("compiles");
+    assert_eq!(fast.lines().filter(|l| l.starts_with("vaff")).count(), 0, "{fast}");
     // The first step takes lane 0 from the zeroed half warp's last lane
     // (element 31 of the first store: 63 in a shuffle with it second) and
     // then, keeping lane 0, lanes 1-31 from the values' first 31 elements.
