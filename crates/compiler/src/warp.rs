@@ -2454,31 +2454,29 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// (`%aff.whole`) the whole warp must keep it, from lane 0's value;
     /// otherwise each half from its first lane's.
     fn field_keeps_lanes(&mut self, v: &V, form: crate::affine::Form, stride: i64) -> V {
-        // `limit(n)`: lane 0 (or 16) may hold at most this in the bits
-        // `bits` for the `n` lanes after it to stay within them.
-        let (bits, limit): (u64, Box<dyn Fn(i64) -> Option<u64>>) = match form {
+        // The lanes' values in the bits `bits`, read as a number, grow by
+        // `step` per lane: the first lane's may be at most `bits - n *
+        // step` for the `n` lanes after it to stay within them.
+        let (bits, step): (u64, u64) = match form {
             crate::affine::Form::Masked { mask } => match crate::affine::field(mask, stride) {
-                Some((j, w)) => {
-                    let field = ((1u64 << w) - 1) << j;
-                    (field, Box::new(move |n| (1u64 << w).checked_sub(n as u64 + 1).map(|room| room << j)))
-                }
+                Some((j, w)) => (((1u64 << w) - 1) << j, 1 << j),
                 None => return V::scalar(Ty::I1, "false"),
             },
             crate::affine::Form::Shifted { shift, signed } => match crate::affine::shifted_stride(stride, shift) {
                 // Divided exactly: no lane may wrap.
                 Some(s) if s != 0 => return self.lanes_widen(v, stride, signed),
-                Some(_) => ((1u64 << shift) - 1, Box::new(move |n| ((1u64 << shift) - 1).checked_sub((n * stride) as u64))),
+                Some(_) => ((1u64 << shift) - 1, stride as u64),
                 None => return V::scalar(Ty::I1, "false"),
             },
             _ => return V::scalar(Ty::I1, "false"),
         };
         let x0 = self.lane0(v);
         let x16 = self.out.def_scalar(Ty::I32, format_args!("extractelement {v}, i32 16"));
-        let mut within = |x: &V, n: i64| -> V {
-            match limit(n) {
-                Some(l) => {
+        let mut within = |x: &V, n: u64| -> V {
+            match bits.checked_sub(n * step) {
+                Some(limit) => {
                     let low = self.out.def_scalar(Ty::I32, format_args!("and {x}, {}", bits as u32 as i32));
-                    self.out.def_scalar(Ty::I1, format_args!("icmp ule {low}, {}", l as u32 as i32))
+                    self.out.def_scalar(Ty::I1, format_args!("icmp ule {low}, {}", limit as u32 as i32))
                 }
                 None => V::scalar(Ty::I1, "false"),
             }
