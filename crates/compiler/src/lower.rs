@@ -1706,7 +1706,13 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Operand::Reg(r) => {
                 let ty = self.reg_tys[r as usize];
                 let v = self.convert(v, ty, signed);
-                let masked = self.warp.as_ref().filter(|w| w.guarded || !w.block_local.get(r as usize).copied().unwrap_or(false));
+                // Unguarded writes of registers local to their block, and
+                // all unguarded writes in convergent blocks, reach every
+                // lane that can read the register again: no select.
+                let masked = self
+                    .warp
+                    .as_ref()
+                    .filter(|w| w.guarded || !(w.block_local.get(r as usize).copied().unwrap_or(false) || w.block_convergent()));
                 let mask = masked.map(|w| w.mask.clone());
                 if self.warp.is_some() {
                     self.affine_written(r, mask.as_ref());

@@ -244,6 +244,12 @@ fn shaped_return(out: &mut ir::Body, ret: &str, values: &[V]) {
 }
 
 impl WarpState {
+    /// Whether the block being lowered is convergent ([`Frame::divergent`]):
+    /// every lane that reads registers again runs it.
+    pub fn block_convergent(&self) -> bool {
+        !self.frame.divergent.get(self.block as usize).copied().unwrap_or(true)
+    }
+
     /// The frame slot a register lives in for the whole kernel, if it does:
     /// registers nothing writes once the warp can have suspended and that
     /// some suspension keeps are written to and read from the frame, so
@@ -305,6 +311,11 @@ pub struct Frame {
     /// Registers with the same value in every lane (`uniform::convergence`;
     /// indexed by register): kept as one scalar.
     pub uniform: Vec<bool>,
+    /// Per block: whether some lanes of a warp may run it without the
+    /// others (`uniform::Convergence::divergent`). In a convergent block
+    /// an unguarded write needs no select of the executing lanes: every
+    /// lane that reads registers again executes it.
+    pub divergent: Vec<bool>,
     /// Frame offset of the affine bit (`affine`) of every register with a
     /// stride and a slot.
     pub affine_bits: HashMap<RegId, u32>,
@@ -498,7 +509,7 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
         }
     }
     let crate::uniform::Convergence { uniform, divergent } = crate::uniform::convergence(f, b, &starts, &label_block, blocks);
-    let mut frame = Frame { uniform, ..Frame::default() };
+    let mut frame = Frame { uniform, divergent: divergent.clone(), ..Frame::default() };
     let mut saved = vec![false; nregs];
     for k in 0..n {
         let mut live = live_out[k].clone();

@@ -531,3 +531,41 @@ fn the_fast_tier_chooses_an_accesss_path_in_a_shared_helper_and_the_optimised_ti
         assert!(kernel.contains("@__anycuda_wgather_v32i32_a4(") && kernel.contains("@__anycuda_wscatter_v32i32_a4("), "{kernel}");
     }
 }
+
+/// A register written in the kernel's first block, which every lane runs,
+/// and again in a block only some lanes run.
+const CONVERGENT_WRITES: &str = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+.reg .pred %q<2>;
+.reg .b32 %r<4>;
+.reg .b64 %rd<4>;
+ld.param.u64 %rd1, [p];
+mov.u32 %r1, %tid.x;
+add.s32 %r2, %r1, 7;
+setp.lt.u32 %q1, %r1, 5;
+@%q1 bra SKIP;
+add.s32 %r2, %r2, 100;
+SKIP:
+mul.wide.u32 %rd2, %r1, 4;
+add.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r2;
+bar.sync 0;
+ret;
+}
+"#;
+
+#[test]
+fn unguarded_writes_in_blocks_every_lane_runs_select_no_lanes() {
+    // Block 0 is convergent: its writes reach every lane that reads
+    // registers again, so they store the new vector as it is. Block 1
+    // runs for some lanes only: its write keeps the other lanes' values.
+    let text = ir(CONVERGENT_WRITES);
+    // (Selects of a register value; the lanes' next block is selected
+    // from constants.)
+    let selects = |mask: &str| text.lines().filter(|l| l.contains(&format!("select <32 x i1> {mask}, <32 x i32> %"))).count();
+    assert_eq!(selects("%wm0"), 0, "{text}");
+    assert_eq!(selects("%wm1"), 1, "{text}");
+}

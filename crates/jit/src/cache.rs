@@ -92,8 +92,8 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// tests whether any or every lane is set on those lanes (entries of 24
 /// pack them to bytes first: the stencil about 1.1 times slower). 26:
 /// fields, shifts and uniform flips of the lane (`tid & 31`, `tid >> 5`,
-/// `i ^ j`) are lane-affine, and straight-line runs of accesses are
-/// lowered twice
+/// `i ^ j`) are lane-affine, straight-line runs of accesses are lowered
+/// twice, and unguarded writes in convergent blocks select no lanes
 /// (entries of 25 look at the lanes of each access: a warp-synchronous
 /// scan about 1.1 times slower).
 const FORMAT: u32 = 26;
