@@ -1740,12 +1740,18 @@ impl<'c, 'm> FnLower<'c, 'm> {
             if region.is_none() && !in_loop {
                 // Straight-line code computes its addresses first: start
                 // after the last write of a register a later access uses.
-                let mut cut = start;
-                for (n, (k, d, _)) in run.iter().enumerate() {
-                    if run[n + 1..].iter().any(|(_, _, a)| a.is_some_and(|r| d.contains(&r))) {
-                        cut = k + 1;
-                    }
-                }
+                let mut later = Vec::new();
+                let cut = run
+                    .iter()
+                    .rev()
+                    .find_map(|(k, d, a)| {
+                        if d.iter().any(|r| later.contains(r)) {
+                            return Some(k + 1);
+                        }
+                        later.extend(*a);
+                        None
+                    })
+                    .unwrap_or(start);
                 region = Some((cut, assumed(cut))).filter(|(c, a)| *c > start && *c < i && a.len() >= needed);
             }
             if let Some((from, mut addressed)) = region {

@@ -5,6 +5,13 @@ fn ir(src: &str) -> String {
     compiler::emit_ir(&module, src).expect("compiles")
 }
 
+/// The module's IR in `tier`, every kernel in warp mode.
+fn warp_ir_in(src: &str, tier: compiler::Tier) -> String {
+    let module = ptx::parse(src).unwrap_or_else(|d| panic!("test PTX must parse: {d}"));
+    let opts = compiler::Options { tier, warp: compiler::WarpMode::Always, strict_affine: false, memcheck: false };
+    compiler::emit_ir_with_options(&module, src, &opts).expect("compiles")
+}
+
 /// A block-wide barrier (warp mode), a global load before a loop, and in the
 /// loop a global load that strides by 16 KiB and a shared load.
 const GRID_STRIDE: &str = r#".version 8.0
@@ -440,10 +447,7 @@ fn a_warp_scans_loads_of_its_own_stores_are_shuffles_of_the_stored_lanes() {
     assert_eq!(text.lines().filter(|l| l.starts_with("vaff")).count(), 1, "{text}");
     assert_eq!(text.lines().filter(|l| l.starts_with("fwd")).count(), 2 * 5, "{text}");
     // The fast tier lowers such runs outside loops once.
-    let src = WARP_SCAN.replace("{X}", "");
-    let module = ptx::parse(&src).unwrap_or_else(|d| panic!("test PTX must parse: {d}"));
-    let opts = compiler::Options { tier: compiler::Tier::Fast, warp: compiler::WarpMode::Always, strict_affine: false, memcheck: false };
-    let fast = compiler::emit_ir_with_options(&module, &src, &opts).expect("compiles");
+    let fast = warp_ir_in(&WARP_SCAN.replace("{X}", ""), compiler::Tier::Fast);
     assert_eq!(fast.lines().filter(|l| l.starts_with("vaff")).count(), 0, "{fast}");
     // The first step takes lane 0 from the zeroed half warp's last lane
     // (element 31 of the first store: 63 in a shuffle with it second) and
@@ -496,11 +500,7 @@ ret;
 
 #[test]
 fn the_fast_tier_chooses_an_accesss_path_in_a_shared_helper_and_the_optimised_tier_inline() {
-    let module = ptx::parse(LANE_ADDRESSES).unwrap_or_else(|d| panic!("test PTX must parse: {d}"));
-    let ir_of = |tier| {
-        let opts = compiler::Options { tier, warp: compiler::WarpMode::Always, strict_affine: false, memcheck: false };
-        compiler::emit_ir_with_options(&module, LANE_ADDRESSES, &opts).expect("compiles")
-    };
+    let ir_of = |tier| warp_ir_in(LANE_ADDRESSES, tier);
     let kernel_of = |text: &str| {
         let start = text.find("define i32 @\"__anycuda_thread.k\"").expect("the warp function");
         let end = text[start..].find("\n}\n").map_or(text.len(), |e| start + e);
