@@ -1,6 +1,6 @@
 //! Integer, bit and floating-point arithmetic.
 
-use crate::ir::{Ty, V, VF32, VF64, VI1};
+use crate::ir::{self, Ty, V, VF32, VF64, VI1};
 use crate::lower::{op_ty, FnLower, Res};
 use crate::softfloat::{self, Format, Mode};
 use ptx::ast::*;
@@ -1151,10 +1151,10 @@ fail:
         self.bitcast(&r, ty)
     }
 
-    /// Whether the f32 result written to `dest` may keep the host's NaN
+    /// Whether a result of format `t` written to `dest` may keep the host's NaN
     /// payload (see [`nan_blind_registers`]).
-    fn nan_blind_dest(&self, dest: &Operand) -> bool {
-        matches!(*dest, Operand::Reg(r) if self.nan_blind.get(r as usize).copied().unwrap_or(false))
+    fn nan_blind_dest(&self, dest: &Operand, t: Type) -> bool {
+        matches!(*dest, Operand::Reg(r) if self.nan_blind.get(r as usize).is_some_and(|x| x.blind_to(t)))
     }
 
     /// NVIDIA returns one canonical NaN for f32 and 16-bit float results.
@@ -1426,7 +1426,7 @@ fail:
         // whatever NaN the host produced: the NaN becomes canonical where
         // the chain ends (the accumulation of an unrolled dot product then
         // costs one fix-up instead of one per step).
-        let blind = t == Type::F32 && self.nan_blind_dest(&args[0]);
+        let blind = t == Type::F32 && self.nan_blind_dest(&args[0], t);
         let finish = |s: &mut Self, v: V| -> V {
             let v = if fm.sat { s.saturate(&v) } else { v };
             let v = if ftz { s.flush(&v) } else { v };
@@ -2031,6 +2031,9 @@ fail:
         if inst.op == Opcode::Testp || inst.op == Opcode::Copysign {
             return self.unsupported(format!("`{}`", self.describe(inst)));
         }
+        // A result that only feeds readers blind to which NaN it is stays
+        // the host's NaN (a `half2` dot product's products feed its sums).
+        let blind = self.nan_blind_dest(&args[0], t);
         let n_src = args.len() - 1;
         let mut srcs = Vec::new();
         for i in 1..=n_src {
@@ -2038,7 +2041,25 @@ fail:
             srcs.push(v);
         }
         if !packed {
-            let r = self.half_scalar(inst, &srcs, ety)?;
+            let r = self.half_scalar(inst, &srcs, ety, blind)?;
+            return self.set(&args[0], r);
+        }
+        if Self::pairs_in_one_operation(inst, self.fmods(inst)) {
+            // Both halves in one operation on twice the lanes: the register's
+            // bits as `<2 x half>` (`<64 x half>` in warp mode), the halves
+            // interleaved as they lie in the register. Unpacking each half
+            // (a shift and a truncation), then packing the results again (two
+            // extensions, a shift and an or) cost more than the operation
+            // itself: llama.cpp's f16 matrix-vector kernel accumulates in
+            // `half2`.
+            let n = ir::lanes();
+            let srcs: Vec<V> = srcs.into_iter().map(|s| self.vec(s)).collect();
+            let r = {
+                let _pairs = ir::set_lanes(2 * n);
+                let hs: Vec<V> = srcs.iter().map(|s| self.out.def(ety, format_args!("bitcast {s} to {ety}"))).collect();
+                self.half_scalar(inst, &hs, ety, blind)?
+            };
+            let r = self.out.def(Ty::I32, format_args!("bitcast {r} to {}", Ty::I32));
             return self.set(&args[0], r);
         }
         let mut parts = Vec::new();
@@ -2049,7 +2070,7 @@ fail:
                 let h = self.trunc(&sh, Ty::I16);
                 hs.push(self.bitcast(&h, ety));
             }
-            let r = self.half_scalar(inst, &hs, ety)?;
+            let r = self.half_scalar(inst, &hs, ety, blind)?;
             let ri = self.bitcast(&r, Ty::I16);
             let z = self.zext(&ri, Ty::I32);
             parts.push(self.bin("shl", &z, &V::int(Ty::I32, 16 * k)));
@@ -2058,7 +2079,20 @@ fail:
         self.set(&args[0], r)
     }
 
-    fn half_scalar(&mut self, inst: &Instruction, s: &[V], ety: Ty) -> Res<V> {
+    /// Whether a packed 16-bit operation computes its halves with the same
+    /// code at any lane count: the operations of [`Self::half_scalar`] that
+    /// call no helper (those are written for the mode's lane count).
+    fn pairs_in_one_operation(inst: &Instruction, fm: FMods) -> bool {
+        match inst.op {
+            Opcode::Add | Opcode::Sub | Opcode::Mul => Self::mode_of(fm.round) == Mode::Rn,
+            Opcode::Neg | Opcode::Abs => true,
+            _ => false,
+        }
+    }
+
+    /// `blind`: the result only feeds readers that cannot tell NaNs apart
+    /// ([`nan_blind_registers`]), so it need not be the canonical one.
+    fn half_scalar(&mut self, inst: &Instruction, s: &[V], ety: Ty, blind: bool) -> Res<V> {
         use Opcode::*;
         let fm = self.fmods(inst);
         let mode = Self::mode_of(fm.round);
@@ -2157,7 +2191,7 @@ fail:
         let r = if fm.sat { self.saturate(&r) } else { r };
         let r = if fm.relu { self.relu(&r) } else { r };
         let r = if fm.ftz { self.flush(&r) } else { r };
-        Ok(self.canonical_nan(&r))
+        Ok(if blind { r } else { self.canonical_nan(&r) })
     }
 
     /// fma in double rounded to odd, so that a second rounding to a narrower
@@ -2180,42 +2214,83 @@ fail:
     }
 }
 
-/// f32 instructions whose results do not depend on which NaN a register
-/// source holds, only on whether it holds one: the operations lowered with
-/// a canonical NaN result (`add`, `sub`, `mul`, `fma`, `mad`, `div`,
-/// `rcp`, `sqrt`, `rsqrt`, `sin`, `cos`, `lg2`, `ex2`, `tanh`, `abs`,
-/// `neg`, `min`, `max`: a NaN operand only decides that the result is
-/// NaN), comparisons (`setp`, `set`) and
-/// class tests (`testp`), which see NaN-ness alone. Not `min`/`max` with
-/// `.xorsign` (the result's sign comes from the operands' sign bits, NaN
-/// or not), nor anything that moves bits (`mov`, `selp`, `copysign`,
-/// conversions, stores).
-fn reads_nan_blind(b: &Body, inst: &Instruction) -> bool {
+/// The float format in which an instruction reads its register sources
+/// without depending on which NaN they hold, only on whether they hold one:
+/// the operations lowered with a canonical NaN result (f32 `add`, `sub`,
+/// `mul`, `fma`, `mad`, `div`, `rcp`, `sqrt`, `rsqrt`, `sin`, `cos`,
+/// `lg2`, `ex2`, `tanh`, `abs`, `neg`, `min`, `max`; the same on f16,
+/// bf16 and their pairs but for `div` (none) and `min`/`max`, which
+/// [`FnLower::half_op`] rounds through a helper: a NaN operand only decides
+/// that the result is NaN), comparisons (`setp`, `set`) and class tests
+/// (`testp`), which see NaN-ness alone. Not `min`/`max` with `.xorsign`
+/// (the result's sign comes from the operands' sign bits, NaN or not), nor
+/// anything that moves bits (`mov`, `selp`, `copysign`, conversions,
+/// stores).
+fn reads_nan_blind(b: &Body, inst: &Instruction) -> Option<Type> {
     use Opcode::*;
-    if inst.ty(b) != Some(Type::F32) {
-        return false;
-    }
-    match inst.op {
-        Add | Sub | Mul | Fma | Mad | Div | Rcp | Sqrt | Rsqrt | Sin | Cos | Lg2 | Ex2 | Tanh | Abs | Neg | Setp | Set | Testp => true,
-        Min | Max => !inst.has(b, Flag::Xorsign),
+    let t = inst.ty(b)?;
+    let blind = match t {
+        Type::F32 => match inst.op {
+            Add | Sub | Mul | Fma | Mad | Div | Rcp | Sqrt | Rsqrt | Sin | Cos | Lg2 | Ex2 | Tanh | Abs | Neg | Setp | Set | Testp => true,
+            Min | Max => !inst.has(b, Flag::Xorsign),
+            _ => false,
+        },
+        Type::F16 | Type::F16x2 | Type::Bf16 | Type::Bf16x2 => {
+            matches!(inst.op, Add | Sub | Mul | Fma | Mad | Rcp | Sqrt | Rsqrt | Sin | Cos | Lg2 | Ex2 | Tanh | Abs | Neg | Setp | Set)
+        }
         _ => false,
+    };
+    blind.then_some(t)
+}
+
+/// Which NaN a register may hold as far as its readers can tell
+/// ([`nan_blind_registers`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NanReaders {
+    /// Nothing reads it.
+    None,
+    /// Only instructions that read it as this float format without seeing
+    /// which NaN it is ([`reads_nan_blind`]), directly or through copies.
+    BlindAs(Type),
+    /// Some reader could see the payload, or reads it as another format.
+    See,
+}
+
+impl NanReaders {
+    /// Whether a result of format `t` written to the register may be any
+    /// NaN where PTX has the canonical one.
+    pub fn blind_to(self, t: Type) -> bool {
+        self == NanReaders::None || self == NanReaders::BlindAs(t)
+    }
+
+    fn meet(self, other: NanReaders) -> NanReaders {
+        match (self, other) {
+            (NanReaders::None, x) | (x, NanReaders::None) => x,
+            (NanReaders::BlindAs(a), NanReaders::BlindAs(b)) if a == b => self,
+            _ => NanReaders::See,
+        }
     }
 }
 
 /// Registers read only as register sources of the instructions of
-/// [`reads_nan_blind`], or copied (`mov`, `selp` of 32 bits, the value
-/// `shfl` moves to another lane) into such registers. Those instructions'
-/// results do not depend on which NaN such a source holds, so a value in
-/// one of these registers may be any NaN
-/// where PTX has the canonical one: nothing can tell them apart. A device
-/// function's `.reg` results are read by its caller: never blind.
+/// [`reads_nan_blind`] of one float format, or copied (`mov`, `selp`, the
+/// value `shfl` moves to another lane) into such registers. Those
+/// instructions' results do not depend on which NaN such a source holds, so
+/// a value of that format in one of these registers may be any NaN where
+/// PTX has the canonical one: nothing can tell them apart. The format
+/// matters: the halves of an f32 NaN with another payload may be numbers
+/// as an f16 pair. A device function's `.reg` results are read by its
+/// caller: never blind.
 ///
-/// A greatest fixpoint: every register starts blind and loses it at a read
-/// that could see the payload, or at a copy into a register that lost it;
-/// each pass over the body only removes registers, so it ends after at most
-/// one pass per copy in the longest chain of copies, plus one.
-pub fn nan_blind_registers(f: &Function, b: &Body) -> Vec<bool> {
-    let mut blind: Vec<bool> = b.regs.iter().map(|r| !f.returns.contains(&r.var)).collect();
+/// A greatest fixpoint: every register starts unread and moves down the
+/// lattice `None` > `BlindAs(format)` > `See` at each read, or at each
+/// copy into a register that moved; each pass over the body only moves
+/// registers down, so it ends after at most two passes per copy in the
+/// longest chain of copies, plus one.
+pub fn nan_blind_registers(f: &Function, b: &Body) -> Vec<NanReaders> {
+    let mut readers: Vec<NanReaders> =
+        b.regs.iter().map(|r| if f.returns.contains(&r.var) { NanReaders::See } else { NanReaders::None }).collect();
+    let mut reads: Vec<(RegId, NanReaders)> = Vec::new();
     let mut regs = Vec::new();
     loop {
         let mut changed = false;
@@ -2223,17 +2298,16 @@ pub fn nan_blind_registers(f: &Function, b: &Body) -> Vec<bool> {
             let Statement::Instruction(inst) = s else { continue };
             let args = b.args(inst);
             let consumer = reads_nan_blind(b, inst);
-            // A copy's sources are blind exactly when its destination is.
+            // A copy's sources are read as its destination is.
             let copy_to = match (inst.op, args.first()) {
                 (Opcode::Mov | Opcode::Selp, Some(&Operand::Reg(d)))
-                | (Opcode::Shfl, Some(&Operand::PredPair(d, _) | &Operand::Reg(d)))
-                    if inst.ty(b).is_some_and(|t| t.bits() == 32) =>
-                {
-                    Some(blind.get(d as usize).copied().unwrap_or(false))
+                | (Opcode::Shfl, Some(&Operand::PredPair(d, _) | &Operand::Reg(d))) => {
+                    Some(readers.get(d as usize).copied().unwrap_or(NanReaders::See))
                 }
                 _ => None,
             };
             let copied = if inst.op == Opcode::Selp { 1..3 } else { 1..2 };
+            reads.clear();
             regs.clear();
             if let Some(g) = inst.guard {
                 regs.push(g.reg);
@@ -2246,27 +2320,28 @@ pub fn nan_blind_registers(f: &Function, b: &Body) -> Vec<bool> {
                 if let Operand::Reg(r) = op {
                     // A plain register source of such an operation is the
                     // one reading that cannot observe a payload.
-                    if consumer && k > 0 {
+                    if let Some(t) = consumer.filter(|_| k > 0) {
+                        reads.push((r, NanReaders::BlindAs(t)));
                         continue;
                     }
-                    if let Some(dest_blind) = copy_to.filter(|_| copied.contains(&k)) {
-                        if !dest_blind {
-                            regs.push(r);
-                        }
+                    if let Some(dest) = copy_to.filter(|_| copied.contains(&k)) {
+                        reads.push((r, dest));
                         continue;
                     }
                 }
                 b.operand_registers(op, &mut regs);
             }
-            for &r in &regs {
-                if let Some(x) = blind.get_mut(r as usize) {
-                    changed |= *x;
-                    *x = false;
+            reads.extend(regs.iter().map(|&r| (r, NanReaders::See)));
+            for &(r, how) in &reads {
+                if let Some(x) = readers.get_mut(r as usize) {
+                    let met = x.meet(how);
+                    changed |= met != *x;
+                    *x = met;
                 }
             }
         }
         if !changed {
-            return blind;
+            return readers;
         }
     }
 }
@@ -2386,7 +2461,7 @@ mod tests {
         nan_blind_registers(f, b)
             .into_iter()
             .enumerate()
-            .filter(|&(_, blind)| blind)
+            .filter(|&(_, readers)| readers.blind_to(ptx::ast::Type::F32))
             .map(|(r, _)| ptx::reg_name(f, b, r as ptx::ast::RegId))
             // The products under test.
             .filter(|name| name.len() == 4 && name.starts_with("%f1"))
@@ -2527,7 +2602,7 @@ cvt.rn.f32.s16 %f30, %rs1;";
         flushed.sort();
         assert_eq!(flushed, ["%f1", "r"]);
         // The caller reads `r`'s bits; `%f1` only feeds a multiplication.
-        let blind = named(nan_blind_registers(f, b));
+        let blind = named(nan_blind_registers(f, b).into_iter().map(|x| x.blind_to(ptx::ast::Type::F32)).collect());
         assert!(blind.contains(&"%f1".to_string()) && !blind.contains(&"r".to_string()), "{blind:?}");
     }
 

@@ -122,7 +122,7 @@ pub struct FnLower<'c, 'm> {
     pub warp: Option<crate::warp::WarpState>,
     /// Registers whose NaN payloads nothing observes (see
     /// `arith::nan_blind_registers`).
-    pub nan_blind: Vec<bool>,
+    pub nan_blind: Vec<crate::arith::NanReaders>,
     /// Registers that never hold an f32 subnormal (see
     /// `arith::flushed_registers`).
     pub flushed: Vec<bool>,

@@ -95,8 +95,12 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// `i ^ j`) are lane-affine, straight-line runs of accesses are lowered
 /// twice, and unguarded writes in convergent blocks select no lanes
 /// (entries of 25 look at the lanes of each access: a warp-synchronous
-/// scan about 1.1 times slower).
-const FORMAT: u32 = 26;
+/// scan about 1.1 times slower). 27: packed 16-bit `add`/`sub`/`mul`/
+/// `neg`/`abs` compute both halves in one operation, and 16-bit results
+/// read only by operations blind to NaN payloads keep the host's NaN
+/// (entries of 26 unpack and repack each pair: llama.cpp's f16 flash
+/// attention kernels carry about a third more code).
+const FORMAT: u32 = 27;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 const SECRET: &str = ".secret";
