@@ -144,6 +144,18 @@ const DIVISORS: [u32; 18] = [
     0xffff_fff9,
 ];
 
+/// [`DIVISORS`], and every power of two from 4 with its neighbours: the
+/// reciprocal `ceil(2^64 / d)` is exact at a power of two and rounds up
+/// the most just above one.
+fn divisors() -> Vec<u32> {
+    let mut v = DIVISORS.to_vec();
+    for k in 2..32 {
+        let p = 1u32 << k;
+        v.extend([p - 1, p, p + 1]);
+    }
+    v
+}
+
 #[test]
 fn quotients_by_a_shared_divisor_follow_the_ptx_rules_in_every_mode() {
     let exec = Executor::global();
@@ -155,7 +167,7 @@ fn quotients_by_a_shared_divisor_follow_the_ptx_rules_in_every_mode() {
             let p = Program::from_source_with(KERNEL, &Options { warp, tier, strict_affine: false, memcheck: false })
                 .unwrap_or_else(|e| panic!("compiles ({warp:?}, {tier:?}): {e}"));
             let k = p.kernel("d").expect("kernel `d`");
-            for (j, &d) in DIVISORS.iter().enumerate() {
+            for (j, d) in divisors().into_iter().enumerate() {
                 let mut input = dividends(d, n, j as u64 + 1);
                 let mut out = vec![0xcdcd_cdcdu32; n * OUTS];
                 launch(
