@@ -2271,10 +2271,21 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let cttz = "llvm.cttz.i32";
             self.cx.declare(cttz, "declare i32 @llvm.cttz.i32(i32, i1)");
             let first = self.out.def_scalar(Ty::I32, format_args!("call i32 @{cttz}({mb}, i1 false)"));
-            let x = self.out.def_scalar(ty, format_args!("extractelement {v}, {first}"));
-            let old = self.load_uniform_reg(r);
-            let any = self.out.def_scalar(Ty::I1, format_args!("icmp ne {mb}, 0"));
-            self.out.def_scalar(ty, format_args!("select {any}, {x}, {old}"))
+            if !guarded && self.warp.as_ref().is_some_and(|w| w.block_convergent()) {
+                // Every live lane runs a convergent block, so some lane
+                // executes the write: no need to keep the old value for a
+                // write by none (for frame-resident registers, a load and a
+                // select per write: the parameters of llama.cpp's
+                // `mul_mat_vec_f`, loaded in its first block). The lane
+                // index stays in range for LLVM even so.
+                let lane = self.out.def_scalar(Ty::I32, format_args!("and {first}, {}", W - 1));
+                self.out.def_scalar(ty, format_args!("extractelement {v}, {lane}"))
+            } else {
+                let x = self.out.def_scalar(ty, format_args!("extractelement {v}, {first}"));
+                let old = self.load_uniform_reg(r);
+                let any = self.out.def_scalar(Ty::I1, format_args!("icmp ne {mb}, 0"));
+                self.out.def_scalar(ty, format_args!("select {any}, {x}, {old}"))
+            }
         };
         let p = self.uniform_slot(r);
         self.out.op(format_args!("store {s}, ptr {p}, align 8"));
@@ -2760,9 +2771,34 @@ impl<'c, 'm> FnLower<'c, 'm> {
             _ => return,
         };
         for (size, offset) in slots {
+            // An access of this size reads the shape only where the
+            // register's affine bit fails it (`address_layout`): classify
+            // the lanes only then. (In llama.cpp's `mul_mat_vec_f`, whose
+            // shared-memory address `4 * tid` is written once per warp,
+            // the classification was a tenth of the code before the loop.)
+            let known = match self.stride(r) {
+                Some(s) if s == 0 || s == i64::from(size) => self.affine_bit(r).map(|bit| (bit, s)),
+                _ => None,
+            };
+            let skip = known.map(|(bit, s)| {
+                let ok = if self.reg_tys[r as usize] == Ty::I32 && s != 0 {
+                    let fits = self.lanes_widen(v, s, false);
+                    self.out.def_scalar(Ty::I1, format_args!("and {bit}, {}", fits.s))
+                } else {
+                    bit
+                };
+                let (look, done) = (self.out.fresh_label("rsh"), self.out.fresh_label("rshj"));
+                self.out.terminate(format_args!("br {ok}, label %{done}, label %{look}"));
+                self.out.label(&look);
+                done
+            });
             let shape = self.classify_lanes(v.clone(), size);
             let q = self.frame_ptr(offset);
             self.out.op(format_args!("store {shape}, ptr {q}, align 4"));
+            if let Some(done) = skip {
+                self.out.terminate(format_args!("br label %{done}"));
+                self.out.label(&done);
+            }
         }
     }
 

@@ -569,3 +569,45 @@ fn unguarded_writes_in_blocks_every_lane_runs_select_no_lanes() {
     assert_eq!(selects("%wm0"), 0, "{text}");
     assert_eq!(selects("%wm1"), 1, "{text}");
 }
+
+/// Uniform registers (a parameter, a load from an address every lane
+/// shares) written in the kernel's first block, which every lane runs.
+const CONVERGENT_UNIFORM_WRITE: &str = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+.reg .pred %q<2>;
+.reg .b32 %r<8>;
+.reg .b64 %rd<4>;
+ld.param.u64 %rd1, [p];
+ld.global.u32 %r3, [%rd1+4];
+mov.u32 %r1, %tid.x;
+bar.sync 0;
+mul.wide.u32 %rd2, %r1, 4;
+add.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r3;
+ret;
+}
+"#;
+
+#[test]
+fn uniform_writes_in_blocks_every_lane_runs_keep_no_old_value() {
+    // Some lane runs a convergent block, so the write takes the first
+    // executing lane's value without a select against the register's old
+    // value for a write by no lane (nor, for a frame-resident register, a
+    // load of it).
+    let text = warp_ir_in(CONVERGENT_UNIFORM_WRITE, compiler::Tier::Optimized);
+    let kernel: String =
+        text.lines().skip_while(|l| !l.starts_with("define i32 @")).take_while(|l| *l != "}").collect::<Vec<_>>().join("\n");
+    let keeps_old = kernel
+        .lines()
+        .filter(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            // `%x = select i1 %c, i64 %a, i64 %b` (of any scalar type)
+            w.len() == 9 && w[2] == "select" && w[3] == "i1" && w[5] == w[7] && w[6].starts_with('%') && w[8].starts_with('%')
+        })
+        .count();
+    assert_eq!(keeps_old, 0, "{kernel}");
+    assert!(kernel.contains("@llvm.cttz.i32("), "the first executing lane's value: {kernel}");
+}

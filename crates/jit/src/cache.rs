@@ -99,8 +99,11 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// `neg`/`abs` compute both halves in one operation, and 16-bit results
 /// read only by operations blind to NaN payloads keep the host's NaN
 /// (entries of 26 unpack and repack each pair: llama.cpp's f16 flash
-/// attention kernels carry about a third more code).
-const FORMAT: u32 = 27;
+/// attention kernels carry about a third more code). 28: uniform writes in
+/// convergent blocks keep no old value, and frame-resident addresses
+/// classify their lanes only where their affine bit fails (entries of 27:
+/// llama.cpp's f16 matrix-vector kernel about 1.04 times slower).
+const FORMAT: u32 = 28;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 const SECRET: &str = ".secret";
