@@ -1985,6 +1985,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
         let saved = self.mask();
         if let Some(g) = inst.guard {
+            if inst.op == Opcode::Bra && self.uniform_reg(g.reg) && self.warp.as_ref().is_some_and(|w| w.block_convergent()) {
+                if let Some(done) = self.warp_branch_uniform(inst, g.reg, g.negate)? {
+                    return Ok(done);
+                }
+            }
             let p = self.load_reg(g.reg);
             let p = if g.negate { self.bin("xor", &p, &V::int(Ty::I1, 1)) } else { p };
             let m = self.bin("and", &saved, &p);
@@ -2076,6 +2081,35 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let any_other = self.any(&diff);
         self.out.terminate(format_args!("br {any_other}, label %dispatch, label %B{target}"));
         Ok(())
+    }
+
+    /// A forward branch on a uniform predicate in a convergent block: every
+    /// live lane runs the block and goes the same way, so the warp goes on
+    /// at the target or the next block directly, every lane's next block
+    /// set at once: no per-lane selects of the next block, no tests of
+    /// which lanes take it. (llama.cpp's kernels test their parameters in
+    /// their first blocks: whether an index table or a fused gate is
+    /// given.) `None` for branches this does not handle (backward ones,
+    /// loops that may spin or take turns), lowered as usual.
+    fn warp_branch_uniform(&mut self, inst: &Instruction, pred: RegId, negate: bool) -> Res<Option<()>> {
+        let Some(Operand::Label(l)) = self.b.args(inst).first().copied() else {
+            return Ok(None);
+        };
+        let (k, target) = match self.warp.as_ref() {
+            Some(w) => (w.block, w.label_block.get(&l).copied().unwrap_or(0)),
+            None => return Ok(None),
+        };
+        if target <= k {
+            return Ok(None);
+        }
+        let p = self.load_uniform_reg(pred);
+        let taken = if negate { self.out.def_scalar(Ty::I1, format_args!("xor {p}, true")) } else { p };
+        let fall_block = k + 1;
+        let to = self.out.def_scalar(Ty::I32, format_args!("select {taken}, i32 {target}, i32 {fall_block}"));
+        let next = self.vec(to);
+        self.out.op(format_args!("store {next}, ptr {}", Self::next_slot()));
+        self.out.terminate(format_args!("br {taken}, label %B{target}, label %B{fall_block}"));
+        Ok(Some(()))
     }
 
     /// The backward branch of a grid-stride loop: every `every`th time

@@ -611,3 +611,42 @@ fn uniform_writes_in_blocks_every_lane_runs_keep_no_old_value() {
     assert_eq!(keeps_old, 0, "{kernel}");
     assert!(kernel.contains("@llvm.cttz.i32("), "the first executing lane's value: {kernel}");
 }
+
+/// A forward branch on a parameter's test in the kernel's first block,
+/// which every lane runs, then one on the thread index.
+const UNIFORM_BRANCH: &str = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u32 n)
+{
+.reg .pred %q<4>;
+.reg .b32 %r<8>;
+.reg .b64 %rd<4>;
+ld.param.u64 %rd1, [p];
+ld.param.u32 %r2, [n];
+mov.u32 %r1, %tid.x;
+setp.eq.s32 %q1, %r2, 0;
+@%q1 bra DONE;
+setp.lt.u32 %q2, %r1, %r2;
+@%q2 bra DONE;
+mul.wide.u32 %rd2, %r1, 4;
+add.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r2;
+DONE:
+bar.sync 0;
+ret;
+}
+"#;
+
+#[test]
+fn uniform_forward_branches_in_blocks_every_lane_runs_go_on_directly() {
+    // The parameter's test goes straight to the target or the next block;
+    // the thread index's test looks at which lanes take it (and may leave
+    // the rest to the dispatch).
+    let text = warp_ir_in(UNIFORM_BRANCH, compiler::Tier::Fast);
+    let kernel: String =
+        text.lines().skip_while(|l| !l.starts_with("define i32 @")).take_while(|l| *l != "}").collect::<Vec<_>>().join("\n");
+    let direct = kernel.lines().filter(|l| l.trim_start().starts_with("br i1 %") && l.contains("label %B3, label %B1")).count();
+    assert_eq!(direct, 1, "{kernel}");
+    assert_eq!(kernel.lines().filter(|l| l.starts_with("jumps")).count(), 1, "{kernel}");
+}

@@ -102,8 +102,11 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// attention kernels carry about a third more code). 28: uniform writes in
 /// convergent blocks keep no old value, and frame-resident addresses
 /// classify their lanes only where their affine bit fails (entries of 27:
-/// llama.cpp's f16 matrix-vector kernel about 1.04 times slower).
-const FORMAT: u32 = 28;
+/// llama.cpp's f16 matrix-vector kernel about 1.04 times slower). 29:
+/// forward branches on uniform predicates in convergent blocks go on
+/// directly (entries of 28 test each lane: that kernel's fixed cost per
+/// block about 1.05 times higher).
+const FORMAT: u32 = 29;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 const SECRET: &str = ".secret";
