@@ -2364,6 +2364,25 @@ impl<'c, 'm> FnLower<'c, 'm> {
         Some(self.out.def_scalar(Ty::I1, format_args!("load i1, ptr {q}, align 1")))
     }
 
+    /// Whether register `r` holds its affine form as an address of lane
+    /// stride `stride`: its affine bit `bit` and, for a 32-bit register
+    /// that moves from lane to lane, that its lanes (`value`, else the
+    /// register's) widen to 64 bits without one wrapping (an address
+    /// widens without sign).
+    fn affine_address(&mut self, r: RegId, bit: V, stride: i64, value: Option<&V>) -> V {
+        if self.reg_tys[r as usize] != Ty::I32 || stride == 0 {
+            return bit;
+        }
+        let fits = match value {
+            Some(v) => self.lanes_widen(v, stride, false),
+            None => {
+                let v = self.load_reg(r);
+                self.lanes_widen(&v, stride, false)
+            }
+        };
+        self.out.def_scalar(Ty::I1, format_args!("and {bit}, {}", fits.s))
+    }
+
     fn stride(&self, r: RegId) -> Option<i64> {
         self.warp.as_ref()?.frame.strides.get(r as usize).copied().flatten()
     }
@@ -2702,14 +2721,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         };
         let layout = match known {
             Some((bit, s)) => {
-                // A 32-bit address widens without sign.
-                let ok = if self.reg_tys[r as usize] == Ty::I32 && s != 0 {
-                    let v = self.load_reg(r);
-                    let fits = self.lanes_widen(&v, s, false);
-                    self.out.def_scalar(Ty::I1, format_args!("and {bit}, {}", fits.s))
-                } else {
-                    bit
-                };
+                let ok = self.affine_address(r, bit, s, None);
                 let known_shape = if s == 0 { SHAPE_HALVES_UNIFORM } else { SHAPE_HALVES_CONSECUTIVE };
                 let (fv, hv, sv, j) =
                     (self.out.fresh_label("aff"), self.out.fresh_label("affh"), self.out.fresh_label("cls"), self.out.fresh_label("shj"));
@@ -2815,12 +2827,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 _ => None,
             };
             let skip = known.map(|(bit, s)| {
-                let ok = if self.reg_tys[r as usize] == Ty::I32 && s != 0 {
-                    let fits = self.lanes_widen(v, s, false);
-                    self.out.def_scalar(Ty::I1, format_args!("and {bit}, {}", fits.s))
-                } else {
-                    bit
-                };
+                let ok = self.affine_address(r, bit, s, Some(v));
                 let (look, done) = (self.out.fresh_label("rsh"), self.out.fresh_label("rshj"));
                 self.out.terminate(format_args!("br {ok}, label %{done}, label %{look}"));
                 self.out.label(&look);
