@@ -5,6 +5,13 @@ fn ir(src: &str) -> String {
     compiler::emit_ir(&module, src).expect("compiles")
 }
 
+/// The warp function of kernel `k` in a module's IR.
+fn warp_function(text: &str) -> String {
+    let start = text.find("define i32 @\"__anycuda_thread.k\"").expect("the warp function");
+    let end = text[start..].find("\n}\n").map_or(text.len(), |e| start + e);
+    text[start..end].to_string()
+}
+
 /// The module's IR in `tier`, every kernel in warp mode.
 fn warp_ir_in(src: &str, tier: compiler::Tier) -> String {
     let module = ptx::parse(src).unwrap_or_else(|d| panic!("test PTX must parse: {d}"));
@@ -501,13 +508,8 @@ ret;
 #[test]
 fn the_fast_tier_chooses_an_accesss_path_in_a_shared_helper_and_the_optimised_tier_inline() {
     let ir_of = |tier| warp_ir_in(LANE_ADDRESSES, tier);
-    let kernel_of = |text: &str| {
-        let start = text.find("define i32 @\"__anycuda_thread.k\"").expect("the warp function");
-        let end = text[start..].find("\n}\n").map_or(text.len(), |e| start + e);
-        text[start..end].to_string()
-    };
     let fast = ir_of(compiler::Tier::Fast);
-    let kernel = kernel_of(&fast);
+    let kernel = warp_function(&fast);
     // Both global loads through a lane address and the store call the
     // helpers, which are defined once each; the kernel itself gathers and
     // scatters nothing. The first load's address is affine: its call
@@ -522,7 +524,7 @@ fn the_fast_tier_chooses_an_accesss_path_in_a_shared_helper_and_the_optimised_ti
     assert!(!kernel.contains("@llvm.masked.gather") && !kernel.contains("@llvm.masked.scatter"), "{kernel}");
     let optimised = ir_of(compiler::Tier::Optimized);
     assert!(!optimised.contains("_shaped_"), "{optimised}");
-    let kernel = kernel_of(&optimised);
+    let kernel = warp_function(&optimised);
     // Inline where the host gathers in one instruction (AVX-512), else
     // through the shared lane-by-lane helpers.
     if compiler::host_has_avx512f() {
@@ -598,8 +600,7 @@ fn uniform_writes_in_blocks_every_lane_runs_keep_no_old_value() {
     // value for a write by no lane (nor, for a frame-resident register, a
     // load of it).
     let text = warp_ir_in(CONVERGENT_UNIFORM_WRITE, compiler::Tier::Optimized);
-    let kernel: String =
-        text.lines().skip_while(|l| !l.starts_with("define i32 @")).take_while(|l| *l != "}").collect::<Vec<_>>().join("\n");
+    let kernel = warp_function(&text);
     let keeps_old = kernel
         .lines()
         .filter(|l| {
@@ -644,8 +645,7 @@ fn uniform_forward_branches_in_blocks_every_lane_runs_go_on_directly() {
     // the thread index's test looks at which lanes take it (and may leave
     // the rest to the dispatch).
     let text = warp_ir_in(UNIFORM_BRANCH, compiler::Tier::Fast);
-    let kernel: String =
-        text.lines().skip_while(|l| !l.starts_with("define i32 @")).take_while(|l| *l != "}").collect::<Vec<_>>().join("\n");
+    let kernel = warp_function(&text);
     let direct = kernel.lines().filter(|l| l.trim_start().starts_with("br i1 %") && l.contains("label %B3, label %B1")).count();
     assert_eq!(direct, 1, "{kernel}");
     assert_eq!(kernel.lines().filter(|l| l.starts_with("jumps")).count(), 1, "{kernel}");
