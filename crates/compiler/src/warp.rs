@@ -2084,10 +2084,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     /// A forward branch on a uniform predicate in a convergent block: every
-    /// live lane runs the block and goes the same way, so the warp goes on
-    /// at the target or the next block directly, every lane's next block
-    /// set at once: no per-lane selects of the next block, no tests of
-    /// which lanes take it. (llama.cpp's kernels test their parameters in
+    /// executing lane goes the same way, so the warp goes on at the next
+    /// block or (unless other lanes wait for an earlier block) the target,
+    /// the executing lanes' next block set with one select: no tests of
+    /// which lanes take it or fall through. (llama.cpp's kernels test their parameters in
     /// their first blocks: whether an index table or a fused gate is
     /// given.) `None` for branches this does not handle (backward ones,
     /// loops that may spin or take turns), lowered as usual.
@@ -2106,9 +2106,24 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let taken = if negate { self.out.def_scalar(Ty::I1, format_args!("xor {p}, true")) } else { p };
         let fall_block = k + 1;
         let to = self.out.def_scalar(Ty::I32, format_args!("select {taken}, i32 {target}, i32 {fall_block}"));
-        let next = self.vec(to);
+        // The executing lanes' next block. (Live lanes that read no
+        // register again, such as lanes waiting at a block that only
+        // returns, need not run a convergent block: they keep theirs.)
+        let to = self.vec(to);
+        let mask = self.mask();
+        let next = self.out.def(Ty::I32, format_args!("load <{W} x i32>, ptr {}", Self::next_slot()));
+        let next = self.select(&mask, &to, &next);
         self.out.op(format_args!("store {next}, ptr {}", Self::next_slot()));
-        self.out.terminate(format_args!("br {taken}, label %B{target}, label %B{fall_block}"));
+        // Falling through, the next block is the lowest pending one;
+        // jumping, directly unless other lanes wait for a block before the
+        // target.
+        let t = self.out.fresh_label("utaken");
+        self.out.terminate(format_args!("br {taken}, label %{t}, label %B{fall_block}"));
+        self.out.label(&t);
+        let live = self.out.def(Ty::I1, format_args!("load <{W} x i1>, ptr {}", Self::live_slot()));
+        let others = self.bin("xor", &live, &mask);
+        let any_other = self.any(&others);
+        self.out.terminate(format_args!("br {any_other}, label %dispatch, label %B{target}"));
         Ok(Some(()))
     }
 

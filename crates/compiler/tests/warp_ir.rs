@@ -641,12 +641,13 @@ ret;
 
 #[test]
 fn uniform_forward_branches_in_blocks_every_lane_runs_go_on_directly() {
-    // The parameter's test goes straight to the target or the next block;
-    // the thread index's test looks at which lanes take it (and may leave
-    // the rest to the dispatch).
+    // The parameter's test branches on the predicate itself (to the next
+    // block, or to the target unless other lanes wait); the thread index's
+    // test looks at which lanes take it and which fall through.
     let text = warp_ir_in(UNIFORM_BRANCH, compiler::Tier::Fast);
     let kernel = warp_function(&text);
-    let direct = kernel.lines().filter(|l| l.trim_start().starts_with("br i1 %") && l.contains("label %B3, label %B1")).count();
-    assert_eq!(direct, 1, "{kernel}");
+    let on_predicate = kernel.lines().filter(|l| l.trim_start().starts_with("br i1 %") && l.contains(", label %B1")).count();
+    assert_eq!(on_predicate, 1, "{kernel}");
+    assert_eq!(kernel.lines().filter(|l| l.starts_with("utaken")).count(), 1, "{kernel}");
     assert_eq!(kernel.lines().filter(|l| l.starts_with("jumps")).count(), 1, "{kernel}");
 }

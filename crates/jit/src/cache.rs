@@ -105,8 +105,10 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// llama.cpp's f16 matrix-vector kernel about 1.04 times slower). 29:
 /// forward branches on uniform predicates in convergent blocks go on
 /// directly (entries of 28 test each lane: that kernel's fixed cost per
-/// block about 1.05 times higher).
-const FORMAT: u32 = 29;
+/// block about 1.05 times higher). 30: and set the next block of the
+/// executing lanes only (entries of 29 also moved lanes waiting at a
+/// block that only returns: wrong results).
+const FORMAT: u32 = 30;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 const SECRET: &str = ".secret";
