@@ -2321,7 +2321,8 @@ impl<'c, 'm> FnLower<'c, 'm> {
             self.cx.declare(cttz, "declare i32 @llvm.cttz.i32(i32, i1)");
             let first = self.out.def_scalar(Ty::I32, format_args!("call i32 @{cttz}({mb}, i1 false)"));
             if !guarded && self.warp.as_ref().is_some_and(|w| w.block_convergent()) {
-                // Every live lane runs a convergent block, so some lane
+                // A convergent block runs with the lanes that read
+                // registers again (`uniform::Convergence`), so some lane
                 // executes the write: no need to keep the old value for a
                 // write by none (for frame-resident registers, a load and a
                 // select per write: the parameters of llama.cpp's
