@@ -1830,9 +1830,25 @@ impl<'c, 'm> FnLower<'c, 'm> {
     }
 
     fn set_next(&mut self, lanes: &V, k: u32) {
+        self.set_next_to(lanes, &V::int(Ty::I32, k as i128));
+    }
+
+    /// `lanes` continue at block `to` (a block number, per lane or one).
+    fn set_next_to(&mut self, lanes: &V, to: &V) {
         let next = self.out.def(Ty::I32, format_args!("load <{W} x i32>, ptr {}", Self::next_slot()));
-        let n = self.select(lanes, &V::int(Ty::I32, k as i128), &next);
+        let n = self.select(lanes, to, &next);
         self.out.op(format_args!("store {n}, ptr {}", Self::next_slot()));
+    }
+
+    /// The executing lanes (`mask`) all jump forward to block `target`:
+    /// there directly when no other live lane waits (they would wait for a
+    /// later block than this one, and maybe an earlier one than the
+    /// target), else through the dispatch.
+    fn jump_forward(&mut self, mask: &V, target: u32) {
+        let live = self.out.def(Ty::I1, format_args!("load <{W} x i1>, ptr {}", Self::live_slot()));
+        let diff = self.bin("xor", &live, mask);
+        let any_other = self.any(&diff);
+        self.out.terminate(format_args!("br {any_other}, label %dispatch, label %B{target}"));
     }
 
     /// Suspends the warp at the current statement (a suspension site of
@@ -2076,10 +2092,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         self.out.label(&jumps);
         // Everyone jumps: directly, when no other lane waits for an earlier
         // block than the target.
-        let live = self.out.def(Ty::I1, format_args!("load <{W} x i1>, ptr {}", Self::live_slot()));
-        let diff = self.bin("xor", &live, &mask);
-        let any_other = self.any(&diff);
-        self.out.terminate(format_args!("br {any_other}, label %dispatch, label %B{target}"));
+        self.jump_forward(&mask, target);
         Ok(())
     }
 
@@ -2087,10 +2100,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// executing lane goes the same way, so the warp goes on at the next
     /// block or (unless other lanes wait for an earlier block) the target,
     /// the executing lanes' next block set with one select: no tests of
-    /// which lanes take it or fall through. (llama.cpp's kernels test their parameters in
-    /// their first blocks: whether an index table or a fused gate is
-    /// given.) `None` for branches this does not handle (backward ones,
-    /// loops that may spin or take turns), lowered as usual.
+    /// which lanes take it or fall through. (llama.cpp's kernels test their
+    /// parameters in their first blocks: whether an index table or a fused
+    /// gate is given.) `None` for branches this does not handle (backward
+    /// ones, loops that may spin or take turns), lowered as usual.
     fn warp_branch_uniform(&mut self, inst: &Instruction, pred: RegId, negate: bool) -> Res<Option<()>> {
         let Some(Operand::Label(l)) = self.b.args(inst).first().copied() else {
             return Ok(None);
@@ -2111,19 +2124,12 @@ impl<'c, 'm> FnLower<'c, 'm> {
         // returns, need not run a convergent block: they keep theirs.)
         let to = self.vec(to);
         let mask = self.mask();
-        let next = self.out.def(Ty::I32, format_args!("load <{W} x i32>, ptr {}", Self::next_slot()));
-        let next = self.select(&mask, &to, &next);
-        self.out.op(format_args!("store {next}, ptr {}", Self::next_slot()));
-        // Falling through, the next block is the lowest pending one;
-        // jumping, directly unless other lanes wait for a block before the
-        // target.
+        self.set_next_to(&mask, &to);
+        // Falling through, the next block is the lowest pending one.
         let t = self.out.fresh_label("utaken");
         self.out.terminate(format_args!("br {taken}, label %{t}, label %B{fall_block}"));
         self.out.label(&t);
-        let live = self.out.def(Ty::I1, format_args!("load <{W} x i1>, ptr {}", Self::live_slot()));
-        let others = self.bin("xor", &live, &mask);
-        let any_other = self.any(&others);
-        self.out.terminate(format_args!("br {any_other}, label %dispatch, label %B{target}"));
+        self.jump_forward(&mask, target);
         Ok(Some(()))
     }
 
