@@ -37,6 +37,7 @@ impl CodeTarget for HostTarget {
             exit_returns: false,
             native_approx_math: false,
             half_compares: false,
+            pair_dot_bits: host_pair_dot_bits(),
         }
     }
 
@@ -218,6 +219,24 @@ fn with_machine<T>(level: OptimizationLevel, compile: impl FnOnce(&TargetMachine
 pub fn host_has_avx512f() -> bool {
     static HAS: OnceLock<bool> = OnceLock::new();
     *HAS.get_or_init(|| host_features().split(',').any(|f| f == "+avx512f"))
+}
+
+/// [`TargetFacts::pair_dot_bits`] of the host: `pmaddwd`'s widest form
+/// among its features (part of the fingerprint, as they are).
+fn host_pair_dot_bits() -> u32 {
+    static BITS: OnceLock<u32> = OnceLock::new();
+    *BITS.get_or_init(|| {
+        let has = |name: &str| host_features().split(',').any(|f| f.strip_prefix('+') == Some(name));
+        if has("avx512bw") {
+            512
+        } else if has("avx2") {
+            256
+        } else if has("sse2") {
+            128
+        } else {
+            0
+        }
+    })
 }
 
 pub fn host_fingerprint() -> String {

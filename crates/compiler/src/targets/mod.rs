@@ -117,6 +117,23 @@ pub struct TargetFacts {
     /// tests and compares the values' bits instead
     /// (`FnLower::is_nan_16`, `fcmp_16_bits`).
     pub half_compares: bool,
+    /// Bits of the widest vector instruction that multiplies 16-bit
+    /// integers pairwise and adds each pair into a 32-bit lane (x86
+    /// `pmaddwd`: 512 with AVX-512BW, 256 with AVX2, 128 with SSE2), for
+    /// warp-mode `dp4a`; 0 where there is none. Its intrinsic is
+    /// [`pair_dot_intrinsic`].
+    pub pair_dot_bits: u32,
+}
+
+/// The LLVM intrinsic of a [`TargetFacts::pair_dot_bits`] width: its
+/// name and the element counts of its operands (i16) and result (i32).
+pub fn pair_dot_intrinsic(bits: u32) -> Option<(&'static str, u32, u32)> {
+    match bits {
+        512 => Some(("llvm.x86.avx512.pmaddw.d.512", 32, 16)),
+        256 => Some(("llvm.x86.avx2.pmadd.wd", 16, 8)),
+        128 => Some(("llvm.x86.sse2.pmadd.wd", 8, 4)),
+        _ => None,
+    }
 }
 
 /// One code generation target (see the module notes).

@@ -49,6 +49,7 @@ pub const FACTS: TargetFacts = TargetFacts {
     exit_returns: true,
     native_approx_math: true,
     half_compares: true,
+    pair_dot_bits: 0,
 };
 
 /// An AMD processor as a [`CodeTarget`].
