@@ -102,6 +102,9 @@ pub(crate) fn frame_load_text(dst: &str, ty: &str, q: &str) -> String {
 pub struct WarpState {
     /// The executing lanes (`<32 x i1>` value).
     pub mask: V,
+    /// Compiling for the fast tier: the registers of
+    /// [`Frame::resident_when_fast`] live in the frame.
+    pub fast_tier: bool,
     /// The number of the block being lowered.
     pub block: u32,
     /// The block number each statement index starts, if it starts one.
@@ -254,9 +257,11 @@ impl WarpState {
     /// registers nothing writes once the warp can have suspended and that
     /// some suspension keeps are written to and read from the frame, so
     /// suspending saves and resuming restores nothing for them (loops read
-    /// them in place instead of holding them in vector registers).
+    /// them in place instead of holding them in vector registers); in the
+    /// fast tier, also those of [`Frame::resident_when_fast`].
     pub fn resident_slot(&self, r: RegId) -> Option<u32> {
-        if !self.frame.stable.get(r as usize).copied().unwrap_or(false) {
+        let at = |v: &Vec<bool>| v.get(r as usize).copied().unwrap_or(false);
+        if !(at(&self.frame.stable) || self.fast_tier && at(&self.frame.resident_when_fast)) {
             return None;
         }
         self.frame.slots.get(&r).copied()
@@ -298,10 +303,28 @@ pub struct Frame {
     pub sites: HashMap<usize, Vec<RegId>>,
     /// Frame offset of every register saved at some site.
     pub slots: HashMap<RegId, u32>,
-    /// Registers nothing writes once a warp can have suspended: those with
-    /// a slot live in the frame (`WarpState::resident_slot`; indexed by
-    /// register).
+    /// Registers some suspension site saves and nothing writes once a warp
+    /// can have suspended: they live in the frame
+    /// (`WarpState::resident_slot`; indexed by register).
     pub stable: Vec<bool>,
+    /// Registers that live in the frame in the fast tier although no
+    /// suspension needs them there: every register some block reads
+    /// before writing it (indexed by register). Each has a slot in both
+    /// tiers, so the frame's layout and size do not depend on the tier.
+    ///
+    /// A register held in LLVM values across blocks gets a phi at every
+    /// block the warp's dispatcher may enter with it live (`dsel`: every
+    /// block lanes wait at), since LLVM sees paths from the dispatcher that
+    /// skip its writes. Those phis were most of the IR of llama.cpp's
+    /// warp-mode kernels (`soft_max_f32`: 2,403 of 4,650 lines, 997 of
+    /// them on 32-lane vectors), and LLVM's instruction selection and
+    /// register allocation work through each: that kernel compiled in 150
+    /// ms, 101 ms with its registers in the frame (a store where written,
+    /// a load in each block that reads them). The optimised tier keeps
+    /// them in LLVM values: there the loads cost run time (the suite's
+    /// `scan_shfl` 7.2 -> 9.1 ms, `histogram` 16 -> 18 ms) and compile
+    /// time matters less.
+    pub resident_when_fast: Vec<bool>,
     /// Frame offset of each `.local` variable (one copy per lane, lane
     /// after lane): local memory must outlive a suspension.
     pub locals: HashMap<VarId, u32>,
@@ -594,7 +617,13 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
             }
         }
     }
-    frame.stable = written_after.iter().map(|w| !w).collect();
+    // Stable registers some site saves live in the frame; in the fast
+    // tier, every register live into some block too (each gets a slot).
+    frame.stable = (0..nregs).map(|r| saved[r] && !written_after[r]).collect();
+    frame.resident_when_fast = pending.clone();
+    for r in 0..nregs {
+        saved[r] |= frame.resident_when_fast[r];
+    }
     for (r, u) in frame.uniform.iter_mut().enumerate() {
         // (One scalar of at most 8 bytes: `b128` registers stay vectors.)
         *u &= crate::lower::reg_ty(f.var(b.regs[r].var).ty).bits() <= 64;
@@ -1277,6 +1306,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let in_loop = loop_blocks(self.b, &starts, &label_block, blocks);
         self.warp = Some(WarpState {
             mask: V::int(Ty::I1, 1),
+            fast_tier: self.cx.opts.tier == crate::Tier::Fast,
             block: 0,
             starts,
             label_block,

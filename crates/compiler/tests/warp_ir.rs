@@ -651,3 +651,54 @@ fn uniform_forward_branches_in_blocks_every_lane_runs_go_on_directly() {
     assert_eq!(kernel.lines().filter(|l| l.starts_with("utaken")).count(), 1, "{kernel}");
     assert_eq!(kernel.lines().filter(|l| l.starts_with("jumps")).count(), 1, "{kernel}");
 }
+
+/// Where the value stored by the write that produced the line containing
+/// `op` goes: the pointer operand of the `store` of that value.
+fn stored_to(f: &str, op: &str) -> String {
+    let def = f.lines().find(|l| l.contains(op)).unwrap_or_else(|| panic!("no `{op}` in\n{f}"));
+    let name = def.trim().split(" = ").next().expect("a definition").to_string();
+    let store = f
+        .lines()
+        .find(|l| l.trim().starts_with("store ") && l.contains(&format!(" {name}, ptr ")))
+        .unwrap_or_else(|| panic!("no store of {name} in\n{f}"));
+    store.split(", ptr ").nth(1).expect("a pointer").split(',').next().expect("a pointer").trim().to_string()
+}
+
+#[test]
+fn registers_read_across_blocks_live_in_the_frame_in_the_fast_tier_only() {
+    // %r4 is written before a divergent branch and read after the join;
+    // %r2 only in the block that writes it.
+    let src = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+.reg .b32 %r<8>;
+.reg .b64 %rd<4>;
+.reg .pred %q<2>;
+ld.param.u64 %rd1, [p];
+mov.u32 %r1, %tid.x;
+mul.wide.u32 %rd2, %r1, 8;
+add.s64 %rd3, %rd1, %rd2;
+ld.global.u32 %r2, [%rd3];
+mul.lo.s32 %r4, %r2, 3;
+and.b32 %r3, %r2, 1;
+setp.eq.u32 %q1, %r3, 0;
+@%q1 bra SKIP;
+add.s32 %r5, %r4, 1;
+st.global.u32 [%rd3], %r5;
+SKIP:
+st.global.u32 [%rd3+4], %r4;
+ret;
+}
+"#;
+    let frame_slot = |f: &str, p: &str| f.lines().any(|l| l.trim().starts_with(&format!("{p} = getelementptr i8, ptr %frame")));
+    let fast = warp_function(&warp_ir_in(src, compiler::Tier::Fast));
+    let product = stored_to(&fast, "splat (i32 3)");
+    assert!(frame_slot(&fast, &product), "the fast tier keeps %r4 in the frame, not at {product}:\n{fast}");
+    let masked = stored_to(&fast, "splat (i32 1)");
+    assert!(!frame_slot(&fast, &masked), "%r3 is read in its own block only:\n{fast}");
+    let opt = warp_function(&warp_ir_in(src, compiler::Tier::Optimized));
+    let product = stored_to(&opt, "splat (i32 3)");
+    assert!(product.starts_with("%a") && !frame_slot(&opt, &product), "the optimised tier keeps %r4 in a value, not at {product}:\n{opt}");
+}
