@@ -1000,43 +1000,56 @@ fail:
         self.cx.declare(f, &format!("declare <{outs} x i32> @{f}(<{ins} x i16>, <{ins} x i16>)"));
         let mut sum: Option<V> = None;
         for (x, y) in xa.iter().zip(&xb) {
-            // The intrinsic on each native-width part, then the parts put
-            // back together pairwise.
-            let mut results: Vec<String> = Vec::new();
-            for p in 0..parts {
-                let take: Vec<String> = (p * ins..(p + 1) * ins).map(|i| format!("i32 {i}")).collect();
-                let take = take.join(", ");
-                let (xs, ys, r) = (self.out.fresh("h"), self.out.fresh("h"), self.out.fresh("h"));
-                self.out.op(format_args!("{xs} = shufflevector <{halves} x i16> {x}, <{halves} x i16> poison, <{ins} x i32> <{take}>"));
-                self.out.op(format_args!("{ys} = shufflevector <{halves} x i16> {y}, <{halves} x i16> poison, <{ins} x i32> <{take}>"));
-                self.out.op(format_args!("{r} = call <{outs} x i32> @{f}(<{ins} x i16> {xs}, <{ins} x i16> {ys})"));
-                results.push(r);
-            }
-            let mut width = outs;
-            while results.len() > 1 {
-                let all: Vec<String> = (0..2 * width).map(|i| format!("i32 {i}")).collect();
-                let all = all.join(", ");
-                let mut joined = Vec::with_capacity(results.len() / 2);
-                for pair in results.chunks(2) {
-                    let t = self.out.fresh("h");
-                    self.out.op(format_args!(
-                        "{t} = shufflevector <{width} x i32> {}, <{width} x i32> {}, <{} x i32> <{all}>",
-                        pair[0],
-                        pair[1],
-                        2 * width
-                    ));
-                    joined.push(t);
-                }
-                results = joined;
-                width *= 2;
-            }
-            let v = V::new(Ty::I32, results.pop()?);
+            let r = self.in_native_parts(f, ("i16", ins), ("i32", outs), halves, &[x, y]);
+            let v = V::new(Ty::I32, r);
             sum = Some(match sum {
                 None => v,
                 Some(s) => self.bin("add", &s, &v),
             });
         }
         sum
+    }
+
+    /// Calls the target intrinsic `f`, whose operands are vectors of `ins`
+    /// elements (`(type, count)`) and whose result has `outs`, on operands
+    /// of `total` elements each (a whole number of `ins`, a power of two
+    /// of them): on each native-width part in turn, then the parts'
+    /// results put back together pairwise. Returns the whole result.
+    fn in_native_parts(&mut self, f: &str, ins: (&str, u32), outs: (&str, u32), total: u32, args: &[&String]) -> String {
+        let ((ity, ins), (oty, outs)) = (ins, outs);
+        let mut results: Vec<String> = Vec::new();
+        for p in 0..total / ins {
+            let take: Vec<String> = (p * ins..(p + 1) * ins).map(|i| format!("i32 {i}")).collect();
+            let take = take.join(", ");
+            let mut parts = Vec::with_capacity(args.len());
+            for x in args {
+                let xs = self.out.fresh("h");
+                self.out.op(format_args!("{xs} = shufflevector <{total} x {ity}> {x}, <{total} x {ity}> poison, <{ins} x i32> <{take}>"));
+                parts.push(format!("<{ins} x {ity}> {xs}"));
+            }
+            let r = self.out.fresh("h");
+            self.out.op(format_args!("{r} = call <{outs} x {oty}> @{f}({})", parts.join(", ")));
+            results.push(r);
+        }
+        let mut width = outs;
+        while results.len() > 1 {
+            let all: Vec<String> = (0..2 * width).map(|i| format!("i32 {i}")).collect();
+            let all = all.join(", ");
+            let mut joined = Vec::with_capacity(results.len() / 2);
+            for pair in results.chunks(2) {
+                let t = self.out.fresh("h");
+                self.out.op(format_args!(
+                    "{t} = shufflevector <{width} x {oty}> {}, <{width} x {oty}> {}, <{} x i32> <{all}>",
+                    pair[0],
+                    pair[1],
+                    2 * width
+                ));
+                joined.push(t);
+            }
+            results = joined;
+            width *= 2;
+        }
+        results.pop().unwrap_or_default()
     }
 
     /// Field `k` of `width` bits of a 32-bit value, extended to 32 bits.
@@ -1074,11 +1087,16 @@ fail:
         let a = self.get(&args[1], Ty::I32)?;
         let bv = self.get(&args[2], Ty::I32)?;
         let c = self.get(&args[3], Ty::I32)?;
+        let mode = inst.flags(self.b).find(|f| matches!(f, Flag::F4e | Flag::B4e | Flag::Rc8 | Flag::Ecl | Flag::Ecr | Flag::Rc16));
+        if mode.is_none() {
+            if let Some(r) = self.prmt_shuffled(&a, &bv, &c) {
+                return self.set(&args[0], r);
+            }
+        }
         let a64 = self.zext(&a, Ty::I64);
         let b64 = self.zext(&bv, Ty::I64);
         let bh = self.bin("shl", &b64, &V::int(Ty::I64, 32));
         let cat = self.bin("or", &bh, &a64);
-        let mode = inst.flags(self.b).find(|f| matches!(f, Flag::F4e | Flag::B4e | Flag::Rc8 | Flag::Ecl | Flag::Ecr | Flag::Rc16));
         let mut r = V::int(Ty::I32, 0);
         for k in 0..4i128 {
             let byte = if let Some(m) = mode {
@@ -1137,6 +1155,74 @@ fail:
             r = self.bin("or", &r, &placed);
         }
         self.set(&args[0], r)
+    }
+
+    /// `prmt`'s default mode in warp mode on a target with a byte shuffle
+    /// ([`TargetFacts::byte_shuffle_bits`], x86 `pshufb`): each result
+    /// byte's selector nibble becomes an index into its lane's four bytes
+    /// of `a` and of `b` (a shuffle's 128-bit lane holds four PTX lanes);
+    /// the index of the operand the nibble does not name has its top bit
+    /// set, which makes the shuffle give 0 there, so the two shuffles'
+    /// results combine with an or. A nibble's bit 3 then replaces its byte
+    /// by the byte's sign. As a 64-bit shift of the two operands per byte,
+    /// llama.cpp's table lookups (`get_int_from_table_16`: 16 `prmt` with
+    /// selectors from data in its iq4_nl matrix-vector kernel) were half of
+    /// that kernel's compile time.
+    ///
+    /// [`TargetFacts::byte_shuffle_bits`]: crate::targets::TargetFacts::byte_shuffle_bits
+    fn prmt_shuffled(&mut self, a: &V, b: &V, c: &V) -> Option<V> {
+        let n = crate::ir::lanes();
+        let (f, width) = crate::targets::byte_shuffle_intrinsic(self.cx.facts.byte_shuffle_bits)?;
+        let bytes = 4 * n;
+        if n == 1 || !bytes.is_multiple_of(width) || !(bytes / width).is_power_of_two() {
+            return None;
+        }
+        let (a, b, c) = (self.vec(a.clone()), self.vec(b.clone()), self.vec(c.clone()));
+        // Nibble k of the selector in byte k.
+        let mut nib = self.bin("and", &c, &V::int(Ty::I32, 0xf));
+        for k in 1..4 {
+            let field = self.bin("and", &c, &V::int(Ty::I32, 0xf << (4 * k)));
+            let moved = self.bin("shl", &field, &V::int(Ty::I32, 4 * k));
+            nib = self.bin("or", &nib, &moved);
+        }
+        // Byte (nibble & 3) of the lane's word: lane j's word starts at
+        // byte 4 * (j % 4) of its 128-bit lane.
+        let lane_base: Vec<String> = (0..n).map(|j| format!("i32 {}", (4 * (j % 4)) * 0x0101_0101)).collect();
+        let lane_base = V::new(Ty::I32, format!("<{}>", lane_base.join(", ")));
+        let within = self.bin("and", &nib, &V::int(Ty::I32, 0x0303_0303));
+        let index = self.bin("or", &within, &lane_base);
+        // Bit 2 of a nibble names `b`: 0x80 in the index of `a`'s byte.
+        let names_b = self.bin("and", &nib, &V::int(Ty::I32, 0x0404_0404));
+        let not_a = self.bin("shl", &names_b, &V::int(Ty::I32, 5));
+        let from_a = self.bin("or", &index, &not_a);
+        let from_b = self.bin("xor", &from_a, &V::int(Ty::I32, 0x8080_8080u32 as i32 as i128));
+        self.cx.declare(f, &format!("declare <{width} x i8> @{f}(<{width} x i8>, <{width} x i8>)"));
+        let mut picked = Vec::new();
+        for (v, idx) in [(&a, &from_a), (&b, &from_b)] {
+            let (vb, ib) = (self.out.fresh("h"), self.out.fresh("h"));
+            self.out.op(format_args!("{vb} = bitcast {v} to <{bytes} x i8>"));
+            self.out.op(format_args!("{ib} = bitcast {idx} to <{bytes} x i8>"));
+            picked.push(self.in_native_parts(f, ("i8", width), ("i8", width), bytes, &[&vb, &ib]));
+        }
+        let (r, sign_bits, neg, signs, nibs, rep, out) = (
+            self.out.fresh("h"),
+            self.out.fresh("h"),
+            self.out.fresh("h"),
+            self.out.fresh("h"),
+            self.out.fresh("h"),
+            self.out.fresh("h"),
+            self.out.fresh("h"),
+        );
+        self.out.op(format_args!("{r} = or <{bytes} x i8> {}, {}", picked[0], picked[1]));
+        // Bit 3 of a nibble: the byte's sign in all its bits.
+        let sign = self.bin("and", &nib, &V::int(Ty::I32, 0x0808_0808));
+        self.out.op(format_args!("{sign_bits} = bitcast {sign} to <{bytes} x i8>"));
+        self.out.op(format_args!("{neg} = icmp slt <{bytes} x i8> {r}, zeroinitializer"));
+        self.out.op(format_args!("{signs} = sext <{bytes} x i1> {neg} to <{bytes} x i8>"));
+        self.out.op(format_args!("{nibs} = icmp ne <{bytes} x i8> {sign_bits}, zeroinitializer"));
+        self.out.op(format_args!("{rep} = select <{bytes} x i1> {nibs}, <{bytes} x i8> {signs}, <{bytes} x i8> {r}"));
+        self.out.op(format_args!("{out} = bitcast <{bytes} x i8> {rep} to <{n} x i32>"));
+        Some(V::new(Ty::I32, out))
     }
 
     pub fn get_carry(&mut self) -> V {

@@ -108,9 +108,9 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// block about 1.05 times higher). 30: and set the next block of the
 /// executing lanes only (entries of 29 also moved lanes waiting at a
 /// block that only returns: wrong results). 31: fast-tier warp code keeps
-/// registers read across blocks in the frame, and warp-mode `dp4a` is two
-/// pairwise multiply-adds (entries of 30 compiled slower and hold frames
-/// of the old layout's size).
+/// registers read across blocks in the frame, warp-mode `dp4a` is two
+/// pairwise multiply-adds and `prmt` two byte shuffles (entries of 30
+/// compiled slower and hold frames of the old layout's size).
 const FORMAT: u32 = 31;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;

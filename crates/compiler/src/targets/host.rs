@@ -38,6 +38,7 @@ impl CodeTarget for HostTarget {
             native_approx_math: false,
             half_compares: false,
             pair_dot_bits: host_pair_dot_bits(),
+            byte_shuffle_bits: host_byte_shuffle_bits(),
         }
     }
 
@@ -232,6 +233,24 @@ fn host_pair_dot_bits() -> u32 {
         } else if has("avx2") {
             256
         } else if has("sse2") {
+            128
+        } else {
+            0
+        }
+    })
+}
+
+/// [`TargetFacts::byte_shuffle_bits`] of the host: `pshufb`'s widest
+/// form among its features.
+fn host_byte_shuffle_bits() -> u32 {
+    static BITS: OnceLock<u32> = OnceLock::new();
+    *BITS.get_or_init(|| {
+        let has = |name: &str| host_features().split(',').any(|f| f.strip_prefix('+') == Some(name));
+        if has("avx512bw") {
+            512
+        } else if has("avx2") {
+            256
+        } else if has("ssse3") {
             128
         } else {
             0

@@ -123,6 +123,23 @@ pub struct TargetFacts {
     /// warp-mode `dp4a`; 0 where there is none. Its intrinsic is
     /// [`pair_dot_intrinsic`].
     pub pair_dot_bits: u32,
+    /// Bits of the widest vector instruction that picks each byte of its
+    /// result from the 16 bytes of the same 128-bit lane of its operand
+    /// by an index byte (x86 `pshufb`: 512 with AVX-512BW, 256 with AVX2,
+    /// 128 with SSSE3), for warp-mode `prmt`; 0 where there is none. Its
+    /// intrinsic is [`byte_shuffle_intrinsic`].
+    pub byte_shuffle_bits: u32,
+}
+
+/// The LLVM intrinsic of a [`TargetFacts::byte_shuffle_bits`] width: its
+/// name and the byte count of its operands and result.
+pub fn byte_shuffle_intrinsic(bits: u32) -> Option<(&'static str, u32)> {
+    match bits {
+        512 => Some(("llvm.x86.avx512.pshuf.b.512", 64)),
+        256 => Some(("llvm.x86.avx2.pshuf.b", 32)),
+        128 => Some(("llvm.x86.ssse3.pshuf.b.128", 16)),
+        _ => None,
+    }
 }
 
 /// The LLVM intrinsic of a [`TargetFacts::pair_dot_bits`] width: its

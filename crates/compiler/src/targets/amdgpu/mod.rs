@@ -50,6 +50,7 @@ pub const FACTS: TargetFacts = TargetFacts {
     native_approx_math: true,
     half_compares: true,
     pair_dot_bits: 0,
+    byte_shuffle_bits: 0,
 };
 
 /// An AMD processor as a [`CodeTarget`].
