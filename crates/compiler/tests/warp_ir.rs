@@ -702,3 +702,42 @@ ret;
     let product = stored_to(&opt, "splat (i32 3)");
     assert!(product.starts_with("%a") && !frame_slot(&opt, &product), "the optimised tier keeps %r4 in a value, not at {product}:\n{opt}");
 }
+
+/// A warp of `dp4a` and `prmt` with selectors from data (llama.cpp's
+/// quantised matrix-vector kernels).
+const BYTE_OPS: &str = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+.reg .b32 %r<10>;
+.reg .b64 %rd<4>;
+ld.param.u64 %rd1, [p];
+mov.u32 %r1, %tid.x;
+mul.wide.u32 %rd2, %r1, 16;
+add.s64 %rd3, %rd1, %rd2;
+ld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd3];
+dp4a.s32.u32 %r6, %r2, %r3, %r4;
+prmt.b32 %r7, %r2, %r3, %r5;
+add.s32 %r8, %r6, %r7;
+st.global.u32 [%rd3], %r8;
+ret;
+}
+"#;
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn warp_mode_dp4a_and_prmt_are_x86_multiply_adds_and_byte_shuffles() {
+    for tier in [compiler::Tier::Fast, compiler::Tier::Optimized] {
+        let f = warp_function(&warp_ir_in(BYTE_OPS, tier));
+        // `pmaddwd` and `pshufb` in some width (every x86-64 host has
+        // SSE2; SSSE3 is assumed of any host this runs on).
+        assert!(f.contains("@llvm.x86.") && f.contains(".pmadd"), "{f}");
+        assert!(f.contains(".pshuf.b"), "{f}");
+        // Neither byte extractions, products per byte, nor the 64-bit
+        // shifts of both operands per result byte.
+        // (The warp's thread indices are products of its own.)
+        assert!(!f.lines().any(|l| l.trim_start().starts_with("%t") && l.contains(" = mul <32 x i32>")), "{f}");
+        assert!(!f.contains("sext <32 x i8>") && !f.contains("lshr <32 x i64>"), "{f}");
+    }
+}
