@@ -650,7 +650,7 @@ fn set_lanes(m: &Module, a: &Analysis, target: &crate::Target, opts: &crate::Opt
     if let Some(Item::Function(f)) = item.and_then(|i| m.items.get(i as usize)) {
         let item = item.unwrap_or(0);
         if let Some(choice) = mode_choice(m, a, target, opts, item, f) {
-            apply_mode(a, item, f, &choice, k);
+            apply_mode(a, item, f, &choice, opts.tier, k);
         }
         k.privatise = crate::privatise::plan_for(m, f, target, opts).map(|p| p.guard);
     }
@@ -674,10 +674,17 @@ pub(crate) fn mode_choice(
 /// frame; a kernel run thread by thread whose lanes meet
 /// (`ModeChoice::meetings`) suspends at the meetings, so it runs on the
 /// thread scheduler.
-pub(crate) fn apply_mode(a: &Analysis, item: ItemId, f: &Function, choice: &crate::warp::ModeChoice, info: &mut KernelInfo) {
+pub(crate) fn apply_mode(
+    a: &Analysis,
+    item: ItemId,
+    f: &Function,
+    choice: &crate::warp::ModeChoice,
+    tier: crate::Tier,
+    info: &mut KernelInfo,
+) {
     if choice.warp {
         info.lanes = crate::warp::W;
-        info.frame_bytes = crate::warp::frame_layout(a, item, f).bytes;
+        info.frame_bytes = crate::warp::frame_layout(a, item, f, tier).bytes;
     }
     if !choice.meetings.is_empty() {
         info.needs_scheduler = true;
@@ -706,7 +713,7 @@ pub fn describe_unit(m: &Module, a: &Analysis, target: &crate::Target, opts: &cr
                     let mut info = describe_kernel(m, a, k, f);
                     let choice = mode_choice(m, a, target, opts, k, f);
                     if let Some(choice) = &choice {
-                        apply_mode(a, k, f, choice, &mut info);
+                        apply_mode(a, k, f, choice, opts.tier, &mut info);
                     }
                     info.lockstep_guard = choice.and_then(|c| c.guarded).map(|c| launch_guard(m, f, &c));
                     info.privatise = crate::privatise::plan_for(m, f, target, opts).map(|p| p.guard);

@@ -311,7 +311,7 @@ impl<'m> ModuleCx<'m> {
             if f.kind == FunctionKind::Entry {
                 let mut kernel = layout::describe_kernel(self.m, &self.a, idx as ItemId, f);
                 if let Some(choice) = &choice {
-                    layout::apply_mode(&self.a, idx as ItemId, f, choice, &mut kernel);
+                    layout::apply_mode(&self.a, idx as ItemId, f, choice, self.opts.tier, &mut kernel);
                 }
                 // A unit of one kernel leaves the lockstep version to a
                 // compile of its own, made only for a launch that needs it
@@ -327,7 +327,7 @@ impl<'m> ModuleCx<'m> {
                         let thread = global_name(&KernelSymbols::thread(f.name));
                         let fallback = global_name(&KernelSymbols::lockstep(f.name));
                         funcs.push_str(&text.replacen(&format!("define i32 {thread}("), &format!("define internal i32 {fallback}("), 1));
-                        let frame_bytes = crate::warp::frame_layout(&self.a, idx as ItemId, f).bytes;
+                        let frame_bytes = crate::warp::frame_layout(&self.a, idx as ItemId, f, self.opts.tier).bytes;
                         let check = self.condition_ir(f, &conditions);
                         funcs.push_str(&guarded_block_function(&kernel.name, kernel.param_bytes, frame_bytes, &check));
                     }

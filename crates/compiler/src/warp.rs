@@ -102,9 +102,6 @@ pub(crate) fn frame_load_text(dst: &str, ty: &str, q: &str) -> String {
 pub struct WarpState {
     /// The executing lanes (`<32 x i1>` value).
     pub mask: V,
-    /// Compiling for the fast tier: the registers of
-    /// [`Frame::resident_when_fast`] live in the frame.
-    pub fast_tier: bool,
     /// The number of the block being lowered.
     pub block: u32,
     /// The block number each statement index starts, if it starts one.
@@ -261,7 +258,7 @@ impl WarpState {
     /// fast tier, also those of [`Frame::resident_when_fast`].
     pub fn resident_slot(&self, r: RegId) -> Option<u32> {
         let at = |v: &Vec<bool>| v.get(r as usize).copied().unwrap_or(false);
-        if !(at(&self.frame.stable) || self.fast_tier && at(&self.frame.resident_when_fast)) {
+        if !(at(&self.frame.stable) || at(&self.frame.resident_when_fast)) {
             return None;
         }
         self.frame.slots.get(&r).copied()
@@ -309,8 +306,10 @@ pub struct Frame {
     pub stable: Vec<bool>,
     /// Registers that live in the frame in the fast tier although no
     /// suspension needs them there: every register some block reads
-    /// before writing it (indexed by register). Each has a slot in both
-    /// tiers, so the frame's layout and size do not depend on the tier.
+    /// before writing it (indexed by register; none in the optimised
+    /// tier, whose frame is the smaller for it: each compiled unit states
+    /// its frame's size, `KernelInfo::frame_bytes`, and a launch runs one
+    /// unit's code throughout).
     ///
     /// A register held in LLVM values across blocks gets a phi at every
     /// block the warp's dispatcher may enter with it live (`dsel`: every
@@ -469,7 +468,7 @@ pub(crate) fn block_graph(b: &Body, starts: &HashMap<usize, u32>, label_block: &
 /// site may read later, and those live into any block, where lanes that
 /// diverged from the warp wait. Per-thread liveness over the blocks of
 /// `number_blocks`.
-pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> Frame {
+pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function, tier: crate::Tier) -> Frame {
     let Some(b) = &f.body else { return Frame { bytes: FRAME_REGISTERS, ..Frame::default() } };
     let (starts, label_block, blocks) = FnLower::number_blocks(b);
     let nregs = b.regs.len();
@@ -620,7 +619,7 @@ pub fn frame_layout(a: &crate::layout::Analysis, item: ItemId, f: &Function) -> 
     // Stable registers some site saves live in the frame; in the fast
     // tier, every register live into some block too (each gets a slot).
     frame.stable = (0..nregs).map(|r| saved[r] && !written_after[r]).collect();
-    frame.resident_when_fast = pending.clone();
+    frame.resident_when_fast = if tier == crate::Tier::Fast { pending.clone() } else { vec![false; nregs] };
     for r in 0..nregs {
         saved[r] |= frame.resident_when_fast[r];
     }
@@ -1297,7 +1296,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let (starts, label_block, blocks) = Self::number_blocks(self.b);
         let consts = constant_registers(self.b);
         let block_local = block_local_registers(self.b, &starts);
-        let mut frame = frame_layout(&self.cx.a, self.item, self.f);
+        let mut frame = frame_layout(&self.cx.a, self.item, self.f, self.cx.opts.tier);
         if self.cx.opts.memcheck {
             // Checked mode checks every load where it is: no index load is
             // folded into the shared atomic that uses it.
@@ -1306,7 +1305,6 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let in_loop = loop_blocks(self.b, &starts, &label_block, blocks);
         self.warp = Some(WarpState {
             mask: V::int(Ty::I1, 1),
-            fast_tier: self.cx.opts.tier == crate::Tier::Fast,
             block: 0,
             starts,
             label_block,
@@ -4718,7 +4716,7 @@ mod tests {
             })
             .expect("a kernel");
         let b = f.body.as_ref().expect("a body");
-        let frame = frame_layout(&a, item, f);
+        let frame = frame_layout(&a, item, f, crate::Tier::Optimized);
         let mut sites: Vec<(&usize, &Vec<RegId>)> = frame.sites.iter().collect();
         sites.sort();
         sites.into_iter().map(|(_, regs)| regs.iter().map(|&r| ptx::reg_name(f, b, r)).collect()).collect()
