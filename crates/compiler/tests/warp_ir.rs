@@ -701,6 +701,15 @@ ret;
     let opt = warp_function(&warp_ir_in(src, compiler::Tier::Optimized));
     let product = stored_to(&opt, "splat (i32 3)");
     assert!(product.starts_with("%a") && !frame_slot(&opt, &product), "the optimised tier keeps %r4 in a value, not at {product}:\n{opt}");
+    // Each tier's unit states its own frame: the fast tier's holds %r4's
+    // 128 bytes, the optimised tier's does not.
+    let frame_bytes = |tier| {
+        let module = ptx::parse(src).unwrap_or_else(|d| panic!("test PTX must parse: {d}"));
+        let opts = compiler::Options { tier, warp: compiler::WarpMode::Always, strict_affine: false, memcheck: false };
+        compiler::describe_with_options(&module, &compiler::Target::HostCpu, &opts).kernels[0].frame_bytes
+    };
+    let (fast, opt) = (frame_bytes(compiler::Tier::Fast), frame_bytes(compiler::Tier::Optimized));
+    assert!(fast >= opt + 128, "fast-tier frame {fast} bytes, optimised {opt}");
 }
 
 /// A warp of `dp4a` and `prmt` with selectors from data (llama.cpp's
