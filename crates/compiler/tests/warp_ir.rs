@@ -667,7 +667,7 @@ fn stored_to(f: &str, op: &str) -> String {
 #[test]
 fn registers_read_across_blocks_live_in_the_frame_in_the_fast_tier_only() {
     // %r4 is written before a divergent branch and read after the join;
-    // %r2 only in the block that writes it.
+    // %r3 only in the block that writes it.
     let src = r#".version 8.0
 .target sm_80
 .address_size 64

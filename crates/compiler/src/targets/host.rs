@@ -222,40 +222,25 @@ pub fn host_has_avx512f() -> bool {
     *HAS.get_or_init(|| host_features().split(',').any(|f| f == "+avx512f"))
 }
 
+/// The widest of `forms` (a feature and the width it gives, widest
+/// first) the host has; 0 for none.
+fn host_widest(forms: &[(&str, u32)]) -> u32 {
+    let has = |name: &str| host_features().split(',').any(|f| f.strip_prefix('+') == Some(name));
+    forms.iter().find(|(feature, _)| has(feature)).map_or(0, |&(_, bits)| bits)
+}
+
 /// [`TargetFacts::pair_dot_bits`] of the host: `pmaddwd`'s widest form
 /// among its features (part of the fingerprint, as they are).
 fn host_pair_dot_bits() -> u32 {
     static BITS: OnceLock<u32> = OnceLock::new();
-    *BITS.get_or_init(|| {
-        let has = |name: &str| host_features().split(',').any(|f| f.strip_prefix('+') == Some(name));
-        if has("avx512bw") {
-            512
-        } else if has("avx2") {
-            256
-        } else if has("sse2") {
-            128
-        } else {
-            0
-        }
-    })
+    *BITS.get_or_init(|| host_widest(&[("avx512bw", 512), ("avx2", 256), ("sse2", 128)]))
 }
 
 /// [`TargetFacts::byte_shuffle_bits`] of the host: `pshufb`'s widest
 /// form among its features.
 fn host_byte_shuffle_bits() -> u32 {
     static BITS: OnceLock<u32> = OnceLock::new();
-    *BITS.get_or_init(|| {
-        let has = |name: &str| host_features().split(',').any(|f| f.strip_prefix('+') == Some(name));
-        if has("avx512bw") {
-            512
-        } else if has("avx2") {
-            256
-        } else if has("ssse3") {
-            128
-        } else {
-            0
-        }
-    })
+    *BITS.get_or_init(|| host_widest(&[("avx512bw", 512), ("avx2", 256), ("ssse3", 128)]))
 }
 
 pub fn host_fingerprint() -> String {
