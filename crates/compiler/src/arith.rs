@@ -973,8 +973,8 @@ fail:
         let n = crate::ir::lanes();
         let (f, ins, outs) = crate::targets::pair_dot_intrinsic(self.cx.facts.pair_dot_bits)?;
         let halves = 2 * n;
-        let parts = halves / ins;
-        if n == 1 || !halves.is_multiple_of(ins) || !parts.is_power_of_two() {
+        if n == 1 || !halves.is_multiple_of(ins) || !(halves / ins).is_power_of_two() {
+            // (Checked before any code is written.)
             return None;
         }
         let a = self.vec(a.clone());
@@ -1000,7 +1000,7 @@ fail:
         self.cx.declare(f, &format!("declare <{outs} x i32> @{f}(<{ins} x i16>, <{ins} x i16>)"));
         let mut sum: Option<V> = None;
         for (x, y) in xa.iter().zip(&xb) {
-            let r = self.in_native_parts(f, ("i16", ins), ("i32", outs), halves, &[x, y]);
+            let r = self.in_native_parts(f, ("i16", ins), ("i32", outs), halves, &[x, y], "")?;
             let v = V::new(Ty::I32, r);
             sum = Some(match sum {
                 None => v,
@@ -1012,23 +1012,28 @@ fail:
 
     /// Calls the target intrinsic `f`, whose operands are vectors of `ins`
     /// elements (`(type, count)`) and whose result has `outs`, on operands
-    /// of `total` elements each (a whole number of `ins`, a power of two
-    /// of them): on each native-width part in turn, then the parts'
-    /// results put back together pairwise. Returns the whole result.
-    fn in_native_parts(&mut self, f: &str, ins: (&str, u32), outs: (&str, u32), total: u32, args: &[&String]) -> String {
+    /// `args` of `total` elements each (a whole number of `ins`, a power of
+    /// two of them; `rest`: the call's further arguments, as written after
+    /// the vectors): on each native-width part in turn, then the parts'
+    /// results put back together pairwise. The whole result, or `None` for
+    /// a `total` that does not split so.
+    fn in_native_parts(&mut self, f: &str, ins: (&str, u32), outs: (&str, u32), total: u32, args: &[&str], rest: &str) -> Option<String> {
         let ((ity, ins), (oty, outs)) = (ins, outs);
+        if ins == 0 || !total.is_multiple_of(ins) || !(total / ins).is_power_of_two() {
+            return None;
+        }
         let mut results: Vec<String> = Vec::new();
         for p in 0..total / ins {
             let take: Vec<String> = (p * ins..(p + 1) * ins).map(|i| format!("i32 {i}")).collect();
             let take = take.join(", ");
             let mut parts = Vec::with_capacity(args.len());
             for x in args {
-                let xs = self.out.fresh("h");
+                let xs = self.out.fresh("t");
                 self.out.op(format_args!("{xs} = shufflevector <{total} x {ity}> {x}, <{total} x {ity}> poison, <{ins} x i32> <{take}>"));
                 parts.push(format!("<{ins} x {ity}> {xs}"));
             }
-            let r = self.out.fresh("h");
-            self.out.op(format_args!("{r} = call <{outs} x {oty}> @{f}({})", parts.join(", ")));
+            let r = self.out.fresh("t");
+            self.out.op(format_args!("{r} = call <{outs} x {oty}> @{f}({}{rest})", parts.join(", ")));
             results.push(r);
         }
         let mut width = outs;
@@ -1037,7 +1042,7 @@ fail:
             let all = all.join(", ");
             let mut joined = Vec::with_capacity(results.len() / 2);
             for pair in results.chunks(2) {
-                let t = self.out.fresh("h");
+                let t = self.out.fresh("t");
                 self.out.op(format_args!(
                     "{t} = shufflevector <{width} x {oty}> {}, <{width} x {oty}> {}, <{} x i32> <{all}>",
                     pair[0],
@@ -1049,7 +1054,7 @@ fail:
             results = joined;
             width *= 2;
         }
-        results.pop().unwrap_or_default()
+        results.pop()
     }
 
     /// Field `k` of `width` bits of a 32-bit value, extended to 32 bits.
@@ -1175,6 +1180,7 @@ fail:
         let (f, width) = crate::targets::byte_shuffle_intrinsic(self.cx.facts.byte_shuffle_bits)?;
         let bytes = 4 * n;
         if n == 1 || !bytes.is_multiple_of(width) || !(bytes / width).is_power_of_two() {
+            // (Checked before any code is written.)
             return None;
         }
         let (a, b, c) = (self.vec(a.clone()), self.vec(b.clone()), self.vec(c.clone()));
@@ -1202,7 +1208,7 @@ fail:
             let (vb, ib) = (self.out.fresh("h"), self.out.fresh("h"));
             self.out.op(format_args!("{vb} = bitcast {v} to <{bytes} x i8>"));
             self.out.op(format_args!("{ib} = bitcast {idx} to <{bytes} x i8>"));
-            picked.push(self.in_native_parts(f, ("i8", width), ("i8", width), bytes, &[&vb, &ib]));
+            picked.push(self.in_native_parts(f, ("i8", width), ("i8", width), bytes, &[&vb, &ib], "")?);
         }
         let (r, sign_bits, neg, signs, nibs, rep, out) = (
             self.out.fresh("h"),
@@ -1526,43 +1532,8 @@ fail:
         };
         let params = vec![vt.as_str(); arity].join(", ");
         self.cx.declare(&name, &format!("declare {vt} @{name}({params}, i32)"));
-        let full = format!("<{n} x {elem}>");
-        let mut pieces = Vec::new();
-        for k in 0..n / wide {
-            let mask: Vec<String> = (k * wide..(k + 1) * wide).map(|i| format!("i32 {i}")).collect();
-            let mut ops = Vec::new();
-            for a in args {
-                let t = self.out.fresh("t");
-                let _ =
-                    writeln!(self.out.text, "  {t} = shufflevector {full} {}, {full} poison, <{wide} x i32> <{}>", a.s, mask.join(", "));
-                ops.push(format!("{vt} {t}"));
-            }
-            let r = self.out.fresh("t");
-            let _ = writeln!(self.out.text, "  {r} = call {vt} @{name}({}, i32 {imm})", ops.join(", "));
-            pieces.push(r);
-        }
-        // Put the pieces back together, pairwise.
-        let mut width = wide;
-        while pieces.len() > 1 {
-            let pt = format!("<{width} x {elem}>");
-            let mask: Vec<String> = (0..2 * width).map(|i| format!("i32 {i}")).collect();
-            let mut next = Vec::new();
-            for pair in pieces.chunks(2) {
-                let t = self.out.fresh("t");
-                let _ = writeln!(
-                    self.out.text,
-                    "  {t} = shufflevector {pt} {}, {pt} {}, <{} x i32> <{}>",
-                    pair[0],
-                    pair[1],
-                    2 * width,
-                    mask.join(", ")
-                );
-                next.push(t);
-            }
-            pieces = next;
-            width *= 2;
-        }
-        let r = pieces.pop()?;
+        let operands: Vec<&str> = args.iter().map(|a| a.s.as_str()).collect();
+        let r = self.in_native_parts(&name, (elem, wide), (elem, wide), n, &operands, &format!(", i32 {imm}"))?;
         Some(V { ty, s: r, lanes: n })
     }
 
