@@ -399,15 +399,19 @@ fn other(log: String) -> ModuleError {
     ModuleError { kind: ModuleErrorKind::Other, log }
 }
 
+/// Links a unit's code into the process (`extra`: the symbols it takes
+/// from the module's shared unit), with the helpers it calls, which the
+/// JIT compiles (or takes from its cache) once per process.
+fn link(module: &jit::JitModule, code: &jit::Compiled, extra: &[(String, usize)]) -> Result<LoadedModule, ModuleError> {
+    let compile = |h: &compiler::HelperCode| module.jit().helper_object(h).map_err(|e| e.log);
+    crate::loader::load_linked(&code.object, &code.helpers, extra, &compile).map_err(|e| other(e.to_string()))
+}
+
 impl CpuModule {
     pub fn load(jit: &Arc<jit::Jit>, ptx: &str, options: &ModuleOptions) -> Result<CpuModule, ModuleError> {
         let module = jit.load(ptx, options)?;
         let shared_code = module.shared()?;
-        let shared = if shared_code.object.is_empty() {
-            None
-        } else {
-            Some(crate::loader::load(&shared_code.object).map_err(|e| other(e.to_string()))?)
-        };
+        let shared = if shared_code.object.is_empty() { None } else { Some(link(&module, &shared_code, &[])?) };
         let global_prefix = compiler::cpu_abi::KernelSymbols::global("");
         let shared_symbols: Vec<(String, usize)> = shared
             .iter()
@@ -470,7 +474,7 @@ impl CpuModule {
             .cloned()
             .ok_or_else(|| other(format!("kernel `{name}` missing from its compiled unit")))?;
         let (kernel, unit) = if self.jit.compiled_apart(k) {
-            let unit = crate::loader::load_with(&compiled.object, &self.shared_symbols).map_err(|e| other(e.to_string()))?;
+            let unit = link(&self.jit, &compiled, &self.shared_symbols)?;
             // SAFETY: the object is this kernel's unit, compiled for the host.
             let kernel = unsafe { LoadedKernel::from_module(&unit, info) };
             (kernel, Some(unit))
@@ -518,7 +522,7 @@ impl CpuModule {
                 .find(|i| &i.name == name)
                 .cloned()
                 .ok_or_else(|| other(format!("kernel `{name}` missing from its lockstep unit")))?;
-            let unit = crate::loader::load_with(&compiled.object, &self.shared_symbols).map_err(|e| other(e.to_string()))?;
+            let unit = link(&self.jit, &compiled, &self.shared_symbols)?;
             // SAFETY: the object is this kernel's unit, compiled for the host.
             let kernel = unsafe { LoadedKernel::from_module(&unit, info) }
                 .ok_or_else(|| other(format!("kernel `{name}` missing from its lockstep object")))?;

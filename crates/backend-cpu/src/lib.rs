@@ -21,4 +21,4 @@ pub use compiler::cpu_abi::{BlockCtx, BlockFn, ThreadFn};
 pub use compiler::KernelInfo;
 pub use device::{CpuBackend, CpuModule};
 pub use exec::{launch, Executor, ExecutorConfig, KernelResolver, LaunchError, LaunchOptions, LoadedKernel, OutputSink};
-pub use loader::{load, LoadError, LoadedModule};
+pub use loader::{load, load_compiled, LoadError, LoadedModule};

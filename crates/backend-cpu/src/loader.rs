@@ -38,6 +38,8 @@ pub enum LoadError {
     InvalidObject(String),
     #[error("linking the module failed: {0}")]
     Link(String),
+    #[error("cannot link the helper `{0}`: {1}")]
+    Helper(String, String),
 }
 
 /// A module linked into the process. Dropping it unloads the module; code
@@ -130,6 +132,78 @@ pub fn load_with(object: &[u8], extra: &[(String, usize)]) -> Result<LoadedModul
             }
             Err(error)
         }
+    }
+}
+
+/// [`load_with`] for an object that calls helpers it does not define
+/// (`compiler::CompiledModule::helpers`): each is compiled by `compile`
+/// and linked once per process (see [`linked_helpers`]), and the object's
+/// references resolve to it. The helpers' code counts as the module's
+/// ([`LoadedModule::code_ranges`]): kernel code runs in it.
+pub fn load_linked(
+    object: &[u8],
+    helpers: &[compiler::HelperCode],
+    extra: &[(String, usize)],
+    compile: &dyn Fn(&compiler::HelperCode) -> Result<Vec<u8>, String>,
+) -> Result<LoadedModule, LoadError> {
+    let mut symbols = extra.to_vec();
+    let mut code = Vec::new();
+    for helper in helpers {
+        let (address, ranges) = link_helper(helper, compile)?;
+        symbols.push((helper.name.clone(), address));
+        code.extend(ranges);
+    }
+    let mut module = load_with(object, &symbols)?;
+    module.code.extend(code);
+    Ok(module)
+}
+
+/// [`load_linked`] for a compile's result, its helpers compiled here (no
+/// cache): for callers that compile for the host themselves.
+pub fn load_compiled(compiled: &compiler::CompiledModule, extra: &[(String, usize)]) -> Result<LoadedModule, LoadError> {
+    let compile = |h: &compiler::HelperCode| compiler::compile_helper(&compiler::Target::HostCpu, h).map_err(|e| e.to_string());
+    load_linked(&compiled.object, &compiled.helpers, extra, &compile)
+}
+
+/// A helper linked into the process.
+struct LinkedHelper {
+    module: LoadedModule,
+    address: usize,
+}
+
+type HelperSlot = std::sync::Arc<OnceLock<Result<LinkedHelper, LoadError>>>;
+
+/// The helpers linked so far, by the hash of their module's text (equal
+/// texts are the same code). They stay linked until the process exits:
+/// a process links a few dozen at most (one per access type, size and
+/// alignment its kernels use), each a few kilobytes of code.
+static HELPERS: OnceLock<Mutex<HashMap<[u8; 32], HelperSlot>>> = OnceLock::new();
+
+/// How many distinct helpers this process has linked.
+pub fn linked_helpers() -> usize {
+    HELPERS.get().map_or(0, |h| lock(h).values().filter(|s| matches!(s.get(), Some(Ok(_)))).count())
+}
+
+/// The address and code ranges of the helper `helper`, linked at its
+/// first use (compiled by `compile`); a thread asking for one another
+/// thread is linking waits for it.
+fn link_helper(
+    helper: &compiler::HelperCode,
+    compile: &dyn Fn(&compiler::HelperCode) -> Result<Vec<u8>, String>,
+) -> Result<(usize, Vec<(usize, usize)>), LoadError> {
+    let key = *blake3::hash(helper.ir.as_bytes()).as_bytes();
+    let slot = lock(HELPERS.get_or_init(Default::default)).entry(key).or_default().clone();
+    slot.get_or_init(|| {
+        let object = compile(helper).map_err(|e| LoadError::Helper(helper.name.clone(), e))?;
+        let module = load(&object)?;
+        let address =
+            module.symbol(&helper.name).ok_or_else(|| LoadError::Helper(helper.name.clone(), "its object does not define it".into()))?;
+        Ok(LinkedHelper { module, address })
+    });
+    match slot.get() {
+        Some(Ok(linked)) => Ok((linked.address, linked.module.code_ranges().to_vec())),
+        Some(Err(e)) => Err(e.clone()),
+        None => Err(LoadError::Helper(helper.name.clone(), "not linked".into())),
     }
 }
 

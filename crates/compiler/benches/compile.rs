@@ -54,6 +54,7 @@ fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &com
     // Kernels compiled as 32-lane warps, and thread-by-thread kernels with
     // launch conditions (`KernelInfo::lockstep_guard`).
     let (mut warps, mut guarded) = (0usize, 0usize);
+    let mut helpers: std::collections::BTreeMap<String, compiler::HelperCode> = Default::default();
     let mut profile = Profile::default();
     let only_named = std::env::var("ANYCUDA_BENCH_ONLY").ok();
     let (mut parse, mut analyse, mut failed, mut ptx_bytes) = (Duration::ZERO, Duration::ZERO, 0usize, 0usize);
@@ -120,6 +121,9 @@ fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &com
                     };
                     warps += usize::from(mode == "warp");
                     guarded += usize::from(mode == "guarded");
+                    for h in c.helpers {
+                        helpers.entry(h.ir.clone()).or_insert(h);
+                    }
                     times.push((d, format!("{mode}\t{name}: {}", f.name), c.object.len()))
                 }
                 Err(_) => failed += 1,
@@ -127,6 +131,17 @@ fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &com
         }
         profile.add(&compiler::profile::take());
     }
+    // The helpers the units call, each compiled once, as a process does
+    // (`CompiledModule::helpers`): part of the total, not of any kernel.
+    let t = compiler::profile::thread_cpu_time();
+    let helper_count = helpers.len();
+    for h in helpers.values() {
+        if compiler::compile_helper(target, h).is_err() {
+            println!("helper `{}` does not compile", h.name);
+        }
+    }
+    let helper_time = compiler::profile::thread_cpu_time().saturating_sub(t);
+    compiler::profile::take();
     times.sort_by_key(|t| t.0);
     // Every kernel's time, for a closer look at a distribution.
     if let Ok(path) = std::env::var("ANYCUDA_BENCH_TSV") {
@@ -134,7 +149,7 @@ fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &com
         let _ = std::fs::write(format!("{path}.{}", label.replace(['/', ' ', '(', ')', ','], "_")), rows);
     }
     let only: Vec<Duration> = times.iter().map(|t| t.0).collect();
-    let total: Duration = only.iter().sum();
+    let total: Duration = only.iter().sum::<Duration>() + helper_time;
     println!(
         "{} kernels ({} failed), {:.1} MB of PTX, parsed in {:.0} ms, modules analysed in {:.0} ms; per kernel: median {:.1} ms, p90 {:.1} ms, max {:.1} ms; total {:.2} s",
         times.len(),
@@ -149,6 +164,7 @@ fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &com
     );
     if matches!(target, compiler::Target::HostCpu) {
         println!("{warps} kernels as 32-lane warps, {guarded} thread by thread under launch conditions");
+        println!("{helper_count} helpers compiled once for all units in {:.0} ms (in the total)", ms(helper_time));
     }
     println!("\n| phase | time | share |\n|---|---|---|");
     let all = profile.total().max(Duration::from_nanos(1));

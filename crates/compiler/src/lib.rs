@@ -23,6 +23,7 @@ mod memory;
 pub mod printf;
 pub mod privatise;
 pub mod profile;
+mod shared_helpers;
 mod shared_index;
 pub mod softfloat;
 mod sync;
@@ -382,6 +383,33 @@ pub enum CompileError {
 pub struct CompiledModule {
     pub object: Vec<u8>,
     pub info: ModuleInfo,
+    /// Functions the object calls but does not define: the host fast
+    /// tier's out-of-line helpers (`noinline`: warp mode's access helpers,
+    /// thread mode's matrix products...), which every unit of a process
+    /// shares instead of compiling its own copy. Whoever loads the object
+    /// compiles each with [`compile_helper`] (once per process: the same
+    /// [`HelperCode::ir`] is the same code) and resolves its name to it.
+    /// Empty for other units.
+    pub helpers: Vec<HelperCode>,
+}
+
+/// A helper function a compiled unit calls but does not define (see
+/// [`CompiledModule::helpers`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HelperCode {
+    /// Its symbol, as the unit's object names it.
+    pub name: String,
+    /// A whole LLVM IR module that defines it as its only visible symbol
+    /// (with private copies of what it calls): everything its code
+    /// depends on, so equal texts compile to interchangeable code.
+    pub ir: String,
+}
+
+/// Compiles a helper a unit calls (see [`CompiledModule::helpers`]) to an
+/// object that defines [`HelperCode::name`], with the optimised pipeline:
+/// it is compiled once and runs under every unit that calls it.
+pub fn compile_helper(target: &Target, helper: &HelperCode) -> Result<Vec<u8>, CompileError> {
+    target.code_target()?.object(&helper.ir, Tier::Optimized, true)
 }
 
 /// Lowers a module to LLVM IR text (before optimisation), for inspection
@@ -524,7 +552,7 @@ pub fn compile_unit_analysed(
     let info = time(Phase::Analyse, || layout::describe_unit(module, &cx.a, target, opts, unit));
     let warp_code = info.kernels.iter().any(|k| k.lanes > 1);
     let object = code.object(&ir, opts.tier, warp_code)?;
-    Ok(CompiledModule { object, info })
+    Ok(CompiledModule { object, info, helpers: std::mem::take(&mut cx.linked_helpers) })
 }
 
 /// The LLVM IR text [`compile`] hands to the code generator of `target`

@@ -46,6 +46,9 @@ pub struct ModuleCx<'m> {
     /// Each kernel's privatised atomics (`privatise::plan_for`), by the
     /// kernel's item, computed on first use.
     pub private_sites: std::collections::HashMap<ItemId, crate::privatise::Sites>,
+    /// The helpers the unit calls but does not define (`shared_helpers`),
+    /// set by [`Self::lower_module`].
+    pub linked_helpers: Vec<crate::HelperCode>,
 }
 
 impl<'m> ModuleCx<'m> {
@@ -199,6 +202,7 @@ impl<'m> ModuleCx<'m> {
             unit: crate::Unit::Module,
             defined: None,
             private_sites: std::collections::HashMap::new(),
+            linked_helpers: Vec::new(),
         }
     }
 
@@ -221,6 +225,7 @@ impl<'m> ModuleCx<'m> {
             unit: crate::Unit::Module,
             defined: None,
             private_sites: std::collections::HashMap::new(),
+            linked_helpers: Vec::new(),
         }
     }
 
@@ -270,6 +275,12 @@ impl<'m> ModuleCx<'m> {
         } else {
             CompileError::Invalid { function, what, line, column }
         }
+    }
+
+    /// Whether the unit calls its out-of-line helpers from a library the
+    /// process compiles once (`shared_helpers`): the host's fast tier.
+    fn shares_helpers(&self) -> bool {
+        self.target == crate::Target::HostCpu && self.opts.tier == crate::Tier::Fast
     }
 
     /// The metadata attachment of a loop's back branch that keeps the loop
@@ -344,12 +355,19 @@ impl<'m> ModuleCx<'m> {
         }
         out.push('\n');
         out.push_str(&funcs);
-        for h in self.helpers.values() {
-            out.push_str(h);
-            out.push('\n');
+        if self.shares_helpers() {
+            let (kept, linked) = crate::shared_helpers::split(&self.helpers, &self.decls);
+            out.push_str(&kept);
+            self.linked_helpers = linked;
+        } else {
+            for h in self.helpers.values() {
+                out.push_str(h);
+                out.push('\n');
+            }
         }
         out.push_str(&code.runtime_library(&self.decls)?);
-        out.push_str("\nattributes #0 = { nounwind }\nattributes #1 = { nounwind strictfp }\nattributes #2 = { alwaysinline nounwind }\n");
+        out.push('\n');
+        out.push_str(crate::shared_helpers::ATTRIBUTE_GROUPS);
         if self.rolled_loops > 0 {
             out.push_str("!0 = !{!\"llvm.loop.unroll.disable\"}\n");
             for n in 1..=self.rolled_loops {

@@ -520,7 +520,10 @@ fn the_fast_tier_chooses_an_accesss_path_in_a_shared_helper_and_the_optimised_ti
     assert_eq!(kernel.matches(", i32 -1)\n").count(), 1, "{kernel}");
     assert_eq!(kernel.matches(", i32 -1, <32 x i32> %").count(), 1, "{kernel}");
     assert_eq!(kernel.matches("call void @__anycuda_wst_shaped_i32_s4_n1(").count(), 1, "{fast}");
-    assert_eq!(fast.matches("define internal <32 x i32> @__anycuda_wld_shaped_i32_s4_n1(").count(), 1, "{fast}");
+    // The helpers are compiled once per process, not in the unit: it
+    // declares them (see the next test).
+    assert_eq!(fast.matches("declare <32 x i32> @__anycuda_wld_shaped_i32_s4_n1(").count(), 1, "{fast}");
+    assert!(!fast.contains("define internal <32 x i32> @__anycuda_wld_shaped_"), "{fast}");
     assert!(!kernel.contains("@llvm.masked.gather") && !kernel.contains("@llvm.masked.scatter"), "{kernel}");
     let optimised = ir_of(compiler::Tier::Optimized);
     assert!(!optimised.contains("_shaped_"), "{optimised}");
@@ -532,6 +535,35 @@ fn the_fast_tier_chooses_an_accesss_path_in_a_shared_helper_and_the_optimised_ti
     } else {
         assert!(kernel.contains("@__anycuda_wgather_v32i32_a4(") && kernel.contains("@__anycuda_wscatter_v32i32_a4("), "{kernel}");
     }
+}
+
+#[test]
+fn fast_tier_units_hand_back_the_helpers_they_call_and_each_compiles_alone() {
+    let module = ptx::parse(LANE_ADDRESSES).expect("parses");
+    let compile = |tier| {
+        let opts = compiler::Options { tier, warp: compiler::WarpMode::Always, strict_affine: false, memcheck: false };
+        compiler::compile_unit(&module, LANE_ADDRESSES, &compiler::Target::HostCpu, &opts, compiler::Unit::Module).expect("compiles")
+    };
+    let fast = compile(compiler::Tier::Fast);
+    let mut names: Vec<&str> = fast.helpers.iter().map(|h| h.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["__anycuda_wld_shaped_i32_s4_n1", "__anycuda_wst_shaped_i32_s4_n1"], "{:?}", fast.helpers);
+    let undefined = |object: &[u8], name: &str| {
+        use object::{Object, ObjectSymbol};
+        let file = object::File::parse(object).expect("an object");
+        let found = file.symbols().find(|s| s.name() == Ok(name));
+        found.map(|s| s.is_undefined())
+    };
+    for h in &fast.helpers {
+        // The unit names it and leaves it undefined; its own module defines
+        // it, and compiles alone to an object that does.
+        assert_eq!(undefined(&fast.object, &h.name), Some(true), "{}", h.name);
+        assert!(h.ir.contains("define <32 x") || h.ir.contains("define void @"), "{}", h.ir);
+        let object = compiler::compile_helper(&compiler::Target::HostCpu, h).expect("the helper compiles");
+        assert_eq!(undefined(&object, &h.name), Some(false), "{}", h.name);
+    }
+    // The optimised tier keeps its code inline and hands back nothing.
+    assert!(compile(compiler::Tier::Optimized).helpers.is_empty());
 }
 
 /// A register written in the kernel's first block, which every lane runs,

@@ -110,8 +110,10 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// block that only returns: wrong results). 31: fast-tier warp code keeps
 /// registers read across blocks in the frame, warp-mode `dp4a` is two
 /// pairwise multiply-adds and `prmt` two byte shuffles (entries of 30
-/// compiled slower and hold frames of the old layout's size).
-const FORMAT: u32 = 31;
+/// compiled slower and hold frames of the old layout's size). 32: a
+/// fast-tier unit's entry lists the helpers it calls but does not define,
+/// and helpers have entries of their own (`Jit::helper_object`).
+const FORMAT: u32 = 32;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 const SECRET: &str = ".secret";

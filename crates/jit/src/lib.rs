@@ -248,6 +248,36 @@ impl Jit {
         self.cache.as_ref()
     }
 
+    /// The object of a helper that compiled units call
+    /// (`compiler::CompiledModule::helpers`): from the cache, or compiled
+    /// (and cached). The caller links it once per process.
+    pub fn helper_object(&self, helper: &compiler::HelperCode) -> Result<Vec<u8>, driver::backend::ModuleError> {
+        use driver::backend::{ModuleError, ModuleErrorKind};
+        let key = cache::key(&[b"helper", self.fingerprint.as_bytes(), helper.ir.as_bytes()]);
+        if let Some(object) = self.cache.as_ref().and_then(|c| c.load(&key)) {
+            return Ok(object);
+        }
+        let target = &self.target;
+        let compiled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compiler::compile_helper(target, helper)));
+        let object = match compiled {
+            Ok(Ok(object)) => object,
+            Ok(Err(e)) => {
+                return Err(ModuleError { kind: ModuleErrorKind::Other, log: format!("compiling the helper `{}`: {e}", helper.name) })
+            }
+            Err(_) => {
+                return Err(ModuleError {
+                    kind: ModuleErrorKind::Other,
+                    log: format!("the compiler failed on the helper `{}` (a bug in anycuda)", helper.name),
+                })
+            }
+        };
+        tracing::debug!("JIT: compiled the helper `{}` ({} bytes of code)", helper.name, object.len());
+        if let Some(cache) = &self.cache {
+            cache.store(&key, &object);
+        }
+        Ok(object)
+    }
+
     /// Checks and describes a module; see the crate documentation.
     pub fn load(
         self: &Arc<Self>,

@@ -38,6 +38,10 @@ pub struct Compiled {
     /// that made the entry: what the tier-up rule weighs a kernel's
     /// run time against).
     pub compile_time: Duration,
+    /// The helpers the object calls but does not define
+    /// (`compiler::CompiledModule::helpers`; [`Jit::helper_object`]
+    /// compiles them).
+    pub helpers: Vec<compiler::HelperCode>,
 }
 
 type Code = OnceLock<Result<Arc<Compiled>, ModuleError>>;
@@ -211,6 +215,11 @@ impl JitModule {
 
     /// The module's kernels (parameters, shared memory; lane counts are 1
     /// here, see [`Compiled::info`]) and variables.
+    /// The JIT the module belongs to.
+    pub fn jit(&self) -> &Arc<Jit> {
+        &self.jit
+    }
+
     pub fn info(&self) -> &ModuleInfo {
         &self.desc.info
     }
@@ -287,6 +296,7 @@ impl JitModule {
                         tier: Tier::Fast,
                         from_cache: false,
                         compile_time: Duration::ZERO,
+                        helpers: Vec::new(),
                     }))
                 } else if self.desc.split && !kernels {
                     // Data and the functions initializers point to: fast code is enough.
@@ -544,13 +554,15 @@ impl JitModule {
         let mut r = Reader { b: &payload, at: 0 };
         let compile_time = Duration::from_micros(r.u64()?);
         let info = read_info(&mut r)?;
+        let helpers =
+            (0..r.u32()?).map(|_| Some(compiler::HelperCode { name: r.string()?, ir: r.string()? })).collect::<Option<Vec<_>>>()?;
         let object = payload.get(r.at..)?.to_vec();
         self.jit.cache_hits.fetch_add(1, Ordering::Relaxed);
         for k in &info.kernels {
             let mode = if k.lanes > 1 { "as 32-lane warps" } else { "thread by thread" };
             tracing::debug!("JIT: {}kernel `{}` runs {mode} (code from the cache; why is logged when it compiles)", self.located(), k.name);
         }
-        Some(Compiled { object, info, tier, from_cache: true, compile_time })
+        Some(Compiled { object, info, tier, from_cache: true, compile_time, helpers })
     }
 
     /// One unit in one tier: from the cache, or compiled (and cached).
@@ -606,10 +618,22 @@ impl JitModule {
             let mut payload = Vec::with_capacity(compiled.object.len() + 256);
             payload.extend_from_slice(&(compile_time.as_micros() as u64).to_le_bytes());
             write_info(&mut payload, &compiled.info);
+            payload.extend_from_slice(&(compiled.helpers.len() as u32).to_le_bytes());
+            for h in &compiled.helpers {
+                put_str(&mut payload, &h.name);
+                put_str(&mut payload, &h.ir);
+            }
             payload.extend_from_slice(&compiled.object);
             cache.store(&self.jit.unit_key(&self.hash, &self.unit_name(unit, lockstep), Some(tier)), &payload);
         }
-        Ok(Arc::new(Compiled { object: compiled.object, info: compiled.info, tier, from_cache: false, compile_time }))
+        Ok(Arc::new(Compiled {
+            object: compiled.object,
+            info: compiled.info,
+            tier,
+            from_cache: false,
+            compile_time,
+            helpers: compiled.helpers,
+        }))
     }
 
     /// One line per kernel of a unit just compiled: how it runs and why

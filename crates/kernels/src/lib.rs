@@ -24,7 +24,7 @@ impl Program {
     pub fn from_source_with(src: &str, opts: &compiler::Options) -> Result<Program, String> {
         let module = ptx::parse(src).map_err(|d| d.to_string())?;
         let compiled = compiler::compile_with_options(&module, src, &compiler::Target::HostCpu, opts).map_err(|e| e.to_string())?;
-        let loaded = backend_cpu::load(&compiled.object).map_err(|e| e.to_string())?;
+        let loaded = backend_cpu::load_compiled(&compiled, &[]).map_err(|e| e.to_string())?;
         let mut kernels = HashMap::new();
         for info in compiled.info.kernels {
             let name = info.name.clone();

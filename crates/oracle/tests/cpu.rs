@@ -30,7 +30,7 @@ fn load_family(name: &str, build: Build) -> Result<Family, String> {
     let mut modules = Vec::new();
     let mut kernels = HashMap::new();
     let mut add = |compiled: compiler::CompiledModule, extra: &[(String, usize)], modules: &mut Vec<backend_cpu::LoadedModule>| {
-        let loaded = backend_cpu::loader::load_with(&compiled.object, extra).map_err(|e| e.to_string())?;
+        let loaded = backend_cpu::load_compiled(&compiled, extra).map_err(|e| e.to_string())?;
         if build.memcheck {
             // The module's variables, as the CPU backend's modules track them.
             for g in &compiled.info.globals {
