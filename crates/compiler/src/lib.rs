@@ -384,8 +384,8 @@ pub struct CompiledModule {
     pub object: Vec<u8>,
     pub info: ModuleInfo,
     /// Functions the object calls but does not define: the host fast
-    /// tier's out-of-line helpers (`noinline`: warp mode's access helpers,
-    /// thread mode's matrix products...), which every unit of a process
+    /// tier's out-of-line helpers (`noinline`: warp mode's access helpers
+    /// and lane-by-lane gathers...), which every unit of a process
     /// shares instead of compiling its own copy. Whoever loads the object
     /// compiles each with [`compile_helper`] (once per process: the same
     /// [`HelperCode::ir`] is the same code) and resolves its name to it.

@@ -2,8 +2,8 @@
 //!
 //! The lowering writes code that many sites would repeat as `noinline`
 //! helper functions (warp mode's access helpers `__anycuda_wld_shaped_*`,
-//! `__anycuda_wst_shaped_*`, its lane-by-lane gathers and scatters, thread
-//! mode's matrix products...), once per unit. In the host's fast tier each
+//! `__anycuda_wst_shaped_*`, its lane-by-lane gathers and scatters...),
+//! once per unit. In the host's fast tier each
 //! unit compiled its own copy again: on llama.cpp's PTX that was about a
 //! tenth of a warp-mode unit's code generation (`llc -O1`, AVX-512 host:
 //! 3 to 25 % of sixteen units between 60 and 130 ms, 20 % of a quantised
