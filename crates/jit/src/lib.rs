@@ -155,6 +155,8 @@ pub struct JitStats {
     pub described_from_cache: usize,
     /// Times the cache was asked for a unit (hits and misses).
     pub cache_lookups: usize,
+    /// Helpers compiled ([`Jit::helper_object`]; not those from the cache).
+    pub helpers_compiled: usize,
 }
 
 impl JitConfig {
@@ -206,6 +208,7 @@ pub struct Jit {
     pub(crate) cache_hits: std::sync::atomic::AtomicUsize,
     pub(crate) described_from_cache: std::sync::atomic::AtomicUsize,
     pub(crate) cache_lookups: std::sync::atomic::AtomicUsize,
+    helpers_compiled: std::sync::atomic::AtomicUsize,
 }
 
 impl Jit {
@@ -221,6 +224,7 @@ impl Jit {
             cache_hits: Default::default(),
             described_from_cache: Default::default(),
             cache_lookups: Default::default(),
+            helpers_compiled: Default::default(),
         })
     }
 
@@ -240,6 +244,7 @@ impl Jit {
             cache_hits: self.cache_hits.load(Relaxed),
             described_from_cache: self.described_from_cache.load(Relaxed),
             cache_lookups: self.cache_lookups.load(Relaxed),
+            helpers_compiled: self.helpers_compiled.load(Relaxed),
         }
     }
 
@@ -257,6 +262,7 @@ impl Jit {
         if let Some(object) = self.cache.as_ref().and_then(|c| c.load(&key)) {
             return Ok(object);
         }
+        self.helpers_compiled.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let target = &self.target;
         let compiled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compiler::compile_helper(target, helper)));
         let object = match compiled {

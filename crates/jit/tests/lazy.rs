@@ -180,6 +180,38 @@ fn a_warm_cache_needs_neither_parse_nor_compile() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A kernel whose threads wait at a barrier (warp mode) and then load
+/// and store through addresses read from memory: its fast-tier unit calls
+/// the access helpers.
+const LANE_ADDRESSES: &str = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n\
+.reg .b32 %r<4>;\n.reg .b64 %rd<6>;\nld.param.u64 %rd1, [p];\nmov.u32 %r1, %tid.x;\nmul.wide.u32 %rd2, %r1, 4;\n\
+add.u64 %rd3, %rd1, %rd2;\nld.global.u32 %r2, [%rd3];\nbar.sync 0;\nmul.wide.u32 %rd4, %r2, 4;\nadd.u64 %rd5, %rd1, %rd4;\n\
+ld.global.u32 %r3, [%rd5];\nst.global.u32 [%rd5+4096], %r3;\nret;\n}\n";
+
+#[test]
+fn a_units_helpers_come_back_with_it_from_the_cache_and_compile_once() {
+    let dir = temp_dir("helpers");
+    let mut c = config(TierPolicy::FastOnly, false);
+    c.cache_dir = Some(dir.clone());
+    c.cache_limit = jit::cache::DEFAULT_LIMIT;
+    c.options.warp = compiler::WarpMode::Always;
+    let cold = Jit::new(compiler::Target::HostCpu, c.clone());
+    let k = cold.load(LANE_ADDRESSES, &ModuleOptions::default()).expect("load").kernel(0).expect("kernel");
+    assert!(!k.from_cache && !k.helpers.is_empty(), "the unit calls helpers: {:?}", k.helpers);
+    let objects: Vec<Vec<u8>> = k.helpers.iter().map(|h| cold.helper_object(h).expect("the helper compiles")).collect();
+    assert_eq!(cold.stats().helpers_compiled, k.helpers.len());
+    // Another process: the unit and its helpers' objects from the cache.
+    let warm = Jit::new(compiler::Target::HostCpu, c);
+    let w = warm.load(LANE_ADDRESSES, &ModuleOptions::default()).expect("load").kernel(0).expect("kernel");
+    assert!(w.from_cache);
+    assert_eq!(w.helpers, k.helpers);
+    for (h, object) in w.helpers.iter().zip(&objects) {
+        assert_eq!(&warm.helper_object(h).expect("from the cache"), object);
+    }
+    assert_eq!(warm.stats().helpers_compiled, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Which compiles of a unit a [`Gate`] holds.
 #[derive(Clone, Copy, PartialEq)]
 enum Who {
