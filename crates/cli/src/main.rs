@@ -104,7 +104,9 @@ enum Command {
         #[arg(long)]
         emit_ir: bool,
         /// Write the compiled object of each module to DIR, named after the
-        /// PTX file (`FILE.o`), for a disassembler or profiler.
+        /// PTX file (`FILE.o`), for a disassembler or profiler. (In the fast
+        /// tier it calls the helpers a process compiles once, such as warp
+        /// mode's access helpers, without defining them.)
         #[arg(long, value_name = "DIR")]
         emit_obj: Option<PathBuf>,
         /// Compile for an AMD GPU (`gfx1100`, `gfx90a`...) instead of the host.
