@@ -34,7 +34,52 @@ impl<'c, 'm> FnLower<'c, 'm> {
     pub fn intrinsic(&mut self, name: &str, ret: Ty, args: &[Ty]) -> String {
         let params: Vec<String> = args.iter().map(|t| t.to_string()).collect();
         self.cx.declare(name, &format!("declare {ret} @{name}({})", params.join(", ")));
+        if self.fast_isel_code() && fast_isel_misses(name) && std::iter::once(&ret).chain(args).all(|t| t.is_plain_scalar()) {
+            return self.fast_isel_wrapper(name, ret, &params);
+        }
         format!("@{name}")
+    }
+
+    /// Whether this code goes through LLVM's fast instruction selector:
+    /// thread-by-thread host code of the fast tier (`targets::host`:
+    /// `OptimizationLevel::None`; warp-mode code takes the `Less` code
+    /// generator). That selector handles a basic block until its first
+    /// instruction it has no rule for, and the whole block from there goes
+    /// through SelectionDAG, four times as slow: llama.cpp's thread-by-thread
+    /// `mul_mat_vec_q` units are a few large blocks, each with a `fma`,
+    /// `fabs` or f16 widening somewhere (`llc -O0` on one unit's IR: 147
+    /// ms, 38 ms with those as calls).
+    pub(crate) fn fast_isel_code(&self) -> bool {
+        self.cx.target == crate::Target::HostCpu && self.cx.opts.tier == crate::Tier::Fast && self.warp.is_none() && ir::lanes() == 1
+    }
+
+    /// A call of intrinsic `name` through an out-of-line helper that calls
+    /// it (compiled once per process, `shared_helpers`), as the callee of
+    /// [`Self::intrinsic`]: a call is what the fast selector handles.
+    fn fast_isel_wrapper(&mut self, name: &str, ret: Ty, params: &[String]) -> String {
+        let wrapper = format!("__anycuda_fi.{name}");
+        let declared: Vec<String> = params.iter().enumerate().map(|(i, t)| format!("{t} %a{i}")).collect();
+        let declared = declared.join(", ");
+        self.cx.helper(&wrapper, || {
+            format!("define internal {ret} @{wrapper}({declared}) noinline nounwind {{\nentry:\n  %r = call {ret} @{name}({declared})\n  ret {ret} %r\n}}\n")
+        });
+        format!("@{wrapper}")
+    }
+
+    /// An f16 value (`x`, scalar or lanes) widened to f32, exactly. In code
+    /// for the fast selector ([`Self::fast_isel_code`]), which has no rule
+    /// for `half`, a helper widens the value's bits when they are at hand.
+    pub(crate) fn half_to_f32(&mut self, x: &V) -> V {
+        if self.fast_isel_code() && x.lanes == 1 {
+            if let Some(bits) = self.bitcasts.get(&x.s).filter(|b| b.ty == Ty::I16 && b.lanes == 1).cloned() {
+                let name = "__anycuda_fi.h2f";
+                self.cx.helper(name, || {
+                    format!("define internal float @{name}(i16 %h) noinline nounwind {{\nentry:\n  %x = bitcast i16 %h to half\n  %r = fpext half %x to float\n  ret float %r\n}}\n")
+                });
+                return self.out.def(Ty::Float, format_args!("call float @{name}({bits})"));
+            }
+        }
+        self.out.def(Ty::Float, format_args!("fpext {x} to {VF32}"))
     }
 
     /// An intrinsic taking a value and a constant i1 flag (ctlz, cttz, abs).
@@ -2264,7 +2309,7 @@ fail:
                     // bf16 midpoint from the wrong side (unit tests of both).
                     let f = |s: &mut Self, v: &V| {
                         if ety == Ty::Half {
-                            s.out.def(Ty::Float, format_args!("fpext {v} to {VF32}"))
+                            s.half_to_f32(v)
                         } else {
                             s.widen_bf16(v)
                         }
@@ -2317,7 +2362,11 @@ fail:
                 return Ok(if fm.relu { self.relu(&r) } else { r });
             }
             Ex2 | Tanh | Sin | Cos | Lg2 | Rcp | Sqrt | Rsqrt => {
-                let x = self.out.def(Ty::Float, format_args!("fpext {} to {VF32}", src[0]));
+                let x = if src[0].ty == Ty::Half {
+                    self.half_to_f32(&src[0])
+                } else {
+                    self.out.def(Ty::Float, format_args!("fpext {} to {VF32}", src[0]))
+                };
                 let f = match inst.op {
                     Ex2 | Sin | Cos | Lg2 | Tanh => self.approx_f32(inst.op, &x),
                     Sqrt => self.call1("llvm.sqrt.f32", &x),
@@ -2586,6 +2635,35 @@ pub(crate) fn float_inf_bits(ty: Ty) -> u64 {
         Ty::Half => 0x7c00,
         _ => 0x7f80,
     }
+}
+
+/// Scalar intrinsics LLVM 19's x86 fast instruction selector has no rule
+/// for (its `-pass-remarks-missed=sdagisel` on llama.cpp's units): each
+/// sends the rest of its basic block through SelectionDAG.
+fn fast_isel_misses(name: &str) -> bool {
+    const MISSED: [&str; 20] = [
+        "fabs",
+        "copysign",
+        "fma",
+        "fmuladd",
+        "umin",
+        "umax",
+        "smin",
+        "smax",
+        "rint",
+        "nearbyint",
+        "roundeven",
+        "round",
+        "floor",
+        "ceil",
+        "trunc",
+        "minnum",
+        "maxnum",
+        "minimum",
+        "maximum",
+        "sqrt",
+    ];
+    name.strip_prefix("llvm.").and_then(|n| n.split('.').next()).is_some_and(|base| MISSED.contains(&base))
 }
 
 #[cfg(test)]

@@ -234,7 +234,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             {
                 let r = match sty {
                     Ty::Double => self.out.def(Ty::Float, format_args!("fptrunc {x} to {VF32}")),
-                    Ty::Half => self.out.def(Ty::Float, format_args!("fpext {x} to {VF32}")),
+                    Ty::Half => self.half_to_f32(&x),
                     _ => self.widen_bf16(&x),
                 };
                 let r = if sty == Ty::Double {
@@ -407,7 +407,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let x = self.get(&args[1], sty)?;
         let x = if ftz && st == Type::F32 { self.flush(&x) } else { x };
         // 16-bit floats convert exactly to f32 first.
-        let x = if matches!(sty, Ty::Half | Ty::Bfloat) { self.out.def(Ty::Float, format_args!("fpext {x} to {VF32}")) } else { x };
+        let x = match sty {
+            Ty::Half => self.half_to_f32(&x),
+            Ty::Bfloat => self.out.def(Ty::Float, format_args!("fpext {x} to {VF32}")),
+            _ => x,
+        };
         let f = match rnd {
             Some(Rounding::Rni) | Some(Rounding::Rn) | None => "llvm.roundeven",
             Some(Rounding::Rzi) | Some(Rounding::Rz) => "llvm.trunc",
