@@ -34,9 +34,6 @@ impl<'c, 'm> FnLower<'c, 'm> {
     pub fn intrinsic(&mut self, name: &str, ret: Ty, args: &[Ty]) -> String {
         let params: Vec<String> = args.iter().map(|t| t.to_string()).collect();
         self.cx.declare(name, &format!("declare {ret} @{name}({})", params.join(", ")));
-        if self.fast_isel_code() && fast_isel_misses(name) && std::iter::once(&ret).chain(args).all(|t| t.is_plain_scalar()) {
-            return self.fast_isel_wrapper(name, ret, &params);
-        }
         format!("@{name}")
     }
 
@@ -45,25 +42,60 @@ impl<'c, 'm> FnLower<'c, 'm> {
     /// `OptimizationLevel::None`; warp-mode code takes the `Less` code
     /// generator). That selector handles a basic block until its first
     /// instruction it has no rule for, and the whole block from there goes
-    /// through SelectionDAG, four times as slow: llama.cpp's thread-by-thread
-    /// `mul_mat_vec_q` units are a few large blocks, each with a `fma`,
-    /// `fabs` or f16 widening somewhere (`llc -O0` on one unit's IR: 147
-    /// ms, 38 ms with those as calls).
+    /// through SelectionDAG, about four times as slow: llama.cpp's
+    /// thread-by-thread `mul_mat_vec_q` units are a few large blocks, each
+    /// with an `fabs`, `copysign`, `umin` or f16 widening somewhere (LLVM
+    /// 19's `-pass-remarks-missed=sdagisel`; `llc -O0` on one unit's IR:
+    /// 147 ms, 38 ms without them). It misses `fma` and the roundings
+    /// (`floor`, `trunc`, `rint`...) too, but float code has those in its
+    /// inner loops, where a call each made the fast tier's code 1.5-2 times
+    /// as slow (the suite's `bezier`, 79 `fma` and 16 roundings in its
+    /// `powf`: 358 -> 690 ms with both as calls, 530 ms with the roundings
+    /// alone), while the matrix-vector units compiled as fast with them
+    /// inline: they stay.
     pub(crate) fn fast_isel_code(&self) -> bool {
         self.cx.target == crate::Target::HostCpu && self.cx.opts.tier == crate::Tier::Fast && self.warp.is_none() && ir::lanes() == 1
     }
 
-    /// A call of intrinsic `name` through an out-of-line helper that calls
-    /// it (compiled once per process, `shared_helpers`), as the callee of
-    /// [`Self::intrinsic`]: a call is what the fast selector handles.
-    fn fast_isel_wrapper(&mut self, name: &str, ret: Ty, params: &[String]) -> String {
-        let wrapper = format!("__anycuda_fi.{name}");
-        let declared: Vec<String> = params.iter().enumerate().map(|(i, t)| format!("{t} %a{i}")).collect();
-        let declared = declared.join(", ");
-        self.cx.helper(&wrapper, || {
-            format!("define internal {ret} @{wrapper}({declared}) noinline nounwind {{\nentry:\n  %r = call {ret} @{name}({declared})\n  ret {ret} %r\n}}\n")
-        });
-        format!("@{wrapper}")
+    /// Intrinsics the fast selector misses that are a few operations it
+    /// has rules for, written so in its code ([`Self::fast_isel_code`]):
+    /// `fabs` and `copysign` on the bits, integer `min`/`max` a compare
+    /// and a select. Float code uses them in its inner loops (the suite's
+    /// `bezier` 20 `abs`), where a call each cost a third of the time.
+    fn fast_isel_inline(&mut self, name: &str, a: &V, b: Option<&V>) -> Option<V> {
+        if !self.fast_isel_code() || a.lanes != 1 {
+            return None;
+        }
+        let base = name.strip_prefix("llvm.")?.split('.').next()?;
+        let float_bits = |s: &mut Self, v: &V| s.cast_bits(v, v.ty.as_int());
+        match (base, b) {
+            ("fabs", None) if matches!(a.ty, Ty::Float | Ty::Double) => {
+                let it = a.ty.as_int();
+                let bits = float_bits(self, a);
+                let mag = self.bin("and", &bits, &V::int(it, (1i128 << (it.bits() - 1)) - 1));
+                Some(self.cast_bits(&mag, a.ty))
+            }
+            ("copysign", Some(b)) if matches!(a.ty, Ty::Float | Ty::Double) && b.ty == a.ty => {
+                let it = a.ty.as_int();
+                let sign_bit = 1i128 << (it.bits() - 1);
+                let (x, y) = (float_bits(self, a), float_bits(self, b));
+                let mag = self.bin("and", &x, &V::int(it, sign_bit - 1));
+                let sign = self.bin("and", &y, &V::int(it, sign_bit));
+                let r = self.bin("or", &mag, &sign);
+                Some(self.cast_bits(&r, a.ty))
+            }
+            ("umin" | "umax" | "smin" | "smax", Some(b)) if matches!(a.ty, Ty::I8 | Ty::I16 | Ty::I32 | Ty::I64) && b.ty == a.ty => {
+                let pred = match base {
+                    "umin" => "ult",
+                    "umax" => "ugt",
+                    "smin" => "slt",
+                    _ => "sgt",
+                };
+                let take_a = self.icmp(pred, a, b);
+                Some(self.select(&take_a, a, b))
+            }
+            _ => None,
+        }
     }
 
     /// An f16 value (`x`, scalar or lanes) widened to f32, exactly. In code
@@ -91,6 +123,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
     pub fn call1(&mut self, name: &str, a: &V) -> V {
         let name = &crate::ir::lane_name(name);
         let a = &self.vec(a.clone());
+        if let Some(r) = self.fast_isel_inline(name, a, None) {
+            return r;
+        }
         let f = self.intrinsic(name, a.ty, &[a.ty]);
         self.out.def(a.ty, format_args!("call {} {f}({a})", a.ty))
     }
@@ -98,6 +133,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
     pub fn call2(&mut self, name: &str, a: &V, b: &V) -> V {
         let name = &crate::ir::lane_name(name);
         let (a, b) = (&self.vec(a.clone()), &self.vec(b.clone()));
+        if let Some(r) = self.fast_isel_inline(name, a, Some(b)) {
+            return r;
+        }
         let f = self.intrinsic(name, a.ty, &[a.ty, b.ty]);
         self.out.def(a.ty, format_args!("call {} {f}({a}, {b})", a.ty))
     }
@@ -2635,35 +2673,6 @@ pub(crate) fn float_inf_bits(ty: Ty) -> u64 {
         Ty::Half => 0x7c00,
         _ => 0x7f80,
     }
-}
-
-/// Scalar intrinsics LLVM 19's x86 fast instruction selector has no rule
-/// for (its `-pass-remarks-missed=sdagisel` on llama.cpp's units): each
-/// sends the rest of its basic block through SelectionDAG.
-fn fast_isel_misses(name: &str) -> bool {
-    const MISSED: [&str; 20] = [
-        "fabs",
-        "copysign",
-        "fma",
-        "fmuladd",
-        "umin",
-        "umax",
-        "smin",
-        "smax",
-        "rint",
-        "nearbyint",
-        "roundeven",
-        "round",
-        "floor",
-        "ceil",
-        "trunc",
-        "minnum",
-        "maxnum",
-        "minimum",
-        "maximum",
-        "sqrt",
-    ];
-    name.strip_prefix("llvm.").and_then(|n| n.split('.').next()).is_some_and(|base| MISSED.contains(&base))
 }
 
 #[cfg(test)]

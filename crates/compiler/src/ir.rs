@@ -75,12 +75,6 @@ impl Ty {
         }
     }
 
-    /// An integer of 8 to 64 bits, `float` or `double`: what the fast
-    /// instruction selector passes to and from calls.
-    pub fn is_plain_scalar(self) -> bool {
-        matches!(self, Ty::I8 | Ty::I16 | Ty::I32 | Ty::I64 | Ty::Float | Ty::Double)
-    }
-
     pub fn is_float(self) -> bool {
         matches!(self, Ty::Half | Ty::Bfloat | Ty::Float | Ty::Double)
     }
