@@ -213,13 +213,13 @@ impl JitModule {
         }))
     }
 
-    /// The module's kernels (parameters, shared memory; lane counts are 1
-    /// here, see [`Compiled::info`]) and variables.
     /// The JIT the module belongs to.
     pub fn jit(&self) -> &Arc<Jit> {
         &self.jit
     }
 
+    /// The module's kernels (parameters, shared memory; lane counts are 1
+    /// here, see [`Compiled::info`]) and variables.
     pub fn info(&self) -> &ModuleInfo {
         &self.desc.info
     }
