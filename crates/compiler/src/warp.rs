@@ -2910,6 +2910,23 @@ impl<'c, 'm> FnLower<'c, 'm> {
         h
     }
 
+    /// Whether a load from `space` in the current block gets a
+    /// [`Self::stride_prefetch`]: in a loop, from global, constant or
+    /// generic memory, on a target where it pays, in the optimised tier.
+    /// The fast tier's code runs a kernel's first launches only (it is
+    /// replaced once they have run about three times its compile time,
+    /// `jit::TIER_UP_WARP_COMPILE_RATIO`), and the prefetch's twenty-odd
+    /// instructions per load were a fifth of the IR of llama.cpp's warp-mode
+    /// `mul_mat_vec_q` kernels (most of them lookups into quantisation
+    /// tables, whose lane 0 moves by no stride at all).
+    fn stride_prefetches(&self, space: Option<StateSpace>) -> bool {
+        let in_loop = self.warp.as_ref().is_some_and(|w| w.in_loop.get(w.block as usize).copied().unwrap_or(false));
+        in_loop
+            && self.cx.facts.prefetch
+            && self.cx.opts.tier == crate::Tier::Optimized
+            && matches!(space, None | Some(StateSpace::Global | StateSpace::Const))
+    }
+
     /// Prefetches what a load in a loop will read some iterations ahead,
     /// from the distance lane 0's address moved since the last iteration.
     /// A warp runs a whole loop before the next warp starts, so the loop of
@@ -3618,9 +3635,7 @@ masked:
         let shaped = !uniform && !observed && matches!(n, 1 | 2 | 4 | 8);
         let at_run_time = shaped && self.shape_at_run_time(&args[1]);
         let layout = if shaped && !at_run_time { self.operand_layout(&args[1], size * n) } else { None };
-        let in_loop = self.warp.as_ref().is_some_and(|w| w.in_loop.get(w.block as usize).copied().unwrap_or(false));
-        let prefetch =
-            in_loop && self.cx.facts.prefetch && matches!(inst.space(self.b), None | Some(StateSpace::Global | StateSpace::Const));
+        let prefetch = self.stride_prefetches(inst.space(self.b));
         let wide = crate::memory::single_copy_width(dests.len(), i64::from(size), observed);
         let values = match (wide, layout) {
             (Some(wide), _) => {
@@ -3960,8 +3975,7 @@ masked:
             return Ok(self.atomic_call(call, scaled, &format!("{base}, {x}")));
         };
         // What `warp_ld` does for a load in a loop.
-        let in_loop = self.warp.as_ref().is_some_and(|w| w.in_loop.get(w.block as usize).copied().unwrap_or(false));
-        if in_loop && matches!(ld.space(b), Some(StateSpace::Global | StateSpace::Const)) {
+        if self.stride_prefetches(ld.space(b)) {
             self.stride_prefetch(&ptrs, W * size);
         }
         let (p0, p16) = self.half_bases(&ptrs, &layout);

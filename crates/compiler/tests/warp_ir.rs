@@ -59,7 +59,7 @@ ret;
 "#;
 
 #[test]
-fn a_strided_global_load_in_a_loop_is_prefetched_ahead_and_nothing_else_is() {
+fn a_strided_global_load_in_a_loop_is_prefetched_ahead_in_optimised_code_and_nothing_else_is() {
     let text = ir(GRID_STRIDE);
     // 32 lanes x 4 bytes: two 64-byte lines, and the next warp's two, for
     // the loop's global load only (the load before the loop and the shared
@@ -72,6 +72,11 @@ fn a_strided_global_load_in_a_loop_is_prefetched_ahead_and_nothing_else_is() {
     assert!(text.contains(", 4095\n"), "{text}");
     // (8 and 16 iterations: a shift of the stride by 3 or 4.)
     assert!(text.contains("i64 3, i64 4"), "{text}");
+    // The fast tier's code, which runs a kernel's first launches only,
+    // prefetches nothing (`FnLower::stride_prefetches`).
+    let fast = warp_ir_in(GRID_STRIDE, compiler::Tier::Fast);
+    assert!(!fast.contains("@llvm.prefetch") && !fast.contains("%pf.slot"), "{fast}");
+    assert!(warp_ir_in(GRID_STRIDE, compiler::Tier::Optimized).contains("@llvm.prefetch"));
 }
 
 #[test]
