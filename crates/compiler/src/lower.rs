@@ -34,6 +34,12 @@ pub struct ModuleCx<'m> {
     /// share their table (llama.cpp's mmq kernels: 256 tables of 33 KB
     /// each became one).
     pub tables: std::collections::HashMap<Vec<u32>, String>,
+    /// Thread mode's `mma` fragment tables by the instruction's form
+    /// (shape, types, layouts, combination): the same form always builds
+    /// the same table, which took a sixth of the compile of llama.cpp's
+    /// thread-by-thread `mul_mat_q` kernels (hundreds of `mma` each) to
+    /// rebuild and look up by content.
+    pub mma_tables: std::collections::HashMap<String, String>,
     /// Instruction ids for warp collectives and barriers, in program order.
     pub next_site: u32,
     /// Loops kept rolled: each gets a loop id `!N` (`N` from 1) saying
@@ -197,6 +203,7 @@ impl<'m> ModuleCx<'m> {
             helpers: BTreeMap::new(),
             decls: BTreeMap::new(),
             tables: std::collections::HashMap::new(),
+            mma_tables: std::collections::HashMap::new(),
             next_site: 0,
             rolled_loops: 0,
             unit: crate::Unit::Module,
@@ -220,6 +227,7 @@ impl<'m> ModuleCx<'m> {
             helpers: BTreeMap::new(),
             decls: BTreeMap::new(),
             tables: std::collections::HashMap::new(),
+            mma_tables: std::collections::HashMap::new(),
             next_site: 0,
             rolled_loops: 0,
             unit: crate::Unit::Module,

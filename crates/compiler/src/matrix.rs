@@ -560,6 +560,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         if matches!(combine, Combine::Float(r) if r != Rounding::Rn) && types[1] != Type::F64 {
             return self.invalid(format!("rounding `.{}` on a non-f64 mma", inst.rounding(b).map_or("", |r| r.as_str())));
         }
+        let form = format!("{shape:?} {types:?} {wmma} {row_major:?} {combine:?}");
         let spec = match product_spec(shape, types, wmma, row_major, combine) {
             Ok(s) => s,
             Err(why) => return self.unsupported(format!("`{}`: {why}", self.describe(inst))),
@@ -581,7 +582,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let regs: Vec<V> = av.into_iter().chain(bv).chain(cv).collect();
             self.gather_lanes(&regs)?
         };
-        let d = self.product(&spec, &x)?;
+        let d = self.product(&spec, &x, &form)?;
         for (op, v) in dests.iter().zip(d) {
             self.set(op, v)?;
         }
@@ -657,51 +658,27 @@ impl<'c, 'm> FnLower<'c, 'm> {
         }
     }
 
-    /// The registers of D.
-    fn product(&mut self, p: &MatrixProduct, x: &Exchange) -> Res<Vec<V>> {
-        let ai = p.a.index();
-        let bi = p.b.index();
-        let ci = p.c.index();
+    /// The registers of D. `form`: the instruction's form, which decides
+    /// `p` (the key of thread mode's fragment table).
+    fn product(&mut self, p: &MatrixProduct, x: &Exchange, form: &str) -> Res<Vec<V>> {
         let cty = p.a.elem.compute_ty();
         let nd = p.d.pos.len();
-        // Where each lane's elements come from, for each element of D.
-        let source = |idx: &HashMap<Pos, (u32, u32)>, pos: Pos| idx.get(&pos).copied();
         let mut results: Vec<V> = Vec::with_capacity(nd);
         match x {
             Exchange::Vectors { a, b, c } => {
                 results = self.warp_product(p, a, b, c)?;
             }
             Exchange::Snapshot { snap, lane, slots } => {
-                let (na, nb) = (p.a.regs, p.b.regs);
                 let kk = p.k as usize;
-                // Per D element: C's source, then A's and B's for each k,
-                // as bit offsets in the snapshot, for each lane.
-                let mut table: Vec<u32> = Vec::with_capacity(nd * (1 + 2 * kk) * W);
-                let bit = |base: u32, f: &Frag, (sl, se): (u32, u32)| -> u32 {
-                    (sl * slots + base + se / f.per_reg) * 64 + (se % f.per_reg) * f.elem.bits()
+                let tab = match self.cx.mma_tables.get(form) {
+                    Some(tab) => tab.clone(),
+                    None => {
+                        let table = self.snapshot_table(p, *slots)?;
+                        let tab = self.constant_table(&table);
+                        self.cx.mma_tables.insert(form.to_string(), tab.clone());
+                        tab
+                    }
                 };
-                for e in 0..nd {
-                    let dpos = p.d.pos[e];
-                    for l in 0..W {
-                        let Some(s) = source(&ci, dpos[l]) else { return self.invalid("mma fragments do not cover C") };
-                        table.push(bit(na + nb, &p.c, s));
-                    }
-                    for k in 0..kk {
-                        for l in 0..W {
-                            let pos = dpos[l];
-                            let pa = Pos { batch: pos.batch, row: pos.row, col: k as u16 };
-                            let Some(s) = source(&ai, pa) else { return self.invalid("mma fragments do not cover A") };
-                            table.push(bit(0, &p.a, s));
-                        }
-                        for l in 0..W {
-                            let pos = dpos[l];
-                            let pb = Pos { batch: pos.batch, row: k as u16, col: pos.col };
-                            let Some(s) = source(&bi, pb) else { return self.invalid("mma fragments do not cover B") };
-                            table.push(bit(na, &p.b, s));
-                        }
-                    }
-                }
-                let tab = self.constant_table(&table);
                 let per_e = (1 + 2 * kk) * W;
                 if self.cx.facts.cheap_frame_arrays {
                     // One loop nest for all of D's elements (the element
@@ -783,6 +760,46 @@ impl<'c, 'm> FnLower<'c, 'm> {
             regs.push(acc.unwrap_or_else(|| V::int(rty, 0)));
         }
         Ok(regs)
+    }
+
+    /// Thread mode's fragment table of product `p`: per D element, C's
+    /// source, then A's and B's for each k, as bit offsets in a snapshot
+    /// of `slots` 64-bit slots per lane, for each lane.
+    fn snapshot_table(&mut self, p: &MatrixProduct, slots: u32) -> Res<Vec<u32>> {
+        let ai = p.a.index();
+        let bi = p.b.index();
+        let ci = p.c.index();
+        let nd = p.d.pos.len();
+        // Where each lane's elements come from, for each element of D.
+        let source = |idx: &HashMap<Pos, (u32, u32)>, pos: Pos| idx.get(&pos).copied();
+        let (na, nb) = (p.a.regs, p.b.regs);
+        let kk = p.k as usize;
+        let mut table: Vec<u32> = Vec::with_capacity(nd * (1 + 2 * kk) * W);
+        let bit = |base: u32, f: &Frag, (sl, se): (u32, u32)| -> u32 {
+            (sl * slots + base + se / f.per_reg) * 64 + (se % f.per_reg) * f.elem.bits()
+        };
+        for e in 0..nd {
+            let dpos = p.d.pos[e];
+            for l in 0..W {
+                let Some(s) = source(&ci, dpos[l]) else { return self.invalid("mma fragments do not cover C") };
+                table.push(bit(na + nb, &p.c, s));
+            }
+            for k in 0..kk {
+                for l in 0..W {
+                    let pos = dpos[l];
+                    let pa = Pos { batch: pos.batch, row: pos.row, col: k as u16 };
+                    let Some(s) = source(&ai, pa) else { return self.invalid("mma fragments do not cover A") };
+                    table.push(bit(0, &p.a, s));
+                }
+                for l in 0..W {
+                    let pos = dpos[l];
+                    let pb = Pos { batch: pos.batch, row: k as u16, col: pos.col };
+                    let Some(s) = source(&bi, pb) else { return self.invalid("mma fragments do not cover B") };
+                    table.push(bit(na, &p.b, s));
+                }
+            }
+        }
+        Ok(table)
     }
 
     /// Warp mode: the whole warp's product as one small matrix product.
