@@ -15,14 +15,18 @@
 //!
 //! Run: `cargo bench -p anycuda-compiler --bench compile [-- --tier opt] [--target gfx1100] [--only-extra] [--rounds N]`
 //! (`--only-extra`: only the directories of `ANYCUDA_BENCH_PTX`;
-//! `--rounds N`: each host kernel compiled N times, its fastest counted
+//! `--rounds N`: each kernel compiled on its own N times, its fastest counted
 //! (the phase table sums all of them);
 //! `ANYCUDA_BENCH_TSV=PREFIX` writes each corpus's per-kernel times, code
 //! sizes, modes (`warp`, `guarded`, `thread`) and names to `PREFIX.<corpus>`;
 //! `ANYCUDA_BENCH_ONLY=TEXT` compiles only the kernels whose names contain
 //! TEXT, e.g. to profile one; host target only.)
-//! (AMDGPU targets compile whole modules, as their backend does: each module
-//! once, its kernels counted with equal shares of its time and code size.)
+//! (AMDGPU targets compile as the JIT cuts their modules,
+//! `compiler::partition`: a kernel that names no variable on its own, the
+//! others once with the variables in the shared unit, or the whole module
+//! once when it cannot be cut; the kernels of a unit compiled once are
+//! counted with equal shares of its time and code size, labelled `shared`
+//! or `module`.)
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -75,35 +79,50 @@ fn measure(label: &str, files: &[PathBuf], target: &compiler::Target, opts: &com
         let analysis = compiler::analyse(&module);
         analyse += compiler::profile::thread_cpu_time().saturating_sub(t);
         let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-        if !matches!(target, compiler::Target::HostCpu) {
-            // AMDGPU: the module is one unit, compiled once; each of its
-            // kernels is counted with an equal share of its time and code.
+        // The kernels compiled as units of their own, as the JIT cuts the
+        // module (`compiler::partition`): on the host all of them; on
+        // AMDGPU those that name no variable, the others in the shared
+        // unit with the variables, or the whole module as one unit.
+        let apart: Option<Vec<u32>> = if matches!(target, compiler::Target::HostCpu) {
+            None
+        } else {
+            let partition = compiler::partition(&module, target, &analysis);
+            let apart = partition.as_ref().map(|p| p.apart.clone()).unwrap_or_default();
+            // The unit holding the kernels not compiled apart, compiled
+            // once; each of those kernels is counted with an equal share
+            // of its time and code.
+            let (unit, label) = if partition.is_some() { (compiler::Unit::Shared, "shared") } else { (compiler::Unit::Module, "module") };
             let kernels: Vec<&str> = module
                 .items
                 .iter()
-                .filter_map(|it| match it {
-                    Item::Function(f) if f.kind == FunctionKind::Entry && f.body.is_some() => Some(f.name),
+                .enumerate()
+                .filter_map(|(i, it)| match it {
+                    Item::Function(f) if f.kind == FunctionKind::Entry && f.body.is_some() && !apart.contains(&(i as u32)) => Some(f.name),
                     _ => None,
                 })
                 .collect();
-            let t = compiler::profile::thread_cpu_time();
-            let r = compiler::compile_unit_analysed(&module, &src, target, opts, compiler::Unit::Module, &analysis);
-            let d = compiler::profile::thread_cpu_time().saturating_sub(t);
-            let n = kernels.len().max(1);
-            match r {
-                Ok(c) => {
-                    for k in &kernels {
-                        times.push((d / n as u32, format!("module\t{name}: {k}"), c.object.len() / n));
+            if !kernels.is_empty() {
+                let t = compiler::profile::thread_cpu_time();
+                let r = compiler::compile_unit_analysed(&module, &src, target, opts, unit, &analysis);
+                let d = compiler::profile::thread_cpu_time().saturating_sub(t);
+                let n = kernels.len();
+                match r {
+                    Ok(c) => {
+                        for k in &kernels {
+                            times.push((d / n as u32, format!("{label}\t{name}: {k}"), c.object.len() / n));
+                        }
                     }
+                    Err(_) => failed += kernels.len(),
                 }
-                Err(_) => failed += kernels.len(),
             }
-            profile.add(&compiler::profile::take());
-            continue;
-        }
+            Some(apart)
+        };
         for (idx, item) in module.items.iter().enumerate() {
             let Item::Function(f) = item else { continue };
             if f.kind != FunctionKind::Entry || f.body.is_none() {
+                continue;
+            }
+            if apart.as_ref().is_some_and(|a| !a.contains(&(idx as u32))) {
                 continue;
             }
             if only_named.as_deref().is_some_and(|n| !f.name.contains(n)) {

@@ -102,10 +102,10 @@ impl CodeTarget for AmdgpuTarget {
         out
     }
 
-    /// Code generation is the same for both tiers: a code object is made
-    /// once, optimised (AMD kernels are compiled at module load).
-    fn object(&self, ir: &str, _tier: Tier, _warp_code: bool) -> Result<Vec<u8>, CompileError> {
-        object(ir, &self.arch)
+    /// The fast tier optimises less than the optimised one
+    /// (`codegen::tier_plan`).
+    fn object(&self, ir: &str, tier: Tier, _warp_code: bool) -> Result<Vec<u8>, CompileError> {
+        object(ir, &self.arch, tier)
     }
 }
 
