@@ -611,6 +611,11 @@ pub struct HipModule {
     /// its first launch (an error is kept and reported again at each
     /// launch).
     functions: Vec<OnceLock<Result<api::Function, String>>>,
+    /// A kernel compiled apart whose first code was the fast tier's: its
+    /// function in the optimised code object, loaded once the JIT has
+    /// compiled it (in the background, asked for at the first launch:
+    /// GPU launches are not timed).
+    optimised: Vec<OnceLock<Result<api::Function, String>>>,
     /// The code objects of kernels compiled apart, unloaded with the
     /// module.
     kernel_objects: Mutex<Vec<api::Module>>,
@@ -646,6 +651,7 @@ impl HipModule {
             module: None,
             kernels: module.kernel_descs(options),
             functions: (0..info.kernels.len()).map(|_| OnceLock::new()).collect(),
+            optimised: (0..info.kernels.len()).map(|_| OnceLock::new()).collect(),
             kernel_objects: Mutex::new(Vec::new()),
             globals: Vec::new(),
             info: String::new(),
@@ -723,18 +729,51 @@ impl Drop for HipModule {
 impl HipModule {
     /// Kernel `k`'s function, loading its own code object at the first
     /// call for a kernel compiled apart.
+    /// Once the optimised code of a kernel whose first code was the fast
+    /// tier's is ready, its function in that code.
     fn function(&self, k: usize) -> Result<api::Function, String> {
         let slot = self.functions.get(k).ok_or_else(|| format!("no kernel {k}"))?;
-        slot.get_or_init(|| {
-            let name = self.kernels.get(k).map(|d| d.name.clone()).ok_or_else(|| format!("no kernel {k}"))?;
-            let code = self.jit.kernel(k).map_err(|e| e.log)?;
-            let handle = load_code_object(&self.hip, &code.object)?;
-            if let Ok(mut objects) = self.kernel_objects.lock() {
-                objects.push(handle);
-            }
-            get_function(&self.hip, handle, &name)
-        })
-        .clone()
+        let optimised = self.optimised.get(k).ok_or_else(|| format!("no kernel {k}"))?;
+        if let Some(Ok(f)) = optimised.get() {
+            return Ok(*f);
+        }
+        let first = slot
+            .get_or_init(|| {
+                let code = self.jit.kernel(k).map_err(|e| e.log)?;
+                let f = self.load_function(k, &code)?;
+                if code.tier == compiler::Tier::Optimized {
+                    let _ = optimised.set(Ok(f));
+                } else {
+                    self.jit.promote(k);
+                }
+                Ok(f)
+            })
+            .clone()?;
+        if !self.jit.compiled_apart(k) {
+            return Ok(first);
+        }
+        // The optimised code, if the JIT has it now.
+        match self.jit.kernel(k) {
+            Ok(code) if code.tier == compiler::Tier::Optimized => match optimised.get_or_init(|| self.load_function(k, &code)) {
+                Ok(f) => Ok(*f),
+                Err(e) => {
+                    tracing::warn!("kernel {k}: its optimised code did not load ({e}); its first code goes on running");
+                    Ok(first)
+                }
+            },
+            _ => Ok(first),
+        }
+    }
+
+    /// Kernel `k`'s function in `code`, a code object of its own loaded
+    /// (and unloaded with the module).
+    fn load_function(&self, k: usize, code: &jit::Compiled) -> Result<api::Function, String> {
+        let name = self.kernels.get(k).map(|d| d.name.clone()).ok_or_else(|| format!("no kernel {k}"))?;
+        let handle = load_code_object(&self.hip, &code.object)?;
+        if let Ok(mut objects) = self.kernel_objects.lock() {
+            objects.push(handle);
+        }
+        get_function(&self.hip, handle, &name)
     }
 }
 

@@ -322,6 +322,8 @@ pub mod op {
     pub const RECORD: u64 = 4;
     pub const WAIT: u64 = 5;
     pub const HOST_FUNC: u64 = 6;
+    /// `hipModuleLoadData` (traced as [`super::SYNCHRONOUS`]).
+    pub const MODULE_LOAD: u64 = 7;
 }
 /// The "stream" of a synchronous call in the trace.
 pub const SYNCHRONOUS: u64 = u64::MAX;
@@ -439,6 +441,7 @@ api! { fn hipModuleLoadData(module: *mut *mut c_void, image: *const c_void) {
     // SAFETY: `len` bytes of the caller's image, measured from its headers.
     let bytes = std::slice::from_raw_parts(image as *const u8, len).to_vec();
     let handle = runtime().load_module(bytes)?;
+    trace(SYNCHRONOUS, op::MODULE_LOAD);
     *module = handle as *mut c_void;
     Ok(())
 }}

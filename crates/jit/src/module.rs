@@ -478,13 +478,35 @@ impl JitModule {
         if Duration::from_nanos(ns) < threshold || slot.tier_up_queued.swap(true, Ordering::Relaxed) {
             return;
         }
-        let this = self.this.clone();
-        let item = self.desc.items[k];
         tracing::debug!(
             "JIT: kernel {} ran {:.1} ms in fast code; compiling it optimised",
             self.desc.info.kernels[k].name,
             ns as f64 / 1e6
         );
+        self.submit_tier_up(k);
+    }
+
+    /// Compiles kernel `k` optimised in the background now, for a backend
+    /// that does not time its launches (a GPU's run asynchronously): once
+    /// per kernel, when it compiles apart under [`TierPolicy::Adaptive`]
+    /// and has no optimised code yet. [`JitModule::kernel`] returns that
+    /// code once it is ready.
+    pub fn promote(&self, k: usize) {
+        let Some(slot) = self.slots.get(k) else { return };
+        if !self.compiled_apart(k) || self.jit.config.tiers != TierPolicy::Adaptive || slot.code[1].get().is_some() {
+            return;
+        }
+        if slot.tier_up_queued.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        tracing::debug!("JIT: kernel {} launched in fast code; compiling it optimised", self.desc.info.kernels[k].name);
+        self.submit_tier_up(k);
+    }
+
+    /// Queues kernel `k`'s optimised compile at the tier-up priority.
+    fn submit_tier_up(&self, k: usize) {
+        let this = self.this.clone();
+        let item = self.desc.items[k];
         background::submit(Priority::TierUp, move || {
             if let Some(m) = this.upgrade() {
                 m.in_background(k, Tier::Optimized, || m.compile(Unit::Kernel(item), Tier::Optimized));

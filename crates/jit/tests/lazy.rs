@@ -413,6 +413,35 @@ fn kernels_that_run_long_are_recompiled_optimised_in_the_background() {
     assert_eq!(jit.stats().compiled, 2);
 }
 
+/// A backend that cannot time its launches (a GPU's) asks for the
+/// optimised tier at once: compiled in the background, once, and what
+/// later asks get; under the other tier policies nothing is compiled.
+#[test]
+fn a_promoted_kernel_is_compiled_optimised_in_the_background_once() {
+    let jit = Jit::new(compiler::Target::HostCpu, config(TierPolicy::Adaptive, false));
+    let m = jit.load(&module(2, false), &ModuleOptions::default()).expect("load");
+    assert_eq!(m.kernel(0).expect("kernel").tier, compiler::Tier::Fast);
+    m.promote(0);
+    m.promote(0);
+    jit::wait_for_background_compiles();
+    let later = m.kernel(0).expect("kernel");
+    assert_eq!(later.tier, compiler::Tier::Optimized);
+    assert_eq!(later.info.kernels[0].name, "k0");
+    m.promote(0);
+    jit::wait_for_background_compiles();
+    // Fast and optimised once each; the other kernel not at all.
+    assert_eq!(jit.stats().compiled, 2);
+    for tiers in [TierPolicy::FastOnly, TierPolicy::OptimizedOnly] {
+        let jit = Jit::new(compiler::Target::HostCpu, config(tiers, false));
+        let m = jit.load(&module(1, false), &ModuleOptions::default()).expect("load");
+        let first = m.kernel(0).expect("kernel").tier;
+        m.promote(0);
+        jit::wait_for_background_compiles();
+        assert_eq!(m.kernel(0).expect("kernel").tier, first, "{tiers:?}");
+        assert_eq!(jit.stats().compiled, 1, "{tiers:?}");
+    }
+}
+
 /// Fast code from the cache keeps the CPU time of the compile that made it,
 /// so a warm run promotes a kernel after the same run time as a cold one
 /// (with no compile time, every kernel that ran for `TIER_UP_MIN` was
