@@ -728,9 +728,10 @@ impl Drop for HipModule {
 
 impl HipModule {
     /// Kernel `k`'s function, loading its own code object at the first
-    /// call for a kernel compiled apart.
-    /// Once the optimised code of a kernel whose first code was the fast
-    /// tier's is ready, its function in that code.
+    /// call for a kernel compiled apart; once the optimised code of a kernel
+    /// whose first code was the fast tier's is ready, its function in that
+    /// code (a code object that does not load is reported once, and the
+    /// first code goes on running).
     fn function(&self, k: usize) -> Result<api::Function, String> {
         let slot = self.functions.get(k).ok_or_else(|| format!("no kernel {k}"))?;
         let optimised = self.optimised.get(k).ok_or_else(|| format!("no kernel {k}"))?;
@@ -749,18 +750,20 @@ impl HipModule {
                 Ok(f)
             })
             .clone()?;
-        if !self.jit.compiled_apart(k) {
+        // A kernel of the shared unit, or one whose optimised code did not load.
+        if !self.jit.compiled_apart(k) || optimised.get().is_some() {
             return Ok(first);
         }
         // The optimised code, if the JIT has it now.
         match self.jit.kernel(k) {
-            Ok(code) if code.tier == compiler::Tier::Optimized => match optimised.get_or_init(|| self.load_function(k, &code)) {
-                Ok(f) => Ok(*f),
-                Err(e) => {
-                    tracing::warn!("kernel {k}: its optimised code did not load ({e}); its first code goes on running");
-                    Ok(first)
-                }
-            },
+            Ok(code) if code.tier == compiler::Tier::Optimized => {
+                let loaded = optimised.get_or_init(|| {
+                    self.load_function(k, &code).inspect_err(|e| {
+                        tracing::warn!("kernel {k}: its optimised code did not load ({e}); its first code goes on running")
+                    })
+                });
+                Ok(*loaded.as_ref().unwrap_or(&first))
+            }
             _ => Ok(first),
         }
     }

@@ -102,8 +102,9 @@ pub fn object(ir: &str, arch: &Arch, tier: Tier) -> Result<Vec<u8>, CompileError
 }
 
 /// The optimisation pipeline and code generation level of each tier. The
-/// fast tier's code runs a kernel's first launches (the JIT recompiles
-/// kernels that run long in the optimised tier): the runtime library's
+/// fast tier's code runs a kernel's first launches (the HIP backend asks
+/// for its optimised code after the first, `jit::JitModule::promote`,
+/// and switches to it when ready): the runtime library's
 /// functions inlined (`always-inline`), the lowering's stack slots made
 /// registers, its redundancies removed, flat accesses to global memory
 /// made global ones; code generation at `Less`. On the nvcc corpus for
