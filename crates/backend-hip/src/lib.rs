@@ -6,13 +6,17 @@
 //! device (warp size 32 whatever the wavefront size: a CUDA warp is half a
 //! wave64). Kernels come from the shared JIT (`crates/jit`) compiled for
 //! the device's processor (`gcnArchName`, with its features). Code
-//! objects cannot share variables, so a module's variables and the
-//! kernels that name them (in their code or in functions they call) are
-//! one code object, the shared unit, loaded with `hipModuleLoadData`
-//! when the module is loaded (its variables need addresses then); every
-//! other kernel is a code object of its own, compiled and loaded at its
-//! first launch, as on the CPU (the JIT compiles the module's other
-//! kernels in the background meanwhile; `compiler::partition`).
+//! objects cannot share variables, so a module's variables are one code
+//! object, the shared unit, loaded with `hipModuleLoadData` when the
+//! module is loaded (its variables need addresses then), with a table of
+//! their addresses whose address every launch passes in the kernarg tail
+//! (`compiler::Partition::variable_table`); every kernel is a code object
+//! of its own, compiled and loaded at its first launch, as on the CPU
+//! (the JIT compiles the module's other kernels in the background
+//! meanwhile; `compiler::partition`). Where the table cannot serve the
+//! module (texture references, `.extern` variables, function addresses
+//! in initialisers), the kernels that name variables (in their code or in
+//! functions they call) are in the shared unit's code object instead.
 //!
 //! This layer is thin: memory, module loading and synchronous copies map
 //! to HIP calls. Each driver stream has a queue ([`HipQueue`]): a HIP
@@ -603,7 +607,8 @@ pub struct HipModule {
     device: usize,
     jit: Arc<jit::JitModule>,
     /// The shared unit's code object: the whole module, or the variables
-    /// and the kernels that name them (none where there is neither).
+    /// (with their table, or with the kernels that name them; none where
+    /// there are no variables and no such kernels).
     module: Option<api::Module>,
     kernels: Vec<KernelDesc>,
     /// Each kernel's function: looked up in the shared code object at
@@ -620,6 +625,10 @@ pub struct HipModule {
     /// module.
     kernel_objects: Mutex<Vec<api::Module>>,
     globals: Vec<GlobalDesc>,
+    /// The shared code object's variable table
+    /// (`compiler::Partition::variable_table`), which kernels compiled
+    /// apart read the module's variables through; 0 where there is none.
+    variables: u64,
     info: String,
 }
 
@@ -654,6 +663,7 @@ impl HipModule {
             optimised: (0..info.kernels.len()).map(|_| OnceLock::new()).collect(),
             kernel_objects: Mutex::new(Vec::new()),
             globals: Vec::new(),
+            variables: 0,
             info: String::new(),
         };
         let code = module.shared()?;
@@ -673,15 +683,19 @@ impl HipModule {
         for g in &info.globals {
             // The code object names a module variable as the compiler's
             // symbol table says, which is not its PTX name.
-            let symbol = compiler::cpu_abi::KernelSymbols::global(&g.name);
-            let name = CString::new(symbol).map_err(|_| other(format!("variable name {:?} has a NUL", g.name)))?;
-            let (mut p, mut size) = (std::ptr::null_mut(), 0usize);
-            // SAFETY: valid module handle and name.
-            let e = unsafe { (hip.module_get_global)(&mut p, &mut size, handle, name.as_ptr()) };
-            hip.check(e, &format!("hipModuleGetGlobal({})", g.name)).map_err(other)?;
-            loaded.globals.push(GlobalDesc { name: g.name.clone(), address: p as u64, size, constant: g.constant, managed: g.managed });
+            let (address, size) = module_global(&hip, handle, &compiler::cpu_abi::KernelSymbols::global(&g.name)).map_err(other)?;
+            loaded.globals.push(GlobalDesc { name: g.name.clone(), address, size, constant: g.constant, managed: g.managed });
         }
-        loaded.info = if apart > 0 {
+        if module.variable_table() {
+            loaded.variables = module_global(&hip, handle, compiler::cpu_abi::KernelSymbols::VARIABLE_TABLE).map_err(other)?.0;
+        }
+        loaded.info = if apart > 0 && loaded.variables != 0 && apart == info.kernels.len() {
+            format!(
+                "anycuda: module compiled for {:?} on HIP device {device}: the variables in one code object, read through its \
+                 variable table; {apart} kernel(s) each in a code object of its own (compiled at its first launch)",
+                jit.target()
+            )
+        } else if apart > 0 {
             format!(
                 "anycuda: module compiled for {:?} on HIP device {device}: the variables and {} kernel(s) in one code object, \
                  {apart} kernel(s) each in a code object of its own (compiled at its first launch)",
@@ -693,6 +707,16 @@ impl HipModule {
         };
         Ok(loaded)
     }
+}
+
+/// The address and size of the variable `symbol` of a loaded code object.
+fn module_global(hip: &Hip, module: api::Module, symbol: &str) -> Result<(u64, usize), String> {
+    let name = CString::new(symbol).map_err(|_| format!("variable name {symbol:?} has a NUL"))?;
+    let (mut p, mut size) = (std::ptr::null_mut(), 0usize);
+    // SAFETY: valid module handle and name.
+    let e = unsafe { (hip.module_get_global)(&mut p, &mut size, module, name.as_ptr()) };
+    hip.check(e, &format!("hipModuleGetGlobal({symbol})"))?;
+    Ok((p as u64, size))
 }
 
 /// Loads a code object with `hipModuleLoadData`.
@@ -879,8 +903,8 @@ impl HipModule {
         self.hip.check(e, "hipSetDevice").map_err(LaunchFault::Failed)?;
         // The kernel's parameters, then the addresses of the device's
         // printf records for a module that may print and of its heap for a
-        // module that may allocate, else null
-        // (`compiler::targets::amdgpu::kernarg_tail`).
+        // module that may allocate, else null, the grid-sync workspace and
+        // the module's variable table (`compiler::targets::amdgpu::kernarg_tail`).
         let (records, _launching) = if self.prints {
             let (p, gate) = self.printf.launching(self.device, launch.printf_fifo_size).map_err(LaunchFault::Failed)?;
             (p, Some(gate))
@@ -903,6 +927,7 @@ impl HipModule {
         let workspace = if launch.cooperative { Some(GridWorkspace::new(&self.hip, stream)?) } else { None };
         let address = workspace.as_ref().map_or(0, |w| w.address as u64);
         params[tail.grid_workspace..tail.grid_workspace + 8].copy_from_slice(&address.to_le_bytes());
+        params[tail.variables..tail.variables + 8].copy_from_slice(&self.variables.to_le_bytes());
         let [gx, gy, gz] = launch.grid;
         let [bx, by, bz] = launch.block;
         if launch.cooperative {
@@ -912,11 +937,11 @@ impl HipModule {
             // The code object's explicit arguments, each from its bytes:
             // the PTX parameters (one block) if any, then the tail's addresses.
             let base = params.as_mut_ptr();
-            let mut args: Vec<*mut c_void> = Vec::with_capacity(4);
+            let mut args: Vec<*mut c_void> = Vec::with_capacity(5);
             if param_bytes > 0 {
                 args.push(base.cast());
             }
-            for at in [tail.printf_records, tail.heap, tail.grid_workspace] {
+            for at in [tail.printf_records, tail.heap, tail.grid_workspace, tail.variables] {
                 // SAFETY: `at` + 8 lies within `params` (resized to the tail).
                 args.push(unsafe { base.add(at) }.cast());
             }

@@ -89,6 +89,13 @@ pub struct BlockCtx {
     /// (AMD GPUs): the device's heap
     /// (`device_heap` layout), or null; unused on the host.
     pub heap: *mut u8,
+    /// Targets whose code objects cannot see each other's variables
+    /// (`TargetFacts::links_units` false, AMD GPUs): the module's
+    /// [`KernelSymbols::VARIABLE_TABLE`], the address of each of its
+    /// `.global`/`.const` variables in `ModuleInfo::globals` order, which
+    /// the code of kernels compiled apart reads them through; null where
+    /// the module has none. Unused on the host (its units link).
+    pub variables: *const u64,
 }
 
 /// Bytes of the zeroed grid-sync workspace a cooperative launch passes in
@@ -256,6 +263,7 @@ pub mod offsets {
     pub const PRIVATE_ADDS: usize = offset_of!(BlockCtx, private_adds);
     pub const PRINTF_RECORDS: usize = offset_of!(BlockCtx, printf_records);
     pub const HEAP: usize = offset_of!(BlockCtx, heap);
+    pub const VARIABLES: usize = offset_of!(BlockCtx, variables);
     pub const PRIVATE_USED: usize = offset_of!(super::PrivateAdds, used);
     pub const PRIVATE_LIST: usize = offset_of!(super::PrivateAdds, list);
     pub const PRIVATE_SLOTS: usize = offset_of!(super::PrivateAdds, slots);
@@ -752,6 +760,10 @@ impl KernelSymbols {
     pub fn global(name: &str) -> String {
         format!("__anycuda_global.{name}")
     }
+    /// Where units cannot link (`TargetFacts::links_units` false), the
+    /// shared unit's table of the module's variable addresses
+    /// ([`BlockCtx::variables`]).
+    pub const VARIABLE_TABLE: &'static str = "__anycuda_variables";
 }
 
 /// Signature of the `thread` function of a warp-mode kernel

@@ -440,6 +440,7 @@ impl Analysis {
     /// module cannot be cut into units: a kernel's unit, or the shared
     /// unit, would define another kernel (see [`Analysis::unit_functions`]).
     pub fn shared_unit(&self, m: &Module, links_units: bool) -> Option<(Vec<ItemId>, HashSet<ItemId>)> {
+        let apart_with_variables = links_units || variables_by_table(m);
         let mut kernels = Vec::new();
         for (i, item) in m.items.iter().enumerate() {
             let Item::Function(f) = item else { continue };
@@ -448,7 +449,7 @@ impl Analysis {
             }
             let k = i as ItemId;
             let defined = self.defined_from(m, vec![k], &HashSet::from([k]))?;
-            if !links_units && defined.iter().any(|g| self.facts.get(g).is_some_and(|ff| ff.names_variables)) {
+            if !apart_with_variables && defined.iter().any(|g| self.facts.get(g).is_some_and(|ff| ff.names_variables)) {
                 kernels.push(k);
             }
         }
@@ -587,6 +588,44 @@ impl Analysis {
         let s = self.kernel_static_bytes.get(&kernel).copied().unwrap_or(0) as u64;
         align_up(s, self.dynamic_align as u64) as u32
     }
+}
+
+/// Whether, where units cannot link, kernels compiled apart reach the
+/// module's variables through the shared unit's variable table
+/// (`cpu_abi::BlockCtx::variables`; [`table_variables`] in its order):
+/// every variable other than `.shared` ones is plain `.global`/`.const`
+/// data the module defines, and no initialiser takes a function's address
+/// (the functions it names would live in the shared unit, and a call into
+/// another code object is not something AMD's code objects can make).
+/// Otherwise the kernels that name variables compile with them in the
+/// shared unit.
+pub fn variables_by_table(m: &Module) -> bool {
+    let mut functions = HashSet::new();
+    for v in m.variables() {
+        if is_shared(v.decl.space) {
+            continue;
+        }
+        if !in_variable_table(v) {
+            return false;
+        }
+        collect_init_functions(m, v.decl.init.as_ref(), &mut functions);
+    }
+    functions.is_empty()
+}
+
+/// A variable in `ModuleInfo::globals` (and so in the variable table):
+/// `.global`/`.const` data the module defines.
+fn in_variable_table(v: &ptx::ast::Variable) -> bool {
+    use ptx::ast::Type;
+    matches!(v.decl.space, StateSpace::Global | StateSpace::Const)
+        && v.decl.linkage != Some(Linkage::Extern)
+        && !matches!(v.decl.ty, Type::Texref | Type::Samplerref | Type::Surfref)
+}
+
+/// The module's variables in `ModuleInfo::globals` order: the entries of
+/// the variable table (`cpu_abi::BlockCtx::variables`).
+pub fn table_variables<'m, 'a>(m: &'m Module<'a>) -> impl Iterator<Item = &'m ptx::ast::Variable<'a>> {
+    m.variables().filter(|v| matches!(v.decl.space, StateSpace::Global | StateSpace::Const) && v.decl.linkage != Some(Linkage::Extern))
 }
 
 fn collect_init_functions(m: &Module, init: Option<&Initializer>, out: &mut HashSet<ItemId>) {
@@ -734,10 +773,7 @@ pub fn describe_with(m: &Module, a: &Analysis) -> ModuleInfo {
         }
         kernels.push(describe_kernel(m, a, idx as ItemId, f));
     }
-    let globals = m
-        .variables()
-        .filter(|v| matches!(v.decl.space, StateSpace::Global | StateSpace::Const))
-        .filter(|v| v.decl.linkage != Some(Linkage::Extern))
+    let globals = table_variables(m)
         .map(|v| GlobalInfo {
             name: v.decl.name.to_string(),
             size: v.decl.size().unwrap_or(0),

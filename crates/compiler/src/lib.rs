@@ -444,19 +444,32 @@ pub fn compile_with_options(module: &ptx::ast::Module, src: &str, target: &Targe
 pub struct Partition {
     /// Item indices of the kernels compiled apart, in module order.
     pub apart: Vec<u32>,
+    /// The shared unit defines the variable table
+    /// ([`cpu_abi::KernelSymbols::VARIABLE_TABLE`]): where units cannot
+    /// link, kernels compiled apart read the module's variables through
+    /// it, and whoever launches them passes its address
+    /// (`cpu_abi::BlockCtx::variables`; on AMD GPUs the kernarg tail's
+    /// `variables`).
+    pub variable_table: bool,
 }
 
 /// How `module` compiles for `target`: cut into units ([`Partition`]),
 /// or `None` for one unit of the whole module. The host's loader links
 /// the units of a module together, so there every kernel compiles
-/// apart; AMD code objects cannot see each other's variables, so there
-/// a kernel that names a `.global`/`.const` variable (itself or in a
-/// function it reaches) compiles in the shared unit, with the variables,
-/// and the others apart. A module in which something takes a kernel's
-/// address must define that kernel once, and compiles whole (see
+/// apart. AMD code objects cannot see each other's variables: there a
+/// kernel compiled apart reaches them through the shared unit's table of
+/// their addresses ([`Partition::variable_table`]), and where the module's
+/// variables cannot all be reached so (texture references, `.extern`
+/// variables, initialisers that take a function's address:
+/// `layout::variables_by_table`) a kernel that names a variable (itself
+/// or in a function it reaches) compiles in the shared unit, with the
+/// variables. A module in which something takes a kernel's address must
+/// define that kernel once, and compiles whole (see
 /// `layout::Analysis::unit_functions`).
 pub fn partition(module: &ptx::ast::Module, target: &Target, a: &ModuleAnalysis) -> Option<Partition> {
-    let (shared, _) = a.0.shared_unit(module, target.facts().links_units)?;
+    let links_units = target.facts().links_units;
+    let (shared, _) = a.0.shared_unit(module, links_units)?;
+    let variable_table = !links_units && layout::variables_by_table(module) && layout::table_variables(module).next().is_some();
     let apart = module
         .items
         .iter()
@@ -467,7 +480,7 @@ pub fn partition(module: &ptx::ast::Module, target: &Target, a: &ModuleAnalysis)
         })
         .map(|(i, _)| i as u32)
         .collect();
-    Some(Partition { apart })
+    Some(Partition { apart, variable_table })
 }
 
 /// What the compiler learns about a whole module before lowering any of

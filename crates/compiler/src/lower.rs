@@ -304,10 +304,18 @@ impl<'m> ModuleCx<'m> {
         let mut globals = String::new();
         for v in self.m.variables() {
             if matches!(self.unit, crate::Unit::Kernel(_)) {
-                self.declare_variable(v, &mut globals);
+                // Where units cannot link, a kernel's unit reads the
+                // variables' addresses from the table (`variable_address`).
+                if self.facts.links_units {
+                    self.declare_variable(v, &mut globals);
+                }
             } else {
                 self.emit_variable(v, &mut globals)?;
             }
+        }
+        // `Partition::variable_table`.
+        if self.unit == crate::Unit::Shared && !self.facts.links_units && layout::variables_by_table(self.m) {
+            self.emit_variable_table(&mut globals);
         }
         let mut funcs = String::new();
         for (idx, item) in self.m.items.iter().enumerate() {
@@ -722,6 +730,25 @@ impl<'m> ModuleCx<'m> {
             let _ = writeln!(out, "<{{ {} }}> <{{ {} }}>, align {align}", types.join(", "), fields.join(", "));
         }
         Ok(())
+    }
+
+    /// The shared unit's table of the module's variable addresses
+    /// ([`KernelSymbols::VARIABLE_TABLE`], `BlockCtx::variables`), in
+    /// constant memory, for the kernels compiled apart where units cannot
+    /// link: the code object's loader fills it in.
+    fn emit_variable_table(&self, out: &mut String) {
+        let entries: Vec<String> =
+            layout::table_variables(self.m).map(|v| format!("ptr {}", global_name(&KernelSymbols::global(v.decl.name)))).collect();
+        if entries.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            out,
+            "{} = addrspace(4) constant [{} x ptr] [{}], align 8",
+            global_name(KernelSymbols::VARIABLE_TABLE),
+            entries.len(),
+            entries.join(", ")
+        );
     }
 
     /// The constant address of a module symbol, for initializers.
@@ -1935,7 +1962,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
                     return self.invalid(format!("`{}` is not a variable", sym.name));
                 };
                 match v.decl.space {
-                    StateSpace::Global | StateSpace::Const => Ok(V::scalar(Ty::Ptr, global_name(&KernelSymbols::global(sym.name)))),
+                    StateSpace::Global | StateSpace::Const => self.variable_address(s),
                     StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster => {
                         if is_dynamic_shared(&v.decl) {
                             let o = self.ctx_field(offsets::DYNAMIC_SHARED_OFFSET, Ty::I32);
@@ -1951,6 +1978,25 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 }
             }
         }
+    }
+
+    /// The address of a `.global`/`.const` module variable: its symbol,
+    /// or, in a kernel's unit where units cannot link (its variables are
+    /// the shared unit's), its entry of the variable table
+    /// (`BlockCtx::variables`, constant memory: loads of it may be
+    /// combined across stores).
+    fn variable_address(&mut self, s: SymbolId) -> Res<V> {
+        let name = self.cx.m.symbol(s).name;
+        if self.cx.facts.links_units || !matches!(self.cx.unit, crate::Unit::Kernel(_)) {
+            return Ok(V::scalar(Ty::Ptr, global_name(&KernelSymbols::global(name))));
+        }
+        let Some(index) = layout::table_variables(self.cx.m).position(|v| v.symbol == s) else {
+            return self.invalid(format!("variable `{name}` is not in the module's variable table"));
+        };
+        let table = self.ctx_field(offsets::VARIABLES, Ty::I64);
+        let table = self.out.def_scalar(Ty::Ptr, format_args!("inttoptr {table} to ptr addrspace(4)"));
+        let entry = self.out.def_scalar(Ty::Ptr, format_args!("getelementptr i8, ptr addrspace(4) {}, i64 {}", table.s, index * 8));
+        Ok(self.out.def_scalar(Ty::Ptr, format_args!("load ptr, ptr addrspace(4) {}, align 8", entry.s)))
     }
 
     /// The shared window's base pointer.

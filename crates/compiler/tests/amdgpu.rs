@@ -407,7 +407,7 @@ fn kernel_entry_builds_the_block_context_from_the_dispatch() {
     let ir = emit_target_ir(&module, TINY, &amdgpu("gfx1100")).expect("lowers");
     let expected = [
         "@\"__anycuda_lds.tiny\" = internal addrspace(3) global [32 x i8] poison, align 16".to_string(),
-        "define amdgpu_kernel void @\"tiny\"(ptr addrspace(4) byref([12 x i8]) align 8 %kernarg, ptr addrspace(1) %printf.records, ptr addrspace(1) %heap, ptr addrspace(1) %grid.workspace) #0 \"amdgpu-flat-work-group-size\"=\"128,128\" \"amdgpu-no-implicitarg-ptr\" {".into(),
+        "define amdgpu_kernel void @\"tiny\"(ptr addrspace(4) byref([12 x i8]) align 8 %kernarg, ptr addrspace(1) %printf.records, ptr addrspace(1) %heap, ptr addrspace(1) %grid.workspace, ptr addrspace(4) %variables) #0 \"amdgpu-flat-work-group-size\"=\"128,128\" \"amdgpu-no-implicitarg-ptr\" {".into(),
         format!("  %ctx.p = alloca [{} x i8], align 8, addrspace(5)", std::mem::size_of::<compiler::cpu_abi::BlockCtx>()),
         "  %ctx = addrspacecast ptr addrspace(5) %ctx.p to ptr".into(),
         "  %params = addrspacecast ptr addrspace(4) %kernarg to ptr".into(),
@@ -417,6 +417,8 @@ fn kernel_entry_builds_the_block_context_from_the_dispatch() {
         format!("  %heap.f = getelementptr i8, ptr %ctx, i64 {}", offsets::HEAP),
         "  %heap.g = addrspacecast ptr addrspace(1) %heap to ptr".into(),
         "  store ptr %heap.g, ptr %heap.f, align 8".into(),
+        format!("  %variables.f = getelementptr i8, ptr %ctx, i64 {}", offsets::VARIABLES),
+        "  store ptr addrspace(4) %variables, ptr %variables.f, align 8".into(),
         "  %gw = ptrtoint ptr addrspace(1) %grid.workspace to i64".into(),
         "  %gw.high = lshr i64 %gw, 32".into(),
         "  %envreg1.v = trunc i64 %gw.high to i32".into(),
@@ -584,7 +586,7 @@ fn odd_parameter_buffers_and_missing_symbols() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     let notes = parse_notes(&read_elf(&c.object, "byte", &["--notes"]));
     let sizes: Vec<_> = notes.kernels.iter().map(|k| (k.name.as_str(), k.kernarg_segment_size)).collect();
-    assert!(sizes.contains(&("one_byte", Some(32))) && sizes.contains(&("nothing", Some(24))), "{sizes:?}");
+    assert!(sizes.contains(&("one_byte", Some(40))) && sizes.contains(&("nothing", Some(32))), "{sizes:?}");
 
     // An extern variable nothing defines: a link error, not a crash.
     let ext = r#"
@@ -733,4 +735,99 @@ fn function_text(ir: &str, name: &str) -> String {
         }
     }
     out
+}
+
+/// Two kernels that read a `.global` and a `.const` variable (one through
+/// a function), and one that names none.
+const VARIABLES: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.global .align 4 .u32 table[2] = {5, 9};
+.const .align 4 .u32 bias = 1000;
+.func (.reg .u32 r) first()
+{
+	ld.global.u32 r, [table];
+	ret;
+}
+.visible .entry uses(.param .u64 out)
+{
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [out];
+	ld.global.u32 %r1, [table+4];
+	ld.const.u32 %r2, [bias];
+	add.u32 %r3, %r1, %r2;
+	st.global.u32 [%rd1], %r3;
+	ret;
+}
+.visible .entry calls(.param .u64 out)
+{
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [out];
+	call (%r1), first, ();
+	st.global.u32 [%rd1], %r1;
+	ret;
+}
+.visible .entry plain(.param .u64 out)
+{
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [out];
+	st.global.u32 [%rd1], 1;
+	ret;
+}
+"#;
+
+/// Where code objects cannot link, every kernel compiles apart and reads
+/// the variables' addresses from the shared unit's table, whose entries
+/// the loader fills in from relocations; a module whose variables the
+/// table cannot serve (an initialiser taking a function's address) keeps
+/// the kernels that name them in the shared unit.
+#[test]
+fn kernels_compiled_apart_read_variables_through_the_shared_units_table() {
+    use compiler::{analyse, compile_unit, partition, Options, Unit};
+    let target = amdgpu("gfx1100");
+    let module = ptx::parse(VARIABLES).expect("parses");
+    let items: Vec<u32> =
+        ["uses", "calls", "plain"].iter().map(|k| module.symbol(module.symbol_by_name(k).expect("kernel")).item).collect();
+    let p = partition(&module, &target, &analyse(&module)).expect("cut into units");
+    assert_eq!(p.apart, items, "every kernel compiles apart");
+    assert!(p.variable_table);
+    // The shared unit defines the variables and the table, the table's two
+    // entries relocated against them.
+    let shared = compile_unit(&module, VARIABLES, &target, &Options::default(), Unit::Shared).expect("shared unit compiles");
+    assert_eq!(shared.info.globals.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(), ["table", "bias"]);
+    let syms = read_elf(&shared.object, "shared", &["--dyn-syms"]);
+    let defined = |name: &str| syms.lines().any(|l| l.ends_with(name) && !l.contains(" UND "));
+    for name in ["__anycuda_variables", "__anycuda_global.table", "__anycuda_global.bias"] {
+        assert!(defined(name), "{name} not defined by the shared unit:\n{syms}");
+    }
+    let table_size = syms.lines().find(|l| l.ends_with("__anycuda_variables")).and_then(|l| l.split_whitespace().nth(2));
+    assert_eq!(table_size, Some("16"), "{syms}");
+    let relocs = read_elf(&shared.object, "shared", &["--relocs"]);
+    for name in ["__anycuda_global.table", "__anycuda_global.bias"] {
+        assert!(relocs.lines().any(|l| l.contains("R_AMDGPU_ABS64") && l.contains(name)), "no relocation against {name}:\n{relocs}");
+    }
+    // Each kernel's code object names no variable: nothing undefined.
+    for (k, name) in items.iter().zip(["uses", "calls", "plain"]) {
+        let c = compile_unit(&module, VARIABLES, &target, &Options::default(), Unit::Kernel(*k)).expect("kernel compiles");
+        let problems = check_code_object(name, "gfx1100", &c);
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+        let undefined = undefined_symbols(&read_elf(&c.object, name, &["--dyn-syms"]));
+        assert!(undefined.is_empty(), "{name}: {undefined:?}");
+    }
+    // The host's units link: no table there.
+    assert!(!partition(&module, &Target::HostCpu, &analyse(&module)).expect("host units").variable_table);
+
+    // With a function's address in an initialiser, the two kernels that
+    // name variables stay with them.
+    let src = format!("{VARIABLES}.global .align 8 .u64 handler = first;\n");
+    let module = ptx::parse(&src).expect("parses");
+    let p = partition(&module, &target, &analyse(&module)).expect("cut into units");
+    assert_eq!(p.apart, items[2..], "only `plain` compiles apart");
+    assert!(!p.variable_table);
+    let shared = compile_unit(&module, &src, &target, &Options::default(), Unit::Shared).expect("shared unit compiles");
+    let syms = read_elf(&shared.object, "shared-fn", &["--dyn-syms"]);
+    assert!(!syms.contains("__anycuda_variables"), "{syms}");
 }

@@ -112,8 +112,12 @@ const MAGIC: &[u8; 8] = b"ANYCUDA\0";
 /// pairwise multiply-adds and `prmt` two byte shuffles (entries of 30
 /// compiled slower and hold frames of the old layout's size). 32: a
 /// fast-tier unit's entry lists the helpers it calls but does not define,
-/// and helpers have entries of their own (`Jit::helper_object`).
-const FORMAT: u32 = 32;
+/// and helpers have entries of their own (`Jit::helper_object`). 33:
+/// module descriptions say whether kernels compiled apart read the
+/// module's variables through the shared unit's table
+/// (`compiler::Partition::variable_table`; entries of 32 would send AMD
+/// kernels that name variables to the shared unit's code object).
+const FORMAT: u32 = 33;
 /// magic, format, key, payload length, MAC.
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 const SECRET: &str = ".secret";

@@ -57,6 +57,8 @@ struct Desc {
     target_sm: u32,
     /// The module is cut into units (`compiler::partition`).
     split: bool,
+    /// `compiler::Partition::variable_table`.
+    variable_table: bool,
     /// Each kernel's item index in the module.
     items: Vec<u32>,
     /// Per kernel: it compiles as a unit of its own (else it is in the
@@ -272,6 +274,13 @@ impl JitModule {
     /// the whole module and holds every kernel.
     pub fn splits(&self) -> bool {
         self.desc.split
+    }
+
+    /// Whether the shared unit defines the variable table kernels
+    /// compiled apart read the module's variables through
+    /// (`compiler::Partition::variable_table`).
+    pub fn variable_table(&self) -> bool {
+        self.desc.split && self.desc.variable_table
     }
 
     /// Whether kernel `k` compiles as a unit of its own (at its first
@@ -728,14 +737,21 @@ fn describe(jit: &Jit, module: &ptx::ast::Module, a: &compiler::ModuleAnalysis) 
         .collect::<Result<Vec<u32>, ModuleError>>()?;
     let partition = compiler::partition(module, &jit.target, a);
     let apart = items.iter().map(|i| partition.as_ref().is_some_and(|p| p.apart.contains(i))).collect();
-    Ok(Desc { info, target_sm: module.target.sm().unwrap_or(0), split: partition.is_some(), items, apart })
+    Ok(Desc {
+        info,
+        target_sm: module.target.sm().unwrap_or(0),
+        split: partition.is_some(),
+        variable_table: partition.as_ref().is_some_and(|p| p.variable_table),
+        items,
+        apart,
+    })
 }
 
 fn encode_desc(d: &Desc) -> Vec<u8> {
     let mut w = Vec::new();
     write_info(&mut w, &d.info);
     w.extend_from_slice(&d.target_sm.to_le_bytes());
-    w.extend_from_slice(&(d.split as u32).to_le_bytes());
+    w.extend_from_slice(&(d.split as u32 | (d.variable_table as u32) << 1).to_le_bytes());
     w.extend_from_slice(&(d.items.len() as u32).to_le_bytes());
     for (i, apart) in d.items.iter().zip(&d.apart) {
         w.extend_from_slice(&i.to_le_bytes());
@@ -749,7 +765,8 @@ fn decode_desc(p: &[u8]) -> Option<Desc> {
     let mut r = Reader { b: p, at: 0 };
     let info = read_info(&mut r)?;
     let target_sm = r.u32()?;
-    let split = r.u32()? != 0;
+    let flags = r.u32()?;
+    let (split, variable_table) = (flags & 1 != 0, flags & 2 != 0);
     let n = r.u32()? as usize;
     if n != info.kernels.len() {
         return None;
@@ -760,7 +777,7 @@ fn decode_desc(p: &[u8]) -> Option<Desc> {
         items.push(r.u32()?);
         apart.push(r.u32()? != 0);
     }
-    (r.string()? == "end" && r.at == p.len()).then_some(Desc { info, target_sm, split, items, apart })
+    (r.string()? == "end" && r.at == p.len()).then_some(Desc { info, target_sm, split, variable_table, items, apart })
 }
 
 #[cfg(test)]

@@ -62,16 +62,20 @@ fn loading_a_module_compiles_none_of_its_kernels() {
 
 /// AMD code objects cannot share variables: a module without any compiles
 /// kernel by kernel, each unit a code object of its own; in a module with
-/// variables, the kernels that name one (in their code or in a function
-/// they call) are one code object with the variables, loaded with the
-/// module, and the others still compile apart, each at its first launch.
+/// variables, the variables (and the table of their addresses) are one
+/// code object, loaded with the module, and every kernel still compiles
+/// apart at its first launch, reading the variables through the table;
+/// where the table cannot serve the module (a function's address in an
+/// initialiser), the kernels that name a variable (in their code or in a
+/// function they call) are one code object with the variables.
 #[test]
-fn amd_modules_compile_apart_the_kernels_that_name_no_variable() {
+fn amd_modules_compile_every_kernel_apart_where_the_variable_table_serves_them() {
     let target = compiler::Target::Amdgpu { arch: "gfx1100".into() };
     let jit = Jit::new(target.clone(), config(TierPolicy::FastOnly, false));
     let m = jit.load(&module(3, false), &ModuleOptions::default()).expect("load");
     assert!(m.splits());
     assert!((0..3).all(|k| m.compiled_apart(k)));
+    assert!(!m.variable_table());
     assert!(m.shared().expect("shared").object.is_empty());
     assert_eq!(jit.stats().compiled, 0, "a load compiled something");
     let k = m.kernel(1).expect("kernel 1");
@@ -79,18 +83,21 @@ fn amd_modules_compile_apart_the_kernels_that_name_no_variable() {
     assert!(k.object.starts_with(b"\x7fELF"), "not a code object");
     assert_eq!(jit.stats().compiled, 1);
 
-    // Every kernel names the variable: all of them are the shared unit.
+    // Every kernel names the variable, through the table.
     let jit = Jit::new(target.clone(), config(TierPolicy::FastOnly, false));
     let m = jit.load(&module(3, true), &ModuleOptions::default()).expect("load");
-    assert!((0..3).all(|k| !m.compiled_apart(k)));
-    let whole = m.kernel(1).expect("kernel 1");
-    assert_eq!(whole.info.kernels.len(), 3);
-    assert_eq!(whole.info.globals.len(), 1);
-    assert!(Arc::ptr_eq(&whole, &m.kernel(2).expect("kernel 2")));
-    assert_eq!(jit.stats().compiled, 1);
+    assert!((0..3).all(|k| m.compiled_apart(k)));
+    assert!(m.variable_table());
+    let shared = m.shared().expect("shared");
+    assert!(shared.info.kernels.is_empty());
+    assert_eq!(shared.info.globals.len(), 1);
+    let one = m.kernel(1).expect("kernel 1");
+    assert_eq!(one.info.kernels.iter().map(|i| i.name.as_str()).collect::<Vec<_>>(), ["k1"]);
+    assert!(one.info.globals.is_empty());
+    assert_eq!(jit.stats().compiled, 2, "the variables' unit and kernel 1");
 
     // `uses` names the table, `via_call` calls a function that does,
-    // `plain` and `plain2` name none.
+    // `plain` and `plain2` name none; `handler` takes `lookup`'s address.
     let text = concat!(
         ".version 7.0\n.target sm_80\n.address_size 64\n",
         ".global .align 4 .u32 table[2] = {5, 9};\n",
@@ -103,16 +110,23 @@ fn amd_modules_compile_apart_the_kernels_that_name_no_variable() {
         "ld.param.u64 %rd1, [out];\ncall (%r1), lookup, (0);\nst.global.u32 [%rd1], %r1;\nret;\n}\n",
         ".visible .entry plain2(.param .u64 out)\n{\n.reg .b64 %rd<2>;\nld.param.u64 %rd1, [out];\nst.global.u32 [%rd1], 2;\nret;\n}\n",
     );
-    let jit = Jit::new(target, config(TierPolicy::FastOnly, false));
+    let jit = Jit::new(target.clone(), config(TierPolicy::FastOnly, false));
     let m = jit.load(text, &ModuleOptions::default()).expect("load");
+    assert!((0..4).all(|k| m.compiled_apart(k)));
+    assert!(m.variable_table());
+
+    let with_handler = format!("{text}.global .align 8 .u64 handler = lookup;\n");
+    let jit = Jit::new(target, config(TierPolicy::FastOnly, false));
+    let m = jit.load(&with_handler, &ModuleOptions::default()).expect("load");
     let names: Vec<&str> = m.info().kernels.iter().map(|k| k.name.as_str()).collect();
     assert_eq!(names, ["plain", "uses", "via_call", "plain2"]);
     assert!(m.splits());
+    assert!(!m.variable_table());
     assert_eq!((0..4).map(|k| m.compiled_apart(k)).collect::<Vec<_>>(), [true, false, false, true]);
     assert_eq!(jit.stats().compiled, 0, "a load compiled something");
     let shared = m.shared().expect("shared");
     assert_eq!(shared.info.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>(), ["uses", "via_call"]);
-    assert_eq!(shared.info.globals.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(), ["table"]);
+    assert_eq!(shared.info.globals.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(), ["table", "handler"]);
     assert!(Arc::ptr_eq(&shared, &m.kernel(2).expect("via_call")));
     assert_eq!(jit.stats().compiled, 1);
     let plain = m.kernel(3).expect("plain2");

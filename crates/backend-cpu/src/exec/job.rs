@@ -407,6 +407,7 @@ impl Job {
             private_adds: std::ptr::null_mut(),
             printf_records: std::ptr::null_mut(),
             heap: std::ptr::null_mut(),
+            variables: std::ptr::null(),
         }
     }
 }

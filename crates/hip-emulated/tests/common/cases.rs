@@ -265,11 +265,12 @@ pub fn vector_add(h: &Hip) {
     }
     // The kernelParams form: one pointer per argument of the code object's
     // metadata: the whole packed buffer, then the printf buffer's, the
-    // heap's and the grid-sync workspace's addresses (null here).
+    // heap's, the grid-sync workspace's and the variable table's addresses
+    // (null here).
     h.check(hipcall!(h, hipMemsetD8: fn(P, u8, usize)(dc.ptr, 0, n as usize * 4)), "memset");
     let null_address = 0u64;
     let tail = &null_address as *const u64 as P;
-    let mut params = [args.bytes.as_ptr() as P, tail, tail, tail];
+    let mut params = [args.bytes.as_ptr() as P, tail, tail, tail, tail];
     let e = hipcall!(h, hipModuleLaunchKernel: fn(P, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, P, *mut P, *mut P)(
         f, 4, 1, 1, 256, 1, 1, 0, null_mut(), params.as_mut_ptr(), null_mut()));
     h.check(e, "launch with kernelParams");

@@ -179,8 +179,9 @@ impl Hip {
     }
 
     /// Launches with the packed parameter buffer (`extra` form), followed,
-    /// as anycuda's AMD kernels take them, by null printf buffer, heap and
-    /// grid-sync workspace addresses (`amdgpu::kernarg_tail`).
+    /// as anycuda's AMD kernels take them, by null printf buffer, heap,
+    /// grid-sync workspace and variable table addresses
+    /// (`amdgpu::kernarg_tail`).
     pub fn launch(&self, f: P, grid: [u32; 3], block: [u32; 3], shared: u32, args: &Args) -> c_int {
         let mut bytes = args.bytes.clone();
         bytes.resize(compiler::targets::amdgpu::kernarg_tail(bytes.len()).bytes, 0);

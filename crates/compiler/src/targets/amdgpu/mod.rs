@@ -260,6 +260,10 @@ pub struct KernargTail {
     /// puts in `%envreg1` (high half) and `%envreg2` (low half) as
     /// cooperative groups reads it.
     pub grid_workspace: usize,
+    /// The module's variable table ([`KernelSymbols::VARIABLE_TABLE`] in
+    /// its shared code object; `BlockCtx::variables`), through which the
+    /// code of a kernel compiled apart reaches the module's variables.
+    pub variables: usize,
     /// The kernarg segment's size.
     pub bytes: usize,
 }
@@ -268,7 +272,7 @@ pub struct KernargTail {
 /// parameters lies: from the parameters' size rounded up to 8.
 pub fn kernarg_tail(param_bytes: usize) -> KernargTail {
     let at = param_bytes.next_multiple_of(8);
-    KernargTail { printf_records: at, heap: at + 8, grid_workspace: at + 16, bytes: at + 24 }
+    KernargTail { printf_records: at, heap: at + 8, grid_workspace: at + 16, variables: at + 24, bytes: at + 32 }
 }
 
 /// The `amdgpu_kernel` entry of one kernel.
@@ -289,10 +293,11 @@ pub fn kernel_entry(kernel: &KernelInfo) -> String {
     };
 
     // The PTX parameters, then the printf record buffer
-    // (`BlockCtx::printf_records`), the heap (`BlockCtx::heap`) and the
-    // grid-sync workspace (`%envreg1`/`%envreg2`), at the parameters' size
-    // rounded up to 8 bytes (`kernarg_tail`).
-    let tail = "ptr addrspace(1) %printf.records, ptr addrspace(1) %heap, ptr addrspace(1) %grid.workspace";
+    // (`BlockCtx::printf_records`), the heap (`BlockCtx::heap`), the
+    // grid-sync workspace (`%envreg1`/`%envreg2`) and the module's variable
+    // table (`BlockCtx::variables`), at the parameters' size rounded up to
+    // 8 bytes (`kernarg_tail`).
+    let tail = "ptr addrspace(1) %printf.records, ptr addrspace(1) %heap, ptr addrspace(1) %grid.workspace, ptr addrspace(4) %variables";
     let param = if kernel.param_bytes > 0 {
         let align = kernel.params.iter().map(|p| p.align).max().unwrap_or(1).clamp(4, 256);
         format!("ptr addrspace(4) byref([{} x i8]) align {align} %kernarg, {tail}", kernel.param_bytes)
@@ -316,6 +321,8 @@ pub fn kernel_entry(kernel: &KernelInfo) -> String {
     let _ = writeln!(s, "  %heap.f = getelementptr i8, ptr %ctx, i64 {}", offsets::HEAP);
     s.push_str("  %heap.g = addrspacecast ptr addrspace(1) %heap to ptr\n");
     s.push_str("  store ptr %heap.g, ptr %heap.f, align 8\n");
+    let _ = writeln!(s, "  %variables.f = getelementptr i8, ptr %ctx, i64 {}", offsets::VARIABLES);
+    s.push_str("  store ptr addrspace(4) %variables, ptr %variables.f, align 8\n");
     s.push_str("  %gw = ptrtoint ptr addrspace(1) %grid.workspace to i64\n");
     s.push_str("  %gw.high = lshr i64 %gw, 32\n");
     for (reg, value) in [(1, "%gw.high"), (2, "%gw")] {
