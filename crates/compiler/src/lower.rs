@@ -159,6 +159,12 @@ pub struct FnLower<'c, 'm> {
     /// Valid in that block while the register keeps its value
     /// ([`FnLower::memo_flush`]).
     pub flushes: HashMap<(RegId, u32, Ty), (u32, V)>,
+    /// Stack buffers of the warp-level matrix instruction being lowered
+    /// (its lanes' snapshot, `matrix::gather_lanes`), with their sizes:
+    /// live from that instruction's gather to its end, where the lowering
+    /// marks them dead (`llvm.lifetime.end`), so that the code generator
+    /// gives every instruction's buffers the same stack slot.
+    pub matrix_buffers: Vec<(String, u64)>,
 }
 
 pub fn reg_ty(t: Type) -> Ty {
@@ -1116,6 +1122,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             meetings: Vec::new(),
             bitcasts: HashMap::new(),
             flushes: HashMap::new(),
+            matrix_buffers: Vec::new(),
         }
     }
 

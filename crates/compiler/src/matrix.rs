@@ -498,6 +498,15 @@ enum Exchange {
 impl<'c, 'm> FnLower<'c, 'm> {
     /// Warp-level matrix instructions (see the module notes).
     pub fn matrix(&mut self, inst: &Instruction) -> Res<()> {
+        let r = self.matrix_instruction(inst);
+        // Its snapshot buffers are dead now.
+        for (p, bytes) in std::mem::take(&mut self.matrix_buffers) {
+            self.out.op(format_args!("call void @llvm.lifetime.end.p0(i64 {bytes}, ptr {p})"));
+        }
+        r
+    }
+
+    fn matrix_instruction(&mut self, inst: &Instruction) -> Res<()> {
         match inst.op {
             Opcode::Mma => self.mma(inst),
             Opcode::Wmma if inst.has(self.b, Flag::MmaOp) => self.mma(inst),
@@ -594,6 +603,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
     fn gather_lanes(&mut self, regs: &[V]) -> Res<Exchange> {
         let slots = regs.len() as u32;
         let buf = self.out.alloca(&format!("[{slots} x i64]"), 8);
+        self.matrix_buffer(&buf, u64::from(slots) * 8);
         for (i, r) in regs.iter().enumerate() {
             let w = self.convert(r.clone(), Ty::I64, false);
             let p = self.out.def(Ty::Ptr, format_args!("getelementptr i64, ptr {buf}, i64 {i}"));
@@ -603,7 +613,9 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let scratch = if self.cx.facts.runtime_gather_buffer {
             "null".to_string()
         } else {
-            self.out.alloca(&format!("[{} x i64]", slots * W as u32), 8)
+            let scratch = self.out.alloca(&format!("[{} x i64]", slots * W as u32), 8);
+            self.matrix_buffer(&scratch, u64::from(slots) * 8 * W as u64);
+            scratch
         };
         let site = self.cx.next_site;
         self.cx.next_site += 1;
@@ -614,6 +626,22 @@ impl<'c, 'm> FnLower<'c, 'm> {
         );
         let lane = self.out.def(Ty::I32, format_args!("and i32 %lin, 31"));
         Ok(Exchange::Snapshot { snap, lane, slots })
+    }
+
+    /// Marks the stack buffer `p` (`bytes` long) live from here to the end
+    /// of the matrix instruction being lowered ([`Self::matrix`]). Without
+    /// the markers every instruction's buffers had a stack slot of their
+    /// own: one of llama.cpp's `mul_mat_q` kernels needed 173,424 bytes of
+    /// scratch memory per lane on AMD GPUs, more than gfx90a allows.
+    fn matrix_buffer(&mut self, p: &str, bytes: u64) {
+        for (name, decl) in [
+            ("llvm.lifetime.start.p0", "declare void @llvm.lifetime.start.p0(i64 immarg, ptr nocapture)"),
+            ("llvm.lifetime.end.p0", "declare void @llvm.lifetime.end.p0(i64 immarg, ptr nocapture)"),
+        ] {
+            self.cx.declare(name, decl);
+        }
+        self.out.op(format_args!("call void @llvm.lifetime.start.p0(i64 {bytes}, ptr {p})"));
+        self.matrix_buffers.push((p.to_string(), bytes));
     }
 
     /// The raw bits of element `e` of a register value.

@@ -831,3 +831,45 @@ fn kernels_compiled_apart_read_variables_through_the_shared_units_table() {
     let syms = read_elf(&shared.object, "shared-fn", &["--dyn-syms"]);
     assert!(!syms.contains("__anycuda_variables"), "{syms}");
 }
+
+/// Eight `mma` one after the other, each a thread-mode lane snapshot on a
+/// GPU (A, B and C of every lane: 10 slots of 8 bytes, 32 lanes).
+fn eight_mma() -> String {
+    let mut s = String::from(
+        ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry chain(.param .u64 out)\n{\n\
+         .reg .b32 %r<8>;\n.reg .f32 %f<5>;\n.reg .b64 %rd<2>;\n\
+         ld.param.u64 %rd1, [out];\nmov.u32 %r1, %tid.x;\nmov.b32 %r2, 0x3c003c00;\nmov.f32 %f1, 0f00000000;\n\
+         mov.f32 %f2, 0f00000000;\nmov.f32 %f3, 0f00000000;\nmov.f32 %f4, 0f00000000;\n",
+    );
+    for _ in 0..8 {
+        s.push_str(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4}, {%r2, %r2, %r2, %r2}, {%r2, %r2}, {%f1, %f2, %f3, %f4};\n",
+        );
+    }
+    s.push_str("st.global.f32 [%rd1], %f1;\nret;\n}\n");
+    s
+}
+
+/// Each matrix instruction's lane snapshot is live only while that
+/// instruction runs, so all of them share one stack slot: the kernel's
+/// scratch memory per lane is about one snapshot (2,640 bytes), not eight
+/// (about 21 KB, which is what it was; one of llama.cpp's `mul_mat_q`
+/// kernels needed 173,424 bytes and did not compile for gfx90a).
+#[test]
+fn matrix_instructions_share_their_snapshots_stack_slot() {
+    let src = eight_mma();
+    let module = ptx::parse(&src).expect("parses");
+    for arch in ["gfx1100", "gfx90a"] {
+        for tier in [compiler::Tier::Fast, compiler::Tier::Optimized] {
+            let opts = compiler::Options { tier, ..Default::default() };
+            let c = compiler::compile_with_options(&module, &src, &amdgpu(arch), &opts).expect("compiles");
+            let notes = read_elf(&c.object, "eight-mma", &["--notes"]);
+            let scratch: u32 = notes
+                .lines()
+                .find_map(|l| l.trim().strip_prefix(".private_segment_fixed_size:"))
+                .and_then(|v| v.trim().parse().ok())
+                .expect("private segment size in the metadata");
+            assert!(scratch <= 4096, "{arch} {tier:?}: {scratch} bytes of scratch memory per lane");
+        }
+    }
+}

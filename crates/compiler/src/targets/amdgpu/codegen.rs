@@ -181,10 +181,19 @@ fn globals_to_global_space<'ctx>(context: &'ctx Context, module: &Module<'ctx>) 
 /// The lowering's allocas are in the default address space; AMDGPU keeps
 /// stack objects in the private space. Each becomes a private alloca cast
 /// to a flat pointer, which LLVM turns back into private accesses where it
-/// can see them.
+/// can see them. Lifetime markers move to the private alloca itself: on
+/// the flat cast the code generator ignores them, and every buffer they
+/// bound kept a stack slot of its own.
 fn allocas_to_private_space<'ctx>(context: &'ctx Context, module: &Module<'ctx>) -> Result<(), CompileError> {
     let flat = context.ptr_type(AddressSpace::default());
+    let private_ptr = context.ptr_type(AddressSpace::from(5u16));
     let builder = context.create_builder();
+    let lifetime = |name: &str| {
+        inkwell::intrinsics::Intrinsic::find(name)
+            .and_then(|i| i.get_declaration(module, &[private_ptr.into()]))
+            .ok_or_else(|| llvm_error(format!("no intrinsic {name}")))
+    };
+    let (start, end) = (lifetime("llvm.lifetime.start")?, lifetime("llvm.lifetime.end")?);
     for f in module.get_functions() {
         for bb in f.get_basic_blocks() {
             let allocas: Vec<_> = bb
@@ -205,6 +214,35 @@ fn allocas_to_private_space<'ctx>(context: &'ctx Context, module: &Module<'ctx>)
                 if let Some(inst) = private.as_instruction() {
                     inst.set_alignment(align).map_err(llvm_error)?;
                 }
+                // The markers on the alloca, replaced by markers on the
+                // private one.
+                let mut markers = Vec::new();
+                let mut u = a.get_first_use();
+                while let Some(use_) = u {
+                    if let inkwell::values::AnyValueEnum::InstructionValue(user) = use_.get_user() {
+                        if user.get_opcode() == InstructionOpcode::Call {
+                            let callee = match user.get_operand(user.get_num_operands().saturating_sub(1)) {
+                                Some(Operand::Value(c)) => c.get_name().to_string_lossy().into_owned(),
+                                _ => String::new(),
+                            };
+                            if let Some(kind) = ["llvm.lifetime.start", "llvm.lifetime.end"].iter().position(|n| callee.starts_with(n)) {
+                                markers.push((user, kind));
+                            }
+                        }
+                    }
+                    u = use_.get_next_use();
+                }
+                for (call, kind) in markers {
+                    let size = match call.get_operand(0) {
+                        Some(Operand::Value(v)) if v.is_int_value() => v.into_int_value(),
+                        _ => return Err(llvm_error("a lifetime marker without its size")),
+                    };
+                    builder.position_before(&call);
+                    let f = if kind == 0 { start } else { end };
+                    builder.build_call(f, &[size.into(), private.into()], "").map_err(llvm_error)?;
+                    call.erase_from_basic_block();
+                }
+                builder.position_before(&a);
                 let cast = builder.build_address_space_cast(private, flat, &name).map_err(llvm_error)?;
                 let Some(cast) = cast.as_instruction() else {
                     return Err(llvm_error("alloca cast folded to a constant"));
