@@ -605,7 +605,7 @@ pub fn variables_by_table(m: &Module) -> bool {
         if is_shared(v.decl.space) {
             continue;
         }
-        if !in_variable_table(v) {
+        if !is_table_entry(v) || matches!(v.decl.ty, Type::Texref | Type::Samplerref | Type::Surfref) {
             return false;
         }
         collect_init_functions(m, v.decl.init.as_ref(), &mut functions);
@@ -613,19 +613,25 @@ pub fn variables_by_table(m: &Module) -> bool {
     functions.is_empty()
 }
 
-/// A variable in `ModuleInfo::globals` (and so in the variable table):
+/// Whether the shared unit of `m` defines the variable table
+/// (`Partition::variable_table`): units cannot link, the table serves the
+/// module ([`variables_by_table`]) and it has variables. The one place
+/// that decides it: the partition reports it and the lowering emits the
+/// table by it.
+pub fn has_variable_table(m: &Module, links_units: bool) -> bool {
+    !links_units && variables_by_table(m) && table_variables(m).next().is_some()
+}
+
+/// A variable of `ModuleInfo::globals` (and so of the variable table):
 /// `.global`/`.const` data the module defines.
-fn in_variable_table(v: &ptx::ast::Variable) -> bool {
-    use ptx::ast::Type;
-    matches!(v.decl.space, StateSpace::Global | StateSpace::Const)
-        && v.decl.linkage != Some(Linkage::Extern)
-        && !matches!(v.decl.ty, Type::Texref | Type::Samplerref | Type::Surfref)
+fn is_table_entry(v: &Variable) -> bool {
+    matches!(v.decl.space, StateSpace::Global | StateSpace::Const) && v.decl.linkage != Some(Linkage::Extern)
 }
 
 /// The module's variables in `ModuleInfo::globals` order: the entries of
 /// the variable table (`cpu_abi::BlockCtx::variables`).
-pub fn table_variables<'m, 'a>(m: &'m Module<'a>) -> impl Iterator<Item = &'m ptx::ast::Variable<'a>> {
-    m.variables().filter(|v| matches!(v.decl.space, StateSpace::Global | StateSpace::Const) && v.decl.linkage != Some(Linkage::Extern))
+pub fn table_variables<'m, 'a>(m: &'m Module<'a>) -> impl Iterator<Item = &'m Variable<'a>> {
+    m.variables().filter(|v| is_table_entry(v))
 }
 
 fn collect_init_functions(m: &Module, init: Option<&Initializer>, out: &mut HashSet<ItemId>) {

@@ -469,7 +469,7 @@ pub struct Partition {
 pub fn partition(module: &ptx::ast::Module, target: &Target, a: &ModuleAnalysis) -> Option<Partition> {
     let links_units = target.facts().links_units;
     let (shared, _) = a.0.shared_unit(module, links_units)?;
-    let variable_table = !links_units && layout::variables_by_table(module) && layout::table_variables(module).next().is_some();
+    let variable_table = layout::has_variable_table(module, links_units);
     let apart = module
         .items
         .iter()

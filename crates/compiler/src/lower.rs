@@ -319,8 +319,7 @@ impl<'m> ModuleCx<'m> {
                 self.emit_variable(v, &mut globals)?;
             }
         }
-        // `Partition::variable_table`.
-        if self.unit == crate::Unit::Shared && !self.facts.links_units && layout::variables_by_table(self.m) {
+        if self.unit == crate::Unit::Shared && layout::has_variable_table(self.m, self.facts.links_units) {
             self.emit_variable_table(&mut globals);
         }
         let mut funcs = String::new();
@@ -745,9 +744,6 @@ impl<'m> ModuleCx<'m> {
     fn emit_variable_table(&self, out: &mut String) {
         let entries: Vec<String> =
             layout::table_variables(self.m).map(|v| format!("ptr {}", global_name(&KernelSymbols::global(v.decl.name)))).collect();
-        if entries.is_empty() {
-            return;
-        }
         let _ = writeln!(
             out,
             "{} = addrspace(4) constant [{} x ptr] [{}], align 8",
