@@ -40,6 +40,9 @@ pub struct ModuleCx<'m> {
     /// thread-by-thread `mul_mat_q` kernels (hundreds of `mma` each) to
     /// rebuild and look up by content.
     pub mma_tables: std::collections::HashMap<String, String>,
+    /// Each `mma` form's lane plan on targets whose lanes read each
+    /// other's registers (`matrix::lane_plan`), `None` where it has none.
+    pub mma_plans: std::collections::HashMap<String, Option<std::rc::Rc<crate::matrix::LanePlan>>>,
     /// Instruction ids for warp collectives and barriers, in program order.
     pub next_site: u32,
     /// Loops kept rolled: each gets a loop id `!N` (`N` from 1) saying
@@ -210,6 +213,7 @@ impl<'m> ModuleCx<'m> {
             decls: BTreeMap::new(),
             tables: std::collections::HashMap::new(),
             mma_tables: std::collections::HashMap::new(),
+            mma_plans: std::collections::HashMap::new(),
             next_site: 0,
             rolled_loops: 0,
             unit: crate::Unit::Module,
@@ -234,6 +238,7 @@ impl<'m> ModuleCx<'m> {
             decls: BTreeMap::new(),
             tables: std::collections::HashMap::new(),
             mma_tables: std::collections::HashMap::new(),
+            mma_plans: std::collections::HashMap::new(),
             next_site: 0,
             rolled_loops: 0,
             unit: crate::Unit::Module,

@@ -493,6 +493,125 @@ enum Exchange {
     /// Thread mode: the snapshot of every lane's registers (`slots` i64
     /// slots per lane: A's, then B's, then C's) and this lane's index.
     Snapshot { snap: V, lane: V, slots: u32 },
+    /// Thread mode where the hardware runs warps: a lane reads another
+    /// lane's register with one instruction. `lane` is this lane's index;
+    /// an `mma`'s registers (A's, B's, C's) are read as `plan` says.
+    Lanes { lane: V, mma: Option<LaneOperands> },
+}
+
+/// An `mma`'s registers (A's, B's, C's) and its form's lane plan.
+type LaneOperands = (Vec<V>, Vec<V>, Vec<V>, std::rc::Rc<LanePlan>);
+
+/// Thread mode on hardware that runs warps (a lane reads another lane's
+/// register with one instruction, AMD's `ds_bpermute`): where each lane
+/// finds each operand element of its share of D, as lane reads of whole
+/// registers. A read is `regs[which][reg]` of lane `lanes[l]` for lane
+/// `l`; an operand is element `sub` of a read's register. The plan exists
+/// when for every element of D and every k the register and the element
+/// within it are the same in all lanes and only the lane differs, which
+/// holds for every `mma` shape of the PTX ISA's fragment tables but
+/// Volta's `m8n8k4` with f16 multiplicands in most of its layouts (those,
+/// and `wmma` forms without a plan, keep the snapshot): then the
+/// warp exchanges only the registers it multiplies (32 reads for
+/// `m16n8k32` with 8-bit integers) instead of a snapshot of every lane's
+/// registers, and the products need no table or scratch memory.
+///
+/// Invariant (checked by [`lane_plan`] and its tests): for element `e` of
+/// D, lane `l` and depth `k`, `reads[a[e][k].read]` at lane `l` holds A's
+/// element of D's row (and batch) at column `k` in element `a[e][k].sub`
+/// of its register; likewise B's at row `k` and D's column, and C's at
+/// D's position.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LanePlan {
+    pub reads: Vec<LaneRead>,
+    /// Per element of D: C's source.
+    pub c: Vec<LaneElement>,
+    /// Per element of D, per k: A's and B's sources.
+    pub a: Vec<Vec<LaneElement>>,
+    pub b: Vec<Vec<LaneElement>>,
+}
+
+/// One register read from other lanes: `which` (0 A, 1 B, 2 C) and the
+/// register, and for each lane the lane it reads.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LaneRead {
+    pub which: u8,
+    pub reg: u32,
+    pub lanes: [u8; W],
+}
+
+/// An operand element: a read and the element within its register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LaneElement {
+    pub read: usize,
+    pub sub: u32,
+}
+
+impl LaneRead {
+    /// Whether every lane reads its own register.
+    pub fn is_own(&self) -> bool {
+        self.lanes.iter().enumerate().all(|(l, &s)| s as usize == l)
+    }
+}
+
+/// The lane plan of product `p`, or `None` when some operand element
+/// lies in different registers (or elements of them) in different lanes.
+pub fn lane_plan(p: &MatrixProduct) -> Option<LanePlan> {
+    let mut plan = LanePlan { reads: Vec::new(), c: Vec::new(), a: Vec::new(), b: Vec::new() };
+    let mut known: HashMap<LaneRead, usize> = HashMap::new();
+    let idx = [p.a.index(), p.b.index(), p.c.index()];
+    let frags = [&p.a, &p.b, &p.c];
+    // The read and element holding `which`'s element at `at(lane)`.
+    let mut source = |which: u8, at: &dyn Fn(usize) -> Pos, plan: &mut LanePlan| -> Option<LaneElement> {
+        let f = frags[which as usize];
+        let mut lanes = [0u8; W];
+        let mut reg_sub = None;
+        for (l, lane) in lanes.iter_mut().enumerate() {
+            let &(sl, se) = idx[which as usize].get(&at(l))?;
+            let rs = (se / f.per_reg, se % f.per_reg);
+            if *reg_sub.get_or_insert(rs) != rs {
+                return None;
+            }
+            *lane = sl as u8;
+        }
+        let (reg, sub) = reg_sub?;
+        let read = LaneRead { which, reg, lanes };
+        let n = plan.reads.len();
+        let i = *known.entry(read.clone()).or_insert(n);
+        if i == n {
+            plan.reads.push(read);
+        }
+        Some(LaneElement { read: i, sub })
+    };
+    for lanes in &p.d.pos {
+        let c = source(2, &|l| lanes[l], &mut plan)?;
+        plan.c.push(c);
+        let (mut av, mut bv) = (Vec::new(), Vec::new());
+        for k in 0..p.k as u16 {
+            av.push(source(0, &|l| Pos { batch: lanes[l].batch, row: lanes[l].row, col: k }, &mut plan)?);
+            bv.push(source(1, &|l| Pos { batch: lanes[l].batch, row: k, col: lanes[l].col }, &mut plan)?);
+        }
+        plan.a.push(av);
+        plan.b.push(bv);
+    }
+    Some(plan)
+}
+
+/// `lanes` as `((l & mask) >> shift) * mul + add` of the lane `l`, the
+/// forms of the PTX ISA's fragment tables (group and thread in group),
+/// or `None`.
+pub fn lane_formula(values: &[u32; W]) -> Option<(u32, u32, u32, u32)> {
+    let add = values[0];
+    for mask in 0..W as u32 {
+        for shift in 0..5 {
+            for mul in 0..=64 {
+                if values.iter().enumerate().all(|(l, &s)| (((l as u32 & mask) >> shift) * mul).checked_add(add) == Some(s)) {
+                    return Some((mask, shift, mul, add));
+                }
+            }
+        }
+    }
+    None
 }
 
 impl<'c, 'm> FnLower<'c, 'm> {
@@ -585,8 +704,20 @@ impl<'c, 'm> FnLower<'c, 'm> {
         if dests.len() as u32 != spec.d.regs {
             return self.invalid(format!("operand d needs {} registers, {} given", spec.d.regs, dests.len()));
         }
+        let plan = if self.lane_reads() {
+            let cached = self.cx.mma_plans.get(&form).cloned();
+            cached.unwrap_or_else(|| {
+                let plan = lane_plan(&spec).map(std::rc::Rc::new);
+                self.cx.mma_plans.insert(form.clone(), plan.clone());
+                plan
+            })
+        } else {
+            None
+        };
         let x = if self.warp.is_some() {
             Exchange::Vectors { a: av, b: bv, c: cv }
+        } else if let Some(plan) = plan {
+            Exchange::Lanes { lane: self.lane_index(), mma: Some((av, bv, cv, plan)) }
         } else {
             let regs: Vec<V> = av.into_iter().chain(bv).chain(cv).collect();
             self.gather_lanes(&regs)?
@@ -596,6 +727,26 @@ impl<'c, 'm> FnLower<'c, 'm> {
             self.set(op, v)?;
         }
         Ok(())
+    }
+
+    /// Thread mode on a target whose hardware runs warps: lanes read each
+    /// other's registers directly (`shfl`), not through a snapshot.
+    fn lane_reads(&self) -> bool {
+        self.warp.is_none() && !self.cx.facts.emulates_threads
+    }
+
+    fn lane_index(&mut self) -> V {
+        self.out.def(Ty::I32, format_args!("and i32 %lin, 31"))
+    }
+
+    /// How the lanes of a thread-mode ldmatrix or stmatrix read `regs` of
+    /// other lanes.
+    fn lane_exchange(&mut self, regs: &[V]) -> Res<Exchange> {
+        if self.lane_reads() {
+            Ok(Exchange::Lanes { lane: self.lane_index(), mma: None })
+        } else {
+            self.gather_lanes(regs)
+        }
     }
 
     /// Thread mode: every lane's `regs` (zero-extended to 64-bit slots) in
@@ -696,6 +847,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
             Exchange::Vectors { a, b, c } => {
                 results = self.warp_product(p, a, b, c)?;
             }
+            Exchange::Lanes { mma: Some((a, b, c, plan)), .. } => {
+                return self.lane_product(p, [a, b, c], plan, form);
+            }
+            Exchange::Lanes { mma: None, .. } => return self.invalid("mma without its lane plan"),
             Exchange::Snapshot { snap, lane, slots } => {
                 let kk = p.k as usize;
                 let tab = match self.cx.mma_tables.get(form) {
@@ -769,7 +924,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
                 }
             }
         }
-        // D's registers from its elements.
+        self.d_registers(p, &results)
+    }
+
+    /// D's registers from its elements.
+    fn d_registers(&mut self, p: &MatrixProduct, results: &[V]) -> Res<Vec<V>> {
         let rbits = p.d.reg_bits();
         let rty = Ty::int(rbits);
         let mut regs = Vec::new();
@@ -788,6 +947,174 @@ impl<'c, 'm> FnLower<'c, 'm> {
             regs.push(acc.unwrap_or_else(|| V::int(rty, 0)));
         }
         Ok(regs)
+    }
+
+    /// Thread mode on hardware that runs warps: D's registers from a call
+    /// of one function per form of `mma` ([`Self::lane_product_body`]).
+    /// Inline, the straight-line products of the 128 `mma` of one of
+    /// llama.cpp's `mul_mat_q` kernels took 74 s to compile for gfx1100
+    /// (register allocation 34 s, scheduling 10 s of it); the loops over
+    /// a snapshot they replace, 7.8 s.
+    fn lane_product(&mut self, p: &MatrixProduct, regs: [&Vec<V>; 3], plan: &LanePlan, form: &str) -> Res<Vec<V>> {
+        let mut name = String::from("__anycuda_mma_lanes.");
+        for word in form.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()) {
+            if !name.ends_with('.') {
+                name.push('_');
+            }
+            name.push_str(word);
+        }
+        let dty = Ty::int(p.d.reg_bits());
+        let ret = format!("{{ {} }}", vec![dty.name(); p.d.regs as usize].join(", "));
+        let mut params = vec!["ptr %ctx".to_string(), "i32 %lin".to_string()];
+        let mut args = vec!["ptr %ctx".to_string(), "i32 %lin".to_string()];
+        let mut formals: [Vec<V>; 3] = Default::default();
+        for (which, rs) in regs.iter().enumerate() {
+            for (i, r) in rs.iter().enumerate() {
+                let formal = V::scalar(r.ty, format!("%m{which}.{i}"));
+                params.push(format!("{formal}"));
+                args.push(format!("{r}"));
+                formals[which].push(formal);
+            }
+        }
+        let mut failed = None;
+        self.define_helper(&name, &ret, &params.join(", "), |this| {
+            let lane = this.lane_index();
+            let results = this.lane_product_body(p, &lane, [&formals[0], &formals[1], &formals[2]], plan);
+            match this.d_registers(p, &results) {
+                Ok(d) => {
+                    let mut agg = "undef".to_string();
+                    for (i, r) in d.iter().enumerate() {
+                        let next = this.out.fresh("d");
+                        this.out.op(format_args!("{next} = insertvalue {ret} {agg}, {r}, {i}"));
+                        agg = next;
+                    }
+                    this.out.terminate(format_args!("ret {ret} {agg}"));
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    this.out.terminate(format_args!("unreachable"));
+                }
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let call = self.out.fresh("mma");
+        self.out.op(format_args!("{call} = call {ret} @{name}({})", args.join(", ")));
+        let mut d = Vec::with_capacity(p.d.regs as usize);
+        for i in 0..p.d.regs {
+            d.push(self.out.def(dty, format_args!("extractvalue {ret} {call}, {i}")));
+        }
+        Ok(d)
+    }
+
+    /// [`Self::lane_product`]'s function: each register [`LanePlan`]
+    /// names read from its lanes once (`shfl.sync.idx` semantics, every
+    /// lane taking part), then each element of D as C's element plus the
+    /// products in increasing k, straight-line. Integer products add in 32
+    /// bits: wrapped (no `.satfinite`), the low 32 bits of the exact sum;
+    /// with `.satfinite` the products' sum is exact in 32 bits (at most 32
+    /// products of 8-bit or 64 of 4-bit elements, below 2^21 in
+    /// magnitude) and C joins it in 64 bits before the clamp.
+    fn lane_product_body(&mut self, p: &MatrixProduct, lane: &V, regs: [&Vec<V>; 3], plan: &LanePlan) -> Vec<V> {
+        let cty = p.a.elem.compute_ty();
+        let (int, wraps) = match p.combine {
+            Combine::Int { saturate } => (true, !saturate),
+            _ => (false, false),
+        };
+        let mut got = Vec::with_capacity(plan.reads.len());
+        for r in &plan.reads {
+            let v = regs[r.which as usize][r.reg as usize].clone();
+            got.push(if r.is_own() { v } else { self.read_lanes(&v, &r.lanes, lane) });
+        }
+        let frags = [&p.a, &p.b, &p.c];
+        let mut values: HashMap<(u8, LaneElement), V> = HashMap::new();
+        let mut value = |this: &mut Self, which: u8, o: LaneElement| -> V {
+            if let Some(v) = values.get(&(which, o)) {
+                return v.clone();
+            }
+            let f = frags[which as usize];
+            let raw = this.element_bits(&got[o.read], o.sub, f);
+            let v = this.element_value(&raw, f.elem);
+            let v = this.as_compute(&v, cty);
+            let v = if int && (which != 2 || wraps) { this.trunc(&v, Ty::I32) } else { v };
+            values.insert((which, o), v.clone());
+            v
+        };
+        let mut results = Vec::with_capacity(plan.c.len());
+        for e in 0..plan.c.len() {
+            let c = value(self, 2, plan.c[e]);
+            if int && !wraps {
+                let mut sum = V::int(Ty::I32, 0);
+                for k in 0..p.k as usize {
+                    let a = value(self, 0, plan.a[e][k]);
+                    let b = value(self, 1, plan.b[e][k]);
+                    sum = self.accumulate(p.combine, &sum, &a, &b, Ty::I32);
+                }
+                let sum = self.sext(&sum, Ty::I64);
+                results.push(self.bin("add", &c, &sum));
+                continue;
+            }
+            let mut acc = c;
+            for k in 0..p.k as usize {
+                let a = value(self, 0, plan.a[e][k]);
+                let b = value(self, 1, plan.b[e][k]);
+                acc = self.accumulate(p.combine, &acc, &a, &b, if int { Ty::I32 } else { cty });
+            }
+            results.push(acc);
+        }
+        results
+    }
+
+    /// Register `v` (32 or 64 bits) of lane `lanes[l]`, in lane `l`.
+    fn read_lanes(&mut self, v: &V, lanes: &[u8; W], lane: &V) -> V {
+        let values: Vec<u32> = lanes.iter().map(|&s| u32::from(s)).collect();
+        let src = self.lane_value(lane, &values);
+        self.cx.declare_runtime(&crate::cpu_abi::runtime::SHFL);
+        let read = |this: &mut Self, w: &V| -> V {
+            let site = this.cx.next_site;
+            this.cx.next_site += 1;
+            let r = this.out.def(
+                Ty::I64,
+                format_args!(
+                    "call i64 @__anycuda_shfl(ptr %ctx, i32 %lin, i32 {}, {w}, {src}, i32 31, i32 -1, i32 {site})",
+                    crate::cpu_abi::shfl::IDX
+                ),
+            );
+            this.trunc(&r, Ty::I32)
+        };
+        if v.ty == Ty::I64 {
+            let lo = self.trunc(v, Ty::I32);
+            let hi = self.bin("lshr", v, &V::int(Ty::I64, 32));
+            let hi = self.trunc(&hi, Ty::I32);
+            let (lo, hi) = (read(self, &lo), read(self, &hi));
+            let lo = self.zext(&lo, Ty::I64);
+            let hi = self.zext(&hi, Ty::I64);
+            let hi = self.bin("shl", &hi, &V::int(Ty::I64, 32));
+            self.bin("or", &hi, &lo)
+        } else {
+            read(self, v)
+        }
+    }
+
+    /// `values[lane]` (32 values): arithmetic on the lane index where
+    /// [`lane_formula`] finds a form, else a constant table.
+    fn lane_value(&mut self, lane: &V, values: &[u32]) -> V {
+        let formula = <&[u32; W]>::try_from(values).ok().and_then(lane_formula);
+        match formula {
+            Some((mask, shift, mul, add)) => {
+                let x = self.bin("and", lane, &V::int(Ty::I32, i128::from(mask)));
+                let x = self.bin("lshr", &x, &V::int(Ty::I32, i128::from(shift)));
+                let x = self.bin("mul", &x, &V::int(Ty::I32, i128::from(mul)));
+                self.bin("add", &x, &V::int(Ty::I32, i128::from(add)))
+            }
+            None => {
+                let tab = self.constant_table(values);
+                let i = self.zext(lane, Ty::I64);
+                let tp = self.out.def(Ty::Ptr, format_args!("getelementptr i32, ptr {tab}, {i}"));
+                self.out.def(Ty::I32, format_args!("load i32, {tp}, align 4"))
+            }
+        }
     }
 
     /// Thread mode's fragment table of product `p`: per D element, C's
@@ -1295,6 +1622,10 @@ impl<'c, 'm> FnLower<'c, 'm> {
     fn matrix_row(&mut self, x: &Exchange, addrs: &V, i: u32, row: impl Fn(usize) -> usize) -> V {
         match x {
             Exchange::Vectors { .. } => self.permute_const(addrs, |l| 8 * i as usize + row(l)),
+            Exchange::Lanes { lane, .. } => {
+                let lanes: [u8; W] = std::array::from_fn(|l| (8 * i as usize + row(l)) as u8);
+                self.read_lanes(addrs, &lanes, lane)
+            }
             Exchange::Snapshot { snap, lane, slots } => {
                 // row(l) is one of the shapes below: a function of l's bits.
                 let r = self.lane_row(lane, &row);
@@ -1320,6 +1651,11 @@ impl<'c, 'm> FnLower<'c, 'm> {
     fn per_lane(&mut self, x: &Exchange, f: impl Fn(usize) -> i64) -> V {
         match x {
             Exchange::Vectors { .. } => Self::lane_consts(f),
+            Exchange::Lanes { lane, .. } => {
+                let values: Vec<u32> = (0..W).map(|l| f(l) as u32).collect();
+                let r = self.lane_value(lane, &values);
+                self.zext(&r, Ty::I64)
+            }
             Exchange::Snapshot { lane, .. } => {
                 let r = self.lane_row(lane, &|l| f(l) as usize);
                 self.zext(&r, Ty::I64)
@@ -1341,7 +1677,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let x = if self.warp.is_some() {
             Exchange::Vectors { a: Vec::new(), b: Vec::new(), c: Vec::new() }
         } else {
-            self.gather_lanes(std::slice::from_ref(&addrs))?
+            self.lane_exchange(std::slice::from_ref(&addrs))?
         };
         for i in 0..n {
             let v = if !trans {
@@ -1387,7 +1723,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         let x = if self.warp.is_some() {
             Exchange::Vectors { a: Vec::new(), b: Vec::new(), c: Vec::new() }
         } else {
-            self.gather_lanes(std::slice::from_ref(&addrs))?
+            self.lane_exchange(std::slice::from_ref(&addrs))?
         };
         for i in 0..n {
             let v = &vals[i as usize];
@@ -1439,6 +1775,21 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let s = self.out.fresh("mv");
             self.out.op(format_args!("{s} = shufflevector {t} {}, {t} poison, <{} x i32> <{}>", halves.s, 2 * W, m.join(", ")));
             self.out.def(Ty::I32, format_args!("bitcast {t} {s} to {}", Ty::I32))
+        } else if self.lane_reads() {
+            // Half `sub` of lane `sl`'s register: the register read from
+            // its lane, shifted by the half's bits.
+            let lane = self.lane_index();
+            let mut parts = Vec::new();
+            for hi in 0..2 {
+                let lanes: [u8; W] = std::array::from_fn(|l| src(l, hi).0 as u8);
+                let shifts: Vec<u32> = (0..W).map(|l| 16 * src(l, hi).1 as u32).collect();
+                let v = self.read_lanes(&a, &lanes, &lane);
+                let sh = self.lane_value(&lane, &shifts);
+                let v = self.bin("lshr", &v, &sh);
+                parts.push(self.bin("and", &v, &V::int(Ty::I32, 0xffff)));
+            }
+            let hi = self.bin("shl", &parts[1], &V::int(Ty::I32, 16));
+            self.bin("or", &parts[0], &hi)
         } else {
             let Exchange::Snapshot { snap, lane, .. } = self.gather_lanes(std::slice::from_ref(&a))? else {
                 return self.invalid("movmatrix: no snapshot");
@@ -1627,5 +1978,149 @@ fn target_compute(d: Elem, c: Elem) -> Ty {
         Ty::Float
     } else {
         Ty::I64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every product `product_spec` accepts: shapes of mma and wmma, the
+    /// element types, layouts and combinations.
+    fn products() -> Vec<(String, bool, MatrixProduct)> {
+        use Type::*;
+        let shapes = [
+            (8, 8, 4),
+            (16, 8, 4),
+            (16, 8, 8),
+            (16, 8, 16),
+            (16, 8, 32),
+            (16, 8, 64),
+            (16, 8, 128),
+            (16, 8, 256),
+            (8, 8, 16),
+            (8, 8, 32),
+            (8, 8, 128),
+            (16, 16, 16),
+            (32, 8, 16),
+            (8, 32, 16),
+            (16, 16, 8),
+        ];
+        let types: &[[Type; 4]] = &[
+            [F16, F16, F16, F16],
+            [F32, F16, F16, F16],
+            [F32, F16, F16, F32],
+            [F16, F16, F16, F32],
+            [F32, Bf16, Bf16, F32],
+            [F32, Tf32, Tf32, F32],
+            [F64, F64, F64, F64],
+            [S32, S8, S8, S32],
+            [S32, U8, S8, S32],
+            [S32, S4, U4, S32],
+            [S32, B1, B1, S32],
+        ];
+        let mut out = Vec::new();
+        for (m, n, k) in shapes {
+            for t in types {
+                for wmma in [false, true] {
+                    for row_major in [[true, false], [false, true], [true, true], [false, false]] {
+                        let combine = match t[1] {
+                            B1 => Combine::Bits { and: false },
+                            S8 | U8 | S4 | U4 => Combine::Int { saturate: true },
+                            _ => Combine::Float(Rounding::Rn),
+                        };
+                        let shape = Shape { m, n, k };
+                        if let Ok(p) = product_spec(shape, *t, wmma, row_major, combine) {
+                            out.push((format!("m{m}n{n}k{k} {t:?} wmma {wmma} {row_major:?}"), wmma, p));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Where D's element `e` of lane `l` finds its operands, the plan's
+    /// reads hold exactly the fragment elements the product needs: the
+    /// lane plan's invariant, for every form, element, depth and lane.
+    #[test]
+    fn lane_plans_read_the_elements_each_product_needs() {
+        let (mut mma, mut planned_wmma, mut unplanned_volta) = (0, 0, 0);
+        for (form, wmma, p) in products() {
+            let Some(plan) = lane_plan(&p) else {
+                // Volta's m8n8k4 with f16 multiplicands: its f32
+                // accumulators and column-major fragments hold an element
+                // in different registers in different lanes.
+                let volta = form.starts_with("m8n8k4 [") && p.a.elem == Elem::F16;
+                assert!(wmma || volta, "{form}: no lane plan for an mma form");
+                unplanned_volta += usize::from(volta && !wmma);
+                continue;
+            };
+            if wmma {
+                planned_wmma += 1;
+            } else {
+                mma += 1;
+            }
+            let frags = [&p.a, &p.b, &p.c];
+            let holds = |o: LaneElement, l: usize| -> Pos {
+                let r = &plan.reads[o.read];
+                let f = frags[r.which as usize];
+                f.pos[(r.reg * f.per_reg + o.sub) as usize][r.lanes[l] as usize]
+            };
+            assert_eq!(plan.c.len(), p.d.pos.len(), "{form}");
+            for (e, lanes) in p.d.pos.iter().enumerate() {
+                for (l, at) in lanes.iter().enumerate() {
+                    assert_eq!(holds(plan.c[e], l), *at, "{form}: C of element {e}, lane {l}");
+                    assert_eq!(plan.reads[plan.c[e].read].which, 2, "{form}");
+                    for k in 0..p.k as u16 {
+                        let a = holds(plan.a[e][k as usize], l);
+                        let b = holds(plan.b[e][k as usize], l);
+                        assert_eq!(a, Pos { batch: at.batch, row: at.row, col: k }, "{form}: A of element {e}, lane {l}, k {k}");
+                        assert_eq!(b, Pos { batch: at.batch, row: k, col: at.col }, "{form}: B of element {e}, lane {l}, k {k}");
+                        assert_eq!(plan.reads[plan.a[e][k as usize].read].which, 0, "{form}");
+                        assert_eq!(plan.reads[plan.b[e][k as usize].read].which, 1, "{form}");
+                    }
+                }
+            }
+            // Each register read once per lane pattern.
+            let distinct: std::collections::HashSet<&LaneRead> = plan.reads.iter().collect();
+            assert_eq!(distinct.len(), plan.reads.len(), "{form}");
+        }
+        assert!(mma >= 40, "only {mma} mma forms");
+        // (The row-major f16-accumulator form of m8n8k4 has a plan.)
+        assert!(unplanned_volta < 16, "{unplanned_volta}");
+        assert!(planned_wmma > 0, "no wmma form has a lane plan");
+        // m16n8k32 with 8-bit integers: A's 4 registers from 4 lanes each
+        // (2 row groups share the lanes), B's 2 from 4 lanes for 2 columns,
+        // C in the lane itself: 32 reads.
+        let p = product_spec(
+            Shape { m: 16, n: 8, k: 32 },
+            [Type::S32, Type::S8, Type::S8, Type::S32],
+            false,
+            [true, false],
+            Combine::Int { saturate: false },
+        )
+        .expect("m16n8k32 s8");
+        let plan = lane_plan(&p).expect("plan");
+        let count = |w: u8, own: bool| plan.reads.iter().filter(|r| r.which == w && r.is_own() == own).count();
+        assert_eq!((count(0, false), count(1, false), count(2, false), count(2, true)), (16, 16, 0, 4));
+    }
+
+    /// The lane arithmetic of the fragment tables, and none for a pattern
+    /// of no such form.
+    #[test]
+    fn lane_formulas_reproduce_their_lanes() {
+        let check = |values: [u32; W]| {
+            let (mask, shift, mul, add) = lane_formula(&values).expect("a formula");
+            for (l, v) in values.iter().enumerate() {
+                assert_eq!(((l as u32 & mask) >> shift) * mul + add, *v, "lane {l}");
+            }
+        };
+        check(std::array::from_fn(|l| (l as u32 & !3) + 2));
+        check(std::array::from_fn(|l| (l as u32 % 4) * 8 + 5));
+        check(std::array::from_fn(|l| l as u32 / 4));
+        check([7; W]);
+        let scrambled: [u32; W] = std::array::from_fn(|l| (l as u32 * 7 + 3) % 32);
+        assert_eq!(lane_formula(&scrambled), None);
     }
 }

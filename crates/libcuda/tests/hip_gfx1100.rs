@@ -6,6 +6,7 @@
 
 mod common;
 mod hip_emulated;
+mod hip_matrix;
 mod oracle_run;
 
 #[test]
@@ -16,4 +17,9 @@ fn oracle_cases_match_the_hardware_on_emulated_gfx1100() {
 #[test]
 fn cuda_programs_pass_on_emulated_gfx1100() {
     hip_emulated::programs("gfx1100");
+}
+
+#[test]
+fn mma_forms_match_the_model_on_emulated_gfx1100() {
+    hip_matrix::mma_products("gfx1100");
 }

@@ -6,6 +6,7 @@
 
 mod common;
 mod hip_emulated;
+mod hip_matrix;
 mod oracle_run;
 
 #[test]
@@ -16,4 +17,9 @@ fn oracle_cases_match_the_hardware_on_emulated_gfx90a() {
 #[test]
 fn cuda_programs_pass_on_emulated_gfx90a() {
     hip_emulated::programs("gfx90a");
+}
+
+#[test]
+fn mma_forms_match_the_model_on_emulated_gfx90a() {
+    hip_matrix::mma_products("gfx90a");
 }
