@@ -185,9 +185,7 @@ pub fn oracle_cases(arch: &'static str) {
 ///
 /// Not here, and why: `dynamic_shared` asks for 96 KiB of shared memory per
 /// block (gfx1100 and gfx90a have 64 KiB: the driver refuses, as it
-/// should); `mma_ldmatrix` (its 8-bit integer `mma`
-/// compiles to `v_mul_i32_i24`/`v_mul_hi_i32_i24`, which the emulator does
-/// not truncate to 24 bits, a known emulator error); `async_copy` (reads a
+/// should); `async_copy` (reads a
 /// clock with `s_sendmsg_rtn_b64`, which the emulator lacks);
 /// `dynamic_parallelism` (HIP cannot launch kernels from the device: a
 /// compile error that names the device-runtime function); `vmm` (the HIP
@@ -241,7 +239,17 @@ pub const PROGRAMS: &[&str] = &[
     "device_malloc",
     "multi_device",
     "coop_grid_sync",
+    "mma_ldmatrix",
 ];
+
+/// Programs of [`PROGRAMS`] that fail on one emulated architecture because
+/// of an error of the emulator its README lists, and must still fail
+/// there (when the emulator is fixed, the entry goes): `mma_ldmatrix`'s
+/// `.satfinite` s8 `mma` ends in a saturating signed add (`v_add_i32 ...
+/// clamp`), which the emulator gets wrong on gfx90a; gfx1100 runs the same
+/// code right (ldmatrix, the f16 and s8 `mma`, movmatrix: the lanes read
+/// each other's registers).
+pub const KNOWN_EMULATOR_ERRORS: &[(&str, &str)] = &[("mma_ldmatrix", "gfx90a")];
 
 /// Environment a program of [`PROGRAMS`] needs beyond [`environment`].
 pub const RUN_ENV: &[(&str, &str, &str)] = &[
@@ -288,8 +296,14 @@ pub fn programs(arch: &str) {
         for _ in 0..2 {
             s.spawn(|| loop {
                 let Some(name) = queue.lock().unwrap_or_else(|e| e.into_inner()).next().copied() else { break };
-                if let Err(why) = run_program(&out, &manifest, &dir, arch, name) {
-                    failures.lock().unwrap_or_else(|e| e.into_inner()).push(why);
+                let known = KNOWN_EMULATOR_ERRORS.contains(&(name, arch));
+                match run_program(&out, &manifest, &dir, arch, name) {
+                    Err(why) if !known => failures.lock().unwrap_or_else(|e| e.into_inner()).push(why),
+                    Ok(()) if known => failures
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(format!("{name} passes on emulated {arch}, where it is listed as a known emulator error")),
+                    _ => {}
                 }
             });
         }
