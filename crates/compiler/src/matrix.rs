@@ -1068,8 +1068,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     /// Register `v` (32 or 64 bits) of lane `lanes[l]`, in lane `l`.
     fn read_lanes(&mut self, v: &V, lanes: &[u8; W], lane: &V) -> V {
-        let values: Vec<u32> = lanes.iter().map(|&s| u32::from(s)).collect();
-        let src = self.lane_value(lane, &values);
+        let src = self.lane_value(lane, &lanes.map(u32::from));
         self.cx.declare_runtime(&crate::cpu_abi::runtime::SHFL);
         let read = |this: &mut Self, w: &V| -> V {
             let site = this.cx.next_site;
@@ -1099,21 +1098,15 @@ impl<'c, 'm> FnLower<'c, 'm> {
 
     /// `values[lane]` (32 values): arithmetic on the lane index where
     /// [`lane_formula`] finds a form, else a constant table.
-    fn lane_value(&mut self, lane: &V, values: &[u32]) -> V {
-        let formula = <&[u32; W]>::try_from(values).ok().and_then(lane_formula);
-        match formula {
+    fn lane_value(&mut self, lane: &V, values: &[u32; W]) -> V {
+        match lane_formula(values) {
             Some((mask, shift, mul, add)) => {
                 let x = self.bin("and", lane, &V::int(Ty::I32, i128::from(mask)));
                 let x = self.bin("lshr", &x, &V::int(Ty::I32, i128::from(shift)));
                 let x = self.bin("mul", &x, &V::int(Ty::I32, i128::from(mul)));
                 self.bin("add", &x, &V::int(Ty::I32, i128::from(add)))
             }
-            None => {
-                let tab = self.constant_table(values);
-                let i = self.zext(lane, Ty::I64);
-                let tp = self.out.def(Ty::Ptr, format_args!("getelementptr i32, ptr {tab}, {i}"));
-                self.out.def(Ty::I32, format_args!("load i32, {tp}, align 4"))
-            }
+            None => self.lane_row(lane, &|l| values[l] as usize),
         }
     }
 
@@ -1652,8 +1645,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
         match x {
             Exchange::Vectors { .. } => Self::lane_consts(f),
             Exchange::Lanes { lane, .. } => {
-                let values: Vec<u32> = (0..W).map(|l| f(l) as u32).collect();
-                let r = self.lane_value(lane, &values);
+                let r = self.lane_value(lane, &std::array::from_fn(|l| f(l) as u32));
                 self.zext(&r, Ty::I64)
             }
             Exchange::Snapshot { lane, .. } => {
@@ -1782,7 +1774,7 @@ impl<'c, 'm> FnLower<'c, 'm> {
             let mut parts = Vec::new();
             for hi in 0..2 {
                 let lanes: [u8; W] = std::array::from_fn(|l| src(l, hi).0 as u8);
-                let shifts: Vec<u32> = (0..W).map(|l| 16 * src(l, hi).1 as u32).collect();
+                let shifts: [u32; W] = std::array::from_fn(|l| 16 * src(l, hi).1 as u32);
                 let v = self.read_lanes(&a, &lanes, &lane);
                 let sh = self.lane_value(&lane, &shifts);
                 let v = self.bin("lshr", &v, &sh);

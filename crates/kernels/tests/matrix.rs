@@ -45,20 +45,8 @@ fn mma_every_shape_and_type_matches_the_isa_model_in_both_modes() {
             for round in 0..3 {
                 // Two warps: each computes its own product.
                 let warps = 2;
-                let (na, nb, nc, nd) = (v.regs(Op::A), v.regs(Op::B), v.regs(Op::C), v.d_regs());
-                let mut input = Vec::new();
-                let mut regs: Vec<[Vec<Vec<u64>>; 3]> = Vec::new();
-                for _ in 0..warps {
-                    let mut w: [Vec<Vec<u64>>; 3] = [Vec::new(), Vec::new(), Vec::new()];
-                    for _lane in 0..32 {
-                        for (slot, (n, e)) in [(na, v.a), (nb, v.b), (nc, v.c)].into_iter().enumerate() {
-                            let r: Vec<u64> = (0..n).map(|_| random_reg(&mut rng, e)).collect();
-                            input.extend_from_slice(&r);
-                            w[slot].push(r);
-                        }
-                    }
-                    regs.push(w);
-                }
+                let nd = v.d_regs();
+                let (mut input, regs) = random_fragments(&mut rng, v, warps);
                 let mut out = vec![0u64; warps * 32 * nd as usize];
                 launch(
                     exec(),

@@ -321,6 +321,31 @@ pub fn random_reg(rng: &mut Rng, e: E) -> u64 {
 }
 
 /// Element `i` of a lane's registers (`regs`, `e` elements).
+/// One warp's A, B and C registers, lane by lane.
+pub type WarpFragments = [Vec<Vec<u64>>; 3];
+
+/// Random fragments for `warps` warps of variant `v`: the kernel's input
+/// (each lane's A, B and C registers in turn, 8-byte slots, as
+/// [`mma_module`] loads them) and, per warp, each matrix's registers lane
+/// by lane.
+pub fn random_fragments(rng: &mut Rng, v: &Variant, warps: usize) -> (Vec<u64>, Vec<WarpFragments>) {
+    let (na, nb, nc) = (v.regs(Op::A), v.regs(Op::B), v.regs(Op::C));
+    let mut input = Vec::new();
+    let mut regs = Vec::new();
+    for _ in 0..warps {
+        let mut w: WarpFragments = Default::default();
+        for _lane in 0..32 {
+            for (slot, (n, e)) in [(na, v.a), (nb, v.b), (nc, v.c)].into_iter().enumerate() {
+                let r: Vec<u64> = (0..n).map(|_| random_reg(rng, e)).collect();
+                input.extend_from_slice(&r);
+                w[slot].push(r);
+            }
+        }
+        regs.push(w);
+    }
+    (input, regs)
+}
+
 pub fn element(regs: &[u64], e: E, i: u32) -> u64 {
     let bits = e.bits();
     let per = e.reg_bits() / bits;

@@ -78,20 +78,8 @@ pub fn mma_products(arch: &'static str) {
             let name = std::ffi::CString::new(format!("v{idx}")).expect("name");
             assert_eq!(cuModuleGetFunction(&mut f, module, name.as_ptr()), SUCCESS);
             let warps = 2;
-            let (na, nb, nc, nd) = (v.regs(Op::A), v.regs(Op::B), v.regs(Op::C), v.d_regs());
-            let mut input = Vec::new();
-            let mut regs: Vec<[Vec<Vec<u64>>; 3]> = Vec::new();
-            for _ in 0..warps {
-                let mut w: [Vec<Vec<u64>>; 3] = Default::default();
-                for _lane in 0..32 {
-                    for (slot, (n, e)) in [(na, v.a), (nb, v.b), (nc, v.c)].into_iter().enumerate() {
-                        let r: Vec<u64> = (0..n).map(|_| random_reg(&mut rng, e)).collect();
-                        input.extend_from_slice(&r);
-                        w[slot].push(r);
-                    }
-                }
-                regs.push(w);
-            }
+            let nd = v.d_regs();
+            let (input, regs) = random_fragments(&mut rng, v, warps);
             let out_len = warps * 32 * nd as usize;
             let (mut din, mut dout) = (0u64, 0u64);
             assert_eq!(cuMemAlloc_v2(&mut din, input.len() * 8), SUCCESS);
